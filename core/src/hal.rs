@@ -1,0 +1,272 @@
+//! The platform seam: small traits, one job each, in the spirit of embedded-hal 1.0.
+//!
+//! Core touches hardware only through these. A platform (the simulator, the Linux
+//! binding, a controller's firmware, a test) implements the ones it needs on its
+//! own types; core's functions take them as generic parameters, so nothing is
+//! dynamically dispatched on the harvest path.
+//!
+//! # For the core
+//!
+//! Everything a trait returns is treated as device input unless it is documented
+//! as platform configuration: a ring slot's bytes may be anything; a register read
+//! may be anything. Only the platform's own failures (a mapping missing, an ioctl
+//! refused) come back as `Err`, and core turns each into an [`NrtStatus`] and an
+//! [`Event`](crate::event::Event).
+//!
+//! # For platform authors
+//!
+//! - Implementations must not block: a harvest step is non-blocking by contract
+//!   (completion-engine seed §1). [`Delay`] is the one trait that is *meant* to wait.
+//! - Reads of device-written memory ([`NqRings::read_slot`], [`DeviceMemory::copy_out`])
+//!   must have Acquire semantics with respect to the device's writes; writes that
+//!   release work to the device ([`Registers::write32`] of a doorbell,
+//!   [`NqRings::write_head`]) must be preceded by a Release fence. [`Fence`] lets a
+//!   controller add cache maintenance there.
+//! - Each trait has a blanket `impl for &mut T`, so a platform can lend itself out.
+
+use crate::status::NrtStatus;
+
+/// What went wrong in a platform call, for the core to classify.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// An offset or index outside the mapped window or table.
+    OutOfRange,
+    /// The resource (ring, BAR, device memory) is not mapped or not bound.
+    NotMapped,
+    /// The operating system or transport refused the operation.
+    Io,
+    /// Anything else.
+    Other,
+}
+
+/// A platform error: anything that can say what kind of failure it is.
+pub trait Error: core::fmt::Debug {
+    /// The kind of failure, for the core.
+    fn kind(&self) -> ErrorKind;
+}
+
+impl Error for ErrorKind {
+    fn kind(&self) -> ErrorKind {
+        *self
+    }
+}
+
+/// The error type of a trait's fallible methods.
+pub trait ErrorType {
+    /// The platform's error type.
+    type Error: Error;
+}
+
+impl<T: ErrorType + ?Sized> ErrorType for &mut T {
+    type Error = T::Error;
+}
+
+/// 32-bit register access at BAR offsets (`al_reg_write32 -> csr_write -> ndl_bar_write`).
+///
+/// Used for the DMA tail-increment doorbell and the top-SP host trigger
+/// (descriptor-handoff seed §4.1, §4.2).
+pub trait Registers: ErrorType {
+    /// Read the 32-bit register at byte offset `offset` of the BAR.
+    fn read32(&mut self, offset: u64) -> Result<u32, Self::Error>;
+    /// Write the 32-bit register at byte offset `offset` of the BAR.
+    fn write32(&mut self, offset: u64, value: u32) -> Result<(), Self::Error>;
+}
+
+impl<T: Registers + ?Sized> Registers for &mut T {
+    fn read32(&mut self, offset: u64) -> Result<u32, Self::Error> {
+        T::read32(self, offset)
+    }
+    fn write32(&mut self, offset: u64, value: u32) -> Result<(), Self::Error> {
+        T::write32(self, offset, value)
+    }
+}
+
+/// Memory of the notification-queue rings, as the device writes it.
+///
+/// Rings are named by `(core, nq)`: `core` is the physical core of the logical
+/// core (0 or 1), `nq` the runtime's NQ index (`ens_nq[]`; INFER_STATUS rings 4..8,
+/// the error ring 2; `seed-vs-driver.md` point 4). Ring sizes are configuration
+/// held by [`Notifications`](crate::nq::Notifications); the platform maps them.
+pub trait NqRings: ErrorType {
+    /// Copy the 16-byte slot at byte offset `offset` (a multiple of 16, below the
+    /// ring size) of ring `(core, nq)` into `out`, with Acquire ordering.
+    fn read_slot(&mut self, core: u8, nq: u8, offset: u32, out: &mut [u8; 16]) -> Result<(), Self::Error>;
+
+    /// Write the ring's HEAD register: the software read pointer in bytes
+    /// (driver NOTIFIC block, `0x10C + k*0x28`), handing consumed slots back.
+    fn write_head(&mut self, core: u8, nq: u8, head: u32) -> Result<(), Self::Error>;
+}
+
+impl<T: NqRings + ?Sized> NqRings for &mut T {
+    fn read_slot(&mut self, core: u8, nq: u8, offset: u32, out: &mut [u8; 16]) -> Result<(), Self::Error> {
+        T::read_slot(self, core, nq, offset, out)
+    }
+    fn write_head(&mut self, core: u8, nq: u8, head: u32) -> Result<(), Self::Error> {
+        T::write_head(self, core, nq, head)
+    }
+}
+
+/// Read of an INTC error-trigger cause register (`aws_hal_intc_read_cause`).
+pub trait IntcCause: ErrorType {
+    /// The cause register of `line` in error-trigger `block` of physical core `core`.
+    fn read_cause(&mut self, core: u8, block: u32, line: u32) -> Result<u32, Self::Error>;
+}
+
+impl<T: IntcCause + ?Sized> IntcCause for &mut T {
+    fn read_cause(&mut self, core: u8, block: u32, line: u32) -> Result<u32, Self::Error> {
+        T::read_cause(self, core, block, line)
+    }
+}
+
+/// A monotonic clock in nanoseconds.
+///
+/// libnrt uses `CLOCK_REALTIME`, which jumps when the wall clock is set; every
+/// implementation here must be monotonic (Linux: `CLOCK_MONOTONIC`).
+pub trait Clock {
+    /// Nanoseconds since an arbitrary, fixed origin; never decreases.
+    fn now_ns(&self) -> u64;
+}
+
+impl<T: Clock + ?Sized> Clock for &mut T {
+    fn now_ns(&self) -> u64 {
+        T::now_ns(self)
+    }
+}
+
+/// The one waiting primitive: what the sync driver and the completion-handle wait
+/// do between polls (libnrt: `usleep(1)` and `usleep(10)`).
+pub trait Delay {
+    /// Wait about `us` microseconds (an implementation may spin, yield or sleep).
+    fn delay_us(&mut self, us: u32);
+}
+
+impl<T: Delay + ?Sized> Delay for &mut T {
+    fn delay_us(&mut self, us: u32) {
+        T::delay_us(self, us)
+    }
+}
+
+/// The per-inference kickoff semaphore (descriptor-handoff seed §4.3; Linux: the
+/// driver's `NEURON_IOCTL_SEMAPHORE_INCREMENT`).
+pub trait Semaphore: ErrorType {
+    /// Add `value` to semaphore `index` of NeuronCore `nc`.
+    fn increment(&mut self, nc: u32, index: u32, value: u32) -> Result<(), Self::Error>;
+}
+
+impl<T: Semaphore + ?Sized> Semaphore for &mut T {
+    fn increment(&mut self, nc: u32, index: u32, value: u32) -> Result<(), Self::Error> {
+        T::increment(self, nc, index, value)
+    }
+}
+
+/// Device-memory staging (`dmem_buf_copyin` / `dmem_buf_copyout`) and the core-ops
+/// READ/WRITE of the DGE accessors.
+pub trait DeviceMemory: ErrorType {
+    /// Copy `data` to device address `addr`.
+    fn copy_in(&mut self, addr: u64, data: &[u8]) -> Result<(), Self::Error>;
+    /// Copy device memory at `addr` into `out`, with Acquire ordering.
+    fn copy_out(&mut self, addr: u64, out: &mut [u8]) -> Result<(), Self::Error>;
+}
+
+impl<T: DeviceMemory + ?Sized> DeviceMemory for &mut T {
+    fn copy_in(&mut self, addr: u64, data: &[u8]) -> Result<(), Self::Error> {
+        T::copy_in(self, addr, data)
+    }
+    fn copy_out(&mut self, addr: u64, out: &mut [u8]) -> Result<(), Self::Error> {
+        T::copy_out(self, addr, out)
+    }
+}
+
+/// Status of the collectives proxy tasks (`enc_check_proxy_barrier_task_status`,
+/// `enc_check_proxy_network_task_status`).
+///
+/// `Ok(true)` when the task is done, `Ok(false)` while it is pending, `Err(status)`
+/// when it failed: the harvest finalizes with that status.
+pub trait CollectivesProxy {
+    /// The collectives barrier of physical core `core`.
+    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus>;
+    /// The network proxy of physical core `core`.
+    fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus>;
+}
+
+impl<T: CollectivesProxy + ?Sized> CollectivesProxy for &mut T {
+    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+        T::barrier_status(self, core)
+    }
+    fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+        T::network_status(self, core)
+    }
+}
+
+/// Hardware fault probes consulted when a core timed out (completion-engine seed
+/// §4: `exec_request_process_errors` classifies HBM UE, DMA abort and collectives
+/// faults before a plain timeout).
+pub trait FaultProbe {
+    /// `exec_check_hbm_uncorrectable`: `Some(1201)` for an unrepairable HBM UE,
+    /// `Some(1205)` for a repairable one, `None` when there is none.
+    fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus>;
+    /// `true` when a DMA engine of the core aborted (1203).
+    fn dma_aborted(&mut self, core: u8) -> bool;
+}
+
+impl<T: FaultProbe + ?Sized> FaultProbe for &mut T {
+    fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus> {
+        T::hbm_uncorrectable(self, core)
+    }
+    fn dma_aborted(&mut self, core: u8) -> bool {
+        T::dma_aborted(self, core)
+    }
+}
+
+/// Where the structured events go (warnings, probes, errors, trace).
+pub trait EventSink {
+    /// Take one event. Must not block.
+    fn event(&mut self, event: &crate::event::Event);
+}
+
+impl<T: EventSink + ?Sized> EventSink for &mut T {
+    fn event(&mut self, event: &crate::event::Event) {
+        T::event(self, event)
+    }
+}
+
+/// The streamed-output channel (completion-engine seed §3.1, custom sub-id 7):
+/// resolve a device var id to an output, count it, wake its waiters.
+///
+/// [`TensorCompletions`](crate::exec::TensorCompletions) is a ready implementation.
+pub trait TensorNotify {
+    /// Output `var_id` finished once more on physical core `core`. Returns the
+    /// output's index and its new completion count, or `None` when the var id names
+    /// no output of the model (the harvest reports an event and goes on).
+    fn tensor_completed(&mut self, core: u8, var_id: u16) -> Option<(u16, u32)>;
+}
+
+impl<T: TensorNotify + ?Sized> TensorNotify for &mut T {
+    fn tensor_completed(&mut self, core: u8, var_id: u16) -> Option<(u16, u32)> {
+        T::tensor_completed(self, core, var_id)
+    }
+}
+
+/// Memory ordering at the host/device handoff, as a platform method so that a
+/// controller can add cache maintenance (STYLE item 6).
+pub trait Fence {
+    /// Make every earlier write visible to the device before a later doorbell.
+    fn release(&mut self) {
+        core::sync::atomic::fence(core::sync::atomic::Ordering::Release);
+    }
+}
+
+impl<T: Fence + ?Sized> Fence for &mut T {
+    fn release(&mut self) {
+        T::release(self)
+    }
+}
+
+/// Everything the harvest (`ExecRequest::progress_one_step`) needs from a platform.
+///
+/// Blanket-implemented: implement the parts and this follows.
+pub trait ExecDevice: NqRings + IntcCause + Clock + CollectivesProxy + FaultProbe + EventSink + TensorNotify {}
+
+impl<T: NqRings + IntcCause + Clock + CollectivesProxy + FaultProbe + EventSink + TensorNotify + ?Sized> ExecDevice for T {}

@@ -1,0 +1,1 @@
+//! nrt-linux: placeholder until its issue lands.

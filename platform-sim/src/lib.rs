@@ -1,0 +1,1 @@
+//! nrt-sim: placeholder until its issue lands.

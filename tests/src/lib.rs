@@ -1,0 +1,1 @@
+//! nrt-tests: placeholder until its issue lands.
