@@ -1,7 +1,7 @@
 //! Structured events: every warning, probe, error and trace point the seeds name.
 //!
 //! Core never prints. It hands each event, a small `Copy` value, to the
-//! platform's [`EventSink`](crate::hal::EventSink); with the `log` feature it is
+//! platform's [`EventSink`]; with the `log` feature it is
 //! also logged through the `log` facade (Linux), with `defmt` through defmt (the
 //! controller). `Display` renders the seed's own message text where it gives one.
 
@@ -75,7 +75,7 @@ pub enum Event {
     /// chosen by the ring, so this is reported, not acted on).
     NqTagMismatch { core: u8, engine: Engine, tag: u8, expected: u8 },
     /// A custom (subtype 6) diagnostic notification, sub-id other than 7.
-    CustomNotification { core: u8, engine: Engine, sub_id: u16, payload: u16 },
+    CustomNotification { core: u8, engine: Engine, sub_id: u16, payload: u16, tag: u8 },
     /// A custom notification with a sub-id outside the 11-entry table.
     BadCustomSubId { core: u8, engine: Engine, sub_id: u16 },
     /// A streamed output tensor completed (sub-id 7).
@@ -226,9 +226,9 @@ impl fmt::Display for Event {
                 "core {core}: record on the {} ring carries NQ-id tag {tag}, expected {expected}",
                 engine.name()
             ),
-            CustomNotification { core, engine, sub_id, payload } => write!(
+            CustomNotification { core, engine, sub_id, payload, tag } => write!(
                 f,
-                "core {core}: custom notification sub-id {sub_id} on {} (payload {payload})",
+                "core {core}: custom notification sub-id {sub_id} on {} (payload {payload}, NQ-id tag {tag})",
                 engine.name()
             ),
             BadCustomSubId { core, engine, sub_id } => {

@@ -269,4 +269,7 @@ impl<T: Fence + ?Sized> Fence for &mut T {
 /// Blanket-implemented: implement the parts and this follows.
 pub trait ExecDevice: NqRings + IntcCause + Clock + CollectivesProxy + FaultProbe + EventSink + TensorNotify {}
 
-impl<T: NqRings + IntcCause + Clock + CollectivesProxy + FaultProbe + EventSink + TensorNotify + ?Sized> ExecDevice for T {}
+impl<T: NqRings + IntcCause + Clock + CollectivesProxy + FaultProbe + EventSink + TensorNotify + ?Sized> ExecDevice
+    for T
+{
+}

@@ -28,7 +28,7 @@
 //!
 //! Rules this crate keeps: it never allocates, never blocks (except in
 //! [`hal::Delay`], by name) and never panics on device input; a corrupt entry,
-//! ring, count or id becomes a documented [`NrtStatus`](status::NrtStatus) and an
+//! ring, count or id becomes a documented [`NrtStatus`] and an
 //! [`Event`](event::Event). Where the seeds are silent, the choice is written next
 //! to the constant and listed in `docs/spec-gaps.md`.
 #![cfg_attr(not(test), no_std)]

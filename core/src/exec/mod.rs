@@ -1,1 +1,537 @@
-//! The harvest.
+//! The completion harvest: `exec_request_progress_one_step` and its drivers
+//! (completion-engine seed §1, §2, §5, §6).
+//!
+//! [`ExecRequest`] is one request's harvest state, the counterpart of libnrt's
+//! 472-byte `exec_request_state_t`. [`ExecRequest::progress_one_step`] advances it
+//! by one non-blocking step and returns the seed's contract:
+//!
+//! | return | [`Step`] | meaning |
+//! |---|---|---|
+//! | 1 | `InFlight` | not done: sleep and call again |
+//! | 0 | `Done` | complete; `*out` holds the reconciled status (the error sweep may still have set one, e.g. 1003 for a NaN) |
+//! | 2 | `Error` | done with an error, `*out` holds the highest-priority status (never `NRT_SUCCESS`) |
+//!
+//! The machine: `INIT` arms the barrier wait (120 s, doubling, never fatal) ->
+//! `WAIT_BARRIER_PROXY` gates on the collectives barrier, then checks the
+//! INFER_STATUS ring count, resets the engines, derives `timeout_ms = 1000 *
+//! timeout_s` and starts the core clock -> `WAIT_CORE` sweeps each (core, engine)
+//! ring, at most 16 records per engine per sweep, through the matcher
+//! (`matcher.rs`), and at the end of the sweep checks completeness and the budget,
+//! probing INTC cause bit 29 only when something is already wrong -> `FINALIZE`
+//! (`finalize.rs`) rescales timestamps, sweeps the error ring, reconciles the cores
+//! by priority -> `DONE`, which is terminal.
+//!
+//! The drivers are in [`driver`]: the sync poll loop and the async execution-unit
+//! step with its has-work / mark-complete handoff.
+
+pub mod driver;
+mod finalize;
+mod matcher;
+pub mod tensor;
+
+pub use driver::{exec_wait_round_robin, ExecUnit, SyncWait, XuHealth, XuQueue, XuSignalError, XuStep, XuWork};
+pub use tensor::{NoWake, TensorCompletions, TensorWaker};
+
+use crate::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
+use crate::event::{emit, Event};
+use crate::hal::ExecDevice;
+use crate::nq::{ErrorClass, Notifications};
+use crate::status::NrtStatus;
+
+/// First barrier-wait warning threshold, seconds; it doubles at each warning
+/// (seed §1: `timeout_thresh = 120`).
+pub const BARRIER_WARN_INITIAL_S: u32 = 120;
+
+/// Entries read per engine per sweep (seed §2 GOTCHA: the `v168 != 16` bound).
+pub const READS_PER_ENGINE_PER_SWEEP: u32 = 16;
+
+/// INTC line of the engine's error-trigger block that carries the software NQ
+/// overflow cause (seed §5: `aws_hal_intc_read_cause(&mla->intc, block, 61)`).
+pub const INTC_SW_NQ_OVERFLOW_LINE: u32 = 61;
+
+/// Bit of that cause register that says the software NQ overflowed (seed §5).
+pub const INTC_SW_NQ_OVERFLOW_BIT: u32 = 29;
+
+/// Milliseconds per second of the model's timeout (seed §5 GOTCHA:
+/// `timeout_ms = 1000 * param.timeout`).
+pub const MS_PER_TIMEOUT_S: u64 = 1000;
+
+/// libnrt's `exec_request_state_t` is 472 bytes (seed §1); ours must not be larger.
+pub const LIBNRT_EXEC_REQUEST_STATE_SIZE: usize = 472;
+
+/// Indices of `exec_fatal_status[core][6]` (seed §1, §2, §5).
+pub mod fatal {
+    /// `[1]`: the core timed out (5).
+    pub const TIMEOUT: usize = 1;
+    /// `[2]`: the NQ overflowed (1204) at the timeout, or on an out-of-order START
+    /// (the seed sets no flag there; we set this one, G-START-OVERFLOW).
+    pub const OVERFLOW: usize = 2;
+    /// `[3]`: an END record was lost to an overflow (1204).
+    pub const END_OVERFLOW: usize = 3;
+    /// `[4]`: the network proxy failed.
+    pub const NETWORK_PROXY: usize = 4;
+    /// `[5]`: the barrier proxy failed.
+    pub const BARRIER_PROXY: usize = 5;
+    /// Entries per core.
+    pub const COUNT: usize = 6;
+    /// Names of the flags, by index (`[0]` is unused).
+    pub const NAMES: [&str; COUNT] = ["none", "timeout", "overflow", "end_overflow", "network_proxy", "barrier_proxy"];
+}
+
+/// Slots of `vcore_notif_ts[core][13]` (stride 13, seed §7 GOTCHA). The seed does
+/// not list them; ours (G-TS-SLOTS): `2*eng` START and `2*eng + 1` END of engine
+/// `eng`, 10 CC start, 11 CC end, 12 the latest tensor-completion record.
+pub mod ts_slot {
+    /// Slots per core.
+    pub const COUNT: usize = 13;
+    /// Earliest START of engine `eng`.
+    pub const fn start(eng: usize) -> usize {
+        2 * eng
+    }
+    /// Latest END of engine `eng`.
+    pub const fn end(eng: usize) -> usize {
+        2 * eng + 1
+    }
+    /// Earliest CC start.
+    pub const CC_START: usize = 10;
+    /// Latest CC end.
+    pub const CC_END: usize = 11;
+    /// Latest tensor-completion record.
+    pub const TENSOR: usize = 12;
+}
+
+/// `exec_state_t` (seed §1, from enums.json).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum ExecState {
+    /// 0: not started.
+    Init = 0,
+    /// 1: waiting on the collectives barrier.
+    WaitBarrierProxy = 1,
+    /// 2: harvesting the engines' rings.
+    WaitCore = 2,
+    /// 3: finished; terminal.
+    Done = 3,
+}
+
+impl ExecState {
+    /// The seed's name (`"WAIT_CORE"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ExecState::Init => "INIT",
+            ExecState::WaitBarrierProxy => "WAIT_BARRIER_PROXY",
+            ExecState::WaitCore => "WAIT_CORE",
+            ExecState::Done => "DONE",
+        }
+    }
+}
+
+/// Per-engine substate (`TPB_ENG_STATE_*`); monotone START_PENDING -> END_PENDING
+/// -> COMPLETE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum TpbEngState {
+    /// 0: waiting for START.
+    StartPending = 0,
+    /// 1: started, waiting for END.
+    EndPending = 1,
+    /// 2: done.
+    Complete = 2,
+}
+
+impl TpbEngState {
+    /// The seed's name (`"END_PENDING"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            TpbEngState::StartPending => "START_PENDING",
+            TpbEngState::EndPending => "END_PENDING",
+            TpbEngState::Complete => "COMPLETE",
+        }
+    }
+}
+
+/// The one-step return code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum Step {
+    /// 0: done; the status is in `out`.
+    Done = 0,
+    /// 1: in flight; call again.
+    InFlight = 1,
+    /// 2: done with an error; the status is in `out`.
+    Error = 2,
+}
+
+impl Step {
+    /// The C integer (0, 1 or 2).
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+/// What a request is for: the model's parameters the harvest needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExecConfig {
+    /// The device generation (the cayman fixup tests `arch > 2`).
+    pub arch: Arch,
+    /// Physical cores of the logical core: 1 or 2 (`tpb_count`). Other values are
+    /// clamped into 1..=2 by [`ExecRequest::new`].
+    pub tpb_count: u8,
+    /// The model's timeout in **seconds** (`param.timeout`).
+    pub timeout_s: u32,
+    /// Device TPB index of each physical core (selects the INTC error-trigger block).
+    pub tpb_idx: [u8; MAX_CORES],
+}
+
+impl ExecConfig {
+    /// A config for `tpb_count` cores with TPB indices 0 and 1.
+    pub const fn new(arch: Arch, tpb_count: u8, timeout_s: u32) -> ExecConfig {
+        ExecConfig { arch, tpb_count, timeout_s, tpb_idx: [0, 1] }
+    }
+}
+
+/// The per-core result of a finished request (`out_info`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutInfo {
+    /// Each core's status (`exec_rets[pcore]`).
+    pub exec_rets: [NrtStatus; MAX_CORES],
+    /// Each core's duration, microseconds: latest END minus earliest START
+    /// (`tpb_duration[pcore]`).
+    pub tpb_duration_us: [u64; MAX_CORES],
+    /// The first error class the core's error sweep saw (`infer_err[pcore]`).
+    pub err: [Option<ErrorClass>; MAX_CORES],
+}
+
+impl OutInfo {
+    const EMPTY: OutInfo =
+        OutInfo { exec_rets: [NrtStatus::Success; MAX_CORES], tpb_duration_us: [0; MAX_CORES], err: [None; MAX_CORES] };
+}
+
+/// One request's harvest state (`exec_request_state_t`).
+#[derive(Clone, Debug)]
+pub struct ExecRequest {
+    state: ExecState,
+    cfg: ExecConfig,
+    /// `barrier_proxy.start_ts` (ns).
+    barrier_start_ns: u64,
+    /// `barrier_proxy.timeout_thresh` (s).
+    barrier_thresh_s: u32,
+    /// `barrier_proxy.proxy_done[pcore]`.
+    proxy_done: [bool; MAX_CORES],
+    /// `core.start_ts` (ns).
+    core_start_ns: u64,
+    /// `core.timeout_ms`.
+    timeout_ms: u64,
+    /// `core.network_proxy_done[pcore]`.
+    network_proxy_done: [bool; MAX_CORES],
+    /// `core.tpb_exec_state[2][5]`.
+    tpb_exec_state: [[TpbEngState; ENGINES_PER_CORE]; MAX_CORES],
+    /// `vcore_notif_ts[2][13]`: raw device timestamps until FINALIZE, CPU
+    /// microseconds after it (`ts_is_cpu`).
+    vcore_notif_ts: [[u64; ts_slot::COUNT]; MAX_CORES],
+    /// Engine whose ring carried the CC records, per core (selects their calibration).
+    cc_engine: [u8; MAX_CORES],
+    ts_is_cpu: bool,
+    /// `exec_fatal_status[2][6]`.
+    exec_fatal_status: [[bool; fatal::COUNT]; MAX_CORES],
+    out_info: OutInfo,
+    /// The cached result once DONE.
+    result: (Step, NrtStatus),
+}
+
+const _: () = assert!(core::mem::size_of::<ExecRequest>() <= LIBNRT_EXEC_REQUEST_STATE_SIZE);
+
+impl ExecRequest {
+    /// `exec_request_init_state`: a request in INIT. `tpb_count` is clamped to 1..=2.
+    pub const fn new(cfg: ExecConfig) -> ExecRequest {
+        let mut cfg = cfg;
+        if cfg.tpb_count == 0 {
+            cfg.tpb_count = 1;
+        } else if cfg.tpb_count as usize > MAX_CORES {
+            cfg.tpb_count = MAX_CORES as u8;
+        }
+        ExecRequest {
+            state: ExecState::Init,
+            cfg,
+            barrier_start_ns: 0,
+            barrier_thresh_s: BARRIER_WARN_INITIAL_S,
+            proxy_done: [false; MAX_CORES],
+            core_start_ns: 0,
+            timeout_ms: 0,
+            network_proxy_done: [false; MAX_CORES],
+            tpb_exec_state: [[TpbEngState::StartPending; ENGINES_PER_CORE]; MAX_CORES],
+            vcore_notif_ts: [[0; ts_slot::COUNT]; MAX_CORES],
+            cc_engine: [0; MAX_CORES],
+            ts_is_cpu: false,
+            exec_fatal_status: [[false; fatal::COUNT]; MAX_CORES],
+            out_info: OutInfo::EMPTY,
+            result: (Step::InFlight, NrtStatus::Success),
+        }
+    }
+
+    /// The machine's state.
+    pub const fn state(&self) -> ExecState {
+        self.state
+    }
+
+    /// The request's configuration (after clamping).
+    pub const fn config(&self) -> &ExecConfig {
+        &self.cfg
+    }
+
+    /// Physical cores harvested.
+    pub const fn tpb_count(&self) -> usize {
+        self.cfg.tpb_count as usize
+    }
+
+    /// `core.timeout_ms` (0 before WAIT_CORE).
+    pub const fn timeout_ms(&self) -> u64 {
+        self.timeout_ms
+    }
+
+    /// The barrier-wait warning threshold now in force, seconds.
+    pub const fn barrier_threshold_s(&self) -> u32 {
+        self.barrier_thresh_s
+    }
+
+    /// Substate of `(core, engine)`.
+    pub fn substate(&self, core: usize, engine: usize) -> Option<TpbEngState> {
+        self.tpb_exec_state.get(core)?.get(engine).copied()
+    }
+
+    /// `exec_fatal_status[core][idx]` (see [`fatal`]).
+    pub fn fatal_flag(&self, core: usize, idx: usize) -> bool {
+        self.exec_fatal_status.get(core).and_then(|c| c.get(idx)).copied().unwrap_or(false)
+    }
+
+    /// The raw `vcore_notif_ts[core][slot]` (device units before FINALIZE, CPU
+    /// microseconds after).
+    pub fn notif_ts(&self, core: usize, slot: usize) -> Option<u64> {
+        self.vcore_notif_ts.get(core)?.get(slot).copied()
+    }
+
+    /// `true` once FINALIZE has turned the timestamps into CPU microseconds.
+    pub const fn timestamps_are_cpu_us(&self) -> bool {
+        self.ts_is_cpu
+    }
+
+    /// START and END of `(core, engine)` in CPU microseconds, once finalized and
+    /// when both records were seen.
+    pub fn engine_times_us(&self, core: usize, engine: usize) -> (Option<u64>, Option<u64>) {
+        if !self.ts_is_cpu || self.substate(core, engine).is_none() {
+            return (None, None);
+        }
+        let st = self.substate(core, engine);
+        let start = match st {
+            Some(TpbEngState::EndPending | TpbEngState::Complete) => self.notif_ts(core, ts_slot::start(engine)),
+            _ => None,
+        };
+        let end = match st {
+            Some(TpbEngState::Complete) => self.notif_ts(core, ts_slot::end(engine)),
+            _ => None,
+        };
+        (start, end)
+    }
+
+    /// The per-core results (meaningful once DONE).
+    pub const fn out_info(&self) -> &OutInfo {
+        &self.out_info
+    }
+
+    /// The final result once DONE: the step code and the status.
+    pub fn result(&self) -> Option<(Step, NrtStatus)> {
+        (self.state == ExecState::Done).then_some(self.result)
+    }
+
+    /// `exec_request_progress_one_step`: advance by one non-blocking step.
+    ///
+    /// Returns [`Step::InFlight`] (1) while the request is in flight,
+    /// [`Step::Done`] (0) or [`Step::Error`] (2) once it is DONE, with the status in
+    /// `out`. A DONE request is terminal: further calls return the same result and
+    /// change nothing.
+    pub fn progress_one_step<D: ExecDevice + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        nq: &mut Notifications,
+        out: &mut NrtStatus,
+    ) -> Step {
+        match self.state {
+            ExecState::Init => {
+                self.state = ExecState::WaitBarrierProxy;
+                self.barrier_thresh_s = BARRIER_WARN_INITIAL_S;
+                self.barrier_start_ns = dev.now_ns();
+                Step::InFlight
+            }
+            ExecState::WaitBarrierProxy => self.step_wait_barrier(dev, nq, out),
+            ExecState::WaitCore => self.step_wait_core(dev, nq, out),
+            ExecState::Done => {
+                *out = self.result.1;
+                self.result.0
+            }
+        }
+    }
+
+    fn step_wait_barrier<D: ExecDevice + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        nq: &mut Notifications,
+        out: &mut NrtStatus,
+    ) -> Step {
+        let n = self.tpb_count();
+        for (core, done) in self.proxy_done.iter_mut().enumerate().take(n) {
+            if *done {
+                continue;
+            }
+            let c = core as u8;
+            match dev.barrier_status(c) {
+                Ok(d) => *done = d,
+                Err(status) => {
+                    let status = failed_status(status);
+                    self.set_fatal(core, fatal::BARRIER_PROXY);
+                    self.set_core_status(core, status);
+                    emit(dev, Event::BarrierProxyFailed { core: c, status });
+                    return self.finalize(dev, nq, status, out);
+                }
+            }
+        }
+        if self.proxy_done.iter().take(n).any(|d| !d) {
+            let waited_ns = dev.now_ns().saturating_sub(self.barrier_start_ns);
+            let thresh_ns = u64::from(self.barrier_thresh_s).saturating_mul(1_000_000_000);
+            if waited_ns >= thresh_ns {
+                emit(
+                    dev,
+                    Event::BarrierWait { waited_s: waited_ns / 1_000_000_000, threshold_s: self.barrier_thresh_s },
+                );
+                // Back off and keep waiting: the barrier is never fatal (seed §1 QUIRK).
+                self.barrier_thresh_s = self.barrier_thresh_s.saturating_mul(2);
+            }
+            return Step::InFlight;
+        }
+
+        // All barriers cleared: the transition to WAIT_CORE.
+        let got = nq.infer_status_nqs().len();
+        if got != ENGINES_PER_CORE {
+            emit(
+                dev,
+                Event::NqCountMismatch { got: got.min(u8::MAX as usize) as u8, expected: ENGINES_PER_CORE as u8 },
+            );
+            let status = NrtStatus::Failure;
+            for core in 0..n {
+                self.set_core_status(core, status);
+            }
+            return self.finalize(dev, nq, status, out);
+        }
+        for core in 0..n {
+            for &id in nq.infer_status_nqs() {
+                let ring = nq.ring(core as u8, id).copied().unwrap_or_default();
+                if !ring.is_bound() {
+                    emit(dev, Event::BadRing { core: core as u8, nq: id, size_bytes: ring.size_bytes() });
+                    self.set_core_status(core, NrtStatus::Failure);
+                    return self.finalize(dev, nq, NrtStatus::Failure, out);
+                }
+            }
+        }
+        self.state = ExecState::WaitCore;
+        self.tpb_exec_state = [[TpbEngState::StartPending; ENGINES_PER_CORE]; MAX_CORES];
+        self.vcore_notif_ts = [[0; ts_slot::COUNT]; MAX_CORES];
+        // u32 seconds * 1000 always fits a u64 (kani: `timeout_ms_never_overflows`).
+        self.timeout_ms = MS_PER_TIMEOUT_S * u64::from(self.cfg.timeout_s);
+        self.core_start_ns = dev.now_ns();
+        Step::InFlight
+    }
+
+    fn step_wait_core<D: ExecDevice + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        nq: &mut Notifications,
+        out: &mut NrtStatus,
+    ) -> Step {
+        let n = self.tpb_count();
+        for core in 0..n {
+            let c = core as u8;
+            if !self.network_proxy_done.get(core).copied().unwrap_or(true) {
+                match dev.network_status(c) {
+                    Ok(d) => {
+                        if let Some(slot) = self.network_proxy_done.get_mut(core) {
+                            *slot = d;
+                        }
+                    }
+                    Err(status) => {
+                        let status = failed_status(status);
+                        self.set_fatal(core, fatal::NETWORK_PROXY);
+                        self.set_core_status(core, status);
+                        emit(dev, Event::NetworkProxyFailed { core: c, status });
+                        return self.finalize(dev, nq, status, out);
+                    }
+                }
+            }
+            if let Err(status) = self.consume_core(dev, nq, core) {
+                self.set_core_status(core, status);
+                return self.finalize(dev, nq, status, out);
+            }
+        }
+
+        // End of sweep: completeness and the budget.
+        let elapsed_ms = dev.now_ns().saturating_sub(self.core_start_ns) / 1_000_000;
+        let mut all_done = true;
+        let mut status: Option<NrtStatus> = None;
+        for core in 0..n {
+            if self.core_complete(core) {
+                continue;
+            }
+            all_done = false;
+            if elapsed_ms >= self.timeout_ms {
+                let c = core as u8;
+                let st = if self.probe_overflow(dev, core, crate::event::ProbeReason::Timeout) {
+                    self.set_fatal(core, fatal::OVERFLOW);
+                    NrtStatus::ExecSwNqOverflow
+                } else {
+                    self.set_fatal(core, fatal::TIMEOUT);
+                    NrtStatus::Timeout
+                };
+                self.set_core_status(core, st);
+                emit(dev, Event::CoreTimeout { core: c, elapsed_ms, timeout_ms: self.timeout_ms, status: st });
+                status = Some(st);
+            }
+        }
+        if let Some(st) = status {
+            return self.finalize(dev, nq, st, out);
+        }
+        if all_done {
+            return self.finalize(dev, nq, NrtStatus::Success, out);
+        }
+        Step::InFlight
+    }
+
+    /// Every engine of `core` is COMPLETE (`units_done == units_polled`).
+    fn core_complete(&self, core: usize) -> bool {
+        self.tpb_exec_state.get(core).is_none_or(|engines| engines.iter().all(|s| *s == TpbEngState::Complete))
+    }
+
+    fn set_fatal(&mut self, core: usize, idx: usize) {
+        if let Some(f) = self.exec_fatal_status.get_mut(core).and_then(|c| c.get_mut(idx)) {
+            *f = true;
+        }
+    }
+
+    fn set_core_status(&mut self, core: usize, status: NrtStatus) {
+        if let Some(r) = self.out_info.exec_rets.get_mut(core) {
+            *r = r.worst(status);
+        }
+    }
+}
+
+/// A proxy that reports failure with `NRT_SUCCESS` still failed: make it generic.
+fn failed_status(status: NrtStatus) -> NrtStatus {
+    if status.is_success() {
+        NrtStatus::Failure
+    } else {
+        status
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -45,7 +45,8 @@ pub enum Engine {
 
 impl Engine {
     /// The five engines in index order.
-    pub const ALL: [Engine; crate::arch::ENGINES_PER_CORE] = [Engine::Pe, Engine::Act, Engine::Pool, Engine::Dve, Engine::Sp];
+    pub const ALL: [Engine; crate::arch::ENGINES_PER_CORE] =
+        [Engine::Pe, Engine::Act, Engine::Pool, Engine::Dve, Engine::Sp];
 
     /// The engine of an index 0..4.
     pub const fn from_index(i: usize) -> Option<Engine> {
@@ -77,17 +78,13 @@ impl Engine {
 
     /// Parse a name (case-insensitive) or an index `0`..`4`.
     pub fn parse(s: &str) -> Option<Engine> {
-        Engine::ALL
-            .iter()
-            .copied()
-            .find(|e| e.name().eq_ignore_ascii_case(s))
-            .or_else(|| match s {
-                "0" => Some(Engine::Pe),
-                "1" => Some(Engine::Act),
-                "2" => Some(Engine::Pool),
-                "3" => Some(Engine::Dve),
-                "4" => Some(Engine::Sp),
-                _ => None,
-            })
+        Engine::ALL.iter().copied().find(|e| e.name().eq_ignore_ascii_case(s)).or(match s {
+            "0" => Some(Engine::Pe),
+            "1" => Some(Engine::Act),
+            "2" => Some(Engine::Pool),
+            "3" => Some(Engine::Dve),
+            "4" => Some(Engine::Sp),
+            _ => None,
+        })
     }
 }

@@ -114,7 +114,13 @@ impl NqRing {
     /// and changes nothing. An unbound ring reads nothing and returns `Ok(false)`;
     /// callers check [`is_bound`](Self::is_bound) first.
     #[inline]
-    pub fn poll<R: NqRings + ?Sized>(&mut self, mem: &mut R, core: u8, nq: u8, out: &mut [u8; ENTRY_SIZE]) -> Result<bool, R::Error> {
+    pub fn poll<R: NqRings + ?Sized>(
+        &mut self,
+        mem: &mut R,
+        core: u8,
+        nq: u8,
+        out: &mut [u8; ENTRY_SIZE],
+    ) -> Result<bool, R::Error> {
         if self.size == 0 {
             return Ok(false);
         }
@@ -414,7 +420,7 @@ mod tests {
     }
     impl NqRings for Mem {
         fn read_slot(&mut self, _c: u8, _n: u8, off: u32, out: &mut [u8; 16]) -> Result<(), ErrorKind> {
-            assert!(off < self.size && off % 16 == 0, "read outside the ring: {off}");
+            assert!(off < self.size && off.is_multiple_of(16), "read outside the ring: {off}");
             self.reads += 1;
             out.copy_from_slice(&self.bytes[off as usize..off as usize + 16]);
             Ok(())
@@ -507,7 +513,8 @@ mod tests {
         assert!(!lap_phase(size, size));
         assert!(lap_phase(2 * size, size));
         assert!(!lap_phase(3 * size, size));
-        assert!(lap_phase(4 * size - 1 + 1, size), "2^32 wraps to lap 0: even");
+        assert!(lap_phase((4 * u64::from(size)) as u32, size), "2^32 wraps to lap 0: even");
+        assert!(!lap_phase(u32::MAX, size), "the last byte before the wrap is on lap 3");
     }
 
     #[test]

@@ -1,0 +1,207 @@
+//! The two drivers of the one state machine (completion-engine seed §1, §6).
+//!
+//! - [`exec_wait_round_robin`], the sync driver: `while step() == 1 { delay }`.
+//!   It tests `== InFlight` specifically (seed §1 GOTCHA: a driver that treats any
+//!   non-zero return as failure aborts healthy in-flight requests).
+//! - [`ExecUnit::step`], the async execution-unit worker step (`tpb_xu_step`):
+//!   drives the same machine from a worker, degrades the unit to FATAL_SHUTDOWN on
+//!   a 2, answers 101 once fatal, and on completion runs
+//!   `tpb_xu_base_report_complete`: consume one has-work, publish the status,
+//!   pop the request (which signals its mark-complete), in that order.
+
+use super::{ExecConfig, ExecRequest, Step};
+use crate::event::{emit, Event};
+use crate::hal::{Delay, ExecDevice};
+use crate::nq::Notifications;
+use crate::status::NrtStatus;
+
+/// Microseconds the sync driver waits between steps (`usleep(1)`, seed §1).
+pub const SYNC_POLL_DELAY_US: u32 = 1;
+
+/// What the sync driver returns: the status (`exec_ret`), the final step code,
+/// and how many steps it took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncWait {
+    /// The request's status.
+    pub status: NrtStatus,
+    /// The final one-step code (0 or 2).
+    pub step: Step,
+    /// Calls of `progress_one_step`.
+    pub steps: u64,
+}
+
+/// `exec_wait_round_robin`: poll `req` until it is done, waiting through `delay`
+/// between steps. Returns the status and step count.
+///
+/// Terminates when the request does: at the latest at the core timeout, as long
+/// as the platform's clock advances.
+pub fn exec_wait_round_robin<D: ExecDevice + ?Sized, W: Delay + ?Sized>(
+    req: &mut ExecRequest,
+    dev: &mut D,
+    nq: &mut Notifications,
+    delay: &mut W,
+) -> SyncWait {
+    let mut status = NrtStatus::Success;
+    let mut steps = 1u64;
+    let mut step = req.progress_one_step(dev, nq, &mut status);
+    while step == Step::InFlight {
+        delay.delay_us(SYNC_POLL_DELAY_US);
+        step = req.progress_one_step(dev, nq, &mut status);
+        steps = steps.saturating_add(1);
+    }
+    SyncWait { status, step, steps }
+}
+
+/// Health of an execution unit (`xu->health_status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum XuHealth {
+    /// Accepting and running work.
+    Healthy,
+    /// A request failed with a 2, or the handoff broke: every request is answered 101.
+    FatalShutdown,
+}
+
+/// One queued request, as the worker peeks it (`xuq_exec_info_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XuWork {
+    /// The submitter's sequence id.
+    pub seq_id: u64,
+    /// What to harvest.
+    pub config: ExecConfig,
+}
+
+/// A failure of the has-work / mark-complete handoff.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum XuSignalError {
+    /// The has-work count was already 0 (an underflow: the accounting is corrupt).
+    Underflow,
+    /// The platform's signal failed (e.g. an eventfd write).
+    Signal,
+}
+
+/// The worker side of the XU work queue (Linux: the SPSC slots with their
+/// `has_work_efd` and per-slot `mark_comp_efd`).
+pub trait XuQueue {
+    /// `xuq_worker_peek_current_exec`: the request at the head, or `None` when the
+    /// queue is empty (`NRT_QUEUE_EMPTY`).
+    fn peek_current(&mut self) -> Option<XuWork>;
+    /// `read(has_work_efd)`: consume one has-work count posted by submit.
+    fn consume_has_work(&mut self) -> Result<(), XuSignalError>;
+    /// Publish `status` for `seq_id` and pop the current request, signalling its
+    /// mark-complete (`xuq_worker_pop_current_exec`).
+    fn pop_current(&mut self, seq_id: u64, status: NrtStatus) -> Result<(), XuSignalError>;
+}
+
+/// What one worker step did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XuStep {
+    /// The queue was empty.
+    Idle,
+    /// The current request is still in flight.
+    InFlight,
+    /// The current request completed with `status` and was reported.
+    Completed {
+        /// The request's sequence id.
+        seq_id: u64,
+        /// Its status.
+        status: NrtStatus,
+    },
+}
+
+/// An execution unit: the worker-owned harvest state (`xu->current_exec_state`).
+#[derive(Clone, Debug)]
+pub struct ExecUnit {
+    health: XuHealth,
+    initialized: bool,
+    current: ExecRequest,
+}
+
+impl Default for ExecUnit {
+    fn default() -> Self {
+        ExecUnit::new()
+    }
+}
+
+impl ExecUnit {
+    /// A healthy unit with no request started.
+    pub const fn new() -> ExecUnit {
+        ExecUnit {
+            health: XuHealth::Healthy,
+            initialized: false,
+            current: ExecRequest::new(ExecConfig::new(crate::arch::Arch::Sunda, 1, 0)),
+        }
+    }
+
+    /// The unit's health.
+    pub const fn health(&self) -> XuHealth {
+        self.health
+    }
+
+    /// The harvest state of the current (or last) request.
+    pub const fn current(&self) -> &ExecRequest {
+        &self.current
+    }
+
+    /// `tpb_xu_step`: one step of the worker.
+    pub fn step<D: ExecDevice + ?Sized, Q: XuQueue + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        nq: &mut Notifications,
+        queue: &mut Q,
+    ) -> XuStep {
+        let Some(work) = queue.peek_current() else {
+            return XuStep::Idle;
+        };
+        let status = if self.health == XuHealth::FatalShutdown {
+            NrtStatus::ExecUnitUnrecoverable
+        } else {
+            if !self.initialized {
+                self.current = ExecRequest::new(work.config);
+                self.initialized = true;
+            }
+            let mut out = NrtStatus::Success;
+            match self.current.progress_one_step(dev, nq, &mut out) {
+                Step::InFlight => return XuStep::InFlight,
+                Step::Error => {
+                    self.health = XuHealth::FatalShutdown;
+                    emit(dev, Event::XuFatalShutdown { status: out });
+                }
+                Step::Done => {}
+            }
+            out
+        };
+        self.initialized = false;
+        self.report_complete(dev, queue, work.seq_id, status);
+        XuStep::Completed { seq_id: work.seq_id, status }
+    }
+
+    /// `tpb_xu_base_report_complete`: consume one has-work, then publish and pop
+    /// (signalling mark-complete). An underflow, which libnrt answers with
+    /// `abort()`, is reported and degrades the unit, and the request is still
+    /// completed so that its submitter is never left blocked.
+    fn report_complete<D: ExecDevice + ?Sized, Q: XuQueue + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        queue: &mut Q,
+        seq_id: u64,
+        status: NrtStatus,
+    ) {
+        if queue.consume_has_work().is_err() {
+            emit(dev, Event::XuHasWorkUnderflow);
+            self.degrade(dev, NrtStatus::ExecUnitUnrecoverable);
+        }
+        if queue.pop_current(seq_id, status).is_err() {
+            emit(dev, Event::XuCompleteFailed);
+            self.degrade(dev, NrtStatus::ExecUnitUnrecoverable);
+        }
+    }
+
+    fn degrade<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, status: NrtStatus) {
+        if self.health != XuHealth::FatalShutdown {
+            self.health = XuHealth::FatalShutdown;
+            emit(dev, Event::XuFatalShutdown { status });
+        }
+    }
+}

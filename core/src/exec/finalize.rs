@@ -1,0 +1,249 @@
+//! FINALIZE: timestamp post-processing, the error sweep, and the status
+//! reconciliation (completion-engine seed §1 FINALIZE, §3 timestamp decode, §4).
+
+use super::{ts_slot, ExecRequest, ExecState, Step};
+use crate::arch::ENGINES_PER_CORE;
+use crate::event::{emit, Event};
+use crate::hal::ExecDevice;
+use crate::nq::entry::ENTRY_SIZE;
+use crate::nq::error::ERROR_SUBTYPE_COUNT;
+use crate::nq::{Engine, ErrorClass, ErrorEntry, ErrorRecord, Notifications, TsCal, ERROR_NQ};
+use crate::status::NrtStatus;
+
+/// More pending error records than this draws the "unusually large number of
+/// error notifications" warning. The seed names the warning, not the number
+/// (G-ERR-LARGE): 32, two full 16-entry batches.
+pub const ERROR_COUNT_WARN_THRESHOLD: u32 = 32;
+
+/// Nanoseconds per microsecond: the seed's `/ 0x3E8` after the rescale.
+pub const NS_PER_US: u64 = 0x3E8;
+
+/// Rescale a device timestamp to nanoseconds from the calibration point:
+/// `(ts - init) * expected_inc / actual_inc`, in integer arithmetic (the seed's
+/// `double` ratio, without its rounding), saturating. `None` when the actual
+/// increment is 0 (the caller keeps the unscaled delta and reports it).
+pub fn rescale_ns(cal: &TsCal, device_ts: u64) -> Option<u64> {
+    if cal.actual_timestamp_inc == 0 {
+        return None;
+    }
+    let delta = u128::from(device_ts.saturating_sub(cal.init_timestamp));
+    let ns = delta * u128::from(cal.expected_timestamp_inc) / u128::from(cal.actual_timestamp_inc);
+    Some(u64::try_from(ns).unwrap_or(u64::MAX))
+}
+
+impl ExecRequest {
+    /// Post-process, sweep errors, reconcile; the request becomes DONE.
+    pub(super) fn finalize<D: ExecDevice + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        nq: &mut Notifications,
+        status: NrtStatus,
+        out: &mut NrtStatus,
+    ) -> Step {
+        self.postprocess(dev, nq);
+        self.process_errors(dev, nq);
+        let mut best = NrtStatus::Success;
+        for r in self.out_info.exec_rets.iter().take(self.tpb_count()) {
+            best = best.worst(*r);
+        }
+        let step = if status.is_success() {
+            Step::Done
+        } else if !best.is_success() {
+            Step::Error
+        } else {
+            // "Failed but error not set": a generic failure.
+            best = NrtStatus::Failure;
+            Step::Error
+        };
+        self.state = ExecState::Done;
+        self.result = (step, best);
+        *out = best;
+        step
+    }
+
+    /// `exec_request_postprocess_exec`: device timestamps to CPU microseconds, and
+    /// each core's duration.
+    fn postprocess<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &Notifications) {
+        if self.ts_is_cpu {
+            return;
+        }
+        for core in 0..self.tpb_count() {
+            let c = core as u8;
+            let sync = nq.sync_point(c);
+            let cc_engine = usize::from(self.cc_engine.get(core).copied().unwrap_or(0));
+            let Some(slots) = self.vcore_notif_ts.get_mut(core) else { continue };
+            let mut reported = [false; ENGINES_PER_CORE];
+            for (slot, v) in slots.iter_mut().enumerate() {
+                if *v == 0 {
+                    continue; // never recorded
+                }
+                let eng = match slot {
+                    ts_slot::CC_START | ts_slot::CC_END => cc_engine,
+                    s if s < 2 * ENGINES_PER_CORE => s / 2,
+                    _ => cc_engine, // tensor slot: same clock domain as the CC records
+                };
+                let cal = nq.cal(c, eng);
+                let ns = match rescale_ns(&cal, *v) {
+                    Some(ns) => ns,
+                    None => {
+                        if let (Some(flag), Some(engine)) = (reported.get_mut(eng), Engine::from_index(eng)) {
+                            if !*flag {
+                                *flag = true;
+                                emit(dev, Event::TimestampCalInvalid { core: c, engine });
+                            }
+                        }
+                        v.saturating_sub(cal.init_timestamp)
+                    }
+                };
+                *v = sync.dev_to_cpu_us(ns / NS_PER_US);
+            }
+            // Duration: earliest START to latest END over the engines that have both.
+            let mut first = u64::MAX;
+            let mut last = 0u64;
+            for eng in 0..ENGINES_PER_CORE {
+                let s = slots.get(ts_slot::start(eng)).copied().unwrap_or(0);
+                let e = slots.get(ts_slot::end(eng)).copied().unwrap_or(0);
+                if s != 0 && e != 0 {
+                    first = first.min(s);
+                    last = last.max(e);
+                }
+            }
+            if let Some(d) = self.out_info.tpb_duration_us.get_mut(core) {
+                *d = last.saturating_sub(first);
+            }
+        }
+        self.ts_is_cpu = true;
+    }
+
+    /// `exec_request_process_errors`: per core, the timeout-path hardware
+    /// classification, then the error-ring sweep; each core's status is the worst
+    /// of what it had and what the sweep found.
+    fn process_errors<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) {
+        for core in 0..self.tpb_count() {
+            let c = core as u8;
+            let current = self.out_info.exec_rets.get(core).copied().unwrap_or(NrtStatus::Success);
+            if current == NrtStatus::Timeout {
+                // COMPLETE-1: both 1201 and 1205 are propagated at the timeout path.
+                let hw = match dev.hbm_uncorrectable(c) {
+                    Some(s) => Some(s),
+                    None if dev.dma_aborted(c) => Some(NrtStatus::ExecHwErrDmaAbort),
+                    None => None,
+                };
+                if let Some(s) = hw {
+                    emit(dev, Event::HwFault { core: c, status: s });
+                    if let Some(r) = self.out_info.exec_rets.get_mut(core) {
+                        *r = s;
+                    }
+                }
+            }
+            let (swept, first_class) = consume_error_block(dev, nq, c);
+            if let Some(r) = self.out_info.exec_rets.get_mut(core) {
+                *r = r.worst(swept);
+            }
+            if let Some(e) = self.out_info.err.get_mut(core) {
+                if e.is_none() {
+                    *e = first_class;
+                }
+            }
+        }
+    }
+}
+
+/// `notification_consume_error_block` for the TPB error ring of `core`: drain up
+/// to one lap less one of error records, keep each for subscribers, classify the
+/// first of each subtype (de-dup, `already_logged[26]`), and return the worst
+/// status found and the first class seen. An unbound error ring is skipped.
+fn consume_error_block<D: ExecDevice + ?Sized>(
+    dev: &mut D,
+    nq: &mut Notifications,
+    c: u8,
+) -> (NrtStatus, Option<ErrorClass>) {
+    let mut status = NrtStatus::Success;
+    let mut first_class = None;
+    let Some(mut ring) = nq.ring(c, ERROR_NQ).copied() else {
+        return (status, first_class);
+    };
+    if !ring.is_bound() {
+        return (status, first_class);
+    }
+    match ring.available(dev, c, ERROR_NQ) {
+        Ok(n) if n > ERROR_COUNT_WARN_THRESHOLD => emit(dev, Event::ErrorCountLarge { core: c, count: n }),
+        Ok(_) => {}
+        Err(e) => {
+            emit(dev, Event::RingReadFailed { core: c, nq: ERROR_NQ, kind: crate::hal::Error::kind(&e) });
+            return (NrtStatus::Failure, first_class);
+        }
+    }
+    let sync = nq.sync_point(c);
+    let limit = ring.batch_limit(u32::MAX);
+    let mut logged = [false; ERROR_SUBTYPE_COUNT];
+    let mut logged_invalid = false;
+    let mut consumed = 0u32;
+    let mut buf = [0u8; ENTRY_SIZE];
+    while consumed < limit {
+        match ring.poll(dev, c, ERROR_NQ, &mut buf) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                emit(dev, Event::RingReadFailed { core: c, nq: ERROR_NQ, kind: crate::hal::Error::kind(&e) });
+                status = status.worst(NrtStatus::Failure);
+                break;
+            }
+        }
+        consumed += 1;
+        let e = ErrorEntry::from_array(&buf);
+        let ts_cpu_us = sync.dev_to_cpu_us(e.device_ts() / NS_PER_US);
+        if nq.push_error(ErrorRecord { core: c, raw: buf, ts_cpu_us }) {
+            emit(dev, Event::ErrorSubscriberOverrun { dropped: nq.errors_dropped() });
+        }
+        let subtype = e.subtype();
+        let seen = match logged.get_mut(usize::from(subtype)) {
+            Some(flag) => core::mem::replace(flag, true),
+            None => core::mem::replace(&mut logged_invalid, true),
+        };
+        if seen {
+            continue;
+        }
+        let class = e.class();
+        if first_class.is_none() {
+            first_class = Some(class);
+        }
+        match class {
+            ErrorClass::EccUncorrectable => emit(dev, Event::UncorrectableEcc { core: c }),
+            ErrorClass::EccCorrectable => emit(dev, Event::CorrectableEcc { core: c }),
+            ErrorClass::SwSequencer => emit(dev, Event::SequencerError { core: c, code: e.metadata() }),
+            _ => {}
+        }
+        let st = class.status().unwrap_or(NrtStatus::Success);
+        emit(dev, Event::ErrorRecord { core: c, subtype, class, ts_cpu_us, status: st });
+        // Several classes in one sweep: keep the worst (G-ERR-COMBINE).
+        status = status.worst(st);
+    }
+    if let Some(r) = nq.ring_mut(c, ERROR_NQ) {
+        *r = ring;
+    }
+    if consumed > 0 {
+        if let Err(e) = ring.write_head(dev, c, ERROR_NQ) {
+            emit(dev, Event::HeadWriteFailed { core: c, nq: ERROR_NQ, kind: crate::hal::Error::kind(&e) });
+        }
+    }
+    (status, first_class)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rescale_on_known_numbers() {
+        // Device clock runs 1.5x fast: 3 actual units per 2 expected ns.
+        let cal = TsCal { init_timestamp: 1_000, actual_timestamp_inc: 3, expected_timestamp_inc: 2 };
+        assert_eq!(rescale_ns(&cal, 4_000), Some(2_000));
+        assert_eq!(rescale_ns(&cal, 1_000), Some(0));
+        assert_eq!(rescale_ns(&cal, 999), Some(0), "before init saturates at 0");
+        let cal = TsCal { init_timestamp: 0, actual_timestamp_inc: 1, expected_timestamp_inc: u32::MAX };
+        assert_eq!(rescale_ns(&cal, u64::MAX), Some(u64::MAX), "saturates, never wraps");
+        let cal = TsCal { init_timestamp: 0, actual_timestamp_inc: 0, expected_timestamp_inc: 1 };
+        assert_eq!(rescale_ns(&cal, 5), None);
+    }
+}

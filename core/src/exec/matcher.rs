@@ -1,0 +1,239 @@
+//! The per-engine consumer and the START/END matcher (completion-engine seed §2).
+//!
+//! For each (core, engine) not yet COMPLETE: read up to 16 fresh records from
+//! that engine's INFER_STATUS ring, match each against the engine's substate,
+//! stop early when the engine completes, and hand the consumed slots back by
+//! writing HEAD (libnrt's `notification_drain`, G-DRAIN).
+//!
+//! | subtype | substate | effect |
+//! |---|---|---|
+//! | 2 START | START_PENDING | earliest start kept, -> END_PENDING |
+//! | 2 START | other | INTC bit 29 probe: 1204 (overflow) or 1 (generic) |
+//! | 3 END | END_PENDING | latest end kept, -> COMPLETE |
+//! | 3 END | other | probe: 1204 with `exec_fatal_status[3]`, or 1 |
+//! | 7 / 8 CC | any | earliest CC start / latest CC end kept |
+//! | 6 CUSTOM | any | cayman fixup on engine index 2, then the sub-id table |
+//! | 0, 1, 4, 5, > 8 | any | "unexpected notification": 1 |
+
+use super::{fatal, ts_slot, ExecRequest, TpbEngState, READS_PER_ENGINE_PER_SWEEP};
+use crate::event::{emit, Event, ProbeReason};
+use crate::hal::{Error as _, ExecDevice};
+use crate::nq::entry::{CAYMAN_CUSTOM_NQ_TAG, CAYMAN_FIXUP_ENGINE_INDEX, ENTRY_SIZE};
+use crate::nq::{CustomKind, Engine, Notification, Notifications, RawEntry, Subtype};
+use crate::status::NrtStatus;
+
+/// The INTC error-trigger block of a device TPB index
+/// (`aws_hal_get_user_errtrig_block_from_tpb_idx`): not given by the seed; we use
+/// the TPB index itself (G-ERRTRIG).
+pub const fn errtrig_block_of_tpb(tpb_idx: u8) -> u32 {
+    tpb_idx as u32
+}
+
+impl ExecRequest {
+    /// `exec_consume_tpb_status_notifications_per_engine` for every engine of `core`.
+    pub(super) fn consume_core<D: ExecDevice + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        nq: &mut Notifications,
+        core: usize,
+    ) -> Result<(), NrtStatus> {
+        let c = core as u8;
+        for (eng, engine) in Engine::ALL.iter().copied().enumerate() {
+            if self.substate(core, eng) != Some(TpbEngState::StartPending)
+                && self.substate(core, eng) != Some(TpbEngState::EndPending)
+            {
+                continue; // COMPLETE (or no such engine): counted, skipped
+            }
+            let Some(&nq_id) = nq.infer_status_nqs().get(eng) else {
+                return Err(NrtStatus::Failure);
+            };
+            let Some(ring) = nq.ring_mut(c, nq_id) else {
+                return Err(NrtStatus::Failure);
+            };
+            let mut cursor = *ring;
+            let limit = cursor.batch_limit(READS_PER_ENGINE_PER_SWEEP);
+            let mut consumed = 0u32;
+            let mut result = Ok(());
+            let mut buf = [0u8; ENTRY_SIZE];
+            while consumed < limit {
+                match cursor.poll(dev, c, nq_id, &mut buf) {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(e) => {
+                        emit(dev, Event::RingReadFailed { core: c, nq: nq_id, kind: e.kind() });
+                        result = Err(NrtStatus::Failure);
+                        break;
+                    }
+                }
+                consumed += 1;
+                if let Err(st) = self.match_entry(dev, core, engine, nq_id, &buf) {
+                    result = Err(st);
+                    break;
+                }
+                if self.substate(core, eng) == Some(TpbEngState::Complete) {
+                    break;
+                }
+            }
+            if let Some(ring) = nq.ring_mut(c, nq_id) {
+                *ring = cursor;
+            }
+            if consumed > 0 {
+                if let Err(e) = cursor.write_head(dev, c, nq_id) {
+                    // Not fatal by itself: the device will drop records and the
+                    // overflow path reports it (G-HEAD-FAIL).
+                    emit(dev, Event::HeadWriteFailed { core: c, nq: nq_id, kind: e.kind() });
+                }
+            }
+            result?;
+        }
+        Ok(())
+    }
+
+    /// `match_entry_to_substate`: one record against `(core, engine)`.
+    pub(super) fn match_entry<D: ExecDevice + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        core: usize,
+        engine: Engine,
+        nq_id: u8,
+        bytes: &[u8; ENTRY_SIZE],
+    ) -> Result<(), NrtStatus> {
+        let c = core as u8;
+        let eng = engine.index();
+        let raw = RawEntry::from_array(bytes);
+        let n = Notification::parse(raw);
+        let ts = n.device_ts;
+        let sub = self.substate(core, eng).unwrap_or(TpbEngState::Complete);
+        match n.subtype {
+            Subtype::Start | Subtype::End | Subtype::CcStart | Subtype::CcEnd if n.nq_tag != nq_id => {
+                // The lane is chosen by the ring, not the tag (seed §3 QUIRK): report only.
+                emit(dev, Event::NqTagMismatch { core: c, engine, tag: n.nq_tag, expected: nq_id });
+            }
+            _ => {}
+        }
+        match n.subtype {
+            Subtype::Start => {
+                if sub != TpbEngState::StartPending {
+                    return Err(if self.probe_overflow(dev, core, ProbeReason::OutOfOrderStart) {
+                        self.set_fatal(core, fatal::OVERFLOW);
+                        NrtStatus::ExecSwNqOverflow
+                    } else {
+                        NrtStatus::Failure
+                    });
+                }
+                self.keep_earliest(core, ts_slot::start(eng), ts);
+                self.set_substate(core, eng, TpbEngState::EndPending);
+            }
+            Subtype::End => {
+                if sub != TpbEngState::EndPending {
+                    return Err(if self.probe_overflow(dev, core, ProbeReason::OutOfOrderEnd) {
+                        self.set_fatal(core, fatal::END_OVERFLOW);
+                        NrtStatus::ExecSwNqOverflow
+                    } else {
+                        NrtStatus::Failure
+                    });
+                }
+                self.keep_latest(core, ts_slot::end(eng), ts);
+                self.set_substate(core, eng, TpbEngState::Complete);
+            }
+            Subtype::CcStart => {
+                self.keep_earliest(core, ts_slot::CC_START, ts);
+                self.set_cc_engine(core, eng);
+            }
+            Subtype::CcEnd => {
+                self.keep_latest(core, ts_slot::CC_END, ts);
+                self.set_cc_engine(core, eng);
+            }
+            Subtype::Custom => {
+                let mut n = n;
+                if self.cfg.arch.arch_type() > 2 && eng == CAYMAN_FIXUP_ENGINE_INDEX {
+                    // The cayman engine emits custom records with a stale NQ-id
+                    // (seed §2 QUIRK): data[3] = (data[3] & 0xE0) | 0xE.
+                    let mut fixed = *raw;
+                    fixed.set_nq_tag(CAYMAN_CUSTOM_NQ_TAG);
+                    n.nq_tag = fixed.nq_tag();
+                }
+                match n.custom() {
+                    CustomKind::TensorCompletion { var_id } => {
+                        self.keep_latest(core, ts_slot::TENSOR, ts);
+                        match dev.tensor_completed(c, var_id) {
+                            Some((output, count)) => {
+                                emit(dev, Event::TensorCompleted { core: c, var_id, output, count })
+                            }
+                            None => emit(dev, Event::UnknownTensor { core: c, var_id }),
+                        }
+                    }
+                    CustomKind::Diagnostic { sub_id, payload } => {
+                        emit(dev, Event::CustomNotification { core: c, engine, sub_id, payload, tag: n.nq_tag });
+                    }
+                    CustomKind::Invalid { sub_id } => {
+                        emit(dev, Event::BadCustomSubId { core: c, engine, sub_id });
+                        return Err(NrtStatus::Failure);
+                    }
+                }
+            }
+            Subtype::Unexpected(subtype) => {
+                emit(dev, Event::UnexpectedNotification { core: c, engine, debug_hint: n.debug_hint, subtype });
+                return Err(NrtStatus::Failure);
+            }
+        }
+        Ok(())
+    }
+
+    /// `exec_check_intc_sw_notif_queue_overflow`: read INTC cause line 61 of the
+    /// core's error-trigger block and test bit 29. A failed read counts as "no
+    /// overflow" (the generic status follows) and is reported.
+    pub(super) fn probe_overflow<D: ExecDevice + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        core: usize,
+        reason: ProbeReason,
+    ) -> bool {
+        let c = core as u8;
+        let tpb = self.cfg.tpb_idx.get(core).copied().unwrap_or(c);
+        match dev.read_cause(c, errtrig_block_of_tpb(tpb), super::INTC_SW_NQ_OVERFLOW_LINE) {
+            Ok(cause) => {
+                let overflow = (cause >> super::INTC_SW_NQ_OVERFLOW_BIT) & 1 == 1;
+                emit(dev, Event::OverflowProbe { core: c, reason, cause, overflow });
+                overflow
+            }
+            Err(e) => {
+                emit(dev, Event::IntcReadFailed { core: c, kind: e.kind() });
+                false
+            }
+        }
+    }
+
+    fn set_substate(&mut self, core: usize, eng: usize, s: TpbEngState) {
+        if let Some(slot) = self.tpb_exec_state.get_mut(core).and_then(|c| c.get_mut(eng)) {
+            // Monotone by construction: callers only move forward.
+            debug_assert!(*slot <= s);
+            *slot = s;
+        }
+    }
+
+    fn set_cc_engine(&mut self, core: usize, eng: usize) {
+        if let Some(slot) = self.cc_engine.get_mut(core) {
+            *slot = eng as u8;
+        }
+    }
+
+    /// Keep the earliest timestamp: `if slot - 1 >= ts: slot = ts` (an empty slot,
+    /// 0, wraps to `u64::MAX` and always takes the first value).
+    fn keep_earliest(&mut self, core: usize, slot: usize, ts: u64) {
+        if let Some(v) = self.vcore_notif_ts.get_mut(core).and_then(|c| c.get_mut(slot)) {
+            if v.wrapping_sub(1) >= ts {
+                *v = ts;
+            }
+        }
+    }
+
+    /// Keep the latest timestamp: `if slot < ts || slot == 0: slot = ts`.
+    fn keep_latest(&mut self, core: usize, slot: usize, ts: u64) {
+        if let Some(v) = self.vcore_notif_ts.get_mut(core).and_then(|c| c.get_mut(slot)) {
+            if *v < ts || *v == 0 {
+                *v = ts;
+            }
+        }
+    }
+}

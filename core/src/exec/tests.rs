@@ -1,0 +1,840 @@
+//! The harvest driven through every path with the seed's values.
+
+use super::*;
+use crate::event::ProbeReason;
+use crate::hal::Delay;
+use crate::nq::{Engine, ErrorEntry, Subtype, TsCal};
+use crate::testutil::{FakeDevice, INTC_OVERFLOW};
+
+const RING: u32 = 1024; // 64 entries
+
+struct Rig {
+    dev: Box<FakeDevice>,
+    nq: Notifications,
+    req: ExecRequest,
+}
+
+impl Rig {
+    fn new(cores: u8, timeout_s: u32) -> Rig {
+        Rig::with_arch(Arch::Sunda, cores, timeout_s)
+    }
+
+    fn with_arch(arch: Arch, cores: u8, timeout_s: u32) -> Rig {
+        Rig {
+            dev: Box::new(FakeDevice::new(arch, RING)),
+            nq: FakeDevice::notifications(RING),
+            req: ExecRequest::new(ExecConfig::new(arch, cores, timeout_s)),
+        }
+    }
+
+    fn step(&mut self) -> (Step, NrtStatus) {
+        let mut out = NrtStatus::Other(0xDEAD);
+        let s = self.req.progress_one_step(&mut *self.dev, &mut self.nq, &mut out);
+        (s, out)
+    }
+
+    /// INIT and the barrier transition: two steps, landing in WAIT_CORE.
+    fn enter_wait_core(&mut self) {
+        assert_eq!(self.step().0, Step::InFlight);
+        assert_eq!(self.req.state(), ExecState::WaitBarrierProxy);
+        assert_eq!(self.step().0, Step::InFlight);
+        assert_eq!(self.req.state(), ExecState::WaitCore);
+    }
+
+    fn finish(&mut self) -> (Step, NrtStatus) {
+        for _ in 0..64 {
+            let r = self.step();
+            if r.0 != Step::InFlight {
+                return r;
+            }
+        }
+        panic!("did not finish in 64 steps");
+    }
+}
+
+#[test]
+fn request_state_fits_libnrt_size() {
+    assert!(core::mem::size_of::<ExecRequest>() <= 472, "{}", core::mem::size_of::<ExecRequest>());
+}
+
+#[test]
+fn init_arms_the_barrier_wait() {
+    let mut r = Rig::new(1, 5);
+    assert_eq!(r.req.state(), ExecState::Init);
+    let (s, _) = r.step();
+    assert_eq!(s, Step::InFlight);
+    assert_eq!(s.code(), 1);
+    assert_eq!(r.req.state(), ExecState::WaitBarrierProxy);
+    assert_eq!(r.req.barrier_threshold_s(), 120);
+}
+
+#[test]
+fn transition_resets_engines_and_derives_timeout_ms() {
+    let mut r = Rig::new(2, 7);
+    r.enter_wait_core();
+    assert_eq!(r.req.timeout_ms(), 7000);
+    for c in 0..2 {
+        for e in 0..5 {
+            assert_eq!(r.req.substate(c, e), Some(TpbEngState::StartPending));
+        }
+    }
+}
+
+#[test]
+fn timeout_ms_does_not_overflow() {
+    let mut r = Rig::new(1, u32::MAX);
+    r.enter_wait_core();
+    assert_eq!(r.req.timeout_ms(), 1000 * u64::from(u32::MAX));
+}
+
+#[test]
+fn healthy_one_and_two_cores_finish_in_three_steps_without_reading_the_intc() {
+    for cores in [1u8, 2] {
+        let mut r = Rig::new(cores, 5);
+        r.dev.run_all(cores, 10_000, 20_000);
+        r.enter_wait_core();
+        let (s, st) = r.step();
+        assert_eq!((s, st), (Step::Done, NrtStatus::Success), "cores={cores}");
+        assert_eq!(s.code(), 0);
+        assert_eq!(r.req.state(), ExecState::Done);
+        for c in 0..cores as usize {
+            for e in 0..5 {
+                assert_eq!(r.req.substate(c, e), Some(TpbEngState::Complete));
+            }
+        }
+        assert_eq!(r.dev.intc_reads, 0, "the INTC is never read on the happy path");
+        assert_eq!(r.dev.count("core_timeout"), 0);
+    }
+}
+
+#[test]
+fn an_engine_completing_in_the_last_sweep_is_not_timed_out() {
+    let mut r = Rig::new(1, 1);
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    r.dev.run_all(1, 1, 2);
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+}
+
+#[test]
+fn barrier_warns_at_120_240_480_seconds_and_never_fails() {
+    let mut r = Rig::new(1, 5);
+    r.dev.barrier_done_at_ns = [u64::MAX; 2];
+    r.step(); // INIT at t0
+    let t0 = r.dev.now.get();
+    let at = |r: &mut Rig, s: u64| {
+        r.dev.now.set(t0 + s * 1_000_000_000);
+        assert_eq!(r.step().0, Step::InFlight);
+        r.dev.count("barrier_wait")
+    };
+    assert_eq!(at(&mut r, 119), 0);
+    assert_eq!(at(&mut r, 120), 1);
+    assert_eq!(r.req.barrier_threshold_s(), 240);
+    assert_eq!(at(&mut r, 200), 1);
+    assert_eq!(at(&mut r, 239), 1);
+    assert_eq!(at(&mut r, 240), 2);
+    assert_eq!(at(&mut r, 479), 2);
+    assert_eq!(at(&mut r, 480), 3);
+    assert_eq!(at(&mut r, 10_000), 4, "one warning per poll past the threshold, then it doubles again");
+    assert_eq!(r.req.barrier_threshold_s(), 1920);
+    let thresholds: Vec<u32> = r
+        .dev
+        .events_of("barrier_wait")
+        .map(|e| match e {
+            Event::BarrierWait { threshold_s, .. } => *threshold_s,
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(thresholds, [120, 240, 480, 960]);
+    assert_eq!(r.req.state(), ExecState::WaitBarrierProxy);
+    // The barrier clears; the core budget starts only now.
+    r.dev.barrier_done_at_ns = [0; 2];
+    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.req.state(), ExecState::WaitCore);
+    r.dev.run_all(1, 1, 2);
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+}
+
+#[test]
+fn barrier_of_300_s_gives_two_warnings_and_success() {
+    let mut r = Rig::new(2, 5);
+    r.dev.barrier_done_at_ns = [0, r.dev.now.get() + 300 * 1_000_000_000];
+    r.dev.run_all(2, 5, 6);
+    r.step();
+    for _ in 0..31 {
+        r.dev.advance_ms(10_000);
+        r.step();
+    }
+    let (s, st) = r.finish();
+    assert_eq!((s, st), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.dev.count("barrier_wait"), 2);
+}
+
+#[test]
+fn barrier_and_network_proxy_failures_finalize_with_their_status() {
+    let mut r = Rig::new(2, 5);
+    r.dev.barrier_fail[1] = Some(NrtStatus::ExecHwErrCollectives);
+    r.step();
+    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecHwErrCollectives));
+    assert!(r.req.fatal_flag(1, fatal::BARRIER_PROXY));
+    assert_eq!(r.dev.count("barrier_proxy_failed"), 1);
+
+    let mut r = Rig::new(2, 5);
+    r.dev.network_fail[0] = Some(NrtStatus::NetworkProxyFailure);
+    r.enter_wait_core();
+    assert_eq!(r.step(), (Step::Error, NrtStatus::NetworkProxyFailure));
+    assert!(r.req.fatal_flag(0, fatal::NETWORK_PROXY));
+    assert_eq!(r.req.out_info().exec_rets[0], NrtStatus::NetworkProxyFailure);
+
+    // A proxy that fails with "success" is still a failure.
+    let mut r = Rig::new(1, 5);
+    r.dev.barrier_fail[0] = Some(NrtStatus::Success);
+    r.step();
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
+}
+
+#[test]
+fn timeout_fires_exactly_at_the_boundary() {
+    let mut r = Rig::new(1, 5);
+    r.enter_wait_core();
+    r.dev.advance_ms(4_999);
+    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.dev.intc_reads, 0);
+    r.dev.advance_ms(1);
+    let (s, st) = r.step();
+    assert_eq!((s, st), (Step::Error, NrtStatus::Timeout));
+    assert_eq!(s.code(), 2);
+    assert!(r.req.fatal_flag(0, fatal::TIMEOUT));
+    assert!(!r.req.fatal_flag(0, fatal::OVERFLOW));
+    assert_eq!(r.dev.intc_reads, 1, "one probe, at the boundary");
+    assert_eq!(r.dev.count("core_timeout"), 1);
+}
+
+#[test]
+fn timeout_with_intc_bit_29_is_an_overflow() {
+    let mut r = Rig::new(1, 5);
+    r.dev.start(0, 0, 10); // the END was eaten
+    r.dev.intc_cause[0] = INTC_OVERFLOW;
+    r.enter_wait_core();
+    r.step();
+    assert_eq!(r.req.substate(0, 0), Some(TpbEngState::EndPending));
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecSwNqOverflow));
+    assert!(r.req.fatal_flag(0, fatal::OVERFLOW));
+    // Other bits do not count.
+    let mut r = Rig::new(1, 5);
+    r.dev.intc_cause[0] = !INTC_OVERFLOW;
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Timeout));
+}
+
+#[test]
+fn a_real_ring_overflow_is_reported_as_1204() {
+    // A 2-entry ring: the device can write one START and one CC record, then drops.
+    let mut dev = Box::new(FakeDevice::new(Arch::Sunda, 32));
+    let mut nq = FakeDevice::notifications(32);
+    let mut req = ExecRequest::new(ExecConfig::new(Arch::Sunda, 1, 5));
+    for e in 0..5 {
+        dev.start(0, e, 1);
+        dev.record(0, e, Subtype::CC_START, 2);
+        assert!(!dev.end(0, e, 3), "no room: dropped");
+    }
+    assert_eq!(dev.intc_cause[0] & INTC_OVERFLOW, INTC_OVERFLOW);
+    let mut out = NrtStatus::Success;
+    let mut s = Step::InFlight;
+    for _ in 0..8 {
+        s = req.progress_one_step(&mut *dev, &mut nq, &mut out);
+    }
+    assert_eq!(s, Step::InFlight);
+    dev.advance_ms(5_000);
+    assert_eq!(req.progress_one_step(&mut *dev, &mut nq, &mut out), Step::Error);
+    assert_eq!(out, NrtStatus::ExecSwNqOverflow);
+}
+
+#[test]
+fn out_of_order_start_probes_the_intc() {
+    for (bit, want) in [(0, NrtStatus::Failure), (INTC_OVERFLOW, NrtStatus::ExecSwNqOverflow)] {
+        let mut r = Rig::new(1, 5);
+        r.dev.intc_cause[0] = bit;
+        r.dev.start(0, 1, 10);
+        r.dev.start(0, 1, 11);
+        r.enter_wait_core();
+        assert_eq!(r.step(), (Step::Error, want));
+        assert_eq!(r.dev.intc_reads, 1);
+        assert_eq!(r.req.fatal_flag(0, fatal::OVERFLOW), bit != 0);
+        let probe = r.dev.events_of("overflow_probe").next().copied();
+        assert!(matches!(probe, Some(Event::OverflowProbe { reason: ProbeReason::OutOfOrderStart, .. })));
+    }
+}
+
+#[test]
+fn end_without_start_probes_the_intc() {
+    for (bit, want) in [(0, NrtStatus::Failure), (INTC_OVERFLOW, NrtStatus::ExecSwNqOverflow)] {
+        let mut r = Rig::new(1, 5);
+        r.dev.intc_cause[0] = bit;
+        r.dev.end(0, 3, 10);
+        r.enter_wait_core();
+        assert_eq!(r.step(), (Step::Error, want));
+        assert_eq!(r.req.fatal_flag(0, fatal::END_OVERFLOW), bit != 0);
+    }
+}
+
+#[test]
+fn unexpected_subtypes_fail_with_generic_status() {
+    for sub in [0u16, 1, 4, 5, 9, 17, 0xFFFF] {
+        let mut r = Rig::new(1, 5);
+        r.dev.record(0, 2, sub, 1);
+        r.enter_wait_core();
+        assert_eq!(r.step(), (Step::Error, NrtStatus::Failure), "subtype {sub}");
+        let ev = r.dev.events_of("unexpected_notification").next().copied();
+        assert!(
+            matches!(ev, Some(Event::UnexpectedNotification { engine: Engine::Pool, subtype, .. }) if subtype == sub)
+        );
+        assert_eq!(r.dev.intc_reads, 0, "unexpected subtypes are not overflow evidence");
+    }
+}
+
+#[test]
+fn sixteen_entries_per_engine_per_sweep() {
+    let mut r = Rig::new(1, 5);
+    for i in 0..20 {
+        r.dev.record(0, 0, Subtype::CC_START, 100 + i);
+    }
+    r.dev.run_all(1, 1000, 2000);
+    r.enter_wait_core();
+    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.nq.ring(0, 4).unwrap().cursor(), 16 * 16, "16 records read from PE");
+    assert_eq!(r.nq.ring(0, 5).unwrap().cursor(), 2 * 16, "ACT: START and END");
+    assert_eq!(r.req.substate(0, 0), Some(TpbEngState::StartPending));
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.nq.ring(0, 4).unwrap().cursor(), 22 * 16);
+}
+
+#[test]
+fn reading_stops_at_complete_leaving_later_records() {
+    let mut r = Rig::new(1, 5);
+    r.dev.run_all(1, 1, 2);
+    r.dev.record(0, 0, Subtype::CC_END, 3);
+    r.enter_wait_core();
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.nq.ring(0, 4).unwrap().cursor(), 2 * 16);
+}
+
+#[test]
+fn timestamps_keep_earliest_start_and_latest_end() {
+    let mut r = Rig::new(1, 5);
+    r.dev.record(0, 0, Subtype::CC_START, 50);
+    r.dev.record(0, 0, Subtype::CC_START, 40);
+    r.dev.record(0, 0, Subtype::CC_START, 45);
+    r.dev.record(0, 0, Subtype::CC_END, 70);
+    r.dev.record(0, 0, Subtype::CC_END, 90);
+    r.dev.record(0, 0, Subtype::CC_END, 80);
+    r.enter_wait_core();
+    r.step();
+    assert_eq!(r.req.notif_ts(0, ts_slot::CC_START), Some(40));
+    assert_eq!(r.req.notif_ts(0, ts_slot::CC_END), Some(90));
+}
+
+#[test]
+fn timestamps_are_rescaled_on_known_numbers() {
+    let mut r = Rig::new(1, 5);
+    // PE's device clock runs 1.5x fast.
+    r.nq.set_cal(0, 0, TsCal { init_timestamp: 1_000, actual_timestamp_inc: 3, expected_timestamp_inc: 2 });
+    r.nq.set_sync_point(0, crate::nq::SyncPoint { dev_us: 0, cpu_us: 5_000_000 });
+    r.dev.start(0, 0, 4_000); // 3000 units -> 2000 ns -> 2 us
+    r.dev.end(0, 0, 1_501_000); // 1_500_000 units -> 1_000_000 ns -> 1000 us
+    for e in 1..5 {
+        r.dev.start(0, e, 1_000_000);
+        r.dev.end(0, e, 1_200_000);
+    }
+    r.enter_wait_core();
+    assert_eq!(r.step().0, Step::Done);
+    assert!(r.req.timestamps_are_cpu_us());
+    assert_eq!(r.req.engine_times_us(0, 0), (Some(5_000_002), Some(5_001_000)));
+    // identity calibration on ACT: 1_000_000 ns -> 1000 us
+    assert_eq!(r.req.engine_times_us(0, 1), (Some(5_001_000), Some(5_001_200)));
+    assert_eq!(
+        r.req.out_info().tpb_duration_us[0],
+        5_001_200 - 5_000_002,
+        "latest END (ACT..SP) minus earliest START (PE)"
+    );
+}
+
+#[test]
+fn zero_actual_increment_is_reported_not_divided() {
+    let mut r = Rig::new(1, 5);
+    r.nq.set_cal(0, 2, TsCal { init_timestamp: 0, actual_timestamp_inc: 0, expected_timestamp_inc: 1 });
+    r.dev.run_all(1, 5_000, 9_000);
+    r.enter_wait_core();
+    assert_eq!(r.step().0, Step::Done);
+    assert_eq!(r.dev.count("timestamp_cal_invalid"), 1);
+    assert_eq!(r.req.engine_times_us(0, 2), (Some(5), Some(9)));
+}
+
+#[test]
+fn custom_records_tensor_completion_and_diagnostics() {
+    let mut r = Rig::new(1, 5);
+    r.dev.custom(0, 1, 7, 101, 2);
+    r.dev.custom(0, 1, 7, 100, 3);
+    r.dev.custom(0, 1, 7, 101, 4);
+    r.dev.custom(0, 1, 7, 555, 5); // no such output
+    r.dev.custom(0, 1, 3, 9, 6); // a diagnostic
+    r.dev.run_all(1, 10, 20);
+    r.enter_wait_core();
+    let (s, st) = r.finish();
+    assert_eq!((s, st), (Step::Done, NrtStatus::Success));
+    assert_eq!(&r.dev.wakes[..], &[(1, 1), (0, 1), (1, 2)], "waiters woken in order");
+    assert_eq!(r.dev.tensors.count(1), 2);
+    assert_eq!(r.dev.count("tensor_completed"), 3);
+    assert_eq!(r.dev.count("unknown_tensor"), 1);
+    assert_eq!(r.dev.count("custom_notification"), 1);
+}
+
+#[test]
+fn invalid_custom_sub_id_fails() {
+    let mut r = Rig::new(1, 5);
+    r.dev.custom(0, 0, 11, 0, 1);
+    r.enter_wait_core();
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
+    assert_eq!(r.dev.count("bad_custom_sub_id"), 1);
+}
+
+#[test]
+fn cayman_custom_fixup_rewrites_the_tag_on_engine_index_2_only() {
+    let tag_of = |arch, eng| {
+        let mut r = Rig::with_arch(arch, 1, 5);
+        r.dev.custom(0, eng, 3, 0, 1);
+        r.enter_wait_core();
+        r.step();
+        let tag = match r.dev.events_of("custom_notification").next() {
+            Some(Event::CustomNotification { tag, .. }) => *tag,
+            other => panic!("{other:?}"),
+        };
+        tag
+    };
+    assert_eq!(tag_of(Arch::Cayman, 2), 0xE);
+    assert_eq!(tag_of(Arch::Mariana, 2), 0xE);
+    assert_eq!(tag_of(Arch::Sunda, 2), 6, "sunda trusts the field");
+    assert_eq!(tag_of(Arch::Cayman, 3), 7, "DVE's index 3 is left alone");
+}
+
+#[test]
+fn nq_tag_mismatch_is_reported_only() {
+    let mut r = Rig::new(1, 5);
+    r.dev.run_all(1, 1, 2);
+    let mut e = crate::nq::RawEntry::new(Subtype::CC_START, 31, 0, 0, 3);
+    e.set_phase(false);
+    r.dev.push_raw(0, 8, e.to_array());
+    r.enter_wait_core();
+    assert_eq!(r.finish(), (Step::Done, NrtStatus::Success));
+}
+
+fn with_error(entries: &[ErrorEntry], healthy: bool) -> Rig {
+    let mut r = Rig::new(1, 5);
+    for e in entries {
+        assert!(r.dev.error(0, *e));
+    }
+    if healthy {
+        r.dev.run_all(1, 1, 2);
+    }
+    r.enter_wait_core();
+    r
+}
+
+#[test]
+fn error_classes_map_to_the_seed_statuses() {
+    let cases: &[(u16, NrtStatus, &str)] = &[
+        (1, NrtStatus::ExecCompletedWithNumErr, ""),
+        (2, NrtStatus::ExecCompletedWithErr, ""),
+        (8, NrtStatus::ExecCompletedWithErr, "sequencer_error"),
+        (4, NrtStatus::ExecHwErrNcUe, "uncorrectable_ecc"),
+        (3, NrtStatus::Success, "correctable_ecc"),
+        (6, NrtStatus::ExecHwErrRepairableHbmUe, ""),
+        (0, NrtStatus::ExecCompletedWithErr, ""),
+        (300, NrtStatus::ExecCompletedWithErr, ""),
+    ];
+    for &(sub, want, ev) in cases {
+        let mut r = with_error(&[ErrorEntry::new(sub, 0, 77, 1000)], true);
+        // Clean completion: return 0 even with an error status (seed FINALIZE).
+        assert_eq!(r.step(), (Step::Done, want), "subtype {sub}");
+        assert_eq!(r.dev.count("error_record"), 1);
+        if !ev.is_empty() {
+            assert_eq!(r.dev.count(ev), 1, "{ev}");
+        }
+        assert_eq!(r.nq.errors_len(), 1, "kept for subscribers");
+    }
+    let r = {
+        let mut r = with_error(&[ErrorEntry::new(8, 0, 1234, 1)], true);
+        r.step();
+        r
+    };
+    assert!(r.dev.events.iter().any(|e| matches!(e, Event::SequencerError { code: 1234, .. })));
+}
+
+#[test]
+fn error_sweep_dedups_per_subtype_but_keeps_every_record() {
+    let nan = ErrorEntry::new(1, 0, 0, 1);
+    let mut r = with_error(&[nan, nan, nan, ErrorEntry::new(2, 0, 0, 2), nan], true);
+    assert_eq!(r.step(), (Step::Done, NrtStatus::ExecCompletedWithErr), "1004 is critical, 1003 medium");
+    assert_eq!(r.dev.count("error_record"), 2);
+    assert_eq!(r.nq.errors_len(), 5);
+    assert_eq!(r.req.out_info().err[0], Some(ErrorClass::Numerical));
+}
+
+#[test]
+fn unusually_large_error_count_warns() {
+    let es: Vec<ErrorEntry> = (0..40).map(|i| ErrorEntry::new(3, 0, 0, i)).collect();
+    let mut r = with_error(&es, true);
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert!(r.dev.events.iter().any(|e| matches!(e, Event::ErrorCountLarge { count: 40, .. })));
+    let mut r = with_error(&es[..32], true);
+    r.step();
+    assert_eq!(r.dev.count("error_count_large"), 0);
+}
+
+#[test]
+fn errors_are_swept_on_the_fault_path_too() {
+    let mut r = with_error(&[ErrorEntry::new(4, 0, 0, 1)], false);
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecHwErrNcUe), "1202 critical beats 5 high");
+    assert!(r.req.fatal_flag(0, fatal::TIMEOUT));
+}
+
+#[test]
+fn priority_reconciles_the_cores() {
+    let mut r = Rig::new(2, 5);
+    r.dev.run_all(2, 1, 2);
+    r.dev.error(1, ErrorEntry::new(1, 0, 0, 5));
+    r.enter_wait_core();
+    assert_eq!(r.step(), (Step::Done, NrtStatus::ExecCompletedWithNumErr));
+    assert_eq!(r.req.out_info().exec_rets, [NrtStatus::Success, NrtStatus::ExecCompletedWithNumErr]);
+
+    // Core 0 hangs (5, high), core 1 has an uncorrectable ECC (1202, critical).
+    let mut r = Rig::new(2, 5);
+    for e in 0..5 {
+        r.dev.start(1, e, 1);
+        r.dev.end(1, e, 2);
+    }
+    r.dev.error(1, ErrorEntry::new(4, 0, 0, 5));
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecHwErrNcUe));
+    assert_eq!(r.req.out_info().exec_rets, [NrtStatus::Timeout, NrtStatus::ExecHwErrNcUe]);
+}
+
+#[test]
+fn hbm_and_dma_faults_reclassify_a_timeout() {
+    for (hbm, abort, want) in [
+        (Some(NrtStatus::ExecHwErrHbmUe), false, NrtStatus::ExecHwErrHbmUe),
+        (Some(NrtStatus::ExecHwErrRepairableHbmUe), false, NrtStatus::ExecHwErrRepairableHbmUe),
+        (None, true, NrtStatus::ExecHwErrDmaAbort),
+        (None, false, NrtStatus::Timeout),
+    ] {
+        let mut r = Rig::new(1, 5);
+        r.dev.hbm[0] = hbm;
+        r.dev.dma_abort[0] = abort;
+        r.enter_wait_core();
+        r.dev.advance_ms(5_000);
+        assert_eq!(r.step(), (Step::Error, want));
+    }
+    // Not consulted on an overflow or a clean run.
+    let mut r = Rig::new(1, 5);
+    r.dev.hbm[0] = Some(NrtStatus::ExecHwErrHbmUe);
+    r.dev.run_all(1, 1, 2);
+    r.enter_wait_core();
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+}
+
+#[test]
+fn done_is_terminal() {
+    let mut r = Rig::new(1, 5);
+    r.dev.start(0, 0, 1);
+    r.dev.start(0, 0, 1);
+    r.enter_wait_core();
+    let first = r.step();
+    assert_eq!(first, (Step::Error, NrtStatus::Failure));
+    let reads = r.dev.slot_reads;
+    let events = r.dev.events.len();
+    r.dev.run_all(1, 1, 2);
+    for _ in 0..3 {
+        assert_eq!(r.step(), first);
+    }
+    assert_eq!(r.dev.slot_reads, reads);
+    assert_eq!(r.dev.events.len(), events);
+    assert_eq!(r.req.result(), Some(first));
+}
+
+#[test]
+fn ring_table_problems_fail_cleanly() {
+    let mut r = Rig::new(1, 5);
+    r.nq.set_infer_status_nqs(&[4, 5, 6, 7]).unwrap();
+    r.step();
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
+    assert_eq!(r.dev.count("nq_count_mismatch"), 1);
+
+    let mut r = Rig::new(2, 5);
+    r.nq = Notifications::new();
+    r.nq.bind_core(0, RING).unwrap();
+    r.step();
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
+    assert_eq!(r.dev.count("bad_ring"), 1);
+
+    let mut r = Rig::new(1, 5);
+    r.dev.fail_ring = Some((0, 6));
+    r.enter_wait_core();
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
+    assert_eq!(r.dev.count("ring_read_failed"), 1);
+}
+
+#[test]
+fn intc_read_failure_counts_as_no_overflow() {
+    let mut r = Rig::new(1, 5);
+    r.dev.intc_fail = true;
+    r.dev.intc_cause[0] = INTC_OVERFLOW;
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Timeout));
+    assert_eq!(r.dev.count("intc_read_failed"), 1);
+}
+
+#[test]
+fn head_is_written_back_after_each_batch() {
+    let mut r = Rig::new(1, 5);
+    r.dev.run_all(1, 1, 2);
+    r.enter_wait_core();
+    r.step();
+    assert_eq!(r.dev.head_writes, 5, "one per engine ring (the error ring was empty)");
+}
+
+#[test]
+fn sync_driver_polls_until_done() {
+    let mut r = Rig::new(2, 5);
+    r.dev.run_all(2, 1, 2);
+    let mut delay = r.dev.now.get();
+    let mut d = |_us: u32| delay += 1;
+    struct F<'a>(&'a mut dyn FnMut(u32));
+    impl Delay for F<'_> {
+        fn delay_us(&mut self, us: u32) {
+            (self.0)(us)
+        }
+    }
+    let w = exec_wait_round_robin(&mut r.req, &mut *r.dev, &mut r.nq, &mut F(&mut d));
+    assert_eq!(w, SyncWait { status: NrtStatus::Success, step: Step::Done, steps: 3 });
+}
+
+#[test]
+fn sync_driver_ends_at_the_timeout_on_a_hang() {
+    let mut r = Rig::new(1, 1);
+    r.dev.auto_advance_ns = 1_000_000; // each clock read is 1 ms later
+    struct NoDelay;
+    impl Delay for NoDelay {
+        fn delay_us(&mut self, _: u32) {}
+    }
+    let w = exec_wait_round_robin(&mut r.req, &mut *r.dev, &mut r.nq, &mut NoDelay);
+    assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::Error));
+    assert!(w.steps > 100 && w.steps < 2_000, "{}", w.steps);
+}
+
+/// A work queue that logs what the worker does.
+#[derive(Default)]
+struct Q {
+    pending: std::collections::VecDeque<XuWork>,
+    has_work: u64,
+    log: Vec<String>,
+    fail_pop: bool,
+}
+
+impl XuQueue for Q {
+    fn peek_current(&mut self) -> Option<XuWork> {
+        self.pending.front().copied()
+    }
+    fn consume_has_work(&mut self) -> Result<(), XuSignalError> {
+        self.log.push("has_work".into());
+        if self.has_work == 0 {
+            return Err(XuSignalError::Underflow);
+        }
+        self.has_work -= 1;
+        Ok(())
+    }
+    fn pop_current(&mut self, seq_id: u64, status: NrtStatus) -> Result<(), XuSignalError> {
+        self.log.push(format!("mark_comp {seq_id} {}", status.code()));
+        self.pending.pop_front();
+        if self.fail_pop {
+            return Err(XuSignalError::Signal);
+        }
+        Ok(())
+    }
+}
+
+impl Q {
+    fn submit(&mut self, seq_id: u64, config: ExecConfig) {
+        self.pending.push_back(XuWork { seq_id, config });
+        self.has_work += 1;
+    }
+}
+
+#[test]
+fn xu_step_completes_and_pairs_has_work_with_mark_complete() {
+    let mut dev = Box::new(FakeDevice::new(Arch::Sunda, RING));
+    let mut nq = FakeDevice::notifications(RING);
+    let mut xu = ExecUnit::new();
+    let mut q = Q::default();
+    assert_eq!(xu.step(&mut *dev, &mut nq, &mut q), XuStep::Idle);
+    q.submit(7, ExecConfig::new(Arch::Sunda, 2, 5));
+    dev.run_all(2, 1, 2);
+    assert_eq!(xu.step(&mut *dev, &mut nq, &mut q), XuStep::InFlight);
+    assert_eq!(xu.step(&mut *dev, &mut nq, &mut q), XuStep::InFlight);
+    assert_eq!(xu.step(&mut *dev, &mut nq, &mut q), XuStep::Completed { seq_id: 7, status: NrtStatus::Success });
+    assert_eq!(q.log, ["has_work", "mark_comp 7 0"]);
+    assert_eq!(q.has_work, 0);
+    assert_eq!(xu.health(), XuHealth::Healthy);
+    // The next request starts from INIT.
+    q.submit(8, ExecConfig::new(Arch::Sunda, 1, 5));
+    dev.run_all(1, 3, 4);
+    assert_eq!(xu.step(&mut *dev, &mut nq, &mut q), XuStep::InFlight);
+    assert_eq!(xu.current().state(), ExecState::WaitBarrierProxy);
+}
+
+#[test]
+fn xu_degrades_after_a_2_and_answers_101() {
+    let mut dev = Box::new(FakeDevice::new(Arch::Sunda, RING));
+    let mut nq = FakeDevice::notifications(RING);
+    let mut xu = ExecUnit::new();
+    let mut q = Q::default();
+    q.submit(1, ExecConfig::new(Arch::Sunda, 1, 0)); // 0 s budget, nothing arrives
+    q.submit(2, ExecConfig::new(Arch::Sunda, 1, 5));
+    q.submit(3, ExecConfig::new(Arch::Sunda, 1, 5));
+    let mut done = vec![];
+    for _ in 0..10 {
+        if let XuStep::Completed { seq_id, status } = xu.step(&mut *dev, &mut nq, &mut q) {
+            done.push((seq_id, status));
+        }
+    }
+    assert_eq!(
+        done,
+        [(1, NrtStatus::Timeout), (2, NrtStatus::ExecUnitUnrecoverable), (3, NrtStatus::ExecUnitUnrecoverable)]
+    );
+    assert_eq!(xu.health(), XuHealth::FatalShutdown);
+    assert_eq!(q.has_work, 0, "every has-work consumed exactly once");
+    assert_eq!(q.log.iter().filter(|l| *l == "has_work").count(), 3);
+}
+
+#[test]
+fn xu_has_work_underflow_is_reported_and_still_completes() {
+    let mut dev = Box::new(FakeDevice::new(Arch::Sunda, RING));
+    let mut nq = FakeDevice::notifications(RING);
+    let mut xu = ExecUnit::new();
+    let mut q = Q::default();
+    q.pending.push_back(XuWork { seq_id: 9, config: ExecConfig::new(Arch::Sunda, 1, 5) }); // no has-work posted
+    dev.run_all(1, 1, 2);
+    let mut last = XuStep::Idle;
+    for _ in 0..3 {
+        last = xu.step(&mut *dev, &mut nq, &mut q);
+    }
+    assert_eq!(last, XuStep::Completed { seq_id: 9, status: NrtStatus::Success });
+    assert_eq!(q.log, ["has_work", "mark_comp 9 0"], "the submitter is never left blocked");
+    assert_eq!(xu.health(), XuHealth::FatalShutdown);
+    assert_eq!(dev.count("xu_has_work_underflow"), 1);
+
+    let mut xu = ExecUnit::new();
+    let mut q = Q { fail_pop: true, ..Q::default() };
+    q.submit(10, ExecConfig::new(Arch::Sunda, 1, 5));
+    dev.run_all(1, 1, 2);
+    for _ in 0..3 {
+        xu.step(&mut *dev, &mut nq, &mut q);
+    }
+    assert_eq!(xu.health(), XuHealth::FatalShutdown);
+    assert_eq!(dev.count("xu_complete_failed"), 1);
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// The device writes these bytes into (core, ring index 0..6).
+        Write(u8, u8, [u8; 16]),
+        /// The device writes a well-formed record.
+        Rec(u8, u8, u16),
+        Step,
+        AdvanceMs(u16),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u8..2, 0u8..6, any::<[u8; 16]>()).prop_map(|(c, q, b)| Op::Write(c, q, b)),
+            (0u8..2, 0u8..5, prop_oneof![Just(2u16), Just(3), Just(6), Just(7), Just(8), any::<u16>()])
+                .prop_map(|(c, e, s)| Op::Rec(c, e, s)),
+            Just(Op::Step),
+            (0u16..3000).prop_map(Op::AdvanceMs),
+        ]
+    }
+
+    type Done = Option<(Step, NrtStatus)>;
+
+    /// One step with the invariants checked.
+    fn check(
+        req: &mut ExecRequest,
+        dev: &mut FakeDevice,
+        nq: &mut Notifications,
+        done: &mut Done,
+        prev: &mut [[TpbEngState; 5]; 2],
+    ) -> Result<(), TestCaseError> {
+        let mut out = NrtStatus::Success;
+        let was = req.state();
+        let s = req.progress_one_step(dev, nq, &mut out);
+        prop_assert!(matches!(s.code(), 0..=2));
+        if let Some(d) = done {
+            prop_assert_eq!((s, out), *d);
+        }
+        if s != Step::InFlight {
+            prop_assert_eq!(req.state(), ExecState::Done);
+            prop_assert!(s == Step::Done || !out.is_success());
+            *done = Some((s, out));
+        }
+        if was == ExecState::WaitCore || req.state() == ExecState::WaitCore {
+            for (c, row) in prev.iter_mut().enumerate() {
+                for (e, p) in row.iter_mut().enumerate() {
+                    let now = req.substate(c, e).unwrap();
+                    if was == ExecState::WaitCore {
+                        prop_assert!(now >= *p, "substate regressed");
+                    }
+                    *p = now;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Arbitrary device input: no panic, 0/1/2 only, substates never regress,
+        /// DONE is terminal, and the request ends by the timeout at the latest.
+        #[test]
+        fn arbitrary_entry_streams(cores in 1u8..=2, timeout_s in 0u32..4, ring_pow in 1u32..6,
+                                   ops in proptest::collection::vec(op(), 0..120)) {
+            let ring = 16u32 << ring_pow;
+            let mut dev = Box::new(FakeDevice::new(Arch::Cayman, ring));
+            let mut nq = FakeDevice::notifications(ring);
+            let mut req = ExecRequest::new(ExecConfig::new(Arch::Cayman, cores, timeout_s));
+            let mut done: Done = None;
+            let mut prev = [[TpbEngState::StartPending; 5]; 2];
+            for op in ops {
+                match op {
+                    Op::Write(c, q, b) => { let nq_id = [2u8, 4, 5, 6, 7, 8][q as usize]; dev.push_raw(c, nq_id, b); }
+                    Op::Rec(c, e, s) => { dev.record(c, e as usize, s, 1); }
+                    Op::Step => check(&mut req, &mut dev, &mut nq, &mut done, &mut prev)?,
+                    Op::AdvanceMs(ms) => dev.advance_ms(u64::from(ms)),
+                }
+            }
+            // Two steps reach WAIT_CORE; past the budget the next sweep ends it.
+            for _ in 0..3 { check(&mut req, &mut dev, &mut nq, &mut done, &mut prev)?; }
+            dev.advance_ms(u64::from(timeout_s) * 1000 + 1);
+            check(&mut req, &mut dev, &mut nq, &mut done, &mut prev)?;
+            prop_assert!(done.is_some(), "not done after the timeout");
+        }
+    }
+}
