@@ -177,7 +177,7 @@ impl ExecUnit {
         XuStep::Completed { seq_id: work.seq_id, status }
     }
 
-    /// `tpb_xu_base_report_complete`: consume one has-work, then publish and pop
+    /// `tpb_xu_base_report_complete` (G-XU-UNDERFLOW): consume one has-work, then publish and pop
     /// (signalling mark-complete). An underflow, which libnrt answers with
     /// `abort()`, is reported and degrades the unit, and the request is still
     /// completed so that its submitter is never left blocked.

@@ -46,6 +46,10 @@ impl ExecRequest {
         for r in self.out_info.exec_rets.iter().take(self.tpb_count()) {
             best = best.worst(*r);
         }
+        // As the seed: a clean harvest returns 0 even when the error sweep set a
+        // status (a NaN gives 0 with 1003 in `out`); only a faulted harvest
+        // returns 2 (G-RET0). Every FINALIZE ends in DONE, fault paths included,
+        // so that DONE is terminal (G-DONE).
         let step = if status.is_success() {
             Step::Done
         } else if !best.is_success() {
@@ -149,7 +153,8 @@ impl ExecRequest {
     }
 }
 
-/// `notification_consume_error_block` for the TPB error ring of `core`: drain up
+/// `notification_consume_error_block` for the TPB error ring of `core` (the
+/// per-TopSP error blocks are not swept: the harvest has no TopSP rings, G-TOPSP): drain up
 /// to one lap less one of error records, keep each for subscribers, classify the
 /// first of each subtype (de-dup, `already_logged[26]`), and return the worst
 /// status found and the first class seen. An unbound error ring is skipped.
@@ -192,6 +197,8 @@ fn consume_error_block<D: ExecDevice + ?Sized>(
         }
         consumed += 1;
         let e = ErrorEntry::from_array(&buf);
+        // The seed converts error timestamps with `device_ts / 1000` and the sync
+        // point only, without the engine's rescale (G-ERR-TS).
         let ts_cpu_us = sync.dev_to_cpu_us(e.device_ts() / NS_PER_US);
         if nq.push_error(ErrorRecord { core: c, raw: buf, ts_cpu_us }) {
             emit(dev, Event::ErrorSubscriberOverrun { dropped: nq.errors_dropped() });

@@ -121,6 +121,8 @@ impl ExecRequest {
                         NrtStatus::Failure
                     });
                 }
+                // libnrt also records an NC_TIMESTAMP_SYNC trace here; we do not
+                // (a per-START event would tax the sweep, G-TRACE-SYNC).
                 self.keep_earliest(core, ts_slot::start(eng), ts);
                 self.set_substate(core, eng, TpbEngState::EndPending);
             }

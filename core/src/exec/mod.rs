@@ -478,6 +478,10 @@ impl ExecRequest {
         let elapsed_ms = dev.now_ns().saturating_sub(self.core_start_ns) / 1_000_000;
         let mut all_done = true;
         let mut status: Option<NrtStatus> = None;
+        // Engines that completed during this sweep count as done here; the seed
+        // counts COMPLETE only at the top of its per-engine loop, which would need
+        // one more sweep and could time out an engine whose END arrived in the
+        // sweep that crossed the budget (G-UNITS-DONE).
         for core in 0..n {
             if self.core_complete(core) {
                 continue;

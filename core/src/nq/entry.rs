@@ -83,16 +83,19 @@ const _: () = assert!(core::mem::offset_of!(RawEntry, device_ts) == field::DEVIC
 
 impl RawEntry {
     /// View 16 bytes as an entry.
+    #[inline]
     pub fn from_array(bytes: &[u8; ENTRY_SIZE]) -> &RawEntry {
         zerocopy::transmute_ref!(bytes)
     }
 
     /// The entry's bytes.
+    #[inline]
     pub fn to_array(&self) -> [u8; ENTRY_SIZE] {
         zerocopy::transmute!(*self)
     }
 
     /// Build an entry (the device side; tests and the simulator).
+    #[inline]
     pub fn new(subtype: u16, nq_tag: u8, debug_hint: u8, custom_sub_id: u16, device_ts: u64) -> RawEntry {
         RawEntry {
             isa_line_lo: U16::new(0),
@@ -105,34 +108,42 @@ impl RawEntry {
     }
 
     /// `u16 @0`.
+    #[inline]
     pub fn isa_line_lo(&self) -> u16 {
         self.isa_line_lo.get()
     }
     /// Set `u16 @0` (the var id of a custom record).
+    #[inline]
     pub fn set_isa_line_lo(&mut self, v: u16) {
         self.isa_line_lo.set(v)
     }
     /// `data[2] >> 4`.
+    #[inline]
     pub fn debug_hint(&self) -> u8 {
         self.hint >> field::DEBUG_HINT_SHIFT
     }
     /// `data[3] & 0x1F`.
+    #[inline]
     pub fn nq_tag(&self) -> u8 {
         self.tag & field::NQ_TAG_MASK
     }
     /// The raw `data[3]` byte.
+    #[inline]
     pub fn tag_byte(&self) -> u8 {
         self.tag
     }
     /// Replace the NQ-id tag, keeping bits 7:5 (`(data[3] & 0xE0) | tag`).
+    #[inline]
     pub fn set_nq_tag(&mut self, tag: u8) {
         self.tag = (self.tag & !field::NQ_TAG_MASK) | (tag & field::NQ_TAG_MASK);
     }
     /// The phase bit (bit 7 of `data[3]`).
+    #[inline]
     pub fn phase(&self) -> bool {
         self.tag & field::PHASE_BIT != 0
     }
     /// Set or clear the phase bit.
+    #[inline]
     pub fn set_phase(&mut self, phase: bool) {
         if phase {
             self.tag |= field::PHASE_BIT;
@@ -141,14 +152,17 @@ impl RawEntry {
         }
     }
     /// `*(u16*)&data[4]`.
+    #[inline]
     pub fn custom_sub_id(&self) -> u16 {
         self.custom_sub_id.get()
     }
     /// `*(u16*)&data[6]`.
+    #[inline]
     pub fn subtype(&self) -> u16 {
         self.subtype.get()
     }
     /// `*(u64*)&data[8]`.
+    #[inline]
     pub fn device_ts(&self) -> u64 {
         self.device_ts.get()
     }
@@ -185,6 +199,7 @@ impl Subtype {
     pub const CC_END: u16 = 8;
 
     /// Parse the raw subtype. Total: every value maps to a variant.
+    #[inline]
     pub const fn parse(v: u16) -> Subtype {
         match v {
             Self::START => Subtype::Start,
@@ -197,6 +212,7 @@ impl Subtype {
     }
 
     /// The raw value.
+    #[inline]
     pub const fn value(self) -> u16 {
         match self {
             Subtype::Start => Self::START,
@@ -209,6 +225,7 @@ impl Subtype {
     }
 
     /// A display name (`"START"`, ..., `"UNEXPECTED"`).
+    #[inline]
     pub const fn name(self) -> &'static str {
         match self {
             Subtype::Start => "START",
@@ -248,6 +265,7 @@ pub enum CustomKind {
 
 impl CustomKind {
     /// Classify a custom record.
+    #[inline]
     pub const fn parse(sub_id: u16, payload: u16) -> CustomKind {
         if sub_id == SUB_ID_TENSOR_COMPLETION {
             CustomKind::TensorCompletion { var_id: payload }
@@ -279,6 +297,7 @@ pub struct Notification {
 
 impl Notification {
     /// Parse an entry as read from an INFER_STATUS ring. Total over all inputs.
+    #[inline]
     pub fn parse(raw: &RawEntry) -> Notification {
         Notification {
             debug_hint: raw.debug_hint(),
@@ -291,11 +310,13 @@ impl Notification {
     }
 
     /// Parse 16 bytes.
+    #[inline]
     pub fn decode(bytes: &[u8; ENTRY_SIZE]) -> Notification {
         Notification::parse(RawEntry::from_array(bytes))
     }
 
     /// The custom-record classification (meaningful when `subtype` is CUSTOM).
+    #[inline]
     pub fn custom(&self) -> CustomKind {
         CustomKind::parse(self.custom_sub_id, self.isa_line_lo)
     }
@@ -308,6 +329,7 @@ impl Notification {
 /// 30/31 ..., not 0/4/...); the harvest therefore selects the calibration by the
 /// ring the record came from, and this function documents the binary's switch
 /// for decoders of raw hardware subtypes (`docs/spec-gaps.md` G-TS-SELECT).
+#[inline]
 pub const fn hw_subtype_engine_select(hw_subtype: u16) -> Option<super::Engine> {
     match (hw_subtype.wrapping_add(26)) & 0x1F {
         0 => Some(super::Engine::Pe),

@@ -49,16 +49,19 @@ const _: () = assert!(core::mem::offset_of!(ErrorEntry, device_ts) == field::DEV
 
 impl ErrorEntry {
     /// View 16 bytes as an error entry.
+    #[inline]
     pub fn from_array(bytes: &[u8; ENTRY_SIZE]) -> &ErrorEntry {
         zerocopy::transmute_ref!(bytes)
     }
 
     /// The entry's bytes.
+    #[inline]
     pub fn to_array(&self) -> [u8; ENTRY_SIZE] {
         zerocopy::transmute!(*self)
     }
 
     /// Build an error entry (the device side; tests and the simulator).
+    #[inline]
     pub fn new(subtype: u16, error_id: u8, metadata: u16, device_ts: u64) -> ErrorEntry {
         ErrorEntry {
             error_id,
@@ -72,34 +75,42 @@ impl ErrorEntry {
     }
 
     /// Byte 0: the reporting block's id.
+    #[inline]
     pub fn error_id(&self) -> u8 {
         self.error_id
     }
     /// Byte 1: flags (reserved).
+    #[inline]
     pub fn flags(&self) -> u8 {
         self.flags
     }
     /// `u16 @4`: class metadata.
+    #[inline]
     pub fn metadata(&self) -> u16 {
         self.metadata.get()
     }
     /// `u16 @6`: the error subtype discriminant.
+    #[inline]
     pub fn subtype(&self) -> u16 {
         self.subtype.get()
     }
     /// `u64 @8`: device timestamp.
+    #[inline]
     pub fn device_ts(&self) -> u64 {
         self.device_ts.get()
     }
     /// The phase bit, shared with the INFER_STATUS layout.
+    #[inline]
     pub fn phase(&self) -> bool {
         self.tag & field::PHASE_BIT != 0
     }
     /// The typed subtype.
+    #[inline]
     pub fn infer_error_subtype(&self) -> InferErrorSubtype {
         InferErrorSubtype::parse(self.subtype())
     }
     /// The class this record falls in.
+    #[inline]
     pub fn class(&self) -> ErrorClass {
         self.infer_error_subtype().class()
     }
@@ -136,6 +147,7 @@ pub enum InferErrorSubtype {
 
 impl InferErrorSubtype {
     /// Parse a raw discriminant. Total.
+    #[inline]
     pub const fn parse(v: u16) -> InferErrorSubtype {
         match v {
             1 => InferErrorSubtype::Numerical,
@@ -153,6 +165,7 @@ impl InferErrorSubtype {
     }
 
     /// The raw discriminant.
+    #[inline]
     pub const fn value(self) -> u16 {
         match self {
             InferErrorSubtype::Numerical => 1,
@@ -169,6 +182,7 @@ impl InferErrorSubtype {
     }
 
     /// The class.
+    #[inline]
     pub const fn class(self) -> ErrorClass {
         match self {
             InferErrorSubtype::Numerical => ErrorClass::Numerical,
@@ -213,6 +227,7 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// The status this class sets, or `None` when it leaves the status unchanged.
+    #[inline]
     pub const fn status(self) -> Option<NrtStatus> {
         match self {
             ErrorClass::Numerical => Some(NrtStatus::ExecCompletedWithNumErr),
@@ -230,6 +245,7 @@ impl ErrorClass {
     }
 
     /// A display name.
+    #[inline]
     pub const fn name(self) -> &'static str {
         match self {
             ErrorClass::Numerical => "NUMERICAL",

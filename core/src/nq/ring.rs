@@ -23,7 +23,8 @@ use super::entry::{field, ENTRY_SIZE};
 use crate::arch::{ENGINES_PER_CORE, MAX_CORES};
 use crate::hal::NqRings;
 
-/// The smallest ring: two entries (one usable per batch).
+/// The smallest ring: two entries (one usable per batch). With the batch capped
+/// at `entries - 1`, smaller rings could never be read (G-RING-MIN).
 pub const MIN_RING_BYTES: u32 = 2 * ENTRY_SIZE as u32;
 /// The largest ring we accept: 1 GiB (the driver's rings are far smaller).
 pub const MAX_RING_BYTES: u32 = 1 << 30;
