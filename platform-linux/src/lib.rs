@@ -1,1 +1,33 @@
-//! nrt-linux: placeholder until its issue lands.
+//! # nrt-linux
+//!
+//! The Linux binding of nrt-core: thin, with every OS call checked.
+//!
+//! - [`bar`]: a BAR mapped with `mmap` (sysfs resource file, device node, or a
+//!   shared-memory stand-in), volatile 32/64-bit access at checked offsets;
+//!   [`device::IoctlBar`] does the same through the driver's BAR ioctls.
+//! - [`device`]: `/dev/neuronN` and the driver's ioctls with their real request
+//!   codes ([`ioctl`]): the kickoff `NEURON_IOCTL_SEMAPHORE_INCREMENT`, semaphore
+//!   read/write, event set/get, `NOTIFICATIONS_INIT_V2`, BAR read/write, DMA queue
+//!   copy-start. Every failure names the call, the device and the errno.
+//! - [`rings`]: NQ rings in mapped memory, read with the ordering device writes need.
+//! - [`xu`]: execution units on worker threads with eventfd has-work /
+//!   mark-complete handoff.
+//! - [`time`]: `CLOCK_MONOTONIC`, and the `libnrt` and `adaptive` poll delays.
+//! - [`ffi`]: the C ABI (`include/nrt.h`).
+//!
+//! `unsafe` lives in [`sys`] (syscalls, mapped memory) and [`ffi`] (C pointers)
+//! only, each block with a `// SAFETY:` line.
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod bar;
+pub mod device;
+pub mod error;
+pub mod ffi;
+pub mod ioctl;
+pub mod rings;
+pub mod sys;
+pub mod time;
+pub mod xu;
+
+pub use error::LinuxError;

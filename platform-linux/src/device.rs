@@ -1,0 +1,204 @@
+//! A Neuron device node (`/dev/neuronN`) and the driver's ioctls.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use nrt_core::hal::{self, ErrorType};
+
+use crate::error::LinuxError;
+use crate::ioctl::{self, BarRw, DmaQueueCopyStart, NotificationsInitV2, SemaphoreArg};
+use crate::sys;
+
+/// An open device node.
+#[derive(Debug)]
+pub struct NeuronDevice {
+    file: File,
+    path: PathBuf,
+}
+
+impl NeuronDevice {
+    /// Open a device node read-write.
+    pub fn open(path: impl AsRef<Path>) -> Result<NeuronDevice, LinuxError> {
+        let path = path.as_ref().to_path_buf();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| LinuxError::new("open", path.display().to_string(), e))?;
+        Ok(NeuronDevice { file, path })
+    }
+
+    /// The node's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The open file (for `mmap`).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    fn call<T>(&self, req: u32, arg: &mut T) -> Result<i32, LinuxError> {
+        sys::ioctl_ptr(self.file.as_raw_fd(), req, arg)
+            .map_err(|e| LinuxError::new(ioctl::request_name(req), self.path.display().to_string(), e))
+    }
+
+    fn sema(&self, req: u32, nc: u32, index: u32, value: u32) -> Result<u32, LinuxError> {
+        let mut a = SemaphoreArg { nc_id: nc, semaphore_index: index, value };
+        self.call(req, &mut a)?;
+        Ok(a.value)
+    }
+
+    /// `NEURON_IOCTL_SEMAPHORE_INCREMENT`: the per-inference kickoff (doorbell C).
+    pub fn semaphore_increment(&self, nc: u32, index: u32, value: u32) -> Result<(), LinuxError> {
+        self.sema(ioctl::SEMAPHORE_INCREMENT, nc, index, value).map(|_| ())
+    }
+
+    /// `NEURON_IOCTL_SEMAPHORE_DECREMENT`.
+    pub fn semaphore_decrement(&self, nc: u32, index: u32, value: u32) -> Result<(), LinuxError> {
+        self.sema(ioctl::SEMAPHORE_DECREMENT, nc, index, value).map(|_| ())
+    }
+
+    /// `NEURON_IOCTL_SEMAPHORE_READ`. Semaphores hold signed 32-bit values.
+    pub fn semaphore_read(&self, nc: u32, index: u32) -> Result<i32, LinuxError> {
+        self.sema(ioctl::SEMAPHORE_READ, nc, index, 0).map(|v| v as i32)
+    }
+
+    /// `NEURON_IOCTL_SEMAPHORE_WRITE`.
+    pub fn semaphore_write(&self, nc: u32, index: u32, value: u32) -> Result<(), LinuxError> {
+        self.sema(ioctl::SEMAPHORE_WRITE, nc, index, value).map(|_| ())
+    }
+
+    /// `NEURON_IOCTL_EVENT_SET`.
+    pub fn event_set(&self, nc: u32, index: u32, value: u32) -> Result<(), LinuxError> {
+        self.sema(ioctl::EVENT_SET, nc, index, value).map(|_| ())
+    }
+
+    /// `NEURON_IOCTL_EVENT_GET`.
+    pub fn event_get(&self, nc: u32, index: u32) -> Result<u32, LinuxError> {
+        self.sema(ioctl::EVENT_GET, nc, index, 0)
+    }
+
+    /// `NEURON_IOCTL_NOTIFICATIONS_INIT_V2`: create (or reuse) an NQ ring; returns
+    /// the argument with `mmap_offset` and `mem_handle` filled in.
+    pub fn notifications_init_v2(&self, mut arg: NotificationsInitV2) -> Result<NotificationsInitV2, LinuxError> {
+        if !arg.size.is_power_of_two() {
+            return Err(LinuxError::new(
+                "NEURON_IOCTL_NOTIFICATIONS_INIT_V2",
+                self.path.display().to_string(),
+                io::Error::new(io::ErrorKind::InvalidInput, "ring size must be a power of two"),
+            ));
+        }
+        self.call(ioctl::NOTIFICATIONS_INIT_V2, &mut arg)?;
+        Ok(arg)
+    }
+
+    /// `NEURON_IOCTL_BAR_READ` of one register at absolute address `addr`.
+    pub fn bar_read(&self, bar: u32, addr: u64) -> Result<u32, LinuxError> {
+        let a = [addr];
+        let mut d = [0u32];
+        let mut arg = BarRw { bar, address: a.as_ptr(), data: d.as_mut_ptr(), count: 1 };
+        self.call(ioctl::BAR_READ, &mut arg)?;
+        Ok(d[0])
+    }
+
+    /// `NEURON_IOCTL_BAR_WRITE` of one register at absolute address `addr`.
+    pub fn bar_write(&self, bar: u32, addr: u64, value: u32) -> Result<(), LinuxError> {
+        let a = [addr];
+        let mut d = [value];
+        let mut arg = BarRw { bar, address: a.as_ptr(), data: d.as_mut_ptr(), count: 1 };
+        self.call(ioctl::BAR_WRITE, &mut arg).map(|_| ())
+    }
+
+    /// `NEURON_IOCTL_DMA_QUEUE_COPY_START`: release descriptors on a DMA queue (the
+    /// tail-increment doorbell for a process that does not map the BAR).
+    pub fn dma_queue_copy_start(&self, eng_id: u32, qid: u32, tx: u32, rx: u32) -> Result<(), LinuxError> {
+        let mut arg = DmaQueueCopyStart { eng_id, qid, tx_desc_count: tx, rx_desc_count: rx };
+        self.call(ioctl::DMA_QUEUE_COPY_START, &mut arg).map(|_| ())
+    }
+}
+
+impl ErrorType for NeuronDevice {
+    type Error = LinuxError;
+}
+
+impl hal::Semaphore for NeuronDevice {
+    fn increment(&mut self, nc: u32, index: u32, value: u32) -> Result<(), LinuxError> {
+        self.semaphore_increment(nc, index, value)
+    }
+}
+
+/// Register access through the driver's BAR ioctls: how an unprivileged process
+/// writes NQ HEAD registers. Offsets are relative to `bar_base`, the BAR's
+/// absolute address cookie from the driver's device info.
+#[derive(Debug)]
+pub struct IoctlBar<'a> {
+    dev: &'a NeuronDevice,
+    bar: u32,
+    bar_base: u64,
+    size: u64,
+}
+
+impl<'a> IoctlBar<'a> {
+    /// BAR `bar` of `dev`, `size` bytes from `bar_base`.
+    pub fn new(dev: &'a NeuronDevice, bar: u32, bar_base: u64, size: u64) -> IoctlBar<'a> {
+        IoctlBar { dev, bar, bar_base, size }
+    }
+
+    fn addr(&self, offset: u64) -> Result<u64, LinuxError> {
+        if offset.checked_add(4).is_none_or(|end| end > self.size) || !offset.is_multiple_of(4) {
+            return Err(LinuxError::new(
+                "BAR access",
+                self.dev.path.display().to_string(),
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("offset 0x{offset:x} outside the BAR of 0x{:x} bytes", self.size),
+                ),
+            ));
+        }
+        Ok(self.bar_base + offset)
+    }
+}
+
+impl ErrorType for IoctlBar<'_> {
+    type Error = LinuxError;
+}
+
+impl hal::Registers for IoctlBar<'_> {
+    fn read32(&mut self, offset: u64) -> Result<u32, LinuxError> {
+        let a = self.addr(offset)?;
+        self.dev.bar_read(self.bar, a)
+    }
+    fn write32(&mut self, offset: u64, value: u32) -> Result<(), LinuxError> {
+        let a = self.addr(offset)?;
+        self.dev.bar_write(self.bar, a, value)
+    }
+}
+
+/// The `/dev/neuron*` nodes present, sorted, with the PCI BDF of each when sysfs
+/// tells it (`/sys/class/neuron_device/neuronN/device` links to the PCI device).
+pub fn list_devices() -> Vec<(PathBuf, Option<String>)> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/dev") {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if let Some(n) = name.strip_prefix("neuron") {
+                if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) {
+                    let bdf = std::fs::read_link(format!("/sys/class/neuron_device/{name}/device"))
+                        .ok()
+                        .and_then(|p| p.file_name().map(|f| f.to_string_lossy().to_string()));
+                    out.push((e.path(), bdf));
+                }
+            }
+        }
+    }
+    out.sort_by_key(|(p, _)| {
+        p.file_name()
+            .and_then(|f| f.to_str())
+            .and_then(|s| s.trim_start_matches("neuron").parse::<u32>().ok())
+            .unwrap_or(u32::MAX)
+    });
+    out
+}

@@ -1,0 +1,263 @@
+//! Every system call and every access to mapped memory, in one module: the only
+//! place in nrt-linux with `unsafe`, each block with its `// SAFETY:` line.
+
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Issue `ioctl(fd, req, arg)` with a pointer argument.
+pub fn ioctl_ptr<T>(fd: RawFd, req: u32, arg: &mut T) -> io::Result<i32> {
+    // SAFETY: `arg` is a valid, exclusively borrowed `T` for the duration of the
+    // call; the driver copies `size_of::<T>()` bytes in and out of it.
+    let rc = unsafe { libc::ioctl(fd, req as libc::c_ulong, arg as *mut T) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// A shared mapping of a file region, unmapped on drop. Accesses are volatile (or
+/// atomic) and bounds-checked: an offset outside the mapping is an error, never
+/// a stray access.
+#[derive(Debug)]
+pub struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; every access goes through volatile
+// or atomic operations, so sharing the handle between threads is sound.
+unsafe impl Send for Mapping {}
+// SAFETY: as above; no method hands out references into the mapping.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Map `len` bytes of `file` at `offset` (a multiple of the page size), shared,
+    /// read-write.
+    pub fn map(file: &File, offset: u64, len: usize) -> io::Result<Mapping> {
+        if len == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "mmap of 0 bytes"));
+        }
+        let off = libc::off_t::try_from(offset)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "mmap offset too large"))?;
+        // SAFETY: a fresh mapping (no fixed address); the kernel validates fd,
+        // offset and length; the result is checked against MAP_FAILED.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                off,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
+        Ok(Mapping { ptr, len })
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` when empty (never: `map` refuses 0 bytes).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn check(&self, off: u64, size: usize) -> io::Result<usize> {
+        let o = usize::try_from(off).map_err(|_| oob(off))?;
+        if o.checked_add(size).is_none_or(|end| end > self.len) || !o.is_multiple_of(size.clamp(1, 8)) {
+            return Err(oob(off));
+        }
+        Ok(o)
+    }
+
+    /// Volatile 32-bit read at `off` (4-aligned, inside the mapping).
+    pub fn read32(&self, off: u64) -> io::Result<u32> {
+        let o = self.check(off, 4)?;
+        // SAFETY: `o..o+4` is inside the mapping and 4-aligned (checked above); the
+        // mapping lives as long as `self`.
+        Ok(unsafe { self.ptr.as_ptr().add(o).cast::<u32>().read_volatile() })
+    }
+
+    /// Volatile 32-bit write at `off`.
+    pub fn write32(&self, off: u64, v: u32) -> io::Result<()> {
+        let o = self.check(off, 4)?;
+        // SAFETY: as in `read32`.
+        unsafe { self.ptr.as_ptr().add(o).cast::<u32>().write_volatile(v) };
+        Ok(())
+    }
+
+    /// Volatile 64-bit read at `off` (8-aligned).
+    pub fn read64(&self, off: u64) -> io::Result<u64> {
+        let o = self.check(off, 8)?;
+        // SAFETY: `o..o+8` inside the mapping, 8-aligned (checked).
+        Ok(unsafe { self.ptr.as_ptr().add(o).cast::<u64>().read_volatile() })
+    }
+
+    /// Volatile 64-bit write at `off`.
+    pub fn write64(&self, off: u64, v: u64) -> io::Result<()> {
+        let o = self.check(off, 8)?;
+        // SAFETY: as in `read64`.
+        unsafe { self.ptr.as_ptr().add(o).cast::<u64>().write_volatile(v) };
+        Ok(())
+    }
+
+    /// Atomic 64-bit load with the given ordering (for the word that carries a
+    /// ring entry's phase bit).
+    pub fn load64(&self, off: u64, order: Ordering) -> io::Result<u64> {
+        let o = self.check(off, 8)?;
+        // SAFETY: inside the mapping and 8-aligned (checked), so a valid AtomicU64
+        // location for the mapping's lifetime; other writers use atomics or the
+        // device's own ordered writes.
+        Ok(unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(o).cast::<u64>()) }.load(order))
+    }
+
+    /// Atomic 64-bit store.
+    pub fn store64(&self, off: u64, v: u64, order: Ordering) -> io::Result<()> {
+        let o = self.check(off, 8)?;
+        // SAFETY: as in `load64`.
+        unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(o).cast::<u64>()) }.store(v, order);
+        Ok(())
+    }
+
+    /// Atomic 32-bit load.
+    pub fn load32(&self, off: u64, order: Ordering) -> io::Result<u32> {
+        let o = self.check(off, 4)?;
+        // SAFETY: inside the mapping and 4-aligned (checked).
+        Ok(unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(o).cast::<u32>()) }.load(order))
+    }
+
+    /// Atomic 32-bit store.
+    pub fn store32(&self, off: u64, v: u32, order: Ordering) -> io::Result<()> {
+        let o = self.check(off, 4)?;
+        // SAFETY: as in `load32`.
+        unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(o).cast::<u32>()) }.store(v, order);
+        Ok(())
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` are exactly what mmap returned; nothing refers into
+        // the mapping after drop (no method returns references).
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+fn oob(off: u64) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, format!("offset 0x{off:x} is outside the mapping or misaligned"))
+}
+
+/// An eventfd.
+#[derive(Debug)]
+pub struct EventFd {
+    fd: OwnedFd,
+}
+
+impl EventFd {
+    /// A new eventfd with counter 0; `semaphore` makes each read take 1.
+    pub fn new(semaphore: bool) -> io::Result<EventFd> {
+        let mut flags = libc::EFD_CLOEXEC | libc::EFD_NONBLOCK;
+        if semaphore {
+            flags |= libc::EFD_SEMAPHORE;
+        }
+        // SAFETY: plain syscall; the result is checked.
+        let fd = unsafe { libc::eventfd(0, flags) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor we own.
+        Ok(EventFd { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+    }
+
+    /// Add `n` to the counter.
+    pub fn write(&self, n: u64) -> io::Result<()> {
+        let buf = n.to_ne_bytes();
+        // SAFETY: writes 8 bytes from a valid local buffer.
+        let rc = unsafe { libc::write(self.fd.as_raw_fd(), buf.as_ptr().cast(), 8) };
+        if rc != 8 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Take from the counter without blocking: `Ok(Some(n))`, or `Ok(None)` when
+    /// it is 0.
+    pub fn try_read(&self) -> io::Result<Option<u64>> {
+        let mut buf = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into a valid local buffer.
+        let rc = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
+        if rc == 8 {
+            return Ok(Some(u64::from_ne_bytes(buf)));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::WouldBlock {
+            Ok(None)
+        } else {
+            Err(e)
+        }
+    }
+
+    /// Wait until the counter is non-zero or `timeout_ms` passes (-1: forever).
+    /// Returns whether it is readable. Does not consume.
+    pub fn wait_readable(&self, timeout_ms: i32) -> io::Result<bool> {
+        let mut p = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        loop {
+            // SAFETY: one valid pollfd.
+            let rc = unsafe { libc::poll(&mut p, 1, timeout_ms) };
+            if rc >= 0 {
+                return Ok(rc > 0 && p.revents & libc::POLLIN != 0);
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+
+    /// Block until the counter is non-zero and take from it.
+    pub fn read_blocking(&self) -> io::Result<u64> {
+        loop {
+            if let Some(n) = self.try_read()? {
+                return Ok(n);
+            }
+            self.wait_readable(-1)?;
+        }
+    }
+}
+
+/// The `errno` name (`"ENOTTY"`) of an OS error, for messages.
+pub fn errno_name(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::EPERM) => "EPERM",
+        Some(libc::ENOENT) => "ENOENT",
+        Some(libc::EIO) => "EIO",
+        Some(libc::EBADF) => "EBADF",
+        Some(libc::EAGAIN) => "EAGAIN",
+        Some(libc::ENOMEM) => "ENOMEM",
+        Some(libc::EACCES) => "EACCES",
+        Some(libc::EFAULT) => "EFAULT",
+        Some(libc::EBUSY) => "EBUSY",
+        Some(libc::ENODEV) => "ENODEV",
+        Some(libc::EINVAL) => "EINVAL",
+        Some(libc::ENOTTY) => "ENOTTY",
+        Some(libc::E2BIG) => "E2BIG",
+        Some(libc::ENXIO) => "ENXIO",
+        Some(libc::EOPNOTSUPP) => "EOPNOTSUPP",
+        Some(_) => "E?",
+        None => "-",
+    }
+}

@@ -1,0 +1,73 @@
+//! The OS seam without hardware: ioctls on files that are not Neuron devices,
+//! BAR mappings of ordinary files, bounds.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+
+use nrt_core::hal::Registers;
+use nrt_linux::bar::MappedBar;
+use nrt_linux::device::NeuronDevice;
+
+fn tmpfile(name: &str, len: u64) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("nrt-linux-{}-{name}", std::process::id()));
+    let f = OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&p).unwrap();
+    f.set_len(len).unwrap();
+    p
+}
+
+#[test]
+fn kickoff_on_a_file_that_is_not_a_device_is_enotty() {
+    let p = tmpfile("notadev", 0);
+    let dev = NeuronDevice::open(&p).unwrap();
+    let e = dev.semaphore_increment(0, 3, 1).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::ENOTTY));
+    let msg = e.to_string();
+    assert!(msg.contains("NEURON_IOCTL_SEMAPHORE_INCREMENT"), "{msg}");
+    assert!(msg.contains(&p.display().to_string()), "{msg}");
+    assert!(msg.contains("ENOTTY"), "{msg}");
+    for r in [dev.semaphore_read(0, 1).map(|_| ()), dev.event_get(0, 1).map(|_| ()), dev.bar_write(0, 0x100, 1)] {
+        assert_eq!(r.unwrap_err().errno(), Some(libc::ENOTTY));
+    }
+    std::fs::remove_file(p).unwrap();
+}
+
+#[test]
+fn opening_a_missing_node_names_it() {
+    let e = NeuronDevice::open("/dev/neuron-does-not-exist").unwrap_err();
+    assert_eq!(e.errno(), Some(libc::ENOENT));
+    assert!(e.to_string().starts_with("open on /dev/neuron-does-not-exist failed: ENOENT"), "{e}");
+}
+
+#[test]
+fn mapped_bar_round_trips_and_refuses_stray_offsets() {
+    let p = tmpfile("bar", 4096);
+    let mut bar = MappedBar::open(&p, 0, 4096).unwrap();
+    bar.write32(0x38, 7).unwrap();
+    assert_eq!(bar.read32(0x38).unwrap(), 7);
+    bar.write64(0x40, 0x1122_3344_5566_7788).unwrap();
+    assert_eq!(bar.read64(0x40).unwrap(), 0x1122_3344_5566_7788);
+    assert_eq!(bar.read32(0x44).unwrap(), 0x1122_3344);
+    // Past the end, straddling the end, misaligned: errors, never an access.
+    assert!(bar.read32(4096).is_err());
+    assert!(bar.write32(4094, 1).is_err());
+    assert!(bar.read32(2).is_err());
+    assert!(bar.read32(u64::MAX - 1).is_err());
+    let e = bar.read32(1 << 40).unwrap_err();
+    assert!(e.to_string().contains("outside the mapping"), "{e}");
+    drop(bar);
+    // The writes reached the file.
+    let bytes = std::fs::read(&p).unwrap();
+    assert_eq!(bytes[0x38], 7);
+    let mut f = OpenOptions::new().write(true).open(&p).unwrap();
+    f.write_all(b"x").unwrap();
+    std::fs::remove_file(p).unwrap();
+}
+
+#[test]
+fn mmap_failures_name_the_call() {
+    let p = tmpfile("small", 16);
+    let e = MappedBar::open(&p, 3, 4096).unwrap_err();
+    assert!(e.to_string().starts_with("mmap on "), "{e}");
+    assert_eq!(e.errno(), Some(libc::EINVAL));
+    std::fs::remove_file(p).unwrap();
+}
