@@ -126,3 +126,23 @@ impl<R: Registers<Error = LinuxError>> hal::NqRings for MappedRings<R> {
         self.regs.write32(reg, head)
     }
 }
+
+/// Create (or reuse) a host-memory NQ ring with the driver's
+/// `NOTIFICATIONS_INIT_V2` and map it: the driver returns the ring's mmap offset
+/// (its device-view address), and the mapping must be exactly the ring's size.
+pub fn map_driver_ring(
+    dev: &crate::device::NeuronDevice,
+    arg: crate::ioctl::NotificationsInitV2,
+) -> Result<RingWindow, LinuxError> {
+    let done = dev.notifications_init_v2(arg)?;
+    if done.mmap_offset == u64::MAX {
+        return Err(LinuxError::new(
+            "NEURON_IOCTL_NOTIFICATIONS_INIT_V2",
+            dev.path().display().to_string(),
+            std::io::Error::new(std::io::ErrorKind::Unsupported, "the ring is in device memory: no mmap offset"),
+        ));
+    }
+    let map = Mapping::map(dev.file(), done.mmap_offset, done.size as usize)
+        .map_err(|e| LinuxError::new("mmap", dev.path().display().to_string(), e))?;
+    Ok(RingWindow { map: Arc::new(map), offset: 0, size: done.size })
+}

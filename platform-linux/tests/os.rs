@@ -71,3 +71,16 @@ fn mmap_failures_name_the_call() {
     assert_eq!(e.errno(), Some(libc::EINVAL));
     std::fs::remove_file(p).unwrap();
 }
+
+#[test]
+fn ring_creation_on_a_file_that_is_not_a_device_is_enotty() {
+    let p = tmpfile("notadev2", 0);
+    let dev = NeuronDevice::open(&p).unwrap();
+    let arg = nrt_linux::ioctl::NotificationsInitV2 { nq_type: 3, size: 4096, on_host_memory: 1, ..Default::default() };
+    let e = nrt_linux::rings::map_driver_ring(&dev, arg).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::ENOTTY));
+    assert!(e.to_string().contains("NEURON_IOCTL_NOTIFICATIONS_INIT_V2"), "{e}");
+    let bad = nrt_linux::ioctl::NotificationsInitV2 { size: 3000, ..arg };
+    assert!(nrt_linux::rings::map_driver_ring(&dev, bad).unwrap_err().to_string().contains("power of two"));
+    std::fs::remove_file(p).unwrap();
+}
