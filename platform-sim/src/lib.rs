@@ -1,1 +1,94 @@
-//! nrt-sim: placeholder until its issue lands.
+//! # nrt-sim
+//!
+//! A simulated Neuron device behind nrt-core's platform traits, with every fault
+//! the seeds describe injectable, and the `nrt-sim` tool that runs inferences end
+//! to end through the real core.
+//!
+//! ## The shape
+//!
+//! The simulator is one more implementation of the `hal` traits, plus fault
+//! injection as a rewrite of a healthy device program (STYLE item 8, after
+//! smoltcp's `Loopback` and `FaultInjector`). Three layers, each a module:
+//!
+//! ```text
+//!   host (SimHost: every hal trait)        device (Device: the hardware's behaviour)
+//!   ──────────────────────────────         ─────────────────────────────────────────
+//!   read_slot / write_head  ─┐             ┌─ engines' programs (program.rs) + faults
+//!   read32 / write32 (BAR)  ─┤   Shared    ├─ NqProducer per ring: phase-stamped writes,
+//!   copy_in / copy_out      ─┼─ (atomics) ─┤    drop + INTC bit 29 when full up to HEAD
+//!   semaphore increment     ─┤  registers  ├─ INTC cause lines, collectives barrier
+//!   read_cause, probes      ─┘  + memory   └─ UDMA queues: tail-inc, BDs, copies, marker
+//! ```
+//!
+//! - [`shared::Shared`] is the hardware state: NQ ring memory, a BAR0 register
+//!   file decoded at the driver's and seed's offsets ([`layout`]), device DRAM,
+//!   and the status lines of the collectives proxies and fault probes. All of it
+//!   atomics: no pointers, no locks, so it could be laid over a shared-memory
+//!   mapping for a device in another process.
+//! - [`device::Device`] is the hardware's behaviour: it samples its inputs
+//!   (host trigger, kickoff semaphores, tail increments, HEAD latches) and runs
+//!   its scheduled actions. Rings are written through nrt-core's own
+//!   `NqProducer`, so both ends of the ring protocol are the core's code.
+//! - [`host::SimHost`] is the host: every nrt-core trait (`NqRings`,
+//!   `IntcCause`, `Clock`, `CollectivesProxy`, `FaultProbe`, `EventSink`,
+//!   `TensorNotify`, `Registers`, `DeviceMemory`, `Semaphore`, `Fence`,
+//!   `RingBacking`) over `Shared`, and nothing else.
+//!
+//! ## Two modes
+//!
+//! - **Deterministic** (tests, the default): one thread, a virtual clock, every
+//!   random choice from the seed ([`rng`]): the same seed gives the same output,
+//!   byte for byte. Time passes only in `Delay::delay_us` ([`host::VirtualDelay`]):
+//!   the device steps at the current time (seeing what the host wrote), then the
+//!   clock advances. Stepping a 5 s hang 1 us at a time would be 5 million steps,
+//!   so the wait **skips ahead**: when nothing is scheduled before `now + us`, the
+//!   clock jumps to the next scheduled device action, or by a quantum of 1 ms
+//!   ([`device::QUANTUM_NS`]) when nothing is scheduled. Nothing observable
+//!   happens in the skipped time; the harvest's timeout (whole milliseconds,
+//!   seed §5) still fires at the first poll at or past the budget, at most one
+//!   quantum late, so `elapsed_ms` equals the budget. A 300 s barrier is 300 000
+//!   such polls.
+//! - **Threaded** (`--threaded`): the device runs on its own thread against the
+//!   real monotonic clock; the host polls with a yielding delay. Ring entries are
+//!   published payload first, then the word with the phase byte with Release,
+//!   and read with Acquire ([`shared`] explains each handoff), so the memory
+//!   ordering is real. The statuses match the deterministic mode's.
+//!
+//! ## Running a scenario from code
+//!
+//! ```
+//! let s = nrt_sim::scenario::find("nan").unwrap();
+//! let report = nrt_sim::run::run(&s.config()).unwrap();
+//! assert_eq!(report.status.code(), 1003);
+//! assert_eq!(report.return_code(), 0); // clean harvest, error-sweep status (G-RET0)
+//! assert!(s.evaluate(&report).is_ok());
+//! ```
+//!
+//! Or compose faults yourself:
+//!
+//! ```
+//! use nrt_sim::{fault::Fault, run::{run, SimConfig}};
+//! let cfg = SimConfig {
+//!     faults: vec![Fault::parse("dup-start:core=0,engine=ACT").unwrap()],
+//!     ..SimConfig::default()
+//! };
+//! assert_eq!(run(&cfg).unwrap().status.code(), 1);
+//! ```
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod decode;
+pub mod device;
+pub mod fault;
+pub mod host;
+pub mod layout;
+pub mod program;
+pub mod report;
+pub mod rng;
+pub mod run;
+pub mod scenario;
+pub mod shared;
+
+pub use fault::Fault;
+pub use run::{run, RunReport, SimConfig, SimError};
+pub use scenario::{Scenario, SCENARIOS};

@@ -1,0 +1,444 @@
+//! The device's behaviour: the sequencer that runs the engines' programs, the NQ
+//! producers, the INTC, the collectives peers and the DMA engine.
+//!
+//! [`Device`] owns nothing the host reads directly: it reads its inputs from and
+//! writes its outputs to [`Shared`] (registers and memory), exactly as hardware
+//! would. One [`Device::step`] at time `now`:
+//!
+//! 1. samples its inputs: the top-SP host trigger (arms the sequencers), the kickoff
+//!    semaphore of each core (starts that core's programs at `now`, and schedules
+//!    its collectives barrier), the UDMA tail increments (descriptors to process);
+//! 2. samples every HEAD latch once, so the room it sees in each ring is fixed for
+//!    the whole step (a burst in one instant either fits or does not);
+//! 3. runs every scheduled action due at or before `now`, in time order.
+//!
+//! Records go through nrt-core's [`NqProducer`]: stamped with the lap's phase at
+//! the device's write cursor, or, when the ring is full up to the HEAD the host
+//! wrote back, dropped with INTC cause bit 29 (line 61 of the core's error-trigger
+//! block) raised.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use nrt_core::arch::MAX_CORES;
+use nrt_core::dma::bd::{next_ring_id, LenCtrl, BD_SIZE, INITIAL_RING_ID};
+use nrt_core::dma::doorbell::HOST_TRIGGER_VALUE;
+use nrt_core::exec::{INTC_SW_NQ_OVERFLOW_BIT, INTC_SW_NQ_OVERFLOW_LINE};
+use nrt_core::nq::ring::NqProducer;
+
+use crate::fault::Fault;
+use crate::layout::{NQ_PER_CORE, SIM_UDMA_ENGINE};
+use crate::program::{self, Action, Fate, Label, ProgramSpec};
+use crate::shared::{Shared, UDMA_QUEUES};
+
+/// Latency of the DMA engine per descriptor pair, ns.
+pub const DMA_NS_PER_DESC: u64 = 500;
+
+/// Most notes the device log keeps.
+pub const MAX_NOTES: usize = 64;
+
+/// One line of the device log: when (CPU ns) and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// CPU time, ns.
+    pub t_ns: u64,
+    /// What happened.
+    pub text: String,
+}
+
+/// Counters of what the device did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceStats {
+    /// Records written into NQ rings.
+    pub records_written: u64,
+    /// Records dropped: by a fault or because a ring was full.
+    pub records_dropped: u64,
+    /// Records dropped because a ring was full (the hardware overflow).
+    pub ring_full_drops: u64,
+    /// Descriptor pairs the DMA engine processed.
+    pub dma_descriptors: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct QueueState {
+    head: u32,
+    ring_id: u8,
+    avail: u32,
+}
+
+/// The simulated device.
+#[derive(Debug)]
+pub struct Device {
+    shared: Arc<Shared>,
+    spec: ProgramSpec,
+    cores: u8,
+    producers: Vec<Option<NqProducer>>,
+    applied: Vec<u32>,
+    full_noted: Vec<bool>,
+    sched: BTreeMap<(u64, u64), Action>,
+    seq: u64,
+    armed: bool,
+    started: [bool; MAX_CORES],
+    queues: [Vec<QueueState>; 2],
+    notes: Vec<Note>,
+    notes_dropped: u32,
+    stats: DeviceStats,
+}
+
+/// The deterministic mode's quantum: how far the virtual clock jumps when the
+/// device has nothing scheduled (see the crate docs).
+pub const QUANTUM_NS: u64 = 1_000_000;
+
+impl Device {
+    /// A device over `shared` for a logical core of `cores` physical cores.
+    pub fn new(shared: Arc<Shared>, spec: ProgramSpec, cores: u8) -> Device {
+        let size = shared.ring_bytes();
+        let producers = (0..MAX_CORES * NQ_PER_CORE).map(|_| NqProducer::new(size).ok()).collect();
+        let q = QueueState { head: 0, ring_id: INITIAL_RING_ID, avail: 0 };
+        // Host-side proxy failures are status lines, set before anything runs.
+        for f in &spec.faults {
+            match *f {
+                Fault::BarrierFail { core } => store(&shared.barrier_fail, core, 1200),
+                Fault::NetproxyFail { core } => store(&shared.netproxy_fail, core, 1206),
+                _ => {}
+            }
+        }
+        Device {
+            shared,
+            spec,
+            cores: cores.clamp(1, MAX_CORES as u8),
+            producers,
+            applied: vec![0; MAX_CORES * NQ_PER_CORE],
+            full_noted: vec![false; MAX_CORES * NQ_PER_CORE],
+            sched: BTreeMap::new(),
+            seq: 0,
+            armed: false,
+            started: [false; MAX_CORES],
+            queues: [vec![q; UDMA_QUEUES], vec![q; UDMA_QUEUES]],
+            notes: Vec::new(),
+            notes_dropped: 0,
+            stats: DeviceStats::default(),
+        }
+    }
+
+    /// The device log.
+    pub fn notes(&self) -> &[Note] {
+        &self.notes
+    }
+
+    /// Notes that did not fit the log.
+    pub fn notes_dropped(&self) -> u32 {
+        self.notes_dropped
+    }
+
+    /// What the device did.
+    pub fn stats(&self) -> &DeviceStats {
+        &self.stats
+    }
+
+    /// The shared hardware state.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// The time of the next scheduled action.
+    pub fn next_event_ns(&self) -> Option<u64> {
+        self.sched.keys().next().map(|k| k.0)
+    }
+
+    fn note(&mut self, t_ns: u64, text: String) {
+        if self.notes.len() < MAX_NOTES {
+            self.notes.push(Note { t_ns, text });
+        } else {
+            self.notes_dropped = self.notes_dropped.saturating_add(1);
+        }
+    }
+
+    fn schedule(&mut self, t: u64, action: Action) {
+        self.seq += 1;
+        self.sched.insert((t, self.seq), action);
+    }
+
+    /// One device step at CPU time `now` (see the module docs).
+    pub fn step(&mut self, now: u64) {
+        self.sample_inputs(now);
+        self.sync_heads();
+        // Each pass removes one action: bounded by the schedule's size.
+        while let Some(entry) = self.sched.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let ((t, _), action) = entry.remove_entry();
+            self.execute(t, action);
+        }
+    }
+
+    /// Deterministic mode: let `us` microseconds of virtual time pass. Steps at the
+    /// current time (to see what the host wrote), then advances the clock to
+    /// `now + us` when something is due by then, else straight to the next
+    /// scheduled action or by [`QUANTUM_NS`], whichever is sooner, and steps again.
+    pub fn advance_virtual(&mut self, us: u32) {
+        let now = self.shared.vclock_ns.load(Ordering::Acquire);
+        self.step(now);
+        let target = now.saturating_add(u64::from(us) * 1_000);
+        let next = match self.next_event_ns() {
+            Some(t) if t <= target => target,
+            Some(t) => t.min(now.saturating_add(QUANTUM_NS)).max(target),
+            None => now.saturating_add(QUANTUM_NS).max(target),
+        };
+        self.shared.vclock_ns.store(next, Ordering::Release);
+        self.step(next);
+    }
+
+    /// Threaded mode: run on this thread against the real clock until
+    /// [`Shared::stop`] is set, then hand the device back (for its log).
+    pub fn run_threaded(mut self, origin: std::time::Instant) -> Device {
+        while !self.shared.stop.load(Ordering::Acquire) {
+            let now = u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.step(now);
+            match self.next_event_ns() {
+                Some(t) if t <= now.saturating_add(200_000) => std::thread::yield_now(),
+                _ => std::thread::sleep(std::time::Duration::from_micros(20)),
+            }
+        }
+        self
+    }
+
+    fn sample_inputs(&mut self, now: u64) {
+        let sh = Arc::clone(&self.shared);
+        if !self.armed && sh.host_trigger.load(Ordering::Acquire) == HOST_TRIGGER_VALUE {
+            self.armed = true;
+            self.note(now, "top-SP host trigger set: sequencers armed".into());
+        }
+        for core in 0..self.cores {
+            let c = usize::from(core);
+            if !self.armed || self.started.get(c).copied().unwrap_or(true) {
+                continue;
+            }
+            let Ok(sema) = sh.sema(u32::from(core), u32::from(core)) else { continue };
+            if sema.load(Ordering::Acquire) == 0 {
+                continue;
+            }
+            sema.fetch_sub(1, Ordering::AcqRel);
+            if let Some(s) = self.started.get_mut(c) {
+                *s = true;
+            }
+            self.note(now, format!("core {core}: kickoff semaphore {core} taken; engines start"));
+            for it in program::core_program(&self.spec, core, now) {
+                self.schedule(it.t, it.action);
+            }
+            let delay_s = self.spec.faults.iter().find_map(|f| match f {
+                Fault::BarrierDelay { secs } => Some(*secs),
+                _ => None,
+            });
+            let clear = now.saturating_add(u64::from(delay_s.unwrap_or(0)) * 1_000_000_000);
+            self.schedule(clear, Action::BarrierClear { core });
+        }
+        for dir in 0..2 {
+            for q in 0..UDMA_QUEUES {
+                let Some(bank) = sh.queues.get(dir).and_then(|d| d.get(q)) else { continue };
+                let n = bank.tail_inc_pending.swap(0, Ordering::AcqRel);
+                if n == 0 {
+                    continue;
+                }
+                if let Some(st) = self.queues.get_mut(dir).and_then(|d| d.get_mut(q)) {
+                    st.avail = st.avail.saturating_add(n);
+                }
+                bank.tail.fetch_add(n, Ordering::AcqRel);
+                self.schedule(now + DMA_NS_PER_DESC * u64::from(n), Action::DmaRun { queue: q });
+            }
+        }
+    }
+
+    /// Apply the HEAD latches to the producers (exactly, in steps below a lap).
+    fn sync_heads(&mut self) {
+        let sh = Arc::clone(&self.shared);
+        for core in 0..MAX_CORES as u8 {
+            for nq in 0..NQ_PER_CORE as u8 {
+                let i = usize::from(core) * NQ_PER_CORE + usize::from(nq);
+                let (Some(Some(p)), Some(applied), Ok(h)) =
+                    (self.producers.get_mut(i), self.applied.get_mut(i), sh.head(core, nq))
+                else {
+                    continue;
+                };
+                let total = h.consumed.load(Ordering::Acquire);
+                let size = p.size_bytes();
+                // A host cannot hand back more than was written: at most two steps.
+                let mut delta = total.wrapping_sub(*applied).min(p.pending().saturating_mul(16));
+                while delta > 0 {
+                    let step = delta.min(size - 16);
+                    *applied = applied.wrapping_add(step);
+                    p.on_head_write(*applied & (size - 1));
+                    delta -= step;
+                }
+                *applied = total;
+            }
+        }
+    }
+
+    fn raise_overflow(&self, core: u8) {
+        // Block = the core's TPB index (G-ERRTRIG); line 61, bit 29 (seed §5).
+        self.shared.raise_intc(core, u32::from(core), INTC_SW_NQ_OVERFLOW_LINE, 1 << INTC_SW_NQ_OVERFLOW_BIT);
+    }
+
+    fn execute(&mut self, t: u64, action: Action) {
+        match action {
+            Action::Record { core, nq, mut entry, fate, label } => {
+                let what = describe(core, nq, label);
+                match fate {
+                    Fate::Drop { overflow } => {
+                        self.stats.records_dropped += 1;
+                        if overflow {
+                            self.raise_overflow(core);
+                        }
+                        let bit = if overflow { "; INTC cause bit 29 raised" } else { "" };
+                        self.note(t, format!("{what} dropped (injected){bit}"));
+                    }
+                    Fate::Write => self.write_record(t, core, nq, &mut entry, &what),
+                }
+            }
+            Action::RaiseOverflow { core } => {
+                self.raise_overflow(core);
+                self.note(t, format!("core {core}: INTC cause bit 29 raised (injected)"));
+            }
+            Action::BarrierClear { core } => {
+                if let Some(b) = self.shared.barrier_done.get(usize::from(core)) {
+                    b.store(true, Ordering::Release);
+                }
+                if t > 0 && self.spec.faults.iter().any(|f| matches!(f, Fault::BarrierDelay { .. })) {
+                    self.note(t, format!("core {core}: collectives barrier cleared"));
+                }
+            }
+            Action::Hbm { core, status } => {
+                store(&self.shared.hbm, core, status);
+                self.note(t, format!("core {core}: HBM uncorrectable error ({status}); engines stall"));
+            }
+            Action::DmaRun { queue } => self.dma_run(t, queue),
+        }
+    }
+
+    fn write_record(&mut self, t: u64, core: u8, nq: u8, entry: &mut [u8; 16], what: &str) {
+        let i = usize::from(core) * NQ_PER_CORE + usize::from(nq);
+        let pushed = match self.producers.get_mut(i) {
+            Some(Some(p)) => p.push(entry),
+            _ => {
+                self.note(t, format!("{what}: no such ring"));
+                return;
+            }
+        };
+        match pushed {
+            Some(off) => match self.shared.ring(core, nq).and_then(|r| r.publish(off, entry)) {
+                Ok(()) => self.stats.records_written += 1,
+                Err(e) => self.note(t, format!("{what}: ring write failed ({e:?})")),
+            },
+            None => {
+                self.stats.records_dropped += 1;
+                self.stats.ring_full_drops += 1;
+                self.raise_overflow(core);
+                if let Some(flag) = self.full_noted.get_mut(i) {
+                    if !*flag {
+                        *flag = true;
+                        self.note(
+                            t,
+                            format!("{what}: ring full up to HEAD: dropped (and later ones); INTC cause bit 29 raised"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The DMA engine: pair each available M2S descriptor with the next S2M one,
+    /// copy, advance both heads (ring id +1 mod 4 at each wrap).
+    fn dma_run(&mut self, t: u64, queue: usize) {
+        let sh = Arc::clone(&self.shared);
+        let pairs = match (self.queues[0].get(queue), self.queues[1].get(queue)) {
+            (Some(tx), Some(rx)) => tx.avail.min(rx.avail),
+            _ => return,
+        };
+        let mut done = 0u32;
+        let mut error = None;
+        for _ in 0..pairs {
+            match self.dma_one(&sh, queue) {
+                Ok(()) => done += 1,
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        self.stats.dma_descriptors += u64::from(done);
+        if let Some(e) = error {
+            if let Some(a) = sh.dma_abort.first() {
+                a.store(true, Ordering::Release);
+            }
+            for d in 0..2 {
+                if let Some(st) = self.queues[d].get_mut(queue) {
+                    st.avail = 0;
+                }
+            }
+            self.note(t, format!("UDMA {SIM_UDMA_ENGINE} queue {queue}: abort: {e}"));
+        } else if done > 0 {
+            self.note(t, format!("UDMA {SIM_UDMA_ENGINE} queue {queue}: {done} descriptor pair(s) copied"));
+        }
+    }
+
+    fn dma_one(&mut self, sh: &Shared, queue: usize) -> Result<(), String> {
+        let mut bds = [(0u64, 0u32, LenCtrl::new()); 2];
+        for (dir, slot) in bds.iter_mut().enumerate() {
+            let bank = sh.queues.get(dir).and_then(|d| d.get(queue)).ok_or("no queue")?;
+            let st = self.queues.get(dir).and_then(|d| d.get(queue)).ok_or("no queue")?;
+            let base = u64::from(bank.base_lo.load(Ordering::Acquire))
+                | (u64::from(bank.base_hi.load(Ordering::Acquire)) << 32);
+            let len = bank.len.load(Ordering::Acquire);
+            if len == 0 || st.head >= len {
+                return Err(format!("ring length {len} with head {}", st.head));
+            }
+            let mut raw = [0u8; BD_SIZE];
+            sh.dram_read(base + u64::from(st.head) * BD_SIZE as u64, &mut raw)
+                .map_err(|e| format!("descriptor read failed ({e:?})"))?;
+            let ctrl = LenCtrl::from_bits(u32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]));
+            let mut ptr = [0u8; 8];
+            ptr.copy_from_slice(&raw[8..16]);
+            if ctrl.ring_id() != st.ring_id {
+                return Err(format!(
+                    "ring id {} where {} was expected (prefetch ring-id error)",
+                    ctrl.ring_id(),
+                    st.ring_id
+                ));
+            }
+            *slot = (u64::from_le_bytes(ptr), len, ctrl);
+        }
+        let [(src, _, tx), (dst, _, rx)] = bds;
+        let n = tx.len_bytes().min(rx.len_bytes()) as usize;
+        let mut buf = vec![0u8; n];
+        sh.dram_read(src, &mut buf).map_err(|e| format!("read of 0x{src:x} failed ({e:?})"))?;
+        sh.dram_write(dst, &buf).map_err(|e| format!("write of 0x{dst:x} failed ({e:?})"))?;
+        for (dir, (_, len, _)) in bds.iter().enumerate() {
+            let bank = sh.queues.get(dir).and_then(|d| d.get(queue)).ok_or("no queue")?;
+            let st = self.queues.get_mut(dir).and_then(|d| d.get_mut(queue)).ok_or("no queue")?;
+            st.head += 1;
+            if st.head >= *len {
+                st.head = 0;
+                st.ring_id = next_ring_id(st.ring_id);
+            }
+            st.avail = st.avail.saturating_sub(1);
+            bank.head.store(st.head | (u32::from(st.ring_id) << 30), Ordering::Release);
+        }
+        Ok(())
+    }
+}
+
+fn store(cells: &[std::sync::atomic::AtomicU32], core: u8, v: u32) {
+    if let Some(c) = cells.get(usize::from(core)) {
+        c.store(v, Ordering::Release);
+    }
+}
+
+fn describe(core: u8, nq: u8, label: Label) -> String {
+    match label {
+        Label::Infer(engine, what) => format!("core {core} {} NQ {nq}: {what}", engine.name()),
+        Label::Error(class) => format!("core {core} error ring: {class} record"),
+    }
+}

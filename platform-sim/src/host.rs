@@ -1,0 +1,251 @@
+//! The host's view of the simulated device: every nrt-core platform trait,
+//! implemented over [`Shared`].
+//!
+//! [`SimHost`] is what the harvest, the staging chain and the doorbells are given.
+//! It never calls into the device model: it reads and writes registers and
+//! memory, as a host does over PCIe, and the device reacts when it steps. Two
+//! clocks ([`HostClock`]): the virtual clock the deterministic mode advances, or a
+//! monotonic `Instant` shared with the device thread. The one waiting primitive is
+//! separate ([`VirtualDelay`] steps the device; [`RealDelay`] yields the CPU).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use nrt_core::dma::{Direction, RingBacking};
+use nrt_core::event::Event;
+use nrt_core::exec::{TensorCompletions, TensorWaker};
+use nrt_core::hal::{self, ErrorKind, ErrorType};
+use nrt_core::NrtStatus;
+
+use crate::device::Device;
+use crate::layout;
+use crate::shared::Shared;
+
+/// Outputs the host's tensor table holds.
+pub const MAX_OUTPUTS: usize = 8;
+/// The var id of output 0; output `i` is var id `FIRST_VAR_ID + i`.
+pub const FIRST_VAR_ID: u16 = 100;
+
+/// The waiters of streamed outputs: each wake-up, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WakeLog(pub Vec<(u16, u32)>);
+
+impl TensorWaker for WakeLog {
+    fn wake(&mut self, output: u16, count: u32) {
+        self.0.push((output, count));
+    }
+}
+
+/// Where the host's time comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum HostClock {
+    /// The deterministic mode's virtual clock ([`Shared::vclock_ns`]).
+    Virtual,
+    /// A monotonic clock from this origin (threaded mode; the device thread uses
+    /// the same origin).
+    Real(Instant),
+}
+
+/// The host side of the simulator: every platform trait of nrt-core.
+pub struct SimHost {
+    shared: Arc<Shared>,
+    clock: HostClock,
+    /// Events the core delivered, in order.
+    pub events: Vec<Event>,
+    tensors: TensorCompletions<MAX_OUTPUTS, WakeLog>,
+    ring_next: u64,
+}
+
+impl core::fmt::Debug for SimHost {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SimHost").field("clock", &self.clock).field("events", &self.events.len()).finish()
+    }
+}
+
+impl SimHost {
+    /// A host over `shared` reading time from `clock`.
+    pub fn new(shared: Arc<Shared>, clock: HostClock) -> SimHost {
+        let vars: Vec<u16> = (0..MAX_OUTPUTS as u16).map(|i| FIRST_VAR_ID + i).collect();
+        let tensors = match TensorCompletions::with_waker(&vars, WakeLog::default()) {
+            Some(t) => t,
+            None => unreachable!("MAX_OUTPUTS var ids fit a table of MAX_OUTPUTS"),
+        };
+        SimHost { shared, clock, events: Vec::new(), tensors, ring_next: layout::RING_BACKING_BASE }
+    }
+
+    /// The shared hardware state.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Tensor waiters woken so far: (output, count), in order.
+    pub fn wakes(&self) -> &[(u16, u32)] {
+        &self.tensors.waker().0
+    }
+
+    /// Completion count of output `output`.
+    pub fn tensor_count(&self, output: u16) -> u32 {
+        self.tensors.count(output)
+    }
+}
+
+impl ErrorType for SimHost {
+    type Error = ErrorKind;
+}
+
+impl hal::NqRings for SimHost {
+    fn read_slot(&mut self, core: u8, nq: u8, offset: u32, out: &mut [u8; 16]) -> Result<(), ErrorKind> {
+        self.shared.ring(core, nq)?.read(offset, out)
+    }
+
+    fn write_head(&mut self, core: u8, nq: u8, head: u32) -> Result<(), ErrorKind> {
+        let off = layout::nq_head_offset(self.shared.arch(), core, nq).ok_or(ErrorKind::OutOfRange)?;
+        std::sync::atomic::fence(Ordering::Release);
+        self.shared.bar_write(off, head)
+    }
+}
+
+impl hal::IntcCause for SimHost {
+    fn read_cause(&mut self, core: u8, block: u32, line: u32) -> Result<u32, ErrorKind> {
+        let off = layout::intc_cause_offset(self.shared.arch(), core, block, line).ok_or(ErrorKind::OutOfRange)?;
+        self.shared.bar_read(off)
+    }
+}
+
+impl hal::Clock for SimHost {
+    fn now_ns(&self) -> u64 {
+        match self.clock {
+            HostClock::Virtual => self.shared.vclock_ns.load(Ordering::Acquire),
+            HostClock::Real(origin) => u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+fn status_line(cells: &[std::sync::atomic::AtomicU32], core: u8) -> Option<NrtStatus> {
+    match cells.get(usize::from(core)).map(|c| c.load(Ordering::Acquire)) {
+        Some(0) | None => None,
+        Some(code) => Some(NrtStatus::from_code(code)),
+    }
+}
+
+impl hal::CollectivesProxy for SimHost {
+    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+        if let Some(s) = status_line(&self.shared.barrier_fail, core) {
+            return Err(s);
+        }
+        Ok(self.shared.barrier_done.get(usize::from(core)).is_some_and(|b| b.load(Ordering::Acquire)))
+    }
+
+    fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+        match status_line(&self.shared.netproxy_fail, core) {
+            Some(s) => Err(s),
+            None => Ok(true),
+        }
+    }
+}
+
+impl hal::FaultProbe for SimHost {
+    fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus> {
+        status_line(&self.shared.hbm, core)
+    }
+
+    fn dma_aborted(&mut self, core: u8) -> bool {
+        self.shared.dma_abort.get(usize::from(core)).is_some_and(|b| b.load(Ordering::Acquire))
+    }
+}
+
+impl hal::EventSink for SimHost {
+    fn event(&mut self, event: &Event) {
+        self.events.push(*event);
+    }
+}
+
+impl hal::TensorNotify for SimHost {
+    fn tensor_completed(&mut self, core: u8, var_id: u16) -> Option<(u16, u32)> {
+        self.tensors.tensor_completed(core, var_id)
+    }
+}
+
+impl hal::Registers for SimHost {
+    fn read32(&mut self, offset: u64) -> Result<u32, ErrorKind> {
+        self.shared.bar_read(offset)
+    }
+
+    fn write32(&mut self, offset: u64, value: u32) -> Result<(), ErrorKind> {
+        self.shared.bar_write(offset, value)
+    }
+}
+
+impl hal::DeviceMemory for SimHost {
+    fn copy_in(&mut self, addr: u64, data: &[u8]) -> Result<(), ErrorKind> {
+        self.shared.dram_write(addr, data)
+    }
+
+    fn copy_out(&mut self, addr: u64, out: &mut [u8]) -> Result<(), ErrorKind> {
+        self.shared.dram_read(addr, out)
+    }
+}
+
+impl hal::Semaphore for SimHost {
+    /// The driver's `SEMAPHORE_INCREMENT`: one MMIO write of `value` to the INCR
+    /// alias of semaphore `index` in NC `nc`'s page.
+    fn increment(&mut self, nc: u32, index: u32, value: u32) -> Result<(), ErrorKind> {
+        if nc as usize >= nrt_core::arch::MAX_CORES || index >= layout::SEMAPHORES {
+            return Err(ErrorKind::OutOfRange);
+        }
+        let off = layout::sema_page(self.shared.arch(), nc) + layout::SEMA_INCR + 4 * u64::from(index);
+        self.shared.bar_write(off, value)
+    }
+}
+
+impl hal::Fence for SimHost {}
+
+impl RingBacking for SimHost {
+    /// `dma_ring_alloc`: 256-byte aligned device memory from the ring-backing window.
+    fn alloc_ring(&mut self, _dir: Direction, depth: u32) -> Result<u64, ErrorKind> {
+        let bytes = u64::from(depth) * 16;
+        let bytes = bytes.div_ceil(layout::RING_ALIGN) * layout::RING_ALIGN;
+        let addr = self.ring_next;
+        let end = addr.checked_add(bytes).ok_or(ErrorKind::OutOfRange)?;
+        if end > layout::RING_BACKING_END {
+            return Err(ErrorKind::Other);
+        }
+        self.ring_next = end;
+        Ok(addr)
+    }
+}
+
+/// A fence object for the doorbell functions (which take registers and a fence
+/// as two borrows).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SimFence;
+
+impl hal::Fence for SimFence {}
+
+/// The deterministic mode's wait: virtual time passes and the device steps.
+#[derive(Debug)]
+pub struct VirtualDelay {
+    /// The device, stepped by each wait.
+    pub device: Device,
+}
+
+impl hal::Delay for VirtualDelay {
+    fn delay_us(&mut self, us: u32) {
+        self.device.advance_virtual(us);
+    }
+}
+
+/// The threaded mode's wait: yield the CPU (`usleep(1)` in spirit); longer waits sleep.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RealDelay;
+
+impl hal::Delay for RealDelay {
+    fn delay_us(&mut self, us: u32) {
+        if us <= 1 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(u64::from(us)));
+        }
+    }
+}

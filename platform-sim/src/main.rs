@@ -1,0 +1,278 @@
+//! `nrt-sim`: run inferences end to end through nrt-core against the simulated
+//! device, list the named scenarios, decode raw NQ entries.
+//!
+//! Exit status: 0 when the command did what was asked (a run finished, whatever
+//! its NRT status; a named scenario also matched its expectation); 1 when a named
+//! scenario (or a row of `--scenario all`) did not match, or staging failed; 2
+//! for a usage error (a malformed `--inject` spec, bad hex, an unknown scenario).
+
+use std::io::Read as _;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use nrt_core::arch::Arch;
+use nrt_sim::decode::{self, RingKind};
+use nrt_sim::report::{self, Row};
+use nrt_sim::scenario::{self, Scenario, SCENARIOS};
+use nrt_sim::{run, Fault, SimConfig, SimError};
+
+#[derive(Parser, Debug)]
+#[command(name = "nrt-sim", version, about = "A simulated Neuron device driven by nrt-core: runs, scenarios, decoding")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run one inference end to end: stage descriptors, kick off, harvest, decode errors.
+    Run(RunArgs),
+    /// List the named scenarios, one line each.
+    Scenarios,
+    /// Decode raw 16-byte NQ entries given as hex (32 digits each; spaces allowed; '-' reads stdin).
+    Decode(DecodeArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ArchArg {
+    Sunda,
+    Cayman,
+    Mariana,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum RingArg {
+    Infer,
+    Error,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// A named scenario (see `nrt-sim scenarios`), or `all` for the table of every one.
+    #[arg(long, value_name = "NAME")]
+    scenario: Option<String>,
+    /// Inject a fault (repeatable), e.g. `hang:core=0,engine=DVE`, `nan:core=1`.
+    #[arg(long = "inject", value_name = "SPEC", value_parser = parse_fault)]
+    inject: Vec<Fault>,
+    /// Physical cores of the logical core [default: 2].
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2))]
+    cores: Option<u8>,
+    /// Device generation [default: sunda].
+    #[arg(long, value_enum)]
+    arch: Option<ArchArg>,
+    /// The model's timeout in seconds [default: 5].
+    #[arg(long = "timeout-s", value_name = "N")]
+    timeout_s: Option<u32>,
+    /// Seed of every random choice [default: 0].
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Entries per NQ ring, a power of two from 2 to 65536 [default: 64].
+    #[arg(long = "ring-entries", value_name = "N", value_parser = parse_ring_entries)]
+    ring_entries: Option<u32>,
+    /// Run the device on its own thread against the real clock.
+    #[arg(long)]
+    threaded: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct DecodeArgs {
+    /// Which ring's layout to decode with.
+    #[arg(long, value_enum, default_value = "infer")]
+    ring: RingArg,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    /// Hex digits, 32 per entry (spaces allowed), or `-` to read stdin.
+    #[arg(required = true, value_name = "HEX")]
+    hex: Vec<String>,
+}
+
+fn parse_fault(s: &str) -> Result<Fault, String> {
+    Fault::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_ring_entries(s: &str) -> Result<u32, String> {
+    let max = nrt_sim::run::MAX_RING_ENTRIES;
+    match s.parse::<u32>() {
+        Ok(n) if n.is_power_of_two() && (2..=max).contains(&n) => Ok(n),
+        _ => Err(format!("'{s}' is not a power of two from 2 to {max}")),
+    }
+}
+
+fn usage_error(msg: &str) -> ExitCode {
+    eprintln!("nrt-sim: error: {msg}");
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Run(a) => cmd_run(&a),
+        Cmd::Scenarios => {
+            for s in SCENARIOS {
+                let exp = format!("{} {}", s.expected.code(), s.expected.name());
+                println!("{:20} {:40} {}", s.name, exp, s.description);
+            }
+            ExitCode::SUCCESS
+        }
+        Cmd::Decode(a) => cmd_decode(&a),
+    }
+}
+
+fn overrides(a: &RunArgs, cfg: &mut SimConfig) {
+    if let Some(c) = a.cores {
+        cfg.cores = c;
+    }
+    if let Some(arch) = a.arch {
+        cfg.arch = match arch {
+            ArchArg::Sunda => Arch::Sunda,
+            ArchArg::Cayman => Arch::Cayman,
+            ArchArg::Mariana => Arch::Mariana,
+        };
+    }
+    if let Some(t) = a.timeout_s {
+        cfg.timeout_s = t;
+    }
+    if let Some(s) = a.seed {
+        cfg.seed = s;
+    }
+    if let Some(n) = a.ring_entries {
+        cfg.ring_entries = n;
+    }
+    cfg.threaded = a.threaded;
+}
+
+fn print_json(v: &serde_json::Value) {
+    match serde_json::to_string_pretty(v) {
+        Ok(s) => println!("{s}"),
+        Err(e) => eprintln!("nrt-sim: JSON rendering failed: {e}"),
+    }
+}
+
+fn cmd_run(a: &RunArgs) -> ExitCode {
+    if a.scenario.as_deref() == Some("all") {
+        return cmd_all(a);
+    }
+    let scenario: Option<&Scenario> = match a.scenario.as_deref() {
+        None => None,
+        Some(name) => match scenario::find(name) {
+            Some(s) => Some(s),
+            None => {
+                let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+                return usage_error(&format!(
+                    "unknown scenario '{name}' (expected all or one of: {})",
+                    names.join(", ")
+                ));
+            }
+        },
+    };
+    let mut cfg = SimConfig::default();
+    if let Some(s) = scenario {
+        s.apply(&mut cfg);
+    }
+    overrides(a, &mut cfg);
+    cfg.faults.extend(a.inject.iter().copied());
+    let report = match run(&cfg) {
+        Ok(r) => r,
+        Err(e @ SimError::Config(_)) => return usage_error(&e.to_string()),
+        Err(e) => {
+            eprintln!("nrt-sim: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    // A named scenario is checked when it runs as defined (injections change it).
+    let verdict = scenario.filter(|_| a.inject.is_empty()).map(|s| s.evaluate(&report));
+    if a.json {
+        let mut v = report::json(&report, scenario);
+        if let (Some(obj), Some(verdict)) = (v.as_object_mut(), &verdict) {
+            obj.insert("scenario_pass".into(), serde_json::Value::Bool(verdict.is_ok()));
+        }
+        print_json(&v);
+    } else {
+        print!("{}", report::text(&report, scenario));
+        if let (Some(s), Some(verdict)) = (scenario, &verdict) {
+            match verdict {
+                Ok(()) => println!("\nscenario check: PASS (expected {} {})", s.expected.code(), s.expected.name()),
+                Err(why) => println!("\nscenario check: FAIL ({why})"),
+            }
+        }
+    }
+    match verdict {
+        Some(Err(_)) => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+fn cmd_all(a: &RunArgs) -> ExitCode {
+    if !a.inject.is_empty() {
+        return usage_error("--inject does not combine with --scenario all (each scenario sets its own faults)");
+    }
+    if a.cores.is_some() || a.arch.is_some() || a.ring_entries.is_some() {
+        return usage_error("--cores, --arch and --ring-entries do not combine with --scenario all");
+    }
+    let mut rows = Vec::new();
+    for s in SCENARIOS {
+        let mut cfg = s.config();
+        overrides(a, &mut cfg);
+        if cfg.threaded && s.name == "barrier-300s" {
+            // 300 s of real time: the row is checked in deterministic mode.
+            cfg.threaded = false;
+        }
+        let row = match run(&cfg) {
+            Ok(r) => Row {
+                name: s.name,
+                expected: s.expected,
+                expected_rc: s.expected_rc,
+                got: Ok((r.status, r.return_code())),
+                verdict: s.evaluate(&r),
+            },
+            Err(e) => Row {
+                name: s.name,
+                expected: s.expected,
+                expected_rc: s.expected_rc,
+                got: Err(e.to_string()),
+                verdict: Err("the run failed".into()),
+            },
+        };
+        rows.push(row);
+    }
+    if a.json {
+        print_json(&report::table_json(&rows));
+    } else {
+        print!("{}", report::table_text(&rows));
+    }
+    if rows.iter().all(|r| r.verdict.is_ok()) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn cmd_decode(a: &DecodeArgs) -> ExitCode {
+    let input = if a.hex.len() == 1 && a.hex.first().map(String::as_str) == Some("-") {
+        let mut s = String::new();
+        if let Err(e) = std::io::stdin().read_to_string(&mut s) {
+            return usage_error(&format!("reading stdin: {e}"));
+        }
+        s
+    } else {
+        a.hex.join(" ")
+    };
+    let entries = match decode::parse_hex(&input) {
+        Ok(e) => e,
+        Err(e) => return usage_error(&format!("decode: {e}")),
+    };
+    let ring = match a.ring {
+        RingArg::Infer => RingKind::Infer,
+        RingArg::Error => RingKind::Error,
+    };
+    if a.json {
+        print_json(&decode::json(&entries, ring));
+    } else {
+        print!("{}", decode::text(&entries, ring));
+    }
+    ExitCode::SUCCESS
+}

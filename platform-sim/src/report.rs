@@ -1,0 +1,340 @@
+//! Rendering a [`RunReport`]: the human text and the JSON object of `nrt-sim run`,
+//! and the scenario table of `--scenario all`.
+//!
+//! Both renderings are pure functions of the report, so a deterministic run
+//! renders byte for byte the same.
+
+use std::fmt::Write as _;
+
+use nrt_core::event::{Event, Level};
+use nrt_core::exec::fatal;
+use nrt_core::NrtStatus;
+use serde_json::{json, Value};
+
+use crate::run::{CoreReport, RunReport};
+use crate::scenario::Scenario;
+
+/// Width of the timeline bars, in columns.
+pub const TIMELINE_COLUMNS: u64 = 60;
+
+fn level_name(l: Level) -> &'static str {
+    match l {
+        Level::Debug => "debug",
+        Level::Info => "info",
+        Level::Warn => "warn",
+        Level::Error => "error",
+    }
+}
+
+fn rc_meaning(rc: u8) -> &'static str {
+    match rc {
+        0 => "done: the harvest was clean (the error sweep may still set the status)",
+        2 => "done with an error: the harvest itself faulted",
+        _ => "in flight",
+    }
+}
+
+fn status_line(s: NrtStatus) -> String {
+    format!("{} {} ({})", s.code(), s.name(), s.description())
+}
+
+fn ms(ns: u64) -> f64 {
+    (ns / 1_000) as f64 / 1_000.0
+}
+
+/// The text report of one run. `title` names the scenario, if any.
+pub fn text(r: &RunReport, title: Option<&Scenario>) -> String {
+    let c = &r.config;
+    let mut o = String::new();
+    match title {
+        Some(s) => {
+            let _ = writeln!(o, "nrt-sim run: scenario {}: {}", s.name, s.description);
+        }
+        None => {
+            let _ = writeln!(o, "nrt-sim run");
+        }
+    }
+    let mode = if c.threaded { "threaded (real clock)" } else { "deterministic (virtual clock)" };
+    let _ = writeln!(
+        o,
+        "  arch {}, {} core{}, seed {}, {mode}, timeout {} s, NQ rings of {} entries",
+        c.arch.name(),
+        c.cores,
+        if c.cores == 1 { "" } else { "s" },
+        c.seed,
+        c.timeout_s,
+        c.ring_entries
+    );
+    if !c.faults.is_empty() {
+        let f: Vec<String> = c.faults.iter().map(|f| f.to_string()).collect();
+        let _ = writeln!(o, "  faults: {}", f.join(" "));
+    }
+    let s = &r.staging;
+    let polls = s.handle_polls.map_or("?".to_string(), |p| p.to_string());
+    let _ = writeln!(
+        o,
+        "staging: {n} descriptors each way lowered into {d}-deep rings (tx 0x{:x}, rx 0x{:x}); tail-inc S2M 0x{:x} += {n}, \
+         M2S 0x{:x} += {n}; completion handle 0x{:x} done after {polls} poll(s); {} B copy {}",
+        s.rings.0,
+        s.rings.1,
+        s.doorbells.1,
+        s.doorbells.0,
+        s.handle,
+        s.copy_bytes,
+        if s.copy_verified { "verified" } else { "MISMATCH" },
+        n = s.descriptors,
+        d = s.ring_depth,
+    );
+    let _ = writeln!(
+        o,
+        "kickoff: host trigger 0x{:x} <- 1; kickoff semaphore of each core += 1 at {} us",
+        s.host_trigger, r.kickoff_us
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(o, "status: {}", status_line(r.status));
+    let clock = if c.threaded { "" } else { " (virtual)" };
+    let _ = writeln!(
+        o,
+        "one-step return: {} ({}) after {} steps, {:.3} ms{clock}",
+        r.return_code(),
+        rc_meaning(r.return_code()),
+        r.steps,
+        ms(r.elapsed_ns)
+    );
+    for core in &r.cores {
+        core_text(&mut o, core);
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "events ({}, in order):", r.events.len());
+    if r.events.is_empty() {
+        let _ = writeln!(o, "  (none)");
+    }
+    for e in &r.events {
+        let _ = writeln!(o, "  {:5} {:24} {}", level_name(e.level()), e.kind(), e);
+    }
+    if !r.wakes.is_empty() {
+        let w: Vec<String> = r.wakes.iter().map(|(out, n)| format!("out{out}#{n}")).collect();
+        let _ = writeln!(o, "tensor waiters woken: {}", w.join(" "));
+    }
+    let _ = writeln!(o);
+    timeline(&mut o, r);
+    let _ = writeln!(o);
+    let d = &r.device;
+    let _ = writeln!(
+        o,
+        "device: {} records written, {} dropped ({} on a full ring), {} DMA descriptor pairs",
+        d.records_written, d.records_dropped, d.ring_full_drops, d.dma_descriptors
+    );
+    for n in &r.notes {
+        let _ = writeln!(o, "  {:>10.1} us  {}", n.t_ns as f64 / 1_000.0, n.text);
+    }
+    o
+}
+
+fn core_text(o: &mut String, core: &CoreReport) {
+    let fatal = if core.fatal.is_empty() { "none".to_string() } else { core.fatal.join(", ") };
+    let err = core.err.map_or(String::new(), |e| format!(", first error class {}", e.name()));
+    let _ = writeln!(
+        o,
+        "core {}: exec_ret {} {}, duration {} us, fatal flags: {fatal}{err}",
+        core.core,
+        core.exec_ret.code(),
+        core.exec_ret.name(),
+        core.duration_us
+    );
+    let _ = writeln!(o, "  engine  state          start_us      end_us  duration_us");
+    for e in &core.engines {
+        let fmt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+        let dur = match (e.start_us, e.end_us) {
+            (Some(s), Some(t)) => t.saturating_sub(s).to_string(),
+            _ => "-".to_string(),
+        };
+        let _ = writeln!(
+            o,
+            "  {:6}  {:13} {:>9} {:>11} {:>12}",
+            e.engine.name(),
+            e.state.name(),
+            fmt(e.start_us),
+            fmt(e.end_us),
+            dur
+        );
+    }
+}
+
+fn timeline(o: &mut String, r: &RunReport) {
+    let k = r.kickoff_us;
+    let last = r
+        .cores
+        .iter()
+        .flat_map(|c| c.engines.iter())
+        .flat_map(|e| [e.start_us, e.end_us])
+        .flatten()
+        .max()
+        .unwrap_or(k)
+        .max(k + 1);
+    let span = last - k;
+    let per_col = span.div_ceil(TIMELINE_COLUMNS).max(1);
+    let _ = writeln!(
+        o,
+        "timeline (from kickoff at {k} us; 1 column = {per_col} us; # running, > no END by the end, blank: no START):"
+    );
+    for core in &r.cores {
+        for e in &core.engines {
+            let mut bar = String::new();
+            let col = |t: u64| t.saturating_sub(k) / per_col;
+            let (from, to, open) = match (e.start_us, e.end_us) {
+                (Some(s), Some(t)) => (Some(col(s)), col(t), false),
+                (Some(s), None) => (Some(col(s)), TIMELINE_COLUMNS, true),
+                _ => (None, 0, false),
+            };
+            for i in 0..TIMELINE_COLUMNS {
+                let ch = match from {
+                    Some(_) if open && i + 1 == TIMELINE_COLUMNS => '>',
+                    Some(f) if i >= f && i <= to => '#',
+                    _ => ' ',
+                };
+                bar.push(ch);
+            }
+            let _ = writeln!(o, "  core {} {:5} |{bar}|", core.core, e.engine.name());
+        }
+    }
+}
+
+/// The JSON object of one run.
+pub fn json(r: &RunReport, scenario: Option<&Scenario>) -> Value {
+    let c = &r.config;
+    let cores: Vec<Value> = r
+        .cores
+        .iter()
+        .map(|core| {
+            let mut flags = serde_json::Map::new();
+            for name in fatal::NAMES.iter().skip(1) {
+                flags.insert((*name).to_string(), Value::Bool(core.fatal.contains(name)));
+            }
+            json!({
+                "core": core.core,
+                "exec_ret": core.exec_ret.code(),
+                "exec_ret_name": core.exec_ret.name(),
+                "duration_us": core.duration_us,
+                "fatal": Value::Object(flags),
+                "error_class": core.err.map(|e| e.name()),
+                "engines": core.engines.iter().map(|e| json!({
+                    "name": e.engine.name(),
+                    "index": e.engine.index(),
+                    "state": e.state.name(),
+                    "start_us": e.start_us,
+                    "end_us": e.end_us,
+                    "duration_us": match (e.start_us, e.end_us) {
+                        (Some(s), Some(t)) => Some(t.saturating_sub(s)),
+                        _ => None,
+                    },
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let s = &r.staging;
+    json!({
+        "scenario": scenario.map(|s| s.name),
+        "expected_status": scenario.map(|s| s.expected.code()),
+        "arch": c.arch.name(),
+        "cores_count": c.cores,
+        "seed": c.seed,
+        "threaded": c.threaded,
+        "timeout_s": c.timeout_s,
+        "ring_entries": c.ring_entries,
+        "faults": c.faults.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
+        "status": r.status.code(),
+        "status_name": r.status.name(),
+        "status_description": r.status.description(),
+        "return_code": r.return_code(),
+        "steps": r.steps,
+        "elapsed_ms": ms(r.elapsed_ns),
+        "timeout_ms": r.timeout_ms,
+        "kickoff_us": r.kickoff_us,
+        "staging": {
+            "descriptors": s.descriptors,
+            "ring_depth": s.ring_depth,
+            "tx_ring": s.rings.0,
+            "rx_ring": s.rings.1,
+            "doorbell_m2s": s.doorbells.0,
+            "doorbell_s2m": s.doorbells.1,
+            "completion_handle": s.handle,
+            "handle_polls": s.handle_polls,
+            "copy_bytes": s.copy_bytes,
+            "copy_verified": s.copy_verified,
+            "host_trigger": s.host_trigger,
+            "events": r.staging_events.iter().map(event_json).collect::<Vec<_>>(),
+        },
+        "cores": cores,
+        "events": r.events.iter().map(event_json).collect::<Vec<_>>(),
+        "tensor_wakes": r.wakes.iter().map(|(o, n)| json!({"output": o, "count": n})).collect::<Vec<_>>(),
+        "device": {
+            "records_written": r.device.records_written,
+            "records_dropped": r.device.records_dropped,
+            "ring_full_drops": r.device.ring_full_drops,
+            "dma_descriptors": r.device.dma_descriptors,
+            "log": r.notes.iter().map(|n| json!({"t_us": n.t_ns as f64 / 1000.0, "text": n.text})).collect::<Vec<_>>(),
+        },
+    })
+}
+
+fn event_json(e: &Event) -> Value {
+    json!({"kind": e.kind(), "level": level_name(e.level()), "message": e.to_string()})
+}
+
+/// One row of the `--scenario all` table.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The scenario.
+    pub name: &'static str,
+    /// Expected status.
+    pub expected: NrtStatus,
+    /// Expected return code.
+    pub expected_rc: u8,
+    /// What the run gave (status, return code), or the run's error.
+    pub got: Result<(NrtStatus, u8), String>,
+    /// `Ok` when it passed, else why not.
+    pub verdict: Result<(), String>,
+}
+
+/// The `--scenario all` table as text.
+pub fn table_text(rows: &[Row]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "{:20} {:42} {:42} {:>2}  result", "scenario", "expected", "got", "rc");
+    for row in rows {
+        let exp = format!("{} {}", row.expected.code(), row.expected.name());
+        let (got, rc) = match &row.got {
+            Ok((s, rc)) => (format!("{} {}", s.code(), s.name()), rc.to_string()),
+            Err(e) => (format!("error: {e}"), "-".to_string()),
+        };
+        let verdict = match &row.verdict {
+            Ok(()) => "PASS".to_string(),
+            Err(why) => format!("FAIL ({why})"),
+        };
+        let _ = writeln!(o, "{:20} {:42} {:42} {:>2}  {verdict}", row.name, exp, got, rc);
+    }
+    let failed = rows.iter().filter(|r| r.verdict.is_err()).count();
+    let _ = writeln!(o, "{} scenarios: {} passed, {} failed", rows.len(), rows.len() - failed, failed);
+    o
+}
+
+/// The `--scenario all` table as JSON.
+pub fn table_json(rows: &[Row]) -> Value {
+    let failed = rows.iter().filter(|r| r.verdict.is_err()).count();
+    json!({
+        "scenarios": rows.iter().map(|row| json!({
+            "name": row.name,
+            "expected": row.expected.code(),
+            "expected_name": row.expected.name(),
+            "expected_return_code": row.expected_rc,
+            "got": row.got.as_ref().ok().map(|g| g.0.code()),
+            "got_name": row.got.as_ref().ok().map(|g| g.0.name()),
+            "return_code": row.got.as_ref().ok().map(|g| g.1),
+            "error": row.got.as_ref().err(),
+            "pass": row.verdict.is_ok(),
+            "reason": row.verdict.as_ref().err(),
+        })).collect::<Vec<_>>(),
+        "passed": rows.len() - failed,
+        "failed": failed,
+    })
+}

@@ -1,0 +1,455 @@
+//! One inference, end to end, through the real core: stage the descriptors, kick
+//! off, harvest, decode errors.
+//!
+//! [`run`] is the library form of `nrt-sim run`:
+//!
+//! 1. **Staging** (descriptor-handoff seed §1-§5): build a 4 KiB copy and the
+//!    completion-marker copy with `append_descs`, lower them into rings backed by
+//!    device DRAM (`create_prings`), program the UDMA queue banks as the driver
+//!    would, reserve, set and stage the per-inference descriptors through the
+//!    `SwDmaQueue` cursors, ring the tail-increment doorbells (S2M then M2S), and
+//!    wait on the completion handle; then check the copy.
+//! 2. **Kickoff**: the top-SP host trigger (doorbell B), then one kickoff
+//!    semaphore per core (doorbell C); the device starts the engines' programs.
+//! 3. **Harvest**: `exec_wait_round_robin` over an `ExecRequest`, with the rings
+//!    bound and each engine's timestamp calibration and sync point set.
+
+use std::sync::Arc;
+
+use nrt_core::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
+use nrt_core::dma::build::{append_descs, Transfer, OP_COPY};
+use nrt_core::dma::doorbell::{kickoff_infer, ring_tail_inc, set_host_trigger};
+use nrt_core::dma::queue::reserve_descriptors;
+use nrt_core::dma::{Bd, CompletionHandle, Direction, DmaError, DmaEvent, PlatformType, SwDmaQueue, UdmaCopyWriter};
+use nrt_core::dma::{UdmaLayout, VRing};
+use nrt_core::event::Event;
+use nrt_core::exec::{exec_wait_round_robin, fatal, ExecConfig, ExecRequest, Step, TpbEngState};
+use nrt_core::hal::{Clock, Delay, DeviceMemory, EventSink, Registers};
+use nrt_core::nq::{Engine, ErrorClass, Notifications};
+use nrt_core::NrtStatus;
+
+use crate::device::{Device, DeviceStats, Note};
+use crate::fault::Fault;
+use crate::host::{HostClock, RealDelay, SimFence, SimHost, VirtualDelay};
+use crate::layout::{self, udma};
+use crate::program::{self, Extra, ProgramSpec};
+use crate::rng::Rng;
+use crate::shared::Shared;
+
+/// Bytes the staging copy moves.
+pub const COPY_BYTES: usize = 4096;
+/// Descriptors per vring page in the staging build.
+const PAGE_BDS: usize = 8;
+/// Depth of the staging rings.
+pub const STAGING_RING_DEPTH: usize = 16;
+/// The largest `ring_entries` the simulator accepts (1 MiB per ring).
+pub const MAX_RING_ENTRIES: u32 = 1 << 16;
+
+/// How to run one inference.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimConfig {
+    /// Generation.
+    pub arch: Arch,
+    /// Physical cores of the logical core (1 or 2).
+    pub cores: u8,
+    /// The model's timeout, seconds.
+    pub timeout_s: u32,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// Entries per NQ ring (a power of two, 2..=65536).
+    pub ring_entries: u32,
+    /// Device on its own thread with the real clock.
+    pub threaded: bool,
+    /// Faults to inject.
+    pub faults: Vec<Fault>,
+    /// Scenario extras (tensor streams, diagnostics).
+    pub extras: Vec<Extra>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            arch: Arch::Sunda,
+            cores: 2,
+            timeout_s: 5,
+            seed: 0,
+            ring_entries: 64,
+            threaded: false,
+            faults: Vec::new(),
+            extras: Vec::new(),
+        }
+    }
+}
+
+/// Why a run could not be done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SimError {
+    /// The configuration is invalid (the message says how).
+    Config(String),
+    /// A staging step failed.
+    Staging {
+        /// Which step.
+        step: &'static str,
+        /// The core's error.
+        error: DmaError,
+    },
+}
+
+impl core::fmt::Display for SimError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SimError::Config(m) => f.write_str(m),
+            SimError::Staging { step, error } => {
+                write!(f, "staging failed at {step}: {error} ({})", error.status().name())
+            }
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+impl SimConfig {
+    /// Check the configuration.
+    pub fn validate(&self) -> Result<(), SimError> {
+        if !(1..=MAX_CORES as u8).contains(&self.cores) {
+            return Err(SimError::Config(format!("cores must be 1 or 2, got {}", self.cores)));
+        }
+        if !self.ring_entries.is_power_of_two() || !(2..=MAX_RING_ENTRIES).contains(&self.ring_entries) {
+            return Err(SimError::Config(format!(
+                "ring entries must be a power of two from 2 to {MAX_RING_ENTRIES}, got {}",
+                self.ring_entries
+            )));
+        }
+        for f in &self.faults {
+            if let Some(c) = f.core() {
+                if c >= self.cores {
+                    return Err(SimError::Config(format!(
+                        "fault '{f}' is on core {c}, but the run has {} core{}",
+                        self.cores,
+                        if self.cores == 1 { "" } else { "s" }
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What staging did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StagingReport {
+    /// Descriptors built, lowered and rung in each direction (data + marker).
+    pub descriptors: u32,
+    /// Depth of each ring.
+    pub ring_depth: u32,
+    /// Device addresses of the TX and RX rings.
+    pub rings: (u64, u64),
+    /// BAR0 offsets of the M2S and S2M tail-increment doorbells.
+    pub doorbells: (u64, u64),
+    /// Device address of the completion handle.
+    pub handle: u64,
+    /// Polls that read the sentinel before the marker arrived.
+    pub handle_polls: Option<u64>,
+    /// Bytes copied.
+    pub copy_bytes: usize,
+    /// The destination matched the source.
+    pub copy_verified: bool,
+    /// BAR0 offset of the host trigger written.
+    pub host_trigger: u64,
+}
+
+/// One engine's outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineReport {
+    /// The engine.
+    pub engine: Engine,
+    /// Its final substate.
+    pub state: TpbEngState,
+    /// START, CPU microseconds.
+    pub start_us: Option<u64>,
+    /// END, CPU microseconds.
+    pub end_us: Option<u64>,
+}
+
+/// One core's outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoreReport {
+    /// Physical core.
+    pub core: u8,
+    /// `exec_rets[core]`.
+    pub exec_ret: NrtStatus,
+    /// `tpb_duration[core]`, microseconds.
+    pub duration_us: u64,
+    /// The `exec_fatal_status` flags set, by name.
+    pub fatal: Vec<&'static str>,
+    /// The first error class of its error sweep.
+    pub err: Option<ErrorClass>,
+    /// The five engines.
+    pub engines: Vec<EngineReport>,
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    /// The configuration run.
+    pub config: SimConfig,
+    /// The request's status.
+    pub status: NrtStatus,
+    /// The one-step return code it ended with (0 or 2).
+    pub step: Step,
+    /// Calls of `progress_one_step`.
+    pub steps: u64,
+    /// Harvest time, ns (virtual in deterministic mode).
+    pub elapsed_ns: u64,
+    /// The model's budget, ms.
+    pub timeout_ms: u64,
+    /// CPU time of the kickoff, us.
+    pub kickoff_us: u64,
+    /// What staging did.
+    pub staging: StagingReport,
+    /// Per core.
+    pub cores: Vec<CoreReport>,
+    /// The harvest's events, in order.
+    pub events: Vec<Event>,
+    /// The staging chain's events, in order.
+    pub staging_events: Vec<Event>,
+    /// Tensor waiters woken: (output, count), in order.
+    pub wakes: Vec<(u16, u32)>,
+    /// The device log.
+    pub notes: Vec<Note>,
+    /// Device counters.
+    pub device: DeviceStats,
+}
+
+impl RunReport {
+    /// Events of a kind, in order.
+    pub fn events_of<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Event> + 'a {
+        self.events.iter().filter(move |e| e.kind() == kind)
+    }
+
+    /// The one-step return code as the C integer.
+    pub fn return_code(&self) -> u8 {
+        self.step.code()
+    }
+}
+
+struct Collect<'a>(&'a mut Vec<Event>);
+
+impl EventSink for Collect<'_> {
+    fn event(&mut self, e: &Event) {
+        self.0.push(*e);
+    }
+}
+
+fn staging_err(step: &'static str) -> impl Fn(DmaError) -> SimError {
+    move |error| SimError::Staging { step, error }
+}
+
+/// Run one inference.
+pub fn run(cfg: &SimConfig) -> Result<RunReport, SimError> {
+    cfg.validate()?;
+    let shared = Arc::new(Shared::new(cfg.arch, cfg.ring_entries * layout::ENTRY_BYTES));
+    let spec = ProgramSpec {
+        arch: cfg.arch,
+        ring_entries: cfg.ring_entries,
+        seed: cfg.seed,
+        faults: cfg.faults.clone(),
+        extras: cfg.extras.clone(),
+    };
+    let device = Device::new(Arc::clone(&shared), spec, cfg.cores);
+    if cfg.threaded {
+        let origin = std::time::Instant::now();
+        let thread = std::thread::spawn(move || device.run_threaded(origin));
+        let mut host = SimHost::new(Arc::clone(&shared), HostClock::Real(origin));
+        let result = drive(cfg, &mut host, &mut RealDelay);
+        shared.stop.store(true, std::sync::atomic::Ordering::Release);
+        let device = thread.join().map_err(|_| SimError::Config("the device thread panicked".into()))?;
+        result.map(|r| finish(r, &host, &device))
+    } else {
+        let mut host = SimHost::new(Arc::clone(&shared), HostClock::Virtual);
+        let mut delay = VirtualDelay { device };
+        let result = drive(cfg, &mut host, &mut delay);
+        result.map(|r| finish(r, &host, &delay.device))
+    }
+}
+
+fn finish(mut r: RunReport, host: &SimHost, device: &Device) -> RunReport {
+    r.events = host.events.clone();
+    r.wakes = host.wakes().to_vec();
+    r.notes = device.notes().to_vec();
+    r.device = device.stats().clone();
+    r
+}
+
+fn drive<W: Delay>(cfg: &SimConfig, host: &mut SimHost, delay: &mut W) -> Result<RunReport, SimError> {
+    let mut staging_events = Vec::new();
+    let staging = stage(cfg, host, delay, &mut staging_events)?;
+    let cores = cfg.cores;
+    let mut nq = Notifications::new();
+    for c in 0..cores {
+        nq.bind_core(c, cfg.ring_entries * layout::ENTRY_BYTES)
+            .map_err(|e| SimError::Config(format!("ring binding refused: {e:?}")))?;
+        for eng in 0..ENGINES_PER_CORE {
+            nq.set_cal(c, eng, program::calibration(c, eng));
+        }
+        nq.set_sync_point(c, program::sync_point(c));
+    }
+
+    // Doorbell B arms the sequencers; doorbell C releases each core's streams.
+    set_host_trigger(host, &mut SimFence, layout::xt_local_reg(cfg.arch)).map_err(staging_err("host trigger"))?;
+    let kickoff_us = host.now_ns() / 1_000;
+    for c in 0..cores {
+        kickoff_infer(host, u32::from(c), u32::from(c)).map_err(staging_err("kickoff"))?;
+    }
+
+    host.events.clear();
+    let mut req = ExecRequest::new(ExecConfig::new(cfg.arch, cores, cfg.timeout_s));
+    let t0 = host.now_ns();
+    let w = exec_wait_round_robin(&mut req, host, &mut nq, delay);
+    let elapsed_ns = host.now_ns().saturating_sub(t0);
+
+    let out = req.out_info();
+    let core_reports = (0..usize::from(cores))
+        .map(|c| CoreReport {
+            core: c as u8,
+            exec_ret: out.exec_rets.get(c).copied().unwrap_or(NrtStatus::Success),
+            duration_us: out.tpb_duration_us.get(c).copied().unwrap_or(0),
+            fatal: (1..fatal::COUNT)
+                .filter(|i| req.fatal_flag(c, *i))
+                .filter_map(|i| fatal::NAMES.get(i).copied())
+                .collect(),
+            err: out.err.get(c).copied().flatten(),
+            engines: Engine::ALL
+                .iter()
+                .map(|e| {
+                    let (start_us, end_us) = req.engine_times_us(c, e.index());
+                    EngineReport {
+                        engine: *e,
+                        state: req.substate(c, e.index()).unwrap_or(TpbEngState::StartPending),
+                        start_us,
+                        end_us,
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(RunReport {
+        config: cfg.clone(),
+        status: w.status,
+        step: w.step,
+        steps: w.steps,
+        elapsed_ns,
+        timeout_ms: req.timeout_ms(),
+        kickoff_us,
+        staging,
+        cores: core_reports,
+        events: Vec::new(),
+        staging_events,
+        wakes: Vec::new(),
+        notes: Vec::new(),
+        device: DeviceStats::default(),
+    })
+}
+
+/// Program a UDMA queue bank's ring base and length (the driver's `DMA_QUEUE_INIT`).
+fn program_queue(host: &mut SimHost, arch: Arch, dir: Direction, ring: u64, depth: u32) -> Result<(), SimError> {
+    let map = UdmaLayout::of(arch);
+    let bank = layout::udma_base(arch, layout::SIM_UDMA_ENGINE)
+        + map.block_offset(dir)
+        + map.queue_offset(layout::SIM_UDMA_QUEUE).map_err(staging_err("queue bank"))?;
+    let regs = [(udma::RING_BASE_LO, ring as u32), (udma::RING_BASE_HI, (ring >> 32) as u32), (udma::RING_LEN, depth)];
+    for (reg, v) in regs {
+        host.write32(bank + reg, v)
+            .map_err(|e| SimError::Staging { step: "queue init", error: DmaError::Platform(e) })?;
+    }
+    Ok(())
+}
+
+fn stage<W: Delay>(
+    cfg: &SimConfig,
+    host: &mut SimHost,
+    delay: &mut W,
+    events: &mut Vec<Event>,
+) -> Result<StagingReport, SimError> {
+    let arch = cfg.arch;
+    let platform = |step| move |e| SimError::Staging { step, error: DmaError::Platform(e) };
+    let mut rng = Rng::stream(cfg.seed, 0x57A6_E000);
+    let src: Vec<u8> = (0..COPY_BYTES).map(|_| (rng.next_u64() & 0xFF) as u8).collect();
+    host.copy_in(layout::COPY_SRC_ADDR, &src).map_err(platform("source fill"))?;
+    host.copy_in(layout::DONE_WORD_ADDR, &layout::DONE_WORD.to_le_bytes()).map_err(platform("marker word"))?;
+    let handle = CompletionHandle::new(layout::COMPLETION_HANDLE_ADDR);
+    handle.arm(host).map_err(staging_err("arm completion handle"))?;
+
+    let mut tx_img = [Bd::ZERO; STAGING_RING_DEPTH];
+    let mut rx_img = [Bd::ZERO; STAGING_RING_DEPTH];
+    let mut txp = [[Bd::ZERO; PAGE_BDS]; 2];
+    let mut rxp = [[Bd::ZERO; PAGE_BDS]; 2];
+    let mut vring: VRing<'_, PAGE_BDS> = VRing::new(&mut txp, &mut rxp);
+    // 1024 elements of 4 bytes in 256-element BDs: four 1 KiB descriptors.
+    let data = Transfer {
+        op: OP_COPY,
+        elem_count: (COPY_BYTES / 4) as u32,
+        granule: 256,
+        elem_bytes: 4,
+        src: layout::COPY_SRC_ADDR,
+        dst: layout::COPY_DST_ADDR,
+    };
+    let a = append_descs(&mut vring, arch, &data, &mut UdmaCopyWriter).map_err(staging_err("append data"))?;
+    // The completion marker: one 4-byte copy over the handle's sentinel.
+    let marker = Transfer {
+        op: OP_COPY,
+        elem_count: 1,
+        granule: 1,
+        elem_bytes: 4,
+        src: layout::DONE_WORD_ADDR,
+        dst: layout::COMPLETION_HANDLE_ADDR,
+    };
+    let b = append_descs(&mut vring, arch, &marker, &mut UdmaCopyWriter).map_err(staging_err("append marker"))?;
+    let n = a.tx.ndesc + b.tx.ndesc;
+    vring.create_prings(host, &mut Collect(events), &mut tx_img, &mut rx_img).map_err(staging_err("lower"))?;
+    let (tx, rx) = vring.rings_mut().map_err(staging_err("rings"))?;
+    let rings = (tx.dev_addr(), rx.dev_addr());
+    program_queue(host, arch, Direction::Tx, tx.dev_addr(), tx.depth())?;
+    program_queue(host, arch, Direction::Rx, rx.dev_addr(), rx.depth())?;
+    let mut txq = SwDmaQueue::for_ring(tx).map_err(staging_err("tx queue"))?;
+    let mut rxq = SwDmaQueue::for_ring(rx).map_err(staging_err("rx queue"))?;
+    let (rt, rr) = reserve_descriptors(&mut txq, &mut rxq, n).map_err(staging_err("reserve"))?;
+    let tx_bds: Vec<Bd> = tx.image().iter().take(n as usize).copied().collect();
+    let rx_bds: Vec<Bd> = rx.image().iter().take(n as usize).copied().collect();
+    tx.set_descriptors(&rt, &tx_bds).map_err(staging_err("set tx"))?;
+    rx.set_descriptors(&rr, &rx_bds).map_err(staging_err("set rx"))?;
+    tx.stage(host, &rt).map_err(staging_err("stage tx"))?;
+    rx.stage(host, &rr).map_err(staging_err("stage rx"))?;
+    let depth = tx.depth();
+
+    // Doorbell A: S2M first, then M2S (driver §5, M2M copy).
+    let base = layout::udma_base(arch, layout::SIM_UDMA_ENGINE);
+    let map = UdmaLayout::of(arch);
+    let q = layout::SIM_UDMA_QUEUE;
+    let doorbells = (
+        map.tail_inc_offset(base, q, Direction::Tx).map_err(staging_err("doorbell offset"))?,
+        map.tail_inc_offset(base, q, Direction::Rx).map_err(staging_err("doorbell offset"))?,
+    );
+    ring_tail_inc(host, &mut SimFence, arch, base, q, Direction::Rx, n).map_err(staging_err("doorbell rx"))?;
+    ring_tail_inc(host, &mut SimFence, arch, base, q, Direction::Tx, n).map_err(staging_err("doorbell tx"))?;
+    handle
+        .wait(host, delay, &mut Collect(events), n, PlatformType::HARDWARE)
+        .map_err(staging_err("completion wait"))?;
+    let handle_polls = events.iter().rev().find_map(|e| match e {
+        Event::Dma(DmaEvent::Completed { polls, .. }) => Some(*polls),
+        _ => None,
+    });
+    let mut dst = vec![0u8; COPY_BYTES];
+    host.copy_out(layout::COPY_DST_ADDR, &mut dst).map_err(platform("copy check"))?;
+    Ok(StagingReport {
+        descriptors: n,
+        ring_depth: depth,
+        rings,
+        doorbells,
+        handle: handle.addr(),
+        handle_polls,
+        copy_bytes: COPY_BYTES,
+        copy_verified: dst == src,
+        host_trigger: layout::xt_local_reg(arch) + nrt_core::dma::HOST_TRIGGER_OFFSET,
+    })
+}
