@@ -1,0 +1,214 @@
+//! Completion-notice latency: a device thread writes the last END record of an
+//! inference at a recorded instant; the harvest (nrt-linux's mapped rings, the
+//! sync driver) returns at another; the difference, over many inferences, for
+//! the `libnrt` delay (`usleep(1)` between steps) and the `adaptive` delay (spin,
+//! then yield, then sleep), with the CPU time the harvest thread burns.
+//!
+//! Ring memory and the BAR (HEAD registers at the driver's offsets) are files
+//! mapped with `mmap`, exactly as in `platform-linux/tests/mmap_harvest.rs`.
+
+use std::fs::OpenOptions;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nrt_core::arch::{nq_head_register, Arch};
+use nrt_core::event::Event;
+use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, Step};
+use nrt_core::hal::{self, ErrorType};
+use nrt_core::nq::ring::NqProducer;
+use nrt_core::nq::{Notifications, RawEntry, Subtype, INFER_STATUS_NQS};
+use nrt_core::NrtStatus;
+use nrt_linux::bar::MappedBar;
+use nrt_linux::error::LinuxError;
+use nrt_linux::rings::{MappedRings, RingWindow};
+use nrt_linux::sys::Mapping;
+use nrt_linux::time::{AnyDelay, DelayKind, MonotonicClock};
+use serde_json::json;
+
+use crate::{spin_for, thread_cpu_ns, write_json, Pct};
+
+const RING: u32 = 4096;
+const BAR_LEN: usize = 0x30C4_0000;
+const CORES: usize = 2;
+
+struct Dev {
+    rings: MappedRings<MappedBar>,
+    clock: MonotonicClock,
+}
+
+impl ErrorType for Dev {
+    type Error = LinuxError;
+}
+impl hal::NqRings for Dev {
+    #[inline]
+    fn read_slot(&mut self, c: u8, n: u8, off: u32, out: &mut [u8; 16]) -> Result<(), LinuxError> {
+        self.rings.read_slot(c, n, off, out)
+    }
+    fn write_head(&mut self, c: u8, n: u8, head: u32) -> Result<(), LinuxError> {
+        self.rings.write_head(c, n, head)
+    }
+}
+impl hal::IntcCause for Dev {
+    fn read_cause(&mut self, _: u8, _: u32, _: u32) -> Result<u32, LinuxError> {
+        Ok(0)
+    }
+}
+impl hal::Clock for Dev {
+    fn now_ns(&self) -> u64 {
+        self.clock.now_ns()
+    }
+}
+impl hal::CollectivesProxy for Dev {
+    fn barrier_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
+        Ok(true)
+    }
+    fn network_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
+        Ok(true)
+    }
+}
+impl hal::FaultProbe for Dev {
+    fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
+        None
+    }
+    fn dma_aborted(&mut self, _: u8) -> bool {
+        false
+    }
+}
+impl hal::EventSink for Dev {
+    fn event(&mut self, _: &Event) {}
+}
+impl hal::TensorNotify for Dev {
+    fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
+        None
+    }
+}
+
+fn file(name: &str, len: u64) -> std::fs::File {
+    let dir = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm".into() } else { std::env::temp_dir() };
+    let p = dir.join(format!("nrt-bench-{}-{name}", std::process::id()));
+    let f = OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&p).expect("bench file");
+    f.set_len(len).expect("size the bench file");
+    let _ = std::fs::remove_file(&p);
+    f
+}
+
+fn ring_off(core: usize, eng: usize) -> u64 {
+    ((core * 5 + eng) as u64) * u64::from(RING)
+}
+
+/// One configuration's result.
+struct Sample {
+    kind: &'static str,
+    latency: Pct,
+    cpu_us_per_inference: Pct,
+    steps: Pct,
+}
+
+fn measure(kind: DelayKind, n: usize, work: Duration) -> Sample {
+    let arch = Arch::Sunda;
+    let ring_file = file("rings", 10 * u64::from(RING));
+    let bar_file = file("bar", BAR_LEN as u64);
+    let rings_map = Arc::new(Mapping::map(&ring_file, 0, 10 * RING as usize).expect("map rings"));
+    let bar = MappedBar::from_file(&bar_file, "bar", 0, BAR_LEN).expect("map bar");
+    let device_bar = Mapping::map(&bar_file, 0, BAR_LEN).expect("map bar (device)");
+    let mut rings = MappedRings::new(arch, bar);
+    let mut nq = Notifications::new();
+    for core in 0..CORES as u8 {
+        for (eng, &id) in INFER_STATUS_NQS.iter().enumerate() {
+            let w = RingWindow { map: Arc::clone(&rings_map), offset: ring_off(core as usize, eng), size: RING };
+            rings.bind(core, id, w, id).expect("bind");
+            nq.bind(core, id, RING).expect("bind");
+        }
+    }
+    let mut dev = Dev { rings, clock: MonotonicClock::new() };
+    let origin = Instant::now();
+    let kick = Arc::new(AtomicU64::new(0));
+    let last_end = Arc::new(AtomicU64::new(0));
+    let done_gen = Arc::new(AtomicU64::new(0));
+
+    let device = {
+        let (map, kick, last_end, done_gen) =
+            (Arc::clone(&rings_map), Arc::clone(&kick), Arc::clone(&last_end), Arc::clone(&done_gen));
+        std::thread::spawn(move || {
+            let mut prods: Vec<NqProducer> = (0..10).map(|_| NqProducer::new(RING).expect("ring")).collect();
+            let mut ts = 0u64;
+            for i in 1..=n as u64 {
+                while kick.load(Ordering::Acquire) < i {
+                    std::hint::spin_loop();
+                }
+                spin_for(work);
+                for sub in [Subtype::START, Subtype::END] {
+                    for core in 0..CORES {
+                        for (eng, &id) in INFER_STATUS_NQS.iter().enumerate() {
+                            let p = &mut prods[core * 5 + eng];
+                            let reg = nq_head_register(arch, core as u8, id).expect("head register");
+                            p.on_head_write(device_bar.load32(reg, Ordering::Acquire).expect("head"));
+                            ts += 1;
+                            let mut e = RawEntry::new(sub, id, 0, 0, ts).to_array();
+                            let off = ring_off(core, eng) + u64::from(p.push(&mut e).expect("room in the ring"));
+                            let hi = u64::from_le_bytes(e[8..].try_into().expect("8 bytes"));
+                            let lo = u64::from_le_bytes(e[..8].try_into().expect("8 bytes"));
+                            map.store64(off + 8, hi, Ordering::Relaxed).expect("store");
+                            map.store64(off, lo, Ordering::Release).expect("store");
+                        }
+                    }
+                }
+                last_end.store(origin.elapsed().as_nanos() as u64, Ordering::Release);
+                done_gen.store(i, Ordering::Release);
+            }
+        })
+    };
+
+    let mut lat = Vec::with_capacity(n);
+    let mut cpu = Vec::with_capacity(n);
+    let mut steps = Vec::with_capacity(n);
+    for i in 1..=n as u64 {
+        let mut req = ExecRequest::new(ExecConfig::new(arch, CORES as u8, 5));
+        let mut delay = AnyDelay::new(kind);
+        let c0 = thread_cpu_ns();
+        kick.store(i, Ordering::Release);
+        let w = exec_wait_round_robin(&mut req, &mut dev, &mut nq, &mut delay);
+        let t_ret = origin.elapsed().as_nanos() as u64;
+        let c1 = thread_cpu_ns();
+        assert_eq!((w.status, w.step), (NrtStatus::Success, Step::Done), "inference {i}");
+        while done_gen.load(Ordering::Acquire) < i {
+            std::hint::spin_loop();
+        }
+        let t_end = last_end.load(Ordering::Acquire);
+        lat.push(t_ret.saturating_sub(t_end) as f64);
+        cpu.push((c1 - c0) as f64 / 1000.0);
+        steps.push(w.steps as f64);
+    }
+    device.join().expect("device thread");
+    let name = match kind {
+        DelayKind::Libnrt => "libnrt",
+        DelayKind::Adaptive => "adaptive",
+    };
+    Sample {
+        kind: name,
+        latency: Pct::of(&mut lat),
+        cpu_us_per_inference: Pct::of(&mut cpu),
+        steps: Pct::of(&mut steps),
+    }
+}
+
+pub fn run(n: usize, work_us: u64) {
+    let work = Duration::from_micros(work_us);
+    println!("completion-notice latency: {n} inferences of 2x5 engines, device works {work_us} us after each kickoff");
+    let a = measure(DelayKind::Adaptive, n, work);
+    let l = measure(DelayKind::Libnrt, n, work);
+    let ratio = l.latency.p50 / a.latency.p50;
+    for s in [&l, &a] {
+        println!(
+            "  {:<9} latency p50 {:>9.0} ns  p99 {:>9.0} ns  max {:>10.0} ns | harvest CPU per inference p50 {:>7.1} us (device work {work_us} us) | steps p50 {:.0}",
+            s.kind, s.latency.p50, s.latency.p99, s.latency.max, s.cpu_us_per_inference.p50, s.steps.p50
+        );
+    }
+    println!("  adaptive p50 is {ratio:.1}x lower than libnrt's usleep(1) (goal >= 50x)");
+    let js = |s: &Sample| json!({ "latency": s.latency.json(), "cpu_us_per_inference": { "p50": s.cpu_us_per_inference.p50, "mean": s.cpu_us_per_inference.mean }, "steps_p50": s.steps.p50 });
+    write_json(
+        "latency",
+        &json!({ "inferences": n, "device_work_us": work_us, "libnrt": js(&l), "adaptive": js(&a), "ratio_p50": ratio }),
+    );
+}

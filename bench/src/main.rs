@@ -1,0 +1,102 @@
+//! `nrt-bench`: the measurements criterion cannot make, because they need two
+//! threads and a real clock.
+//!
+//! ```text
+//! nrt-bench latency [--inferences N] [--work-us U]   completion-notice latency, libnrt vs adaptive delay
+//! nrt-bench ring [--records N]                       NQ ring transfer between threads vs rtrb
+//! nrt-bench xu [--secs S]                            XU submit-to-complete round trip and requests/s
+//! nrt-bench all                                      all three, quick sizes
+//! ```
+//!
+//! Each prints a summary and writes `target/nrt-bench/<name>.json`, which `cargo
+//! xtask bench` folds into BENCHMARKS.md. Ratios are between two measurements
+//! of the same run.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+mod latency;
+mod ring;
+mod xu;
+
+/// Percentiles of a sample, in nanoseconds.
+#[derive(Clone, Copy, Debug)]
+pub struct Pct {
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+impl Pct {
+    pub fn of(v: &mut [f64]) -> Pct {
+        v.sort_by(|a, b| a.total_cmp(b));
+        let at = |q: f64| v.get(((v.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(f64::NAN);
+        let mean = if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
+        Pct { p50: at(0.5), p99: at(0.99), max: v.last().copied().unwrap_or(f64::NAN), mean }
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({ "p50_ns": self.p50, "p99_ns": self.p99, "max_ns": self.max, "mean_ns": self.mean })
+    }
+}
+
+/// Thread CPU time, nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid out-pointer to a local timespec.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
+}
+
+/// Spin until `d` has passed (the device "working").
+pub fn spin_for(d: std::time::Duration) {
+    let t = Instant::now();
+    while t.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+fn out_dir() -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/nrt-bench");
+    let _ = std::fs::create_dir_all(&d);
+    d
+}
+
+pub fn write_json(name: &str, v: &serde_json::Value) {
+    let p = out_dir().join(format!("{name}.json"));
+    match serde_json::to_string_pretty(v) {
+        Ok(s) => {
+            if let Err(e) = std::fs::write(&p, s) {
+                eprintln!("could not write {}: {e}", p.display());
+            }
+        }
+        Err(e) => eprintln!("could not serialise {name}: {e}"),
+    }
+}
+
+fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("latency") => latency::run(arg(&args, "--inferences", 10_000), arg(&args, "--work-us", 20)),
+        Some("ring") => ring::run(arg(&args, "--records", 4_000_000)),
+        Some("xu") => xu::run(arg(&args, "--secs", 1.0)),
+        Some("all") => {
+            latency::run(arg(&args, "--inferences", 10_000), 20);
+            ring::run(4_000_000);
+            xu::run(1.0);
+        }
+        _ => {
+            eprintln!("usage: nrt-bench latency|ring|xu|all [options]");
+            std::process::exit(2);
+        }
+    }
+}
