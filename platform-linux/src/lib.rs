@@ -14,6 +14,8 @@
 //!   mark-complete handoff.
 //! - [`time`]: `CLOCK_MONOTONIC`, and the `libnrt` and `adaptive` poll delays.
 //! - [`ffi`]: the C ABI (`include/nrt.h`).
+//! - [`harvest`]: inferences harvested from `nrt-sim serve --shm PATH` in another
+//!   process, through this binding's mappings (`nrtctl harvest`).
 //!
 //! `unsafe` lives in [`sys`] (syscalls, mapped memory) and [`ffi`] (C pointers)
 //! only, each block with a `// SAFETY:` line.
@@ -24,6 +26,8 @@ pub mod bar;
 pub mod device;
 pub mod error;
 pub mod ffi;
+#[cfg(feature = "sim")]
+pub mod harvest;
 pub mod ioctl;
 pub mod rings;
 pub mod sys;

@@ -3,7 +3,7 @@
 //! libnrt reads `CLOCK_REALTIME`, which jumps when the wall clock is set (NTP
 //! step, an operator's `date -s`): a jump forward fires a timeout that did not
 //! happen, a jump back hides one. Here the clock is `CLOCK_MONOTONIC`
-//! (`std::time::Instant`), as core's [`Clock`](nrt_core::hal::Clock) requires.
+//! (`std::time::Instant`), as core's [`Clock`] requires.
 
 use std::time::{Duration, Instant};
 

@@ -12,7 +12,8 @@ fn build_staticlib() -> PathBuf {
     let target = exe.ancestors().nth(3).unwrap().join("c-abi");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
-        .args(["build", "--quiet", "-p", "nrt-linux", "--lib", "--target-dir"])
+        // Without the `sim` feature: the C library carries no simulator.
+        .args(["build", "--quiet", "-p", "nrt-linux", "--lib", "--no-default-features", "--target-dir"])
         .arg(&target)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .status()

@@ -31,6 +31,7 @@ use crate::fault::Fault;
 use crate::layout::{NQ_PER_CORE, SIM_UDMA_ENGINE};
 use crate::program::{self, Action, Fate, Label, ProgramSpec};
 use crate::shared::{Shared, UDMA_QUEUES};
+use crate::shm::Line;
 
 /// Latency of the DMA engine per descriptor pair, ns.
 pub const DMA_NS_PER_DESC: u64 = 500;
@@ -84,6 +85,7 @@ pub struct Device {
     notes: Vec<Note>,
     notes_dropped: u32,
     stats: DeviceStats,
+    clear_at_kickoff: bool,
 }
 
 /// The deterministic mode's quantum: how far the virtual clock jumps when the
@@ -99,8 +101,8 @@ impl Device {
         // Host-side proxy failures are status lines, set before anything runs.
         for f in &spec.faults {
             match *f {
-                Fault::BarrierFail { core } => store(&shared.barrier_fail, core, 1200),
-                Fault::NetproxyFail { core } => store(&shared.netproxy_fail, core, 1206),
+                Fault::BarrierFail { core } => shared.set_line(Line::BarrierFail, core, 1200),
+                Fault::NetproxyFail { core } => shared.set_line(Line::NetproxyFail, core, 1206),
                 _ => {}
             }
         }
@@ -119,6 +121,7 @@ impl Device {
             notes: Vec::new(),
             notes_dropped: 0,
             stats: DeviceStats::default(),
+            clear_at_kickoff: false,
         }
     }
 
@@ -140,6 +143,47 @@ impl Device {
     /// The shared hardware state.
     pub fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    /// Take the device log written so far (and the count of notes that did not fit).
+    pub fn take_notes(&mut self) -> (Vec<Note>, u32) {
+        (std::mem::take(&mut self.notes), std::mem::replace(&mut self.notes_dropped, 0))
+    }
+
+    /// Cores kicked off in the current inference.
+    pub fn cores_started(&self) -> u8 {
+        self.started.iter().take(usize::from(self.cores)).filter(|s| **s).count() as u8
+    }
+
+    /// The current inference has been played out: every core was kicked off and
+    /// nothing is left scheduled.
+    pub fn inference_played(&self) -> bool {
+        self.cores_started() == self.cores && self.sched.is_empty()
+    }
+
+    /// Get ready for the next inference (`nrt-sim serve`): the next kickoff of each
+    /// core starts its programs again. The per-inference lines (barrier done, HBM,
+    /// DMA abort, the INTC cause lines) are cleared when that kickoff is taken, not
+    /// now: the host may still be harvesting (and reading them) until then.
+    pub fn rearm(&mut self) {
+        self.started = [false; MAX_CORES];
+        self.clear_at_kickoff = true;
+    }
+
+    fn clear_inference_lines(&mut self) {
+        let sh = Arc::clone(&self.shared);
+        for core in 0..MAX_CORES as u8 {
+            for line in [Line::BarrierDone, Line::Hbm, Line::DmaAbort] {
+                sh.set_line(line, core, 0);
+            }
+            for block in 0..crate::layout::INTC_BLOCKS {
+                for l in 0..crate::layout::INTC_LINES {
+                    if let Some(off) = crate::layout::intc_cause_offset(sh.arch(), core, block, l) {
+                        let _ = sh.bar_write(off, 0);
+                    }
+                }
+            }
+        }
     }
 
     /// The time of the next scheduled action.
@@ -207,7 +251,7 @@ impl Device {
 
     fn sample_inputs(&mut self, now: u64) {
         let sh = Arc::clone(&self.shared);
-        if !self.armed && sh.host_trigger.load(Ordering::Acquire) == HOST_TRIGGER_VALUE {
+        if !self.armed && sh.host_trigger().load(Ordering::Acquire) == HOST_TRIGGER_VALUE {
             self.armed = true;
             self.note(now, "top-SP host trigger set: sequencers armed".into());
         }
@@ -221,6 +265,9 @@ impl Device {
                 continue;
             }
             sema.fetch_sub(1, Ordering::AcqRel);
+            if std::mem::take(&mut self.clear_at_kickoff) {
+                self.clear_inference_lines();
+            }
             if let Some(s) = self.started.get_mut(c) {
                 *s = true;
             }
@@ -257,6 +304,13 @@ impl Device {
         for core in 0..MAX_CORES as u8 {
             for nq in 0..NQ_PER_CORE as u8 {
                 let i = usize::from(core) * NQ_PER_CORE + usize::from(nq);
+                if !sh.head_latched() {
+                    // A file: sample the HEAD word (exact below a full lap, see crate::shm).
+                    if let (Some(Some(p)), Ok(head)) = (self.producers.get_mut(i), sh.head_value(core, nq)) {
+                        p.on_head_write(head & (p.size_bytes() - 1));
+                    }
+                    continue;
+                }
                 let (Some(Some(p)), Some(applied), Ok(h)) =
                     (self.producers.get_mut(i), self.applied.get_mut(i), sh.head(core, nq))
                 else {
@@ -303,15 +357,13 @@ impl Device {
                 self.note(t, format!("core {core}: INTC cause bit 29 raised (injected)"));
             }
             Action::BarrierClear { core } => {
-                if let Some(b) = self.shared.barrier_done.get(usize::from(core)) {
-                    b.store(true, Ordering::Release);
-                }
+                self.shared.set_line(Line::BarrierDone, core, 1);
                 if t > 0 && self.spec.faults.iter().any(|f| matches!(f, Fault::BarrierDelay { .. })) {
                     self.note(t, format!("core {core}: collectives barrier cleared"));
                 }
             }
             Action::Hbm { core, status } => {
-                store(&self.shared.hbm, core, status);
+                self.shared.set_line(Line::Hbm, core, status);
                 self.note(t, format!("core {core}: HBM uncorrectable error ({status}); engines stall"));
             }
             Action::DmaRun { queue } => self.dma_run(t, queue),
@@ -370,9 +422,7 @@ impl Device {
         }
         self.stats.dma_descriptors += u64::from(done);
         if let Some(e) = error {
-            if let Some(a) = sh.dma_abort.first() {
-                a.store(true, Ordering::Release);
-            }
+            sh.set_line(Line::DmaAbort, 0, 1);
             for d in 0..2 {
                 if let Some(st) = self.queues[d].get_mut(queue) {
                     st.avail = 0;
@@ -427,12 +477,6 @@ impl Device {
             bank.head.store(st.head | (u32::from(st.ring_id) << 30), Ordering::Release);
         }
         Ok(())
-    }
-}
-
-fn store(cells: &[std::sync::atomic::AtomicU32], core: u8, v: u32) {
-    if let Some(c) = cells.get(usize::from(core)) {
-        c.store(v, Ordering::Release);
     }
 }
 

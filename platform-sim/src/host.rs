@@ -21,6 +21,7 @@ use nrt_core::NrtStatus;
 use crate::device::Device;
 use crate::layout;
 use crate::shared::Shared;
+use crate::shm::Line;
 
 /// Outputs the host's tensor table holds.
 pub const MAX_OUTPUTS: usize = 8;
@@ -122,23 +123,23 @@ impl hal::Clock for SimHost {
     }
 }
 
-fn status_line(cells: &[std::sync::atomic::AtomicU32], core: u8) -> Option<NrtStatus> {
-    match cells.get(usize::from(core)).map(|c| c.load(Ordering::Acquire)) {
-        Some(0) | None => None,
-        Some(code) => Some(NrtStatus::from_code(code)),
+fn status_line(shared: &Shared, line: Line, core: u8) -> Option<NrtStatus> {
+    match shared.get_line(line, core) {
+        0 => None,
+        code => Some(NrtStatus::from_code(code)),
     }
 }
 
 impl hal::CollectivesProxy for SimHost {
     fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
-        if let Some(s) = status_line(&self.shared.barrier_fail, core) {
+        if let Some(s) = status_line(&self.shared, Line::BarrierFail, core) {
             return Err(s);
         }
-        Ok(self.shared.barrier_done.get(usize::from(core)).is_some_and(|b| b.load(Ordering::Acquire)))
+        Ok(self.shared.get_line(Line::BarrierDone, core) != 0)
     }
 
     fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
-        match status_line(&self.shared.netproxy_fail, core) {
+        match status_line(&self.shared, Line::NetproxyFail, core) {
             Some(s) => Err(s),
             None => Ok(true),
         }
@@ -147,11 +148,11 @@ impl hal::CollectivesProxy for SimHost {
 
 impl hal::FaultProbe for SimHost {
     fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus> {
-        status_line(&self.shared.hbm, core)
+        status_line(&self.shared, Line::Hbm, core)
     }
 
     fn dma_aborted(&mut self, core: u8) -> bool {
-        self.shared.dma_abort.get(usize::from(core)).is_some_and(|b| b.load(Ordering::Acquire))
+        self.shared.get_line(Line::DmaAbort, core) != 0
     }
 }
 

@@ -23,8 +23,8 @@
 //! - [`shared::Shared`] is the hardware state: NQ ring memory, a BAR0 register
 //!   file decoded at the driver's and seed's offsets ([`layout`]), device DRAM,
 //!   and the status lines of the collectives proxies and fault probes. All of it
-//!   atomics: no pointers, no locks, so it could be laid over a shared-memory
-//!   mapping for a device in another process.
+//!   atomics: no pointers, no locks, so its host-visible part can be laid over a
+//!   shared-memory file for a host in another process ([`shm`], [`serve`]).
 //! - [`device::Device`] is the hardware's behaviour: it samples its inputs
 //!   (host trigger, kickoff semaphores, tail increments, HEAD latches) and runs
 //!   its scheduled actions. Rings are written through nrt-core's own
@@ -53,6 +53,12 @@
 //!   published payload first, then the word with the phase byte with Release,
 //!   and read with Acquire ([`shared`] explains each handoff), so the memory
 //!   ordering is real. The statuses match the deterministic mode's.
+//!
+//! And one for a host in another process: **`nrt-sim serve --shm PATH`**
+//! ([`serve`]) plays the threaded device over a shared-memory file ([`shm`]: the
+//! NQ rings, the BAR0 words the host touches at their real offsets, and the
+//! proxy/probe status lines), and `nrtctl harvest --shm PATH` (nrt-linux) maps
+//! the same file as it would map a device and harvests through it.
 //!
 //! ## Running a scenario from code
 //!
@@ -87,7 +93,9 @@ pub mod report;
 pub mod rng;
 pub mod run;
 pub mod scenario;
+pub mod serve;
 pub mod shared;
+pub mod shm;
 
 pub use fault::Fault;
 pub use run::{run, RunReport, SimConfig, SimError};

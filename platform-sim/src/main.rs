@@ -1,10 +1,14 @@
 //! `nrt-sim`: run inferences end to end through nrt-core against the simulated
-//! device, list the named scenarios, decode raw NQ entries.
+//! device, list the named scenarios, decode raw NQ entries, or play the device for
+//! a host in another process over a shared-memory file (`serve --shm PATH`, see
+//! `nrt_sim::shm`; the host side is `nrtctl harvest --shm PATH`).
 //!
 //! Exit status: 0 when the command did what was asked (a run finished, whatever
-//! its NRT status; a named scenario also matched its expectation); 1 when a named
-//! scenario (or a row of `--scenario all`) did not match, or staging failed; 2
-//! for a usage error (a malformed `--inject` spec, bad hex, an unknown scenario).
+//! its NRT status; a named scenario also matched its expectation; a serve session
+//! ended on the host's shutdown or after its inferences); 1 when a named
+//! scenario (or a row of `--scenario all`) did not match, staging failed, or
+//! serving failed (the file, or the idle timeout); 2 for a usage error (a
+//! malformed `--inject` spec, bad hex, an unknown scenario).
 
 use std::io::Read as _;
 use std::process::ExitCode;
@@ -31,6 +35,42 @@ enum Cmd {
     Scenarios,
     /// Decode raw 16-byte NQ entries given as hex (32 digits each; spaces allowed; '-' reads stdin).
     Decode(DecodeArgs),
+    /// Play the device over a shared-memory file for `nrtctl harvest --shm PATH` in another process.
+    Serve(ServeArgs),
+}
+
+#[derive(Args, Debug)]
+struct ServeArgs {
+    /// The shared-memory file to create (e.g. /dev/shm/nrt-demo); replaced if it exists, removed on exit.
+    #[arg(long, value_name = "PATH")]
+    shm: std::path::PathBuf,
+    /// Start from a named scenario's device (its faults, extras, arch, cores, ring size).
+    #[arg(long, value_name = "NAME")]
+    scenario: Option<String>,
+    /// Inject a fault (repeatable), e.g. `hang:core=0,engine=DVE`.
+    #[arg(long = "inject", value_name = "SPEC", value_parser = parse_fault)]
+    inject: Vec<Fault>,
+    /// Physical cores [default: 2].
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2))]
+    cores: Option<u8>,
+    /// Device generation [default: sunda].
+    #[arg(long, value_enum)]
+    arch: Option<ArchArg>,
+    /// Seed of every random choice [default: 0].
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Entries per NQ ring, a power of two from 2 to 65536 [default: 64].
+    #[arg(long = "ring-entries", value_name = "N", value_parser = parse_ring_entries)]
+    ring_entries: Option<u32>,
+    /// Stop after N inferences have been played and harvested.
+    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "forever")]
+    inferences: u32,
+    /// Serve until the host sets the shutdown flag.
+    #[arg(long)]
+    forever: bool,
+    /// Exit with an error when nothing happened for N seconds (0: wait forever).
+    #[arg(long = "idle-timeout-s", value_name = "N", default_value_t = 0)]
+    idle_timeout_s: u64,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -119,6 +159,46 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Cmd::Decode(a) => cmd_decode(&a),
+        Cmd::Serve(a) => cmd_serve(&a),
+    }
+}
+
+fn cmd_serve(a: &ServeArgs) -> ExitCode {
+    let mut cfg = SimConfig::default();
+    if let Some(name) = a.scenario.as_deref() {
+        match scenario::find(name) {
+            Some(s) => s.apply(&mut cfg),
+            None => return usage_error(&format!("unknown scenario '{name}' (see `nrt-sim scenarios`)")),
+        }
+    }
+    let run_like = RunArgs {
+        scenario: None,
+        inject: Vec::new(),
+        cores: a.cores,
+        arch: a.arch,
+        timeout_s: None,
+        seed: a.seed,
+        ring_entries: a.ring_entries,
+        threaded: true,
+        json: false,
+    };
+    overrides(&run_like, &mut cfg);
+    cfg.faults.extend(a.inject.iter().copied());
+    if let Err(e) = cfg.validate() {
+        return usage_error(&e.to_string());
+    }
+    let serve_cfg = nrt_sim::serve::ServeConfig {
+        path: a.shm.clone(),
+        sim: cfg,
+        inferences: (!a.forever).then_some(a.inferences),
+        idle_timeout: (a.idle_timeout_s > 0).then(|| std::time::Duration::from_secs(a.idle_timeout_s)),
+    };
+    match nrt_sim::serve::serve(&serve_cfg, &mut std::io::stdout()) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("nrt-sim serve: {e}");
+            ExitCode::from(1)
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use nrt_core::exec::fatal;
 use nrt_core::NrtStatus;
 use serde_json::{json, Value};
 
-use crate::run::{CoreReport, RunReport};
+use crate::run::{CoreReport, RunReport, StagingReport};
 use crate::scenario::Scenario;
 
 /// Width of the timeline bars, in columns.
@@ -44,17 +44,27 @@ fn ms(ns: u64) -> f64 {
 
 /// The text report of one run. `title` names the scenario, if any.
 pub fn text(r: &RunReport, title: Option<&Scenario>) -> String {
+    let heading = match title {
+        Some(s) => format!("nrt-sim run: scenario {}: {}", s.name, s.description),
+        None => "nrt-sim run".to_string(),
+    };
+    text_with_heading(r, &heading)
+}
+
+/// The text report of one run under a heading of the caller's (`nrtctl harvest`).
+pub fn text_with_heading(r: &RunReport, heading: &str) -> String {
     let c = &r.config;
     let mut o = String::new();
-    match title {
-        Some(s) => {
-            let _ = writeln!(o, "nrt-sim run: scenario {}: {}", s.name, s.description);
+    let _ = writeln!(o, "{heading}");
+    let remote_mode;
+    let mode = match &r.remote {
+        Some(at) => {
+            remote_mode = format!("device in another process ({at}), real clock");
+            remote_mode.as_str()
         }
-        None => {
-            let _ = writeln!(o, "nrt-sim run");
-        }
-    }
-    let mode = if c.threaded { "threaded (real clock)" } else { "deterministic (virtual clock)" };
+        None if c.threaded => "threaded (real clock)",
+        None => "deterministic (virtual clock)",
+    };
     let _ = writeln!(
         o,
         "  arch {}, {} core{}, seed {}, {mode}, timeout {} s, NQ rings of {} entries",
@@ -69,7 +79,25 @@ pub fn text(r: &RunReport, title: Option<&Scenario>) -> String {
         let f: Vec<String> = c.faults.iter().map(|f| f.to_string()).collect();
         let _ = writeln!(o, "  faults: {}", f.join(" "));
     }
-    let s = &r.staging;
+    match &r.staging {
+        Some(s) => staging_text(&mut o, s, r.kickoff_us),
+        None => {
+            let _ = writeln!(o, "staging: none (descriptor staging does not cross the shared-memory file)");
+            let _ = writeln!(
+                o,
+                "kickoff: host trigger <- 1 through the mapped BAR; kickoff semaphore of each core += 1 (atomic add on \
+                 its INCR-alias word, in place of the driver's ioctl) at {} us",
+                r.kickoff_us
+            );
+        }
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "status: {}", status_line(r.status));
+    rest_text(&mut o, r);
+    o
+}
+
+fn staging_text(o: &mut String, s: &StagingReport, kickoff_us: u64) {
     let polls = s.handle_polls.map_or("?".to_string(), |p| p.to_string());
     let _ = writeln!(
         o,
@@ -88,11 +116,13 @@ pub fn text(r: &RunReport, title: Option<&Scenario>) -> String {
     let _ = writeln!(
         o,
         "kickoff: host trigger 0x{:x} <- 1; kickoff semaphore of each core += 1 at {} us",
-        s.host_trigger, r.kickoff_us
+        s.host_trigger, kickoff_us
     );
-    let _ = writeln!(o);
-    let _ = writeln!(o, "status: {}", status_line(r.status));
-    let clock = if c.threaded { "" } else { " (virtual)" };
+}
+
+fn rest_text(o: &mut String, r: &RunReport) {
+    let c = &r.config;
+    let clock = if c.threaded || r.remote.is_some() { "" } else { " (virtual)" };
     let _ = writeln!(
         o,
         "one-step return: {} ({}) after {} steps, {:.3} ms{clock}",
@@ -102,7 +132,7 @@ pub fn text(r: &RunReport, title: Option<&Scenario>) -> String {
         ms(r.elapsed_ns)
     );
     for core in &r.cores {
-        core_text(&mut o, core);
+        core_text(o, core);
     }
     let _ = writeln!(o);
     let _ = writeln!(o, "events ({}, in order):", r.events.len());
@@ -117,8 +147,12 @@ pub fn text(r: &RunReport, title: Option<&Scenario>) -> String {
         let _ = writeln!(o, "tensor waiters woken: {}", w.join(" "));
     }
     let _ = writeln!(o);
-    timeline(&mut o, r);
+    timeline(o, r);
     let _ = writeln!(o);
+    if let Some(at) = &r.remote {
+        let _ = writeln!(o, "device: played by {at}; its log is in the server's output");
+        return;
+    }
     let d = &r.device;
     let _ = writeln!(
         o,
@@ -128,7 +162,6 @@ pub fn text(r: &RunReport, title: Option<&Scenario>) -> String {
     for n in &r.notes {
         let _ = writeln!(o, "  {:>10.1} us  {}", n.t_ns as f64 / 1_000.0, n.text);
     }
-    o
 }
 
 fn core_text(o: &mut String, core: &CoreReport) {
@@ -232,7 +265,22 @@ pub fn json(r: &RunReport, scenario: Option<&Scenario>) -> Value {
             })
         })
         .collect();
-    let s = &r.staging;
+    let staging = r.staging.as_ref().map(|s| {
+        json!({
+            "descriptors": s.descriptors,
+            "ring_depth": s.ring_depth,
+            "tx_ring": s.rings.0,
+            "rx_ring": s.rings.1,
+            "doorbell_m2s": s.doorbells.0,
+            "doorbell_s2m": s.doorbells.1,
+            "completion_handle": s.handle,
+            "handle_polls": s.handle_polls,
+            "copy_bytes": s.copy_bytes,
+            "copy_verified": s.copy_verified,
+            "host_trigger": s.host_trigger,
+            "events": r.staging_events.iter().map(event_json).collect::<Vec<_>>(),
+        })
+    });
     json!({
         "scenario": scenario.map(|s| s.name),
         "expected_status": scenario.map(|s| s.expected.code()),
@@ -251,20 +299,8 @@ pub fn json(r: &RunReport, scenario: Option<&Scenario>) -> Value {
         "elapsed_ms": ms(r.elapsed_ns),
         "timeout_ms": r.timeout_ms,
         "kickoff_us": r.kickoff_us,
-        "staging": {
-            "descriptors": s.descriptors,
-            "ring_depth": s.ring_depth,
-            "tx_ring": s.rings.0,
-            "rx_ring": s.rings.1,
-            "doorbell_m2s": s.doorbells.0,
-            "doorbell_s2m": s.doorbells.1,
-            "completion_handle": s.handle,
-            "handle_polls": s.handle_polls,
-            "copy_bytes": s.copy_bytes,
-            "copy_verified": s.copy_verified,
-            "host_trigger": s.host_trigger,
-            "events": r.staging_events.iter().map(event_json).collect::<Vec<_>>(),
-        },
+        "staging": staging,
+        "remote": r.remote,
         "cores": cores,
         "events": r.events.iter().map(event_json).collect::<Vec<_>>(),
         "tensor_wakes": r.wakes.iter().map(|(o, n)| json!({"output": o, "count": n})).collect::<Vec<_>>(),

@@ -205,8 +205,11 @@ pub struct RunReport {
     pub timeout_ms: u64,
     /// CPU time of the kickoff, us.
     pub kickoff_us: u64,
-    /// What staging did.
-    pub staging: StagingReport,
+    /// What staging did (`None`: no staging, as over `nrt-sim serve`'s file).
+    pub staging: Option<StagingReport>,
+    /// Where the device ran when not in this process (`nrt-sim serve` over this
+    /// shared-memory file); `None` for `run`.
+    pub remote: Option<String>,
     /// Per core.
     pub cores: Vec<CoreReport>,
     /// The harvest's events, in order.
@@ -307,9 +310,30 @@ fn drive<W: Delay>(cfg: &SimConfig, host: &mut SimHost, delay: &mut W) -> Result
     let t0 = host.now_ns();
     let w = exec_wait_round_robin(&mut req, host, &mut nq, delay);
     let elapsed_ns = host.now_ns().saturating_sub(t0);
+    Ok(RunReport {
+        config: cfg.clone(),
+        status: w.status,
+        step: w.step,
+        steps: w.steps,
+        elapsed_ns,
+        timeout_ms: req.timeout_ms(),
+        kickoff_us,
+        staging: Some(staging),
+        remote: None,
+        cores: core_reports(&req, cores),
+        events: Vec::new(),
+        staging_events,
+        wakes: Vec::new(),
+        notes: Vec::new(),
+        device: DeviceStats::default(),
+    })
+}
 
+/// What the harvest of `req` left in each of its `cores` cores: the per-core and
+/// per-engine part of a [`RunReport`].
+pub fn core_reports(req: &ExecRequest, cores: u8) -> Vec<CoreReport> {
     let out = req.out_info();
-    let core_reports = (0..usize::from(cores))
+    (0..usize::from(cores))
         .map(|c| CoreReport {
             core: c as u8,
             exec_ret: out.exec_rets.get(c).copied().unwrap_or(NrtStatus::Success),
@@ -332,23 +356,7 @@ fn drive<W: Delay>(cfg: &SimConfig, host: &mut SimHost, delay: &mut W) -> Result
                 })
                 .collect(),
         })
-        .collect();
-    Ok(RunReport {
-        config: cfg.clone(),
-        status: w.status,
-        step: w.step,
-        steps: w.steps,
-        elapsed_ns,
-        timeout_ms: req.timeout_ms(),
-        kickoff_us,
-        staging,
-        cores: core_reports,
-        events: Vec::new(),
-        staging_events,
-        wakes: Vec::new(),
-        notes: Vec::new(),
-        device: DeviceStats::default(),
-    })
+        .collect()
 }
 
 /// Program a UDMA queue bank's ring base and length (the driver's `DMA_QUEUE_INIT`).

@@ -81,7 +81,7 @@ fn all_complete(r: &RunReport) -> bool {
 
 fn healthy(r: &RunReport) -> Result<(), String> {
     need(all_complete(r), "every engine COMPLETE")?;
-    need(r.staging.copy_verified, "the staged copy verified")?;
+    need(r.staging.as_ref().is_none_or(|s| s.copy_verified), "the staged copy verified")?;
     need(r.events.iter().all(|e| e.level() < nrt_core::event::Level::Warn), "no warnings")
 }
 

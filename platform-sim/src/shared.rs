@@ -2,9 +2,12 @@
 //! DRAM, and the collectives/fault status lines.
 //!
 //! Everything here is an atomic, so the same struct serves the single-threaded
-//! deterministic mode and the threaded mode (device on its own thread), and could
-//! later be laid over a shared-memory mapping (`nrt-sim serve`): nothing in it is
-//! a pointer, a lock or a host-only type.
+//! deterministic mode and the threaded mode (device on its own thread), and, with
+//! [`Shared::over_shm`], a device in another process: the NQ ring memory, the BAR
+//! registers the host touches (HEAD, INTC cause, the kickoff semaphores' INCR
+//! alias, the host trigger) and the proxy/probe status lines are then words of
+//! the mapped file ([`crate::shm`]), and the rest (DRAM, UDMA queues) stays
+//! private to the device.
 //!
 //! # Memory ordering at the handoff
 //!
@@ -17,7 +20,9 @@
 //!   each write advances a free-running "consumed" byte count by
 //!   `(head - previous) mod size` (exact, because a batch never consumes a whole
 //!   lap, G-HEAD). The device reads the count with Acquire; it never has to guess
-//!   how many writes it missed.
+//!   how many writes it missed. Over a shared-memory file the host's HEAD write is
+//!   a plain store nothing latches, so the device samples the value instead
+//!   ([`Shared::head_latched`] is `false`; the limitation is in [`crate::shm`]).
 //! - **DRAM.** Bytes are `AtomicU8`s written Relaxed after a Release fence and read
 //!   Relaxed before an Acquire fence; doorbells (tail-inc, semaphore) are
 //!   Release/Acquire read-modify-writes, so the descriptors staged before a
@@ -28,22 +33,39 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, Order
 use nrt_core::arch::{Arch, MAX_CORES};
 use nrt_core::hal::ErrorKind;
 
+use std::sync::Arc;
+
 use crate::layout::{self, udma, ENTRY_BYTES, NQ_PER_CORE};
+use crate::shm::{Line, ShmFile};
 
 /// Queues per UDMA block (nrt-core's `UDMA_QUEUES`).
 pub const UDMA_QUEUES: usize = nrt_core::dma::doorbell::UDMA_QUEUES as usize;
 
-/// One NQ ring's memory: `2 * entries` little-endian words.
+/// One NQ ring's memory: `2 * entries` little-endian words, on the heap or in a
+/// mapped file.
 #[derive(Debug)]
 pub struct RingMem {
     size: u32,
-    words: Box<[AtomicU64]>,
+    words: Words,
+}
+
+#[derive(Debug)]
+enum Words {
+    Heap(Box<[AtomicU64]>),
+    Mapped { file: Arc<ShmFile>, offset: u64 },
 }
 
 impl RingMem {
     fn new(size: u32) -> RingMem {
         let n = (size / ENTRY_BYTES) as usize * 2;
-        RingMem { size, words: (0..n).map(|_| AtomicU64::new(0)).collect() }
+        RingMem { size, words: Words::Heap((0..n).map(|_| AtomicU64::new(0)).collect()) }
+    }
+
+    fn word(&self, i: usize) -> Option<&AtomicU64> {
+        match &self.words {
+            Words::Heap(w) => w.get(i),
+            Words::Mapped { file, offset } => file.map().u64_at(offset.checked_add(8 * i as u64)?),
+        }
     }
 
     /// Size in bytes.
@@ -78,7 +100,7 @@ impl RingMem {
             return Err(ErrorKind::OutOfRange);
         }
         let i = (offset / ENTRY_BYTES) as usize * 2;
-        match (self.words.get(i), self.words.get(i + 1)) {
+        match (self.word(i), self.word(i + 1)) {
             (Some(a), Some(b)) => Ok((a, b)),
             _ => Err(ErrorKind::OutOfRange),
         }
@@ -122,19 +144,12 @@ pub struct Shared {
     dram: Box<[AtomicU8]>,
     /// UDMA queue banks: `[dir][queue]`, dir 0 = M2S (TX), 1 = S2M (RX).
     pub queues: [Vec<QueueRegs>; 2],
-    /// The top-SP host trigger CSR (`xt_local_reg + 0x15A0`).
-    pub host_trigger: AtomicU32,
+    host_trigger: AtomicU32,
     sema: Vec<AtomicU32>,
-    /// The collectives barrier of each core has cleared.
-    pub barrier_done: [AtomicBool; MAX_CORES],
-    /// The barrier proxy of each core failed with this status (0: no).
-    pub barrier_fail: [AtomicU32; MAX_CORES],
-    /// The network proxy of each core failed with this status (0: no).
-    pub netproxy_fail: [AtomicU32; MAX_CORES],
-    /// HBM uncorrectable error status of each core (0: none; 1201 or 1205).
-    pub hbm: [AtomicU32; MAX_CORES],
-    /// A DMA engine serving the core aborted.
-    pub dma_abort: [AtomicBool; MAX_CORES],
+    /// The status lines ([`Line`]) of each core, when not in a file.
+    lines: [[AtomicU32; MAX_CORES]; 5],
+    /// The mapped file, in `nrt-sim serve` mode.
+    shm: Option<Arc<ShmFile>>,
     /// The virtual clock, nanoseconds (deterministic mode).
     pub vclock_ns: AtomicU64,
     /// Tells the device thread to stop (threaded mode).
@@ -160,14 +175,77 @@ impl Shared {
             ],
             host_trigger: AtomicU32::new(0),
             sema: (0..MAX_CORES * layout::SEMAPHORES as usize).map(|_| AtomicU32::new(0)).collect(),
-            barrier_done: Default::default(),
-            barrier_fail: Default::default(),
-            netproxy_fail: Default::default(),
-            hbm: Default::default(),
-            dma_abort: Default::default(),
+            lines: Default::default(),
+            shm: None,
             vclock_ns: AtomicU64::new(0),
             stop: AtomicBool::new(false),
         }
+    }
+
+    /// Hardware whose host-visible state is the mapped file `file` (`nrt-sim
+    /// serve`): ring memory, the BAR words of HEAD, INTC cause, kickoff semaphores
+    /// and host trigger, and the status lines live in the file.
+    pub fn over_shm(file: Arc<ShmFile>) -> Shared {
+        let l = *file.layout();
+        let mut s = Shared::new(l.arch, l.ring_bytes);
+        s.rings = (0..MAX_CORES * NQ_PER_CORE)
+            .map(|i| {
+                let (core, nq) = ((i / NQ_PER_CORE) as u8, (i % NQ_PER_CORE) as u8);
+                let offset = l.ring_offset(core, nq).unwrap_or(u64::MAX);
+                RingMem { size: l.ring_bytes, words: Words::Mapped { file: Arc::clone(&file), offset } }
+            })
+            .collect();
+        s.shm = Some(file);
+        s
+    }
+
+    /// Whether HEAD writes are latched (in-process) or must be sampled (a file).
+    pub fn head_latched(&self) -> bool {
+        self.shm.is_none()
+    }
+
+    /// The last value written to the HEAD register of ring `(core, nq)`.
+    pub fn head_value(&self, core: u8, nq: u8) -> Result<u32, ErrorKind> {
+        Ok(self.head_word(core, nq)?.load(Ordering::Acquire))
+    }
+
+    fn head_word(&self, core: u8, nq: u8) -> Result<&AtomicU32, ErrorKind> {
+        let heap = &self.head(core, nq)?.value;
+        self.bar_cell(layout::nq_head_offset(self.arch, core, nq), heap)
+    }
+
+    /// The register at BAR offset `reg`: the file's word in serve mode, else `heap`.
+    fn bar_cell<'s>(&'s self, reg: Option<u64>, heap: &'s AtomicU32) -> Result<&'s AtomicU32, ErrorKind> {
+        match &self.shm {
+            None => Ok(heap),
+            Some(f) => reg.and_then(|r| f.bar_u32(r)).ok_or(ErrorKind::NotMapped),
+        }
+    }
+
+    /// Status line `line` of `core`.
+    pub fn line(&self, line: Line, core: u8) -> Option<&AtomicU32> {
+        match &self.shm {
+            Some(f) => f.line(line, core),
+            None => self.lines.get(line as usize).and_then(|l| l.get(usize::from(core))),
+        }
+    }
+
+    /// Set status line `line` of `core` (Release).
+    pub fn set_line(&self, line: Line, core: u8, v: u32) {
+        if let Some(c) = self.line(line, core) {
+            c.store(v, Ordering::Release);
+        }
+    }
+
+    /// Read status line `line` of `core` (Acquire; 0 when there is no such core).
+    pub fn get_line(&self, line: Line, core: u8) -> u32 {
+        self.line(line, core).map_or(0, |c| c.load(Ordering::Acquire))
+    }
+
+    /// The top-SP host trigger CSR (`xt_local_reg + 0x15A0`).
+    pub fn host_trigger(&self) -> &AtomicU32 {
+        let reg = layout::xt_local_reg(self.arch) + nrt_core::dma::HOST_TRIGGER_OFFSET;
+        self.bar_cell(Some(reg), &self.host_trigger).unwrap_or(&self.host_trigger)
     }
 
     /// The device generation.
@@ -196,7 +274,8 @@ impl Shared {
         }
         let per_core = (layout::INTC_BLOCKS * layout::INTC_LINES) as usize;
         let i = usize::from(core) * per_core + (block * layout::INTC_LINES + line) as usize;
-        self.intc.get(i).ok_or(ErrorKind::OutOfRange)
+        let heap = self.intc.get(i).ok_or(ErrorKind::OutOfRange)?;
+        self.bar_cell(layout::intc_cause_offset(self.arch, core, block, line), heap)
     }
 
     /// Device side: raise `bits` in the cause register of `(core, block, line)`.
@@ -206,12 +285,15 @@ impl Shared {
         }
     }
 
-    /// Semaphore `index` of TPB `tpb`.
+    /// Semaphore `index` of TPB `tpb` (in a file: its INCR-alias word, which the
+    /// host increments with an atomic add in place of the driver's ioctl).
     pub fn sema(&self, tpb: u32, index: u32) -> Result<&AtomicU32, ErrorKind> {
         if index >= layout::SEMAPHORES {
             return Err(ErrorKind::OutOfRange);
         }
-        self.sema.get((tpb * layout::SEMAPHORES + index) as usize).ok_or(ErrorKind::OutOfRange)
+        let heap = self.sema.get((tpb * layout::SEMAPHORES + index) as usize).ok_or(ErrorKind::OutOfRange)?;
+        let reg = layout::sema_page(self.arch, tpb) + layout::SEMA_INCR + 4 * u64::from(index);
+        self.bar_cell(Some(reg), heap)
     }
 
     /// Write `data` to DRAM at `addr` (Release: visible to whoever acquires a later doorbell).
@@ -243,7 +325,7 @@ impl Shared {
     /// A BAR0 register read.
     pub fn bar_read(&self, off: u64) -> Result<u32, ErrorKind> {
         match self.decode(off)? {
-            Reg::Head(core, nq) => Ok(self.head(core, nq)?.value.load(Ordering::Acquire)),
+            Reg::Head(core, nq) => self.head_value(core, nq),
             Reg::IntcCause(core, block, line) => Ok(self.intc_cell(core, block, line)?.load(Ordering::Acquire)),
             Reg::IntcCauseSet(..) => Ok(0),
             Reg::Queue(dir, q, reg) => {
@@ -257,7 +339,7 @@ impl Shared {
                     _ => 0, // the increment register reads as 0
                 })
             }
-            Reg::HostTrigger => Ok(self.host_trigger.load(Ordering::Acquire)),
+            Reg::HostTrigger => Ok(self.host_trigger().load(Ordering::Acquire)),
             Reg::SemaRead(tpb, i) => Ok(self.sema(tpb, i)?.load(Ordering::Acquire)),
             Reg::SemaIncr(..) => Ok(0),
         }
@@ -266,6 +348,10 @@ impl Shared {
     /// A BAR0 register write.
     pub fn bar_write(&self, off: u64, value: u32) -> Result<(), ErrorKind> {
         match self.decode(off)? {
+            Reg::Head(core, nq) if !self.head_latched() => {
+                self.head_word(core, nq)?.store(value, Ordering::Release);
+                Ok(())
+            }
             Reg::Head(core, nq) => {
                 let h = self.head(core, nq)?;
                 let mask = self.ring_bytes.wrapping_sub(1);
@@ -298,7 +384,7 @@ impl Shared {
                 Ok(())
             }
             Reg::HostTrigger => {
-                self.host_trigger.store(value, Ordering::Release);
+                self.host_trigger().store(value, Ordering::Release);
                 Ok(())
             }
             Reg::SemaIncr(tpb, i) => {

@@ -1,0 +1,284 @@
+//! Harvesting inferences from a device that `nrt-sim serve --shm PATH` plays in
+//! another process (`nrtctl harvest --shm PATH`).
+//!
+//! The file's layout is `nrt_sim::shm`'s. This side maps it the way it maps a
+//! device: the NQ rings with [`Mapping`] / [`RingWindow`] / [`MappedRings`] (slots
+//! read with Acquire on the phase word), BAR0 with [`MappedBar`] at the file's BAR
+//! offset, so HEAD writes, the top-SP host trigger and the INTC cause reads go
+//! through `hal::Registers` at the real BAR offsets. The header (ready flag,
+//! device clock origin, proxy and probe status lines, shutdown) is read through
+//! `nrt_sim::shm::ShmFile`, and the kickoff semaphore, which the driver
+//! increments with `NEURON_IOCTL_SEMAPHORE_INCREMENT`, is an atomic `fetch_add` on
+//! the semaphore's INCR-alias word in the mapped BAR.
+//!
+//! The clock is [`MonotonicClock`]; the device's timestamps are mapped to it by
+//! each core's sync point, paired from the header's device-clock origin (both
+//! are `CLOCK_MONOTONIC`). Descriptor staging does not cross the file.
+
+use std::path::Path;
+use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nrt_core::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
+use nrt_core::dma::doorbell::{kickoff_infer, set_host_trigger};
+use nrt_core::dma::DmaError;
+use nrt_core::event::Event;
+use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, TensorCompletions};
+use nrt_core::hal::{self, Clock, ErrorKind, ErrorType, Registers};
+use nrt_core::nq::{Notifications, SyncPoint, NQ_PER_CORE};
+use nrt_core::NrtStatus;
+use nrt_sim::host::{WakeLog, FIRST_VAR_ID, MAX_OUTPUTS};
+use nrt_sim::shm::{monotonic_ns, Line, ShmError, ShmFile};
+use nrt_sim::{layout, program, Fault, RunReport, SimConfig};
+
+use crate::bar::MappedBar;
+use crate::error::LinuxError;
+use crate::rings::{MappedRings, RingWindow};
+use crate::sys::Mapping;
+use crate::time::{AnyDelay, DelayKind, MonotonicClock};
+
+/// Why a harvest could not be done (not an NRT status: those are results).
+#[derive(Debug)]
+pub enum HarvestError {
+    /// The file is missing, not ready, stale or corrupt.
+    Shm(ShmError),
+    /// Mapping the rings or the BAR failed.
+    Linux(LinuxError),
+    /// A kickoff doorbell failed.
+    Kickoff(DmaError),
+    /// The file's configuration is not one this host can harvest.
+    Config(String),
+}
+
+impl core::fmt::Display for HarvestError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            HarvestError::Shm(e) => write!(f, "{e}"),
+            HarvestError::Linux(e) => write!(f, "{e}"),
+            HarvestError::Kickoff(e) => write!(f, "kickoff failed: {e}"),
+            HarvestError::Config(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for HarvestError {}
+
+/// The host's view of the served device: every trait the harvest needs.
+pub struct ShmDevice {
+    rings: MappedRings<MappedBar>,
+    file: Arc<ShmFile>,
+    clock: MonotonicClock,
+    /// Events the core delivered, in order.
+    pub events: Vec<Event>,
+    tensors: TensorCompletions<MAX_OUTPUTS, WakeLog>,
+}
+
+impl core::fmt::Debug for ShmDevice {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ShmDevice").field("file", &self.file.path()).field("events", &self.events.len()).finish()
+    }
+}
+
+impl ErrorType for ShmDevice {
+    type Error = LinuxError;
+}
+
+impl hal::NqRings for ShmDevice {
+    fn read_slot(&mut self, core: u8, nq: u8, offset: u32, out: &mut [u8; 16]) -> Result<(), LinuxError> {
+        self.rings.read_slot(core, nq, offset, out)
+    }
+    fn write_head(&mut self, core: u8, nq: u8, head: u32) -> Result<(), LinuxError> {
+        self.rings.write_head(core, nq, head)
+    }
+}
+
+impl hal::IntcCause for ShmDevice {
+    fn read_cause(&mut self, core: u8, block: u32, line: u32) -> Result<u32, LinuxError> {
+        let arch = self.file.layout().arch;
+        let off = layout::intc_cause_offset(arch, core, block, line).ok_or_else(|| {
+            let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, "no INTC cause register");
+            LinuxError::new("INTC read", format!("core {core} block {block} line {line}"), e)
+        })?;
+        self.rings.regs().read32(off)
+    }
+}
+
+impl hal::Clock for ShmDevice {
+    fn now_ns(&self) -> u64 {
+        self.clock.now_ns()
+    }
+}
+
+impl ShmDevice {
+    fn status(&self, line: Line, core: u8) -> Option<NrtStatus> {
+        match self.file.line(line, core).map_or(0, |w| w.load(Ordering::Acquire)) {
+            0 => None,
+            code => Some(NrtStatus::from_code(code)),
+        }
+    }
+}
+
+impl hal::CollectivesProxy for ShmDevice {
+    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+        if let Some(s) = self.status(Line::BarrierFail, core) {
+            return Err(s);
+        }
+        Ok(self.file.line(Line::BarrierDone, core).is_some_and(|w| w.load(Ordering::Acquire) != 0))
+    }
+    fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+        self.status(Line::NetproxyFail, core).map_or(Ok(true), Err)
+    }
+}
+
+impl hal::FaultProbe for ShmDevice {
+    fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus> {
+        self.status(Line::Hbm, core)
+    }
+    fn dma_aborted(&mut self, core: u8) -> bool {
+        self.status(Line::DmaAbort, core).is_some()
+    }
+}
+
+impl hal::EventSink for ShmDevice {
+    fn event(&mut self, e: &Event) {
+        self.events.push(*e);
+    }
+}
+
+impl hal::TensorNotify for ShmDevice {
+    fn tensor_completed(&mut self, core: u8, var_id: u16) -> Option<(u16, u32)> {
+        self.tensors.tensor_completed(core, var_id)
+    }
+}
+
+/// The kickoff semaphore over the file: an atomic add on the INCR-alias word (in
+/// place of the driver's `NEURON_IOCTL_SEMAPHORE_INCREMENT`).
+struct ShmSemaphore<'a>(&'a ShmFile);
+
+impl ErrorType for ShmSemaphore<'_> {
+    type Error = ErrorKind;
+}
+
+impl hal::Semaphore for ShmSemaphore<'_> {
+    fn increment(&mut self, nc: u32, index: u32, value: u32) -> Result<(), ErrorKind> {
+        let word = self.0.sema_incr(nc, index).ok_or(ErrorKind::OutOfRange)?;
+        fence(Ordering::Release);
+        word.fetch_add(value, Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+struct Fence;
+impl hal::Fence for Fence {}
+
+/// A host attached to a served device.
+#[derive(Debug)]
+pub struct Harvester {
+    dev: ShmDevice,
+    nq: Notifications,
+    arch: Arch,
+    cores: u8,
+    ring_entries: u32,
+}
+
+impl Harvester {
+    /// Wait up to `wait` for the file at `path` to be ready, map it, and bind the
+    /// rings of every core it serves.
+    pub fn attach(path: &Path, wait: Duration) -> Result<Harvester, HarvestError> {
+        let file = Arc::new(ShmFile::wait_ready(path, wait).map_err(HarvestError::Shm)?);
+        let l = *file.layout();
+        let name = path.display().to_string();
+        let len = |v: u64| usize::try_from(v).map_err(|_| HarvestError::Config(format!("region of {v} bytes")));
+        let ring_map = Arc::new(
+            Mapping::map(file.file(), l.rings_offset, len(l.rings_len)?)
+                .map_err(|e| HarvestError::Linux(LinuxError::new("mmap rings", name.clone(), e)))?,
+        );
+        let bar =
+            MappedBar::from_file(file.file(), &name, l.bar_offset, len(l.bar_len)?).map_err(HarvestError::Linux)?;
+        let mut rings = MappedRings::new(l.arch, bar);
+        let mut nq = Notifications::new();
+        let clock = MonotonicClock::new();
+        // The sync point: device time (us since the server's origin) at host time 0.
+        let dev_us = monotonic_ns().saturating_sub(file.origin_ns()) / 1_000;
+        for core in 0..l.cores {
+            for id in 0..NQ_PER_CORE as u8 {
+                let at = l.ring_offset(core, id).ok_or_else(|| HarvestError::Config("no such ring".into()))?;
+                let w = RingWindow { map: Arc::clone(&ring_map), offset: at - l.rings_offset, size: l.ring_bytes };
+                rings.bind(core, id, w, id).map_err(HarvestError::Linux)?;
+            }
+            nq.bind_core(core, l.ring_bytes)
+                .map_err(|e| HarvestError::Config(format!("ring binding refused: {e:?}")))?;
+            for eng in 0..ENGINES_PER_CORE {
+                nq.set_cal(core, eng, program::calibration(core, eng));
+            }
+            nq.set_sync_point(core, SyncPoint { dev_us, cpu_us: 0 });
+        }
+        let vars: Vec<u16> = (0..MAX_OUTPUTS as u16).map(|i| FIRST_VAR_ID + i).collect();
+        let tensors = TensorCompletions::with_waker(&vars, WakeLog::default())
+            .ok_or_else(|| HarvestError::Config("tensor table".into()))?;
+        let dev = ShmDevice { rings, file, clock, events: Vec::new(), tensors };
+        let ring_entries = l.ring_bytes / layout::ENTRY_BYTES;
+        debug_assert!(usize::from(l.cores) <= MAX_CORES);
+        Ok(Harvester { dev, nq, arch: l.arch, cores: l.cores, ring_entries })
+    }
+
+    /// The served file.
+    pub fn file(&self) -> &ShmFile {
+        &self.dev.file
+    }
+
+    /// One inference: host trigger, kickoff semaphores, then
+    /// `exec_wait_round_robin` with a fresh `delay` and the model's `timeout_s`.
+    /// The report is the one `nrt-sim run` prints (without staging and the device
+    /// log, which stay with the server).
+    pub fn harvest(&mut self, timeout_s: u32, delay: DelayKind) -> Result<RunReport, HarvestError> {
+        let arch = self.arch;
+        self.dev.events.clear();
+        set_host_trigger(self.dev.rings.regs(), &mut Fence, layout::xt_local_reg(arch))
+            .map_err(HarvestError::Kickoff)?;
+        let kickoff_us = self.dev.now_ns() / 1_000;
+        for c in 0..self.cores {
+            kickoff_infer(&mut ShmSemaphore(&self.dev.file), u32::from(c), u32::from(c))
+                .map_err(HarvestError::Kickoff)?;
+        }
+        let mut req = ExecRequest::new(ExecConfig::new(arch, self.cores, timeout_s));
+        let t0 = self.dev.now_ns();
+        let w = exec_wait_round_robin(&mut req, &mut self.dev, &mut self.nq, &mut AnyDelay::new(delay));
+        let elapsed_ns = self.dev.now_ns().saturating_sub(t0);
+        self.dev.file.add_harvested();
+        let f = &self.dev.file;
+        let config = SimConfig {
+            arch,
+            cores: self.cores,
+            timeout_s,
+            seed: f.seed(),
+            ring_entries: self.ring_entries,
+            threaded: true,
+            faults: f.faults_text().split_whitespace().filter_map(|s| Fault::parse(s).ok()).collect(),
+            extras: Vec::new(),
+        };
+        Ok(RunReport {
+            config,
+            status: w.status,
+            step: w.step,
+            steps: w.steps,
+            elapsed_ns,
+            timeout_ms: req.timeout_ms(),
+            kickoff_us,
+            staging: None,
+            remote: Some(format!("nrt-sim serve pid {} over {}", f.pid(), f.path().display())),
+            cores: nrt_sim::run::core_reports(&req, self.cores),
+            events: self.dev.events.clone(),
+            staging_events: Vec::new(),
+            wakes: self.dev.tensors.waker().0.clone(),
+            notes: Vec::new(),
+            device: Default::default(),
+        })
+    }
+
+    /// Ask the server to stop.
+    pub fn shutdown_server(&self) {
+        self.dev.file.request_shutdown();
+    }
+}

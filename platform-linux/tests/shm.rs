@@ -1,0 +1,235 @@
+//! `nrt-sim serve --shm PATH` on one side, `nrtctl harvest --shm PATH` on the
+//! other: the device played over a shared-memory file and harvested through the
+//! Linux binding's mappings (real mmap, atomic slot reads, HEAD through the mapped
+//! BAR, real threads). First in one process (the server on a thread), then as two
+//! processes (the two binaries).
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use nrt_core::exec::{Step, TpbEngState};
+use nrt_core::NrtStatus;
+use nrt_linux::harvest::{HarvestError, Harvester};
+use nrt_linux::time::DelayKind;
+use nrt_sim::serve::{serve, ServeConfig, ServeError, ServeSummary, StopReason};
+use nrt_sim::shm::ShmError;
+use nrt_sim::{Fault, SimConfig};
+
+/// Every wait in these tests is bounded by this.
+const BOUND: Duration = Duration::from_secs(20);
+
+fn shm_path(name: &str) -> PathBuf {
+    let dir = Path::new("/dev/shm");
+    let dir = if dir.is_dir() { dir.to_path_buf() } else { std::env::temp_dir() };
+    dir.join(format!("nrt-shm-test-{}-{name}", std::process::id()))
+}
+
+fn serve_thread(
+    path: &Path,
+    faults: &[&str],
+    ring_entries: u32,
+    n: u32,
+) -> JoinHandle<Result<ServeSummary, ServeError>> {
+    let cfg = ServeConfig {
+        path: path.to_path_buf(),
+        sim: SimConfig {
+            ring_entries,
+            faults: faults.iter().map(|f| Fault::parse(f).unwrap()).collect(),
+            ..SimConfig::default()
+        },
+        inferences: Some(n),
+        idle_timeout: Some(BOUND),
+    };
+    std::thread::spawn(move || serve(&cfg, &mut std::io::sink()))
+}
+
+/// Serve `n` inferences with `faults` on a thread, harvest them here.
+fn play(name: &str, faults: &[&str], ring_entries: u32, n: u32, timeout_s: u32) -> Vec<nrt_sim::RunReport> {
+    let path = shm_path(name);
+    let server = serve_thread(&path, faults, ring_entries, n);
+    let mut h = Harvester::attach(&path, BOUND).expect("attach");
+    let reports: Vec<_> = (0..n).map(|_| h.harvest(timeout_s, DelayKind::Adaptive).expect("harvest")).collect();
+    let summary = server.join().unwrap().expect("serve");
+    assert_eq!((summary.played, summary.harvested, summary.reason), (n, n, StopReason::Done));
+    assert!(!path.exists(), "the server removes its file");
+    reports
+}
+
+#[test]
+fn a_healthy_inference_over_shm_succeeds_with_every_engine_timed() {
+    let r = play("healthy", &[], 64, 1, 5).remove(0);
+    assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done), "events: {:?}", r.events);
+    for core in &r.cores {
+        for e in &core.engines {
+            assert_eq!(e.state, TpbEngState::Complete);
+            let (s, t) = (e.start_us.unwrap(), e.end_us.unwrap());
+            // Device timestamps mapped to the host clock by the sync point: after
+            // the kickoff, and each engine runs 60 us or more.
+            assert!(
+                s >= r.kickoff_us && t >= s + 50,
+                "core {} {:?}: {s}..{t} (kickoff {})",
+                core.core,
+                e.engine,
+                r.kickoff_us
+            );
+        }
+    }
+    let text = nrt_sim::report::text_with_heading(&r, "test");
+    assert!(text.contains("status: 0 NRT_SUCCESS") && text.contains("staging: none"), "{text}");
+}
+
+#[test]
+fn a_hang_over_shm_times_out_with_5() {
+    let r = play("hang", &["hang:core=1,engine=PE"], 64, 1, 1).remove(0);
+    assert_eq!((r.status, r.step), (NrtStatus::Timeout, Step::Error));
+    assert!(r.elapsed_ns >= 1_000_000_000);
+}
+
+#[test]
+fn a_dropped_end_with_overflow_over_shm_reads_intc_bit_29_and_gives_1204() {
+    let r = play("drop-end", &["drop:core=0,engine=ACT,record=end,overflow"], 64, 1, 1).remove(0);
+    assert_eq!((r.status.code(), r.step), (1204, Step::Error), "events: {:?}", r.events);
+    assert!(r.cores[0].fatal.contains(&"overflow"), "{:?}", r.cores[0].fatal);
+    assert!(r.events.iter().any(|e| e.to_string().contains("0x20000000")), "INTC read through the BAR: {:?}", r.events);
+}
+
+#[test]
+fn status_lines_cross_the_file_nan_and_hbm() {
+    let r = play("nan-hbm", &["nan:core=0", "hbm-ue:core=1"], 64, 1, 1).remove(0);
+    assert_eq!(r.status.code(), 1201, "the HBM probe line read through the header: {:?}", r.events);
+    assert!(r.events_of("error_record").count() == 1, "the NaN record on the error ring: {:?}", r.events);
+}
+
+#[test]
+fn three_inferences_lap_small_rings_and_each_succeeds() {
+    // 8-entry rings, 4 records on SP per inference: the second and third
+    // inferences write across the lap boundary (phase flips) with HEAD sampled.
+    for r in play("laps", &[], 8, 3, 5) {
+        assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done), "events: {:?}", r.events);
+    }
+}
+
+#[test]
+fn attach_refuses_a_missing_file_and_a_foreign_one() {
+    let missing = shm_path("missing");
+    match Harvester::attach(&missing, Duration::from_millis(100)) {
+        Err(HarvestError::Shm(ShmError::Timeout(m))) => assert!(m.contains("not ready"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    let foreign = shm_path("foreign");
+    std::fs::write(&foreign, vec![0xA5u8; 8192]).unwrap();
+    let got = Harvester::attach(&foreign, Duration::from_millis(100));
+    std::fs::remove_file(&foreign).unwrap();
+    match got {
+        Err(HarvestError::Shm(ShmError::Corrupt(m))) => assert!(m.contains("magic"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Build the `nrt-sim` binary. The outer `cargo test` holds the main target
+/// directory, so build into the one `c_abi.rs` uses for its static library.
+fn nrt_sim_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.ancestors().nth(3).unwrap().join("c-abi");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--quiet", "-p", "nrt-sim", "--bin", "nrt-sim", "--target-dir"])
+        .arg(&target)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building nrt-sim failed");
+    target.join("debug").join("nrt-sim")
+}
+
+fn wait_bounded(child: &mut Child, what: &str) -> (ExitStatus, String) {
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > BOUND {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within {BOUND:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut out = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        o.read_to_string(&mut out).unwrap();
+    }
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut out).unwrap();
+    }
+    (status, out)
+}
+
+#[test]
+fn two_processes_nrt_sim_serve_and_nrtctl_harvest() {
+    let sim = nrt_sim_binary();
+    let path = shm_path("xproc");
+    let mut server = Command::new(&sim)
+        .args(["serve", "--inferences", "2", "--idle-timeout-s", "20", "--shm"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nrt-sim runs");
+    let mut host = Command::new(env!("CARGO_BIN_EXE_nrtctl"))
+        .args(["harvest", "--inferences", "2", "--wait-s", "20", "--shm"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nrtctl runs");
+    let (hs, hout) = wait_bounded(&mut host, "nrtctl harvest");
+    let (ss, sout) = wait_bounded(&mut server, "nrt-sim serve");
+    let _ = std::fs::remove_file(&path);
+    println!("{hout}\n{sout}");
+    assert!(hs.success(), "nrtctl harvest: {hs}\n{hout}");
+    assert!(ss.success(), "nrt-sim serve: {ss}\n{sout}");
+    assert_eq!(hout.matches("status: 0 NRT_SUCCESS").count(), 2, "{hout}");
+    assert!(hout.contains("inference 2 of 2") && hout.contains("nrt-sim serve pid"), "{hout}");
+    assert!(sout.contains("2 played, 2 harvested"), "{sout}");
+}
+
+#[test]
+fn the_named_scenarios_over_shm_pass_their_own_checks() {
+    // Each scenario's device served on a thread, harvested with a 1 s budget, and
+    // judged by the scenario's own check. Not here: barrier-300s (300 s of real
+    // time). ring-overflow's evidence includes the device's drop counter, which
+    // stays with the server: only its status and return code are checked.
+    let runs: Vec<_> = nrt_sim::SCENARIOS
+        .iter()
+        .filter(|s| s.name != "barrier-300s")
+        .map(|s: &'static nrt_sim::Scenario| {
+            std::thread::spawn(move || {
+                let path = shm_path(&format!("scenario-{}", s.name));
+                let cfg =
+                    ServeConfig { path: path.clone(), sim: s.config(), inferences: Some(1), idle_timeout: Some(BOUND) };
+                let server = std::thread::spawn(move || serve(&cfg, &mut std::io::sink()));
+                let r = Harvester::attach(&path, BOUND).and_then(|mut h| h.harvest(1, DelayKind::Adaptive));
+                let served = server.join().unwrap();
+                let r = r.expect("harvest");
+                served.expect("serve");
+                let verdict = match s.name {
+                    "ring-overflow" => {
+                        if (r.status, r.return_code()) == (s.expected, s.expected_rc) {
+                            Ok(())
+                        } else {
+                            Err(format!("{} rc {}", r.status.code(), r.return_code()))
+                        }
+                    }
+                    _ => s.evaluate(&r),
+                };
+                (s.name, verdict)
+            })
+        })
+        .collect();
+    let failed: Vec<_> = runs.into_iter().map(|t| t.join().unwrap()).filter(|(_, v)| v.is_err()).collect();
+    assert!(failed.is_empty(), "{failed:?}");
+}

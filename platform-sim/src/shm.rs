@@ -1,0 +1,664 @@
+//! The shared-memory file of `nrt-sim serve --shm PATH`: the device's host-visible
+//! state (NQ ring memory and the BAR0 registers the host touches) laid out in one
+//! file that the simulator and a host in another process both map.
+//!
+//! # Layout
+//!
+//! All words little-endian. Offsets are file offsets; the BAR region is mapped by
+//! a host exactly as it would map BAR0, so a register at BAR offset `r` is at file
+//! offset `bar_offset + r`.
+//!
+//! | file offset | size | what |
+//! |---|---|---|
+//! | `0x000` | 8 | magic [`MAGIC`] (`"NRTSHM01"`) |
+//! | `0x008` | 4 | [`VERSION`] |
+//! | `0x00C` | 4 | arch type (2 sunda, 3 cayman, 4 mariana) |
+//! | `0x010` | 4 | physical cores (1 or 2) |
+//! | `0x014` | 4 | bytes per NQ ring (a power of two, 32..=1 MiB) |
+//! | `0x018` / `0x020` | 8 + 8 | ring region offset / length |
+//! | `0x028` / `0x030` | 8 + 8 | BAR region offset / length |
+//! | `0x038` | 4 | state: 0 initialising, 1 ready, 2 the server exited ([`State`]) |
+//! | `0x03C` | 4 | shutdown: the host sets 1 to stop the server |
+//! | `0x040` | 8 | the device clock's origin, `CLOCK_MONOTONIC` ns ([`monotonic_ns`]) |
+//! | `0x048` | 4 | inferences the device has played |
+//! | `0x04C` | 4 | inferences the host has harvested |
+//! | `0x050` | 4 | the server's pid |
+//! | `0x058` | 8 | the seed of the device's programs |
+//! | `0x060` | 8 | the server's heartbeat, `CLOCK_MONOTONIC` ns (stamped every loop) |
+//! | `0x080 + 8*l + 4*c` | 4 | status line `l` of core `c` ([`Line`]: barrier done, barrier / network proxy failure, HBM UE, DMA abort) |
+//! | `0x100` | 512 | the injected faults, canonical specs separated by spaces, NUL-padded |
+//! | `0x1000` | `18 * ring` | NQ ring `(core, nq)` at `+ (core * 9 + nq) * ring`; 16-byte slots, two u64 words |
+//! | page after the rings | to the last register + 1 page | BAR0 (sparse): NQ HEAD at [`nq_head_register`](nrt_core::arch::nq_head_register), INTC cause at [`layout::intc_cause_offset`], kickoff semaphores' INCR alias at [`layout::sema_page`] `+ 0x1800`, top-SP host trigger at [`layout::xt_local_reg`] `+ 0x15A0` |
+//!
+//! The BAR region is sparse: `set_len` makes the file as long as the highest
+//! register (about 0x30C5_8000 bytes on sunda, 0xD670_2000 on cayman); on tmpfs
+//! (`/dev/shm`) untouched pages cost nothing. [`ShmLayout::regions`] lists the
+//! three regions; they are checked not to overlap when a layout is made.
+//!
+//! # What differs from the in-process simulator
+//!
+//! - **HEAD is sampled, not latched.** The host writes HEAD with a plain store
+//!   into the mapped BAR, so nothing counts the writes: the device reads the word
+//!   once per step and advances its view of the reader by `(head - old) mod size`
+//!   ([`NqProducer::on_head_write`](nrt_core::nq::ring::NqProducer::on_head_write)).
+//!   That is exact except in one case (G-HEAD): if, at the previous sample, the
+//!   device had filled the ring completely up to the HEAD it knew, and the host
+//!   has since consumed every entry, the new HEAD equals the old one and the
+//!   device sees no room: it drops its next record and raises INTC bit 29 (a
+//!   spurious overflow; never a torn or stale read).
+//! - **The kickoff is a store, not an ioctl.** The driver's
+//!   `NEURON_IOCTL_SEMAPHORE_INCREMENT` is replaced by an atomic `fetch_add` of the
+//!   host on the semaphore's INCR-alias word; the device takes it with `fetch_sub`.
+//! - **No descriptor staging.** Device DRAM and the UDMA queues stay private to
+//!   the server; only the completion path (rings, HEAD, INTC, kickoff, proxies and
+//!   probes) crosses the file.
+//!
+//! `unsafe` in this crate lives here only: the `mmap`, the views of mapped words
+//! as atomics, and `clock_gettime`, each with its `// SAFETY:` line.
+
+#![allow(unsafe_code)]
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nrt_core::arch::{Arch, MAX_CORES};
+
+use crate::layout::{self, NQ_PER_CORE};
+
+/// `"NRTSHM01"` as a little-endian u64.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"NRTSHM01");
+/// Layout version.
+pub const VERSION: u32 = 1;
+/// Page size the regions are aligned to.
+pub const PAGE: u64 = 4096;
+/// File offset of the ring region.
+pub const RINGS_OFFSET: u64 = PAGE;
+/// Bytes of the faults text in the header.
+pub const FAULTS_BYTES: usize = 512;
+/// A ready file whose heartbeat is older than this is stale (its server died).
+pub const STALE_NS: u64 = 2_000_000_000;
+
+mod off {
+    pub const MAGIC: u64 = 0x00;
+    pub const VERSION: u64 = 0x08;
+    pub const ARCH: u64 = 0x0C;
+    pub const CORES: u64 = 0x10;
+    pub const RING_BYTES: u64 = 0x14;
+    pub const RINGS_OFF: u64 = 0x18;
+    pub const RINGS_LEN: u64 = 0x20;
+    pub const BAR_OFF: u64 = 0x28;
+    pub const BAR_LEN: u64 = 0x30;
+    pub const STATE: u64 = 0x38;
+    pub const SHUTDOWN: u64 = 0x3C;
+    pub const ORIGIN: u64 = 0x40;
+    pub const PLAYED: u64 = 0x48;
+    pub const HARVESTED: u64 = 0x4C;
+    pub const PID: u64 = 0x50;
+    pub const SEED: u64 = 0x58;
+    pub const HEARTBEAT: u64 = 0x60;
+    pub const LINES: u64 = 0x80;
+    pub const FAULTS: u64 = 0x100;
+}
+const _: () = assert!(off::FAULTS + FAULTS_BYTES as u64 <= RINGS_OFFSET);
+const _: () = assert!(off::LINES + 8 * 5 <= off::FAULTS);
+
+/// The server's state word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Being laid out.
+    Initialising = 0,
+    /// Playing: a host may attach and kick off.
+    Ready = 1,
+    /// The server exited.
+    Exited = 2,
+}
+
+/// The per-core status lines a host reads through its proxies and probes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Line {
+    /// The collectives barrier cleared (1) or not (0).
+    BarrierDone = 0,
+    /// The barrier proxy failed with this status (0: no).
+    BarrierFail = 1,
+    /// The network proxy failed with this status (0: no).
+    NetproxyFail = 2,
+    /// HBM uncorrectable error status (0, 1201 or 1205).
+    Hbm = 3,
+    /// A DMA engine serving the core aborted (1) or not (0).
+    DmaAbort = 4,
+}
+
+/// Why a shared-memory file could not be made, opened or trusted.
+#[derive(Debug)]
+pub enum ShmError {
+    /// An OS call failed.
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        error: std::io::Error,
+    },
+    /// The file is not (or no longer) a valid nrt-sim shared-memory file.
+    Corrupt(String),
+    /// A bounded wait ran out.
+    Timeout(String),
+}
+
+impl core::fmt::Display for ShmError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ShmError::Io { what, error } => write!(f, "{what}: {error}"),
+            ShmError::Corrupt(m) => write!(f, "not a usable nrt-sim shared-memory file: {m}"),
+            ShmError::Timeout(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for ShmError {}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ShmError {
+    let what = what.into();
+    move |error| ShmError::Io { what, error }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds: a clock both processes read the same.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, exclusively borrowed timespec; CLOCK_MONOTONIC
+    // always exists on Linux, and the result is checked.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    let s = u64::try_from(ts.tv_sec).unwrap_or(0);
+    let ns = u64::try_from(ts.tv_nsec).unwrap_or(0);
+    s.saturating_mul(1_000_000_000).saturating_add(ns)
+}
+
+/// Arch from its type number (2, 3, 4).
+pub fn arch_from_type(t: u32) -> Option<Arch> {
+    [Arch::Sunda, Arch::Cayman, Arch::Mariana].into_iter().find(|a| u32::from(a.arch_type()) == t)
+}
+
+const fn page_up(v: u64) -> u64 {
+    v.div_ceil(PAGE) * PAGE
+}
+
+/// Where everything is in the file, for one arch, core count and ring size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShmLayout {
+    /// Generation.
+    pub arch: Arch,
+    /// Physical cores (1 or 2).
+    pub cores: u8,
+    /// Bytes per NQ ring.
+    pub ring_bytes: u32,
+    /// File offset of the ring region.
+    pub rings_offset: u64,
+    /// Bytes of the ring region.
+    pub rings_len: u64,
+    /// File offset of the BAR region (page-aligned).
+    pub bar_offset: u64,
+    /// Bytes of the BAR region.
+    pub bar_len: u64,
+}
+
+impl ShmLayout {
+    /// The layout for `arch`, `cores` and rings of `ring_bytes` (checked).
+    pub fn new(arch: Arch, cores: u8, ring_bytes: u32) -> Result<ShmLayout, ShmError> {
+        if !(1..=MAX_CORES as u8).contains(&cores) {
+            return Err(ShmError::Corrupt(format!("cores must be 1 or 2, not {cores}")));
+        }
+        if !ring_bytes.is_power_of_two() || !(32..=(1 << 20)).contains(&ring_bytes) {
+            return Err(ShmError::Corrupt(format!("ring size {ring_bytes} is not a power of two from 32 to 1 MiB")));
+        }
+        let rings_len = page_up((MAX_CORES * NQ_PER_CORE) as u64 * u64::from(ring_bytes));
+        let bar_offset = RINGS_OFFSET + rings_len;
+        let top = bar_registers(arch).into_iter().map(|(_, r)| r + 4).max().unwrap_or(0);
+        let l = ShmLayout {
+            arch,
+            cores,
+            ring_bytes,
+            rings_offset: RINGS_OFFSET,
+            rings_len,
+            bar_offset,
+            bar_len: page_up(top) + PAGE,
+        };
+        let r = l.regions();
+        if r.windows(2).any(|w| w[0].2 > w[1].1) {
+            return Err(ShmError::Corrupt(format!("regions overlap: {r:?}")));
+        }
+        Ok(l)
+    }
+
+    /// The three regions as `(name, start, end)` file offsets, in order.
+    pub fn regions(&self) -> [(&'static str, u64, u64); 3] {
+        [
+            ("header", 0, RINGS_OFFSET),
+            ("rings", self.rings_offset, self.rings_offset + self.rings_len),
+            ("bar", self.bar_offset, self.bar_offset + self.bar_len),
+        ]
+    }
+
+    /// File length.
+    pub fn total_len(&self) -> u64 {
+        self.bar_offset + self.bar_len
+    }
+
+    /// File offset of ring `(core, nq)`.
+    pub fn ring_offset(&self, core: u8, nq: u8) -> Option<u64> {
+        if usize::from(core) >= MAX_CORES || usize::from(nq) >= NQ_PER_CORE {
+            return None;
+        }
+        let i = usize::from(core) * NQ_PER_CORE + usize::from(nq);
+        Some(self.rings_offset + i as u64 * u64::from(self.ring_bytes))
+    }
+}
+
+/// Every BAR register the completion path uses over the file, by name, for both cores.
+pub fn bar_registers(arch: Arch) -> Vec<(&'static str, u64)> {
+    let mut v = Vec::new();
+    for core in 0..MAX_CORES as u8 {
+        for nq in 0..NQ_PER_CORE as u8 {
+            v.extend(layout::nq_head_offset(arch, core, nq).map(|r| ("nq head", r)));
+        }
+        for block in 0..layout::INTC_BLOCKS {
+            v.extend(layout::intc_cause_offset(arch, core, block, layout::INTC_LINES - 1).map(|r| ("intc cause", r)));
+        }
+        let sema = layout::sema_page(arch, u32::from(core)) + layout::SEMA_INCR;
+        v.push(("semaphore INCR", sema + 4 * u64::from(layout::SEMAPHORES - 1)));
+    }
+    v.push(("host trigger", layout::xt_local_reg(arch) + nrt_core::dma::HOST_TRIGGER_OFFSET));
+    v
+}
+
+/// A shared, read-write mapping of a whole file, unmapped on drop. Words are
+/// handed out as atomics borrowed from the mapping.
+#[derive(Debug)]
+pub struct ShmMap {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory reached only through atomics.
+unsafe impl Send for ShmMap {}
+// SAFETY: as above; every reference handed out is to an atomic.
+unsafe impl Sync for ShmMap {}
+
+impl ShmMap {
+    fn map(file: &File, len: u64) -> Result<ShmMap, ShmError> {
+        let len = usize::try_from(len).map_err(|_| ShmError::Corrupt("file too large to map".into()))?;
+        if len == 0 {
+            return Err(ShmError::Corrupt("empty file".into()));
+        }
+        // SAFETY: a fresh shared mapping at an address the kernel picks; fd and
+        // length are validated by the kernel and the result checked below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(ShmError::Io { what: "mmap".into(), error: std::io::Error::last_os_error() });
+        }
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| ShmError::Corrupt("mmap returned null".into()))?;
+        Ok(ShmMap { ptr, len })
+    }
+
+    /// The 8-byte word at `off` (8-aligned, inside the mapping).
+    pub fn u64_at(&self, off: u64) -> Option<&AtomicU64> {
+        let o = self.checked(off, 8)?;
+        // SAFETY: `o..o+8` is inside the mapping and 8-aligned (page-aligned base),
+        // so it is a valid AtomicU64 for as long as `self` (the mapping) lives;
+        // every access to the file, in either process, is atomic.
+        Some(unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(o).cast::<u64>()) })
+    }
+
+    /// The 4-byte word at `off` (4-aligned, inside the mapping).
+    pub fn u32_at(&self, off: u64) -> Option<&AtomicU32> {
+        let o = self.checked(off, 4)?;
+        // SAFETY: as in `u64_at`, for 4 bytes, 4-aligned.
+        Some(unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(o).cast::<u32>()) })
+    }
+
+    fn checked(&self, off: u64, size: usize) -> Option<usize> {
+        let o = usize::try_from(off).ok()?;
+        (o.checked_add(size)? <= self.len && o.is_multiple_of(size)).then_some(o)
+    }
+}
+
+impl Drop for ShmMap {
+    fn drop(&mut self) {
+        // SAFETY: exactly the pointer and length mmap returned; the borrows
+        // handed out end with `self`.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// An nrt-sim shared-memory file, mapped.
+#[derive(Debug)]
+pub struct ShmFile {
+    file: File,
+    path: PathBuf,
+    tmp: Option<PathBuf>,
+    layout: ShmLayout,
+    map: ShmMap,
+}
+
+impl ShmFile {
+    /// Create the file for `layout` at a temporary name next to `path` and write
+    /// its header (state [`State::Initialising`]); [`publish`](Self::publish)
+    /// renames it into place.
+    pub fn create(path: &Path, layout: ShmLayout, seed: u64, faults: &str) -> Result<ShmFile, ShmError> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(format!(".{}.tmp", std::process::id()));
+        let tmp = PathBuf::from(tmp);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(io(format!("create {}", tmp.display())))?;
+        file.set_len(layout.total_len()).map_err(io(format!("size {}", tmp.display())))?;
+        let map = ShmMap::map(&file, layout.total_len())?;
+        let f = ShmFile { file, path: path.to_path_buf(), tmp: Some(tmp), layout, map };
+        f.put64(off::MAGIC, MAGIC);
+        f.put32(off::VERSION, VERSION);
+        f.put32(off::ARCH, u32::from(layout.arch.arch_type()));
+        f.put32(off::CORES, u32::from(layout.cores));
+        f.put32(off::RING_BYTES, layout.ring_bytes);
+        f.put64(off::RINGS_OFF, layout.rings_offset);
+        f.put64(off::RINGS_LEN, layout.rings_len);
+        f.put64(off::BAR_OFF, layout.bar_offset);
+        f.put64(off::BAR_LEN, layout.bar_len);
+        f.put32(off::PID, std::process::id());
+        f.put64(off::SEED, seed);
+        let mut text = [0u8; FAULTS_BYTES];
+        let n = faults.len().min(FAULTS_BYTES - 1);
+        for (d, s) in text.iter_mut().zip(faults.as_bytes().iter().take(n)) {
+            *d = *s;
+        }
+        for (i, w) in text.chunks_exact(4).enumerate() {
+            f.put32(off::FAULTS + 4 * i as u64, u32::from_le_bytes(<[u8; 4]>::try_from(w).unwrap_or_default()));
+        }
+        Ok(f)
+    }
+
+    /// Stamp the device clock's origin and a heartbeat, mark the file ready and
+    /// rename it into place (a host never sees a half-made file).
+    pub fn publish(&self, origin_ns: u64) -> Result<(), ShmError> {
+        self.put64(off::ORIGIN, origin_ns);
+        self.heartbeat();
+        self.set_state(State::Ready);
+        if let Some(tmp) = &self.tmp {
+            std::fs::rename(tmp, &self.path).map_err(io(format!("rename to {}", self.path.display())))?;
+        }
+        Ok(())
+    }
+
+    /// The server is alive: stamp [`monotonic_ns`] in the header.
+    pub fn heartbeat(&self) {
+        self.put64(off::HEARTBEAT, monotonic_ns());
+    }
+
+    /// Nanoseconds since the server's last heartbeat.
+    pub fn heartbeat_age_ns(&self) -> u64 {
+        monotonic_ns().saturating_sub(self.map.u64_at(off::HEARTBEAT).map_or(0, |w| w.load(Ordering::Acquire)))
+    }
+
+    /// Open and validate a published file. A missing file, a short file or one
+    /// still initialising is [`ShmError::Io`] or [`ShmError::Timeout`]-worthy; a
+    /// wrong magic, version or layout is [`ShmError::Corrupt`].
+    pub fn open(path: &Path) -> Result<ShmFile, ShmError> {
+        let file =
+            OpenOptions::new().read(true).write(true).open(path).map_err(io(format!("open {}", path.display())))?;
+        let len = file.metadata().map_err(io(format!("stat {}", path.display())))?.len();
+        if len < RINGS_OFFSET {
+            return Err(ShmError::Corrupt(format!("{} is {len} bytes, shorter than the header page", path.display())));
+        }
+        let head = ShmMap::map(&file, RINGS_OFFSET)?;
+        let get32 = |o| head.u32_at(o).map_or(0, |w| w.load(Ordering::Acquire));
+        let get64 = |o| head.u64_at(o).map_or(0, |w| w.load(Ordering::Acquire));
+        if get64(off::MAGIC) != MAGIC {
+            return Err(ShmError::Corrupt(format!("bad magic 0x{:016x}", get64(off::MAGIC))));
+        }
+        if get32(off::VERSION) != VERSION {
+            return Err(ShmError::Corrupt(format!("version {}, expected {VERSION}", get32(off::VERSION))));
+        }
+        let arch = arch_from_type(get32(off::ARCH))
+            .ok_or_else(|| ShmError::Corrupt(format!("unknown arch type {}", get32(off::ARCH))))?;
+        let cores = u8::try_from(get32(off::CORES)).unwrap_or(0);
+        let layout = ShmLayout::new(arch, cores, get32(off::RING_BYTES))?;
+        let stored = (get64(off::RINGS_OFF), get64(off::RINGS_LEN), get64(off::BAR_OFF), get64(off::BAR_LEN));
+        if stored != (layout.rings_offset, layout.rings_len, layout.bar_offset, layout.bar_len) {
+            return Err(ShmError::Corrupt(format!("region table {stored:x?} does not match the layout {layout:x?}")));
+        }
+        if len < layout.total_len() {
+            return Err(ShmError::Corrupt(format!("{len} bytes, the layout needs {}", layout.total_len())));
+        }
+        drop(head);
+        let map = ShmMap::map(&file, layout.total_len())?;
+        Ok(ShmFile { file, path: path.to_path_buf(), tmp: None, layout, map })
+    }
+
+    /// Wait up to `wait` for `path` to exist and be ready, then open it.
+    pub fn wait_ready(path: &Path, wait: Duration) -> Result<ShmFile, ShmError> {
+        let t0 = Instant::now();
+        loop {
+            let last = match ShmFile::open(path) {
+                Ok(f) => match f.state() {
+                    Some(State::Ready) if f.heartbeat_age_ns() < STALE_NS => return Ok(f),
+                    Some(State::Ready) => ShmError::Timeout(format!(
+                        "the server (pid {}) has not stamped its heartbeat for {:.1} s: a stale file?",
+                        f.pid(),
+                        f.heartbeat_age_ns() as f64 / 1e9
+                    )),
+                    Some(State::Exited) => return Err(ShmError::Corrupt("the server has exited".into())),
+                    _ => ShmError::Timeout("the server is still initialising".into()),
+                },
+                Err(e @ ShmError::Corrupt(_)) => return Err(e),
+                Err(e) => e,
+            };
+            if t0.elapsed() >= wait {
+                return Err(ShmError::Timeout(format!(
+                    "{} not ready after {:.1} s ({last}); is `nrt-sim serve --shm {}` running?",
+                    path.display(),
+                    wait.as_secs_f64(),
+                    path.display()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn put32(&self, o: u64, v: u32) {
+        if let Some(w) = self.map.u32_at(o) {
+            w.store(v, Ordering::Release);
+        }
+    }
+
+    fn put64(&self, o: u64, v: u64) {
+        if let Some(w) = self.map.u64_at(o) {
+            w.store(v, Ordering::Release);
+        }
+    }
+
+    fn get32(&self, o: u64) -> u32 {
+        self.map.u32_at(o).map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
+    /// The open file (for a host to map the rings and the BAR with its own binding).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Where the file is (once published).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &ShmLayout {
+        &self.layout
+    }
+
+    /// The whole-file mapping.
+    pub fn map(&self) -> &ShmMap {
+        &self.map
+    }
+
+    /// The server's state (`None`: an unknown value).
+    pub fn state(&self) -> Option<State> {
+        match self.get32(off::STATE) {
+            0 => Some(State::Initialising),
+            1 => Some(State::Ready),
+            2 => Some(State::Exited),
+            _ => None,
+        }
+    }
+
+    /// Set the server's state.
+    pub fn set_state(&self, s: State) {
+        self.put32(off::STATE, s as u32);
+    }
+
+    /// Whether the host asked the server to stop.
+    pub fn shutdown_requested(&self) -> bool {
+        self.get32(off::SHUTDOWN) != 0
+    }
+
+    /// Ask the server to stop.
+    pub fn request_shutdown(&self) {
+        self.put32(off::SHUTDOWN, 1);
+    }
+
+    /// The device clock's origin (`CLOCK_MONOTONIC` ns).
+    pub fn origin_ns(&self) -> u64 {
+        self.map.u64_at(off::ORIGIN).map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
+    /// The seed of the device's programs.
+    pub fn seed(&self) -> u64 {
+        self.map.u64_at(off::SEED).map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
+    /// The server's pid.
+    pub fn pid(&self) -> u32 {
+        self.get32(off::PID)
+    }
+
+    /// Inferences the device has played.
+    pub fn played(&self) -> u32 {
+        self.get32(off::PLAYED)
+    }
+
+    /// Set the played count.
+    pub fn set_played(&self, n: u32) {
+        self.put32(off::PLAYED, n);
+    }
+
+    /// Inferences the host has harvested.
+    pub fn harvested(&self) -> u32 {
+        self.get32(off::HARVESTED)
+    }
+
+    /// Count one more harvested inference.
+    pub fn add_harvested(&self) {
+        if let Some(w) = self.map.u32_at(off::HARVESTED) {
+            w.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// The injected faults' text (canonical specs separated by spaces).
+    pub fn faults_text(&self) -> String {
+        let bytes: Vec<u8> =
+            (0..FAULTS_BYTES as u64 / 4).flat_map(|i| self.get32(off::FAULTS + 4 * i).to_le_bytes()).collect();
+        let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+        String::from_utf8_lossy(bytes.get(..end).unwrap_or(&[])).into_owned()
+    }
+
+    /// Status line `line` of `core`.
+    pub fn line(&self, line: Line, core: u8) -> Option<&AtomicU32> {
+        if usize::from(core) >= MAX_CORES {
+            return None;
+        }
+        self.map.u32_at(off::LINES + 8 * line as u64 + 4 * u64::from(core))
+    }
+
+    /// The BAR register at `reg` (a BAR0 offset), as the device sees it.
+    pub fn bar_u32(&self, reg: u64) -> Option<&AtomicU32> {
+        if reg.checked_add(4)? > self.layout.bar_len {
+            return None;
+        }
+        self.map.u32_at(self.layout.bar_offset + reg)
+    }
+
+    /// The INCR-alias word of semaphore `index` of TPB `tpb` (the kickoff).
+    pub fn sema_incr(&self, tpb: u32, index: u32) -> Option<&AtomicU32> {
+        if tpb as usize >= MAX_CORES || index >= layout::SEMAPHORES {
+            return None;
+        }
+        self.bar_u32(layout::sema_page(self.layout.arch, tpb) + layout::SEMA_INCR + 4 * u64::from(index))
+    }
+}
+
+/// Shared ownership of a file (the device model and the server both hold it).
+pub type SharedFile = Arc<ShmFile>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("nrt-shm-unit-{}-{name}", std::process::id()))
+    }
+
+    #[test]
+    fn layouts_do_not_overlap_and_hold_every_register() {
+        for arch in [Arch::Sunda, Arch::Cayman, Arch::Mariana] {
+            for ring in [32, 1024, 1 << 20] {
+                let l = ShmLayout::new(arch, 2, ring).unwrap();
+                assert_eq!(l.bar_offset % PAGE, 0);
+                for (name, r) in bar_registers(arch) {
+                    assert!(r + 4 <= l.bar_len, "{arch:?} {name} 0x{r:x}");
+                }
+                assert!(l.ring_offset(1, 8).unwrap() + u64::from(ring) <= l.bar_offset);
+            }
+        }
+        assert!(ShmLayout::new(Arch::Sunda, 3, 64).is_err());
+        assert!(ShmLayout::new(Arch::Sunda, 1, 48).is_err());
+    }
+
+    #[test]
+    fn a_published_file_reopens_and_a_bad_one_is_refused() {
+        let p = tmp("roundtrip");
+        let l = ShmLayout::new(Arch::Sunda, 2, 1024).unwrap();
+        let f = ShmFile::create(&p, l, 7, "nan:core=0 hang:core=1,engine=PE").unwrap();
+        f.publish(123).unwrap();
+        let g = ShmFile::wait_ready(&p, Duration::from_secs(1)).unwrap();
+        assert_eq!((*g.layout(), g.origin_ns(), g.seed()), (l, 123, 7));
+        assert_eq!(g.faults_text(), "nan:core=0 hang:core=1,engine=PE");
+        g.sema_incr(1, 1).unwrap().fetch_add(1, Ordering::AcqRel);
+        assert_eq!(f.sema_incr(1, 1).unwrap().load(Ordering::Acquire), 1);
+        f.put64(off::MAGIC, 0x1234);
+        assert!(matches!(ShmFile::open(&p), Err(ShmError::Corrupt(_))));
+        f.put64(off::MAGIC, MAGIC);
+        f.put32(off::RING_BYTES, 48);
+        assert!(matches!(ShmFile::wait_ready(&p, Duration::from_millis(50)), Err(ShmError::Corrupt(_))));
+        std::fs::remove_file(&p).unwrap();
+        assert!(matches!(ShmFile::wait_ready(&p, Duration::from_millis(50)), Err(ShmError::Timeout(_))));
+    }
+}
