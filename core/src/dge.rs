@@ -408,6 +408,9 @@ impl DgeCore {
     }
 }
 
+#[cfg(any(kani, test))]
+mod proofs;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -45,6 +45,9 @@ pub mod hal;
 pub mod nq;
 pub mod status;
 
+#[cfg(any(kani, test))]
+mod proofs;
+
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testutil;
 

@@ -1,8 +1,13 @@
 //! `cargo xtask`: the project's own automation.
 //!
 //! ```text
-//! cargo xtask ci      everything CI checks (the README's test command)
-//! cargo xtask bench   the criterion benches, summarised into BENCHMARKS.md
+//! cargo xtask ci               everything CI checks (the README's test command)
+//! cargo xtask bench [--quick]  the criterion benches, summarised into BENCHMARKS.md
+//! cargo xtask kani             the kani proofs (cargo kani), or SKIPPED and the same properties as tests
+//! cargo xtask miri             core's tests under Miri
+//! cargo xtask loom             the loom models of the XU handoff and the tensor counters
+//! cargo xtask fuzz [--secs N]  each fuzz target for N seconds (default 60)
+//! cargo xtask qemu             the test firmware on Cortex-M4 (and RV32) under QEMU, with its footprint
 //! ```
 //!
 //! Each subcommand prints the stages it runs with their times, and says SKIPPED,
@@ -11,40 +16,75 @@
 use std::env;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
 mod bench;
+mod fuzz;
+mod proofs;
+mod qemu;
 
 /// The bare-metal targets the core must build for (the device-side controller).
 const NO_STD_TARGETS: [&str; 2] = ["thumbv7em-none-eabihf", "riscv32imac-unknown-none-elf"];
 
+/// Seconds per fuzz target in `cargo xtask ci` (`NRT_CI_FUZZ_SECS` overrides).
+const CI_FUZZ_SECS: u64 = 15;
+
 /// The subcommands.
 enum Task {
-    /// fmt, clippy, tests, docs, no_std builds.
+    /// fmt, clippy, tests, docs, no_std builds, kani (listed), Miri, loom, a short
+    /// fuzz run, the firmware under QEMU.
     Ci,
     /// Criterion benches and the BENCHMARKS.md summary.
     Bench {
         /// Shorter measurement (for a smoke run).
         quick: bool,
     },
+    /// `cargo kani` where installed; else SKIPPED, and the same properties as tests.
+    Kani,
+    /// `cargo +nightly miri test -p nrt-core`.
+    Miri,
+    /// The loom models (`--cfg loom`, release).
+    Loom,
+    /// Every fuzz target for `secs` seconds.
+    Fuzz {
+        /// Seconds per target.
+        secs: u64,
+    },
+    /// The firmware under QEMU and its footprint.
+    Qemu,
 }
 
 fn usage() -> ExitCode {
     eprintln!(
         "usage: cargo xtask <task>\n\n\
          tasks:\n  \
-         ci              fmt, clippy, tests, docs, no_std builds (what .ci/run runs)\n  \
-         bench [--quick] criterion benches; writes the summary into BENCHMARKS.md"
+         ci              fmt, clippy, tests, docs, no_std builds, kani, Miri, loom, fuzz, QEMU (what .ci/run runs)\n  \
+         bench [--quick] criterion benches; writes the summary into BENCHMARKS.md\n  \
+         kani            cargo kani where installed; else SKIPPED and the same properties as tests\n  \
+         miri            core's tests under Miri (cargo +nightly miri)\n  \
+         loom            the loom models (RUSTFLAGS=\"--cfg loom\", release)\n  \
+         fuzz [--secs N] each cargo-fuzz target for N seconds (default 60)\n  \
+         qemu            the test firmware under QEMU (Cortex-M4, RV32) and its footprint"
     );
     ExitCode::from(2)
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
+    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1));
     let task = match args.first().map(String::as_str) {
         Some("ci") => Task::Ci,
         Some("bench") => Task::Bench { quick: args.iter().any(|a| a == "--quick") },
+        Some("kani") => Task::Kani,
+        Some("miri") => Task::Miri,
+        Some("loom") => Task::Loom,
+        Some("fuzz") => match flag("--secs").map(|s| s.parse::<u64>()) {
+            None => Task::Fuzz { secs: 60 },
+            Some(Ok(secs)) => Task::Fuzz { secs },
+            Some(Err(_)) => return usage(),
+        },
+        Some("qemu") => Task::Qemu,
         _ => return usage(),
     };
     let root = project_root();
@@ -53,6 +93,11 @@ fn main() -> ExitCode {
     match task {
         Task::Ci => ci(&mut run),
         Task::Bench { quick } => bench::run(&mut run, &root, quick),
+        Task::Kani => proofs::kani(&mut run, &root, false),
+        Task::Miri => proofs::miri(&mut run),
+        Task::Loom => proofs::loom(&mut run),
+        Task::Fuzz { secs } => fuzz::run(&mut run, secs),
+        Task::Qemu => qemu::run(&mut run, &root),
     }
     run.report()
 }
@@ -92,10 +137,51 @@ impl Runner {
         ok
     }
 
+    /// Run `cmd` as stage `name`, capturing its output (echoed as it was), and
+    /// return the output when it succeeded.
+    pub fn cmd_output(&mut self, name: &str, cmd: &mut Command) -> Option<String> {
+        let (ok, text) = self.cmd_capture_inner(name, cmd, true);
+        ok.then_some(text)
+    }
+
+    /// Run `cmd` as stage `name`, capturing its output without echoing it.
+    pub fn cmd_capture(&mut self, name: &str, cmd: &mut Command) -> (bool, String) {
+        self.cmd_capture_inner(name, cmd, false)
+    }
+
+    fn cmd_capture_inner(&mut self, name: &str, cmd: &mut Command, echo: bool) -> (bool, String) {
+        println!("\n==> {name}: {}", render(cmd));
+        let t = Instant::now();
+        let out = cmd.stdin(Stdio::null()).output();
+        let secs = t.elapsed().as_secs_f64();
+        let (ok, text) = match out {
+            Ok(o) => {
+                let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+                text.push_str(&String::from_utf8_lossy(&o.stderr));
+                (o.status.success(), text)
+            }
+            Err(e) => (false, format!("could not start: {e}")),
+        };
+        if echo {
+            for line in text.lines() {
+                println!("    {line}");
+            }
+        }
+        println!("<== {name}: {} in {secs:.1} s", if ok { "ok" } else { "FAILED" });
+        self.stages.push((name.to_string(), secs, if ok { Outcome::Ok } else { Outcome::Failed }));
+        (ok, text)
+    }
+
     /// Record a stage that cannot run here.
     pub fn skip(&mut self, name: &str, why: &str) {
+        self.skip_short(name, why, why);
+    }
+
+    /// Record a stage that cannot run here, with a long reason printed now and a
+    /// short one for the summary.
+    pub fn skip_short(&mut self, name: &str, why: &str, short: &str) {
         println!("\n!!! SKIPPED {name}: {why}");
-        self.stages.push((name.to_string(), 0.0, Outcome::Skipped(why.to_string())));
+        self.stages.push((name.to_string(), 0.0, Outcome::Skipped(short.to_string())));
     }
 
     /// Record a stage whose work was done in-process.
@@ -150,6 +236,11 @@ fn render(cmd: &Command) -> String {
     s
 }
 
+/// `true` when `cmd` starts and exits 0 (its output discarded).
+pub fn works(cmd: &mut Command) -> bool {
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status().map(|s| s.success()).unwrap_or(false)
+}
+
 fn cargo() -> Command {
     Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
@@ -166,6 +257,48 @@ fn ci(run: &mut Runner) {
     no_std_builds(run);
     // Always, not only as the fallback: proves the core links with no std at all.
     nostd_link_check(run);
+    // The crates outside the host workspace: formatted like the rest.
+    run.cmd(
+        "fmt (fuzz, firmware)",
+        Command::new("rustfmt")
+            .args(["--check", "--edition", "2021", "--config-path", "rustfmt.toml"])
+            .args(outside_workspace_sources()),
+    );
+    run.cmd(
+        "clippy firmware (thumbv7em)",
+        cargo()
+            .current_dir("tests/firmware")
+            .args(["clippy", "--release", "--", "-D", "warnings"])
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_TARGET_DIR"),
+    );
+    run.cmd(
+        "clippy fuzz targets",
+        cargo()
+            .args(["clippy", "--manifest-path", "fuzz/Cargo.toml", "--all-targets", "--", "-D", "warnings"])
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_TARGET_DIR"),
+    );
+    proofs::kani(run, Path::new("."), true);
+    proofs::loom(run);
+    qemu::run(run, Path::new("."));
+    let secs = env::var("NRT_CI_FUZZ_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(CI_FUZZ_SECS);
+    fuzz::run(run, secs);
+    proofs::miri(run);
+}
+
+/// The Rust sources of the crates that are their own workspace roots.
+fn outside_workspace_sources() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in ["fuzz/src", "fuzz/fuzz_targets", "tests/firmware/src", "tests/firmware"] {
+        if let Ok(rd) = std::fs::read_dir(dir) {
+            let mut files: Vec<PathBuf> =
+                rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "rs")).collect();
+            files.sort();
+            out.extend(files);
+        }
+    }
+    out
 }
 
 /// The core on the controller's targets, with and without `defmt`; where a target

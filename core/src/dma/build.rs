@@ -455,7 +455,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
 
         /// No input panics; a success appends exactly `elem_count / granule` BDs to each block.
         #[test]

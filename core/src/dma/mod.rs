@@ -350,6 +350,9 @@ impl fmt::Display for DmaEvent {
     }
 }
 
+#[cfg(any(kani, test))]
+mod proofs;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -455,7 +455,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
 
         /// Any stated count, page count and ring depth: no panic; success means the
         /// image is the block's BDs then zeros; otherwise a reported count mismatch

@@ -292,7 +292,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
 
         /// Reserve never hands out a slot outside the ring, wraps exactly (a free-running
         /// model agrees), and set writes only inside the image with the lap's ring id.

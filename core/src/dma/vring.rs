@@ -401,7 +401,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
 
         /// Relocation changes exactly the BDs inside the window, by the delta, and
         /// nothing else, whatever the window and the addresses.

@@ -537,5 +537,8 @@ fn failed_status(status: NrtStatus) -> NrtStatus {
     }
 }
 
+#[cfg(any(kani, test))]
+mod proofs;
+
 #[cfg(test)]
 mod tests;

@@ -809,7 +809,7 @@ mod props {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
 
         /// Arbitrary device input: no panic, 0/1/2 only, substates never regress,
         /// DONE is terminal, and the request ends by the timeout at the latest.

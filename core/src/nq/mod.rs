@@ -13,6 +13,9 @@ pub mod entry;
 pub mod error;
 pub mod ring;
 
+#[cfg(any(kani, test))]
+mod proofs;
+
 pub use entry::{CustomKind, Notification, RawEntry, Subtype};
 pub use error::{ErrorClass, ErrorEntry, InferErrorSubtype};
 pub use ring::{ErrorRecord, Notifications, NqRing, RingError, SyncPoint, TsCal};

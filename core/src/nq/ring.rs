@@ -404,6 +404,9 @@ impl Notifications {
     }
 }
 
+#[cfg(any(kani, test))]
+mod proofs;
+
 #[cfg(test)]
 mod tests {
     use super::*;
