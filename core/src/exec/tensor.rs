@@ -54,16 +54,21 @@ impl<const N: usize> TensorCompletions<N, NoWake> {
 
     /// A table for exactly `N` outputs (output `i` is `var_ids[i]`).
     pub fn from_array(var_ids: [u16; N]) -> Self {
+        Self::from_array_with_waker(var_ids, NoWake)
+    }
+}
+
+impl<const N: usize, W: TensorWaker> TensorCompletions<N, W> {
+    /// As [`from_array`](TensorCompletions::from_array), waking through `waker`.
+    pub fn from_array_with_waker(var_ids: [u16; N], waker: W) -> Self {
         let mut vars = heapless::Vec::new();
         for v in var_ids {
             // `N` ids always fit a capacity of `N`.
             let _ = vars.push(v);
         }
-        TensorCompletions { var_ids: vars, counts: core::array::from_fn(|_| Mutex::new(Cell::new(0))), waker: NoWake }
+        TensorCompletions { var_ids: vars, counts: core::array::from_fn(|_| Mutex::new(Cell::new(0))), waker }
     }
-}
 
-impl<const N: usize, W: TensorWaker> TensorCompletions<N, W> {
     /// As [`new`](TensorCompletions::new), waking through `waker`.
     pub fn with_waker(var_ids: &[u16], waker: W) -> Option<Self> {
         Some(TensorCompletions {

@@ -181,6 +181,23 @@ impl InferErrorSubtype {
         }
     }
 
+    /// A display name (`"NUMERICAL"`, ..., `"RESERVED"`, `"INVALID"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            InferErrorSubtype::Numerical => "NUMERICAL",
+            InferErrorSubtype::Transient => "TRANSIENT",
+            InferErrorSubtype::EccCorrectable => "ECC_CORRECTABLE",
+            InferErrorSubtype::EccUncorrectable => "ECC_UNCORRECTABLE",
+            InferErrorSubtype::HbmUe => "HBM_UE",
+            InferErrorSubtype::HbmRepairableUe => "HBM_REPAIRABLE_UE",
+            InferErrorSubtype::DmaAbort => "DMA_ABORT",
+            InferErrorSubtype::SwSequencer => "SW_SEQUENCER",
+            InferErrorSubtype::Oob => "OOB",
+            InferErrorSubtype::Reserved(_) => "RESERVED",
+            InferErrorSubtype::Invalid(_) => "INVALID",
+        }
+    }
+
     /// The class.
     #[inline]
     pub const fn class(self) -> ErrorClass {
