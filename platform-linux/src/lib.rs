@@ -24,6 +24,7 @@
 
 pub mod bar;
 pub mod device;
+pub mod doorbell;
 pub mod error;
 pub mod ffi;
 #[cfg(feature = "sim")]

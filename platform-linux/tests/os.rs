@@ -84,3 +84,32 @@ fn ring_creation_on_a_file_that_is_not_a_device_is_enotty() {
     assert!(nrt_linux::rings::map_driver_ring(&dev, bad).unwrap_err().to_string().contains("power of two"));
     std::fs::remove_file(p).unwrap();
 }
+
+#[test]
+fn the_ioctl_doorbell_releases_through_copy_start_and_refuses_other_registers() {
+    use nrt_core::arch::Arch;
+    use nrt_core::dma::doorbell::{ring_tail_inc, UdmaLayout};
+    use nrt_core::dma::Direction;
+    use nrt_linux::doorbell::{IoctlDoorbell, UdmaEngine};
+
+    let p = tmpfile("notadev3", 0);
+    let dev = NeuronDevice::open(&p).unwrap();
+    let mut db = IoctlDoorbell::new(&dev, Arch::Sunda, vec![UdmaEngine { eng_id: 0, base: 0x3000_0000 }]);
+    // Core's doorbell A composes the offset; the binding turns it into the ioctl,
+    // which a plain file refuses with ENOTTY: the call was made, by name.
+    let off = UdmaLayout::of(Arch::Sunda).tail_inc_offset(0x3000_0000, 3, Direction::Tx).unwrap();
+    let e = db.write32(off, 4).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::ENOTTY));
+    assert!(e.to_string().contains("NEURON_IOCTL_DMA_QUEUE_COPY_START"), "{e}");
+    // Not a tail-increment register: refused without any ioctl.
+    let e = db.write32(0x3000_1028, 1).unwrap_err();
+    assert!(e.to_string().contains("not the tail-increment register"), "{e}");
+    assert!(db.read32(off).is_err());
+    // Through core's doorbell function, the same.
+    let mut fence = NoFence;
+    assert!(ring_tail_inc(&mut db, &mut fence, Arch::Sunda, 0x3000_0000, 3, Direction::Rx, 2).is_err());
+    std::fs::remove_file(p).unwrap();
+}
+
+struct NoFence;
+impl nrt_core::hal::Fence for NoFence {}

@@ -1,0 +1,131 @@
+//! The DMA tail-increment doorbell for a process that does not map the BAR.
+//!
+//! Core's doorbell (A) writes a descriptor count to the tail-increment register
+//! of a UDMA queue bank, at a BAR offset it composes (`base + block + bank +
+//! 0x38`). The driver refuses user-space BAR writes to that register
+//! (`seed-vs-driver.md` point 3); an unprivileged process releases descriptors
+//! with `NEURON_IOCTL_DMA_QUEUE_COPY_START` instead, naming the engine, the
+//! queue and the TX/RX counts. [`IoctlDoorbell`] is core's `Registers` for that
+//! path: it decodes each write back into (engine, queue, direction) through the
+//! arch's one UDMA table and issues the ioctl. A write to any other register is
+//! refused with a clear error, never sent somewhere else.
+
+use nrt_core::arch::Arch;
+use nrt_core::dma::doorbell::UdmaLayout;
+use nrt_core::dma::Direction;
+use nrt_core::hal::{self, ErrorType};
+
+use crate::device::NeuronDevice;
+use crate::error::LinuxError;
+
+/// Where one DMA engine's UDMA window sits in BAR0, and its driver engine id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UdmaEngine {
+    /// The driver's engine index (`eng_id` of the ioctl).
+    pub eng_id: u32,
+    /// BAR0 offset of the engine's UDMA window (the `base` core composes from).
+    pub base: u64,
+}
+
+/// A tail-increment register, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TailInc {
+    /// The driver's engine index.
+    pub eng_id: u32,
+    /// Queue in the engine.
+    pub queue: u32,
+    /// M2S (TX) or S2M (RX).
+    pub dir: Direction,
+}
+
+/// Decode a BAR0 offset into the tail-increment register it names, if it is one.
+pub fn decode_tail_inc(arch: Arch, engines: &[UdmaEngine], offset: u64) -> Option<TailInc> {
+    let l = UdmaLayout::of(arch);
+    let e = engines.iter().find(|e| offset >= e.base && offset - e.base < l.engine_window)?;
+    let rel = offset - e.base;
+    let (dir, in_block) = if rel >= l.s2m { (Direction::Rx, rel - l.s2m) } else { (Direction::Tx, rel - l.m2s) };
+    let bank = in_block.checked_sub(l.queue_first)?;
+    let queue = u32::try_from(bank / l.queue_stride).ok()?;
+    (queue < l.queues && bank % l.queue_stride == l.tail_inc).then_some(TailInc { eng_id: e.eng_id, queue, dir })
+}
+
+/// Core's `Registers` over `NEURON_IOCTL_DMA_QUEUE_COPY_START`: tail-increment
+/// writes only.
+#[derive(Debug)]
+pub struct IoctlDoorbell<'a> {
+    dev: &'a NeuronDevice,
+    arch: Arch,
+    engines: Vec<UdmaEngine>,
+}
+
+impl<'a> IoctlDoorbell<'a> {
+    /// Doorbells of `engines` on `dev`.
+    pub fn new(dev: &'a NeuronDevice, arch: Arch, engines: Vec<UdmaEngine>) -> IoctlDoorbell<'a> {
+        IoctlDoorbell { dev, arch, engines }
+    }
+
+    fn refuse(&self, offset: u64, what: &str) -> LinuxError {
+        LinuxError::new(
+            "DMA doorbell",
+            self.dev.path().display().to_string(),
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("offset 0x{offset:x}: {what}")),
+        )
+    }
+}
+
+impl ErrorType for IoctlDoorbell<'_> {
+    type Error = LinuxError;
+}
+
+impl hal::Registers for IoctlDoorbell<'_> {
+    fn read32(&mut self, offset: u64) -> Result<u32, LinuxError> {
+        Err(self.refuse(offset, "the DMA queue ioctl path has no register reads"))
+    }
+
+    fn write32(&mut self, offset: u64, value: u32) -> Result<(), LinuxError> {
+        let t = decode_tail_inc(self.arch, &self.engines, offset)
+            .ok_or_else(|| self.refuse(offset, "not the tail-increment register of a known UDMA queue"))?;
+        match t.dir {
+            Direction::Tx => self.dev.dma_queue_copy_start(t.eng_id, t.queue, value, 0),
+            Direction::Rx => self.dev.dma_queue_copy_start(t.eng_id, t.queue, 0, value),
+        }
+    }
+}
+
+impl hal::Fence for IoctlDoorbell<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ENGINES: [UdmaEngine; 2] =
+        [UdmaEngine { eng_id: 0, base: 0x3000_0000 }, UdmaEngine { eng_id: 1, base: 0x3004_0000 }];
+
+    #[test]
+    fn decodes_exactly_what_core_composes() {
+        let l = UdmaLayout::of(Arch::Sunda);
+        for e in ENGINES {
+            for q in 0..16 {
+                for dir in [Direction::Tx, Direction::Rx] {
+                    let off = l.tail_inc_offset(e.base, q, dir).unwrap();
+                    assert_eq!(
+                        decode_tail_inc(Arch::Sunda, &ENGINES, off),
+                        Some(TailInc { eng_id: e.eng_id, queue: q, dir })
+                    );
+                    // Its neighbours are not tail-increment registers.
+                    assert_eq!(decode_tail_inc(Arch::Sunda, &ENGINES, off + 4), None);
+                    assert_eq!(decode_tail_inc(Arch::Sunda, &ENGINES, off - 4), None);
+                }
+            }
+        }
+        // The seed's example: NC0 engine 0 queue 0 M2S tail-inc at 0x3000_1038.
+        assert_eq!(
+            decode_tail_inc(Arch::Sunda, &ENGINES, 0x3000_1038),
+            Some(TailInc { eng_id: 0, queue: 0, dir: Direction::Tx })
+        );
+        assert_eq!(decode_tail_inc(Arch::Sunda, &ENGINES, 0x3002_1038).map(|t| t.dir), Some(Direction::Rx));
+        assert_eq!(decode_tail_inc(Arch::Sunda, &ENGINES, 0x3008_1038), None, "no such engine");
+        assert_eq!(decode_tail_inc(Arch::Sunda, &ENGINES, 0x3000_0038), None, "below the first bank");
+        assert_eq!(decode_tail_inc(Arch::Sunda, &ENGINES, 0x3001_1038), None, "queue 16 does not exist");
+    }
+}
