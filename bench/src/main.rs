@@ -5,7 +5,8 @@
 //! nrt-bench latency [--inferences N] [--work-us U]   completion-notice latency, libnrt vs adaptive delay
 //! nrt-bench ring [--records N]                       NQ ring transfer between threads vs rtrb
 //! nrt-bench xu [--secs S]                            XU submit-to-complete round trip and requests/s
-//! nrt-bench all                                      all three, quick sizes
+//! nrt-bench sys                                      the OS floor: an ioctl round trip, usleep(1)
+//! nrt-bench all                                      all four
 //! ```
 //!
 //! Each prints a summary and writes `target/nrt-bench/<name>.json`, which `cargo
@@ -17,6 +18,7 @@ use std::time::Instant;
 
 mod latency;
 mod ring;
+mod sys;
 mod xu;
 
 /// Percentiles of a sample, in nanoseconds.
@@ -89,10 +91,12 @@ fn main() {
         Some("latency") => latency::run(arg(&args, "--inferences", 10_000), arg(&args, "--work-us", 20)),
         Some("ring") => ring::run(arg(&args, "--records", 4_000_000)),
         Some("xu") => xu::run(arg(&args, "--secs", 1.0)),
+        Some("sys") => sys::run(),
         Some("all") => {
             latency::run(arg(&args, "--inferences", 10_000), 20);
             ring::run(4_000_000);
             xu::run(1.0);
+            sys::run();
         }
         _ => {
             eprintln!("usage: nrt-bench latency|ring|xu|all [options]");

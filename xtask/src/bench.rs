@@ -45,6 +45,20 @@ const GOALS: &[(&str, &str, Goal)] = &[
 ];
 
 pub fn run(run: &mut Runner, root: &Path, quick: bool) {
+    if std::env::args().any(|a| a == "--summarise") {
+        // Re-render the summary from the results already on disk.
+        let crit = root.join("target/criterion");
+        let medians = collect(&crit);
+        let mut summary = render(&medians).replacen(
+            "- commit: ",
+            "- commit (when this summary was re-rendered with `--summarise`; the results are the last run's): ",
+            1,
+        );
+        summary.push_str(&render_threads(&root.join("target/nrt-bench")));
+        let ok = !medians.is_empty() && write_summary(&root.join("BENCHMARKS.md"), &summary).is_ok();
+        run.record("summarise into BENCHMARKS.md (from results on disk)", 0.0, ok);
+        return;
+    }
     let mut benches: Vec<&str> = vec!["harvest"];
     if root.join("core/benches/dma.rs").exists() {
         benches.push("dma");
@@ -60,11 +74,23 @@ pub fn run(run: &mut Runner, root: &Path, quick: bool) {
             return;
         }
     }
+    // The two-thread measurements (latency, ring transfer, XU): nrt-bench.
+    let nb = root.join("target/nrt-bench");
+    for f in ["latency.json", "ring.json", "xu.json", "sys.json"] {
+        let _ = fs::remove_file(nb.join(f));
+    }
+    let mut c = cargo();
+    c.args(["run", "--release", "-p", "nrt-bench", "--", "all"]);
+    if quick {
+        c.args(["--inferences", "2000"]);
+    }
+    run.cmd("nrt-bench all (latency, ring transfer, XU)", &mut c);
     let t = Instant::now();
     let medians = collect(&crit);
     let ok = !medians.is_empty();
     if ok {
-        let summary = render(&medians);
+        let mut summary = render(&medians);
+        summary.push_str(&render_threads(&nb));
         println!("\n{summary}");
         if let Err(e) = write_summary(&root.join("BENCHMARKS.md"), &summary) {
             eprintln!("could not write BENCHMARKS.md: {e}");
@@ -148,6 +174,79 @@ fn render(medians: &[(String, f64)]) -> String {
     let _ = writeln!(s, "|---|---|");
     for (id, m) in medians {
         let _ = writeln!(s, "| `{id}` | {} |", fmt_ns(*m));
+    }
+    s
+}
+
+fn read_json(p: &Path) -> Option<Value> {
+    serde_json::from_str(&fs::read_to_string(p).ok()?).ok()
+}
+
+/// The nrt-bench results: completion-notice latency, ring transfer, XU.
+fn render_threads(dir: &Path) -> String {
+    let mut s = String::new();
+    let f = |v: &Value, path: &[&str]| -> f64 {
+        path.iter().try_fold(v, |v, k| v.get(*k)).and_then(Value::as_f64).unwrap_or(f64::NAN)
+    };
+    if let Some(l) = read_json(&dir.join("latency.json")) {
+        let _ = writeln!(
+            s,
+            "\n### Completion-notice latency (`nrt-bench latency`: device thread, mapped rings, {} inferences, device works {} us)\n",
+            f(&l, &["inferences"]),
+            f(&l, &["device_work_us"])
+        );
+        let _ = writeln!(s, "| delay | p50 | p99 | max | harvest CPU per inference (p50) | steps (p50) |");
+        let _ = writeln!(s, "|---|---|---|---|---|---|");
+        for k in ["libnrt", "adaptive"] {
+            let _ = writeln!(
+                s,
+                "| {k} | {} | {} | {} | {:.1} us | {:.0} |",
+                fmt_ns(f(&l, &[k, "latency", "p50_ns"])),
+                fmt_ns(f(&l, &[k, "latency", "p99_ns"])),
+                fmt_ns(f(&l, &[k, "latency", "max_ns"])),
+                f(&l, &[k, "cpu_us_per_inference", "p50"]),
+                f(&l, &[k, "steps_p50"])
+            );
+        }
+        let r = f(&l, &["ratio_p50"]);
+        let _ = writeln!(s, "\nadaptive p50 is {r:.1}x lower than libnrt's (goal >= 50x): {}", if r >= 50.0 { "met" } else { "MISSED" });
+    }
+    if let Some(r) = read_json(&dir.join("ring.json")) {
+        let ratio = f(&r, &["ratio"]);
+        let _ = writeln!(s, "\n### NQ ring transfer between threads (`nrt-bench ring`, {} records, median of 5)\n", f(&r, &["records"]));
+        let _ = writeln!(s, "| ring | records/s |");
+        let _ = writeln!(s, "|---|---|");
+        let _ = writeln!(s, "| ours (phase bit, HEAD write-back per {} records) | {:.1} M |", f(&r, &["batch"]), f(&r, &["ours_per_s"]) / 1e6);
+        let _ = writeln!(s, "| rtrb | {:.1} M |", f(&r, &["rtrb_per_s"]) / 1e6);
+        let _ = writeln!(s, "\nours / rtrb = {ratio:.2}x (goal >= 0.8x): {}", if ratio >= 0.8 { "met" } else { "MISSED" });
+    }
+    if let Some(x) = read_json(&dir.join("sys.json")) {
+        let _ = writeln!(s, "\n### The OS floor (`nrt-bench sys`)\n");
+        let _ = writeln!(
+            s,
+            "- one ioctl round trip (a Neuron request on a plain file, ENOTTY): p50 {}, p99 {}",
+            fmt_ns(f(&x, &["ioctl", "p50_ns"])),
+            fmt_ns(f(&x, &["ioctl", "p99_ns"]))
+        );
+        let _ = writeln!(
+            s,
+            "- `usleep(1)`: lasts p50 {} (p99 {}), costs p50 {} of CPU",
+            fmt_ns(f(&x, &["usleep1_wall", "p50_ns"])),
+            fmt_ns(f(&x, &["usleep1_wall", "p99_ns"])),
+            fmt_ns(f(&x, &["usleep1_cpu", "p50_ns"]))
+        );
+    }
+    if let Some(x) = read_json(&dir.join("xu.json")) {
+        let _ = writeln!(s, "\n### Execution units (`nrt-bench xu`, {} CPUs)\n", f(&x, &["cores"]));
+        let _ = writeln!(
+            s,
+            "- submit to mark-complete round trip, 1 unit: p50 {}, p99 {}",
+            fmt_ns(f(&x, &["round_trip", "p50_ns"])),
+            fmt_ns(f(&x, &["round_trip", "p99_ns"]))
+        );
+        for u in ["1", "4", "16"] {
+            let _ = writeln!(s, "- {u} unit(s), one closed-loop submitter each: {:.0} requests/s", f(&x, &["requests_per_s", u]));
+        }
     }
     s
 }

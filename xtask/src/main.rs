@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! cargo xtask ci               everything CI checks (the README's test command)
-//! cargo xtask bench [--quick]  the criterion benches, summarised into BENCHMARKS.md
+//! cargo xtask bench [--quick]  the criterion benches and nrt-bench, summarised into BENCHMARKS.md
+//! cargo xtask bench --summarise  rewrite that summary from the results on disk
 //! cargo xtask kani             the kani proofs (cargo kani), or SKIPPED and the same properties as tests
 //! cargo xtask miri             core's tests under Miri
 //! cargo xtask loom             the loom models of the XU handoff and the tensor counters
@@ -60,7 +61,8 @@ fn usage() -> ExitCode {
         "usage: cargo xtask <task>\n\n\
          tasks:\n  \
          ci              fmt, clippy, tests, docs, no_std builds, kani, Miri, loom, fuzz, QEMU (what .ci/run runs)\n  \
-         bench [--quick] criterion benches; writes the summary into BENCHMARKS.md\n  \
+         bench [--quick] criterion benches and nrt-bench; writes the summary into BENCHMARKS.md\n  \
+         bench --summarise  rewrite that summary from the results on disk\n  \
          kani            cargo kani where installed; else SKIPPED and the same properties as tests\n  \
          miri            core's tests under Miri (cargo +nightly miri)\n  \
          loom            the loom models (RUSTFLAGS=\"--cfg loom\", release)\n  \
