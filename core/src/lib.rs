@@ -42,6 +42,7 @@ pub mod dma;
 pub mod event;
 pub mod exec;
 pub mod hal;
+pub mod mmio;
 pub mod nq;
 pub mod status;
 

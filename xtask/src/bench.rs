@@ -209,16 +209,30 @@ fn render_threads(dir: &Path) -> String {
             );
         }
         let r = f(&l, &["ratio_p50"]);
-        let _ = writeln!(s, "\nadaptive p50 is {r:.1}x lower than libnrt's (goal >= 50x): {}", if r >= 50.0 { "met" } else { "MISSED" });
+        let _ = writeln!(
+            s,
+            "\nadaptive p50 is {r:.1}x lower than libnrt's (goal >= 50x): {}",
+            if r >= 50.0 { "met" } else { "MISSED" }
+        );
     }
     if let Some(r) = read_json(&dir.join("ring.json")) {
         let ratio = f(&r, &["ratio"]);
-        let _ = writeln!(s, "\n### NQ ring transfer between threads (`nrt-bench ring`, {} records, median of 5)\n", f(&r, &["records"]));
+        let _ = writeln!(
+            s,
+            "\n### NQ ring transfer between threads (`nrt-bench ring`, {} records, median of 5)\n",
+            f(&r, &["records"])
+        );
         let _ = writeln!(s, "| ring | records/s |");
         let _ = writeln!(s, "|---|---|");
-        let _ = writeln!(s, "| ours (phase bit, HEAD write-back per {} records) | {:.1} M |", f(&r, &["batch"]), f(&r, &["ours_per_s"]) / 1e6);
+        let _ = writeln!(
+            s,
+            "| ours (phase bit, HEAD write-back per {} records) | {:.1} M |",
+            f(&r, &["batch"]),
+            f(&r, &["ours_per_s"]) / 1e6
+        );
         let _ = writeln!(s, "| rtrb | {:.1} M |", f(&r, &["rtrb_per_s"]) / 1e6);
-        let _ = writeln!(s, "\nours / rtrb = {ratio:.2}x (goal >= 0.8x): {}", if ratio >= 0.8 { "met" } else { "MISSED" });
+        let _ =
+            writeln!(s, "\nours / rtrb = {ratio:.2}x (goal >= 0.8x): {}", if ratio >= 0.8 { "met" } else { "MISSED" });
     }
     if let Some(x) = read_json(&dir.join("sys.json")) {
         let _ = writeln!(s, "\n### The OS floor (`nrt-bench sys`)\n");
@@ -245,7 +259,11 @@ fn render_threads(dir: &Path) -> String {
             fmt_ns(f(&x, &["round_trip", "p99_ns"]))
         );
         for u in ["1", "4", "16"] {
-            let _ = writeln!(s, "- {u} unit(s), one closed-loop submitter each: {:.0} requests/s", f(&x, &["requests_per_s", u]));
+            let _ = writeln!(
+                s,
+                "- {u} unit(s), one closed-loop submitter each: {:.0} requests/s",
+                f(&x, &["requests_per_s", u])
+            );
         }
     }
     s

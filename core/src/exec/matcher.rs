@@ -22,6 +22,25 @@ use crate::nq::entry::{CAYMAN_CUSTOM_NQ_TAG, CAYMAN_FIXUP_ENGINE_INDEX, ENTRY_SI
 use crate::nq::{CustomKind, Engine, Notification, Notifications, RawEntry, Subtype};
 use crate::status::NrtStatus;
 
+/// The INTC error-trigger cause register, line 61 (seed §5): bit 29 says the
+/// software notification queue overflowed; the other bits are not the
+/// harvest's.
+#[bitfield_struct::bitfield(u32)]
+#[derive(PartialEq, Eq)]
+pub struct IntcCauseLine61 {
+    /// Bits 28:0.
+    #[bits(29)]
+    pub other_low: u32,
+    /// Bit 29: SW NQ overflow.
+    pub sw_nq_overflow: bool,
+    /// Bits 31:30.
+    #[bits(2)]
+    pub other_high: u8,
+}
+
+const _: () =
+    assert!(IntcCauseLine61::new().with_sw_nq_overflow(true).into_bits() == 1 << super::INTC_SW_NQ_OVERFLOW_BIT);
+
 /// The INTC error-trigger block of a device TPB index
 /// (`aws_hal_get_user_errtrig_block_from_tpb_idx`): not given by the seed; we use
 /// the TPB index itself (G-ERRTRIG).
@@ -195,7 +214,7 @@ impl ExecRequest {
         let tpb = self.cfg.tpb_idx.get(core).copied().unwrap_or(c);
         match dev.read_cause(c, errtrig_block_of_tpb(tpb), super::INTC_SW_NQ_OVERFLOW_LINE) {
             Ok(cause) => {
-                let overflow = (cause >> super::INTC_SW_NQ_OVERFLOW_BIT) & 1 == 1;
+                let overflow = IntcCauseLine61::from_bits(cause).sw_nq_overflow();
                 emit(dev, Event::OverflowProbe { core: c, reason, cause, overflow });
                 overflow
             }

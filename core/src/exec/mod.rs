@@ -30,7 +30,7 @@ mod matcher;
 pub mod tensor;
 
 pub use driver::{exec_wait_round_robin, ExecUnit, SyncWait, XuHealth, XuQueue, XuSignalError, XuStep, XuWork};
-pub use matcher::errtrig_block_of_tpb;
+pub use matcher::{errtrig_block_of_tpb, IntcCauseLine61};
 pub use tensor::{NoWake, TensorCompletions, TensorWaker};
 
 use crate::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};

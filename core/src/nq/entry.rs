@@ -18,6 +18,7 @@
 //! - bit 7 of byte 3 is the ring's phase (valid) bit, G-PHASE;
 //! - on a custom record, `u16 @0` carries the output's var id, G-VARID.
 
+use bitfield_struct::bitfield;
 use zerocopy::byteorder::little_endian::{U16, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
@@ -42,6 +43,37 @@ pub mod field {
     /// `u64 @8`: device timestamp.
     pub const DEVICE_TS: usize = 8;
 }
+
+/// `data[2]`: the debug hint in the high nibble (seed §3: `data[2] >> 4`).
+#[bitfield(u8)]
+#[derive(PartialEq, Eq)]
+pub struct HintByte {
+    /// Bits 3:0, not read by the completion path.
+    #[bits(4)]
+    pub low: u8,
+    /// Bits 7:4, the debug hint.
+    #[bits(4)]
+    pub debug_hint: u8,
+}
+
+/// `data[3]`: the NQ-id tag in bits 4:0 (seed §3: `data[3] & 0x1F`), bits 6:5 kept
+/// by the cayman fixup (`& 0xE0`), and our phase bit in bit 7 (G-PHASE).
+#[bitfield(u8)]
+#[derive(PartialEq, Eq)]
+pub struct TagByte {
+    /// Bits 4:0, the NQ-id tag.
+    #[bits(5)]
+    pub nq_tag: u8,
+    /// Bits 6:5, unused by the decode; preserved by the fixup.
+    #[bits(2)]
+    pub keep: u8,
+    /// Bit 7, the ring's phase (valid) bit.
+    pub phase: bool,
+}
+
+const _: () = assert!(TagByte::new().with_nq_tag(0x1F).into_bits() == field::NQ_TAG_MASK);
+const _: () = assert!(TagByte::new().with_phase(true).into_bits() == field::PHASE_BIT);
+const _: () = assert!(HintByte::new().with_debug_hint(0xF).into_bits() >> field::DEBUG_HINT_SHIFT == 0xF);
 
 /// Size of one NQ entry in bytes.
 pub const ENTRY_SIZE: usize = 16;
@@ -99,8 +131,8 @@ impl RawEntry {
     pub fn new(subtype: u16, nq_tag: u8, debug_hint: u8, custom_sub_id: u16, device_ts: u64) -> RawEntry {
         RawEntry {
             isa_line_lo: U16::new(0),
-            hint: (debug_hint & 0x0F) << field::DEBUG_HINT_SHIFT,
-            tag: nq_tag & field::NQ_TAG_MASK,
+            hint: HintByte::new().with_debug_hint(debug_hint & 0x0F).into_bits(),
+            tag: TagByte::new().with_nq_tag(nq_tag & field::NQ_TAG_MASK).into_bits(),
             custom_sub_id: U16::new(custom_sub_id),
             subtype: U16::new(subtype),
             device_ts: U64::new(device_ts),
@@ -120,12 +152,12 @@ impl RawEntry {
     /// `data[2] >> 4`.
     #[inline]
     pub fn debug_hint(&self) -> u8 {
-        self.hint >> field::DEBUG_HINT_SHIFT
+        HintByte::from_bits(self.hint).debug_hint()
     }
     /// `data[3] & 0x1F`.
     #[inline]
     pub fn nq_tag(&self) -> u8 {
-        self.tag & field::NQ_TAG_MASK
+        TagByte::from_bits(self.tag).nq_tag()
     }
     /// The raw `data[3]` byte.
     #[inline]
@@ -135,21 +167,17 @@ impl RawEntry {
     /// Replace the NQ-id tag, keeping bits 7:5 (`(data[3] & 0xE0) | tag`).
     #[inline]
     pub fn set_nq_tag(&mut self, tag: u8) {
-        self.tag = (self.tag & !field::NQ_TAG_MASK) | (tag & field::NQ_TAG_MASK);
+        self.tag = TagByte::from_bits(self.tag).with_nq_tag(tag & field::NQ_TAG_MASK).into_bits();
     }
     /// The phase bit (bit 7 of `data[3]`).
     #[inline]
     pub fn phase(&self) -> bool {
-        self.tag & field::PHASE_BIT != 0
+        TagByte::from_bits(self.tag).phase()
     }
     /// Set or clear the phase bit.
     #[inline]
     pub fn set_phase(&mut self, phase: bool) {
-        if phase {
-            self.tag |= field::PHASE_BIT;
-        } else {
-            self.tag &= !field::PHASE_BIT;
-        }
+        self.tag = TagByte::from_bits(self.tag).with_phase(phase).into_bits();
     }
     /// `*(u16*)&data[4]`.
     #[inline]
