@@ -27,7 +27,8 @@ impl MmioRegisters {
     /// `base` is 4-byte aligned and points to `len_bytes` bytes of device
     /// registers (or memory) that stay mapped, and are accessed only through
     /// volatile operations, for as long as the returned value lives.
-    pub const unsafe fn new(base: *mut u32, len_bytes: usize) -> MmioRegisters {
+    pub unsafe fn new(base: *mut u32, len_bytes: usize) -> MmioRegisters {
+        debug_assert!(!base.is_null() && base.is_aligned(), "MMIO window must be non-null and 4-byte aligned");
         MmioRegisters { base: base as *const RW<u32>, words: len_bytes / 4 }
     }
 
@@ -70,6 +71,10 @@ impl Registers for MmioRegisters {
     }
 }
 
+/// The default Release fence orders memory between CPUs (`dmb ish` on arm64); a
+/// controller whose DMA masters are outside the inner shareable domain should
+/// wrap this type with a `Fence` that issues its barrier (e.g. `dmb oshst`, as
+/// Linux's `writel` does) before doorbells.
 impl Fence for MmioRegisters {}
 
 #[cfg(test)]

@@ -125,7 +125,13 @@ impl CompletionHandle {
             }
             // Re-arm: 0 first, then the sentinel, as two writes (seed §5.1 GOTCHA).
             mem.copy_in(handle, &0u32.to_le_bytes()).map_err(|e| io_failed(sink, e))?;
-            mem.copy_in(handle, &COMPLETION_SENTINEL.to_le_bytes()).map_err(|e| io_failed(sink, e))?;
+            // A word left at 0 would read as "done" on the next wait: if the
+            // sentinel write fails, try it once more before reporting the error
+            // (the caller must then `arm` the handle again before reusing it).
+            let sentinel = COMPLETION_SENTINEL.to_le_bytes();
+            if mem.copy_in(handle, &sentinel).is_err() {
+                mem.copy_in(handle, &sentinel).map_err(|e| io_failed(sink, e))?;
+            }
             emit(sink, Event::Dma(DmaEvent::Completed { descriptors: handle_idx, polls }));
             return Ok(());
         }
@@ -166,10 +172,20 @@ mod tests {
         done_value: u32,
         log: Vec<(char, u64, Vec<u8>)>,
         fail_read: bool,
+        /// Fail this many writes of the sentinel before accepting one.
+        fail_sentinel_writes: u32,
     }
     impl Mem {
         fn new(done_after: Option<u64>) -> Mem {
-            Mem { word: [0; 8], reads: 0, done_after, done_value: 0x600D, log: Vec::new(), fail_read: false }
+            Mem {
+                word: [0; 8],
+                reads: 0,
+                done_after,
+                done_value: 0x600D,
+                log: Vec::new(),
+                fail_read: false,
+                fail_sentinel_writes: 0,
+            }
         }
     }
     impl ErrorType for Mem {
@@ -177,6 +193,11 @@ mod tests {
     }
     impl DeviceMemory for Mem {
         fn copy_in(&mut self, addr: u64, data: &[u8]) -> Result<(), ErrorKind> {
+            if data == COMPLETION_SENTINEL.to_le_bytes() && self.fail_sentinel_writes > 0 {
+                self.fail_sentinel_writes -= 1;
+                self.log.push(('x', addr, data.to_vec()));
+                return Err(ErrorKind::Io);
+            }
             self.word[..data.len()].copy_from_slice(data);
             self.log.push(('w', addr, data.to_vec()));
             Ok(())
@@ -302,5 +323,22 @@ mod tests {
             Err(DmaError::Platform(ErrorKind::NotMapped))
         );
         assert_eq!(sink.0, [Event::Dma(DmaEvent::HandleIoFailed { handle: 8, kind: ErrorKind::NotMapped })]);
+    }
+
+    #[test]
+    fn a_failed_sentinel_write_is_retried_once_so_the_word_is_not_left_at_0() {
+        let mut mem = Mem::new(Some(1));
+        mem.fail_sentinel_writes = 1;
+        let (mut d, mut sink) = (Sleeps::default(), Sink::default());
+        assert_eq!(wait_for_completion_handle(&mut mem, &mut d, &mut sink, 8, 1, PlatformType::HARDWARE), Ok(()));
+        assert_eq!(u32::from_le_bytes(mem.word[..4].try_into().unwrap()), COMPLETION_SENTINEL, "re-armed");
+        // Both failing: reported, not hidden.
+        let mut mem = Mem::new(Some(1));
+        mem.fail_sentinel_writes = 2;
+        let (mut d, mut sink) = (Sleeps::default(), Sink::default());
+        assert_eq!(
+            wait_for_completion_handle(&mut mem, &mut d, &mut sink, 8, 1, PlatformType::HARDWARE),
+            Err(DmaError::Platform(ErrorKind::Io))
+        );
     }
 }

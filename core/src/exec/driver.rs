@@ -90,7 +90,9 @@ pub trait XuQueue {
     /// `read(has_work_efd)`: consume one has-work count posted by submit.
     fn consume_has_work(&mut self) -> Result<(), XuSignalError>;
     /// Publish `status` for `seq_id` and pop the current request, signalling its
-    /// mark-complete (`xuq_worker_pop_current_exec`).
+    /// mark-complete (`xuq_worker_pop_current_exec`). The request must leave the
+    /// queue even when this returns `Err` (a failed signal): otherwise the next
+    /// step would see it again and consume a second has-work for it.
     fn pop_current(&mut self, seq_id: u64, status: NrtStatus) -> Result<(), XuSignalError>;
 }
 

@@ -74,7 +74,7 @@ impl ExecRequest {
         for core in 0..self.tpb_count() {
             let c = core as u8;
             let sync = nq.sync_point(c);
-            let cc_engine = usize::from(self.cc_engine.get(core).copied().unwrap_or(0));
+            let slot_engine = self.slot_engine.get(core).copied().unwrap_or_default();
             let Some(slots) = self.vcore_notif_ts.get_mut(core) else { continue };
             let mut reported = [false; ENGINES_PER_CORE];
             for (slot, v) in slots.iter_mut().enumerate() {
@@ -82,9 +82,9 @@ impl ExecRequest {
                     continue; // never recorded
                 }
                 let eng = match slot {
-                    ts_slot::CC_START | ts_slot::CC_END => cc_engine,
                     s if s < 2 * ENGINES_PER_CORE => s / 2,
-                    _ => cc_engine, // tensor slot: same clock domain as the CC records
+                    // CC and tensor slots: the engine whose ring carried the kept record.
+                    s => usize::from(slot_engine.get(s.wrapping_sub(ts_slot::CC_START)).copied().unwrap_or(0)),
                 };
                 let cal = nq.cal(c, eng);
                 let ns = match rescale_ns(&cal, *v) {
@@ -133,7 +133,9 @@ impl ExecRequest {
                     None if dev.dma_aborted(c) => Some(NrtStatus::ExecHwErrDmaAbort),
                     None => None,
                 };
-                if let Some(s) = hw {
+                // By priority (seed §4, G-HW-PRIO): a probe that answers with a milder status
+                // cannot erase the timeout.
+                if let Some(s) = hw.filter(|s| current.worst(*s) == *s && *s != current) {
                     emit(dev, Event::HwFault { core: c, status: s });
                     if let Some(r) = self.out_info.exec_rets.get_mut(core) {
                         *r = s;
@@ -226,13 +228,13 @@ fn consume_error_block<D: ExecDevice + ?Sized>(
         // Several classes in one sweep: keep the worst (G-ERR-COMBINE).
         status = status.worst(st);
     }
-    if let Some(r) = nq.ring_mut(c, ERROR_NQ) {
-        *r = ring;
-    }
-    if consumed > 0 {
+    if ring.unacked() > 0 {
         if let Err(e) = ring.write_head(dev, c, ERROR_NQ) {
             emit(dev, Event::HeadWriteFailed { core: c, nq: ERROR_NQ, kind: crate::hal::Error::kind(&e) });
         }
+    }
+    if let Some(r) = nq.ring_mut(c, ERROR_NQ) {
+        *r = ring;
     }
     (status, first_class)
 }

@@ -93,15 +93,17 @@ impl ExecRequest {
                     break;
                 }
             }
-            if let Some(ring) = nq.ring_mut(c, nq_id) {
-                *ring = cursor;
-            }
-            if consumed > 0 {
+            // Hand back what was read, and retry a HEAD write that failed before.
+            if cursor.unacked() > 0 {
                 if let Err(e) = cursor.write_head(dev, c, nq_id) {
-                    // Not fatal by itself: the device will drop records and the
-                    // overflow path reports it (G-HEAD-FAIL).
+                    // Not fatal by itself: later batches shrink so the device's view
+                    // never falls a lap behind, and if the ring fills the overflow
+                    // path reports it (G-HEAD-FAIL).
                     emit(dev, Event::HeadWriteFailed { core: c, nq: nq_id, kind: e.kind() });
                 }
+            }
+            if let Some(ring) = nq.ring_mut(c, nq_id) {
+                *ring = cursor;
             }
             result?;
         }
@@ -158,12 +160,14 @@ impl ExecRequest {
                 self.set_substate(core, eng, TpbEngState::Complete);
             }
             Subtype::CcStart => {
-                self.keep_earliest(core, ts_slot::CC_START, ts);
-                self.set_cc_engine(core, eng);
+                if self.keep_earliest(core, ts_slot::CC_START, ts) {
+                    self.set_slot_engine(core, ts_slot::CC_START, eng);
+                }
             }
             Subtype::CcEnd => {
-                self.keep_latest(core, ts_slot::CC_END, ts);
-                self.set_cc_engine(core, eng);
+                if self.keep_latest(core, ts_slot::CC_END, ts) {
+                    self.set_slot_engine(core, ts_slot::CC_END, eng);
+                }
             }
             Subtype::Custom => {
                 let mut n = n;
@@ -176,7 +180,9 @@ impl ExecRequest {
                 }
                 match n.custom() {
                     CustomKind::TensorCompletion { var_id } => {
-                        self.keep_latest(core, ts_slot::TENSOR, ts);
+                        if self.keep_latest(core, ts_slot::TENSOR, ts) {
+                            self.set_slot_engine(core, ts_slot::TENSOR, eng);
+                        }
                         match dev.tensor_completed(c, var_id) {
                             Some((output, count)) => {
                                 emit(dev, Event::TensorCompleted { core: c, var_id, output, count })
@@ -233,28 +239,34 @@ impl ExecRequest {
         }
     }
 
-    fn set_cc_engine(&mut self, core: usize, eng: usize) {
-        if let Some(slot) = self.cc_engine.get_mut(core) {
-            *slot = eng as u8;
+    /// Remember which engine's ring set the kept value of a CC or tensor slot,
+    /// so FINALIZE rescales it with that engine's calibration (G-CC-CAL).
+    fn set_slot_engine(&mut self, core: usize, slot: usize, eng: usize) {
+        if let Some(e) = self.slot_engine.get_mut(core).and_then(|s| s.get_mut(slot.wrapping_sub(ts_slot::CC_START))) {
+            *e = eng as u8;
         }
     }
 
     /// Keep the earliest timestamp: `if slot - 1 >= ts: slot = ts` (an empty slot,
     /// 0, wraps to `u64::MAX` and always takes the first value).
-    fn keep_earliest(&mut self, core: usize, slot: usize, ts: u64) {
+    fn keep_earliest(&mut self, core: usize, slot: usize, ts: u64) -> bool {
         if let Some(v) = self.vcore_notif_ts.get_mut(core).and_then(|c| c.get_mut(slot)) {
             if v.wrapping_sub(1) >= ts {
                 *v = ts;
+                return true;
             }
         }
+        false
     }
 
     /// Keep the latest timestamp: `if slot < ts || slot == 0: slot = ts`.
-    fn keep_latest(&mut self, core: usize, slot: usize, ts: u64) {
+    fn keep_latest(&mut self, core: usize, slot: usize, ts: u64) -> bool {
         if let Some(v) = self.vcore_notif_ts.get_mut(core).and_then(|c| c.get_mut(slot)) {
             if *v < ts || *v == 0 {
                 *v = ts;
+                return true;
             }
         }
+        false
     }
 }

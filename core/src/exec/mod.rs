@@ -233,8 +233,9 @@ pub struct ExecRequest {
     /// `vcore_notif_ts[2][13]`: raw device timestamps until FINALIZE, CPU
     /// microseconds after it (`ts_is_cpu`).
     vcore_notif_ts: [[u64; ts_slot::COUNT]; MAX_CORES],
-    /// Engine whose ring carried the CC records, per core (selects their calibration).
-    cc_engine: [u8; MAX_CORES],
+    /// Per core, the engine whose ring carried the kept CC start, CC end and
+    /// tensor records (slots 10, 11, 12): selects their calibration.
+    slot_engine: [[u8; 3]; MAX_CORES],
     ts_is_cpu: bool,
     /// `exec_fatal_status[2][6]`.
     exec_fatal_status: [[bool; fatal::COUNT]; MAX_CORES],
@@ -265,7 +266,7 @@ impl ExecRequest {
             network_proxy_done: [false; MAX_CORES],
             tpb_exec_state: [[TpbEngState::StartPending; ENGINES_PER_CORE]; MAX_CORES],
             vcore_notif_ts: [[0; ts_slot::COUNT]; MAX_CORES],
-            cc_engine: [0; MAX_CORES],
+            slot_engine: [[0; 3]; MAX_CORES],
             ts_is_cpu: false,
             exec_fatal_status: [[false; fatal::COUNT]; MAX_CORES],
             out_info: OutInfo::EMPTY,

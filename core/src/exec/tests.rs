@@ -530,6 +530,9 @@ fn hbm_and_dma_faults_reclassify_a_timeout() {
         (Some(NrtStatus::ExecHwErrRepairableHbmUe), false, NrtStatus::ExecHwErrRepairableHbmUe),
         (None, true, NrtStatus::ExecHwErrDmaAbort),
         (None, false, NrtStatus::Timeout),
+        // A probe answering with a milder status cannot erase the timeout.
+        (Some(NrtStatus::Success), false, NrtStatus::Timeout),
+        (Some(NrtStatus::Failure), false, NrtStatus::Timeout),
     ] {
         let mut r = Rig::new(1, 5);
         r.dev.hbm[0] = hbm;
@@ -837,4 +840,20 @@ mod props {
             prop_assert!(done.is_some(), "not done after the timeout");
         }
     }
+}
+
+#[test]
+fn cc_and_tensor_slots_use_the_calibration_of_the_ring_that_carried_them() {
+    let mut r = Rig::new(1, 5);
+    // SP's clock runs 2x fast; PE's is the identity.
+    r.nq.set_cal(0, 4, TsCal { init_timestamp: 0, actual_timestamp_inc: 2, expected_timestamp_inc: 1 });
+    r.dev.record(0, 4, Subtype::CC_START, 4_000_000); // on SP: 2_000_000 ns -> 2000 us
+    r.dev.record(0, 0, Subtype::CC_END, 3_000_000); // on PE: 3000 us
+    r.dev.custom(0, 4, 7, 100, 6_000_000); // tensor on SP: 3000 us
+    r.dev.run_all(1, 1_000, 2_000);
+    r.enter_wait_core();
+    assert_eq!(r.finish().0, Step::Done);
+    assert_eq!(r.req.notif_ts(0, ts_slot::CC_START), Some(2000));
+    assert_eq!(r.req.notif_ts(0, ts_slot::CC_END), Some(3000));
+    assert_eq!(r.req.notif_ts(0, ts_slot::TENSOR), Some(3000));
 }

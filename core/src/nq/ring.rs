@@ -61,18 +61,20 @@ pub struct NqRing {
     size: u32,
     /// Free-running read cursor in bytes.
     cursor: u32,
+    /// The cursor at the last HEAD write that succeeded: what the device knows.
+    acked: u32,
 }
 
 impl NqRing {
     /// An unbound ring: every poll fails with `NotMapped` at the caller.
-    pub const UNBOUND: NqRing = NqRing { size: 0, cursor: 0 };
+    pub const UNBOUND: NqRing = NqRing { size: 0, cursor: 0, acked: 0 };
 
     /// A ring of `size_bytes` bytes, cursor at 0.
     pub const fn new(size_bytes: u32) -> Result<NqRing, RingError> {
         if size_bytes < MIN_RING_BYTES || size_bytes > MAX_RING_BYTES || !size_bytes.is_power_of_two() {
             return Err(RingError::BadSize(size_bytes));
         }
-        Ok(NqRing { size: size_bytes, cursor: 0 })
+        Ok(NqRing { size: size_bytes, cursor: 0, acked: 0 })
     }
 
     /// `true` when the ring has a valid size.
@@ -100,9 +102,18 @@ impl NqRing {
         self.cursor & self.size.wrapping_sub(1)
     }
 
-    /// How many entries one batch may consume: `want`, but never a whole lap.
+    /// Entries read since the last HEAD write that succeeded.
+    pub const fn unacked(&self) -> u32 {
+        self.cursor.wrapping_sub(self.acked) / ENTRY
+    }
+
+    /// How many entries one batch may consume: `want`, but never so many that
+    /// the reads not yet handed back by a successful HEAD write reach a whole lap
+    /// (G-HEAD: the device could no longer tell "all read" from "none read"; a
+    /// failed HEAD write therefore shrinks the next batches instead of leaving
+    /// the device one lap behind for good).
     pub const fn batch_limit(&self, want: u32) -> u32 {
-        let max = self.entries().saturating_sub(1);
+        let max = self.entries().saturating_sub(1).saturating_sub(self.unacked());
         if want < max {
             want
         } else {
@@ -140,15 +151,18 @@ impl NqRing {
         let mut probe = *self;
         let mut n = 0;
         let mut buf = [0u8; ENTRY_SIZE];
-        while n < self.batch_limit(u32::MAX) && probe.poll(mem, core, nq, &mut buf)? {
+        while n < self.entries().saturating_sub(1) && probe.poll(mem, core, nq, &mut buf)? {
             n += 1;
         }
         Ok(n)
     }
 
-    /// Write HEAD back through the platform.
-    pub fn write_head<R: NqRings + ?Sized>(&self, mem: &mut R, core: u8, nq: u8) -> Result<(), R::Error> {
-        mem.write_head(core, nq, self.head())
+    /// Write HEAD back through the platform; on success the device knows every
+    /// read so far.
+    pub fn write_head<R: NqRings + ?Sized>(&mut self, mem: &mut R, core: u8, nq: u8) -> Result<(), R::Error> {
+        mem.write_head(core, nq, self.head())?;
+        self.acked = self.cursor;
+        Ok(())
     }
 }
 
@@ -346,7 +360,17 @@ impl Notifications {
 
     /// Replace the INFER_STATUS ring ids (at most 8; a platform whose ring table
     /// does not have one ring per engine makes the WAIT_CORE transition fail).
+    /// Duplicates, the error ring and ids outside the table are refused: two
+    /// engines must never share a cursor.
     pub fn set_infer_status_nqs(&mut self, ids: &[u8]) -> Result<(), RingError> {
+        for (i, id) in ids.iter().enumerate() {
+            if *id == super::ERROR_NQ
+                || usize::from(*id) >= super::NQ_PER_CORE
+                || ids.get(..i).is_some_and(|p| p.contains(id))
+            {
+                return Err(RingError::BadIndex);
+            }
+        }
         self.infer_status_nqs = heapless::Vec::from_slice(ids).map_err(|_| RingError::BadIndex)?;
         Ok(())
     }
@@ -418,6 +442,7 @@ mod tests {
         size: u32,
         reads: u32,
         heads: heapless::Vec<u32, 64>,
+        fail_heads: bool,
     }
     impl ErrorType for Mem {
         type Error = ErrorKind;
@@ -430,13 +455,16 @@ mod tests {
             Ok(())
         }
         fn write_head(&mut self, _c: u8, _n: u8, head: u32) -> Result<(), ErrorKind> {
+            if self.fail_heads {
+                return Err(ErrorKind::Io);
+            }
             self.heads.push(head).unwrap();
             Ok(())
         }
     }
 
     fn mem(size: u32) -> Mem {
-        Mem { bytes: [0; 256], size, reads: 0, heads: heapless::Vec::new() }
+        Mem { bytes: [0; 256], size, reads: 0, heads: heapless::Vec::new(), fail_heads: false }
     }
 
     fn produce(m: &mut Mem, p: &mut NqProducer, tag: u8) -> bool {
@@ -497,6 +525,45 @@ mod tests {
             got = got.wrapping_add(1);
         }
         assert_eq!(got, seq);
+    }
+
+    #[test]
+    fn a_failed_head_write_shrinks_later_batches_until_the_device_knows() {
+        let mut m = mem(64); // 4 entries
+        let mut p = NqProducer::new(64).unwrap();
+        let mut r = NqRing::new(64).unwrap();
+        let mut buf = [0u8; 16];
+        for i in 0..4 {
+            assert!(produce(&mut m, &mut p, i));
+        }
+        assert_eq!(r.batch_limit(16), 3);
+        for _ in 0..3 {
+            assert!(r.poll(&mut m, 0, 4, &mut buf).unwrap());
+        }
+        m.fail_heads = true;
+        assert!(r.write_head(&mut m, 0, 4).is_err());
+        assert_eq!(r.unacked(), 3);
+        // The device still thinks the ring is full; reading the 4th now would make
+        // the next HEAD equal the last one it saw (a whole lap): refused.
+        assert_eq!(r.batch_limit(16), 0);
+        m.fail_heads = false;
+        r.write_head(&mut m, 0, 4).unwrap();
+        p.on_head_write(*m.heads.last().unwrap());
+        assert_eq!((r.unacked(), p.free()), (0, 3), "the device's view is exact again");
+        assert_eq!(r.batch_limit(16), 3);
+        assert!(r.poll(&mut m, 0, 4, &mut buf).unwrap());
+        assert_eq!(buf[0], 3);
+    }
+
+    #[test]
+    fn infer_status_ids_refuse_duplicates_and_the_error_ring() {
+        let mut n = Notifications::new();
+        assert!(n.set_infer_status_nqs(&[4, 5, 6, 7, 4]).is_err());
+        assert!(n.set_infer_status_nqs(&[4, 5, 2, 7, 8]).is_err());
+        assert!(n.set_infer_status_nqs(&[4, 5, 6, 7, 9]).is_err());
+        assert_eq!(n.infer_status_nqs(), &[4, 5, 6, 7, 8], "unchanged after a refusal");
+        n.set_infer_status_nqs(&[3, 4, 5, 6]).unwrap();
+        assert_eq!(n.infer_status_nqs(), &[3, 4, 5, 6]);
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub(crate) fn ring_cursor_stays_in_ring_once_per_lap<A: Any>(mut any: A, size_po
         return;
     }
     assert!((MIN_RING_BYTES..=MAX_RING_BYTES).contains(&size));
-    let mut ring = NqRing { size, cursor };
+    let mut ring = NqRing { size, cursor, acked: cursor };
     let entries = ring.entries();
     let want_a = any.u32();
     let want_b = any.u32();
