@@ -28,6 +28,8 @@ pub mod doorbell;
 pub mod error;
 pub mod ffi;
 #[cfg(feature = "sim")]
+pub mod ffi_shm;
+#[cfg(feature = "sim")]
 pub mod harvest;
 pub mod ioctl;
 pub mod rings;

@@ -233,3 +233,55 @@ fn the_named_scenarios_over_shm_pass_their_own_checks() {
     let failed: Vec<_> = runs.into_iter().map(|t| t.join().unwrap()).filter(|(_, v)| v.is_err()).collect();
     assert!(failed.is_empty(), "{failed:?}");
 }
+
+/// The static library with the `sim` feature, built into its own target dir.
+fn staticlib_with_sim() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.ancestors().nth(3).unwrap().join("c-abi-sim");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--quiet", "-p", "nrt-linux", "--lib", "--target-dir"])
+        .arg(&target)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building the static library failed");
+    target.join("debug").join("libnrt_linux.a")
+}
+
+#[test]
+fn a_c_program_harvests_the_simulator_in_another_process() {
+    let sim = nrt_sim_binary();
+    let lib = staticlib_with_sim();
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let prog = std::env::temp_dir().join(format!("nrt-c-shm-{}", std::process::id()));
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let built = Command::new(&cc)
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"])
+        .arg(format!("-I{dir}/include"))
+        .arg(format!("{dir}/tests/c/shm_harvest.c"))
+        .arg(&lib)
+        .args(["-lpthread", "-ldl", "-lm", "-o"])
+        .arg(&prog)
+        .status()
+        .expect("a C compiler (cc) is installed");
+    assert!(built.success(), "C build failed");
+    let path = shm_path("c-abi");
+    let mut server = Command::new(&sim)
+        .args(["serve", "--inferences", "2", "--idle-timeout-s", "20", "--shm"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nrt-sim runs");
+    let mut host =
+        Command::new(&prog).arg(&path).arg("2").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let (hs, hout) = wait_bounded(&mut host, "the C program");
+    let (ss, sout) = wait_bounded(&mut server, "nrt-sim serve");
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(&prog);
+    println!("{hout}\n{sout}");
+    assert!(hs.success(), "C program: {hs}\n{hout}");
+    assert!(ss.success(), "nrt-sim serve: {ss}\n{sout}");
+    assert_eq!(hout.matches("return 0, status 0 NRT_SUCCESS").count(), 2, "{hout}");
+}

@@ -1,0 +1,88 @@
+//! The C ABI of the shared-memory device (feature `sim`): attach to a device
+//! that `nrt-sim serve --shm PATH` plays in another process and harvest
+//! inferences through the Linux binding (mapped rings and BAR, the sync wait),
+//! so a C program can run a harvest against the simulator. Header:
+//! `include/nrt_shm.h`.
+
+#![allow(unsafe_code)]
+#![allow(non_camel_case_types)]
+
+use std::ffi::{c_char, c_int, CStr};
+use std::path::Path;
+use std::time::Duration;
+
+use crate::harvest::Harvester;
+use crate::time::DelayKind;
+
+/// An attached shared-memory device.
+pub struct nrt_shm(Harvester);
+
+/// Attach to the device served at `path`, waiting up to `wait_ms` for it to be
+/// ready. Null when it is missing, stale or not a served device (the reason is
+/// printed on stderr). Close with [`nrt_shm_close`].
+///
+/// # Safety
+/// `path` is null or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_shm_attach(path: *const c_char, wait_ms: u32) -> *mut nrt_shm {
+    if path.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: non-null and NUL-terminated by the caller's contract.
+    let Ok(p) = (unsafe { CStr::from_ptr(path) }).to_str() else { return std::ptr::null_mut() };
+    match Harvester::attach(Path::new(p), Duration::from_millis(u64::from(wait_ms))) {
+        Ok(h) => Box::into_raw(Box::new(nrt_shm(h))),
+        Err(e) => {
+            eprintln!("nrt_shm_attach {p}: {e}");
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// Kick off one inference and harvest it with the sync wait (delay 0 libnrt,
+/// 1 adaptive) and the model's `timeout_s`. Writes the `NRT_STATUS` to `*status`
+/// and returns the one-step code (0 or 2), or -1 when the kickoff failed or an
+/// argument is null.
+///
+/// # Safety
+/// `shm` is a live pointer from [`nrt_shm_attach`]; `status` is null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_shm_harvest(
+    shm: *mut nrt_shm,
+    timeout_s: u32,
+    delay_kind: c_int,
+    status: *mut u32,
+) -> c_int {
+    // SAFETY: null-checked; the caller guarantees liveness and exclusivity.
+    let Some(h) = (unsafe { shm.as_mut() }) else { return -1 };
+    let delay = if delay_kind == 0 { DelayKind::Libnrt } else { DelayKind::Adaptive };
+    match h.0.harvest(timeout_s, delay) {
+        Ok(r) => {
+            // SAFETY: null-checked; the caller guarantees it is writable.
+            if let Some(s) = unsafe { status.as_mut() } {
+                *s = r.status.code();
+            }
+            r.return_code() as c_int
+        }
+        Err(e) => {
+            eprintln!("nrt_shm_harvest: {e}");
+            -1
+        }
+    }
+}
+
+/// Ask the server to stop (when `stop_server` is non-zero) and detach.
+///
+/// # Safety
+/// `shm` is null or came from [`nrt_shm_attach`] and is not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_shm_close(shm: *mut nrt_shm, stop_server: c_int) {
+    if shm.is_null() {
+        return;
+    }
+    // SAFETY: the caller passes a pointer from `nrt_shm_attach`, once.
+    let h = unsafe { Box::from_raw(shm) };
+    if stop_server != 0 {
+        h.0.shutdown_server();
+    }
+}
