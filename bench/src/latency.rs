@@ -13,17 +13,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nrt_core::arch::{nq_head_register, Arch};
-use nrt_core::event::Event;
 use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, Step};
-use nrt_core::hal::{self, ErrorType};
 use nrt_core::nq::ring::NqProducer;
 use nrt_core::nq::{Notifications, RawEntry, Subtype, INFER_STATUS_NQS};
 use nrt_core::NrtStatus;
 use nrt_linux::bar::MappedBar;
-use nrt_linux::error::LinuxError;
-use nrt_linux::rings::{MappedRings, RingWindow};
+use nrt_linux::rings::{MappedDevice, MappedRings, RingWindow};
 use nrt_linux::sys::Mapping;
-use nrt_linux::time::{AnyDelay, DelayKind, MonotonicClock};
+use nrt_linux::time::{AnyDelay, DelayKind};
 use serde_json::json;
 
 use crate::{spin_for, thread_cpu_ns, write_json, Pct};
@@ -31,58 +28,6 @@ use crate::{spin_for, thread_cpu_ns, write_json, Pct};
 const RING: u32 = 4096;
 const BAR_LEN: usize = 0x30C4_0000;
 const CORES: usize = 2;
-
-struct Dev {
-    rings: MappedRings<MappedBar>,
-    clock: MonotonicClock,
-}
-
-impl ErrorType for Dev {
-    type Error = LinuxError;
-}
-impl hal::NqRings for Dev {
-    #[inline]
-    fn read_slot(&mut self, c: u8, n: u8, off: u32, out: &mut [u8; 16]) -> Result<(), LinuxError> {
-        self.rings.read_slot(c, n, off, out)
-    }
-    fn write_head(&mut self, c: u8, n: u8, head: u32) -> Result<(), LinuxError> {
-        self.rings.write_head(c, n, head)
-    }
-}
-impl hal::IntcCause for Dev {
-    fn read_cause(&mut self, _: u8, _: u32, _: u32) -> Result<u32, LinuxError> {
-        Ok(0)
-    }
-}
-impl hal::Clock for Dev {
-    fn now_ns(&self) -> u64 {
-        self.clock.now_ns()
-    }
-}
-impl hal::CollectivesProxy for Dev {
-    fn barrier_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-    fn network_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-}
-impl hal::FaultProbe for Dev {
-    fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
-        None
-    }
-    fn dma_aborted(&mut self, _: u8) -> bool {
-        false
-    }
-}
-impl hal::EventSink for Dev {
-    fn event(&mut self, _: &Event) {}
-}
-impl hal::TensorNotify for Dev {
-    fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
-        None
-    }
-}
 
 fn file(name: &str, len: u64) -> std::fs::File {
     let dir = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm".into() } else { std::env::temp_dir() };
@@ -121,7 +66,7 @@ fn measure(kind: DelayKind, n: usize, work: Duration) -> Sample {
             nq.bind(core, id, RING).expect("bind");
         }
     }
-    let mut dev = Dev { rings, clock: MonotonicClock::new() };
+    let mut dev = MappedDevice::new(rings);
     let origin = Instant::now();
     let kick = Arc::new(AtomicU64::new(0));
     let last_end = Arc::new(AtomicU64::new(0));

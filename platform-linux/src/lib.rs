@@ -9,7 +9,8 @@
 //!   codes ([`ioctl`]): the kickoff `NEURON_IOCTL_SEMAPHORE_INCREMENT`, semaphore
 //!   read/write, event set/get, `NOTIFICATIONS_INIT_V2`, BAR read/write, DMA queue
 //!   copy-start. Every failure names the call, the device and the errno.
-//! - [`rings`]: NQ rings in mapped memory, read with the ordering device writes need.
+//! - [`rings`]: NQ rings in mapped memory, read with the ordering device writes need,
+//!   and [`rings::MappedDevice`], the smallest complete device for the harvest.
 //! - [`xu`]: execution units on worker threads with eventfd has-work /
 //!   mark-complete handoff.
 //! - [`time`]: `CLOCK_MONOTONIC`, and the `libnrt` and `adaptive` poll delays.

@@ -146,3 +146,88 @@ pub fn map_driver_ring(
         .map_err(|e| LinuxError::new("mmap", dev.path().display().to_string(), e))?;
     Ok(RingWindow { map: Arc::new(map), offset: 0, size: done.size })
 }
+
+/// Where the INTC cause register of `(core, block, line)` is in the BAR, for a
+/// [`MappedDevice`]; `None` when there is none.
+pub type IntcMap = fn(Arch, u8, u32, u32) -> Option<u64>;
+
+/// The smallest complete device for the harvest: mapped rings with HEAD through
+/// `R`, `CLOCK_MONOTONIC`, the INTC cause read through `R` where an [`IntcMap`]
+/// says, collectives always done and no hardware faults (a runtime without
+/// collectives), events kept in order (and logged through core's `log` feature).
+pub struct MappedDevice<R> {
+    /// The rings and the register path.
+    pub rings: MappedRings<R>,
+    /// The clock.
+    pub clock: crate::time::MonotonicClock,
+    /// Where the INTC cause registers are; `None` reads 0 (no overflow).
+    pub intc: Option<IntcMap>,
+    /// Events delivered by the core, in order (cleared by the owner).
+    pub events: Vec<nrt_core::event::Event>,
+}
+
+impl<R: Registers<Error = LinuxError>> MappedDevice<R> {
+    /// A device over `rings`.
+    pub fn new(rings: MappedRings<R>) -> Self {
+        MappedDevice { rings, clock: crate::time::MonotonicClock::new(), intc: None, events: Vec::new() }
+    }
+}
+
+impl<R: Registers<Error = LinuxError>> ErrorType for MappedDevice<R> {
+    type Error = LinuxError;
+}
+
+impl<R: Registers<Error = LinuxError>> hal::NqRings for MappedDevice<R> {
+    #[inline]
+    fn read_slot(&mut self, core: u8, nq: u8, offset: u32, out: &mut [u8; 16]) -> Result<(), LinuxError> {
+        self.rings.read_slot(core, nq, offset, out)
+    }
+    fn write_head(&mut self, core: u8, nq: u8, head: u32) -> Result<(), LinuxError> {
+        self.rings.write_head(core, nq, head)
+    }
+}
+
+impl<R: Registers<Error = LinuxError>> hal::IntcCause for MappedDevice<R> {
+    fn read_cause(&mut self, core: u8, block: u32, line: u32) -> Result<u32, LinuxError> {
+        match self.intc.and_then(|m| m(self.rings.arch, core, block, line)) {
+            Some(off) => self.rings.regs.read32(off),
+            None => Ok(0),
+        }
+    }
+}
+
+impl<R> hal::Clock for MappedDevice<R> {
+    fn now_ns(&self) -> u64 {
+        hal::Clock::now_ns(&self.clock)
+    }
+}
+
+impl<R> hal::CollectivesProxy for MappedDevice<R> {
+    fn barrier_status(&mut self, _core: u8) -> Result<bool, nrt_core::NrtStatus> {
+        Ok(true)
+    }
+    fn network_status(&mut self, _core: u8) -> Result<bool, nrt_core::NrtStatus> {
+        Ok(true)
+    }
+}
+
+impl<R> hal::FaultProbe for MappedDevice<R> {
+    fn hbm_uncorrectable(&mut self, _core: u8) -> Option<nrt_core::NrtStatus> {
+        None
+    }
+    fn dma_aborted(&mut self, _core: u8) -> bool {
+        false
+    }
+}
+
+impl<R> hal::EventSink for MappedDevice<R> {
+    fn event(&mut self, event: &nrt_core::event::Event) {
+        self.events.push(*event);
+    }
+}
+
+impl<R> hal::TensorNotify for MappedDevice<R> {
+    fn tensor_completed(&mut self, _core: u8, _var_id: u16) -> Option<(u16, u32)> {
+        None
+    }
+}

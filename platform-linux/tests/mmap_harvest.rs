@@ -10,75 +10,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nrt_core::arch::{nq_head_register, Arch};
-use nrt_core::event::Event;
 use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, Step};
-use nrt_core::hal::{self, ErrorType};
+use nrt_core::hal;
 use nrt_core::nq::ring::NqProducer;
 use nrt_core::nq::{Notifications, RawEntry, Subtype, INFER_STATUS_NQS};
 use nrt_core::NrtStatus;
 use nrt_linux::bar::MappedBar;
-use nrt_linux::error::LinuxError;
-use nrt_linux::rings::{MappedRings, RingWindow};
+use nrt_linux::rings::{MappedDevice, MappedRings, RingWindow};
 use nrt_linux::sys::Mapping;
-use nrt_linux::time::{AdaptiveDelay, MonotonicClock};
+use nrt_linux::time::AdaptiveDelay;
 
 const RING: u32 = 4096;
 /// Enough BAR to hold both sunda NOTIFIC blocks (NC1 at 0x30C3_5000): a sparse file.
 const BAR_LEN: usize = 0x30C4_0000;
-
-struct Dev {
-    rings: MappedRings<MappedBar>,
-    clock: MonotonicClock,
-    events: Vec<Event>,
-}
-
-impl ErrorType for Dev {
-    type Error = LinuxError;
-}
-impl hal::NqRings for Dev {
-    fn read_slot(&mut self, c: u8, n: u8, off: u32, out: &mut [u8; 16]) -> Result<(), LinuxError> {
-        self.rings.read_slot(c, n, off, out)
-    }
-    fn write_head(&mut self, c: u8, n: u8, head: u32) -> Result<(), LinuxError> {
-        self.rings.write_head(c, n, head)
-    }
-}
-impl hal::IntcCause for Dev {
-    fn read_cause(&mut self, _: u8, _: u32, _: u32) -> Result<u32, LinuxError> {
-        Ok(0)
-    }
-}
-impl hal::Clock for Dev {
-    fn now_ns(&self) -> u64 {
-        self.clock.now_ns()
-    }
-}
-impl hal::CollectivesProxy for Dev {
-    fn barrier_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-    fn network_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-}
-impl hal::FaultProbe for Dev {
-    fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
-        None
-    }
-    fn dma_aborted(&mut self, _: u8) -> bool {
-        false
-    }
-}
-impl hal::EventSink for Dev {
-    fn event(&mut self, e: &Event) {
-        self.events.push(*e);
-    }
-}
-impl hal::TensorNotify for Dev {
-    fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
-        None
-    }
-}
 
 use hal::NqRings as _;
 
@@ -113,7 +57,7 @@ fn a_device_thread_plays_records_into_mapped_rings_and_the_harvest_sees_them() {
             nq.bind(core, id, RING).unwrap();
         }
     }
-    let mut dev = Dev { rings, clock: MonotonicClock::new(), events: Vec::new() };
+    let mut dev = MappedDevice::new(rings);
 
     // The device: after a pause, START then END on each engine of both cores,
     // 4 records per engine (2 CC in between), following HEAD.

@@ -18,6 +18,8 @@ use nrt_sim::serve::{serve, ServeConfig, ServeError, ServeSummary, StopReason};
 use nrt_sim::shm::ShmError;
 use nrt_sim::{Fault, SimConfig};
 
+mod common;
+
 /// Every wait in these tests is bounded by this.
 const BOUND: Duration = Duration::from_secs(20);
 
@@ -132,17 +134,7 @@ fn attach_refuses_a_missing_file_and_a_foreign_one() {
 /// Build the `nrt-sim` binary. The outer `cargo test` holds the main target
 /// directory, so build into the one `c_abi.rs` uses for its static library.
 fn nrt_sim_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let target = exe.ancestors().nth(3).unwrap().join("c-abi");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "--quiet", "-p", "nrt-sim", "--bin", "nrt-sim", "--target-dir"])
-        .arg(&target)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building nrt-sim failed");
-    target.join("debug").join("nrt-sim")
+    common::cargo_build(&["-p", "nrt-sim", "--bin", "nrt-sim"], "c-abi").join("nrt-sim")
 }
 
 fn wait_bounded(child: &mut Child, what: &str) -> (ExitStatus, String) {
@@ -172,13 +164,7 @@ fn wait_bounded(child: &mut Child, what: &str) -> (ExitStatus, String) {
 fn two_processes_nrt_sim_serve_and_nrtctl_harvest() {
     let sim = nrt_sim_binary();
     let path = shm_path("xproc");
-    let mut server = Command::new(&sim)
-        .args(["serve", "--inferences", "2", "--idle-timeout-s", "20", "--shm"])
-        .arg(&path)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("nrt-sim runs");
+    let mut server = common::spawn_server(&sim, &path, 2);
     let mut host = Command::new(env!("CARGO_BIN_EXE_nrtctl"))
         .args(["harvest", "--inferences", "2", "--wait-s", "20", "--shm"])
         .arg(&path)
@@ -234,46 +220,14 @@ fn the_named_scenarios_over_shm_pass_their_own_checks() {
     assert!(failed.is_empty(), "{failed:?}");
 }
 
-/// The static library with the `sim` feature, built into its own target dir.
-fn staticlib_with_sim() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let target = exe.ancestors().nth(3).unwrap().join("c-abi-sim");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "--quiet", "-p", "nrt-linux", "--lib", "--target-dir"])
-        .arg(&target)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building the static library failed");
-    target.join("debug").join("libnrt_linux.a")
-}
-
 #[test]
 fn a_c_program_harvests_the_simulator_in_another_process() {
     let sim = nrt_sim_binary();
-    let lib = staticlib_with_sim();
-    let dir = env!("CARGO_MANIFEST_DIR");
+    let lib = common::cargo_build(&["-p", "nrt-linux", "--lib"], "c-abi-sim").join("libnrt_linux.a");
     let prog = std::env::temp_dir().join(format!("nrt-c-shm-{}", std::process::id()));
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let built = Command::new(&cc)
-        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"])
-        .arg(format!("-I{dir}/include"))
-        .arg(format!("{dir}/tests/c/shm_harvest.c"))
-        .arg(&lib)
-        .args(["-lpthread", "-ldl", "-lm", "-o"])
-        .arg(&prog)
-        .status()
-        .expect("a C compiler (cc) is installed");
-    assert!(built.success(), "C build failed");
+    common::compile_c("shm_harvest.c", &lib, &prog);
     let path = shm_path("c-abi");
-    let mut server = Command::new(&sim)
-        .args(["serve", "--inferences", "2", "--idle-timeout-s", "20", "--shm"])
-        .arg(&path)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("nrt-sim runs");
+    let mut server = common::spawn_server(&sim, &path, 2);
     let mut host =
         Command::new(&prog).arg(&path).arg("2").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let (hs, hout) = wait_bounded(&mut host, "the C program");

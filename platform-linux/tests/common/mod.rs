@@ -1,0 +1,54 @@
+//! Helpers shared by the integration tests that build other artifacts (the
+//! static library, the nrt-sim binary) and C programs.
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// `cargo build --quiet ARGS` into `target/<subdir>` (its own target directory:
+/// the outer `cargo test` may hold the main one, and `cargo test` builds no
+/// staticlib). Returns `target/<subdir>/debug`.
+pub fn cargo_build(args: &[&str], subdir: &str) -> PathBuf {
+    // target/<profile>/deps/<test>-xxxx -> target
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.ancestors().nth(3).unwrap().join(subdir);
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--quiet"])
+        .args(args)
+        .arg("--target-dir")
+        .arg(&target)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "cargo build {args:?} failed");
+    target.join("debug")
+}
+
+/// Compile `tests/c/<source>` against `include/` and the static library `lib`
+/// into `out`, warnings as errors.
+pub fn compile_c(source: &str, lib: &Path, out: &Path) {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&cc)
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"])
+        .arg(format!("-I{dir}/include"))
+        .arg(format!("{dir}/tests/c/{source}"))
+        .arg(lib)
+        .args(["-lpthread", "-ldl", "-lm", "-o"])
+        .arg(out)
+        .status()
+        .expect("a C compiler (cc) is installed");
+    assert!(status.success(), "C build of {source} failed");
+}
+
+/// `nrt-sim serve --inferences N --shm PATH`, with its output captured.
+pub fn spawn_server(sim: &Path, path: &Path, inferences: u32) -> Child {
+    Command::new(sim)
+        .args(["serve", "--inferences", &inferences.to_string(), "--idle-timeout-s", "20", "--shm"])
+        .arg(path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nrt-sim runs")
+}
