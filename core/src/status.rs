@@ -252,3 +252,6 @@ mod tests {
         assert_eq!(NrtStatus::ExecSwNqOverflow.worst(NrtStatus::Timeout), NrtStatus::ExecSwNqOverflow);
     }
 }
+
+#[cfg(any(kani, test))]
+mod proofs;

@@ -207,3 +207,6 @@ mod tests {
         assert_eq!(bd.ctrl().ring_id(), 3);
     }
 }
+
+#[cfg(any(kani, test))]
+mod proofs;

@@ -19,14 +19,12 @@ use crate::proofs::{cover, Any};
 /// moves; an invalid cursor is refused the same way (with `BadCursor`, or
 /// `TooMany` when `n` is above the other, valid, queue checked first).
 ///
-/// Precondition: the production check, `SwDmaQueue::check()`, on both cursors
-/// (the refusal of invalid ones is checked too when it does not hold).
+/// Precondition: none: any two cursors, valid (`SwDmaQueue::check()`) or not, and
+/// any `n` (under kani too, so the refusal is proved, not only sampled).
 pub(crate) fn reserve_stays_in_ring_and_wraps_exactly(tx: (u32, u32, u32), rx: (u32, u32, u32), n: u32) {
     let mut txq = SwDmaQueue::from_raw(tx.0, tx.1, tx.2);
     let mut rxq = SwDmaQueue::from_raw(rx.0, rx.1, rx.2);
     let valid = txq.check().is_ok() && rxq.check().is_ok();
-    #[cfg(kani)]
-    kani::assume(valid);
     let (tx0, rx0) = (txq, rxq);
     let r = reserve_descriptors(&mut txq, &mut rxq, n);
     if !valid {

@@ -22,6 +22,15 @@ pub const NS_PER_US: u64 = 0x3E8;
 /// `(ts - init) * expected_inc / actual_inc`, in integer arithmetic (the seed's
 /// `double` ratio, without its rounding), saturating. `None` when the actual
 /// increment is 0 (the caller keeps the unscaled delta and reports it).
+///
+/// Its contract, `None` exactly when `actual_timestamp_inc` is 0, is proved by
+/// kani (`exec::proofs::prove_rescale_ns_contract`) and stands in for the
+/// function in the harvest's own proofs, which do not depend on the value. The
+/// value itself (`rescale_post`: exact quotient or saturation) is checked by
+/// tests over generated calibrations: it is nonlinear integer arithmetic (a
+/// 128-bit product and quotient), which the SAT back end does not decide within
+/// the harness budget.
+#[cfg_attr(kani, kani::ensures(|r: &Option<u64>| r.is_none() == (cal.actual_timestamp_inc == 0)))]
 pub fn rescale_ns(cal: &TsCal, device_ts: u64) -> Option<u64> {
     if cal.actual_timestamp_inc == 0 {
         return None;
@@ -29,6 +38,29 @@ pub fn rescale_ns(cal: &TsCal, device_ts: u64) -> Option<u64> {
     let delta = u128::from(device_ts.saturating_sub(cal.init_timestamp));
     let ns = delta * u128::from(cal.expected_timestamp_inc) / u128::from(cal.actual_timestamp_inc);
     Some(u64::try_from(ns).unwrap_or(u64::MAX))
+}
+
+/// What [`rescale_ns`] guarantees: `None` exactly when the calibration has no
+/// actual increment; no time before the calibration point (0); a 1:1
+/// calibration is the identity on the delta; a clock that runs fast or true
+/// (`expected <= actual`) never stretches the delta; and the value is the exact
+/// quotient `floor(delta * expected / actual)` or, when that does not fit, `u64::MAX`
+/// (checked as `r * actual <= delta * expected < (r + 1) * actual`).
+#[cfg(test)]
+pub(crate) fn rescale_post(cal: &TsCal, device_ts: u64, r: &Option<u64>) -> bool {
+    let Some(v) = *r else { return cal.actual_timestamp_inc == 0 };
+    if cal.actual_timestamp_inc == 0 {
+        return false;
+    }
+    let delta = device_ts.saturating_sub(cal.init_timestamp);
+    let (e, a) = (u128::from(cal.expected_timestamp_inc), u128::from(cal.actual_timestamp_inc));
+    let num = u128::from(delta) * e;
+    let exact = u128::from(v) * a <= num && num < (u128::from(v) + 1) * a;
+    let saturated = v == u64::MAX && u128::from(v) * a <= num;
+    (delta != 0 || v == 0)
+        && (cal.expected_timestamp_inc != cal.actual_timestamp_inc || v == delta)
+        && (cal.expected_timestamp_inc > cal.actual_timestamp_inc || v <= delta)
+        && (exact || saturated)
 }
 
 impl ExecRequest {

@@ -103,11 +103,54 @@ pub(crate) fn ring_cursor_stays_in_ring_once_per_lap<A: Any>(mut any: A, size_po
     assert_eq!(ring.cursor, start.wrapping_add(consumed_total * ENTRY));
 }
 
+/// The ring protocol's phase and HEAD (G-PHASE, G-HEAD): for every valid ring
+/// size and every cursor a consumer can hold (whole entries, any lap, across the
+/// u32 wrap): walking the ring slot by slot, the phase a fresh slot must carry
+/// flips exactly once per lap (at the lap boundary and nowhere else) and comes
+/// back after two laps; HEAD is the cursor's byte offset in the ring (inside it,
+/// on a slot boundary); and whatever was read but not yet handed back (less than
+/// a lap), a batch never reaches a whole lap of unacknowledged reads.
+///
+/// Precondition: `NqRing::new(size).is_ok()`, `cursor % 16 == 0` and fewer than a
+/// lap of reads not handed back (what `batch_limit` itself maintains).
+pub(crate) fn phase_flips_once_per_lap_and_head_is_an_offset(size_pow: u32, cursor: u32, unacked: u32, want: u32) {
+    let size = 1u32.checked_shl(size_pow).unwrap_or(0);
+    let Ok(empty) = NqRing::new(size) else { return };
+    if !cursor.is_multiple_of(ENTRY) {
+        return;
+    }
+    let entries = empty.entries();
+    let unacked = unacked % entries;
+    let ring = NqRing { size, cursor, acked: cursor.wrapping_sub(unacked * ENTRY) };
+    assert_eq!(ring.unacked(), unacked);
+    let next = cursor.wrapping_add(ENTRY);
+    let last_slot = cursor % size == size - ENTRY;
+    cover!(last_slot, "phase: the last slot of a lap");
+    cover!(!last_slot, "phase: a slot inside a lap");
+    assert_eq!(lap_phase(next, size) != lap_phase(cursor, size), last_slot, "the phase flips at the lap boundary only");
+    assert_eq!(lap_phase(cursor.wrapping_add(size), size), !lap_phase(cursor, size));
+    assert_eq!(lap_phase(cursor.wrapping_add(size).wrapping_add(size), size), lap_phase(cursor, size));
+    cover!(cursor.checked_add(size).is_none(), "phase: across the u32 wrap");
+    let head = ring.head();
+    assert!(head < size && head.is_multiple_of(ENTRY));
+    assert_eq!(head, cursor % size);
+    let limit = ring.batch_limit(want);
+    assert!(limit <= want);
+    assert!(limit + unacked < entries, "a batch would complete a lap of unacknowledged reads");
+    cover!(limit == 0 && want > 0, "phase: a full ring of unacknowledged reads stops the batch");
+}
+
 #[cfg(kani)]
 #[kani::proof]
 #[kani::unwind(10)]
 fn prove_ring_cursor_stays_in_ring_once_per_lap() {
     ring_cursor_stays_in_ring_once_per_lap(crate::proofs::KaniAny, kani::any(), kani::any());
+}
+
+#[cfg(kani)]
+#[kani::proof]
+fn prove_phase_flips_once_per_lap_and_head_is_an_offset() {
+    phase_flips_once_per_lap_and_head_is_an_offset(kani::any(), kani::any(), kani::any(), kani::any());
 }
 
 #[cfg(test)]
@@ -138,6 +181,23 @@ mod tests {
         proptest!(ProptestConfig::with_cases(cases(2048)),
         |(pow in 0u32..13, cursor in any::<u32>(), bytes in proptest::collection::vec(any::<u8>(), 0..1024))| {
             ring_cursor_stays_in_ring_once_per_lap(Bytes::new(&bytes), pow, cursor & !15);
+        });
+        assert_covered(4);
+    }
+
+    #[test]
+    fn phase_flips_once_per_lap_and_head_is_an_offset_tests() {
+        reset_covers();
+        for pow in 0..32 {
+            for cursor in [0u32, 16, 32, 48, 1 << 20, u32::MAX - 15, u32::MAX - 31, 0x8000_0000 - 16] {
+                for unacked in [0, 1, 3, 1 << 20, u32::MAX] {
+                    phase_flips_once_per_lap_and_head_is_an_offset(pow, cursor, unacked, 16);
+                }
+            }
+        }
+        proptest!(ProptestConfig::with_cases(cases(4096)),
+        |(pow in 0u32..33, cursor in any::<u32>(), unacked in any::<u32>(), want in prop_oneof![0u32..20, any::<u32>()])| {
+            phase_flips_once_per_lap_and_head_is_an_offset(pow, cursor & !15, unacked, want);
         });
         assert_covered(4);
     }
