@@ -4,7 +4,7 @@
 //! cargo xtask ci               everything CI checks (the README's test command)
 //! cargo xtask bench [--quick]  the criterion benches and nrt-bench, summarised into BENCHMARKS.md
 //! cargo xtask bench --summarise  rewrite that summary from the results on disk
-//! cargo xtask kani             the kani proofs (cargo kani), or SKIPPED and the same properties as tests
+//! cargo xtask kani             every kani harness verified by cargo kani (installed from the offline bundle when missing)
 //! cargo xtask miri             core's tests under Miri
 //! cargo xtask loom             the loom models of the XU handoff and the tensor counters
 //! cargo xtask fuzz [--secs N]  each fuzz target for N seconds (default 60)
@@ -24,6 +24,7 @@ mod bench;
 mod fuzz;
 mod proofs;
 mod qemu;
+mod setup;
 
 /// The bare-metal targets the core must build for (the device-side controller).
 const NO_STD_TARGETS: [&str; 2] = ["thumbv7em-none-eabihf", "riscv32imac-unknown-none-elf"];
@@ -33,7 +34,7 @@ const CI_FUZZ_SECS: u64 = 15;
 
 /// The subcommands.
 enum Task {
-    /// fmt, clippy, tests, docs, no_std builds, kani (listed), Miri, loom, a short
+    /// setup, fmt, clippy, tests, docs, no_std builds, kani (verified), Miri, loom, a short
     /// fuzz run, the firmware under QEMU.
     Ci,
     /// Criterion benches and the BENCHMARKS.md summary.
@@ -41,7 +42,7 @@ enum Task {
         /// Shorter measurement (for a smoke run).
         quick: bool,
     },
-    /// `cargo kani` where installed; else SKIPPED, and the same properties as tests.
+    /// Every kani harness verified by `cargo kani` (installed when missing).
     Kani,
     /// `cargo +nightly miri test -p nrt-core`.
     Miri,
@@ -63,7 +64,7 @@ fn usage() -> ExitCode {
          ci              fmt, clippy, tests, docs, no_std builds, kani, Miri, loom, fuzz, QEMU (what .ci/run runs)\n  \
          bench [--quick] criterion benches and nrt-bench; writes the summary into BENCHMARKS.md\n  \
          bench --summarise  rewrite that summary from the results on disk\n  \
-         kani            cargo kani where installed; else SKIPPED and the same properties as tests\n  \
+         kani            every kani harness verified (cargo kani; installed from shared/tools/kani when missing)\n  \
          miri            core's tests under Miri (cargo +nightly miri)\n  \
          loom            the loom models (RUSTFLAGS=\"--cfg loom\", release)\n  \
          fuzz [--secs N] each cargo-fuzz target for N seconds (default 60)\n  \
@@ -248,6 +249,8 @@ fn cargo() -> Command {
 }
 
 fn ci(run: &mut Runner) {
+    // Everything the stages below need, installed here rather than by .ci/run.
+    setup::all(run);
     run.cmd("fmt", cargo().args(["fmt", "--all", "--", "--check"]));
     run.cmd("clippy", cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]));
     run.cmd(
