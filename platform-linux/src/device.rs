@@ -2,13 +2,13 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use nrt_core::hal::{self, ErrorType};
 
 use crate::error::LinuxError;
-use crate::ioctl::{self, BarRw, DmaQueueCopyStart, NotificationsInitV2, SemaphoreArg};
+use crate::ioctl::{self, DmaQueueCopyStart, Ioctl, NotificationsInitV2, PlainArg, SemaphoreArg};
 use crate::sys;
 
 /// An open device node.
@@ -40,12 +40,15 @@ impl NeuronDevice {
         &self.file
     }
 
-    fn call<T>(&self, req: u32, arg: &mut T) -> Result<i32, LinuxError> {
-        sys::ioctl_ptr(self.file.as_raw_fd(), req, arg)
-            .map_err(|e| LinuxError::new(ioctl::request_name(req), self.path.display().to_string(), e))
+    fn call<T: PlainArg>(&self, req: Ioctl<T>, arg: &mut T) -> Result<i32, LinuxError> {
+        sys::ioctl(self.file.as_fd(), req, arg).map_err(|e| self.failed(req.name(), e))
     }
 
-    fn sema(&self, req: u32, nc: u32, index: u32, value: u32) -> Result<u32, LinuxError> {
+    fn failed(&self, call: &'static str, e: io::Error) -> LinuxError {
+        LinuxError::new(call, self.path.display().to_string(), e)
+    }
+
+    fn sema(&self, req: Ioctl<SemaphoreArg>, nc: u32, index: u32, value: u32) -> Result<u32, LinuxError> {
         let mut a = SemaphoreArg { nc_id: nc, semaphore_index: index, value };
         self.call(req, &mut a)?;
         Ok(a.value)
@@ -97,19 +100,17 @@ impl NeuronDevice {
 
     /// `NEURON_IOCTL_BAR_READ` of one register at absolute address `addr`.
     pub fn bar_read(&self, bar: u32, addr: u64) -> Result<u32, LinuxError> {
-        let a = [addr];
         let mut d = [0u32];
-        let mut arg = BarRw { bar, address: a.as_ptr(), data: d.as_mut_ptr(), count: 1 };
-        self.call(ioctl::BAR_READ, &mut arg)?;
+        sys::bar_rw(self.file.as_fd(), ioctl::BAR_READ, bar, &[addr], &mut d)
+            .map_err(|e| self.failed(ioctl::BAR_READ.name(), e))?;
         Ok(d[0])
     }
 
     /// `NEURON_IOCTL_BAR_WRITE` of one register at absolute address `addr`.
     pub fn bar_write(&self, bar: u32, addr: u64, value: u32) -> Result<(), LinuxError> {
-        let a = [addr];
-        let mut d = [value];
-        let mut arg = BarRw { bar, address: a.as_ptr(), data: d.as_mut_ptr(), count: 1 };
-        self.call(ioctl::BAR_WRITE, &mut arg).map(|_| ())
+        sys::bar_rw(self.file.as_fd(), ioctl::BAR_WRITE, bar, &[addr], &mut [value])
+            .map(|_| ())
+            .map_err(|e| self.failed(ioctl::BAR_WRITE.name(), e))
     }
 
     /// `NEURON_IOCTL_DMA_QUEUE_COPY_START`: release descriptors on a DMA queue (the
