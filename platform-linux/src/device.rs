@@ -149,17 +149,24 @@ impl<'a> IoctlBar<'a> {
     }
 
     fn addr(&self, offset: u64) -> Result<u64, LinuxError> {
-        if offset.checked_add(4).is_none_or(|end| end > self.size) || !offset.is_multiple_of(4) {
-            return Err(LinuxError::new(
+        let refuse = |why: String| {
+            LinuxError::new(
                 "BAR access",
                 self.dev.path.display().to_string(),
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("offset 0x{offset:x} outside the BAR of 0x{:x} bytes", self.size),
-                ),
-            ));
+                io::Error::new(io::ErrorKind::InvalidInput, why),
+            )
+        };
+        if offset.checked_add(4).is_none_or(|end| end > self.size) || !offset.is_multiple_of(4) {
+            return Err(refuse(format!("offset 0x{offset:x} outside the BAR of 0x{:x} bytes", self.size)));
         }
-        Ok(self.bar_base + offset)
+        // The base is the driver's cookie, not ours to trust: a base near the top
+        // of the address space would wrap (release) or panic (debug).
+        self.bar_base.checked_add(offset).ok_or_else(|| {
+            refuse(format!(
+                "BAR {} address 0x{:x} + 0x{offset:x} overflows 64 bits (a bad BAR base)",
+                self.bar, self.bar_base
+            ))
+        })
     }
 }
 
@@ -202,4 +209,35 @@ pub fn list_devices() -> Vec<(PathBuf, Option<String>)> {
             .unwrap_or(u32::MAX)
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nrt_core::hal::Registers;
+
+    fn not_a_device(name: &str) -> (NeuronDevice, PathBuf) {
+        let p = std::env::temp_dir().join(format!("nrt-linux-dev-{}-{name}", std::process::id()));
+        std::fs::write(&p, b"").unwrap();
+        (NeuronDevice::open(&p).unwrap(), p)
+    }
+
+    #[test]
+    fn an_ioctl_bar_whose_base_plus_offset_overflows_refuses_by_name() {
+        let (dev, p) = not_a_device("bar-wrap");
+        // A BAR cookie near the top of the address space: offset 8 is inside the
+        // BAR's 4 KiB, but base + 8 does not fit 64 bits.
+        let mut bar = IoctlBar::new(&dev, 0, u64::MAX - 3, 0x1000);
+        for e in [bar.read32(8).unwrap_err(), bar.write32(8, 1).unwrap_err()] {
+            let msg = e.to_string();
+            assert_eq!(e.call, "BAR access", "{msg}");
+            assert!(msg.contains(&p.display().to_string()), "{msg}");
+            assert!(msg.contains("0xfffffffffffffffc + 0x8 overflows"), "{msg}");
+            assert_eq!(e.source.kind(), io::ErrorKind::InvalidInput, "{msg}");
+        }
+        // In range: the address is formed and the ioctl made (a plain file: ENOTTY).
+        let mut ok = IoctlBar::new(&dev, 0, 0x1000_0000, 0x1000);
+        assert_eq!(ok.read32(8).unwrap_err().errno(), Some(libc::ENOTTY));
+        std::fs::remove_file(p).unwrap();
+    }
 }
