@@ -387,7 +387,7 @@ fn wait_bounded(
             moved_at = before;
         } else if before.duration_since(moved_at) >= Duration::from_nanos(NRT_WAIT_CLOCK_STALL_NS) {
             let msg = format!(
-                "nrt_wait: the platform's now_ns stayed at {} ns for {} ms of CLOCK_MONOTONIC ({steps} steps); \
+                "nrt_wait: the platform's now_ns returned no value past {} ns for {} ms of CLOCK_MONOTONIC ({steps} steps); \
                  no timeout can fire on it, so the wait stops with the request in flight",
                 dev.clock_max.get(),
                 NRT_WAIT_CLOCK_STALL_NS / 1_000_000
