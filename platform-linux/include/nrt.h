@@ -9,6 +9,15 @@
 
 #include <stdint.h>
 
+// How long `now_ns` may return no later value while [`nrt_wait`] polls
+// (G-FFI-CLOCK-STALL): a working monotonic clock always moves within it.
+#define NRT_WAIT_CLOCK_STALL_NS 1000000000
+
+// How much longer than the model's budget [`nrt_wait`] may poll a core, by the
+// process's own `CLOCK_MONOTONIC`, before it stops trusting `now_ns`
+// (G-FFI-CLOCK-BEHIND).
+#define NRT_WAIT_BUDGET_GRACE_NS 1000000000
+
 // An opaque harvest request.
 typedef struct nrt_request nrt_request;
 
@@ -26,7 +35,8 @@ typedef struct nrt_platform {
   int (*write_head)(void*, uint8_t, uint8_t, uint32_t);
   // Read INTC cause `line` of error-trigger `block` of `core` into `*out`.
   int (*read_cause)(void*, uint8_t, uint32_t, uint32_t, uint32_t*);
-  // Monotonic nanoseconds.
+  // Monotonic nanoseconds. Required: without it no timeout can fire, and the
+  // harvest calls refuse the table (-1, or `NRT_INVALID`).
   uint64_t (*now_ns)(void*);
   // Barrier of `core`: 1 done, 0 pending, -1 failed with `*status` set.
   int (*barrier_status)(void*, uint8_t, uint32_t*);
@@ -90,7 +100,8 @@ int nrt_rings_bind(struct nrt_rings *rings, uint8_t core, uint8_t nq, uint32_t s
 void nrt_rings_free(struct nrt_rings *rings);
 
 // `exec_request_progress_one_step`: 1 in flight, 0 done, 2 done with error;
-// the status is written to `*status` when done. -1 for a null argument.
+// the status is written to `*status` when done. -1 for a null argument,
+// including a platform without `now_ns` (the timeout could never fire).
 //
 // # Safety
 // `req`, `platform`, `rings` are live pointers from this API (or a valid
@@ -99,7 +110,19 @@ int nrt_progress_one_step(struct nrt_request *req, const struct nrt_platform *pl
 
 // The sync driver: step until done, waiting between steps with delay `kind`
 // (0 libnrt `usleep(1)`, 1 adaptive). Returns the `NRT_STATUS`; `*steps`, when
-// not null, receives the number of steps. `NRT_INVALID` (2) for a null argument.
+// not null, receives the number of steps. `NRT_INVALID` (2) for a null argument,
+// including a platform without `now_ns`, with `*steps` 0.
+//
+// The wait is bounded even when the platform's clock is not: it also returns
+// `NRT_INVALID`, with the request left in flight (it may be stepped on with
+// [`nrt_progress_one_step`] or freed) and an event through `event` saying why,
+// when `now_ns` returns no later value for 1 s of the process's
+// `CLOCK_MONOTONIC` (event `clock_stalled`), or when the cores have been polled
+// for the model's timeout plus 1 s of `CLOCK_MONOTONIC` and the budget, measured
+// on `now_ns`, has not run out (event `clock_behind`: a clock slower than real
+// time, or in the wrong unit). The collectives barrier wait before that is, as in
+// libnrt, never fatal: it lasts while `barrier_status` returns 0, with a warning
+// event each time the wait doubles past 120 s; return -1 from it to abort.
 //
 // # Safety
 // As [`nrt_progress_one_step`]; `steps` is null or writable.

@@ -2,13 +2,13 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use nrt_core::hal::{self, ErrorType};
 
 use crate::error::LinuxError;
-use crate::ioctl::{self, BarRw, DmaQueueCopyStart, NotificationsInitV2, SemaphoreArg};
+use crate::ioctl::{self, DmaQueueCopyStart, Ioctl, NotificationsInitV2, PlainArg, SemaphoreArg};
 use crate::sys;
 
 /// An open device node.
@@ -40,12 +40,15 @@ impl NeuronDevice {
         &self.file
     }
 
-    fn call<T>(&self, req: u32, arg: &mut T) -> Result<i32, LinuxError> {
-        sys::ioctl_ptr(self.file.as_raw_fd(), req, arg)
-            .map_err(|e| LinuxError::new(ioctl::request_name(req), self.path.display().to_string(), e))
+    fn call<T: PlainArg>(&self, req: Ioctl<T>, arg: &mut T) -> Result<i32, LinuxError> {
+        sys::ioctl(self.file.as_fd(), req, arg).map_err(|e| self.failed(req.name(), e))
     }
 
-    fn sema(&self, req: u32, nc: u32, index: u32, value: u32) -> Result<u32, LinuxError> {
+    fn failed(&self, call: &'static str, e: io::Error) -> LinuxError {
+        LinuxError::new(call, self.path.display().to_string(), e)
+    }
+
+    fn sema(&self, req: Ioctl<SemaphoreArg>, nc: u32, index: u32, value: u32) -> Result<u32, LinuxError> {
         let mut a = SemaphoreArg { nc_id: nc, semaphore_index: index, value };
         self.call(req, &mut a)?;
         Ok(a.value)
@@ -97,19 +100,17 @@ impl NeuronDevice {
 
     /// `NEURON_IOCTL_BAR_READ` of one register at absolute address `addr`.
     pub fn bar_read(&self, bar: u32, addr: u64) -> Result<u32, LinuxError> {
-        let a = [addr];
         let mut d = [0u32];
-        let mut arg = BarRw { bar, address: a.as_ptr(), data: d.as_mut_ptr(), count: 1 };
-        self.call(ioctl::BAR_READ, &mut arg)?;
+        sys::bar_rw(self.file.as_fd(), ioctl::BAR_READ, bar, &[addr], &mut d)
+            .map_err(|e| self.failed(ioctl::BAR_READ.name(), e))?;
         Ok(d[0])
     }
 
     /// `NEURON_IOCTL_BAR_WRITE` of one register at absolute address `addr`.
     pub fn bar_write(&self, bar: u32, addr: u64, value: u32) -> Result<(), LinuxError> {
-        let a = [addr];
-        let mut d = [value];
-        let mut arg = BarRw { bar, address: a.as_ptr(), data: d.as_mut_ptr(), count: 1 };
-        self.call(ioctl::BAR_WRITE, &mut arg).map(|_| ())
+        sys::bar_rw(self.file.as_fd(), ioctl::BAR_WRITE, bar, &[addr], &mut [value])
+            .map(|_| ())
+            .map_err(|e| self.failed(ioctl::BAR_WRITE.name(), e))
     }
 
     /// `NEURON_IOCTL_DMA_QUEUE_COPY_START`: release descriptors on a DMA queue (the
@@ -148,17 +149,24 @@ impl<'a> IoctlBar<'a> {
     }
 
     fn addr(&self, offset: u64) -> Result<u64, LinuxError> {
-        if offset.checked_add(4).is_none_or(|end| end > self.size) || !offset.is_multiple_of(4) {
-            return Err(LinuxError::new(
+        let refuse = |why: String| {
+            LinuxError::new(
                 "BAR access",
                 self.dev.path.display().to_string(),
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("offset 0x{offset:x} outside the BAR of 0x{:x} bytes", self.size),
-                ),
-            ));
+                io::Error::new(io::ErrorKind::InvalidInput, why),
+            )
+        };
+        if offset.checked_add(4).is_none_or(|end| end > self.size) || !offset.is_multiple_of(4) {
+            return Err(refuse(format!("offset 0x{offset:x} outside the BAR of 0x{:x} bytes", self.size)));
         }
-        Ok(self.bar_base + offset)
+        // The base is the driver's cookie, not ours to trust: a base near the top
+        // of the address space would wrap (release) or panic (debug).
+        self.bar_base.checked_add(offset).ok_or_else(|| {
+            refuse(format!(
+                "BAR {} address 0x{:x} + 0x{offset:x} overflows 64 bits (a bad BAR base)",
+                self.bar, self.bar_base
+            ))
+        })
     }
 }
 
@@ -201,4 +209,35 @@ pub fn list_devices() -> Vec<(PathBuf, Option<String>)> {
             .unwrap_or(u32::MAX)
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nrt_core::hal::Registers;
+
+    fn not_a_device(name: &str) -> (NeuronDevice, PathBuf) {
+        let p = std::env::temp_dir().join(format!("nrt-linux-dev-{}-{name}", std::process::id()));
+        std::fs::write(&p, b"").unwrap();
+        (NeuronDevice::open(&p).unwrap(), p)
+    }
+
+    #[test]
+    fn an_ioctl_bar_whose_base_plus_offset_overflows_refuses_by_name() {
+        let (dev, p) = not_a_device("bar-wrap");
+        // A BAR cookie near the top of the address space: offset 8 is inside the
+        // BAR's 4 KiB, but base + 8 does not fit 64 bits.
+        let mut bar = IoctlBar::new(&dev, 0, u64::MAX - 3, 0x1000);
+        for e in [bar.read32(8).unwrap_err(), bar.write32(8, 1).unwrap_err()] {
+            let msg = e.to_string();
+            assert_eq!(e.call, "BAR access", "{msg}");
+            assert!(msg.contains(&p.display().to_string()), "{msg}");
+            assert!(msg.contains("0xfffffffffffffffc + 0x8 overflows"), "{msg}");
+            assert_eq!(e.source.kind(), io::ErrorKind::InvalidInput, "{msg}");
+        }
+        // In range: the address is formed and the ioctl made (a plain file: ENOTTY).
+        let mut ok = IoctlBar::new(&dev, 0, 0x1000_0000, 0x1000);
+        assert_eq!(ok.read32(8).unwrap_err().errno(), Some(libc::ENOTTY));
+        std::fs::remove_file(p).unwrap();
+    }
 }

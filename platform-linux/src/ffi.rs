@@ -15,13 +15,16 @@
 #![allow(unsafe_code)]
 #![allow(non_camel_case_types)]
 
+use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use nrt_core::arch::Arch;
 use nrt_core::event::Event;
-use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, Step};
-use nrt_core::hal::{self, ErrorKind, ErrorType};
+use nrt_core::exec::driver::SYNC_POLL_DELAY_US;
+use nrt_core::exec::{ExecConfig, ExecRequest, ExecState, Step};
+use nrt_core::hal::{self, Delay, ErrorKind, ErrorType};
 use nrt_core::nq::{Notification, Notifications};
 use nrt_core::NrtStatus;
 
@@ -40,7 +43,8 @@ pub struct nrt_platform {
     pub write_head: Option<unsafe extern "C" fn(*mut c_void, u8, u8, u32) -> c_int>,
     /// Read INTC cause `line` of error-trigger `block` of `core` into `*out`.
     pub read_cause: Option<unsafe extern "C" fn(*mut c_void, u8, u32, u32, *mut u32) -> c_int>,
-    /// Monotonic nanoseconds.
+    /// Monotonic nanoseconds. Required: without it no timeout can fire, and the
+    /// harvest calls refuse the table (-1, or `NRT_INVALID`).
     pub now_ns: Option<unsafe extern "C" fn(*mut c_void) -> u64>,
     /// Barrier of `core`: 1 done, 0 pending, -1 failed with `*status` set.
     pub barrier_status: Option<unsafe extern "C" fn(*mut c_void, u8, *mut u32) -> c_int>,
@@ -80,8 +84,21 @@ pub struct nrt_entry {
     pub device_ts: u64,
 }
 
-/// The callback table as core's traits.
-struct CPlatform(nrt_platform);
+/// The callback table as core's traits, remembering the latest clock value it
+/// handed out (for [`nrt_wait`]'s clock checks).
+struct CPlatform {
+    p: nrt_platform,
+    /// The largest `now_ns` value seen.
+    clock_max: Cell<u64>,
+    /// Whether `now_ns` returned a value above `clock_max` since the last look.
+    clock_moved: Cell<bool>,
+}
+
+impl CPlatform {
+    fn new(p: nrt_platform) -> CPlatform {
+        CPlatform { p, clock_max: Cell::new(0), clock_moved: Cell::new(false) }
+    }
+}
 
 impl ErrorType for CPlatform {
     type Error = ErrorKind;
@@ -89,18 +106,18 @@ impl ErrorType for CPlatform {
 
 impl hal::NqRings for CPlatform {
     fn read_slot(&mut self, core: u8, nq: u8, offset: u32, out: &mut [u8; 16]) -> Result<(), ErrorKind> {
-        let f = self.0.read_slot.ok_or(ErrorKind::NotMapped)?;
+        let f = self.p.read_slot.ok_or(ErrorKind::NotMapped)?;
         // SAFETY: `out` is a valid 16-byte buffer; the callback's contract is to
         // write at most 16 bytes into it.
-        match unsafe { f(self.0.ctx, core, nq, offset, out.as_mut_ptr()) } {
+        match unsafe { f(self.p.ctx, core, nq, offset, out.as_mut_ptr()) } {
             0 => Ok(()),
             _ => Err(ErrorKind::Io),
         }
     }
     fn write_head(&mut self, core: u8, nq: u8, head: u32) -> Result<(), ErrorKind> {
-        let f = self.0.write_head.ok_or(ErrorKind::NotMapped)?;
+        let f = self.p.write_head.ok_or(ErrorKind::NotMapped)?;
         // SAFETY: plain values; the callback owns `ctx`.
-        match unsafe { f(self.0.ctx, core, nq, head) } {
+        match unsafe { f(self.p.ctx, core, nq, head) } {
             0 => Ok(()),
             _ => Err(ErrorKind::Io),
         }
@@ -109,10 +126,10 @@ impl hal::NqRings for CPlatform {
 
 impl hal::IntcCause for CPlatform {
     fn read_cause(&mut self, core: u8, block: u32, line: u32) -> Result<u32, ErrorKind> {
-        let f = self.0.read_cause.ok_or(ErrorKind::NotMapped)?;
+        let f = self.p.read_cause.ok_or(ErrorKind::NotMapped)?;
         let mut v = 0u32;
         // SAFETY: `&mut v` is a valid u32 for the call.
-        match unsafe { f(self.0.ctx, core, block, line, &mut v) } {
+        match unsafe { f(self.p.ctx, core, block, line, &mut v) } {
             0 => Ok(v),
             _ => Err(ErrorKind::Io),
         }
@@ -121,11 +138,17 @@ impl hal::IntcCause for CPlatform {
 
 impl hal::Clock for CPlatform {
     fn now_ns(&self) -> u64 {
-        match self.0.now_ns {
+        let v = match self.p.now_ns {
             // SAFETY: no pointers besides `ctx`.
-            Some(f) => unsafe { f(self.0.ctx) },
+            Some(f) => unsafe { f(self.p.ctx) },
+            // Refused by both entry points before any step.
             None => 0,
+        };
+        if v > self.clock_max.get() {
+            self.clock_max.set(v);
+            self.clock_moved.set(true);
         }
+        v
     }
 }
 
@@ -146,42 +169,42 @@ fn proxy(
 
 impl hal::CollectivesProxy for CPlatform {
     fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
-        proxy(self.0.barrier_status, self.0.ctx, core)
+        proxy(self.p.barrier_status, self.p.ctx, core)
     }
     fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
-        proxy(self.0.network_status, self.0.ctx, core)
+        proxy(self.p.network_status, self.p.ctx, core)
     }
 }
 
 impl hal::FaultProbe for CPlatform {
     fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus> {
-        let f = self.0.hbm_uncorrectable?;
+        let f = self.p.hbm_uncorrectable?;
         // SAFETY: plain values.
-        let v = unsafe { f(self.0.ctx, core) };
+        let v = unsafe { f(self.p.ctx, core) };
         (v != 0).then(|| NrtStatus::from_code(v))
     }
     fn dma_aborted(&mut self, core: u8) -> bool {
         // SAFETY: plain values.
-        self.0.dma_aborted.is_some_and(|f| unsafe { f(self.0.ctx, core) } != 0)
+        self.p.dma_aborted.is_some_and(|f| unsafe { f(self.p.ctx, core) } != 0)
     }
 }
 
 impl hal::EventSink for CPlatform {
     fn event(&mut self, event: &Event) {
-        let Some(f) = self.0.event else { return };
+        let Some(f) = self.p.event else { return };
         let kind = CString::new(event.kind()).unwrap_or_default();
         let msg = CString::new(event.to_string().replace('\0', " ")).unwrap_or_default();
         // SAFETY: both strings are NUL-terminated and live across the call.
-        unsafe { f(self.0.ctx, kind.as_ptr(), msg.as_ptr()) }
+        unsafe { f(self.p.ctx, kind.as_ptr(), msg.as_ptr()) }
     }
 }
 
 impl hal::TensorNotify for CPlatform {
     fn tensor_completed(&mut self, core: u8, var_id: u16) -> Option<(u16, u32)> {
-        let f = self.0.tensor_completed?;
+        let f = self.p.tensor_completed?;
         let (mut out, mut count) = (0u16, 0u32);
         // SAFETY: both out-pointers are valid locals for the call.
-        match unsafe { f(self.0.ctx, core, var_id, &mut out, &mut count) } {
+        match unsafe { f(self.p.ctx, core, var_id, &mut out, &mut count) } {
             0 => Some((out, count)),
             _ => None,
         }
@@ -245,7 +268,8 @@ pub unsafe extern "C" fn nrt_rings_free(rings: *mut nrt_rings) {
 }
 
 /// `exec_request_progress_one_step`: 1 in flight, 0 done, 2 done with error;
-/// the status is written to `*status` when done. -1 for a null argument.
+/// the status is written to `*status` when done. -1 for a null argument,
+/// including a platform without `now_ns` (the timeout could never fire).
 ///
 /// # Safety
 /// `req`, `platform`, `rings` are live pointers from this API (or a valid
@@ -263,7 +287,10 @@ pub unsafe extern "C" fn nrt_progress_one_step(
     else {
         return -1;
     };
-    let mut dev = CPlatform(*p);
+    if p.now_ns.is_none() {
+        return -1;
+    }
+    let mut dev = CPlatform::new(*p);
     let mut out = NrtStatus::Success;
     let step = req.0.progress_one_step(&mut dev, &mut rings.0, &mut out);
     if step != Step::InFlight {
@@ -275,9 +302,30 @@ pub unsafe extern "C" fn nrt_progress_one_step(
     c_int::from(step.code())
 }
 
+/// How long `now_ns` may return no later value while [`nrt_wait`] polls
+/// (G-FFI-CLOCK-STALL): a working monotonic clock always moves within it.
+pub const NRT_WAIT_CLOCK_STALL_NS: u64 = 1_000_000_000;
+
+/// How much longer than the model's budget [`nrt_wait`] may poll a core, by the
+/// process's own `CLOCK_MONOTONIC`, before it stops trusting `now_ns`
+/// (G-FFI-CLOCK-BEHIND).
+pub const NRT_WAIT_BUDGET_GRACE_NS: u64 = 1_000_000_000;
+
 /// The sync driver: step until done, waiting between steps with delay `kind`
 /// (0 libnrt `usleep(1)`, 1 adaptive). Returns the `NRT_STATUS`; `*steps`, when
-/// not null, receives the number of steps. `NRT_INVALID` (2) for a null argument.
+/// not null, receives the number of steps. `NRT_INVALID` (2) for a null argument,
+/// including a platform without `now_ns`, with `*steps` 0.
+///
+/// The wait is bounded even when the platform's clock is not: it also returns
+/// `NRT_INVALID`, with the request left in flight (it may be stepped on with
+/// [`nrt_progress_one_step`] or freed) and an event through `event` saying why,
+/// when `now_ns` returns no later value for 1 s of the process's
+/// `CLOCK_MONOTONIC` (event `clock_stalled`), or when the cores have been polled
+/// for the model's timeout plus 1 s of `CLOCK_MONOTONIC` and the budget, measured
+/// on `now_ns`, has not run out (event `clock_behind`: a clock slower than real
+/// time, or in the wrong unit). The collectives barrier wait before that is, as in
+/// libnrt, never fatal: it lasts while `barrier_status` returns 0, with a warning
+/// event each time the wait doubles past 120 s; return -1 from it to abort.
 ///
 /// # Safety
 /// As [`nrt_progress_one_step`]; `steps` is null or writable.
@@ -295,14 +343,84 @@ pub unsafe extern "C" fn nrt_wait(
     else {
         return NrtStatus::Invalid.code();
     };
-    let mut dev = CPlatform(*p);
-    let mut delay = AnyDelay::new(if delay_kind == 0 { DelayKind::Libnrt } else { DelayKind::Adaptive });
-    let w = exec_wait_round_robin(&mut req.0, &mut dev, &mut rings.0, &mut delay);
+    let (status, n) = if p.now_ns.is_none() {
+        (NrtStatus::Invalid, 0)
+    } else {
+        let mut dev = CPlatform::new(*p);
+        let mut delay = AnyDelay::new(if delay_kind == 0 { DelayKind::Libnrt } else { DelayKind::Adaptive });
+        wait_bounded(&mut req.0, &mut dev, &mut rings.0, &mut delay)
+    };
     // SAFETY: null-checked; the caller guarantees it is writable.
     if let Some(s) = unsafe { steps.as_mut() } {
-        *s = w.steps;
+        *s = n;
     }
-    w.status.code()
+    status.code()
+}
+
+/// `exec_wait_round_robin`'s loop (step; while in flight, delay and step), with
+/// the two clock checks of [`nrt_wait`] between steps. Returns the status and the
+/// steps taken.
+fn wait_bounded(
+    req: &mut ExecRequest,
+    dev: &mut CPlatform,
+    rings: &mut Notifications,
+    delay: &mut AnyDelay,
+) -> (NrtStatus, u64) {
+    let mut status = NrtStatus::Success;
+    let mut steps = 0u64;
+    // When `now_ns` last moved, and when the cores' budget started, by our clock.
+    let mut moved_at = Instant::now();
+    let mut core_since: Option<Instant> = None;
+    let budget =
+        Duration::from_secs(u64::from(req.config().timeout_s)) + Duration::from_nanos(NRT_WAIT_BUDGET_GRACE_NS);
+    loop {
+        // Read before the step: a clock running at real time has then always
+        // seen at least as much of the budget as we have, and the core's own
+        // timeout fires first.
+        let before = Instant::now();
+        let step = req.progress_one_step(dev, rings, &mut status);
+        steps = steps.saturating_add(1);
+        if step != Step::InFlight {
+            return (status, steps);
+        }
+        if dev.clock_moved.replace(false) {
+            moved_at = before;
+        } else if before.duration_since(moved_at) >= Duration::from_nanos(NRT_WAIT_CLOCK_STALL_NS) {
+            let msg = format!(
+                "nrt_wait: the platform's now_ns returned no value past {} ns for {} ms of CLOCK_MONOTONIC ({steps} steps); \
+                 no timeout can fire on it, so the wait stops with the request in flight",
+                dev.clock_max.get(),
+                NRT_WAIT_CLOCK_STALL_NS / 1_000_000
+            );
+            c_event(dev, "clock_stalled", &msg);
+            return (NrtStatus::Invalid, steps);
+        }
+        match core_since {
+            None if req.state() == ExecState::WaitCore => core_since = Some(Instant::now()),
+            Some(t) if before.duration_since(t) >= budget => {
+                let msg = format!(
+                    "nrt_wait: the platform's now_ns advanced too slowly: the cores were polled for {} ms of \
+                     CLOCK_MONOTONIC ({steps} steps) and the model's {} s budget has not run out on it \
+                     (a clock slower than real time, or not in ns); the wait stops with the request in flight",
+                    before.duration_since(t).as_millis(),
+                    req.config().timeout_s
+                );
+                c_event(dev, "clock_behind", &msg);
+                return (NrtStatus::Invalid, steps);
+            }
+            _ => {}
+        }
+        delay.delay_us(SYNC_POLL_DELAY_US);
+    }
+}
+
+/// An event of this binding's own (not core's) through the C `event` callback.
+fn c_event(dev: &CPlatform, kind: &str, msg: &str) {
+    let Some(f) = dev.p.event else { return };
+    let kind = CString::new(kind).unwrap_or_default();
+    let msg = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    // SAFETY: both strings are NUL-terminated and live across the call.
+    unsafe { f(dev.p.ctx, kind.as_ptr(), msg.as_ptr()) }
 }
 
 struct StatusStrings {

@@ -14,6 +14,11 @@
 //! The seed calls the kickoff an "_IOW-style 8-byte argument carrying (idx,
 //! value)"; the driver's header is the authority (`seed-vs-driver.md` point 1): a
 //! pointer to the 12-byte `{nc_id, semaphore_index, value}`.
+//!
+//! Each request is an [`Ioctl<T>`]: its code and the one argument type the
+//! driver copies through it, paired here and nowhere else.
+
+use core::marker::PhantomData;
 
 /// `_IOC` direction bits: write (user to kernel).
 pub const IOC_WRITE: u32 = 1;
@@ -24,47 +29,131 @@ pub const NEURON_IOCTL_BASE: u32 = b'N' as u32;
 /// The size field of every Neuron request: the size of a pointer.
 pub const ARG_PTR_SIZE: u32 = core::mem::size_of::<*const u8>() as u32;
 
+/// The `_IOC` size field is 14 bits wide.
+const IOC_SIZE_MASK: u32 = (1 << 14) - 1;
+
 /// The Linux `_IOC(dir, type, nr, size)` encoding.
 pub const fn ioc(dir: u32, nr: u32, size: u32) -> u32 {
     (dir << 30) | (size << 16) | (NEURON_IOCTL_BASE << 8) | nr
 }
 
-/// `_IOR('N', nr, struct X *)`.
-pub const fn ior(nr: u32) -> u32 {
-    ioc(IOC_READ, nr, ARG_PTR_SIZE)
+/// The size field of request `code` (`_IOC_SIZE`).
+pub const fn ioc_size(code: u32) -> u32 {
+    (code >> 16) & IOC_SIZE_MASK
 }
 
-/// `_IOW('N', nr, struct X *)`.
-pub const fn iow(nr: u32) -> u32 {
-    ioc(IOC_WRITE, nr, ARG_PTR_SIZE)
+/// A driver request bound to the one argument type it copies: `ioctl(fd, code,
+/// &mut T)`.
+///
+/// The kernel copies as many bytes as the *request* says, whatever the caller
+/// passes; an untyped `ioctl(fd, code, &mut x)` is therefore only as sound as the
+/// pairing of `code` with the type of `x`. Here the pairing is made once, in this
+/// module: the constructor is private, each request below is a constant, and
+/// its code is built by the `_IOC` encoding from `size_of::<*mut T>()`, the
+/// argument the header declares (`_IOR('N', nr, struct X *)`). The driver then
+/// copies `sizeof(struct X)` bytes through that pointer, which is `size_of::<T>()`:
+/// each argument struct's size is asserted at compile time against the driver's
+/// below. The tests check every request's code against the driver's number and
+/// its size field against its argument type.
+///
+/// Outside this module no `Ioctl` can be made, so a request the kernel answers
+/// with more bytes than the argument holds (FIONREAD through a `&mut u8`)
+/// does not type-check:
+///
+/// ```compile_fail
+/// // There is no constructor to pair FIONREAD (0x541B) with a one-byte argument.
+/// let _r: nrt_linux::ioctl::Ioctl<u8> = nrt_linux::ioctl::Ioctl::new(0x541B, "FIONREAD");
+/// ```
+pub struct Ioctl<T> {
+    code: u32,
+    name: &'static str,
+    arg: PhantomData<fn(&mut T)>,
 }
 
-/// `_IOWR('N', nr, struct X *)`.
-pub const fn iowr(nr: u32) -> u32 {
-    ioc(IOC_READ | IOC_WRITE, nr, ARG_PTR_SIZE)
+impl<T> Ioctl<T> {
+    /// `_IOC(dir, 'N', nr, struct X *)`: the pointer-declared form of every
+    /// Neuron request.
+    const fn pointer(dir: u32, nr: u32, name: &'static str) -> Ioctl<T> {
+        let code = ioc(dir, nr, core::mem::size_of::<*mut T>() as u32);
+        // The size field holds the pointer's size exactly (it fits 14 bits).
+        assert!(ioc_size(code) as usize == core::mem::size_of::<*mut T>());
+        Ioctl { code, name, arg: PhantomData }
+    }
+
+    /// The request code passed to `ioctl(2)`.
+    pub const fn code(&self) -> u32 {
+        self.code
+    }
+
+    /// The request's name in the driver's header, for error messages.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
 }
 
-/// `NEURON_IOCTL_BAR_READ` (nr 11).
-pub const BAR_READ: u32 = ior(11);
-/// `NEURON_IOCTL_BAR_WRITE` (nr 12).
-pub const BAR_WRITE: u32 = iow(12);
+impl<T> Clone for Ioctl<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Ioctl<T> {}
+
+impl<T> core::fmt::Debug for Ioctl<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} (0x{:08X})", self.name, self.code)
+    }
+}
+
+/// An argument the driver reads and writes only within its own
+/// `size_of::<Self>()` bytes: no pointer inside it is followed. Sealed: only the
+/// plain `#[repr(C)]` integer structs of this module implement it (their sizes are
+/// asserted below against the driver's), so [`crate::sys::ioctl`] can take one
+/// safely. [`BarRw`], which carries pointers, does not.
+pub trait PlainArg: sealed::Sealed {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::SemaphoreArg {}
+    impl Sealed for super::NotificationsInitV2 {}
+    impl Sealed for super::DmaQueueCopyStart {}
+}
+
+impl PlainArg for SemaphoreArg {}
+impl PlainArg for NotificationsInitV2 {}
+impl PlainArg for DmaQueueCopyStart {}
+
+/// `NEURON_IOCTL_BAR_READ` (nr 11). Its argument carries pointers: issued only
+/// through [`crate::sys::bar_rw`], which builds it from slices.
+pub const BAR_READ: Ioctl<BarRw> = Ioctl::pointer(IOC_READ, 11, "NEURON_IOCTL_BAR_READ");
+/// `NEURON_IOCTL_BAR_WRITE` (nr 12). As [`BAR_READ`].
+pub const BAR_WRITE: Ioctl<BarRw> = Ioctl::pointer(IOC_WRITE, 12, "NEURON_IOCTL_BAR_WRITE");
 /// `NEURON_IOCTL_DMA_QUEUE_COPY_START` (nr 35): how an unprivileged process
 /// advances a DMA queue's tail (the driver refuses BAR writes to `drtp_inc`).
-pub const DMA_QUEUE_COPY_START: u32 = ior(35);
+pub const DMA_QUEUE_COPY_START: Ioctl<DmaQueueCopyStart> =
+    Ioctl::pointer(IOC_READ, 35, "NEURON_IOCTL_DMA_QUEUE_COPY_START");
 /// `NEURON_IOCTL_SEMAPHORE_INCREMENT` (nr 41): the per-inference kickoff.
-pub const SEMAPHORE_INCREMENT: u32 = ior(41);
+pub const SEMAPHORE_INCREMENT: Ioctl<SemaphoreArg> = Ioctl::pointer(IOC_READ, 41, "NEURON_IOCTL_SEMAPHORE_INCREMENT");
 /// `NEURON_IOCTL_SEMAPHORE_DECREMENT` (nr 42).
-pub const SEMAPHORE_DECREMENT: u32 = ior(42);
+pub const SEMAPHORE_DECREMENT: Ioctl<SemaphoreArg> = Ioctl::pointer(IOC_READ, 42, "NEURON_IOCTL_SEMAPHORE_DECREMENT");
 /// `NEURON_IOCTL_SEMAPHORE_READ` (nr 43; `value` is out).
-pub const SEMAPHORE_READ: u32 = iowr(43);
+pub const SEMAPHORE_READ: Ioctl<SemaphoreArg> = Ioctl::pointer(IOC_READ | IOC_WRITE, 43, "NEURON_IOCTL_SEMAPHORE_READ");
 /// `NEURON_IOCTL_SEMAPHORE_WRITE` (nr 44).
-pub const SEMAPHORE_WRITE: u32 = ior(44);
+pub const SEMAPHORE_WRITE: Ioctl<SemaphoreArg> = Ioctl::pointer(IOC_READ, 44, "NEURON_IOCTL_SEMAPHORE_WRITE");
 /// `NEURON_IOCTL_EVENT_SET` (nr 45).
-pub const EVENT_SET: u32 = ior(45);
+pub const EVENT_SET: Ioctl<SemaphoreArg> = Ioctl::pointer(IOC_READ, 45, "NEURON_IOCTL_EVENT_SET");
 /// `NEURON_IOCTL_EVENT_GET` (nr 46; `value` is out).
-pub const EVENT_GET: u32 = iowr(46);
+pub const EVENT_GET: Ioctl<SemaphoreArg> = Ioctl::pointer(IOC_READ | IOC_WRITE, 46, "NEURON_IOCTL_EVENT_GET");
 /// `NEURON_IOCTL_NOTIFICATIONS_INIT_V2` (nr 53): create an NQ ring, get its mmap offset.
-pub const NOTIFICATIONS_INIT_V2: u32 = ior(53);
+pub const NOTIFICATIONS_INIT_V2: Ioctl<NotificationsInitV2> =
+    Ioctl::pointer(IOC_READ, 53, "NEURON_IOCTL_NOTIFICATIONS_INIT_V2");
+
+// The driver's struct sizes (`shared/anchors/driver-abi.md`): what it copies
+// through each request's pointer.
+const _: () = assert!(core::mem::size_of::<SemaphoreArg>() == 12);
+const _: () = assert!(core::mem::size_of::<NotificationsInitV2>() == 48);
+const _: () = assert!(core::mem::size_of::<BarRw>() == 32);
+const _: () = assert!(core::mem::size_of::<DmaQueueCopyStart>() == 16);
 
 /// `struct neuron_ioctl_semaphore` (and `neuron_ioctl_event`, the same layout).
 #[repr(C)]
@@ -133,23 +222,6 @@ pub struct DmaQueueCopyStart {
     pub rx_desc_count: u32,
 }
 
-/// A request's name, for error messages.
-pub fn request_name(req: u32) -> &'static str {
-    match req {
-        BAR_READ => "NEURON_IOCTL_BAR_READ",
-        BAR_WRITE => "NEURON_IOCTL_BAR_WRITE",
-        DMA_QUEUE_COPY_START => "NEURON_IOCTL_DMA_QUEUE_COPY_START",
-        SEMAPHORE_INCREMENT => "NEURON_IOCTL_SEMAPHORE_INCREMENT",
-        SEMAPHORE_DECREMENT => "NEURON_IOCTL_SEMAPHORE_DECREMENT",
-        SEMAPHORE_READ => "NEURON_IOCTL_SEMAPHORE_READ",
-        SEMAPHORE_WRITE => "NEURON_IOCTL_SEMAPHORE_WRITE",
-        EVENT_SET => "NEURON_IOCTL_EVENT_SET",
-        EVENT_GET => "NEURON_IOCTL_EVENT_GET",
-        NOTIFICATIONS_INIT_V2 => "NEURON_IOCTL_NOTIFICATIONS_INIT_V2",
-        _ => "NEURON_IOCTL_?",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,16 +229,49 @@ mod tests {
 
     #[test]
     fn request_codes_are_the_drivers() {
-        assert_eq!(SEMAPHORE_INCREMENT, 0x8008_4E29);
-        assert_eq!(SEMAPHORE_DECREMENT, 0x8008_4E2A);
-        assert_eq!(SEMAPHORE_READ, 0xC008_4E2B);
-        assert_eq!(SEMAPHORE_WRITE, 0x8008_4E2C);
-        assert_eq!(EVENT_SET, 0x8008_4E2D);
-        assert_eq!(EVENT_GET, 0xC008_4E2E);
-        assert_eq!(NOTIFICATIONS_INIT_V2, 0x8008_4E35);
-        assert_eq!(BAR_READ, 0x8008_4E0B);
-        assert_eq!(BAR_WRITE, 0x4008_4E0C);
-        assert_eq!(DMA_QUEUE_COPY_START, 0x8008_4E23);
+        assert_eq!(SEMAPHORE_INCREMENT.code(), 0x8008_4E29);
+        assert_eq!(SEMAPHORE_DECREMENT.code(), 0x8008_4E2A);
+        assert_eq!(SEMAPHORE_READ.code(), 0xC008_4E2B);
+        assert_eq!(SEMAPHORE_WRITE.code(), 0x8008_4E2C);
+        assert_eq!(EVENT_SET.code(), 0x8008_4E2D);
+        assert_eq!(EVENT_GET.code(), 0xC008_4E2E);
+        assert_eq!(NOTIFICATIONS_INIT_V2.code(), 0x8008_4E35);
+        assert_eq!(BAR_READ.code(), 0x8008_4E0B);
+        assert_eq!(BAR_WRITE.code(), 0x4008_4E0C);
+        assert_eq!(DMA_QUEUE_COPY_START.code(), 0x8008_4E23);
+    }
+
+    /// The size field of `req` is the size of the pointer to its argument (the
+    /// header's `struct X *`), and the argument is the driver's struct size.
+    fn sized<T>(req: Ioctl<T>, driver_struct_bytes: usize) -> &'static str {
+        assert_eq!(ioc_size(req.code()) as usize, size_of::<*mut T>(), "{req:?}");
+        assert_eq!(ioc_size(req.code()), ARG_PTR_SIZE, "{req:?}");
+        assert_eq!(size_of::<T>(), driver_struct_bytes, "{req:?}");
+        assert!(req.name().starts_with("NEURON_IOCTL_"), "{req:?}");
+        req.name()
+    }
+
+    #[test]
+    fn every_request_encodes_its_argument_and_the_driver_copies_its_struct() {
+        let names = [
+            sized(SEMAPHORE_INCREMENT, 12),
+            sized(SEMAPHORE_DECREMENT, 12),
+            sized(SEMAPHORE_READ, 12),
+            sized(SEMAPHORE_WRITE, 12),
+            sized(EVENT_SET, 12),
+            sized(EVENT_GET, 12),
+            sized(NOTIFICATIONS_INIT_V2, 48),
+            sized(BAR_READ, 32),
+            sized(BAR_WRITE, 32),
+            sized(DMA_QUEUE_COPY_START, 16),
+        ];
+        // Each name is its own request's (messages name the call).
+        let mut sorted = names.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len());
+        assert_eq!(SEMAPHORE_READ.name(), "NEURON_IOCTL_SEMAPHORE_READ");
+        assert_eq!(ioc_size(0xC020_4E70), 32, "RESOURCE_MMAP_INFO encodes its struct, not a pointer");
     }
 
     #[test]

@@ -5,15 +5,82 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-/// Issue `ioctl(fd, req, arg)` with a pointer argument.
-pub fn ioctl_ptr<T>(fd: RawFd, req: u32, arg: &mut T) -> io::Result<i32> {
+use crate::ioctl::{BarRw, Ioctl, PlainArg};
+
+/// Issue request `req` on `fd` with a pointer to `arg`: the only safe way to a
+/// raw `ioctl(2)` in nrt-linux.
+///
+/// Sound because `req` can only be one of the typed requests of
+/// [`crate::ioctl`], each paired with the argument type whose size the driver
+/// copies, and `T: PlainArg` holds no pointer the driver would follow. A bare
+/// request code does not type-check, nor does an argument of another type (the
+/// kernel answers FIONREAD, 0x541B, with four bytes, which a `u8` does not hold):
+///
+/// ```compile_fail
+/// use std::os::fd::AsFd;
+/// let f = std::fs::File::open("/dev/null").unwrap();
+/// let mut one_byte = 0u8;
+/// let _ = nrt_linux::sys::ioctl(f.as_fd(), 0x541B, &mut one_byte);
+/// ```
+///
+/// ```compile_fail
+/// use std::os::fd::AsFd;
+/// let f = std::fs::File::open("/dev/null").unwrap();
+/// let mut one_byte = 0u8;
+/// let _ = nrt_linux::sys::ioctl(f.as_fd(), nrt_linux::ioctl::SEMAPHORE_READ, &mut one_byte);
+/// ```
+///
+/// Nor does a [`BarRw`] built by hand, whose pointers the driver would follow
+/// ([`bar_rw`] builds it from slices):
+///
+/// ```compile_fail
+/// use std::os::fd::AsFd;
+/// let f = std::fs::File::open("/dev/null").unwrap();
+/// let mut arg = nrt_linux::ioctl::BarRw { bar: 0, address: std::ptr::null(), data: std::ptr::null_mut(), count: 64 };
+/// let _ = nrt_linux::sys::ioctl(f.as_fd(), nrt_linux::ioctl::BAR_READ, &mut arg);
+/// ```
+///
+/// A request's own argument type does (here refused by a file that is not a
+/// Neuron device):
+///
+/// ```
+/// use std::os::fd::AsFd;
+/// let f = std::fs::File::open("/dev/null").unwrap();
+/// let mut arg = nrt_linux::ioctl::SemaphoreArg::default();
+/// let e = nrt_linux::sys::ioctl(f.as_fd(), nrt_linux::ioctl::SEMAPHORE_READ, &mut arg).unwrap_err();
+/// assert_eq!(e.raw_os_error(), Some(libc::ENOTTY));
+/// ```
+pub fn ioctl<T: PlainArg>(fd: BorrowedFd<'_>, req: Ioctl<T>, arg: &mut T) -> io::Result<i32> {
     // SAFETY: `arg` is a valid, exclusively borrowed `T` for the duration of the
-    // call; the driver copies `size_of::<T>()` bytes in and out of it.
-    let rc = unsafe { libc::ioctl(fd, req as libc::c_ulong, arg as *mut T) };
+    // call; `req` is a driver request typed with `T`, so the driver copies
+    // `size_of::<T>()` bytes in and out of it (`crate::ioctl` asserts the sizes),
+    // and `PlainArg` says it follows no pointer inside it.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::c_ulong::from(req.code()), std::ptr::from_mut(arg)) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// `NEURON_IOCTL_BAR_READ` or `_WRITE` of `addresses.len()` registers of BAR
+/// `bar`: the driver reads the addresses and reads (write) or writes (read) one
+/// `u32` of `data` per address. The two slices must have the same length; the
+/// argument's pointers and count are built from them here, so the driver never
+/// follows a pointer past what the caller lent.
+pub fn bar_rw(fd: BorrowedFd<'_>, req: Ioctl<BarRw>, bar: u32, addresses: &[u64], data: &mut [u32]) -> io::Result<i32> {
+    let count = u32::try_from(addresses.len()).ok().filter(|_| addresses.len() == data.len()).ok_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidInput, format!("{} addresses for {} values", addresses.len(), data.len()))
+    })?;
+    let mut arg = BarRw { bar, address: addresses.as_ptr(), data: data.as_mut_ptr(), count };
+    // SAFETY: `arg` is a valid local `BarRw` (the 32 bytes the driver copies);
+    // its `address` and `data` point to `count` readable `u64` and `count`
+    // writable `u32`, borrowed for the call.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::c_ulong::from(req.code()), std::ptr::from_mut(&mut arg)) };
     if rc < 0 {
         Err(io::Error::last_os_error())
     } else {

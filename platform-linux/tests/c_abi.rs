@@ -20,4 +20,10 @@ fn a_c_program_links_the_staticlib_and_harvests() {
     assert!(run.status.success(), "C harvest failed:\n{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
     assert!(stdout.contains("healthy (nrt_wait)                 0 NRT_SUCCESS"), "{stdout}");
     assert!(stdout.contains("1204 NRT_EXEC_SW_NQ_OVERFLOW"), "{stdout}");
+    assert!(stdout.contains("no clock (nrt_wait)                2 NRT_INVALID"), "{stdout}");
+    assert!(stdout.contains("stuck clock (nrt_wait)             2 NRT_INVALID"), "{stdout}");
+    assert!(
+        stdout.contains("event clock_stalled: nrt_wait: the platform's now_ns returned no value past 7 ns"),
+        "{stdout}"
+    );
 }

@@ -86,6 +86,8 @@ pub struct Device {
     notes_dropped: u32,
     stats: DeviceStats,
     clear_at_kickoff: bool,
+    /// Scheduled actions run so far (with `seq` and `armed`: whether a step did anything).
+    executed: u64,
 }
 
 /// The deterministic mode's quantum: how far the virtual clock jumps when the
@@ -122,6 +124,7 @@ impl Device {
             notes_dropped: 0,
             stats: DeviceStats::default(),
             clear_at_kickoff: false,
+            executed: 0,
         }
     }
 
@@ -214,6 +217,7 @@ impl Device {
                 break;
             }
             let ((t, _), action) = entry.remove_entry();
+            self.executed += 1;
             self.execute(t, action);
         }
     }
@@ -223,13 +227,30 @@ impl Device {
     /// `now + us` when something is due by then, else straight to the next
     /// scheduled action or by [`QUANTUM_NS`], whichever is sooner, and steps again.
     pub fn advance_virtual(&mut self, us: u32) {
+        self.advance_virtual_until(us, None);
+    }
+
+    /// [`Device::advance_virtual`] for a host that knows when it next acts on its
+    /// own. `host_deadline_ns` is given only when the host's last step changed
+    /// nothing: then its next step, over the same inputs, would change nothing
+    /// either until its deadline (a timeout or a warning threshold of its clock).
+    /// If this device's step at `now` does nothing as well (no input taken, no
+    /// action run), nothing can happen before the sooner of the next scheduled
+    /// action and that deadline, and the clock jumps straight there. Otherwise,
+    /// or for a deadline not after `now`, the quantum applies as before.
+    pub fn advance_virtual_until(&mut self, us: u32, host_deadline_ns: Option<u64>) {
         let now = self.shared.vclock_ns.load(Ordering::Acquire);
+        let before = (self.seq, self.armed, self.executed);
         self.step(now);
+        let idle = before == (self.seq, self.armed, self.executed);
         let target = now.saturating_add(u64::from(us) * 1_000);
-        let next = match self.next_event_ns() {
-            Some(t) if t <= target => target,
-            Some(t) => t.min(now.saturating_add(QUANTUM_NS)).max(target),
-            None => now.saturating_add(QUANTUM_NS).max(target),
+        let horizon = host_deadline_ns.filter(|&d| idle && d > now);
+        let next = match (self.next_event_ns(), horizon) {
+            (Some(t), _) if t <= target => target,
+            (Some(t), Some(h)) => t.min(h).max(target),
+            (None, Some(h)) => h.max(target),
+            (Some(t), None) => t.min(now.saturating_add(QUANTUM_NS)).max(target),
+            (None, None) => now.saturating_add(QUANTUM_NS).max(target),
         };
         self.shared.vclock_ns.store(next, Ordering::Release);
         self.step(next);

@@ -224,18 +224,44 @@ pub struct SimFence;
 
 impl hal::Fence for SimFence {}
 
+/// A wait the harvest can tell when the host next acts on its own: the virtual
+/// clock may jump to that deadline ([`Device::advance_virtual_until`]); a real
+/// clock ignores it.
+pub trait HostDelay: hal::Delay {
+    /// The virtual time (ns) of the host's next time-driven observation (its
+    /// timeout or barrier warning), or `None` when it has none.
+    fn set_host_deadline(&mut self, _ns: Option<u64>) {}
+}
+
 /// The deterministic mode's wait: virtual time passes and the device steps.
 #[derive(Debug)]
 pub struct VirtualDelay {
     /// The device, stepped by each wait.
     pub device: Device,
+    /// The host's next deadline ([`HostDelay`]).
+    pub host_deadline_ns: Option<u64>,
+}
+
+impl VirtualDelay {
+    /// A wait stepping `device`, with no host deadline yet.
+    pub fn new(device: Device) -> VirtualDelay {
+        VirtualDelay { device, host_deadline_ns: None }
+    }
 }
 
 impl hal::Delay for VirtualDelay {
     fn delay_us(&mut self, us: u32) {
-        self.device.advance_virtual(us);
+        self.device.advance_virtual_until(us, self.host_deadline_ns);
     }
 }
+
+impl HostDelay for VirtualDelay {
+    fn set_host_deadline(&mut self, ns: Option<u64>) {
+        self.host_deadline_ns = ns;
+    }
+}
+
+impl HostDelay for RealDelay {}
 
 /// The threaded mode's wait: yield the CPU (`usleep(1)` in spirit); longer waits sleep.
 #[derive(Clone, Copy, Debug, Default)]

@@ -43,11 +43,16 @@
 //!   clock advances. Stepping a 5 s hang 1 us at a time would be 5 million steps,
 //!   so the wait **skips ahead**: when nothing is scheduled before `now + us`, the
 //!   clock jumps to the next scheduled device action, or by a quantum of 1 ms
-//!   ([`device::QUANTUM_NS`]) when nothing is scheduled. Nothing observable
-//!   happens in the skipped time; the harvest's timeout (whole milliseconds,
-//!   seed §5) still fires at the first poll at or past the budget, at most one
-//!   quantum late, so `elapsed_ms` equals the budget. A 300 s barrier is 300 000
-//!   such polls.
+//!   ([`device::QUANTUM_NS`]) when nothing is scheduled. And when the host's last
+//!   harvest step changed nothing and the device's step did nothing either, the
+//!   harvest tells the wait its own next deadline (the core budget, or the
+//!   barrier warning threshold: `run::wait_round_robin`), and the clock jumps
+//!   straight to the sooner of that and the next device action
+//!   ([`device::Device::advance_virtual_until`]). Nothing observable happens in
+//!   the skipped time: the statuses, events and their order are those of polling
+//!   every microsecond; the timeout (whole milliseconds, seed §5) fires at the
+//!   poll exactly at the budget, so `elapsed_ms` equals it. A 300 s barrier, or a
+//!   4294967295 s timeout, is a few dozen polls.
 //! - **Threaded** (`--threaded`): the device runs on its own thread against the
 //!   real monotonic clock; the host polls with a yielding delay. Ring entries are
 //!   published payload first, then the word with the phase byte with Release,

@@ -8,7 +8,10 @@
 //! ended on the host's shutdown or after its inferences); 1 when a named
 //! scenario (or a row of `--scenario all`) did not match, staging failed, or
 //! serving failed (the file, or the idle timeout); 2 for a usage error (a
-//! malformed `--inject` spec, bad hex, an unknown scenario).
+//! malformed `--inject` spec, bad hex, an unknown scenario, a number out of
+//! range). A reader that goes away (`| head`) ends the output quietly; the
+//! command finishes and exits as it would have. Any other failure to write
+//! standard output is reported at exit, status 1.
 
 use std::io::Read as _;
 use std::process::ExitCode;
@@ -19,6 +22,78 @@ use nrt_sim::decode::{self, RingKind};
 use nrt_sim::report::{self, Row};
 use nrt_sim::scenario::{self, Scenario, SCENARIOS};
 use nrt_sim::{run, Fault, SimConfig, SimError};
+
+/// Standard output for a reader that may go away (`| head`): a closed pipe
+/// silently discards the rest of the output and the command carries on to its
+/// own exit status (no panic, no SIGPIPE death); any other write error is kept
+/// and reported once, at exit. Standard error is written the same way, its
+/// errors ignored.
+mod out {
+    use std::io::{self, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::OnceLock;
+
+    static CLOSED: AtomicBool = AtomicBool::new(false);
+    static FAILED: OnceLock<String> = OnceLock::new();
+
+    /// Write `text` to standard output, unless it is closed.
+    pub fn print(text: &str) {
+        print_bytes(text.as_bytes());
+    }
+
+    fn print_bytes(bytes: &[u8]) {
+        if CLOSED.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut o = io::stdout().lock();
+        if let Err(e) = o.write_all(bytes).and_then(|()| o.flush()) {
+            CLOSED.store(true, Ordering::Relaxed);
+            if e.kind() != io::ErrorKind::BrokenPipe {
+                let _ = FAILED.set(e.to_string());
+            }
+        }
+    }
+
+    /// Write `text` to standard error, ignoring a failure (there is nowhere left
+    /// to report it).
+    pub fn eprint(text: &str) {
+        let _ = io::stderr().lock().write_all(text.as_bytes());
+    }
+
+    /// The write error standard output had, other than a closed pipe.
+    pub fn failure() -> Option<&'static str> {
+        FAILED.get().map(String::as_str)
+    }
+
+    /// Standard output as an `io::Write` (for code that takes a writer).
+    pub struct Stdout;
+
+    impl Write for Stdout {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            print_bytes(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+}
+
+/// `println!` through [`out`].
+macro_rules! outln {
+    () => { out::print("\n") };
+    ($($a:tt)*) => { out::print(&format!("{}\n", format_args!($($a)*))) };
+}
+
+/// `print!` through [`out`].
+macro_rules! outp {
+    ($($a:tt)*) => { out::print(&format!($($a)*)) };
+}
+
+/// `eprintln!` through [`out`].
+macro_rules! errln {
+    ($($a:tt)*) => { out::eprint(&format!("{}\n", format_args!($($a)*))) };
+}
 
 #[derive(Parser, Debug)]
 #[command(name = "nrt-sim", version, about = "A simulated Neuron device driven by nrt-core: runs, scenarios, decoding")]
@@ -51,25 +126,25 @@ struct ServeArgs {
     #[arg(long = "inject", value_name = "SPEC", value_parser = parse_fault)]
     inject: Vec<Fault>,
     /// Physical cores [default: 2].
-    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2))]
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2), allow_negative_numbers = true)]
     cores: Option<u8>,
     /// Device generation [default: sunda].
     #[arg(long, value_enum)]
     arch: Option<ArchArg>,
     /// Seed of every random choice [default: 0].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     seed: Option<u64>,
     /// Entries per NQ ring, a power of two from 2 to 65536 [default: 64].
-    #[arg(long = "ring-entries", value_name = "N", value_parser = parse_ring_entries)]
+    #[arg(long = "ring-entries", value_name = "N", value_parser = parse_ring_entries, allow_negative_numbers = true)]
     ring_entries: Option<u32>,
     /// Stop after N inferences have been played and harvested.
-    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "forever")]
+    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "forever", allow_negative_numbers = true)]
     inferences: u32,
     /// Serve until the host sets the shutdown flag.
     #[arg(long)]
     forever: bool,
     /// Exit with an error when nothing happened for N seconds (0: wait forever).
-    #[arg(long = "idle-timeout-s", value_name = "N", default_value_t = 0)]
+    #[arg(long = "idle-timeout-s", value_name = "N", default_value_t = 0, allow_negative_numbers = true)]
     idle_timeout_s: u64,
 }
 
@@ -95,19 +170,19 @@ struct RunArgs {
     #[arg(long = "inject", value_name = "SPEC", value_parser = parse_fault)]
     inject: Vec<Fault>,
     /// Physical cores of the logical core [default: 2].
-    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2))]
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2), allow_negative_numbers = true)]
     cores: Option<u8>,
     /// Device generation [default: sunda].
     #[arg(long, value_enum)]
     arch: Option<ArchArg>,
     /// The model's timeout in seconds [default: 5].
-    #[arg(long = "timeout-s", value_name = "N")]
+    #[arg(long = "timeout-s", value_name = "N", allow_negative_numbers = true)]
     timeout_s: Option<u32>,
     /// Seed of every random choice [default: 0].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     seed: Option<u64>,
     /// Entries per NQ ring, a power of two from 2 to 65536 [default: 64].
-    #[arg(long = "ring-entries", value_name = "N", value_parser = parse_ring_entries)]
+    #[arg(long = "ring-entries", value_name = "N", value_parser = parse_ring_entries, allow_negative_numbers = true)]
     ring_entries: Option<u32>,
     /// Run the device on its own thread against the real clock.
     #[arg(long)]
@@ -143,18 +218,28 @@ fn parse_ring_entries(s: &str) -> Result<u32, String> {
 }
 
 fn usage_error(msg: &str) -> ExitCode {
-    eprintln!("nrt-sim: error: {msg}");
+    errln!("nrt-sim: error: {msg}");
     ExitCode::from(2)
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let code = dispatch(Cli::parse());
+    match out::failure() {
+        Some(e) => {
+            errln!("nrt-sim: writing standard output failed: {e}");
+            ExitCode::from(1)
+        }
+        None => code,
+    }
+}
+
+fn dispatch(cli: Cli) -> ExitCode {
     match cli.cmd {
         Cmd::Run(a) => cmd_run(&a),
         Cmd::Scenarios => {
             for s in SCENARIOS {
                 let exp = format!("{} {}", s.expected.code(), s.expected.name());
-                println!("{:20} {:40} {}", s.name, exp, s.description);
+                outln!("{:20} {:40} {}", s.name, exp, s.description);
             }
             ExitCode::SUCCESS
         }
@@ -193,10 +278,10 @@ fn cmd_serve(a: &ServeArgs) -> ExitCode {
         inferences: (!a.forever).then_some(a.inferences),
         idle_timeout: (a.idle_timeout_s > 0).then(|| std::time::Duration::from_secs(a.idle_timeout_s)),
     };
-    match nrt_sim::serve::serve(&serve_cfg, &mut std::io::stdout()) {
+    match nrt_sim::serve::serve(&serve_cfg, &mut out::Stdout) {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("nrt-sim serve: {e}");
+            errln!("nrt-sim serve: {e}");
             ExitCode::from(1)
         }
     }
@@ -227,8 +312,8 @@ fn overrides(a: &RunArgs, cfg: &mut SimConfig) {
 
 fn print_json(v: &serde_json::Value) {
     match serde_json::to_string_pretty(v) {
-        Ok(s) => println!("{s}"),
-        Err(e) => eprintln!("nrt-sim: JSON rendering failed: {e}"),
+        Ok(s) => outln!("{s}"),
+        Err(e) => errln!("nrt-sim: JSON rendering failed: {e}"),
     }
 }
 
@@ -259,7 +344,7 @@ fn cmd_run(a: &RunArgs) -> ExitCode {
         Ok(r) => r,
         Err(e @ SimError::Config(_)) => return usage_error(&e.to_string()),
         Err(e) => {
-            eprintln!("nrt-sim: {e}");
+            errln!("nrt-sim: {e}");
             return ExitCode::from(1);
         }
     };
@@ -272,11 +357,11 @@ fn cmd_run(a: &RunArgs) -> ExitCode {
         }
         print_json(&v);
     } else {
-        print!("{}", report::text(&report, scenario));
+        outp!("{}", report::text(&report, scenario));
         if let (Some(s), Some(verdict)) = (scenario, &verdict) {
             match verdict {
-                Ok(()) => println!("\nscenario check: PASS (expected {} {})", s.expected.code(), s.expected.name()),
-                Err(why) => println!("\nscenario check: FAIL ({why})"),
+                Ok(()) => outln!("\nscenario check: PASS (expected {} {})", s.expected.code(), s.expected.name()),
+                Err(why) => outln!("\nscenario check: FAIL ({why})"),
             }
         }
     }
@@ -322,7 +407,7 @@ fn cmd_all(a: &RunArgs) -> ExitCode {
     if a.json {
         print_json(&report::table_json(&rows));
     } else {
-        print!("{}", report::table_text(&rows));
+        outp!("{}", report::table_text(&rows));
     }
     if rows.iter().all(|r| r.verdict.is_ok()) {
         ExitCode::SUCCESS
@@ -352,7 +437,7 @@ fn cmd_decode(a: &DecodeArgs) -> ExitCode {
     if a.json {
         print_json(&decode::json(&entries, ring));
     } else {
-        print!("{}", decode::text(&entries, ring));
+        outp!("{}", decode::text(&entries, ring));
     }
     ExitCode::SUCCESS
 }

@@ -11,7 +11,7 @@
 //!    wait on the completion handle; then check the copy.
 //! 2. **Kickoff**: the top-SP host trigger (doorbell B), then one kickoff
 //!    semaphore per core (doorbell C); the device starts the engines' programs.
-//! 3. **Harvest**: `exec_wait_round_robin` over an `ExecRequest`, with the rings
+//! 3. **Harvest**: `exec_wait_round_robin`'s loop over an `ExecRequest`, with the rings
 //!    bound and each engine's timestamp calibration and sync point set.
 
 use std::sync::Arc;
@@ -23,14 +23,15 @@ use nrt_core::dma::queue::reserve_descriptors;
 use nrt_core::dma::{Bd, CompletionHandle, Direction, DmaError, DmaEvent, PlatformType, SwDmaQueue, UdmaCopyWriter};
 use nrt_core::dma::{UdmaLayout, VRing};
 use nrt_core::event::Event;
-use nrt_core::exec::{exec_wait_round_robin, fatal, ExecConfig, ExecRequest, Step, TpbEngState};
+use nrt_core::exec::driver::SYNC_POLL_DELAY_US;
+use nrt_core::exec::{fatal, ExecConfig, ExecRequest, ExecState, Step, SyncWait, TpbEngState};
 use nrt_core::hal::{Clock, Delay, DeviceMemory, EventSink, Registers};
 use nrt_core::nq::{Engine, ErrorClass, Notifications};
 use nrt_core::NrtStatus;
 
 use crate::device::{Device, DeviceStats, Note};
 use crate::fault::Fault;
-use crate::host::{HostClock, RealDelay, SimFence, SimHost, VirtualDelay};
+use crate::host::{HostClock, HostDelay, RealDelay, SimFence, SimHost, VirtualDelay};
 use crate::layout::{self, udma};
 use crate::program::{self, Extra, ProgramSpec};
 use crate::rng::Rng;
@@ -270,7 +271,7 @@ pub fn run(cfg: &SimConfig) -> Result<RunReport, SimError> {
         result.map(|r| finish(r, &host, &device))
     } else {
         let mut host = SimHost::new(Arc::clone(&shared), HostClock::Virtual);
-        let mut delay = VirtualDelay { device };
+        let mut delay = VirtualDelay::new(device);
         let result = drive(cfg, &mut host, &mut delay);
         result.map(|r| finish(r, &host, &delay.device))
     }
@@ -284,7 +285,7 @@ fn finish(mut r: RunReport, host: &SimHost, device: &Device) -> RunReport {
     r
 }
 
-fn drive<W: Delay>(cfg: &SimConfig, host: &mut SimHost, delay: &mut W) -> Result<RunReport, SimError> {
+fn drive<W: HostDelay>(cfg: &SimConfig, host: &mut SimHost, delay: &mut W) -> Result<RunReport, SimError> {
     let mut staging_events = Vec::new();
     let staging = stage(cfg, host, delay, &mut staging_events)?;
     let cores = cfg.cores;
@@ -308,7 +309,7 @@ fn drive<W: Delay>(cfg: &SimConfig, host: &mut SimHost, delay: &mut W) -> Result
     host.events.clear();
     let mut req = ExecRequest::new(ExecConfig::new(cfg.arch, cores, cfg.timeout_s));
     let t0 = host.now_ns();
-    let w = exec_wait_round_robin(&mut req, host, &mut nq, delay);
+    let w = wait_round_robin(&mut req, host, &mut nq, delay);
     let elapsed_ns = host.now_ns().saturating_sub(t0);
     Ok(RunReport {
         config: cfg.clone(),
@@ -327,6 +328,103 @@ fn drive<W: Delay>(cfg: &SimConfig, host: &mut SimHost, delay: &mut W) -> Result
         notes: Vec::new(),
         device: DeviceStats::default(),
     })
+}
+
+/// `exec_wait_round_robin`'s loop (step; while in flight, wait
+/// [`SYNC_POLL_DELAY_US`] and step), telling the wait before each delay when the
+/// host next acts on its own ([`host_deadline`]), so that the virtual clock
+/// skips idle time up to it (a 4294967295 s timeout is a few dozen steps, not
+/// 4 * 10^12 quanta) while every observation of the harvest stays where it was.
+fn wait_round_robin<W: HostDelay>(
+    req: &mut ExecRequest,
+    host: &mut SimHost,
+    nq: &mut Notifications,
+    delay: &mut W,
+) -> SyncWait {
+    let mut status = NrtStatus::Success;
+    let mut clocks = StateClocks::default();
+    let mut mark = Progress::of(req, nq, host);
+    let mut step = req.progress_one_step(host, nq, &mut status);
+    let mut steps = 1u64;
+    while step == Step::InFlight {
+        clocks.observe(req.state(), host.now_ns());
+        // Only a step that changed nothing lets the clock skip to the deadline:
+        // after a state change or a consumed record, the next step has work.
+        let now_mark = Progress::of(req, nq, host);
+        let idle = now_mark == mark;
+        mark = now_mark;
+        delay.set_host_deadline(host_deadline(req, &clocks).filter(|_| idle));
+        delay.delay_us(SYNC_POLL_DELAY_US);
+        step = req.progress_one_step(host, nq, &mut status);
+        steps = steps.saturating_add(1);
+    }
+    delay.set_host_deadline(None);
+    SyncWait { status, step, steps }
+}
+
+/// Everything a harvest step can change that the next step depends on: the
+/// state, the barrier threshold, each engine's substate, every ring's cursor and
+/// HEAD, the error records kept, the events emitted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Progress {
+    state: ExecState,
+    barrier_threshold_s: u32,
+    substates: Vec<Option<TpbEngState>>,
+    rings: Vec<(u32, u32)>,
+    errors: usize,
+    events: usize,
+}
+
+impl Progress {
+    fn of(req: &ExecRequest, nq: &Notifications, host: &SimHost) -> Progress {
+        let cores = 0..MAX_CORES;
+        Progress {
+            state: req.state(),
+            barrier_threshold_s: req.barrier_threshold_s(),
+            substates: cores.clone().flat_map(|c| (0..ENGINES_PER_CORE).map(move |e| req.substate(c, e))).collect(),
+            rings: cores
+                .flat_map(|c| (0..layout::NQ_PER_CORE).map(move |q| (c as u8, q as u8)))
+                .filter_map(|(c, q)| nq.ring(c, q).map(|r| (r.cursor(), r.head())))
+                .collect(),
+            errors: nq.errors_len(),
+            events: host.events.len(),
+        }
+    }
+}
+
+/// When the request entered its barrier wait and its core wait, on the host's
+/// clock: the instants its own `barrier_start` and `core_start` were read (the
+/// virtual clock does not move during a step).
+#[derive(Clone, Copy, Debug, Default)]
+struct StateClocks {
+    last: Option<ExecState>,
+    barrier_start_ns: u64,
+    core_start_ns: u64,
+}
+
+impl StateClocks {
+    fn observe(&mut self, state: ExecState, now: u64) {
+        if self.last != Some(state) {
+            match state {
+                ExecState::WaitBarrierProxy => self.barrier_start_ns = now,
+                ExecState::WaitCore => self.core_start_ns = now,
+                ExecState::Init | ExecState::Done => {}
+            }
+            self.last = Some(state);
+        }
+    }
+}
+
+/// The host's next time-driven observation (seed §1, §5): the barrier warning
+/// threshold while the barrier is pending, the core budget while the engines are.
+fn host_deadline(req: &ExecRequest, clocks: &StateClocks) -> Option<u64> {
+    match req.state() {
+        ExecState::WaitBarrierProxy => Some(
+            clocks.barrier_start_ns.saturating_add(u64::from(req.barrier_threshold_s()).saturating_mul(1_000_000_000)),
+        ),
+        ExecState::WaitCore => Some(clocks.core_start_ns.saturating_add(req.timeout_ms().saturating_mul(1_000_000))),
+        ExecState::Init | ExecState::Done => None,
+    }
 }
 
 /// What the harvest of `req` left in each of its `cores` cores: the per-core and
@@ -460,4 +558,79 @@ fn stage<W: Delay>(
         copy_verified: dst == src,
         host_trigger: layout::xt_local_reg(arch) + nrt_core::dma::HOST_TRIGGER_OFFSET,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wait before the skip to the host's deadline: every idle step moves the
+    /// virtual clock by the quantum at most (the device's own skip only).
+    struct Polling(VirtualDelay);
+
+    impl Delay for Polling {
+        fn delay_us(&mut self, us: u32) {
+            self.0.device.advance_virtual(us);
+        }
+    }
+
+    impl HostDelay for Polling {}
+
+    fn run_polling(cfg: &SimConfig) -> RunReport {
+        let shared = Arc::new(Shared::new(cfg.arch, cfg.ring_entries * layout::ENTRY_BYTES));
+        let spec = ProgramSpec {
+            arch: cfg.arch,
+            ring_entries: cfg.ring_entries,
+            seed: cfg.seed,
+            faults: cfg.faults.clone(),
+            extras: cfg.extras.clone(),
+        };
+        let device = Device::new(Arc::clone(&shared), spec, cfg.cores);
+        let mut host = SimHost::new(Arc::clone(&shared), HostClock::Virtual);
+        let mut delay = Polling(VirtualDelay::new(device));
+        let r = drive(cfg, &mut host, &mut delay).unwrap();
+        finish(r, &host, &delay.0.device)
+    }
+
+    #[test]
+    fn skipping_to_the_host_deadline_changes_no_observation_of_any_scenario() {
+        let mut skipped = 0;
+        for s in crate::scenario::SCENARIOS {
+            let cfg = s.config();
+            let (fast, slow) = (run(&cfg).unwrap(), run_polling(&cfg));
+            let name = s.name;
+            assert_eq!((fast.status, fast.step), (slow.status, slow.step), "{name}");
+            assert_eq!(fast.events, slow.events, "{name}");
+            assert_eq!(fast.cores, slow.cores, "{name}");
+            assert_eq!(fast.wakes, slow.wakes, "{name}");
+            assert_eq!(fast.notes, slow.notes, "{name}");
+            assert_eq!(fast.device, slow.device, "{name}");
+            assert_eq!(fast.staging, slow.staging, "{name}");
+            // The same harvest, found no later and in no more polls (the quantum
+            // poll lands up to one quantum past the budget).
+            assert!(fast.elapsed_ns <= slow.elapsed_ns, "{name}: {} > {}", fast.elapsed_ns, slow.elapsed_ns);
+            assert!(slow.elapsed_ns - fast.elapsed_ns < crate::device::QUANTUM_NS, "{name}");
+            assert!(fast.steps <= slow.steps, "{name}");
+            if fast.steps < slow.steps {
+                skipped += 1;
+            }
+        }
+        // The timeouts and the 300 s barrier did skip.
+        assert!(skipped >= 5, "{skipped}");
+    }
+
+    #[test]
+    fn the_longest_budget_and_barrier_are_a_few_polls() {
+        let cfg = SimConfig {
+            timeout_s: u32::MAX,
+            faults: vec![Fault::Hang { core: 0, engine: Engine::Dve }, Fault::BarrierDelay { secs: 1_000_000 }],
+            ..SimConfig::default()
+        };
+        let r = run(&cfg).unwrap();
+        assert_eq!(r.status, NrtStatus::Timeout);
+        assert!(r.steps < 200, "{} steps", r.steps);
+        assert_eq!(r.events_of("barrier_wait").count(), 14, "120 s doubling up to 983040 s");
+        // The budget is measured from the barrier's clear (1e6 s) and fires on it.
+        assert_eq!(r.elapsed_ns / 1_000_000, 1_000_000_000 + u64::from(u32::MAX) * 1000);
+    }
 }

@@ -33,6 +33,7 @@ static int read_cause(void *c, uint8_t core, uint32_t block, uint32_t line, uint
     return 0;
 }
 static uint64_t now_ns(void *c) { struct dev *d = c; d->now += 1000000; return d->now; } /* 1 ms per read */
+static uint64_t stuck_clock(void *c) { (void)c; return 7; } /* a careless clock that never moves */
 static int barrier(void *c, uint8_t core, uint32_t *st) { (void)c; (void)core; (void)st; return 1; }
 static void on_event(void *c, const char *kind, const char *msg) { struct dev *d = c; d->events++; printf("  event %s: %s\n", kind, msg); }
 
@@ -109,7 +110,21 @@ int main(void) {
     expect("NaN on the error ring", nrt_wait(q, &p, r, 0, NULL), 1003);
     nrt_request_free(q); nrt_rings_free(r);
 
-    /* 5. decode and names */
+    /* 5. a careless clock: none is refused before any step; one that never moves
+     *    stops the wait within about a second, the request still in flight */
+    memset(&d, 0, sizeof d);
+    r = rings(); q = nrt_request_new(2, 1, 1);
+    nrt_platform careless = p;
+    careless.now_ns = NULL;
+    steps = 99;
+    expect("no clock (nrt_wait)", nrt_wait(q, &careless, r, 1, &steps), 2);
+    if (steps != 0 || nrt_progress_one_step(q, &careless, r, &st) != -1) { printf("a null clock was not refused\n"); failures++; }
+    careless.now_ns = stuck_clock;
+    expect("stuck clock (nrt_wait)", nrt_wait(q, &careless, r, 1, &steps), 2);
+    if (d.events != 1 || nrt_progress_one_step(q, &careless, r, &st) != 1) { printf("stuck clock: %d events, or not in flight\n", d.events); failures++; }
+    nrt_request_free(q); nrt_rings_free(r);
+
+    /* 6. decode and names */
     uint8_t raw[16] = {0x34, 0x12, 0xA5, 0xE4, 7, 0, 3, 0, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11};
     nrt_entry ent;
     if (nrt_decode_entry(raw, &ent) != 0 || ent.debug_hint != 0xA || ent.nq_tag != 4 || ent.phase != 1 ||

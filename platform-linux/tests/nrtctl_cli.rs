@@ -1,0 +1,66 @@
+//! The `nrtctl` command line at its limits: numbers out of range, a reader that
+//! goes away, a full disk. No device or server is needed: each case fails (or
+//! prints) before one would be.
+
+use std::process::{Command, Output, Stdio};
+
+fn nrtctl() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_nrtctl"))
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn numbers_out_of_range_are_usage_errors_naming_the_flag_and_the_value() {
+    let shm = "/nonexistent/nrtctl-cli-test";
+    let cases: &[(&[&str], &str, &str)] = &[
+        (&["harvest", "--shm", shm, "--wait-s", "nan"], "--wait-s", "'nan'"),
+        (&["harvest", "--shm", shm, "--wait-s", "NaN"], "--wait-s", "'NaN'"),
+        (&["harvest", "--shm", shm, "--wait-s", "inf"], "--wait-s", "'inf'"),
+        (&["harvest", "--shm", shm, "--wait-s", "-1"], "--wait-s", "'-1'"),
+        (&["harvest", "--shm", shm, "--wait-s=-0.5"], "--wait-s", "'-0.5'"),
+        (&["harvest", "--shm", shm, "--wait-s", "1e300"], "--wait-s", "'1e300'"),
+        (&["harvest", "--shm", shm, "--wait-s", "86401"], "--wait-s", "'86401'"),
+        (&["harvest", "--shm", shm, "--timeout-s", "-1"], "--timeout-s", "'-1'"),
+        (&["harvest", "--shm", shm, "--timeout-s", "4294967296"], "--timeout-s", "'4294967296'"),
+        (&["harvest", "--shm", shm, "--inferences", "nan"], "--inferences", "'nan'"),
+        (&["sem", "read", "--nc", "-1", "--index", "0"], "--nc", "'-1'"),
+        (&["event", "set", "--nc", "0", "--index", "0", "--value", "-7"], "--value", "'-7'"),
+    ];
+    for (args, flag, value) in cases {
+        let o = nrtctl().args(*args).output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(flag) && err.contains(value), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // In range: accepted, and the wait is the one asked for (no file: exit 1).
+    let o = nrtctl().args(["harvest", "--shm", shm, "--wait-s", "0"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not ready after 0.0 s"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_the_output_quietly() {
+    // `| head -0`: the pipe's read end is closed before the first write.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let o = nrtctl().arg("devices").stdout(writer).stderr(Stdio::piped()).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+}
+
+#[test]
+fn a_full_disk_is_reported_once_at_exit() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("no /dev/full here: nothing to check");
+        return;
+    };
+    let o = nrtctl().arg("devices").stdout(full).output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("nrtctl: writing standard output failed: No space left on device"), "{err}");
+}
