@@ -571,7 +571,9 @@ fn prove_rescale_ns_contract() {
         actual_timestamp_inc: kani::any(),
         expected_timestamp_inc: kani::any(),
     };
-    let _ = super::finalize::rescale_ns(&cal, kani::any());
+    let r = super::finalize::rescale_ns(&cal, kani::any());
+    kani::cover!(r.is_none(), "rescale: no calibration");
+    kani::cover!(r.is_some(), "rescale: a value");
 }
 
 #[cfg(kani)]

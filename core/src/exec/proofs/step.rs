@@ -4,8 +4,9 @@
 //! A proof that unrolls `progress_one_step` from INIT for k calls is bounded by k
 //! and grows with it (the old four-step harness never reached the solver). This
 //! one is unbounded in the number of steps: [`reachable`] is an invariant that
-//! holds for a new request, and [`one_step_keeps_the_contract`] shows that ONE call
-//! from ANY request satisfying it, against a device whose every answer is
+//! holds for a new request, and [`step_once`] with the per-state properties
+//! (`step_from_*_keeps_the_contract`) shows that ONE call from ANY request
+//! satisfying it, against a device whose every answer is
 //! arbitrary ([`HavocDev`]), returns 0, 1 or 2 with the right state and status and
 //! leaves a request that still satisfies it. By induction the contract holds for
 //! every call of every harvest, however long. One harness per state keeps each
@@ -275,91 +276,118 @@ fn same(a: &ExecRequest, b: &ExecRequest) -> bool {
         && a.result == b.result
 }
 
-/// Seed §1 (the one-step contract) as an inductive step: from any request in
-/// state `from` satisfying [`reachable`], against any device behaviour, one call
-/// of `progress_one_step`:
+/// What one call did: the request before and after, the return and `*out`.
+pub(crate) struct Stepped {
+    before: ExecRequest,
+    after: ExecRequest,
+    step: Step,
+    out: NrtStatus,
+}
+
+/// The inductive step common to every state (seed §1, the one-step contract):
+/// from any request in state `from` satisfying [`reachable`], against any device
+/// behaviour, one call of `progress_one_step` returns 1 and leaves the request
+/// before DONE, or returns 0 or 2 with the request DONE, `*out` the cached status
+/// and 2 never with `NRT_SUCCESS`; never moves the machine backwards; and leaves a
+/// request that satisfies [`reachable`] again. The per-state properties below add
+/// what is particular to each state, and their own covers (each harness runs one
+/// state, so each cover must be reachable in it).
 ///
-/// - returns 1 and leaves the request before DONE, or returns 0 or 2 with the
-///   request DONE, `*out` the cached status and 2 never with `NRT_SUCCESS`;
-/// - never moves the machine backwards; INIT always goes to WAIT_BARRIER_PROXY;
-/// - from DONE returns the cached result and changes nothing (DONE is terminal);
-/// - in WAIT_CORE never moves an engine's substate backwards;
-/// - leaves a request that satisfies [`reachable`] again.
-///
-/// Precondition: `reachable` (asserted: the generator must only make such states).
-pub(crate) fn one_step_keeps_the_contract<A: Any>(mut any: A, from: ExecState) {
+/// `rings`: the states that read the rings (WAIT_BARRIER_PROXY's transition and
+/// WAIT_CORE) get bound rings with arbitrary calibration, sync points, a ring
+/// table one ring short or a ring left unbound; INIT and DONE never touch them.
+fn step_once<A: Any>(mut any: A, from: ExecState, rings: bool) -> Stepped {
     let mut req = any_request(&mut any, from);
     assert!(reachable(&req), "the generator made an unreachable request");
     let ring_size = 32u32 << (any.u8() % 2);
     let mut nq = Notifications::new();
-    for core in 0..MAX_CORES as u8 {
-        assert!(nq.bind_core(core, ring_size).is_ok());
-        nq.set_sync_point(core, SyncPoint { dev_us: any.u64(), cpu_us: any.u64() });
-    }
-    let cal = TsCal { init_timestamp: any.u64(), actual_timestamp_inc: any.u32(), expected_timestamp_inc: any.u32() };
-    for core in 0..MAX_CORES as u8 {
-        for eng in 0..ENGINES_PER_CORE {
-            nq.set_cal(core, eng, cal);
+    if rings {
+        for core in 0..MAX_CORES as u8 {
+            assert!(nq.bind_core(core, ring_size).is_ok());
+            nq.set_sync_point(core, SyncPoint { dev_us: any.u64(), cpu_us: any.u64() });
         }
-    }
-    match any.u8() {
-        // A platform whose ring table has one INFER_STATUS ring too few.
-        0xF0..=0xF7 => assert!(nq.set_infer_status_nqs(&[4, 5, 6, 7]).is_ok()),
-        // A ring left unbound.
-        0xF8..=0xFF => {
-            let q = [ERROR_NQ, 4, 5, 6, 7, 8][usize::from(any.u8() % 6)];
-            if let Some(r) = nq.ring_mut(any.u8() & 1, q) {
-                *r = crate::nq::NqRing::UNBOUND;
+        let cal =
+            TsCal { init_timestamp: any.u64(), actual_timestamp_inc: any.u32(), expected_timestamp_inc: any.u32() };
+        for core in 0..MAX_CORES as u8 {
+            for eng in 0..ENGINES_PER_CORE {
+                nq.set_cal(core, eng, cal);
             }
         }
-        _ => {}
+        match any.u8() {
+            // A platform whose ring table has one INFER_STATUS ring too few.
+            0xF0..=0xF7 => assert!(nq.set_infer_status_nqs(&[4, 5, 6, 7]).is_ok()),
+            // A ring left unbound.
+            0xF8..=0xFF => {
+                let q = [ERROR_NQ, 4, 5, 6, 7, 8][usize::from(any.u8() % 6)];
+                if let Some(r) = nq.ring_mut(any.u8() & 1, q) {
+                    *r = crate::nq::NqRing::UNBOUND;
+                }
+            }
+            _ => {}
+        }
     }
     let before = req.clone();
     let mut dev = HavocDev::new(any, before.core_start_ns.max(before.barrier_start_ns), ring_size);
     let mut out = NrtStatus::Other(0xDEAD);
-    let s = req.progress_one_step(&mut dev, &mut nq, &mut out);
-    assert!(s.code() <= 2);
+    let step = req.progress_one_step(&mut dev, &mut nq, &mut out);
+    assert!(step.code() <= 2);
     assert!(req.state as u8 >= from as u8, "the machine moved backwards");
-    match s {
+    match step {
         Step::InFlight => assert_ne!(req.state, ExecState::Done, "1 from a DONE request"),
         Step::Done | Step::Error => {
             assert_eq!(req.state, ExecState::Done, "0 or 2 before DONE");
-            assert_eq!(req.result(), Some((s, out)), "*out is not the cached status");
-            assert!(s == Step::Done || !out.is_success(), "2 with NRT_SUCCESS");
-        }
-    }
-    // Each harness runs one arm: every cover in it must be reachable there.
-    match from {
-        ExecState::Init => {
-            assert_eq!((s, req.state), (Step::InFlight, ExecState::WaitBarrierProxy));
-            cover!(true, "init: on to WAIT_BARRIER_PROXY");
-        }
-        ExecState::WaitBarrierProxy => {
-            cover!(req.state == from, "barrier: still waiting");
-            cover!(req.state == ExecState::WaitCore, "barrier: cleared, on to WAIT_CORE");
-            cover!(s == Step::Error, "barrier: a proxy failure or a bad ring table ends it with 2");
-        }
-        ExecState::WaitCore => {
-            for c in 0..MAX_CORES {
-                for e in 0..ENGINES_PER_CORE {
-                    assert!(req.tpb_exec_state[c][e] >= before.tpb_exec_state[c][e], "a substate regressed");
-                }
-            }
-            cover!(s == Step::InFlight, "core: still in flight");
-            cover!(s == Step::Done && out.is_success(), "core: DONE with 0 and success");
-            cover!(s == Step::Done && !out.is_success(), "core: 0 with a status the error sweep set");
-            cover!(s == Step::Error, "core: DONE with 2");
-            cover!(out == NrtStatus::Timeout, "core: timeout (5)");
-            cover!(out == NrtStatus::ExecSwNqOverflow, "core: overflow (1204)");
-        }
-        ExecState::Done => {
-            assert_eq!((s, out), before.result, "DONE is not terminal");
-            assert!(same(&req, &before), "a DONE request changed");
-            cover!(s == Step::Done, "done: the cached 0 again");
-            cover!(s == Step::Error, "done: the cached 2 again");
+            assert_eq!(req.result(), Some((step, out)), "*out is not the cached status");
+            assert!(step == Step::Done || !out.is_success(), "2 with NRT_SUCCESS");
         }
     }
     assert!(reachable(&req), "one step left a request the invariant does not hold for");
+    Stepped { before, after: req, step, out }
+}
+
+/// INIT: one call always returns 1 and moves to WAIT_BARRIER_PROXY (with the
+/// common step's properties).
+pub(crate) fn step_from_init_keeps_the_contract<A: Any>(any: A) {
+    let r = step_once(any, ExecState::Init, false);
+    assert_eq!((r.step, r.after.state), (Step::InFlight, ExecState::WaitBarrierProxy));
+    assert_eq!(r.after.barrier_thresh_s, crate::exec::BARRIER_WARN_INITIAL_S);
+    cover!(r.after.cfg.tpb_count == 2, "init: a two-core request on to WAIT_BARRIER_PROXY");
+}
+
+/// WAIT_BARRIER_PROXY: the barrier is never fatal by itself (seed §1 QUIRK): a
+/// call returns 1 unless a proxy fails or the ring table is wrong, and then 2.
+pub(crate) fn step_from_wait_barrier_keeps_the_contract<A: Any>(any: A) {
+    let r = step_once(any, ExecState::WaitBarrierProxy, true);
+    assert!(r.step != Step::Done, "the barrier wait finished a request with 0");
+    cover!(r.after.state == ExecState::WaitBarrierProxy, "barrier: still waiting");
+    cover!(r.after.state == ExecState::WaitCore, "barrier: cleared, on to WAIT_CORE");
+    cover!(r.step == Step::Error, "barrier: a proxy failure or a bad ring table ends it with 2");
+}
+
+/// WAIT_CORE: no engine's substate moves backwards (seed §2: the substates are
+/// monotone), and every outcome is reachable.
+pub(crate) fn step_from_wait_core_keeps_the_contract<A: Any>(any: A) {
+    let r = step_once(any, ExecState::WaitCore, true);
+    for c in 0..MAX_CORES {
+        for e in 0..ENGINES_PER_CORE {
+            assert!(r.after.tpb_exec_state[c][e] >= r.before.tpb_exec_state[c][e], "a substate regressed");
+        }
+    }
+    cover!(r.step == Step::InFlight, "core: still in flight");
+    cover!(r.step == Step::Done && r.out.is_success(), "core: DONE with 0 and success");
+    cover!(r.step == Step::Done && !r.out.is_success(), "core: 0 with a status the error sweep set");
+    cover!(r.step == Step::Error, "core: DONE with 2");
+    cover!(r.out == NrtStatus::Timeout, "core: timeout (5)");
+    cover!(r.out == NrtStatus::ExecSwNqOverflow, "core: overflow (1204)");
+}
+
+/// DONE is terminal (DESIGN.md): a call returns the cached result and changes
+/// nothing.
+pub(crate) fn step_from_done_keeps_the_contract<A: Any>(any: A) {
+    let r = step_once(any, ExecState::Done, false);
+    assert_eq!((r.step, r.out), r.before.result, "DONE is not terminal");
+    assert!(same(&r.after, &r.before), "a DONE request changed");
+    cover!(r.step == Step::Done, "done: the cached 0 again");
+    cover!(r.step == Step::Error, "done: the cached 2 again");
 }
 
 /// The base case: a new request, whatever its configuration, satisfies
@@ -386,7 +414,7 @@ pub(crate) fn new_request_is_reachable(arch: u8, tpb_count: u8, timeout_s: u32, 
 
 #[cfg(kani)]
 #[kani::proof]
-#[kani::unwind(3)]
+#[kani::unwind(14)]
 fn prove_new_request_is_reachable() {
     new_request_is_reachable(kani::any(), kani::any(), kani::any(), kani::any());
 }
@@ -395,7 +423,7 @@ fn prove_new_request_is_reachable() {
 #[kani::proof]
 #[kani::unwind(14)]
 fn prove_step_from_init_keeps_the_contract() {
-    one_step_keeps_the_contract(crate::proofs::KaniAny, ExecState::Init);
+    step_from_init_keeps_the_contract(crate::proofs::KaniAny);
 }
 
 #[cfg(kani)]
@@ -403,7 +431,7 @@ fn prove_step_from_init_keeps_the_contract() {
 #[kani::unwind(14)]
 #[kani::stub_verified(crate::exec::finalize::rescale_ns)]
 fn prove_step_from_wait_barrier_keeps_the_contract() {
-    one_step_keeps_the_contract(crate::proofs::KaniAny, ExecState::WaitBarrierProxy);
+    step_from_wait_barrier_keeps_the_contract(crate::proofs::KaniAny);
 }
 
 #[cfg(kani)]
@@ -411,14 +439,14 @@ fn prove_step_from_wait_barrier_keeps_the_contract() {
 #[kani::unwind(14)]
 #[kani::stub_verified(crate::exec::finalize::rescale_ns)]
 fn prove_step_from_wait_core_keeps_the_contract() {
-    one_step_keeps_the_contract(crate::proofs::KaniAny, ExecState::WaitCore);
+    step_from_wait_core_keeps_the_contract(crate::proofs::KaniAny);
 }
 
 #[cfg(kani)]
 #[kani::proof]
 #[kani::unwind(14)]
 fn prove_step_from_done_keeps_the_contract() {
-    one_step_keeps_the_contract(crate::proofs::KaniAny, ExecState::Done);
+    step_from_done_keeps_the_contract(crate::proofs::KaniAny);
 }
 
 #[cfg(test)]
@@ -427,13 +455,13 @@ mod tests {
     use crate::proofs::{assert_covered, cases, reset_covers, Bytes};
     use proptest::prelude::*;
 
-    fn each_state(state: ExecState, min_covers: usize) {
+    fn each(property: impl Fn(Bytes<'_>), min_covers: usize) {
         reset_covers();
         // The quiet device (every draw 0), then arbitrary devices and requests.
-        one_step_keeps_the_contract(Bytes::new(&[]), state);
+        property(Bytes::new(&[]));
         proptest!(ProptestConfig::with_cases(cases(4096)),
         |(bytes in proptest::collection::vec(any::<u8>(), 0..1200))| {
-            one_step_keeps_the_contract(Bytes::new(&bytes), state);
+            property(Bytes::new(&bytes));
         });
         // Every answer the same byte (all engines COMPLETE, say), but for a few
         // bytes: the rare answers (a clean finish, a swept status) stay reachable.
@@ -443,7 +471,7 @@ mod tests {
             for (at, v) in sparse {
                 bytes[at] = v;
             }
-            one_step_keeps_the_contract(Bytes::new(&bytes), state);
+            property(Bytes::new(&bytes));
         });
         assert_covered(min_covers);
     }
@@ -463,30 +491,21 @@ mod tests {
 
     #[test]
     fn step_from_init_keeps_the_contract_tests() {
-        reset_covers();
-        for b in 0u8..=255 {
-            one_step_keeps_the_contract(Bytes::new(&[b, b, b, b, b, b]), ExecState::Init);
-        }
-        assert_covered(1);
+        each(|b| step_from_init_keeps_the_contract(b), 1);
     }
 
     #[test]
     fn step_from_wait_barrier_keeps_the_contract_tests() {
-        each_state(ExecState::WaitBarrierProxy, 3);
+        each(|b| step_from_wait_barrier_keeps_the_contract(b), 3);
     }
 
     #[test]
     fn step_from_wait_core_keeps_the_contract_tests() {
-        each_state(ExecState::WaitCore, 6);
+        each(|b| step_from_wait_core_keeps_the_contract(b), 6);
     }
 
     #[test]
     fn step_from_done_keeps_the_contract_tests() {
-        reset_covers();
-        proptest!(ProptestConfig::with_cases(cases(2048)),
-        |(bytes in proptest::collection::vec(any::<u8>(), 0..200))| {
-            one_step_keeps_the_contract(Bytes::new(&bytes), ExecState::Done);
-        });
-        assert_covered(2);
+        each(|b| step_from_done_keeps_the_contract(b), 2);
     }
 }
