@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use nrt_core::exec::{Step, TpbEngState};
 use nrt_core::NrtStatus;
-use nrt_linux::harvest::{HarvestError, Harvester};
+use nrt_linux::harvest::{HarvestError, Harvester, DEAD_DEVICE_BOUND};
 use nrt_linux::time::DelayKind;
 use nrt_sim::serve::{serve, ServeConfig, ServeError, ServeSummary, StopReason};
 use nrt_sim::shm::ShmError;
@@ -238,4 +238,78 @@ fn a_c_program_harvests_the_simulator_in_another_process() {
     assert!(hs.success(), "C program: {hs}\n{hout}");
     assert!(ss.success(), "nrt-sim serve: {ss}\n{sout}");
     assert_eq!(hout.matches("return 0, status 0 NRT_SUCCESS").count(), 2, "{hout}");
+}
+
+/// `nrt-sim serve` with a 30 s barrier in another process, attached; the
+/// server is SIGKILLed `after` a while by a thread that returns when it did.
+fn doomed_server(name: &str, after: Duration) -> (PathBuf, Harvester, JoinHandle<Instant>) {
+    let sim = nrt_sim_binary();
+    let path = shm_path(name);
+    let mut server = common::spawn_server_with(&sim, &path, 1, &["--inject", "barrier-delay:secs=30"]);
+    let h = match Harvester::attach(&path, BOUND) {
+        Ok(h) => h,
+        Err(e) => {
+            let _ = server.kill();
+            panic!("attach: {e}");
+        }
+    };
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(after);
+        server.kill().expect("SIGKILL the server");
+        let t = Instant::now();
+        let _ = server.wait();
+        t
+    });
+    (path, h, killer)
+}
+
+#[test]
+fn a_server_killed_in_the_barrier_wait_ends_the_harvest_with_an_error_within_the_bound() {
+    let (path, mut h, killer) = doomed_server("killed", Duration::from_millis(300));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = h.harvest(1, DelayKind::Adaptive);
+        let _ = tx.send((r, Instant::now()));
+    });
+    let got = rx.recv_timeout(BOUND);
+    let killed = killer.join().unwrap();
+    let _ = std::fs::remove_file(&path);
+    let (r, ended) = got.expect("the harvest did not end after the server was killed");
+    match r {
+        Err(HarvestError::DeviceGone(m)) => {
+            assert!(m.contains("has not stamped its heartbeat") && m.contains("pid"), "{m}");
+            assert!(m.contains("barrier"), "{m}");
+            assert!(m.contains(&path.display().to_string()), "{m}");
+        }
+        other => panic!("expected DeviceGone, got {other:?}"),
+    }
+    let took = ended.saturating_duration_since(killed);
+    assert!(took <= DEAD_DEVICE_BOUND, "the harvest ended {took:?} after the kill, the bound is {DEAD_DEVICE_BOUND:?}");
+}
+
+#[test]
+fn an_xu_pool_over_a_killed_server_answers_its_request_and_shuts_down_within_the_bound() {
+    use nrt_core::exec::{ExecConfig, XuHealth};
+    use nrt_linux::xu::XuPool;
+    let (path, h, killer) = doomed_server("xu-killed", Duration::from_millis(300));
+    let (mut dev, nq) = h.into_unit();
+    let arch = dev.file().layout().arch;
+    let cores = dev.file().layout().cores;
+    dev.kickoff(cores).expect("kickoff");
+    let pool = XuPool::start(vec![(dev, nq)], DelayKind::Adaptive).unwrap();
+    let ticket = pool.submit(0, ExecConfig::new(arch, cores, 1)).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let status = ticket.wait();
+        let health = pool.shutdown();
+        let _ = tx.send((status, health, Instant::now()));
+    });
+    let got = rx.recv_timeout(BOUND);
+    let killed = killer.join().unwrap();
+    let _ = std::fs::remove_file(&path);
+    let (status, health, ended) = got.expect("the pool did not answer or shut down after the server was killed");
+    assert_eq!(status, NrtStatus::HwError, "the barrier proxy fails with NRT_HW_ERROR on a gone server");
+    assert_eq!(health, vec![XuHealth::FatalShutdown]);
+    let took = ended.saturating_duration_since(killed);
+    assert!(took <= DEAD_DEVICE_BOUND, "ended {took:?} after the kill, the bound is {DEAD_DEVICE_BOUND:?}");
 }

@@ -530,6 +530,11 @@ impl ShmFile {
         }
     }
 
+    /// The raw state word (for a message about an unknown value).
+    pub fn state_word(&self) -> u32 {
+        self.get32(off::STATE)
+    }
+
     /// Set the server's state.
     pub fn set_state(&self, s: State) {
         self.put32(off::STATE, s as u32);
