@@ -313,3 +313,22 @@ fn an_xu_pool_over_a_killed_server_answers_its_request_and_shuts_down_within_the
     let took = ended.saturating_duration_since(killed);
     assert!(took <= DEAD_DEVICE_BOUND, "ended {took:?} after the kill, the bound is {DEAD_DEVICE_BOUND:?}");
 }
+
+#[test]
+fn a_peer_that_truncates_the_file_after_attach_does_not_crash_the_harvester() {
+    let path = shm_path("truncated");
+    let server = serve_thread(&path, &[], 64, 2);
+    let mut h = Harvester::attach(&path, BOUND).expect("attach");
+    let r = h.harvest(5, DelayKind::Adaptive).expect("harvest 1");
+    assert_eq!(r.status, NrtStatus::Success);
+    // A peer truncates what it finds at the path, then the device file itself.
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(0).unwrap();
+    let shrink = h.file().file().set_len(0);
+    let e = shrink.expect_err("the device file is sealed against shrinking");
+    assert_eq!(e.raw_os_error(), Some(libc::EPERM), "{e}");
+    // The harvester keeps working on its sealed mapping (no SIGBUS).
+    let r = h.harvest(5, DelayKind::Adaptive).expect("harvest 2");
+    assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done), "events: {:?}", r.events);
+    let summary = server.join().unwrap().expect("serve");
+    assert_eq!((summary.played, summary.harvested), (2, 2));
+}
