@@ -40,11 +40,13 @@ use nrt_core::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
 use nrt_core::dma::doorbell::{kickoff_infer, set_host_trigger};
 use nrt_core::dma::DmaError;
 use nrt_core::event::Event;
+use nrt_core::exec::TensorWaker;
 use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, TensorCompletions};
 use nrt_core::hal::{self, Clock, ErrorKind, ErrorType, Registers};
 use nrt_core::nq::{Notifications, SyncPoint, NQ_PER_CORE};
 use nrt_core::NrtStatus;
-use nrt_sim::host::{WakeLog, FIRST_VAR_ID, MAX_OUTPUTS};
+use nrt_sim::device::Note;
+use nrt_sim::host::{FIRST_VAR_ID, MAX_OUTPUTS};
 use nrt_sim::shm::{monotonic_ns, Line, ShmError, ShmFile, State, STALE_NS};
 use nrt_sim::{layout, program, Fault, RunReport, SimConfig};
 
@@ -123,6 +125,36 @@ pub fn server_gone(file: &ShmFile) -> Option<String> {
             STALE_NS as f64 / 1e9
         )
     })
+}
+
+/// Tensor wake-ups one inference's log keeps; later ones are counted, not kept.
+pub const WAKE_LOG_CAP: usize = 256;
+
+/// The waiters of streamed outputs, for one inference: each wake-up in order,
+/// at most [`WAKE_LOG_CAP`] of them, and how many more there were.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WakeLog {
+    /// (output, count), in order.
+    pub wakes: Vec<(u16, u32)>,
+    /// Wake-ups past the cap.
+    pub dropped: u64,
+}
+
+impl TensorWaker for WakeLog {
+    fn wake(&mut self, output: u16, count: u32) {
+        if self.wakes.len() < WAKE_LOG_CAP {
+            self.wakes.push((output, count));
+        } else {
+            self.dropped = self.dropped.saturating_add(1);
+        }
+    }
+}
+
+/// A fresh count table (every count 0) and an empty wake log: one per inference.
+fn tensor_table() -> Result<TensorCompletions<MAX_OUTPUTS, WakeLog>, HarvestError> {
+    let vars: Vec<u16> = (0..MAX_OUTPUTS as u16).map(|i| FIRST_VAR_ID + i).collect();
+    TensorCompletions::with_waker(&vars, WakeLog::default())
+        .ok_or_else(|| HarvestError::Config(format!("a tensor table of {} outputs", vars.len())))
 }
 
 /// The host's view of the served device: every trait the harvest needs.
@@ -206,10 +238,22 @@ impl ShmDevice {
         &self.file
     }
 
+    /// The current inference's tensor wake-ups.
+    pub fn wake_log(&self) -> &WakeLog {
+        self.tensors.waker()
+    }
+
+    /// The current inference's completion count of output `output`.
+    pub fn tensor_count(&self, output: u16) -> u32 {
+        self.tensors.count(output)
+    }
+
     /// Start one inference: the top-SP host trigger, then the kickoff semaphore
-    /// of each of `cores` cores. Checks the server's liveness first. Returns
-    /// the kickoff time (host clock, us).
+    /// of each of `cores` cores. Checks the server's liveness first, and starts
+    /// the inference's tensor counts and wake log from nothing. Returns the
+    /// kickoff time (host clock, us).
     pub fn kickoff(&mut self, cores: u8) -> Result<u64, HarvestError> {
+        self.tensors = tensor_table()?;
         self.calls = 0;
         self.gone = server_gone(&self.file);
         if let Some(why) = &self.gone {
@@ -334,9 +378,7 @@ impl Harvester {
             }
             nq.set_sync_point(core, SyncPoint { dev_us, cpu_us: 0 });
         }
-        let vars: Vec<u16> = (0..MAX_OUTPUTS as u16).map(|i| FIRST_VAR_ID + i).collect();
-        let tensors = TensorCompletions::with_waker(&vars, WakeLog::default())
-            .ok_or_else(|| HarvestError::Config("tensor table".into()))?;
+        let tensors = tensor_table()?;
         let dev = ShmDevice { rings, file, clock, events: Vec::new(), tensors, calls: 0, gone: None };
         let ring_entries = l.ring_bytes / layout::ENTRY_BYTES;
         debug_assert!(usize::from(l.cores) <= MAX_CORES);
@@ -402,8 +444,14 @@ impl Harvester {
             cores: nrt_sim::run::core_reports(&req, self.cores),
             events: self.dev.events.clone(),
             staging_events: Vec::new(),
-            wakes: self.dev.tensors.waker().0.clone(),
-            notes: Vec::new(),
+            wakes: self.dev.wake_log().wakes.clone(),
+            notes: match self.dev.wake_log().dropped {
+                0 => Vec::new(),
+                n => vec![Note {
+                    t_ns: elapsed_ns,
+                    text: format!("{n} more tensor wake-ups not kept (the log keeps {WAKE_LOG_CAP} per inference)"),
+                }],
+            },
             device: Default::default(),
         })
     }

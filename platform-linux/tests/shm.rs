@@ -332,3 +332,41 @@ fn a_peer_that_truncates_the_file_after_attach_does_not_crash_the_harvester() {
     let summary = server.join().unwrap().expect("serve");
     assert_eq!((summary.played, summary.harvested), (2, 2));
 }
+
+/// Serve `cfg` for `n` inferences on a thread and harvest them here.
+fn play_config(name: &str, sim: SimConfig, n: u32) -> Vec<nrt_sim::RunReport> {
+    let path = shm_path(name);
+    let cfg = ServeConfig { path: path.clone(), sim, inferences: Some(n), idle_timeout: Some(BOUND) };
+    let server = std::thread::spawn(move || serve(&cfg, &mut std::io::sink()));
+    let mut h = Harvester::attach(&path, BOUND).expect("attach");
+    let reports: Vec<_> = (0..n).map(|_| h.harvest(5, DelayKind::Adaptive).expect("harvest")).collect();
+    server.join().unwrap().expect("serve");
+    reports
+}
+
+#[test]
+fn each_inference_reports_its_own_tensor_counts_and_wake_ups() {
+    let s = nrt_sim::scenario::find("tensor-streaming").unwrap();
+    let reports = play_config("tensor-2", s.config(), 2);
+    for (i, r) in reports.iter().enumerate() {
+        assert_eq!(r.wakes, [(0, 1), (1, 1), (0, 2), (2, 1)], "inference {}", i + 1);
+        s.evaluate(r).unwrap_or_else(|e| panic!("inference {}: {e}", i + 1));
+    }
+}
+
+#[test]
+fn the_wake_log_of_one_inference_is_bounded() {
+    use nrt_linux::harvest::WAKE_LOG_CAP;
+    use nrt_sim::program::Extra;
+    let n = WAKE_LOG_CAP + 44;
+    let var_ids: Vec<u16> = (0..n).map(|i| 100 + (i % 8) as u16).collect();
+    let mut sim = SimConfig { ring_entries: 1024, ..SimConfig::default() };
+    sim.extras.push(Extra::TensorStream { core: 0, engine: nrt_core::nq::Engine::Act, var_ids });
+    let r = play_config("tensor-bounded", sim, 1).remove(0);
+    assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done), "events: {:?}", r.events.len());
+    assert_eq!(r.events_of("tensor_completed").count(), n, "every completion was harvested");
+    assert_eq!(r.wakes.len(), WAKE_LOG_CAP, "the log keeps {WAKE_LOG_CAP}");
+    assert_eq!(r.wakes.last(), Some(&(7, WAKE_LOG_CAP as u32 / 8)));
+    let note = r.notes.iter().map(|n| n.text.as_str()).find(|t| t.contains("wake-ups not kept"));
+    assert!(note.is_some_and(|t| t.contains("44 more")), "{:?}", r.notes);
+}
