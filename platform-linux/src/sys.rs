@@ -21,19 +21,33 @@ pub fn ioctl_ptr<T>(fd: RawFd, req: u32, arg: &mut T) -> io::Result<i32> {
     }
 }
 
-/// A shared mapping of a file region, unmapped on drop. Accesses are volatile (or
-/// atomic) and bounds-checked: an offset outside the mapping is an error, never
-/// a stray access.
+/// A shared mapping of a file region, unmapped on drop. Every access is an
+/// atomic load or store of an aligned 32- or 64-bit word, bounds-checked: an
+/// offset outside the mapping is an error, never a stray access.
+///
+/// # Why atomics, not volatile
+///
+/// The handle is `Sync`: threads of this process may reach the same word
+/// through `&self` at once (the harvester and a waiter, two XU workers over one
+/// BAR), and another process or the device writes it concurrently. A volatile
+/// access racing with another access is a data race (undefined behaviour); an
+/// atomic one is not, and an aligned word's atomic access is one untearable
+/// load or store instruction, so it is also what a device or a peer process
+/// sees. The plain accessors are `Relaxed`; ordering with other memory comes
+/// from the callers' fences (`bar.rs`: Release before a register write,
+/// Acquire after a read) or from [`load64`](Mapping::load64)'s explicit order.
 #[derive(Debug)]
 pub struct Mapping {
     ptr: NonNull<u8>,
     len: usize,
 }
 
-// SAFETY: the mapping is plain shared memory; every access goes through volatile
-// or atomic operations, so sharing the handle between threads is sound.
+// SAFETY: the mapping is plain shared memory owned by this handle; moving the
+// handle to another thread moves nothing but the pointer.
 unsafe impl Send for Mapping {}
-// SAFETY: as above; no method hands out references into the mapping.
+// SAFETY: every access through `&self` is an atomic operation on an aligned
+// word inside the mapping (checked by `check`), so concurrent accesses from
+// several threads are race-free; no method hands out references into it.
 unsafe impl Sync for Mapping {}
 
 impl Mapping {
@@ -82,75 +96,74 @@ impl Mapping {
         Ok(o)
     }
 
-    /// Volatile 32-bit read at `off` (4-aligned, inside the mapping).
-    pub fn read32(&self, off: u64) -> io::Result<u32> {
+    /// The 32-bit word at `off` (4-aligned, inside the mapping, checked).
+    fn word32(&self, off: u64) -> io::Result<&AtomicU32> {
         let o = self.check(off, 4)?;
-        // SAFETY: `o..o+4` is inside the mapping and 4-aligned (checked above); the
-        // mapping lives as long as `self`.
-        Ok(unsafe { self.ptr.as_ptr().add(o).cast::<u32>().read_volatile() })
+        // SAFETY: `o..o+4` is inside the mapping and 4-aligned (the mapping is
+        // page-aligned), so it is a valid `AtomicU32` for as long as `self`
+        // lives (the borrow cannot outlive the mapping); every access this
+        // process makes to the mapping is atomic (see the type's docs).
+        Ok(unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(o).cast::<u32>()) })
     }
 
-    /// Volatile 32-bit write at `off`.
+    /// The 64-bit word at `off` (8-aligned, inside the mapping, checked).
+    fn word64(&self, off: u64) -> io::Result<&AtomicU64> {
+        let o = self.check(off, 8)?;
+        // SAFETY: as in `word32`, for 8 bytes, 8-aligned.
+        Ok(unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(o).cast::<u64>()) })
+    }
+
+    /// 32-bit read at `off` (4-aligned, inside the mapping); `Relaxed`.
+    pub fn read32(&self, off: u64) -> io::Result<u32> {
+        Ok(self.word32(off)?.load(Ordering::Relaxed))
+    }
+
+    /// 32-bit write at `off`; `Relaxed`.
     pub fn write32(&self, off: u64, v: u32) -> io::Result<()> {
-        let o = self.check(off, 4)?;
-        // SAFETY: as in `read32`.
-        unsafe { self.ptr.as_ptr().add(o).cast::<u32>().write_volatile(v) };
+        self.word32(off)?.store(v, Ordering::Relaxed);
         Ok(())
     }
 
-    /// Volatile 64-bit read at `off` (8-aligned).
+    /// 64-bit read at `off` (8-aligned); `Relaxed`.
     pub fn read64(&self, off: u64) -> io::Result<u64> {
-        let o = self.check(off, 8)?;
-        // SAFETY: `o..o+8` inside the mapping, 8-aligned (checked).
-        Ok(unsafe { self.ptr.as_ptr().add(o).cast::<u64>().read_volatile() })
+        Ok(self.word64(off)?.load(Ordering::Relaxed))
     }
 
-    /// Volatile 64-bit write at `off`.
+    /// 64-bit write at `off`; `Relaxed`.
     pub fn write64(&self, off: u64, v: u64) -> io::Result<()> {
-        let o = self.check(off, 8)?;
-        // SAFETY: as in `read64`.
-        unsafe { self.ptr.as_ptr().add(o).cast::<u64>().write_volatile(v) };
+        self.word64(off)?.store(v, Ordering::Relaxed);
         Ok(())
     }
 
     /// Atomic 64-bit load with the given ordering (for the word that carries a
     /// ring entry's phase bit).
     pub fn load64(&self, off: u64, order: Ordering) -> io::Result<u64> {
-        let o = self.check(off, 8)?;
-        // SAFETY: inside the mapping and 8-aligned (checked), so a valid AtomicU64
-        // location for the mapping's lifetime; other writers use atomics or the
-        // device's own ordered writes.
-        Ok(unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(o).cast::<u64>()) }.load(order))
+        Ok(self.word64(off)?.load(order))
     }
 
     /// Atomic 64-bit store.
     pub fn store64(&self, off: u64, v: u64, order: Ordering) -> io::Result<()> {
-        let o = self.check(off, 8)?;
-        // SAFETY: as in `load64`.
-        unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(o).cast::<u64>()) }.store(v, order);
+        self.word64(off)?.store(v, order);
         Ok(())
     }
 
     /// Atomic 32-bit load.
     pub fn load32(&self, off: u64, order: Ordering) -> io::Result<u32> {
-        let o = self.check(off, 4)?;
-        // SAFETY: inside the mapping and 4-aligned (checked).
-        Ok(unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(o).cast::<u32>()) }.load(order))
+        Ok(self.word32(off)?.load(order))
     }
 
     /// Atomic 32-bit store.
     pub fn store32(&self, off: u64, v: u32, order: Ordering) -> io::Result<()> {
-        let o = self.check(off, 4)?;
-        // SAFETY: as in `load32`.
-        unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(o).cast::<u32>()) }.store(v, order);
+        self.word32(off)?.store(v, order);
         Ok(())
     }
 }
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: `ptr`/`len` are exactly what mmap returned; nothing refers into
-        // the mapping after drop (no method returns references).
+        // SAFETY: `ptr`/`len` are exactly what mmap returned; the word
+        // references handed out by `word32`/`word64` borrow `self` and are private
+        // to the accessors, so none outlives the mapping.
         unsafe {
             libc::munmap(self.ptr.as_ptr().cast(), self.len);
         }
