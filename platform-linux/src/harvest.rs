@@ -22,7 +22,7 @@
 //! therefore checks the server's liveness every [`LIVENESS_EVERY`] calls the
 //! harvest makes on it: the file's state word must still say ready and the
 //! heartbeat the server stamps every loop must be younger than
-//! [`STALE_NS`](nrt_sim::shm::STALE_NS) (2 s). A gone server makes the barrier
+//! [`STALE_NS`] (2 s). A gone server makes the barrier
 //! proxy fail with `NRT_HW_ERROR` and every ring read fail, so the state machine
 //! ends through its own fault paths in any state; [`Harvester::harvest`] then
 //! returns [`HarvestError::DeviceGone`] naming the file, the server and why.

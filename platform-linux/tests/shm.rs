@@ -5,6 +5,7 @@
 //! processes (the two binaries).
 
 use std::io::Read as _;
+use std::os::unix::ffi::OsStringExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
@@ -369,4 +370,43 @@ fn the_wake_log_of_one_inference_is_bounded() {
     assert_eq!(r.wakes.last(), Some(&(7, WAKE_LOG_CAP as u32 / 8)));
     let note = r.notes.iter().map(|n| n.text.as_str()).find(|t| t.contains("wake-ups not kept"));
     assert!(note.is_some_and(|t| t.contains("44 more")), "{:?}", r.notes);
+}
+
+#[test]
+fn the_c_abi_attaches_at_a_non_utf8_path_and_says_why_an_attach_failed() {
+    use nrt_linux::ffi_shm::{nrt_shm_attach, nrt_shm_close, nrt_shm_harvest, nrt_shm_last_error};
+    use std::ffi::{CStr, CString, OsStr};
+    use std::os::unix::ffi::OsStrExt;
+    let last = || {
+        let p = nrt_shm_last_error();
+        // SAFETY: null or a NUL-terminated string valid until the next failing nrt_shm call here.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+    };
+    // A path that is not UTF-8.
+    let mut bytes = shm_path("c-non-utf8").into_os_string().into_vec();
+    bytes.extend_from_slice(b"-\xff\xfe");
+    let path = PathBuf::from(OsStr::from_bytes(&bytes));
+    let server = serve_thread(&path, &[], 64, 1);
+    let c = CString::new(bytes.clone()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    let shm = unsafe { nrt_shm_attach(c.as_ptr(), 20_000) };
+    assert!(!shm.is_null(), "attach at a non-UTF-8 path: {:?}", last());
+    let mut status = u32::MAX;
+    // SAFETY: a live handle and a writable status.
+    let rc = unsafe { nrt_shm_harvest(shm, 5, 1, &mut status) };
+    // SAFETY: from nrt_shm_attach, not used afterwards.
+    unsafe { nrt_shm_close(shm, 1) };
+    assert_eq!((rc, status), (0, 0), "{:?}", last());
+    server.join().unwrap().expect("serve");
+    // A failed attach leaves its reason, naming the call and the path.
+    let missing = CString::new(shm_path("c-missing").into_os_string().into_vec()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    let none = unsafe { nrt_shm_attach(missing.as_ptr(), 50) };
+    assert!(none.is_null());
+    let m = last().expect("a reason");
+    assert!(m.starts_with("nrt_shm_attach") && m.contains("c-missing") && m.contains("not ready"), "{m}");
+    // SAFETY: null is refused, not dereferenced.
+    assert_eq!(unsafe { nrt_shm_harvest(std::ptr::null_mut(), 1, 1, &mut status) }, -1);
+    let m = last().expect("a reason");
+    assert!(m.contains("nrt_shm_harvest") && m.contains("NULL"), "{m}");
 }

@@ -321,10 +321,11 @@ unsafe impl Send for ShmMap {}
 unsafe impl Sync for ShmMap {}
 
 impl ShmMap {
-    fn map(file: &File, len: u64) -> Result<ShmMap, ShmError> {
-        let len = usize::try_from(len).map_err(|_| ShmError::Corrupt("file too large to map".into()))?;
+    fn map(file: &File, len: u64, name: &str) -> Result<ShmMap, ShmError> {
+        let len =
+            usize::try_from(len).map_err(|_| ShmError::Corrupt(format!("{name}: {len} bytes, too large to map")))?;
         if len == 0 {
-            return Err(ShmError::Corrupt("empty file".into()));
+            return Err(ShmError::Corrupt(format!("{name}: an empty file")));
         }
         // SAFETY: a fresh shared mapping at an address the kernel picks; fd and
         // length are validated by the kernel and the result checked below.
@@ -339,7 +340,10 @@ impl ShmMap {
             )
         };
         if p == libc::MAP_FAILED {
-            return Err(ShmError::Io { what: "mmap".into(), error: std::io::Error::last_os_error() });
+            return Err(ShmError::Io {
+                what: format!("mmap of {len} bytes of {name}"),
+                error: std::io::Error::last_os_error(),
+            });
         }
         let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| ShmError::Corrupt("mmap returned null".into()))?;
         Ok(ShmMap { ptr, len })
@@ -406,7 +410,7 @@ impl ShmFile {
         if rc != 0 {
             return Err(ShmError::Io { what: what("F_ADD_SEALS"), error: std::io::Error::last_os_error() });
         }
-        let map = ShmMap::map(&file, layout.total_len())?;
+        let map = ShmMap::map(&file, layout.total_len(), &format!("the device file for {}", path.display()))?;
         let f = ShmFile { file, path: path.to_path_buf(), layout, map };
         f.put64(off::MAGIC, MAGIC);
         f.put32(off::VERSION, VERSION);
@@ -512,14 +516,17 @@ impl ShmFile {
         if len < RINGS_OFFSET {
             return Err(ShmError::Corrupt(format!("{proc} is {len} bytes, shorter than the header page")));
         }
-        let head = ShmMap::map(&file, RINGS_OFFSET)?;
+        let head = ShmMap::map(&file, RINGS_OFFSET, &proc)?;
         let get32 = |o| head.u32_at(o).map_or(0, |w| w.load(Ordering::Acquire));
         let get64 = |o| head.u64_at(o).map_or(0, |w| w.load(Ordering::Acquire));
         if get64(off::MAGIC) != MAGIC {
-            return Err(ShmError::Corrupt(format!("bad magic 0x{:016x}", get64(off::MAGIC))));
+            return Err(ShmError::Corrupt(format!("{proc}: bad magic 0x{:016x}", get64(off::MAGIC))));
         }
         if get32(off::VERSION) != VERSION {
-            return Err(ShmError::Corrupt(format!("version {}, expected {VERSION}", get32(off::VERSION))));
+            return Err(ShmError::Corrupt(format!(
+                "{proc}: layout version {}, expected {VERSION}",
+                get32(off::VERSION)
+            )));
         }
         if (get32(off::PID), get64(off::TOKEN)) != (pid, token) {
             return Err(ShmError::Timeout(format!(
@@ -531,18 +538,32 @@ impl ShmFile {
             )));
         }
         let arch = arch_from_type(get32(off::ARCH))
-            .ok_or_else(|| ShmError::Corrupt(format!("unknown arch type {}", get32(off::ARCH))))?;
+            .ok_or_else(|| ShmError::Corrupt(format!("{proc}: unknown arch type {}", get32(off::ARCH))))?;
         let cores = u8::try_from(get32(off::CORES)).unwrap_or(0);
-        let layout = ShmLayout::new(arch, cores, get32(off::RING_BYTES))?;
+        let layout = ShmLayout::new(arch, cores, get32(off::RING_BYTES)).map_err(|e| match e {
+            ShmError::Corrupt(m) => ShmError::Corrupt(format!("{proc}: {m}")),
+            e => e,
+        })?;
         let stored = (get64(off::RINGS_OFF), get64(off::RINGS_LEN), get64(off::BAR_OFF), get64(off::BAR_LEN));
-        if stored != (layout.rings_offset, layout.rings_len, layout.bar_offset, layout.bar_len) {
-            return Err(ShmError::Corrupt(format!("region table {stored:x?} does not match the layout {layout:x?}")));
+        let expected = (layout.rings_offset, layout.rings_len, layout.bar_offset, layout.bar_len);
+        if stored != expected {
+            let table = |(a, b, c, d): (u64, u64, u64, u64)| {
+                format!("rings offset 0x{a:x}, rings length 0x{b:x}, BAR offset 0x{c:x}, BAR length 0x{d:x}")
+            };
+            return Err(ShmError::Corrupt(format!(
+                "{proc}: the header's region table ({}) does not match the layout of {} with {cores} core(s) and \
+                 rings of {} bytes ({})",
+                table(stored),
+                arch.name(),
+                layout.ring_bytes,
+                table(expected)
+            )));
         }
         if len < layout.total_len() {
-            return Err(ShmError::Corrupt(format!("{len} bytes, the layout needs {}", layout.total_len())));
+            return Err(ShmError::Corrupt(format!("{proc} is {len} bytes, the layout needs {}", layout.total_len())));
         }
         drop(head);
-        let map = ShmMap::map(&file, layout.total_len())?;
+        let map = ShmMap::map(&file, layout.total_len(), &proc)?;
         Ok(ShmFile { file, path: path.to_path_buf(), layout, map })
     }
 
@@ -558,9 +579,24 @@ impl ShmFile {
                         f.pid(),
                         f.heartbeat_age_ns() as f64 / 1e9
                     )),
-                    Some(State::Exited) => return Err(ShmError::Corrupt("the server has exited".into())),
-                    _ => ShmError::Timeout("the server is still initialising".into()),
+                    Some(State::Exited) => {
+                        return Err(ShmError::Corrupt(format!("the server (pid {}) has exited", f.pid())))
+                    }
+                    Some(State::Initialising) => ShmError::Timeout("the server is still initialising".into()),
+                    None => {
+                        return Err(ShmError::Corrupt(format!(
+                            "{}: the state word holds {}, not a state (0, 1 or 2) a server writes",
+                            path.display(),
+                            f.state_word()
+                        )))
+                    }
                 },
+                // Only a missing file (the server has not published yet) or a
+                // transient state is worth waiting for; a permanent error
+                // (EACCES, EISDIR, ELOOP...) is reported at once, as it is.
+                Err(ShmError::Io { what, error }) if error.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(ShmError::Io { what, error })
+                }
                 Err(e @ ShmError::Corrupt(_)) => return Err(e),
                 Err(e) => e,
             };
@@ -897,5 +933,47 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_permanent_error_is_reported_at_once_with_its_reason() {
+        // A directory at the path: no wait makes it a device file.
+        let p = tmp("a-directory");
+        std::fs::create_dir_all(&p).unwrap();
+        let t0 = Instant::now();
+        let got = ShmFile::wait_ready(&p, Duration::from_secs(2));
+        let took = t0.elapsed();
+        std::fs::remove_dir(&p).unwrap();
+        let m = got.expect_err("a directory").to_string();
+        assert!(m.contains("Is a directory") && m.contains(&p.display().to_string()), "{m}");
+        assert!(m.contains("read"), "the call is named: {m}");
+        assert!(!m.contains("is `nrt-sim serve"), "not a readiness problem: {m}");
+        assert!(took < Duration::from_secs(1), "retried for {took:?}");
+    }
+
+    #[test]
+    fn an_unknown_state_value_is_named_not_called_initialising() {
+        let p = tmp("bad-state");
+        let l = ShmLayout::new(Arch::Sunda, 1, 64).unwrap();
+        let f = ShmFile::create(&p, l, 1, "").unwrap();
+        f.publish(1).unwrap();
+        f.put32(off::STATE, 7);
+        let got = ShmFile::wait_ready(&p, Duration::from_millis(200));
+        std::fs::remove_file(&p).unwrap();
+        let m = got.expect_err("state 7").to_string();
+        assert!(m.contains("state word holds 7") && !m.contains("initialising"), "{m}");
+    }
+
+    #[test]
+    fn a_region_table_mismatch_prints_hex_with_0x() {
+        let p = tmp("bad-regions");
+        let l = ShmLayout::new(Arch::Sunda, 1, 64).unwrap();
+        let f = ShmFile::create(&p, l, 1, "").unwrap();
+        f.publish(1).unwrap();
+        f.put64(off::RINGS_LEN, 0x1234);
+        let got = ShmFile::open(&p);
+        std::fs::remove_file(&p).unwrap();
+        let m = got.expect_err("bad region table").to_string();
+        assert!(m.contains("rings length 0x1234") && m.contains(&format!("0x{:x}", l.rings_len)), "{m}");
     }
 }
