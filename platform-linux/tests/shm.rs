@@ -410,3 +410,33 @@ fn the_c_abi_attaches_at_a_non_utf8_path_and_says_why_an_attach_failed() {
     let m = last().expect("a reason");
     assert!(m.contains("nrt_shm_harvest") && m.contains("NULL"), "{m}");
 }
+
+#[test]
+fn nrtctl_harvest_over_a_killed_server_exits_1_naming_the_reason() {
+    let sim = nrt_sim_binary();
+    let path = shm_path("nrtctl-killed");
+    let mut server = common::spawn_server_with(&sim, &path, 1, &["--inject", "barrier-delay:secs=30"]);
+    let t0 = Instant::now();
+    while !path.exists() && t0.elapsed() < BOUND {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut host = Command::new(env!("CARGO_BIN_EXE_nrtctl"))
+        .args(["harvest", "--timeout-s", "1", "--wait-s", "20", "--shm"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nrtctl runs");
+    // Let it attach and kick off: it is then in the 30 s barrier wait.
+    std::thread::sleep(Duration::from_millis(500));
+    server.kill().unwrap();
+    let killed = Instant::now();
+    let _ = server.wait();
+    let (hs, out) = wait_bounded(&mut host, "nrtctl harvest over a killed server");
+    let took = killed.elapsed();
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(hs.code(), Some(1), "{out}");
+    assert!(out.contains("inference 1") && out.contains("is gone") && out.contains("heartbeat"), "{out}");
+    // The bound, plus a process's start and exit on a loaded machine.
+    assert!(took <= DEAD_DEVICE_BOUND + Duration::from_secs(1), "nrtctl ended {took:?} after the kill\n{out}");
+}
