@@ -250,9 +250,10 @@ impl ShmDevice {
 
     /// Start one inference: the top-SP host trigger, then the kickoff semaphore
     /// of each of `cores` cores. Checks the server's liveness first, and starts
-    /// the inference's tensor counts and wake log from nothing. Returns the
-    /// kickoff time (host clock, us).
+    /// the inference's events, tensor counts and wake log from nothing. Returns
+    /// the kickoff time (host clock, us).
     pub fn kickoff(&mut self, cores: u8) -> Result<u64, HarvestError> {
+        self.events.clear();
         self.tensors = tensor_table()?;
         self.calls = 0;
         self.gone = server_gone(&self.file);
@@ -402,7 +403,6 @@ impl Harvester {
     /// log, which stay with the server).
     pub fn harvest(&mut self, timeout_s: u32, delay: DelayKind) -> Result<RunReport, HarvestError> {
         let arch = self.arch;
-        self.dev.events.clear();
         let kickoff_us = self.dev.kickoff(self.cores)?;
         let mut req = ExecRequest::new(ExecConfig::new(arch, self.cores, timeout_s));
         let t0 = self.dev.now_ns();
