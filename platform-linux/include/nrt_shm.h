@@ -16,9 +16,16 @@ typedef struct nrt_shm nrt_shm;
 extern "C" {
 #endif // __cplusplus
 
-// Attach to the device served at `path`, waiting up to `wait_ms` for it to be
-// ready. Null when it is missing, stale or not a served device (the reason is
-// printed on stderr). Close with [`nrt_shm_close`].
+// The reason of the calling thread's latest failed `nrt_shm_*` call (the call,
+// the object and why), or null when none failed on this thread. The string
+// belongs to the library and stays valid until the next failing `nrt_shm_*`
+// call on the same thread; copy it to keep it.
+const char *nrt_shm_last_error(void);
+
+// Attach to the device served at `path` (any bytes a file name may hold,
+// UTF-8 or not), waiting up to `wait_ms` for it to be ready. Null when it is
+// missing, stale or not a served device: the reason is printed on stderr and
+// left for [`nrt_shm_last_error`]. Close with [`nrt_shm_close`].
 //
 // # Safety
 // `path` is null or a NUL-terminated string.
@@ -26,8 +33,9 @@ struct nrt_shm *nrt_shm_attach(const char *path, uint32_t wait_ms);
 
 // Kick off one inference and harvest it with the sync wait (delay 0 libnrt,
 // 1 adaptive) and the model's `timeout_s`. Writes the `NRT_STATUS` to `*status`
-// and returns the one-step code (0 or 2), or -1 when the kickoff failed or an
-// argument is null.
+// and returns the one-step code (0 or 2), or -1 when `shm` is null, the
+// kickoff failed or the server died during the harvest (the reason is left
+// for [`nrt_shm_last_error`]).
 //
 // # Safety
 // `shm` is a live pointer from [`nrt_shm_attach`]; `status` is null or writable.

@@ -11,7 +11,7 @@ use nrt_core::hal::{self, ErrorType};
 use crate::error::LinuxError;
 use crate::sys::Mapping;
 
-/// A mapped BAR window: volatile 32/64-bit access at checked offsets, unmapped on
+/// A mapped BAR window: atomic 32/64-bit access at checked offsets, unmapped on
 /// drop.
 #[derive(Debug)]
 pub struct MappedBar {

@@ -33,7 +33,10 @@ impl LinuxError {
 
 impl fmt::Display for LinuxError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} on {} failed: {} ({})", self.call, self.target, errno_name(&self.source), self.source)
+        match errno_name(&self.source) {
+            Some(name) => write!(f, "{} on {} failed: {name} ({})", self.call, self.target, self.source),
+            None => write!(f, "{} on {} failed: {}", self.call, self.target, self.source),
+        }
     }
 }
 
@@ -50,5 +53,23 @@ impl hal::Error for LinuxError {
             io::ErrorKind::NotFound => ErrorKind::NotMapped,
             _ => ErrorKind::Io,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_errno_prints_by_name_or_number() {
+        let named = LinuxError::new("open", "/dev/neuron0", io::Error::from_raw_os_error(libc::EDQUOT));
+        assert!(named.to_string().starts_with("open on /dev/neuron0 failed: EDQUOT ("), "{named}");
+        let named = LinuxError::new("mmap", "f", io::Error::from_raw_os_error(libc::EOVERFLOW));
+        assert!(named.to_string().contains("failed: EOVERFLOW ("), "{named}");
+        let unknown = LinuxError::new("ioctl", "/dev/neuron0", io::Error::from_raw_os_error(4000));
+        assert!(unknown.to_string().contains("failed: errno 4000 ("), "{unknown}");
+        assert!(!unknown.to_string().contains("E?"), "{unknown}");
+        let plain = LinuxError::new("read ring", "core 0 nq 4", io::Error::other("the server is gone"));
+        assert_eq!(plain.to_string(), "read ring on core 0 nq 4 failed: the server is gone");
     }
 }

@@ -3,11 +3,16 @@
 //! inferences through the Linux binding (mapped rings and BAR, the sync wait),
 //! so a C program can run a harvest against the simulator. Header:
 //! `include/nrt_shm.h`.
+//!
+//! Every failure also leaves its reason, naming the call, the object and why,
+//! for [`nrt_shm_last_error`] on the calling thread.
 
 #![allow(unsafe_code)]
 #![allow(non_camel_case_types)]
 
-use std::ffi::{c_char, c_int, CStr};
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, CStr, CString, OsStr};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -17,23 +22,47 @@ use crate::time::DelayKind;
 /// An attached shared-memory device.
 pub struct nrt_shm(Harvester);
 
-/// Attach to the device served at `path`, waiting up to `wait_ms` for it to be
-/// ready. Null when it is missing, stale or not a served device (the reason is
-/// printed on stderr). Close with [`nrt_shm_close`].
+thread_local! {
+    /// The reason of the calling thread's latest failed `nrt_shm_*` call.
+    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+}
+
+/// Record `message` as this thread's last error (and print it on stderr, as before).
+fn fail(message: String) {
+    eprintln!("{message}");
+    // An interior NUL cannot come from our messages; replace it rather than lose the text.
+    let c = CString::new(message.replace('\0', "?")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = Some(c));
+}
+
+/// The reason of the calling thread's latest failed `nrt_shm_*` call (the call,
+/// the object and why), or null when none failed on this thread. The string
+/// belongs to the library and stays valid until the next failing `nrt_shm_*`
+/// call on the same thread; copy it to keep it.
+#[no_mangle]
+pub extern "C" fn nrt_shm_last_error() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ref().map_or(std::ptr::null(), |c| c.as_ptr()))
+}
+
+/// Attach to the device served at `path` (any bytes a file name may hold,
+/// UTF-8 or not), waiting up to `wait_ms` for it to be ready. Null when it is
+/// missing, stale or not a served device: the reason is printed on stderr and
+/// left for [`nrt_shm_last_error`]. Close with [`nrt_shm_close`].
 ///
 /// # Safety
 /// `path` is null or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn nrt_shm_attach(path: *const c_char, wait_ms: u32) -> *mut nrt_shm {
     if path.is_null() {
+        fail("nrt_shm_attach: path is NULL".into());
         return std::ptr::null_mut();
     }
     // SAFETY: non-null and NUL-terminated by the caller's contract.
-    let Ok(p) = (unsafe { CStr::from_ptr(path) }).to_str() else { return std::ptr::null_mut() };
-    match Harvester::attach(Path::new(p), Duration::from_millis(u64::from(wait_ms))) {
+    let p = Path::new(OsStr::from_bytes(unsafe { CStr::from_ptr(path) }.to_bytes()));
+    match Harvester::attach(p, Duration::from_millis(u64::from(wait_ms))) {
         Ok(h) => Box::into_raw(Box::new(nrt_shm(h))),
         Err(e) => {
-            eprintln!("nrt_shm_attach {p}: {e}");
+            fail(format!("nrt_shm_attach {}: {e}", p.display()));
             std::ptr::null_mut()
         }
     }
@@ -41,8 +70,9 @@ pub unsafe extern "C" fn nrt_shm_attach(path: *const c_char, wait_ms: u32) -> *m
 
 /// Kick off one inference and harvest it with the sync wait (delay 0 libnrt,
 /// 1 adaptive) and the model's `timeout_s`. Writes the `NRT_STATUS` to `*status`
-/// and returns the one-step code (0 or 2), or -1 when the kickoff failed or an
-/// argument is null.
+/// and returns the one-step code (0 or 2), or -1 when `shm` is null, the
+/// kickoff failed or the server died during the harvest (the reason is left
+/// for [`nrt_shm_last_error`]).
 ///
 /// # Safety
 /// `shm` is a live pointer from [`nrt_shm_attach`]; `status` is null or writable.
@@ -54,7 +84,10 @@ pub unsafe extern "C" fn nrt_shm_harvest(
     status: *mut u32,
 ) -> c_int {
     // SAFETY: null-checked; the caller guarantees liveness and exclusivity.
-    let Some(h) = (unsafe { shm.as_mut() }) else { return -1 };
+    let Some(h) = (unsafe { shm.as_mut() }) else {
+        fail("nrt_shm_harvest: shm is NULL".into());
+        return -1;
+    };
     let delay = if delay_kind == 0 { DelayKind::Libnrt } else { DelayKind::Adaptive };
     match h.0.harvest(timeout_s, delay) {
         Ok(r) => {
@@ -65,7 +98,7 @@ pub unsafe extern "C" fn nrt_shm_harvest(
             r.return_code() as c_int
         }
         Err(e) => {
-            eprintln!("nrt_shm_harvest: {e}");
+            fail(format!("nrt_shm_harvest {}: {e}", h.0.file().path().display()));
             -1
         }
     }

@@ -14,6 +14,22 @@
 //! The clock is [`MonotonicClock`]; the device's timestamps are mapped to it by
 //! each core's sync point, paired from the header's device-clock origin (both
 //! are `CLOCK_MONOTONIC`). Descriptor staging does not cross the file.
+//!
+//! # A server that dies (G-SHM-GONE)
+//!
+//! The barrier wait is never fatal (completion-engine seed §1), so a harvest
+//! over a server that was killed mid-barrier would poll for ever. The device
+//! therefore checks the server's liveness every [`LIVENESS_EVERY`] calls the
+//! harvest makes on it: the file's state word must still say ready and the
+//! heartbeat the server stamps every loop must be younger than
+//! [`STALE_NS`] (2 s). A gone server makes the barrier
+//! proxy fail with `NRT_HW_ERROR` and every ring read fail, so the state machine
+//! ends through its own fault paths in any state; [`Harvester::harvest`] then
+//! returns [`HarvestError::DeviceGone`] naming the file, the server and why.
+//! The harvest ends within [`DEAD_DEVICE_BOUND`] of the server's last
+//! heartbeat; an [`XuPool`](crate::xu::XuPool) running requests on a
+//! [`ShmDevice`] ([`Harvester::into_unit`]) ends its request, and so its
+//! shutdown, within the same bound.
 
 use std::path::Path;
 use std::sync::atomic::{fence, Ordering};
@@ -24,12 +40,14 @@ use nrt_core::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
 use nrt_core::dma::doorbell::{kickoff_infer, set_host_trigger};
 use nrt_core::dma::DmaError;
 use nrt_core::event::Event;
+use nrt_core::exec::TensorWaker;
 use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, TensorCompletions};
 use nrt_core::hal::{self, Clock, ErrorKind, ErrorType, Registers};
 use nrt_core::nq::{Notifications, SyncPoint, NQ_PER_CORE};
 use nrt_core::NrtStatus;
-use nrt_sim::host::{WakeLog, FIRST_VAR_ID, MAX_OUTPUTS};
-use nrt_sim::shm::{monotonic_ns, Line, ShmError, ShmFile};
+use nrt_sim::device::Note;
+use nrt_sim::host::{FIRST_VAR_ID, MAX_OUTPUTS};
+use nrt_sim::shm::{monotonic_ns, Line, ShmError, ShmFile, State, STALE_NS};
 use nrt_sim::{layout, program, Fault, RunReport, SimConfig};
 
 use crate::bar::MappedBar;
@@ -49,6 +67,9 @@ pub enum HarvestError {
     Kickoff(DmaError),
     /// The file's configuration is not one this host can harvest.
     Config(String),
+    /// The server stopped playing the device during the harvest (it exited or
+    /// its heartbeat went stale, G-SHM-GONE): the request was abandoned.
+    DeviceGone(String),
 }
 
 impl core::fmt::Display for HarvestError {
@@ -58,11 +79,83 @@ impl core::fmt::Display for HarvestError {
             HarvestError::Linux(e) => write!(f, "{e}"),
             HarvestError::Kickoff(e) => write!(f, "kickoff failed: {e}"),
             HarvestError::Config(m) => f.write_str(m),
+            HarvestError::DeviceGone(m) => f.write_str(m),
         }
     }
 }
 
 impl std::error::Error for HarvestError {}
+
+/// `exec_fatal_status[core][5]`: the barrier proxy failed (seed §1).
+const BARRIER_PROXY_FLAG: usize = 5;
+
+/// Device calls (ring reads, proxy polls) between two liveness checks of the
+/// server; a check is a clock read and two loads (G-SHM-GONE).
+pub const LIVENESS_EVERY: u32 = 64;
+
+/// A harvest over a server that died ends within this long of the server's
+/// last heartbeat: [`STALE_NS`] (2 s) plus the spacing of the checks (64 device
+/// calls: well under a millisecond with the adaptive delay, about 4 ms with
+/// libnrt's `usleep(1)`), with room for a loaded machine (G-SHM-GONE).
+pub const DEAD_DEVICE_BOUND: Duration = Duration::from_millis(2_500);
+
+/// Why the server behind `file` no longer plays the device, or `None` while
+/// it does: the state word is no longer ready, or the heartbeat is stale.
+pub fn server_gone(file: &ShmFile) -> Option<String> {
+    let (pid, path) = (file.pid(), file.path().display());
+    match file.state() {
+        Some(State::Ready) => {}
+        Some(State::Exited) => return Some(format!("the device at {path} is gone: the server (pid {pid}) exited")),
+        Some(State::Initialising) => {
+            return Some(format!("the device at {path} is gone: its state went back to initialising (pid {pid})"))
+        }
+        None => {
+            return Some(format!(
+                "the device at {path} is gone: its state word holds {}, not 0, 1 or 2 (pid {pid})",
+                file.state_word()
+            ))
+        }
+    }
+    let age = file.heartbeat_age_ns();
+    (age >= STALE_NS).then(|| {
+        format!(
+            "the device at {path} is gone: the server (pid {pid}) has not stamped its heartbeat for {:.1} s \
+             (the limit is {:.1} s): killed, or stopped?",
+            age as f64 / 1e9,
+            STALE_NS as f64 / 1e9
+        )
+    })
+}
+
+/// Tensor wake-ups one inference's log keeps; later ones are counted, not kept.
+pub const WAKE_LOG_CAP: usize = 256;
+
+/// The waiters of streamed outputs, for one inference: each wake-up in order,
+/// at most [`WAKE_LOG_CAP`] of them, and how many more there were.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WakeLog {
+    /// (output, count), in order.
+    pub wakes: Vec<(u16, u32)>,
+    /// Wake-ups past the cap.
+    pub dropped: u64,
+}
+
+impl TensorWaker for WakeLog {
+    fn wake(&mut self, output: u16, count: u32) {
+        if self.wakes.len() < WAKE_LOG_CAP {
+            self.wakes.push((output, count));
+        } else {
+            self.dropped = self.dropped.saturating_add(1);
+        }
+    }
+}
+
+/// A fresh count table (every count 0) and an empty wake log: one per inference.
+fn tensor_table() -> Result<TensorCompletions<MAX_OUTPUTS, WakeLog>, HarvestError> {
+    let vars: Vec<u16> = (0..MAX_OUTPUTS as u16).map(|i| FIRST_VAR_ID + i).collect();
+    TensorCompletions::with_waker(&vars, WakeLog::default())
+        .ok_or_else(|| HarvestError::Config(format!("a tensor table of {} outputs", vars.len())))
+}
 
 /// The host's view of the served device: every trait the harvest needs.
 pub struct ShmDevice {
@@ -72,6 +165,10 @@ pub struct ShmDevice {
     /// Events the core delivered, in order.
     pub events: Vec<Event>,
     tensors: TensorCompletions<MAX_OUTPUTS, WakeLog>,
+    /// Device calls since the last liveness check.
+    calls: u32,
+    /// Why the server is gone, once it is.
+    gone: Option<String>,
 }
 
 impl core::fmt::Debug for ShmDevice {
@@ -86,6 +183,11 @@ impl ErrorType for ShmDevice {
 
 impl hal::NqRings for ShmDevice {
     fn read_slot(&mut self, core: u8, nq: u8, offset: u32, out: &mut [u8; 16]) -> Result<(), LinuxError> {
+        if !self.alive() {
+            let why = self.gone.clone().unwrap_or_default();
+            let e = std::io::Error::new(std::io::ErrorKind::NotConnected, why);
+            return Err(LinuxError::new("read ring", format!("core {core} nq {nq}"), e));
+        }
         self.rings.read_slot(core, nq, offset, out)
     }
     fn write_head(&mut self, core: u8, nq: u8, head: u32) -> Result<(), LinuxError> {
@@ -111,6 +213,62 @@ impl hal::Clock for ShmDevice {
 }
 
 impl ShmDevice {
+    /// Whether the server still plays the device, checked every
+    /// [`LIVENESS_EVERY`] calls (the first call checks); once gone, gone until
+    /// the next [`kickoff`](Self::kickoff).
+    fn alive(&mut self) -> bool {
+        if self.gone.is_some() {
+            return false;
+        }
+        let n = self.calls;
+        self.calls = (n + 1) % LIVENESS_EVERY;
+        if n == 0 {
+            self.gone = server_gone(&self.file);
+        }
+        self.gone.is_none()
+    }
+
+    /// Why the server stopped playing the device, if it did (G-SHM-GONE).
+    pub fn gone(&self) -> Option<&str> {
+        self.gone.as_deref()
+    }
+
+    /// The served file.
+    pub fn file(&self) -> &ShmFile {
+        &self.file
+    }
+
+    /// The current inference's tensor wake-ups.
+    pub fn wake_log(&self) -> &WakeLog {
+        self.tensors.waker()
+    }
+
+    /// The current inference's completion count of output `output`.
+    pub fn tensor_count(&self, output: u16) -> u32 {
+        self.tensors.count(output)
+    }
+
+    /// Start one inference: the top-SP host trigger, then the kickoff semaphore
+    /// of each of `cores` cores. Checks the server's liveness first, and starts
+    /// the inference's events, tensor counts and wake log from nothing. Returns
+    /// the kickoff time (host clock, us).
+    pub fn kickoff(&mut self, cores: u8) -> Result<u64, HarvestError> {
+        self.events.clear();
+        self.tensors = tensor_table()?;
+        self.calls = 0;
+        self.gone = server_gone(&self.file);
+        if let Some(why) = &self.gone {
+            return Err(HarvestError::DeviceGone(why.clone()));
+        }
+        let arch = self.file.layout().arch;
+        set_host_trigger(self.rings.regs(), &mut Fence, layout::xt_local_reg(arch)).map_err(HarvestError::Kickoff)?;
+        let kickoff_us = self.now_ns() / 1_000;
+        for c in 0..cores {
+            kickoff_infer(&mut ShmSemaphore(&self.file), u32::from(c), u32::from(c)).map_err(HarvestError::Kickoff)?;
+        }
+        Ok(kickoff_us)
+    }
+
     fn status(&self, line: Line, core: u8) -> Option<NrtStatus> {
         match self.file.line(line, core).map_or(0, |w| w.load(Ordering::Acquire)) {
             0 => None,
@@ -121,12 +279,19 @@ impl ShmDevice {
 
 impl hal::CollectivesProxy for ShmDevice {
     fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+        // The one wait that is never fatal by itself (seed §1): a gone server ends it.
+        if !self.alive() {
+            return Err(NrtStatus::HwError);
+        }
         if let Some(s) = self.status(Line::BarrierFail, core) {
             return Err(s);
         }
         Ok(self.file.line(Line::BarrierDone, core).is_some_and(|w| w.load(Ordering::Acquire) != 0))
     }
     fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+        if !self.alive() {
+            return Err(NrtStatus::HwError);
+        }
         self.status(Line::NetproxyFail, core).map_or(Ok(true), Err)
     }
 }
@@ -214,10 +379,8 @@ impl Harvester {
             }
             nq.set_sync_point(core, SyncPoint { dev_us, cpu_us: 0 });
         }
-        let vars: Vec<u16> = (0..MAX_OUTPUTS as u16).map(|i| FIRST_VAR_ID + i).collect();
-        let tensors = TensorCompletions::with_waker(&vars, WakeLog::default())
-            .ok_or_else(|| HarvestError::Config("tensor table".into()))?;
-        let dev = ShmDevice { rings, file, clock, events: Vec::new(), tensors };
+        let tensors = tensor_table()?;
+        let dev = ShmDevice { rings, file, clock, events: Vec::new(), tensors, calls: 0, gone: None };
         let ring_entries = l.ring_bytes / layout::ENTRY_BYTES;
         debug_assert!(usize::from(l.cores) <= MAX_CORES);
         Ok(Harvester { dev, nq, arch: l.arch, cores: l.cores, ring_entries })
@@ -228,24 +391,34 @@ impl Harvester {
         &self.dev.file
     }
 
+    /// The device and its ring state, for an [`XuPool`](crate::xu::XuPool)
+    /// unit: [`ShmDevice::kickoff`] starts each inference, the unit harvests it.
+    pub fn into_unit(self) -> (ShmDevice, Notifications) {
+        (self.dev, self.nq)
+    }
+
     /// One inference: host trigger, kickoff semaphores, then
     /// `exec_wait_round_robin` with a fresh `delay` and the model's `timeout_s`.
     /// The report is the one `nrt-sim run` prints (without staging and the device
     /// log, which stay with the server).
     pub fn harvest(&mut self, timeout_s: u32, delay: DelayKind) -> Result<RunReport, HarvestError> {
         let arch = self.arch;
-        self.dev.events.clear();
-        set_host_trigger(self.dev.rings.regs(), &mut Fence, layout::xt_local_reg(arch))
-            .map_err(HarvestError::Kickoff)?;
-        let kickoff_us = self.dev.now_ns() / 1_000;
-        for c in 0..self.cores {
-            kickoff_infer(&mut ShmSemaphore(&self.dev.file), u32::from(c), u32::from(c))
-                .map_err(HarvestError::Kickoff)?;
-        }
+        let kickoff_us = self.dev.kickoff(self.cores)?;
         let mut req = ExecRequest::new(ExecConfig::new(arch, self.cores, timeout_s));
         let t0 = self.dev.now_ns();
         let w = exec_wait_round_robin(&mut req, &mut self.dev, &mut self.nq, &mut AnyDelay::new(delay));
         let elapsed_ns = self.dev.now_ns().saturating_sub(t0);
+        if let Some(why) = self.dev.gone() {
+            return Err(HarvestError::DeviceGone(format!(
+                "{why}; the harvest was abandoned {} after {:.1} s",
+                if (0..usize::from(self.cores)).any(|c| req.fatal_flag(c, BARRIER_PROXY_FLAG)) {
+                    "in the collectives barrier wait"
+                } else {
+                    "while waiting for the engines"
+                },
+                elapsed_ns as f64 / 1e9,
+            )));
+        }
         self.dev.file.add_harvested();
         let f = &self.dev.file;
         let config = SimConfig {
@@ -271,8 +444,14 @@ impl Harvester {
             cores: nrt_sim::run::core_reports(&req, self.cores),
             events: self.dev.events.clone(),
             staging_events: Vec::new(),
-            wakes: self.dev.tensors.waker().0.clone(),
-            notes: Vec::new(),
+            wakes: self.dev.wake_log().wakes.clone(),
+            notes: match self.dev.wake_log().dropped {
+                0 => Vec::new(),
+                n => vec![Note {
+                    t_ns: elapsed_ns,
+                    text: format!("{n} more tensor wake-ups not kept (the log keeps {WAKE_LOG_CAP} per inference)"),
+                }],
+            },
             device: Default::default(),
         })
     }

@@ -3,7 +3,7 @@
 //! The Linux binding of nrt-core: thin, with every OS call checked.
 //!
 //! - [`bar`]: a BAR mapped with `mmap` (sysfs resource file, device node, or a
-//!   shared-memory stand-in), volatile 32/64-bit access at checked offsets;
+//!   shared-memory stand-in), atomic 32/64-bit access at checked offsets;
 //!   [`device::IoctlBar`] does the same through the driver's BAR ioctls.
 //! - [`device`]: `/dev/neuronN` and the driver's ioctls with their real request
 //!   codes ([`ioctl`]): the kickoff `NEURON_IOCTL_SEMAPHORE_INCREMENT`, semaphore

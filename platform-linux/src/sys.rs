@@ -88,19 +88,33 @@ pub fn bar_rw(fd: BorrowedFd<'_>, req: Ioctl<BarRw>, bar: u32, addresses: &[u64]
     }
 }
 
-/// A shared mapping of a file region, unmapped on drop. Accesses are volatile (or
-/// atomic) and bounds-checked: an offset outside the mapping is an error, never
-/// a stray access.
+/// A shared mapping of a file region, unmapped on drop. Every access is an
+/// atomic load or store of an aligned 32- or 64-bit word, bounds-checked: an
+/// offset outside the mapping is an error, never a stray access.
+///
+/// # Why atomics, not volatile
+///
+/// The handle is `Sync`: threads of this process may reach the same word
+/// through `&self` at once (the harvester and a waiter, two XU workers over one
+/// BAR), and another process or the device writes it concurrently. A volatile
+/// access racing with another access is a data race (undefined behaviour); an
+/// atomic one is not, and an aligned word's atomic access is one untearable
+/// load or store instruction, so it is also what a device or a peer process
+/// sees. The plain accessors are `Relaxed`; ordering with other memory comes
+/// from the callers' fences (`bar.rs`: Release before a register write,
+/// Acquire after a read) or from [`load64`](Mapping::load64)'s explicit order.
 #[derive(Debug)]
 pub struct Mapping {
     ptr: NonNull<u8>,
     len: usize,
 }
 
-// SAFETY: the mapping is plain shared memory; every access goes through volatile
-// or atomic operations, so sharing the handle between threads is sound.
+// SAFETY: the mapping is plain shared memory owned by this handle; moving the
+// handle to another thread moves nothing but the pointer.
 unsafe impl Send for Mapping {}
-// SAFETY: as above; no method hands out references into the mapping.
+// SAFETY: every access through `&self` is an atomic operation on an aligned
+// word inside the mapping (checked by `check`), so concurrent accesses from
+// several threads are race-free; no method hands out references into it.
 unsafe impl Sync for Mapping {}
 
 impl Mapping {
@@ -149,75 +163,74 @@ impl Mapping {
         Ok(o)
     }
 
-    /// Volatile 32-bit read at `off` (4-aligned, inside the mapping).
-    pub fn read32(&self, off: u64) -> io::Result<u32> {
+    /// The 32-bit word at `off` (4-aligned, inside the mapping, checked).
+    fn word32(&self, off: u64) -> io::Result<&AtomicU32> {
         let o = self.check(off, 4)?;
-        // SAFETY: `o..o+4` is inside the mapping and 4-aligned (checked above); the
-        // mapping lives as long as `self`.
-        Ok(unsafe { self.ptr.as_ptr().add(o).cast::<u32>().read_volatile() })
+        // SAFETY: `o..o+4` is inside the mapping and 4-aligned (the mapping is
+        // page-aligned), so it is a valid `AtomicU32` for as long as `self`
+        // lives (the borrow cannot outlive the mapping); every access this
+        // process makes to the mapping is atomic (see the type's docs).
+        Ok(unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(o).cast::<u32>()) })
     }
 
-    /// Volatile 32-bit write at `off`.
+    /// The 64-bit word at `off` (8-aligned, inside the mapping, checked).
+    fn word64(&self, off: u64) -> io::Result<&AtomicU64> {
+        let o = self.check(off, 8)?;
+        // SAFETY: as in `word32`, for 8 bytes, 8-aligned.
+        Ok(unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(o).cast::<u64>()) })
+    }
+
+    /// 32-bit read at `off` (4-aligned, inside the mapping); `Relaxed`.
+    pub fn read32(&self, off: u64) -> io::Result<u32> {
+        Ok(self.word32(off)?.load(Ordering::Relaxed))
+    }
+
+    /// 32-bit write at `off`; `Relaxed`.
     pub fn write32(&self, off: u64, v: u32) -> io::Result<()> {
-        let o = self.check(off, 4)?;
-        // SAFETY: as in `read32`.
-        unsafe { self.ptr.as_ptr().add(o).cast::<u32>().write_volatile(v) };
+        self.word32(off)?.store(v, Ordering::Relaxed);
         Ok(())
     }
 
-    /// Volatile 64-bit read at `off` (8-aligned).
+    /// 64-bit read at `off` (8-aligned); `Relaxed`.
     pub fn read64(&self, off: u64) -> io::Result<u64> {
-        let o = self.check(off, 8)?;
-        // SAFETY: `o..o+8` inside the mapping, 8-aligned (checked).
-        Ok(unsafe { self.ptr.as_ptr().add(o).cast::<u64>().read_volatile() })
+        Ok(self.word64(off)?.load(Ordering::Relaxed))
     }
 
-    /// Volatile 64-bit write at `off`.
+    /// 64-bit write at `off`; `Relaxed`.
     pub fn write64(&self, off: u64, v: u64) -> io::Result<()> {
-        let o = self.check(off, 8)?;
-        // SAFETY: as in `read64`.
-        unsafe { self.ptr.as_ptr().add(o).cast::<u64>().write_volatile(v) };
+        self.word64(off)?.store(v, Ordering::Relaxed);
         Ok(())
     }
 
     /// Atomic 64-bit load with the given ordering (for the word that carries a
     /// ring entry's phase bit).
     pub fn load64(&self, off: u64, order: Ordering) -> io::Result<u64> {
-        let o = self.check(off, 8)?;
-        // SAFETY: inside the mapping and 8-aligned (checked), so a valid AtomicU64
-        // location for the mapping's lifetime; other writers use atomics or the
-        // device's own ordered writes.
-        Ok(unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(o).cast::<u64>()) }.load(order))
+        Ok(self.word64(off)?.load(order))
     }
 
     /// Atomic 64-bit store.
     pub fn store64(&self, off: u64, v: u64, order: Ordering) -> io::Result<()> {
-        let o = self.check(off, 8)?;
-        // SAFETY: as in `load64`.
-        unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(o).cast::<u64>()) }.store(v, order);
+        self.word64(off)?.store(v, order);
         Ok(())
     }
 
     /// Atomic 32-bit load.
     pub fn load32(&self, off: u64, order: Ordering) -> io::Result<u32> {
-        let o = self.check(off, 4)?;
-        // SAFETY: inside the mapping and 4-aligned (checked).
-        Ok(unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(o).cast::<u32>()) }.load(order))
+        Ok(self.word32(off)?.load(order))
     }
 
     /// Atomic 32-bit store.
     pub fn store32(&self, off: u64, v: u32, order: Ordering) -> io::Result<()> {
-        let o = self.check(off, 4)?;
-        // SAFETY: as in `load32`.
-        unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(o).cast::<u32>()) }.store(v, order);
+        self.word32(off)?.store(v, order);
         Ok(())
     }
 }
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: `ptr`/`len` are exactly what mmap returned; nothing refers into
-        // the mapping after drop (no method returns references).
+        // SAFETY: `ptr`/`len` are exactly what mmap returned; the word
+        // references handed out by `word32`/`word64` borrow `self` and are private
+        // to the accessors, so none outlives the mapping.
         unsafe {
             libc::munmap(self.ptr.as_ptr().cast(), self.len);
         }
@@ -306,25 +319,147 @@ impl EventFd {
     }
 }
 
-/// The `errno` name (`"ENOTTY"`) of an OS error, for messages.
-pub fn errno_name(e: &io::Error) -> &'static str {
-    match e.raw_os_error() {
-        Some(libc::EPERM) => "EPERM",
-        Some(libc::ENOENT) => "ENOENT",
-        Some(libc::EIO) => "EIO",
-        Some(libc::EBADF) => "EBADF",
-        Some(libc::EAGAIN) => "EAGAIN",
-        Some(libc::ENOMEM) => "ENOMEM",
-        Some(libc::EACCES) => "EACCES",
-        Some(libc::EFAULT) => "EFAULT",
-        Some(libc::EBUSY) => "EBUSY",
-        Some(libc::ENODEV) => "ENODEV",
-        Some(libc::EINVAL) => "EINVAL",
-        Some(libc::ENOTTY) => "ENOTTY",
-        Some(libc::E2BIG) => "E2BIG",
-        Some(libc::ENXIO) => "ENXIO",
-        Some(libc::EOPNOTSUPP) => "EOPNOTSUPP",
-        Some(_) => "E?",
-        None => "-",
-    }
+/// Every Linux `errno` by name (the target's own values, from `libc`).
+const ERRNO_NAMES: &[(libc::c_int, &str)] = &[
+    (libc::EPERM, "EPERM"),
+    (libc::ENOENT, "ENOENT"),
+    (libc::ESRCH, "ESRCH"),
+    (libc::EINTR, "EINTR"),
+    (libc::EIO, "EIO"),
+    (libc::ENXIO, "ENXIO"),
+    (libc::E2BIG, "E2BIG"),
+    (libc::ENOEXEC, "ENOEXEC"),
+    (libc::EBADF, "EBADF"),
+    (libc::ECHILD, "ECHILD"),
+    (libc::EAGAIN, "EAGAIN"),
+    (libc::ENOMEM, "ENOMEM"),
+    (libc::EACCES, "EACCES"),
+    (libc::EFAULT, "EFAULT"),
+    (libc::ENOTBLK, "ENOTBLK"),
+    (libc::EBUSY, "EBUSY"),
+    (libc::EEXIST, "EEXIST"),
+    (libc::EXDEV, "EXDEV"),
+    (libc::ENODEV, "ENODEV"),
+    (libc::ENOTDIR, "ENOTDIR"),
+    (libc::EISDIR, "EISDIR"),
+    (libc::EINVAL, "EINVAL"),
+    (libc::ENFILE, "ENFILE"),
+    (libc::EMFILE, "EMFILE"),
+    (libc::ENOTTY, "ENOTTY"),
+    (libc::ETXTBSY, "ETXTBSY"),
+    (libc::EFBIG, "EFBIG"),
+    (libc::ENOSPC, "ENOSPC"),
+    (libc::ESPIPE, "ESPIPE"),
+    (libc::EROFS, "EROFS"),
+    (libc::EMLINK, "EMLINK"),
+    (libc::EPIPE, "EPIPE"),
+    (libc::EDOM, "EDOM"),
+    (libc::ERANGE, "ERANGE"),
+    (libc::EDEADLK, "EDEADLK"),
+    (libc::ENAMETOOLONG, "ENAMETOOLONG"),
+    (libc::ENOLCK, "ENOLCK"),
+    (libc::ENOSYS, "ENOSYS"),
+    (libc::ENOTEMPTY, "ENOTEMPTY"),
+    (libc::ELOOP, "ELOOP"),
+    (libc::ENOMSG, "ENOMSG"),
+    (libc::EIDRM, "EIDRM"),
+    (libc::ECHRNG, "ECHRNG"),
+    (libc::EL2NSYNC, "EL2NSYNC"),
+    (libc::EL3HLT, "EL3HLT"),
+    (libc::EL3RST, "EL3RST"),
+    (libc::ELNRNG, "ELNRNG"),
+    (libc::EUNATCH, "EUNATCH"),
+    (libc::ENOCSI, "ENOCSI"),
+    (libc::EL2HLT, "EL2HLT"),
+    (libc::EBADE, "EBADE"),
+    (libc::EBADR, "EBADR"),
+    (libc::EXFULL, "EXFULL"),
+    (libc::ENOANO, "ENOANO"),
+    (libc::EBADRQC, "EBADRQC"),
+    (libc::EBADSLT, "EBADSLT"),
+    (libc::EBFONT, "EBFONT"),
+    (libc::ENOSTR, "ENOSTR"),
+    (libc::ENODATA, "ENODATA"),
+    (libc::ETIME, "ETIME"),
+    (libc::ENOSR, "ENOSR"),
+    (libc::ENONET, "ENONET"),
+    (libc::ENOPKG, "ENOPKG"),
+    (libc::EREMOTE, "EREMOTE"),
+    (libc::ENOLINK, "ENOLINK"),
+    (libc::EADV, "EADV"),
+    (libc::ESRMNT, "ESRMNT"),
+    (libc::ECOMM, "ECOMM"),
+    (libc::EPROTO, "EPROTO"),
+    (libc::EMULTIHOP, "EMULTIHOP"),
+    (libc::EDOTDOT, "EDOTDOT"),
+    (libc::EBADMSG, "EBADMSG"),
+    (libc::EOVERFLOW, "EOVERFLOW"),
+    (libc::ENOTUNIQ, "ENOTUNIQ"),
+    (libc::EBADFD, "EBADFD"),
+    (libc::EREMCHG, "EREMCHG"),
+    (libc::ELIBACC, "ELIBACC"),
+    (libc::ELIBBAD, "ELIBBAD"),
+    (libc::ELIBSCN, "ELIBSCN"),
+    (libc::ELIBMAX, "ELIBMAX"),
+    (libc::ELIBEXEC, "ELIBEXEC"),
+    (libc::EILSEQ, "EILSEQ"),
+    (libc::ERESTART, "ERESTART"),
+    (libc::ESTRPIPE, "ESTRPIPE"),
+    (libc::EUSERS, "EUSERS"),
+    (libc::ENOTSOCK, "ENOTSOCK"),
+    (libc::EDESTADDRREQ, "EDESTADDRREQ"),
+    (libc::EMSGSIZE, "EMSGSIZE"),
+    (libc::EPROTOTYPE, "EPROTOTYPE"),
+    (libc::ENOPROTOOPT, "ENOPROTOOPT"),
+    (libc::EPROTONOSUPPORT, "EPROTONOSUPPORT"),
+    (libc::ESOCKTNOSUPPORT, "ESOCKTNOSUPPORT"),
+    (libc::EOPNOTSUPP, "EOPNOTSUPP"),
+    (libc::EPFNOSUPPORT, "EPFNOSUPPORT"),
+    (libc::EAFNOSUPPORT, "EAFNOSUPPORT"),
+    (libc::EADDRINUSE, "EADDRINUSE"),
+    (libc::EADDRNOTAVAIL, "EADDRNOTAVAIL"),
+    (libc::ENETDOWN, "ENETDOWN"),
+    (libc::ENETUNREACH, "ENETUNREACH"),
+    (libc::ENETRESET, "ENETRESET"),
+    (libc::ECONNABORTED, "ECONNABORTED"),
+    (libc::ECONNRESET, "ECONNRESET"),
+    (libc::ENOBUFS, "ENOBUFS"),
+    (libc::EISCONN, "EISCONN"),
+    (libc::ENOTCONN, "ENOTCONN"),
+    (libc::ESHUTDOWN, "ESHUTDOWN"),
+    (libc::ETOOMANYREFS, "ETOOMANYREFS"),
+    (libc::ETIMEDOUT, "ETIMEDOUT"),
+    (libc::ECONNREFUSED, "ECONNREFUSED"),
+    (libc::EHOSTDOWN, "EHOSTDOWN"),
+    (libc::EHOSTUNREACH, "EHOSTUNREACH"),
+    (libc::EALREADY, "EALREADY"),
+    (libc::EINPROGRESS, "EINPROGRESS"),
+    (libc::ESTALE, "ESTALE"),
+    (libc::EUCLEAN, "EUCLEAN"),
+    (libc::ENOTNAM, "ENOTNAM"),
+    (libc::ENAVAIL, "ENAVAIL"),
+    (libc::EISNAM, "EISNAM"),
+    (libc::EREMOTEIO, "EREMOTEIO"),
+    (libc::EDQUOT, "EDQUOT"),
+    (libc::ENOMEDIUM, "ENOMEDIUM"),
+    (libc::EMEDIUMTYPE, "EMEDIUMTYPE"),
+    (libc::ECANCELED, "ECANCELED"),
+    (libc::ENOKEY, "ENOKEY"),
+    (libc::EKEYEXPIRED, "EKEYEXPIRED"),
+    (libc::EKEYREVOKED, "EKEYREVOKED"),
+    (libc::EKEYREJECTED, "EKEYREJECTED"),
+    (libc::EOWNERDEAD, "EOWNERDEAD"),
+    (libc::ENOTRECOVERABLE, "ENOTRECOVERABLE"),
+    (libc::ERFKILL, "ERFKILL"),
+    (libc::EHWPOISON, "EHWPOISON"),
+];
+
+/// The `errno` name (`"ENOTTY"`) of an OS error, for messages: `errno N` for a
+/// value without a name, `None` for an error that did not come from the OS.
+pub fn errno_name(e: &io::Error) -> Option<std::borrow::Cow<'static, str>> {
+    let n = e.raw_os_error()?;
+    Some(match ERRNO_NAMES.iter().find(|(v, _)| *v == n) {
+        Some((_, name)) => std::borrow::Cow::Borrowed(*name),
+        None => std::borrow::Cow::Owned(format!("errno {n}")),
+    })
 }

@@ -13,6 +13,10 @@
 //! every request still queued, without touching the device. Shutdown lets the
 //! request in flight finish, answers every request not yet started with
 //! `NRT_CLOSED` (14), and refuses new ones: no caller is ever left blocked.
+//! The request in flight ends when its device says so: a device that can die
+//! must report it through its traits (the shared-memory device fails its
+//! barrier proxy and its ring reads once its server is gone, G-SHM-GONE), so
+//! that shutdown never waits on a dead device.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};

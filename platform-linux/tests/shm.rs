@@ -5,6 +5,7 @@
 //! processes (the two binaries).
 
 use std::io::Read as _;
+use std::os::unix::ffi::OsStringExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use nrt_core::exec::{Step, TpbEngState};
 use nrt_core::NrtStatus;
-use nrt_linux::harvest::{HarvestError, Harvester};
+use nrt_linux::harvest::{HarvestError, Harvester, DEAD_DEVICE_BOUND};
 use nrt_linux::time::DelayKind;
 use nrt_sim::serve::{serve, ServeConfig, ServeError, ServeSummary, StopReason};
 use nrt_sim::shm::ShmError;
@@ -238,4 +239,207 @@ fn a_c_program_harvests_the_simulator_in_another_process() {
     assert!(hs.success(), "C program: {hs}\n{hout}");
     assert!(ss.success(), "nrt-sim serve: {ss}\n{sout}");
     assert_eq!(hout.matches("return 0, status 0 NRT_SUCCESS").count(), 2, "{hout}");
+}
+
+/// `nrt-sim serve` with a 30 s barrier in another process, attached; the
+/// server is SIGKILLed `after` a while by a thread that returns when it did.
+fn doomed_server(name: &str, after: Duration) -> (PathBuf, Harvester, JoinHandle<Instant>) {
+    let sim = nrt_sim_binary();
+    let path = shm_path(name);
+    let mut server = common::spawn_server_with(&sim, &path, 1, &["--inject", "barrier-delay:secs=30"]);
+    let h = match Harvester::attach(&path, BOUND) {
+        Ok(h) => h,
+        Err(e) => {
+            let _ = server.kill();
+            panic!("attach: {e}");
+        }
+    };
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(after);
+        server.kill().expect("SIGKILL the server");
+        let t = Instant::now();
+        let _ = server.wait();
+        t
+    });
+    (path, h, killer)
+}
+
+#[test]
+fn a_server_killed_in_the_barrier_wait_ends_the_harvest_with_an_error_within_the_bound() {
+    let (path, mut h, killer) = doomed_server("killed", Duration::from_millis(300));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = h.harvest(1, DelayKind::Adaptive);
+        let _ = tx.send((r, Instant::now()));
+    });
+    let got = rx.recv_timeout(BOUND);
+    let killed = killer.join().unwrap();
+    let _ = std::fs::remove_file(&path);
+    let (r, ended) = got.expect("the harvest did not end after the server was killed");
+    match r {
+        Err(HarvestError::DeviceGone(m)) => {
+            assert!(m.contains("has not stamped its heartbeat") && m.contains("pid"), "{m}");
+            assert!(m.contains("barrier"), "{m}");
+            assert!(m.contains(&path.display().to_string()), "{m}");
+        }
+        other => panic!("expected DeviceGone, got {other:?}"),
+    }
+    let took = ended.saturating_duration_since(killed);
+    println!("the harvest ended {took:?} after the kill");
+    assert!(took <= DEAD_DEVICE_BOUND, "the harvest ended {took:?} after the kill, the bound is {DEAD_DEVICE_BOUND:?}");
+}
+
+#[test]
+fn an_xu_pool_over_a_killed_server_answers_its_request_and_shuts_down_within_the_bound() {
+    use nrt_core::exec::{ExecConfig, XuHealth};
+    use nrt_linux::xu::XuPool;
+    let (path, h, killer) = doomed_server("xu-killed", Duration::from_millis(300));
+    let (mut dev, nq) = h.into_unit();
+    let arch = dev.file().layout().arch;
+    let cores = dev.file().layout().cores;
+    dev.kickoff(cores).expect("kickoff");
+    let pool = XuPool::start(vec![(dev, nq)], DelayKind::Adaptive).unwrap();
+    let ticket = pool.submit(0, ExecConfig::new(arch, cores, 1)).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let status = ticket.wait();
+        let health = pool.shutdown();
+        let _ = tx.send((status, health, Instant::now()));
+    });
+    let got = rx.recv_timeout(BOUND);
+    let killed = killer.join().unwrap();
+    let _ = std::fs::remove_file(&path);
+    let (status, health, ended) = got.expect("the pool did not answer or shut down after the server was killed");
+    assert_eq!(status, NrtStatus::HwError, "the barrier proxy fails with NRT_HW_ERROR on a gone server");
+    assert_eq!(health, vec![XuHealth::FatalShutdown]);
+    let took = ended.saturating_duration_since(killed);
+    println!("the pool answered and shut down {took:?} after the kill");
+    assert!(took <= DEAD_DEVICE_BOUND, "ended {took:?} after the kill, the bound is {DEAD_DEVICE_BOUND:?}");
+}
+
+#[test]
+fn a_peer_that_truncates_the_file_after_attach_does_not_crash_the_harvester() {
+    let path = shm_path("truncated");
+    let server = serve_thread(&path, &[], 64, 2);
+    let mut h = Harvester::attach(&path, BOUND).expect("attach");
+    let r = h.harvest(5, DelayKind::Adaptive).expect("harvest 1");
+    assert_eq!(r.status, NrtStatus::Success);
+    // A peer truncates what it finds at the path, then the device file itself.
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(0).unwrap();
+    let shrink = h.file().file().set_len(0);
+    let e = shrink.expect_err("the device file is sealed against shrinking");
+    assert_eq!(e.raw_os_error(), Some(libc::EPERM), "{e}");
+    // The harvester keeps working on its sealed mapping (no SIGBUS).
+    let r = h.harvest(5, DelayKind::Adaptive).expect("harvest 2");
+    assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done), "events: {:?}", r.events);
+    let summary = server.join().unwrap().expect("serve");
+    assert_eq!((summary.played, summary.harvested), (2, 2));
+}
+
+/// Serve `cfg` for `n` inferences on a thread and harvest them here.
+fn play_config(name: &str, sim: SimConfig, n: u32) -> Vec<nrt_sim::RunReport> {
+    let path = shm_path(name);
+    let cfg = ServeConfig { path: path.clone(), sim, inferences: Some(n), idle_timeout: Some(BOUND) };
+    let server = std::thread::spawn(move || serve(&cfg, &mut std::io::sink()));
+    let mut h = Harvester::attach(&path, BOUND).expect("attach");
+    let reports: Vec<_> = (0..n).map(|_| h.harvest(5, DelayKind::Adaptive).expect("harvest")).collect();
+    server.join().unwrap().expect("serve");
+    reports
+}
+
+#[test]
+fn each_inference_reports_its_own_tensor_counts_and_wake_ups() {
+    let s = nrt_sim::scenario::find("tensor-streaming").unwrap();
+    let reports = play_config("tensor-2", s.config(), 2);
+    for (i, r) in reports.iter().enumerate() {
+        assert_eq!(r.wakes, [(0, 1), (1, 1), (0, 2), (2, 1)], "inference {}", i + 1);
+        s.evaluate(r).unwrap_or_else(|e| panic!("inference {}: {e}", i + 1));
+    }
+}
+
+#[test]
+fn the_wake_log_of_one_inference_is_bounded() {
+    use nrt_linux::harvest::WAKE_LOG_CAP;
+    use nrt_sim::program::Extra;
+    let n = WAKE_LOG_CAP + 44;
+    let var_ids: Vec<u16> = (0..n).map(|i| 100 + (i % 8) as u16).collect();
+    let mut sim = SimConfig { ring_entries: 1024, ..SimConfig::default() };
+    sim.extras.push(Extra::TensorStream { core: 0, engine: nrt_core::nq::Engine::Act, var_ids });
+    let r = play_config("tensor-bounded", sim, 1).remove(0);
+    assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done), "events: {:?}", r.events.len());
+    assert_eq!(r.events_of("tensor_completed").count(), n, "every completion was harvested");
+    assert_eq!(r.wakes.len(), WAKE_LOG_CAP, "the log keeps {WAKE_LOG_CAP}");
+    assert_eq!(r.wakes.last(), Some(&(7, WAKE_LOG_CAP as u32 / 8)));
+    let note = r.notes.iter().map(|n| n.text.as_str()).find(|t| t.contains("wake-ups not kept"));
+    assert!(note.is_some_and(|t| t.contains("44 more")), "{:?}", r.notes);
+}
+
+#[test]
+fn the_c_abi_attaches_at_a_non_utf8_path_and_says_why_an_attach_failed() {
+    use nrt_linux::ffi_shm::{nrt_shm_attach, nrt_shm_close, nrt_shm_harvest, nrt_shm_last_error};
+    use std::ffi::{CStr, CString, OsStr};
+    use std::os::unix::ffi::OsStrExt;
+    let last = || {
+        let p = nrt_shm_last_error();
+        // SAFETY: null or a NUL-terminated string valid until the next failing nrt_shm call here.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+    };
+    // A path that is not UTF-8.
+    let mut bytes = shm_path("c-non-utf8").into_os_string().into_vec();
+    bytes.extend_from_slice(b"-\xff\xfe");
+    let path = PathBuf::from(OsStr::from_bytes(&bytes));
+    let server = serve_thread(&path, &[], 64, 1);
+    let c = CString::new(bytes.clone()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    let shm = unsafe { nrt_shm_attach(c.as_ptr(), 20_000) };
+    assert!(!shm.is_null(), "attach at a non-UTF-8 path: {:?}", last());
+    let mut status = u32::MAX;
+    // SAFETY: a live handle and a writable status.
+    let rc = unsafe { nrt_shm_harvest(shm, 5, 1, &mut status) };
+    // SAFETY: from nrt_shm_attach, not used afterwards.
+    unsafe { nrt_shm_close(shm, 1) };
+    assert_eq!((rc, status), (0, 0), "{:?}", last());
+    server.join().unwrap().expect("serve");
+    // A failed attach leaves its reason, naming the call and the path.
+    let missing = CString::new(shm_path("c-missing").into_os_string().into_vec()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    let none = unsafe { nrt_shm_attach(missing.as_ptr(), 50) };
+    assert!(none.is_null());
+    let m = last().expect("a reason");
+    assert!(m.starts_with("nrt_shm_attach") && m.contains("c-missing") && m.contains("not ready"), "{m}");
+    // SAFETY: null is refused, not dereferenced.
+    assert_eq!(unsafe { nrt_shm_harvest(std::ptr::null_mut(), 1, 1, &mut status) }, -1);
+    let m = last().expect("a reason");
+    assert!(m.contains("nrt_shm_harvest") && m.contains("NULL"), "{m}");
+}
+
+#[test]
+fn nrtctl_harvest_over_a_killed_server_exits_1_naming_the_reason() {
+    let sim = nrt_sim_binary();
+    let path = shm_path("nrtctl-killed");
+    let mut server = common::spawn_server_with(&sim, &path, 1, &["--inject", "barrier-delay:secs=30"]);
+    let t0 = Instant::now();
+    while !path.exists() && t0.elapsed() < BOUND {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut host = Command::new(env!("CARGO_BIN_EXE_nrtctl"))
+        .args(["harvest", "--timeout-s", "1", "--wait-s", "20", "--shm"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nrtctl runs");
+    // Let it attach and kick off: it is then in the 30 s barrier wait.
+    std::thread::sleep(Duration::from_millis(500));
+    server.kill().unwrap();
+    let killed = Instant::now();
+    let _ = server.wait();
+    let (hs, out) = wait_bounded(&mut host, "nrtctl harvest over a killed server");
+    let took = killed.elapsed();
+    let _ = std::fs::remove_file(&path);
+    println!("nrtctl ended {took:?} after the kill:\n{out}");
+    assert_eq!(hs.code(), Some(1), "{out}");
+    assert!(out.contains("inference 1") && out.contains("is gone") && out.contains("heartbeat"), "{out}");
+    // The bound, plus a process's start and exit on a loaded machine.
+    assert!(took <= DEAD_DEVICE_BOUND + Duration::from_secs(1), "nrtctl ended {took:?} after the kill\n{out}");
 }

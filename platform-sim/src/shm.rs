@@ -2,7 +2,22 @@
 //! state (NQ ring memory and the BAR0 registers the host touches) laid out in one
 //! file that the simulator and a host in another process both map.
 //!
-//! # Layout
+//! # Two files: a sealed memfd and its locator
+//!
+//! The device file is a memfd sealed with `F_SEAL_SHRINK | F_SEAL_GROW |
+//! F_SEAL_SEAL` before anyone maps it: nobody, the server included, can
+//! truncate it, so no mapping of it can fault with SIGBUS, whatever a peer
+//! does. `PATH` holds only a 32-byte locator ([`LOCATOR_BYTES`]): magic
+//! [`LOCATOR_MAGIC`] (`"NRTSHML1"`), the server's pid (u32), the memfd's
+//! descriptor number in the server (u32), and the file's token (u64, also in
+//! the header). A host reads it with `read` (never mapped), opens
+//! `/proc/<pid>/fd/<fd>` (same user, same pid namespace), refuses a file
+//! without `F_SEAL_SHRINK`, and checks the pid and token against the header
+//! (a locator left by a dead server whose pid and descriptor were reused is
+//! stale, not trusted). The locator is written under a temporary name created
+//! exclusively and without following symlinks, then renamed into place.
+//!
+//! # Layout of the device file
 //!
 //! All words little-endian. Offsets are file offsets; the BAR region is mapped by
 //! a host exactly as it would map BAR0, so a register at BAR offset `r` is at file
@@ -25,14 +40,15 @@
 //! | `0x050` | 4 | the server's pid |
 //! | `0x058` | 8 | the seed of the device's programs |
 //! | `0x060` | 8 | the server's heartbeat, `CLOCK_MONOTONIC` ns (stamped every loop) |
+//! | `0x068` | 8 | the file's token (the locator repeats it) |
 //! | `0x080 + 8*l + 4*c` | 4 | status line `l` of core `c` ([`Line`]: barrier done, barrier / network proxy failure, HBM UE, DMA abort) |
 //! | `0x100` | 512 | the injected faults, canonical specs separated by spaces, NUL-padded |
 //! | `0x1000` | `18 * ring` | NQ ring `(core, nq)` at `+ (core * 9 + nq) * ring`; 16-byte slots, two u64 words |
 //! | page after the rings | to the last register + 1 page | BAR0 (sparse): NQ HEAD at [`nq_head_register`](nrt_core::arch::nq_head_register), INTC cause at [`layout::intc_cause_offset`], kickoff semaphores' INCR alias at [`layout::sema_page`] `+ 0x1800`, top-SP host trigger at [`layout::xt_local_reg`] `+ 0x15A0` |
 //!
 //! The BAR region is sparse: `set_len` makes the file as long as the highest
-//! register (about 0x30C5_8000 bytes on sunda, 0xD670_2000 on cayman); on tmpfs
-//! (`/dev/shm`) untouched pages cost nothing. [`ShmLayout::regions`] lists the
+//! register (about 0x30C5_8000 bytes on sunda, 0xD670_2000 on cayman); a memfd
+//! is tmpfs: untouched pages cost nothing. [`ShmLayout::regions`] lists the
 //! three regions; they are checked not to overlap when a layout is made.
 //!
 //! # What differs from the in-process simulator
@@ -53,13 +69,16 @@
 //!   the server; only the completion path (rings, HEAD, INTC, kickoff, proxies and
 //!   probes) crosses the file.
 //!
-//! `unsafe` in this crate lives here only: the `mmap`, the views of mapped words
-//! as atomics, and `clock_gettime`, each with its `// SAFETY:` line.
+//! `unsafe` in this crate lives here only: `memfd_create`, the seals' `fcntl`,
+//! the `mmap`, the views of mapped words as atomics, and `clock_gettime`, each
+//! with its `// SAFETY:` line.
 
 #![allow(unsafe_code)]
 
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
+use std::io::{Read as _, Write as _};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -72,8 +91,18 @@ use crate::layout::{self, NQ_PER_CORE};
 
 /// `"NRTSHM01"` as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"NRTSHM01");
-/// Layout version.
-pub const VERSION: u32 = 1;
+/// Layout version (2: the device file is a sealed memfd behind a locator).
+pub const VERSION: u32 = 2;
+/// `"NRTSHML1"` as a little-endian u64: the locator at the published path.
+pub const LOCATOR_MAGIC: u64 = u64::from_le_bytes(*b"NRTSHML1");
+/// Bytes of the locator.
+pub const LOCATOR_BYTES: usize = 32;
+/// The seals of the device file: it can neither shrink (a mapping of a
+/// truncated file faults with SIGBUS) nor grow, and no seal can be added later
+/// (no peer can seal it against writes).
+const SEALS: libc::c_int = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+/// Temporary names tried beside the path before publishing gives up.
+const TEMPORARY_TRIES: u32 = 16;
 /// Page size the regions are aligned to.
 pub const PAGE: u64 = 4096;
 /// File offset of the ring region.
@@ -101,6 +130,7 @@ mod off {
     pub const PID: u64 = 0x50;
     pub const SEED: u64 = 0x58;
     pub const HEARTBEAT: u64 = 0x60;
+    pub const TOKEN: u64 = 0x68;
     pub const LINES: u64 = 0x80;
     pub const FAULTS: u64 = 0x100;
 }
@@ -291,10 +321,11 @@ unsafe impl Send for ShmMap {}
 unsafe impl Sync for ShmMap {}
 
 impl ShmMap {
-    fn map(file: &File, len: u64) -> Result<ShmMap, ShmError> {
-        let len = usize::try_from(len).map_err(|_| ShmError::Corrupt("file too large to map".into()))?;
+    fn map(file: &File, len: u64, name: &str) -> Result<ShmMap, ShmError> {
+        let len =
+            usize::try_from(len).map_err(|_| ShmError::Corrupt(format!("{name}: {len} bytes, too large to map")))?;
         if len == 0 {
-            return Err(ShmError::Corrupt("empty file".into()));
+            return Err(ShmError::Corrupt(format!("{name}: an empty file")));
         }
         // SAFETY: a fresh shared mapping at an address the kernel picks; fd and
         // length are validated by the kernel and the result checked below.
@@ -309,7 +340,10 @@ impl ShmMap {
             )
         };
         if p == libc::MAP_FAILED {
-            return Err(ShmError::Io { what: "mmap".into(), error: std::io::Error::last_os_error() });
+            return Err(ShmError::Io {
+                what: format!("mmap of {len} bytes of {name}"),
+                error: std::io::Error::last_os_error(),
+            });
         }
         let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| ShmError::Corrupt("mmap returned null".into()))?;
         Ok(ShmMap { ptr, len })
@@ -352,29 +386,32 @@ impl Drop for ShmMap {
 pub struct ShmFile {
     file: File,
     path: PathBuf,
-    tmp: Option<PathBuf>,
     layout: ShmLayout,
     map: ShmMap,
 }
 
 impl ShmFile {
-    /// Create the file for `layout` at a temporary name next to `path` and write
-    /// its header (state [`State::Initialising`]); [`publish`](Self::publish)
-    /// renames it into place.
+    /// Create the device file for `layout`: a memfd, sized, sealed against
+    /// shrinking and growing (and against further seals), mapped, with its header
+    /// written (state [`State::Initialising`]). Nothing appears in the file
+    /// system until [`publish`](Self::publish) writes the locator at `path`.
     pub fn create(path: &Path, layout: ShmLayout, seed: u64, faults: &str) -> Result<ShmFile, ShmError> {
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(format!(".{}.tmp", std::process::id()));
-        let tmp = PathBuf::from(tmp);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(io(format!("create {}", tmp.display())))?;
-        file.set_len(layout.total_len()).map_err(io(format!("size {}", tmp.display())))?;
-        let map = ShmMap::map(&file, layout.total_len())?;
-        let f = ShmFile { file, path: path.to_path_buf(), tmp: Some(tmp), layout, map };
+        let what = |call: &str| format!("{call} (the device file for {})", path.display());
+        // SAFETY: a NUL-terminated name and valid flags; the result is checked.
+        let fd = unsafe { libc::memfd_create(c"nrt-sim-shm".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+        if fd < 0 {
+            return Err(ShmError::Io { what: what("memfd_create"), error: std::io::Error::last_os_error() });
+        }
+        // SAFETY: `fd` is a fresh descriptor this process owns and nothing else holds.
+        let file = unsafe { File::from_raw_fd(fd) };
+        file.set_len(layout.total_len()).map_err(io(what("ftruncate")))?;
+        // SAFETY: fcntl on a descriptor we own, with an int argument; checked.
+        let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, SEALS) };
+        if rc != 0 {
+            return Err(ShmError::Io { what: what("F_ADD_SEALS"), error: std::io::Error::last_os_error() });
+        }
+        let map = ShmMap::map(&file, layout.total_len(), &format!("the device file for {}", path.display()))?;
+        let f = ShmFile { file, path: path.to_path_buf(), layout, map };
         f.put64(off::MAGIC, MAGIC);
         f.put32(off::VERSION, VERSION);
         f.put32(off::ARCH, u32::from(layout.arch.arch_type()));
@@ -386,6 +423,8 @@ impl ShmFile {
         f.put64(off::BAR_LEN, layout.bar_len);
         f.put32(off::PID, std::process::id());
         f.put64(off::SEED, seed);
+        let token = monotonic_ns().rotate_left(29) ^ (u64::from(std::process::id()) << 32) ^ fd as u64;
+        f.put64(off::TOKEN, token);
         let mut text = [0u8; FAULTS_BYTES];
         let n = faults.len().min(FAULTS_BYTES - 1);
         for (d, s) in text.iter_mut().zip(faults.as_bytes().iter().take(n)) {
@@ -397,16 +436,34 @@ impl ShmFile {
         Ok(f)
     }
 
-    /// Stamp the device clock's origin and a heartbeat, mark the file ready and
-    /// rename it into place (a host never sees a half-made file).
+    /// Stamp the device clock's origin and a heartbeat, mark the file ready, and
+    /// publish its locator at the path: written under a fresh temporary name
+    /// beside it (created exclusively, never through a symlink), then renamed
+    /// into place, so a host never sees a half-written locator. On failure the
+    /// temporary file is removed.
     pub fn publish(&self, origin_ns: u64) -> Result<(), ShmError> {
         self.put64(off::ORIGIN, origin_ns);
         self.heartbeat();
         self.set_state(State::Ready);
-        if let Some(tmp) = &self.tmp {
-            std::fs::rename(tmp, &self.path).map_err(io(format!("rename to {}", self.path.display())))?;
+        let mut loc = [0u8; LOCATOR_BYTES];
+        loc[0..8].copy_from_slice(&LOCATOR_MAGIC.to_le_bytes());
+        loc[8..12].copy_from_slice(&std::process::id().to_le_bytes());
+        loc[12..16].copy_from_slice(&(self.file.as_raw_fd() as u32).to_le_bytes());
+        loc[16..24].copy_from_slice(&self.get64(off::TOKEN).to_le_bytes());
+        let (tmp, mut f) = create_temporary(&self.path)?;
+        let written = f.write_all(&loc).map_err(io(format!("write {}", tmp.display())));
+        drop(f);
+        let r = written.and_then(|()| {
+            std::fs::rename(&tmp, &self.path).map_err(io(format!(
+                "rename {} to {}",
+                tmp.display(),
+                self.path.display()
+            )))
+        });
+        if r.is_err() {
+            let _ = std::fs::remove_file(&tmp);
         }
-        Ok(())
+        r
     }
 
     /// The server is alive: stamp [`monotonic_ns`] in the header.
@@ -419,39 +476,95 @@ impl ShmFile {
         monotonic_ns().saturating_sub(self.map.u64_at(off::HEARTBEAT).map_or(0, |w| w.load(Ordering::Acquire)))
     }
 
-    /// Open and validate a published file. A missing file, a short file or one
-    /// still initialising is [`ShmError::Io`] or [`ShmError::Timeout`]-worthy; a
-    /// wrong magic, version or layout is [`ShmError::Corrupt`].
+    /// Open and validate a published file: read the locator at `path`, open
+    /// the server's memfd through `/proc/<pid>/fd/<fd>`, check that it is sealed
+    /// against shrinking (so that no peer can truncate it under the mapping),
+    /// that it is the file the locator names, and its header. A missing file, a
+    /// gone server or one still initialising is [`ShmError::Io`] or
+    /// [`ShmError::Timeout`]-worthy; a wrong magic, version, seals or layout is
+    /// [`ShmError::Corrupt`].
     pub fn open(path: &Path) -> Result<ShmFile, ShmError> {
-        let file =
-            OpenOptions::new().read(true).write(true).open(path).map_err(io(format!("open {}", path.display())))?;
-        let len = file.metadata().map_err(io(format!("stat {}", path.display())))?.len();
-        if len < RINGS_OFFSET {
-            return Err(ShmError::Corrupt(format!("{} is {len} bytes, shorter than the header page", path.display())));
+        let (pid, fd, token) = read_locator(path)?;
+        let proc = format!("/proc/{pid}/fd/{fd}");
+        let file = OpenOptions::new().read(true).write(true).open(&proc).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                ShmError::Timeout(format!(
+                    "{}: the server (pid {pid}) that published it is gone ({proc} does not exist): a stale file?",
+                    path.display()
+                ))
+            } else {
+                ShmError::Io { what: format!("open {proc} (the device file {} names)", path.display()), error: e }
+            }
+        })?;
+        // SAFETY: fcntl on a descriptor we own; F_GET_SEALS takes no argument; checked.
+        let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
+        if seals < 0 {
+            return Err(ShmError::Corrupt(format!(
+                "{proc} (named by {}) is not a memfd: F_GET_SEALS failed: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            )));
         }
-        let head = ShmMap::map(&file, RINGS_OFFSET)?;
+        if seals & libc::F_SEAL_SHRINK == 0 {
+            return Err(ShmError::Corrupt(format!(
+                "{proc} (named by {}) is not sealed against shrinking (seals 0x{seals:x}): a peer could truncate it \
+                 under the mapping",
+                path.display()
+            )));
+        }
+        let len = file.metadata().map_err(io(format!("fstat {proc}")))?.len();
+        if len < RINGS_OFFSET {
+            return Err(ShmError::Corrupt(format!("{proc} is {len} bytes, shorter than the header page")));
+        }
+        let head = ShmMap::map(&file, RINGS_OFFSET, &proc)?;
         let get32 = |o| head.u32_at(o).map_or(0, |w| w.load(Ordering::Acquire));
         let get64 = |o| head.u64_at(o).map_or(0, |w| w.load(Ordering::Acquire));
         if get64(off::MAGIC) != MAGIC {
-            return Err(ShmError::Corrupt(format!("bad magic 0x{:016x}", get64(off::MAGIC))));
+            return Err(ShmError::Corrupt(format!("{proc}: bad magic 0x{:016x}", get64(off::MAGIC))));
         }
         if get32(off::VERSION) != VERSION {
-            return Err(ShmError::Corrupt(format!("version {}, expected {VERSION}", get32(off::VERSION))));
+            return Err(ShmError::Corrupt(format!(
+                "{proc}: layout version {}, expected {VERSION}",
+                get32(off::VERSION)
+            )));
+        }
+        if (get32(off::PID), get64(off::TOKEN)) != (pid, token) {
+            return Err(ShmError::Timeout(format!(
+                "{}: {proc} is not the file it names (pid {}, token 0x{:x}; the locator says pid {pid}, token \
+                 0x{token:x}): a stale file?",
+                path.display(),
+                get32(off::PID),
+                get64(off::TOKEN)
+            )));
         }
         let arch = arch_from_type(get32(off::ARCH))
-            .ok_or_else(|| ShmError::Corrupt(format!("unknown arch type {}", get32(off::ARCH))))?;
+            .ok_or_else(|| ShmError::Corrupt(format!("{proc}: unknown arch type {}", get32(off::ARCH))))?;
         let cores = u8::try_from(get32(off::CORES)).unwrap_or(0);
-        let layout = ShmLayout::new(arch, cores, get32(off::RING_BYTES))?;
+        let layout = ShmLayout::new(arch, cores, get32(off::RING_BYTES)).map_err(|e| match e {
+            ShmError::Corrupt(m) => ShmError::Corrupt(format!("{proc}: {m}")),
+            e => e,
+        })?;
         let stored = (get64(off::RINGS_OFF), get64(off::RINGS_LEN), get64(off::BAR_OFF), get64(off::BAR_LEN));
-        if stored != (layout.rings_offset, layout.rings_len, layout.bar_offset, layout.bar_len) {
-            return Err(ShmError::Corrupt(format!("region table {stored:x?} does not match the layout {layout:x?}")));
+        let expected = (layout.rings_offset, layout.rings_len, layout.bar_offset, layout.bar_len);
+        if stored != expected {
+            let table = |(a, b, c, d): (u64, u64, u64, u64)| {
+                format!("rings offset 0x{a:x}, rings length 0x{b:x}, BAR offset 0x{c:x}, BAR length 0x{d:x}")
+            };
+            return Err(ShmError::Corrupt(format!(
+                "{proc}: the header's region table ({}) does not match the layout of {} with {cores} core(s) and \
+                 rings of {} bytes ({})",
+                table(stored),
+                arch.name(),
+                layout.ring_bytes,
+                table(expected)
+            )));
         }
         if len < layout.total_len() {
-            return Err(ShmError::Corrupt(format!("{len} bytes, the layout needs {}", layout.total_len())));
+            return Err(ShmError::Corrupt(format!("{proc} is {len} bytes, the layout needs {}", layout.total_len())));
         }
         drop(head);
-        let map = ShmMap::map(&file, layout.total_len())?;
-        Ok(ShmFile { file, path: path.to_path_buf(), tmp: None, layout, map })
+        let map = ShmMap::map(&file, layout.total_len(), &proc)?;
+        Ok(ShmFile { file, path: path.to_path_buf(), layout, map })
     }
 
     /// Wait up to `wait` for `path` to exist and be ready, then open it.
@@ -466,9 +579,24 @@ impl ShmFile {
                         f.pid(),
                         f.heartbeat_age_ns() as f64 / 1e9
                     )),
-                    Some(State::Exited) => return Err(ShmError::Corrupt("the server has exited".into())),
-                    _ => ShmError::Timeout("the server is still initialising".into()),
+                    Some(State::Exited) => {
+                        return Err(ShmError::Corrupt(format!("the server (pid {}) has exited", f.pid())))
+                    }
+                    Some(State::Initialising) => ShmError::Timeout("the server is still initialising".into()),
+                    None => {
+                        return Err(ShmError::Corrupt(format!(
+                            "{}: the state word holds {}, not a state (0, 1 or 2) a server writes",
+                            path.display(),
+                            f.state_word()
+                        )))
+                    }
                 },
+                // Only a missing file (the server has not published yet) or a
+                // transient state is worth waiting for; a permanent error
+                // (EACCES, EISDIR, ELOOP...) is reported at once, as it is.
+                Err(ShmError::Io { what, error }) if error.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(ShmError::Io { what, error })
+                }
                 Err(e @ ShmError::Corrupt(_)) => return Err(e),
                 Err(e) => e,
             };
@@ -500,6 +628,10 @@ impl ShmFile {
         self.map.u32_at(o).map_or(0, |w| w.load(Ordering::Acquire))
     }
 
+    fn get64(&self, o: u64) -> u64 {
+        self.map.u64_at(o).map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
     /// The open file (for a host to map the rings and the BAR with its own binding).
     pub fn file(&self) -> &File {
         &self.file
@@ -528,6 +660,11 @@ impl ShmFile {
             2 => Some(State::Exited),
             _ => None,
         }
+    }
+
+    /// The raw state word (for a message about an unknown value).
+    pub fn state_word(&self) -> u32 {
+        self.get32(off::STATE)
     }
 
     /// Set the server's state.
@@ -615,6 +752,63 @@ impl ShmFile {
     }
 }
 
+/// A new temporary file beside `path`: `<path>.<pid>.tmp`, then
+/// `<path>.<pid>.<n>.tmp`, created exclusively (`O_CREAT | O_EXCL`) and never
+/// through a symlink (`O_NOFOLLOW`), mode 0600.
+fn create_temporary(path: &Path) -> Result<(PathBuf, File), ShmError> {
+    let pid = std::process::id();
+    let mut last = None;
+    for n in 0..TEMPORARY_TRIES {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(if n == 0 { format!(".{pid}.tmp") } else { format!(".{pid}.{n}.tmp") });
+        let tmp = PathBuf::from(tmp);
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some((tmp, e)),
+            Err(e) => return Err(ShmError::Io { what: format!("create {}", tmp.display()), error: e }),
+        }
+    }
+    let (tmp, error) = last.unwrap_or_else(|| (path.to_path_buf(), std::io::Error::other("no name tried")));
+    Err(ShmError::Io {
+        what: format!("create {} (and {} other temporary names: all exist)", tmp.display(), TEMPORARY_TRIES - 1),
+        error,
+    })
+}
+
+/// The server's pid, its memfd's descriptor number and the file's token, from
+/// the locator at `path`. Read with `read`, never mapped: a peer that truncates
+/// it cannot fault this process.
+fn read_locator(path: &Path) -> Result<(u32, u32, u64), ShmError> {
+    let f = File::open(path).map_err(io(format!("open {}", path.display())))?;
+    let mut loc = [0u8; LOCATOR_BYTES];
+    let mut got = 0;
+    let mut r = f.take(LOCATOR_BYTES as u64);
+    while got < LOCATOR_BYTES {
+        match r.read(loc.get_mut(got..).unwrap_or_default()) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(ShmError::Io { what: format!("read {}", path.display()), error: e }),
+        }
+    }
+    let word =
+        |a: usize, b: usize| loc.get(a..b).map_or(0, |s| s.iter().rev().fold(0u64, |v, x| v << 8 | u64::from(*x)));
+    if got < LOCATOR_BYTES || word(0, 8) != LOCATOR_MAGIC {
+        return Err(ShmError::Corrupt(format!(
+            "{} is not an nrt-sim serve locator: {got} bytes, bad magic 0x{:016x} (expected 0x{LOCATOR_MAGIC:016x})",
+            path.display(),
+            word(0, 8)
+        )));
+    }
+    Ok((word(8, 12) as u32, word(12, 16) as u32, word(16, 24)))
+}
+
 /// Shared ownership of a file (the device model and the server both hold it).
 pub type SharedFile = Arc<ShmFile>;
 
@@ -660,5 +854,126 @@ mod tests {
         assert!(matches!(ShmFile::wait_ready(&p, Duration::from_millis(50)), Err(ShmError::Corrupt(_))));
         std::fs::remove_file(&p).unwrap();
         assert!(matches!(ShmFile::wait_ready(&p, Duration::from_millis(50)), Err(ShmError::Timeout(_))));
+    }
+
+    /// Every `<path>.*tmp` name left in `path`'s directory.
+    fn leftovers(path: &Path) -> Vec<PathBuf> {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| {
+                let n = p.file_name().unwrap().to_string_lossy();
+                n.starts_with(&format!("{name}.")) && n.ends_with(".tmp")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_symlink_at_the_temporary_name_is_not_followed() {
+        let p = tmp("symlinked");
+        let victim = tmp("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let link = PathBuf::from(format!("{}.{}.tmp", p.display(), std::process::id()));
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let l = ShmLayout::new(Arch::Sunda, 1, 64).unwrap();
+        let made = ShmFile::create(&p, l, 1, "").and_then(|f| f.publish(1).map(|()| f));
+        let kept = std::fs::read(&victim).unwrap();
+        let opened = ShmFile::open(&p).map(|g| g.seed());
+        let _ = std::fs::remove_file(&link);
+        let _ = std::fs::remove_file(&victim);
+        let _ = std::fs::remove_file(&p);
+        assert_eq!(kept, b"precious", "the symlink's target was written through");
+        let f = made.expect("publish beside a planted symlink");
+        assert_eq!(opened.unwrap(), 1);
+        drop(f);
+        assert!(leftovers(&p).is_empty(), "{:?}", leftovers(&p));
+    }
+
+    #[test]
+    fn a_failed_publish_leaves_no_temporary_file() {
+        // A directory where the file should go: the rename fails.
+        let p = tmp("is-a-dir");
+        std::fs::create_dir_all(&p).unwrap();
+        let l = ShmLayout::new(Arch::Sunda, 1, 64).unwrap();
+        let r = ShmFile::create(&p, l, 1, "").and_then(|f| f.publish(1));
+        let left = leftovers(&p);
+        for t in &left {
+            let _ = std::fs::remove_file(t);
+        }
+        std::fs::remove_dir(&p).unwrap();
+        let e = r.expect_err("publishing onto a directory");
+        assert!(e.to_string().contains(&p.display().to_string()), "{e}");
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+
+    #[test]
+    fn a_locator_naming_an_unsealed_file_is_refused() {
+        // A tmpfs file (what the device file used to be) with a real header:
+        // a peer could truncate it, so it is refused before it is mapped.
+        let shm = Path::new("/dev/shm");
+        let dir = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
+        let plain = dir.join(format!("nrt-shm-unit-{}-plain", std::process::id()));
+        let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&plain).unwrap();
+        f.set_len(RINGS_OFFSET).unwrap();
+        let p = tmp("unsealed-locator");
+        let mut loc = [0u8; LOCATOR_BYTES];
+        loc[0..8].copy_from_slice(&LOCATOR_MAGIC.to_le_bytes());
+        loc[8..12].copy_from_slice(&std::process::id().to_le_bytes());
+        loc[12..16].copy_from_slice(&(f.as_raw_fd() as u32).to_le_bytes());
+        std::fs::write(&p, loc).unwrap();
+        let got = ShmFile::open(&p);
+        std::fs::remove_file(&p).unwrap();
+        std::fs::remove_file(&plain).unwrap();
+        match got {
+            Err(ShmError::Corrupt(m)) => {
+                assert!(m.contains("not sealed against shrinking") || m.contains("not a memfd"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_permanent_error_is_reported_at_once_with_its_reason() {
+        // A directory at the path: no wait makes it a device file.
+        let p = tmp("a-directory");
+        std::fs::create_dir_all(&p).unwrap();
+        let t0 = Instant::now();
+        let got = ShmFile::wait_ready(&p, Duration::from_secs(2));
+        let took = t0.elapsed();
+        std::fs::remove_dir(&p).unwrap();
+        let m = got.expect_err("a directory").to_string();
+        assert!(m.contains("Is a directory") && m.contains(&p.display().to_string()), "{m}");
+        assert!(m.contains("read"), "the call is named: {m}");
+        assert!(!m.contains("is `nrt-sim serve"), "not a readiness problem: {m}");
+        assert!(took < Duration::from_secs(1), "retried for {took:?}");
+    }
+
+    #[test]
+    fn an_unknown_state_value_is_named_not_called_initialising() {
+        let p = tmp("bad-state");
+        let l = ShmLayout::new(Arch::Sunda, 1, 64).unwrap();
+        let f = ShmFile::create(&p, l, 1, "").unwrap();
+        f.publish(1).unwrap();
+        f.put32(off::STATE, 7);
+        let got = ShmFile::wait_ready(&p, Duration::from_millis(200));
+        std::fs::remove_file(&p).unwrap();
+        let m = got.expect_err("state 7").to_string();
+        assert!(m.contains("state word holds 7") && !m.contains("initialising"), "{m}");
+    }
+
+    #[test]
+    fn a_region_table_mismatch_prints_hex_with_0x() {
+        let p = tmp("bad-regions");
+        let l = ShmLayout::new(Arch::Sunda, 1, 64).unwrap();
+        let f = ShmFile::create(&p, l, 1, "").unwrap();
+        f.publish(1).unwrap();
+        f.put64(off::RINGS_LEN, 0x1234);
+        let got = ShmFile::open(&p);
+        std::fs::remove_file(&p).unwrap();
+        let m = got.expect_err("bad region table").to_string();
+        assert!(m.contains("rings length 0x1234") && m.contains(&format!("0x{:x}", l.rings_len)), "{m}");
     }
 }

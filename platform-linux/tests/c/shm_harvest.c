@@ -12,7 +12,11 @@ int main(int argc, char **argv) {
     if (argc != 3) { fprintf(stderr, "usage: %s PATH N\n", argv[0]); return 2; }
     int n = atoi(argv[2]), failures = 0;
     nrt_shm *shm = nrt_shm_attach(argv[1], 20000);
-    if (!shm) { fprintf(stderr, "could not attach to %s\n", argv[1]); return 1; }
+    if (!shm) {
+        const char *why = nrt_shm_last_error();
+        fprintf(stderr, "could not attach to %s: %s\n", argv[1], why ? why : "(no reason recorded)");
+        return 1;
+    }
     for (int i = 1; i <= n; i++) {
         uint32_t status = 0xFFFF;
         int rc = nrt_shm_harvest(shm, 5, 1, &status);

@@ -44,8 +44,15 @@ pub fn compile_c(source: &str, lib: &Path, out: &Path) {
 
 /// `nrt-sim serve --inferences N --shm PATH`, with its output captured.
 pub fn spawn_server(sim: &Path, path: &Path, inferences: u32) -> Child {
+    spawn_server_with(sim, path, inferences, &[])
+}
+
+/// As [`spawn_server`], with more arguments (`--inject ...`).
+pub fn spawn_server_with(sim: &Path, path: &Path, inferences: u32, more: &[&str]) -> Child {
     Command::new(sim)
-        .args(["serve", "--inferences", &inferences.to_string(), "--idle-timeout-s", "20", "--shm"])
+        .args(["serve", "--inferences", &inferences.to_string(), "--idle-timeout-s", "20"])
+        .args(more)
+        .arg("--shm")
         .arg(path)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
