@@ -224,7 +224,7 @@ impl Runner {
     }
 }
 
-fn render(cmd: &Command) -> String {
+pub(crate) fn render(cmd: &Command) -> String {
     let mut s = String::new();
     for (k, v) in cmd.get_envs() {
         if let Some(v) = v {

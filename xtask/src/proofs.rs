@@ -1,7 +1,7 @@
 //! `cargo xtask kani`, `miri`, `loom`: the formal and concurrency checks of core.
 //!
 //! `cargo xtask kani` verifies every kani harness of nrt-core with the model
-//! checker, one `cargo kani --harness H --exact` each (two at a time), and fails on
+//! checker (one `cargo kani -j 2` run over them all), and fails on
 //! any failed property, any harness that does not finish within its budget
 //! ([`HARNESS_BUDGET_S`]), any `kani::cover!` that is not satisfied (an
 //! unreachable or unsatisfiable cover shows a vacuous proof) and any harness with
@@ -28,7 +28,7 @@ const HARNESS_BUDGET_S: u64 = 180;
 /// Budget of the whole stage, seconds (issue: <= 20 minutes).
 const STAGE_BUDGET_S: u64 = 20 * 60;
 
-/// Harnesses verified at once (the machines have 2 cores).
+/// Harnesses verified at once (`cargo kani -j`; the machines have 2 cores).
 const KANI_JOBS: usize = 2;
 
 /// The flags of every `cargo kani` call: the same each time, so the crate is
@@ -178,62 +178,123 @@ fn verdict_of(text: &str, ok_exit: bool, secs: f64, timed_out: bool) -> Verdict 
     v
 }
 
-/// Verify one harness with a wall-clock budget; its output is kept.
-fn verify(root: &Path, h: &Harness, budget: u64) -> (Verdict, String) {
+/// Verify every harness in one `cargo kani -j 2` run (kani then loads the crate's
+/// goto program once, where a run per harness pays that for each), streaming its
+/// output: each harness's result block is kept by name (`Thread N: Checking
+/// harness H...`, then `Thread N:` and its block). The run is killed when it
+/// outlasts the stage budget. Returns each harness's (verdict, block) by path,
+/// and the run's exit status.
+fn verify_all(root: &Path, budget: u64, stage_budget: u64) -> (Vec<(String, Verdict, String)>, bool, String) {
     let t = Instant::now();
     let mut cmd = cargo();
     cmd.current_dir(root)
         .arg("kani")
         .args(KANI_FLAGS)
         .args(["-Z", "unstable-options", "--harness-timeout", &format!("{budget}s")])
-        .args(["--output-format", "terse", "--exact", "--harness", &h.path])
+        .args(["--output-format", "terse", "-j", &KANI_JOBS.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    println!("\n==> kani: {}", crate::render(&cmd));
     let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => return (verdict_of("", false, 0.0, false), format!("could not start cargo kani: {e}")),
+        Err(e) => return (Vec::new(), false, format!("could not start cargo kani: {e}")),
     };
-    // Drain both pipes on threads so a chatty CBMC never blocks on a full pipe.
-    let pipe = |r: Option<Box<dyn Read + Send>>| {
+    let err = child.stderr.take().map(|r| {
         std::thread::spawn(move || {
             let mut s = String::new();
-            if let Some(r) = r {
-                for line in BufReader::new(r).lines().map_while(Result::ok) {
-                    s.push_str(&line);
-                    s.push('\n');
-                }
-            }
+            let _ = BufReader::new(r).read_to_string(&mut s);
             s
         })
-    };
-    let out = pipe(child.stdout.take().map(|r| Box::new(r) as Box<dyn Read + Send>));
-    let err = pipe(child.stderr.take().map(|r| Box::new(r) as Box<dyn Read + Send>));
-    // kani's own --harness-timeout stops CBMC at `budget`; this is the backstop
-    // (a minute later) for anything else that hangs.
-    let hard = Duration::from_secs(budget + 60);
-    let mut killed = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) if t.elapsed() > hard => {
-                let _ = Command::new("kill").args(["-KILL", &format!("-{}", child.id())]).status();
-                let _ = child.kill();
-                killed = true;
-                break child.wait().ok();
+    });
+    // The backstop: the whole run may not outlast the stage budget.
+    let id = child.id();
+    let done = Arc::new(Mutex::new(false));
+    let watchdog = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_secs(stage_budget) {
+                if *done.lock().unwrap_or_else(|e| e.into_inner()) {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(500));
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(200)),
-            Err(_) => break None,
-        }
+            let _ = Command::new("kill").args(["-KILL", &format!("-{id}")]).status();
+            true
+        })
     };
-    let mut text = out.join().unwrap_or_default();
-    text.push_str(&err.join().unwrap_or_default());
-    let secs = t.elapsed().as_secs_f64();
-    let ok_exit = status.is_some_and(|s| s.success());
-    let over = secs > budget as f64;
-    (verdict_of(&text, ok_exit, secs, killed || over), text)
+    let mut current: std::collections::BTreeMap<String, String> = Default::default();
+    let mut blocks: Vec<(String, String)> = Vec::new();
+    let mut open: Option<(String, String)> = None; // (harness, block so far)
+    let mut all = String::new();
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            all.push_str(&line);
+            all.push('\n');
+            let (thread, rest) = match line.strip_prefix("Thread ").and_then(|r| r.split_once(": ")) {
+                Some((n, rest)) => (Some(n.to_string()), rest.to_string()),
+                None => match line.strip_prefix("Thread ").and_then(|r| r.strip_suffix(':')) {
+                    Some(n) => (Some(n.to_string()), String::new()),
+                    None => (None, line.clone()),
+                },
+            };
+            if let Some(th) = thread {
+                if let Some(b) = open.take() {
+                    blocks.push(b);
+                }
+                if let Some(h) = rest.strip_prefix("Checking harness ").map(|h| h.trim_end_matches("...").to_string()) {
+                    current.insert(th, h);
+                } else if let Some(h) = current.get(&th) {
+                    open = Some((h.clone(), format!("{rest}\n")));
+                }
+                continue;
+            }
+            if let Some((h, mut b)) = open.take() {
+                b.push_str(&line);
+                b.push('\n');
+                if line.trim_start().starts_with("Verification Time:") {
+                    let secs = line.split(':').nth(1).map(|v| v.trim().trim_end_matches('s').to_string());
+                    println!(
+                        "    {h:<66} {:>7} s  {}",
+                        secs.as_deref().and_then(|v| v.parse::<f64>().ok()).map(|v| format!("{v:.1}")).unwrap_or_default(),
+                        if b.contains("VERIFICATION:- SUCCESSFUL") { "successful" } else { "FAILED" }
+                    );
+                    blocks.push((h, b));
+                } else {
+                    open = Some((h, b));
+                }
+            }
+        }
+    }
+    if let Some(b) = open.take() {
+        blocks.push(b);
+    }
+    let status = child.wait().ok();
+    *done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+    let killed = watchdog.join().unwrap_or(false);
+    if let Some(e) = err {
+        all.push_str(&e.join().unwrap_or_default());
+    }
+    if killed {
+        all.push_str(&format!("\nkilled: the kani run outlasted the stage budget of {stage_budget} s\n"));
+    }
+    let _ = t;
+    let verdicts = blocks
+        .into_iter()
+        .map(|(h, b)| {
+            let secs = b
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("Verification Time:"))
+                .and_then(|v| v.trim().trim_end_matches('s').parse().ok())
+                .unwrap_or(0.0);
+            let v = verdict_of(&b, true, secs, false);
+            (h, v, b)
+        })
+        .collect();
+    (verdicts, status.is_some_and(|s| s.success()) && !killed, all)
 }
 
 /// `cargo kani --version` works, after installing it from the offline bundle if
@@ -309,51 +370,39 @@ pub fn kani(run: &mut Runner, root: &Path, in_ci: bool) {
     }
     let budget = std::env::var("NRT_KANI_BUDGET_S").ok().and_then(|s| s.parse().ok()).unwrap_or(HARNESS_BUDGET_S);
     let stage = Instant::now();
-    let results: Arc<Mutex<Vec<Outcome>>> = Arc::new(Mutex::new(vec![None; hs.len()]));
-    let next = Arc::new(Mutex::new(0usize));
-    let hs = Arc::new(hs);
-    let workers: Vec<_> = (0..KANI_JOBS)
-        .map(|_| {
-            let (hs, results, next, root) = (hs.clone(), results.clone(), next.clone(), root.to_path_buf());
-            std::thread::spawn(move || loop {
-                let i = {
-                    let mut n = next.lock().unwrap_or_else(|e| e.into_inner());
-                    let i = *n;
-                    *n += 1;
-                    i
-                };
-                let Some(h) = hs.get(i) else { break };
-                let (v, text) = verify(&root, h, budget);
-                println!(
-                    "    {:<66} {:>6.1} s  {}{}",
-                    h.path,
-                    v.secs,
-                    if v.ok { "VERIFIED" } else { "FAILED" },
-                    if v.ok { String::new() } else { format!(": {}", v.why) }
-                );
-                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some((v, text));
-            })
-        })
-        .collect();
-    for w in workers {
-        let _ = w.join();
-    }
+    let (verdicts, exit_ok, text) = verify_all(root, budget, STAGE_BUDGET_S);
     let total = stage.elapsed().as_secs_f64();
-    let results = results.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let mut all_ok = true;
-    for (h, r) in hs.iter().zip(&results) {
-        let Some((v, text)) = r else {
-            all_ok = false;
-            continue;
-        };
-        if !v.ok {
-            all_ok = false;
-            println!("\n---- {} ({}): {} ----", h.path, h.file.display(), v.why);
-            // The end of its output says which property or cover.
-            let lines: Vec<&str> = text.lines().collect();
-            for l in lines.iter().skip(lines.len().saturating_sub(60)) {
-                println!("    {l}");
+    let mut all_ok = exit_ok;
+    let mut results: Vec<Outcome> = Vec::new();
+    for h in &hs {
+        let r = verdicts.iter().find(|(p, _, _)| *p == h.path).map(|(_, v, b)| (v.clone(), b.clone()));
+        match &r {
+            Some((v, b)) if !v.ok => {
+                all_ok = false;
+                println!("\n---- {} ({}): {} ----", h.path, h.file.display(), v.why);
+                for l in b.lines() {
+                    println!("    {l}");
+                }
             }
+            Some(_) => {}
+            None => {
+                all_ok = false;
+                println!("\n---- {} ({}): kani reported no result for it ----", h.path, h.file.display());
+            }
+        }
+        results.push(r);
+    }
+    for (p, _, _) in &verdicts {
+        if !hs.iter().any(|h| h.path == *p) {
+            all_ok = false;
+            println!("    kani verified {p}, which the harness list (the `prove_*` scan) does not know");
+        }
+    }
+    if !exit_ok {
+        let lines: Vec<&str> = text.lines().collect();
+        println!("\n---- cargo kani did not succeed; the end of its output: ----");
+        for l in lines.iter().skip(lines.len().saturating_sub(40)) {
+            println!("    {l}");
         }
     }
     let within = total <= STAGE_BUDGET_S as f64;
@@ -383,7 +432,8 @@ fn write_table(
     s.push_str("# Kani harnesses of nrt-core\n\n");
     s.push_str(
         "Generated by `cargo xtask kani` (do not edit by hand): every `#[kani::proof]` and\n\
-         `#[kani::proof_for_contract]` harness, verified one at a time with `cargo kani --exact`.\n\
+         `#[kani::proof_for_contract]` harness, verified by one `cargo kani -j 2` run; the time\n\
+         is kani's verification time of the harness (CBMC, two harnesses at once).\n\
          A harness passes when every property holds, every `kani::cover!` is satisfied\n\
          (none unreachable), and it finishes within its budget. Why each unwind bound\n\
          covers every case is written beside the harness in the code.\n\n",
