@@ -259,7 +259,10 @@ fn verify_all(root: &Path, budget: u64, stage_budget: u64) -> (Vec<(String, Verd
                     let secs = line.split(':').nth(1).map(|v| v.trim().trim_end_matches('s').to_string());
                     println!(
                         "    {h:<66} {:>7} s  {}",
-                        secs.as_deref().and_then(|v| v.parse::<f64>().ok()).map(|v| format!("{v:.1}")).unwrap_or_default(),
+                        secs.as_deref()
+                            .and_then(|v| v.parse::<f64>().ok())
+                            .map(|v| format!("{v:.1}"))
+                            .unwrap_or_default(),
                         if b.contains("VERIFICATION:- SUCCESSFUL") { "successful" } else { "FAILED" }
                     );
                     blocks.push((h, b));
