@@ -13,6 +13,8 @@
 //!   and [`rings::MappedDevice`], the smallest complete device for the harvest.
 //! - [`xu`]: execution units on worker threads with eventfd has-work /
 //!   mark-complete handoff.
+//! - [`poller`]: one poller thread per poll group (many requests, one thread),
+//!   handing completions to spinning waiters without a syscall.
 //! - [`time`]: `CLOCK_MONOTONIC`, and the `libnrt` and `adaptive` poll delays.
 //! - [`ffi`]: the C ABI (`include/nrt.h`).
 //! - [`harvest`]: inferences harvested from `nrt-sim serve --shm PATH` in another
@@ -33,6 +35,7 @@ pub mod ffi_shm;
 #[cfg(feature = "sim")]
 pub mod harvest;
 pub mod ioctl;
+pub mod poller;
 pub mod rings;
 pub mod sys;
 pub mod time;
