@@ -26,8 +26,11 @@
 //! sleeper or the sleeper sees `done` before it blocks: no lost wake-up.
 //!
 //! Shutdown ([`Poller::shutdown`], or drop) lets the requests in flight finish
-//! (each ends at the latest at its timeout), answers every request not yet
-//! started with `NRT_CLOSED` (14, G-LINUX-CLOSE), and refuses new ones.
+//! (each ends at the latest at its timeout; one whose device clock stalls is
+//! answered `NRT_CLOSED` once the longest timeout in flight plus
+//! [`SHUTDOWN_GRACE`] has passed on this process's clock, G-POLLER-CLOSE),
+//! answers every request not yet started with `NRT_CLOSED` (14, G-LINUX-CLOSE),
+//! and refuses new ones.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -49,6 +52,10 @@ pub const POLLER_CAPACITY: usize = 128;
 /// How long a blocked idle poller waits on its eventfd before it looks at the
 /// shutdown flag again.
 const IDLE_BLOCK_MS: i32 = 50;
+
+/// At shutdown, how long past the longest timeout of the requests in flight
+/// they may still finish before they are answered `NRT_CLOSED` (G-POLLER-CLOSE).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// `spin_loop` hints per spin between passes: a PAUSE is ~40-140 cycles on the
 /// Xeons measured, so 4 of them keep a pass every ~0.1-0.3 us plus the pass.
@@ -359,6 +366,9 @@ fn answer(sh: &Shared, h: &Handoff, step: Step, status: NrtStatus) {
 fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
     let mut group: Box<PollGroup<POLLER_CAPACITY>> = Box::new(PollGroup::new());
     let mut handoffs: Vec<Option<Arc<Handoff>>> = vec![None; POLLER_CAPACITY];
+    // Each slot's model timeout, for the shutdown bound.
+    let mut timeouts_s = [0u32; POLLER_CAPACITY];
+    let mut closing_since: Option<Instant> = None;
     let mut backlog: VecDeque<Pending> = VecDeque::new();
     let mut last_event = Instant::now();
     loop {
@@ -369,6 +379,23 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
             last_event = Instant::now();
         }
         let closing = sh.closing.load(Ordering::SeqCst);
+        if closing && closing_since.is_none() {
+            closing_since = Some(Instant::now());
+        }
+        if let Some(t) = closing_since {
+            // The requests in flight may finish, within their longest timeout
+            // plus a grace on this process's clock; a device clock that stalls
+            // cannot hold shutdown longer (G-POLLER-CLOSE).
+            let longest = timeouts_s.iter().copied().max().unwrap_or(0);
+            if t.elapsed() > Duration::from_secs(u64::from(longest)) + SHUTDOWN_GRACE {
+                for (slot, h) in handoffs.iter_mut().enumerate() {
+                    if let Some(h) = h.take() {
+                        group.remove(slot);
+                        answer(sh, &h, Step::Error, NrtStatus::Closed);
+                    }
+                }
+            }
+        }
         if closing {
             // Not yet started: answered NRT_CLOSED (G-LINUX-CLOSE).
             for p in backlog.drain(..) {
@@ -389,6 +416,9 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
                     if let Some(h) = handoffs.get_mut(slot) {
                         *h = Some(p.handoff);
                     }
+                    if let Some(t) = timeouts_s.get_mut(slot) {
+                        *t = p.cfg.timeout_s;
+                    }
                 }
                 Err(_) => {
                     sh.counters.refused_busy_lane.fetch_add(1, Ordering::Relaxed);
@@ -407,6 +437,9 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
         let pass = group.poll(lanes, |c, _req: &ExecRequest| {
             if let Some(h) = handoffs.get_mut(c.slot).and_then(Option::take) {
                 answer(sh, &h, c.step, c.status);
+            }
+            if let Some(t) = timeouts_s.get_mut(c.slot) {
+                *t = 0;
             }
         });
         sh.counters.passes.fetch_add(1, Ordering::Relaxed);

@@ -79,6 +79,19 @@ fn stop(devices: Vec<JoinHandle<Device>>, shared: &[Arc<Shared>]) {
     }
 }
 
+/// The poller's counters once it has accounted for `n` completions (it counts
+/// just after it publishes each one).
+fn settled<L: nrt_core::exec::Lanes + Send + 'static>(p: &Poller<L>, n: u64) -> nrt_linux::poller::PollerStats {
+    let t0 = Instant::now();
+    loop {
+        let st = p.stats();
+        if st.spin_handoffs + st.eventfd_wakes >= n || t0.elapsed() > Duration::from_secs(10) {
+            return st;
+        }
+        std::thread::yield_now();
+    }
+}
+
 #[test]
 fn one_poller_harvests_many_lanes_with_faults_on_some() {
     let SimLanes { lanes, shared, devices, origin } = sim_lanes(6, &[(2, "hang:core=1,engine=ACT"), (4, "nan:core=0")]);
@@ -100,7 +113,7 @@ fn one_poller_harvests_many_lanes_with_faults_on_some() {
         (Step::Done, NrtStatus::Success),
     ];
     assert_eq!(got, want);
-    let st = poller.stats();
+    let st = settled(&poller, 6);
     assert_eq!(st.completions, 6);
     assert_eq!(st.spin_handoffs + st.eventfd_wakes, 6);
     let (lanes, cpu_ns) = poller.shutdown();
@@ -122,7 +135,7 @@ fn a_spinning_waiter_gets_its_completion_without_the_eventfd() {
         assert_eq!(t.wait(), (Step::Done, NrtStatus::Success));
         assert!(t.noticed_ns().is_some());
     }
-    let st = poller.stats();
+    let st = settled(&poller, 3);
     assert_eq!((st.completions, st.eventfd_wakes, st.spin_handoffs), (3, 0, 3));
     drop(poller);
     stop(devices, &shared);
@@ -139,7 +152,7 @@ fn a_sleeping_waiter_is_woken_by_its_eventfd() {
     let t0 = Instant::now();
     assert_eq!(t.wait(), (Step::Error, NrtStatus::Timeout));
     assert!(t0.elapsed() < Duration::from_secs(10));
-    let st = poller.stats();
+    let st = settled(&poller, 1);
     assert_eq!((st.completions, st.eventfd_wakes), (1, 1));
     drop(poller);
     stop(devices, &shared);
@@ -177,4 +190,29 @@ fn a_lane_that_does_not_exist_and_a_cpu_that_does_not_exist() {
             .unwrap_err();
     assert!(err.contains("pin to CPU 100000"), "{err}");
     stop(devices, &shared);
+}
+
+#[test]
+fn shutdown_is_bounded_when_a_device_clock_stalls() {
+    // No device behind the lane and a virtual clock nobody advances: the
+    // request waits on its barrier forever, as far as its own clock can tell.
+    let shared = Arc::new(Shared::new(Arch::Sunda, RING_ENTRIES * layout::ENTRY_BYTES));
+    let mut nq = Notifications::new();
+    for c in 0..2 {
+        nq.bind_core(c, RING_ENTRIES * layout::ENTRY_BYTES).unwrap();
+    }
+    let lanes = VecLanes(vec![(SimHost::new(shared, HostClock::Virtual), nq)]);
+    let poller = Poller::spawn(lanes, PollerConfig::default()).unwrap();
+    let t = poller.submit(0, ExecConfig::new(Arch::Sunda, 2, 1)).unwrap();
+    let t0 = Instant::now();
+    while poller.stats().passes < 10 {
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        std::thread::yield_now();
+    }
+    assert_eq!(t.try_result(), None, "in flight");
+    let t1 = Instant::now();
+    let _ = poller.shutdown();
+    let took = t1.elapsed();
+    assert_eq!(t.try_result(), Some((Step::Error, NrtStatus::Closed)));
+    assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(10), "{took:?}: the 1 s timeout + 1 s grace");
 }

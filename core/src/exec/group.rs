@@ -231,6 +231,17 @@ impl<const N: usize> PollGroup<N> {
         pass
     }
 
+    /// Take the request in `slot` out of the group without finishing it (a
+    /// platform giving up on it, e.g. at shutdown); `None` when the slot is free.
+    /// Its rings are not handed back: the next request on the lane reads on
+    /// from where this one stopped.
+    pub fn remove(&mut self, slot: usize) -> Option<(u16, u64)> {
+        let i = self.live.iter().take(self.in_flight).position(|&s| s == slot)?;
+        let taken = self.slots.get_mut(slot)?.take()?;
+        self.unlink(i);
+        Some((taken.lane, taken.token))
+    }
+
     /// Remove `live[i]`; the last entry takes its place (and is stepped next,
     /// since it has not been stepped in this pass).
     fn unlink(&mut self, i: usize) {

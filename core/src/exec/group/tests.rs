@@ -238,6 +238,12 @@ fn slots_are_reused_and_lanes_refuse_a_second_request() {
     assert_eq!(done[0].token, 14);
     assert_eq!((done[0].step, done[0].status), (Step::Error, NrtStatus::InvalidHandle));
 
+    // A request taken out is never reported, and its slot and lane are free.
+    assert_eq!(g.insert(2, cfg, 15), Ok(1));
+    assert_eq!(g.remove(1), Some((2, 15)));
+    assert_eq!(g.remove(1), None);
+    assert!(!g.lane_busy(2) && g.in_flight() == 1);
+
     host.lanes[0].0.run_all(1, 100, 200);
     let mut done = Vec::new();
     for _ in 0..2 {
