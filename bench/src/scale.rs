@@ -31,7 +31,9 @@ use std::time::{Duration, Instant};
 
 use nrt_core::arch::{Arch, ENGINES_PER_CORE};
 use nrt_core::event::Event;
-use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, Lanes, PollGroup, Step};
+use nrt_core::exec::driver::SYNC_POLL_DELAY_US;
+use nrt_core::exec::{ExecConfig, ExecRequest, Lanes, PollGroup, Step};
+use nrt_core::hal::Delay as _;
 use nrt_core::hal::{self, ErrorKind, ErrorType};
 use nrt_core::nq::ring::NqProducer;
 use nrt_core::nq::{Notifications, RawEntry, Subtype, INFER_STATUS_NQS};
@@ -47,6 +49,10 @@ const CORES: usize = 2;
 const RINGS: usize = CORES * ENGINES_PER_CORE;
 const RING: u32 = 4096;
 const SLOTS: usize = RING as usize / 16;
+/// The model timeout of the bench's requests, seconds.
+const BENCH_TIMEOUT_S: u32 = 120;
+/// How long the harvest threads may take to finish their last request.
+const STOP_GRACE: Duration = Duration::from_secs(5);
 /// End instants kept per lane (a ring of them, indexed by inference number).
 const ENDS: usize = 1024;
 
@@ -176,7 +182,8 @@ fn device(lanes: Vec<Arc<LaneMem>>, origin: Instant, work: Duration, stop: Arc<A
             for sub in [Subtype::START, Subtype::END] {
                 for (r, pr) in p.iter_mut().enumerate() {
                     let id = INFER_STATUS_NQS[r % ENGINES_PER_CORE];
-                    let mut e = RawEntry::new(sub, id, 0, 0, t_end / 1000).to_array();
+                    // The inference number rides in the timestamp: (k + 1) us.
+                    let mut e = RawEntry::new(sub, id, 0, 0, (k[l] + 1) * 1000).to_array();
                     let off = pr.push(&mut e).expect("room checked") as usize / 16;
                     let i = (r * SLOTS + off) * 2;
                     mem.words[i + 1].store(u64::from_le_bytes(e[8..].try_into().expect("8")), Ordering::Relaxed);
@@ -202,17 +209,14 @@ struct Shape {
     failed: u64,
 }
 
-/// Wait until the END instant of inference `k` of `mem` is set; return it.
-fn end_of(mem: &LaneMem, k: u64) -> u64 {
-    let slot = &mem.end_ns[(k as usize) % ENDS];
-    loop {
-        let v = slot.load(Ordering::Acquire);
-        if v != 0 {
-            slot.store(0, Ordering::Relaxed);
-            return v - 1;
-        }
-        std::hint::spin_loop();
-    }
+/// The END instant of the inference `req` harvested (its number rides in the
+/// END timestamp, which FINALIZE turns into microseconds: `k + 1`), or `None`
+/// when the request saw no END (it failed).
+fn end_of(mem: &LaneMem, req: &ExecRequest) -> Option<u64> {
+    let k = req.engine_times_us(0, 0).1?.checked_sub(1)?;
+    // Stored before the records were published.
+    let v = mem.end_ns.get((k as usize) % ENDS)?.load(Ordering::Acquire);
+    v.checked_sub(1)
 }
 
 enum Harvest {
@@ -226,33 +230,46 @@ fn measure(devices: usize, cores_per_device: usize, secs: f64, work: Duration, h
     let mems: Vec<Arc<LaneMem>> = (0..n).map(|_| Arc::new(LaneMem::new())).collect();
     let stop_dev = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
+    let abort = Arc::new(AtomicBool::new(false));
     let dev = {
         let (m, s) = (mems.clone(), Arc::clone(&stop_dev));
         std::thread::spawn(move || device(m, origin, work, s))
     };
-    let cfg = ExecConfig::new(Arch::Sunda, CORES as u8, 5);
+    // A budget no inference reaches even on a starved machine: a timeout would
+    // leave a lane's requests one inference out of step with its records.
+    let cfg = ExecConfig::new(Arch::Sunda, CORES as u8, BENCH_TIMEOUT_S);
     type Out = (Vec<f64>, u64, u64, u64); // latencies, cpu ns, completed, failed
     let t0 = Instant::now();
     let handles: Vec<std::thread::JoinHandle<Out>> = match how {
         Harvest::Threads(kind) => mems
             .iter()
             .map(|m| {
-                let (m, stop, kind) = (Arc::clone(m), Arc::clone(&stop), *kind);
+                let (m, stop, abort, kind) = (Arc::clone(m), Arc::clone(&stop), Arc::clone(&abort), *kind);
                 std::thread::spawn(move || {
                     let c0 = thread_cpu_ns();
                     let mut dev = LaneDev { mem: Arc::clone(&m), origin };
                     // libnrt's shape drains HEAD after every sweep (G-DRAIN).
                     let mut nq = notifications(kind != DelayKind::Libnrt);
                     let (mut lat, mut ok, mut bad) = (Vec::new(), 0u64, 0u64);
-                    let mut k = 0u64;
                     while !stop.load(Ordering::Acquire) {
                         let mut req = ExecRequest::new(cfg);
                         let mut delay = AnyDelay::new(kind);
-                        let w = exec_wait_round_robin(&mut req, &mut dev, &mut nq, &mut delay);
+                        // `exec_wait_round_robin`'s loop, which the bench can abandon
+                        // when the device has stopped.
+                        let mut status = NrtStatus::Success;
+                        let mut step = req.progress_one_step(&mut dev, &mut nq, &mut status);
+                        while step == Step::InFlight && !abort.load(Ordering::Relaxed) {
+                            delay.delay_us(SYNC_POLL_DELAY_US);
+                            step = req.progress_one_step(&mut dev, &mut nq, &mut status);
+                        }
+                        if step == Step::InFlight {
+                            break;
+                        }
                         let seen = origin.elapsed().as_nanos() as u64;
-                        lat.push(seen.saturating_sub(end_of(&m, k)) as f64);
-                        k += 1;
-                        if (w.step, w.status) == (Step::Done, NrtStatus::Success) {
+                        if let Some(end) = end_of(&m, &req) {
+                            lat.push(seen.saturating_sub(end) as f64);
+                        }
+                        if (step, status) == (Step::Done, NrtStatus::Success) {
                             ok += 1;
                         } else {
                             bad += 1;
@@ -277,6 +294,13 @@ fn measure(devices: usize, cores_per_device: usize, secs: f64, work: Duration, h
     };
     std::thread::sleep(Duration::from_secs_f64(secs));
     stop.store(true, Ordering::Release);
+    // The requests in flight finish as the device plays on; on a starved
+    // machine, give up on them after a grace.
+    let t_stop = Instant::now();
+    while handles.iter().any(|h| !h.is_finished()) && t_stop.elapsed() < STOP_GRACE {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    abort.store(true, Ordering::Release);
     let mut lat = Vec::new();
     let (mut cpu, mut ok, mut bad) = (0u64, 0u64, 0u64);
     for h in handles {
@@ -331,17 +355,25 @@ fn poller(
         group.insert(l as u16, cfg, 0).expect("room in the group");
     }
     let mut k = vec![0u64; block.len()];
+    let mut reqs: Vec<ExecRequest> = vec![ExecRequest::new(cfg); block.len()];
     let (mut lat, mut ok, mut bad) = (Vec::new(), 0u64, 0u64);
     let mut done: Vec<(u16, Step, NrtStatus)> = Vec::with_capacity(128);
     let mut last_event = Instant::now();
     while !stop.load(Ordering::Acquire) {
         done.clear();
-        group.poll(&mut lanes, |c, _| done.push((c.lane, c.step, c.status)));
+        group.poll(&mut lanes, |c, r| {
+            done.push((c.lane, c.step, c.status));
+            if let Some(slot) = reqs.get_mut(usize::from(c.lane)) {
+                *slot = r.clone();
+            }
+        });
         if !done.is_empty() {
             let seen = origin.elapsed().as_nanos() as u64;
             for &(lane, step, status) in &done {
                 let l = usize::from(lane);
-                lat.push(seen.saturating_sub(end_of(&block[l], k[l])) as f64);
+                if let Some(end) = reqs.get(l).and_then(|r| end_of(&block[l], r)) {
+                    lat.push(seen.saturating_sub(end) as f64);
+                }
                 k[l] += 1;
                 if (step, status) == (Step::Done, NrtStatus::Success) {
                     ok += 1;
@@ -376,21 +408,20 @@ pub fn run(devices: usize, cores_per_device: usize, secs: f64, work_us: u64, cpu
          {:.0} inferences/s offered; {secs} s per shape on {ncpu} CPUs",
         n as f64 * 1e6 / work_us as f64
     );
-    let mut shapes = Vec::new();
-    shapes.push(measure(devices, cores_per_device, secs, work, &Harvest::Threads(DelayKind::Libnrt)));
-    shapes.push(measure(devices, cores_per_device, secs, work, &Harvest::Threads(DelayKind::Adaptive)));
+    let mut hows = vec![Harvest::Threads(DelayKind::Libnrt), Harvest::Threads(DelayKind::Adaptive)];
     for pollers in [1usize, 2, 4] {
-        if pollers > devices || (devices * cores_per_device).div_ceil(pollers) > 128 {
-            continue;
+        if pollers <= devices && (devices * cores_per_device).div_ceil(pollers) <= 128 {
+            hows.push(Harvest::Groups { pollers, cfg: PollerConfig { cpu, ..PollerConfig::default() } });
         }
-        let pcfg = PollerConfig { cpu, ..PollerConfig::default() };
-        shapes.push(measure(devices, cores_per_device, secs, work, &Harvest::Groups { pollers, cfg: pcfg }));
     }
-    for s in &shapes {
+    let mut shapes = Vec::new();
+    for how in &hows {
+        let s = measure(devices, cores_per_device, secs, work, how);
         println!(
             "  {:<17} notice p50 {:>9.0} ns  p99 {:>10.0} ns  max {:>11.0} ns | harvest CPU {:>5.2} cores | {:>8.0} req/s ({} ok, {} failed)",
             s.name, s.latency.p50, s.latency.p99, s.latency.max, s.cpu_cores, s.requests_per_s, s.completed, s.failed
         );
+        shapes.push(s);
     }
     let libnrt = &shapes[0];
     let best = shapes
