@@ -9,7 +9,8 @@
 //! 3. `poll-group xP`: P poller threads (1, 2, 4), each a core `PollGroup` over a
 //!    contiguous block of devices, with the poller's spin / yield / sleep
 //!    policy (`nrt_linux::poller::PollerConfig`), re-submitting each lane's
-//!    next request as soon as one completes.
+//!    next request as soon as one completes; and one poller that never spins
+//!    (`usleep(1)` between passes).
 //!
 //! The device is one thread. Lane `l`'s inference `k` ends at `t0 + phase_l +
 //! k * work` (phases spread evenly over one `work`): it writes START and END on
@@ -294,6 +295,7 @@ fn measure(devices: usize, cores_per_device: usize, secs: f64, work: Duration, h
     };
     std::thread::sleep(Duration::from_secs_f64(secs));
     stop.store(true, Ordering::Release);
+    let window = t0.elapsed().as_secs_f64();
     // The requests in flight finish as the device plays on; on a starved
     // machine, give up on them after a grace.
     let t_stop = Instant::now();
@@ -310,19 +312,21 @@ fn measure(devices: usize, cores_per_device: usize, secs: f64, work: Duration, h
         ok += o;
         bad += b;
     }
+    // CPU over the whole run (the drain included), requests over the window.
     let wall = t0.elapsed().as_secs_f64();
     stop_dev.store(true, Ordering::Release);
     dev.join().expect("device thread");
     let name = match how {
         Harvest::Threads(DelayKind::Libnrt) => "libnrt-threads".to_string(),
         Harvest::Threads(DelayKind::Adaptive) => "adaptive-threads".to_string(),
+        Harvest::Groups { pollers, cfg } if cfg.spin_for.is_zero() => format!("poll-group x{pollers} usleep"),
         Harvest::Groups { pollers, .. } => format!("poll-group x{pollers}"),
     };
     Shape {
         name,
         latency: Pct::of(&mut lat),
         cpu_cores: cpu as f64 / 1e9 / wall,
-        requests_per_s: (ok + bad) as f64 / wall,
+        requests_per_s: (ok + bad) as f64 / window,
         completed: ok,
         failed: bad,
     }
@@ -414,11 +418,24 @@ pub fn run(devices: usize, cores_per_device: usize, secs: f64, work_us: u64, cpu
             hows.push(Harvest::Groups { pollers, cfg: PollerConfig { cpu, ..PollerConfig::default() } });
         }
     }
+    // One poller that never spins: `usleep(1)` between passes, libnrt's wait
+    // with one thread instead of one per request (what a shared, overloaded
+    // machine favours: the scheduler wakes sleepers first).
+    let sleeping = PollerConfig {
+        cpu,
+        spin_for: Duration::ZERO,
+        yield_for: Duration::ZERO,
+        sleep_us: SYNC_POLL_DELAY_US,
+        ..PollerConfig::default()
+    };
+    if devices * cores_per_device <= 128 {
+        hows.push(Harvest::Groups { pollers: 1, cfg: sleeping });
+    }
     let mut shapes = Vec::new();
     for how in &hows {
         let s = measure(devices, cores_per_device, secs, work, how);
         println!(
-            "  {:<17} notice p50 {:>9.0} ns  p99 {:>10.0} ns  max {:>11.0} ns | harvest CPU {:>5.2} cores | {:>8.0} req/s ({} ok, {} failed)",
+            "  {:<22} notice p50 {:>9.0} ns  p99 {:>10.0} ns  max {:>11.0} ns | harvest CPU {:>5.2} cores | {:>8.0} req/s ({} ok, {} failed)",
             s.name, s.latency.p50, s.latency.p99, s.latency.max, s.cpu_cores, s.requests_per_s, s.completed, s.failed
         );
         shapes.push(s);
