@@ -66,6 +66,17 @@ int nrt_ticket_poll(const struct nrt_ticket *t, uint32_t *status);
 // `t` is null or came from [`nrt_poller_submit`] and is not used afterwards.
 void nrt_ticket_free(struct nrt_ticket *t);
 
+// Batch HEAD write-backs on `rings` (`on` != 0) or write HEAD after every
+// sweep that read something (0, the default, libnrt's drain): an INFER_STATUS
+// ring's HEAD is then written when half the ring is read, when its engine
+// completes, or when the request completes (G-HEAD-BATCH). Applies to the
+// sync wait and the one-step harvest on these rings, and to the copies a
+// poller made from them after this call. Returns 0, or -1 for null.
+//
+// # Safety
+// `rings` is null or a live pointer from `nrt_rings_new`.
+int nrt_rings_set_head_batching(nrt_rings *rings, int on);
+
 // Requests one poller runs at once; more wait for a slot.
 uint32_t nrt_poller_capacity(void);
 

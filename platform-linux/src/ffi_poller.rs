@@ -199,6 +199,23 @@ pub unsafe extern "C" fn nrt_ticket_free(t: *mut nrt_ticket) {
     }
 }
 
+/// Batch HEAD write-backs on `rings` (`on` != 0) or write HEAD after every
+/// sweep that read something (0, the default, libnrt's drain): an INFER_STATUS
+/// ring's HEAD is then written when half the ring is read, when its engine
+/// completes, or when the request completes (G-HEAD-BATCH). Applies to the
+/// sync wait and the one-step harvest on these rings, and to the copies a
+/// poller made from them after this call. Returns 0, or -1 for null.
+///
+/// # Safety
+/// `rings` is null or a live pointer from `nrt_rings_new`.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_rings_set_head_batching(rings: *mut nrt_rings, on: c_int) -> c_int {
+    // SAFETY: null-checked; the caller guarantees it is live and unaliased.
+    let Some(r) = (unsafe { rings.as_mut() }) else { return -1 };
+    r.0.set_head_batching(on != 0);
+    0
+}
+
 /// Requests one poller runs at once; more wait for a slot.
 #[no_mangle]
 pub extern "C" fn nrt_poller_capacity() -> u32 {

@@ -44,4 +44,5 @@ fn a_c_program_harvests_four_lanes_through_one_poller() {
     assert!(stdout.contains("lane 3 NaN                     1003 NRT_EXEC_COMPLETED_WITH_NUM_ERR"), "{stdout}");
     assert!(stdout.contains("nrt_poller_new: lane 1: the platform has no read_slot or no now_ns"), "{stdout}");
     assert!(stdout.contains("nrt_poller_submit: lane 0: unknown arch type 9"), "{stdout}");
+    assert!(stdout.contains("HEAD writes: lane 0 10, lane 1 5"), "{stdout}");
 }

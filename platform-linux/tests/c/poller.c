@@ -16,6 +16,8 @@ struct dev {
     uint32_t wr[9];
     uint64_t now;
     int events;
+    int heads;
+    int late_end;             /* the ENDs arrive at the 5th clock read, in a later sweep */
 };
 
 static int read_slot(void *c, uint8_t core, uint8_t nq, uint32_t off, uint8_t *out) {
@@ -24,9 +26,18 @@ static int read_slot(void *c, uint8_t core, uint8_t nq, uint32_t off, uint8_t *o
     memcpy(out, d->mem[nq] + off, 16);
     return 0;
 }
-static int write_head(void *c, uint8_t core, uint8_t nq, uint32_t head) { (void)c; (void)core; (void)nq; (void)head; return 0; }
+static int write_head(void *c, uint8_t core, uint8_t nq, uint32_t head) { struct dev *d = c; (void)core; (void)nq; (void)head; d->heads++; return 0; }
 static int read_cause(void *c, uint8_t core, uint32_t block, uint32_t line, uint32_t *out) { (void)c; (void)core; (void)block; (void)line; *out = 0; return 0; }
-static uint64_t now_ns(void *c) { struct dev *d = c; d->now += 1000000; return d->now; } /* 1 ms per read */
+static void push(struct dev *d, uint8_t nq, uint16_t subtype, uint64_t ts);
+static uint64_t now_ns(void *c) { /* 1 ms per read; plays the late ENDs */
+    struct dev *d = c;
+    d->now += 1000000;
+    if (d->late_end && d->now >= 5000000) {
+        for (int e = 0; e < 5; e++) push(d, INFER[e], 3, 200 + e);
+        d->late_end = 0;
+    }
+    return d->now;
+}
 static int barrier(void *c, uint8_t core, uint32_t *st) { (void)c; (void)core; (void)st; return 1; }
 static void on_event(void *c, const char *kind, const char *msg) { struct dev *d = c; d->events++; printf("  event %s: %s\n", kind, msg); }
 
@@ -57,11 +68,13 @@ int main(void) {
         nrt_rings *ri = nrt_rings_new();
         if (nrt_rings_bind(ri, 0, NQ_ERROR, RING)) failures++;
         for (int e = 0; e < 5; e++) if (nrt_rings_bind(ri, 0, INFER[e], RING)) failures++;
+        if (i % 2 && nrt_rings_set_head_batching(ri, 1)) failures++;   /* odd lanes batch HEAD */
         r[i] = ri;
     }
     /* lanes 0 and 1 healthy, lane 2 hangs (no END on DVE), lane 3 healthy with a NaN */
     for (int i = 0; i < LANES; i++)
-        for (int e = 0; e < 5; e++) { push(&d[i], INFER[e], 2, 100 + e); if (!(i == 2 && e == 3)) push(&d[i], INFER[e], 3, 200 + e); }
+        for (int e = 0; e < 5; e++) { push(&d[i], INFER[e], 2, 100 + e); if (i > 1 && !(i == 2 && e == 3)) push(&d[i], INFER[e], 3, 200 + e); }
+    d[0].late_end = d[1].late_end = 1;
     push(&d[3], NQ_ERROR, 1, 150);
 
     /* careless callers: refused with a message, never a crash */
@@ -84,6 +97,11 @@ int main(void) {
     expect("lane 2 hang", st[2], 5);
     expect("lane 3 NaN", st[3], 1003);
     if (rc[0] != 0 || rc[1] != 0 || rc[2] != 2 || rc[3] != 0) { printf("return codes %d %d %d %d\n", rc[0], rc[1], rc[2], rc[3]); failures++; }
+    /* STARTs in one sweep, ENDs in a later one: lane 0 drains HEAD after each
+     * sweep (10 writes), lane 1 batches (one per ring, at its engine's END: 5) */
+    printf("HEAD writes: lane 0 %d, lane 1 %d\n", d[0].heads, d[1].heads);
+    if (d[0].heads != 10 || d[1].heads != 5) failures++;
+    if (nrt_rings_set_head_batching(NULL, 1) != -1) { printf("null rings\n"); failures++; }
     uint32_t again = 0;
     if (nrt_ticket_poll(t[2], &again) != 2 || again != 5) { printf("poll after done\n"); failures++; }
     if (nrt_ticket_wait(NULL, NULL) != -1 || nrt_ticket_poll(NULL, NULL) != -1) { printf("null ticket\n"); failures++; }
