@@ -46,7 +46,7 @@ struct nrt_ticket *nrt_poller_submit(struct nrt_poller *p, uint16_t lane, uint32
 
 // Wait for the request: spin briefly, then sleep until the poller wakes this
 // thread. Returns the one-step code, 0 or 2, with the status in `*status`
-// (when not null); -1 for a null ticket.
+// (when not null; 101 if the poller thread died); -1 for a null ticket.
 //
 // # Safety
 // `t` is null or a live pointer from [`nrt_poller_submit`]; `status` is null
@@ -54,7 +54,8 @@ struct nrt_ticket *nrt_poller_submit(struct nrt_poller *p, uint16_t lane, uint32
 int nrt_ticket_wait(const struct nrt_ticket *t, uint32_t *status);
 
 // Look without waiting: 1 while in flight, else 0 or 2 with the status in
-// `*status` (when not null); -1 for a null ticket.
+// `*status` (when not null; 101 if the poller thread died); -1 for a null
+// ticket.
 //
 // # Safety
 // As [`nrt_ticket_wait`].

@@ -153,7 +153,7 @@ pub unsafe extern "C" fn nrt_poller_submit(
 
 /// Wait for the request: spin briefly, then sleep until the poller wakes this
 /// thread. Returns the one-step code, 0 or 2, with the status in `*status`
-/// (when not null); -1 for a null ticket.
+/// (when not null; 101 if the poller thread died); -1 for a null ticket.
 ///
 /// # Safety
 /// `t` is null or a live pointer from [`nrt_poller_submit`]; `status` is null
@@ -171,7 +171,8 @@ pub unsafe extern "C" fn nrt_ticket_wait(t: *const nrt_ticket, status: *mut u32)
 }
 
 /// Look without waiting: 1 while in flight, else 0 or 2 with the status in
-/// `*status` (when not null); -1 for a null ticket.
+/// `*status` (when not null; 101 if the poller thread died); -1 for a null
+/// ticket.
 ///
 /// # Safety
 /// As [`nrt_ticket_wait`].
@@ -179,7 +180,7 @@ pub unsafe extern "C" fn nrt_ticket_wait(t: *const nrt_ticket, status: *mut u32)
 pub unsafe extern "C" fn nrt_ticket_poll(t: *const nrt_ticket, status: *mut u32) -> c_int {
     // SAFETY: null-checked; live per the contract.
     let Some(t) = (unsafe { t.as_ref() }) else { return -1 };
-    let Some((step, st)) = t.0.try_result() else { return 1 };
+    let Some((step, st)) = t.0.poll() else { return 1 };
     // SAFETY: null or writable per the contract.
     if let Some(s) = unsafe { status.as_mut() } {
         *s = st.code();

@@ -111,11 +111,17 @@ struct Handoff {
     efd: OnceLock<Option<EventFd>>,
 }
 
+/// Whether the poller thread is still there to answer (set false when it
+/// ends, by return or by unwinding).
+#[derive(Debug)]
+struct Alive(AtomicBool);
+
 /// A submitted request; wait for it with [`Ticket::wait`].
 #[derive(Debug, Clone)]
 pub struct Ticket {
     handoff: Arc<Handoff>,
     spin_for: Duration,
+    alive: Arc<Alive>,
 }
 
 impl Ticket {
@@ -136,12 +142,27 @@ impl Ticket {
         self.try_result().map(|_| self.handoff.noticed_ns.load(Ordering::Acquire))
     }
 
+    /// Look without waiting: the result, `NRT_EXEC_UNIT_UNRECOVERABLE` (101)
+    /// when the poller thread ended without answering (it died,
+    /// G-POLLER-CLOSE), or `None` while in flight.
+    pub fn poll(&self) -> Option<(Step, NrtStatus)> {
+        if let Some(r) = self.try_result() {
+            return Some(r);
+        }
+        if !self.alive.0.load(Ordering::SeqCst) {
+            // It may have answered just before it ended.
+            return Some(self.try_result().unwrap_or((Step::Error, NrtStatus::ExecUnitUnrecoverable)));
+        }
+        None
+    }
+
     /// Wait for the result: spin (no syscall) for the configured time, then
-    /// sleep on an eventfd the poller writes only for sleepers.
+    /// sleep on an eventfd the poller writes only for sleepers. Returns 101
+    /// (`NRT_EXEC_UNIT_UNRECOVERABLE`) if the poller thread died.
     pub fn wait(&self) -> (Step, NrtStatus) {
         let t0 = Instant::now();
         loop {
-            if let Some(r) = self.try_result() {
+            if let Some(r) = self.poll() {
                 return r;
             }
             if t0.elapsed() >= self.spin_for {
@@ -152,7 +173,7 @@ impl Ticket {
         let efd = self.handoff.efd.get_or_init(|| EventFd::new(false).ok());
         self.handoff.sleeper.store(true, Ordering::SeqCst);
         loop {
-            if let Some(r) = self.try_result() {
+            if let Some(r) = self.poll() {
                 return r;
             }
             match efd {
@@ -208,6 +229,16 @@ struct Shared {
     closing: AtomicBool,
     counters: Counters,
     origin: Instant,
+    alive: Arc<Alive>,
+}
+
+/// Marks the poller dead when the thread ends, however it ends.
+struct AliveGuard(Arc<Alive>);
+
+impl Drop for AliveGuard {
+    fn drop(&mut self) {
+        self.0 .0.store(false, Ordering::SeqCst);
+    }
 }
 
 impl Shared {
@@ -251,12 +282,14 @@ impl<L: Lanes + Send + 'static> Poller<L> {
             closing: AtomicBool::new(false),
             counters: Counters::default(),
             origin: Instant::now(),
+            alive: Arc::new(Alive(AtomicBool::new(true))),
         });
         let (tx, rx) = std::sync::mpsc::channel::<Result<(), String>>();
         let sh = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("nrt-poller".into())
             .spawn(move || {
+                let _alive = AliveGuard(Arc::clone(&sh.alive));
                 let pinned = match cfg.cpu {
                     Some(cpu) => sys::pin_current_thread(cpu)
                         .map_err(|e| format!("poller: pin to CPU {cpu}: {e} ({})", sys::errno_name(&e))),
@@ -294,19 +327,22 @@ impl<L: Lanes + Send + 'static> Poller<L> {
     /// Submit a request for `cfg` on `lane`. A lane harvests one request at a
     /// time: a request for a busy lane waits, in order, until the lane is free.
     pub fn submit(&self, lane: u16, cfg: ExecConfig) -> Result<Ticket, SubmitError> {
-        if self.shared.closing.load(Ordering::Acquire) {
-            return Err(SubmitError::Closed);
-        }
         let handoff = Arc::new(Handoff::default());
         {
+            // Checked under the queue's lock: shutdown sets the flag, then
+            // (after the thread ended) answers whatever the queue still holds
+            // under the same lock, so no submission is left unanswered.
             let mut q = self.shared.queue();
+            if self.shared.closing.load(Ordering::SeqCst) {
+                return Err(SubmitError::Closed);
+            }
             q.push_back(Pending { lane, cfg, handoff: Arc::clone(&handoff) });
             self.shared.queued.fetch_add(1, Ordering::SeqCst);
         }
         if self.shared.sleeping.load(Ordering::SeqCst) {
             let _ = self.shared.wake.write(1);
         }
-        Ok(Ticket { handoff, spin_for: self.waiter_spin_for })
+        Ok(Ticket { handoff, spin_for: self.waiter_spin_for, alive: Arc::clone(&self.shared.alive) })
     }
 
     /// The counters so far.
@@ -322,13 +358,22 @@ impl<L: Lanes + Send + 'static> Poller<L> {
     }
 
     fn join(&mut self) {
-        self.shared.closing.store(true, Ordering::SeqCst);
+        {
+            let _q = self.shared.queue();
+            self.shared.closing.store(true, Ordering::SeqCst);
+        }
         let _ = self.shared.wake.write(1);
         if let Some(t) = self.thread.take() {
             if let Ok((lanes, cpu)) = t.join() {
                 self.lanes = Some(lanes);
                 self.cpu_ns = cpu;
             }
+        }
+        // Submitted after the thread's last look at the queue (or the thread
+        // died): never started, answered NRT_CLOSED (G-LINUX-CLOSE).
+        let left: Vec<Pending> = self.shared.queue().drain(..).collect();
+        for p in left {
+            answer(&self.shared, &p.handoff, Step::Error, NrtStatus::Closed);
         }
     }
 

@@ -216,3 +216,26 @@ fn shutdown_is_bounded_when_a_device_clock_stalls() {
     assert_eq!(t.try_result(), Some((Step::Error, NrtStatus::Closed)));
     assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(10), "{took:?}: the 1 s timeout + 1 s grace");
 }
+
+/// Lanes whose platform panics: the poller thread dies.
+struct Exploding;
+
+impl nrt_core::exec::Lanes for Exploding {
+    type Dev = SimHost;
+    fn lane(&mut self, _lane: u16) -> Option<(&mut SimHost, &mut Notifications)> {
+        panic!("a platform bug");
+    }
+}
+
+#[test]
+fn a_waiter_is_answered_101_when_the_poller_thread_dies() {
+    let poller =
+        Poller::spawn(Exploding, PollerConfig { waiter_spin_for: Duration::ZERO, ..PollerConfig::default() }).unwrap();
+    let t = poller.submit(0, ExecConfig::new(Arch::Sunda, 2, 1)).unwrap();
+    let t0 = Instant::now();
+    assert_eq!(t.wait(), (Step::Error, NrtStatus::ExecUnitUnrecoverable));
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert_eq!(t.poll(), Some((Step::Error, NrtStatus::ExecUnitUnrecoverable)));
+    let (lanes, _) = poller.shutdown();
+    assert!(lanes.is_none(), "the lanes died with the thread");
+}
