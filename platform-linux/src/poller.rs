@@ -414,6 +414,7 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
     // Each slot's model timeout, for the shutdown bound.
     let mut timeouts_s = [0u32; POLLER_CAPACITY];
     let mut closing_since: Option<Instant> = None;
+    let mut lanes_changed = false;
     let mut backlog: VecDeque<Pending> = VecDeque::new();
     let mut last_event = Instant::now();
     loop {
@@ -421,6 +422,7 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
             let mut q = sh.queue();
             sh.queued.store(0, Ordering::SeqCst);
             backlog.extend(q.drain(..));
+            lanes_changed = true;
             last_event = Instant::now();
         }
         let closing = sh.closing.load(Ordering::SeqCst);
@@ -447,28 +449,33 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
                 answer(sh, &p.handoff, Step::Error, NrtStatus::Closed);
             }
         }
-        // Start what the free lanes can take, in submission order per lane.
-        let mut i = 0;
-        while i < backlog.len() && group.in_flight() < POLLER_CAPACITY {
-            let Some(p) = backlog.get(i) else { break };
-            if group.lane_busy(p.lane) {
-                i += 1;
-                continue;
-            }
-            let Some(p) = backlog.remove(i) else { break };
-            match group.insert(p.lane, p.cfg, 0) {
-                Ok(slot) => {
-                    if let Some(h) = handoffs.get_mut(slot) {
-                        *h = Some(p.handoff);
-                    }
-                    if let Some(t) = timeouts_s.get_mut(slot) {
-                        *t = p.cfg.timeout_s;
-                    }
+        // Start what the free lanes can take, in submission order per lane
+        // (only when a submission arrived or a request finished: otherwise no
+        // lane became free).
+        if std::mem::take(&mut lanes_changed) {
+            let mut i = 0;
+            while i < backlog.len() && group.in_flight() < POLLER_CAPACITY {
+                let Some(p) = backlog.get(i) else { break };
+                if group.lane_busy(p.lane) {
+                    i += 1;
+                    continue;
                 }
-                Err(_) => {
-                    sh.counters.refused_busy_lane.fetch_add(1, Ordering::Relaxed);
-                    backlog.push_front(p);
-                    break;
+                let Some(p) = backlog.remove(i) else { break };
+                match group.insert(p.lane, p.cfg, 0) {
+                    Ok(slot) => {
+                        if let Some(h) = handoffs.get_mut(slot) {
+                            *h = Some(p.handoff);
+                        }
+                        if let Some(t) = timeouts_s.get_mut(slot) {
+                            *t = p.cfg.timeout_s;
+                        }
+                    }
+                    Err(_) => {
+                        // Full: it waits, in its place, for the next completion.
+                        sh.counters.refused_busy_lane.fetch_add(1, Ordering::Relaxed);
+                        backlog.insert(i, p);
+                        break;
+                    }
                 }
             }
         }
@@ -490,6 +497,7 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
         sh.counters.passes.fetch_add(1, Ordering::Relaxed);
         sh.counters.steps.fetch_add(pass.stepped as u64, Ordering::Relaxed);
         if pass.completed > 0 {
+            lanes_changed = true;
             last_event = Instant::now();
         }
         let quiet = last_event.elapsed();
