@@ -239,3 +239,34 @@ fn a_waiter_is_answered_101_when_the_poller_thread_dies() {
     let (lanes, _) = poller.shutdown();
     assert!(lanes.is_none(), "the lanes died with the thread");
 }
+
+#[test]
+fn requests_queued_on_one_lane_run_in_turn() {
+    use nrt_core::testutil::FakeDevice;
+    // Three inferences' records already in the rings of lane 0, one in lane 1's.
+    let mut lanes = Vec::new();
+    for n in [3u64, 1] {
+        let mut d = FakeDevice::new(Arch::Sunda, 1024);
+        for k in 0..n {
+            d.run_all(1, 100 + 10 * k, 105 + 10 * k);
+        }
+        let mut nq = FakeDevice::notifications(1024);
+        nq.set_head_batching(true);
+        lanes.push((d, nq));
+    }
+    let poller = Poller::spawn(VecLanes(lanes), PollerConfig::default()).unwrap();
+    let cfg = ExecConfig::new(Arch::Sunda, 1, 5);
+    let tickets: Vec<_> = [0u16, 0, 1, 0, 0].iter().map(|&l| poller.submit(l, cfg).unwrap()).collect();
+    for t in &tickets[..4] {
+        assert_eq!(t.wait(), (Step::Done, NrtStatus::Success));
+    }
+    // The fourth on lane 0 has no records: never done. At shutdown it is
+    // either not started yet (answered NRT_CLOSED at once) or in flight with a
+    // 5 s budget on a clock that does not move (answered NRT_CLOSED after
+    // 5 s + 1 s of the process clock).
+    assert_eq!(tickets[4].poll(), None);
+    let (lanes, _) = poller.shutdown();
+    assert_eq!(tickets[4].poll(), Some((Step::Error, NrtStatus::Closed)));
+    let lanes = lanes.unwrap();
+    assert_eq!(lanes.0[0].0.head_writes, 15, "batched: one per ring per inference, 3 inferences");
+}
