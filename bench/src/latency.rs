@@ -2,7 +2,9 @@
 //! inference at a recorded instant; the harvest (nrt-linux's mapped rings, the
 //! sync driver) returns at another; the difference, over many inferences, for
 //! the `libnrt` delay (`usleep(1)` between steps) and the `adaptive` delay (spin,
-//! then yield, then sleep), with the CPU time the harvest thread burns.
+//! then yield, then sleep), with the CPU time the harvest thread burns; and, in
+//! the same run, the physical floor of a notice (one thread stores, another
+//! spins on the line).
 //!
 //! Ring memory and the BAR (HEAD registers at the driver's offsets) are files
 //! mapped with `mmap`, exactly as in `platform-linux/tests/mmap_harvest.rs`.
@@ -138,12 +140,51 @@ fn measure(kind: DelayKind, n: usize, work: Duration) -> Sample {
     }
 }
 
+/// The physical limit of a notice: one thread stores a timestamp into a cache
+/// line at a recorded instant, another spins on that line; the difference is
+/// one cache-line transfer plus a clock read.
+fn floor(n: usize, work: Duration) -> Pct {
+    let gen = Arc::new(AtomicU64::new(0));
+    let stamp = Arc::new(AtomicU64::new(0));
+    let ack = Arc::new(AtomicU64::new(0));
+    let origin = Instant::now();
+    let writer = {
+        let (gen, stamp, ack) = (Arc::clone(&gen), Arc::clone(&stamp), Arc::clone(&ack));
+        std::thread::spawn(move || {
+            for i in 1..=n as u64 {
+                while ack.load(Ordering::Acquire) < i - 1 {
+                    std::hint::spin_loop();
+                }
+                spin_for(work);
+                stamp.store(origin.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                gen.store(i, Ordering::Release);
+            }
+        })
+    };
+    let mut lat = Vec::with_capacity(n);
+    for i in 1..=n as u64 {
+        while gen.load(Ordering::Acquire) < i {
+            std::hint::spin_loop();
+        }
+        let seen = origin.elapsed().as_nanos() as u64;
+        lat.push(seen.saturating_sub(stamp.load(Ordering::Relaxed)) as f64);
+        ack.store(i, Ordering::Release);
+    }
+    writer.join().expect("writer thread");
+    Pct::of(&mut lat)
+}
+
 pub fn run(n: usize, work_us: u64) {
     let work = Duration::from_micros(work_us);
     println!("completion-notice latency: {n} inferences of 2x5 engines, device works {work_us} us after each kickoff");
+    let fl = floor(n, work);
     let a = measure(DelayKind::Adaptive, n, work);
     let l = measure(DelayKind::Libnrt, n, work);
     let ratio = l.latency.p50 / a.latency.p50;
+    println!(
+        "  {:<9} latency p50 {:>9.0} ns  p99 {:>9.0} ns  max {:>10.0} ns | one thread stores, another spins on the line",
+        "floor", fl.p50, fl.p99, fl.max
+    );
     for s in [&l, &a] {
         println!(
             "  {:<9} latency p50 {:>9.0} ns  p99 {:>9.0} ns  max {:>10.0} ns | harvest CPU per inference p50 {:>7.1} us (device work {work_us} us) | steps p50 {:.0}",
@@ -151,9 +192,15 @@ pub fn run(n: usize, work_us: u64) {
         );
     }
     println!("  adaptive p50 is {ratio:.1}x lower than libnrt's usleep(1) (goal >= 50x)");
+    println!(
+        "  adaptive p50 {:.0} ns is {:.0} ns above the floor's {:.0} ns (goal: <= 1000 ns, within 500 ns of the floor)",
+        a.latency.p50,
+        a.latency.p50 - fl.p50,
+        fl.p50
+    );
     let js = |s: &Sample| json!({ "latency": s.latency.json(), "cpu_us_per_inference": { "p50": s.cpu_us_per_inference.p50, "mean": s.cpu_us_per_inference.mean }, "steps_p50": s.steps.p50 });
     write_json(
         "latency",
-        &json!({ "inferences": n, "device_work_us": work_us, "libnrt": js(&l), "adaptive": js(&a), "ratio_p50": ratio }),
+        &json!({ "inferences": n, "device_work_us": work_us, "libnrt": js(&l), "adaptive": js(&a), "ratio_p50": ratio, "floor": fl.json(), "adaptive_over_floor_p50_ns": a.latency.p50 - fl.p50 }),
     );
 }

@@ -6,6 +6,8 @@
 //! nrt-bench ring [--records N]                       NQ ring transfer between threads vs rtrb
 //! nrt-bench xu [--secs S]                            XU submit-to-complete round trip and requests/s
 //! nrt-bench sys                                      the OS floor: an ioctl round trip, usleep(1)
+//! nrt-bench scale [--devices 16] [--cores-per-device 4] [--secs S] [--work-us U] [--cpu N]
+//!                                                     a host's logical cores: libnrt threads vs adaptive threads vs poll groups
 //! nrt-bench all                                      all four
 //! ```
 //!
@@ -18,6 +20,7 @@ use std::time::Instant;
 
 mod latency;
 mod ring;
+mod scale;
 mod sys;
 mod xu;
 
@@ -92,6 +95,13 @@ fn main() {
         Some("ring") => ring::run(arg(&args, "--records", 4_000_000)),
         Some("xu") => xu::run(arg(&args, "--secs", 1.0)),
         Some("sys") => sys::run(),
+        Some("scale") => scale::run(
+            arg(&args, "--devices", 16usize).clamp(1, 64),
+            arg(&args, "--cores-per-device", 4usize).clamp(1, 8),
+            arg(&args, "--secs", 2.0f64).clamp(0.1, 600.0),
+            arg(&args, "--work-us", 1000u64).max(1),
+            args.iter().any(|a| a == "--cpu").then(|| arg(&args, "--cpu", 0usize)),
+        ),
         Some("all") => {
             latency::run(arg(&args, "--inferences", 10_000), 20);
             ring::run(4_000_000);
@@ -99,7 +109,7 @@ fn main() {
             sys::run();
         }
         _ => {
-            eprintln!("usage: nrt-bench latency|ring|xu|all [options]");
+            eprintln!("usage: nrt-bench latency|ring|xu|sys|scale|all [options]");
             std::process::exit(2);
         }
     }

@@ -1,5 +1,6 @@
 //! Harvest benchmarks (issue 2): entry decode vs memcpy, one empty WAIT_CORE
-//! sweep, and a full INIT -> DONE harvest, over a lean in-memory platform (the
+//! sweep, a full INIT -> DONE harvest, and the poll group's empty pass against
+//! the empty sweeps it makes (issue 13), over a lean in-memory platform (the
 //! platform's own cost is a 16-byte copy per slot read, as a mapped ring's is).
 //!
 //! `cargo xtask bench` runs these and writes the medians into BENCHMARKS.md.
@@ -10,7 +11,7 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use nrt_core::arch::{Arch, MAX_CORES};
 use nrt_core::event::Event;
-use nrt_core::exec::{ExecConfig, ExecRequest, ExecState, Step};
+use nrt_core::exec::{ExecConfig, ExecRequest, ExecState, PollGroup, Step};
 use nrt_core::hal::{self, ErrorKind, ErrorType};
 use nrt_core::nq::ring::NqProducer;
 use nrt_core::nq::{Notification, Notifications, RawEntry, Subtype, INFER_STATUS_NQS, NQ_PER_CORE};
@@ -211,5 +212,60 @@ fn full_harvest(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, decode, empty_sweep, full_harvest);
+/// The poll group's pass with nothing new against the sweeps it makes, in the
+/// same run: one 2-core request (one 2x5 sweep), 16 requests on 16 lanes
+/// (16 sweeps), and a pass with nothing in flight.
+fn group_empty_pass(c: &mut Criterion) {
+    fn lanes(n: usize) -> Vec<(BenchDev, Notifications)> {
+        (0..n).map(|_| (BenchDev::new(), notifications())).collect()
+    }
+    let mut g = c.benchmark_group("empty_pass");
+    for n in [1usize, 16] {
+        g.bench_function(BenchmarkId::new("sweeps_2x5", n), |b| {
+            let mut lanes = lanes(n);
+            let mut reqs: Vec<ExecRequest> =
+                (0..n).map(|_| ExecRequest::new(ExecConfig::new(Arch::Sunda, 2, 5))).collect();
+            let mut out = NrtStatus::Success;
+            for ((dev, nq), req) in lanes.iter_mut().zip(reqs.iter_mut()) {
+                req.progress_one_step(dev, nq, &mut out);
+                req.progress_one_step(dev, nq, &mut out);
+                assert_eq!(req.state(), ExecState::WaitCore);
+            }
+            b.iter(|| {
+                for ((dev, nq), req) in lanes.iter_mut().zip(reqs.iter_mut()) {
+                    black_box(req.progress_one_step(black_box(dev), nq, &mut out));
+                }
+            })
+        });
+        g.bench_function(BenchmarkId::new("group_2x5", n), |b| {
+            let mut lanes = lanes(n);
+            let mut group = PollGroup::<16>::new();
+            for lane in 0..n {
+                group.insert(lane as u16, ExecConfig::new(Arch::Sunda, 2, 5), lane as u64).unwrap();
+            }
+            group.poll(&mut lanes[..], |_, _| {});
+            group.poll(&mut lanes[..], |_, _| {});
+            assert!(group.request(0).is_some_and(|r| r.state() == ExecState::WaitCore));
+            b.iter(|| {
+                let p = group.poll(black_box(&mut lanes[..]), |c, _| {
+                    black_box(c);
+                });
+                debug_assert_eq!(p.completed, 0);
+                black_box(p)
+            })
+        });
+    }
+    g.bench_function("group_nothing_in_flight", |b| {
+        let mut lanes = lanes(1);
+        let mut group = PollGroup::<64>::new();
+        b.iter(|| {
+            black_box(group.poll(black_box(&mut lanes[..]), |c, _| {
+                black_box(c);
+            }))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, decode, empty_sweep, full_harvest, group_empty_pass);
 criterion_main!(benches);

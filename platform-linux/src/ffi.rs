@@ -64,7 +64,7 @@ pub struct nrt_platform {
 pub struct nrt_request(ExecRequest);
 
 /// Opaque ring state (cursors, calibration) of a device, shared by its requests.
-pub struct nrt_rings(Notifications);
+pub struct nrt_rings(pub(crate) Notifications);
 
 /// A decoded 16-byte INFER_STATUS entry.
 #[repr(C)]
@@ -86,7 +86,7 @@ pub struct nrt_entry {
 
 /// The callback table as core's traits, remembering the latest clock value it
 /// handed out (for [`nrt_wait`]'s clock checks).
-struct CPlatform {
+pub(crate) struct CPlatform {
     p: nrt_platform,
     /// The largest `now_ns` value seen.
     clock_max: Cell<u64>,
@@ -95,7 +95,7 @@ struct CPlatform {
 }
 
 impl CPlatform {
-    fn new(p: nrt_platform) -> CPlatform {
+    pub(crate) fn new(p: nrt_platform) -> CPlatform {
         CPlatform { p, clock_max: Cell::new(0), clock_moved: Cell::new(false) }
     }
 }

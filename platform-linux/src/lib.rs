@@ -13,13 +13,16 @@
 //!   and [`rings::MappedDevice`], the smallest complete device for the harvest.
 //! - [`xu`]: execution units on worker threads with eventfd has-work /
 //!   mark-complete handoff.
+//! - [`poller`]: one poller thread per poll group (many requests, one thread),
+//!   handing completions to spinning waiters without a syscall.
 //! - [`time`]: `CLOCK_MONOTONIC`, and the `libnrt` and `adaptive` poll delays.
-//! - [`ffi`]: the C ABI (`include/nrt.h`).
+//! - [`ffi`]: the C ABI (`include/nrt.h`); [`ffi_poller`], the poller's
+//!   (`include/nrt_poller.h`).
 //! - [`harvest`]: inferences harvested from `nrt-sim serve --shm PATH` in another
 //!   process, through this binding's mappings (`nrtctl harvest`).
 //!
-//! `unsafe` lives in [`sys`] (syscalls, mapped memory) and [`ffi`] (C pointers)
-//! only, each block with a `// SAFETY:` line.
+//! `unsafe` lives in [`sys`] (syscalls, mapped memory), [`ffi`] and
+//! [`ffi_poller`] (C pointers) only, each block with a `// SAFETY:` line.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -28,11 +31,13 @@ pub mod device;
 pub mod doorbell;
 pub mod error;
 pub mod ffi;
+pub mod ffi_poller;
 #[cfg(feature = "sim")]
 pub mod ffi_shm;
 #[cfg(feature = "sim")]
 pub mod harvest;
 pub mod ioctl;
+pub mod poller;
 pub mod rings;
 pub mod sys;
 pub mod time;

@@ -463,3 +463,36 @@ pub fn errno_name(e: &io::Error) -> Option<std::borrow::Cow<'static, str>> {
         None => std::borrow::Cow::Owned(format!("errno {n}")),
     })
 }
+
+/// Pin the calling thread to CPU `cpu` (`sched_setaffinity`).
+pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes inside it
+    // (`cpu` checked against CPU_SETSIZE above).
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: a valid set of the size passed; 0 is the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// CPU time of the calling thread, nanoseconds (`CLOCK_THREAD_CPUTIME_ID`); 0
+/// if the clock cannot be read.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid out-pointer to a local timespec.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    u64::try_from(ts.tv_sec)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::try_from(ts.tv_nsec).unwrap_or(0))
+}

@@ -92,6 +92,7 @@ pub mod decode;
 pub mod device;
 pub mod fault;
 pub mod host;
+pub mod hostrun;
 pub mod layout;
 pub mod program;
 pub mod report;

@@ -161,7 +161,7 @@ enum RingArg {
     Error,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Clone, Debug)]
 struct RunArgs {
     /// A named scenario (see `nrt-sim scenarios`), or `all` for the table of every one.
     #[arg(long, value_name = "NAME")]
@@ -169,12 +169,32 @@ struct RunArgs {
     /// Inject a fault (repeatable), e.g. `hang:core=0,engine=DVE`, `nan:core=1`.
     #[arg(long = "inject", value_name = "SPEC", value_parser = parse_fault)]
     inject: Vec<Fault>,
-    /// Physical cores of the logical core [default: 2].
-    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2), allow_negative_numbers = true)]
+    /// Physical cores of the logical core, 1 or 2 [default: 2]; with `--devices`,
+    /// logical cores per device [default: 4].
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=8), allow_negative_numbers = true)]
     cores: Option<u8>,
     /// Device generation [default: sunda].
     #[arg(long, value_enum)]
     arch: Option<ArchArg>,
+    /// Play a host of N devices, every logical core harvested through poll groups.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64), allow_negative_numbers = true)]
+    devices: Option<u16>,
+    /// With `--devices`: inferences per logical core [default: 1].
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=1_000_000), allow_negative_numbers = true)]
+    inferences: Option<u32>,
+    /// With `--devices`: poll groups (pollers), each harvesting a block of devices [default: 1].
+    #[arg(long, value_name = "P", value_parser = clap::value_parser!(u16).range(1..=64), allow_negative_numbers = true)]
+    pollers: Option<u16>,
+    /// With `--devices`: physical cores per logical core, 1 or 2 [default: 2].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=2), allow_negative_numbers = true)]
+    lnc: Option<u8>,
+    /// With `--devices`: the devices the `--inject` faults play on, e.g. `3,7` [default: every device].
+    #[arg(long = "fault-devices", value_name = "LIST", value_delimiter = ',', allow_negative_numbers = true)]
+    fault_devices: Vec<u16>,
+    /// With `--devices`: write HEAD back after every sweep that read something
+    /// (libnrt's drain) instead of batching it per ring.
+    #[arg(long = "head-every-sweep")]
+    head_every_sweep: bool,
     /// The model's timeout in seconds [default: 5].
     #[arg(long = "timeout-s", value_name = "N", allow_negative_numbers = true)]
     timeout_s: Option<u32>,
@@ -266,6 +286,12 @@ fn cmd_serve(a: &ServeArgs) -> ExitCode {
         ring_entries: a.ring_entries,
         threaded: true,
         json: false,
+        devices: None,
+        inferences: None,
+        pollers: None,
+        lnc: None,
+        fault_devices: Vec::new(),
+        head_every_sweep: false,
     };
     overrides(&run_like, &mut cfg);
     cfg.faults.extend(a.inject.iter().copied());
@@ -318,6 +344,17 @@ fn print_json(v: &serde_json::Value) {
 }
 
 fn cmd_run(a: &RunArgs) -> ExitCode {
+    if a.devices.is_some() {
+        return cmd_host(a);
+    }
+    if a.inferences.is_some()
+        || a.pollers.is_some()
+        || a.lnc.is_some()
+        || !a.fault_devices.is_empty()
+        || a.head_every_sweep
+    {
+        return usage_error("--inferences, --pollers, --lnc, --fault-devices and --head-every-sweep need --devices N");
+    }
     if a.scenario.as_deref() == Some("all") {
         return cmd_all(a);
     }
@@ -368,6 +405,43 @@ fn cmd_run(a: &RunArgs) -> ExitCode {
     match verdict {
         Some(Err(_)) => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
+    }
+}
+
+/// `run --devices N`: a host's worth of inferences through poll groups.
+fn cmd_host(a: &RunArgs) -> ExitCode {
+    if a.scenario.is_some() {
+        return usage_error("--scenario does not combine with --devices (use --inject and --fault-devices)");
+    }
+    let mut sim = SimConfig::default();
+    let run_like = RunArgs { cores: None, ..a.clone() };
+    overrides(&run_like, &mut sim);
+    sim.faults.extend(a.inject.iter().copied());
+    let defaults = nrt_sim::hostrun::HostConfig::default();
+    let cfg = nrt_sim::hostrun::HostConfig {
+        sim,
+        devices: a.devices.unwrap_or(defaults.devices),
+        cores: a.cores.unwrap_or(defaults.cores),
+        lnc: a.lnc.unwrap_or(defaults.lnc),
+        inferences: a.inferences.unwrap_or(1),
+        pollers: a.pollers.unwrap_or(1),
+        fault_devices: a.fault_devices.clone(),
+        head_batching: !a.head_every_sweep,
+    };
+    match nrt_sim::hostrun::run_host(&cfg) {
+        Ok(r) => {
+            if a.json {
+                print_json(&nrt_sim::hostrun::json(&r));
+            } else {
+                outp!("{}", nrt_sim::hostrun::text(&r));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e @ SimError::Config(_)) => usage_error(&e.to_string()),
+        Err(e) => {
+            errln!("nrt-sim run --devices: {e}");
+            ExitCode::from(1)
+        }
     }
 }
 

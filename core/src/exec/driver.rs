@@ -49,6 +49,9 @@ pub fn exec_wait_round_robin<D: ExecDevice + ?Sized, W: Delay + ?Sized>(
         step = req.progress_one_step(dev, nq, &mut status);
         steps = steps.saturating_add(1);
     }
+    if nq.head_batching() {
+        super::group::write_back_heads(dev, nq, req.tpb_count());
+    }
     SyncWait { status, step, steps }
 }
 
@@ -171,6 +174,9 @@ impl ExecUnit {
                     emit(dev, Event::XuFatalShutdown { status: out });
                 }
                 Step::Done => {}
+            }
+            if nq.head_batching() {
+                super::group::write_back_heads(dev, nq, self.current.tpb_count());
             }
             out
         };

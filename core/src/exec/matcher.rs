@@ -93,8 +93,13 @@ impl ExecRequest {
                     break;
                 }
             }
-            // Hand back what was read, and retry a HEAD write that failed before.
-            if cursor.unacked() > 0 {
+            // Hand back what was read, and retry a HEAD write that failed before;
+            // batched, only when due (G-HEAD-BATCH).
+            let due = !nq.head_batching()
+                || cursor.head_due()
+                || result.is_err()
+                || self.substate(core, eng) == Some(TpbEngState::Complete);
+            if cursor.unacked() > 0 && due {
                 if let Err(e) = cursor.write_head(dev, c, nq_id) {
                     // Not fatal by itself: later batches shrink so the device's view
                     // never falls a lap behind, and if the ring fills the overflow

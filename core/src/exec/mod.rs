@@ -23,13 +23,16 @@
 //!
 //! The drivers are in [`driver`]: the sync poll loop and the async execution-unit
 //! step with its has-work / mark-complete handoff.
+//! [`group`] holds many requests for one poller and steps each in turn.
 
 pub mod driver;
 mod finalize;
+pub mod group;
 mod matcher;
 pub mod tensor;
 
 pub use driver::{exec_wait_round_robin, ExecUnit, SyncWait, XuHealth, XuQueue, XuSignalError, XuStep, XuWork};
+pub use group::{Completion, GroupError, Lanes, Pass, PollGroup};
 pub use matcher::{errtrig_block_of_tpb, IntcCauseLine61};
 pub use tensor::{NoWake, TensorCompletions, TensorWaker};
 

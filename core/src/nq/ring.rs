@@ -157,6 +157,15 @@ impl NqRing {
         Ok(n)
     }
 
+    /// Under batched HEAD write-back (G-HEAD-BATCH), whether this ring's HEAD is
+    /// due now: half the ring or more has been read and not handed back. The
+    /// device then still has at least half the ring to write into, and the
+    /// batch cap ([`batch_limit`](Self::batch_limit)) keeps the unreported reads
+    /// below a whole lap.
+    pub const fn head_due(&self) -> bool {
+        self.unacked().saturating_mul(2) >= self.entries()
+    }
+
     /// Write HEAD back through the platform; on success the device knows every
     /// read so far.
     pub fn write_head<R: NqRings + ?Sized>(&mut self, mem: &mut R, core: u8, nq: u8) -> Result<(), R::Error> {
@@ -301,6 +310,8 @@ pub struct Notifications {
     sync: [SyncPoint; MAX_CORES],
     errors: Deque<ErrorRecord, ERROR_SUBSCRIBER_DEPTH>,
     errors_dropped: u32,
+    /// Batched HEAD write-back (G-HEAD-BATCH); off by default (G-DRAIN).
+    head_batching: bool,
 }
 
 impl Default for Notifications {
@@ -324,6 +335,7 @@ impl Notifications {
             sync: [SyncPoint::default(); MAX_CORES],
             errors: Deque::new(),
             errors_dropped: 0,
+            head_batching: false,
         }
     }
 
@@ -341,6 +353,19 @@ impl Notifications {
             self.bind(core, nq, size_bytes)?;
         }
         Ok(())
+    }
+
+    /// Batch HEAD write-backs (G-HEAD-BATCH): an INFER_STATUS ring's HEAD is
+    /// written when half the ring has been read, when its engine completes, on a
+    /// fault, and (by the drivers) when the request completes, instead of after
+    /// every sweep that read something (libnrt's drain, G-DRAIN, the default).
+    pub fn set_head_batching(&mut self, on: bool) {
+        self.head_batching = on;
+    }
+
+    /// `true` when HEAD write-backs are batched.
+    pub const fn head_batching(&self) -> bool {
+        self.head_batching
     }
 
     /// The ring `(core, nq)`.

@@ -1,0 +1,386 @@
+//! The poll group against the sync driver, its slot bookkeeping, and batched
+//! HEAD write-back against the ring protocol.
+
+use super::*;
+use crate::arch::Arch;
+use crate::exec::{exec_wait_round_robin, fatal};
+use crate::nq::{ErrorEntry, Subtype, INFER_STATUS_NQS};
+use crate::testutil::{FakeDevice, INTC_OVERFLOW};
+
+const RING: u32 = 1024; // 64 entries
+
+/// A platform's lanes: boxed fake devices, each with its notification state.
+struct Host {
+    lanes: Vec<(Box<FakeDevice>, Notifications)>,
+}
+
+impl Lanes for Host {
+    type Dev = FakeDevice;
+    fn lane(&mut self, lane: u16) -> Option<(&mut FakeDevice, &mut Notifications)> {
+        self.lanes.get_mut(usize::from(lane)).map(|(d, n)| (&mut **d, n))
+    }
+}
+
+/// Scenarios, each a device with its records and faults already in place.
+const SCENARIOS: usize = 10;
+
+fn scenario(i: usize, ring: u32) -> (Box<FakeDevice>, Notifications, ExecConfig) {
+    let mut d = Box::new(FakeDevice::new(Arch::Sunda, ring));
+    let nq = FakeDevice::notifications(ring);
+    let mut cfg = ExecConfig::new(Arch::Sunda, 2, 1);
+    // Every clock read moves 1 ms, so a hang reaches its 1 s budget.
+    d.auto_advance_ns = 1_000_000;
+    match i {
+        0 => d.run_all(2, 100, 200),
+        1 => {
+            d.barrier_fail[0] = Some(NrtStatus::ExecHwErrCollectives);
+            d.run_all(2, 100, 200);
+        }
+        2 => {
+            d.network_fail[1] = Some(NrtStatus::NetworkProxyFailure);
+            d.run_all(2, 100, 200);
+        }
+        3 => {
+            // A hang: every START, no END on core 1 engine 3.
+            d.run_all(1, 100, 200);
+            for e in 0..5 {
+                d.start(1, e, 100);
+                if e != 3 {
+                    d.end(1, e, 200);
+                }
+            }
+        }
+        4 => {
+            // A hang on core 0 with INTC bit 29 up: an overflow, not a timeout.
+            for e in 0..5 {
+                d.start(0, e, 100);
+                d.start(1, e, 100);
+                d.end(1, e, 200);
+            }
+            d.intc_cause[0] = INTC_OVERFLOW;
+        }
+        5 => {
+            d.run_all(2, 100, 200);
+            d.error(0, ErrorEntry::new(1, 0, 0, 150)); // NaN: done, 1003 in out
+        }
+        6 => {
+            // Two STARTs on one engine, no overflow: generic failure.
+            d.start(0, 2, 100);
+            d.start(0, 2, 101);
+            d.run_all(2, 100, 200);
+        }
+        7 => {
+            cfg = ExecConfig::new(Arch::Sunda, 1, 1);
+            d.run_all(1, 100, 200);
+        }
+        8 => {
+            // A hang on core 0 with an HBM uncorrectable: the timeout is reclassified.
+            cfg = ExecConfig::new(Arch::Sunda, 1, 1);
+            d.hbm[0] = Some(NrtStatus::ExecHwErrHbmUe);
+            for e in 0..4 {
+                d.start(0, e, 100);
+                d.end(0, e, 200);
+            }
+        }
+        _ => {
+            // Many records per engine: several sweeps of 16.
+            for e in 0..5 {
+                for c in 0..2 {
+                    d.start(c, e, 100);
+                    for k in 0..40 {
+                        d.record(c, e, Subtype::CC_START, 110 + k);
+                    }
+                    d.end(c, e, 300);
+                }
+            }
+        }
+    }
+    (d, nq, cfg)
+}
+
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    step: Step,
+    status: NrtStatus,
+    out: crate::exec::OutInfo,
+    fatal: Vec<bool>,
+    events: Vec<&'static str>,
+}
+
+fn outcome(step: Step, status: NrtStatus, req: &ExecRequest, dev: &FakeDevice) -> Outcome {
+    let fatal =
+        (0..2).flat_map(|c| (0..fatal::COUNT).map(move |f| (c, f))).map(|(c, f)| req.fatal_flag(c, f)).collect();
+    let events = dev.events.iter().map(|e| e.kind()).filter(|k| *k != "head_write_failed").collect();
+    Outcome { step, status, out: *req.out_info(), fatal, events }
+}
+
+fn sync_outcomes(ring: u32, batching: bool) -> Vec<Outcome> {
+    (0..SCENARIOS)
+        .map(|i| {
+            let (mut d, mut nq, cfg) = scenario(i, ring);
+            nq.set_head_batching(batching);
+            let mut req = ExecRequest::new(cfg);
+            let mut delay = NoDelay;
+            let w = exec_wait_round_robin(&mut req, &mut *d, &mut nq, &mut delay);
+            outcome(w.step, w.status, &req, &d)
+        })
+        .collect()
+}
+
+/// The sync driver's delay without moving the fake's clock, so both drivers
+/// see the same clock reads.
+struct NoDelay;
+impl crate::hal::Delay for NoDelay {
+    fn delay_us(&mut self, _us: u32) {}
+}
+
+fn group_outcomes(ring: u32, batching: bool) -> Vec<Outcome> {
+    let mut host = Host { lanes: Vec::new() };
+    let mut group = PollGroup::<SCENARIOS>::new();
+    for i in 0..SCENARIOS {
+        let (d, mut nq, cfg) = scenario(i, ring);
+        nq.set_head_batching(batching);
+        host.lanes.push((d, nq));
+        assert_eq!(group.insert(i as u16, cfg, 1000 + i as u64), Ok(i));
+    }
+    let mut got: Vec<Option<(Completion, ExecRequest)>> = vec![None; SCENARIOS];
+    let mut passes = 0;
+    while !group.is_empty() {
+        let before = group.in_flight();
+        let p = group.poll(&mut host, |c, r| {
+            assert!(got[c.lane as usize].is_none(), "lane {} reported twice", c.lane);
+            got[c.lane as usize] = Some((*c, r.clone()));
+        });
+        assert_eq!(p.stepped, before, "each in-flight request is stepped once per pass");
+        assert_eq!(group.in_flight(), before - p.completed);
+        passes += 1;
+        assert!(passes < 10_000, "the group did not drain");
+    }
+    got.into_iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let (c, r) = g.unwrap();
+            assert_eq!((c.lane, c.token, c.slot), (i as u16, 1000 + i as u64, i));
+            assert_eq!(r.result(), Some((c.step, c.status)), "the completion is the request's DONE result");
+            outcome(c.step, c.status, &r, &host.lanes[i].0)
+        })
+        .collect()
+}
+
+#[test]
+fn a_group_gives_exactly_the_statuses_of_separate_sync_drivers() {
+    let sync = sync_outcomes(RING, false);
+    // The scenarios cover every ending: 0, 0 with a status, and 2 with each fault.
+    let want: [(Step, NrtStatus); SCENARIOS] = [
+        (Step::Done, NrtStatus::Success),
+        (Step::Error, NrtStatus::ExecHwErrCollectives),
+        (Step::Error, NrtStatus::NetworkProxyFailure),
+        (Step::Error, NrtStatus::Timeout),
+        (Step::Error, NrtStatus::ExecSwNqOverflow),
+        (Step::Done, NrtStatus::ExecCompletedWithNumErr),
+        (Step::Error, NrtStatus::Failure),
+        (Step::Done, NrtStatus::Success),
+        (Step::Error, NrtStatus::ExecHwErrHbmUe),
+        (Step::Done, NrtStatus::Success),
+    ];
+    let seen: Vec<_> = sync.iter().map(|o| (o.step, o.status)).collect();
+    assert_eq!(seen, want);
+    let group = group_outcomes(RING, false);
+    for (i, (s, g)) in sync.iter().zip(&group).enumerate() {
+        assert_eq!(s, g, "scenario {i}");
+    }
+}
+
+#[test]
+fn batched_heads_change_no_outcome() {
+    // Small rings (8 entries): the 40-record streams wrap several laps.
+    for ring in [RING, 128] {
+        let plain = sync_outcomes(ring, false);
+        assert_eq!(group_outcomes(ring, true), plain, "ring {ring}");
+        assert_eq!(sync_outcomes(ring, true), plain, "ring {ring}");
+    }
+}
+
+#[test]
+fn slots_are_reused_and_lanes_refuse_a_second_request() {
+    let mut host = Host { lanes: Vec::new() };
+    for _ in 0..3 {
+        host.lanes.push((Box::new(FakeDevice::new(Arch::Sunda, RING)), FakeDevice::notifications(RING)));
+    }
+    let cfg = ExecConfig::new(Arch::Sunda, 1, 5);
+    let mut g = PollGroup::<2>::new();
+    assert_eq!(g.capacity(), 2);
+    assert!(g.is_empty());
+    assert_eq!(g.poll(&mut host, |_, _| panic!("nothing in flight")), Pass::default());
+    assert_eq!(g.insert(0, cfg, 10), Ok(0));
+    assert_eq!(g.insert(0, cfg, 11), Err(GroupError::LaneBusy));
+    assert_eq!(g.insert(1, cfg, 12), Ok(1));
+    assert_eq!(g.insert(2, cfg, 13), Err(GroupError::Full));
+    assert!(g.request(0).is_some() && g.request(2).is_none());
+
+    // Lane 1 completes first; lane 0 stays in flight.
+    host.lanes[1].0.run_all(1, 100, 200);
+    let mut done = Vec::new();
+    for _ in 0..3 {
+        g.poll(&mut host, |c, _| done.push(*c));
+    }
+    assert_eq!(done.len(), 1);
+    assert_eq!((done[0].lane, done[0].token, done[0].slot), (1, 12, 1));
+    assert_eq!((done[0].step, done[0].status), (Step::Done, NrtStatus::Success));
+    assert_eq!(g.in_flight(), 1);
+    assert!(g.request(1).is_none(), "the finished request left the group");
+
+    // Its slot is reused, and a lane that does not exist fails cleanly.
+    assert_eq!(g.insert(7, cfg, 14), Ok(1));
+    let mut done = Vec::new();
+    let p = g.poll(&mut host, |c, _| done.push(*c));
+    assert_eq!((p.stepped, p.completed), (2, 1));
+    assert_eq!(done[0].token, 14);
+    assert_eq!((done[0].step, done[0].status), (Step::Error, NrtStatus::InvalidHandle));
+
+    // A request taken out is never reported, and its slot and lane are free.
+    assert_eq!(g.insert(2, cfg, 15), Ok(1));
+    assert_eq!(g.remove(1), Some((2, 15)));
+    assert_eq!(g.remove(1), None);
+    assert!(!g.lane_busy(2) && g.in_flight() == 1);
+
+    host.lanes[0].0.run_all(1, 100, 200);
+    let mut done = Vec::new();
+    for _ in 0..2 {
+        g.poll(&mut host, |c, _| done.push(*c));
+    }
+    assert_eq!(done.iter().map(|c| (c.token, c.status)).collect::<Vec<_>>(), [(10, NrtStatus::Success)]);
+    assert!(g.is_empty());
+}
+
+/// One lane, one request: STARTs in one sweep, ENDs in the next.
+fn two_sweep_heads(batching: bool) -> u64 {
+    let mut host =
+        Host { lanes: vec![(Box::new(FakeDevice::new(Arch::Sunda, RING)), FakeDevice::notifications(RING))] };
+    host.lanes[0].1.set_head_batching(batching);
+    let mut g = PollGroup::<1>::new();
+    g.insert(0, ExecConfig::new(Arch::Sunda, 2, 5), 0).unwrap();
+    g.poll(&mut host, |_, _| {});
+    g.poll(&mut host, |_, _| {}); // WAIT_CORE
+    for c in 0..2 {
+        for e in 0..5 {
+            host.lanes[0].0.start(c, e, 100);
+        }
+    }
+    assert_eq!(g.poll(&mut host, |_, _| {}).completed, 0);
+    for c in 0..2 {
+        for e in 0..5 {
+            host.lanes[0].0.end(c, e, 200);
+        }
+    }
+    assert_eq!(g.poll(&mut host, |_, _| {}).completed, 1);
+    host.lanes[0].0.head_writes
+}
+
+#[test]
+fn batched_heads_are_written_once_per_ring_per_inference() {
+    assert_eq!(two_sweep_heads(false), 20, "libnrt's drain: one per ring per sweep that read");
+    assert_eq!(two_sweep_heads(true), 10, "batched: one per ring per inference");
+}
+
+/// Whether the device can write a whole ring's worth into every INFER_STATUS
+/// ring of `cores`: true exactly when it knows every read (HEAD caught up).
+fn device_knows_every_read(d: &mut FakeDevice, cores: u8, entries: u32) -> bool {
+    let dropped = d.dropped;
+    for c in 0..cores {
+        for &nq in &INFER_STATUS_NQS {
+            for _ in 0..entries {
+                d.push_raw(c, nq, [0; 16]);
+            }
+        }
+    }
+    d.dropped == dropped
+}
+
+#[test]
+fn batched_heads_keep_the_ring_protocol_over_many_laps() {
+    // Rings of 2, 4 and 8 entries; the device writes a long stream on engine 0
+    // as room allows, so it depends on every HEAD the host writes.
+    for ring in [32u32, 64, 128] {
+        let entries = ring / 16;
+        let mut host =
+            Host { lanes: vec![(Box::new(FakeDevice::new(Arch::Sunda, ring)), FakeDevice::notifications(ring))] };
+        host.lanes[0].1.set_head_batching(true);
+        let mut g = PollGroup::<1>::new();
+        g.insert(0, ExecConfig::new(Arch::Sunda, 1, 5), 0).unwrap();
+        g.poll(&mut host, |_, _| {});
+        g.poll(&mut host, |_, _| {});
+        let d = &mut host.lanes[0].0;
+        for e in 1..5 {
+            d.start(0, e, 100);
+            d.end(0, e, 200);
+        }
+        assert!(d.start(0, 0, 100));
+        let mut sent = 0u64;
+        let mut result = None;
+        for _ in 0..2000 {
+            let d = &mut host.lanes[0].0;
+            // Write as much as fits (never into a slot the host has not handed back).
+            while sent < 200 {
+                let before = d.dropped;
+                d.custom(0, 0, 7, 100 + (sent % 8) as u16, 110 + sent); // a tensor completion
+                if d.dropped != before {
+                    d.dropped = before;
+                    d.intc_cause[0] = 0;
+                    break;
+                }
+                sent += 1;
+            }
+            if sent == 200 && d.end(0, 0, 500) {
+                sent += 1;
+            } else if sent == 200 {
+                d.dropped -= 1;
+                d.intc_cause[0] = 0;
+            }
+            g.poll(&mut host, |c, _| result = Some((c.step, c.status)));
+            if result.is_some() {
+                break;
+            }
+        }
+        assert_eq!(
+            result,
+            Some((Step::Done, NrtStatus::Success)),
+            "ring {ring}: sent {sent}, {:?} {:?}",
+            g.request(0).map(|r| (0..5).map(|e| r.substate(0, e)).collect::<Vec<_>>()),
+            host.lanes[0].1.ring(0, 4)
+        );
+        let d = &mut host.lanes[0].0;
+        let counts: Vec<u32> = (0..8).map(|o| d.tensors.count(o)).collect();
+        assert_eq!(counts, [25; 8], "ring {ring}: each of the 200 records read exactly once");
+        // HEAD writes: far fewer than the 202 records read, but enough.
+        let expect_max = 202 / u64::from(entries.div_ceil(2)) + 10;
+        assert!(d.head_writes <= expect_max, "ring {ring}: {} HEAD writes", d.head_writes);
+        assert!(device_knows_every_read(d, 1, entries), "ring {ring}: HEAD caught up at completion");
+    }
+}
+
+#[test]
+fn a_faulted_request_hands_its_rings_back_at_completion() {
+    // A timeout while engines are mid-way: under batching their reads are
+    // unreported until the request completes; then every ring is handed back.
+    for through_group in [false, true] {
+        let (mut d, mut nq, cfg) = scenario(3, 128);
+        nq.set_head_batching(true);
+        if through_group {
+            let mut host = Host { lanes: vec![(d, nq)] };
+            let mut g = PollGroup::<1>::new();
+            g.insert(0, cfg, 0).unwrap();
+            let mut r = None;
+            while r.is_none() {
+                g.poll(&mut host, |c, _| r = Some(c.status));
+            }
+            assert_eq!(r, Some(NrtStatus::Timeout));
+            d = host.lanes.pop().unwrap().0;
+        } else {
+            let mut req = ExecRequest::new(cfg);
+            let w = exec_wait_round_robin(&mut req, &mut *d, &mut nq, &mut NoDelay);
+            assert_eq!(w.status, NrtStatus::Timeout);
+        }
+        assert!(device_knows_every_read(&mut d, 2, 8), "group: {through_group}");
+    }
+}

@@ -1,0 +1,238 @@
+//! The C ABI of the poller thread (`include/nrt_poller.h`, issue 13): one
+//! thread harvests many requests, each on its lane (a platform table and its
+//! ring state), and hands each completion to its waiter.
+//!
+//! ```c
+//! nrt_poller *p = nrt_poller_new(platforms, rings, n_lanes, -1);  /* -1: not pinned */
+//! nrt_ticket *t = nrt_poller_submit(p, lane, 2, 2, 5);             /* sunda, 2 cores, 5 s */
+//! uint32_t status;
+//! int rc = nrt_ticket_wait(t, &status);                            /* 0 or 2, as nrt_wait */
+//! nrt_ticket_free(t);
+//! nrt_poller_free(p);                                              /* in-flight ones finish */
+//! ```
+//!
+//! The poller calls each lane's callbacks from its own thread: a platform
+//! table given here must be safe to call from a thread other than the
+//! caller's, one call at a time. The ring state is copied when the poller is
+//! made; the caller's `nrt_rings` are not updated by its harvest.
+//!
+//! Each failure writes one line naming the call, the argument and the reason
+//! to the platform's `event` callback of lane 0 when there is one (kind
+//! `"poller_error"`), and returns null or -1; nothing here aborts.
+
+#![allow(unsafe_code)]
+#![allow(non_camel_case_types)]
+
+use std::ffi::{c_int, CString};
+
+use nrt_core::arch::Arch;
+use nrt_core::exec::{ExecConfig, Lanes};
+use nrt_core::nq::Notifications;
+
+use crate::ffi::{nrt_platform, nrt_rings, CPlatform};
+use crate::poller::{Poller, PollerConfig, Ticket, POLLER_CAPACITY};
+
+/// A lane's platform, moved to the poller thread.
+struct SendPlatform(CPlatform);
+
+// SAFETY: the platform table is C function pointers and a context pointer;
+// `nrt_poller_new`'s contract is that the caller's callbacks may be called from
+// the poller thread (one call at a time: only that thread calls them).
+unsafe impl Send for SendPlatform {}
+
+struct CLanes(Vec<(SendPlatform, Notifications)>);
+
+impl Lanes for CLanes {
+    type Dev = CPlatform;
+    fn lane(&mut self, lane: u16) -> Option<(&mut CPlatform, &mut Notifications)> {
+        self.0.get_mut(usize::from(lane)).map(|(p, n)| (&mut p.0, n))
+    }
+}
+
+/// A poller thread and its lanes (opaque).
+pub struct nrt_poller {
+    poller: Poller<CLanes>,
+    report: Option<nrt_platform>,
+}
+
+/// A submitted request (opaque).
+pub struct nrt_ticket(Ticket);
+
+fn report(p: Option<&nrt_platform>, msg: &str) {
+    let Some(p) = p else { return };
+    let Some(f) = p.event else { return };
+    let kind = CString::new("poller_error").unwrap_or_default();
+    let msg = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    // SAFETY: both strings are NUL-terminated and live across the call.
+    unsafe { f(p.ctx, kind.as_ptr(), msg.as_ptr()) }
+}
+
+/// Start a poller thread over `n_lanes` lanes: lane `i` is `platforms[i]` with
+/// a copy of `*rings[i]`. `cpu` >= 0 pins the thread to that CPU. Returns null
+/// (reported through lane 0's `event` callback when there is one) for a null
+/// array, 0 lanes or more than 65535, a lane without `read_slot` or `now_ns`
+/// (its timeout could never fire), a null `rings[i]`, or a thread, eventfd or
+/// pin that the OS refused. Free with [`nrt_poller_free`].
+///
+/// # Safety
+/// `platforms` points to `n_lanes` valid tables whose callbacks may be called
+/// from the poller thread until [`nrt_poller_free`] returns; `rings` points to
+/// `n_lanes` pointers from `nrt_rings_new` (read once, here).
+#[no_mangle]
+pub unsafe extern "C" fn nrt_poller_new(
+    platforms: *const nrt_platform,
+    rings: *const *const nrt_rings,
+    n_lanes: u32,
+    cpu: i32,
+) -> *mut nrt_poller {
+    if platforms.is_null() || rings.is_null() || n_lanes == 0 || n_lanes > u32::from(u16::MAX) {
+        // SAFETY: null-checked; lane 0 exists when n_lanes > 0.
+        let first = if platforms.is_null() || n_lanes == 0 { None } else { unsafe { platforms.as_ref() } };
+        report(first, &format!("nrt_poller_new: {n_lanes} lanes at {platforms:?} with rings at {rings:?}: need non-null arrays of 1 to 65535 lanes"));
+        return std::ptr::null_mut();
+    }
+    // SAFETY: the caller passes `n_lanes` valid tables and ring pointers.
+    let (tables, ring_ptrs) = unsafe {
+        (std::slice::from_raw_parts(platforms, n_lanes as usize), std::slice::from_raw_parts(rings, n_lanes as usize))
+    };
+    let first = tables.first().copied();
+    let mut lanes = Vec::with_capacity(tables.len());
+    for (i, (t, r)) in tables.iter().zip(ring_ptrs).enumerate() {
+        if t.read_slot.is_none() || t.now_ns.is_none() {
+            report(first.as_ref(), &format!("nrt_poller_new: lane {i}: the platform has no read_slot or no now_ns"));
+            return std::ptr::null_mut();
+        }
+        // SAFETY: null-checked; a live pointer from `nrt_rings_new`.
+        let Some(r) = (unsafe { r.as_ref() }) else {
+            report(first.as_ref(), &format!("nrt_poller_new: lane {i}: rings is null"));
+            return std::ptr::null_mut();
+        };
+        lanes.push((SendPlatform(CPlatform::new(*t)), r.0.clone()));
+    }
+    let cfg = PollerConfig { cpu: usize::try_from(cpu).ok(), ..PollerConfig::default() };
+    match Poller::spawn(CLanes(lanes), cfg) {
+        Ok(poller) => Box::into_raw(Box::new(nrt_poller { poller, report: first })),
+        Err(e) => {
+            report(first.as_ref(), &format!("nrt_poller_new: {e}"));
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// Submit a request on `lane` for `tpb_count` cores of arch type `arch_type`
+/// (2 sunda, 3 cayman, 4 mariana) with the model's timeout in seconds. A
+/// request for a busy lane waits until the lane is free. Returns null for a
+/// null poller, an unknown arch type, or a poller shutting down. At most
+/// `POLLER_CAPACITY` requests run at once; more wait. Free the ticket with
+/// [`nrt_ticket_free`].
+///
+/// # Safety
+/// `p` is null or a live pointer from [`nrt_poller_new`].
+#[no_mangle]
+pub unsafe extern "C" fn nrt_poller_submit(
+    p: *mut nrt_poller,
+    lane: u16,
+    arch_type: u32,
+    tpb_count: u8,
+    timeout_s: u32,
+) -> *mut nrt_ticket {
+    // SAFETY: null-checked; live per the contract.
+    let Some(p) = (unsafe { p.as_ref() }) else { return std::ptr::null_mut() };
+    let Some(arch) = u8::try_from(arch_type).ok().and_then(Arch::from_arch_type) else {
+        report(p.report.as_ref(), &format!("nrt_poller_submit: lane {lane}: unknown arch type {arch_type}"));
+        return std::ptr::null_mut();
+    };
+    match p.poller.submit(lane, ExecConfig::new(arch, tpb_count, timeout_s)) {
+        Ok(t) => Box::into_raw(Box::new(nrt_ticket(t))),
+        Err(_) => {
+            report(p.report.as_ref(), &format!("nrt_poller_submit: lane {lane}: the poller is shutting down"));
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// Wait for the request: spin briefly, then sleep until the poller wakes this
+/// thread. Returns the one-step code, 0 or 2, with the status in `*status`
+/// (when not null; 101 if the poller thread died); -1 for a null ticket.
+///
+/// # Safety
+/// `t` is null or a live pointer from [`nrt_poller_submit`]; `status` is null
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_ticket_wait(t: *const nrt_ticket, status: *mut u32) -> c_int {
+    // SAFETY: null-checked; live per the contract.
+    let Some(t) = (unsafe { t.as_ref() }) else { return -1 };
+    let (step, st) = t.0.wait();
+    // SAFETY: null or writable per the contract.
+    if let Some(s) = unsafe { status.as_mut() } {
+        *s = st.code();
+    }
+    c_int::from(step.code())
+}
+
+/// Look without waiting: 1 while in flight, else 0 or 2 with the status in
+/// `*status` (when not null; 101 if the poller thread died); -1 for a null
+/// ticket.
+///
+/// # Safety
+/// As [`nrt_ticket_wait`].
+#[no_mangle]
+pub unsafe extern "C" fn nrt_ticket_poll(t: *const nrt_ticket, status: *mut u32) -> c_int {
+    // SAFETY: null-checked; live per the contract.
+    let Some(t) = (unsafe { t.as_ref() }) else { return -1 };
+    let Some((step, st)) = t.0.poll() else { return 1 };
+    // SAFETY: null or writable per the contract.
+    if let Some(s) = unsafe { status.as_mut() } {
+        *s = st.code();
+    }
+    c_int::from(step.code())
+}
+
+/// Free a ticket (null is ignored); the request itself runs on.
+///
+/// # Safety
+/// `t` is null or came from [`nrt_poller_submit`] and is not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_ticket_free(t: *mut nrt_ticket) {
+    if !t.is_null() {
+        // SAFETY: the caller passes a pointer from `nrt_poller_submit`, once.
+        drop(unsafe { Box::from_raw(t) });
+    }
+}
+
+/// Batch HEAD write-backs on `rings` (`on` != 0) or write HEAD after every
+/// sweep that read something (0, the default, libnrt's drain): an INFER_STATUS
+/// ring's HEAD is then written when half the ring is read, when its engine
+/// completes, or when the request completes (G-HEAD-BATCH). Applies to the
+/// sync wait and the one-step harvest on these rings, and to the copies a
+/// poller made from them after this call. Returns 0, or -1 for null.
+///
+/// # Safety
+/// `rings` is null or a live pointer from `nrt_rings_new`.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_rings_set_head_batching(rings: *mut nrt_rings, on: c_int) -> c_int {
+    // SAFETY: null-checked; the caller guarantees it is live and unaliased.
+    let Some(r) = (unsafe { rings.as_mut() }) else { return -1 };
+    r.0.set_head_batching(on != 0);
+    0
+}
+
+/// Requests one poller runs at once; more wait for a slot.
+#[no_mangle]
+pub extern "C" fn nrt_poller_capacity() -> u32 {
+    POLLER_CAPACITY as u32
+}
+
+/// Stop the poller (null is ignored): requests in flight finish (bounded by
+/// their timeout plus 1 s of this process's clock), requests not started are
+/// answered `NRT_CLOSED` (14), then the thread ends. Tickets stay valid.
+///
+/// # Safety
+/// `p` is null or came from [`nrt_poller_new`] and is not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_poller_free(p: *mut nrt_poller) {
+    if !p.is_null() {
+        // SAFETY: the caller passes a pointer from `nrt_poller_new`, once.
+        drop(unsafe { Box::from_raw(p) });
+    }
+}

@@ -1,0 +1,536 @@
+//! A poller thread per poll group (issue 13): one thread harvests every
+//! in-flight request of its lanes (the logical cores of one device, or of
+//! several), instead of one thread per request.
+//!
+//! [`Poller::spawn`] moves the lanes (each a device and its [`Notifications`])
+//! onto a new thread, pinned to a CPU when [`PollerConfig::cpu`] asks. The
+//! thread holds a core [`PollGroup`] and
+//!
+//! - **spins** between passes while work is in flight, for
+//!   [`PollerConfig::spin_for`] after the last submission or completion; then
+//!   **yields** until [`PollerConfig::yield_for`]; then **sleeps**
+//!   [`PollerConfig::sleep_us`] between passes (G-POLLER-IDLE). A request whose
+//!   device has gone quiet for that long is a hang heading for its timeout;
+//!   the thread's CPU then drops to almost nothing.
+//! - with nothing in flight, it spins and yields the same way waiting for a
+//!   submission, then blocks on an eventfd that a submitter writes only when
+//!   the poller is blocked (a submission to a spinning poller is one lock and
+//!   one atomic, no syscall).
+//!
+//! Each completion is handed to its waiter through a [`Ticket`]: the poller
+//! publishes the status and a `done` flag; a waiter that is spinning on the
+//! flag sees it with no syscall. A waiter that stopped spinning registered an
+//! eventfd (created on first need) and a `sleeper` flag first; the poller
+//! writes that eventfd only then. Both sides use sequentially consistent
+//! stores and loads of `done` and `sleeper`, so either the poller sees the
+//! sleeper or the sleeper sees `done` before it blocks: no lost wake-up.
+//!
+//! Shutdown ([`Poller::shutdown`], or drop) lets the requests in flight finish
+//! (each ends at the latest at its timeout; one whose device clock stalls is
+//! answered `NRT_CLOSED` once the longest timeout in flight plus
+//! [`SHUTDOWN_GRACE`] has passed on this process's clock, G-POLLER-CLOSE),
+//! answers every request not yet started with `NRT_CLOSED` (14, G-LINUX-CLOSE),
+//! and refuses new ones.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use nrt_core::exec::{ExecConfig, ExecRequest, Lanes, PollGroup, Step};
+use nrt_core::hal::ExecDevice;
+use nrt_core::nq::Notifications;
+use nrt_core::NrtStatus;
+
+use crate::sys::{self, EventFd};
+
+/// Requests one poller holds at once (a 16-device trn2 host has 64 logical
+/// cores; two of them fit one poller).
+pub const POLLER_CAPACITY: usize = 128;
+
+/// How long a blocked idle poller waits on its eventfd before it looks at the
+/// shutdown flag again.
+const IDLE_BLOCK_MS: i32 = 50;
+
+/// At shutdown, how long past the longest timeout of the requests in flight
+/// they may still finish before they are answered `NRT_CLOSED` (G-POLLER-CLOSE).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+
+/// `spin_loop` hints per spin between passes: a PAUSE is ~40-140 cycles on the
+/// Xeons measured, so 4 of them keep a pass every ~0.1-0.3 us plus the pass.
+const SPINS_PER_WAIT: u32 = 4;
+
+/// How a poller waits (G-POLLER-IDLE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PollerConfig {
+    /// Pin the poller thread to this CPU.
+    pub cpu: Option<usize>,
+    /// Spin between passes for this long after the last submission or completion.
+    pub spin_for: Duration,
+    /// Then yield between passes until this long after it.
+    pub yield_for: Duration,
+    /// Then sleep this many microseconds between passes.
+    pub sleep_us: u32,
+    /// How long a [`Ticket::wait`] spins before it sleeps on its eventfd.
+    pub waiter_spin_for: Duration,
+}
+
+impl Default for PollerConfig {
+    fn default() -> Self {
+        PollerConfig {
+            cpu: None,
+            spin_for: Duration::from_millis(2),
+            yield_for: Duration::from_millis(20),
+            sleep_us: 50,
+            waiter_spin_for: Duration::from_micros(50),
+        }
+    }
+}
+
+/// Lanes in a vector: lane `i` is `self.0[i]`.
+#[derive(Debug)]
+pub struct VecLanes<D>(pub Vec<(D, Notifications)>);
+
+impl<D: ExecDevice> Lanes for VecLanes<D> {
+    type Dev = D;
+    fn lane(&mut self, lane: u16) -> Option<(&mut D, &mut Notifications)> {
+        self.0.get_mut(usize::from(lane)).map(|(d, n)| (d, n))
+    }
+}
+
+/// One request's handoff from the poller to its waiter.
+#[derive(Debug, Default)]
+struct Handoff {
+    done: AtomicBool,
+    status: AtomicU32,
+    step: AtomicU8,
+    /// The poller's clock (ns since the poller's origin) when it saw the completion.
+    noticed_ns: AtomicU64,
+    sleeper: AtomicBool,
+    efd: OnceLock<Option<EventFd>>,
+}
+
+/// Whether the poller thread is still there to answer (set false when it
+/// ends, by return or by unwinding).
+#[derive(Debug)]
+struct Alive(AtomicBool);
+
+/// A submitted request; wait for it with [`Ticket::wait`].
+#[derive(Debug, Clone)]
+pub struct Ticket {
+    handoff: Arc<Handoff>,
+    spin_for: Duration,
+    alive: Arc<Alive>,
+}
+
+impl Ticket {
+    /// The result once the request completed: the step code and the status.
+    pub fn try_result(&self) -> Option<(Step, NrtStatus)> {
+        if !self.handoff.done.load(Ordering::SeqCst) {
+            return None;
+        }
+        let step = match self.handoff.step.load(Ordering::Acquire) {
+            0 => Step::Done,
+            _ => Step::Error,
+        };
+        Some((step, NrtStatus::from_code(self.handoff.status.load(Ordering::Acquire))))
+    }
+
+    /// When the poller saw the completion, ns since [`Poller::origin`].
+    pub fn noticed_ns(&self) -> Option<u64> {
+        self.try_result().map(|_| self.handoff.noticed_ns.load(Ordering::Acquire))
+    }
+
+    /// Look without waiting: the result, `NRT_EXEC_UNIT_UNRECOVERABLE` (101)
+    /// when the poller thread ended without answering (it died,
+    /// G-POLLER-CLOSE), or `None` while in flight.
+    pub fn poll(&self) -> Option<(Step, NrtStatus)> {
+        if let Some(r) = self.try_result() {
+            return Some(r);
+        }
+        if !self.alive.0.load(Ordering::SeqCst) {
+            // It may have answered just before it ended.
+            return Some(self.try_result().unwrap_or((Step::Error, NrtStatus::ExecUnitUnrecoverable)));
+        }
+        None
+    }
+
+    /// Wait for the result: spin (no syscall) for the configured time, then
+    /// sleep on an eventfd the poller writes only for sleepers. Returns 101
+    /// (`NRT_EXEC_UNIT_UNRECOVERABLE`) if the poller thread died.
+    pub fn wait(&self) -> (Step, NrtStatus) {
+        let t0 = Instant::now();
+        loop {
+            if let Some(r) = self.poll() {
+                return r;
+            }
+            if t0.elapsed() >= self.spin_for {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        let efd = self.handoff.efd.get_or_init(|| EventFd::new(false).ok());
+        self.handoff.sleeper.store(true, Ordering::SeqCst);
+        loop {
+            if let Some(r) = self.poll() {
+                return r;
+            }
+            match efd {
+                // The timeout is a backstop only: the poller writes the eventfd.
+                Some(e) => {
+                    let _ = e.wait_readable(IDLE_BLOCK_MS);
+                    let _ = e.try_read();
+                }
+                // No eventfd to be had: sleep and look again.
+                None => std::thread::sleep(Duration::from_micros(50)),
+            }
+        }
+    }
+}
+
+/// Counters of a poller.
+#[derive(Debug, Default)]
+struct Counters {
+    passes: AtomicU64,
+    steps: AtomicU64,
+    completions: AtomicU64,
+    eventfd_wakes: AtomicU64,
+    spin_handoffs: AtomicU64,
+    refused_busy_lane: AtomicU64,
+}
+
+/// What a poller did, read at any time ([`Poller::stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PollerStats {
+    /// Passes over the group.
+    pub passes: u64,
+    /// Request steps over all passes.
+    pub steps: u64,
+    /// Requests completed.
+    pub completions: u64,
+    /// Completions handed to a sleeping waiter through its eventfd.
+    pub eventfd_wakes: u64,
+    /// Completions handed over with no syscall (the waiter was spinning, or not waiting yet).
+    pub spin_handoffs: u64,
+}
+
+struct Pending {
+    lane: u16,
+    cfg: ExecConfig,
+    handoff: Arc<Handoff>,
+}
+
+struct Shared {
+    queue: Mutex<VecDeque<Pending>>,
+    queued: AtomicU32,
+    sleeping: AtomicBool,
+    wake: EventFd,
+    closing: AtomicBool,
+    counters: Counters,
+    origin: Instant,
+    alive: Arc<Alive>,
+}
+
+/// Marks the poller dead when the thread ends, however it ends.
+struct AliveGuard(Arc<Alive>);
+
+impl Drop for AliveGuard {
+    fn drop(&mut self) {
+        self.0 .0.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Shared {
+    fn queue(&self) -> MutexGuard<'_, VecDeque<Pending>> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Why a submission was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubmitError {
+    /// The poller is shutting down (`NRT_CLOSED`).
+    Closed,
+}
+
+/// A poller thread and its group.
+pub struct Poller<L: Lanes + Send + 'static> {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<(L, u64)>>,
+    waiter_spin_for: Duration,
+    cpu_ns: u64,
+    lanes: Option<L>,
+}
+
+impl<L: Lanes + Send + 'static> std::fmt::Debug for Poller<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Poller").field("stats", &self.stats()).finish()
+    }
+}
+
+impl<L: Lanes + Send + 'static> Poller<L> {
+    /// Start a poller thread over `lanes`. Fails when the eventfd or the thread
+    /// cannot be made, or the CPU cannot be pinned (the message names which).
+    pub fn spawn(lanes: L, cfg: PollerConfig) -> Result<Poller<L>, String> {
+        let wake = EventFd::new(false).map_err(|e| format!("poller: eventfd: {e} ({})", sys::errno_name(&e)))?;
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(VecDeque::new()),
+            queued: AtomicU32::new(0),
+            sleeping: AtomicBool::new(false),
+            wake,
+            closing: AtomicBool::new(false),
+            counters: Counters::default(),
+            origin: Instant::now(),
+            alive: Arc::new(Alive(AtomicBool::new(true))),
+        });
+        let (tx, rx) = std::sync::mpsc::channel::<Result<(), String>>();
+        let sh = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("nrt-poller".into())
+            .spawn(move || {
+                let _alive = AliveGuard(Arc::clone(&sh.alive));
+                let pinned = match cfg.cpu {
+                    Some(cpu) => sys::pin_current_thread(cpu)
+                        .map_err(|e| format!("poller: pin to CPU {cpu}: {e} ({})", sys::errno_name(&e))),
+                    None => Ok(()),
+                };
+                let ok = pinned.is_ok();
+                let _ = tx.send(pinned);
+                let mut lanes = lanes;
+                if ok {
+                    run(&sh, &mut lanes, &cfg);
+                }
+                (lanes, sys::thread_cpu_ns())
+            })
+            .map_err(|e| format!("poller: spawn: {e}"))?;
+        let mut p =
+            Poller { shared, thread: Some(thread), waiter_spin_for: cfg.waiter_spin_for, cpu_ns: 0, lanes: None };
+        match rx.recv() {
+            Ok(Ok(())) => Ok(p),
+            Ok(Err(e)) => {
+                p.join();
+                Err(e)
+            }
+            Err(_) => {
+                p.join();
+                Err("poller: the thread ended before it started".into())
+            }
+        }
+    }
+
+    /// The instant [`Ticket::noticed_ns`] counts from.
+    pub fn origin(&self) -> Instant {
+        self.shared.origin
+    }
+
+    /// Submit a request for `cfg` on `lane`. A lane harvests one request at a
+    /// time: a request for a busy lane waits, in order, until the lane is free.
+    pub fn submit(&self, lane: u16, cfg: ExecConfig) -> Result<Ticket, SubmitError> {
+        let handoff = Arc::new(Handoff::default());
+        {
+            // Checked under the queue's lock: shutdown sets the flag, then
+            // (after the thread ended) answers whatever the queue still holds
+            // under the same lock, so no submission is left unanswered.
+            let mut q = self.shared.queue();
+            if self.shared.closing.load(Ordering::SeqCst) {
+                return Err(SubmitError::Closed);
+            }
+            q.push_back(Pending { lane, cfg, handoff: Arc::clone(&handoff) });
+            self.shared.queued.fetch_add(1, Ordering::SeqCst);
+        }
+        if self.shared.sleeping.load(Ordering::SeqCst) {
+            let _ = self.shared.wake.write(1);
+        }
+        Ok(Ticket { handoff, spin_for: self.waiter_spin_for, alive: Arc::clone(&self.shared.alive) })
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> PollerStats {
+        let c = &self.shared.counters;
+        PollerStats {
+            passes: c.passes.load(Ordering::Relaxed),
+            steps: c.steps.load(Ordering::Relaxed),
+            completions: c.completions.load(Ordering::Relaxed),
+            eventfd_wakes: c.eventfd_wakes.load(Ordering::Relaxed),
+            spin_handoffs: c.spin_handoffs.load(Ordering::Relaxed),
+        }
+    }
+
+    fn join(&mut self) {
+        {
+            let _q = self.shared.queue();
+            self.shared.closing.store(true, Ordering::SeqCst);
+        }
+        let _ = self.shared.wake.write(1);
+        if let Some(t) = self.thread.take() {
+            if let Ok((lanes, cpu)) = t.join() {
+                self.lanes = Some(lanes);
+                self.cpu_ns = cpu;
+            }
+        }
+        // Submitted after the thread's last look at the queue (or the thread
+        // died): never started, answered NRT_CLOSED (G-LINUX-CLOSE).
+        let left: Vec<Pending> = self.shared.queue().drain(..).collect();
+        for p in left {
+            answer(&self.shared, &p.handoff, Step::Error, NrtStatus::Closed);
+        }
+    }
+
+    /// Stop: the requests in flight finish, queued ones are answered
+    /// `NRT_CLOSED`. Returns the lanes, and the poller thread's CPU time in ns.
+    pub fn shutdown(mut self) -> (Option<L>, u64) {
+        self.join();
+        (self.lanes.take(), self.cpu_ns)
+    }
+}
+
+impl<L: Lanes + Send + 'static> Drop for Poller<L> {
+    fn drop(&mut self) {
+        self.join();
+    }
+}
+
+fn answer(sh: &Shared, h: &Handoff, step: Step, status: NrtStatus) {
+    h.status.store(status.code(), Ordering::Release);
+    h.step.store(step.code(), Ordering::Release);
+    h.noticed_ns.store(u64::try_from(sh.origin.elapsed().as_nanos()).unwrap_or(u64::MAX), Ordering::Release);
+    h.done.store(true, Ordering::SeqCst);
+    sh.counters.completions.fetch_add(1, Ordering::Relaxed);
+    if h.sleeper.load(Ordering::SeqCst) {
+        if let Some(Some(e)) = h.efd.get() {
+            let _ = e.write(1);
+        }
+        sh.counters.eventfd_wakes.fetch_add(1, Ordering::Relaxed);
+    } else {
+        sh.counters.spin_handoffs.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The poller thread.
+fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
+    let mut group: Box<PollGroup<POLLER_CAPACITY>> = Box::new(PollGroup::new());
+    let mut handoffs: Vec<Option<Arc<Handoff>>> = vec![None; POLLER_CAPACITY];
+    // Each slot's model timeout, for the shutdown bound.
+    let mut timeouts_s = [0u32; POLLER_CAPACITY];
+    let mut closing_since: Option<Instant> = None;
+    let mut lanes_changed = false;
+    let mut backlog: VecDeque<Pending> = VecDeque::new();
+    let mut last_event = Instant::now();
+    loop {
+        if sh.queued.load(Ordering::SeqCst) > 0 {
+            let mut q = sh.queue();
+            sh.queued.store(0, Ordering::SeqCst);
+            backlog.extend(q.drain(..));
+            lanes_changed = true;
+            last_event = Instant::now();
+        }
+        let closing = sh.closing.load(Ordering::SeqCst);
+        if closing && closing_since.is_none() {
+            closing_since = Some(Instant::now());
+        }
+        if let Some(t) = closing_since {
+            // The requests in flight may finish, within their longest timeout
+            // plus a grace on this process's clock; a device clock that stalls
+            // cannot hold shutdown longer (G-POLLER-CLOSE).
+            let longest = timeouts_s.iter().copied().max().unwrap_or(0);
+            if t.elapsed() > Duration::from_secs(u64::from(longest)) + SHUTDOWN_GRACE {
+                for (slot, h) in handoffs.iter_mut().enumerate() {
+                    if let Some(h) = h.take() {
+                        group.remove(slot);
+                        answer(sh, &h, Step::Error, NrtStatus::Closed);
+                    }
+                }
+            }
+        }
+        if closing {
+            // Not yet started: answered NRT_CLOSED (G-LINUX-CLOSE).
+            for p in backlog.drain(..) {
+                answer(sh, &p.handoff, Step::Error, NrtStatus::Closed);
+            }
+        }
+        // Start what the free lanes can take, in submission order per lane
+        // (only when a submission arrived or a request finished: otherwise no
+        // lane became free).
+        if std::mem::take(&mut lanes_changed) {
+            let mut i = 0;
+            while i < backlog.len() && group.in_flight() < POLLER_CAPACITY {
+                let Some(p) = backlog.get(i) else { break };
+                if group.lane_busy(p.lane) {
+                    i += 1;
+                    continue;
+                }
+                let Some(p) = backlog.remove(i) else { break };
+                match group.insert(p.lane, p.cfg, 0) {
+                    Ok(slot) => {
+                        if let Some(h) = handoffs.get_mut(slot) {
+                            *h = Some(p.handoff);
+                        }
+                        if let Some(t) = timeouts_s.get_mut(slot) {
+                            *t = p.cfg.timeout_s;
+                        }
+                    }
+                    Err(_) => {
+                        // Full: it waits, in its place, for the next completion.
+                        sh.counters.refused_busy_lane.fetch_add(1, Ordering::Relaxed);
+                        backlog.insert(i, p);
+                        break;
+                    }
+                }
+            }
+        }
+        if group.is_empty() {
+            if closing && backlog.is_empty() {
+                return;
+            }
+            idle_wait(sh, cfg, last_event);
+            continue;
+        }
+        let pass = group.poll(lanes, |c, _req: &ExecRequest| {
+            if let Some(h) = handoffs.get_mut(c.slot).and_then(Option::take) {
+                answer(sh, &h, c.step, c.status);
+            }
+            if let Some(t) = timeouts_s.get_mut(c.slot) {
+                *t = 0;
+            }
+        });
+        sh.counters.passes.fetch_add(1, Ordering::Relaxed);
+        sh.counters.steps.fetch_add(pass.stepped as u64, Ordering::Relaxed);
+        if pass.completed > 0 {
+            lanes_changed = true;
+            last_event = Instant::now();
+        }
+        let quiet = last_event.elapsed();
+        if quiet < cfg.spin_for {
+            for _ in 0..SPINS_PER_WAIT {
+                std::hint::spin_loop();
+            }
+        } else if quiet < cfg.yield_for {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(u64::from(cfg.sleep_us.max(1))));
+        }
+    }
+}
+
+/// Nothing in flight: spin, then yield, then block on the wake eventfd
+/// (written by a submitter only while `sleeping` is set).
+fn idle_wait(sh: &Shared, cfg: &PollerConfig, last_event: Instant) {
+    let quiet = last_event.elapsed();
+    if quiet < cfg.spin_for {
+        for _ in 0..SPINS_PER_WAIT {
+            std::hint::spin_loop();
+        }
+        return;
+    }
+    if quiet < cfg.yield_for {
+        std::thread::yield_now();
+        return;
+    }
+    sh.sleeping.store(true, Ordering::SeqCst);
+    if sh.queued.load(Ordering::SeqCst) == 0 && !sh.closing.load(Ordering::SeqCst) {
+        let _ = sh.wake.wait_readable(IDLE_BLOCK_MS);
+    }
+    let _ = sh.wake.try_read();
+    sh.sleeping.store(false, Ordering::SeqCst);
+}

@@ -1,0 +1,272 @@
+//! The poller thread: many requests, one thread, each completion handed to
+//! its waiter (spinning: no syscall; sleeping: its eventfd). The lanes are
+//! simulated devices, each on its own thread against the real clock.
+#![cfg(feature = "sim")]
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use nrt_core::arch::{Arch, ENGINES_PER_CORE};
+use nrt_core::dma::doorbell::{kickoff_infer, set_host_trigger};
+use nrt_core::exec::{ExecConfig, Step};
+use nrt_core::nq::Notifications;
+use nrt_core::NrtStatus;
+use nrt_linux::poller::{Poller, PollerConfig, VecLanes};
+use nrt_sim::device::Device;
+use nrt_sim::host::{HostClock, SimFence, SimHost};
+use nrt_sim::program::{self, ProgramSpec};
+use nrt_sim::shared::Shared;
+use nrt_sim::{layout, Fault};
+
+const RING_ENTRIES: u32 = 64;
+
+struct SimLanes {
+    lanes: VecLanes<SimHost>,
+    shared: Vec<Arc<Shared>>,
+    devices: Vec<JoinHandle<Device>>,
+    origin: Instant,
+}
+
+/// `n` lanes of 2 cores; `faults[i]` play on lane `i`.
+fn sim_lanes(n: usize, faults: &[(usize, &str)]) -> SimLanes {
+    let origin = Instant::now();
+    let mut out = SimLanes { lanes: VecLanes(Vec::new()), shared: Vec::new(), devices: Vec::new(), origin };
+    for i in 0..n {
+        let shared = Arc::new(Shared::new(Arch::Sunda, RING_ENTRIES * layout::ENTRY_BYTES));
+        let f: Vec<Fault> = faults.iter().filter(|(l, _)| *l == i).map(|(_, s)| Fault::parse(s).unwrap()).collect();
+        let spec = ProgramSpec {
+            arch: Arch::Sunda,
+            ring_entries: RING_ENTRIES,
+            seed: i as u64,
+            faults: f,
+            extras: Vec::new(),
+        };
+        let device = Device::new(Arc::clone(&shared), spec, 2);
+        out.devices.push(std::thread::spawn(move || device.run_threaded(origin)));
+        let host = SimHost::new(Arc::clone(&shared), HostClock::Real(origin));
+        let mut nq = Notifications::new();
+        nq.set_head_batching(true);
+        for c in 0..2 {
+            nq.bind_core(c, RING_ENTRIES * layout::ENTRY_BYTES).unwrap();
+            for e in 0..ENGINES_PER_CORE {
+                nq.set_cal(c, e, program::calibration(c, e));
+            }
+            nq.set_sync_point(c, program::sync_point(c));
+        }
+        out.lanes.0.push((host, nq));
+        out.shared.push(shared);
+    }
+    out
+}
+
+/// Doorbell B and one kickoff per core, through a second host view of the lane.
+fn kickoff(shared: &Arc<Shared>, origin: Instant) {
+    let mut h = SimHost::new(Arc::clone(shared), HostClock::Real(origin));
+    set_host_trigger(&mut h, &mut SimFence, layout::xt_local_reg(Arch::Sunda)).unwrap();
+    for c in 0..2 {
+        kickoff_infer(&mut h, c, c).unwrap();
+    }
+}
+
+fn stop(devices: Vec<JoinHandle<Device>>, shared: &[Arc<Shared>]) {
+    for s in shared {
+        s.stop.store(true, Ordering::Release);
+    }
+    for d in devices {
+        d.join().unwrap();
+    }
+}
+
+/// The poller's counters once it has accounted for `n` completions (it counts
+/// just after it publishes each one).
+fn settled<L: nrt_core::exec::Lanes + Send + 'static>(p: &Poller<L>, n: u64) -> nrt_linux::poller::PollerStats {
+    let t0 = Instant::now();
+    loop {
+        let st = p.stats();
+        if st.spin_handoffs + st.eventfd_wakes >= n || t0.elapsed() > Duration::from_secs(10) {
+            return st;
+        }
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn one_poller_harvests_many_lanes_with_faults_on_some() {
+    let SimLanes { lanes, shared, devices, origin } = sim_lanes(6, &[(2, "hang:core=1,engine=ACT"), (4, "nan:core=0")]);
+    let poller = Poller::spawn(lanes, PollerConfig::default()).unwrap();
+    let cfg = ExecConfig::new(Arch::Sunda, 2, 1);
+    let tickets: Vec<_> = (0..6)
+        .map(|i| {
+            kickoff(&shared[i], origin);
+            poller.submit(i as u16, cfg).unwrap()
+        })
+        .collect();
+    let got: Vec<_> = tickets.iter().map(|t| t.wait()).collect();
+    let want = [
+        (Step::Done, NrtStatus::Success),
+        (Step::Done, NrtStatus::Success),
+        (Step::Error, NrtStatus::Timeout),
+        (Step::Done, NrtStatus::Success),
+        (Step::Done, NrtStatus::ExecCompletedWithNumErr),
+        (Step::Done, NrtStatus::Success),
+    ];
+    assert_eq!(got, want);
+    let st = settled(&poller, 6);
+    assert_eq!(st.completions, 6);
+    assert_eq!(st.spin_handoffs + st.eventfd_wakes, 6);
+    let (lanes, cpu_ns) = poller.shutdown();
+    assert_eq!(lanes.unwrap().0.len(), 6, "the lanes come back");
+    assert!(cpu_ns > 0);
+    stop(devices, &shared);
+}
+
+#[test]
+fn a_spinning_waiter_gets_its_completion_without_the_eventfd() {
+    let SimLanes { lanes, shared, devices, origin } = sim_lanes(3, &[]);
+    let cfg = PollerConfig { waiter_spin_for: Duration::from_secs(30), ..PollerConfig::default() };
+    let poller = Poller::spawn(lanes, cfg).unwrap();
+    for s in &shared {
+        kickoff(s, origin);
+    }
+    let tickets: Vec<_> = (0..3).map(|i| poller.submit(i, ExecConfig::new(Arch::Sunda, 2, 5)).unwrap()).collect();
+    for t in &tickets {
+        assert_eq!(t.wait(), (Step::Done, NrtStatus::Success));
+        assert!(t.noticed_ns().is_some());
+    }
+    let st = settled(&poller, 3);
+    assert_eq!((st.completions, st.eventfd_wakes, st.spin_handoffs), (3, 0, 3));
+    drop(poller);
+    stop(devices, &shared);
+}
+
+#[test]
+fn a_sleeping_waiter_is_woken_by_its_eventfd() {
+    // A hang: the request ends at its 1 s timeout, long after the waiter stopped spinning.
+    let SimLanes { lanes, shared, devices, origin } = sim_lanes(1, &[(0, "hang:core=0,engine=PE")]);
+    let cfg = PollerConfig { waiter_spin_for: Duration::ZERO, ..PollerConfig::default() };
+    let poller = Poller::spawn(lanes, cfg).unwrap();
+    kickoff(&shared[0], origin);
+    let t = poller.submit(0, ExecConfig::new(Arch::Sunda, 2, 1)).unwrap();
+    let t0 = Instant::now();
+    assert_eq!(t.wait(), (Step::Error, NrtStatus::Timeout));
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    let st = settled(&poller, 1);
+    assert_eq!((st.completions, st.eventfd_wakes), (1, 1));
+    drop(poller);
+    stop(devices, &shared);
+}
+
+#[test]
+fn shutdown_finishes_the_request_in_flight_and_closes_the_queued_one() {
+    let SimLanes { lanes, shared, devices, origin } = sim_lanes(1, &[(0, "hang:core=0,engine=PE")]);
+    let poller = Poller::spawn(lanes, PollerConfig::default()).unwrap();
+    kickoff(&shared[0], origin);
+    let cfg = ExecConfig::new(Arch::Sunda, 2, 1);
+    let first = poller.submit(0, cfg).unwrap();
+    // The same lane: waits behind the first.
+    let second = poller.submit(0, cfg).unwrap();
+    let t0 = Instant::now();
+    while poller.stats().passes == 0 {
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        std::thread::yield_now();
+    }
+    let (_, _) = poller.shutdown();
+    assert_eq!(first.try_result(), Some((Step::Error, NrtStatus::Timeout)));
+    assert_eq!(second.try_result(), Some((Step::Error, NrtStatus::Closed)));
+    stop(devices, &shared);
+}
+
+#[test]
+fn a_lane_that_does_not_exist_and_a_cpu_that_does_not_exist() {
+    let SimLanes { lanes, shared, devices, .. } = sim_lanes(1, &[]);
+    let poller = Poller::spawn(lanes, PollerConfig { cpu: Some(0), ..PollerConfig::default() }).unwrap();
+    let t = poller.submit(9, ExecConfig::new(Arch::Sunda, 2, 1)).unwrap();
+    assert_eq!(t.wait(), (Step::Error, NrtStatus::InvalidHandle));
+    drop(poller);
+    let err =
+        Poller::spawn(VecLanes::<SimHost>(Vec::new()), PollerConfig { cpu: Some(100_000), ..PollerConfig::default() })
+            .unwrap_err();
+    assert!(err.contains("pin to CPU 100000"), "{err}");
+    stop(devices, &shared);
+}
+
+#[test]
+fn shutdown_is_bounded_when_a_device_clock_stalls() {
+    // No device behind the lane and a virtual clock nobody advances: the
+    // request waits on its barrier forever, as far as its own clock can tell.
+    let shared = Arc::new(Shared::new(Arch::Sunda, RING_ENTRIES * layout::ENTRY_BYTES));
+    let mut nq = Notifications::new();
+    for c in 0..2 {
+        nq.bind_core(c, RING_ENTRIES * layout::ENTRY_BYTES).unwrap();
+    }
+    let lanes = VecLanes(vec![(SimHost::new(shared, HostClock::Virtual), nq)]);
+    let poller = Poller::spawn(lanes, PollerConfig::default()).unwrap();
+    let t = poller.submit(0, ExecConfig::new(Arch::Sunda, 2, 1)).unwrap();
+    let t0 = Instant::now();
+    while poller.stats().passes < 10 {
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        std::thread::yield_now();
+    }
+    assert_eq!(t.try_result(), None, "in flight");
+    let t1 = Instant::now();
+    let _ = poller.shutdown();
+    let took = t1.elapsed();
+    assert_eq!(t.try_result(), Some((Step::Error, NrtStatus::Closed)));
+    assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(10), "{took:?}: the 1 s timeout + 1 s grace");
+}
+
+/// Lanes whose platform panics: the poller thread dies.
+struct Exploding;
+
+impl nrt_core::exec::Lanes for Exploding {
+    type Dev = SimHost;
+    fn lane(&mut self, _lane: u16) -> Option<(&mut SimHost, &mut Notifications)> {
+        panic!("a platform bug");
+    }
+}
+
+#[test]
+fn a_waiter_is_answered_101_when_the_poller_thread_dies() {
+    let poller =
+        Poller::spawn(Exploding, PollerConfig { waiter_spin_for: Duration::ZERO, ..PollerConfig::default() }).unwrap();
+    let t = poller.submit(0, ExecConfig::new(Arch::Sunda, 2, 1)).unwrap();
+    let t0 = Instant::now();
+    assert_eq!(t.wait(), (Step::Error, NrtStatus::ExecUnitUnrecoverable));
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert_eq!(t.poll(), Some((Step::Error, NrtStatus::ExecUnitUnrecoverable)));
+    let (lanes, _) = poller.shutdown();
+    assert!(lanes.is_none(), "the lanes died with the thread");
+}
+
+#[test]
+fn requests_queued_on_one_lane_run_in_turn() {
+    use nrt_core::testutil::FakeDevice;
+    // Three inferences' records already in the rings of lane 0, one in lane 1's.
+    let mut lanes = Vec::new();
+    for n in [3u64, 1] {
+        let mut d = FakeDevice::new(Arch::Sunda, 1024);
+        for k in 0..n {
+            d.run_all(1, 100 + 10 * k, 105 + 10 * k);
+        }
+        let mut nq = FakeDevice::notifications(1024);
+        nq.set_head_batching(true);
+        lanes.push((d, nq));
+    }
+    let poller = Poller::spawn(VecLanes(lanes), PollerConfig::default()).unwrap();
+    let cfg = ExecConfig::new(Arch::Sunda, 1, 5);
+    let tickets: Vec<_> = [0u16, 0, 1, 0, 0].iter().map(|&l| poller.submit(l, cfg).unwrap()).collect();
+    for t in &tickets[..4] {
+        assert_eq!(t.wait(), (Step::Done, NrtStatus::Success));
+    }
+    // The fourth on lane 0 has no records: never done. At shutdown it is
+    // either not started yet (answered NRT_CLOSED at once) or in flight with a
+    // 5 s budget on a clock that does not move (answered NRT_CLOSED after
+    // 5 s + 1 s of the process clock).
+    assert_eq!(tickets[4].poll(), None);
+    let (lanes, _) = poller.shutdown();
+    assert_eq!(tickets[4].poll(), Some((Step::Error, NrtStatus::Closed)));
+    let lanes = lanes.unwrap();
+    assert_eq!(lanes.0[0].0.head_writes, 15, "batched: one per ring per inference, 3 inferences");
+}

@@ -1,0 +1,48 @@
+//! The poller's C ABI: its header is what cbindgen generates, and a C program
+//! linking the static library harvests four lanes through one poller thread.
+
+use std::process::Command;
+
+mod common;
+
+#[test]
+fn poller_header_is_current() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let cfg = cbindgen::Config::from_file(format!("{dir}/cbindgen-poller.toml")).expect("cbindgen config");
+    let bindings = cbindgen::Builder::new()
+        .with_src(format!("{dir}/src/ffi_poller.rs"))
+        .with_config(cfg)
+        .generate()
+        .expect("cbindgen generates the header");
+    let mut generated = Vec::new();
+    bindings.write(&mut generated);
+    let generated = String::from_utf8(generated).expect("utf-8");
+    let path = format!("{dir}/include/nrt_poller.h");
+    if std::env::var_os("UPDATE_HEADER").is_some() {
+        std::fs::write(&path, &generated).expect("write the header");
+        return;
+    }
+    let current = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        current == generated,
+        "include/nrt_poller.h is stale: run `UPDATE_HEADER=1 cargo test -p nrt-linux --test poller_c` and commit it"
+    );
+}
+
+#[test]
+fn a_c_program_harvests_four_lanes_through_one_poller() {
+    let lib =
+        common::cargo_build(&["-p", "nrt-linux", "--lib", "--no-default-features"], "c-abi").join("libnrt_linux.a");
+    let out = std::env::temp_dir().join(format!("nrt-c-poller-{}", std::process::id()));
+    common::compile_c("poller.c", &lib, &out);
+    let run = Command::new(&out).output().unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    println!("{stdout}");
+    let _ = std::fs::remove_file(&out);
+    assert!(run.status.success(), "C poller failed:\n{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    assert!(stdout.contains("lane 2 hang                    5 NRT_TIMEOUT"), "{stdout}");
+    assert!(stdout.contains("lane 3 NaN                     1003 NRT_EXEC_COMPLETED_WITH_NUM_ERR"), "{stdout}");
+    assert!(stdout.contains("nrt_poller_new: lane 1: the platform has no read_slot or no now_ns"), "{stdout}");
+    assert!(stdout.contains("nrt_poller_submit: lane 0: unknown arch type 9"), "{stdout}");
+    assert!(stdout.contains("HEAD writes: lane 0 10, lane 1 5"), "{stdout}");
+}
