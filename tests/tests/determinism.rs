@@ -33,7 +33,10 @@ fn json_report_has_the_contract_fields() {
     assert_eq!(v["status"], 5);
     assert_eq!(v["status_name"], "NRT_TIMEOUT");
     assert_eq!(v["return_code"], 2);
-    assert!(v["steps"].as_u64().unwrap() > 100);
+    // INIT, the barrier, at least one sweep; and few: idle virtual time jumps to
+    // the next event (the 1 s budget), it is not walked in 1 ms steps.
+    let steps = v["steps"].as_u64().unwrap();
+    assert!((3..1000).contains(&steps), "{steps} steps");
     assert!((v["elapsed_ms"].as_f64().unwrap() - 1000.0).abs() < 2.0, "{}", v["elapsed_ms"]);
     let cores = v["cores"].as_array().unwrap();
     assert_eq!(cores.len(), 2);
