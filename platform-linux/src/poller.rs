@@ -273,7 +273,7 @@ impl<L: Lanes + Send + 'static> Poller<L> {
     /// Start a poller thread over `lanes`. Fails when the eventfd or the thread
     /// cannot be made, or the CPU cannot be pinned (the message names which).
     pub fn spawn(lanes: L, cfg: PollerConfig) -> Result<Poller<L>, String> {
-        let wake = EventFd::new(false).map_err(|e| format!("poller: eventfd: {e} ({})", sys::errno_name(&e)))?;
+        let wake = EventFd::new(false).map_err(|e| format!("poller: eventfd: {e}{}", errno_suffix(&e)))?;
         let shared = Arc::new(Shared {
             queue: Mutex::new(VecDeque::new()),
             queued: AtomicU32::new(0),
@@ -292,7 +292,7 @@ impl<L: Lanes + Send + 'static> Poller<L> {
                 let _alive = AliveGuard(Arc::clone(&sh.alive));
                 let pinned = match cfg.cpu {
                     Some(cpu) => sys::pin_current_thread(cpu)
-                        .map_err(|e| format!("poller: pin to CPU {cpu}: {e} ({})", sys::errno_name(&e))),
+                        .map_err(|e| format!("poller: pin to CPU {cpu}: {e}{}", errno_suffix(&e))),
                     None => Ok(()),
                 };
                 let ok = pinned.is_ok();
@@ -533,4 +533,9 @@ fn idle_wait(sh: &Shared, cfg: &PollerConfig, last_event: Instant) {
     }
     let _ = sh.wake.try_read();
     sh.sleeping.store(false, Ordering::SeqCst);
+}
+
+/// " (ENAME)" for an OS error, nothing for another.
+fn errno_suffix(e: &std::io::Error) -> String {
+    sys::errno_name(e).map(|n| format!(" ({n})")).unwrap_or_default()
 }
