@@ -20,7 +20,9 @@ use nrt_core::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
 use nrt_core::dma::build::{append_descs, Transfer, OP_COPY};
 use nrt_core::dma::doorbell::{kickoff_infer, ring_tail_inc, set_host_trigger};
 use nrt_core::dma::queue::reserve_descriptors;
-use nrt_core::dma::{Bd, CompletionHandle, Direction, DmaError, DmaEvent, PlatformType, SwDmaQueue, UdmaCopyWriter};
+use nrt_core::dma::{
+    Bd, CompletionHandle, DeviceHead, Direction, DmaError, DmaEvent, PlatformType, SwDmaQueue, UdmaCopyWriter,
+};
 use nrt_core::dma::{UdmaLayout, VRing};
 use nrt_core::event::Event;
 use nrt_core::exec::{exec_wait_round_robin, fatal, ExecConfig, ExecRequest, Step, TpbEngState};
@@ -359,12 +361,26 @@ pub fn core_reports(req: &ExecRequest, cores: u8) -> Vec<CoreReport> {
         .collect()
 }
 
+/// BAR0 offset of the staging queue's bank in direction `dir`.
+fn queue_bank(arch: Arch, dir: Direction) -> Result<u64, SimError> {
+    let map = UdmaLayout::of(arch);
+    Ok(layout::udma_base(arch, layout::SIM_UDMA_ENGINE)
+        + map.block_offset(dir)
+        + map.queue_offset(layout::SIM_UDMA_QUEUE).map_err(staging_err("queue bank"))?)
+}
+
+/// Where the device is in the staging queue's ring of direction `dir`: its head
+/// pointer register (G-DMA-AVAIL).
+fn device_head(host: &mut SimHost, arch: Arch, dir: Direction) -> Result<DeviceHead, SimError> {
+    let reg = host
+        .read32(queue_bank(arch, dir)? + udma::HEAD_PTR)
+        .map_err(|e| SimError::Staging { step: "head pointer", error: DmaError::Platform(e) })?;
+    Ok(DeviceHead::from_head_ptr(reg))
+}
+
 /// Program a UDMA queue bank's ring base and length (the driver's `DMA_QUEUE_INIT`).
 fn program_queue(host: &mut SimHost, arch: Arch, dir: Direction, ring: u64, depth: u32) -> Result<(), SimError> {
-    let map = UdmaLayout::of(arch);
-    let bank = layout::udma_base(arch, layout::SIM_UDMA_ENGINE)
-        + map.block_offset(dir)
-        + map.queue_offset(layout::SIM_UDMA_QUEUE).map_err(staging_err("queue bank"))?;
+    let bank = queue_bank(arch, dir)?;
     let regs = [(udma::RING_BASE_LO, ring as u32), (udma::RING_BASE_HI, (ring >> 32) as u32), (udma::RING_LEN, depth)];
     for (reg, v) in regs {
         host.write32(bank + reg, v)
@@ -421,7 +437,8 @@ fn stage<W: Delay>(
     program_queue(host, arch, Direction::Rx, rx.dev_addr(), rx.depth())?;
     let mut txq = SwDmaQueue::for_ring(tx).map_err(staging_err("tx queue"))?;
     let mut rxq = SwDmaQueue::for_ring(rx).map_err(staging_err("rx queue"))?;
-    let (rt, rr) = reserve_descriptors(&mut txq, &mut rxq, n).map_err(staging_err("reserve"))?;
+    let (th, rh) = (device_head(host, arch, Direction::Tx)?, device_head(host, arch, Direction::Rx)?);
+    let (rt, rr) = reserve_descriptors(&mut txq, &mut rxq, th, rh, n).map_err(staging_err("reserve"))?;
     let tx_bds: Vec<Bd> = tx.image().iter().take(n as usize).copied().collect();
     let rx_bds: Vec<Bd> = rx.image().iter().take(n as usize).copied().collect();
     tx.set_descriptors(&rt, &tx_bds).map_err(staging_err("set tx"))?;

@@ -49,7 +49,7 @@ pub use build::{DescWriter, DmaOp, OpPath, Packets, Transfer, UdmaCopyWriter};
 pub use doorbell::{UdmaLayout, HOST_TRIGGER_OFFSET, TOPSP_ENGINE};
 pub use handle::{CompletionHandle, PlatformType, COMPLETION_SENTINEL};
 pub use pring::{PRing, RingBacking, SemaTable};
-pub use queue::{Reservation, SwDmaQueue};
+pub use queue::{DeviceHead, Reservation, SwDmaQueue};
 pub use vring::{addr_rewrite, DescBlock, Relocation, VRing};
 
 /// A DMA direction.
@@ -109,6 +109,8 @@ impl Direction {
 ///   NEFF, instruction, DMA descriptor or input";
 /// - running out of caller-provided capacity (vring pages, ring depth) is
 ///   `NRT_RESOURCE` (4), what libnrt returns when `dma_pring_alloc`'s `calloc` fails;
+/// - a ring with no room until the device consumes more is `NRT_QUEUE_FULL` (7):
+///   a transient state, worth a retry (G-DMA-AVAIL);
 /// - the completion handle's poll budget running out is `NRT_TIMEOUT` (5);
 /// - a platform call failing is `NRT_FAILURE` (1): it is the transport's failure,
 ///   not evidence of a device fault (that would be `NRT_HW_ERROR`).
@@ -175,6 +177,30 @@ pub enum DmaError {
     BadRingType(u32),
     /// A queue cursor or reservation that does not fit its ring.
     BadCursor,
+    /// A device head pointer that cannot be: outside the ring, a ring id above 3,
+    /// or ahead of the producer (G-DMA-AVAIL).
+    BadHead {
+        /// The ring.
+        dir: Direction,
+        /// The head's index.
+        idx: u32,
+        /// The head's ring id.
+        ring_id: u8,
+    },
+    /// A reservation larger than the slots the device has consumed: the rest still
+    /// hold descriptors in flight (G-DMA-AVAIL; the driver's `udma_available_get`).
+    RingFull {
+        /// The ring.
+        dir: Direction,
+        /// Slots asked for.
+        requested: u32,
+        /// Slots free.
+        available: u32,
+    },
+    /// A host-only relocation ([`VRing::addr_rewrite`]) of a block already lowered
+    /// into a ring: its ring image and device copy would keep the old addresses.
+    /// [`VRing::relocate`] moves them too (G-DMA-RELOC-LOWERED).
+    RelocateAfterLower(Direction),
     /// A UDMA queue index at or above [`doorbell::UDMA_QUEUES`].
     BadQueue(u32),
     /// A register this arch does not have (the data tail-inc exists on cayman only).
@@ -190,6 +216,7 @@ impl DmaError {
     pub const fn status(&self) -> NrtStatus {
         match self {
             DmaError::VringFull { .. } => NrtStatus::Resource,
+            DmaError::RingFull { .. } => NrtStatus::QueueFull,
             DmaError::Timeout => NrtStatus::Timeout,
             DmaError::Platform(_) => NrtStatus::Failure,
             _ => NrtStatus::Invalid,
@@ -227,6 +254,21 @@ impl fmt::Display for DmaError {
             DmaError::WindowOverflow => write!(f, "relocation window overflows u64"),
             DmaError::BadRingType(t) => write!(f, "ring type {t}, expected 2"),
             DmaError::BadCursor => write!(f, "queue cursor outside its ring"),
+            DmaError::BadHead { dir, idx, ring_id } => write!(
+                f,
+                "{} device head (index {idx}, ring id {ring_id}) is outside the ring or ahead of the producer",
+                dir.name()
+            ),
+            DmaError::RingFull { dir, requested, available } => write!(
+                f,
+                "{} ring full: {requested} descriptors requested, {available} free until the device consumes more",
+                dir.name()
+            ),
+            DmaError::RelocateAfterLower(dir) => write!(
+                f,
+                "the {} block is already lowered: relocate with the device (VRing::relocate) so its ring moves too",
+                dir.name()
+            ),
             DmaError::BadQueue(q) => write!(f, "UDMA queue {q} out of range"),
             DmaError::Unsupported => write!(f, "register not present on this arch"),
             DmaError::Timeout => write!(f, "Error: DMA completion timeout"),
@@ -462,7 +504,7 @@ mod tests {
         let t = Transfer { op: 0, elem_count: 64, granule: 16, elem_bytes: 4, src: 0xA000, dst: 0xB000 };
         let pk = build::append_descs(&mut v, Arch::Sunda, &t, &mut UdmaCopyWriter).unwrap();
         assert_eq!(pk.tx.ndesc, 4);
-        v.addr_rewrite(&Relocation::new(0xA000, 0x1000, 0xC000).unwrap());
+        v.addr_rewrite(&Relocation::new(0xA000, 0x1000, 0xC000).unwrap()).unwrap();
         let (mut ti, mut ri) = ([Bd::ZERO; 8], [Bd::ZERO; 8]);
         v.create_prings(&mut p, &mut VecSink(&mut sink), &mut ti, &mut ri).unwrap();
         let (tx, rx) = v.rings_mut().unwrap();
@@ -472,7 +514,8 @@ mod tests {
         // Per-inference BDs through the cursors, staged, then doorbell A and the wait.
         let mut txq = SwDmaQueue::for_ring(tx).unwrap();
         let mut rxq = SwDmaQueue::for_ring(rx).unwrap();
-        let (rt, rr) = queue::reserve_descriptors(&mut txq, &mut rxq, 2).unwrap();
+        let start = DeviceHead::START;
+        let (rt, rr) = queue::reserve_descriptors(&mut txq, &mut rxq, start, start, 2).unwrap();
         let two = [tx.image()[0], tx.image()[1]];
         tx.set_descriptors(&rt, &two).unwrap();
         rx.set_descriptors(&rr, &two).unwrap();
