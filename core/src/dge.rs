@@ -524,8 +524,26 @@ mod tests {
                 Event::Dge(DgeEvent::MailboxReadback { idx: 3, value: 0, read_ok: true }),
             ]
         );
-        assert_eq!(c.get_dge_mailbox_addr(&mut mem, &mut sink, 0), Ok(BASE + 0x28));
+        // The read-back covers all four whatever `num_mailbox` says (§6.2: the loop
+        // runs idx 0..3; issue 11: reading back only `num_mailbox` passed every test).
+        for num in [0, 1, 3] {
+            mem.log.clear();
+            sink.0.clear();
+            assert_eq!(c.get_dge_mailbox_addr(&mut mem, &mut sink, num), Ok(BASE + 0x28));
+            assert_eq!(mem.log, (0..4).map(|i| ('r', BASE + 0x28 + i * 4, 4)).collect::<Vec<_>>(), "num {num}");
+            let idxs: Vec<u8> = sink
+                .0
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Dge(DgeEvent::MailboxReadback { idx, .. }) => Some(*idx),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(idxs, [0, 1, 2, 3]);
+        }
+        mem.log.clear();
         assert_eq!(c.get_dge_mailbox_addr(&mut mem, &mut sink, 5), Err(DgeError::TooManyMailboxes(5)));
+        assert!(mem.log.is_empty(), "a refused query reads nothing");
     }
 
     #[test]

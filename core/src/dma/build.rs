@@ -394,6 +394,22 @@ mod tests {
         }
     }
 
+    /// The TX packet's `+8` split flag (G-DMA-SPLIT: more than one BD) and `+0x10`
+    /// dimension multiplier (the granule), at the edges (issue 11: the flag's
+    /// comparison could change and every test passed).
+    #[test]
+    fn the_split_flag_is_set_exactly_when_the_transfer_takes_more_than_one_bd() {
+        for (elem_count, granule, ndesc, split) in
+            [(0, 4, 0, false), (4, 4, 1, false), (8, 4, 2, true), (7, 1, 7, true)]
+        {
+            let mut tx = [[Bd::ZERO; 8]; 1];
+            let mut rx = [[Bd::ZERO; 8]; 1];
+            let mut v: VRing<'_, 8> = VRing::new(&mut tx, &mut rx);
+            let p = append_descs(&mut v, Arch::Sunda, &t(0, elem_count, granule), &mut UdmaCopyWriter).unwrap();
+            assert_eq!((p.tx.ndesc, p.split, p.dim_mult), (ndesc, split, granule), "{elem_count}/{granule}");
+        }
+    }
+
     #[test]
     fn udma_copy_writer_writes_the_drivers_copy_descriptor() {
         let mut tx = [[Bd::ZERO; 4]; 1];
