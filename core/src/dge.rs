@@ -581,6 +581,66 @@ mod tests {
         assert_eq!(apply_gate(3, &mb, 0b1111), 0b1111);
     }
 
+    /// Every refusal names the object and the reason, with its values; codes and
+    /// statuses per G-DGE-CODES.
+    #[test]
+    fn every_error_message_names_what_and_why() {
+        let cases: [(DgeError, &str, u32, NrtStatus); 8] = [
+            (DgeError::NotBooted(0), "core is not booted (boot state 0)", 8, NrtStatus::Invalid),
+            (DgeError::BadKind(3), "core kind 3 is not an NX_POOL kind", 8, NrtStatus::Invalid),
+            (DgeError::BadMailboxIndex(4), "DGE mailbox index 4 above 3", 8, NrtStatus::Invalid),
+            (DgeError::TooManyMailboxes(5), "5 DGE mailboxes requested, at most 4", 8, NrtStatus::Invalid),
+            (DgeError::NoClassMap, "no priority-class map given", 8, NrtStatus::Invalid),
+            (DgeError::TooManyClasses(6), "6 priority classes, at most 4", 8, NrtStatus::Invalid),
+            (DgeError::AddressOverflow, "DGE config address overflows u64", 8, NrtStatus::Invalid),
+            (DgeError::Platform(ErrorKind::Io), "core-ops access failed: Io", 1, NrtStatus::Failure),
+        ];
+        for (e, text, code, status) in cases {
+            assert_eq!((e.to_string().as_str(), e.code(), e.status()), (text, code, status));
+        }
+        let events: [(DgeEvent, &str, &str, Level); 6] = [
+            (
+                DgeEvent::GuardRefused { kind: 9, boot_state: 0 },
+                "dge_guard_refused",
+                "DGE: core (kind 9) is not booted (boot state 0)",
+                Level::Error,
+            ),
+            (
+                DgeEvent::GuardRefused { kind: 3, boot_state: 1 },
+                "dge_guard_refused",
+                "DGE: core kind 3 is not an NX_POOL core",
+                Level::Error,
+            ),
+            (
+                DgeEvent::MailboxReadback { idx: 2, value: 0xFFFF_FF00, read_ok: false },
+                "dge_mailbox_readback",
+                "DGE mailbox 2: 0xffffff00 (read failed; scratch default)",
+                Level::Warn,
+            ),
+            (
+                DgeEvent::MailboxReadback { idx: 1, value: 0x0003_0200, read_ok: true },
+                "dge_mailbox_readback",
+                "DGE mailbox 1: 0x00030200",
+                Level::Debug,
+            ),
+            (
+                DgeEvent::MailboxSet { idx: 3, value: 0xBEEF_0500 },
+                "dge_mailbox_set",
+                "DGE mailbox 3 set to 0xbeef0500",
+                Level::Debug,
+            ),
+            (
+                DgeEvent::ClassMapSet { classes: 4 },
+                "dge_class_map_set",
+                "DGE priority-class map set (4 classes)",
+                Level::Debug,
+            ),
+        ];
+        for (e, kind, text, level) in events {
+            assert_eq!((e.kind(), e.to_string().as_str(), e.level()), (kind, text, level));
+        }
+    }
+
     #[test]
     fn events() {
         let e = DgeEvent::GuardRefused { kind: 3, boot_state: 1 };

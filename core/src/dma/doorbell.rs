@@ -282,6 +282,9 @@ mod tests {
             UdmaLayout::of(Arch::Sunda).tail_inc_offset(0x3000_0000 + e * 0x4_0000, 2, Direction::Tx),
             Ok(0x3000_0000 + e * 0x4_0000 + 0x1000 + 2 * 0x1000 + 0x38)
         );
+        // The engine windows (driver §5): v2 0x4_0000; v3 (and v4, G-DMA-MARIANA-UDMA) the SDMA stride.
+        let windows = [Arch::Sunda, Arch::Cayman, Arch::Mariana].map(|a| UdmaLayout::of(a).engine_window);
+        assert_eq!(windows, [0x4_0000, 0x10_0000, 0x10_0000]);
         // Cayman's data tail-inc 0x10E0 and sw_ctrl 0x10B0 (seed §4.1).
         let c = UdmaLayout::of(Arch::Cayman);
         assert_eq!(c.data_tail_inc_offset(0, 0, Direction::Tx), Ok(0x10E0));

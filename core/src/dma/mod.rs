@@ -431,6 +431,119 @@ mod tests {
         assert_eq!(DmaEvent::Completed { descriptors: 1, polls: 0 }.level(), Level::Debug);
     }
 
+    /// Every error names the object and the reason, with its values (a message is
+    /// what a user sees).
+    #[test]
+    fn every_error_message_names_what_and_why() {
+        extern crate std;
+        use std::string::ToString;
+        let (tx, rx) = (Direction::Tx, Direction::Rx);
+        assert_eq!((tx.name(), rx.name()), ("tx", "rx"));
+        let cases: [(DmaError, &str); 24] = [
+            (DmaError::Sealed, "the vring is sealed"),
+            (DmaError::BadDirection(3), "bad ring direction 3 (1 = tx, 2 = rx)"),
+            (DmaError::BadOp(9), "bad descriptor op 9 (0..=5)"),
+            (DmaError::UnsupportedOp(5), "the descriptor writer has no encoding for op 5"),
+            (DmaError::ZeroGranule, "packetization granule is 0"),
+            (
+                DmaError::GranuleRemainder { elem_count: 10, granule: 4 },
+                "element count 10 is not a multiple of the granule 4",
+            ),
+            (DmaError::TooMany { requested: 5, max: 4 }, "5 requested, at most 4 allowed"),
+            (DmaError::BadLength(0), "descriptor length 0 outside 1..=65536"),
+            (DmaError::AddressOverflow, "descriptor address overflows u64"),
+            (DmaError::VringFull { needed: 9, capacity: 8 }, "vring pages hold 8 descriptors, 9 needed"),
+            (DmaError::BadRingDepth(0), "bad ring depth 0"),
+            (DmaError::NotBound(rx), "no rx ring bound"),
+            (DmaError::CountMismatch { dir: tx, actual: 3, expected: 4 }, "tx vring is copied to pring. ndesc=3/4"),
+            (DmaError::WindowOverflow, "relocation window overflows u64"),
+            (DmaError::BadRingType(1), "ring type 1, expected 2"),
+            (DmaError::BadCursor, "queue cursor outside its ring"),
+            (
+                DmaError::BadHead { dir: rx, idx: 7, ring_id: 2 },
+                "rx device head (index 7, ring id 2) is outside the ring or ahead of the producer",
+            ),
+            (
+                DmaError::RingFull { dir: tx, requested: 4, available: 1 },
+                "tx ring full: 4 descriptors requested, 1 free until the device consumes more",
+            ),
+            (
+                DmaError::RelocateAfterLower(rx),
+                "the rx block is already lowered: relocate with the device (VRing::relocate) so its ring moves too",
+            ),
+            (DmaError::BadQueue(16), "UDMA queue 16 out of range"),
+            (DmaError::Unsupported, "register not present on this arch"),
+            (DmaError::Timeout, "Error: DMA completion timeout"),
+            (DmaError::Platform(ErrorKind::Io), "platform call failed: Io"),
+            (DmaError::BadCursor, "queue cursor outside its ring"),
+        ];
+        for (e, want) in cases {
+            assert_eq!(e.to_string(), want);
+        }
+        let statuses = [
+            (DmaError::RingFull { dir: tx, requested: 1, available: 0 }, 7),
+            (DmaError::BadHead { dir: tx, idx: 0, ring_id: 0 }, 2),
+            (DmaError::RelocateAfterLower(tx), 2),
+            (DmaError::BadCursor, 2),
+        ];
+        for (e, code) in statuses {
+            assert_eq!(e.status().code(), code, "{e}");
+        }
+        let events: [(DmaEvent, &str, &str, Level); 8] = [
+            (
+                DmaEvent::Lowered { dir: tx, ndesc: 5, depth: 16 },
+                "dma_lowered",
+                "tx vring is copied to pring. ndesc=5/5 (ring depth 16)",
+                Level::Debug,
+            ),
+            (
+                DmaEvent::NdescMismatch { dir: rx, actual: 3, expected: 4 },
+                "dma_ndesc_mismatch",
+                "rx vring is copied to pring. ndesc=3/4: count mismatch",
+                Level::Error,
+            ),
+            (
+                DmaEvent::RingAllocFailed { dir: tx, kind: ErrorKind::Other },
+                "dma_ring_alloc_failed",
+                "Failed to allocate static tx ring (Other)",
+                Level::Error,
+            ),
+            (
+                DmaEvent::RingWriteFailed { dir: rx, kind: ErrorKind::Io },
+                "dma_ring_write_failed",
+                "Failed to write descritpors to static rx ring (Io)",
+                Level::Error,
+            ),
+            (
+                DmaEvent::Completed { descriptors: 3, polls: 2 },
+                "dma_completed",
+                "DMA completed 3 descriptors (after 2 polls)",
+                Level::Debug,
+            ),
+            (
+                DmaEvent::CompletionTimeout { handle: 0x40, descriptors: 3, loops: 1200 },
+                "dma_completion_timeout",
+                "Error: DMA completion timeout (handle 0x40, 3 descriptors, 1200 polls)",
+                Level::Error,
+            ),
+            (
+                DmaEvent::HandleIoFailed { handle: 0x80, kind: ErrorKind::NotMapped },
+                "dma_handle_io_failed",
+                "completion handle 0x80: device memory access failed (NotMapped)",
+                Level::Error,
+            ),
+            (
+                DmaEvent::Lowered { dir: rx, ndesc: 0, depth: 1 },
+                "dma_lowered",
+                "rx vring is copied to pring. ndesc=0/0 (ring depth 1)",
+                Level::Debug,
+            ),
+        ];
+        for (e, kind, text, level) in events {
+            assert_eq!((e.kind(), e.to_string().as_str(), e.level()), (kind, text, level));
+        }
+    }
+
     /// The whole chain once: build, lower, reserve + set + stage, doorbell A, wait.
     #[test]
     fn end_to_end() {

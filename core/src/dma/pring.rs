@@ -448,6 +448,20 @@ mod tests {
         assert_eq!(dev.writes.len(), 2);
     }
 
+    /// A backing lent as `&mut B` (the blanket impl) allocates as `B` does.
+    #[test]
+    fn a_lent_backing_is_the_backing() {
+        let mut txp = [[Bd::ZERO; 4]; 1];
+        let mut v: VRing<'_, 4> = VRing::new(&mut txp, &mut []);
+        v.push(Direction::Tx, bd(0)).unwrap();
+        let (mut dev, mut sink) = (Dev { next: 0x70000, ..Dev::default() }, Sink::default());
+        let mut img = [Bd::ZERO; 4];
+        let mut lent: &mut Dev = &mut dev;
+        v.pring_alloc(&mut lent, &mut sink, &mut img, 2, 1).unwrap();
+        assert_eq!(v.ring(Direction::Tx).unwrap().dev_addr(), 0x80000);
+        assert_eq!(dev.allocs, [(Direction::Tx, 4)]);
+    }
+
     #[test]
     fn absent_blocks_are_skipped() {
         let mut txp = [[Bd::ZERO; 4]; 1];

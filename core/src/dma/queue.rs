@@ -92,12 +92,6 @@ impl DeviceHead {
     }
 }
 
-/// The lap (0..4) of a ring id: lap 0 is ring id 1 ([`INITIAL_RING_ID`]), then
-/// +1 mod 4 per lap.
-const fn lap_of(ring_id: u32) -> u64 {
-    ((ring_id + RING_ID_COUNT as u32 - INITIAL_RING_ID as u32) % RING_ID_COUNT as u32) as u64
-}
-
 impl SwDmaQueue {
     /// A queue over a ring of `desc_count` descriptors: index 0, ring id 1.
     pub const fn new(desc_count: u32) -> Result<SwDmaQueue, DmaError> {
@@ -159,9 +153,12 @@ impl SwDmaQueue {
         if head.idx >= self.desc_count || head.ring_id >= RING_ID_COUNT {
             return Err(bad);
         }
+        // Positions over four laps. The ring id is the lap number + 1 mod 4, and only
+        // the difference of two positions mod four laps matters, so the id serves
+        // as the lap number as it is.
         let span = depth * RING_ID_COUNT as u64;
-        let produced = lap_of(self.desc_ring_id) * depth + u64::from(self.next_desc_idx);
-        let consumed = lap_of(head.ring_id as u32) * depth + u64::from(head.idx);
+        let produced = u64::from(self.desc_ring_id) * depth + u64::from(self.next_desc_idx);
+        let consumed = u64::from(head.ring_id) * depth + u64::from(head.idx);
         // Both < span; the sum is below 2 * span <= 2^27.
         let n = (produced + span - consumed) % span;
         if n > depth {
@@ -472,6 +469,34 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
+
+        /// The in-flight count against a free-running model: a producer `produced`
+        /// descriptors in, a device `behind` descriptors behind it (or ahead, modulo
+        /// the four laps the ring id tells apart): exactly `behind mod 4 laps` when
+        /// that is at most a ring, else an impossible head.
+        #[test]
+        fn in_flight_matches_a_free_running_model(depth in 1u32..20, produced in 0u64..400, behind in 0u64..200) {
+            let d = u64::from(depth);
+            let pos = |p: u64| ((p % d) as u32, ((1 + p / d) % 4) as u8);
+            let (idx, id) = pos(produced);
+            let q = SwDmaQueue::from_raw(idx, u32::from(id), depth);
+            // The consumer, `behind` back, shifted by 100 x four laps so it stays >= 0.
+            let c = produced + 400 * d - behind;
+            let (hidx, hid) = pos(c);
+            let head = DeviceHead { idx: hidx, ring_id: hid };
+            let want = behind % (4 * d);
+            match q.in_flight(Direction::Rx, head) {
+                Ok(n) => {
+                    prop_assert!(want <= d);
+                    prop_assert_eq!(u64::from(n), want);
+                    prop_assert_eq!(q.available(Direction::Rx, head), Ok(depth - n));
+                }
+                Err(e) => {
+                    prop_assert!(want > d);
+                    prop_assert_eq!(e, DmaError::BadHead { dir: Direction::Rx, idx: hidx, ring_id: hid });
+                }
+            }
+        }
 
         /// Reserve never hands out a slot outside the ring, wraps exactly (a free-running
         /// model agrees), and set writes only inside the image with the lap's ring id.
