@@ -578,6 +578,72 @@ mod tests {
         }
     }
 
+    /// The engine pairs M2S with S2M descriptors: an M2S increment alone copies
+    /// nothing (and logs nothing) until the S2M side has descriptors too; each
+    /// run that copies says how many pairs.
+    #[test]
+    fn the_engine_waits_for_both_sides_and_logs_each_copy() {
+        let (mut dev, banks) = rig();
+        let src = fill_src(&dev);
+        put(&dev, 0, 0, 1);
+        put(&dev, 1, 1, 1);
+        dev.shared().bar_write(banks[0] + udma::TAIL_PTR_INC, 2).unwrap();
+        dev.step(0);
+        dev.step(1_000_000);
+        assert_eq!(dev.stats().dma_descriptors, 0);
+        assert!(dev.notes().is_empty(), "{:?}", dev.notes());
+        dev.shared().bar_write(banks[1] + udma::TAIL_PTR_INC, 2).unwrap();
+        dev.step(2_000_000);
+        dev.step(3_000_000);
+        assert_eq!(dev.stats().dma_descriptors, 2);
+        assert_eq!(dst(&dev, 128), src[..128]);
+        let texts: Vec<&str> = dev.notes().iter().map(|n| n.text.as_str()).collect();
+        assert_eq!(texts, ["UDMA 0 queue 0: 2 descriptor pair(s) copied"]);
+    }
+
+    /// The ring base is the 64-bit `hi:lo` pair: a base above the device's memory
+    /// is a failed descriptor read (abort), not a read of some low address.
+    #[test]
+    fn a_ring_base_above_memory_aborts() {
+        let (mut dev, banks) = rig();
+        fill_src(&dev);
+        put(&dev, 0, 0, 1);
+        dev.shared().bar_write(banks[0] + udma::RING_BASE_HI, 1).unwrap();
+        let mut now = 0;
+        ring(&mut dev, banks, 1, &mut now);
+        assert!(aborted(&dev));
+        assert_eq!(dev.stats().dma_descriptors, 0);
+        let note = dev.notes().iter().map(|n| n.text.as_str()).find(|t| t.contains("abort")).unwrap_or("");
+        assert!(note.contains("descriptor read failed"), "{note}");
+    }
+
+    /// A head at or past a ring length reprogrammed shorter is refused, as is a
+    /// ring of length 0.
+    #[test]
+    fn a_head_outside_the_ring_aborts() {
+        let (mut dev, banks) = rig();
+        fill_src(&dev);
+        put(&dev, 0, 0, 1);
+        put(&dev, 1, 1, 1);
+        let mut now = 0;
+        ring(&mut dev, banks, 1, &mut now);
+        assert_eq!(dev.stats().dma_descriptors, 1);
+        dev.shared().bar_write(banks[0] + udma::RING_LEN, 1).unwrap();
+        ring(&mut dev, banks, 1, &mut now);
+        assert!(aborted(&dev));
+        assert_eq!(dev.stats().dma_descriptors, 1);
+        let note = dev.notes().iter().map(|n| n.text.as_str()).find(|t| t.contains("abort")).unwrap_or("");
+        assert!(note.contains("ring length 1 with head 1"), "{note}");
+
+        let (mut dev, banks) = rig();
+        put(&dev, 0, 0, 1);
+        dev.shared().bar_write(banks[1] + udma::RING_LEN, 0).unwrap();
+        let mut now = 0;
+        ring(&mut dev, banks, 1, &mut now);
+        assert!(aborted(&dev));
+        assert_eq!(dev.stats().dma_descriptors, 0);
+    }
+
     /// Issue 11: removing the engine's ring-id check passed every test. A BD with
     /// the wrong id is a prefetch ring-id error: the queue aborts, nothing is
     /// copied, and the note says why.
