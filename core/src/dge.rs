@@ -555,6 +555,13 @@ mod tests {
         let mut out = [0u32; 4];
         c.get_priority_class_map(&mut mem, &mut sink, Some(&mut out)).unwrap();
         assert_eq!(out, [7, 8, 9, 10]);
+        // Fewer classes read fewer words.
+        mem.log.clear();
+        let mut two = [0u32; 2];
+        c.get_priority_class_map(&mut mem, &mut sink, Some(&mut two)).unwrap();
+        assert_eq!((two, &mem.log[..]), ([7, 8], &[('r', BASE + 0x18, 8)][..]));
+        let mut five = [0u32; 5];
+        assert_eq!(c.get_priority_class_map(&mut mem, &mut sink, Some(&mut five)), Err(DgeError::TooManyClasses(5)));
         assert_eq!(c.set_priority_class_map(&mut mem, &mut sink, None), Err(DgeError::NoClassMap));
         assert_eq!(c.set_priority_class_map(&mut mem, &mut sink, Some(&[0; 5])), Err(DgeError::TooManyClasses(5)));
         assert_eq!(c.get_priority_class_map(&mut mem, &mut sink, None), Err(DgeError::NoClassMap));
