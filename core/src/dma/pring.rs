@@ -462,6 +462,17 @@ mod tests {
         assert_eq!(dev.allocs, [(Direction::Tx, 4)]);
     }
 
+    /// Ring depths: 1 up to the UDMA maximum, 2^24 - 16 (driver §5); checked on
+    /// the length alone (an image that large is 256 MiB).
+    #[test]
+    fn ring_depths_are_bounded_by_the_udma_maximum() {
+        assert_eq!(check_depth(0), Err(DmaError::BadRingDepth(0)));
+        assert_eq!(check_depth(1), Ok(()));
+        assert_eq!(check_depth(0x00FF_FFF0), Ok(()));
+        assert_eq!(check_depth(0x00FF_FFF1), Err(DmaError::BadRingDepth(0x00FF_FFF1)));
+        assert_eq!(check_depth(usize::MAX), Err(DmaError::BadRingDepth(u64::MAX)));
+    }
+
     #[test]
     fn absent_blocks_are_skipped() {
         let mut txp = [[Bd::ZERO; 4]; 1];

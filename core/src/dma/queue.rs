@@ -346,6 +346,12 @@ mod tests {
         // Outside the ring, or a ring id above 3.
         assert_eq!(tx.in_flight(Direction::Tx, DeviceHead { idx: 4, ring_id: 1 }), Err(bad(4, 1)));
         assert_eq!(tx.in_flight(Direction::Tx, DeviceHead { idx: 0, ring_id: 4 }), Err(bad(0, 4)));
+        // Refused for the field itself, even where the position arithmetic would
+        // land within a ring of the producer.
+        let q = SwDmaQueue::from_raw(2, 2, 4);
+        assert_eq!(q.in_flight(Direction::Tx, DeviceHead { idx: 5, ring_id: 1 }), Err(bad(5, 1)));
+        let q = SwDmaQueue::from_raw(1, 0, 4);
+        assert_eq!(q.in_flight(Direction::Tx, DeviceHead { idx: 1, ring_id: 4 }), Err(bad(1, 4)));
         // Ahead of the producer: slot 3 of lap 1, or anything on lap 2.
         assert_eq!(tx.in_flight(Direction::Tx, DeviceHead { idx: 3, ring_id: 1 }), Err(bad(3, 1)));
         assert_eq!(tx.in_flight(Direction::Tx, DeviceHead { idx: 0, ring_id: 2 }), Err(bad(0, 2)));
@@ -409,8 +415,17 @@ mod tests {
     fn bad_queues_are_refused() {
         assert_eq!(SwDmaQueue::new(0), Err(DmaError::BadRingDepth(0)));
         assert_eq!(SwDmaQueue::new(1 << 24), Err(DmaError::BadRingDepth(1 << 24)));
+        // The UDMA maximum (driver §5: 2^24 - 16 descriptors) is a valid ring; one more is not.
+        assert_eq!(UDMA_MAX_RING_DESCS, 0x00FF_FFF0);
+        assert_eq!(SwDmaQueue::new(0x00FF_FFF0).map(|q| q.desc_count()), Ok(0x00FF_FFF0));
+        assert_eq!(SwDmaQueue::new(0x00FF_FFF1), Err(DmaError::BadRingDepth(0x00FF_FFF1)));
         let mut ok = SwDmaQueue::new(4).unwrap();
-        for bad in [SwDmaQueue::from_raw(4, 1, 4), SwDmaQueue::from_raw(0, 4, 4), SwDmaQueue::from_raw(0, 1, 0)] {
+        for bad in [
+            SwDmaQueue::from_raw(4, 1, 4),
+            SwDmaQueue::from_raw(0, 4, 4),
+            SwDmaQueue::from_raw(0, 1, 0),
+            SwDmaQueue::from_raw(0, 1, 0x00FF_FFF1),
+        ] {
             let mut b = bad;
             assert_eq!(reserve(&mut ok, &mut b, 1), Err(DmaError::BadCursor));
             assert_eq!(reserve(&mut b, &mut ok, 1), Err(DmaError::BadCursor));
