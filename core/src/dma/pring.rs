@@ -482,7 +482,10 @@ mod tests {
         let (mut dev, mut sink) = (Dev::default(), Sink::default());
         v.create_prings(&mut dev, &mut sink, &mut tx_img, &mut []).unwrap();
         assert_eq!(dev.allocs, [(Direction::Tx, 4)]);
-        assert!(v.ring(Direction::Rx).is_none());
+        assert!(v.ring(Direction::Rx).is_none() && v.ring_mut(Direction::Rx).is_none());
+        // The bound ring, mutably: what is set through it is what the vring holds.
+        v.ring_mut(Direction::Tx).unwrap().set_semaphore(9);
+        assert_eq!(v.ring(Direction::Tx).map(PRing::semaphore), Some(9));
     }
 
     #[test]
