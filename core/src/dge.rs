@@ -524,8 +524,26 @@ mod tests {
                 Event::Dge(DgeEvent::MailboxReadback { idx: 3, value: 0, read_ok: true }),
             ]
         );
-        assert_eq!(c.get_dge_mailbox_addr(&mut mem, &mut sink, 0), Ok(BASE + 0x28));
+        // The read-back covers all four whatever `num_mailbox` says (§6.2: the loop
+        // runs idx 0..3; issue 11: reading back only `num_mailbox` passed every test).
+        for num in [0, 1, 3] {
+            mem.log.clear();
+            sink.0.clear();
+            assert_eq!(c.get_dge_mailbox_addr(&mut mem, &mut sink, num), Ok(BASE + 0x28));
+            assert_eq!(mem.log, (0..4).map(|i| ('r', BASE + 0x28 + i * 4, 4)).collect::<Vec<_>>(), "num {num}");
+            let idxs: Vec<u8> = sink
+                .0
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Dge(DgeEvent::MailboxReadback { idx, .. }) => Some(*idx),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(idxs, [0, 1, 2, 3]);
+        }
+        mem.log.clear();
         assert_eq!(c.get_dge_mailbox_addr(&mut mem, &mut sink, 5), Err(DgeError::TooManyMailboxes(5)));
+        assert!(mem.log.is_empty(), "a refused query reads nothing");
     }
 
     #[test]
@@ -537,6 +555,13 @@ mod tests {
         let mut out = [0u32; 4];
         c.get_priority_class_map(&mut mem, &mut sink, Some(&mut out)).unwrap();
         assert_eq!(out, [7, 8, 9, 10]);
+        // Fewer classes read fewer words.
+        mem.log.clear();
+        let mut two = [0u32; 2];
+        c.get_priority_class_map(&mut mem, &mut sink, Some(&mut two)).unwrap();
+        assert_eq!((two, &mem.log[..]), ([7, 8], &[('r', BASE + 0x18, 8)][..]));
+        let mut five = [0u32; 5];
+        assert_eq!(c.get_priority_class_map(&mut mem, &mut sink, Some(&mut five)), Err(DgeError::TooManyClasses(5)));
         assert_eq!(c.set_priority_class_map(&mut mem, &mut sink, None), Err(DgeError::NoClassMap));
         assert_eq!(c.set_priority_class_map(&mut mem, &mut sink, Some(&[0; 5])), Err(DgeError::TooManyClasses(5)));
         assert_eq!(c.get_priority_class_map(&mut mem, &mut sink, None), Err(DgeError::NoClassMap));
@@ -561,6 +586,66 @@ mod tests {
         assert_eq!(gate(0, &mb), None);
         assert_eq!(apply_gate(9, &mb, 0b1111), 0b1010);
         assert_eq!(apply_gate(3, &mb, 0b1111), 0b1111);
+    }
+
+    /// Every refusal names the object and the reason, with its values; codes and
+    /// statuses per G-DGE-CODES.
+    #[test]
+    fn every_error_message_names_what_and_why() {
+        let cases: [(DgeError, &str, u32, NrtStatus); 8] = [
+            (DgeError::NotBooted(0), "core is not booted (boot state 0)", 8, NrtStatus::Invalid),
+            (DgeError::BadKind(3), "core kind 3 is not an NX_POOL kind", 8, NrtStatus::Invalid),
+            (DgeError::BadMailboxIndex(4), "DGE mailbox index 4 above 3", 8, NrtStatus::Invalid),
+            (DgeError::TooManyMailboxes(5), "5 DGE mailboxes requested, at most 4", 8, NrtStatus::Invalid),
+            (DgeError::NoClassMap, "no priority-class map given", 8, NrtStatus::Invalid),
+            (DgeError::TooManyClasses(6), "6 priority classes, at most 4", 8, NrtStatus::Invalid),
+            (DgeError::AddressOverflow, "DGE config address overflows u64", 8, NrtStatus::Invalid),
+            (DgeError::Platform(ErrorKind::Io), "core-ops access failed: Io", 1, NrtStatus::Failure),
+        ];
+        for (e, text, code, status) in cases {
+            assert_eq!((e.to_string().as_str(), e.code(), e.status()), (text, code, status));
+        }
+        let events: [(DgeEvent, &str, &str, Level); 6] = [
+            (
+                DgeEvent::GuardRefused { kind: 9, boot_state: 0 },
+                "dge_guard_refused",
+                "DGE: core (kind 9) is not booted (boot state 0)",
+                Level::Error,
+            ),
+            (
+                DgeEvent::GuardRefused { kind: 3, boot_state: 1 },
+                "dge_guard_refused",
+                "DGE: core kind 3 is not an NX_POOL core",
+                Level::Error,
+            ),
+            (
+                DgeEvent::MailboxReadback { idx: 2, value: 0xFFFF_FF00, read_ok: false },
+                "dge_mailbox_readback",
+                "DGE mailbox 2: 0xffffff00 (read failed; scratch default)",
+                Level::Warn,
+            ),
+            (
+                DgeEvent::MailboxReadback { idx: 1, value: 0x0003_0200, read_ok: true },
+                "dge_mailbox_readback",
+                "DGE mailbox 1: 0x00030200",
+                Level::Debug,
+            ),
+            (
+                DgeEvent::MailboxSet { idx: 3, value: 0xBEEF_0500 },
+                "dge_mailbox_set",
+                "DGE mailbox 3 set to 0xbeef0500",
+                Level::Debug,
+            ),
+            (
+                DgeEvent::ClassMapSet { classes: 4 },
+                "dge_class_map_set",
+                "DGE priority-class map set (4 classes)",
+                Level::Debug,
+            ),
+        ];
+        for (e, kind, text, level) in events {
+            assert_eq!((e.kind(), e.to_string().as_str(), e.level()), (kind, text, level));
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use nrt_core::dma::build::append_descs;
 use nrt_core::dma::pring::RingBacking;
 use nrt_core::dma::queue::reserve_descriptors;
 use nrt_core::dma::{
-    Bd, Direction, LenCtrl, PRing, Relocation, SwDmaQueue, Transfer, UdmaCopyWriter, UdmaLayout, VRing,
+    Bd, DeviceHead, Direction, LenCtrl, PRing, Relocation, SwDmaQueue, Transfer, UdmaCopyWriter, UdmaLayout, VRing,
 };
 use nrt_core::event::Event;
 use nrt_core::exec::{ExecConfig, ExecRequest, ExecState, Step, TpbEngState};
@@ -323,7 +323,13 @@ pub fn dma(data: &[u8]) {
                     (s, n)
                 };
                 let before = [snap(&vring, Direction::Tx), snap(&vring, Direction::Rx)];
-                vring.addr_rewrite(&r);
+                let lowered = vring.block(Direction::Tx).is_lowered() || vring.block(Direction::Rx).is_lowered();
+                if vring.addr_rewrite(&r).is_err() {
+                    // Refused after lowering (G-DMA-RELOC-LOWERED): nothing moved.
+                    assert!(lowered);
+                    assert_eq!(before, [snap(&vring, Direction::Tx), snap(&vring, Direction::Rx)]);
+                    continue;
+                }
                 let after = [snap(&vring, Direction::Tx), snap(&vring, Direction::Rx)];
                 for ((b, nb), (a, na)) in before.iter().zip(after.iter()) {
                     assert_eq!(nb, na);
@@ -351,7 +357,9 @@ pub fn dma(data: &[u8]) {
                 for _ in 0..(inp.u8() % 4) {
                     let n = u32::from(inp.u8() % 16);
                     let before = txq;
-                    match reserve_descriptors(&mut txq, &mut rxq, n) {
+                    // The device has consumed everything produced: only the ring bounds apply.
+                    let (th, rh) = (DeviceHead::caught_up(&txq), DeviceHead::caught_up(&rxq));
+                    match reserve_descriptors(&mut txq, &mut rxq, th, rh, n) {
                         Ok((r, _)) => {
                             assert!(r.idx < before.desc_count());
                             assert_eq!(

@@ -15,7 +15,7 @@ use nrt_core::nq::Notifications;
 use nrt_core::NrtStatus;
 use nrt_linux::poller::{Poller, PollerConfig, VecLanes};
 use nrt_sim::device::Device;
-use nrt_sim::host::{HostClock, SimFence, SimHost};
+use nrt_sim::host::{HostClock, SimHost};
 use nrt_sim::program::{self, ProgramSpec};
 use nrt_sim::shared::Shared;
 use nrt_sim::{layout, Fault};
@@ -64,7 +64,8 @@ fn sim_lanes(n: usize, faults: &[(usize, &str)]) -> SimLanes {
 /// Doorbell B and one kickoff per core, through a second host view of the lane.
 fn kickoff(shared: &Arc<Shared>, origin: Instant) {
     let mut h = SimHost::new(Arc::clone(shared), HostClock::Real(origin));
-    set_host_trigger(&mut h, &mut SimFence, layout::xt_local_reg(Arch::Sunda)).unwrap();
+    let mut fence = h.fence();
+    set_host_trigger(&mut h, &mut fence, layout::xt_local_reg(Arch::Sunda)).unwrap();
     for c in 0..2 {
         kickoff_infer(&mut h, c, c).unwrap();
     }

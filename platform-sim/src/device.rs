@@ -507,3 +507,192 @@ fn describe(core: u8, nq: u8, label: Label) -> String {
         Label::Error(class) => format!("core {core} error ring: {class} record"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::{self, udma};
+    use nrt_core::arch::Arch;
+    use nrt_core::dma::{Bd, Direction, UdmaLayout};
+
+    const RING: u64 = layout::RING_BACKING_BASE;
+    const DEPTH: u32 = 2;
+    const LEN: u32 = 64;
+
+    /// A device with no programs, and the staging queue's bank offsets ([M2S, S2M]).
+    fn rig() -> (Device, [u64; 2]) {
+        let shared = Arc::new(Shared::new(Arch::Sunda, 64 * layout::ENTRY_BYTES));
+        let spec = ProgramSpec { arch: Arch::Sunda, ring_entries: 64, seed: 0, faults: vec![], extras: vec![] };
+        let map = UdmaLayout::of(Arch::Sunda);
+        let banks = [Direction::Tx, Direction::Rx].map(|d| {
+            layout::udma_base(Arch::Sunda, SIM_UDMA_ENGINE) + map.block_offset(d) + map.queue_offset(0).unwrap()
+        });
+        for (k, bank) in banks.iter().enumerate() {
+            let ring = RING + k as u64 * 0x100;
+            shared.bar_write(bank + udma::RING_BASE_LO, ring as u32).unwrap();
+            shared.bar_write(bank + udma::RING_BASE_HI, 0).unwrap();
+            shared.bar_write(bank + udma::RING_LEN, DEPTH).unwrap();
+        }
+        (Device::new(shared, spec, 1), banks)
+    }
+
+    /// Write slot `slot` of both rings: TX reads `src + 64 * seq`, RX writes `dst +
+    /// 64 * seq`, each BD carrying `ring_id`.
+    fn put(dev: &Device, slot: u32, seq: u64, ring_id: u8) {
+        for (k, base) in [layout::COPY_SRC_ADDR, layout::COPY_DST_ADDR].into_iter().enumerate() {
+            let bd = Bd::new(LenCtrl::new().with_length(LEN as u16).with_ring_id(ring_id), 0, base + seq * 64);
+            let mut raw = [0u8; BD_SIZE];
+            raw[..4].copy_from_slice(&bd.len_ctrl.get().to_le_bytes());
+            raw[8..].copy_from_slice(&bd.addr().to_le_bytes());
+            let at = RING + k as u64 * 0x100 + u64::from(slot) * BD_SIZE as u64;
+            dev.shared().dram_write(at, &raw).unwrap();
+        }
+    }
+
+    /// Ring both tail increments by `n` (S2M first) and let the engine run.
+    fn ring(dev: &mut Device, banks: [u64; 2], n: u32, now: &mut u64) {
+        for bank in [banks[1], banks[0]] {
+            dev.shared().bar_write(bank + udma::TAIL_PTR_INC, n).unwrap();
+        }
+        dev.step(*now);
+        *now += 1_000_000;
+        dev.step(*now);
+    }
+
+    fn aborted(dev: &Device) -> bool {
+        dev.shared().get_line(Line::DmaAbort, 0) != 0
+    }
+
+    fn fill_src(dev: &Device) -> Vec<u8> {
+        let src: Vec<u8> = (0..256u32).map(|i| (i * 7 + 1) as u8).collect();
+        dev.shared().dram_write(layout::COPY_SRC_ADDR, &src).unwrap();
+        src
+    }
+
+    fn dst(dev: &Device, n: usize) -> Vec<u8> {
+        let mut out = vec![0u8; n];
+        dev.shared().dram_read(layout::COPY_DST_ADDR, &mut out).unwrap();
+        out
+    }
+
+    /// The DMA engine takes the first lap with ring id 1 and each later lap with
+    /// the next id (+1 mod 4), and its head pointer says where it is (driver §5).
+    #[test]
+    fn the_engine_follows_the_ring_id_of_each_lap() {
+        let (mut dev, banks) = rig();
+        let src = fill_src(&dev);
+        // The head pointer out of reset: slot 0, ring id 1.
+        assert_eq!(dev.shared().bar_read(banks[0] + udma::HEAD_PTR), Ok(1 << 30));
+        let mut now = 0;
+        put(&dev, 0, 0, 1);
+        put(&dev, 1, 1, 1);
+        ring(&mut dev, banks, 2, &mut now);
+        // Lap 2 (ring id 2), then lap 3 (ring id 3).
+        put(&dev, 0, 2, 2);
+        put(&dev, 1, 3, 2);
+        ring(&mut dev, banks, 2, &mut now);
+        assert!(!aborted(&dev), "{:?}", dev.notes());
+        assert_eq!(dev.stats().dma_descriptors, 4);
+        assert_eq!(dst(&dev, 256), src);
+        for bank in banks {
+            assert_eq!(dev.shared().bar_read(bank + udma::HEAD_PTR), Ok(3 << 30), "slot 0 of lap 3");
+        }
+    }
+
+    /// The engine pairs M2S with S2M descriptors: an M2S increment alone copies
+    /// nothing (and logs nothing) until the S2M side has descriptors too; each
+    /// run that copies says how many pairs.
+    #[test]
+    fn the_engine_waits_for_both_sides_and_logs_each_copy() {
+        let (mut dev, banks) = rig();
+        let src = fill_src(&dev);
+        put(&dev, 0, 0, 1);
+        put(&dev, 1, 1, 1);
+        dev.shared().bar_write(banks[0] + udma::TAIL_PTR_INC, 2).unwrap();
+        dev.step(0);
+        dev.step(1_000_000);
+        assert_eq!(dev.stats().dma_descriptors, 0);
+        assert!(dev.notes().is_empty(), "{:?}", dev.notes());
+        dev.shared().bar_write(banks[1] + udma::TAIL_PTR_INC, 2).unwrap();
+        dev.step(2_000_000);
+        dev.step(3_000_000);
+        assert_eq!(dev.stats().dma_descriptors, 2);
+        assert_eq!(dst(&dev, 128), src[..128]);
+        let texts: Vec<&str> = dev.notes().iter().map(|n| n.text.as_str()).collect();
+        assert_eq!(texts, ["UDMA 0 queue 0: 2 descriptor pair(s) copied"]);
+    }
+
+    /// The ring base is the 64-bit `hi:lo` pair: a base above the device's memory
+    /// is a failed descriptor read (abort), not a read of some low address.
+    #[test]
+    fn a_ring_base_above_memory_aborts() {
+        let (mut dev, banks) = rig();
+        fill_src(&dev);
+        put(&dev, 0, 0, 1);
+        dev.shared().bar_write(banks[0] + udma::RING_BASE_HI, 1).unwrap();
+        let mut now = 0;
+        ring(&mut dev, banks, 1, &mut now);
+        assert!(aborted(&dev));
+        assert_eq!(dev.stats().dma_descriptors, 0);
+        let note = dev.notes().iter().map(|n| n.text.as_str()).find(|t| t.contains("abort")).unwrap_or("");
+        assert!(note.contains("descriptor read failed"), "{note}");
+    }
+
+    /// A head at or past a ring length reprogrammed shorter is refused, as is a
+    /// ring of length 0.
+    #[test]
+    fn a_head_outside_the_ring_aborts() {
+        let (mut dev, banks) = rig();
+        fill_src(&dev);
+        put(&dev, 0, 0, 1);
+        put(&dev, 1, 1, 1);
+        let mut now = 0;
+        ring(&mut dev, banks, 1, &mut now);
+        assert_eq!(dev.stats().dma_descriptors, 1);
+        dev.shared().bar_write(banks[0] + udma::RING_LEN, 1).unwrap();
+        ring(&mut dev, banks, 1, &mut now);
+        assert!(aborted(&dev));
+        assert_eq!(dev.stats().dma_descriptors, 1);
+        let note = dev.notes().iter().map(|n| n.text.as_str()).find(|t| t.contains("abort")).unwrap_or("");
+        assert!(note.contains("ring length 1 with head 1"), "{note}");
+
+        let (mut dev, banks) = rig();
+        put(&dev, 0, 0, 1);
+        dev.shared().bar_write(banks[1] + udma::RING_LEN, 0).unwrap();
+        let mut now = 0;
+        ring(&mut dev, banks, 1, &mut now);
+        assert!(aborted(&dev));
+        assert_eq!(dev.stats().dma_descriptors, 0);
+    }
+
+    /// Issue 11: removing the engine's ring-id check passed every test. A BD with
+    /// the wrong id is a prefetch ring-id error: the queue aborts, nothing is
+    /// copied, and the note says why.
+    #[test]
+    fn a_wrong_ring_id_aborts_the_queue() {
+        // Ring id 0 on the first lap (what lowering left before G-DMA-LOWER-RINGID).
+        let (mut dev, banks) = rig();
+        fill_src(&dev);
+        let mut now = 0;
+        put(&dev, 0, 0, 0);
+        ring(&mut dev, banks, 1, &mut now);
+        assert!(aborted(&dev));
+        assert_eq!(dev.stats().dma_descriptors, 0);
+        assert_eq!(dst(&dev, 64), vec![0; 64], "nothing copied");
+        let note = dev.notes().iter().map(|n| n.text.as_str()).find(|t| t.contains("abort")).unwrap_or("");
+        assert!(note.contains("ring id 0 where 1 was expected"), "{note}");
+
+        // A stale lap: the second lap written with the first lap's id.
+        let (mut dev, banks) = rig();
+        let src = fill_src(&dev);
+        let mut now = 0;
+        put(&dev, 0, 0, 1);
+        put(&dev, 1, 1, 1);
+        ring(&mut dev, banks, 2, &mut now);
+        put(&dev, 0, 2, 1);
+        ring(&mut dev, banks, 1, &mut now);
+        assert!(aborted(&dev));
+        assert_eq!(dev.stats().dma_descriptors, 2);
+        assert_eq!(dst(&dev, 192), [&src[..128], &[0; 64][..]].concat());
+    }
+}

@@ -9,7 +9,7 @@
 //! separate ([`VirtualDelay`] steps the device; [`RealDelay`] yields the CPU).
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use nrt_core::dma::{Direction, RingBacking};
@@ -48,6 +48,46 @@ pub enum HostClock {
     Real(Instant),
 }
 
+/// One step of the host-to-device handoff, in the order the host took it: a
+/// Release fence, or a BAR register write (doorbells, queue programming, the host
+/// trigger). Fences and writes share one log, so their order can be checked
+/// (issue 11: a fence moved after its doorbell write went unseen while the two
+/// were logged apart).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handoff {
+    /// [`hal::Fence::release`] on the host or on a [`SimFence`] it lent.
+    Fence,
+    /// [`hal::Registers::write32`].
+    Write {
+        /// BAR0 offset.
+        offset: u64,
+        /// Value written.
+        value: u32,
+    },
+}
+
+/// Most handoff steps a host keeps (staging and kickoff take about a dozen);
+/// later ones are counted, not kept.
+pub const MAX_HANDOFF_LOG: usize = 64;
+
+/// The shared handoff log of a host and the fences it lends.
+#[derive(Debug, Default)]
+struct HandoffLog {
+    steps: Vec<Handoff>,
+    dropped: u64,
+}
+
+fn log_handoff(log: &Mutex<HandoffLog>, step: Handoff) {
+    // A poisoned log only loses the record; the simulation goes on.
+    if let Ok(mut l) = log.lock() {
+        if l.steps.len() < MAX_HANDOFF_LOG {
+            l.steps.push(step);
+        } else {
+            l.dropped = l.dropped.saturating_add(1);
+        }
+    }
+}
+
 /// The host side of the simulator: every platform trait of nrt-core.
 pub struct SimHost {
     shared: Arc<Shared>,
@@ -56,6 +96,7 @@ pub struct SimHost {
     pub events: Vec<Event>,
     tensors: TensorCompletions<MAX_OUTPUTS, WakeLog>,
     ring_next: u64,
+    handoff: Arc<Mutex<HandoffLog>>,
 }
 
 impl core::fmt::Debug for SimHost {
@@ -72,7 +113,29 @@ impl SimHost {
             Some(t) => t,
             None => unreachable!("MAX_OUTPUTS var ids fit a table of MAX_OUTPUTS"),
         };
-        SimHost { shared, clock, events: Vec::new(), tensors, ring_next: layout::RING_BACKING_BASE }
+        SimHost {
+            shared,
+            clock,
+            events: Vec::new(),
+            tensors,
+            ring_next: layout::RING_BACKING_BASE,
+            handoff: Arc::default(),
+        }
+    }
+
+    /// A fence for the doorbell functions (which take the registers and a fence as
+    /// two borrows) that logs into this host's handoff log.
+    pub fn fence(&self) -> SimFence {
+        SimFence(Arc::clone(&self.handoff))
+    }
+
+    /// The handoff steps so far, in order (at most [`MAX_HANDOFF_LOG`]), and how
+    /// many more were not kept.
+    pub fn handoff(&self) -> (Vec<Handoff>, u64) {
+        match self.handoff.lock() {
+            Ok(l) => (l.steps.clone(), l.dropped),
+            Err(_) => (Vec::new(), 0),
+        }
     }
 
     /// The shared hardware state.
@@ -174,6 +237,7 @@ impl hal::Registers for SimHost {
     }
 
     fn write32(&mut self, offset: u64, value: u32) -> Result<(), ErrorKind> {
+        log_handoff(&self.handoff, Handoff::Write { offset, value });
         self.shared.bar_write(offset, value)
     }
 }
@@ -200,7 +264,12 @@ impl hal::Semaphore for SimHost {
     }
 }
 
-impl hal::Fence for SimHost {}
+impl hal::Fence for SimHost {
+    fn release(&mut self) {
+        std::sync::atomic::fence(Ordering::Release);
+        log_handoff(&self.handoff, Handoff::Fence);
+    }
+}
 
 impl RingBacking for SimHost {
     /// `dma_ring_alloc`: 256-byte aligned device memory from the ring-backing window.
@@ -218,11 +287,17 @@ impl RingBacking for SimHost {
 }
 
 /// A fence object for the doorbell functions (which take registers and a fence
-/// as two borrows).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SimFence;
+/// as two borrows), lent by [`SimHost::fence`]: it logs into the host's handoff
+/// log.
+#[derive(Clone, Debug)]
+pub struct SimFence(Arc<Mutex<HandoffLog>>);
 
-impl hal::Fence for SimFence {}
+impl hal::Fence for SimFence {
+    fn release(&mut self) {
+        std::sync::atomic::fence(Ordering::Release);
+        log_handoff(&self.0, Handoff::Fence);
+    }
+}
 
 /// A wait the harvest can tell when the host next acts on its own: the virtual
 /// clock may jump to that deadline ([`Device::advance_virtual_until`]); a real

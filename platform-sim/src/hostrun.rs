@@ -30,7 +30,7 @@ use nrt_core::nq::Notifications;
 use nrt_core::NrtStatus;
 
 use crate::device::Device;
-use crate::host::{HostClock, SimFence, SimHost};
+use crate::host::{HostClock, SimHost};
 use crate::layout;
 use crate::program::{self, ProgramSpec};
 use crate::run::{SimConfig, SimError};
@@ -245,7 +245,8 @@ fn new_lane(cfg: &HostConfig, device_index: u16, core: u8) -> Result<SimLane, Si
         nq.set_sync_point(c, program::sync_point(c));
     }
     // Doorbell B arms the sequencers once; each inference is a kickoff per core.
-    set_host_trigger(&mut host, &mut SimFence, layout::xt_local_reg(sim.arch))
+    let mut fence = host.fence();
+    set_host_trigger(&mut host, &mut fence, layout::xt_local_reg(sim.arch))
         .map_err(|e| SimError::Staging { step: "host trigger", error: e })?;
     Ok(SimLane { device_index, core, host, nq, device, done: 0, in_flight: false, results: Vec::new() })
 }

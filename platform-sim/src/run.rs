@@ -20,7 +20,9 @@ use nrt_core::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
 use nrt_core::dma::build::{append_descs, Transfer, OP_COPY};
 use nrt_core::dma::doorbell::{kickoff_infer, ring_tail_inc, set_host_trigger};
 use nrt_core::dma::queue::reserve_descriptors;
-use nrt_core::dma::{Bd, CompletionHandle, Direction, DmaError, DmaEvent, PlatformType, SwDmaQueue, UdmaCopyWriter};
+use nrt_core::dma::{
+    Bd, CompletionHandle, DeviceHead, Direction, DmaError, DmaEvent, PlatformType, SwDmaQueue, UdmaCopyWriter,
+};
 use nrt_core::dma::{UdmaLayout, VRing};
 use nrt_core::event::Event;
 use nrt_core::exec::driver::SYNC_POLL_DELAY_US;
@@ -31,7 +33,7 @@ use nrt_core::NrtStatus;
 
 use crate::device::{Device, DeviceStats, Note};
 use crate::fault::Fault;
-use crate::host::{HostClock, HostDelay, RealDelay, SimFence, SimHost, VirtualDelay};
+use crate::host::{HostClock, HostDelay, RealDelay, SimHost, VirtualDelay};
 use crate::layout::{self, udma};
 use crate::program::{self, Extra, ProgramSpec};
 use crate::rng::Rng;
@@ -300,7 +302,8 @@ fn drive<W: HostDelay>(cfg: &SimConfig, host: &mut SimHost, delay: &mut W) -> Re
     }
 
     // Doorbell B arms the sequencers; doorbell C releases each core's streams.
-    set_host_trigger(host, &mut SimFence, layout::xt_local_reg(cfg.arch)).map_err(staging_err("host trigger"))?;
+    let mut fence = host.fence();
+    set_host_trigger(host, &mut fence, layout::xt_local_reg(cfg.arch)).map_err(staging_err("host trigger"))?;
     let kickoff_us = host.now_ns() / 1_000;
     for c in 0..cores {
         kickoff_infer(host, u32::from(c), u32::from(c)).map_err(staging_err("kickoff"))?;
@@ -457,12 +460,26 @@ pub fn core_reports(req: &ExecRequest, cores: u8) -> Vec<CoreReport> {
         .collect()
 }
 
+/// BAR0 offset of the staging queue's bank in direction `dir`.
+fn queue_bank(arch: Arch, dir: Direction) -> Result<u64, SimError> {
+    let map = UdmaLayout::of(arch);
+    Ok(layout::udma_base(arch, layout::SIM_UDMA_ENGINE)
+        + map.block_offset(dir)
+        + map.queue_offset(layout::SIM_UDMA_QUEUE).map_err(staging_err("queue bank"))?)
+}
+
+/// Where the device is in the staging queue's ring of direction `dir`: its head
+/// pointer register (G-DMA-AVAIL).
+fn device_head(host: &mut SimHost, arch: Arch, dir: Direction) -> Result<DeviceHead, SimError> {
+    let reg = host
+        .read32(queue_bank(arch, dir)? + udma::HEAD_PTR)
+        .map_err(|e| SimError::Staging { step: "head pointer", error: DmaError::Platform(e) })?;
+    Ok(DeviceHead::from_head_ptr(reg))
+}
+
 /// Program a UDMA queue bank's ring base and length (the driver's `DMA_QUEUE_INIT`).
 fn program_queue(host: &mut SimHost, arch: Arch, dir: Direction, ring: u64, depth: u32) -> Result<(), SimError> {
-    let map = UdmaLayout::of(arch);
-    let bank = layout::udma_base(arch, layout::SIM_UDMA_ENGINE)
-        + map.block_offset(dir)
-        + map.queue_offset(layout::SIM_UDMA_QUEUE).map_err(staging_err("queue bank"))?;
+    let bank = queue_bank(arch, dir)?;
     let regs = [(udma::RING_BASE_LO, ring as u32), (udma::RING_BASE_HI, (ring >> 32) as u32), (udma::RING_LEN, depth)];
     for (reg, v) in regs {
         host.write32(bank + reg, v)
@@ -519,7 +536,8 @@ fn stage<W: Delay>(
     program_queue(host, arch, Direction::Rx, rx.dev_addr(), rx.depth())?;
     let mut txq = SwDmaQueue::for_ring(tx).map_err(staging_err("tx queue"))?;
     let mut rxq = SwDmaQueue::for_ring(rx).map_err(staging_err("rx queue"))?;
-    let (rt, rr) = reserve_descriptors(&mut txq, &mut rxq, n).map_err(staging_err("reserve"))?;
+    let (th, rh) = (device_head(host, arch, Direction::Tx)?, device_head(host, arch, Direction::Rx)?);
+    let (rt, rr) = reserve_descriptors(&mut txq, &mut rxq, th, rh, n).map_err(staging_err("reserve"))?;
     let tx_bds: Vec<Bd> = tx.image().iter().take(n as usize).copied().collect();
     let rx_bds: Vec<Bd> = rx.image().iter().take(n as usize).copied().collect();
     tx.set_descriptors(&rt, &tx_bds).map_err(staging_err("set tx"))?;
@@ -536,8 +554,9 @@ fn stage<W: Delay>(
         map.tail_inc_offset(base, q, Direction::Tx).map_err(staging_err("doorbell offset"))?,
         map.tail_inc_offset(base, q, Direction::Rx).map_err(staging_err("doorbell offset"))?,
     );
-    ring_tail_inc(host, &mut SimFence, arch, base, q, Direction::Rx, n).map_err(staging_err("doorbell rx"))?;
-    ring_tail_inc(host, &mut SimFence, arch, base, q, Direction::Tx, n).map_err(staging_err("doorbell tx"))?;
+    let mut fence = host.fence();
+    ring_tail_inc(host, &mut fence, arch, base, q, Direction::Rx, n).map_err(staging_err("doorbell rx"))?;
+    ring_tail_inc(host, &mut fence, arch, base, q, Direction::Tx, n).map_err(staging_err("doorbell tx"))?;
     handle
         .wait(host, delay, &mut Collect(events), n, PlatformType::HARDWARE)
         .map_err(staging_err("completion wait"))?;
@@ -563,6 +582,8 @@ fn stage<W: Delay>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::Handoff;
+    use crate::shm::Line;
 
     /// The wait before the skip to the host's deadline: every idle step moves the
     /// virtual clock by the quantum at most (the device's own skip only).
@@ -632,5 +653,89 @@ mod tests {
         assert_eq!(r.events_of("barrier_wait").count(), 14, "120 s doubling up to 983040 s");
         // The budget is measured from the barrier's clear (1e6 s) and fires on it.
         assert_eq!(r.elapsed_ns / 1_000_000, 1_000_000_000 + u64::from(u32::MAX) * 1000);
+    }
+
+    fn rig(cfg: &SimConfig) -> (Arc<Shared>, SimHost, VirtualDelay) {
+        let shared = Arc::new(Shared::new(cfg.arch, cfg.ring_entries * layout::ENTRY_BYTES));
+        let spec = ProgramSpec {
+            arch: cfg.arch,
+            ring_entries: cfg.ring_entries,
+            seed: cfg.seed,
+            faults: vec![],
+            extras: vec![],
+        };
+        let device = Device::new(Arc::clone(&shared), spec, cfg.cores);
+        let host = SimHost::new(Arc::clone(&shared), HostClock::Virtual);
+        (shared, host, VirtualDelay::new(device))
+    }
+
+    /// Issue 11: the staging's doorbell order (S2M first, then M2S: driver §5, M2M
+    /// copy) and each doorbell's Release fence were invisible to the tests. The
+    /// host's one handoff log shows both.
+    #[test]
+    fn staging_rings_s2m_then_m2s_each_right_after_a_fence() {
+        for arch in [Arch::Sunda, Arch::Cayman] {
+            let cfg = SimConfig { arch, cores: 1, ..SimConfig::default() };
+            let (_, mut host, mut delay) = rig(&cfg);
+            let st = stage(&cfg, &mut host, &mut delay, &mut Vec::new()).unwrap();
+            assert!(st.copy_verified);
+            let (log, dropped) = host.handoff();
+            assert_eq!(dropped, 0);
+            let (m2s, s2m) = st.doorbells;
+            let at = |off: u64| log.iter().position(|h| matches!(h, Handoff::Write { offset, .. } if *offset == off));
+            let (Some(i_s2m), Some(i_m2s)) = (at(s2m), at(m2s)) else { panic!("both doorbells rung: {log:?}") };
+            assert!(i_s2m < i_m2s, "S2M before M2S: {log:?}");
+            for i in [i_s2m, i_m2s] {
+                assert_eq!(log[i - 1], Handoff::Fence, "a fence right before each doorbell: {log:?}");
+            }
+            assert_eq!(log[i_s2m], Handoff::Write { offset: s2m, value: st.descriptors });
+            assert_eq!(log[i_m2s], Handoff::Write { offset: m2s, value: st.descriptors });
+            // Exactly one write to each doorbell.
+            let writes =
+                |off: u64| log.iter().filter(|h| matches!(h, Handoff::Write { offset, .. } if *offset == off)).count();
+            assert_eq!((writes(s2m), writes(m2s)), (1, 1));
+        }
+    }
+
+    /// G-DMA-LOWER-RINGID end to end: a static ring fetched by the device exactly
+    /// as lowered (no per-inference `set_descriptors` restamping it) is taken;
+    /// with the ring id 0 a BD writer leaves, the engine would abort.
+    #[test]
+    fn the_device_takes_a_lowered_static_ring_as_is() {
+        let cfg = SimConfig { cores: 1, ..SimConfig::default() };
+        let (shared, mut host, mut delay) = rig(&cfg);
+        let src: Vec<u8> = (0..1024u32).map(|i| (i % 251) as u8).collect();
+        host.copy_in(layout::COPY_SRC_ADDR, &src).unwrap();
+        let mut txp = [[Bd::ZERO; PAGE_BDS]; 1];
+        let mut rxp = [[Bd::ZERO; PAGE_BDS]; 1];
+        let mut vring: VRing<'_, PAGE_BDS> = VRing::new(&mut txp, &mut rxp);
+        let t = Transfer {
+            op: OP_COPY,
+            elem_count: 256,
+            granule: 64,
+            elem_bytes: 4,
+            src: layout::COPY_SRC_ADDR,
+            dst: layout::COPY_DST_ADDR,
+        };
+        let n = append_descs(&mut vring, cfg.arch, &t, &mut UdmaCopyWriter).unwrap().tx.ndesc;
+        let (mut ti, mut ri) = ([Bd::ZERO; 8], [Bd::ZERO; 8]);
+        vring.create_prings(&mut host, &mut Collect(&mut Vec::new()), &mut ti, &mut ri).unwrap();
+        let (tx, rx) = vring.rings_mut().unwrap();
+        program_queue(&mut host, cfg.arch, Direction::Tx, tx.dev_addr(), tx.depth()).unwrap();
+        program_queue(&mut host, cfg.arch, Direction::Rx, rx.dev_addr(), rx.depth()).unwrap();
+        let base = layout::udma_base(cfg.arch, layout::SIM_UDMA_ENGINE);
+        let mut fence = host.fence();
+        for dir in [Direction::Rx, Direction::Tx] {
+            ring_tail_inc(&mut host, &mut fence, cfg.arch, base, layout::SIM_UDMA_QUEUE, dir, n).unwrap();
+        }
+        delay.delay_us(100);
+        assert_eq!(shared.get_line(Line::DmaAbort, 0), 0, "{:?}", delay.device.notes());
+        assert_eq!(delay.device.stats().dma_descriptors, u64::from(n));
+        let mut dst = vec![0u8; 1024];
+        host.copy_out(layout::COPY_DST_ADDR, &mut dst).unwrap();
+        assert_eq!(dst, src);
+        // The head pointer: n slots in, still on lap 1.
+        let head = device_head(&mut host, cfg.arch, Direction::Tx).unwrap();
+        assert_eq!(head, DeviceHead { idx: n, ring_id: 1 });
     }
 }

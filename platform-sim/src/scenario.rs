@@ -7,7 +7,7 @@
 //! a faulted harvest (timeout, overflow, matcher fault, proxy failure) returns 2.
 
 use nrt_core::arch::Arch;
-use nrt_core::event::{Event, ProbeReason};
+use nrt_core::event::{Event, Level, ProbeReason};
 use nrt_core::exec::TpbEngState;
 use nrt_core::nq::{Engine, ErrorClass};
 use nrt_core::NrtStatus;
@@ -90,6 +90,28 @@ fn probe(r: &RunReport, reason: ProbeReason, overflow: bool) -> Result<(), Strin
         |e| matches!(e, Event::OverflowProbe { reason: got, overflow: o, .. } if *got == reason && *o == overflow),
     );
     need(found, &format!("an overflow probe ({reason:?}) reading bit 29 = {overflow}"))
+}
+
+/// The `corrupt` scenario's evidence: the failure is the matcher's, on the ring
+/// that was corrupted (core 0, DVE), and on nothing else. Exactly one error-level
+/// event, a matcher fault (an unexpected notification, or a custom record with an
+/// unknown sub-id) naming core 0 and DVE; core 0 ends with `NRT_FAILURE`, core 1
+/// untouched with `NRT_SUCCESS`.
+fn corrupt_on_core0_dve(r: &RunReport) -> Result<(), String> {
+    let errors: Vec<&Event> = r.events.iter().filter(|e| e.level() == Level::Error).collect();
+    let on_dve = |e: &Event| {
+        matches!(
+            e,
+            Event::UnexpectedNotification { core: 0, engine: Engine::Dve, .. }
+                | Event::BadCustomSubId { core: 0, engine: Engine::Dve, .. }
+        )
+    };
+    need(
+        errors.len() == 1 && errors.iter().all(|e| on_dve(e)),
+        "exactly one error event, a matcher fault on core 0 DVE's ring",
+    )?;
+    let rets: Vec<NrtStatus> = r.cores.iter().map(|c| c.exec_ret).collect();
+    need(rets == [NrtStatus::Failure, NrtStatus::Success], "exec_rets: core 0 NRT_FAILURE, core 1 NRT_SUCCESS")
 }
 
 fn fatal(r: &RunReport, core: usize, flag: &str) -> Result<(), String> {
@@ -344,7 +366,7 @@ pub static SCENARIOS: &[Scenario] = &[
         expected: NrtStatus::Failure,
         expected_rc: 2,
         configure: faults![Fault::Corrupt { core: 0, engine: Engine::Dve, count: 8 }],
-        check: |_| Ok(()),
+        check: corrupt_on_core0_dve,
     },
     Scenario {
         name: "hbm-ue",

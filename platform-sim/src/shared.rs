@@ -133,6 +133,16 @@ pub struct QueueRegs {
     pub tail_inc_pending: AtomicU32,
 }
 
+impl QueueRegs {
+    /// A queue bank out of reset: the head at slot 0 of the first lap, so its
+    /// ring id field (`[31:30]`) reads 1 (`UDMA_INITIAL_RING_ID`, driver §5), as
+    /// the device's own cursor starts.
+    pub fn at_reset() -> QueueRegs {
+        let head = u32::from(nrt_core::dma::bd::INITIAL_RING_ID) << nrt_core::dma::queue::HEAD_PTR_RING_ID_SHIFT;
+        QueueRegs { head: AtomicU32::new(head), ..QueueRegs::default() }
+    }
+}
+
 /// The whole shared hardware state.
 #[derive(Debug)]
 pub struct Shared {
@@ -170,8 +180,8 @@ impl Shared {
                 .collect(),
             dram: (0..layout::DRAM_BYTES).map(|_| AtomicU8::new(0)).collect(),
             queues: [
-                (0..UDMA_QUEUES).map(|_| QueueRegs::default()).collect(),
-                (0..UDMA_QUEUES).map(|_| QueueRegs::default()).collect(),
+                (0..UDMA_QUEUES).map(|_| QueueRegs::at_reset()).collect(),
+                (0..UDMA_QUEUES).map(|_| QueueRegs::at_reset()).collect(),
             ],
             host_trigger: AtomicU32::new(0),
             sema: (0..MAX_CORES * layout::SEMAPHORES as usize).map(|_| AtomicU32::new(0)).collect(),

@@ -180,6 +180,10 @@ mod tests {
         assert_eq!(&b[8..16], &0x1122_3344_5566_7788u64.to_le_bytes());
         let back = Bd::read_from_bytes(b).unwrap();
         assert_eq!(back, bd);
+        let mut b2 = bd;
+        b2.set_addr(0x42);
+        b2.set_ctrl(LenCtrl::new().with_length(7));
+        assert_eq!((b2.addr(), b2.len_ctrl.get(), b2.meta_ctrl.get()), (0x42, 7, 0x0108_0003));
     }
 
     #[test]

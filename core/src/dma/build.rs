@@ -394,6 +394,22 @@ mod tests {
         }
     }
 
+    /// The TX packet's `+8` split flag (G-DMA-SPLIT: more than one BD) and `+0x10`
+    /// dimension multiplier (the granule), at the edges (issue 11: the flag's
+    /// comparison could change and every test passed).
+    #[test]
+    fn the_split_flag_is_set_exactly_when_the_transfer_takes_more_than_one_bd() {
+        for (elem_count, granule, ndesc, split) in
+            [(0, 4, 0, false), (4, 4, 1, false), (8, 4, 2, true), (7, 1, 7, true)]
+        {
+            let mut tx = [[Bd::ZERO; 8]; 1];
+            let mut rx = [[Bd::ZERO; 8]; 1];
+            let mut v: VRing<'_, 8> = VRing::new(&mut tx, &mut rx);
+            let p = append_descs(&mut v, Arch::Sunda, &t(0, elem_count, granule), &mut UdmaCopyWriter).unwrap();
+            assert_eq!((p.tx.ndesc, p.split, p.dim_mult), (ndesc, split, granule), "{elem_count}/{granule}");
+        }
+    }
+
     #[test]
     fn udma_copy_writer_writes_the_drivers_copy_descriptor() {
         let mut tx = [[Bd::ZERO; 4]; 1];
@@ -411,6 +427,66 @@ mod tests {
             Err(DmaError::UnsupportedOp(5))
         );
         assert_eq!(v.block(Direction::Tx).count(), 2, "a refused build appends nothing");
+        for op in 1..=4 {
+            assert_eq!(
+                append_descs(&mut v, Arch::Sunda, &t(op, 4, 4), &mut UdmaCopyWriter),
+                Err(DmaError::UnsupportedOp(op))
+            );
+        }
+    }
+
+    /// A writer lent as `&mut W` (the blanket impl) writes what `W` writes.
+    #[test]
+    fn a_lent_writer_is_the_writer() {
+        for op in [0, 5, 2] {
+            let mut tx = [[Bd::ZERO; 4]; 1];
+            let mut rx = [[Bd::ZERO; 4]; 1];
+            let mut v: VRing<'_, 4> = VRing::new(&mut tx, &mut rx);
+            let mut rec = Recorder::default();
+            let mut lent: &mut Recorder = &mut rec;
+            append_descs(&mut v, Arch::Sunda, &t(op, 8, 4), &mut lent).unwrap();
+            assert_eq!(rec.paths.len(), 4);
+            assert_eq!(v.block(Direction::Tx).slot(1).unwrap().addr(), 0x1010);
+            assert_eq!(v.block(Direction::Tx).slot(1).unwrap().meta_ctrl.get(), rec.paths[0].0 as u32);
+        }
+    }
+
+    /// The edges of the length and address checks: a BD of exactly 65536 bytes (len
+    /// field 0), an empty transfer whose BD length would be 0 (nothing to check), and
+    /// buffers ending exactly at 2^64 (accepted) or one byte past (refused).
+    #[test]
+    fn length_and_address_edges() {
+        let mut tx = [[Bd::ZERO; 4]; 1];
+        let mut rx = [[Bd::ZERO; 4]; 1];
+        let mut v: VRing<'_, 4> = VRing::new(&mut tx, &mut rx);
+        let mut big = t(0, 0x4000, 0x4000);
+        big.elem_bytes = 4;
+        append_descs(&mut v, Arch::Sunda, &big, &mut UdmaCopyWriter).unwrap();
+        assert_eq!(v.block(Direction::Tx).slot(0).unwrap().ctrl().length(), 0);
+        assert_eq!(v.block(Direction::Tx).slot(0).unwrap().ctrl().len_bytes(), 0x1_0000);
+        let mut empty = t(0, 0, 4);
+        empty.elem_bytes = 0;
+        assert_eq!(append_descs(&mut v, Arch::Sunda, &empty, &mut UdmaCopyWriter).map(|p| p.tx.ndesc), Ok(0));
+        // Three 4-byte BDs: 12 bytes from the base.
+        let top = 1u128 << 64;
+        for (src, dst, ok) in [
+            ((top - 12) as u64, 0, true),
+            ((top - 11) as u64, 0, false),
+            (0, (top - 12) as u64, true),
+            (0, (top - 11) as u64, false),
+        ] {
+            let tr = Transfer { op: 0, elem_count: 3, granule: 1, elem_bytes: 4, src, dst };
+            let mut tx = [[Bd::ZERO; 4]; 1];
+            let mut rx = [[Bd::ZERO; 4]; 1];
+            let mut v: VRing<'_, 4> = VRing::new(&mut tx, &mut rx);
+            let r = append_descs(&mut v, Arch::Sunda, &tr, &mut UdmaCopyWriter);
+            if ok {
+                assert!(r.is_ok(), "{src:x} {dst:x}");
+                assert_eq!(v.block(Direction::Tx).slot(2).unwrap().addr(), src.wrapping_add(8));
+            } else {
+                assert_eq!(r, Err(DmaError::AddressOverflow), "{src:x} {dst:x}");
+            }
+        }
     }
 
     #[test]

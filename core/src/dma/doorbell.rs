@@ -215,16 +215,21 @@ pub fn kickoff_infer<S: Semaphore + ?Sized>(sema: &mut S, nc: u32, tpb_idx: u32)
 mod tests {
     use super::*;
     use crate::hal::{ErrorKind, ErrorType};
+    use core::cell::RefCell;
 
-    #[derive(Default)]
-    struct Bar {
-        log: Vec<(&'static str, u64, u32)>,
+    /// One ordered log of everything that reaches the device side: fences,
+    /// register writes and semaphore increments (issue 11: with the fences in a
+    /// log of their own, moving the fence after the write passed every test).
+    type Log = RefCell<Vec<(&'static str, u64, u32)>>;
+
+    struct Bar<'a> {
+        log: &'a Log,
         fail: bool,
     }
-    impl ErrorType for Bar {
+    impl ErrorType for Bar<'_> {
         type Error = ErrorKind;
     }
-    impl Registers for Bar {
+    impl Registers for Bar<'_> {
         fn read32(&mut self, _: u64) -> Result<u32, ErrorKind> {
             Ok(0)
         }
@@ -232,23 +237,24 @@ mod tests {
             if self.fail {
                 return Err(ErrorKind::Io);
             }
-            self.log.push(("write", offset, value));
+            self.log.borrow_mut().push(("write", offset, value));
             Ok(())
         }
     }
-    impl Semaphore for Bar {
+    impl Semaphore for Bar<'_> {
         fn increment(&mut self, nc: u32, index: u32, value: u32) -> Result<(), ErrorKind> {
-            self.log.push(("sema", u64::from(nc) << 32 | u64::from(index), value));
+            self.log.borrow_mut().push(("sema", u64::from(nc) << 32 | u64::from(index), value));
             Ok(())
         }
     }
-    /// Records fences into the same log as the writes, to check the order.
-    struct F<'a>(&'a core::cell::RefCell<Vec<&'static str>>);
+    /// Fences into the same log as the writes.
+    struct F<'a>(&'a Log);
     impl Fence for F<'_> {
         fn release(&mut self) {
-            self.0.borrow_mut().push("fence");
+            self.0.borrow_mut().push(("fence", 0, 0));
         }
     }
+    const FENCE: (&str, u64, u32) = ("fence", 0, 0);
 
     #[test]
     fn tail_inc_offsets_follow_the_seed_and_the_driver() {
@@ -276,6 +282,9 @@ mod tests {
             UdmaLayout::of(Arch::Sunda).tail_inc_offset(0x3000_0000 + e * 0x4_0000, 2, Direction::Tx),
             Ok(0x3000_0000 + e * 0x4_0000 + 0x1000 + 2 * 0x1000 + 0x38)
         );
+        // The engine windows (driver §5): v2 0x4_0000; v3 (and v4, G-DMA-MARIANA-UDMA) the SDMA stride.
+        let windows = [Arch::Sunda, Arch::Cayman, Arch::Mariana].map(|a| UdmaLayout::of(a).engine_window);
+        assert_eq!(windows, [0x4_0000, 0x10_0000, 0x10_0000]);
         // Cayman's data tail-inc 0x10E0 and sw_ctrl 0x10B0 (seed §4.1).
         let c = UdmaLayout::of(Arch::Cayman);
         assert_eq!(c.data_tail_inc_offset(0, 0, Direction::Tx), Ok(0x10E0));
@@ -285,43 +294,50 @@ mod tests {
 
     #[test]
     fn doorbell_a_fences_then_writes_the_count() {
-        let order = core::cell::RefCell::new(Vec::new());
-        let mut bar = Bar::default();
-        ring_tail_inc(&mut bar, &mut F(&order), Arch::Cayman, 0x8200_0000, 1, Direction::Rx, 7).unwrap();
-        assert_eq!(bar.log, [("write", 0x8200_0000 + 0x2_0000 + 0x2000 + 0x38, 7)]);
-        assert_eq!(*order.borrow(), ["fence"]);
-        // 0 writes nothing; above 24 bits is refused.
-        ring_tail_inc(&mut bar, &mut F(&order), Arch::Cayman, 0, 1, Direction::Rx, 0).unwrap();
+        let log = Log::default();
+        let mut bar = Bar { log: &log, fail: false };
+        ring_tail_inc(&mut bar, &mut F(&log), Arch::Cayman, 0x8200_0000, 1, Direction::Rx, 7).unwrap();
+        // The fence comes first, then the write: the BDs staged before are visible.
+        assert_eq!(*log.borrow(), [FENCE, ("write", 0x8200_0000 + 0x2_0000 + 0x2000 + 0x38, 7)]);
+        // 0 writes nothing; above 24 bits is refused; neither fences.
+        ring_tail_inc(&mut bar, &mut F(&log), Arch::Cayman, 0, 1, Direction::Rx, 0).unwrap();
         assert_eq!(
-            ring_tail_inc(&mut bar, &mut F(&order), Arch::Cayman, 0, 1, Direction::Rx, 1 << 24),
+            ring_tail_inc(&mut bar, &mut F(&log), Arch::Cayman, 0, 1, Direction::Rx, 1 << 24),
             Err(DmaError::TooMany { requested: 1 << 24, max: 0xFF_FFFF })
         );
+        // The largest count is written as is.
+        ring_tail_inc(&mut bar, &mut F(&log), Arch::Sunda, 0, 0, Direction::Tx, 0xFF_FFFF).unwrap();
         assert_eq!(
-            ring_tail_inc(&mut bar, &mut F(&order), Arch::Cayman, 0, 99, Direction::Rx, 1),
+            ring_tail_inc(&mut bar, &mut F(&log), Arch::Cayman, 0, 99, Direction::Rx, 1),
             Err(DmaError::BadQueue(99))
         );
-        assert_eq!(bar.log.len(), 1);
+        assert_eq!(log.borrow().len(), 4);
+        assert_eq!(log.borrow()[2..], [FENCE, ("write", 0x1038, 0xFF_FFFF)]);
         bar.fail = true;
         assert_eq!(
-            ring_tail_inc(&mut bar, &mut F(&order), Arch::Sunda, 0, 0, Direction::Tx, 1),
+            ring_tail_inc(&mut bar, &mut F(&log), Arch::Sunda, 0, 0, Direction::Tx, 1),
             Err(DmaError::Platform(ErrorKind::Io))
         );
     }
 
     #[test]
     fn doorbell_b_writes_1_at_xt_local_plus_0x15a0() {
-        let order = core::cell::RefCell::new(Vec::new());
-        let mut bar = Bar::default();
-        set_host_trigger(&mut bar, &mut F(&order), 0x0700_0000).unwrap();
-        assert_eq!(bar.log, [("write", 0x0700_15A0, 1)]);
+        let log = Log::default();
+        let mut bar = Bar { log: &log, fail: false };
+        set_host_trigger(&mut bar, &mut F(&log), 0x0700_0000).unwrap();
+        assert_eq!(*log.borrow(), [FENCE, ("write", 0x0700_15A0, 1)]);
         assert_eq!(TOPSP_ENGINE, 4);
-        assert_eq!(set_host_trigger(&mut bar, &mut F(&order), u64::MAX), Err(DmaError::AddressOverflow));
+        assert_eq!(set_host_trigger(&mut bar, &mut F(&log), u64::MAX), Err(DmaError::AddressOverflow));
+        assert_eq!(log.borrow().len(), 2, "a refused trigger neither fences nor writes");
+        bar.fail = true;
+        assert_eq!(set_host_trigger(&mut bar, &mut F(&log), 0), Err(DmaError::Platform(ErrorKind::Io)));
     }
 
     #[test]
     fn doorbell_c_increments_the_semaphore_by_one_and_touches_no_register() {
-        let mut bar = Bar::default();
+        let log = Log::default();
+        let mut bar = Bar { log: &log, fail: false };
         kickoff_infer(&mut bar, 1, 3).unwrap();
-        assert_eq!(bar.log, [("sema", 1 << 32 | 3, 1)]);
+        assert_eq!(*log.borrow(), [("sema", 1 << 32 | 3, 1)]);
     }
 }

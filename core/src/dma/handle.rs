@@ -163,6 +163,8 @@ mod tests {
     use crate::hal::{ErrorKind, ErrorType};
     use crate::status::NrtStatus;
 
+    const MAX_TEST_READS: u64 = 100_000;
+
     /// Device memory holding one word; records every access in order. The device
     /// "completes" after `done_after` reads by writing `done_value`.
     struct Mem {
@@ -203,6 +205,9 @@ mod tests {
             Ok(())
         }
         fn copy_out(&mut self, addr: u64, out: &mut [u8]) -> Result<(), ErrorKind> {
+            // Every test's budget is far below this: a poll loop that does not
+            // stop is a failure here, not a test that eats memory until killed.
+            assert!(self.reads < MAX_TEST_READS, "the poll loop ran away");
             if self.fail_read {
                 return Err(ErrorKind::NotMapped);
             }
@@ -246,7 +251,9 @@ mod tests {
     #[test]
     fn arm_writes_the_8_byte_word() {
         let mut mem = Mem::new(None);
-        CompletionHandle::new(0x40).arm(&mut mem).unwrap();
+        let h = CompletionHandle::new(0x40);
+        assert_eq!(h.addr(), 0x40);
+        h.arm(&mut mem).unwrap();
         assert_eq!(mem.log, [('w', 0x40, vec![0x01, 0xEF, 0xCD, 0xAB, 0, 0, 0, 0])]);
     }
 

@@ -49,7 +49,7 @@ pub use build::{DescWriter, DmaOp, OpPath, Packets, Transfer, UdmaCopyWriter};
 pub use doorbell::{UdmaLayout, HOST_TRIGGER_OFFSET, TOPSP_ENGINE};
 pub use handle::{CompletionHandle, PlatformType, COMPLETION_SENTINEL};
 pub use pring::{PRing, RingBacking, SemaTable};
-pub use queue::{Reservation, SwDmaQueue};
+pub use queue::{DeviceHead, Reservation, SwDmaQueue};
 pub use vring::{addr_rewrite, DescBlock, Relocation, VRing};
 
 /// A DMA direction.
@@ -109,6 +109,8 @@ impl Direction {
 ///   NEFF, instruction, DMA descriptor or input";
 /// - running out of caller-provided capacity (vring pages, ring depth) is
 ///   `NRT_RESOURCE` (4), what libnrt returns when `dma_pring_alloc`'s `calloc` fails;
+/// - a ring with no room until the device consumes more is `NRT_QUEUE_FULL` (7):
+///   a transient state, worth a retry (G-DMA-AVAIL);
 /// - the completion handle's poll budget running out is `NRT_TIMEOUT` (5);
 /// - a platform call failing is `NRT_FAILURE` (1): it is the transport's failure,
 ///   not evidence of a device fault (that would be `NRT_HW_ERROR`).
@@ -175,6 +177,30 @@ pub enum DmaError {
     BadRingType(u32),
     /// A queue cursor or reservation that does not fit its ring.
     BadCursor,
+    /// A device head pointer that cannot be: outside the ring, a ring id above 3,
+    /// or ahead of the producer (G-DMA-AVAIL).
+    BadHead {
+        /// The ring.
+        dir: Direction,
+        /// The head's index.
+        idx: u32,
+        /// The head's ring id.
+        ring_id: u8,
+    },
+    /// A reservation larger than the slots the device has consumed: the rest still
+    /// hold descriptors in flight (G-DMA-AVAIL; the driver's `udma_available_get`).
+    RingFull {
+        /// The ring.
+        dir: Direction,
+        /// Slots asked for.
+        requested: u32,
+        /// Slots free.
+        available: u32,
+    },
+    /// A host-only relocation ([`VRing::addr_rewrite`]) of a block already lowered
+    /// into a ring: its ring image and device copy would keep the old addresses.
+    /// [`VRing::relocate`] moves them too (G-DMA-RELOC-LOWERED).
+    RelocateAfterLower(Direction),
     /// A UDMA queue index at or above [`doorbell::UDMA_QUEUES`].
     BadQueue(u32),
     /// A register this arch does not have (the data tail-inc exists on cayman only).
@@ -190,6 +216,7 @@ impl DmaError {
     pub const fn status(&self) -> NrtStatus {
         match self {
             DmaError::VringFull { .. } => NrtStatus::Resource,
+            DmaError::RingFull { .. } => NrtStatus::QueueFull,
             DmaError::Timeout => NrtStatus::Timeout,
             DmaError::Platform(_) => NrtStatus::Failure,
             _ => NrtStatus::Invalid,
@@ -227,6 +254,21 @@ impl fmt::Display for DmaError {
             DmaError::WindowOverflow => write!(f, "relocation window overflows u64"),
             DmaError::BadRingType(t) => write!(f, "ring type {t}, expected 2"),
             DmaError::BadCursor => write!(f, "queue cursor outside its ring"),
+            DmaError::BadHead { dir, idx, ring_id } => write!(
+                f,
+                "{} device head (index {idx}, ring id {ring_id}) is outside the ring or ahead of the producer",
+                dir.name()
+            ),
+            DmaError::RingFull { dir, requested, available } => write!(
+                f,
+                "{} ring full: {requested} descriptors requested, {available} free until the device consumes more",
+                dir.name()
+            ),
+            DmaError::RelocateAfterLower(dir) => write!(
+                f,
+                "the {} block is already lowered: relocate with the device (VRing::relocate) so its ring moves too",
+                dir.name()
+            ),
             DmaError::BadQueue(q) => write!(f, "UDMA queue {q} out of range"),
             DmaError::Unsupported => write!(f, "register not present on this arch"),
             DmaError::Timeout => write!(f, "Error: DMA completion timeout"),
@@ -389,6 +431,119 @@ mod tests {
         assert_eq!(DmaEvent::Completed { descriptors: 1, polls: 0 }.level(), Level::Debug);
     }
 
+    /// Every error names the object and the reason, with its values (a message is
+    /// what a user sees).
+    #[test]
+    fn every_error_message_names_what_and_why() {
+        extern crate std;
+        use std::string::ToString;
+        let (tx, rx) = (Direction::Tx, Direction::Rx);
+        assert_eq!((tx.name(), rx.name()), ("tx", "rx"));
+        let cases: [(DmaError, &str); 24] = [
+            (DmaError::Sealed, "the vring is sealed"),
+            (DmaError::BadDirection(3), "bad ring direction 3 (1 = tx, 2 = rx)"),
+            (DmaError::BadOp(9), "bad descriptor op 9 (0..=5)"),
+            (DmaError::UnsupportedOp(5), "the descriptor writer has no encoding for op 5"),
+            (DmaError::ZeroGranule, "packetization granule is 0"),
+            (
+                DmaError::GranuleRemainder { elem_count: 10, granule: 4 },
+                "element count 10 is not a multiple of the granule 4",
+            ),
+            (DmaError::TooMany { requested: 5, max: 4 }, "5 requested, at most 4 allowed"),
+            (DmaError::BadLength(0), "descriptor length 0 outside 1..=65536"),
+            (DmaError::AddressOverflow, "descriptor address overflows u64"),
+            (DmaError::VringFull { needed: 9, capacity: 8 }, "vring pages hold 8 descriptors, 9 needed"),
+            (DmaError::BadRingDepth(0), "bad ring depth 0"),
+            (DmaError::NotBound(rx), "no rx ring bound"),
+            (DmaError::CountMismatch { dir: tx, actual: 3, expected: 4 }, "tx vring is copied to pring. ndesc=3/4"),
+            (DmaError::WindowOverflow, "relocation window overflows u64"),
+            (DmaError::BadRingType(1), "ring type 1, expected 2"),
+            (DmaError::BadCursor, "queue cursor outside its ring"),
+            (
+                DmaError::BadHead { dir: rx, idx: 7, ring_id: 2 },
+                "rx device head (index 7, ring id 2) is outside the ring or ahead of the producer",
+            ),
+            (
+                DmaError::RingFull { dir: tx, requested: 4, available: 1 },
+                "tx ring full: 4 descriptors requested, 1 free until the device consumes more",
+            ),
+            (
+                DmaError::RelocateAfterLower(rx),
+                "the rx block is already lowered: relocate with the device (VRing::relocate) so its ring moves too",
+            ),
+            (DmaError::BadQueue(16), "UDMA queue 16 out of range"),
+            (DmaError::Unsupported, "register not present on this arch"),
+            (DmaError::Timeout, "Error: DMA completion timeout"),
+            (DmaError::Platform(ErrorKind::Io), "platform call failed: Io"),
+            (DmaError::BadCursor, "queue cursor outside its ring"),
+        ];
+        for (e, want) in cases {
+            assert_eq!(e.to_string(), want);
+        }
+        let statuses = [
+            (DmaError::RingFull { dir: tx, requested: 1, available: 0 }, 7),
+            (DmaError::BadHead { dir: tx, idx: 0, ring_id: 0 }, 2),
+            (DmaError::RelocateAfterLower(tx), 2),
+            (DmaError::BadCursor, 2),
+        ];
+        for (e, code) in statuses {
+            assert_eq!(e.status().code(), code, "{e}");
+        }
+        let events: [(DmaEvent, &str, &str, Level); 8] = [
+            (
+                DmaEvent::Lowered { dir: tx, ndesc: 5, depth: 16 },
+                "dma_lowered",
+                "tx vring is copied to pring. ndesc=5/5 (ring depth 16)",
+                Level::Debug,
+            ),
+            (
+                DmaEvent::NdescMismatch { dir: rx, actual: 3, expected: 4 },
+                "dma_ndesc_mismatch",
+                "rx vring is copied to pring. ndesc=3/4: count mismatch",
+                Level::Error,
+            ),
+            (
+                DmaEvent::RingAllocFailed { dir: tx, kind: ErrorKind::Other },
+                "dma_ring_alloc_failed",
+                "Failed to allocate static tx ring (Other)",
+                Level::Error,
+            ),
+            (
+                DmaEvent::RingWriteFailed { dir: rx, kind: ErrorKind::Io },
+                "dma_ring_write_failed",
+                "Failed to write descritpors to static rx ring (Io)",
+                Level::Error,
+            ),
+            (
+                DmaEvent::Completed { descriptors: 3, polls: 2 },
+                "dma_completed",
+                "DMA completed 3 descriptors (after 2 polls)",
+                Level::Debug,
+            ),
+            (
+                DmaEvent::CompletionTimeout { handle: 0x40, descriptors: 3, loops: 1200 },
+                "dma_completion_timeout",
+                "Error: DMA completion timeout (handle 0x40, 3 descriptors, 1200 polls)",
+                Level::Error,
+            ),
+            (
+                DmaEvent::HandleIoFailed { handle: 0x80, kind: ErrorKind::NotMapped },
+                "dma_handle_io_failed",
+                "completion handle 0x80: device memory access failed (NotMapped)",
+                Level::Error,
+            ),
+            (
+                DmaEvent::Lowered { dir: rx, ndesc: 0, depth: 1 },
+                "dma_lowered",
+                "rx vring is copied to pring. ndesc=0/0 (ring depth 1)",
+                Level::Debug,
+            ),
+        ];
+        for (e, kind, text, level) in events {
+            assert_eq!((e.kind(), e.to_string().as_str(), e.level()), (kind, text, level));
+        }
+    }
+
     /// The whole chain once: build, lower, reserve + set + stage, doorbell A, wait.
     #[test]
     fn end_to_end() {
@@ -462,7 +617,7 @@ mod tests {
         let t = Transfer { op: 0, elem_count: 64, granule: 16, elem_bytes: 4, src: 0xA000, dst: 0xB000 };
         let pk = build::append_descs(&mut v, Arch::Sunda, &t, &mut UdmaCopyWriter).unwrap();
         assert_eq!(pk.tx.ndesc, 4);
-        v.addr_rewrite(&Relocation::new(0xA000, 0x1000, 0xC000).unwrap());
+        v.addr_rewrite(&Relocation::new(0xA000, 0x1000, 0xC000).unwrap()).unwrap();
         let (mut ti, mut ri) = ([Bd::ZERO; 8], [Bd::ZERO; 8]);
         v.create_prings(&mut p, &mut VecSink(&mut sink), &mut ti, &mut ri).unwrap();
         let (tx, rx) = v.rings_mut().unwrap();
@@ -472,7 +627,8 @@ mod tests {
         // Per-inference BDs through the cursors, staged, then doorbell A and the wait.
         let mut txq = SwDmaQueue::for_ring(tx).unwrap();
         let mut rxq = SwDmaQueue::for_ring(rx).unwrap();
-        let (rt, rr) = queue::reserve_descriptors(&mut txq, &mut rxq, 2).unwrap();
+        let start = DeviceHead::START;
+        let (rt, rr) = queue::reserve_descriptors(&mut txq, &mut rxq, start, start, 2).unwrap();
         let two = [tx.image()[0], tx.image()[1]];
         tx.set_descriptors(&rt, &two).unwrap();
         rx.set_descriptors(&rr, &two).unwrap();

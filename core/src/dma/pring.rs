@@ -9,14 +9,29 @@
 //! the device through [`DeviceMemory`] (`dmem_buf_copyin`).
 //!
 //! Lowering (`dma_ring_create_prings_from_vring`, §2.2) takes TX then RX, each only
-//! when the block is present and not yet lowered: allocate and bind the ring, copy
-//! the block's BDs into the image, zero-pad to the depth, check the `ndesc
-//! actual/expected` invariant (§2.3), stage the image to the device, mark lowered.
+//! when the block is present and not yet lowered: check the `ndesc
+//! actual/expected` invariant (§2.3) first, allocate and bind the ring (or reuse
+//! the one a failed attempt left bound), copy the block's BDs into the image
+//! stamped with the first lap's ring id, zero-pad to the depth, stage the image to
+//! the device, mark lowered.
+//!
+//! G-DMA-LOWER-RINGID: the seed copies the vring's BDs as they are; a BD writer
+//! leaves the ring id 0, but the device fetches the first lap with ring id 1
+//! (driver §5, `UDMA_INITIAL_RING_ID`) and takes any other id for a prefetch
+//! error. A lowered static ring is the ring's first lap from slot 0, so lowering
+//! stamps every copied BD with [`INITIAL_RING_ID`]; the zero padding keeps ring id
+//! 0 (it is not a descriptor, and a device that fetched it should fault).
+//!
+//! G-DMA-MISMATCH: a count the pages or the ring cannot hold is refused before
+//! anything is allocated, bound, copied or staged, so a refused lowering leaves no
+//! ring behind. A ring that was allocated and bound but not staged (the device
+//! write failed) stays bound, and the next lowering of that direction reuses it
+//! rather than allocating (and leaking) another backing.
 
 use zerocopy::IntoBytes;
 
-use super::bd::Bd;
-use super::vring::{DescBlock, VRing};
+use super::bd::{Bd, INITIAL_RING_ID};
+use super::vring::{addr_rewrite, DescBlock, Relocation, VRing};
 use super::{Direction, DmaError, DmaEvent, ALLOC_DIR_RX, ALLOC_DIR_TX};
 use crate::event::{emit, Event};
 use crate::hal::{DeviceMemory, ErrorType, EventSink};
@@ -68,6 +83,9 @@ pub struct PRing<'a> {
     sema: u32,
     dir: Direction,
     pub(super) image: &'a mut [Bd],
+    /// Slots `0..lowered` hold the BDs lowering copied from the vring (what a
+    /// later relocation must move too, G-DMA-RELOC-LOWERED).
+    pub(super) lowered: u32,
 }
 
 impl<'a> PRing<'a> {
@@ -75,7 +93,7 @@ impl<'a> PRing<'a> {
     /// `image.len()`, `1..=UDMA_MAX_RING_DESCS`), semaphore id [`SEMA_FROM_TABLE`].
     pub fn new(dir: Direction, dev_addr: u64, ring_type: u32, image: &'a mut [Bd]) -> Result<PRing<'a>, DmaError> {
         check_depth(image.len())?;
-        Ok(PRing { dev_addr, ring_type, sema: SEMA_FROM_TABLE, dir, image })
+        Ok(PRing { dev_addr, ring_type, sema: SEMA_FROM_TABLE, dir, image, lowered: 0 })
     }
 
     /// The device address of the ring.
@@ -114,6 +132,11 @@ impl<'a> PRing<'a> {
         self.image
     }
 
+    /// BDs lowering copied into the image (slots `0..n`); 0 before lowering.
+    pub fn lowered(&self) -> u32 {
+        self.lowered
+    }
+
     /// `dma_ring_get_sema_to_inc` (seed §3.4): the semaphore the device increments
     /// on this ring's completions. The ring type must be 2 ([`DmaError::BadRingType`]
     /// where libnrt asserts); the ring's own id unless it is 0xFFFFFFFF, else the
@@ -144,8 +167,30 @@ fn check_depth(len: usize) -> Result<(), DmaError> {
     Ok(())
 }
 
-/// `vring_dump_to_pring_descriptors_padded` for one block: copy, zero-pad, check
-/// the count, stage. Returns the BDs copied.
+/// The `ndesc actual/expected` check of lowering `block` into a ring of `depth`
+/// (seed §2.3), done before anything is copied: `actual` is what the copy would
+/// move (the block's BDs its pages back, at most `depth`). A mismatch is reported
+/// ([`DmaEvent::NdescMismatch`]) and refused ([`DmaError::CountMismatch`]).
+fn check_count<const PAGE: usize, S: EventSink + ?Sized>(
+    block: &DescBlock<'_, PAGE>,
+    dir: Direction,
+    depth: u32,
+    sink: &mut S,
+) -> Result<u32, DmaError> {
+    let expected = block.count();
+    let backed = block.capacity().min(u64::from(expected));
+    // backed <= expected: fits in u32.
+    let actual = (backed as u32).min(depth);
+    if actual != expected {
+        emit(sink, Event::Dma(DmaEvent::NdescMismatch { dir, actual, expected }));
+        return Err(DmaError::CountMismatch { dir, actual, expected });
+    }
+    Ok(actual)
+}
+
+/// `vring_dump_to_pring_descriptors_padded` for one block: check the count, copy
+/// (stamped with the first lap's ring id, G-DMA-LOWER-RINGID), zero-pad, stage.
+/// Returns the BDs copied.
 fn dump_padded<const PAGE: usize, M: DeviceMemory + ?Sized, S: EventSink + ?Sized>(
     block: &DescBlock<'_, PAGE>,
     ring: &mut PRing<'_>,
@@ -153,30 +198,23 @@ fn dump_padded<const PAGE: usize, M: DeviceMemory + ?Sized, S: EventSink + ?Size
     sink: &mut S,
 ) -> Result<u32, DmaError> {
     let dir = ring.direction();
-    let mut actual: u32 = 0;
+    let ndesc = check_count(block, dir, ring.depth(), sink)?;
     let mut src = block.bds();
     for slot in ring.image.iter_mut() {
-        match src.next() {
-            Some(bd) => {
-                *slot = *bd;
-                actual += 1;
-            }
-            None => *slot = Bd::ZERO,
-        }
+        *slot = match src.next() {
+            Some(bd) => bd.with_ring_id(INITIAL_RING_ID),
+            None => Bd::ZERO,
+        };
     }
-    let expected = block.count();
-    if actual != expected {
-        emit(sink, Event::Dma(DmaEvent::NdescMismatch { dir, actual, expected }));
-        return Err(DmaError::CountMismatch { dir, actual, expected });
-    }
+    ring.lowered = ndesc;
     if let Err(e) = ring.stage_all(mem) {
         if let DmaError::Platform(kind) = e {
             emit(sink, Event::Dma(DmaEvent::RingWriteFailed { dir, kind }));
         }
         return Err(e);
     }
-    emit(sink, Event::Dma(DmaEvent::Lowered { dir, ndesc: actual, depth: ring.depth() }));
-    Ok(actual)
+    emit(sink, Event::Dma(DmaEvent::Lowered { dir, ndesc, depth: ring.depth() }));
+    Ok(ndesc)
 }
 
 impl<'a, const PAGE: usize> VRing<'a, PAGE> {
@@ -218,10 +256,15 @@ impl<'a, const PAGE: usize> VRing<'a, PAGE> {
     }
 
     /// `dma_ring_create_prings_from_vring` (seed §2.2): for TX then RX, when the
-    /// block is present and not yet lowered, allocate a type-2 ring over the
-    /// direction's image, bind it, copy the block into it zero-padded to its depth,
-    /// check `ndesc actual/expected`, stage it to the device, and mark the block
-    /// lowered. The image of a direction that is skipped is not used.
+    /// block is present and not yet lowered, check that the ring can take the
+    /// block's count (else [`DmaError::CountMismatch`] with nothing allocated or
+    /// bound), allocate a type-2 ring over the direction's image and bind it, copy
+    /// the block into it zero-padded to its depth, stage it to the device, and mark
+    /// the block lowered. The image of a direction that is skipped is not used.
+    ///
+    /// A direction that already has a ring bound (an earlier attempt whose device
+    /// write failed, or a caller's [`VRing::pring_alloc`]) lowers into that ring:
+    /// nothing is allocated, and that direction's image argument is not used.
     ///
     /// Stops at the first failure (TX failing leaves RX untouched); a failed block
     /// stays not-lowered.
@@ -241,21 +284,64 @@ impl<'a, const PAGE: usize> VRing<'a, PAGE> {
             if !block.present() || block.is_lowered() {
                 continue;
             }
-            let raw = match dir {
-                Direction::Tx => ALLOC_DIR_TX,
-                Direction::Rx => ALLOC_DIR_RX,
-            };
-            self.pring_alloc(dev, sink, image, RING_TYPE_STATIC, raw)?;
+            if self.ring(dir).is_none() {
+                check_depth(image.len())?;
+                // Bounded by UDMA_MAX_RING_DESCS above.
+                check_count(self.block(dir), dir, image.len() as u32, sink)?;
+                let raw = match dir {
+                    Direction::Tx => ALLOC_DIR_TX,
+                    Direction::Rx => ALLOC_DIR_RX,
+                };
+                self.pring_alloc(dev, sink, image, RING_TYPE_STATIC, raw)?;
+            }
             self.dump_to_pring(dir, dev, sink)?;
             self.block_mut(dir).set_lowered(true);
         }
         Ok(())
     }
 
+    /// `vring_addr_rewrite` (seed §2.4) in the seed's order, after lowering (§0,
+    /// §7: lower, then relocate): relocate every BD of both blocks whose `buf_ptr`
+    /// lies in the window, and the copies lowering made of them: the lowered run of
+    /// each bound ring's image (slots `0..lowered()`, not the zero padding), which
+    /// is then staged to the device again (G-DMA-RELOC-LOWERED). Before lowering
+    /// it touches the host only, as [`VRing::addr_rewrite`].
+    ///
+    /// Host copies are all relocated first; then TX and RX are re-staged. A failed
+    /// device write is reported ([`DmaEvent::RingWriteFailed`]) and the first such
+    /// error returned; the other direction is still re-staged. The host side is
+    /// then relocated (do not relocate again) and that ring's device copy is
+    /// stale until [`PRing::stage_all`] succeeds.
+    pub fn relocate<M, S>(&mut self, mem: &mut M, sink: &mut S, reloc: &Relocation) -> Result<(), DmaError>
+    where
+        M: DeviceMemory + ?Sized,
+        S: EventSink + ?Sized,
+    {
+        self.rewrite_blocks(reloc);
+        let mut result = Ok(());
+        for ring in [self.tx_ring.as_mut(), self.rx_ring.as_mut()].into_iter().flatten() {
+            if ring.lowered == 0 {
+                continue;
+            }
+            let run = ring.image.get_mut(..ring.lowered as usize).unwrap_or(&mut []);
+            addr_rewrite(run, reloc);
+            if let Err(e) = ring.stage_all(mem) {
+                if let DmaError::Platform(kind) = e {
+                    emit(sink, Event::Dma(DmaEvent::RingWriteFailed { dir: ring.direction(), kind }));
+                }
+                if result.is_ok() {
+                    result = Err(e);
+                }
+            }
+        }
+        result
+    }
+
     /// `vring_dump_to_pring_descriptors` for one direction (seed §2.3): copy the
-    /// block into its bound ring, zero-padded to the depth; a block count its
-    /// pages or the ring cannot hold is reported ([`DmaEvent::NdescMismatch`]) and
-    /// refused ([`DmaError::CountMismatch`]) before anything reaches the device.
+    /// block into its bound ring, each BD stamped with ring id 1, zero-padded to
+    /// the depth, and stage the image; a block count its pages or the ring cannot
+    /// hold is reported ([`DmaEvent::NdescMismatch`]) and refused
+    /// ([`DmaError::CountMismatch`]) before the image or the device is touched.
     /// Returns the BDs copied.
     pub fn dump_to_pring<M, S>(&mut self, dir: Direction, mem: &mut M, sink: &mut S) -> Result<u32, DmaError>
     where
@@ -342,9 +428,11 @@ mod tests {
         assert_eq!(tx.dev_addr(), 0x10000);
         assert_eq!(tx.ring_type(), RING_TYPE_STATIC);
         assert_eq!(tx.depth(), 8);
-        let want: Vec<Bd> = (0..5).map(bd).chain([Bd::ZERO; 3]).collect();
+        // Copied with the first lap's ring id (G-DMA-LOWER-RINGID), zero padding after.
+        let want: Vec<Bd> = (0..5).map(|i| bd(i).with_ring_id(1)).chain([Bd::ZERO; 3]).collect();
         assert_eq!(tx.image(), &want[..]);
-        assert_eq!(v.ring(Direction::Rx).unwrap().image(), &[bd(9), Bd::ZERO, Bd::ZERO]);
+        assert_eq!(tx.lowered(), 5);
+        assert_eq!(v.ring(Direction::Rx).unwrap().image(), &[bd(9).with_ring_id(1), Bd::ZERO, Bd::ZERO]);
         // Staged whole, TX first.
         assert_eq!(dev.writes.len(), 2);
         assert_eq!(dev.writes[0].0, 0x10000);
@@ -360,6 +448,31 @@ mod tests {
         assert_eq!(dev.writes.len(), 2);
     }
 
+    /// A backing lent as `&mut B` (the blanket impl) allocates as `B` does.
+    #[test]
+    fn a_lent_backing_is_the_backing() {
+        let mut txp = [[Bd::ZERO; 4]; 1];
+        let mut v: VRing<'_, 4> = VRing::new(&mut txp, &mut []);
+        v.push(Direction::Tx, bd(0)).unwrap();
+        let (mut dev, mut sink) = (Dev { next: 0x70000, ..Dev::default() }, Sink::default());
+        let mut img = [Bd::ZERO; 4];
+        let mut lent: &mut Dev = &mut dev;
+        v.pring_alloc(&mut lent, &mut sink, &mut img, 2, 1).unwrap();
+        assert_eq!(v.ring(Direction::Tx).unwrap().dev_addr(), 0x80000);
+        assert_eq!(dev.allocs, [(Direction::Tx, 4)]);
+    }
+
+    /// Ring depths: 1 up to the UDMA maximum, 2^24 - 16 (driver §5); checked on
+    /// the length alone (an image that large is 256 MiB).
+    #[test]
+    fn ring_depths_are_bounded_by_the_udma_maximum() {
+        assert_eq!(check_depth(0), Err(DmaError::BadRingDepth(0)));
+        assert_eq!(check_depth(1), Ok(()));
+        assert_eq!(check_depth(0x00FF_FFF0), Ok(()));
+        assert_eq!(check_depth(0x00FF_FFF1), Err(DmaError::BadRingDepth(0x00FF_FFF1)));
+        assert_eq!(check_depth(usize::MAX), Err(DmaError::BadRingDepth(u64::MAX)));
+    }
+
     #[test]
     fn absent_blocks_are_skipped() {
         let mut txp = [[Bd::ZERO; 4]; 1];
@@ -369,7 +482,10 @@ mod tests {
         let (mut dev, mut sink) = (Dev::default(), Sink::default());
         v.create_prings(&mut dev, &mut sink, &mut tx_img, &mut []).unwrap();
         assert_eq!(dev.allocs, [(Direction::Tx, 4)]);
-        assert!(v.ring(Direction::Rx).is_none());
+        assert!(v.ring(Direction::Rx).is_none() && v.ring_mut(Direction::Rx).is_none());
+        // The bound ring, mutably: what is set through it is what the vring holds.
+        v.ring_mut(Direction::Tx).unwrap().set_semaphore(9);
+        assert_eq!(v.ring(Direction::Tx).map(PRing::semaphore), Some(9));
     }
 
     #[test]
@@ -417,6 +533,155 @@ mod tests {
         assert!(v.ring(Direction::Tx).is_some());
         v.seal();
         assert_eq!(v.pring_alloc(&mut dev, &mut sink, imgs.next().unwrap(), 2, 1), Err(DmaError::Sealed));
+    }
+
+    /// Issue 11 item 10: a BD writer leaves ring id 0, the device expects 1 on the
+    /// first lap. What lowering stages must carry 1 (G-DMA-LOWER-RINGID), so that
+    /// a device fetching the static ring as lowered takes it.
+    #[test]
+    fn a_lowered_ring_carries_the_first_laps_ring_id_to_the_device() {
+        let mut txp = [[Bd::ZERO; 4]; 1];
+        let mut rxp = [[Bd::ZERO; 4]; 1];
+        let mut v: VRing<'_, 4> = VRing::new(&mut txp, &mut rxp);
+        let t = crate::dma::Transfer { op: 0, elem_count: 3, granule: 1, elem_bytes: 8, src: 0x100, dst: 0x200 };
+        crate::dma::build::append_descs(&mut v, crate::arch::Arch::Sunda, &t, &mut crate::dma::UdmaCopyWriter).unwrap();
+        assert!(v.block(Direction::Tx).bds().all(|b| b.ctrl().ring_id() == 0), "the writer's BDs carry 0");
+        let (mut ti, mut ri) = ([Bd::ZERO; 4], [Bd::ZERO; 4]);
+        let (mut dev, mut sink) = (Dev::default(), Sink::default());
+        v.create_prings(&mut dev, &mut sink, &mut ti, &mut ri).unwrap();
+        for (k, (_, bytes)) in dev.writes.iter().enumerate() {
+            for (i, chunk) in bytes.chunks_exact(16).enumerate() {
+                let ctrl = LenCtrl::from_bits(u32::from_le_bytes(chunk[..4].try_into().unwrap()));
+                let want = if i < 3 { 1 } else { 0 };
+                assert_eq!(ctrl.ring_id(), want, "ring {k} slot {i}");
+            }
+        }
+        // Only the ring id changed: length, FIRST/LAST, meta and address are the writer's.
+        let tx = v.ring(Direction::Tx).unwrap();
+        for (img, orig) in tx.image().iter().zip(v.block(Direction::Tx).bds()) {
+            assert_eq!(*img, orig.with_ring_id(1));
+        }
+    }
+
+    /// Issue 11 item 10: the seed's order is lower, then relocate (§0, §7). The
+    /// relocation must reach the ring image and the device copy, not only the
+    /// vring (G-DMA-RELOC-LOWERED); the zero padding is not a BD and stays.
+    #[test]
+    fn relocating_after_lowering_moves_the_ring_image_and_its_device_copy() {
+        let mut txp = [[Bd::ZERO; 4]; 1];
+        let mut rxp = [[Bd::ZERO; 4]; 1];
+        let mut v: VRing<'_, 4> = VRing::new(&mut txp, &mut rxp);
+        for a in [0x1000, 0x5000] {
+            v.push(Direction::Tx, Bd::new(LenCtrl::new().with_length(64), 7, a)).unwrap();
+        }
+        v.push(Direction::Rx, Bd::new(LenCtrl::new().with_length(64), 0, 0x1040)).unwrap();
+        let (mut ti, mut ri) = ([Bd::ZERO; 4], [Bd::ZERO; 3]);
+        let (mut dev, mut sink) = (Dev::default(), Sink::default());
+        v.create_prings(&mut dev, &mut sink, &mut ti, &mut ri).unwrap();
+        // The window holds address 0 too: the padding must not move.
+        let r = Relocation::new(0, 0x2000, 0x9_0000).unwrap();
+        // The host-only rewrite would leave the ring behind: refused, nothing moves.
+        assert_eq!(v.addr_rewrite(&r), Err(DmaError::RelocateAfterLower(Direction::Tx)));
+        assert_eq!(v.block(Direction::Tx).slot(0).unwrap().addr(), 0x1000);
+        dev.writes.clear();
+        v.relocate(&mut dev, &mut sink, &r).unwrap();
+        let addrs = |v: &VRing<'_, 4>, d| -> Vec<u64> { v.ring(d).unwrap().image().iter().map(Bd::addr).collect() };
+        assert_eq!(addrs(&v, Direction::Tx), [0x9_1000, 0x5000, 0, 0]);
+        assert_eq!(addrs(&v, Direction::Rx), [0x9_1040, 0, 0]);
+        assert_eq!(v.block(Direction::Tx).slot(0).unwrap().addr(), 0x9_1000);
+        assert_eq!(v.block(Direction::Rx).slot(0).unwrap().addr(), 0x9_1040);
+        let tx = v.ring(Direction::Tx).unwrap();
+        assert_eq!(tx.image()[0].ctrl().ring_id(), 1);
+        assert_eq!(tx.image()[2], Bd::ZERO);
+        // Both rings staged again, whole, with the moved addresses.
+        assert_eq!(dev.writes.len(), 2);
+        assert_eq!(dev.writes[0], (0x10000, tx.image().as_bytes().to_vec()));
+        assert_eq!(dev.writes[1], (0x20000, v.ring(Direction::Rx).unwrap().image().as_bytes().to_vec()));
+
+        // A failed device write is reported for each ring and the first error returned.
+        let mut bad = Dev { fail_write: true, ..Dev::default() };
+        let mut sink = Sink::default();
+        let back = Relocation::new(0x9_0000, 0x2000, 0).unwrap();
+        assert_eq!(v.relocate(&mut bad, &mut sink, &back), Err(DmaError::Platform(ErrorKind::Io)));
+        let failed: Vec<Event> = [Direction::Tx, Direction::Rx]
+            .map(|dir| Event::Dma(DmaEvent::RingWriteFailed { dir, kind: ErrorKind::Io }))
+            .to_vec();
+        assert_eq!(sink.0, failed);
+        assert_eq!(addrs(&v, Direction::Tx), [0x1000, 0x5000, 0, 0], "the host side moved");
+    }
+
+    #[test]
+    fn relocating_before_lowering_touches_the_host_only() {
+        let mut txp = [[Bd::ZERO; 4]; 1];
+        let mut v: VRing<'_, 4> = VRing::new(&mut txp, &mut []);
+        v.push(Direction::Tx, bd(0x10)).unwrap();
+        let (mut dev, mut sink) = (Dev::default(), Sink::default());
+        v.relocate(&mut dev, &mut sink, &Relocation::new(0x100, 0x100, 0x900).unwrap()).unwrap();
+        assert_eq!(v.block(Direction::Tx).slot(0).unwrap().addr(), 0x910);
+        assert!(dev.writes.is_empty() && sink.0.is_empty());
+        // A ring bound but not lowered into has no lowered run to move or stage.
+        let mut img = [Bd::ZERO; 4];
+        v.pring_alloc(&mut dev, &mut sink, &mut img, 2, 1).unwrap();
+        v.relocate(&mut dev, &mut sink, &Relocation::new(0x900, 0x100, 0x100).unwrap()).unwrap();
+        assert!(dev.writes.is_empty());
+        assert_eq!(v.block(Direction::Tx).slot(0).unwrap().addr(), 0x110);
+    }
+
+    /// Issue 11 item 10: a count mismatch left a ring allocated and bound but never
+    /// staged. The count is checked first: nothing is allocated or bound.
+    #[test]
+    fn a_count_mismatch_allocates_and_binds_nothing() {
+        let mut txp = [[Bd::ZERO; 4]; 2];
+        let mut rxp = [[Bd::ZERO; 4]; 1];
+        let mut v: VRing<'_, 4> = VRing::new(&mut txp, &mut rxp);
+        v.push(Direction::Rx, bd(1)).unwrap();
+        for i in 0..6 {
+            v.push(Direction::Tx, bd(i)).unwrap();
+        }
+        let (mut dev, mut sink) = (Dev::default(), Sink::default());
+        let (mut ti, mut ri) = ([bd(77); 4], [Bd::ZERO; 4]);
+        let e = v.create_prings(&mut dev, &mut sink, &mut ti, &mut ri);
+        assert_eq!(e, Err(DmaError::CountMismatch { dir: Direction::Tx, actual: 4, expected: 6 }));
+        assert!(dev.allocs.is_empty(), "nothing allocated");
+        assert!(v.ring(Direction::Tx).is_none() && v.ring(Direction::Rx).is_none(), "nothing bound");
+        assert!(ti.iter().all(|b| *b == bd(77)), "the image is untouched");
+        // Pages that cannot back the count: the same.
+        let mut txp = [[Bd::ZERO; 2]; 1];
+        let mut v: VRing<'_, 2> = VRing::new(&mut txp, &mut []);
+        v.block_mut(Direction::Tx).set_count(3);
+        let mut ti = [Bd::ZERO; 8];
+        let e = v.create_prings(&mut dev, &mut sink, &mut ti, &mut []);
+        assert_eq!(e, Err(DmaError::CountMismatch { dir: Direction::Tx, actual: 2, expected: 3 }));
+        assert!(dev.allocs.is_empty() && v.ring(Direction::Tx).is_none());
+        // Exactly full is no mismatch.
+        v.block_mut(Direction::Tx).set_count(2);
+        let mut ti = [Bd::ZERO; 2];
+        v.create_prings(&mut dev, &mut sink, &mut ti, &mut []).unwrap();
+        assert_eq!(v.ring(Direction::Tx).unwrap().lowered(), 2);
+    }
+
+    /// Issue 11 item 10: a retry after a failed lowering allocated a second backing
+    /// and leaked the first. The ring left bound is reused.
+    #[test]
+    fn a_retry_after_a_failed_device_write_reuses_the_ring() {
+        let mut txp = [[Bd::ZERO; 4]; 1];
+        let mut v: VRing<'_, 4> = VRing::new(&mut txp, &mut []);
+        v.push(Direction::Tx, bd(5)).unwrap();
+        let mut sink = Sink::default();
+        let mut dev = Dev { fail_write: true, ..Dev::default() };
+        let mut first = [Bd::ZERO; 4];
+        assert_eq!(v.create_prings(&mut dev, &mut sink, &mut first, &mut []), Err(DmaError::Platform(ErrorKind::Io)));
+        assert_eq!(dev.allocs, [(Direction::Tx, 4)]);
+        assert!(!v.block(Direction::Tx).is_lowered());
+        dev.fail_write = false;
+        let mut second = [Bd::ZERO; 8];
+        v.create_prings(&mut dev, &mut sink, &mut second, &mut []).unwrap();
+        assert_eq!(dev.allocs, [(Direction::Tx, 4)], "no second backing");
+        let tx = v.ring(Direction::Tx).unwrap();
+        assert_eq!((tx.dev_addr(), tx.depth()), (0x10000, 4));
+        assert_eq!(dev.writes, [(0x10000, tx.image().as_bytes().to_vec())]);
+        assert!(v.block(Direction::Tx).is_lowered());
+        assert_eq!(second, [Bd::ZERO; 8], "the retry's image is not used");
     }
 
     #[test]
@@ -481,7 +746,14 @@ mod tests {
                         let ring = v.ring(Direction::Tx).unwrap();
                         prop_assert_eq!(ring.depth() as usize, depth);
                         for (i, b) in ring.image().iter().enumerate() {
-                            let want = if (i as u32) < expected.min(n) { bd(i as u64) } else { Bd::ZERO };
+                            // The block's BDs (page slots past the pushes count when the stated
+                            // count says so), stamped ring id 1; zero padding after.
+                            let i = i as u32;
+                            let want = match (i < n, i < expected) {
+                                (true, true) => bd(u64::from(i)).with_ring_id(1),
+                                (false, true) => Bd::ZERO.with_ring_id(1),
+                                _ => Bd::ZERO,
+                            };
                             prop_assert_eq!(*b, want);
                         }
                         prop_assert_eq!(dev.writes.len(), 1);
@@ -492,6 +764,8 @@ mod tests {
                     prop_assert_eq!(e, expected);
                     prop_assert!(actual < expected);
                     prop_assert!(dev.writes.is_empty());
+                    prop_assert!(dev.allocs.is_empty());
+                    prop_assert!(v.ring(Direction::Tx).is_none());
                 }
                 Err(e) => prop_assert!(false, "unexpected {:?}", e),
             }

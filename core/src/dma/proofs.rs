@@ -4,7 +4,7 @@
 use super::bd::{next_ring_id, Bd, LenCtrl, RING_ID_COUNT};
 use super::doorbell::{host_trigger_offset, UdmaLayout, HOST_TRIGGER_OFFSET};
 use super::pring::{PRing, UDMA_MAX_RING_DESCS};
-use super::queue::{reserve_descriptors, Reservation, SwDmaQueue};
+use super::queue::{reserve_descriptors, DeviceHead, Reservation, SwDmaQueue};
 use super::vring::{addr_rewrite, Relocation};
 use super::{Direction, DmaError};
 use crate::arch::Arch;
@@ -26,7 +26,9 @@ pub(crate) fn reserve_stays_in_ring_and_wraps_exactly(tx: (u32, u32, u32), rx: (
     let mut rxq = SwDmaQueue::from_raw(rx.0, rx.1, rx.2);
     let valid = txq.check().is_ok() && rxq.check().is_ok();
     let (tx0, rx0) = (txq, rxq);
-    let r = reserve_descriptors(&mut txq, &mut rxq, n);
+    // The device has consumed everything produced: the whole ring is free.
+    let (th, rh) = (DeviceHead::caught_up(&txq), DeviceHead::caught_up(&rxq));
+    let r = reserve_descriptors(&mut txq, &mut rxq, th, rh, n);
     if !valid {
         cover!(true, "reserve: an invalid cursor");
         // Refused: for the cursor, or for `n` when the other queue is checked first.
@@ -88,7 +90,8 @@ pub(crate) fn set_writes_exactly_the_reserved_slots<A: Any>(mut any: A) {
     let n = any.below(depth + 2);
     let mut txq = q;
     let mut rxq = SwDmaQueue::from_raw(0, 1, UDMA_MAX_RING_DESCS);
-    let Ok((res, _)) = reserve_descriptors(&mut txq, &mut rxq, n) else {
+    let (th, rh) = (DeviceHead::caught_up(&txq), DeviceHead::caught_up(&rxq));
+    let Ok((res, _)) = reserve_descriptors(&mut txq, &mut rxq, th, rh, n) else {
         cover!(true, "set: a refused reservation");
         assert!(n > depth);
         return;

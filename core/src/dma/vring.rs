@@ -230,9 +230,26 @@ impl<'a, const PAGE: usize> VRing<'a, PAGE> {
         Ok((tx, rx))
     }
 
-    /// `vring_addr_rewrite` (seed §2.4): relocate every BD of both blocks whose
-    /// `buf_ptr` lies in the window, across pages.
-    pub fn addr_rewrite(&mut self, reloc: &Relocation) {
+    /// `vring_addr_rewrite` (seed §2.4) on the host only: relocate every BD of both
+    /// blocks whose `buf_ptr` lies in the window, across pages.
+    ///
+    /// A block already lowered has copies this cannot reach (the ring image and
+    /// the device ring): the call is then refused with
+    /// [`DmaError::RelocateAfterLower`] and nothing moves. The seed's order is
+    /// lower, then relocate (§0, §7); for that, use [`VRing::relocate`], which
+    /// moves the copies too (G-DMA-RELOC-LOWERED).
+    pub fn addr_rewrite(&mut self, reloc: &Relocation) -> Result<(), DmaError> {
+        for dir in [Direction::Tx, Direction::Rx] {
+            if self.block(dir).is_lowered() {
+                return Err(DmaError::RelocateAfterLower(dir));
+            }
+        }
+        self.rewrite_blocks(reloc);
+        Ok(())
+    }
+
+    /// Relocate both blocks (the host vring only).
+    pub(super) fn rewrite_blocks(&mut self, reloc: &Relocation) {
         self.tx.addr_rewrite(reloc);
         self.rx.addr_rewrite(reloc);
     }
@@ -362,15 +379,18 @@ mod tests {
             v.push(Direction::Tx, bd(0x1000 + i * 0x10)).unwrap();
         }
         v.push(Direction::Rx, bd(0x1000)).unwrap();
+        v.push(Direction::Rx, bd(0x1030)).unwrap();
         // Window covers BDs 2..=5 of TX: pages 0 and 1.
         let r = Relocation::new(0x1020, 0x40, 0x8000_0000).unwrap();
-        v.addr_rewrite(&r);
+        v.addr_rewrite(&r).unwrap();
         let got: Vec<u64> = v.block(Direction::Tx).bds().map(Bd::addr).collect();
         let want: Vec<u64> = (0..10u64)
             .map(|i| if (2..6).contains(&i) { 0x8000_0000 + (i - 2) * 0x10 } else { 0x1000 + i * 0x10 })
             .collect();
         assert_eq!(got, want);
-        assert_eq!(v.block(Direction::Rx).slot(0).unwrap().addr(), 0x1000);
+        // The RX block is relocated too (issue 11: deleting its rewrite passed every test).
+        let rx: Vec<u64> = v.block(Direction::Rx).bds().map(Bd::addr).collect();
+        assert_eq!(rx, [0x1000, 0x8000_0010]);
         // Slots past the count are not BDs and are not touched.
         assert_eq!(v.block(Direction::Tx).slot(10).unwrap(), &Bd::ZERO);
     }
@@ -395,7 +415,7 @@ mod tests {
         let mut v: VRing<'_, 2> = VRing::new(&mut tx, &mut []);
         v.block_mut(Direction::Tx).set_count(u32::MAX);
         assert_eq!(v.block(Direction::Tx).bds().count(), 4);
-        v.addr_rewrite(&Relocation::new(0, u64::MAX, 1).unwrap());
+        v.addr_rewrite(&Relocation::new(0, u64::MAX, 1).unwrap()).unwrap();
         assert!(v.block(Direction::Tx).bds().all(|b| b.addr() == 1));
         assert!(v.block(Direction::Tx).slot(4).is_none());
     }
@@ -433,7 +453,7 @@ mod tests {
             }
             let stated = count.min(addrs.len() as u32);
             v.block_mut(Direction::Tx).set_count(stated);
-            v.addr_rewrite(&r);
+            v.addr_rewrite(&r).unwrap();
             for (i, &a) in addrs.iter().enumerate() {
                 let got = v.block(Direction::Tx).slot(i as u32).unwrap();
                 let inside = (a as u128) >= old_base as u128 && (a as u128) < old_base as u128 + size as u128;
