@@ -185,9 +185,13 @@ pub(crate) fn reachable(r: &ExecRequest) -> bool {
 
 /// Any request in state `state` that satisfies [`reachable`]: every field the
 /// invariant leaves free is drawn from `any`.
-pub(crate) fn any_request<A: Any>(any: &mut A, state: ExecState) -> ExecRequest {
+pub(crate) fn any_request<A: Any>(any: &mut A, state: ExecState, cores: Option<u8>) -> ExecRequest {
     let arch = [Arch::Sunda, Arch::Cayman, Arch::Mariana][usize::from(any.u8() % 3)];
-    let mut cfg = ExecConfig::new(arch, any.u8(), any.u32());
+    let tpb_count = match cores {
+        Some(n) => n,
+        None => any.u8(),
+    };
+    let mut cfg = ExecConfig::new(arch, tpb_count, any.u32());
     cfg.tpb_idx = [any.u8(), any.u8()];
     let mut r = ExecRequest::new(cfg);
     let n = r.tpb_count();
@@ -298,10 +302,11 @@ pub(crate) struct Stepped {
 /// state, so each cover must be reachable in it).
 ///
 /// `rings`: the states that read the rings (WAIT_BARRIER_PROXY's transition and
-/// WAIT_CORE) get bound rings with arbitrary calibration, sync points, a ring
-/// table one ring short or a ring left unbound; INIT and DONE never touch them.
-fn step_once<A: Any>(mut any: A, from: ExecState, rings: bool) -> Stepped {
-    let mut req = any_request(&mut any, from);
+/// WAIT_CORE) get bound rings with arbitrary calibration and sync points (and,
+/// before the transition, a ring table one ring short or a ring left unbound);
+/// INIT and DONE never touch them.
+fn step_once<A: Any>(mut any: A, from: ExecState, rings: bool, cores: Option<u8>) -> Stepped {
+    let mut req = any_request(&mut any, from, cores);
     assert!(reachable(&req), "the generator made an unreachable request");
     // Under kani the rings hold 2 entries, so a batch reads at most one slot per
     // engine per call (the lap bound, `batch_limit`); the tests also use 4-entry
@@ -326,23 +331,39 @@ fn step_once<A: Any>(mut any: A, from: ExecState, rings: bool) -> Stepped {
                 nq.set_cal(core, eng, cal);
             }
         }
-        match any.u8() {
-            // A platform whose ring table has one INFER_STATUS ring too few.
-            0xF0..=0xF7 => assert!(nq.set_infer_status_nqs(&[4, 5, 6, 7]).is_ok()),
-            // A ring left unbound.
-            0xF8..=0xFF => {
-                let q = [ERROR_NQ, 4, 5, 6, 7, 8][usize::from(any.u8() % 6)];
-                if let Some(r) = nq.ring_mut(any.u8() & 1, q) {
-                    *r = crate::nq::NqRing::UNBOUND;
-                }
-            }
-            _ => {}
-        }
     }
     let before = req.clone();
     let mut dev = HavocDev::new(any, before.core_start_ns.max(before.barrier_start_ns), ring_size);
     let mut out = NrtStatus::Other(0xDEAD);
-    let step = req.progress_one_step(&mut dev, &mut nq, &mut out);
+    // The ring table: as bound (WAIT_CORE's invariant: the transition checked it),
+    // or, before that transition, one INFER_STATUS ring too few or a ring left
+    // unbound (an INFER_STATUS ring, or the error ring, of the request's last
+    // core). Each table is its own branch with the step inside it, so that every
+    // ring's size is a constant there: a size merged from two branches would leave
+    // the solver no bound for the batch and error-sweep loops but the unwind
+    // bound itself.
+    let table = if rings && from == ExecState::WaitBarrierProxy { dev.any.borrow_mut().u8() } else { 0 };
+    let last = (req.tpb_count() - 1) as u8;
+    let mut step_with = |nq: &mut Notifications| req.progress_one_step(&mut dev, nq, &mut out);
+    let step = match table {
+        0xF0..=0xF7 => {
+            assert!(nq.set_infer_status_nqs(&[4, 5, 6, 7]).is_ok());
+            step_with(&mut nq)
+        }
+        0xF8..=0xFB => {
+            if let Some(r) = nq.ring_mut(last, 6) {
+                *r = crate::nq::NqRing::UNBOUND;
+            }
+            step_with(&mut nq)
+        }
+        0xFC..=0xFF => {
+            if let Some(r) = nq.ring_mut(last, ERROR_NQ) {
+                *r = crate::nq::NqRing::UNBOUND;
+            }
+            step_with(&mut nq)
+        }
+        _ => step_with(&mut nq),
+    };
     assert!(step.code() <= 2);
     assert!(req.state as u8 >= from as u8, "the machine moved backwards");
     match step {
@@ -360,7 +381,7 @@ fn step_once<A: Any>(mut any: A, from: ExecState, rings: bool) -> Stepped {
 /// INIT: one call always returns 1 and moves to WAIT_BARRIER_PROXY (with the
 /// common step's properties).
 pub(crate) fn step_from_init_keeps_the_contract<A: Any>(any: A) {
-    let r = step_once(any, ExecState::Init, false);
+    let r = step_once(any, ExecState::Init, false, None);
     assert_eq!((r.step, r.after.state), (Step::InFlight, ExecState::WaitBarrierProxy));
     assert_eq!(r.after.barrier_thresh_s, crate::exec::BARRIER_WARN_INITIAL_S);
     cover!(r.after.cfg.tpb_count == 2, "init: a two-core request on to WAIT_BARRIER_PROXY");
@@ -368,8 +389,11 @@ pub(crate) fn step_from_init_keeps_the_contract<A: Any>(any: A) {
 
 /// WAIT_BARRIER_PROXY: the barrier is never fatal by itself (seed §1 QUIRK): a
 /// call returns 1 unless a proxy fails or the ring table is wrong, and then 2.
-pub(crate) fn step_from_wait_barrier_keeps_the_contract<A: Any>(any: A) {
-    let r = step_once(any, ExecState::WaitBarrierProxy, true);
+///
+/// `cores`: a request of that many cores, or any (`None`); each harness takes one
+/// count, so that each solver run stays inside its budget.
+pub(crate) fn step_from_wait_barrier_keeps_the_contract<A: Any>(any: A, cores: Option<u8>) {
+    let r = step_once(any, ExecState::WaitBarrierProxy, true, cores);
     assert!(r.step != Step::Done, "the barrier wait finished a request with 0");
     cover!(r.after.state == ExecState::WaitBarrierProxy, "barrier: still waiting");
     cover!(r.after.state == ExecState::WaitCore, "barrier: cleared, on to WAIT_CORE");
@@ -378,8 +402,10 @@ pub(crate) fn step_from_wait_barrier_keeps_the_contract<A: Any>(any: A) {
 
 /// WAIT_CORE: no engine's substate moves backwards (seed §2: the substates are
 /// monotone), and every outcome is reachable.
-pub(crate) fn step_from_wait_core_keeps_the_contract<A: Any>(any: A) {
-    let r = step_once(any, ExecState::WaitCore, true);
+///
+/// `cores`: as for WAIT_BARRIER_PROXY.
+pub(crate) fn step_from_wait_core_keeps_the_contract<A: Any>(any: A, cores: Option<u8>) {
+    let r = step_once(any, ExecState::WaitCore, true, cores);
     for c in 0..MAX_CORES {
         for e in 0..ENGINES_PER_CORE {
             assert!(r.after.tpb_exec_state[c][e] >= r.before.tpb_exec_state[c][e], "a substate regressed");
@@ -396,7 +422,7 @@ pub(crate) fn step_from_wait_core_keeps_the_contract<A: Any>(any: A) {
 /// DONE is terminal (DESIGN.md): a call returns the cached result and changes
 /// nothing.
 pub(crate) fn step_from_done_keeps_the_contract<A: Any>(any: A) {
-    let r = step_once(any, ExecState::Done, false);
+    let r = step_once(any, ExecState::Done, false, None);
     assert_eq!((r.step, r.out), r.before.result, "DONE is not terminal");
     assert!(same(&r.after, &r.before), "a DONE request changed");
     cover!(r.step == Step::Done, "done: the cached 0 again");
@@ -443,17 +469,34 @@ fn prove_step_from_init_keeps_the_contract() {
 #[kani::proof]
 #[kani::unwind(14)]
 #[kani::stub_verified(crate::exec::finalize::rescale_ns)]
-fn prove_step_from_wait_barrier_keeps_the_contract() {
-    step_from_wait_barrier_keeps_the_contract(crate::proofs::KaniAny);
+fn prove_step_from_wait_barrier_one_core_keeps_the_contract() {
+    step_from_wait_barrier_keeps_the_contract(crate::proofs::KaniAny, Some(1));
 }
 
 #[cfg(kani)]
 #[kani::proof]
 #[kani::unwind(14)]
 #[kani::stub_verified(crate::exec::finalize::rescale_ns)]
-fn prove_step_from_wait_core_keeps_the_contract() {
-    step_from_wait_core_keeps_the_contract(crate::proofs::KaniAny);
+fn prove_step_from_wait_barrier_two_cores_keeps_the_contract() {
+    step_from_wait_barrier_keeps_the_contract(crate::proofs::KaniAny, Some(2));
 }
+
+#[cfg(kani)]
+#[kani::proof]
+#[kani::unwind(14)]
+#[kani::stub_verified(crate::exec::finalize::rescale_ns)]
+fn prove_step_from_wait_core_one_core_keeps_the_contract() {
+    step_from_wait_core_keeps_the_contract(crate::proofs::KaniAny, Some(1));
+}
+
+#[cfg(kani)]
+#[kani::proof]
+#[kani::unwind(14)]
+#[kani::stub_verified(crate::exec::finalize::rescale_ns)]
+fn prove_step_from_wait_core_two_cores_keeps_the_contract() {
+    step_from_wait_core_keeps_the_contract(crate::proofs::KaniAny, Some(2));
+}
+
 
 #[cfg(kani)]
 #[kani::proof]
@@ -508,13 +551,33 @@ mod tests {
     }
 
     #[test]
-    fn step_from_wait_barrier_keeps_the_contract_tests() {
-        each(|b| step_from_wait_barrier_keeps_the_contract(b), 3);
+    fn step_from_wait_barrier_one_core_keeps_the_contract_tests() {
+        each(|b| step_from_wait_barrier_keeps_the_contract(b, Some(1)), 3);
     }
 
     #[test]
-    fn step_from_wait_core_keeps_the_contract_tests() {
-        each(|b| step_from_wait_core_keeps_the_contract(b), 6);
+    fn step_from_wait_barrier_two_cores_keeps_the_contract_tests() {
+        each(|b| step_from_wait_barrier_keeps_the_contract(b, Some(2)), 3);
+    }
+
+    #[test]
+    fn step_from_wait_barrier_any_cores_keeps_the_contract() {
+        each(|b| step_from_wait_barrier_keeps_the_contract(b, None), 3);
+    }
+
+    #[test]
+    fn step_from_wait_core_one_core_keeps_the_contract_tests() {
+        each(|b| step_from_wait_core_keeps_the_contract(b, Some(1)), 6);
+    }
+
+    #[test]
+    fn step_from_wait_core_two_cores_keeps_the_contract_tests() {
+        each(|b| step_from_wait_core_keeps_the_contract(b, Some(2)), 6);
+    }
+
+    #[test]
+    fn step_from_wait_core_any_cores_keeps_the_contract() {
+        each(|b| step_from_wait_core_keeps_the_contract(b, None), 6);
     }
 
     #[test]
