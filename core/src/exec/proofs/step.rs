@@ -497,7 +497,6 @@ fn prove_step_from_wait_core_two_cores_keeps_the_contract() {
     step_from_wait_core_keeps_the_contract(crate::proofs::KaniAny, Some(2));
 }
 
-
 #[cfg(kani)]
 #[kani::proof]
 #[kani::unwind(14)]
