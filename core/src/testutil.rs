@@ -55,6 +55,10 @@ pub struct FakeDevice {
     pub hbm: [Option<NrtStatus>; MAX_CORES],
     /// DMA abort per core.
     pub dma_abort: [bool; MAX_CORES],
+    /// Stuck in a collective, per core.
+    pub collectives_stuck: [bool; MAX_CORES],
+    /// The fault probes asked so far, in order: (`"hbm"`, `"dma"` or `"cc"`, core).
+    pub fault_probes: heapless::Vec<(&'static str, u8), 16>,
     /// Fail reads of this ring `(core, nq)`.
     pub fail_ring: Option<(u8, u8)>,
     /// Records the device dropped because a ring was full.
@@ -99,6 +103,8 @@ impl FakeDevice {
             network_fail: [None; MAX_CORES],
             hbm: [None; MAX_CORES],
             dma_abort: [false; MAX_CORES],
+            collectives_stuck: [false; MAX_CORES],
+            fault_probes: heapless::Vec::new(),
             fail_ring: None,
             dropped: 0,
             slot_reads: 0,
@@ -300,10 +306,16 @@ impl hal::CollectivesProxy for FakeDevice {
 
 impl hal::FaultProbe for FakeDevice {
     fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus> {
+        let _ = self.fault_probes.push(("hbm", core));
         self.hbm.get(usize::from(core)).copied().flatten()
     }
     fn dma_aborted(&mut self, core: u8) -> bool {
+        let _ = self.fault_probes.push(("dma", core));
         self.dma_abort.get(usize::from(core)).copied().unwrap_or(false)
+    }
+    fn collectives_stuck(&mut self, core: u8) -> bool {
+        let _ = self.fault_probes.push(("cc", core));
+        self.collectives_stuck.get(usize::from(core)).copied().unwrap_or(false)
     }
 }
 

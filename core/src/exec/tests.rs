@@ -524,29 +524,114 @@ fn priority_reconciles_the_cores() {
 }
 
 #[test]
-fn hbm_and_dma_faults_reclassify_a_timeout() {
-    for (hbm, abort, want) in [
-        (Some(NrtStatus::ExecHwErrHbmUe), false, NrtStatus::ExecHwErrHbmUe),
-        (Some(NrtStatus::ExecHwErrRepairableHbmUe), false, NrtStatus::ExecHwErrRepairableHbmUe),
-        (None, true, NrtStatus::ExecHwErrDmaAbort),
-        (None, false, NrtStatus::Timeout),
-        // A probe answering with a milder status cannot erase the timeout.
-        (Some(NrtStatus::Success), false, NrtStatus::Timeout),
-        (Some(NrtStatus::Failure), false, NrtStatus::Timeout),
-    ] {
+fn timeout_is_classified_hbm_then_dma_then_collectives_then_hang_on_compute() {
+    use NrtStatus as S;
+    let all: &[&str] = &["hbm", "dma", "cc"];
+    #[allow(clippy::type_complexity)]
+    let cases: &[(Option<NrtStatus>, bool, bool, NrtStatus, TimeoutCause, &[&str])] = &[
+        (Some(S::ExecHwErrHbmUe), true, true, S::ExecHwErrHbmUe, TimeoutCause::HbmUe(S::ExecHwErrHbmUe), &["hbm"]),
+        // COMPLETE-1: a repairable HBM UE at the timeout is propagated as 1205.
+        (
+            Some(S::ExecHwErrRepairableHbmUe),
+            false,
+            false,
+            S::ExecHwErrRepairableHbmUe,
+            TimeoutCause::HbmUe(S::ExecHwErrRepairableHbmUe),
+            &["hbm"],
+        ),
+        (None, true, true, S::ExecHwErrDmaAbort, TimeoutCause::DmaAbort, &["hbm", "dma"]),
+        (None, false, true, S::ExecHwErrCollectives, TimeoutCause::Collectives, all),
+        (None, false, false, S::Timeout, TimeoutCause::HangOnCompute, all),
+        // A probe answering with a milder status cannot erase the timeout and
+        // counts as no answer: the later probes are still asked.
+        (Some(S::Success), false, false, S::Timeout, TimeoutCause::HangOnCompute, all),
+        (Some(S::Failure), false, true, S::ExecHwErrCollectives, TimeoutCause::Collectives, all),
+        (Some(S::Timeout), true, false, S::ExecHwErrDmaAbort, TimeoutCause::DmaAbort, &["hbm", "dma"]),
+    ];
+    for &(hbm, abort, cc, want, cause, asked) in cases {
         let mut r = Rig::new(1, 5);
         r.dev.hbm[0] = hbm;
         r.dev.dma_abort[0] = abort;
+        r.dev.collectives_stuck[0] = cc;
         r.enter_wait_core();
         r.dev.advance_ms(5_000);
-        assert_eq!(r.step(), (Step::Error, want));
+        let ctx = (hbm, abort, cc);
+        assert_eq!(r.step(), (Step::Error, want), "{ctx:?}");
+        assert_eq!(r.req.out_info().exec_rets[0], want, "{ctx:?}");
+        assert_eq!(r.req.out_info().timeout_cause, [Some(cause), None], "{ctx:?}");
+        let probes: Vec<&str> = r
+            .dev
+            .fault_probes
+            .iter()
+            .map(|(p, c)| {
+                assert_eq!(*c, 0);
+                *p
+            })
+            .collect();
+        assert_eq!(probes, asked, "{ctx:?}: asked in the seed's order, stopping at the first answer");
+        let hang = cause == TimeoutCause::HangOnCompute;
+        assert_eq!(r.dev.count("hang_on_compute"), usize::from(hang), "{ctx:?}");
+        assert_eq!(r.dev.count("hw_fault"), usize::from(!hang), "{ctx:?}");
+        if !hang {
+            assert!(r.dev.events.contains(&Event::HwFault { core: 0, status: want }), "{ctx:?}");
+        }
+        assert_eq!(cause.status(), want);
     }
-    // Not consulted on an overflow or a clean run.
+}
+
+#[test]
+fn fault_probes_are_not_asked_on_a_clean_run_or_an_overflow() {
+    // A clean run.
     let mut r = Rig::new(1, 5);
     r.dev.hbm[0] = Some(NrtStatus::ExecHwErrHbmUe);
+    r.dev.dma_abort[0] = true;
+    r.dev.collectives_stuck[0] = true;
     r.dev.run_all(1, 1, 2);
     r.enter_wait_core();
     assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert!(r.dev.fault_probes.is_empty());
+    assert_eq!(r.req.out_info().timeout_cause, [None, None]);
+
+    // An overflow at the timeout (1204, high): an HBM UE (1201, critical) would
+    // outrank it if HBM were consulted; the seed consults it on the timeout only.
+    let mut r = Rig::new(1, 5);
+    r.dev.hbm[0] = Some(NrtStatus::ExecHwErrHbmUe);
+    r.dev.dma_abort[0] = true;
+    r.dev.collectives_stuck[0] = true;
+    r.dev.intc_cause[0] = INTC_OVERFLOW;
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecSwNqOverflow));
+    assert!(r.dev.fault_probes.is_empty(), "{:?}", r.dev.fault_probes);
+    assert_eq!(r.req.out_info().timeout_cause, [None, None]);
+    assert_eq!(r.dev.count("hw_fault") + r.dev.count("hang_on_compute"), 0);
+
+    // An out-of-order record found as an overflow: not consulted either.
+    let mut r = Rig::new(1, 5);
+    r.dev.hbm[0] = Some(NrtStatus::ExecHwErrHbmUe);
+    r.dev.intc_cause[0] = INTC_OVERFLOW;
+    r.dev.end(0, 0, 1);
+    r.enter_wait_core();
+    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecSwNqOverflow));
+    assert!(r.dev.fault_probes.is_empty());
+}
+
+#[test]
+fn a_custom_sub_id_is_the_u16_at_4_so_byte_5_counts() {
+    // data[4] = 7 (tensor completion) but data[5] = 1: the u16 @4 is 0x107, outside
+    // the 11-entry table, so the record is refused, not taken as a tensor
+    // completion (G-SUBID-WIDTH).
+    let mut r = Rig::new(1, 5);
+    let mut e = crate::nq::RawEntry::new(Subtype::CUSTOM, 4, 0, 0x0107, 1);
+    e.set_isa_line_lo(100);
+    let bytes = e.to_array();
+    assert_eq!((bytes[4], bytes[5]), (7, 1));
+    r.dev.push_raw(0, 4, bytes);
+    r.enter_wait_core();
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
+    assert!(r.dev.events.contains(&Event::BadCustomSubId { core: 0, engine: Engine::Pe, sub_id: 0x107 }));
+    assert_eq!(r.dev.count("tensor_completed"), 0);
+    assert!(r.dev.wakes.is_empty());
 }
 
 #[test]
