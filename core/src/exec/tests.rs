@@ -422,12 +422,20 @@ fn cayman_custom_fixup_rewrites_the_tag_on_engine_index_2_only() {
 #[test]
 fn nq_tag_mismatch_is_reported_only() {
     let mut r = Rig::new(1, 5);
+    // A CC start on SP's ring (NQ 8) whose tag says 31: it comes before SP's START,
+    // so the sweep reads it (the phase is stamped by the fake device).
+    let e = crate::nq::RawEntry::new(Subtype::CC_START, 31, 0, 0, 5_000_000);
+    assert!(r.dev.push_raw(0, 8, e.to_array()));
     r.dev.run_all(1, 1, 2);
-    let mut e = crate::nq::RawEntry::new(Subtype::CC_START, 31, 0, 0, 3);
-    e.set_phase(false);
-    r.dev.push_raw(0, 8, e.to_array());
     r.enter_wait_core();
     assert_eq!(r.finish(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.nq.ring(0, 8).unwrap().cursor(), 3 * 16, "the mismatched record was read");
+    let got: Vec<&Event> = r.dev.events_of("nq_tag_mismatch").collect();
+    assert_eq!(got, [&Event::NqTagMismatch { core: 0, engine: Engine::Sp, tag: 31, expected: 8 }]);
+    // Acted on as the ring's record all the same: its CC start was kept.
+    assert_ne!(r.req.notif_ts(0, ts_slot::CC_START), Some(0));
+    // START and END carry the ring's own tag: no more reports.
+    assert_eq!(r.dev.count("nq_tag_mismatch"), 1);
 }
 
 fn with_error(entries: &[ErrorEntry], healthy: bool) -> Rig {
@@ -941,4 +949,97 @@ fn cc_and_tensor_slots_use_the_calibration_of_the_ring_that_carried_them() {
     assert_eq!(r.req.notif_ts(0, ts_slot::CC_START), Some(2000));
     assert_eq!(r.req.notif_ts(0, ts_slot::CC_END), Some(3000));
     assert_eq!(r.req.notif_ts(0, ts_slot::TENSOR), Some(3000));
+}
+
+#[test]
+fn the_core_budget_starts_when_the_barrier_clears_not_at_init() {
+    // The barrier takes 300 s; the model's budget is 5 s; PE stays pending.
+    let mut r = Rig::new(1, 5);
+    let t0 = r.dev.now.get();
+    r.dev.barrier_done_at_ns = [t0 + 300_000_000_000; 2];
+    assert_eq!(r.step().0, Step::InFlight); // INIT at t0
+    r.dev.now.set(t0 + 300_000_000_000);
+    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.req.state(), ExecState::WaitCore);
+    // Right after the barrier: 300 s since INIT, 0 s of the core budget.
+    assert_eq!(r.step(), (Step::InFlight, NrtStatus::Other(0xDEAD)));
+    r.dev.advance_ms(4_999);
+    assert_eq!(r.step().0, Step::InFlight, "4.999 s of the 5 s budget");
+    assert_eq!(r.dev.count("core_timeout"), 0);
+    r.dev.advance_ms(1);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Timeout));
+    assert!(r.dev.events.iter().any(|e| matches!(e, Event::CoreTimeout { elapsed_ms: 5_000, timeout_ms: 5_000, .. })));
+}
+
+#[test]
+fn both_cores_pending_at_the_timeout_are_both_probed_and_classified() {
+    // Both cores hang; core 1's probe finds a repairable HBM UE (1205, critical).
+    let mut r = Rig::new(2, 5);
+    r.dev.hbm[1] = Some(NrtStatus::ExecHwErrRepairableHbmUe);
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecHwErrRepairableHbmUe));
+    assert_eq!(r.req.out_info().exec_rets, [NrtStatus::Timeout, NrtStatus::ExecHwErrRepairableHbmUe]);
+    assert!(r.req.fatal_flag(0, fatal::TIMEOUT) && r.req.fatal_flag(1, fatal::TIMEOUT));
+    assert_eq!(r.dev.count("core_timeout"), 2);
+    assert_eq!(r.dev.intc_reads, 2, "one INTC probe per pending core");
+    assert_eq!(
+        r.req.out_info().timeout_cause,
+        [Some(TimeoutCause::HangOnCompute), Some(TimeoutCause::HbmUe(NrtStatus::ExecHwErrRepairableHbmUe))]
+    );
+}
+
+#[test]
+fn cross_core_ties_keep_core_0s_status() {
+    // 5 (core 0, no overflow bit) and 1204 (core 1, overflow bit) are both HIGH:
+    // the reconciliation walks the cores in order and keeps the first on a tie.
+    let mut r = Rig::new(2, 5);
+    r.dev.intc_cause[1] = INTC_OVERFLOW;
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Timeout));
+    assert_eq!(r.req.out_info().exec_rets, [NrtStatus::Timeout, NrtStatus::ExecSwNqOverflow]);
+    // And the other way round.
+    let mut r = Rig::new(2, 5);
+    r.dev.intc_cause[0] = INTC_OVERFLOW;
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecSwNqOverflow));
+    assert_eq!(r.req.out_info().exec_rets, [NrtStatus::ExecSwNqOverflow, NrtStatus::Timeout]);
+}
+
+#[test]
+fn error_record_timestamps_are_device_ns_over_1000_on_the_sync_point() {
+    let mut r = Rig::new(1, 5);
+    r.nq.set_sync_point(0, crate::nq::SyncPoint { dev_us: 1_000, cpu_us: 7_000_000 });
+    // PE's calibration is not applied to error records (G-ERR-TS).
+    r.nq.set_cal(0, 0, TsCal { init_timestamp: 500, actual_timestamp_inc: 3, expected_timestamp_inc: 2 });
+    assert!(r.dev.error(0, ErrorEntry::new(1, 0, 0, 5_000_000)));
+    r.dev.run_all(1, 1, 2);
+    r.enter_wait_core();
+    assert_eq!(r.step(), (Step::Done, NrtStatus::ExecCompletedWithNumErr));
+    // 5_000_000 / 1000 = 5000 us device; minus the sync point's 1000, plus 7 s.
+    let want = 7_000_000 + 5_000 - 1_000;
+    assert!(
+        r.dev.events.iter().any(|e| matches!(e, Event::ErrorRecord { ts_cpu_us, .. } if *ts_cpu_us == want)),
+        "{:?}",
+        r.dev.events
+    );
+    assert_eq!(r.nq.pop_error().map(|e| e.ts_cpu_us), Some(want));
+}
+
+#[test]
+fn sync_driver_sleeps_1_us_between_steps() {
+    let mut r = Rig::new(1, 5);
+    r.dev.run_all(1, 1, 2);
+    struct Log(Vec<u32>);
+    impl Delay for Log {
+        fn delay_us(&mut self, us: u32) {
+            self.0.push(us);
+        }
+    }
+    let mut log = Log(Vec::new());
+    let w = exec_wait_round_robin(&mut r.req, &mut *r.dev, &mut r.nq, &mut log);
+    assert_eq!((w.status, w.step, w.steps), (NrtStatus::Success, Step::Done, 3));
+    assert_eq!(log.0, [1, 1], "usleep(1) between steps, none after the last (seed §1)");
 }
