@@ -1043,3 +1043,58 @@ fn sync_driver_sleeps_1_us_between_steps() {
     assert_eq!((w.status, w.step, w.steps), (NrtStatus::Success, Step::Done, 3));
     assert_eq!(log.0, [1, 1], "usleep(1) between steps, none after the last (seed §1)");
 }
+
+#[test]
+fn timeout_cause_names_and_statuses() {
+    use NrtStatus as S;
+    let all = [
+        (TimeoutCause::HbmUe(S::ExecHwErrHbmUe), "HBM_UE", S::ExecHwErrHbmUe),
+        (TimeoutCause::HbmUe(S::ExecHwErrRepairableHbmUe), "HBM_UE", S::ExecHwErrRepairableHbmUe),
+        (TimeoutCause::DmaAbort, "DMA_ABORT", S::ExecHwErrDmaAbort),
+        (TimeoutCause::Collectives, "COLLECTIVES", S::ExecHwErrCollectives),
+        (TimeoutCause::HangOnCompute, "HANG_ON_COMPUTE", S::Timeout),
+    ];
+    for (c, name, status) in all {
+        assert_eq!((c.name(), c.status()), (name, status));
+    }
+    assert_eq!(S::ExecHwErrCollectives.code(), 1200);
+    assert_eq!(
+        format!("{}", Event::HangOnCompute { core: 1 }),
+        "core 1: timed out with no HBM, DMA or collectives fault: hang on compute (HANG_ON_COMPUTE)"
+    );
+    assert_eq!(Event::HangOnCompute { core: 1 }.kind(), "hang_on_compute");
+    assert_eq!(Event::HangOnCompute { core: 1 }.level(), crate::event::Level::Error);
+}
+
+#[test]
+fn the_collectives_probe_defaults_to_no_fault_and_forwards_through_mut_refs() {
+    use crate::hal::FaultProbe;
+    struct NoCollectives;
+    impl FaultProbe for NoCollectives {
+        fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
+            None
+        }
+        fn dma_aborted(&mut self, _: u8) -> bool {
+            false
+        }
+    }
+    assert!(!NoCollectives.collectives_stuck(0));
+    assert!(!(&mut NoCollectives).collectives_stuck(1));
+    // A platform lent out as `&mut` keeps its own answer.
+    let mut dev = FakeDevice::new(Arch::Sunda, RING);
+    dev.collectives_stuck = [false, true];
+    let mut lent = &mut dev;
+    assert!(!lent.collectives_stuck(0));
+    assert!(lent.collectives_stuck(1));
+
+    // And the harvest through such a reference classifies a stuck collective.
+    let mut r = Rig::new(2, 5);
+    r.dev.collectives_stuck[1] = true;
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    let mut out = NrtStatus::Success;
+    let mut lent = &mut *r.dev;
+    assert_eq!(r.req.progress_one_step(&mut lent, &mut r.nq, &mut out), Step::Error);
+    assert_eq!(out, NrtStatus::ExecHwErrCollectives);
+    assert_eq!(r.req.out_info().timeout_cause, [Some(TimeoutCause::HangOnCompute), Some(TimeoutCause::Collectives)]);
+}
