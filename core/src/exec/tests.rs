@@ -1079,13 +1079,13 @@ fn the_collectives_probe_defaults_to_no_fault_and_forwards_through_mut_refs() {
         }
     }
     assert!(!NoCollectives.collectives_stuck(0));
-    assert!(!(&mut NoCollectives).collectives_stuck(1));
+    assert!(!<&mut NoCollectives as FaultProbe>::collectives_stuck(&mut &mut NoCollectives, 1));
     // A platform lent out as `&mut` keeps its own answer.
     let mut dev = FakeDevice::new(Arch::Sunda, RING);
     dev.collectives_stuck = [false, true];
     let mut lent = &mut dev;
-    assert!(!lent.collectives_stuck(0));
-    assert!(lent.collectives_stuck(1));
+    assert!(!<&mut FakeDevice as FaultProbe>::collectives_stuck(&mut lent, 0));
+    assert!(<&mut FakeDevice as FaultProbe>::collectives_stuck(&mut lent, 1));
 
     // And the harvest through such a reference classifies a stuck collective.
     let mut r = Rig::new(2, 5);
