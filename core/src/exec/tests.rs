@@ -1098,3 +1098,58 @@ fn the_collectives_probe_defaults_to_no_fault_and_forwards_through_mut_refs() {
     assert_eq!(out, NrtStatus::ExecHwErrCollectives);
     assert_eq!(r.req.out_info().timeout_cause, [Some(TimeoutCause::HangOnCompute), Some(TimeoutCause::Collectives)]);
 }
+
+#[test]
+fn names_of_states_and_engines() {
+    let states = [ExecState::Init, ExecState::WaitBarrierProxy, ExecState::WaitCore, ExecState::Done];
+    let names: Vec<&str> = states.iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["INIT", "WAIT_BARRIER_PROXY", "WAIT_CORE", "DONE"]);
+    let subs = [TpbEngState::StartPending, TpbEngState::EndPending, TpbEngState::Complete];
+    let names: Vec<&str> = subs.iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["START_PENDING", "END_PENDING", "COMPLETE"]);
+    for (i, (e, name)) in Engine::ALL.iter().zip(["PE", "ACT", "POOL", "DVE", "SP"]).enumerate() {
+        assert_eq!((e.index(), e.name()), (i, name));
+        assert_eq!(Engine::from_index(i), Some(*e));
+        assert_eq!(Engine::parse(name), Some(*e));
+        assert_eq!(Engine::parse(&name.to_ascii_lowercase()), Some(*e), "case-insensitive");
+        assert_eq!(Engine::parse(&i.to_string()), Some(*e));
+    }
+    assert_eq!(Engine::from_index(5), None);
+    assert_eq!(Engine::parse("5"), None);
+    assert_eq!(Engine::parse("GPU"), None);
+}
+
+#[test]
+fn engine_times_are_given_only_once_finalized_and_only_for_what_was_seen() {
+    let mut r = Rig::new(1, 5);
+    r.dev.start(0, 0, 3_000_000);
+    r.dev.end(0, 0, 4_000_000);
+    r.dev.start(0, 1, 3_000_000); // ACT never ends
+    r.enter_wait_core();
+    assert_eq!(r.step().0, Step::InFlight);
+    assert!(!r.req.timestamps_are_cpu_us());
+    assert_eq!(r.req.engine_times_us(0, 0), (None, None), "raw device units are not given as times");
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Timeout));
+    assert!(r.req.timestamps_are_cpu_us());
+    assert_eq!(r.req.engine_times_us(0, 0), (Some(3_000), Some(4_000)));
+    assert_eq!(r.req.engine_times_us(0, 1), (Some(3_000), None), "started, never ended");
+    assert_eq!(r.req.engine_times_us(0, 2), (None, None), "never started");
+    assert_eq!(r.req.engine_times_us(0, 5), (None, None));
+    assert_eq!(r.req.engine_times_us(2, 0), (None, None));
+    assert_eq!(r.req.config().tpb_count, 1);
+    assert_eq!(r.req.config().timeout_s, 5);
+}
+
+#[test]
+fn barrier_wait_event_reports_whole_seconds_waited() {
+    let mut r = Rig::new(1, 5);
+    r.dev.barrier_done_at_ns = [u64::MAX; 2];
+    r.step();
+    r.dev.advance_ns(125_700_000_000);
+    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(
+        r.dev.events_of("barrier_wait").collect::<Vec<_>>(),
+        [&Event::BarrierWait { waited_s: 125, threshold_s: 120 }]
+    );
+}
