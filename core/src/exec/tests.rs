@@ -1153,3 +1153,23 @@ fn barrier_wait_event_reports_whole_seconds_waited() {
         [&Event::BarrierWait { waited_s: 125, threshold_s: 120 }]
     );
 }
+
+#[test]
+fn a_slot_keeps_the_calibration_of_its_kept_record_not_of_a_later_or_tied_one() {
+    let mut r = Rig::new(1, 5);
+    // SP's clock runs 2x fast; PE's is the identity. PE's ring is read first.
+    r.nq.set_cal(0, 4, TsCal { init_timestamp: 0, actual_timestamp_inc: 2, expected_timestamp_inc: 1 });
+    r.dev.record(0, 0, Subtype::CC_START, 1_000_000); // kept: the earliest
+    r.dev.record(0, 4, Subtype::CC_START, 4_000_000); // later: not kept
+    r.dev.record(0, 0, Subtype::CC_END, 3_000_000); // kept
+    r.dev.record(0, 4, Subtype::CC_END, 3_000_000); // a tie: the first stays
+    r.dev.custom(0, 0, 7, 100, 6_000_000); // kept
+    r.dev.custom(0, 4, 7, 100, 6_000_000); // a tie
+    r.dev.record(0, 4, Subtype::CC_END, 2_000_000); // earlier: not kept
+    r.dev.run_all(1, 1_000, 2_000);
+    r.enter_wait_core();
+    assert_eq!(r.finish().0, Step::Done);
+    assert_eq!(r.req.notif_ts(0, ts_slot::CC_START), Some(1000), "PE's value on PE's clock");
+    assert_eq!(r.req.notif_ts(0, ts_slot::CC_END), Some(3000));
+    assert_eq!(r.req.notif_ts(0, ts_slot::TENSOR), Some(6000));
+}
