@@ -1173,3 +1173,28 @@ fn a_slot_keeps_the_calibration_of_its_kept_record_not_of_a_later_or_tied_one() 
     assert_eq!(r.req.notif_ts(0, ts_slot::CC_END), Some(3000));
     assert_eq!(r.req.notif_ts(0, ts_slot::TENSOR), Some(6000));
 }
+
+#[test]
+fn a_full_error_subscriber_ring_drops_the_oldest_and_says_so() {
+    let mut r = Rig::new(1, 5);
+    for i in 0..60 {
+        assert!(!r.nq.push_error(crate::nq::ErrorRecord { core: 1, raw: [0; 16], ts_cpu_us: i }));
+    }
+    for i in 0..10 {
+        assert!(r.dev.error(0, ErrorEntry::new(3, 0, 0, 1_000 * (100 + i))));
+    }
+    r.dev.run_all(1, 1, 2);
+    r.enter_wait_core();
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    let dropped: Vec<u32> = r
+        .dev
+        .events_of("error_subscriber_overrun")
+        .map(|e| match e {
+            Event::ErrorSubscriberOverrun { dropped } => *dropped,
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(dropped, [1, 2, 3, 4, 5, 6], "one event per record dropped, with the running count");
+    assert_eq!((r.nq.errors_len(), r.nq.errors_dropped()), (64, 6));
+    assert_eq!(r.nq.pop_error().map(|e| e.ts_cpu_us), Some(6), "the oldest six went");
+}
