@@ -424,6 +424,12 @@ mod tests {
     }
 
     #[test]
+    fn subtype_names() {
+        let names: Vec<&str> = [0u16, 2, 3, 6, 7, 8, 9].iter().map(|v| Subtype::parse(*v).name()).collect();
+        assert_eq!(names, ["UNEXPECTED", "START", "END", "CUSTOM", "CC_START", "CC_END", "UNEXPECTED"]);
+    }
+
+    #[test]
     fn custom_sub_id_is_the_u16_at_4() {
         let mut bytes = [0u8; 16];
         bytes[4] = 7;
