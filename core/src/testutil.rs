@@ -41,6 +41,8 @@ pub struct FakeDevice {
     pub intc_reads: u32,
     /// Fail INTC reads.
     pub intc_fail: bool,
+    /// Every INTC read, in order: (core, error-trigger block).
+    pub intc_blocks: heapless::Vec<(u8, u32), 16>,
     /// Clock, ns.
     pub now: Cell<u64>,
     /// Added to the clock after each read (lets a poll loop see time pass).
@@ -96,6 +98,7 @@ impl FakeDevice {
             intc_cause: [0; MAX_CORES],
             intc_reads: 0,
             intc_fail: false,
+            intc_blocks: heapless::Vec::new(),
             now: Cell::new(1_000_000_000),
             auto_advance_ns: 0,
             barrier_done_at_ns: [0; MAX_CORES],
@@ -262,8 +265,9 @@ impl hal::NqRings for FakeDevice {
 }
 
 impl hal::IntcCause for FakeDevice {
-    fn read_cause(&mut self, core: u8, _block: u32, line: u32) -> Result<u32, ErrorKind> {
+    fn read_cause(&mut self, core: u8, block: u32, line: u32) -> Result<u32, ErrorKind> {
         self.intc_reads += 1;
+        let _ = self.intc_blocks.push((core, block));
         if self.intc_fail {
             return Err(ErrorKind::Io);
         }

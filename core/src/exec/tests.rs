@@ -1198,3 +1198,40 @@ fn a_full_error_subscriber_ring_drops_the_oldest_and_says_so() {
     assert_eq!((r.nq.errors_len(), r.nq.errors_dropped()), (64, 6));
     assert_eq!(r.nq.pop_error().map(|e| e.ts_cpu_us), Some(6), "the oldest six went");
 }
+
+#[test]
+fn the_overflow_probe_reads_the_error_trigger_block_of_the_cores_tpb() {
+    let mut r = Rig::new(2, 5);
+    r.req = ExecRequest::new(ExecConfig { tpb_idx: [3, 7], ..ExecConfig::new(Arch::Sunda, 2, 5) });
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Timeout));
+    assert_eq!(&r.dev.intc_blocks[..], &[(0, 3), (1, 7)], "block = the device TPB index (G-ERRTRIG)");
+    assert_eq!((errtrig_block_of_tpb(0), errtrig_block_of_tpb(9)), (0, 9));
+}
+
+#[test]
+fn nothing_read_nothing_handed_back_and_no_result_in_flight() {
+    let mut r = Rig::new(2, 5);
+    r.enter_wait_core();
+    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.dev.head_writes, 0, "no HEAD write for a ring nothing was read from");
+    assert_eq!(r.req.result(), None);
+    r.dev.start(1, 3, 1);
+    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.dev.head_writes, 1, "only core 1 DVE's ring");
+    assert_eq!(r.req.result(), None);
+}
+
+#[test]
+fn the_duration_spans_only_engines_with_both_start_and_end() {
+    let mut r = Rig::new(1, 5);
+    r.dev.start(0, 1, 1_000_000); // ACT starts first and never ends
+    r.dev.start(0, 0, 3_000_000);
+    r.dev.end(0, 0, 4_000_000);
+    r.dev.end(0, 2, 9_000_000); // POOL ends without a START: out of order
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step().0, Step::Error);
+    assert_eq!(r.req.out_info().tpb_duration_us[0], 1_000, "PE's 3000..4000 us only");
+}
