@@ -339,10 +339,14 @@ pub fn ci_stage(run: &mut Runner, root: &Path) {
     let shards = n.div_ceil(CI_MAX_MUTANTS);
     let head = git(root, &["rev-parse", "HEAD"]).unwrap_or_default();
     let k = usize::from_str_radix(head.get(..6).unwrap_or("0"), 16).unwrap_or(0) % shards;
-    println!(
-        "\n    {name}: {n} mutants on the lines changed since {why} ({base}); running shard {k}/{shards} \
-         (at most {CI_MAX_MUTANTS}); all of them: `cargo xtask mutants --in-diff {base}`"
-    );
+    if shards > 1 {
+        println!(
+            "\n    {name}: {n} mutants on the lines changed since {why} ({base}); running shard {k}/{shards} \
+             (at most {CI_MAX_MUTANTS}); all of them: `cargo xtask mutants --in-diff {base}`"
+        );
+    } else {
+        println!("\n    {name}: {n} mutants on the lines changed since {why} ({base}); running all of them");
+    }
     let mut c = mutants_cmd(&[]);
     c.arg("--in-diff").arg(&diff).args(["--timeout", &CI_MUTANT_TIMEOUT_S.to_string()]);
     if shards > 1 {
