@@ -1235,3 +1235,15 @@ fn the_duration_spans_only_engines_with_both_start_and_end() {
     assert_eq!(r.step().0, Step::Error);
     assert_eq!(r.req.out_info().tpb_duration_us[0], 1_000, "PE's 3000..4000 us only");
 }
+
+#[test]
+fn a_full_error_ring_is_swept_one_lap_less_one() {
+    // 64 records fill the 64-entry error ring: a batch never consumes a whole lap
+    // (G-HEAD), so the sweep at FINALIZE takes 63 and counts 63.
+    let es: Vec<ErrorEntry> = (0..64).map(|i| ErrorEntry::new(3, 0, 0, i)).collect();
+    let mut r = with_error(&es, true);
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert!(r.dev.events.contains(&Event::ErrorCountLarge { core: 0, count: 63 }), "{:?}", r.dev.events);
+    assert_eq!(r.nq.errors_len(), 63);
+    assert_eq!(r.nq.ring(0, crate::nq::ERROR_NQ).unwrap().cursor(), 63 * 16);
+}
