@@ -706,6 +706,7 @@ fn head_is_written_back_after_each_batch() {
 #[test]
 fn sync_driver_polls_until_done() {
     let mut r = Rig::new(2, 5);
+    r.dev.auto_advance_ns = 1_000_000; // a broken harvest ends at the timeout, not never
     r.dev.run_all(2, 1, 2);
     let mut delay = r.dev.now.get();
     let mut d = |_us: u32| delay += 1;
@@ -1031,6 +1032,7 @@ fn error_record_timestamps_are_device_ns_over_1000_on_the_sync_point() {
 #[test]
 fn sync_driver_sleeps_1_us_between_steps() {
     let mut r = Rig::new(1, 5);
+    r.dev.auto_advance_ns = 1_000_000; // a broken harvest ends at the timeout, not never
     r.dev.run_all(1, 1, 2);
     struct Log(Vec<u32>);
     impl Delay for Log {
