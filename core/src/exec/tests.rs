@@ -724,11 +724,16 @@ fn sync_driver_polls_until_done() {
 fn sync_driver_ends_at_the_timeout_on_a_hang() {
     let mut r = Rig::new(1, 1);
     r.dev.auto_advance_ns = 1_000_000; // each clock read is 1 ms later
-    struct NoDelay;
-    impl Delay for NoDelay {
-        fn delay_us(&mut self, _: u32) {}
+    // Counts the polls, and fails the test (rather than hang it) should the
+    // harvest never reach its timeout.
+    struct Bounded(u32);
+    impl Delay for Bounded {
+        fn delay_us(&mut self, _: u32) {
+            self.0 += 1;
+            assert!(self.0 < 100_000, "the harvest did not end at its timeout");
+        }
     }
-    let w = exec_wait_round_robin(&mut r.req, &mut *r.dev, &mut r.nq, &mut NoDelay);
+    let w = exec_wait_round_robin(&mut r.req, &mut *r.dev, &mut r.nq, &mut Bounded(0));
     assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::Error));
     assert!(w.steps > 100 && w.steps < 2_000, "{}", w.steps);
 }
