@@ -724,8 +724,8 @@ fn sync_driver_polls_until_done() {
 fn sync_driver_ends_at_the_timeout_on_a_hang() {
     let mut r = Rig::new(1, 1);
     r.dev.auto_advance_ns = 1_000_000; // each clock read is 1 ms later
-    // Counts the polls, and fails the test (rather than hang it) should the
-    // harvest never reach its timeout.
+                                       // Counts the polls, and fails the test (rather than hang it) should the
+                                       // harvest never reach its timeout.
     struct Bounded(u32);
     impl Delay for Bounded {
         fn delay_us(&mut self, _: u32) {
@@ -1253,4 +1253,25 @@ fn a_full_error_ring_is_swept_one_lap_less_one() {
     assert!(r.dev.events.contains(&Event::ErrorCountLarge { core: 0, count: 63 }), "{:?}", r.dev.events);
     assert_eq!(r.nq.errors_len(), 63);
     assert_eq!(r.nq.ring(0, crate::nq::ERROR_NQ).unwrap().cursor(), 63 * 16);
+}
+
+#[test]
+fn every_engines_start_and_end_use_that_engines_calibration() {
+    let mut r = Rig::new(1, 5);
+    // Engine e's clock runs (e + 1) times fast: START at (e + 1) ms and END at
+    // 2 (e + 1) ms of device time are 1000 and 2000 us on every engine.
+    for e in 0..5u32 {
+        r.nq.set_cal(
+            0,
+            e as usize,
+            TsCal { init_timestamp: 0, actual_timestamp_inc: e + 1, expected_timestamp_inc: 1 },
+        );
+        r.dev.start(0, e as usize, u64::from(e + 1) * 1_000_000);
+        r.dev.end(0, e as usize, u64::from(e + 1) * 2_000_000);
+    }
+    r.enter_wait_core();
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    for e in 0..5 {
+        assert_eq!(r.req.engine_times_us(0, e), (Some(1000), Some(2000)), "engine {e}");
+    }
 }
