@@ -1275,3 +1275,11 @@ fn every_engines_start_and_end_use_that_engines_calibration() {
         assert_eq!(r.req.engine_times_us(0, e), (Some(1000), Some(2000)), "engine {e}");
     }
 }
+
+#[test]
+fn the_error_sweep_hands_its_records_back() {
+    let mut r = with_error(&[ErrorEntry::new(3, 0, 0, 1), ErrorEntry::new(3, 0, 0, 2)], true);
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.dev.head_writes, 6, "five engine rings and the error ring");
+    assert_eq!(r.nq.ring(0, crate::nq::ERROR_NQ).unwrap().unacked(), 0, "the device knows both were read");
+}
