@@ -1283,3 +1283,21 @@ fn the_error_sweep_hands_its_records_back() {
     assert_eq!(r.dev.head_writes, 6, "five engine rings and the error ring");
     assert_eq!(r.nq.ring(0, crate::nq::ERROR_NQ).unwrap().unacked(), 0, "the device knows both were read");
 }
+
+#[test]
+fn an_engine_that_started_in_one_sweep_ends_in_a_later_one() {
+    let mut r = Rig::new(1, 5);
+    for e in 0..5 {
+        r.dev.start(0, e, 10);
+    }
+    r.enter_wait_core();
+    assert_eq!(r.step().0, Step::InFlight);
+    for e in 0..5 {
+        assert_eq!(r.req.substate(0, e), Some(TpbEngState::EndPending));
+        r.dev.end(0, e, 20);
+    }
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    // Complete engines are not read again: a record after END stays in the ring.
+    r.dev.start(0, 0, 30);
+    assert_eq!(r.nq.ring(0, 4).unwrap().cursor(), 2 * 16);
+}
