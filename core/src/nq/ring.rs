@@ -488,6 +488,10 @@ mod tests {
         assert!(NqRing::new(1 << 30).is_ok());
         assert!(NqRing::new(1 << 31).is_err());
         assert_eq!(NqRing::new(256).unwrap().entries(), 16);
+        assert_eq!(NqRing::new(256).unwrap().size_bytes(), 256);
+        assert_eq!(NqRing::UNBOUND.size_bytes(), 0);
+        // The published bounds (G-RING-MIN): two entries, 1 GiB.
+        assert_eq!((MIN_RING_BYTES, MAX_RING_BYTES), (32, 1 << 30));
     }
 
     #[test]
