@@ -495,6 +495,23 @@ mod tests {
     }
 
     #[test]
+    fn the_producer_stamps_only_the_phase_bit() {
+        let mut p = NqProducer::new(32).unwrap(); // two entries
+        let mut e = [0u8; 16];
+        e[3] = 0x65; // tag bits set, phase clear
+        assert_eq!(p.push(&mut e), Some(0));
+        assert_eq!(e[3], 0xE5, "lap 0: phase set, the rest kept");
+        let mut e2 = e;
+        assert_eq!(p.push(&mut e2), Some(16));
+        assert_eq!(p.push(&mut e2), None, "full");
+        p.on_head_write(16);
+        let mut e3 = [0u8; 16];
+        e3[3] = 0xE5; // phase set on the way in
+        assert_eq!(p.push(&mut e3), Some(0));
+        assert_eq!(e3[3], 0x65, "lap 1: phase clear, the rest kept");
+    }
+
+    #[test]
     fn fresh_slots_are_consumed_once_across_laps() {
         let mut m = mem(64); // 4 entries
         let mut p = NqProducer::new(64).unwrap();
