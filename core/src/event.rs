@@ -84,8 +84,12 @@ pub enum Event {
     UnknownTensor { core: u8, var_id: u16 },
     /// The core's budget ran out with engines pending: 5 (timeout) or 1204 (overflow).
     CoreTimeout { core: u8, elapsed_ms: u64, timeout_ms: u64, status: NrtStatus },
-    /// A timed-out core was reclassified by a hardware fault probe (HBM UE, DMA abort).
+    /// A timed-out core was reclassified by a fault probe (HBM UE, DMA abort,
+    /// collectives).
     HwFault { core: u8, status: NrtStatus },
+    /// A timed-out core has no HBM, DMA or collectives fault: the compute itself
+    /// hung (HANG_ON_COMPUTE); the status stays 5.
+    HangOnCompute { core: u8 },
     /// An engine's timestamp calibration has a zero actual increment: its times are
     /// left unscaled.
     TimestampCalInvalid { core: u8, engine: Engine },
@@ -166,6 +170,7 @@ impl Event {
             UnknownTensor { .. } => "unknown_tensor",
             CoreTimeout { .. } => "core_timeout",
             HwFault { .. } => "hw_fault",
+            HangOnCompute { .. } => "hang_on_compute",
             TimestampCalInvalid { .. } => "timestamp_cal_invalid",
             ErrorRecord { .. } => "error_record",
             SequencerError { .. } => "sequencer_error",
@@ -245,6 +250,10 @@ impl fmt::Display for Event {
                 "core {core}: engines still pending after {elapsed_ms} ms (budget {timeout_ms} ms): {status}"
             ),
             HwFault { core, status } => write!(f, "core {core}: hardware fault found at the timeout: {status}"),
+            HangOnCompute { core } => write!(
+                f,
+                "core {core}: timed out with no HBM, DMA or collectives fault: hang on compute (HANG_ON_COMPUTE)"
+            ),
             TimestampCalInvalid { core, engine } => write!(
                 f,
                 "core {core}: {} timestamp calibration has a zero actual increment; times left unscaled",

@@ -202,13 +202,26 @@ impl<T: CollectivesProxy + ?Sized> CollectivesProxy for &mut T {
 
 /// Hardware fault probes consulted when a core timed out (completion-engine seed
 /// §4: `exec_request_process_errors` classifies HBM UE, DMA abort and collectives
-/// faults before a plain timeout).
+/// faults before a plain timeout, and what is left is HANG_ON_COMPUTE).
+///
+/// The harvest asks them in that order, one core at a time, and stops at the first
+/// that answers (G-TIMEOUT-CLASS); none of them is asked on a clean run or an
+/// overflow.
 pub trait FaultProbe {
     /// `exec_check_hbm_uncorrectable`: `Some(1201)` for an unrepairable HBM UE,
     /// `Some(1205)` for a repairable one, `None` when there is none.
     fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus>;
     /// `true` when a DMA engine of the core aborted (1203).
     fn dma_aborted(&mut self, core: u8) -> bool;
+    /// `true` when the core is stuck in a collective operation, waiting for
+    /// notifications that never came (1200, `NRT_EXEC_HW_ERR_COLLECTIVES`).
+    ///
+    /// The default answers `false`: right for a platform without a collectives
+    /// engine (G-COLL-PROBE). A platform with one must implement it.
+    fn collectives_stuck(&mut self, core: u8) -> bool {
+        let _ = core;
+        false
+    }
 }
 
 impl<T: FaultProbe + ?Sized> FaultProbe for &mut T {
@@ -217,6 +230,9 @@ impl<T: FaultProbe + ?Sized> FaultProbe for &mut T {
     }
     fn dma_aborted(&mut self, core: u8) -> bool {
         T::dma_aborted(self, core)
+    }
+    fn collectives_stuck(&mut self, core: u8) -> bool {
+        T::collectives_stuck(self, core)
     }
 }
 

@@ -41,6 +41,8 @@ pub struct FakeDevice {
     pub intc_reads: u32,
     /// Fail INTC reads.
     pub intc_fail: bool,
+    /// Every INTC read, in order: (core, error-trigger block).
+    pub intc_blocks: heapless::Vec<(u8, u32), 16>,
     /// Clock, ns.
     pub now: Cell<u64>,
     /// Added to the clock after each read (lets a poll loop see time pass).
@@ -55,6 +57,10 @@ pub struct FakeDevice {
     pub hbm: [Option<NrtStatus>; MAX_CORES],
     /// DMA abort per core.
     pub dma_abort: [bool; MAX_CORES],
+    /// Stuck in a collective, per core.
+    pub collectives_stuck: [bool; MAX_CORES],
+    /// The fault probes asked so far, in order: (`"hbm"`, `"dma"` or `"cc"`, core).
+    pub fault_probes: heapless::Vec<(&'static str, u8), 16>,
     /// Fail reads of this ring `(core, nq)`.
     pub fail_ring: Option<(u8, u8)>,
     /// Records the device dropped because a ring was full.
@@ -92,6 +98,7 @@ impl FakeDevice {
             intc_cause: [0; MAX_CORES],
             intc_reads: 0,
             intc_fail: false,
+            intc_blocks: heapless::Vec::new(),
             now: Cell::new(1_000_000_000),
             auto_advance_ns: 0,
             barrier_done_at_ns: [0; MAX_CORES],
@@ -99,6 +106,8 @@ impl FakeDevice {
             network_fail: [None; MAX_CORES],
             hbm: [None; MAX_CORES],
             dma_abort: [false; MAX_CORES],
+            collectives_stuck: [false; MAX_CORES],
+            fault_probes: heapless::Vec::new(),
             fail_ring: None,
             dropped: 0,
             slot_reads: 0,
@@ -256,8 +265,9 @@ impl hal::NqRings for FakeDevice {
 }
 
 impl hal::IntcCause for FakeDevice {
-    fn read_cause(&mut self, core: u8, _block: u32, line: u32) -> Result<u32, ErrorKind> {
+    fn read_cause(&mut self, core: u8, block: u32, line: u32) -> Result<u32, ErrorKind> {
         self.intc_reads += 1;
+        let _ = self.intc_blocks.push((core, block));
         if self.intc_fail {
             return Err(ErrorKind::Io);
         }
@@ -300,10 +310,16 @@ impl hal::CollectivesProxy for FakeDevice {
 
 impl hal::FaultProbe for FakeDevice {
     fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus> {
+        let _ = self.fault_probes.push(("hbm", core));
         self.hbm.get(usize::from(core)).copied().flatten()
     }
     fn dma_aborted(&mut self, core: u8) -> bool {
+        let _ = self.fault_probes.push(("dma", core));
         self.dma_abort.get(usize::from(core)).copied().unwrap_or(false)
+    }
+    fn collectives_stuck(&mut self, core: u8) -> bool {
+        let _ = self.fault_probes.push(("cc", core));
+        self.collectives_stuck.get(usize::from(core)).copied().unwrap_or(false)
     }
 }
 

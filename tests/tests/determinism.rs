@@ -58,11 +58,13 @@ fn json_report_has_the_contract_fields() {
     assert_eq!(cores[0]["engines"][3]["state"], "END_PENDING");
     assert_eq!(cores[0]["engines"][3]["end_us"], Value::Null);
     let events = v["events"].as_array().unwrap();
-    assert_eq!(events.len(), 2);
+    assert_eq!(events.len(), 3);
     for e in events {
         assert!(e["kind"].is_string() && e["message"].is_string());
     }
     assert_eq!(events[1]["kind"], "core_timeout");
+    // No HBM, DMA or collectives fault: the timeout is classified HANG_ON_COMPUTE.
+    assert_eq!(events[2]["kind"], "hang_on_compute");
 }
 
 #[test]

@@ -77,12 +77,14 @@ fn healthy_runs_have_every_engine_complete_with_rescaled_times() {
 #[test]
 fn hang_times_out_exactly_at_the_budget_without_the_overflow_bit() {
     let r = run_named("hang");
-    assert_eq!(kinds(&r), ["overflow_probe", "core_timeout"]);
+    // No HBM, DMA or collectives fault: the timeout is classified HANG_ON_COMPUTE.
+    assert_eq!(kinds(&r), ["overflow_probe", "core_timeout", "hang_on_compute"]);
     assert!(matches!(
         r.events[0],
         Event::OverflowProbe { core: 0, reason: ProbeReason::Timeout, cause: 0, overflow: false }
     ));
     assert!(matches!(r.events[1], Event::CoreTimeout { core: 0, elapsed_ms: 5000, timeout_ms: 5000, .. }));
+    assert_eq!(r.events[2], Event::HangOnCompute { core: 0 });
     assert_eq!(r.timeout_ms, 5000);
     assert!(r.elapsed_ns >= 5_000_000_000 && r.elapsed_ns < 5_002_000_000, "{}", r.elapsed_ns);
     assert_eq!(r.cores[0].fatal, ["timeout"]);

@@ -9,6 +9,7 @@
 //! cargo xtask loom             the loom models of the XU handoff and the tensor counters
 //! cargo xtask fuzz [--secs N]  each fuzz target for N seconds (default 60)
 //! cargo xtask qemu             the test firmware on Cortex-M4 (and RV32) under QEMU, with its footprint
+//! cargo xtask mutants [--file GLOB]... [--in-diff BASE] [--shard K/N]  cargo-mutants over core and the device model
 //! ```
 //!
 //! Each subcommand prints the stages it runs with their times, and says SKIPPED,
@@ -22,6 +23,7 @@ use std::time::Instant;
 
 mod bench;
 mod fuzz;
+mod mutants;
 mod proofs;
 mod qemu;
 mod setup;
@@ -55,6 +57,8 @@ enum Task {
     },
     /// The firmware under QEMU and its footprint.
     Qemu,
+    /// cargo-mutants over core and the simulator's device model.
+    Mutants(mutants::Options),
 }
 
 fn usage() -> ExitCode {
@@ -68,7 +72,8 @@ fn usage() -> ExitCode {
          miri            core's tests under Miri (cargo +nightly miri)\n  \
          loom            the loom models (RUSTFLAGS=\"--cfg loom\", release)\n  \
          fuzz [--secs N] each cargo-fuzz target for N seconds (default 60)\n  \
-         qemu            the test firmware under QEMU (Cortex-M4, RV32) and its footprint"
+         qemu            the test firmware under QEMU (Cortex-M4, RV32) and its footprint\n  \
+         mutants [--file GLOB]... [--in-diff BASE] [--shard K/N]  cargo-mutants (pinned) over core and the device model"
     );
     ExitCode::from(2)
 }
@@ -88,6 +93,13 @@ fn main() -> ExitCode {
             Some(Err(_)) => return usage(),
         },
         Some("qemu") => Task::Qemu,
+        Some("mutants") => match mutants::Options::parse(&args[1..]) {
+            Ok(o) => Task::Mutants(o),
+            Err(e) => {
+                eprintln!("{e}");
+                return usage();
+            }
+        },
         _ => return usage(),
     };
     let root = project_root();
@@ -101,6 +113,7 @@ fn main() -> ExitCode {
         Task::Loom => proofs::loom(&mut run),
         Task::Fuzz { secs } => fuzz::run(&mut run, secs),
         Task::Qemu => qemu::run(&mut run, &root),
+        Task::Mutants(o) => mutants::run(&mut run, &root, &o),
     }
     run.report()
 }

@@ -1,7 +1,7 @@
 //! FINALIZE: timestamp post-processing, the error sweep, and the status
 //! reconciliation (completion-engine seed §1 FINALIZE, §3 timestamp decode, §4).
 
-use super::{ts_slot, ExecRequest, ExecState, Step};
+use super::{ts_slot, ExecRequest, ExecState, Step, TimeoutCause};
 use crate::arch::ENGINES_PER_CORE;
 use crate::event::{emit, Event};
 use crate::hal::ExecDevice;
@@ -159,19 +159,19 @@ impl ExecRequest {
             let c = core as u8;
             let current = self.out_info.exec_rets.get(core).copied().unwrap_or(NrtStatus::Success);
             if current == NrtStatus::Timeout {
-                // COMPLETE-1: both 1201 and 1205 are propagated at the timeout path.
-                let hw = match dev.hbm_uncorrectable(c) {
-                    Some(s) => Some(s),
-                    None if dev.dma_aborted(c) => Some(NrtStatus::ExecHwErrDmaAbort),
-                    None => None,
-                };
-                // By priority (seed §4, G-HW-PRIO): a probe that answers with a milder status
-                // cannot erase the timeout.
-                if let Some(s) = hw.filter(|s| current.worst(*s) == *s && *s != current) {
-                    emit(dev, Event::HwFault { core: c, status: s });
-                    if let Some(r) = self.out_info.exec_rets.get_mut(core) {
-                        *r = s;
+                let cause = classify_timeout(dev, c);
+                match cause {
+                    TimeoutCause::HangOnCompute => emit(dev, Event::HangOnCompute { core: c }),
+                    _ => {
+                        let s = cause.status();
+                        emit(dev, Event::HwFault { core: c, status: s });
+                        if let Some(r) = self.out_info.exec_rets.get_mut(core) {
+                            *r = s;
+                        }
                     }
+                }
+                if let Some(t) = self.out_info.timeout_cause.get_mut(core) {
+                    *t = Some(cause);
                 }
             }
             let (swept, first_class) = consume_error_block(dev, nq, c);
@@ -185,6 +185,26 @@ impl ExecRequest {
             }
         }
     }
+}
+
+/// The timeout branch of `exec_request_process_errors` for one core: ask the
+/// probes in the seed's order, HBM UE, DMA abort, collectives, and stop at the
+/// first that answers with a status outranking the timeout (by priority, seed §4;
+/// G-HW-PRIO: a milder answer cannot erase the timeout and counts as no answer).
+/// COMPLETE-1: a repairable HBM UE (1205) is propagated like 1201. Nothing found:
+/// HANG_ON_COMPUTE, and the status stays 5 (G-TIMEOUT-CLASS).
+fn classify_timeout<D: ExecDevice + ?Sized>(dev: &mut D, c: u8) -> TimeoutCause {
+    let outranks = |s: NrtStatus| NrtStatus::Timeout.worst(s) == s && s != NrtStatus::Timeout;
+    if let Some(s) = dev.hbm_uncorrectable(c).filter(|s| outranks(*s)) {
+        return TimeoutCause::HbmUe(s);
+    }
+    if dev.dma_aborted(c) {
+        return TimeoutCause::DmaAbort;
+    }
+    if dev.collectives_stuck(c) {
+        return TimeoutCause::Collectives;
+    }
+    TimeoutCause::HangOnCompute
 }
 
 /// `notification_consume_error_block` for the TPB error ring of `core` (the

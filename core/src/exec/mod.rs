@@ -197,6 +197,46 @@ impl ExecConfig {
     }
 }
 
+/// What a core that timed out was classified as at FINALIZE (seed §4:
+/// `exec_request_process_errors` classifies HBM UE, DMA abort and collectives
+/// faults by priority, and what is left is HANG_ON_COMPUTE). The probes are asked
+/// in this order and the first that answers wins (G-TIMEOUT-CLASS).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum TimeoutCause {
+    /// An HBM uncorrectable error: 1201, or 1205 when repairable (COMPLETE-1: both
+    /// are propagated).
+    HbmUe(NrtStatus),
+    /// A DMA engine aborted: 1203.
+    DmaAbort,
+    /// Stuck in a collective operation (missing notifications): 1200.
+    Collectives,
+    /// No fault found: the compute hung. The status stays 5.
+    HangOnCompute,
+}
+
+impl TimeoutCause {
+    /// The status the cause gives the core.
+    pub const fn status(self) -> NrtStatus {
+        match self {
+            TimeoutCause::HbmUe(s) => s,
+            TimeoutCause::DmaAbort => NrtStatus::ExecHwErrDmaAbort,
+            TimeoutCause::Collectives => NrtStatus::ExecHwErrCollectives,
+            TimeoutCause::HangOnCompute => NrtStatus::Timeout,
+        }
+    }
+
+    /// A display name (`"HANG_ON_COMPUTE"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            TimeoutCause::HbmUe(_) => "HBM_UE",
+            TimeoutCause::DmaAbort => "DMA_ABORT",
+            TimeoutCause::Collectives => "COLLECTIVES",
+            TimeoutCause::HangOnCompute => "HANG_ON_COMPUTE",
+        }
+    }
+}
+
 /// The per-core result of a finished request (`out_info`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutInfo {
@@ -207,11 +247,18 @@ pub struct OutInfo {
     pub tpb_duration_us: [u64; MAX_CORES],
     /// The first error class the core's error sweep saw (`infer_err[pcore]`).
     pub err: [Option<ErrorClass>; MAX_CORES],
+    /// For a core that timed out (5), what the fault probes found; `None` for
+    /// every other core.
+    pub timeout_cause: [Option<TimeoutCause>; MAX_CORES],
 }
 
 impl OutInfo {
-    const EMPTY: OutInfo =
-        OutInfo { exec_rets: [NrtStatus::Success; MAX_CORES], tpb_duration_us: [0; MAX_CORES], err: [None; MAX_CORES] };
+    const EMPTY: OutInfo = OutInfo {
+        exec_rets: [NrtStatus::Success; MAX_CORES],
+        tpb_duration_us: [0; MAX_CORES],
+        err: [None; MAX_CORES],
+        timeout_cause: [None; MAX_CORES],
+    };
 }
 
 /// One request's harvest state (`exec_request_state_t`).

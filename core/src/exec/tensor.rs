@@ -146,4 +146,27 @@ mod tests {
         assert_eq!(&log[..], &[(1, 1), (0, 1), (1, 2)]);
         assert!(TensorCompletions::<2>::new(&[1, 2, 3]).is_none(), "over capacity");
     }
+
+    #[test]
+    fn the_table_is_the_harvests_tensor_notify_and_keeps_its_waker() {
+        #[derive(Default)]
+        struct Log(heapless::Vec<(u16, u32), 4>);
+        impl TensorWaker for Log {
+            fn wake(&mut self, output: u16, count: u32) {
+                self.0.push((output, count)).unwrap();
+            }
+        }
+        let mut t = TensorCompletions::from_array_with_waker([10, 11], Log::default());
+        assert_eq!(TensorNotify::tensor_completed(&mut t, 1, 11), Some((1, 1)));
+        assert_eq!(TensorNotify::tensor_completed(&mut t, 0, 11), Some((1, 2)));
+        assert_eq!(TensorNotify::tensor_completed(&mut t, 0, 12), None);
+        assert_eq!(&t.waker().0[..], &[(1, 1), (1, 2)]);
+        assert_eq!((t.output_of(10), t.output_of(11), t.output_of(12)), (Some(0), Some(1), None));
+        let t = TensorCompletions::from_array([5, 6, 7]);
+        assert_eq!(t.output_of(7), Some(2));
+        let mut woke = 0;
+        let mut f = |_: u16, n: u32| woke += n;
+        TensorWaker::wake(&mut f, 0, 3);
+        assert_eq!(woke, 3);
+    }
 }

@@ -422,12 +422,20 @@ fn cayman_custom_fixup_rewrites_the_tag_on_engine_index_2_only() {
 #[test]
 fn nq_tag_mismatch_is_reported_only() {
     let mut r = Rig::new(1, 5);
+    // A CC start on SP's ring (NQ 8) whose tag says 31: it comes before SP's START,
+    // so the sweep reads it (the phase is stamped by the fake device).
+    let e = crate::nq::RawEntry::new(Subtype::CC_START, 31, 0, 0, 5_000_000);
+    assert!(r.dev.push_raw(0, 8, e.to_array()));
     r.dev.run_all(1, 1, 2);
-    let mut e = crate::nq::RawEntry::new(Subtype::CC_START, 31, 0, 0, 3);
-    e.set_phase(false);
-    r.dev.push_raw(0, 8, e.to_array());
     r.enter_wait_core();
     assert_eq!(r.finish(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.nq.ring(0, 8).unwrap().cursor(), 3 * 16, "the mismatched record was read");
+    let got: Vec<&Event> = r.dev.events_of("nq_tag_mismatch").collect();
+    assert_eq!(got, [&Event::NqTagMismatch { core: 0, engine: Engine::Sp, tag: 31, expected: 8 }]);
+    // Acted on as the ring's record all the same: its CC start was kept.
+    assert_ne!(r.req.notif_ts(0, ts_slot::CC_START), Some(0));
+    // START and END carry the ring's own tag: no more reports.
+    assert_eq!(r.dev.count("nq_tag_mismatch"), 1);
 }
 
 fn with_error(entries: &[ErrorEntry], healthy: bool) -> Rig {
@@ -524,29 +532,114 @@ fn priority_reconciles_the_cores() {
 }
 
 #[test]
-fn hbm_and_dma_faults_reclassify_a_timeout() {
-    for (hbm, abort, want) in [
-        (Some(NrtStatus::ExecHwErrHbmUe), false, NrtStatus::ExecHwErrHbmUe),
-        (Some(NrtStatus::ExecHwErrRepairableHbmUe), false, NrtStatus::ExecHwErrRepairableHbmUe),
-        (None, true, NrtStatus::ExecHwErrDmaAbort),
-        (None, false, NrtStatus::Timeout),
-        // A probe answering with a milder status cannot erase the timeout.
-        (Some(NrtStatus::Success), false, NrtStatus::Timeout),
-        (Some(NrtStatus::Failure), false, NrtStatus::Timeout),
-    ] {
+fn timeout_is_classified_hbm_then_dma_then_collectives_then_hang_on_compute() {
+    use NrtStatus as S;
+    let all: &[&str] = &["hbm", "dma", "cc"];
+    #[allow(clippy::type_complexity)]
+    let cases: &[(Option<NrtStatus>, bool, bool, NrtStatus, TimeoutCause, &[&str])] = &[
+        (Some(S::ExecHwErrHbmUe), true, true, S::ExecHwErrHbmUe, TimeoutCause::HbmUe(S::ExecHwErrHbmUe), &["hbm"]),
+        // COMPLETE-1: a repairable HBM UE at the timeout is propagated as 1205.
+        (
+            Some(S::ExecHwErrRepairableHbmUe),
+            false,
+            false,
+            S::ExecHwErrRepairableHbmUe,
+            TimeoutCause::HbmUe(S::ExecHwErrRepairableHbmUe),
+            &["hbm"],
+        ),
+        (None, true, true, S::ExecHwErrDmaAbort, TimeoutCause::DmaAbort, &["hbm", "dma"]),
+        (None, false, true, S::ExecHwErrCollectives, TimeoutCause::Collectives, all),
+        (None, false, false, S::Timeout, TimeoutCause::HangOnCompute, all),
+        // A probe answering with a milder status cannot erase the timeout and
+        // counts as no answer: the later probes are still asked.
+        (Some(S::Success), false, false, S::Timeout, TimeoutCause::HangOnCompute, all),
+        (Some(S::Failure), false, true, S::ExecHwErrCollectives, TimeoutCause::Collectives, all),
+        (Some(S::Timeout), true, false, S::ExecHwErrDmaAbort, TimeoutCause::DmaAbort, &["hbm", "dma"]),
+    ];
+    for &(hbm, abort, cc, want, cause, asked) in cases {
         let mut r = Rig::new(1, 5);
         r.dev.hbm[0] = hbm;
         r.dev.dma_abort[0] = abort;
+        r.dev.collectives_stuck[0] = cc;
         r.enter_wait_core();
         r.dev.advance_ms(5_000);
-        assert_eq!(r.step(), (Step::Error, want));
+        let ctx = (hbm, abort, cc);
+        assert_eq!(r.step(), (Step::Error, want), "{ctx:?}");
+        assert_eq!(r.req.out_info().exec_rets[0], want, "{ctx:?}");
+        assert_eq!(r.req.out_info().timeout_cause, [Some(cause), None], "{ctx:?}");
+        let probes: Vec<&str> = r
+            .dev
+            .fault_probes
+            .iter()
+            .map(|(p, c)| {
+                assert_eq!(*c, 0);
+                *p
+            })
+            .collect();
+        assert_eq!(probes, asked, "{ctx:?}: asked in the seed's order, stopping at the first answer");
+        let hang = cause == TimeoutCause::HangOnCompute;
+        assert_eq!(r.dev.count("hang_on_compute"), usize::from(hang), "{ctx:?}");
+        assert_eq!(r.dev.count("hw_fault"), usize::from(!hang), "{ctx:?}");
+        if !hang {
+            assert!(r.dev.events.contains(&Event::HwFault { core: 0, status: want }), "{ctx:?}");
+        }
+        assert_eq!(cause.status(), want);
     }
-    // Not consulted on an overflow or a clean run.
+}
+
+#[test]
+fn fault_probes_are_not_asked_on_a_clean_run_or_an_overflow() {
+    // A clean run.
     let mut r = Rig::new(1, 5);
     r.dev.hbm[0] = Some(NrtStatus::ExecHwErrHbmUe);
+    r.dev.dma_abort[0] = true;
+    r.dev.collectives_stuck[0] = true;
     r.dev.run_all(1, 1, 2);
     r.enter_wait_core();
     assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert!(r.dev.fault_probes.is_empty());
+    assert_eq!(r.req.out_info().timeout_cause, [None, None]);
+
+    // An overflow at the timeout (1204, high): an HBM UE (1201, critical) would
+    // outrank it if HBM were consulted; the seed consults it on the timeout only.
+    let mut r = Rig::new(1, 5);
+    r.dev.hbm[0] = Some(NrtStatus::ExecHwErrHbmUe);
+    r.dev.dma_abort[0] = true;
+    r.dev.collectives_stuck[0] = true;
+    r.dev.intc_cause[0] = INTC_OVERFLOW;
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecSwNqOverflow));
+    assert!(r.dev.fault_probes.is_empty(), "{:?}", r.dev.fault_probes);
+    assert_eq!(r.req.out_info().timeout_cause, [None, None]);
+    assert_eq!(r.dev.count("hw_fault") + r.dev.count("hang_on_compute"), 0);
+
+    // An out-of-order record found as an overflow: not consulted either.
+    let mut r = Rig::new(1, 5);
+    r.dev.hbm[0] = Some(NrtStatus::ExecHwErrHbmUe);
+    r.dev.intc_cause[0] = INTC_OVERFLOW;
+    r.dev.end(0, 0, 1);
+    r.enter_wait_core();
+    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecSwNqOverflow));
+    assert!(r.dev.fault_probes.is_empty());
+}
+
+#[test]
+fn a_custom_sub_id_is_the_u16_at_4_so_byte_5_counts() {
+    // data[4] = 7 (tensor completion) but data[5] = 1: the u16 @4 is 0x107, outside
+    // the 11-entry table, so the record is refused, not taken as a tensor
+    // completion (G-SUBID-WIDTH).
+    let mut r = Rig::new(1, 5);
+    let mut e = crate::nq::RawEntry::new(Subtype::CUSTOM, 4, 0, 0x0107, 1);
+    e.set_isa_line_lo(100);
+    let bytes = e.to_array();
+    assert_eq!((bytes[4], bytes[5]), (7, 1));
+    r.dev.push_raw(0, 4, bytes);
+    r.enter_wait_core();
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
+    assert!(r.dev.events.contains(&Event::BadCustomSubId { core: 0, engine: Engine::Pe, sub_id: 0x107 }));
+    assert_eq!(r.dev.count("tensor_completed"), 0);
+    assert!(r.dev.wakes.is_empty());
 }
 
 #[test]
@@ -613,6 +706,7 @@ fn head_is_written_back_after_each_batch() {
 #[test]
 fn sync_driver_polls_until_done() {
     let mut r = Rig::new(2, 5);
+    r.dev.auto_advance_ns = 1_000_000; // a broken harvest ends at the timeout, not never
     r.dev.run_all(2, 1, 2);
     let mut delay = r.dev.now.get();
     let mut d = |_us: u32| delay += 1;
@@ -630,11 +724,16 @@ fn sync_driver_polls_until_done() {
 fn sync_driver_ends_at_the_timeout_on_a_hang() {
     let mut r = Rig::new(1, 1);
     r.dev.auto_advance_ns = 1_000_000; // each clock read is 1 ms later
-    struct NoDelay;
-    impl Delay for NoDelay {
-        fn delay_us(&mut self, _: u32) {}
+                                       // Counts the polls, and fails the test (rather than hang it) should the
+                                       // harvest never reach its timeout.
+    struct Bounded(u32);
+    impl Delay for Bounded {
+        fn delay_us(&mut self, _: u32) {
+            self.0 += 1;
+            assert!(self.0 < 100_000, "the harvest did not end at its timeout");
+        }
     }
-    let w = exec_wait_round_robin(&mut r.req, &mut *r.dev, &mut r.nq, &mut NoDelay);
+    let w = exec_wait_round_robin(&mut r.req, &mut *r.dev, &mut r.nq, &mut Bounded(0));
     assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::Error));
     assert!(w.steps > 100 && w.steps < 2_000, "{}", w.steps);
 }
@@ -856,4 +955,346 @@ fn cc_and_tensor_slots_use_the_calibration_of_the_ring_that_carried_them() {
     assert_eq!(r.req.notif_ts(0, ts_slot::CC_START), Some(2000));
     assert_eq!(r.req.notif_ts(0, ts_slot::CC_END), Some(3000));
     assert_eq!(r.req.notif_ts(0, ts_slot::TENSOR), Some(3000));
+}
+
+#[test]
+fn the_core_budget_starts_when_the_barrier_clears_not_at_init() {
+    // The barrier takes 300 s; the model's budget is 5 s; PE stays pending.
+    let mut r = Rig::new(1, 5);
+    let t0 = r.dev.now.get();
+    r.dev.barrier_done_at_ns = [t0 + 300_000_000_000; 2];
+    assert_eq!(r.step().0, Step::InFlight); // INIT at t0
+    r.dev.now.set(t0 + 300_000_000_000);
+    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.req.state(), ExecState::WaitCore);
+    // Right after the barrier: 300 s since INIT, 0 s of the core budget.
+    assert_eq!(r.step(), (Step::InFlight, NrtStatus::Other(0xDEAD)));
+    r.dev.advance_ms(4_999);
+    assert_eq!(r.step().0, Step::InFlight, "4.999 s of the 5 s budget");
+    assert_eq!(r.dev.count("core_timeout"), 0);
+    r.dev.advance_ms(1);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Timeout));
+    assert!(r.dev.events.iter().any(|e| matches!(e, Event::CoreTimeout { elapsed_ms: 5_000, timeout_ms: 5_000, .. })));
+}
+
+#[test]
+fn both_cores_pending_at_the_timeout_are_both_probed_and_classified() {
+    // Both cores hang; core 1's probe finds a repairable HBM UE (1205, critical).
+    let mut r = Rig::new(2, 5);
+    r.dev.hbm[1] = Some(NrtStatus::ExecHwErrRepairableHbmUe);
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecHwErrRepairableHbmUe));
+    assert_eq!(r.req.out_info().exec_rets, [NrtStatus::Timeout, NrtStatus::ExecHwErrRepairableHbmUe]);
+    assert!(r.req.fatal_flag(0, fatal::TIMEOUT) && r.req.fatal_flag(1, fatal::TIMEOUT));
+    assert_eq!(r.dev.count("core_timeout"), 2);
+    assert_eq!(r.dev.intc_reads, 2, "one INTC probe per pending core");
+    assert_eq!(
+        r.req.out_info().timeout_cause,
+        [Some(TimeoutCause::HangOnCompute), Some(TimeoutCause::HbmUe(NrtStatus::ExecHwErrRepairableHbmUe))]
+    );
+}
+
+#[test]
+fn cross_core_ties_keep_core_0s_status() {
+    // 5 (core 0, no overflow bit) and 1204 (core 1, overflow bit) are both HIGH:
+    // the reconciliation walks the cores in order and keeps the first on a tie.
+    let mut r = Rig::new(2, 5);
+    r.dev.intc_cause[1] = INTC_OVERFLOW;
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Timeout));
+    assert_eq!(r.req.out_info().exec_rets, [NrtStatus::Timeout, NrtStatus::ExecSwNqOverflow]);
+    // And the other way round.
+    let mut r = Rig::new(2, 5);
+    r.dev.intc_cause[0] = INTC_OVERFLOW;
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecSwNqOverflow));
+    assert_eq!(r.req.out_info().exec_rets, [NrtStatus::ExecSwNqOverflow, NrtStatus::Timeout]);
+}
+
+#[test]
+fn error_record_timestamps_are_device_ns_over_1000_on_the_sync_point() {
+    let mut r = Rig::new(1, 5);
+    r.nq.set_sync_point(0, crate::nq::SyncPoint { dev_us: 1_000, cpu_us: 7_000_000 });
+    // PE's calibration is not applied to error records (G-ERR-TS).
+    r.nq.set_cal(0, 0, TsCal { init_timestamp: 500, actual_timestamp_inc: 3, expected_timestamp_inc: 2 });
+    assert!(r.dev.error(0, ErrorEntry::new(1, 0, 0, 5_000_000)));
+    r.dev.run_all(1, 1, 2);
+    r.enter_wait_core();
+    assert_eq!(r.step(), (Step::Done, NrtStatus::ExecCompletedWithNumErr));
+    // 5_000_000 / 1000 = 5000 us device; minus the sync point's 1000, plus 7 s.
+    let want = 7_000_000 + 5_000 - 1_000;
+    assert!(
+        r.dev.events.iter().any(|e| matches!(e, Event::ErrorRecord { ts_cpu_us, .. } if *ts_cpu_us == want)),
+        "{:?}",
+        r.dev.events
+    );
+    assert_eq!(r.nq.pop_error().map(|e| e.ts_cpu_us), Some(want));
+}
+
+#[test]
+fn sync_driver_sleeps_1_us_between_steps() {
+    let mut r = Rig::new(1, 5);
+    r.dev.auto_advance_ns = 1_000_000; // a broken harvest ends at the timeout, not never
+    r.dev.run_all(1, 1, 2);
+    struct Log(Vec<u32>);
+    impl Delay for Log {
+        fn delay_us(&mut self, us: u32) {
+            self.0.push(us);
+        }
+    }
+    let mut log = Log(Vec::new());
+    let w = exec_wait_round_robin(&mut r.req, &mut *r.dev, &mut r.nq, &mut log);
+    assert_eq!((w.status, w.step, w.steps), (NrtStatus::Success, Step::Done, 3));
+    assert_eq!(log.0, [1, 1], "usleep(1) between steps, none after the last (seed §1)");
+}
+
+#[test]
+fn timeout_cause_names_and_statuses() {
+    use NrtStatus as S;
+    let all = [
+        (TimeoutCause::HbmUe(S::ExecHwErrHbmUe), "HBM_UE", S::ExecHwErrHbmUe),
+        (TimeoutCause::HbmUe(S::ExecHwErrRepairableHbmUe), "HBM_UE", S::ExecHwErrRepairableHbmUe),
+        (TimeoutCause::DmaAbort, "DMA_ABORT", S::ExecHwErrDmaAbort),
+        (TimeoutCause::Collectives, "COLLECTIVES", S::ExecHwErrCollectives),
+        (TimeoutCause::HangOnCompute, "HANG_ON_COMPUTE", S::Timeout),
+    ];
+    for (c, name, status) in all {
+        assert_eq!((c.name(), c.status()), (name, status));
+    }
+    assert_eq!(S::ExecHwErrCollectives.code(), 1200);
+    assert_eq!(
+        format!("{}", Event::HangOnCompute { core: 1 }),
+        "core 1: timed out with no HBM, DMA or collectives fault: hang on compute (HANG_ON_COMPUTE)"
+    );
+    assert_eq!(Event::HangOnCompute { core: 1 }.kind(), "hang_on_compute");
+    assert_eq!(Event::HangOnCompute { core: 1 }.level(), crate::event::Level::Error);
+}
+
+#[test]
+fn the_collectives_probe_defaults_to_no_fault_and_forwards_through_mut_refs() {
+    use crate::hal::FaultProbe;
+    struct NoCollectives;
+    impl FaultProbe for NoCollectives {
+        fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
+            None
+        }
+        fn dma_aborted(&mut self, _: u8) -> bool {
+            false
+        }
+    }
+    assert!(!NoCollectives.collectives_stuck(0));
+    assert!(!<&mut NoCollectives as FaultProbe>::collectives_stuck(&mut &mut NoCollectives, 1));
+    // A platform lent out as `&mut` keeps its own answer.
+    let mut dev = FakeDevice::new(Arch::Sunda, RING);
+    dev.collectives_stuck = [false, true];
+    let mut lent = &mut dev;
+    assert!(!<&mut FakeDevice as FaultProbe>::collectives_stuck(&mut lent, 0));
+    assert!(<&mut FakeDevice as FaultProbe>::collectives_stuck(&mut lent, 1));
+
+    // And the harvest through such a reference classifies a stuck collective.
+    let mut r = Rig::new(2, 5);
+    r.dev.collectives_stuck[1] = true;
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    let mut out = NrtStatus::Success;
+    let mut lent = &mut *r.dev;
+    assert_eq!(r.req.progress_one_step(&mut lent, &mut r.nq, &mut out), Step::Error);
+    assert_eq!(out, NrtStatus::ExecHwErrCollectives);
+    assert_eq!(r.req.out_info().timeout_cause, [Some(TimeoutCause::HangOnCompute), Some(TimeoutCause::Collectives)]);
+}
+
+#[test]
+fn names_of_states_and_engines() {
+    let states = [ExecState::Init, ExecState::WaitBarrierProxy, ExecState::WaitCore, ExecState::Done];
+    let names: Vec<&str> = states.iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["INIT", "WAIT_BARRIER_PROXY", "WAIT_CORE", "DONE"]);
+    let subs = [TpbEngState::StartPending, TpbEngState::EndPending, TpbEngState::Complete];
+    let names: Vec<&str> = subs.iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["START_PENDING", "END_PENDING", "COMPLETE"]);
+    for (i, (e, name)) in Engine::ALL.iter().zip(["PE", "ACT", "POOL", "DVE", "SP"]).enumerate() {
+        assert_eq!((e.index(), e.name()), (i, name));
+        assert_eq!(Engine::from_index(i), Some(*e));
+        assert_eq!(Engine::parse(name), Some(*e));
+        assert_eq!(Engine::parse(&name.to_ascii_lowercase()), Some(*e), "case-insensitive");
+        assert_eq!(Engine::parse(&i.to_string()), Some(*e));
+    }
+    assert_eq!(Engine::from_index(5), None);
+    assert_eq!(Engine::parse("5"), None);
+    assert_eq!(Engine::parse("GPU"), None);
+}
+
+#[test]
+fn engine_times_are_given_only_once_finalized_and_only_for_what_was_seen() {
+    let mut r = Rig::new(1, 5);
+    r.dev.start(0, 0, 3_000_000);
+    r.dev.end(0, 0, 4_000_000);
+    r.dev.start(0, 1, 3_000_000); // ACT never ends
+    r.enter_wait_core();
+    assert_eq!(r.step().0, Step::InFlight);
+    assert!(!r.req.timestamps_are_cpu_us());
+    assert_eq!(r.req.engine_times_us(0, 0), (None, None), "raw device units are not given as times");
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Timeout));
+    assert!(r.req.timestamps_are_cpu_us());
+    assert_eq!(r.req.engine_times_us(0, 0), (Some(3_000), Some(4_000)));
+    assert_eq!(r.req.engine_times_us(0, 1), (Some(3_000), None), "started, never ended");
+    assert_eq!(r.req.engine_times_us(0, 2), (None, None), "never started");
+    assert_eq!(r.req.engine_times_us(0, 5), (None, None));
+    assert_eq!(r.req.engine_times_us(2, 0), (None, None));
+    assert_eq!(r.req.config().tpb_count, 1);
+    assert_eq!(r.req.config().timeout_s, 5);
+}
+
+#[test]
+fn barrier_wait_event_reports_whole_seconds_waited() {
+    let mut r = Rig::new(1, 5);
+    r.dev.barrier_done_at_ns = [u64::MAX; 2];
+    r.step();
+    r.dev.advance_ns(125_700_000_000);
+    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(
+        r.dev.events_of("barrier_wait").collect::<Vec<_>>(),
+        [&Event::BarrierWait { waited_s: 125, threshold_s: 120 }]
+    );
+}
+
+#[test]
+fn a_slot_keeps_the_calibration_of_its_kept_record_not_of_a_later_or_tied_one() {
+    let mut r = Rig::new(1, 5);
+    // SP's clock runs 2x fast; PE's is the identity. PE's ring is read first.
+    r.nq.set_cal(0, 4, TsCal { init_timestamp: 0, actual_timestamp_inc: 2, expected_timestamp_inc: 1 });
+    r.dev.record(0, 0, Subtype::CC_START, 1_000_000); // kept: the earliest
+    r.dev.record(0, 4, Subtype::CC_START, 4_000_000); // later: not kept
+    r.dev.record(0, 0, Subtype::CC_END, 3_000_000); // kept
+    r.dev.record(0, 4, Subtype::CC_END, 3_000_000); // a tie: the first stays
+    r.dev.custom(0, 0, 7, 100, 6_000_000); // kept
+    r.dev.custom(0, 4, 7, 100, 6_000_000); // a tie
+    r.dev.record(0, 4, Subtype::CC_END, 2_000_000); // earlier: not kept
+    r.dev.run_all(1, 1_000, 2_000);
+    r.enter_wait_core();
+    assert_eq!(r.finish().0, Step::Done);
+    assert_eq!(r.req.notif_ts(0, ts_slot::CC_START), Some(1000), "PE's value on PE's clock");
+    assert_eq!(r.req.notif_ts(0, ts_slot::CC_END), Some(3000));
+    assert_eq!(r.req.notif_ts(0, ts_slot::TENSOR), Some(6000));
+}
+
+#[test]
+fn a_full_error_subscriber_ring_drops_the_oldest_and_says_so() {
+    let mut r = Rig::new(1, 5);
+    for i in 0..60 {
+        assert!(!r.nq.push_error(crate::nq::ErrorRecord { core: 1, raw: [0; 16], ts_cpu_us: i }));
+    }
+    for i in 0..10 {
+        assert!(r.dev.error(0, ErrorEntry::new(3, 0, 0, 1_000 * (100 + i))));
+    }
+    r.dev.run_all(1, 1, 2);
+    r.enter_wait_core();
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    let dropped: Vec<u32> = r
+        .dev
+        .events_of("error_subscriber_overrun")
+        .map(|e| match e {
+            Event::ErrorSubscriberOverrun { dropped } => *dropped,
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(dropped, [1, 2, 3, 4, 5, 6], "one event per record dropped, with the running count");
+    assert_eq!((r.nq.errors_len(), r.nq.errors_dropped()), (64, 6));
+    assert_eq!(r.nq.pop_error().map(|e| e.ts_cpu_us), Some(6), "the oldest six went");
+}
+
+#[test]
+fn the_overflow_probe_reads_the_error_trigger_block_of_the_cores_tpb() {
+    let mut r = Rig::new(2, 5);
+    r.req = ExecRequest::new(ExecConfig { tpb_idx: [3, 7], ..ExecConfig::new(Arch::Sunda, 2, 5) });
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Timeout));
+    assert_eq!(&r.dev.intc_blocks[..], &[(0, 3), (1, 7)], "block = the device TPB index (G-ERRTRIG)");
+    assert_eq!((errtrig_block_of_tpb(0), errtrig_block_of_tpb(9)), (0, 9));
+}
+
+#[test]
+fn nothing_read_nothing_handed_back_and_no_result_in_flight() {
+    let mut r = Rig::new(2, 5);
+    r.enter_wait_core();
+    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.dev.head_writes, 0, "no HEAD write for a ring nothing was read from");
+    assert_eq!(r.req.result(), None);
+    r.dev.start(1, 3, 1);
+    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.dev.head_writes, 1, "only core 1 DVE's ring");
+    assert_eq!(r.req.result(), None);
+}
+
+#[test]
+fn the_duration_spans_only_engines_with_both_start_and_end() {
+    let mut r = Rig::new(1, 5);
+    r.dev.start(0, 1, 1_000_000); // ACT starts first and never ends
+    r.dev.start(0, 0, 3_000_000);
+    r.dev.end(0, 0, 4_000_000);
+    r.dev.end(0, 2, 9_000_000); // POOL ends without a START: out of order
+    r.enter_wait_core();
+    r.dev.advance_ms(5_000);
+    assert_eq!(r.step().0, Step::Error);
+    assert_eq!(r.req.out_info().tpb_duration_us[0], 1_000, "PE's 3000..4000 us only");
+}
+
+#[test]
+fn a_full_error_ring_is_swept_one_lap_less_one() {
+    // 64 records fill the 64-entry error ring: a batch never consumes a whole lap
+    // (G-HEAD), so the sweep at FINALIZE takes 63 and counts 63.
+    let es: Vec<ErrorEntry> = (0..64).map(|i| ErrorEntry::new(3, 0, 0, i)).collect();
+    let mut r = with_error(&es, true);
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert!(r.dev.events.contains(&Event::ErrorCountLarge { core: 0, count: 63 }), "{:?}", r.dev.events);
+    assert_eq!(r.nq.errors_len(), 63);
+    assert_eq!(r.nq.ring(0, crate::nq::ERROR_NQ).unwrap().cursor(), 63 * 16);
+}
+
+#[test]
+fn every_engines_start_and_end_use_that_engines_calibration() {
+    let mut r = Rig::new(1, 5);
+    // Engine e's clock runs (e + 1) times fast: START at (e + 1) ms and END at
+    // 2 (e + 1) ms of device time are 1000 and 2000 us on every engine.
+    for e in 0..5u32 {
+        r.nq.set_cal(
+            0,
+            e as usize,
+            TsCal { init_timestamp: 0, actual_timestamp_inc: e + 1, expected_timestamp_inc: 1 },
+        );
+        r.dev.start(0, e as usize, u64::from(e + 1) * 1_000_000);
+        r.dev.end(0, e as usize, u64::from(e + 1) * 2_000_000);
+    }
+    r.enter_wait_core();
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    for e in 0..5 {
+        assert_eq!(r.req.engine_times_us(0, e), (Some(1000), Some(2000)), "engine {e}");
+    }
+}
+
+#[test]
+fn the_error_sweep_hands_its_records_back() {
+    let mut r = with_error(&[ErrorEntry::new(3, 0, 0, 1), ErrorEntry::new(3, 0, 0, 2)], true);
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.dev.head_writes, 6, "five engine rings and the error ring");
+    assert_eq!(r.nq.ring(0, crate::nq::ERROR_NQ).unwrap().unacked(), 0, "the device knows both were read");
+}
+
+#[test]
+fn an_engine_that_started_in_one_sweep_ends_in_a_later_one() {
+    let mut r = Rig::new(1, 5);
+    for e in 0..5 {
+        r.dev.start(0, e, 10);
+    }
+    r.enter_wait_core();
+    assert_eq!(r.step().0, Step::InFlight);
+    for e in 0..5 {
+        assert_eq!(r.req.substate(0, e), Some(TpbEngState::EndPending));
+        r.dev.end(0, e, 20);
+    }
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
 }

@@ -36,7 +36,10 @@ pub mod field {
     pub const NQ_TAG_MASK: u8 = 0x1F;
     /// The phase (valid) bit in `data[3]` (G-PHASE; `seed-vs-driver.md` point 5).
     pub const PHASE_BIT: u8 = 0x80;
-    /// `u16 @4`: custom-notification sub-id.
+    /// `u16 @4`: custom-notification sub-id. The seed's decode and checklist read a
+    /// `u16` here while §3.1's prose says `data[4]` selects the table; we read the
+    /// `u16`, so a non-zero `data[5]` puts the sub-id outside the table and the
+    /// record is refused (G-SUBID-WIDTH).
     pub const CUSTOM_SUB_ID: usize = 4;
     /// `u16 @6`: notification subtype.
     pub const SUBTYPE: usize = 6;
@@ -418,6 +421,25 @@ mod tests {
         let mut e: RawEntry = zerocopy::transmute!(raw);
         e.set_nq_tag(CAYMAN_CUSTOM_NQ_TAG);
         assert_eq!(e.tag_byte(), 0xEE, "(data[3] & 0xE0) | 0xE");
+    }
+
+    #[test]
+    fn subtype_names() {
+        let names: Vec<&str> = [0u16, 2, 3, 6, 7, 8, 9].iter().map(|v| Subtype::parse(*v).name()).collect();
+        assert_eq!(names, ["UNEXPECTED", "START", "END", "CUSTOM", "CC_START", "CC_END", "UNEXPECTED"]);
+    }
+
+    #[test]
+    fn custom_sub_id_is_the_u16_at_4() {
+        let mut bytes = [0u8; 16];
+        bytes[4] = 7;
+        bytes[5] = 1;
+        bytes[6] = Subtype::CUSTOM as u8;
+        let n = Notification::decode(&bytes);
+        assert_eq!(n.custom_sub_id, 0x0107);
+        assert_eq!(n.custom(), CustomKind::Invalid { sub_id: 0x0107 }, "data[5] is part of the sub-id");
+        bytes[5] = 0;
+        assert_eq!(Notification::decode(&bytes).custom(), CustomKind::TensorCompletion { var_id: 0 });
     }
 
     #[test]

@@ -315,4 +315,59 @@ mod tests {
         assert_eq!(ErrorEntry::from_array(&b).device_ts(), 99);
         assert_eq!(ErrorEntry::from_array(&b).class(), ErrorClass::SwSequencer);
     }
+
+    #[test]
+    fn every_field_reads_its_bytes() {
+        let b: [u8; 16] = [0x11, 0x22, 0x33, 0x80 | 2, 0x34, 0x12, 8, 0, 1, 2, 3, 4, 5, 6, 7, 8];
+        let e = ErrorEntry::from_array(&b);
+        assert_eq!((e.error_id(), e.flags(), e.metadata(), e.subtype()), (0x11, 0x22, 0x1234, 8));
+        assert_eq!(e.device_ts(), 0x0807_0605_0403_0201);
+        assert!(e.phase());
+        let mut c = b;
+        c[3] = 0x7F;
+        assert!(!ErrorEntry::from_array(&c).phase(), "bit 7 of byte 3 only");
+        assert_eq!(e.infer_error_subtype(), InferErrorSubtype::SwSequencer);
+        assert_eq!(e.to_array(), b);
+    }
+
+    #[test]
+    fn names() {
+        let subtypes: Vec<&str> = (0..=9).chain([25, 26]).map(|v| InferErrorSubtype::parse(v).name()).collect();
+        assert_eq!(
+            subtypes,
+            [
+                "RESERVED",
+                "NUMERICAL",
+                "TRANSIENT",
+                "ECC_CORRECTABLE",
+                "ECC_UNCORRECTABLE",
+                "HBM_UE",
+                "HBM_REPAIRABLE_UE",
+                "DMA_ABORT",
+                "SW_SEQUENCER",
+                "OOB",
+                "RESERVED",
+                "INVALID"
+            ]
+        );
+        let classes: Vec<(&str, Option<u32>)> = (0..=9)
+            .map(|v| InferErrorSubtype::parse(v).class())
+            .map(|c| (c.name(), c.status().map(NrtStatus::code)))
+            .collect();
+        assert_eq!(
+            classes,
+            [
+                ("UNKNOWN", Some(1004)),
+                ("NUMERICAL", Some(1003)),
+                ("TRANSIENT", Some(1004)),
+                ("ECC_CORRECTABLE", None),
+                ("ECC_UNCORRECTABLE", Some(1202)),
+                ("HBM_UE", Some(1201)),
+                ("HBM_REPAIRABLE_UE", Some(1205)),
+                ("DMA_ABORT", Some(1203)),
+                ("SW_SEQUENCER", Some(1004)),
+                ("OOB", Some(1006)),
+            ]
+        );
+    }
 }

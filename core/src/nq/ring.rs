@@ -513,6 +513,27 @@ mod tests {
         assert!(NqRing::new(1 << 30).is_ok());
         assert!(NqRing::new(1 << 31).is_err());
         assert_eq!(NqRing::new(256).unwrap().entries(), 16);
+        assert_eq!(NqRing::new(256).unwrap().size_bytes(), 256);
+        assert_eq!(NqRing::UNBOUND.size_bytes(), 0);
+        // The published bounds (G-RING-MIN): two entries, 1 GiB.
+        assert_eq!((MIN_RING_BYTES, MAX_RING_BYTES), (32, 1 << 30));
+    }
+
+    #[test]
+    fn the_producer_stamps_only_the_phase_bit() {
+        let mut p = NqProducer::new(32).unwrap(); // two entries
+        let mut e = [0u8; 16];
+        e[3] = 0x65; // tag bits set, phase clear
+        assert_eq!(p.push(&mut e), Some(0));
+        assert_eq!(e[3], 0xE5, "lap 0: phase set, the rest kept");
+        let mut e2 = e;
+        assert_eq!(p.push(&mut e2), Some(16));
+        assert_eq!(p.push(&mut e2), None, "full");
+        p.on_head_write(16);
+        let mut e3 = [0u8; 16];
+        e3[3] = 0xE5; // phase set on the way in
+        assert_eq!(p.push(&mut e3), Some(0));
+        assert_eq!(e3[3], 0x65, "lap 1: phase clear, the rest kept");
     }
 
     #[test]
