@@ -298,6 +298,7 @@ fn ci(run: &mut Runner) {
             .env_remove("CARGO_TARGET_DIR"),
     );
     proofs::kani(run, Path::new("."), true);
+    mutants::ci_stage(run, Path::new("."));
     proofs::loom(run);
     qemu::run(run, Path::new("."));
     let secs = env::var("NRT_CI_FUZZ_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(CI_FUZZ_SECS);

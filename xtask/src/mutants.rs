@@ -297,8 +297,6 @@ fn count_mutants(files: &[String], diff: &Path) -> Result<usize, String> {
 /// the same suite. Fails when a mutant of the subset is missed; says SKIPPED when
 /// cargo-mutants cannot be installed, when there is no base to diff against, and
 /// when the cap stopped the run before the subset was done (with how far it got).
-// `ci()` calls it once the lead's CI changes are merged; until then it is unused.
-#[allow(dead_code)]
 pub fn ci_stage(run: &mut Runner, root: &Path) {
     let name = "mutants (changed lines, bounded)";
     if !ensure_installed(run) {

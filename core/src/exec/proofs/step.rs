@@ -117,6 +117,9 @@ impl<A: Any> hal::FaultProbe for HavocDev<A> {
     fn dma_aborted(&mut self, _: u8) -> bool {
         self.any.borrow_mut().bool()
     }
+    fn collectives_stuck(&mut self, _: u8) -> bool {
+        self.any.borrow_mut().bool()
+    }
 }
 
 impl<A: Any> hal::EventSink for HavocDev<A> {
