@@ -26,13 +26,20 @@ use crate::{cargo, works, Runner};
 const HARNESS_BUDGET_S: u64 = 180;
 
 /// Harnesses allowed more than [`HARNESS_BUDGET_S`], each with its own budget
-/// and the reason; the 3-minute goal is missed for them, and
-/// `docs/kani.md` says so. The inductive step from WAIT_BARRIER_PROXY and
-/// WAIT_CORE with two cores symbolically executes a whole sweep of ten engines,
-/// FINALIZE and the error sweeps of both cores in one solver run.
+/// and the reason; `docs/kani.md` shows the budget beside the time. Measured on
+/// the 2-vCPU machine, two harnesses at once, 2026-12-01:
+///
+/// - the inductive step from WAIT_CORE (one core) symbolically executes a sweep
+///   of five engines, FINALIZE and the error sweep in one solver run: 367 s, so
+///   the 3-minute goal is MISSED there;
+/// - the step from WAIT_BARRIER_PROXY (one core) took 150 s: under the goal, the
+///   margin is for a noisier machine.
+///
+/// (The two-core steps did not finish in 10 minutes: they are tests, see
+/// `core/src/exec/proofs/step.rs`.)
 const SLOW_HARNESSES: [(&str, u64); 2] = [
-    ("exec::proofs::step::prove_step_from_wait_barrier_two_cores_keeps_the_contract", 600),
-    ("exec::proofs::step::prove_step_from_wait_core_two_cores_keeps_the_contract", 600),
+    ("exec::proofs::step::prove_step_from_wait_core_one_core_keeps_the_contract", 600),
+    ("exec::proofs::step::prove_step_from_wait_barrier_one_core_keeps_the_contract", 300),
 ];
 
 /// The budget of harness `path`, seconds.

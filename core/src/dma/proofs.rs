@@ -68,8 +68,9 @@ pub(crate) fn reserve_stays_in_ring_and_wraps_exactly(tx: (u32, u32, u32), rx: (
     }
 }
 
-/// Most descriptors a `set` harness ring holds (kani's unwind bound, 7, follows:
-/// 5 slots + 1 + the exit test). Depths 1 to 5 realise every relation the two
+/// Most descriptors a `set` harness ring holds (kani's unwind bound, 10, is set by
+/// the 8-byte compare of a BD's `buf_ptr`, a `memcmp` loop; the slot loops need 7).
+/// Depths 1 to 5 realise every relation the two
 /// runs of `set_descriptors` depend on: `idx` at the start, inside and at the last
 /// slot; `n` of 0, inside the first run, ending exactly at the ring's end,
 /// wrapping, the whole ring, and above it (refused); a deeper ring only repeats
@@ -253,7 +254,7 @@ fn prove_reserve_stays_in_ring_and_wraps_exactly() {
 
 #[cfg(kani)]
 #[kani::proof]
-#[kani::unwind(7)]
+#[kani::unwind(10)]
 fn prove_set_writes_exactly_the_reserved_slots() {
     set_writes_exactly_the_reserved_slots(crate::proofs::KaniAny);
 }
