@@ -216,7 +216,6 @@ fn verdict_of(text: &str, ok_exit: bool, secs: f64, timed_out: bool) -> Verdict 
 /// outlasts the stage budget. Returns each harness's (verdict, block) by path,
 /// and the run's exit status.
 fn verify_all(root: &Path, budget: u64, stage_budget: u64) -> (Vec<(String, Verdict, String)>, bool, String) {
-    let t = Instant::now();
     let mut cmd = cargo();
     cmd.current_dir(root)
         .arg("kani")
@@ -316,7 +315,6 @@ fn verify_all(root: &Path, budget: u64, stage_budget: u64) -> (Vec<(String, Verd
     if killed {
         all.push_str(&format!("\nkilled: the kani run outlasted the stage budget of {stage_budget} s\n"));
     }
-    let _ = t;
     let verdicts = blocks
         .into_iter()
         .map(|(h, b)| {

@@ -28,7 +28,7 @@ use crate::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
 use crate::event::Event;
 use crate::exec::{fatal, ts_slot, ExecConfig, ExecRequest, ExecState, Step, TpbEngState, MS_PER_TIMEOUT_S};
 use crate::hal::{self, ErrorKind, ErrorType};
-use crate::nq::{Notifications, SyncPoint, TsCal, ERROR_NQ};
+use crate::nq::{Notifications, SyncPoint, TsCal, ERROR_NQ, INFER_STATUS_NQS};
 use crate::proofs::{cover, Any};
 use crate::status::NrtStatus;
 
@@ -350,11 +350,11 @@ fn step_once<A: Any>(mut any: A, from: ExecState, rings: bool, cores: Option<u8>
     let mut step_with = |nq: &mut Notifications| req.progress_one_step(&mut dev, nq, &mut out);
     let step = match table {
         0xF0..=0xF7 => {
-            assert!(nq.set_infer_status_nqs(&[4, 5, 6, 7]).is_ok());
+            assert!(nq.set_infer_status_nqs(&INFER_STATUS_NQS[..INFER_STATUS_NQS.len() - 1]).is_ok());
             step_with(&mut nq)
         }
         0xF8..=0xFB => {
-            if let Some(r) = nq.ring_mut(last, 6) {
+            if let Some(r) = nq.ring_mut(last, INFER_STATUS_NQS[2]) {
                 *r = crate::nq::NqRing::UNBOUND;
             }
             step_with(&mut nq)
