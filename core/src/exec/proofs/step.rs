@@ -284,6 +284,7 @@ fn same(a: &ExecRequest, b: &ExecRequest) -> bool {
         && eq(&a.out_info.exec_rets, &b.out_info.exec_rets)
         && eq(&a.out_info.tpb_duration_us, &b.out_info.tpb_duration_us)
         && eq(&a.out_info.err, &b.out_info.err)
+        && eq(&a.out_info.timeout_cause, &b.out_info.timeout_cause)
         && a.result == b.result
 }
 
