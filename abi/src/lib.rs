@@ -6,9 +6,12 @@
 //!
 //! - [`ioctl`]: the Neuron driver's request codes and argument layouts, as the
 //!   public driver's `neuron_ioctl.h` declares them (facts only; checked in the
-//!   tests against the numbers in `shared/anchors/driver-abi.md`).
+//!   tests against the numbers in `shared/anchors/driver-abi.md`);
+//! - [`sim`]: what a host must know about the simulated device that a real
+//!   one would tell it outside the ioctl ABI (sim choices, each named).
 #![no_std]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod ioctl;
+pub mod sim;

@@ -23,10 +23,7 @@ use crate::layout;
 use crate::shared::Shared;
 use crate::shm::Line;
 
-/// Outputs the host's tensor table holds.
-pub const MAX_OUTPUTS: usize = 8;
-/// The var id of output 0; output `i` is var id `FIRST_VAR_ID + i`.
-pub const FIRST_VAR_ID: u16 = 100;
+pub use nrt_abi::sim::{FIRST_VAR_ID, MAX_OUTPUTS};
 
 /// The waiters of streamed outputs: each wake-up, in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

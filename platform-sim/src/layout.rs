@@ -24,6 +24,13 @@
 
 use nrt_core::arch::{self, Arch};
 
+// The parts of the address map a host must share with the device (INTC, the
+// top-SP NX-local block, the semaphore pages) live in `nrt_abi::sim`.
+pub use nrt_abi::sim::{
+    intc_cause_offset, sema_page, xt_local_reg, INTC_BLOCKS, INTC_BLOCK_STRIDE, INTC_CAUSE, INTC_CAUSE_SET,
+    INTC_FROM_NOTIFIC, INTC_GROUP_BYTES, INTC_LINES, SEMAPHORES, SEMA_INCR, SEMA_READ,
+};
+
 /// Runtime NQ indices per core the device holds rings for (0..=8; `ens_nq[]`).
 pub const NQ_PER_CORE: usize = nrt_core::nq::NQ_PER_CORE;
 
@@ -32,22 +39,6 @@ pub const ENTRY_BYTES: u32 = 16;
 
 /// Size of a NOTIFIC register block (the driver's 0x1000 window).
 pub const NOTIFIC_BLOCK_BYTES: u64 = 0x1000;
-
-/// Offset of the INTC error-trigger blocks from the core's NOTIFIC block (**sim**).
-pub const INTC_FROM_NOTIFIC: u64 = 0x2_0000;
-/// Stride of the error-trigger blocks of one core (**sim**): 64 IOFIC groups of 0x40.
-pub const INTC_BLOCK_STRIDE: u64 = 0x1000;
-/// Bytes of one IOFIC group (driver §6).
-pub const INTC_GROUP_BYTES: u64 = 0x40;
-/// `cause` within an IOFIC group (driver §6).
-pub const INTC_CAUSE: u64 = 0x00;
-/// `cause_set` within an IOFIC group: write 1 bits to set them (driver §6).
-pub const INTC_CAUSE_SET: u64 = 0x08;
-/// Lines (IOFIC groups) per error-trigger block.
-pub const INTC_LINES: u32 = 64;
-/// Error-trigger blocks per core the simulator models (blocks 0 and 1: the TPB
-/// indices of a two-core logical core, G-ERRTRIG).
-pub const INTC_BLOCKS: u32 = 2;
 
 /// UDMA queue-bank registers the DMA engine uses (driver §5).
 pub mod udma {
@@ -76,45 +67,6 @@ pub const fn udma_base(arch: Arch, engine: u32) -> u64 {
     match arch {
         Arch::Sunda => 0x3000_0000 + engine as u64 * 0x4_0000,
         Arch::Cayman | Arch::Mariana => 0x8200_0000 + engine as u64 * 0x10_0000,
-    }
-}
-
-/// BAR0 offset of the top-SP (engine 4) NX-local register block, `xt_local_reg`
-/// (**sim**: `aws_hal_arch_*_get_xt_local_reg_offset(4)` is not public, G-DMA-XTLOCAL).
-pub const fn xt_local_reg(arch: Arch) -> u64 {
-    match arch {
-        Arch::Sunda => 0x3060_0000,
-        Arch::Cayman | Arch::Mariana => 0x06A8_0000,
-    }
-}
-
-/// BAR0 offset of the semaphore/event page of TPB `tpb` (driver §3: TPB base +
-/// 0x270_0000; v2 TPB n at `n*0x400_0000`, v3 at `0xD000_0000 + n*0x400_0000`).
-pub const fn sema_page(arch: Arch, tpb: u32) -> u64 {
-    let tpb_base = match arch {
-        Arch::Sunda => tpb as u64 * 0x400_0000,
-        Arch::Cayman | Arch::Mariana => 0xD000_0000 + tpb as u64 * 0x400_0000,
-    };
-    tpb_base + 0x270_0000
-}
-/// Semaphore READ alias within the page (driver §3).
-pub const SEMA_READ: u64 = 0x1000;
-/// Semaphore INCR alias within the page (driver §3).
-pub const SEMA_INCR: u64 = 0x1800;
-/// Semaphores per TPB the simulator models (driver: 256 on v2+).
-pub const SEMAPHORES: u32 = 256;
-
-/// BAR0 offset of the INTC cause register of `line` in error-trigger `block` of
-/// physical core `core` (**sim** layout, see the module table).
-pub const fn intc_cause_offset(arch: Arch, core: u8, block: u32, line: u32) -> Option<u64> {
-    if block >= INTC_BLOCKS || line >= INTC_LINES {
-        return None;
-    }
-    match arch.notific_base(core) {
-        Some(n) => {
-            Some(n + INTC_FROM_NOTIFIC + block as u64 * INTC_BLOCK_STRIDE + line as u64 * INTC_GROUP_BYTES + INTC_CAUSE)
-        }
-        None => None,
     }
 }
 

@@ -21,7 +21,7 @@
 
 use nrt_core::arch::{Arch, ENGINES_PER_CORE};
 use nrt_core::nq::INFER_STATUS_NQS;
-use nrt_core::nq::{Engine, ErrorEntry, InferErrorSubtype, RawEntry, Subtype, SyncPoint, TsCal, ERROR_NQ};
+use nrt_core::nq::{Engine, ErrorEntry, InferErrorSubtype, RawEntry, Subtype, SyncPoint, ERROR_NQ};
 
 use crate::fault::{Fault, RecordKind};
 use crate::rng::Rng;
@@ -30,20 +30,13 @@ use crate::rng::Rng;
 pub const CAL_NS: u64 = 0;
 
 /// Expected device-clock increment, ns per period.
-pub const EXPECTED_INC: u32 = 1000;
+pub const EXPECTED_INC: u32 = nrt_abi::sim::CAL_EXPECTED_INC;
 
 /// The tag a cayman engine index 2 stamps on its custom records (a stale NQ-id the
 /// runtime's fixup overwrites with 0xE; completion-engine seed §2 QUIRK, G-CAYMAN-ENG).
 pub const CAYMAN_STALE_CUSTOM_TAG: u8 = 0x1B;
 
-/// Timestamp calibration of `(core, engine)` (`notif->init_timestamp.tpb.<engine>`).
-pub fn calibration(core: u8, eng: usize) -> TsCal {
-    TsCal {
-        init_timestamp: 0x1000_0000 * (u64::from(core) + 1) + 0x10_0000 * eng as u64,
-        actual_timestamp_inc: 1250 + 10 * eng as u32 + 5 * u32::from(core),
-        expected_timestamp_inc: EXPECTED_INC,
-    }
-}
+pub use nrt_abi::sim::calibration;
 
 /// The sync point of a core: the calibration instant paired with its CPU time.
 pub fn sync_point(_core: u8) -> SyncPoint {

@@ -148,20 +148,7 @@ pub enum State {
     Exited = 2,
 }
 
-/// The per-core status lines a host reads through its proxies and probes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Line {
-    /// The collectives barrier cleared (1) or not (0).
-    BarrierDone = 0,
-    /// The barrier proxy failed with this status (0: no).
-    BarrierFail = 1,
-    /// The network proxy failed with this status (0: no).
-    NetproxyFail = 2,
-    /// HBM uncorrectable error status (0, 1201 or 1205).
-    Hbm = 3,
-    /// A DMA engine serving the core aborted (1) or not (0).
-    DmaAbort = 4,
-}
+pub use nrt_abi::sim::Line;
 
 /// Why a shared-memory file could not be made, opened or trusted.
 #[derive(Debug)]
