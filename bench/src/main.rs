@@ -8,7 +8,7 @@
 //! nrt-bench sys                                      the OS floor: an ioctl round trip, usleep(1)
 //! nrt-bench scale [--devices 16] [--cores-per-device 4] [--secs S] [--work-us U] [--cpu N]
 //!                                                     a host's logical cores: libnrt threads vs adaptive threads vs poll groups
-//! nrt-bench all                                      all four
+//! nrt-bench all [--inferences N] [--secs S]          latency, ring, xu, sys, and scale (16 x 4, S s per shape)
 //! ```
 //!
 //! Each prints a summary and writes `target/nrt-bench/<name>.json`, which `cargo
@@ -107,6 +107,8 @@ fn main() {
             ring::run(4_000_000);
             xu::run(1.0);
             sys::run();
+            // A 16-device host, each harvest shape in turn (issue 13).
+            scale::run(16, 4, arg(&args, "--secs", 2.0f64).clamp(0.1, 600.0), 1000, None);
         }
         _ => {
             eprintln!("usage: nrt-bench latency|ring|xu|sys|scale|all [options]");

@@ -13,7 +13,7 @@ use nrt_core::dma::doorbell::{kickoff_infer, set_host_trigger};
 use nrt_core::exec::{ExecConfig, Step};
 use nrt_core::nq::Notifications;
 use nrt_core::NrtStatus;
-use nrt_linux::poller::{Poller, PollerConfig, VecLanes};
+use nrt_linux::poller::{Poller, PollerConfig, PollerSet, VecLanes};
 use nrt_sim::device::Device;
 use nrt_sim::host::{HostClock, SimHost};
 use nrt_sim::program::{self, ProgramSpec};
@@ -270,4 +270,60 @@ fn requests_queued_on_one_lane_run_in_turn() {
     assert_eq!(tickets[4].poll(), Some((Step::Error, NrtStatus::Closed)));
     let lanes = lanes.unwrap();
     assert_eq!(lanes.0[0].0.head_writes, 15, "batched: one per ring per inference, 3 inferences");
+}
+
+/// One poller per device by default; a request goes to its device's poller,
+/// and the lanes come back per device at shutdown.
+#[test]
+fn a_poller_set_runs_one_poller_per_device_and_routes_by_device() {
+    // 3 devices x 2 lanes; a hang on device 1 lane 0, a NaN on device 2 lane 1.
+    let SimLanes { lanes, shared, devices, origin } = sim_lanes(6, &[(2, "hang:core=1,engine=ACT"), (5, "nan:core=0")]);
+    let mut it = lanes.0.into_iter();
+    let per_device: Vec<Vec<_>> = (0..3).map(|_| it.by_ref().take(2).collect()).collect();
+    let set = PollerSet::per_device(per_device, PollerConfig::default()).unwrap();
+    assert_eq!(set.pollers(), 3);
+    assert_eq!((set.poller_of(0), set.poller_of(2), set.poller_of(3)), (Some(0), Some(2), None));
+    let cfg = ExecConfig::new(Arch::Sunda, 2, 1);
+    let tickets: Vec<_> = (0..6)
+        .map(|i| {
+            kickoff(&shared[i], origin);
+            set.submit(i / 2, (i % 2) as u16, cfg).unwrap()
+        })
+        .collect();
+    let got: Vec<_> = tickets.iter().map(|t| t.wait()).collect();
+    let want = [
+        (Step::Done, NrtStatus::Success),
+        (Step::Done, NrtStatus::Success),
+        (Step::Error, NrtStatus::Timeout),
+        (Step::Done, NrtStatus::Success),
+        (Step::Done, NrtStatus::Success),
+        (Step::Done, NrtStatus::ExecCompletedWithNumErr),
+    ];
+    assert_eq!(got, want);
+    // A device or a lane that does not exist: answered, not lost.
+    assert_eq!(set.submit(3, 0, cfg).unwrap().wait(), (Step::Error, NrtStatus::InvalidHandle));
+    assert_eq!(set.submit(0, 2, cfg).unwrap().wait(), (Step::Error, NrtStatus::InvalidHandle));
+    let completions: u64 = set.stats().iter().map(|s| s.completions).sum();
+    assert!(completions >= 6, "{completions}");
+    let (back, cpu_ns) = set.shutdown();
+    assert_eq!(back.iter().map(Vec::len).collect::<Vec<_>>(), [2, 2, 2], "each device's lanes come back");
+    assert!(cpu_ns > 0);
+    stop(devices, &shared);
+}
+
+#[test]
+fn a_poller_set_in_blocks_and_its_refusals() {
+    let SimLanes { lanes, shared, devices, .. } = sim_lanes(3, &[]);
+    let per_device: Vec<Vec<_>> = lanes.0.into_iter().map(|l| vec![l]).collect();
+    let set = PollerSet::blocks(per_device, 2, PollerConfig::default()).unwrap();
+    assert_eq!(set.pollers(), 2);
+    // Contiguous blocks: devices 0 and 1 share poller 0, device 2 has poller 1.
+    assert_eq!((set.poller_of(0), set.poller_of(1), set.poller_of(2)), (Some(0), Some(0), Some(1)));
+    let (back, _) = set.shutdown();
+    assert_eq!(back.len(), 3);
+    let err = PollerSet::blocks(back, 4, PollerConfig::default()).unwrap_err();
+    assert!(err.contains("4 pollers for 3 devices"), "{err}");
+    let err = PollerSet::<SimHost>::per_device(Vec::new(), PollerConfig::default()).unwrap_err();
+    assert!(err.contains("0 pollers for 0 devices"), "{err}");
+    stop(devices, &shared);
 }

@@ -66,7 +66,8 @@ pub struct HostConfig {
     pub lnc: u8,
     /// Inferences per lane.
     pub inferences: u32,
-    /// Poll groups (pollers); the devices are split among them in contiguous blocks.
+    /// Poll groups (pollers); the devices are split among them in contiguous
+    /// blocks. The default is one per device.
     pub pollers: u16,
     /// Devices the faults play on; empty: every device.
     pub fault_devices: Vec<u16>,
@@ -82,7 +83,8 @@ impl Default for HostConfig {
             cores: 4,
             lnc: 2,
             inferences: 1,
-            pollers: 1,
+            // One poller per device (issue 13's default).
+            pollers: 16,
             fault_devices: Vec::new(),
             head_batching: true,
         }

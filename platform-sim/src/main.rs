@@ -182,7 +182,7 @@ struct RunArgs {
     /// With `--devices`: inferences per logical core [default: 1].
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=1_000_000), allow_negative_numbers = true)]
     inferences: Option<u32>,
-    /// With `--devices`: poll groups (pollers), each harvesting a block of devices [default: 1].
+    /// With `--devices`: poll groups (pollers), each harvesting a block of devices [default: one per device].
     #[arg(long, value_name = "P", value_parser = clap::value_parser!(u16).range(1..=64), allow_negative_numbers = true)]
     pollers: Option<u16>,
     /// With `--devices`: physical cores per logical core, 1 or 2 [default: 2].
@@ -424,7 +424,9 @@ fn cmd_host(a: &RunArgs) -> ExitCode {
         cores: a.cores.unwrap_or(defaults.cores),
         lnc: a.lnc.unwrap_or(defaults.lnc),
         inferences: a.inferences.unwrap_or(1),
-        pollers: a.pollers.unwrap_or(1),
+        // One poller per device unless told otherwise (issue 13: "one per device by
+        // default, or one for several devices").
+        pollers: a.pollers.unwrap_or(a.devices.unwrap_or(defaults.devices)),
         fault_devices: a.fault_devices.clone(),
         head_batching: !a.head_every_sweep,
     };

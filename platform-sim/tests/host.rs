@@ -82,6 +82,18 @@ fn text_output_names_every_device_poller_and_the_totals() {
     assert!(out.lines().last().unwrap().starts_with("total: 8 inferences: 8 x 1003"), "{out}");
 }
 
+/// Without `--pollers`, each device gets its own poller (issue 13's default).
+#[test]
+fn by_default_each_device_has_its_own_poller() {
+    let o = nrt_sim(&["run", "--devices", "3", "--cores", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    for d in 0..3 {
+        assert!(out.contains(&format!("poller {d}: devices {d}-{d}, 1 lanes")), "{out}");
+    }
+    assert!(!out.contains("poller 3:"), "{out}");
+}
+
 /// Every device of a host run ends as the single run of the same device does:
 /// the faulted one with the fault's status, the clean one with success.
 #[test]
@@ -138,7 +150,7 @@ fn host_mode_usage_errors_name_the_flag() {
         (&["run", "--inferences", "3"], "need --devices N"),
         (&["run", "--pollers", "2"], "need --devices N"),
         (&["run", "--cores", "3"], "cores must be 1 or 2"),
-        (&["run", "--devices", "64", "--cores", "4"], "use more --pollers"),
+        (&["run", "--devices", "64", "--cores", "4", "--pollers", "1"], "use more --pollers"),
     ] {
         let o = nrt_sim(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stdout(&o));

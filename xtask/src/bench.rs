@@ -76,15 +76,15 @@ pub fn run(run: &mut Runner, root: &Path, quick: bool) {
     }
     // The two-thread measurements (latency, ring transfer, XU): nrt-bench.
     let nb = root.join("target/nrt-bench");
-    for f in ["latency.json", "ring.json", "xu.json", "sys.json"] {
+    for f in ["latency.json", "ring.json", "xu.json", "sys.json", "scale.json"] {
         let _ = fs::remove_file(nb.join(f));
     }
     let mut c = cargo();
     c.args(["run", "--release", "-p", "nrt-bench", "--", "all"]);
     if quick {
-        c.args(["--inferences", "2000"]);
+        c.args(["--inferences", "2000", "--secs", "0.5"]);
     }
-    run.cmd("nrt-bench all (latency, ring transfer, XU)", &mut c);
+    run.cmd("nrt-bench all (latency, ring transfer, XU, OS floor, host scale)", &mut c);
     let t = Instant::now();
     let medians = collect(&crit);
     let ok = !medians.is_empty();
@@ -214,6 +214,18 @@ fn render_threads(dir: &Path) -> String {
             "\nadaptive p50 is {r:.1}x lower than libnrt's (goal >= 50x): {}",
             if r >= 50.0 { "met" } else { "MISSED" }
         );
+        let (floor, over) = (f(&l, &["floor", "p50_ns"]), f(&l, &["adaptive_over_floor_p50_ns"]));
+        let ad = f(&l, &["adaptive", "latency", "p50_ns"]);
+        let _ = writeln!(
+            s,
+            "
+the notice floor (one thread stores, another spins on the line), same run: p50 {}; adaptive p50 {} is \
+             {} above it (goal: adaptive p50 <= 1 us and within 0.5 us of the floor): {}",
+            fmt_ns(floor),
+            fmt_ns(ad),
+            fmt_ns(over),
+            if ad <= 1000.0 && over <= 500.0 { "met" } else { "MISSED" }
+        );
     }
     if let Some(r) = read_json(&dir.join("ring.json")) {
         let ratio = f(&r, &["ratio"]);
@@ -249,6 +261,50 @@ fn render_threads(dir: &Path) -> String {
             fmt_ns(f(&x, &["usleep1_wall", "p99_ns"])),
             fmt_ns(f(&x, &["usleep1_cpu", "p50_ns"]))
         );
+    }
+    if let Some(x) = read_json(&dir.join("scale.json")) {
+        let _ = writeln!(
+            s,
+            "\n### A host (`nrt-bench scale`: {} devices x {} logical cores, an inference every {} us on each, {} s per shape, {} CPUs)\n",
+            f(&x, &["devices"]),
+            f(&x, &["cores_per_device"]),
+            f(&x, &["work_us"]),
+            f(&x, &["secs_per_shape"]),
+            f(&x, &["cpus"])
+        );
+        let _ = writeln!(s, "| shape | notice p50 | notice p99 | harvest CPU (cores) | requests/s |");
+        let _ = writeln!(s, "|---|---|---|---|---|");
+        let shapes = x.get("shapes").and_then(Value::as_array).cloned().unwrap_or_default();
+        for sh in &shapes {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {:.2} | {:.0} |",
+                sh.get("name").and_then(Value::as_str).unwrap_or("?"),
+                fmt_ns(f(sh, &["notice", "p50_ns"])),
+                fmt_ns(f(sh, &["notice", "p99_ns"])),
+                f(sh, &["cpu_cores"]),
+                f(sh, &["requests_per_s"])
+            );
+        }
+        let best_name = x.get("best_poll_group").and_then(Value::as_str).unwrap_or("");
+        let best = shapes.iter().find(|v| v.get("name").and_then(Value::as_str) == Some(best_name));
+        let libnrt = shapes.first();
+        if let (Some(b), Some(l)) = (best, libnrt) {
+            let (bp99, bcpu) = (f(b, &["notice", "p99_ns"]), f(b, &["cpu_cores"]));
+            let (lp99, lcpu) = (f(l, &["notice", "p99_ns"]), f(l, &["cpu_cores"]));
+            let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
+            let _ = writeln!(
+                s,
+                "\nbest poll group ({best_name}): p99 {} with {bcpu:.2} core (goal: <= 10 us with <= 1 core): {}; \
+                 against libnrt's shape in the same run: p99 {:.1}x lower (goal >= 10x): {}, CPU {:.1}x less (goal >= 10x): {}",
+                fmt_ns(bp99),
+                verdict(bp99 <= 10_000.0 && bcpu <= 1.0),
+                lp99 / bp99,
+                verdict(lp99 / bp99 >= 10.0),
+                lcpu / bcpu,
+                verdict(lcpu / bcpu >= 10.0)
+            );
+        }
     }
     if let Some(x) = read_json(&dir.join("xu.json")) {
         let _ = writeln!(s, "\n### Execution units (`nrt-bench xu`, {} CPUs)\n", f(&x, &["cores"]));
