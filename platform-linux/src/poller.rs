@@ -25,6 +25,9 @@
 //! stores and loads of `done` and `sleeper`, so either the poller sees the
 //! sleeper or the sleeper sees `done` before it blocks: no lost wake-up.
 //!
+//! [`PollerSet`] runs the pollers of a host: one per device by default, or one
+//! per contiguous block of devices, and routes each request by device.
+//!
 //! Shutdown ([`Poller::shutdown`], or drop) lets the requests in flight finish
 //! (each ends at the latest at its timeout; one whose device clock stalls is
 //! answered `NRT_CLOSED` once the longest timeout in flight plus
