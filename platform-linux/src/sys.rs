@@ -9,7 +9,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use crate::ioctl::{BarRw, Ioctl, PlainArg};
+use crate::ioctl::{BarRw, Ioctl, MemAllocV2Mt, PlainArg, MEM_ALLOC_V2MT};
 
 /// Issue request `req` on `fd` with a pointer to `arg`: the only safe way to a
 /// raw `ioctl(2)` in nrt-linux.
@@ -86,6 +86,41 @@ pub fn bar_rw(fd: BorrowedFd<'_>, req: Ioctl<BarRw>, bar: u32, addresses: &[u64]
     } else {
         Ok(rc)
     }
+}
+
+/// `NEURON_IOCTL_MEM_ALLOC_V2MT` with `arg` (its `mem_handle` is ignored): the
+/// driver allocates the chunk and writes its handle through the `mem_handle`
+/// pointer, which is set here to a local `u64`, so the driver never writes
+/// anywhere the caller did not lend. Returns the handle.
+pub fn mem_alloc_v2mt(fd: BorrowedFd<'_>, mut arg: MemAllocV2Mt) -> io::Result<u64> {
+    let mut handle: u64 = 0;
+    arg.mem_handle = std::ptr::from_mut(&mut handle) as u64;
+    // SAFETY: `arg` is a valid local `MemAllocV2Mt`, the 48 bytes the request
+    // encodes (asserted in `nrt_abi::ioctl`); its one pointer, `mem_handle`,
+    // points to the local `handle`, a writable `u64` that outlives the call.
+    let rc = unsafe {
+        libc::ioctl(fd.as_raw_fd(), libc::c_ulong::from(MEM_ALLOC_V2MT.code()), std::ptr::from_mut(&mut arg))
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(handle)
+    }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds (the system's, not since an origin: the
+/// driver model publishes its device clock's origin on the same clock).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid out-pointer to a local timespec.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    u64::try_from(ts.tv_sec)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::try_from(ts.tv_nsec).unwrap_or(0))
 }
 
 /// A shared mapping of a file region, unmapped on drop. Every access is an
