@@ -205,6 +205,14 @@ impl RingInit {
         }
     }
 
+    /// The ring size asked for.
+    pub fn size(&self) -> u32 {
+        match self {
+            RingInit::Init(a) => a.size,
+            RingInit::Realloc(a) => a.size,
+        }
+    }
+
     /// Make the call on `dev`; the answer in the `INIT_V2` form (`mmap_offset`
     /// and `mem_handle` filled in).
     pub fn call(self, dev: &NeuronDevice) -> Result<NotificationsInitV2, LinuxError> {
@@ -239,7 +247,9 @@ pub fn map_driver_ring(dev: &NeuronDevice, arg: NotificationsInitV2) -> Result<R
 }
 
 /// As [`map_driver_ring`], for either form of the initialisation ([`RingInit`]).
+/// The mapping is of the size asked for (the driver maps a ring's chunk whole).
 pub fn map_ring(dev: &NeuronDevice, init: RingInit) -> Result<(RingWindow, NotificationsInitV2), LinuxError> {
+    let size = init.size();
     let done = init.call(dev)?;
     if done.mmap_offset == u64::MAX {
         return Err(LinuxError::new(
@@ -248,9 +258,9 @@ pub fn map_ring(dev: &NeuronDevice, init: RingInit) -> Result<(RingWindow, Notif
             std::io::Error::new(std::io::ErrorKind::Unsupported, "the ring is in device memory: no mmap offset"),
         ));
     }
-    let map = Mapping::map(dev.file(), done.mmap_offset, done.size as usize)
+    let map = Mapping::map(dev.file(), done.mmap_offset, size as usize)
         .map_err(|e| LinuxError::new("mmap", dev.path().display().to_string(), e))?;
-    Ok((RingWindow { map: Arc::new(map), offset: 0, size: done.size }, done))
+    Ok((RingWindow { map: Arc::new(map), offset: 0, size }, done))
 }
 
 /// Where the INTC cause register of `(core, block, line)` is in the BAR, for a

@@ -673,15 +673,22 @@ impl Session {
             ));
         }
         let mut bar = DriverBar::new(Arc::clone(&dev), &info)?;
-        // What the model says (0 or a failed read: nothing); the caller's choice first.
+        // What the model says (0, a value out of range or a failed read:
+        // nothing, so a real device's unrelated register there is ignored);
+        // the caller's choice first.
         let mut hint = |off: u64| bar.read32(simabi::status_window(arch) + off).ok().filter(|v| *v != 0);
         let cores = match cfg.cores {
             Some(c) => c,
-            None => hint(simabi::STATUS_MODEL_CORES).and_then(|v| u8::try_from(v).ok()).unwrap_or(cfg.fallback_cores),
+            None => hint(simabi::STATUS_MODEL_CORES)
+                .and_then(|v| u8::try_from(v).ok())
+                .filter(|c| validate(arch, *c, DEFAULT_RING_ENTRIES).is_ok())
+                .unwrap_or(cfg.fallback_cores),
         };
         let ring_entries = match cfg.ring_entries {
             Some(n) => n,
-            None => hint(simabi::STATUS_MODEL_RING_ENTRIES).unwrap_or(cfg.fallback_ring_entries),
+            None => hint(simabi::STATUS_MODEL_RING_ENTRIES)
+                .filter(|n| validate(arch, 1, *n).is_ok())
+                .unwrap_or(cfg.fallback_ring_entries),
         };
         validate(arch, cores, ring_entries).map_err(|why| refused(&dev, "session", why))?;
         let mut s = Session {
@@ -812,12 +819,13 @@ impl Session {
                 let arg = ring_request(core, nq, kind, ring_entries);
                 let prev =
                     self.ring_sizes.get(usize::from(core)).and_then(|r| r.get(usize::from(nq))).copied().flatten();
-                let (window, done) = map_ring(&self.dev, RingInit::for_size(arg, prev))?;
+                let (window, _) = map_ring(&self.dev, RingInit::for_size(arg, prev))?;
                 if let Some(s) = self.ring_sizes.get_mut(usize::from(core)).and_then(|r| r.get_mut(usize::from(nq))) {
-                    *s = Some(done.size);
+                    *s = Some(arg.size);
                 }
+                // HEAD at the slot the driver programmed: the engine_index passed.
                 match self.device.as_mut() {
-                    Some(d) => d.rings.bind_initialised(core, nq, window, &done)?,
+                    Some(d) => d.rings.bind_initialised(core, nq, window, &arg)?,
                     None => return Err(refused(&self.dev, "bind ring", "the session is closed".into())),
                 }
             }
