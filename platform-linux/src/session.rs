@@ -41,7 +41,6 @@
 use std::io;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use nrt_abi::sim::{self as simabi, Line};
 use nrt_core::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
@@ -1067,9 +1066,54 @@ impl Drop for Session {
     }
 }
 
-/// How long a bring-up may wait for the harvest beyond the model's budget
-/// (documentation for callers that bound a run externally).
-pub const HARVEST_GRACE: Duration = Duration::from_secs(1);
+/// The report `nrt-sim run` prints, of inference `r` run on the device at
+/// `device` with the labels of `config` (its scenario's and `--inject`'s
+/// faults; arch, cores, ring entries and timeout are replaced by the
+/// session's). The device's own log and counters stay with the driver.
+#[cfg(feature = "sim")]
+pub fn run_report(session: &Session, r: &Inference, mut config: nrt_sim::SimConfig) -> nrt_sim::RunReport {
+    use nrt_sim::run::StagingReport;
+    config.arch = session.arch;
+    config.cores = session.cores;
+    config.ring_entries = session.ring_entries;
+    config.timeout_s = session.timeout_s;
+    config.threaded = true;
+    let s = &r.staging;
+    let mut notes = Vec::new();
+    if r.wakes.dropped > 0 {
+        notes.push(nrt_sim::device::Note {
+            t_ns: r.elapsed_ns,
+            text: format!("{} more tensor wake-ups not kept (the log keeps {WAKE_LOG_CAP})", r.wakes.dropped),
+        });
+    }
+    nrt_sim::RunReport {
+        config,
+        status: r.status,
+        step: r.step,
+        steps: r.steps,
+        elapsed_ns: r.elapsed_ns,
+        timeout_ms: r.request.timeout_ms(),
+        kickoff_us: r.kickoff_us,
+        staging: Some(StagingReport {
+            descriptors: s.descriptors,
+            ring_depth: s.ring_depth,
+            rings: s.rings,
+            doorbells: s.doorbells,
+            handle: s.handle,
+            handle_polls: s.handle_polls,
+            copy_bytes: s.copy_bytes,
+            copy_verified: s.copy_verified,
+            host_trigger: s.host_trigger,
+        }),
+        remote: Some(format!("the Neuron driver behind {}", session.path().display())),
+        cores: nrt_sim::run::core_reports(&r.request, session.cores),
+        events: r.events.clone(),
+        staging_events: s.events.clone(),
+        wakes: r.wakes.wakes.clone(),
+        notes,
+        device: Default::default(),
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -1548,5 +1592,28 @@ mod tests {
         assert_eq!(st.realloc_forced, 6, "the six rings of one core");
         assert!(st.bugs.is_empty(), "{:?}", st.bugs);
         assert!(st.calls.iter().any(|c| c == "NEURON_IOCTL_CRWL_READER_EXIT 0"), "dropped: released");
+    }
+
+    /// The report is `nrt-sim run`'s: the status line in the text, the same
+    /// JSON fields, the staging line with the copy verified.
+    #[cfg(feature = "sim")]
+    #[test]
+    fn the_report_is_nrt_sim_runs() {
+        let (p, _st) = fake_driver::install("report");
+        let mut s = Session::open(&p, cfg(Some(2))).unwrap();
+        let r = s.run_inference().unwrap();
+        let report = run_report(&s, &r, nrt_sim::SimConfig::default());
+        drop(s);
+        fake_driver::uninstall(&p);
+        let text = nrt_sim::report::text_with_heading(&report, "nrtctl run");
+        assert!(text.contains("\nstatus: 0 NRT_SUCCESS ("), "{text}");
+        assert!(text.contains("staging: 5 descriptors each way lowered into 256-deep rings"), "{text}");
+        assert!(text.contains("4096 B copy verified"), "{text}");
+        assert!(text.contains("arch sunda, 2 cores"), "{text}");
+        let json = nrt_sim::report::json(&report, None);
+        assert_eq!(json["status"], 0);
+        assert_eq!(json["status_name"], "NRT_SUCCESS");
+        assert_eq!(json["return_code"], 0);
+        assert_eq!(json["cores"].as_array().map(Vec::len), Some(2));
     }
 }

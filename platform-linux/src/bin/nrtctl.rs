@@ -91,6 +91,7 @@ macro_rules! outln {
 }
 
 /// `print!` through [`out`].
+#[cfg_attr(not(feature = "sim"), allow(unused_macros))]
 macro_rules! outp {
     ($($a:tt)*) => { out::print(&format!($($a)*)) };
 }
@@ -379,6 +380,7 @@ fn run(a: &RunArgs) -> ExitCode {
         }
         faults
     };
+    #[cfg_attr(not(feature = "sim"), allow(unused_mut))]
     let mut cfg = SessionConfig {
         cores: a.cores,
         ring_entries: a.ring_entries,
@@ -408,28 +410,23 @@ fn run(a: &RunArgs) -> ExitCode {
         }
     };
     let inference = session.run_inference();
-    let (arch, cores, ring_entries) = (session.arch(), session.cores(), session.ring_entries());
-    let closed = session.close();
-    let r = match inference {
-        Ok(r) => r,
+    let mut code = match &inference {
+        Ok(r) => {
+            if let Some(p) = &r.probe_error {
+                errln!("nrtctl run: a probe read failed (the harvest went on): {p}");
+            }
+            #[cfg(feature = "sim")]
+            let code = print_run(a, label, r, &session, faults);
+            #[cfg(not(feature = "sim"))]
+            let code = print_run(a, label, r, &session);
+            code
+        }
         Err(e) => {
             errln!("nrtctl run: {e}");
-            if let Err(errors) = closed {
-                for e in errors {
-                    errln!("nrtctl run: teardown: {e}");
-                }
-            }
-            return ExitCode::FAILURE;
+            ExitCode::FAILURE
         }
     };
-    if let Some(p) = &r.probe_error {
-        errln!("nrtctl run: a probe read failed (the harvest went on): {p}");
-    }
-    #[cfg(feature = "sim")]
-    let mut code = print_run(a, label, &r, (arch, cores, ring_entries), faults);
-    #[cfg(not(feature = "sim"))]
-    let mut code = print_run(a, label, &r, (arch, cores, ring_entries));
-    if let Err(errors) = closed {
+    if let Err(errors) = session.close() {
         for e in errors {
             errln!("nrtctl run: teardown: {e}");
         }
@@ -456,55 +453,15 @@ fn print_run(
     a: &RunArgs,
     label: Option<Label>,
     r: &nrt_linux::session::Inference,
-    (arch, cores, ring_entries): (nrt_core::arch::Arch, u8, u32),
+    session: &nrt_linux::session::Session,
     faults: Vec<nrt_sim::Fault>,
 ) -> ExitCode {
-    use nrt_sim::run::{RunReport, SimConfig, StagingReport};
-    let mut config = SimConfig::default();
+    let mut config = nrt_sim::SimConfig::default();
     if let Some(s) = label {
         s.apply(&mut config);
     }
-    config.arch = arch;
-    config.cores = cores;
-    config.ring_entries = ring_entries;
-    config.timeout_s = a.timeout_s;
-    config.threaded = true;
     config.faults.extend(faults);
-    let s = &r.staging;
-    let mut notes = Vec::new();
-    if r.wakes.dropped > 0 {
-        notes.push(nrt_sim::device::Note {
-            t_ns: r.elapsed_ns,
-            text: format!("{} more tensor wake-ups not kept", r.wakes.dropped),
-        });
-    }
-    let report = RunReport {
-        config,
-        status: r.status,
-        step: r.step,
-        steps: r.steps,
-        elapsed_ns: r.elapsed_ns,
-        timeout_ms: r.request.timeout_ms(),
-        kickoff_us: r.kickoff_us,
-        staging: Some(StagingReport {
-            descriptors: s.descriptors,
-            ring_depth: s.ring_depth,
-            rings: s.rings,
-            doorbells: s.doorbells,
-            handle: s.handle,
-            handle_polls: s.handle_polls,
-            copy_bytes: s.copy_bytes,
-            copy_verified: s.copy_verified,
-            host_trigger: s.host_trigger,
-        }),
-        remote: Some(format!("the Neuron driver behind {}", a.device.display())),
-        cores: nrt_sim::run::core_reports(&r.request, cores),
-        events: r.events.clone(),
-        staging_events: s.events.clone(),
-        wakes: r.wakes.wakes.clone(),
-        notes,
-        device: Default::default(),
-    };
+    let report = nrt_linux::session::run_report(session, r, config);
     let verdict = label.filter(|_| a.inject.is_empty()).map(|sc| verdict((sc.expected, sc.expected_rc), r));
     if a.json {
         let mut v = nrt_sim::report::json(&report, label);
@@ -541,8 +498,9 @@ fn print_run(
     a: &RunArgs,
     _label: Option<Label>,
     r: &nrt_linux::session::Inference,
-    (arch, cores, ring_entries): (nrt_core::arch::Arch, u8, u32),
+    session: &nrt_linux::session::Session,
 ) -> ExitCode {
+    let (arch, cores, ring_entries) = (session.arch(), session.cores(), session.ring_entries());
     let s = r.status;
     if a.json {
         outln!(
