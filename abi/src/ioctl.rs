@@ -297,6 +297,21 @@ pub mod nq_dev_type {
     pub const TOPSP: u32 = 1;
 }
 
+/// `mem_alloc_category_t` (share/neuron_driver_shared.h): the `mem_type` of
+/// `MEM_ALLOC_V2MT`, for the driver's usage counters. The driver treats an
+/// out-of-range value as unknown.
+pub mod mem_type {
+    /// `NEURON_MEMALLOC_TYPE_NOTIFICATION_HOST`.
+    pub const NOTIFICATION_HOST: u32 = 6;
+    /// `NEURON_MEMALLOC_TYPE_DMA_RINGS_HOST`: a DMA queue's descriptor ring in host memory.
+    pub const DMA_RINGS_HOST: u32 = 17;
+    /// `NEURON_MEMALLOC_TYPE_DMA_RINGS_DEVICE`.
+    pub const DMA_RINGS_DEVICE: u32 = 18;
+}
+
+/// `NEURON_NC_MAP_DEVICE`: the `nc_map` of `NC_RESET` that resets the whole device.
+pub const NC_MAP_DEVICE: u32 = 0xFFFF_FFFF;
+
 /// `NEURON_IOCTL_MAX_CONNECTED_DEVICES`.
 pub const MAX_CONNECTED_DEVICES: usize = 8;
 /// `NEURON_MAX_BARS`.
@@ -332,7 +347,10 @@ const _: () = assert!(core::mem::size_of::<BarRwWire>() == 32);
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct SemaphoreArg {
-    /// NeuronCore index (must be below the device's core count: else `E2BIG`).
+    /// NeuronCore index. The semaphore ioctls refuse one at or above the
+    /// device's core count with `E2BIG`; the event ioctls do not check it
+    /// (`neuron_cdev.c`: only `ncdev_semaphore_ioctl` calls `ncdev_ncid_valid`;
+    /// `driver-abi.md` point 9).
     pub nc_id: u32,
     /// Semaphore (or event) index (below 256 on v2+: else `EINVAL`).
     pub semaphore_index: u32,

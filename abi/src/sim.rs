@@ -121,6 +121,12 @@ pub const SIM_BAR0_PA: u64 = 0x0000_0040_0000_0000;
 /// | `8 * line + 4 * core` | status line `line` of `core` ([`Line`]; 0: none) |
 /// | `0x40` / `0x44` | the device clock's origin, `CLOCK_MONOTONIC` ns, low / high word |
 /// | `0x48` / `0x4C` | the model's heartbeat, `CLOCK_MONOTONIC` ns, low / high word |
+/// | `0x50` | the model's logical-core width: physical cores the inference uses (0: not said) |
+/// | `0x54` | the model's NQ ring entries (0: not said) |
+///
+/// The last two stand for what a real runtime reads from the model (NEFF) it
+/// loads: `nrtctl run` takes them when its `--cores` / `--ring-entries` are not
+/// given, so that `nrt-sim driver --scenario NAME -- nrtctl run` needs no flags.
 pub const fn status_window(arch: Arch) -> u64 {
     // One page below the top-SP NX-local block: no register of the map is there.
     xt_local_reg(arch) - STATUS_WINDOW_BYTES
@@ -135,6 +141,10 @@ pub const fn status_line_offset(line: Line, core: u8) -> u64 {
 pub const STATUS_CLOCK_ORIGIN: u64 = 0x40;
 /// Offset of the heartbeat's low word in the window.
 pub const STATUS_HEARTBEAT: u64 = 0x48;
+/// Offset of the model's logical-core width in the window (0: not said).
+pub const STATUS_MODEL_CORES: u64 = 0x50;
+/// Offset of the model's NQ ring entries in the window (0: not said).
+pub const STATUS_MODEL_RING_ENTRIES: u64 = 0x54;
 
 #[cfg(test)]
 mod tests {

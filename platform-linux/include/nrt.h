@@ -1,4 +1,5 @@
-/* nrt-core C ABI: the one-step harvest (1 in flight, 0 done, 2 done with error),
+/* nrt-core C ABI: the bring-up session on /dev/neuronN (open, run one inference,
+   status, close), the one-step harvest (1 in flight, 0 done, 2 done with error),
    the sync wait, NRT_STATUS names, and the 16-byte entry decode. */
 
 #ifndef NRT_H
@@ -23,6 +24,10 @@ typedef struct nrt_request nrt_request;
 
 // Opaque ring state (cursors, calibration) of a device, shared by its requests.
 typedef struct nrt_rings nrt_rings;
+
+// An open bring-up session (`nrt_session_open`): cores of a Neuron device
+// owned through the driver, released by [`nrt_session_close`].
+typedef struct nrt_session nrt_session;
 
 // The platform, as C callbacks. Every callback receives `ctx` first. Return
 // conventions: 0 for success, non-zero for failure, unless stated.
@@ -143,6 +148,48 @@ uint32_t nrt_status_priority(uint32_t status);
 // # Safety
 // `bytes` is null or points to 16 readable bytes; `out` is null or writable.
 int nrt_decode_entry(const uint8_t *bytes, struct nrt_entry *out);
+
+// The reason of the calling thread's latest failed `nrt_session_*` call (the
+// call, the device, the errno or why), or null when none failed on this
+// thread. Valid until the next failing `nrt_session_*` call on the thread.
+const char *nrt_session_last_error(void);
+
+// Bring up a session on the device node `device` (`"/dev/neuron0"`): driver
+// and device info, the version check, `cores` cores owned and reset (0: what
+// the device's model says, else 2), DMA ring memory and queue, NQ rings of
+// `ring_entries` entries (0: the model's, else 64), the model's `timeout_s`.
+// Null on failure, with the reason for [`nrt_session_last_error`]; whatever
+// was acquired is released. Close with [`nrt_session_close`].
+//
+// # Safety
+// `device` is null or a NUL-terminated string.
+struct nrt_session *nrt_session_open(const char *device, uint8_t cores, uint32_t ring_entries, uint32_t timeout_s);
+
+// Run one inference: stage, kick off, harvest. Writes the `NRT_STATUS` to
+// `*status` (when not null) and returns the one-step code (0 or 2), or -1 when
+// `session` is null or a call failed (the reason for
+// [`nrt_session_last_error`]).
+//
+// # Safety
+// `session` is null or a live pointer from [`nrt_session_open`], not used by
+// another thread during the call; `status` is null or writable.
+int nrt_session_run(struct nrt_session *session, uint32_t *status);
+
+// The `NRT_STATUS` of the session's latest inference; `NRT_INVALID` (2) when
+// `session` is null or ran none.
+//
+// # Safety
+// `session` is null or a live pointer from [`nrt_session_open`].
+uint32_t nrt_session_status(const struct nrt_session *session);
+
+// Release everything the session holds, in reverse order (mappings, DMA
+// queue, memory, cores) and close the device. Returns 0, or -1 when a release
+// failed (the first reason for [`nrt_session_last_error`]; the others are
+// still made). Null is ignored (0).
+//
+// # Safety
+// `session` is null or came from [`nrt_session_open`] and is not used afterwards.
+int nrt_session_close(struct nrt_session *session);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,33 +1,48 @@
 //! A Neuron device node (`/dev/neuronN`) and the driver's ioctls.
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use nrt_core::hal::{self, ErrorType};
 
 use crate::error::LinuxError;
-use crate::ioctl::{self, DmaQueueCopyStart, Ioctl, NotificationsInitV2, PlainArg, SemaphoreArg};
+use crate::ioctl::{
+    self, CompatibleVersion, Crwl, DeviceInfo, DmaQueueCopyStart, DmaQueueInit, DmaQueueRelease, DriverInfo, Ioctl,
+    MemAllocV2Mt, MemFree, MemGetExtendedInfo, NcReset, NcResetReady, NotificationsInitV2,
+    NotificationsInitWithReallocV2, PlainArg, SemaphoreArg,
+};
 use crate::sys;
 
 /// An open device node.
+///
+/// It remembers the DMA queues this process initialised (`DMA_QUEUE_INIT`, until
+/// `DMA_QUEUE_RELEASE`) with their ring sizes, and refuses a copy start the
+/// driver would fail or oops on (`driver-abi.md` points 1 and 2) before making
+/// the call.
 #[derive(Debug)]
 pub struct NeuronDevice {
     file: File,
     path: PathBuf,
+    /// `(eng_id, qid)` -> `(tx_desc_count, rx_desc_count)` of each queue initialised.
+    queues: Mutex<HashMap<(u32, u32), (u32, u32)>>,
 }
 
 impl NeuronDevice {
-    /// Open a device node read-write.
+    /// Open a device node read-write (`O_RDWR | O_CLOEXEC`).
     pub fn open(path: impl AsRef<Path>) -> Result<NeuronDevice, LinuxError> {
         let path = path.as_ref().to_path_buf();
         let file = OpenOptions::new()
             .read(true)
             .write(true)
+            .custom_flags(libc::O_CLOEXEC)
             .open(&path)
             .map_err(|e| LinuxError::new("open", path.display().to_string(), e))?;
-        Ok(NeuronDevice { file, path })
+        Ok(NeuronDevice { file, path, queues: Mutex::new(HashMap::new()) })
     }
 
     /// The node's path.
@@ -46,6 +61,12 @@ impl NeuronDevice {
 
     fn failed(&self, call: &'static str, e: io::Error) -> LinuxError {
         LinuxError::new(call, self.path.display().to_string(), e)
+    }
+
+    /// A call refused by this binding before it reached the driver
+    /// (`InvalidInput`, the reason named).
+    pub(crate) fn refuse(&self, call: &'static str, why: String) -> LinuxError {
+        self.failed(call, io::Error::new(io::ErrorKind::InvalidInput, why))
     }
 
     fn sema(&self, req: Ioctl<SemaphoreArg>, nc: u32, index: u32, value: u32) -> Result<u32, LinuxError> {
@@ -113,11 +134,152 @@ impl NeuronDevice {
             .map_err(|e| self.failed(ioctl::BAR_WRITE.name(), e))
     }
 
-    /// `NEURON_IOCTL_DMA_QUEUE_COPY_START`: release descriptors on a DMA queue (the
-    /// tail-increment doorbell for a process that does not map the BAR).
+    /// `NEURON_IOCTL_DMA_QUEUE_COPY_START`: release `tx` M2S and `rx` S2M
+    /// descriptors of one queue in one call (the tail-increment doorbell for a
+    /// process that does not map the BAR).
+    ///
+    /// Refused here, before the call, when the driver would fail or oops:
+    /// `rx == 0` (the driver always adds the RX count, and
+    /// `udma_desc_action_add` does `BUG_ON(num == 0)`: a kernel oops;
+    /// `driver-abi.md` point 1); a queue this process has not initialised with
+    /// [`dma_queue_init`](Self::dma_queue_init) (point 2); a count above the
+    /// queue's ring size (`udma_m2m_copy_start`).
     pub fn dma_queue_copy_start(&self, eng_id: u32, qid: u32, tx: u32, rx: u32) -> Result<(), LinuxError> {
+        let call = ioctl::DMA_QUEUE_COPY_START.name();
+        if rx == 0 {
+            return Err(self.refuse(
+                call,
+                format!(
+                    "engine {eng_id} queue {qid}: rx_desc_count 0 (tx {tx}): the driver adds the RX count \
+                     unconditionally and BUG_ONs on 0 (udma_desc_action_add): TX and RX of a queue go in one call, \
+                     RX at least 1"
+                ),
+            ));
+        }
+        let sizes = self.queues.lock().map(|q| q.get(&(eng_id, qid)).copied()).unwrap_or(None);
+        let Some((tx_size, rx_size)) = sizes else {
+            return Err(self.refuse(
+                call,
+                format!(
+                    "engine {eng_id} queue {qid} was not initialised: NEURON_IOCTL_DMA_QUEUE_INIT comes first \
+                     (the driver checks counts against the queue it set up)"
+                ),
+            ));
+        };
+        if tx > tx_size || rx > rx_size {
+            return Err(self.refuse(
+                call,
+                format!(
+                    "engine {eng_id} queue {qid}: tx {tx} / rx {rx} descriptors exceed the rings of {tx_size} / {rx_size}"
+                ),
+            ));
+        }
         let mut arg = DmaQueueCopyStart { eng_id, qid, tx_desc_count: tx, rx_desc_count: rx };
         self.call(ioctl::DMA_QUEUE_COPY_START, &mut arg).map(|_| ())
+    }
+
+    /// Whether this process initialised queue `(eng_id, qid)` (and has not released it).
+    pub fn queue_initialised(&self, eng_id: u32, qid: u32) -> bool {
+        self.queues.lock().is_ok_and(|q| q.contains_key(&(eng_id, qid)))
+    }
+
+    /// `NEURON_IOCTL_DRIVER_INFO_GET`: the architecture and the driver's feature flags.
+    pub fn driver_info(&self) -> Result<DriverInfo, LinuxError> {
+        let mut a = DriverInfo { version: 0, size: core::mem::size_of::<DriverInfo>() as u32, ..DriverInfo::default() };
+        self.call(ioctl::DRIVER_INFO_GET, &mut a)?;
+        Ok(a)
+    }
+
+    /// `NEURON_IOCTL_COMPATIBLE_VERSION`: the runtime versions the driver serves.
+    pub fn compatible_version(&self) -> Result<CompatibleVersion, LinuxError> {
+        let mut a = CompatibleVersion::default();
+        self.call(ioctl::COMPATIBLE_VERSION, &mut a)?;
+        Ok(a)
+    }
+
+    /// `NEURON_IOCTL_DEVICE_INFO`: architecture, connected devices, BAR addresses and sizes.
+    pub fn device_info(&self) -> Result<DeviceInfo, LinuxError> {
+        let mut a = DeviceInfo::default();
+        self.call(ioctl::DEVICE_INFO, &mut a)?;
+        Ok(a)
+    }
+
+    /// `NEURON_IOCTL_CRWL_READER_ENTER`: take NeuronCore `nc_id`.
+    pub fn crwl_reader_enter(&self, nc_id: u32) -> Result<(), LinuxError> {
+        let mut a = Crwl { nc_id, uuid: [0; 32] };
+        self.call(ioctl::CRWL_READER_ENTER, &mut a).map(|_| ())
+    }
+
+    /// `NEURON_IOCTL_CRWL_READER_EXIT`: give NeuronCore `nc_id` back.
+    pub fn crwl_reader_exit(&self, nc_id: u32) -> Result<(), LinuxError> {
+        let mut a = Crwl { nc_id, uuid: [0; 32] };
+        self.call(ioctl::CRWL_READER_EXIT, &mut a).map(|_| ())
+    }
+
+    /// `NEURON_IOCTL_NC_RESET` of the cores in `nc_map`: the reset request's id.
+    pub fn nc_reset(&self, nc_map: u32) -> Result<u32, LinuxError> {
+        let mut a = NcReset { nc_map, request_id: 0 };
+        self.call(ioctl::NC_RESET, &mut a)?;
+        Ok(a.request_id)
+    }
+
+    /// `NEURON_IOCTL_NC_RESET_READY`: wait for reset `request_id`; its result (0: success).
+    pub fn nc_reset_ready(&self, request_id: u32) -> Result<i32, LinuxError> {
+        let mut a = NcResetReady { request_id, result: 0 };
+        self.call(ioctl::NC_RESET_READY, &mut a)?;
+        Ok(a.result)
+    }
+
+    /// `NEURON_IOCTL_MEM_ALLOC_V2MT`: allocate a chunk; its handle.
+    pub fn mem_alloc_v2mt(&self, arg: MemAllocV2Mt) -> Result<u64, LinuxError> {
+        sys::mem_alloc_v2mt(self.file.as_fd(), arg).map_err(|e| self.failed(ioctl::MEM_ALLOC_V2MT.name(), e))
+    }
+
+    /// `NEURON_IOCTL_MEM_GET_EXTENDED_INFO` (version 1) of chunk `mem_handle`.
+    pub fn mem_get_extended_info(&self, mem_handle: u64) -> Result<MemGetExtendedInfo, LinuxError> {
+        let mut a = MemGetExtendedInfo { mem_handle, version: 1, ..MemGetExtendedInfo::default() };
+        self.call(ioctl::MEM_GET_EXTENDED_INFO, &mut a)?;
+        Ok(a)
+    }
+
+    /// `NEURON_IOCTL_MEM_FREE` of chunk `mem_handle`.
+    pub fn mem_free(&self, mem_handle: u64) -> Result<(), LinuxError> {
+        self.call(ioctl::MEM_FREE, &mut MemFree { mem_handle }).map(|_| ())
+    }
+
+    /// `NEURON_IOCTL_DMA_QUEUE_INIT`: bind a queue's rings. Remembered (with the
+    /// ring sizes) for [`dma_queue_copy_start`](Self::dma_queue_copy_start) once
+    /// the driver accepted it.
+    pub fn dma_queue_init(&self, mut arg: DmaQueueInit) -> Result<(), LinuxError> {
+        self.call(ioctl::DMA_QUEUE_INIT, &mut arg)?;
+        if let Ok(mut q) = self.queues.lock() {
+            q.insert((arg.eng_id, arg.qid), (arg.tx_desc_count, arg.rx_desc_count));
+        }
+        Ok(())
+    }
+
+    /// `NEURON_IOCTL_DMA_QUEUE_RELEASE`. The queue is forgotten whatever the driver answers.
+    pub fn dma_queue_release(&self, eng_id: u32, qid: u32) -> Result<(), LinuxError> {
+        if let Ok(mut q) = self.queues.lock() {
+            q.remove(&(eng_id, qid));
+        }
+        self.call(ioctl::DMA_QUEUE_RELEASE, &mut DmaQueueRelease { eng_id, qid }).map(|_| ())
+    }
+
+    /// `NEURON_IOCTL_NOTIFICATIONS_INIT_WITH_REALLOC_V2`: as
+    /// [`notifications_init_v2`](Self::notifications_init_v2); with
+    /// `force_alloc_mem` 1 the driver frees the ring's old chunk and allocates one
+    /// of the new size (`driver-abi.md` point 8).
+    pub fn notifications_init_with_realloc_v2(
+        &self,
+        mut arg: NotificationsInitWithReallocV2,
+    ) -> Result<NotificationsInitWithReallocV2, LinuxError> {
+        if !arg.size.is_power_of_two() {
+            return Err(self
+                .refuse(ioctl::NOTIFICATIONS_INIT_WITH_REALLOC_V2.name(), "ring size must be a power of two".into()));
+        }
+        self.call(ioctl::NOTIFICATIONS_INIT_WITH_REALLOC_V2, &mut arg)?;
+        Ok(arg)
     }
 }
 
@@ -133,7 +295,10 @@ impl hal::Semaphore for NeuronDevice {
 
 /// Register access through the driver's BAR ioctls: how an unprivileged process
 /// writes NQ HEAD registers. Offsets are relative to `bar_base`, the BAR's
-/// absolute address cookie from the driver's device info.
+/// address as the driver reports it in `DEVICE_INFO` (`bar_address[bar]`): the
+/// driver subtracts its own BAR base from every BAR_READ/BAR_WRITE address
+/// (`driver-abi.md` point 7), so [`from_device_info`](Self::from_device_info)
+/// is the way to make one.
 #[derive(Debug)]
 pub struct IoctlBar<'a> {
     dev: &'a NeuronDevice,
@@ -146,6 +311,36 @@ impl<'a> IoctlBar<'a> {
     /// BAR `bar` of `dev`, `size` bytes from `bar_base`.
     pub fn new(dev: &'a NeuronDevice, bar: u32, bar_base: u64, size: u64) -> IoctlBar<'a> {
         IoctlBar { dev, bar, bar_base, size }
+    }
+
+    /// BAR `bar` of `dev` at the base and size `info` (the driver's
+    /// `DEVICE_INFO`) reports. A BAR the driver does not have, or reports with
+    /// size 0, is refused.
+    pub fn with_info(dev: &'a NeuronDevice, info: &DeviceInfo, bar: u32) -> Result<IoctlBar<'a>, LinuxError> {
+        let i = usize::try_from(bar).ok().filter(|i| *i < ioctl::MAX_BARS);
+        match i.map(|i| (info.bar_address[i], info.bar_size[i])) {
+            Some((base, size)) if size > 0 => Ok(IoctlBar::new(dev, bar, base, size)),
+            Some(_) => Err(dev.refuse(ioctl::DEVICE_INFO.name(), format!("BAR {bar} has size 0 in the device info"))),
+            None => Err(
+                dev.refuse(ioctl::DEVICE_INFO.name(), format!("no BAR {bar} (the driver reports {})", ioctl::MAX_BARS))
+            ),
+        }
+    }
+
+    /// BAR `bar` of `dev`, its base and size asked of the driver (`DEVICE_INFO`).
+    pub fn from_device_info(dev: &'a NeuronDevice, bar: u32) -> Result<IoctlBar<'a>, LinuxError> {
+        let info = dev.device_info()?;
+        IoctlBar::with_info(dev, &info, bar)
+    }
+
+    /// The BAR's base address (the driver's `bar_address[bar]`).
+    pub fn base(&self) -> u64 {
+        self.bar_base
+    }
+
+    /// The BAR's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
     }
 
     fn addr(&self, offset: u64) -> Result<u64, LinuxError> {
@@ -239,5 +434,107 @@ mod tests {
         let mut ok = IoctlBar::new(&dev, 0, 0x1000_0000, 0x1000);
         assert_eq!(ok.read32(8).unwrap_err().errno(), Some(libc::ENOTTY));
         std::fs::remove_file(p).unwrap();
+    }
+
+    /// driver-abi.md point 7: the BAR base is the driver's `bar_address[bar]`,
+    /// asked with DEVICE_INFO; no base is assumed.
+    #[test]
+    fn the_ioctl_bar_takes_its_base_and_size_from_the_device_info() {
+        let (dev, p) = not_a_device("bar-info");
+        let info = DeviceInfo {
+            bar_address: [0x40_0000_0000, 0x50_0000_0000],
+            bar_size: [0x1000_0000, 0],
+            ..DeviceInfo::default()
+        };
+        let bar = IoctlBar::with_info(&dev, &info, 0).unwrap();
+        assert_eq!((bar.base(), bar.size()), (0x40_0000_0000, 0x1000_0000));
+        let e = IoctlBar::with_info(&dev, &info, 1).unwrap_err();
+        assert!(e.to_string().contains("BAR 1 has size 0"), "{e}");
+        let e = IoctlBar::with_info(&dev, &info, 2).unwrap_err();
+        assert!(e.to_string().contains("no BAR 2"), "{e}");
+        // Past the reported size: refused before any ioctl.
+        let mut bar = IoctlBar::with_info(&dev, &info, 0).unwrap();
+        assert_eq!(bar.read32(0x1000_0000).unwrap_err().source.kind(), io::ErrorKind::InvalidInput);
+        // Asked of a file that is not a Neuron device: DEVICE_INFO's ENOTTY, named.
+        let e = IoctlBar::from_device_info(&dev, 0).unwrap_err();
+        assert_eq!((e.call, e.errno()), ("NEURON_IOCTL_DEVICE_INFO", Some(libc::ENOTTY)), "{e}");
+        std::fs::remove_file(p).unwrap();
+    }
+
+    /// driver-abi.md point 1: copy start never goes out with rx == 0.
+    #[test]
+    fn copy_start_with_rx_zero_is_refused_before_the_driver() {
+        let (dev, p) = not_a_device("rx0");
+        dev.queues.lock().unwrap().insert((0, 0), (16, 16));
+        let e = dev.dma_queue_copy_start(0, 0, 5, 0).unwrap_err();
+        assert_eq!(e.call, "NEURON_IOCTL_DMA_QUEUE_COPY_START");
+        assert_eq!(e.source.kind(), io::ErrorKind::InvalidInput, "{e}");
+        assert!(e.to_string().contains("rx_desc_count 0") && e.to_string().contains("BUG_ON"), "{e}");
+        // A valid pair reaches the "driver" (a plain file: ENOTTY), TX 0 included.
+        assert_eq!(dev.dma_queue_copy_start(0, 0, 5, 5).unwrap_err().errno(), Some(libc::ENOTTY));
+        assert_eq!(dev.dma_queue_copy_start(0, 0, 0, 1).unwrap_err().errno(), Some(libc::ENOTTY));
+        std::fs::remove_file(p).unwrap();
+    }
+
+    /// driver-abi.md point 2: copy start only on a queue this process initialised.
+    #[test]
+    fn copy_start_before_queue_init_or_past_the_ring_is_refused() {
+        let (dev, p) = not_a_device("noinit");
+        let e = dev.dma_queue_copy_start(0, 0, 1, 1).unwrap_err();
+        assert_eq!(e.source.kind(), io::ErrorKind::InvalidInput, "{e}");
+        assert!(e.to_string().contains("was not initialised"), "{e}");
+        // The driver refusing DMA_QUEUE_INIT (here ENOTTY) leaves it uninitialised.
+        let init = DmaQueueInit { eng_id: 0, qid: 0, tx_desc_count: 8, rx_desc_count: 8, ..DmaQueueInit::default() };
+        assert_eq!(dev.dma_queue_init(init).unwrap_err().errno(), Some(libc::ENOTTY));
+        assert!(!dev.queue_initialised(0, 0));
+        dev.queues.lock().unwrap().insert((0, 0), (8, 8));
+        assert!(dev.queue_initialised(0, 0));
+        let e = dev.dma_queue_copy_start(0, 0, 9, 1).unwrap_err();
+        assert!(e.to_string().contains("exceed the rings of 8 / 8"), "{e}");
+        assert_eq!(dev.dma_queue_copy_start(0, 0, 8, 8).unwrap_err().errno(), Some(libc::ENOTTY));
+        // Released: refused again (the release itself reaches the driver).
+        assert_eq!(dev.dma_queue_release(0, 0).unwrap_err().errno(), Some(libc::ENOTTY));
+        assert!(dev.dma_queue_copy_start(0, 0, 1, 1).unwrap_err().to_string().contains("was not initialised"));
+        std::fs::remove_file(p).unwrap();
+    }
+
+    /// Every bring-up call on a file that is not a Neuron device fails with
+    /// ENOTTY, naming the call and the file (what a process not under the
+    /// driver or its model sees).
+    #[test]
+    fn every_bring_up_call_names_itself_on_a_non_device() {
+        let dev = NeuronDevice::open("/dev/null").unwrap();
+        let results: Vec<(&str, Result<(), LinuxError>)> = vec![
+            ("NEURON_IOCTL_DRIVER_INFO_GET", dev.driver_info().map(|_| ())),
+            ("NEURON_IOCTL_COMPATIBLE_VERSION", dev.compatible_version().map(|_| ())),
+            ("NEURON_IOCTL_DEVICE_INFO", dev.device_info().map(|_| ())),
+            ("NEURON_IOCTL_CRWL_READER_ENTER", dev.crwl_reader_enter(0)),
+            ("NEURON_IOCTL_CRWL_READER_EXIT", dev.crwl_reader_exit(0)),
+            ("NEURON_IOCTL_NC_RESET", dev.nc_reset(1).map(|_| ())),
+            ("NEURON_IOCTL_NC_RESET_READY", dev.nc_reset_ready(1).map(|_| ())),
+            (
+                "NEURON_IOCTL_MEM_ALLOC_V2MT",
+                dev.mem_alloc_v2mt(MemAllocV2Mt { size: 4096, ..Default::default() }).map(|_| ()),
+            ),
+            ("NEURON_IOCTL_MEM_GET_EXTENDED_INFO", dev.mem_get_extended_info(1).map(|_| ())),
+            ("NEURON_IOCTL_MEM_FREE", dev.mem_free(1)),
+            ("NEURON_IOCTL_DMA_QUEUE_INIT", dev.dma_queue_init(DmaQueueInit::default())),
+            ("NEURON_IOCTL_DMA_QUEUE_RELEASE", dev.dma_queue_release(0, 0)),
+            (
+                "NEURON_IOCTL_NOTIFICATIONS_INIT_WITH_REALLOC_V2",
+                dev.notifications_init_with_realloc_v2(NotificationsInitWithReallocV2 {
+                    size: 1024,
+                    ..Default::default()
+                })
+                .map(|_| ()),
+            ),
+        ];
+        for (call, r) in results {
+            let e = r.unwrap_err();
+            assert_eq!(e.call, call);
+            assert_eq!(e.errno(), Some(libc::ENOTTY), "{e}");
+            let msg = e.to_string();
+            assert!(msg.starts_with(&format!("{call} on /dev/null failed: ENOTTY")), "{msg}");
+        }
     }
 }

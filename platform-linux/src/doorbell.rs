@@ -9,6 +9,14 @@
 //! path: it decodes each write back into (engine, queue, direction) through the
 //! arch's one UDMA table and issues the ioctl. A write to any other register is
 //! refused with a clear error, never sent somewhere else.
+//!
+//! The driver adds the RX count of every copy start to the queue's S2M ring,
+//! and `udma_desc_action_add` does `BUG_ON(num == 0)`: a copy start with
+//! `rx_desc_count == 0` oopses the kernel (`driver-abi.md` point 1). So the
+//! doorbell never sends TX alone: core rings S2M (RX) first, then M2S (TX)
+//! (driver §5, M2M copy); the RX write is held, and the TX write of the same
+//! queue sends both counts in one call. A TX write with no RX held is refused.
+//! An RX-only release goes out with [`IoctlDoorbell::flush`].
 
 use nrt_core::arch::Arch;
 use nrt_core::dma::doorbell::UdmaLayout;
@@ -50,18 +58,33 @@ pub fn decode_tail_inc(arch: Arch, engines: &[UdmaEngine], offset: u64) -> Optio
 }
 
 /// Core's `Registers` over `NEURON_IOCTL_DMA_QUEUE_COPY_START`: tail-increment
-/// writes only.
+/// writes only, RX held until the TX of the same queue (never `rx == 0`).
 #[derive(Debug)]
 pub struct IoctlDoorbell<'a> {
     dev: &'a NeuronDevice,
     arch: Arch,
     engines: Vec<UdmaEngine>,
+    /// RX counts written and not yet sent, by `(eng_id, queue)`.
+    pending_rx: Vec<((u32, u32), u32)>,
 }
 
 impl<'a> IoctlDoorbell<'a> {
     /// Doorbells of `engines` on `dev`.
     pub fn new(dev: &'a NeuronDevice, arch: Arch, engines: Vec<UdmaEngine>) -> IoctlDoorbell<'a> {
-        IoctlDoorbell { dev, arch, engines }
+        IoctlDoorbell { dev, arch, engines, pending_rx: Vec::new() }
+    }
+
+    /// The RX count held for `(eng_id, queue)` (0: none).
+    pub fn pending_rx(&self, eng_id: u32, queue: u32) -> u32 {
+        self.pending_rx.iter().find(|(k, _)| *k == (eng_id, queue)).map_or(0, |(_, n)| *n)
+    }
+
+    /// Send every RX count still held, alone (`tx 0`, which the driver allows).
+    pub fn flush(&mut self) -> Result<(), LinuxError> {
+        while let Some(((eng, q), n)) = self.pending_rx.pop() {
+            self.dev.dma_queue_copy_start(eng, q, 0, n)?;
+        }
+        Ok(())
     }
 
     fn refuse(&self, offset: u64, what: &str) -> LinuxError {
@@ -85,9 +108,32 @@ impl hal::Registers for IoctlDoorbell<'_> {
     fn write32(&mut self, offset: u64, value: u32) -> Result<(), LinuxError> {
         let t = decode_tail_inc(self.arch, &self.engines, offset)
             .ok_or_else(|| self.refuse(offset, "not the tail-increment register of a known UDMA queue"))?;
+        let key = (t.eng_id, t.queue);
         match t.dir {
-            Direction::Tx => self.dev.dma_queue_copy_start(t.eng_id, t.queue, value, 0),
-            Direction::Rx => self.dev.dma_queue_copy_start(t.eng_id, t.queue, 0, value),
+            Direction::Rx if value == 0 => Err(self.refuse(offset, "an S2M tail increment of 0 descriptors")),
+            Direction::Rx => {
+                match self.pending_rx.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, n)) => *n = n.saturating_add(value),
+                    None => self.pending_rx.push((key, value)),
+                }
+                Ok(())
+            }
+            Direction::Tx => {
+                let rx = self.pending_rx(t.eng_id, t.queue);
+                if rx == 0 {
+                    return Err(self.refuse(
+                        offset,
+                        &format!(
+                            "an M2S tail increment of {value} on engine {} queue {} with no S2M count to send with it: \
+                             a copy start with rx_desc_count 0 would hit the driver's BUG_ON \
+                             (udma_desc_action_add); ring S2M first",
+                            t.eng_id, t.queue
+                        ),
+                    ));
+                }
+                self.pending_rx.retain(|(k, _)| *k != key);
+                self.dev.dma_queue_copy_start(t.eng_id, t.queue, value, rx)
+            }
         }
     }
 }
@@ -97,6 +143,7 @@ impl hal::Fence for IoctlDoorbell<'_> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nrt_core::hal::Registers;
 
     const ENGINES: [UdmaEngine; 2] =
         [UdmaEngine { eng_id: 0, base: 0x3000_0000 }, UdmaEngine { eng_id: 1, base: 0x3004_0000 }];
@@ -127,5 +174,32 @@ mod tests {
         assert_eq!(decode_tail_inc(Arch::Sunda, &ENGINES, 0x3008_1038), None, "no such engine");
         assert_eq!(decode_tail_inc(Arch::Sunda, &ENGINES, 0x3000_0038), None, "below the first bank");
         assert_eq!(decode_tail_inc(Arch::Sunda, &ENGINES, 0x3001_1038), None, "queue 16 does not exist");
+    }
+
+    /// driver-abi.md point 1: the TX-only doorbell is refused before any ioctl;
+    /// RX then TX of one queue go out as one copy start.
+    #[test]
+    fn the_tx_only_doorbell_never_reaches_the_driver() {
+        let dev = NeuronDevice::open("/dev/null").unwrap();
+        let l = UdmaLayout::of(Arch::Sunda);
+        let tx = l.tail_inc_offset(ENGINES[0].base, 3, Direction::Tx).unwrap();
+        let rx = l.tail_inc_offset(ENGINES[0].base, 3, Direction::Rx).unwrap();
+        let mut db = IoctlDoorbell::new(&dev, Arch::Sunda, ENGINES.to_vec());
+        let e = db.write32(tx, 4).unwrap_err();
+        assert_eq!(e.source.kind(), std::io::ErrorKind::InvalidInput, "{e}");
+        assert!(e.to_string().contains("rx_desc_count 0 would hit the driver's BUG_ON"), "{e}");
+        assert!(db.write32(rx, 0).unwrap_err().to_string().contains("0 descriptors"));
+        // RX is held (no ioctl yet), then TX sends both: the driver (here
+        // /dev/null) is reached once, with the pair, and nothing stays held.
+        db.write32(rx, 4).unwrap();
+        assert_eq!(db.pending_rx(0, 3), 4);
+        let e = db.write32(tx, 4).unwrap_err();
+        assert_eq!(e.call, "NEURON_IOCTL_DMA_QUEUE_COPY_START");
+        assert!(e.to_string().contains("was not initialised"), "{e}");
+        assert_eq!(db.pending_rx(0, 3), 0);
+        // An RX-only release goes out with flush.
+        db.write32(rx, 2).unwrap();
+        assert!(db.flush().unwrap_err().to_string().contains("was not initialised"));
+        assert_eq!(db.pending_rx(0, 3), 0);
     }
 }

@@ -1,4 +1,5 @@
-//! The C ABI: the one-step harvest and the sync wait on an opaque request, the
+//! The C ABI: the bring-up session (`nrt_session_*`, [`crate::session`]), the
+//! one-step harvest and the sync wait on an opaque request, the
 //! status codes and their names, and the decode of a 16-byte entry, with the
 //! seed's integer conventions (1/0/2 returns, `NRT_STATUS` values).
 //!
@@ -491,4 +492,132 @@ pub unsafe extern "C" fn nrt_decode_entry(bytes: *const u8, out: *mut nrt_entry)
         device_ts: n.device_ts,
     };
     0
+}
+
+/// An open bring-up session (`nrt_session_open`): cores of a Neuron device
+/// owned through the driver, released by [`nrt_session_close`].
+pub struct nrt_session(crate::session::Session);
+
+thread_local! {
+    /// The reason of the calling thread's latest failed `nrt_session_*` call.
+    static SESSION_ERROR: std::cell::RefCell<Option<CString>> = const { std::cell::RefCell::new(None) };
+}
+
+fn session_fail(message: String) {
+    let c = CString::new(message.replace('\0', "?")).unwrap_or_default();
+    SESSION_ERROR.with(|e| *e.borrow_mut() = Some(c));
+}
+
+/// The reason of the calling thread's latest failed `nrt_session_*` call (the
+/// call, the device, the errno or why), or null when none failed on this
+/// thread. Valid until the next failing `nrt_session_*` call on the thread.
+#[no_mangle]
+pub extern "C" fn nrt_session_last_error() -> *const c_char {
+    SESSION_ERROR.with(|e| e.borrow().as_ref().map_or(std::ptr::null(), |c| c.as_ptr()))
+}
+
+/// Bring up a session on the device node `device` (`"/dev/neuron0"`): driver
+/// and device info, the version check, `cores` cores owned and reset (0: what
+/// the device's model says, else 2), DMA ring memory and queue, NQ rings of
+/// `ring_entries` entries (0: the model's, else 64), the model's `timeout_s`.
+/// Null on failure, with the reason for [`nrt_session_last_error`]; whatever
+/// was acquired is released. Close with [`nrt_session_close`].
+///
+/// # Safety
+/// `device` is null or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_session_open(
+    device: *const c_char,
+    cores: u8,
+    ring_entries: u32,
+    timeout_s: u32,
+) -> *mut nrt_session {
+    if device.is_null() {
+        session_fail("nrt_session_open: device is NULL".into());
+        return std::ptr::null_mut();
+    }
+    // SAFETY: non-null and NUL-terminated by the caller's contract.
+    let bytes = unsafe { std::ffi::CStr::from_ptr(device) }.to_bytes();
+    let path = std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes));
+    let cfg = crate::session::SessionConfig {
+        cores: (cores != 0).then_some(cores),
+        ring_entries: (ring_entries != 0).then_some(ring_entries),
+        timeout_s,
+        ..crate::session::SessionConfig::default()
+    };
+    match crate::session::Session::open(path, cfg) {
+        Ok(s) => Box::into_raw(Box::new(nrt_session(s))),
+        Err(e) => {
+            session_fail(format!("nrt_session_open {}: {e}", path.display()));
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// Run one inference: stage, kick off, harvest. Writes the `NRT_STATUS` to
+/// `*status` (when not null) and returns the one-step code (0 or 2), or -1 when
+/// `session` is null or a call failed (the reason for
+/// [`nrt_session_last_error`]).
+///
+/// # Safety
+/// `session` is null or a live pointer from [`nrt_session_open`], not used by
+/// another thread during the call; `status` is null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_session_run(session: *mut nrt_session, status: *mut u32) -> c_int {
+    // SAFETY: null-checked; the caller guarantees liveness and exclusivity.
+    let Some(s) = (unsafe { session.as_mut() }) else {
+        session_fail("nrt_session_run: session is NULL".into());
+        return -1;
+    };
+    match s.0.run_inference() {
+        Ok(r) => {
+            // SAFETY: null-checked; the caller guarantees it is writable.
+            if let Some(out) = unsafe { status.as_mut() } {
+                *out = r.status.code();
+            }
+            c_int::from(r.step.code())
+        }
+        Err(e) => {
+            session_fail(format!("nrt_session_run: {e}"));
+            -1
+        }
+    }
+}
+
+/// The `NRT_STATUS` of the session's latest inference; `NRT_INVALID` (2) when
+/// `session` is null or ran none.
+///
+/// # Safety
+/// `session` is null or a live pointer from [`nrt_session_open`].
+#[no_mangle]
+pub unsafe extern "C" fn nrt_session_status(session: *const nrt_session) -> u32 {
+    // SAFETY: null-checked; the caller guarantees liveness.
+    match unsafe { session.as_ref() }.and_then(|s| s.0.last_status()) {
+        Some(st) => st.code(),
+        None => NrtStatus::Invalid.code(),
+    }
+}
+
+/// Release everything the session holds, in reverse order (mappings, DMA
+/// queue, memory, cores) and close the device. Returns 0, or -1 when a release
+/// failed (the first reason for [`nrt_session_last_error`]; the others are
+/// still made). Null is ignored (0).
+///
+/// # Safety
+/// `session` is null or came from [`nrt_session_open`] and is not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_session_close(session: *mut nrt_session) -> c_int {
+    if session.is_null() {
+        return 0;
+    }
+    // SAFETY: the caller passes a pointer from `nrt_session_open`, once.
+    let s = unsafe { Box::from_raw(session) };
+    match s.0.close() {
+        Ok(()) => 0,
+        Err(errors) => {
+            let all: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            session_fail(format!("nrt_session_close: {}", all.join("; ")));
+            -1
+        }
+    }
 }

@@ -9,6 +9,10 @@
 //!   codes ([`ioctl`]): the kickoff `NEURON_IOCTL_SEMAPHORE_INCREMENT`, semaphore
 //!   read/write, event set/get, `NOTIFICATIONS_INIT_V2`, BAR read/write, DMA queue
 //!   copy-start. Every failure names the call, the device and the errno.
+//! - [`session`]: the bring-up path against `/dev/neuronN` (`docs/driver-model.md`
+//!   steps 1-10): own cores, ring memory, DMA queues, NQ rings, one inference
+//!   staged, kicked off and harvested through the driver's ioctls, everything
+//!   released in reverse order on drop (`nrtctl run`, `nrt_session_*`).
 //! - [`rings`]: NQ rings in mapped memory, read with the ordering device writes need,
 //!   and [`rings::MappedDevice`], the smallest complete device for the harvest.
 //! - [`xu`]: execution units on worker threads with eventfd has-work /
@@ -39,6 +43,7 @@ pub mod harvest;
 pub mod ioctl;
 pub mod poller;
 pub mod rings;
+pub mod session;
 pub mod sys;
 pub mod time;
 pub mod xu;

@@ -13,11 +13,13 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use nrt_core::arch::{nq_head_register, Arch, MAX_CORES};
+use nrt_core::arch::{nq_head_register, Arch, MAX_CORES, NOTIFIC_SLOTS};
 use nrt_core::hal::{self, ErrorType, Registers};
 use nrt_core::nq::NQ_PER_CORE;
 
+use crate::device::NeuronDevice;
 use crate::error::LinuxError;
+use crate::ioctl::{NotificationsInitV2, NotificationsInitWithReallocV2};
 use crate::sys::Mapping;
 
 /// Where one ring lives: a mapping, the ring's byte offset in it, its size.
@@ -36,7 +38,9 @@ pub struct RingWindow {
 pub struct MappedRings<R> {
     arch: Arch,
     rings: [[Option<RingWindow>; NQ_PER_CORE]; MAX_CORES],
-    /// NOTIFIC slot of each runtime ring (default: the runtime index, G-NQ-SLOT).
+    /// NOTIFIC slot of each runtime ring: the `engine_index` it was initialised
+    /// with ([`bind_initialised`](Self::bind_initialised)); by default the
+    /// runtime index (G-NQ-SLOT).
     slots: [[u8; NQ_PER_CORE]; MAX_CORES],
     regs: R,
 }
@@ -48,8 +52,47 @@ impl<R: Registers> MappedRings<R> {
         MappedRings { arch, rings: Default::default(), slots, regs }
     }
 
-    /// Bind runtime ring `(core, nq)` to a window and a NOTIFIC slot.
+    /// Bind runtime ring `(core, nq)` to the ring the driver set up with `done`
+    /// (the answered `NOTIFICATIONS_INIT_V2`): its HEAD is then written at the
+    /// slot the driver programmed, `done.engine_index` (`driver-abi.md` point 5).
+    pub fn bind_initialised(
+        &mut self,
+        core: u8,
+        nq: u8,
+        window: RingWindow,
+        done: &NotificationsInitV2,
+    ) -> Result<(), LinuxError> {
+        let slot = u8::try_from(done.engine_index).ok().filter(|s| *s < NOTIFIC_SLOTS).ok_or_else(|| {
+            LinuxError::new(
+                "bind ring",
+                format!("core {core} nq {nq}"),
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("engine_index {} is past the NOTIFIC block's {NOTIFIC_SLOTS} slots", done.engine_index),
+                ),
+            )
+        })?;
+        self.bind(core, nq, window, slot)
+    }
+
+    /// The NOTIFIC slot HEAD of ring `(core, nq)` is written at.
+    pub fn slot(&self, core: u8, nq: u8) -> Option<u8> {
+        self.slots.get(usize::from(core)).and_then(|r| r.get(usize::from(nq))).copied()
+    }
+
+    /// Bind runtime ring `(core, nq)` to a window and a NOTIFIC slot (below
+    /// [`NOTIFIC_SLOTS`], 96: `driver-abi.md` point 6).
     pub fn bind(&mut self, core: u8, nq: u8, window: RingWindow, slot: u8) -> Result<(), LinuxError> {
+        if slot >= NOTIFIC_SLOTS {
+            return Err(LinuxError::new(
+                "bind ring",
+                format!("core {core} nq {nq}"),
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("slot {slot} is past the NOTIFIC block's {NOTIFIC_SLOTS} slots"),
+                ),
+            ));
+        }
         let end = window.offset.checked_add(u64::from(window.size));
         if end.is_none_or(|e| e > window.map.len() as u64) || !window.offset.is_multiple_of(16) {
             return Err(LinuxError::new(
@@ -120,21 +163,94 @@ impl<R: Registers<Error = LinuxError>> hal::NqRings for MappedRings<R> {
             LinuxError::new(
                 "write HEAD",
                 format!("core {core} nq {nq}"),
-                std::io::Error::new(std::io::ErrorKind::InvalidInput, "no NOTIFIC block for this core"),
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("no HEAD register for slot {slot}: no NOTIFIC block for this core, or a slot past it"),
+                ),
             )
         })?;
         self.regs.write32(reg, head)
     }
 }
 
+/// How a ring is (re-)initialised: `NOTIFICATIONS_INIT_V2`, or, when the ring
+/// was initialised before with another size, `..._WITH_REALLOC_V2` with
+/// `force_alloc_mem` 1. Without it the driver reuses the old chunk and the mmap
+/// of the new size fails (`neuron_nq.c`, `neuron_mmap.c`; `driver-abi.md` point 8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingInit {
+    /// A first initialisation, or the same size again.
+    Init(NotificationsInitV2),
+    /// A size change: the driver drops the old chunk.
+    Realloc(NotificationsInitWithReallocV2),
+}
+
+impl RingInit {
+    /// The call for `arg`, given the size the ring was last initialised with.
+    pub fn for_size(arg: NotificationsInitV2, previous_size: Option<u32>) -> RingInit {
+        match previous_size {
+            Some(old) if old != arg.size => RingInit::Realloc(NotificationsInitWithReallocV2 {
+                nq_dev_id: arg.nq_dev_id,
+                nq_dev_type: arg.nq_dev_type,
+                nq_type: arg.nq_type,
+                engine_index: arg.engine_index,
+                size: arg.size,
+                on_host_memory: arg.on_host_memory,
+                dram_channel: arg.dram_channel,
+                dram_region: arg.dram_region,
+                force_alloc_mem: 1,
+                ..NotificationsInitWithReallocV2::default()
+            }),
+            _ => RingInit::Init(arg),
+        }
+    }
+
+    /// The ring size asked for.
+    pub fn size(&self) -> u32 {
+        match self {
+            RingInit::Init(a) => a.size,
+            RingInit::Realloc(a) => a.size,
+        }
+    }
+
+    /// Make the call on `dev`; the answer in the `INIT_V2` form (`mmap_offset`
+    /// and `mem_handle` filled in).
+    pub fn call(self, dev: &NeuronDevice) -> Result<NotificationsInitV2, LinuxError> {
+        match self {
+            RingInit::Init(a) => dev.notifications_init_v2(a),
+            RingInit::Realloc(a) => {
+                let d = dev.notifications_init_with_realloc_v2(a)?;
+                Ok(NotificationsInitV2 {
+                    nq_dev_id: d.nq_dev_id,
+                    nq_dev_type: d.nq_dev_type,
+                    nq_type: d.nq_type,
+                    engine_index: d.engine_index,
+                    size: d.size,
+                    on_host_memory: d.on_host_memory,
+                    dram_channel: d.dram_channel,
+                    dram_region: d.dram_region,
+                    mmap_offset: d.mmap_offset,
+                    mem_handle: d.mem_handle,
+                })
+            }
+        }
+    }
+}
+
 /// Create (or reuse) a host-memory NQ ring with the driver's
 /// `NOTIFICATIONS_INIT_V2` and map it: the driver returns the ring's mmap offset
 /// (its device-view address), and the mapping must be exactly the ring's size.
-pub fn map_driver_ring(
-    dev: &crate::device::NeuronDevice,
-    arg: crate::ioctl::NotificationsInitV2,
-) -> Result<RingWindow, LinuxError> {
-    let done = dev.notifications_init_v2(arg)?;
+/// Returns the window and the answered argument (its `engine_index` is the
+/// HEAD slot, [`MappedRings::bind_initialised`]).
+pub fn map_driver_ring(dev: &NeuronDevice, arg: NotificationsInitV2) -> Result<RingWindow, LinuxError> {
+    map_ring(dev, RingInit::Init(arg)).map(|(w, _)| w)
+}
+
+/// As [`map_driver_ring`], for either form of the initialisation ([`RingInit`]).
+/// The mapping is of the size asked for (the driver maps a ring's chunk whole).
+pub fn map_ring(dev: &NeuronDevice, init: RingInit) -> Result<(RingWindow, NotificationsInitV2), LinuxError> {
+    let size = init.size();
+    let done = init.call(dev)?;
     if done.mmap_offset == u64::MAX {
         return Err(LinuxError::new(
             "NEURON_IOCTL_NOTIFICATIONS_INIT_V2",
@@ -142,9 +258,9 @@ pub fn map_driver_ring(
             std::io::Error::new(std::io::ErrorKind::Unsupported, "the ring is in device memory: no mmap offset"),
         ));
     }
-    let map = Mapping::map(dev.file(), done.mmap_offset, done.size as usize)
+    let map = Mapping::map(dev.file(), done.mmap_offset, size as usize)
         .map_err(|e| LinuxError::new("mmap", dev.path().display().to_string(), e))?;
-    Ok(RingWindow { map: Arc::new(map), offset: 0, size: done.size })
+    Ok((RingWindow { map: Arc::new(map), offset: 0, size }, done))
 }
 
 /// Where the INTC cause register of `(core, block, line)` is in the BAR, for a
@@ -229,5 +345,91 @@ impl<R> hal::EventSink for MappedDevice<R> {
 impl<R> hal::TensorNotify for MappedDevice<R> {
     fn tensor_completed(&mut self, _core: u8, _var_id: u16) -> Option<(u16, u32)> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nrt_core::hal::NqRings;
+
+    /// Records register writes.
+    #[derive(Default)]
+    struct Regs(Vec<(u64, u32)>);
+    impl ErrorType for Regs {
+        type Error = LinuxError;
+    }
+    impl Registers for Regs {
+        fn read32(&mut self, _: u64) -> Result<u32, LinuxError> {
+            Ok(0)
+        }
+        fn write32(&mut self, off: u64, v: u32) -> Result<(), LinuxError> {
+            self.0.push((off, v));
+            Ok(())
+        }
+    }
+
+    fn window(name: &str) -> RingWindow {
+        let p = std::env::temp_dir().join(format!("nrt-linux-rings-{}-{name}", std::process::id()));
+        let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
+        f.set_len(4096).unwrap();
+        let map = Mapping::map(&f, 0, 4096).unwrap();
+        std::fs::remove_file(p).unwrap();
+        RingWindow { map: Arc::new(map), offset: 0, size: 1024 }
+    }
+
+    /// driver-abi.md point 5: HEAD goes to the slot the driver programmed, the
+    /// `engine_index` passed, not the runtime NQ index.
+    #[test]
+    fn head_is_written_at_the_engine_index_the_ring_was_initialised_with() {
+        let mut rings = MappedRings::new(Arch::Cayman, Regs::default());
+        let done = NotificationsInitV2 { nq_dev_id: 1, engine_index: 17, size: 1024, ..Default::default() };
+        rings.bind_initialised(1, 4, window("slot"), &done).unwrap();
+        assert_eq!(rings.slot(1, 4), Some(17));
+        rings.write_head(1, 4, 0x40).unwrap();
+        let want = nq_head_register(Arch::Cayman, 1, 17).unwrap();
+        assert_eq!(rings.regs().0, [(want, 0x40)]);
+        assert_ne!(want, nq_head_register(Arch::Cayman, 1, 4).unwrap());
+    }
+
+    /// driver-abi.md point 6: a slot past the block's 96 is refused at bind.
+    #[test]
+    fn a_slot_past_the_notific_block_is_refused() {
+        let mut rings = MappedRings::new(Arch::Sunda, Regs::default());
+        rings.bind(0, 4, window("s95"), 95).unwrap();
+        let e = rings.bind(0, 5, window("s96"), 96).unwrap_err();
+        assert!(e.to_string().contains("slot 96 is past the NOTIFIC block's 96 slots"), "{e}");
+        let done = NotificationsInitV2 { engine_index: 300, size: 1024, ..Default::default() };
+        let e = rings.bind_initialised(0, 6, window("s300"), &done).unwrap_err();
+        assert!(e.to_string().contains("engine_index 300"), "{e}");
+    }
+
+    /// driver-abi.md point 8: a new size goes through WITH_REALLOC_V2 with
+    /// force_alloc_mem 1; a first init or the same size through INIT_V2.
+    #[test]
+    fn a_size_change_reallocates() {
+        let arg = NotificationsInitV2 {
+            nq_dev_id: 1,
+            nq_type: 1,
+            engine_index: 5,
+            size: 2048,
+            on_host_memory: 1,
+            ..Default::default()
+        };
+        assert_eq!(RingInit::for_size(arg, None), RingInit::Init(arg));
+        assert_eq!(RingInit::for_size(arg, Some(2048)), RingInit::Init(arg));
+        match RingInit::for_size(arg, Some(1024)) {
+            RingInit::Realloc(r) => {
+                assert_eq!(r.force_alloc_mem, 1);
+                assert_eq!((r.nq_dev_id, r.nq_type, r.engine_index, r.size, r.on_host_memory), (1, 1, 5, 2048, 1));
+            }
+            other => panic!("{other:?}"),
+        }
+        let dev = NeuronDevice::open("/dev/null").unwrap();
+        let e = RingInit::for_size(arg, Some(1024)).call(&dev).unwrap_err();
+        assert_eq!(e.call, "NEURON_IOCTL_NOTIFICATIONS_INIT_WITH_REALLOC_V2");
+        assert_eq!(e.errno(), Some(libc::ENOTTY));
+        let e = map_ring(&dev, RingInit::for_size(arg, None)).unwrap_err();
+        assert_eq!(e.call, "NEURON_IOCTL_NOTIFICATIONS_INIT_V2");
     }
 }

@@ -9,7 +9,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use crate::ioctl::{BarRw, Ioctl, PlainArg};
+use crate::ioctl::{BarRw, Ioctl, MemAllocV2Mt, PlainArg, MEM_ALLOC_V2MT};
 
 /// Issue request `req` on `fd` with a pointer to `arg`: the only safe way to a
 /// raw `ioctl(2)` in nrt-linux.
@@ -55,6 +55,17 @@ use crate::ioctl::{BarRw, Ioctl, PlainArg};
 /// assert_eq!(e.raw_os_error(), Some(libc::ENOTTY));
 /// ```
 pub fn ioctl<T: PlainArg>(fd: BorrowedFd<'_>, req: Ioctl<T>, arg: &mut T) -> io::Result<i32> {
+    #[cfg(test)]
+    {
+        // SAFETY: `T: PlainArg` is one of `nrt_abi::ioctl`'s `#[repr(C)]`
+        // integer structs without padding (each derives `IntoBytes` and
+        // `FromBytes`): its `size_of::<T>()` bytes are initialised and any bytes
+        // are a valid `T`; the slice borrows `arg` exclusively for the call.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(std::ptr::from_mut(arg).cast::<u8>(), size_of::<T>()) };
+        if let Some(r) = fake::ioctl(fd.as_raw_fd(), req.code(), bytes) {
+            return r;
+        }
+    }
     // SAFETY: `arg` is a valid, exclusively borrowed `T` for the duration of the
     // call; `req` is a driver request typed with `T`, so the driver copies
     // `size_of::<T>()` bytes in and out of it (`crate::ioctl` asserts the sizes),
@@ -76,6 +87,10 @@ pub fn bar_rw(fd: BorrowedFd<'_>, req: Ioctl<BarRw>, bar: u32, addresses: &[u64]
     let count = u32::try_from(addresses.len()).ok().filter(|_| addresses.len() == data.len()).ok_or_else(|| {
         io::Error::new(io::ErrorKind::InvalidInput, format!("{} addresses for {} values", addresses.len(), data.len()))
     })?;
+    #[cfg(test)]
+    if let Some(r) = fake::bar_rw(fd.as_raw_fd(), req.code(), bar, addresses, data) {
+        return r;
+    }
     let mut arg = BarRw { bar, address: addresses.as_ptr(), data: data.as_mut_ptr(), count };
     // SAFETY: `arg` is a valid local `BarRw` (the 32 bytes the driver copies);
     // its `address` and `data` point to `count` readable `u64` and `count`
@@ -85,6 +100,103 @@ pub fn bar_rw(fd: BorrowedFd<'_>, req: Ioctl<BarRw>, bar: u32, addresses: &[u64]
         Err(io::Error::last_os_error())
     } else {
         Ok(rc)
+    }
+}
+
+/// `NEURON_IOCTL_MEM_ALLOC_V2MT` with `arg` (its `mem_handle` is ignored): the
+/// driver allocates the chunk and writes its handle through the `mem_handle`
+/// pointer, which is set here to a local `u64`, so the driver never writes
+/// anywhere the caller did not lend. Returns the handle.
+pub fn mem_alloc_v2mt(fd: BorrowedFd<'_>, mut arg: MemAllocV2Mt) -> io::Result<u64> {
+    #[cfg(test)]
+    if let Some(r) = fake::mem_alloc(fd.as_raw_fd(), &arg) {
+        return r;
+    }
+    let mut handle: u64 = 0;
+    arg.mem_handle = std::ptr::from_mut(&mut handle) as u64;
+    // SAFETY: `arg` is a valid local `MemAllocV2Mt`, the 48 bytes the request
+    // encodes (asserted in `nrt_abi::ioctl`); its one pointer, `mem_handle`,
+    // points to the local `handle`, a writable `u64` that outlives the call.
+    let rc = unsafe {
+        libc::ioctl(fd.as_raw_fd(), libc::c_ulong::from(MEM_ALLOC_V2MT.code()), std::ptr::from_mut(&mut arg))
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(handle)
+    }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds (the system's, not since an origin: the
+/// driver model publishes its device clock's origin on the same clock).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid out-pointer to a local timespec.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    u64::try_from(ts.tv_sec)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::try_from(ts.tv_nsec).unwrap_or(0))
+}
+
+/// A stand-in for the driver in this crate's unit tests: calls on a descriptor
+/// whose file is the one a test installed a [`fake::Driver`] for (on the
+/// calling thread) go to it instead of the kernel. Not compiled outside tests.
+#[cfg(test)]
+pub(crate) mod fake {
+    use std::cell::RefCell;
+    use std::io;
+    use std::os::fd::RawFd;
+    use std::path::PathBuf;
+
+    use crate::ioctl::MemAllocV2Mt;
+
+    /// The driver's side of the calls, on the argument's bytes.
+    pub(crate) trait Driver {
+        /// A plain-argument request; `Err(errno)` fails it.
+        fn ioctl(&mut self, code: u32, arg: &mut [u8]) -> Result<i32, i32>;
+        /// BAR_READ / BAR_WRITE of `addresses` (absolute), `data` in or out.
+        fn bar_rw(&mut self, code: u32, bar: u32, addresses: &[u64], data: &mut [u32]) -> Result<i32, i32>;
+        /// MEM_ALLOC_V2MT: the handle.
+        fn mem_alloc(&mut self, arg: &MemAllocV2Mt) -> Result<u64, i32>;
+    }
+
+    thread_local! {
+        static DRIVER: RefCell<Option<(PathBuf, Box<dyn Driver>)>> = const { RefCell::new(None) };
+    }
+
+    /// Serve calls on descriptors of the file at `path` with `driver`, on this thread.
+    pub(crate) fn install(path: PathBuf, driver: Box<dyn Driver>) {
+        DRIVER.with(|d| *d.borrow_mut() = Some((path, driver)));
+    }
+
+    /// Stop, handing the driver back.
+    pub(crate) fn uninstall() -> Option<Box<dyn Driver>> {
+        DRIVER.with(|d| d.borrow_mut().take().map(|(_, drv)| drv))
+    }
+
+    fn with<R>(fd: RawFd, f: impl FnOnce(&mut dyn Driver) -> Result<R, i32>) -> Option<io::Result<R>> {
+        let target = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
+        DRIVER.with(|d| {
+            let mut d = d.borrow_mut();
+            let (path, drv) = d.as_mut()?;
+            (*path == target).then(|| f(drv.as_mut()).map_err(io::Error::from_raw_os_error))
+        })
+    }
+
+    pub(super) fn ioctl(fd: RawFd, code: u32, arg: &mut [u8]) -> Option<io::Result<i32>> {
+        with(fd, |d| d.ioctl(code, arg))
+    }
+
+    pub(super) fn bar_rw(fd: RawFd, code: u32, bar: u32, a: &[u64], data: &mut [u32]) -> Option<io::Result<i32>> {
+        with(fd, |d| d.bar_rw(code, bar, a, data))
+    }
+
+    pub(super) fn mem_alloc(fd: RawFd, arg: &MemAllocV2Mt) -> Option<io::Result<u64>> {
+        with(fd, |d| d.mem_alloc(arg))
     }
 }
 

@@ -64,3 +64,35 @@ fn a_full_disk_is_reported_once_at_exit() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("nrtctl: writing standard output failed: No space left on device"), "{err}");
 }
+
+/// `nrtctl run` without a device: each failure names the call, the path and
+/// the errno, exits 1 without a panic; usage errors exit 2.
+#[test]
+fn run_without_a_device_names_the_call_the_path_and_the_errno() {
+    // Not under the driver (or its model): ENOTTY on the first driver call.
+    let o = nrtctl().args(["run", "--device", "/dev/null"]).output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("NEURON_IOCTL_DRIVER_INFO_GET on /dev/null failed: ENOTTY"), "{err}");
+    assert!(err.contains("nrt-sim driver"), "the hint names the way to run it: {err}");
+    // No node.
+    let o = nrtctl().args(["run", "--device", "/nonexistent/neuron0", "--json"]).output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("open on /nonexistent/neuron0 failed: ENOENT"), "{err}");
+    assert!(o.stdout.is_empty(), "no report without an inference");
+    // Usage errors.
+    for (args, what) in [
+        (&["run", "--scenario", "no-such"][..], "unknown scenario 'no-such'"),
+        (&["run", "--scenario", "all"][..], "--scenario all is the supervisor's"),
+        (&["run", "--cores", "3"][..], "--cores"),
+        (&["run", "--ring-entries", "48"][..], "'48' is not a power of two"),
+        (&["run", "--inject", "nonsense"][..], "--inject 'nonsense'"),
+    ] {
+        let o = nrtctl().args(args).output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(what), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}

@@ -95,19 +95,31 @@ fn the_ioctl_doorbell_releases_through_copy_start_and_refuses_other_registers() 
     let p = tmpfile("notadev3", 0);
     let dev = NeuronDevice::open(&p).unwrap();
     let mut db = IoctlDoorbell::new(&dev, Arch::Sunda, vec![UdmaEngine { eng_id: 0, base: 0x3000_0000 }]);
-    // Core's doorbell A composes the offset; the binding turns it into the ioctl,
-    // which a plain file refuses with ENOTTY: the call was made, by name.
-    let off = UdmaLayout::of(Arch::Sunda).tail_inc_offset(0x3000_0000, 3, Direction::Tx).unwrap();
+    // Core's doorbell A composes the offset; the binding turns it into the ioctl.
+    // M2S alone would be a copy start with rx == 0 (the driver's BUG_ON,
+    // driver-abi.md point 1): refused without any ioctl.
+    let l = UdmaLayout::of(Arch::Sunda);
+    let off = l.tail_inc_offset(0x3000_0000, 3, Direction::Tx).unwrap();
+    let rx = l.tail_inc_offset(0x3000_0000, 3, Direction::Rx).unwrap();
     let e = db.write32(off, 4).unwrap_err();
-    assert_eq!(e.errno(), Some(libc::ENOTTY));
+    assert_eq!(e.errno(), None, "{e}");
+    assert!(e.to_string().contains("rx_desc_count 0 would hit the driver's BUG_ON"), "{e}");
+    // S2M then M2S: one copy start, which the binding refuses on a queue this
+    // process never initialised (driver-abi.md point 2), by name.
+    db.write32(rx, 4).unwrap();
+    let e = db.write32(off, 4).unwrap_err();
     assert!(e.to_string().contains("NEURON_IOCTL_DMA_QUEUE_COPY_START"), "{e}");
+    assert!(e.to_string().contains("was not initialised"), "{e}");
     // Not a tail-increment register: refused without any ioctl.
     let e = db.write32(0x3000_1028, 1).unwrap_err();
     assert!(e.to_string().contains("not the tail-increment register"), "{e}");
     assert!(db.read32(off).is_err());
-    // Through core's doorbell function, the same.
+    // Through core's doorbell function, the same: S2M is held, M2S sends both.
     let mut fence = NoFence;
-    assert!(ring_tail_inc(&mut db, &mut fence, Arch::Sunda, 0x3000_0000, 3, Direction::Rx, 2).is_err());
+    ring_tail_inc(&mut db, &mut fence, Arch::Sunda, 0x3000_0000, 3, Direction::Rx, 2).unwrap();
+    assert_eq!(db.pending_rx(0, 3), 2);
+    assert!(ring_tail_inc(&mut db, &mut fence, Arch::Sunda, 0x3000_0000, 3, Direction::Tx, 2).is_err());
+    assert_eq!(db.pending_rx(0, 3), 0);
     std::fs::remove_file(p).unwrap();
 }
 

@@ -34,18 +34,29 @@ pub const OP_MAX: u32 = 4;
 /// `kbin_dma_desc_op_t` TRANSPOSE (seed §1.2).
 pub const OP_TRANSPOSE: u32 = 5;
 
-/// G-DMA-MAXDPP: maximum BDs in one packet (`tdrv_arch_get_max_desc_per_packet`,
-/// seed §1.1). The seed is silent on the values and the driver's limit (the M2S
-/// "max-desc" error, secondary group A bit 14) is configured, not published. We
-/// choose one vring page, 0x10000, on every arch: the only structural bound the
-/// seed gives, and it never refuses a packet the storage could hold.
-pub const MAX_DESC_PER_PACKET: u32 = 0x1_0000;
+/// G-DMA-MAXDPP: maximum data BDs in one packet (`tdrv_arch_get_max_desc_per_packet`,
+/// seed §1.1). The public driver gives it (`driver-abi.md` point 3):
+/// `V2_ALLOWED_DESC_PER_PACKET` = `V3_ALLOWED_DESC_PER_PACKET` = 64, programmed
+/// into the M2S prefetch as 64 + 1 (one metadata descriptor); a packet of more
+/// raises the M2S prefetch max-desc error (secondary group A bit 14). v4 shares
+/// v3's map.
+pub const MAX_DESC_PER_PACKET: u32 = 64;
 
-/// The maximum BDs per packet of `arch` (seed §1.1; values G-DMA-MAXDPP).
+/// Descriptors the driver adds to [`MAX_DESC_PER_PACKET`] when it programs the
+/// engine: one metadata descriptor (`v2|v3/neuron_dhal_v*.c`).
+pub const PACKET_METADATA_DESCS: u32 = 1;
+
+/// The maximum data BDs per packet of `arch` (seed §1.1; values G-DMA-MAXDPP).
 pub const fn max_desc_per_packet(arch: Arch) -> u32 {
     match arch {
         Arch::Sunda | Arch::Cayman | Arch::Mariana => MAX_DESC_PER_PACKET,
     }
+}
+
+/// What the driver programs as the engine's descriptors per packet for `arch`:
+/// [`max_desc_per_packet`] plus the metadata descriptor (65).
+pub const fn programmed_desc_per_packet(arch: Arch) -> u32 {
+    max_desc_per_packet(arch) + PACKET_METADATA_DESCS
 }
 
 /// A descriptor op (`kbin_dma_desc_op_t`, seed §1.2).
@@ -495,11 +506,14 @@ mod tests {
         assert_eq!(fold_elements(Arch::Sunda, 10, 4), Err(DmaError::GranuleRemainder { elem_count: 10, granule: 4 }));
         assert_eq!(fold_elements(Arch::Sunda, 12, 4), Ok(3));
         assert_eq!(fold_elements(Arch::Mariana, 0, 4), Ok(0));
-        assert_eq!(fold_elements(Arch::Cayman, 0x10000, 1), Ok(0x10000));
-        assert_eq!(
-            fold_elements(Arch::Cayman, 0x10001, 1),
-            Err(DmaError::TooMany { requested: 0x10001, max: 0x10000 })
-        );
+        // The driver's 64 data BDs per packet (driver-abi.md point 3), on every arch.
+        for arch in [Arch::Sunda, Arch::Cayman, Arch::Mariana] {
+            assert_eq!(fold_elements(arch, 64, 1), Ok(64));
+            assert_eq!(fold_elements(arch, 65, 1), Err(DmaError::TooMany { requested: 65, max: 64 }));
+            assert_eq!(fold_elements(arch, 0x10000, 1), Err(DmaError::TooMany { requested: 0x10000, max: 64 }));
+            assert_eq!(max_desc_per_packet(arch), 64);
+            assert_eq!(programmed_desc_per_packet(arch), 65);
+        }
         assert_eq!(DmaError::ZeroGranule.status().code(), 2);
         assert_eq!(DmaError::GranuleRemainder { elem_count: 1, granule: 2 }.status().code(), 2);
     }

@@ -5,8 +5,24 @@
 //! nrtctl sem inc|dec|read|write --device /dev/neuron0 --nc N --index I [--value V]
 //! nrtctl event set|get --device /dev/neuron0 --nc N --index I [--value V]
 //! nrtctl harvest --shm PATH [--inferences N] [--delay libnrt|adaptive] [--timeout-s N] [--wait-s N] [--json] [--leave-running]
+//! nrtctl run --device /dev/neuron0 [--scenario NAME] [--inject SPEC] [--timeout-s N] [--ring-entries N] [--cores N] [--json]
 //! ```
 //! A failed ioctl prints the call, the device, the errno name and text, and exits 1.
+//!
+//! `run` is the whole bring-up path of `docs/driver-model.md` for one inference
+//! ([`nrt_linux::session`]): open, driver and device info, the version check,
+//! cores owned and reset, DMA ring memory and queue, NQ rings, the staged copy
+//! and its copy start, the kickoff, the harvest, the teardown. It prints the
+//! report `nrt-sim run` prints (its `status: <code> <NAME> (...)` line; with
+//! `--json` the same JSON object). `--scenario` and `--inject` only label the
+//! run (the device, or `nrt-sim driver`'s model of it, decides what happens):
+//! with `--scenario` (and no `--inject`) the status and one-step return code
+//! are checked against the scenario's, as `nrt-sim run` checks them. Exit
+//! status as `nrt-sim run`: 0, or 1 when that check fails; 1 when a call failed
+//! (no device, `ENOTTY` from a file that is not one, an incompatible driver:
+//! the call, the path and the errno or the reason are printed); 2 for a usage
+//! error. `--cores` and `--ring-entries` default to what the device's model says
+//! (`nrt_abi::sim::STATUS_MODEL_CORES`), else the scenario's, else 2 and 64.
 //!
 //! `harvest` attaches to the device `nrt-sim serve --shm PATH` plays in another
 //! process and runs inferences through this binding (mmap'd rings and BAR), printing
@@ -75,6 +91,7 @@ macro_rules! outln {
 }
 
 /// `print!` through [`out`].
+#[cfg_attr(not(feature = "sim"), allow(unused_macros))]
 macro_rules! outp {
     ($($a:tt)*) => { out::print(&format!($($a)*)) };
 }
@@ -111,6 +128,45 @@ enum Cmd {
     },
     /// Harvest inferences from `nrt-sim serve --shm PATH` (another process) through the Linux binding.
     Harvest(HarvestArgs),
+    /// Bring up cores of a device through the driver's ioctls and run one inference (docs/driver-model.md).
+    Run(RunArgs),
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Device node.
+    #[arg(long, default_value = "/dev/neuron0")]
+    device: std::path::PathBuf,
+    /// Label the run with a named scenario (its expected status is checked).
+    #[arg(long, value_name = "NAME")]
+    scenario: Option<String>,
+    /// Label the run with an injected fault (repeatable; the device decides what happens).
+    #[arg(long = "inject", value_name = "SPEC")]
+    inject: Vec<String>,
+    /// The model's timeout in seconds.
+    #[arg(long = "timeout-s", value_name = "N", default_value_t = 5, allow_negative_numbers = true)]
+    timeout_s: u32,
+    /// Entries per NQ ring, a power of two from 2 to 65536 [default: the model's, else 64].
+    #[arg(long = "ring-entries", value_name = "N", value_parser = parse_ring_entries, allow_negative_numbers = true)]
+    ring_entries: Option<u32>,
+    /// Physical cores, 1 or 2 [default: the model's, else 2].
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2), allow_negative_numbers = true)]
+    cores: Option<u8>,
+    /// The poll delay between harvest steps.
+    #[arg(long, value_enum, default_value = "adaptive")]
+    delay: DelayArg,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `--ring-entries`: a power of two from 2 to 65536.
+fn parse_ring_entries(s: &str) -> Result<u32, String> {
+    let max = nrt_linux::session::MAX_RING_ENTRIES;
+    match s.parse::<u32>() {
+        Ok(n) if n.is_power_of_two() && (2..=max).contains(&n) => Ok(n),
+        _ => Err(format!("'{s}' is not a power of two from 2 to {max}")),
+    }
 }
 
 #[derive(clap::Args)]
@@ -220,6 +276,7 @@ fn dispatch(cli: Cli) -> ExitCode {
             EventOp::Set => d.event_set(at.nc, at.index, at.value).map(|_| outln!("ok")),
             EventOp::Get => d.event_get(at.nc, at.index).map(|v| outln!("{v}")),
         }),
+        Cmd::Run(a) => return run(&a),
         #[cfg(feature = "sim")]
         Cmd::Harvest(a) => return harvest(&a),
         #[cfg(not(feature = "sim"))]
@@ -274,4 +331,195 @@ fn harvest(a: &HarvestArgs) -> ExitCode {
         h.shutdown_server();
     }
     code
+}
+
+/// A usage error: the message, exit 2.
+fn usage_error(msg: &str) -> ExitCode {
+    errln!("nrtctl run: {msg}");
+    ExitCode::from(2)
+}
+
+/// The scenario's expected status and return code, by name (the `sim`
+/// feature's table), with its description and label configuration.
+#[cfg(feature = "sim")]
+type Label = &'static nrt_sim::scenario::Scenario;
+#[cfg(not(feature = "sim"))]
+type Label = std::convert::Infallible;
+
+#[cfg(feature = "sim")]
+fn find_scenario(name: &str) -> Result<Label, String> {
+    nrt_sim::scenario::find(name).ok_or_else(|| {
+        let names: Vec<&str> = nrt_sim::scenario::SCENARIOS.iter().map(|s| s.name).collect();
+        format!("unknown scenario '{name}' (expected one of: {})", names.join(", "))
+    })
+}
+
+#[cfg(not(feature = "sim"))]
+fn find_scenario(_name: &str) -> Result<Label, String> {
+    Err("--scenario needs the scenario table: this nrtctl was built without the `sim` feature".into())
+}
+
+fn run(a: &RunArgs) -> ExitCode {
+    use nrt_linux::session::{Session, SessionConfig};
+    use nrt_linux::time::DelayKind;
+    if a.scenario.as_deref() == Some("all") {
+        return usage_error("--scenario all is the supervisor's: `nrt-sim driver --scenario all -- nrtctl run ...`");
+    }
+    let label = match a.scenario.as_deref().map(find_scenario).transpose() {
+        Ok(l) => l,
+        Err(m) => return usage_error(&m),
+    };
+    #[cfg(feature = "sim")]
+    let faults = {
+        let mut faults = Vec::new();
+        for spec in &a.inject {
+            match nrt_sim::Fault::parse(spec) {
+                Ok(f) => faults.push(f),
+                Err(e) => return usage_error(&format!("--inject '{spec}': {e}")),
+            }
+        }
+        faults
+    };
+    #[cfg_attr(not(feature = "sim"), allow(unused_mut))]
+    let mut cfg = SessionConfig {
+        cores: a.cores,
+        ring_entries: a.ring_entries,
+        timeout_s: a.timeout_s,
+        delay: match a.delay {
+            DelayArg::Libnrt => DelayKind::Libnrt,
+            DelayArg::Adaptive => DelayKind::Adaptive,
+        },
+        ..SessionConfig::default()
+    };
+    #[cfg(feature = "sim")]
+    if let Some(s) = label {
+        let c = s.config();
+        cfg.fallback_cores = c.cores;
+        cfg.fallback_ring_entries = c.ring_entries;
+    }
+    let mut session = match Session::open(&a.device, cfg) {
+        Ok(s) => s,
+        Err(e) => {
+            let hint = if e.errno() == Some(libc::ENOTTY) {
+                " (not a Neuron device: run on a host with the driver, or under `nrt-sim driver -- nrtctl run ...`)"
+            } else {
+                ""
+            };
+            errln!("nrtctl run: {e}{hint}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let inference = session.run_inference();
+    let mut code = match &inference {
+        Ok(r) => {
+            if let Some(p) = &r.probe_error {
+                errln!("nrtctl run: a probe read failed (the harvest went on): {p}");
+            }
+            #[cfg(feature = "sim")]
+            let code = print_run(a, label, r, &session, faults);
+            #[cfg(not(feature = "sim"))]
+            let code = print_run(a, label, r, &session);
+            code
+        }
+        Err(e) => {
+            errln!("nrtctl run: {e}");
+            ExitCode::FAILURE
+        }
+    };
+    if let Err(errors) = session.close() {
+        for e in errors {
+            errln!("nrtctl run: teardown: {e}");
+        }
+        code = ExitCode::FAILURE;
+    }
+    code
+}
+
+#[cfg_attr(not(feature = "sim"), allow(dead_code))]
+/// The scenario check of `nrt-sim run`, on what crosses the driver: the status
+/// and the one-step return code (the device's own evidence stays with it).
+fn verdict(expected: (nrt_core::NrtStatus, u8), r: &nrt_linux::session::Inference) -> Result<(), String> {
+    if r.status != expected.0 {
+        return Err(format!("status {} {}, expected {}", r.status.code(), r.status.name(), expected.0.code()));
+    }
+    if r.step.code() != expected.1 {
+        return Err(format!("return code {}, expected {}", r.step.code(), expected.1));
+    }
+    Ok(())
+}
+
+#[cfg(feature = "sim")]
+fn print_run(
+    a: &RunArgs,
+    label: Option<Label>,
+    r: &nrt_linux::session::Inference,
+    session: &nrt_linux::session::Session,
+    faults: Vec<nrt_sim::Fault>,
+) -> ExitCode {
+    let mut config = nrt_sim::SimConfig::default();
+    if let Some(s) = label {
+        s.apply(&mut config);
+    }
+    config.faults.extend(faults);
+    let report = nrt_linux::session::run_report(session, r, config);
+    let verdict = label.filter(|_| a.inject.is_empty()).map(|sc| verdict((sc.expected, sc.expected_rc), r));
+    if a.json {
+        let mut v = nrt_sim::report::json(&report, label);
+        if let (Some(obj), Some(verdict)) = (v.as_object_mut(), &verdict) {
+            obj.insert("scenario_pass".into(), serde_json::Value::Bool(verdict.is_ok()));
+        }
+        match serde_json::to_string_pretty(&v) {
+            Ok(t) => outln!("{t}"),
+            Err(e) => errln!("nrtctl run: JSON rendering failed: {e}"),
+        }
+    } else {
+        let mut heading = format!("nrtctl run --device {}", a.device.display());
+        if let Some(sc) = label {
+            heading.push_str(&format!(": scenario {}: {}", sc.name, sc.description));
+        }
+        outp!("{}", nrt_sim::report::text_with_heading(&report, &heading));
+        if let (Some(sc), Some(verdict)) = (label, &verdict) {
+            match verdict {
+                Ok(()) => outln!("\nscenario check: PASS (expected {} {})", sc.expected.code(), sc.expected.name()),
+                Err(why) => outln!("\nscenario check: FAIL ({why})"),
+            }
+        }
+    }
+    match verdict {
+        Some(Err(_)) => ExitCode::FAILURE,
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+/// Without the simulator's printers: the status line and the return code, or
+/// the JSON object's status fields.
+#[cfg(not(feature = "sim"))]
+fn print_run(
+    a: &RunArgs,
+    _label: Option<Label>,
+    r: &nrt_linux::session::Inference,
+    session: &nrt_linux::session::Session,
+) -> ExitCode {
+    let (arch, cores, ring_entries) = (session.arch(), session.cores(), session.ring_entries());
+    let s = r.status;
+    if a.json {
+        outln!(
+            "{{\n  \"arch\": \"{}\",\n  \"cores_count\": {cores},\n  \"ring_entries\": {ring_entries},\n  \"status\": {},\n  \"status_name\": \"{}\",\n  \"return_code\": {}\n}}",
+            arch.name(),
+            s.code(),
+            s.name(),
+            r.step.code()
+        );
+    } else {
+        outln!("nrtctl run --device {}", a.device.display());
+        outln!(
+            "  arch {}, {cores} core(s), timeout {} s, NQ rings of {ring_entries} entries",
+            arch.name(),
+            a.timeout_s
+        );
+        outln!();
+        outln!("status: {} {} ({})", s.code(), s.name(), s.description());
+        outln!("one-step return: {} after {} steps", r.step.code(), r.steps);
+    }
+    ExitCode::SUCCESS
 }
