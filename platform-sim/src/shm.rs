@@ -383,6 +383,21 @@ impl ShmFile {
     /// written (state [`State::Initialising`]). Nothing appears in the file
     /// system until [`publish`](Self::publish) writes the locator at `path`.
     pub fn create(path: &Path, layout: ShmLayout, seed: u64, faults: &str) -> Result<ShmFile, ShmError> {
+        ShmFile::create_with_extra(path, layout, seed, faults, 0)
+    }
+
+    /// As [`create`](Self::create), with `extra` more bytes after the layout's
+    /// regions (page-aligned at [`extra_region`](Self::extra_region)): the
+    /// driver model's region for `MEM_ALLOC_V2MT` chunks (sparse, like the BAR).
+    /// A host that opens the file checks only that it is at least the layout's
+    /// length, so the extra region changes nothing for `serve`.
+    pub fn create_with_extra(
+        path: &Path,
+        layout: ShmLayout,
+        seed: u64,
+        faults: &str,
+        extra: u64,
+    ) -> Result<ShmFile, ShmError> {
         let what = |call: &str| format!("{call} (the device file for {})", path.display());
         // SAFETY: a NUL-terminated name and valid flags; the result is checked.
         let fd = unsafe { libc::memfd_create(c"nrt-sim-shm".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
@@ -391,13 +406,16 @@ impl ShmFile {
         }
         // SAFETY: `fd` is a fresh descriptor this process owns and nothing else holds.
         let file = unsafe { File::from_raw_fd(fd) };
-        file.set_len(layout.total_len()).map_err(io(what("ftruncate")))?;
+        let total = page_up(layout.total_len())
+            .checked_add(page_up(extra))
+            .ok_or_else(|| ShmError::Corrupt(format!("{extra} extra bytes: too large")))?;
+        file.set_len(total).map_err(io(what("ftruncate")))?;
         // SAFETY: fcntl on a descriptor we own, with an int argument; checked.
         let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, SEALS) };
         if rc != 0 {
             return Err(ShmError::Io { what: what("F_ADD_SEALS"), error: std::io::Error::last_os_error() });
         }
-        let map = ShmMap::map(&file, layout.total_len(), &format!("the device file for {}", path.display()))?;
+        let map = ShmMap::map(&file, total, &format!("the device file for {}", path.display()))?;
         let f = ShmFile { file, path: path.to_path_buf(), layout, map };
         f.put64(off::MAGIC, MAGIC);
         f.put32(off::VERSION, VERSION);
@@ -429,9 +447,7 @@ impl ShmFile {
     /// into place, so a host never sees a half-written locator. On failure the
     /// temporary file is removed.
     pub fn publish(&self, origin_ns: u64) -> Result<(), ShmError> {
-        self.put64(off::ORIGIN, origin_ns);
-        self.heartbeat();
-        self.set_state(State::Ready);
+        self.mark_ready(origin_ns);
         let mut loc = [0u8; LOCATOR_BYTES];
         loc[0..8].copy_from_slice(&LOCATOR_MAGIC.to_le_bytes());
         loc[8..12].copy_from_slice(&std::process::id().to_le_bytes());
@@ -451,6 +467,28 @@ impl ShmFile {
             let _ = std::fs::remove_file(&tmp);
         }
         r
+    }
+
+    /// Stamp the device clock's origin and a heartbeat and mark the file
+    /// ready, without publishing a locator (the driver model hands the file
+    /// out as a descriptor instead).
+    pub fn mark_ready(&self, origin_ns: u64) {
+        self.put64(off::ORIGIN, origin_ns);
+        self.heartbeat();
+        self.set_state(State::Ready);
+    }
+
+    /// File offset of the region after the layout's (see
+    /// [`create_with_extra`](Self::create_with_extra)), and its length (0 for
+    /// a file made by [`create`](Self::create) or opened).
+    pub fn extra_region(&self) -> (u64, u64) {
+        let start = page_up(self.layout.total_len());
+        (start, (self.map.len as u64).saturating_sub(start))
+    }
+
+    /// The last heartbeat, `CLOCK_MONOTONIC` ns.
+    pub fn heartbeat_ns(&self) -> u64 {
+        self.get64(off::HEARTBEAT)
     }
 
     /// The server is alive: stamp [`monotonic_ns`] in the header.
