@@ -1321,3 +1321,467 @@ impl Model {
         Ok(0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shm::ShmLayout;
+    use abi::Ioctl;
+    use zerocopy::{Immutable, KnownLayout};
+
+    /// The caller's memory: `bytes` at `base`, nothing else.
+    struct VecMem {
+        base: u64,
+        bytes: Vec<u8>,
+    }
+
+    impl VecMem {
+        fn new() -> VecMem {
+            VecMem { base: 0x10_0000, bytes: vec![0; 0x1000] }
+        }
+        fn range(&self, addr: u64, len: usize) -> Option<core::ops::Range<usize>> {
+            let o = usize::try_from(addr.checked_sub(self.base)?).ok()?;
+            let end = o.checked_add(len)?;
+            (end <= self.bytes.len()).then_some(o..end)
+        }
+        fn u64_at(&self, addr: u64) -> u64 {
+            let r = self.range(addr, 8).unwrap();
+            u64::from_le_bytes(self.bytes[r].try_into().unwrap())
+        }
+        fn put(&mut self, addr: u64, b: &[u8]) {
+            let r = self.range(addr, b.len()).unwrap();
+            self.bytes[r].copy_from_slice(b);
+        }
+    }
+
+    impl TargetMem for VecMem {
+        fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault> {
+            let r = self.range(addr, buf.len()).ok_or(MemFault)?;
+            buf.copy_from_slice(&self.bytes[r]);
+            Ok(())
+        }
+        fn write(&mut self, addr: u64, buf: &[u8]) -> Result<(), MemFault> {
+            let r = self.range(addr, buf.len()).ok_or(MemFault)?;
+            self.bytes[r].copy_from_slice(buf);
+            Ok(())
+        }
+    }
+
+    const PID: u32 = 4242;
+
+    fn model(arch: Arch, cores: u8) -> Model {
+        let l = ShmLayout::new(arch, cores, 1024).unwrap();
+        let p = std::env::temp_dir().join(format!("nrt-drv-unit-{}", std::process::id()));
+        let f = ShmFile::create_with_extra(&p, l, 0, "", 16 << 20).unwrap();
+        let mut m = Model::new(Arc::new(f));
+        m.open(PID);
+        m
+    }
+
+    fn call<T: FromBytes + IntoBytes + Immutable + KnownLayout + Copy>(
+        m: &mut Model,
+        req: Ioctl<T>,
+        arg: &mut T,
+        mem: &mut VecMem,
+    ) -> Answer {
+        let mut b = arg.as_bytes().to_vec();
+        let r = m.handle(PID, req.code(), &mut b, mem);
+        *arg = T::read_from_bytes(&b).unwrap();
+        r
+    }
+
+    fn errno(e: Errno) -> Answer {
+        Err(Refusal::Errno(e))
+    }
+
+    fn assert_bug(r: Answer, needle: &str, file: &str) {
+        match r {
+            Err(Refusal::KernelBug(v)) => {
+                let s = v.to_string();
+                assert!(
+                    s.starts_with("kernel BUG: ") && s.contains(needle) && s.ends_with(&format!("({file})")),
+                    "{s}"
+                );
+            }
+            other => panic!("expected a kernel BUG ({needle}), got {other:?}"),
+        }
+    }
+
+    fn assert_logged(m: &Model, needle: &str) {
+        assert!(m.log.iter().any(|l| l.text.contains(needle)), "{needle} not in {:#?}", m.log);
+    }
+
+    /// Two host chunks and queue (0, 0) initialised with `n` descriptors each way.
+    fn with_queue(m: &mut Model, mem: &mut VecMem, n: u32) -> (u64, u64) {
+        let mut hs = [0u64; 2];
+        for (i, h) in hs.iter_mut().enumerate() {
+            let ptr = mem.base + 8 * i as u64;
+            let mut a = abi::MemAllocV2Mt { size: 4096, host_memory: 1, mem_handle: ptr, ..Default::default() };
+            assert_eq!(call(m, abi::MEM_ALLOC_V2MT, &mut a, mem), Ok(0));
+            *h = mem.u64_at(ptr);
+        }
+        let mut q = abi::DmaQueueInit {
+            tx_desc_count: n,
+            rx_desc_count: n,
+            tx_handle: hs[0],
+            rx_handle: hs[1],
+            ..Default::default()
+        };
+        assert_eq!(call(m, abi::DMA_QUEUE_INIT, &mut q, mem), Ok(0));
+        (hs[0], hs[1])
+    }
+
+    #[test]
+    fn copy_start_with_rx_zero_is_a_kernel_bug() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        with_queue(&mut m, &mut mem, 64);
+        let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 0 };
+        assert_bug(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), "num == 0", "udma/udma_main.c");
+        assert_eq!(m.kernel_bugs().count(), 1);
+        let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+    }
+
+    #[test]
+    fn copy_start_before_queue_init_fails_as_the_driver_does() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), errno(Errno::EPERM));
+        assert_logged(&m, "never initialised (DMA_QUEUE_INIT)");
+        // With nothing to count against, the zero RX count reaches the BUG_ON.
+        let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 0, rx_desc_count: 0 };
+        assert_bug(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), "num == 0", "udma/udma_main.c");
+    }
+
+    #[test]
+    fn copy_start_counts_and_ids_are_checked_against_the_queue() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        with_queue(&mut m, &mut mem, 64);
+        for (tx, rx) in [(65, 1), (1, 65)] {
+            let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: tx, rx_desc_count: rx };
+            assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), errno(Errno::EPERM));
+        }
+        let mut c = abi::DmaQueueCopyStart { eng_id: 132, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), errno(Errno::EINVAL));
+        let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 16, tx_desc_count: 1, rx_desc_count: 1 };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), errno(Errno::EPERM));
+    }
+
+    #[test]
+    fn copy_start_on_a_queue_without_an_rx_ring_is_a_kernel_bug() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        let mut q = abi::DmaQueueInit { tx_desc_count: 64, rx_desc_count: 64, ..Default::default() };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+        let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+        assert_bug(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), "NULL", "neuron_ring.c");
+    }
+
+    #[test]
+    fn bds_with_the_wrong_ring_id_are_a_warning() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        let (tx, _) = with_queue(&mut m, &mut mem, 64);
+        let off = m.chunk(tx).unwrap().offset;
+        // BD 0 with ring id 1 (the first lap's), BD 1 with ring id 0.
+        m.file().map().u32_at(off).unwrap().store(1 << 24, Ordering::Release);
+        m.file().map().u32_at(off + 16).unwrap().store(0, Ordering::Release);
+        let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+        assert!(!m.log.iter().any(|l| l.text.contains("TX: BD")), "{:?}", m.log);
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+        assert_logged(&m, "TX: BD 1 has ring id 0, the lap's is 1");
+        assert_eq!(m.kernel_bugs().count(), 0);
+    }
+
+    #[test]
+    fn queue_init_rules() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        let mut q = abi::DmaQueueInit { tx_desc_count: 40, rx_desc_count: 64, ..Default::default() };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EPERM));
+        let mut q = abi::DmaQueueInit { tx_desc_count: 16, rx_desc_count: 64, ..Default::default() };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
+        // RX fails after TX was set up: TX stays initialised (udma_q_init, TX then RX).
+        let mut q = abi::DmaQueueInit { eng_id: 1, tx_desc_count: 64, rx_desc_count: 16, ..Default::default() };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
+        assert_eq!(m.queue(1, 0).map(|q| (q.tx.size, q.rx.size)), Some((64, 0)));
+        let mut q = abi::DmaQueueInit { qid: 16, tx_desc_count: 64, rx_desc_count: 64, ..Default::default() };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
+        let mut q = abi::DmaQueueInit { eng_id: 132, tx_desc_count: 64, rx_desc_count: 64, ..Default::default() };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
+        // An unknown handle is no ring (a warning, not an error).
+        let mut q = abi::DmaQueueInit { tx_desc_count: 64, rx_desc_count: 64, rx_handle: 999, ..Default::default() };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+        assert_logged(&m, "invalid RX memory handle 999");
+        assert_eq!(m.queue(0, 0).unwrap().rx.chunk, None);
+        // A completion ring is refused.
+        let (tx, _) = with_queue(&mut m, &mut mem, 64);
+        let mut q = abi::DmaQueueInit { tx_desc_count: 64, rx_desc_count: 64, rxc_handle: tx, ..Default::default() };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EPERM));
+    }
+
+    #[test]
+    fn only_the_opener_may_init_queues_rings_and_write_the_bar() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        let mut q = abi::DmaQueueInit { tx_desc_count: 64, rx_desc_count: 64, ..Default::default() };
+        let mut b = q.as_bytes().to_vec();
+        assert_eq!(m.handle(PID + 1, abi::DMA_QUEUE_INIT.code(), &mut b, &mut mem), errno(Errno::EACCES));
+        m.close(PID);
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EACCES));
+        assert_logged(&m, "pid not attached");
+    }
+
+    fn nq(dev: u32, ty: u32, eng: u32, size: u32) -> abi::NotificationsInitV2 {
+        abi::NotificationsInitV2 {
+            nq_dev_id: dev,
+            nq_type: ty,
+            engine_index: eng,
+            size,
+            on_host_memory: 1,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn notification_rings_are_the_devices_and_slots_stay_in_the_block() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        let mut a = nq(1, nq_type::NOTIFY, 4, 1024);
+        assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), Ok(0));
+        assert_eq!(a.mmap_offset, m.file().layout().ring_offset(1, 4).unwrap());
+        assert!(m.mmap_allowed(a.mmap_offset, 1024));
+        assert!(!m.mmap_allowed(a.mmap_offset, 2048));
+        // nq id = type * 16 + index must stay below 96.
+        let mut a = nq(0, nq_type::NOTIFY, 80, 1024);
+        assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), errno(Errno::EINVAL));
+        assert_logged(&m, "MAX_NQ_SUPPORTED (96)");
+        let mut a = nq(0, nq_type::TRACE, 96, 1024);
+        assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), errno(Errno::EINVAL));
+        // Slot 95 of type 0 is in the block: a ring the device never writes, from the pool.
+        let mut a = nq(0, nq_type::TRACE, 95, 1024);
+        assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), Ok(0));
+        assert!(a.mmap_offset >= m.file().extra_region().0);
+        // Size a power of two; core in range.
+        let mut a = nq(0, nq_type::NOTIFY, 5, 1000);
+        assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), errno(Errno::EINVAL));
+        assert_logged(&m, "not a power of 2");
+        let mut a = nq(2, nq_type::NOTIFY, 5, 1024);
+        assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), errno(Errno::EINVAL));
+        // The device's ring size is the device's (sim).
+        let mut a = nq(0, nq_type::NOTIFY, 6, 2048);
+        assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), errno(Errno::EINVAL));
+        assert_logged(&m, "G-DRV-RINGSIZE");
+        let mut a = abi::NotificationsInitV2 { nq_dev_type: 7, ..nq(0, nq_type::NOTIFY, 4, 1024) };
+        assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), errno(Errno::ENOSYS));
+    }
+
+    #[test]
+    fn a_ring_keeps_its_chunk_unless_realloc_is_forced() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        let mut a = nq(0, nq_type::NOTIFY, 12, 4096);
+        assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), Ok(0));
+        let first = a.mmap_offset;
+        let mut b = nq(0, nq_type::NOTIFY, 12, 8192);
+        assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut b, &mut mem), Ok(0));
+        assert_eq!(b.mmap_offset, first);
+        assert_logged(&m, "keeps its 4096 bytes");
+        let mut r = abi::NotificationsInitWithReallocV2 {
+            nq_type: nq_type::NOTIFY,
+            engine_index: 12,
+            size: 8192,
+            on_host_memory: 1,
+            force_alloc_mem: 1,
+            ..Default::default()
+        };
+        assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_WITH_REALLOC_V2, &mut r, &mut mem), Ok(0));
+        assert_eq!(m.chunk(r.mem_handle).map(|c| c.size), Some(8192));
+    }
+
+    #[test]
+    fn semaphores_index_and_core_bounds_and_the_kickoff_word() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        let mut s = abi::SemaphoreArg { nc_id: 0, semaphore_index: 256, value: 1 };
+        assert_eq!(call(&mut m, abi::SEMAPHORE_INCREMENT, &mut s, &mut mem), errno(Errno::EINVAL));
+        let mut s = abi::SemaphoreArg { nc_id: 2, semaphore_index: 0, value: 1 };
+        assert_eq!(call(&mut m, abi::SEMAPHORE_INCREMENT, &mut s, &mut mem), errno(Errno::E2BIG));
+        let mut s = abi::SemaphoreArg { nc_id: 1, semaphore_index: 1, value: 1 };
+        assert_eq!(call(&mut m, abi::SEMAPHORE_INCREMENT, &mut s, &mut mem), Ok(0));
+        assert_eq!(m.file().sema_incr(1, 1).unwrap().load(Ordering::Acquire), 1);
+        // The index is a u16 in the driver: 65536 + 1 is semaphore 1.
+        let mut s = abi::SemaphoreArg { nc_id: 1, semaphore_index: 65537, value: 2 };
+        assert_eq!(call(&mut m, abi::SEMAPHORE_INCREMENT, &mut s, &mut mem), Ok(0));
+        assert_eq!(m.file().sema_incr(1, 1).unwrap().load(Ordering::Acquire), 3);
+        let mut s = abi::SemaphoreArg { nc_id: 1, semaphore_index: 1, value: 0 };
+        assert_eq!(call(&mut m, abi::SEMAPHORE_READ, &mut s, &mut mem), Ok(0));
+        assert_eq!(s.value, 3);
+        // v3 has 8 cores: nc_id 7 is valid (not simulated: accepted, noted).
+        let (mut m3, mut mem3) = (model(Arch::Cayman, 2), VecMem::new());
+        let mut s = abi::SemaphoreArg { nc_id: 7, semaphore_index: 0, value: 1 };
+        assert_eq!(call(&mut m3, abi::SEMAPHORE_INCREMENT, &mut s, &mut mem3), Ok(0));
+        // The event ioctls do not check nc_id (a warning), but their index.
+        let mut e = abi::SemaphoreArg { nc_id: 9, semaphore_index: 3, value: 1 };
+        assert_eq!(call(&mut m, abi::EVENT_SET, &mut e, &mut mem), Ok(0));
+        assert_logged(&m, "does not check it");
+        let mut e = abi::SemaphoreArg { nc_id: 0, semaphore_index: 257, value: 1 };
+        assert_eq!(call(&mut m, abi::EVENT_SET, &mut e, &mut mem), errno(Errno::EINVAL));
+    }
+
+    fn bar(m: &mut Model, mem: &mut VecMem, read: bool, addrs: &[u64], data: &[u32]) -> Answer {
+        let (a_ptr, d_ptr) = (mem.base + 0x100, mem.base + 0x800);
+        let ab: Vec<u8> = addrs.iter().flat_map(|a| a.to_le_bytes()).collect();
+        let db: Vec<u8> = data.iter().flat_map(|d| d.to_le_bytes()).collect();
+        mem.put(a_ptr, &ab);
+        mem.put(d_ptr, &db);
+        let w = abi::BarRwWire { bar: 0, address: a_ptr, data: d_ptr, count: addrs.len() as u32, ..Default::default() };
+        let mut b = w.as_bytes().to_vec();
+        let code = if read { abi::BAR_READ.code() } else { abi::BAR_WRITE.code() };
+        m.handle(PID, code, &mut b, mem)
+    }
+
+    #[test]
+    fn bar_writes_land_in_the_device_and_tail_increments_are_refused() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        let pa = simabi::SIM_BAR0_PA;
+        let head = nrt_core::arch::nq_head_register(Arch::Sunda, 0, 4).unwrap();
+        assert_eq!(bar(&mut m, &mut mem, false, &[pa + head], &[7]), Ok(0));
+        assert_eq!(m.file().bar_u32(head).unwrap().load(Ordering::Acquire), 7);
+        assert_eq!(bar(&mut m, &mut mem, true, &[pa + head], &[0]), Ok(0));
+        assert_eq!(mem.bytes[0x800..0x804], 7u32.to_le_bytes());
+        for reg in [0x38u64, 0x28, 0x2C, 0x44, 0x48] {
+            let q3_s2m = layout::udma_base(Arch::Sunda, 2) + 0x2_1000 + 3 * 0x1000 + reg;
+            assert_eq!(bar(&mut m, &mut mem, false, &[pa + q3_s2m], &[1]), errno(Errno::EINVAL), "0x{reg:x}");
+        }
+        assert_logged(&m, "tail-pointer increment (drtp_inc)");
+        // An earlier register of the same call is written before the refusal.
+        let tail = layout::udma_base(Arch::Sunda, 0) + 0x1000 + 0x38;
+        assert_eq!(bar(&mut m, &mut mem, false, &[pa + head, pa + tail], &[9, 1]), errno(Errno::EINVAL));
+        assert_eq!(m.file().bar_u32(head).unwrap().load(Ordering::Acquire), 9);
+        let len = m.file().layout().bar_len;
+        assert_eq!(bar(&mut m, &mut mem, false, &[pa + len + 4], &[1]), errno(Errno::EINVAL));
+        assert_bug(bar(&mut m, &mut mem, false, &[pa + len - 2], &[1]), "past the BAR mapping", "v2/neuron_dhal_v2.c");
+        assert_bug(bar(&mut m, &mut mem, true, &[pa - 4], &[0]), "outside BAR0", "neuron_fw_io.c");
+        let many = vec![pa + head; 101];
+        assert_eq!(bar(&mut m, &mut mem, true, &many, &[]), errno(Errno::EINVAL));
+        let w = abi::BarRwWire { bar: 0, address: 0xdead_0000, data: 0, count: 1, ..Default::default() };
+        let mut b = w.as_bytes().to_vec();
+        assert_eq!(m.handle(PID, abi::BAR_READ.code(), &mut b, &mut mem), errno(Errno::EFAULT));
+    }
+
+    #[test]
+    fn the_status_window_serves_the_header() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        let w = simabi::SIM_BAR0_PA + simabi::status_window(Arch::Sunda);
+        m.file().line(Line::Hbm, 1).unwrap().store(1201, Ordering::Release);
+        m.file().mark_ready(0x1234_5678_9ABC);
+        let hb = m.file().heartbeat_ns();
+        let addrs = [
+            w + simabi::status_line_offset(Line::Hbm, 1),
+            w + simabi::STATUS_CLOCK_ORIGIN,
+            w + simabi::STATUS_CLOCK_ORIGIN + 4,
+            w + simabi::STATUS_HEARTBEAT,
+            w + simabi::STATUS_HEARTBEAT + 4,
+        ];
+        assert_eq!(bar(&mut m, &mut mem, true, &addrs, &[0; 5]), Ok(0));
+        let words: Vec<u32> =
+            mem.bytes[0x800..0x814].chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(words, [1201, 0x5678_9ABC, 0x1234, hb as u32, (hb >> 32) as u32]);
+    }
+
+    #[test]
+    fn memory_handles() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        let ptr = mem.base + 0x40;
+        let mut a = abi::MemAllocV2Mt { size: 5000, host_memory: 1, mem_handle: ptr, ..Default::default() };
+        assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0));
+        let h = mem.u64_at(ptr);
+        let mut i = abi::MemGetExtendedInfo { mem_handle: h, version: 1, ..Default::default() };
+        assert_eq!(call(&mut m, abi::MEM_GET_EXTENDED_INFO, &mut i, &mut mem), Ok(0));
+        assert_eq!((i.size, i.host_memory, i.pid), (8192, 1, u64::from(PID)));
+        assert_eq!(i.mmap_offset, m.file().extra_region().0);
+        assert!(m.mmap_allowed(i.mmap_offset, 8192));
+        // A bad handle: MEM_GET_EXTENDED_INFO "succeeds" with +EINVAL; MEM_FREE refuses.
+        let mut bad = abi::MemGetExtendedInfo { mem_handle: 777, ..Default::default() };
+        assert_eq!(call(&mut m, abi::MEM_GET_EXTENDED_INFO, &mut bad, &mut mem), Ok(22));
+        let mut f = abi::MemFree { mem_handle: 777 };
+        assert_eq!(call(&mut m, abi::MEM_FREE, &mut f, &mut mem), errno(Errno::EINVAL));
+        let mut f = abi::MemFree { mem_handle: h };
+        assert_eq!(call(&mut m, abi::MEM_FREE, &mut f, &mut mem), Ok(0));
+        assert_eq!(call(&mut m, abi::MEM_FREE, &mut f, &mut mem), errno(Errno::EINVAL));
+        // An unwritable handle pointer: freed again, 8 bytes "not copied" returned.
+        let mut a = abi::MemAllocV2Mt { size: 4096, host_memory: 1, mem_handle: 8, ..Default::default() };
+        assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(8));
+        let mut a = abi::MemAllocV2Mt { size: 4096, dram_channel: 2, mem_handle: ptr, ..Default::default() };
+        assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), errno(Errno::EINVAL));
+        let mut a = abi::MemAllocV2Mt { size: 1 << 40, mem_handle: ptr, ..Default::default() };
+        assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), errno(Errno::ENOMEM));
+    }
+
+    #[test]
+    fn identity_version_reset_and_core_locks() {
+        let (mut m, mut mem) = (model(Arch::Cayman, 2), VecMem::new());
+        let mut d = abi::DeviceInfo::default();
+        assert_eq!(call(&mut m, abi::DEVICE_INFO, &mut d, &mut mem), Ok(0));
+        assert_eq!((d.architecture, d.bar_address[0]), (3, simabi::SIM_BAR0_PA));
+        assert_eq!(d.bar_size[0], m.file().layout().bar_len);
+        let mut v = abi::CompatibleVersion::default();
+        assert_eq!(call(&mut m, abi::COMPATIBLE_VERSION, &mut v, &mut mem), Ok(0));
+        assert_eq!((v.max, v.min), (11, 10));
+        let mut i = abi::DriverInfo::default();
+        assert_eq!(call(&mut m, abi::DRIVER_INFO_GET, &mut i, &mut mem), Ok(0));
+        assert_eq!((i.architecture, i.size, i.feature_flags1), (3, 24, 0xFF));
+        let mut c = abi::Crwl { nc_id: 8, ..Default::default() };
+        assert_eq!(call(&mut m, abi::CRWL_READER_ENTER, &mut c, &mut mem), errno(Errno::EINVAL));
+        let mut c = abi::Crwl { nc_id: 1, ..Default::default() };
+        assert_eq!(call(&mut m, abi::CRWL_READER_EXIT, &mut c, &mut mem), errno(Errno::EINVAL));
+        assert_eq!(call(&mut m, abi::CRWL_READER_ENTER, &mut c, &mut mem), Ok(0));
+        assert_eq!(call(&mut m, abi::CRWL_READER_EXIT, &mut c, &mut mem), Ok(0));
+        let mut r = abi::NcReset { nc_map: 3, request_id: 0 };
+        assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(0));
+        assert_eq!(r.request_id, PID);
+        let mut w = abi::NcResetReady { request_id: PID, result: 9 };
+        assert_eq!(call(&mut m, abi::NC_RESET_READY, &mut w, &mut mem), Ok(0));
+        assert_eq!(w.result, 0);
+        let mut w = abi::NcResetReady { request_id: 1, result: 0 };
+        assert_eq!(call(&mut m, abi::NC_RESET_READY, &mut w, &mut mem), Ok(0));
+        assert_ne!(w.result, 0);
+    }
+
+    #[test]
+    fn unknown_requests_and_short_arguments_are_refused() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        let mut b = vec![0u8; 64];
+        assert_eq!(m.handle(PID, 0xC008_4EFF, &mut b, &mut mem), errno(Errno::EINVAL));
+        let mut short = vec![0u8; 4];
+        assert_eq!(m.handle(PID, abi::DEVICE_INFO.code(), &mut short, &mut mem), errno(Errno::EFAULT));
+        assert_eq!(arg_size(abi::BAR_READ.code()), Some(32));
+        assert_eq!(arg_size(abi::NOTIFICATIONS_INIT_WITH_REALLOC_V2.code()), Some(56));
+        for (_, code, name) in abi::ALL_REQUESTS {
+            assert!(arg_size(code).is_some(), "{name}");
+        }
+    }
+
+    /// A hostile caller: random argument bytes for every request, random
+    /// pointers. Nothing panics; the model stays usable.
+    #[test]
+    fn random_arguments_never_panic() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for i in 0..4000 {
+            let (_, code, _) = abi::ALL_REQUESTS[i % abi::ALL_REQUESTS.len()];
+            let mut b: Vec<u8> = (0..arg_size(code).unwrap()).map(|_| next() as u8).collect();
+            // Half the time, small counts and pointers into the caller's memory.
+            if i % 2 == 0 {
+                for (k, w) in b.chunks_exact_mut(8).enumerate() {
+                    let v = if k % 2 == 0 { next() % 300 } else { mem.base + next() % 0x1100 };
+                    w.copy_from_slice(&v.to_le_bytes());
+                }
+            }
+            let _ = m.handle(PID, code, &mut b, &mut mem);
+        }
+        let mut d = abi::DeviceInfo::default();
+        assert_eq!(call(&mut m, abi::DEVICE_INFO, &mut d, &mut mem), Ok(0));
+    }
+}
