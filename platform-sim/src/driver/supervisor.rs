@@ -686,11 +686,22 @@ pub fn run_all(base: &DriverConfig, out: &mut dyn std::io::Write) -> (Vec<Row>, 
                         got: Err(bugs.join("; ")),
                         verdict: Err("kernel BUG".into()),
                     },
-                    Some((st, rc)) => {
+                    Some((st, None)) => Row {
+                        name: s.name,
+                        expected: s.expected,
+                        expected_rc: s.expected_rc,
+                        got: Err(format!("{} {} (no return code printed)", st.code(), st.name())),
+                        verdict: if st == s.expected {
+                            Err("no one-step return code in COMMAND's output".into())
+                        } else {
+                            Err(format!("status {} {}, expected {}", st.code(), st.name(), s.expected.code()))
+                        },
+                    },
+                    Some((st, Some(rc))) => {
                         let verdict = if st != s.expected {
                             Err(format!("status {} {}, expected {}", st.code(), st.name(), s.expected.code()))
-                        } else if rc.is_some_and(|r| r != s.expected_rc) {
-                            Err(format!("return code {}, expected {}", rc.unwrap_or(0), s.expected_rc))
+                        } else if rc != s.expected_rc {
+                            Err(format!("return code {rc}, expected {}", s.expected_rc))
                         } else {
                             Ok(())
                         };
@@ -698,7 +709,7 @@ pub fn run_all(base: &DriverConfig, out: &mut dyn std::io::Write) -> (Vec<Row>, 
                             name: s.name,
                             expected: s.expected,
                             expected_rc: s.expected_rc,
-                            got: Ok((st, rc.unwrap_or(s.expected_rc))),
+                            got: Ok((st, rc)),
                             verdict,
                         }
                     }
