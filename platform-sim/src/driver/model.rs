@@ -526,7 +526,7 @@ impl Model {
                 "neuron_cdev.c",
             );
         }
-        // ncdev_ioctl: these need the process that opened the device (npid_is_attached).
+        // ncdev_ioctl: these need the process that opened the device (npid_is_attached; G-DRV-ATTACH).
         let attached_only = [
             abi::DMA_QUEUE_INIT.code(),
             abi::DMA_ACK_COMPLETED.code(),
@@ -572,7 +572,7 @@ impl Model {
             }
             c if c == abi::NC_RESET.code() => {
                 let mut a: abi::NcReset = parse(arg)?;
-                // ncdev_nc_reset: the request id is the caller's tgid.
+                // ncdev_nc_reset: the request id is the caller's tgid (nothing is reset: G-DRV-RESET).
                 a.request_id = pid;
                 self.resets.insert(pid);
                 store(arg, &a);
@@ -767,7 +767,7 @@ impl Model {
         let h = self.new_handle(Chunk { offset, size: page_up(a.size), host: a.host_memory != 0, pid, ring: false });
         // ncdev_mem_alloc_libnrt: the handle goes through the caller's pointer;
         // when that copy fails the chunk is freed and the bytes not copied (8)
-        // are returned as a *positive* value.
+        // are returned as a *positive* value (G-DRV-POSITIVE).
         if mem.write(a.mem_handle, &h.to_le_bytes()).is_err() {
             self.chunks.remove(&h);
             self.note(
@@ -786,7 +786,7 @@ impl Model {
     fn mem_info(&mut self, pid: u32, name: &'static str, arg: &mut [u8]) -> Answer {
         let mut a: abi::MemGetExtendedInfo = parse(arg)?;
         let Some(c) = self.chunks.get(&a.mem_handle).copied() else {
-            // ncdev_mem_get_extended_info returns EINVAL *positive*: the ioctl "succeeds" with 22.
+            // ncdev_mem_get_extended_info returns EINVAL *positive*: the ioctl "succeeds" with 22 (G-DRV-POSITIVE).
             self.note(pid, name, "invalid memory handle: returns +EINVAL (22), not an error (neuron_cdev.c)".into());
             return Ok(i64::from(libc::EINVAL));
         };
@@ -952,7 +952,7 @@ impl Model {
     /// The descriptors a copy start hands the device: each must carry the ring
     /// id of its lap (udma/udma.h: the device takes a BD only with the ring id
     /// it expects, starting at 1 and advancing mod 4 at each wrap). A warning
-    /// if not: the driver does not look.
+    /// if not: the driver does not look. The copy itself is not executed (G-DRV-COPY).
     fn check_bds(&mut self, pid: u32, name: &'static str, eng: u32, qid: u32, tx: bool, count: u32) {
         let Some(q) = self.queues.get(&(eng, qid)).copied() else { return };
         let mut s = if tx { q.tx } else { q.rx };
@@ -1003,6 +1003,7 @@ impl Model {
         if a.qid >= DMA_QUEUES {
             return self.refuse(pid, name, Errno::EINVAL, "queue id past the engine's", "udma/udma_main.c");
         }
+        // The model's view of the queue (G-DRV-QSTATE).
         let q = self.queues.get(&(a.eng_id, a.qid)).copied().unwrap_or_default();
         for (ptr, s) in [(a.tx, q.tx), (a.rx, q.rx)] {
             let base = s.chunk.and_then(|h| self.chunks.get(&h)).map_or(0, |c| SIM_HOST_PA_BASE | c.offset);
@@ -1044,7 +1045,7 @@ impl Model {
         };
         match code {
             c if c == abi::SEMAPHORE_INCREMENT.code() => {
-                // The atomic add on the INCR alias that the device consumes.
+                // The atomic add on the INCR alias that the device consumes (G-DRV-SEMA).
                 std::sync::atomic::fence(Ordering::Release);
                 word.fetch_add(a.value, Ordering::AcqRel);
             }
@@ -1062,7 +1063,7 @@ impl Model {
 
     fn event(&mut self, pid: u32, name: &'static str, code: u32, arg: &mut [u8]) -> Answer {
         let mut a: abi::SemaphoreArg = parse(arg)?;
-        // nc_event_set / nc_event_get (neuron_core.c): `index > event_count` (sic).
+        // nc_event_set / nc_event_get (neuron_core.c): `index > event_count` (sic). Not backed: G-DRV-EVENTS.
         let index = u32::from(a.semaphore_index as u16);
         if index > EVENT_COUNT {
             return self.refuse(pid, name, Errno::EINVAL, "event index > 256 (V2_EVENTS_COUNT)", "neuron_core.c");
@@ -1266,7 +1267,13 @@ impl Model {
                     );
                 }
                 if off % 4 != 0 {
-                    return self.refuse(pid, name, Errno::EINVAL, "unaligned register address (sim)", "sim");
+                    return self.refuse(
+                        pid,
+                        name,
+                        Errno::EINVAL,
+                        "unaligned register address (G-DRV-BAR-ALIGN)",
+                        "sim",
+                    );
                 }
                 out.extend_from_slice(&self.bar_word(off).unwrap_or(0).to_le_bytes());
             }
@@ -1312,7 +1319,7 @@ impl Model {
                 .get(i * 4..i * 4 + 4)
                 .map_or(0, |b| u32::from_le_bytes(<[u8; 4]>::try_from(b).unwrap_or_default()));
             if off % 4 != 0 {
-                return self.refuse(pid, name, Errno::EINVAL, "unaligned register address (sim)", "sim");
+                return self.refuse(pid, name, Errno::EINVAL, "unaligned register address (G-DRV-BAR-ALIGN)", "sim");
             }
             if let Some(w) = self.file.bar_u32(off) {
                 w.store(v, Ordering::Release);

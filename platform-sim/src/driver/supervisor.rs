@@ -440,6 +440,7 @@ impl Session<'_> {
             let Some(path) = read_path(&mut mem, path_ptr) else {
                 return self.listener.cont(n.id);
             };
+            // Absolute /dev/neuron<N> only (G-DRV-OPEN).
             match neuron_index(&path) {
                 Some(0) => {
                     let cloexec = flags & libc::O_CLOEXEC as u64 != 0;
@@ -472,6 +473,7 @@ impl Session<'_> {
         let mut arg = vec![0u8; size];
         let from = self.model.log.len();
         if mem.read(ptr, &mut arg).is_err() {
+            // The driver's copy_from_user failure, answered EFAULT (G-DRV-EFAULT).
             self.listener.respond(n.id, 0, libc::EFAULT, 0);
             return;
         }
@@ -488,7 +490,7 @@ impl Session<'_> {
             Err(Refusal::KernelBug(v)) => {
                 eprintln!("nrt-sim driver: {v}");
                 if self.cfg.strict {
-                    // The real kernel oopses in the caller: it never returns.
+                    // The real kernel oopses in the caller: it never returns (G-DRV-BUG-MODE).
                     self.bug_pid = Some(pid);
                     // SAFETY: kill(2) on a process of our own supervised tree.
                     unsafe {
