@@ -16,7 +16,8 @@ use std::path::PathBuf;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=LIBSECCOMP_LIB_PATH");
-    if std::env::var_os("LIBSECCOMP_LIB_PATH").is_some() {
+    // Only the `driver` feature links libseccomp.
+    if std::env::var_os("CARGO_FEATURE_DRIVER").is_none() || std::env::var_os("LIBSECCOMP_LIB_PATH").is_some() {
         return;
     }
     let multiarch = match std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() {
@@ -53,7 +54,8 @@ fn main() {
     if std::os::unix::fs::symlink(&runtime, &link).is_ok() {
         println!("cargo:rustc-link-search=native={}", dir.display());
         println!(
-            "cargo:warning=linking {} directly (libseccomp-dev is not installed; cargo xtask ci installs it)",
+            "cargo:warning=linking {} directly: no libseccomp.so was found when this build script ran (Debian's \
+             libseccomp-dev has it; cargo xtask ci installs it)",
             runtime.display()
         );
     }

@@ -114,9 +114,11 @@ enum Cmd {
     Serve(ServeArgs),
     /// Run COMMAND unmodified with the simulated device behind /dev/neuron0: its Neuron ioctls
     /// are trapped (seccomp user notification) and served by the driver model.
+    #[cfg(feature = "driver")]
     Driver(DriverArgs),
 }
 
+#[cfg(feature = "driver")]
 #[derive(Args, Debug)]
 struct DriverArgs {
     /// A kernel BUG (a call the real driver would oops on) fails the run: COMMAND is killed, exit 70 [default].
@@ -305,10 +307,12 @@ fn dispatch(cli: Cli) -> ExitCode {
         }
         Cmd::Decode(a) => cmd_decode(&a),
         Cmd::Serve(a) => cmd_serve(&a),
+        #[cfg(feature = "driver")]
         Cmd::Driver(a) => cmd_driver(&a),
     }
 }
 
+#[cfg(feature = "driver")]
 fn cmd_driver(a: &DriverArgs) -> ExitCode {
     use nrt_sim::driver::supervisor::{self, DriverConfig, Exit};
     let all = a.scenario.as_deref() == Some("all");

@@ -11,11 +11,12 @@
 //!   path: the file of [`crate::shm`] plus a region for `MEM_ALLOC_V2MT`
 //!   chunks, never published at a path: the process gets it as the descriptor
 //!   its `open("/dev/neuron0")` returns;
-//! - [`supervisor`]: the seccomp side: fork, filter, trap `open`/`openat` and
+//! - `supervisor` (feature `driver`, default): the seccomp side: fork, filter, trap `open`/`openat` and
 //!   `'N'` ioctls, answer them with the model, run the engine on a thread, and
 //!   report COMMAND's exit (and `--scenario all`'s table).
 
 pub mod model;
+#[cfg(feature = "driver")]
 pub mod supervisor;
 
 use std::path::Path;
