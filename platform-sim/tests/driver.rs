@@ -3,6 +3,7 @@
 //! `/dev/neuron0` and makes the driver's ioctls; the supervisor traps and
 //! serves them with the model. If this kernel has no seccomp user
 //! notification, each test says SKIPPED with the reason (loudly) and passes.
+#![cfg(feature = "driver")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -82,6 +83,7 @@ fn an_unmodified_process_gets_the_device_its_answers_and_a_ring_slot_the_device_
     assert_eq!(field(&out, "kickoff"), "0");
     assert_ne!(field(&out, "ring_slot0"), "0x0000000000000000", "the device wrote no record:\n{out}\n{err}");
     assert_eq!(field(&out, "heartbeat"), "0 nonzero 1");
+    assert_eq!(field(&out, "barrier_fail_core1"), "0 0");
     assert_eq!(field(&out, "tail_inc_write"), "-22");
     assert_eq!(field(&out, "other_fd_ioctl"), "-25", "ENOTTY from the real kernel");
     assert!(err.contains("1 open(s) of /dev/neuron0") && err.contains("0 kernel BUG(s)"), "{err}");
@@ -159,4 +161,17 @@ fn a_status_without_a_return_code_does_not_pass() {
     assert_eq!(o.status.code(), Some(1));
     let healthy = out.lines().find(|l| l.starts_with("healthy-1core ")).unwrap();
     assert!(healthy.contains("no return code printed") && healthy.contains("FAIL"), "{out}");
+}
+
+#[test]
+fn a_scenario_plays_its_device_for_the_command() {
+    need_user_notif!();
+    let p = probe().to_str().unwrap();
+    // barrier-fail: core 1's barrier proxy fails with 1200, read through the status window.
+    let o = driver(&["--scenario", "barrier-fail"], &[p, "probe", "1024"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(field(&out, "barrier_fail_core1"), "0 1200");
+    let o = driver(&["--scenario", "no-such-scenario"], &["true"]);
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
 }

@@ -477,6 +477,11 @@ impl Session<'_> {
             self.listener.respond(n.id, 0, libc::EFAULT, 0);
             return;
         }
+        // The memory read was of the caller only if its notification is still
+        // live (seccomp_unotify(2)): else the model must not act on it.
+        if !self.listener.valid(n.id) {
+            return;
+        }
         let before = arg.clone();
         let answer = self.model.handle(pid, code, &mut arg, &mut mem);
         if arg != before && mem.write(ptr, &arg).is_err() {

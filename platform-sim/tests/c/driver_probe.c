@@ -114,6 +114,12 @@ static int probe(int fd, uint32_t ring_bytes) {
     struct bar_rw br = { .bar = 0, .address = (uint64_t)(uintptr_t)&addr, .data = (uint64_t)(uintptr_t)&hb, .count = 1 };
     rc = xioctl(fd, BAR_READ, &br);
     printf("heartbeat: %d nonzero %d\n", rc, hb != 0);
+    /* Status line 1 (barrier proxy failure) of core 1: window + 8 * 1 + 4 * 1. */
+    addr = dev.bar_address[0] + 0x30600000u - 0x1000u + 12u;
+    uint32_t line = 0;
+    br.data = (uint64_t)(uintptr_t)&line;
+    rc = xioctl(fd, BAR_READ, &br);
+    printf("barrier_fail_core1: %d %u\n", rc, line);
     /* A tail-increment register of engine 0 queue 0 (M2S bank +0x1000, +0x38): refused. */
     printf("tail_inc_write: %d\n", bar_write(fd, dev.bar_address[0] + 0x30000000u + 0x1000u + 0x38u, 1));
     /* A Neuron request on another descriptor runs natively: the kernel's ENOTTY. */
