@@ -121,6 +121,12 @@ pub const SIM_BAR0_PA: u64 = 0x0000_0040_0000_0000;
 /// | `8 * line + 4 * core` | status line `line` of `core` ([`Line`]; 0: none) |
 /// | `0x40` / `0x44` | the device clock's origin, `CLOCK_MONOTONIC` ns, low / high word |
 /// | `0x48` / `0x4C` | the model's heartbeat, `CLOCK_MONOTONIC` ns, low / high word |
+/// | `0x50` | the physical cores the device simulates (a scenario's; 1 or 2) |
+/// | `0x54` | the bytes of each of its NQ rings (a scenario's `--ring-entries` * 16) |
+///
+/// The last two let a COMMAND run unmodified under `nrt-sim driver --scenario
+/// all` use each scenario's core count and ring size (a real runtime chooses
+/// them itself; no public source gives a register for them).
 pub const fn status_window(arch: Arch) -> u64 {
     // One page below the top-SP NX-local block: no register of the map is there.
     xt_local_reg(arch) - STATUS_WINDOW_BYTES
@@ -135,6 +141,11 @@ pub const fn status_line_offset(line: Line, core: u8) -> u64 {
 pub const STATUS_CLOCK_ORIGIN: u64 = 0x40;
 /// Offset of the heartbeat's low word in the window.
 pub const STATUS_HEARTBEAT: u64 = 0x48;
+/// Offset of the simulated device's physical core count in the window.
+pub const STATUS_CORES: u64 = 0x50;
+/// Offset of the simulated device's NQ ring size in bytes in the window.
+pub const STATUS_RING_BYTES: u64 = 0x54;
+const _: () = assert!(STATUS_HEARTBEAT + 8 <= STATUS_CORES && STATUS_CORES + 4 <= STATUS_RING_BYTES);
 
 #[cfg(test)]
 mod tests {

@@ -593,7 +593,23 @@ impl Model {
             c if c == abi::MEM_FREE.code() => {
                 let a: abi::MemFree = parse(arg)?;
                 match self.chunks.get(&a.mem_handle).copied() {
-                    Some(ch) if !ch.ring => {
+                    Some(ch) if ch.ring => {
+                        // The driver frees any chunk by handle, a notification ring
+                        // included, while the NOTIFIC slot still points at it.
+                        self.chunks.remove(&a.mem_handle);
+                        self.nq.retain(|_, r| r.handle != a.mem_handle);
+                        self.warn(
+                            pid,
+                            name,
+                            format!(
+                                "chunk {} is a notification ring: freed while its slot still points at it",
+                                a.mem_handle
+                            ),
+                            "neuron_cdev.c",
+                        );
+                        Ok(0)
+                    }
+                    Some(_) => {
                         self.chunks.remove(&a.mem_handle);
                         let used = self
                             .queues
@@ -1215,6 +1231,8 @@ impl Model {
                 x if x == simabi::STATUS_HEARTBEAT || x == simabi::STATUS_HEARTBEAT + 4 => {
                     split(self.file.heartbeat_ns(), simabi::STATUS_HEARTBEAT)
                 }
+                x if x == simabi::STATUS_CORES => Some(u32::from(self.sim_cores)),
+                x if x == simabi::STATUS_RING_BYTES => Some(self.file.layout().ring_bytes),
                 _ => Some(0),
             };
         }
@@ -1565,6 +1583,10 @@ mod tests {
         let mut a = nq(0, nq_type::TRACE, 95, 1024);
         assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), Ok(0));
         assert!(a.mmap_offset >= m.file().extra_region().0);
+        // Freeing a ring's handle is allowed (a warning), and forgets the ring.
+        let mut f = abi::MemFree { mem_handle: a.mem_handle };
+        assert_eq!(call(&mut m, abi::MEM_FREE, &mut f, &mut mem), Ok(0));
+        assert_logged(&m, "is a notification ring");
         // Size a power of two; core in range.
         let mut a = nq(0, nq_type::NOTIFY, 5, 1000);
         assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), errno(Errno::EINVAL));
@@ -1684,11 +1706,13 @@ mod tests {
             w + simabi::STATUS_CLOCK_ORIGIN + 4,
             w + simabi::STATUS_HEARTBEAT,
             w + simabi::STATUS_HEARTBEAT + 4,
+            w + simabi::STATUS_CORES,
+            w + simabi::STATUS_RING_BYTES,
         ];
-        assert_eq!(bar(&mut m, &mut mem, true, &addrs, &[0; 5]), Ok(0));
+        assert_eq!(bar(&mut m, &mut mem, true, &addrs, &[0; 7]), Ok(0));
         let words: Vec<u32> =
-            mem.bytes[0x800..0x814].chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
-        assert_eq!(words, [1201, 0x5678_9ABC, 0x1234, hb as u32, (hb >> 32) as u32]);
+            mem.bytes[0x800..0x81C].chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(words, [1201, 0x5678_9ABC, 0x1234, hb as u32, (hb >> 32) as u32, 2, 1024]);
     }
 
     #[test]

@@ -148,6 +148,19 @@ static int bug(int fd) {
     return 0;
 }
 
+/* The device's core count and ring size from the status window (+0x50, +0x54). */
+static int window(int fd) {
+    struct device_info dev = {0};
+    int rc = xioctl(fd, DEVICE_INFO, &dev);
+    uint64_t base = dev.bar_address[0] + (dev.architecture == 2 ? 0x30600000u : 0x06A80000u) - 0x1000u;
+    uint64_t addrs[2] = { base + 0x50, base + 0x54 };
+    uint32_t words[2] = { 0, 0 };
+    struct bar_rw br = { .bar = 0, .address = (uint64_t)(uintptr_t)addrs, .data = (uint64_t)(uintptr_t)words, .count = 2 };
+    if (rc == 0) rc = xioctl(fd, BAR_READ, &br);
+    printf("window: %d arch %u cores %u ring_bytes %u\n", rc, dev.architecture, words[0], words[1]);
+    return rc != 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     int fd = open("/dev/neuron0", O_RDWR | O_CLOEXEC);
@@ -158,6 +171,7 @@ int main(int argc, char **argv) {
     int rc = 2;
     if (argc >= 3 && strcmp(argv[1], "probe") == 0) rc = probe(fd, (uint32_t)strtoul(argv[2], NULL, 0));
     else if (argc >= 2 && strcmp(argv[1], "bug") == 0) rc = bug(fd);
+    else if (argc >= 2 && strcmp(argv[1], "window") == 0) rc = window(fd);
     close(fd);
     return rc;
 }
