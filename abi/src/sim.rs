@@ -145,6 +145,8 @@ pub const STATUS_HEARTBEAT: u64 = 0x48;
 pub const STATUS_MODEL_CORES: u64 = 0x50;
 /// Offset of the model's NQ ring entries in the window (0: not said).
 pub const STATUS_MODEL_RING_ENTRIES: u64 = 0x54;
+const _: () =
+    assert!(STATUS_HEARTBEAT + 8 <= STATUS_MODEL_CORES && STATUS_MODEL_CORES + 4 <= STATUS_MODEL_RING_ENTRIES);
 
 #[cfg(test)]
 mod tests {

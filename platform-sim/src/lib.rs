@@ -90,6 +90,7 @@
 
 pub mod decode;
 pub mod device;
+pub mod driver;
 pub mod fault;
 pub mod host;
 pub mod hostrun;

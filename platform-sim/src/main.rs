@@ -112,6 +112,48 @@ enum Cmd {
     Decode(DecodeArgs),
     /// Play the device over a shared-memory file for `nrtctl harvest --shm PATH` in another process.
     Serve(ServeArgs),
+    /// Run COMMAND unmodified with the simulated device behind /dev/neuron0: its Neuron ioctls
+    /// are trapped (seccomp user notification) and served by the driver model.
+    #[cfg(feature = "driver")]
+    Driver(DriverArgs),
+}
+
+#[cfg(feature = "driver")]
+#[derive(Args, Debug)]
+struct DriverArgs {
+    /// A kernel BUG (a call the real driver would oops on) fails the run: COMMAND is killed, exit 70 [default].
+    #[arg(long, conflicts_with = "log_violations")]
+    strict: bool,
+    /// Only log kernel BUGs (the call returns 0 and COMMAND goes on).
+    #[arg(long = "log-violations")]
+    log_violations: bool,
+    /// Play a named scenario's device, or `all`: COMMAND once per scenario, with the table of `nrt-sim run`.
+    #[arg(long, value_name = "NAME")]
+    scenario: Option<String>,
+    /// Inject a fault (repeatable), e.g. `hang:core=0,engine=DVE`.
+    #[arg(long = "inject", value_name = "SPEC", value_parser = parse_fault)]
+    inject: Vec<Fault>,
+    /// Entries per NQ ring, a power of two from 2 to 65536 [default: 64].
+    #[arg(long = "ring-entries", value_name = "N", value_parser = parse_ring_entries, allow_negative_numbers = true)]
+    ring_entries: Option<u32>,
+    /// Physical cores [default: 2].
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2), allow_negative_numbers = true)]
+    cores: Option<u8>,
+    /// Device generation [default: sunda].
+    #[arg(long, value_enum)]
+    arch: Option<ArchArg>,
+    /// Seed of every random choice [default: 0].
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    seed: Option<u64>,
+    /// Kill COMMAND after this many seconds (exit 124).
+    #[arg(long = "limit-s", value_name = "N", default_value_t = 120, allow_negative_numbers = true)]
+    limit_s: u64,
+    /// Print every refusal (errno) and warning of the model on standard error as it happens.
+    #[arg(long)]
+    verbose: bool,
+    /// The program to run and its arguments (after `--`).
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Args, Debug)]
@@ -265,7 +307,92 @@ fn dispatch(cli: Cli) -> ExitCode {
         }
         Cmd::Decode(a) => cmd_decode(&a),
         Cmd::Serve(a) => cmd_serve(&a),
+        #[cfg(feature = "driver")]
+        Cmd::Driver(a) => cmd_driver(&a),
     }
+}
+
+#[cfg(feature = "driver")]
+fn cmd_driver(a: &DriverArgs) -> ExitCode {
+    use nrt_sim::driver::supervisor::{self, DriverConfig, Exit};
+    let all = a.scenario.as_deref() == Some("all");
+    if all && (!a.inject.is_empty() || a.cores.is_some() || a.arch.is_some() || a.ring_entries.is_some()) {
+        return usage_error(
+            "--inject, --cores, --arch and --ring-entries do not combine with --scenario all (each scenario sets its own)",
+        );
+    }
+    let mut cfg = SimConfig::default();
+    if let Some(name) = a.scenario.as_deref().filter(|_| !all) {
+        match scenario::find(name) {
+            Some(s) => s.apply(&mut cfg),
+            None => return usage_error(&format!("unknown scenario '{name}' (see `nrt-sim scenarios`)")),
+        }
+    }
+    let run_like = RunArgs {
+        scenario: None,
+        inject: Vec::new(),
+        cores: a.cores,
+        arch: a.arch,
+        timeout_s: None,
+        seed: a.seed,
+        ring_entries: a.ring_entries,
+        threaded: true,
+        json: false,
+        devices: None,
+        inferences: None,
+        pollers: None,
+        lnc: None,
+        fault_devices: Vec::new(),
+        head_every_sweep: false,
+    };
+    overrides(&run_like, &mut cfg);
+    cfg.faults.extend(a.inject.iter().copied());
+    if let Err(e) = cfg.validate() {
+        return usage_error(&e.to_string());
+    }
+    let dc = DriverConfig {
+        sim: cfg,
+        strict: !a.log_violations,
+        limit: std::time::Duration::from_secs(a.limit_s.max(1)),
+        command: a.command.clone(),
+        capture_stdout: false,
+        echo: a.verbose,
+    };
+    if all {
+        // Each skipped scenario is named (SKIPPED, with its reason) as the rows run.
+        let (rows, _skipped) = supervisor::run_all(&dc, &mut out::Stdout);
+        outp!("{}", report::table_text(&rows));
+        return if rows.iter().all(|r| r.verdict.is_ok()) { ExitCode::SUCCESS } else { ExitCode::from(1) };
+    }
+    let o = match supervisor::run(&dc) {
+        Ok(o) => o,
+        Err(e) => {
+            errln!("nrt-sim driver: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    // Each kernel BUG was reported on standard error as it happened.
+    let bugs = o.kernel_bugs();
+    let warnings = o.violations.len() - bugs.len();
+    let calls: u32 = o.calls.values().sum();
+    let cmd = a.command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+    match o.exit {
+        Exit::Signal(sig) => errln!("nrt-sim driver: {cmd} was killed by signal {sig}"),
+        Exit::TimedOut => errln!("nrt-sim driver: {cmd} ran past --limit-s {} and was killed", a.limit_s),
+        Exit::KernelBug => {
+            errln!("nrt-sim driver: {cmd} was killed: the real kernel would have oopsed in that call (--strict)")
+        }
+        Exit::Code(_) => {}
+    }
+    errln!(
+        "nrt-sim driver: {} open(s) of {}, {calls} ioctl(s) served, {} refused, {} kernel BUG(s), {warnings} warning(s), {} inference(s) played",
+        o.opens,
+        supervisor::DEVICE_PATH,
+        o.refusals,
+        bugs.len(),
+        o.played
+    );
+    ExitCode::from(o.exit_status(dc.strict))
 }
 
 fn cmd_serve(a: &ServeArgs) -> ExitCode {

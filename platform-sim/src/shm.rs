@@ -43,7 +43,7 @@
 //! | `0x068` | 8 | the file's token (the locator repeats it) |
 //! | `0x080 + 8*l + 4*c` | 4 | status line `l` of core `c` ([`Line`]: barrier done, barrier / network proxy failure, HBM UE, DMA abort) |
 //! | `0x100` | 512 | the injected faults, canonical specs separated by spaces, NUL-padded |
-//! | `0x1000` | `18 * ring` | NQ ring `(core, nq)` at `+ (core * 9 + nq) * ring`; 16-byte slots, two u64 words |
+//! | `0x1000` | `18 * stride` | NQ ring `(core, nq)` at `+ (core * 9 + nq) * stride`, the stride the ring's bytes rounded up to a page ([`ring_stride`]); 16-byte slots, two u64 words |
 //! | page after the rings | to the last register + 1 page | BAR0 (sparse): NQ HEAD at [`nq_head_register`](nrt_core::arch::nq_head_register), INTC cause at [`layout::intc_cause_offset`], kickoff semaphores' INCR alias at [`layout::sema_page`] `+ 0x1800`, top-SP host trigger at [`layout::xt_local_reg`] `+ 0x15A0` |
 //!
 //! The BAR region is sparse: `set_len` makes the file as long as the highest
@@ -234,7 +234,9 @@ impl ShmLayout {
         if !ring_bytes.is_power_of_two() || !(32..=(1 << 20)).contains(&ring_bytes) {
             return Err(ShmError::Corrupt(format!("ring size {ring_bytes} is not a power of two from 32 to 1 MiB")));
         }
-        let rings_len = page_up((MAX_CORES * NQ_PER_CORE) as u64 * u64::from(ring_bytes));
+        // Each ring starts on its own page (G-DRV-RINGPAGE): the driver model
+        // hands a ring's file offset to `mmap`, which takes page-aligned offsets.
+        let rings_len = (MAX_CORES * NQ_PER_CORE) as u64 * ring_stride(ring_bytes);
         let bar_offset = RINGS_OFFSET + rings_len;
         let top = bar_registers(arch).into_iter().map(|(_, r)| r + 4).max().unwrap_or(0);
         let l = ShmLayout {
@@ -273,8 +275,14 @@ impl ShmLayout {
             return None;
         }
         let i = usize::from(core) * NQ_PER_CORE + usize::from(nq);
-        Some(self.rings_offset + i as u64 * u64::from(self.ring_bytes))
+        Some(self.rings_offset + i as u64 * ring_stride(self.ring_bytes))
     }
+}
+
+/// Bytes from one ring's start to the next: the ring rounded up to a page, so
+/// that every ring's offset can be `mmap`ed on its own (G-DRV-RINGPAGE).
+pub fn ring_stride(ring_bytes: u32) -> u64 {
+    page_up(u64::from(ring_bytes))
 }
 
 /// Every BAR register the completion path uses over the file, by name, for both cores.
@@ -383,6 +391,21 @@ impl ShmFile {
     /// written (state [`State::Initialising`]). Nothing appears in the file
     /// system until [`publish`](Self::publish) writes the locator at `path`.
     pub fn create(path: &Path, layout: ShmLayout, seed: u64, faults: &str) -> Result<ShmFile, ShmError> {
+        ShmFile::create_with_extra(path, layout, seed, faults, 0)
+    }
+
+    /// As [`create`](Self::create), with `extra` more bytes after the layout's
+    /// regions (page-aligned at [`extra_region`](Self::extra_region)): the
+    /// driver model's region for `MEM_ALLOC_V2MT` chunks (sparse, like the BAR).
+    /// A host that opens the file checks only that it is at least the layout's
+    /// length, so the extra region changes nothing for `serve`.
+    pub fn create_with_extra(
+        path: &Path,
+        layout: ShmLayout,
+        seed: u64,
+        faults: &str,
+        extra: u64,
+    ) -> Result<ShmFile, ShmError> {
         let what = |call: &str| format!("{call} (the device file for {})", path.display());
         // SAFETY: a NUL-terminated name and valid flags; the result is checked.
         let fd = unsafe { libc::memfd_create(c"nrt-sim-shm".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
@@ -391,13 +414,16 @@ impl ShmFile {
         }
         // SAFETY: `fd` is a fresh descriptor this process owns and nothing else holds.
         let file = unsafe { File::from_raw_fd(fd) };
-        file.set_len(layout.total_len()).map_err(io(what("ftruncate")))?;
+        let total = page_up(layout.total_len())
+            .checked_add(page_up(extra))
+            .ok_or_else(|| ShmError::Corrupt(format!("{extra} extra bytes: too large")))?;
+        file.set_len(total).map_err(io(what("ftruncate")))?;
         // SAFETY: fcntl on a descriptor we own, with an int argument; checked.
         let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, SEALS) };
         if rc != 0 {
             return Err(ShmError::Io { what: what("F_ADD_SEALS"), error: std::io::Error::last_os_error() });
         }
-        let map = ShmMap::map(&file, layout.total_len(), &format!("the device file for {}", path.display()))?;
+        let map = ShmMap::map(&file, total, &format!("the device file for {}", path.display()))?;
         let f = ShmFile { file, path: path.to_path_buf(), layout, map };
         f.put64(off::MAGIC, MAGIC);
         f.put32(off::VERSION, VERSION);
@@ -429,9 +455,7 @@ impl ShmFile {
     /// into place, so a host never sees a half-written locator. On failure the
     /// temporary file is removed.
     pub fn publish(&self, origin_ns: u64) -> Result<(), ShmError> {
-        self.put64(off::ORIGIN, origin_ns);
-        self.heartbeat();
-        self.set_state(State::Ready);
+        self.mark_ready(origin_ns);
         let mut loc = [0u8; LOCATOR_BYTES];
         loc[0..8].copy_from_slice(&LOCATOR_MAGIC.to_le_bytes());
         loc[8..12].copy_from_slice(&std::process::id().to_le_bytes());
@@ -451,6 +475,28 @@ impl ShmFile {
             let _ = std::fs::remove_file(&tmp);
         }
         r
+    }
+
+    /// Stamp the device clock's origin and a heartbeat and mark the file
+    /// ready, without publishing a locator (the driver model hands the file
+    /// out as a descriptor instead).
+    pub fn mark_ready(&self, origin_ns: u64) {
+        self.put64(off::ORIGIN, origin_ns);
+        self.heartbeat();
+        self.set_state(State::Ready);
+    }
+
+    /// File offset of the region after the layout's (see
+    /// [`create_with_extra`](Self::create_with_extra)), and its length (0 for
+    /// a file made by [`create`](Self::create) or opened).
+    pub fn extra_region(&self) -> (u64, u64) {
+        let start = page_up(self.layout.total_len());
+        (start, (self.map.len as u64).saturating_sub(start))
+    }
+
+    /// The last heartbeat, `CLOCK_MONOTONIC` ns.
+    pub fn heartbeat_ns(&self) -> u64 {
+        self.get64(off::HEARTBEAT)
     }
 
     /// The server is alive: stamp [`monotonic_ns`] in the header.

@@ -10,6 +10,8 @@
 //!   have; the backports source is derived from the machine's own apt
 //!   configuration (its Debian mirror and keyring), so the repository names no
 //!   host;
+//! - libseccomp-dev from Debian (`nrt-sim driver`'s seccomp filter links
+//!   libseccomp), where `apt-get` exists and we are root;
 //! - kani (from the offline bundle) is installed by the kani stage itself, and
 //!   cargo-mutants by the mutants stage.
 //!
@@ -117,6 +119,15 @@ pub fn all(run: &mut Runner) {
         }
     }
 
+    // libseccomp-dev: `nrt-sim driver`'s seccomp filter (the `libseccomp`
+    // crate links -lseccomp; platform-sim/build.rs falls back to the runtime
+    // library libseccomp.so.2 where only that is installed).
+    if debian_version("libseccomp-dev") == "none" {
+        if let Err(why) = install_libseccomp() {
+            missing.push(format!("libseccomp-dev ({why})"));
+        }
+    }
+
     if missing.is_empty() {
         run.record("setup: toolchains and tools installed", t.elapsed().as_secs_f64(), true);
     } else {
@@ -160,6 +171,28 @@ fn install_qemu() -> Result<(), String> {
         Ok(())
     } else {
         Err("apt-get install qemu-system-arm qemu-system-misc failed".into())
+    }
+}
+
+/// `libseccomp-dev` from Debian (for `nrt-sim driver`).
+fn install_libseccomp() -> Result<(), String> {
+    if !works(Command::new("apt-get").arg("--version")) {
+        return Err("no apt-get on this machine".into());
+    }
+    if !run_bounded("apt-get update", Command::new("apt-get").args(["update", "-q"]), 300) {
+        return Err("apt-get update failed".into());
+    }
+    let ok = run_bounded(
+        "libseccomp-dev from Debian (nrt-sim driver's seccomp filter)",
+        Command::new("apt-get")
+            .args(["install", "-y", "-q", "--no-install-recommends", "libseccomp-dev"])
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+        600,
+    );
+    if ok {
+        Ok(())
+    } else {
+        Err("apt-get install libseccomp-dev failed".into())
     }
 }
 

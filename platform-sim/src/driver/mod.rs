@@ -1,0 +1,117 @@
+//! `nrt-sim driver -- COMMAND`: the Neuron driver, played for an unmodified
+//! process (issue 10; the contract is `docs/driver-model.md`).
+//!
+//! Three parts, each its own module:
+//!
+//! - [`model`]: the driver's state and rules, a pure state machine over the
+//!   device file and the caller's memory (`Model::handle`), each rule named with
+//!   the public driver file it comes from;
+//! - [`DeviceEngine`] (here): the simulated device (the same [`Device`] that
+//!   `nrt-sim serve` runs) over a shared-memory device file made for the driver
+//!   path: the file of [`crate::shm`] plus a region for `MEM_ALLOC_V2MT`
+//!   chunks, never published at a path: the process gets it as the descriptor
+//!   its `open("/dev/neuron0")` returns;
+//! - `supervisor` (feature `driver`, default): the seccomp side: fork, filter, trap `open`/`openat` and
+//!   `'N'` ioctls, answer them with the model, run the engine on a thread, and
+//!   report COMMAND's exit (and `--scenario all`'s table).
+
+pub mod model;
+#[cfg(feature = "driver")]
+pub mod supervisor;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::device::{Device, DeviceStats};
+use crate::layout::ENTRY_BYTES;
+use crate::program::ProgramSpec;
+use crate::run::SimConfig;
+use crate::shared::Shared;
+use crate::shm::{monotonic_ns, ShmError, ShmFile, ShmLayout, State};
+
+/// Bytes of the chunk region (sparse: untouched pages cost nothing): room for
+/// every ring and buffer a bring-up allocates.
+pub const CHUNK_REGION_BYTES: u64 = 64 << 20;
+
+/// The simulated device on its own thread, over a device file.
+#[derive(Debug)]
+pub struct DeviceEngine {
+    file: Arc<ShmFile>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<(u32, DeviceStats)>>,
+}
+
+impl DeviceEngine {
+    /// Make the device file for `sim` (arch, cores, ring entries, seed, faults,
+    /// extras), mark it ready and start the device.
+    pub fn start(sim: &SimConfig) -> Result<DeviceEngine, ShmError> {
+        let layout = ShmLayout::new(sim.arch, sim.cores, sim.ring_entries.saturating_mul(ENTRY_BYTES))?;
+        let faults: Vec<String> = sim.faults.iter().map(|f| f.to_string()).collect();
+        let file = Arc::new(ShmFile::create_with_extra(
+            Path::new("/dev/neuron0"),
+            layout,
+            sim.seed,
+            &faults.join(" "),
+            CHUNK_REGION_BYTES,
+        )?);
+        let spec = ProgramSpec {
+            arch: sim.arch,
+            ring_entries: sim.ring_entries,
+            seed: sim.seed,
+            faults: sim.faults.clone(),
+            extras: sim.extras.clone(),
+        };
+        let mut device = Device::new(Arc::new(Shared::over_shm(Arc::clone(&file))), spec, sim.cores);
+        let origin = monotonic_ns();
+        file.mark_ready(origin);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (f, s) = (Arc::clone(&file), Arc::clone(&stop));
+        let thread = std::thread::Builder::new()
+            .name("nrt-sim-device".into())
+            .spawn(move || {
+                // The serve loop's device part: sample, step, re-arm after each inference.
+                let mut played = 0u32;
+                while !s.load(Ordering::Acquire) {
+                    f.heartbeat();
+                    let now = monotonic_ns().saturating_sub(origin);
+                    device.step(now);
+                    if device.inference_played() {
+                        played = played.saturating_add(1);
+                        f.set_played(played);
+                        device.rearm();
+                    }
+                    match device.next_event_ns() {
+                        Some(t) if t <= now.saturating_add(200_000) => std::thread::yield_now(),
+                        _ => std::thread::sleep(Duration::from_micros(20)),
+                    }
+                }
+                f.set_state(State::Exited);
+                (played, device.stats().clone())
+            })
+            .map_err(|error| ShmError::Io { what: "spawn the device thread".into(), error })?;
+        Ok(DeviceEngine { file, stop, thread: Some(thread) })
+    }
+
+    /// The device file.
+    pub fn file(&self) -> &Arc<ShmFile> {
+        &self.file
+    }
+
+    /// Stop the device; the inferences it played and its counters.
+    pub fn stop(mut self) -> (u32, DeviceStats) {
+        self.stop.store(true, Ordering::Release);
+        self.thread.take().and_then(|t| t.join().ok()).unwrap_or_default()
+    }
+}
+
+impl Drop for DeviceEngine {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

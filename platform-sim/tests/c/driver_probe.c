@@ -1,0 +1,177 @@
+/* A small unmodified process for `nrt-sim driver -- driver_probe MODE`: it
+ * speaks the Neuron driver's ioctl ABI to /dev/neuron0 and prints what it got,
+ * one `key: value` per line, for tests/driver.rs to check.
+ *
+ *   probe RING_BYTES  DRIVER_INFO_GET, DEVICE_INFO, COMPATIBLE_VERSION, a copy
+ *                     start before DMA_QUEUE_INIT (EPERM), a slot past the
+ *                     block (EINVAL), NOTIFICATIONS_INIT_V2 + mmap of core 0's
+ *                     ring 4, the host trigger and kickoff, then the first
+ *                     ring slot the device writes;
+ *   bug               rings allocated and DMA_QUEUE_INIT, then
+ *                     DMA_QUEUE_COPY_START with rx_desc_count 0 (a kernel BUG:
+ *                     the supervisor kills this process in --strict mode).
+ *
+ * Layouts and codes: nrt-abi (abi/src/ioctl.rs), checked there against the
+ * public driver's header. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+struct device_info {
+    uint32_t architecture, revision, connected_device_count, connected_devices[8], pad;
+    uint64_t bar_address[2], bar_size[2];
+};
+struct driver_info { uint32_t architecture, revision, version, size; uint64_t feature_flags1; };
+struct compat { uint32_t max, min; };
+struct nq_init {
+    uint32_t nq_dev_id, nq_dev_type, nq_type, engine_index, size, on_host_memory, dram_channel, dram_region;
+    uint64_t mmap_offset, mem_handle;
+};
+struct bar_rw { uint32_t bar, pad0; uint64_t address, data; uint32_t count, pad1; };
+struct sema { uint32_t nc_id, index, value; };
+struct copy_start { uint32_t eng_id, qid, tx, rx; };
+struct mem_alloc {
+    uint64_t size, align;
+    uint32_t host_memory, dram_channel, dram_region, nc_id, mem_type, pad;
+    uint64_t mem_handle_ptr;
+};
+struct queue_init {
+    uint32_t eng_id, qid, tx_desc_count, rx_desc_count;
+    uint64_t tx_handle, rx_handle, rxc_handle;
+    uint32_t axi_port, pad;
+};
+
+#define DEVICE_INFO 0x80084E03u
+#define DRIVER_INFO_GET 0x80184E6Eu
+#define COMPATIBLE_VERSION 0x40084E5Du
+#define NOTIFICATIONS_INIT_V2 0x80084E35u
+#define BAR_WRITE 0x40084E0Cu
+#define BAR_READ 0x80084E0Bu
+#define SEMAPHORE_INCREMENT 0x80084E29u
+#define DMA_QUEUE_COPY_START 0x80084E23u
+#define MEM_ALLOC_V2MT 0x80304E66u
+#define DMA_QUEUE_INIT 0x80084E21u
+
+static int xioctl(int fd, unsigned long code, void *arg) {
+    int rc = ioctl(fd, code, arg);
+    return rc < 0 ? -errno : rc;
+}
+
+static int bar_write(int fd, uint64_t addr, uint32_t v) {
+    struct bar_rw b = { .bar = 0, .address = (uint64_t)(uintptr_t)&addr, .data = (uint64_t)(uintptr_t)&v, .count = 1 };
+    return xioctl(fd, BAR_WRITE, &b);
+}
+
+static int probe(int fd, uint32_t ring_bytes) {
+    /* Each call before its print: argument evaluation order is unspecified. */
+    struct driver_info di = {0};
+    int rc = xioctl(fd, DRIVER_INFO_GET, &di);
+    printf("driver_info: %d arch %u size %u features 0x%llx\n", rc, di.architecture, di.size,
+           (unsigned long long)di.feature_flags1);
+    struct device_info dev = {0};
+    rc = xioctl(fd, DEVICE_INFO, &dev);
+    printf("device_info: %d arch %u bar0 0x%llx size 0x%llx\n", rc, dev.architecture,
+           (unsigned long long)dev.bar_address[0], (unsigned long long)dev.bar_size[0]);
+    struct compat cv = {0};
+    rc = xioctl(fd, COMPATIBLE_VERSION, &cv);
+    printf("compatible_version: %d max %u min %u\n", rc, cv.max, cv.min);
+    struct copy_start cs = { 0, 0, 1, 1 };
+    printf("copy_start_before_init: %d\n", xioctl(fd, DMA_QUEUE_COPY_START, &cs));
+    struct nq_init bad = { .nq_dev_id = 0, .nq_type = 1, .engine_index = 80, .size = ring_bytes, .on_host_memory = 1 };
+    printf("slot_past_block: %d\n", xioctl(fd, NOTIFICATIONS_INIT_V2, &bad));
+    struct sema s256 = { 0, 256, 1 };
+    printf("semaphore_256: %d\n", xioctl(fd, SEMAPHORE_INCREMENT, &s256));
+    struct nq_init nq = { .nq_dev_id = 0, .nq_type = 1, .engine_index = 4, .size = ring_bytes, .on_host_memory = 1 };
+    rc = xioctl(fd, NOTIFICATIONS_INIT_V2, &nq);
+    printf("nq_init: %d offset 0x%llx handle %llu\n", rc, (unsigned long long)nq.mmap_offset,
+           (unsigned long long)nq.mem_handle);
+    if (rc != 0) return 1;
+    volatile uint64_t *ring = mmap(NULL, ring_bytes, PROT_READ, MAP_SHARED, fd, (off_t)nq.mmap_offset);
+    if (ring == MAP_FAILED) { printf("mmap: %s\n", strerror(errno)); return 1; }
+    /* sunda: top-SP NX-local block 0x3060_0000, host trigger +0x15A0 (nrt-abi sim.rs). */
+    printf("host_trigger: %d\n", bar_write(fd, dev.bar_address[0] + 0x30600000u + 0x15A0u, 1));
+    struct sema kick = { 0, 0, 1 };
+    printf("kickoff: %d\n", xioctl(fd, SEMAPHORE_INCREMENT, &kick));
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t w = 0;
+    do {
+        w = ring[0];
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while (w == 0 && (t.tv_sec - t0.tv_sec) < 3);
+    printf("ring_slot0: 0x%016llx\n", (unsigned long long)w);
+    /* The status window's heartbeat (nrt-abi sim.rs: xt_local_reg - 0x1000, +0x48). */
+    uint64_t addr = dev.bar_address[0] + 0x30600000u - 0x1000u + 0x48u;
+    uint32_t hb = 0;
+    struct bar_rw br = { .bar = 0, .address = (uint64_t)(uintptr_t)&addr, .data = (uint64_t)(uintptr_t)&hb, .count = 1 };
+    rc = xioctl(fd, BAR_READ, &br);
+    printf("heartbeat: %d nonzero %d\n", rc, hb != 0);
+    /* Status line 1 (barrier proxy failure) of core 1: window + 8 * 1 + 4 * 1. */
+    addr = dev.bar_address[0] + 0x30600000u - 0x1000u + 12u;
+    uint32_t line = 0;
+    br.data = (uint64_t)(uintptr_t)&line;
+    rc = xioctl(fd, BAR_READ, &br);
+    printf("barrier_fail_core1: %d %u\n", rc, line);
+    /* A tail-increment register of engine 0 queue 0 (M2S bank +0x1000, +0x38): refused. */
+    printf("tail_inc_write: %d\n", bar_write(fd, dev.bar_address[0] + 0x30000000u + 0x1000u + 0x38u, 1));
+    /* A Neuron request on another descriptor runs natively: the kernel's ENOTTY. */
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    struct device_info scratch;
+    rc = xioctl(null, DEVICE_INFO, &scratch);
+    printf("other_fd_ioctl: %d\n", rc);
+    close(null);
+    munmap((void *)ring, ring_bytes);
+    return 0;
+}
+
+static int bug(int fd) {
+    uint64_t tx = 0, rx = 0;
+    struct mem_alloc a = { .size = 4096, .host_memory = 1, .mem_handle_ptr = (uint64_t)(uintptr_t)&tx };
+    int rc = xioctl(fd, MEM_ALLOC_V2MT, &a);
+    printf("alloc_tx: %d handle %llu\n", rc, (unsigned long long)tx);
+    a.mem_handle_ptr = (uint64_t)(uintptr_t)&rx;
+    rc = xioctl(fd, MEM_ALLOC_V2MT, &a);
+    printf("alloc_rx: %d handle %llu\n", rc, (unsigned long long)rx);
+    struct queue_init qi = { 0, 0, 64, 64, tx, rx, 0, 0, 0 };
+    printf("queue_init: %d\n", xioctl(fd, DMA_QUEUE_INIT, &qi));
+    fflush(stdout);
+    struct copy_start cs = { 0, 0, 1, 0 };
+    printf("copy_start_rx0: %d\n", xioctl(fd, DMA_QUEUE_COPY_START, &cs));
+    return 0;
+}
+
+/* The device's core count and ring size from the status window (+0x50, +0x54). */
+static int window(int fd) {
+    struct device_info dev = {0};
+    int rc = xioctl(fd, DEVICE_INFO, &dev);
+    uint64_t base = dev.bar_address[0] + (dev.architecture == 2 ? 0x30600000u : 0x06A80000u) - 0x1000u;
+    uint64_t addrs[2] = { base + 0x50, base + 0x54 };
+    uint32_t words[2] = { 0, 0 };
+    struct bar_rw br = { .bar = 0, .address = (uint64_t)(uintptr_t)addrs, .data = (uint64_t)(uintptr_t)words, .count = 2 };
+    if (rc == 0) rc = xioctl(fd, BAR_READ, &br);
+    printf("window: %d arch %u cores %u ring_bytes %u\n", rc, dev.architecture, words[0], words[1]);
+    return rc != 0;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    int fd = open("/dev/neuron0", O_RDWR | O_CLOEXEC);
+    printf("open: %s\n", fd < 0 ? strerror(errno) : "ok");
+    if (fd < 0) return 3;
+    int other = open("/dev/neuron1", O_RDWR);
+    printf("open_neuron1: %s\n", other < 0 ? strerror(errno) : "ok");
+    int rc = 2;
+    if (argc >= 3 && strcmp(argv[1], "probe") == 0) rc = probe(fd, (uint32_t)strtoul(argv[2], NULL, 0));
+    else if (argc >= 2 && strcmp(argv[1], "bug") == 0) rc = bug(fd);
+    else if (argc >= 2 && strcmp(argv[1], "window") == 0) rc = window(fd);
+    close(fd);
+    return rc;
+}

@@ -1,0 +1,187 @@
+//! `nrt-sim driver -- COMMAND` end to end, through the real seccomp path: a
+//! small C program (`tests/c/driver_probe.c`, compiled here) opens
+//! `/dev/neuron0` and makes the driver's ioctls; the supervisor traps and
+//! serves them with the model. If this kernel has no seccomp user
+//! notification, each test says SKIPPED with the reason (loudly) and passes.
+#![cfg(feature = "driver")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const SIM: &str = env!("CARGO_BIN_EXE_nrt-sim");
+
+/// Why the seccomp path cannot run here, if it cannot.
+fn unavailable() -> Option<String> {
+    match std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail") {
+        Ok(t) if t.split_whitespace().any(|a| a == "user_notif") => None,
+        Ok(t) => Some(format!("seccomp actions \"{}\" have no user_notif", t.trim())),
+        Err(e) => Some(format!("/proc/sys/kernel/seccomp/actions_avail: {e}")),
+    }
+}
+
+macro_rules! need_user_notif {
+    () => {
+        if let Some(why) = unavailable() {
+            eprintln!("\n!!! SKIPPED: nrt-sim driver needs seccomp user notification: {why}\n");
+            return;
+        }
+    };
+}
+
+/// The probe program, compiled once.
+fn probe() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("driver_probe");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/driver_probe.c");
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        let st = Command::new(&cc)
+            .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&out)
+            .status()
+            .expect("a C compiler (cc) is installed");
+        assert!(st.success(), "cc {} failed", src.display());
+        out
+    })
+}
+
+fn driver(args: &[&str], command: &[&str]) -> Output {
+    Command::new(SIM).arg("driver").args(args).arg("--").args(command).output().expect("nrt-sim runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// The value printed for `key` (the rest of its line).
+fn field<'a>(out: &'a str, key: &str) -> &'a str {
+    out.lines().find_map(|l| l.strip_prefix(&format!("{key}: "))).unwrap_or_else(|| panic!("no {key} in:\n{out}"))
+}
+
+#[test]
+fn an_unmodified_process_gets_the_device_its_answers_and_a_ring_slot_the_device_wrote() {
+    need_user_notif!();
+    let p = probe().to_str().unwrap();
+    let o = driver(&["--cores", "1"], &[p, "probe", "1024"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(field(&out, "open"), "ok");
+    assert_eq!(field(&out, "open_neuron1"), "No such file or directory");
+    assert_eq!(field(&out, "driver_info"), "0 arch 2 size 24 features 0xff");
+    assert_eq!(field(&out, "device_info"), "0 arch 2 bar0 0x4000000000 size 0x30c58000");
+    assert_eq!(field(&out, "compatible_version"), "0 max 7 min 5");
+    // Copy start before DMA_QUEUE_INIT: the driver's bare -1 (EPERM).
+    assert_eq!(field(&out, "copy_start_before_init"), "-1");
+    // NOTIFY (1) * 16 + engine_index 80 = nq id 96: past the block (EINVAL).
+    assert_eq!(field(&out, "slot_past_block"), "-22");
+    assert_eq!(field(&out, "semaphore_256"), "-22");
+    assert!(field(&out, "nq_init").starts_with("0 offset 0x"), "{out}");
+    assert_eq!(field(&out, "host_trigger"), "0");
+    assert_eq!(field(&out, "kickoff"), "0");
+    assert_ne!(field(&out, "ring_slot0"), "0x0000000000000000", "the device wrote no record:\n{out}\n{err}");
+    assert_eq!(field(&out, "heartbeat"), "0 nonzero 1");
+    assert_eq!(field(&out, "barrier_fail_core1"), "0 0");
+    assert_eq!(field(&out, "tail_inc_write"), "-22");
+    assert_eq!(field(&out, "other_fd_ioctl"), "-25", "ENOTTY from the real kernel");
+    assert!(err.contains("1 open(s) of /dev/neuron0") && err.contains("0 kernel BUG(s)"), "{err}");
+    assert!(err.contains("1 inference(s) played"), "{err}");
+}
+
+#[test]
+fn copy_start_with_rx_zero_is_a_kernel_bug_that_fails_a_strict_run() {
+    need_user_notif!();
+    let p = probe().to_str().unwrap();
+    let o = driver(&[], &[p, "bug"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(70), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(field(&out, "queue_init"), "0");
+    assert!(
+        err.contains("kernel BUG: NEURON_IOCTL_DMA_QUEUE_COPY_START: udma_desc_action_add: BUG_ON(num == 0")
+            && err.contains("(udma/udma_main.c)"),
+        "{err}"
+    );
+    assert!(!out.contains("copy_start_rx0"), "the call returned to the process:\n{out}");
+    assert!(err.contains("killed"), "{err}");
+}
+
+#[test]
+fn log_violations_only_logs_the_kernel_bug() {
+    need_user_notif!();
+    let p = probe().to_str().unwrap();
+    let o = driver(&["--log-violations"], &[p, "bug"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(field(&out, "copy_start_rx0"), "0");
+    assert!(err.contains("kernel BUG: ") && err.contains("1 kernel BUG(s)"), "{err}");
+}
+
+#[test]
+fn exit_statuses_signals_and_the_limit() {
+    need_user_notif!();
+    let o = driver(&[], &["sh", "-c", "exit 3"]);
+    assert_eq!(o.status.code(), Some(3), "{:?}", text(&o));
+    let o = driver(&[], &["sh", "-c", "kill -9 $$"]);
+    assert_eq!(o.status.code(), Some(137), "{:?}", text(&o));
+    assert!(text(&o).1.contains("killed by signal 9"), "{:?}", text(&o));
+    let o = driver(&["--limit-s", "1"], &["sleep", "30"]);
+    assert_eq!(o.status.code(), Some(124), "{:?}", text(&o));
+    assert!(text(&o).1.contains("ran past --limit-s 1"), "{:?}", text(&o));
+    let o = driver(&[], &["/nonexistent/program"]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    assert!(text(&o).1.contains("/nonexistent/program"), "{:?}", text(&o));
+}
+
+#[test]
+fn scenario_all_runs_the_command_per_scenario_and_prints_the_table() {
+    need_user_notif!();
+    // A command that always reports success: the healthy rows pass, the rest fail.
+    let o = driver(
+        &["--scenario", "all"],
+        &["sh", "-c", "echo 'status: 0 NRT_SUCCESS (ok)'; echo 'one-step return: 0 (ok) after 1 steps'"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "stdout:\n{out}\nstderr:\n{err}");
+    let row = |name: &str| out.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name}:\n{out}"));
+    assert!(row("healthy-2core ").ends_with("PASS"), "{out}");
+    assert!(row("nan ").contains("FAIL"), "{out}");
+    assert!(out.contains("barrier-300s") && out.contains("SKIPPED"), "{out}");
+    assert!(out.contains("scenarios:") && out.contains("passed"), "{out}");
+    let o = driver(&["--scenario", "all", "--cores", "1"], &["true"]);
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+}
+
+#[test]
+fn a_status_without_a_return_code_does_not_pass() {
+    need_user_notif!();
+    let o = driver(&["--scenario", "all"], &["sh", "-c", "echo 'status: 0 NRT_SUCCESS (ok)'"]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    let healthy = out.lines().find(|l| l.starts_with("healthy-1core ")).unwrap();
+    assert!(healthy.contains("no return code printed") && healthy.contains("FAIL"), "{out}");
+}
+
+#[test]
+fn a_scenario_plays_its_device_for_the_command() {
+    need_user_notif!();
+    let p = probe().to_str().unwrap();
+    // barrier-fail: core 1's barrier proxy fails with 1200, read through the status window.
+    let o = driver(&["--scenario", "barrier-fail"], &[p, "probe", "1024"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(field(&out, "barrier_fail_core1"), "0 1200");
+    // The scenario's device configuration, for a COMMAND that runs every scenario unmodified.
+    for (scenario, want) in [
+        ("healthy-1core", "0 arch 2 cores 1 ring_bytes 1024"),
+        ("ring-overflow", "0 arch 2 cores 2 ring_bytes 64"),
+        ("cayman-fixup", "0 arch 3 cores 2 ring_bytes 1024"),
+    ] {
+        let o = driver(&["--scenario", scenario], &[p, "window"]);
+        let (out, err) = text(&o);
+        assert_eq!(field(&out, "window"), want, "{scenario}: {err}");
+    }
+    let o = driver(&["--scenario", "no-such-scenario"], &["true"]);
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+}
