@@ -174,9 +174,9 @@ fn a_scenario_plays_its_device_for_the_command() {
     assert_eq!(field(&out, "barrier_fail_core1"), "0 1200");
     // The scenario's device configuration, for a COMMAND that runs every scenario unmodified.
     for (scenario, want) in [
-        ("healthy-1core", "0 arch 2 cores 1 ring_bytes 1024"),
-        ("ring-overflow", "0 arch 2 cores 2 ring_bytes 64"),
-        ("cayman-fixup", "0 arch 3 cores 2 ring_bytes 1024"),
+        ("healthy-1core", "0 arch 2 cores 1 ring_entries 64"),
+        ("ring-overflow", "0 arch 2 cores 2 ring_entries 4"),
+        ("cayman-fixup", "0 arch 3 cores 2 ring_entries 64"),
     ] {
         let o = driver(&["--scenario", scenario], &[p, "window"]);
         let (out, err) = text(&o);

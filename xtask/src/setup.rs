@@ -11,7 +11,8 @@
 //!   configuration (its Debian mirror and keyring), so the repository names no
 //!   host;
 //! - libseccomp-dev from Debian (`nrt-sim driver`'s seccomp filter links
-//!   libseccomp), where `apt-get` exists and we are root;
+//!   libseccomp) and strace (the driver path's order test), where `apt-get`
+//!   exists and we are root;
 //! - kani (from the offline bundle) is installed by the kani stage itself, and
 //!   cargo-mutants by the mutants stage.
 //!
@@ -122,9 +123,16 @@ pub fn all(run: &mut Runner) {
     // libseccomp-dev: `nrt-sim driver`'s seccomp filter (the `libseccomp`
     // crate links -lseccomp; platform-sim/build.rs falls back to the runtime
     // library libseccomp.so.2 where only that is installed).
-    if debian_version("libseccomp-dev") == "none" {
-        if let Err(why) = install_libseccomp() {
-            missing.push(format!("libseccomp-dev ({why})"));
+    // strace: the driver path's test of the bring-up order (`strace -f` of
+    // `nrtctl run` under `nrt-sim driver`).
+    let debs: Vec<&str> = [("libseccomp-dev", "libseccomp-dev"), ("strace", "strace")]
+        .into_iter()
+        .filter(|(pkg, _)| debian_version(pkg) == "none")
+        .map(|(_, name)| name)
+        .collect();
+    if !debs.is_empty() {
+        if let Err(why) = install_debs(&debs) {
+            missing.push(format!("{} ({why})", debs.join(", ")));
         }
     }
 
@@ -174,8 +182,9 @@ fn install_qemu() -> Result<(), String> {
     }
 }
 
-/// `libseccomp-dev` from Debian (for `nrt-sim driver`).
-fn install_libseccomp() -> Result<(), String> {
+/// Debian packages the driver path needs (`libseccomp-dev` for `nrt-sim
+/// driver`, `strace` for its order test).
+fn install_debs(pkgs: &[&str]) -> Result<(), String> {
     if !works(Command::new("apt-get").arg("--version")) {
         return Err("no apt-get on this machine".into());
     }
@@ -183,16 +192,17 @@ fn install_libseccomp() -> Result<(), String> {
         return Err("apt-get update failed".into());
     }
     let ok = run_bounded(
-        "libseccomp-dev from Debian (nrt-sim driver's seccomp filter)",
+        &format!("{} from Debian (the driver path)", pkgs.join(", ")),
         Command::new("apt-get")
-            .args(["install", "-y", "-q", "--no-install-recommends", "libseccomp-dev"])
+            .args(["install", "-y", "-q", "--no-install-recommends"])
+            .args(pkgs)
             .env("DEBIAN_FRONTEND", "noninteractive"),
         600,
     );
     if ok {
         Ok(())
     } else {
-        Err("apt-get install libseccomp-dev failed".into())
+        Err(format!("apt-get install {} failed", pkgs.join(" ")))
     }
 }
 

@@ -148,7 +148,7 @@ static int bug(int fd) {
     return 0;
 }
 
-/* The device's core count and ring size from the status window (+0x50, +0x54). */
+/* The device's core count and ring entries from the status window (+0x50, +0x54). */
 static int window(int fd) {
     struct device_info dev = {0};
     int rc = xioctl(fd, DEVICE_INFO, &dev);
@@ -157,7 +157,7 @@ static int window(int fd) {
     uint32_t words[2] = { 0, 0 };
     struct bar_rw br = { .bar = 0, .address = (uint64_t)(uintptr_t)addrs, .data = (uint64_t)(uintptr_t)words, .count = 2 };
     if (rc == 0) rc = xioctl(fd, BAR_READ, &br);
-    printf("window: %d arch %u cores %u ring_bytes %u\n", rc, dev.architecture, words[0], words[1]);
+    printf("window: %d arch %u cores %u ring_entries %u\n", rc, dev.architecture, words[0], words[1]);
     return rc != 0;
 }
 

@@ -1,0 +1,227 @@
+//! The third way to run the main job: every scenario through the binding's
+//! whole bring-up path (`nrtctl run --device /dev/neuron0`, and the C ABI's
+//! session), against the simulator's driver model (`nrt-sim driver`), which
+//! serves the real ioctls of the unmodified process through seccomp user
+//! notification. Each must give exactly the statuses of `nrt-sim run`.
+//!
+//! Where the kernel offers no seccomp user notification, or `strace` is not
+//! installed, the test prints SKIPPED with the reason and checks nothing else.
+#![cfg(feature = "sim")]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+mod common;
+
+fn nrt_sim() -> PathBuf {
+    common::cargo_build(&["-p", "nrt-sim", "--bin", "nrt-sim"], "c-abi").join("nrt-sim")
+}
+
+fn nrtctl() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_nrtctl"))
+}
+
+/// Whether this kernel offers seccomp user notification (else: why not).
+fn user_notif() -> Result<(), String> {
+    let avail = std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail")
+        .map_err(|e| format!("/proc/sys/kernel/seccomp/actions_avail: {e}"))?;
+    if avail.split_whitespace().any(|a| a == "user_notif") {
+        Ok(())
+    } else {
+        Err(format!("the kernel's seccomp actions are '{}', without user_notif", avail.trim()))
+    }
+}
+
+macro_rules! need_user_notif {
+    () => {
+        if let Err(why) = user_notif() {
+            eprintln!("SKIPPED: nrt-sim driver cannot run here: {why}");
+            return;
+        }
+    };
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// `scenario -> (got status code, return code)` from a `--scenario all` table.
+fn table(out: &str) -> BTreeMap<String, (u32, u8)> {
+    let mut rows = BTreeMap::new();
+    for l in out.lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        // name, expected code, expected name, got code, got name, rc, result
+        if w.len() == 7 && (w[6] == "PASS" || w[6] == "FAIL") {
+            if let (Ok(code), Ok(rc)) = (w[3].parse(), w[5].parse()) {
+                rows.insert(w[0].to_string(), (code, rc));
+            }
+        }
+    }
+    rows
+}
+
+fn driver(sim: &Path, flags: &[&str], command: &[&str]) -> Output {
+    Command::new(sim).arg("driver").args(flags).arg("--").args(command).output().expect("nrt-sim runs")
+}
+
+#[test]
+fn every_scenario_through_nrtctl_run_under_the_driver_model_gives_the_status_of_nrt_sim_run() {
+    need_user_notif!();
+    let sim = nrt_sim();
+    let ctl = nrtctl();
+    let direct = Command::new(&sim).args(["run", "--scenario", "all"]).output().unwrap();
+    let (dout, derr) = text(&direct);
+    assert!(direct.status.success(), "nrt-sim run --scenario all:\n{dout}\n{derr}");
+    let want = table(&dout);
+    assert!(want.len() >= 22, "{dout}");
+    for json in [false, true] {
+        let mut cmd = vec![ctl.to_str().unwrap(), "run", "--device", "/dev/neuron0", "--timeout-s", "1"];
+        if json {
+            cmd.push("--json");
+        }
+        let o = driver(&sim, &["--scenario", "all"], &cmd);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "json {json}:\n{out}\n{err}");
+        let got = table(&out);
+        // Every scenario but barrier-300s (300 s of real time), which says why.
+        assert!(out.contains("barrier-300s") && out.contains("SKIPPED"), "{out}");
+        let mut expected = want.clone();
+        expected.remove("barrier-300s");
+        assert_eq!(got, expected, "json {json}: the driver path against nrt-sim run\n{out}\n{err}");
+        assert!(!err.contains("kernel BUG"), "{err}");
+    }
+}
+
+#[test]
+fn the_c_abi_session_runs_every_scenario_under_the_driver_model() {
+    need_user_notif!();
+    let sim = nrt_sim();
+    let lib =
+        common::cargo_build(&["-p", "nrt-linux", "--lib", "--no-default-features"], "c-abi").join("libnrt_linux.a");
+    let prog = std::env::temp_dir().join(format!("nrt-c-session-driver-{}", std::process::id()));
+    common::compile_c("session.c", &lib, &prog);
+    // DEVICE, cores 0 and ring entries 0 (the model's), a 1 s harvest budget.
+    let o = driver(&sim, &["--scenario", "all"], &[prog.to_str().unwrap(), "/dev/neuron0", "0", "0", "1"]);
+    let _ = std::fs::remove_file(&prog);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let direct = Command::new(&sim).args(["run", "--scenario", "all"]).output().unwrap();
+    let mut want = table(&text(&direct).0);
+    want.remove("barrier-300s");
+    assert_eq!(table(&out), want, "{out}\n{err}");
+}
+
+/// `(name, code)` of every Neuron ioctl, `open` of the device and `close` of
+/// its descriptor in an `strace -f` log, in order.
+fn calls(log: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    let mut dev_fd: Option<String> = None;
+    for l in log.lines() {
+        if let Some(at) = l.find("openat(") {
+            if l[at..].contains("\"/dev/neuron0\"") {
+                if let Some(fd) = l.rsplit("= ").next() {
+                    dev_fd = Some(fd.trim().to_string());
+                    v.push("open".to_string());
+                }
+            }
+        } else if let Some(at) = l.find("ioctl(") {
+            // ioctl(3, _IOC(_IOC_READ, 0x4e, 0x6e, 0x18), 0x7ff...) = 0
+            let rest = &l[at + 6..];
+            let Some(ioc) = rest.find("_IOC(").map(|i| &rest[i + 5..]) else { continue };
+            let parts: Vec<&str> = ioc.split(',').map(str::trim).collect();
+            if parts.len() < 4 || parts[1] != "0x4e" {
+                continue;
+            }
+            let dir = match parts[0] {
+                "_IOC_READ" => 2u32,
+                "_IOC_WRITE" => 1,
+                "_IOC_READ|_IOC_WRITE" => 3,
+                _ => 0,
+            };
+            let hex = |s: &str| u32::from_str_radix(s.trim_start_matches("0x").trim_end_matches(')'), 16).unwrap_or(0);
+            let code = (dir << 30) | (hex(parts[3]) << 16) | (0x4E << 8) | hex(parts[2]);
+            v.push(nrt_linux::ioctl::request_name(code).unwrap_or("unknown").to_string());
+        } else if let (Some(fd), Some(at)) = (&dev_fd, l.find("close(")) {
+            if l[at + 6..].starts_with(&format!("{fd})")) {
+                v.push("close".to_string());
+                dev_fd = None;
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn strace_shows_the_bring_up_requests_in_the_contract_order() {
+    need_user_notif!();
+    if Command::new("strace").arg("-V").output().is_err() {
+        eprintln!("SKIPPED: strace is not installed (cargo xtask ci installs it with apt)");
+        return;
+    }
+    let sim = nrt_sim();
+    let ctl = nrtctl();
+    let log = std::env::temp_dir().join(format!("nrt-driver-strace-{}", std::process::id()));
+    let o = driver(
+        &sim,
+        &["--scenario", "healthy-2core"],
+        &[
+            "strace",
+            "-f",
+            "-e",
+            "trace=openat,ioctl,close",
+            "-o",
+            log.to_str().unwrap(),
+            ctl.to_str().unwrap(),
+            "run",
+            "--device",
+            "/dev/neuron0",
+            "--timeout-s",
+            "1",
+        ],
+    );
+    let (out, err) = text(&o);
+    let trace = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}\n{trace}");
+    assert!(out.contains("status: 0 NRT_SUCCESS"), "{out}");
+    let seq = calls(&trace);
+    // docs/driver-model.md, "The bring-up sequence": the first occurrence of each
+    // step, in order, then the teardown after the last kickoff.
+    let order = [
+        "open",
+        "NEURON_IOCTL_DRIVER_INFO_GET",
+        "NEURON_IOCTL_COMPATIBLE_VERSION",
+        "NEURON_IOCTL_DEVICE_INFO",
+        "NEURON_IOCTL_CRWL_READER_ENTER",
+        "NEURON_IOCTL_NC_RESET",
+        "NEURON_IOCTL_NC_RESET_READY",
+        "NEURON_IOCTL_MEM_ALLOC_V2MT",
+        "NEURON_IOCTL_MEM_GET_EXTENDED_INFO",
+        "NEURON_IOCTL_DMA_QUEUE_INIT",
+        "NEURON_IOCTL_NOTIFICATIONS_INIT_V2",
+        "NEURON_IOCTL_DMA_QUEUE_COPY_START",
+        "NEURON_IOCTL_SEMAPHORE_INCREMENT",
+        "NEURON_IOCTL_DMA_QUEUE_RELEASE",
+        "NEURON_IOCTL_MEM_FREE",
+        "NEURON_IOCTL_CRWL_READER_EXIT",
+        "close",
+    ];
+    let firsts: Vec<usize> = order
+        .iter()
+        .map(|name| seq.iter().position(|c| c == name).unwrap_or_else(|| panic!("no {name} in {seq:?}")))
+        .collect();
+    assert!(firsts.windows(2).all(|w| w[0] < w[1]), "out of order: {:?}\n{seq:?}", order.iter().zip(&firsts));
+    // Two cores: two readers entered and left, two kickoffs; one copy start.
+    let count = |name: &str| seq.iter().filter(|c| *c == name).count();
+    assert_eq!(count("NEURON_IOCTL_CRWL_READER_ENTER"), 2, "{seq:?}");
+    assert_eq!(count("NEURON_IOCTL_CRWL_READER_EXIT"), 2, "{seq:?}");
+    assert_eq!(count("NEURON_IOCTL_SEMAPHORE_INCREMENT"), 2, "{seq:?}");
+    assert_eq!(count("NEURON_IOCTL_DMA_QUEUE_COPY_START"), 1, "{seq:?}");
+    assert_eq!(count("NEURON_IOCTL_MEM_ALLOC_V2MT"), count("NEURON_IOCTL_MEM_FREE"), "{seq:?}");
+    // Teardown comes after the inference: nothing is released before the last kickoff.
+    let last_kick = seq.iter().rposition(|c| c == "NEURON_IOCTL_SEMAPHORE_INCREMENT").unwrap();
+    let first_release = seq.iter().position(|c| c == "NEURON_IOCTL_DMA_QUEUE_RELEASE").unwrap();
+    assert!(last_kick < first_release, "{seq:?}");
+    assert!(!seq.iter().any(|c| c == "unknown"), "a request no table names: {seq:?}");
+}
