@@ -29,6 +29,7 @@ use std::sync::Arc;
 use nrt_abi::ioctl::{self as abi, nq_dev_type, nq_type};
 use nrt_abi::sim::{self as simabi, Line};
 use nrt_core::arch::Arch;
+use nrt_core::dma::bd::LenCtrl;
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::layout::{self, NQ_PER_CORE};
@@ -243,6 +244,14 @@ pub const fn compatible_version(arch: Arch) -> (u32, u32) {
     }
 }
 
+/// Bytes one copy start may move (**sim**: the model's bound, the size of the
+/// chunk region; the counts are already bounded by the ring sizes).
+pub const COPY_BYTES_MAX: u64 = super::CHUNK_REGION_BYTES;
+
+/// Descriptors per direction one copy start may release for the model to
+/// execute (**sim**: the model's bound; more is a DMA error, nothing copied).
+pub const COPY_DESCS_MAX: u32 = 1 << 16;
+
 /// Physical address the model reports for host chunk at file offset `off`
 /// (**sim**: a PCI host base over the file offset).
 pub const SIM_HOST_PA_BASE: u64 = 0x8000_0000_0000;
@@ -324,6 +333,29 @@ pub struct Queue {
     pub owner: u32,
 }
 
+/// One descriptor a copy start released, as the device fetched it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FetchedBd {
+    /// Its index in the ring.
+    index: u32,
+    /// The ring id of the lap it was taken in.
+    lap: u32,
+    /// `len_ctrl[25:24]`.
+    ring_id: u32,
+    /// `len_ctrl[15:0]`, 0 decoded as 65536.
+    len: u32,
+    /// `buf_ptr` (+8): the TX source or the RX destination.
+    addr: u64,
+    /// Whether it could be fetched (else why not).
+    fetch: Result<(), &'static str>,
+}
+
+impl Default for FetchedBd {
+    fn default() -> FetchedBd {
+        FetchedBd { index: 0, lap: 0, ring_id: 0, len: 0, addr: 0, fetch: Ok(()) }
+    }
+}
+
 /// A notification ring the model set up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NqRing {
@@ -369,6 +401,10 @@ pub struct Model {
     pub calls: BTreeMap<&'static str, u32>,
     /// Calls refused with an errno.
     pub refusals: u32,
+    /// Bytes the executed copies moved (G-DRV-COPY).
+    pub dma_bytes: u64,
+    /// Copies refused by the device (DMA errors: an address outside the chunks, ...).
+    pub dma_errors: u32,
 }
 
 type Answer = Result<i64, Refusal>;
@@ -414,6 +450,8 @@ impl Model {
             violations: Vec::new(),
             calls: BTreeMap::new(),
             refusals: 0,
+            dma_bytes: 0,
+            dma_errors: 0,
         }
     }
 
@@ -960,55 +998,213 @@ impl Model {
                 "neuron_ring.c",
             );
         }
-        self.check_bds(pid, name, a.eng_id, a.qid, true, a.tx_desc_count);
-        self.check_bds(pid, name, a.eng_id, a.qid, false, a.rx_desc_count);
+        self.execute_copy(pid, name, a.eng_id, a.qid, a.tx_desc_count, a.rx_desc_count);
         Ok(0)
     }
 
-    /// The descriptors a copy start hands the device: each must carry the ring
-    /// id of its lap (udma/udma.h: the device takes a BD only with the ring id
-    /// it expects, starting at 1 and advancing mod 4 at each wrap). A warning
-    /// if not: the driver does not look. The copy itself is not executed (G-DRV-COPY).
-    fn check_bds(&mut self, pid: u32, name: &'static str, eng: u32, qid: u32, tx: bool, count: u32) {
+    /// The copy a copy start releases, executed as the device's UDMA would
+    /// (G-DRV-COPY): the `tx` TX (M2S) and `rx` RX (S2M) descriptors at the
+    /// queue's positions are read from the rings' chunks, and the bytes of the
+    /// TX buffers, in order, are written into the RX buffers, in order (one
+    /// stream: a BD pair of equal lengths is one copy). Each BD must carry the
+    /// ring id of its lap (udma/udma.h: the device takes a BD only with the
+    /// ring id it expects, starting at 1 and advancing mod 4 at each wrap; the
+    /// driver does not look): a warning if not, and the device stalls on it, so
+    /// nothing is copied. Buffer addresses are chunk `pa`s from
+    /// `MEM_GET_EXTENDED_INFO`; a range outside every chunk (or a descriptor
+    /// outside its ring's chunk) is a DMA error: logged, nothing copied. The
+    /// queue's positions advance by the counts either way (G-DRV-QSTATE).
+    fn execute_copy(&mut self, pid: u32, name: &'static str, eng: u32, qid: u32, tx: u32, rx: u32) {
         let Some(q) = self.queues.get(&(eng, qid)).copied() else { return };
-        let mut s = if tx { q.tx } else { q.rx };
-        let chunk = s.chunk.and_then(|h| self.chunks.get(&h).copied());
-        let mut bad: Option<(u32, u32, u32)> = None;
-        for _ in 0..count.min(s.size) {
-            if let Some(c) = chunk {
-                let off = u64::from(s.next) * DESC_BYTES;
-                if off + DESC_BYTES <= c.size {
-                    let w = self.file.map().u32_at(c.offset + off).map_or(0, |w| w.load(Ordering::Acquire));
-                    let id = (w >> 24) & 3;
-                    if id != s.ring_id && bad.is_none() {
-                        bad = Some((s.next, id, s.ring_id));
-                    }
+        let (txs, tx_bds) = self.fetch_bds(q.tx, tx);
+        let (rxs, rx_bds) = self.fetch_bds(q.rx, rx);
+        if let Some(q) = self.queues.get_mut(&(eng, qid)) {
+            q.tx = txs;
+            q.rx = rxs;
+        }
+        if tx.max(rx) > COPY_DESCS_MAX {
+            self.dma_error(
+                pid,
+                name,
+                format!(
+                    "engine {eng} queue {qid}: {} descriptors in one copy start, past the model's bound of \
+                     {COPY_DESCS_MAX} (G-DRV-COPY)",
+                    tx.max(rx)
+                ),
+            );
+            return;
+        }
+        let side = |tx: bool| if tx { "TX" } else { "RX" };
+        let mut stalled = false;
+        for (dir, bds) in [(true, &tx_bds), (false, &rx_bds)] {
+            if let Some(b) = bds.iter().find(|b| b.fetch.is_ok() && b.ring_id != b.lap) {
+                self.warn(
+                    pid,
+                    name,
+                    format!(
+                        "engine {eng} queue {qid} {}: BD {} has ring id {}, the lap's is {}: the device stalls on it \
+                         (nothing copied)",
+                        side(dir),
+                        b.index,
+                        b.ring_id,
+                        b.lap
+                    ),
+                    "udma/udma_m2m.c",
+                );
+                stalled = true;
+            }
+        }
+        if stalled {
+            return;
+        }
+        // Every descriptor fetched and every buffer inside a chunk, before a byte moves.
+        let mut segs: [Vec<(u64, u64)>; 2] = [Vec::new(), Vec::new()];
+        let mut total = [0u64; 2];
+        for (k, (dir, bds)) in [(true, &tx_bds), (false, &rx_bds)].into_iter().enumerate() {
+            for b in bds.iter() {
+                let fault = match b.fetch {
+                    Err(why) => Some(format!("BD {}: {why}", b.index)),
+                    Ok(()) => match self.chunk_range(b.addr, u64::from(b.len)) {
+                        Some(off) => {
+                            segs[k].push((off, u64::from(b.len)));
+                            total[k] = total[k].saturating_add(u64::from(b.len));
+                            None
+                        }
+                        None => Some(format!(
+                            "BD {} {} 0x{:x} + {} bytes is outside every chunk the driver handed out",
+                            b.index,
+                            if dir { "source" } else { "destination" },
+                            b.addr,
+                            b.len
+                        )),
+                    },
+                };
+                if let Some(f) = fault {
+                    self.dma_error(pid, name, format!("engine {eng} queue {qid} {}: {f}", side(dir)));
+                    return;
                 }
             }
+        }
+        let n = total[0].min(total[1]);
+        if n > COPY_BYTES_MAX {
+            self.dma_error(
+                pid,
+                name,
+                format!(
+                    "engine {eng} queue {qid}: {n} bytes in one copy start, past the model's bound of {COPY_BYTES_MAX} \
+                     (G-DRV-COPY)"
+                ),
+            );
+            return;
+        }
+        if total[0] != total[1] {
+            self.warn(
+                pid,
+                name,
+                format!(
+                    "engine {eng} queue {qid}: the TX descriptors carry {} bytes, the RX descriptors {}: {n} copied",
+                    total[0], total[1]
+                ),
+                "udma/udma_m2m.c",
+            );
+        }
+        if let Err(e) = self.stream(&segs[0], &segs[1], n) {
+            self.dma_error(pid, name, format!("engine {eng} queue {qid}: the device file: {e}"));
+            return;
+        }
+        self.dma_bytes = self.dma_bytes.saturating_add(n);
+    }
+
+    /// A DMA error: the driver does not check BD addresses; the device's UDMA
+    /// faults the transfer. Logged (a warning), nothing written.
+    fn dma_error(&mut self, pid: u32, name: &'static str, what: String) {
+        self.dma_errors = self.dma_errors.saturating_add(1);
+        self.warn(
+            pid,
+            name,
+            format!("DMA error: {what}: the device's UDMA faults the transfer, nothing copied"),
+            "the device's UDMA, sim; udma/udma_m2m.c does not check BD addresses",
+        );
+    }
+
+    /// The `count` descriptors of side `s` from its position, and the side
+    /// moved past them (the ring id advancing at each wrap).
+    fn fetch_bds(&self, mut s: QueueSide, count: u32) -> (QueueSide, Vec<FetchedBd>) {
+        let chunk = s.chunk.and_then(|h| self.chunks.get(&h).copied());
+        let map = self.file.map();
+        let mut out = Vec::with_capacity(count.min(s.size).min(COPY_DESCS_MAX) as usize);
+        for _ in 0..count.min(s.size) {
+            if out.len() >= COPY_DESCS_MAX as usize {
+                // Past the model's bound: the caller refuses the copy; the position still moves.
+                s.next += 1;
+                if s.next >= s.size {
+                    s.next = 0;
+                    s.ring_id = (s.ring_id + 1) % 4;
+                }
+                continue;
+            }
+            let mut b = FetchedBd { index: s.next, lap: s.ring_id, ..FetchedBd::default() };
+            let off = u64::from(s.next) * DESC_BYTES;
+            b.fetch = match chunk {
+                None => Err("the queue has no ring chunk to fetch it from"),
+                Some(c) if off + DESC_BYTES > c.size => Err("the descriptor is past its ring's chunk"),
+                Some(c) => match (map.u32_at(c.offset + off), map.u64_at(c.offset + off + 8)) {
+                    (Some(w), Some(p)) => {
+                        let ctrl = LenCtrl::from_bits(w.load(Ordering::Acquire));
+                        b.ring_id = u32::from(ctrl.ring_id());
+                        b.len = ctrl.len_bytes();
+                        b.addr = p.load(Ordering::Acquire);
+                        Ok(())
+                    }
+                    _ => Err("the descriptor is past the device file"),
+                },
+            };
+            out.push(b);
             s.next += 1;
             if s.next >= s.size {
                 s.next = 0;
                 s.ring_id = (s.ring_id + 1) % 4;
             }
         }
-        if let Some(q) = self.queues.get_mut(&(eng, qid)) {
-            if tx {
-                q.tx = s;
-            } else {
-                q.rx = s;
+        (s, out)
+    }
+
+    /// The device-file offset of `[pa, pa + len)` when it lies inside one
+    /// chunk handed out (its `pa` is `SIM_HOST_PA_BASE | offset`, G-DRV-POOL).
+    pub fn chunk_range(&self, pa: u64, len: u64) -> Option<u64> {
+        let off = pa.checked_sub(SIM_HOST_PA_BASE)?;
+        let end = off.checked_add(len)?;
+        self.chunks.values().any(|c| off >= c.offset && end <= c.offset.saturating_add(c.size)).then_some(off)
+    }
+
+    /// Move the first `n` bytes of the TX segments' stream into the RX
+    /// segments, in order, through the device file (the process sees them in
+    /// its shared mappings).
+    fn stream(&self, src: &[(u64, u64)], dst: &[(u64, u64)], mut n: u64) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let f = self.file.file();
+        let (mut s, mut d) = (src.iter().copied(), dst.iter().copied());
+        let (mut cs, mut cd) = ((0u64, 0u64), (0u64, 0u64));
+        let mut buf = vec![0u8; 1 << 16];
+        while n > 0 {
+            if cs.1 == 0 {
+                cs = s.next().unwrap_or_default();
             }
+            if cd.1 == 0 {
+                cd = d.next().unwrap_or_default();
+            }
+            let step = cs.1.min(cd.1).min(n).min(buf.len() as u64);
+            if step == 0 {
+                break;
+            }
+            let b = &mut buf[..step as usize];
+            f.read_exact_at(b, cs.0)?;
+            f.write_all_at(b, cd.0)?;
+            cs = (cs.0 + step, cs.1 - step);
+            cd = (cd.0 + step, cd.1 - step);
+            n -= step;
         }
-        if let Some((i, got, want)) = bad {
-            self.warn(
-                pid,
-                name,
-                format!(
-                    "engine {eng} queue {qid} {}: BD {i} has ring id {got}, the lap's is {want}: the device stalls on it",
-                    if tx { "TX" } else { "RX" }
-                ),
-                "udma/udma_m2m.c",
-            );
-        }
+        Ok(())
     }
 
     fn queue_state(&mut self, pid: u32, name: &'static str, arg: &mut [u8], mem: &mut dyn TargetMem) -> Answer {
@@ -1517,6 +1713,154 @@ mod tests {
         assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
         assert_logged(&m, "TX: BD 1 has ring id 0, the lap's is 1");
         assert_eq!(m.kernel_bugs().count(), 0);
+    }
+
+    /// A host chunk of `size` bytes: its handle and `pa`.
+    fn alloc(m: &mut Model, mem: &mut VecMem, size: u64) -> (u64, u64) {
+        let ptr = mem.base + 0x100;
+        let mut a = abi::MemAllocV2Mt { size, host_memory: 1, mem_handle: ptr, ..Default::default() };
+        assert_eq!(call(m, abi::MEM_ALLOC_V2MT, &mut a, mem), Ok(0));
+        let h = mem.u64_at(ptr);
+        let mut i = abi::MemGetExtendedInfo { version: 1, mem_handle: h, ..Default::default() };
+        assert_eq!(call(m, abi::MEM_GET_EXTENDED_INFO, &mut i, mem), Ok(0));
+        (h, i.pa)
+    }
+
+    /// Write BD `i` of the ring in chunk `ring`: `len` bytes at `addr`, ring id `id`.
+    fn put_bd(m: &Model, ring: u64, i: u64, len: u32, id: u8, addr: u64) {
+        let off = m.chunk(ring).unwrap().offset + i * DESC_BYTES;
+        let ctrl = LenCtrl::new().with_len_bytes(len).unwrap().with_ring_id(id);
+        m.file().map().u32_at(off).unwrap().store(ctrl.into_bits(), Ordering::Release);
+        m.file().map().u64_at(off + 8).unwrap().store(addr, Ordering::Release);
+    }
+
+    fn file_bytes(m: &Model, pa: u64, len: usize) -> Vec<u8> {
+        use std::os::unix::fs::FileExt;
+        let mut b = vec![0u8; len];
+        m.file().file().read_exact_at(&mut b, pa - SIM_HOST_PA_BASE).unwrap();
+        b
+    }
+
+    fn fill(m: &Model, pa: u64, b: &[u8]) {
+        use std::os::unix::fs::FileExt;
+        m.file().file().write_all_at(b, pa - SIM_HOST_PA_BASE).unwrap();
+    }
+
+    #[test]
+    fn a_copy_start_moves_exactly_the_bytes_the_bds_say() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        let (tx, rx) = with_queue(&mut m, &mut mem, 64);
+        let (_, buf) = alloc(&mut m, &mut mem, 3 * 4096);
+        let src: Vec<u8> = (0..4096u32).map(|i| (i * 131 % 251) as u8).collect();
+        fill(&m, buf, &src);
+        fill(&m, buf + 4096, &[0xEE; 8192]);
+        // Two BDs each way: 1000 bytes from +0 to +4096, then 24 bytes from +1000 to +6000.
+        put_bd(&m, tx, 0, 1000, 1, buf);
+        put_bd(&m, tx, 1, 24, 1, buf + 1000);
+        put_bd(&m, rx, 0, 1000, 1, buf + 4096);
+        put_bd(&m, rx, 1, 24, 1, buf + 6000);
+        let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 2, rx_desc_count: 2 };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+        assert_eq!(m.violations, vec![], "{:?}", m.log);
+        assert_eq!(m.dma_bytes, 1024);
+        let got = file_bytes(&m, buf + 4096, 8192);
+        let mut want = vec![0xEE; 8192];
+        want[..1000].copy_from_slice(&src[..1000]);
+        want[1904..1928].copy_from_slice(&src[1000..1024]);
+        assert_eq!(got, want, "exactly the BDs' bytes, nothing around them");
+        // The head advanced: DMA_QUEUE_GET_STATE says so.
+        let (tp, rp) = (mem.base + 0x200, mem.base + 0x300);
+        let mut st = abi::DmaQueueGetState { eng_id: 0, qid: 0, tx: tp, rx: rp };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_GET_STATE, &mut st, &mut mem), Ok(0));
+        for p in [tp, rp] {
+            let s = abi::DmaQueueState::read_from_prefix(&mem.bytes[(p - mem.base) as usize..]).unwrap().0;
+            assert_eq!((s.head_pointer, s.length), (2, 64));
+        }
+        // Length 0 is 65536 bytes.
+        let ((_, big_src), (_, big_dst)) = (alloc(&mut m, &mut mem, 65536), alloc(&mut m, &mut mem, 65536));
+        let pattern: Vec<u8> = (0..65536u32).map(|i| (i % 253) as u8).collect();
+        fill(&m, big_src, &pattern);
+        put_bd(&m, tx, 2, 65536, 1, big_src);
+        put_bd(&m, rx, 2, 65536, 1, big_dst);
+        assert_eq!(
+            m.file().map().u32_at(m.chunk(tx).unwrap().offset + 32).unwrap().load(Ordering::Acquire) & 0xFFFF,
+            0
+        );
+        let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+        assert_eq!(file_bytes(&m, big_dst, 65536), pattern);
+        assert_eq!(m.dma_bytes, 1024 + 65536);
+        // Unequal streams: TX 32 bytes against RX 16: the 16 that fit are copied, a warning.
+        put_bd(&m, tx, 3, 32, 1, buf);
+        put_bd(&m, rx, 3, 16, 1, buf + 8192);
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+        assert_logged(&m, "the TX descriptors carry 32 bytes, the RX descriptors 16: 16 copied");
+        assert_eq!(file_bytes(&m, buf + 8192, 17), [&src[..16], &[0xEE][..]].concat());
+        assert_eq!(m.dma_errors, 0);
+    }
+
+    #[test]
+    fn an_address_outside_the_chunks_is_a_dma_error_and_nothing_is_written() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        let (tx, rx) = with_queue(&mut m, &mut mem, 64);
+        let (_, buf) = alloc(&mut m, &mut mem, 4096);
+        fill(&m, buf, &[0x5A; 4096]);
+        let before = file_bytes(&m, buf, 4096);
+        let end = SIM_HOST_PA_BASE | m.chunk_base.saturating_add(m.chunk_len);
+        for (i, (src, dst, len)) in [
+            (buf, buf + 2048, 4096u32),   // the destination runs past its chunk
+            (buf, 0x1000, 16),            // a destination below every chunk
+            (end, buf, 16),               // a source past the region
+            (buf + 4000, buf + 100, 200), // the source runs past its chunk
+            (u64::MAX - 4, buf, 16),      // the range wraps
+            (buf, SIM_HOST_PA_BASE, 16),  // the file header is no chunk
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let i = i as u64;
+            put_bd(&m, tx, i, len, 1, src);
+            put_bd(&m, rx, i, len, 1, dst);
+            let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+            assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+            assert_eq!(m.dma_errors as u64, i + 1, "{:?}", m.log);
+        }
+        assert_logged(&m, "DMA error: engine 0 queue 0 RX: BD 0 destination");
+        assert_logged(&m, "is outside every chunk the driver handed out");
+        assert_eq!(m.dma_bytes, 0);
+        assert_eq!(file_bytes(&m, buf, 4096), before, "nothing written");
+        assert_eq!(m.kernel_bugs().count(), 0);
+        // A queue whose TX ring has no chunk: the descriptors cannot be fetched.
+        let mut q =
+            abi::DmaQueueInit { qid: 1, tx_desc_count: 64, rx_desc_count: 64, rx_handle: rx, ..Default::default() };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+        let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 1, tx_desc_count: 1, rx_desc_count: 1 };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+        assert_logged(&m, "TX: BD 0: the queue has no ring chunk");
+        // A stalled BD (wrong ring id) copies nothing either.
+        put_bd(&m, tx, 6, 16, 0, buf);
+        put_bd(&m, rx, 6, 16, 1, buf + 16);
+        let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+        // More descriptors than the model's bound: a DMA error, the positions still move.
+        let n = COPY_DESCS_MAX + 16;
+        let (big_tx, _) = alloc(&mut m, &mut mem, u64::from(n) * DESC_BYTES);
+        let (big_rx, _) = alloc(&mut m, &mut mem, u64::from(n) * DESC_BYTES);
+        let mut q = abi::DmaQueueInit {
+            qid: 2,
+            tx_desc_count: n,
+            rx_desc_count: n,
+            tx_handle: big_tx,
+            rx_handle: big_rx,
+            ..Default::default()
+        };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+        let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 2, tx_desc_count: n - 1, rx_desc_count: n - 1 };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+        assert_logged(&m, "descriptors in one copy start, past the model's bound");
+        assert_eq!(m.queue(0, 2).map(|q| (q.tx.next, q.rx.next)), Some((n - 1, n - 1)));
+        assert_logged(&m, "TX: BD 6 has ring id 0, the lap's is 1: the device stalls on it (nothing copied)");
+        assert_eq!(file_bytes(&m, buf, 4096), before);
     }
 
     #[test]
