@@ -1,8 +1,9 @@
 //! `nrt-sim driver -- COMMAND` end to end, through the real seccomp path: a
 //! small C program (`tests/c/driver_probe.c`, compiled here) opens
-//! `/dev/neuron0` and makes the driver's ioctls; the supervisor traps and
-//! serves them with the model. If this kernel has no seccomp user
-//! notification, each test says SKIPPED with the reason (loudly) and passes.
+//! `/dev/neuron0`, makes the driver's ioctls and stages a copy; the
+//! supervisor traps and serves them with the model. If this kernel has no
+//! seccomp user notification, each test says SKIPPED with the reason (loudly)
+//! and passes.
 #![cfg(feature = "driver")]
 
 use std::path::{Path, PathBuf};
@@ -105,6 +106,28 @@ fn copy_start_with_rx_zero_is_a_kernel_bug_that_fails_a_strict_run() {
     );
     assert!(!out.contains("copy_start_rx0"), "the call returned to the process:\n{out}");
     assert!(err.contains("killed"), "{err}");
+}
+
+#[test]
+fn a_copy_start_executes_the_copy_its_descriptors_describe() {
+    need_user_notif!();
+    let p = probe().to_str().unwrap();
+    let o = driver(&["--verbose"], &[p, "copy"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(field(&out, "chunks"), "ok");
+    assert_eq!(field(&out, "queue_init"), "0");
+    assert_eq!(field(&out, "copy_start"), "0");
+    // Two BDs each way, 3000 + 1096 bytes: page 1 is page 0, page 2 untouched.
+    assert_eq!(field(&out, "copied"), "verified guard intact");
+    // A destination outside every chunk: the driver returns 0, the device's DMA error is logged.
+    assert_eq!(field(&out, "copy_start_outside"), "0");
+    assert!(
+        err.contains("DMA error: engine 0 queue 0 RX: BD 2 destination 0x1000 + 16 bytes is outside every chunk"),
+        "{err}"
+    );
+    assert_eq!(field(&out, "queue_state"), "0 tx head 3 rx head 3 length 64");
+    assert!(err.contains("0 kernel BUG(s), 1 warning(s)"), "{err}");
 }
 
 #[test]

@@ -1863,6 +1863,55 @@ mod tests {
         assert_eq!(file_bytes(&m, buf, 4096), before);
     }
 
+    /// Hostile descriptors: random lengths, ring ids and addresses around the
+    /// chunks, random counts. Nothing panics, and nothing outside the chunks
+    /// handed out is written.
+    #[test]
+    fn random_descriptors_never_panic_or_write_outside_the_chunks() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        let (tx, rx) = with_queue(&mut m, &mut mem, 64);
+        let (_, buf) = alloc(&mut m, &mut mem, 2 * 4096);
+        let (base, _) = m.file().extra_region();
+        let probe_at = |m: &Model| file_bytes(m, SIM_HOST_PA_BASE | (base - 4096), 4096);
+        let header = probe_at(&m);
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..500 {
+            let counts = [(next() % 12) as u32, (next() % 12) as u32];
+            let q = *m.queue(0, 0).unwrap();
+            for (ring, side, count) in [(tx, q.tx, counts[0]), (rx, q.rx, counts[1])] {
+                let (mut i, mut lap) = (side.next, side.ring_id);
+                for _ in 0..count {
+                    let len =
+                        if next() % 2 == 0 { (next() % 0x100) as u32 + 1 } else { (next() % 0x1_0000) as u32 + 1 };
+                    let addr = match next() % 8 {
+                        0 => SIM_HOST_PA_BASE | (base - 4096 + next() % 0x2000),
+                        1 => next(),
+                        2 => buf.wrapping_sub(next() % 0x100),
+                        _ => buf + next() % 0x2000,
+                    };
+                    let id = if next() % 16 == 0 { lap as u8 ^ 1 } else { lap as u8 };
+                    put_bd(&m, ring, u64::from(i), len, id, addr);
+                    i += 1;
+                    if i == 64 {
+                        (i, lap) = (0, (lap + 1) % 4);
+                    }
+                }
+            }
+            let mut c =
+                abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: counts[0], rx_desc_count: counts[1] };
+            let _ = call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem);
+        }
+        assert!(m.dma_bytes > 0 && m.dma_errors > 0, "{} bytes, {} DMA errors", m.dma_bytes, m.dma_errors);
+        assert_eq!(probe_at(&m), header, "the page before the chunk region was written");
+        assert_eq!(m.kernel_bugs().filter(|v| !v.to_string().contains("num == 0")).count(), 0);
+    }
+
     #[test]
     fn queue_init_rules() {
         let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());

@@ -9,7 +9,13 @@
  *                     ring slot the device writes;
  *   bug               rings allocated and DMA_QUEUE_INIT, then
  *                     DMA_QUEUE_COPY_START with rx_desc_count 0 (a kernel BUG:
- *                     the supervisor kills this process in --strict mode).
+ *                     the supervisor kills this process in --strict mode);
+ *   copy              a TX ring, an RX ring and a 3-page buffer allocated and
+ *                     mapped, two BDs each way staged (4096 bytes from page 0
+ *                     to page 1 in 3000 + 1096), DMA_QUEUE_COPY_START, the
+ *                     bytes checked; then a BD pair whose destination is no
+ *                     chunk (a DMA error: nothing written), and the queue's
+ *                     state (DMA_QUEUE_GET_STATE).
  *
  * Layouts and codes: nrt-abi (abi/src/ioctl.rs), checked there against the
  * public driver's header. */
@@ -43,6 +49,15 @@ struct mem_alloc {
     uint32_t host_memory, dram_channel, dram_region, nc_id, mem_type, pad;
     uint64_t mem_handle_ptr;
 };
+struct mem_info { uint64_t mem_handle; uint32_t version, host_memory; uint64_t mmap_offset, pa, pid, size; };
+struct queue_state {
+    uint32_t hw_status, sw_status;
+    uint64_t base_addr;
+    uint32_t length, head_pointer, tail_pointer, pad0;
+    uint64_t completion_base_addr;
+    uint32_t completion_head, pad1;
+};
+struct queue_get_state { uint32_t eng_id, qid; uint64_t tx, rx; };
 struct queue_init {
     uint32_t eng_id, qid, tx_desc_count, rx_desc_count;
     uint64_t tx_handle, rx_handle, rxc_handle;
@@ -59,6 +74,8 @@ struct queue_init {
 #define DMA_QUEUE_COPY_START 0x80084E23u
 #define MEM_ALLOC_V2MT 0x80304E66u
 #define DMA_QUEUE_INIT 0x80084E21u
+#define MEM_GET_EXTENDED_INFO 0x80084E1Du
+#define DMA_QUEUE_GET_STATE 0xC0084E25u
 
 static int xioctl(int fd, unsigned long code, void *arg) {
     int rc = ioctl(fd, code, arg);
@@ -148,6 +165,63 @@ static int bug(int fd) {
     return 0;
 }
 
+/* A host chunk of `size` bytes, allocated, described and mapped. */
+static volatile uint8_t *chunk(int fd, uint64_t size, uint64_t *handle, uint64_t *pa) {
+    struct mem_alloc a = { .size = size, .align = 4096, .host_memory = 1, .mem_type = 17,
+                           .mem_handle_ptr = (uint64_t)(uintptr_t)handle };
+    if (xioctl(fd, MEM_ALLOC_V2MT, &a) != 0) return NULL;
+    struct mem_info mi = { .mem_handle = *handle, .version = 1 };
+    if (xioctl(fd, MEM_GET_EXTENDED_INFO, &mi) != 0) return NULL;
+    *pa = mi.pa;
+    void *p = mmap(NULL, mi.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)mi.mmap_offset);
+    return p == MAP_FAILED ? NULL : (volatile uint8_t *)p;
+}
+
+/* BD `i` of a ring: len_ctrl (length [15:0], ring id 1 at [25:24]), meta_ctrl, buf_ptr (core's bd.rs). */
+static void put_bd(volatile uint8_t *ring, unsigned i, uint32_t len, uint64_t addr) {
+    volatile uint32_t *w = (volatile uint32_t *)(ring + 16u * i);
+    w[0] = (len & 0xFFFFu) | (1u << 24);
+    w[1] = 0;
+    *(volatile uint64_t *)(ring + 16u * i + 8) = addr;
+}
+
+static int copy(int fd) {
+    uint64_t th = 0, rh = 0, bh = 0, tpa = 0, rpa = 0, bpa = 0;
+    volatile uint8_t *tx = chunk(fd, 4096, &th, &tpa), *rx = chunk(fd, 4096, &rh, &rpa);
+    volatile uint8_t *buf = chunk(fd, 3 * 4096, &bh, &bpa);
+    printf("chunks: %s\n", tx && rx && buf ? "ok" : strerror(errno));
+    if (!tx || !rx || !buf) return 1;
+    struct queue_init qi = { 0, 0, 64, 64, th, rh, 0, 0, 0 };
+    printf("queue_init: %d\n", xioctl(fd, DMA_QUEUE_INIT, &qi));
+    for (unsigned i = 0; i < 4096; i++) {
+        buf[i] = (uint8_t)(i * 131 % 251);
+        buf[4096 + i] = 0;
+        buf[8192 + i] = 0xEE;
+    }
+    put_bd(tx, 0, 3000, bpa);
+    put_bd(tx, 1, 1096, bpa + 3000);
+    put_bd(rx, 0, 3000, bpa + 4096);
+    put_bd(rx, 1, 1096, bpa + 4096 + 3000);
+    struct copy_start cs = { 0, 0, 2, 2 };
+    printf("copy_start: %d\n", xioctl(fd, DMA_QUEUE_COPY_START, &cs));
+    int same = 1, guard = 1;
+    for (unsigned i = 0; i < 4096; i++) {
+        same &= buf[4096 + i] == buf[i];
+        guard &= buf[8192 + i] == 0xEE;
+    }
+    printf("copied: %s guard %s\n", same ? "verified" : "MISMATCH", guard ? "intact" : "written");
+    /* A destination that is no chunk (below the pool): the device's DMA error, nothing written. */
+    put_bd(tx, 2, 16, bpa + 8192);
+    put_bd(rx, 2, 16, 0x1000);
+    struct copy_start bad = { 0, 0, 1, 1 };
+    printf("copy_start_outside: %d\n", xioctl(fd, DMA_QUEUE_COPY_START, &bad));
+    struct queue_state ts = {0}, rs = {0};
+    struct queue_get_state gs = { 0, 0, (uint64_t)(uintptr_t)&ts, (uint64_t)(uintptr_t)&rs };
+    int rc = xioctl(fd, DMA_QUEUE_GET_STATE, &gs);
+    printf("queue_state: %d tx head %u rx head %u length %u\n", rc, ts.head_pointer, rs.head_pointer, rs.length);
+    return 0;
+}
+
 /* The device's core count and ring entries from the status window (+0x50, +0x54). */
 static int window(int fd) {
     struct device_info dev = {0};
@@ -172,6 +246,7 @@ int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "probe") == 0) rc = probe(fd, (uint32_t)strtoul(argv[2], NULL, 0));
     else if (argc >= 2 && strcmp(argv[1], "bug") == 0) rc = bug(fd);
     else if (argc >= 2 && strcmp(argv[1], "window") == 0) rc = window(fd);
+    else if (argc >= 2 && strcmp(argv[1], "copy") == 0) rc = copy(fd);
     close(fd);
     return rc;
 }
