@@ -20,7 +20,12 @@
 //!   mode;
 //! - a **warning**: something the driver accepts but the device would not
 //!   ([`Violation::Warning`]: a BD whose ring id is not the lap's, a ring
-//!   longer than its memory chunk...), logged, never fatal.
+//!   longer than its memory chunk, a copy whose buffer is outside every chunk:
+//!   the device's DMA error...), logged, never fatal.
+//!
+//! A copy start is also executed, as the device's UDMA would (G-DRV-COPY): the
+//! released descriptors' bytes move between chunks of the device file, each
+//! descriptor and buffer checked before a byte moves.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
