@@ -185,6 +185,8 @@ fn strace_shows_the_bring_up_requests_in_the_contract_order() {
     let _ = std::fs::remove_file(&log);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}\n{trace}");
     assert!(out.contains("status: 0 NRT_SUCCESS"), "{out}");
+    // The staged copy ran through the mapped rings: the model's device executed it.
+    assert!(out.contains("4096 B copy verified"), "{out}");
     let seq = calls(&trace);
     // docs/driver-model.md, "The bring-up sequence": the first occurrence of each
     // step, in order, then the teardown after the last kickoff.
