@@ -14,10 +14,15 @@
 //! cores owned and reset, DMA ring memory and queue, NQ rings, the staged copy
 //! and its copy start, the kickoff, the harvest, the teardown. It prints the
 //! report `nrt-sim run` prints (its `status: <code> <NAME> (...)` line; with
-//! `--json` the same JSON object). `--scenario` and `--inject` only label the
-//! run (the device, or `nrt-sim driver`'s model of it, decides what happens):
-//! with `--scenario` (and no `--inject`) the status and one-step return code
-//! are checked against the scenario's, as `nrt-sim run` checks them. Exit
+//! `--json` the same JSON object: `nrt_abi::report`'s printers, which `nrt-sim
+//! run` uses too). `--scenario` and `--inject` only label the run (the device,
+//! or `nrt-sim driver`'s model of it, decides what happens): `--scenario` takes
+//! the scenario's label from `nrt_abi::sim::SCENARIO_LABELS` (its expected
+//! status and return code, description, cores, ring entries and fault specs;
+//! nrtctl does not depend on the simulator), and with no `--inject` the status
+//! and one-step return code are checked against it, as `nrt-sim run` checks
+//! them; an `--inject` spec is printed as given, its fault name checked
+//! against `nrt_abi::sim::FAULT_NAMES` (its parameters are the device's). Exit
 //! status as `nrt-sim run`: 0, or 1 when that check fails; 1 when a call failed
 //! (no device, `ENOTTY` from a file that is not one, an incompatible driver:
 //! the call, the path and the errno or the reason are printed); 2 for a usage
