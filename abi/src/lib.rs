@@ -1,17 +1,32 @@
 //! # nrt-abi
 //!
 //! What the binding (`nrt-linux`) and the simulator (`nrt-sim`) must agree on,
-//! and nothing else: the binding speaks it to a real driver, the simulator's
-//! driver model serves it. Neither crate depends on the other.
+//! and nothing else: the binding speaks it to a real driver (or to a device
+//! played in another process), the simulator serves it. Neither crate depends
+//! on the other.
 //!
 //! - [`ioctl`]: the Neuron driver's request codes and argument layouts, as the
 //!   public driver's `neuron_ioctl.h` declares them (facts only; checked in the
 //!   tests against the numbers in `shared/anchors/driver-abi.md`);
 //! - [`sim`]: what a host must know about the simulated device that a real
-//!   one would tell it outside the ioctl ABI (sim choices, each named).
-#![no_std]
+//!   one would tell it outside the ioctl ABI (sim choices, each named), and the
+//!   scenario labels (name, expected status and return code) a host checks a
+//!   run against;
+//! - `shm` (feature `shm`, std): the device file of `nrt-sim serve --shm PATH`,
+//!   its header and layout, mapped by the server and by `nrtctl harvest`;
+//! - `report` (feature `report`, std and serde_json): the report of one
+//!   inference and its text and JSON renderings, printed the same by
+//!   `nrt-sim run` and `nrtctl run` / `nrtctl harvest`.
+//!
+//! The default build is `no_std` and has no dependency but `nrt-core` and
+//! `zerocopy`.
+#![cfg_attr(not(any(feature = "shm", feature = "report")), no_std)]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod ioctl;
+#[cfg(feature = "report")]
+pub mod report;
+#[cfg(feature = "shm")]
+pub mod shm;
 pub mod sim;

@@ -9,9 +9,15 @@
 //! (`nrt-sim driver`), the BAR0 physical address the model reports and the
 //! status window where it publishes what the real runtime learns from its
 //! proxies and probes (G-DRV-PROBES).
+//!
+//! And the labels of the simulator's runs a host prints or checks without
+//! the simulator: the UDMA engine bases ([`udma_base`], driver facts), the
+//! fault names ([`FAULT_NAMES`]), and each named scenario's expected status
+//! and return code ([`SCENARIO_LABELS`]).
 
 use nrt_core::arch::Arch;
 use nrt_core::nq::TsCal;
+use nrt_core::NrtStatus;
 
 /// Offset of the INTC error-trigger blocks from the core's NOTIFIC block (**sim**).
 pub const INTC_FROM_NOTIFIC: u64 = 0x2_0000;
@@ -147,6 +153,249 @@ pub const STATUS_MODEL_CORES: u64 = 0x50;
 pub const STATUS_MODEL_RING_ENTRIES: u64 = 0x54;
 const _: () =
     assert!(STATUS_HEARTBEAT + 8 <= STATUS_MODEL_CORES && STATUS_MODEL_CORES + 4 <= STATUS_MODEL_RING_ENTRIES);
+
+/// BAR0 offset of UDMA engine `engine` of NC0 (driver §5: v2 `0x3000_0000 + e *
+/// 0x4_0000`; v3 NC0 engine 0 at `0x8200_0000` with the SDMA stride
+/// `0x10_0000`; v4 as v3). The simulator models its staging queues there and
+/// the binding stages its copy there.
+pub const fn udma_base(arch: Arch, engine: u32) -> u64 {
+    match arch {
+        Arch::Sunda => 0x3000_0000 + engine as u64 * 0x4_0000,
+        Arch::Cayman | Arch::Mariana => 0x8200_0000 + engine as u64 * 0x10_0000,
+    }
+}
+
+/// The names of the faults the simulator injects (`nrt-sim run --inject
+/// NAME[:K=V,...]`), in the order of the contract. The simulator parses and
+/// checks a whole spec; a host that only labels a run with one (`nrtctl run
+/// --inject`) checks its name against this list.
+pub const FAULT_NAMES: [&str; 16] = [
+    "hang",
+    "drop",
+    "dup-start",
+    "unexpected",
+    "nan",
+    "transient",
+    "seq-error",
+    "ecc-ue",
+    "ecc-ce",
+    "hbm-ue",
+    "hbm-repairable",
+    "barrier-delay",
+    "barrier-fail",
+    "netproxy-fail",
+    "overflow",
+    "corrupt",
+];
+
+/// A named scenario of the simulator as a host that runs it through a device
+/// sees it: a label, the status and one-step return code the run must end
+/// with, and the configuration a host needs to run it (what a real runtime
+/// would read from the model it loads) and prints. What the device does for it
+/// (its faults, its checks of the evidence) stays with the simulator
+/// (`nrt_sim::scenario`, whose every scenario is checked against this table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScenarioLabel {
+    /// Short kebab-case name.
+    pub name: &'static str,
+    /// One line: what happens and why the status follows.
+    pub description: &'static str,
+    /// The status it must end with.
+    pub expected: NrtStatus,
+    /// The one-step return code it must end with (0 or 2).
+    pub expected_rc: u8,
+    /// Physical cores of its logical core.
+    pub cores: u8,
+    /// Entries per NQ ring.
+    pub ring_entries: u32,
+    /// Its injected faults, as canonical `--inject` specs.
+    pub faults: &'static [&'static str],
+}
+
+impl ScenarioLabel {
+    /// The label of scenario `name`.
+    pub fn find(name: &str) -> Option<&'static ScenarioLabel> {
+        SCENARIO_LABELS.iter().find(|s| s.name == name)
+    }
+}
+
+const fn label(
+    name: &'static str,
+    description: &'static str,
+    expected: NrtStatus,
+    expected_rc: u8,
+    faults: &'static [&'static str],
+) -> ScenarioLabel {
+    ScenarioLabel { name, description, expected, expected_rc, cores: 2, ring_entries: 64, faults }
+}
+
+/// Every named scenario's label, in the order `nrt-sim scenarios` lists them.
+pub static SCENARIO_LABELS: &[ScenarioLabel] = &[
+    ScenarioLabel {
+        cores: 1,
+        ..label("healthy-1core", "one core, five engines START and END: clean", NrtStatus::Success, 0, &[])
+    },
+    label("healthy-2core", "two cores, ten engines, a CC pair on SP: clean", NrtStatus::Success, 0, &[]),
+    label(
+        "hang",
+        "core 0 DVE starts and never ends: INTC bit 29 clear at the timeout -> NRT_TIMEOUT",
+        NrtStatus::Timeout,
+        2,
+        &["hang:core=0,engine=DVE"],
+    ),
+    label(
+        "drop-end-overflow",
+        "core 0 PE's END is dropped with INTC bit 29 raised: overflow at the timeout -> 1204",
+        NrtStatus::ExecSwNqOverflow,
+        2,
+        &["drop:core=0,engine=PE,record=end,overflow"],
+    ),
+    label(
+        "drop-end",
+        "core 1 SP's END is dropped without the overflow bit: indistinguishable from a hang -> 5",
+        NrtStatus::Timeout,
+        2,
+        &["drop:core=1,engine=SP,record=end"],
+    ),
+    ScenarioLabel {
+        ring_entries: 4,
+        ..label(
+            "ring-overflow",
+            "4-entry rings; core 0 POOL bursts 10 records with its END: the device drops, raises bit 29 -> 1204",
+            NrtStatus::ExecSwNqOverflow,
+            2,
+            &["overflow:core=0,engine=POOL"],
+        )
+    },
+    label(
+        "dup-start",
+        "core 1 ACT writes START twice, no overflow bit: out-of-order START -> NRT_FAILURE",
+        NrtStatus::Failure,
+        2,
+        &["dup-start:core=1,engine=ACT"],
+    ),
+    label(
+        "dup-start-overflow",
+        "as dup-start, with INTC bit 29 raised first: the duplicate is overflow evidence -> 1204",
+        NrtStatus::ExecSwNqOverflow,
+        2,
+        &["dup-start:core=0,engine=PE,overflow"],
+    ),
+    label(
+        "drop-start",
+        "core 0 SP's START is dropped: its END arrives out of order, bit 29 clear -> NRT_FAILURE",
+        NrtStatus::Failure,
+        2,
+        &["drop:core=0,engine=SP,record=start"],
+    ),
+    label(
+        "nan",
+        "core 0 reports a NaN on its error ring: clean harvest (return 0), status 1003",
+        NrtStatus::ExecCompletedWithNumErr,
+        0,
+        &["nan:core=0"],
+    ),
+    label(
+        "transient",
+        "a TRANSIENT error record on core 0 -> 1004",
+        NrtStatus::ExecCompletedWithErr,
+        0,
+        &["transient:core=0"],
+    ),
+    label(
+        "seq-error",
+        "a SW_SEQUENCER error record on core 1, with its code -> 1004",
+        NrtStatus::ExecCompletedWithErr,
+        0,
+        &["seq-error:core=1"],
+    ),
+    label(
+        "ecc-ue",
+        "an uncorrectable ECC record on core 0 after a clean run -> 1202 (return 0)",
+        NrtStatus::ExecHwErrNcUe,
+        0,
+        &["ecc-ue:core=0"],
+    ),
+    label(
+        "ecc-ce",
+        "a correctable ECC record on core 0: an event, status unchanged -> 0",
+        NrtStatus::Success,
+        0,
+        &["ecc-ce:core=0"],
+    ),
+    label(
+        "core1-nan",
+        "core 0 healthy, core 1 NaN: priority reconciles the cores -> 1003",
+        NrtStatus::ExecCompletedWithNumErr,
+        0,
+        &["nan:core=1"],
+    ),
+    label(
+        "barrier-300s",
+        "the collectives barrier clears after 300 s: warnings at 120 s and 240 s, never fatal -> 0",
+        NrtStatus::Success,
+        0,
+        &["barrier-delay:secs=300"],
+    ),
+    label(
+        "unexpected-subtype",
+        "core 0 SP writes a record of subtype 9 mid-run: unexpected notification -> NRT_FAILURE",
+        NrtStatus::Failure,
+        2,
+        &["unexpected:core=0,engine=SP,subtype=9"],
+    ),
+    label(
+        "tensor-streaming",
+        "core 0 ACT streams outputs (custom sub-id 7, var ids 100 101 100 102): waiters woken in order",
+        NrtStatus::Success,
+        0,
+        &[],
+    ),
+    label(
+        "cayman-fixup",
+        "cayman; a custom record on engine index 2 (the binary's eng == 2, POOL in runtime order; the seed says \
+         DVE) carries a stale NQ-id: the fixup forces tag 0xE",
+        NrtStatus::Success,
+        0,
+        &[],
+    ),
+    label(
+        "corrupt",
+        "8 random entries on core 0 DVE's ring: the first one read decides; a random subtype is unexpected -> \
+         NRT_FAILURE, never a panic",
+        NrtStatus::Failure,
+        2,
+        &["corrupt:core=0,engine=DVE,count=8"],
+    ),
+    label(
+        "hbm-ue",
+        "an unrepairable HBM UE stalls core 0: the timeout is reclassified by the HBM probe -> 1201",
+        NrtStatus::ExecHwErrHbmUe,
+        2,
+        &["hbm-ue:core=0"],
+    ),
+    label(
+        "hbm-repairable",
+        "a repairable HBM UE stalls core 1: reclassified at the timeout (COMPLETE-1) -> 1205",
+        NrtStatus::ExecHwErrRepairableHbmUe,
+        2,
+        &["hbm-repairable:core=1"],
+    ),
+    label(
+        "barrier-fail",
+        "core 1's barrier proxy fails: exec_fatal_status[1][5], finalized at once -> 1200",
+        NrtStatus::ExecHwErrCollectives,
+        2,
+        &["barrier-fail:core=1"],
+    ),
+    label(
+        "netproxy-fail",
+        "core 0's network proxy fails in WAIT_CORE: exec_fatal_status[0][4] -> 1206",
+        NrtStatus::NetworkProxyFailure,
+        2,
+        &["netproxy-fail:core=0"],
+    ),
+];
 
 #[cfg(test)]
 mod tests {

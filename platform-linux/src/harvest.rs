@@ -1,13 +1,14 @@
 //! Harvesting inferences from a device that `nrt-sim serve --shm PATH` plays in
 //! another process (`nrtctl harvest --shm PATH`).
 //!
-//! The file's layout is `nrt_sim::shm`'s. This side maps it the way it maps a
+//! The file's layout is `nrt_abi::shm`'s (the server, `nrt-sim serve`, uses the
+//! same definition; this crate does not depend on the simulator). This side maps it the way it maps a
 //! device: the NQ rings with [`Mapping`] / [`RingWindow`] / [`MappedRings`] (slots
 //! read with Acquire on the phase word), BAR0 with [`MappedBar`] at the file's BAR
 //! offset, so HEAD writes, the top-SP host trigger and the INTC cause reads go
 //! through `hal::Registers` at the real BAR offsets. The header (ready flag,
 //! device clock origin, proxy and probe status lines, shutdown) is read through
-//! `nrt_sim::shm::ShmFile`, and the kickoff semaphore, which the driver
+//! `nrt_abi::shm::ShmFile`, and the kickoff semaphore, which the driver
 //! increments with `NEURON_IOCTL_SEMAPHORE_INCREMENT`, is an atomic `fetch_add` on
 //! the semaphore's INCR-alias word in the mapped BAR.
 //!
@@ -36,6 +37,9 @@ use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use nrt_abi::report::{core_reports, Note, ReportConfig, RunReport};
+use nrt_abi::shm::{monotonic_ns, Line, ShmError, ShmFile, State, STALE_NS};
+use nrt_abi::sim::{self as layout, FIRST_VAR_ID, MAX_OUTPUTS};
 use nrt_core::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
 use nrt_core::dma::doorbell::{kickoff_infer, set_host_trigger};
 use nrt_core::dma::DmaError;
@@ -45,10 +49,6 @@ use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, TensorCompl
 use nrt_core::hal::{self, Clock, ErrorKind, ErrorType, Registers};
 use nrt_core::nq::{Notifications, SyncPoint, NQ_PER_CORE};
 use nrt_core::NrtStatus;
-use nrt_sim::device::Note;
-use nrt_sim::host::{FIRST_VAR_ID, MAX_OUTPUTS};
-use nrt_sim::shm::{monotonic_ns, Line, ShmError, ShmFile, State, STALE_NS};
-use nrt_sim::{layout, program, Fault, RunReport, SimConfig};
 
 use crate::bar::MappedBar;
 use crate::error::LinuxError;
@@ -85,6 +85,9 @@ impl core::fmt::Display for HarvestError {
 }
 
 impl std::error::Error for HarvestError {}
+
+/// Bytes of one NQ entry.
+const NQ_ENTRY_BYTES: u32 = 16;
 
 /// `exec_fatal_status[core][5]`: the barrier proxy failed (seed §1).
 const BARRIER_PROXY_FLAG: usize = 5;
@@ -375,13 +378,13 @@ impl Harvester {
             nq.bind_core(core, l.ring_bytes)
                 .map_err(|e| HarvestError::Config(format!("ring binding refused: {e:?}")))?;
             for eng in 0..ENGINES_PER_CORE {
-                nq.set_cal(core, eng, program::calibration(core, eng));
+                nq.set_cal(core, eng, layout::calibration(core, eng));
             }
             nq.set_sync_point(core, SyncPoint { dev_us, cpu_us: 0 });
         }
         let tensors = tensor_table()?;
         let dev = ShmDevice { rings, file, clock, events: Vec::new(), tensors, calls: 0, gone: None };
-        let ring_entries = l.ring_bytes / layout::ENTRY_BYTES;
+        let ring_entries = l.ring_bytes / NQ_ENTRY_BYTES;
         debug_assert!(usize::from(l.cores) <= MAX_CORES);
         Ok(Harvester { dev, nq, arch: l.arch, cores: l.cores, ring_entries })
     }
@@ -421,15 +424,15 @@ impl Harvester {
         }
         self.dev.file.add_harvested();
         let f = &self.dev.file;
-        let config = SimConfig {
+        let config = ReportConfig {
             arch,
             cores: self.cores,
             timeout_s,
             seed: f.seed(),
             ring_entries: self.ring_entries,
             threaded: true,
-            faults: f.faults_text().split_whitespace().filter_map(|s| Fault::parse(s).ok()).collect(),
-            extras: Vec::new(),
+            // The server writes its faults as canonical specs (a label here).
+            faults: f.faults_text().split_whitespace().map(str::to_string).collect(),
         };
         Ok(RunReport {
             config,
@@ -441,7 +444,7 @@ impl Harvester {
             kickoff_us,
             staging: None,
             remote: Some(format!("nrt-sim serve pid {} over {}", f.pid(), f.path().display())),
-            cores: nrt_sim::run::core_reports(&req, self.cores),
+            cores: core_reports(&req, self.cores),
             events: self.dev.events.clone(),
             staging_events: Vec::new(),
             wakes: self.dev.wake_log().wakes.clone(),

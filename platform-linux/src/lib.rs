@@ -23,7 +23,12 @@
 //! - [`ffi`]: the C ABI (`include/nrt.h`); [`ffi_poller`], the poller's
 //!   (`include/nrt_poller.h`).
 //! - [`harvest`]: inferences harvested from `nrt-sim serve --shm PATH` in another
-//!   process, through this binding's mappings (`nrtctl harvest`).
+//!   process, through this binding's mappings (`nrtctl harvest`; feature `sim`).
+//!
+//! The binding does not depend on the simulator: what the two agree on is
+//! `nrt-abi` (the driver's ioctl ABI, the simulated device's choices and
+//! scenario labels; with the `sim` feature also the shared-memory file,
+//! `nrt_abi::shm`, and the report `nrtctl` prints, `nrt_abi::report`).
 //!
 //! `unsafe` lives in [`sys`] (syscalls, mapped memory), [`ffi`] and
 //! [`ffi_poller`] (C pointers) only, each block with a `// SAFETY:` line.

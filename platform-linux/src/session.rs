@@ -105,15 +105,9 @@ const ENTRY_BYTES: u32 = 16;
 /// VRing page of the staging build.
 const PAGE_BDS: usize = 8;
 
-/// BAR0 offset of UDMA engine `engine` of NC0 (driver §5: v2 `0x3000_0000 + e *
-/// 0x4_0000`; v3 `0x8200_0000 + e * 0x10_0000`; v4 as v3). The same table as
-/// `nrt_sim::layout::udma_base`.
-pub const fn udma_base(arch: Arch, engine: u32) -> u64 {
-    match arch {
-        Arch::Sunda => 0x3000_0000 + engine as u64 * 0x4_0000,
-        Arch::Cayman | Arch::Mariana => 0x8200_0000 + engine as u64 * 0x10_0000,
-    }
-}
+/// BAR0 offset of UDMA engine `engine` of NC0 (driver §5), defined in
+/// `nrt_abi::sim` (the simulator's driver model serves the same table).
+pub use nrt_abi::sim::udma_base;
 
 /// What a session is asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1071,8 +1065,12 @@ impl Drop for Session {
 /// faults; arch, cores, ring entries and timeout are replaced by the
 /// session's). The device's own log and counters stay with the driver.
 #[cfg(feature = "sim")]
-pub fn run_report(session: &Session, r: &Inference, mut config: nrt_sim::SimConfig) -> nrt_sim::RunReport {
-    use nrt_sim::run::StagingReport;
+pub fn run_report(
+    session: &Session,
+    r: &Inference,
+    mut config: nrt_abi::report::ReportConfig,
+) -> nrt_abi::report::RunReport {
+    use nrt_abi::report::{core_reports, Note, RunReport, StagingReport};
     config.arch = session.arch;
     config.cores = session.cores;
     config.ring_entries = session.ring_entries;
@@ -1081,12 +1079,12 @@ pub fn run_report(session: &Session, r: &Inference, mut config: nrt_sim::SimConf
     let s = &r.staging;
     let mut notes = Vec::new();
     if r.wakes.dropped > 0 {
-        notes.push(nrt_sim::device::Note {
+        notes.push(Note {
             t_ns: r.elapsed_ns,
             text: format!("{} more tensor wake-ups not kept (the log keeps {WAKE_LOG_CAP})", r.wakes.dropped),
         });
     }
-    nrt_sim::RunReport {
+    RunReport {
         config,
         status: r.status,
         step: r.step,
@@ -1106,7 +1104,7 @@ pub fn run_report(session: &Session, r: &Inference, mut config: nrt_sim::SimConf
             host_trigger: s.host_trigger,
         }),
         remote: Some(format!("the Neuron driver behind {}", session.path().display())),
-        cores: nrt_sim::run::core_reports(&r.request, session.cores),
+        cores: core_reports(&r.request, session.cores),
         events: r.events.clone(),
         staging_events: s.events.clone(),
         wakes: r.wakes.wakes.clone(),
@@ -1602,15 +1600,15 @@ mod tests {
         let (p, _st) = fake_driver::install("report");
         let mut s = Session::open(&p, cfg(Some(2))).unwrap();
         let r = s.run_inference().unwrap();
-        let report = run_report(&s, &r, nrt_sim::SimConfig::default());
+        let report = run_report(&s, &r, nrt_abi::report::ReportConfig::default());
         drop(s);
         fake_driver::uninstall(&p);
-        let text = nrt_sim::report::text_with_heading(&report, "nrtctl run");
+        let text = nrt_abi::report::text_with_heading(&report, "nrtctl run");
         assert!(text.contains("\nstatus: 0 NRT_SUCCESS ("), "{text}");
         assert!(text.contains("staging: 5 descriptors each way lowered into 256-deep rings"), "{text}");
         assert!(text.contains("4096 B copy verified"), "{text}");
         assert!(text.contains("arch sunda, 2 cores"), "{text}");
-        let json = nrt_sim::report::json(&report, None);
+        let json = nrt_abi::report::json(&report, None);
         assert_eq!(json["status"], 0);
         assert_eq!(json["status_name"], "NRT_SUCCESS");
         assert_eq!(json["return_code"], 0);

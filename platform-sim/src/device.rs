@@ -39,27 +39,7 @@ pub const DMA_NS_PER_DESC: u64 = 500;
 /// Most notes the device log keeps.
 pub const MAX_NOTES: usize = 64;
 
-/// One line of the device log: when (CPU ns) and what.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Note {
-    /// CPU time, ns.
-    pub t_ns: u64,
-    /// What happened.
-    pub text: String,
-}
-
-/// Counters of what the device did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DeviceStats {
-    /// Records written into NQ rings.
-    pub records_written: u64,
-    /// Records dropped: by a fault or because a ring was full.
-    pub records_dropped: u64,
-    /// Records dropped because a ring was full (the hardware overflow).
-    pub ring_full_drops: u64,
-    /// Descriptor pairs the DMA engine processed.
-    pub dma_descriptors: u64,
-}
+pub use nrt_abi::report::{DeviceStats, Note};
 
 #[derive(Clone, Copy, Debug)]
 struct QueueState {

@@ -146,25 +146,9 @@ pub enum Fault {
     },
 }
 
-/// The fault names, in the order of the contract.
-pub const FAULT_NAMES: [&str; 16] = [
-    "hang",
-    "drop",
-    "dup-start",
-    "unexpected",
-    "nan",
-    "transient",
-    "seq-error",
-    "ecc-ue",
-    "ecc-ce",
-    "hbm-ue",
-    "hbm-repairable",
-    "barrier-delay",
-    "barrier-fail",
-    "netproxy-fail",
-    "overflow",
-    "corrupt",
-];
+/// The fault names, in the order of the contract (a label a host may check an
+/// `--inject` spec's name against: defined in `nrt_abi::sim`).
+pub use nrt_abi::sim::FAULT_NAMES;
 
 /// The most entries one `corrupt` fault writes.
 pub const MAX_CORRUPT: u32 = 4096;

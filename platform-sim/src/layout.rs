@@ -61,14 +61,9 @@ pub const SIM_UDMA_ENGINE: u32 = 0;
 /// The UDMA queue the staging copy uses.
 pub const SIM_UDMA_QUEUE: u32 = 0;
 
-/// BAR0 offset of UDMA engine `engine` of NC0 (driver §5: v2 `0x3000_0000 + e*0x4_0000`;
-/// v3 NC0 engine 0 at `0x8200_0000` with the SDMA stride `0x10_0000`; v4 as v3).
-pub const fn udma_base(arch: Arch, engine: u32) -> u64 {
-    match arch {
-        Arch::Sunda => 0x3000_0000 + engine as u64 * 0x4_0000,
-        Arch::Cayman | Arch::Mariana => 0x8200_0000 + engine as u64 * 0x10_0000,
-    }
-}
+/// BAR0 offset of UDMA engine `engine` of NC0 (defined in `nrt_abi::sim`: the
+/// binding stages its copy there too).
+pub use nrt_abi::sim::udma_base;
 
 /// BAR0 offset of the HEAD register of runtime ring `nq` of `core` (G-NQ-SLOT: the
 /// slot is the runtime NQ index).

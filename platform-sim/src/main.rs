@@ -1,7 +1,7 @@
 //! `nrt-sim`: run inferences end to end through nrt-core against the simulated
 //! device, list the named scenarios, decode raw NQ entries, or play the device for
 //! a host in another process over a shared-memory file (`serve --shm PATH`, see
-//! `nrt_sim::shm`; the host side is `nrtctl harvest --shm PATH`).
+//! `nrt_sim::shm`, defined in `nrt_abi::shm`; the host side is `nrtctl harvest --shm PATH`).
 //!
 //! Exit status: 0 when the command did what was asked (a run finished, whatever
 //! its NRT status; a named scenario also matched its expectation; a serve session

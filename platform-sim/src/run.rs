@@ -26,18 +26,22 @@ use nrt_core::dma::{
 use nrt_core::dma::{UdmaLayout, VRing};
 use nrt_core::event::Event;
 use nrt_core::exec::driver::SYNC_POLL_DELAY_US;
-use nrt_core::exec::{fatal, ExecConfig, ExecRequest, ExecState, Step, SyncWait, TpbEngState};
+use nrt_core::exec::{ExecConfig, ExecRequest, ExecState, Step, SyncWait, TpbEngState};
 use nrt_core::hal::{Clock, Delay, DeviceMemory, EventSink, Registers};
-use nrt_core::nq::{Engine, ErrorClass, Notifications};
+use nrt_core::nq::Notifications;
 use nrt_core::NrtStatus;
 
-use crate::device::{Device, DeviceStats, Note};
+use crate::device::{Device, DeviceStats};
+
 use crate::fault::Fault;
 use crate::host::{HostClock, HostDelay, RealDelay, SimHost, VirtualDelay};
 use crate::layout::{self, udma};
 use crate::program::{self, Extra, ProgramSpec};
 use crate::rng::Rng;
 use crate::shared::Shared;
+/// The report of a run and its parts, defined in [`nrt_abi::report`] (where
+/// `nrtctl` prints the same report without the simulator).
+pub use nrt_abi::report::{core_reports, CoreReport, EngineReport, ReportConfig, RunReport, StagingReport};
 
 /// Bytes the staging copy moves.
 pub const COPY_BYTES: usize = 4096;
@@ -112,6 +116,20 @@ impl core::fmt::Display for SimError {
 impl std::error::Error for SimError {}
 
 impl SimConfig {
+    /// The configuration as a report prints it (faults as canonical specs;
+    /// extras are the scenario's, named by its label).
+    pub fn report_config(&self) -> ReportConfig {
+        ReportConfig {
+            arch: self.arch,
+            cores: self.cores,
+            timeout_s: self.timeout_s,
+            seed: self.seed,
+            ring_entries: self.ring_entries,
+            threaded: self.threaded,
+            faults: self.faults.iter().map(|f| f.to_string()).collect(),
+        }
+    }
+
     /// Check the configuration.
     pub fn validate(&self) -> Result<(), SimError> {
         if !(1..=MAX_CORES as u8).contains(&self.cores) {
@@ -135,107 +153,6 @@ impl SimConfig {
             }
         }
         Ok(())
-    }
-}
-
-/// What staging did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StagingReport {
-    /// Descriptors built, lowered and rung in each direction (data + marker).
-    pub descriptors: u32,
-    /// Depth of each ring.
-    pub ring_depth: u32,
-    /// Device addresses of the TX and RX rings.
-    pub rings: (u64, u64),
-    /// BAR0 offsets of the M2S and S2M tail-increment doorbells.
-    pub doorbells: (u64, u64),
-    /// Device address of the completion handle.
-    pub handle: u64,
-    /// Polls that read the sentinel before the marker arrived.
-    pub handle_polls: Option<u64>,
-    /// Bytes copied.
-    pub copy_bytes: usize,
-    /// The destination matched the source.
-    pub copy_verified: bool,
-    /// BAR0 offset of the host trigger written.
-    pub host_trigger: u64,
-}
-
-/// One engine's outcome.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EngineReport {
-    /// The engine.
-    pub engine: Engine,
-    /// Its final substate.
-    pub state: TpbEngState,
-    /// START, CPU microseconds.
-    pub start_us: Option<u64>,
-    /// END, CPU microseconds.
-    pub end_us: Option<u64>,
-}
-
-/// One core's outcome.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CoreReport {
-    /// Physical core.
-    pub core: u8,
-    /// `exec_rets[core]`.
-    pub exec_ret: NrtStatus,
-    /// `tpb_duration[core]`, microseconds.
-    pub duration_us: u64,
-    /// The `exec_fatal_status` flags set, by name.
-    pub fatal: Vec<&'static str>,
-    /// The first error class of its error sweep.
-    pub err: Option<ErrorClass>,
-    /// The five engines.
-    pub engines: Vec<EngineReport>,
-}
-
-/// Everything a run produced.
-#[derive(Clone, Debug)]
-pub struct RunReport {
-    /// The configuration run.
-    pub config: SimConfig,
-    /// The request's status.
-    pub status: NrtStatus,
-    /// The one-step return code it ended with (0 or 2).
-    pub step: Step,
-    /// Calls of `progress_one_step`.
-    pub steps: u64,
-    /// Harvest time, ns (virtual in deterministic mode).
-    pub elapsed_ns: u64,
-    /// The model's budget, ms.
-    pub timeout_ms: u64,
-    /// CPU time of the kickoff, us.
-    pub kickoff_us: u64,
-    /// What staging did (`None`: no staging, as over `nrt-sim serve`'s file).
-    pub staging: Option<StagingReport>,
-    /// Where the device ran when not in this process (`nrt-sim serve` over this
-    /// shared-memory file); `None` for `run`.
-    pub remote: Option<String>,
-    /// Per core.
-    pub cores: Vec<CoreReport>,
-    /// The harvest's events, in order.
-    pub events: Vec<Event>,
-    /// The staging chain's events, in order.
-    pub staging_events: Vec<Event>,
-    /// Tensor waiters woken: (output, count), in order.
-    pub wakes: Vec<(u16, u32)>,
-    /// The device log.
-    pub notes: Vec<Note>,
-    /// Device counters.
-    pub device: DeviceStats,
-}
-
-impl RunReport {
-    /// Events of a kind, in order.
-    pub fn events_of<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Event> + 'a {
-        self.events.iter().filter(move |e| e.kind() == kind)
-    }
-
-    /// The one-step return code as the C integer.
-    pub fn return_code(&self) -> u8 {
-        self.step.code()
     }
 }
 
@@ -315,7 +232,7 @@ fn drive<W: HostDelay>(cfg: &SimConfig, host: &mut SimHost, delay: &mut W) -> Re
     let w = wait_round_robin(&mut req, host, &mut nq, delay);
     let elapsed_ns = host.now_ns().saturating_sub(t0);
     Ok(RunReport {
-        config: cfg.clone(),
+        config: cfg.report_config(),
         status: w.status,
         step: w.step,
         steps: w.steps,
@@ -428,36 +345,6 @@ fn host_deadline(req: &ExecRequest, clocks: &StateClocks) -> Option<u64> {
         ExecState::WaitCore => Some(clocks.core_start_ns.saturating_add(req.timeout_ms().saturating_mul(1_000_000))),
         ExecState::Init | ExecState::Done => None,
     }
-}
-
-/// What the harvest of `req` left in each of its `cores` cores: the per-core and
-/// per-engine part of a [`RunReport`].
-pub fn core_reports(req: &ExecRequest, cores: u8) -> Vec<CoreReport> {
-    let out = req.out_info();
-    (0..usize::from(cores))
-        .map(|c| CoreReport {
-            core: c as u8,
-            exec_ret: out.exec_rets.get(c).copied().unwrap_or(NrtStatus::Success),
-            duration_us: out.tpb_duration_us.get(c).copied().unwrap_or(0),
-            fatal: (1..fatal::COUNT)
-                .filter(|i| req.fatal_flag(c, *i))
-                .filter_map(|i| fatal::NAMES.get(i).copied())
-                .collect(),
-            err: out.err.get(c).copied().flatten(),
-            engines: Engine::ALL
-                .iter()
-                .map(|e| {
-                    let (start_us, end_us) = req.engine_times_us(c, e.index());
-                    EngineReport {
-                        engine: *e,
-                        state: req.substate(c, e.index()).unwrap_or(TpbEngState::StartPending),
-                        start_us,
-                        end_us,
-                    }
-                })
-                .collect(),
-        })
-        .collect()
 }
 
 /// BAR0 offset of the staging queue's bank in direction `dir`.
@@ -584,6 +471,7 @@ mod tests {
     use super::*;
     use crate::host::Handoff;
     use crate::shm::Line;
+    use nrt_core::nq::Engine;
 
     /// The wait before the skip to the host's deadline: every idle step moves the
     /// virtual clock by the quantum at most (the device's own skip only).

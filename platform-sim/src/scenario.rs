@@ -37,6 +37,12 @@ impl core::fmt::Debug for Scenario {
 }
 
 impl Scenario {
+    /// The scenario as a host labels a run with it (`nrt_abi::sim`'s table,
+    /// which `nrtctl run --scenario` uses without the simulator).
+    pub fn label(&self) -> Option<&'static nrt_abi::sim::ScenarioLabel> {
+        nrt_abi::sim::ScenarioLabel::find(self.name)
+    }
+
     /// The scenario's configuration (defaults: sunda, 2 cores, 5 s, seed 0, 64-entry rings).
     pub fn config(&self) -> SimConfig {
         let mut c = SimConfig::default();
@@ -410,4 +416,36 @@ pub fn find(name: &str) -> Option<&'static Scenario> {
 /// Scenarios whose run waits for the model's timeout (slow in threaded mode).
 pub fn waits_for_timeout(s: &Scenario) -> bool {
     matches!(s.name, "hang" | "drop-end-overflow" | "drop-end" | "ring-overflow" | "hbm-ue" | "hbm-repairable")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `nrt_abi::sim::SCENARIO_LABELS` is this table as a host sees it: the
+    /// same scenarios in the same order, each with the same description,
+    /// expected status and return code, cores, ring entries and faults.
+    #[test]
+    fn the_labels_are_the_scenarios() {
+        let labels = nrt_abi::sim::SCENARIO_LABELS;
+        assert_eq!(
+            labels.iter().map(|l| l.name).collect::<Vec<_>>(),
+            SCENARIOS.iter().map(|s| s.name).collect::<Vec<_>>()
+        );
+        for (s, l) in SCENARIOS.iter().zip(labels) {
+            let c = s.config();
+            let faults: Vec<String> = c.faults.iter().map(|f| f.to_string()).collect();
+            assert_eq!(
+                (l.description, l.expected, l.expected_rc, l.cores, l.ring_entries),
+                (s.description, s.expected, s.expected_rc, c.cores, c.ring_entries),
+                "{}",
+                s.name
+            );
+            assert_eq!(l.faults, faults, "{}", s.name);
+            assert_eq!(s.label(), Some(l));
+            for f in l.faults {
+                assert_eq!(Fault::parse(f).map(|f| f.to_string()).as_deref(), Ok(*f), "canonical");
+            }
+        }
+    }
 }

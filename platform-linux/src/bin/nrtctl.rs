@@ -14,10 +14,15 @@
 //! cores owned and reset, DMA ring memory and queue, NQ rings, the staged copy
 //! and its copy start, the kickoff, the harvest, the teardown. It prints the
 //! report `nrt-sim run` prints (its `status: <code> <NAME> (...)` line; with
-//! `--json` the same JSON object). `--scenario` and `--inject` only label the
-//! run (the device, or `nrt-sim driver`'s model of it, decides what happens):
-//! with `--scenario` (and no `--inject`) the status and one-step return code
-//! are checked against the scenario's, as `nrt-sim run` checks them. Exit
+//! `--json` the same JSON object: `nrt_abi::report`'s printers, which `nrt-sim
+//! run` uses too). `--scenario` and `--inject` only label the run (the device,
+//! or `nrt-sim driver`'s model of it, decides what happens): `--scenario` takes
+//! the scenario's label from `nrt_abi::sim::SCENARIO_LABELS` (its expected
+//! status and return code, description, cores, ring entries and fault specs;
+//! nrtctl does not depend on the simulator), and with no `--inject` the status
+//! and one-step return code are checked against it, as `nrt-sim run` checks
+//! them; an `--inject` spec is printed as given, its fault name checked
+//! against `nrt_abi::sim::FAULT_NAMES` (its parameters are the device's). Exit
 //! status as `nrt-sim run`: 0, or 1 when that check fails; 1 when a call failed
 //! (no device, `ENOTTY` from a file that is not one, an incompatible driver:
 //! the call, the path and the errno or the reason are printed); 2 for a usage
@@ -312,10 +317,10 @@ fn harvest(a: &HarvestArgs) -> ExitCode {
     let mut code = ExitCode::SUCCESS;
     for i in 1..=a.inferences {
         match h.harvest(a.timeout_s, delay) {
-            Ok(r) if a.json => outln!("{:#}", nrt_sim::report::json(&r, None)),
+            Ok(r) if a.json => outln!("{:#}", nrt_abi::report::json(&r, None)),
             Ok(r) => {
                 let heading = format!("nrtctl harvest --shm {}: inference {i} of {}", a.shm.display(), a.inferences);
-                outp!("{}", nrt_sim::report::text_with_heading(&r, &heading));
+                outp!("{}", nrt_abi::report::text_with_heading(&r, &heading));
                 if i < a.inferences {
                     outln!();
                 }
@@ -339,24 +344,30 @@ fn usage_error(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// The scenario's expected status and return code, by name (the `sim`
-/// feature's table), with its description and label configuration.
-#[cfg(feature = "sim")]
-type Label = &'static nrt_sim::scenario::Scenario;
-#[cfg(not(feature = "sim"))]
-type Label = std::convert::Infallible;
+/// The scenario's expected status and return code, by name, with its
+/// description and label configuration (`nrt_abi::sim`'s table: no simulator).
+type Label = &'static nrt_abi::sim::ScenarioLabel;
 
-#[cfg(feature = "sim")]
 fn find_scenario(name: &str) -> Result<Label, String> {
-    nrt_sim::scenario::find(name).ok_or_else(|| {
-        let names: Vec<&str> = nrt_sim::scenario::SCENARIOS.iter().map(|s| s.name).collect();
+    nrt_abi::sim::ScenarioLabel::find(name).ok_or_else(|| {
+        let names: Vec<&str> = nrt_abi::sim::SCENARIO_LABELS.iter().map(|s| s.name).collect();
         format!("unknown scenario '{name}' (expected one of: {})", names.join(", "))
     })
 }
 
-#[cfg(not(feature = "sim"))]
-fn find_scenario(_name: &str) -> Result<Label, String> {
-    Err("--scenario needs the scenario table: this nrtctl was built without the `sim` feature".into())
+/// An `--inject` spec is a label: its fault name must be one the simulator
+/// knows (`nrt_abi::sim::FAULT_NAMES`); its parameters are the device's to check.
+fn check_inject(spec: &str) -> Result<String, String> {
+    let spec = spec.trim();
+    let name = spec.split_once(':').map_or(spec, |(n, _)| n);
+    if nrt_abi::sim::FAULT_NAMES.contains(&name) {
+        Ok(spec.to_string())
+    } else {
+        Err(format!(
+            "--inject '{spec}': unknown fault '{name}' (expected one of {})",
+            nrt_abi::sim::FAULT_NAMES.join(", ")
+        ))
+    }
 }
 
 fn run(a: &RunArgs) -> ExitCode {
@@ -369,18 +380,13 @@ fn run(a: &RunArgs) -> ExitCode {
         Ok(l) => l,
         Err(m) => return usage_error(&m),
     };
-    #[cfg(feature = "sim")]
-    let faults = {
-        let mut faults = Vec::new();
-        for spec in &a.inject {
-            match nrt_sim::Fault::parse(spec) {
-                Ok(f) => faults.push(f),
-                Err(e) => return usage_error(&format!("--inject '{spec}': {e}")),
-            }
+    let mut faults = Vec::new();
+    for spec in &a.inject {
+        match check_inject(spec) {
+            Ok(f) => faults.push(f),
+            Err(e) => return usage_error(&e),
         }
-        faults
-    };
-    #[cfg_attr(not(feature = "sim"), allow(unused_mut))]
+    }
     let mut cfg = SessionConfig {
         cores: a.cores,
         ring_entries: a.ring_entries,
@@ -391,11 +397,9 @@ fn run(a: &RunArgs) -> ExitCode {
         },
         ..SessionConfig::default()
     };
-    #[cfg(feature = "sim")]
     if let Some(s) = label {
-        let c = s.config();
-        cfg.fallback_cores = c.cores;
-        cfg.fallback_ring_entries = c.ring_entries;
+        cfg.fallback_cores = s.cores;
+        cfg.fallback_ring_entries = s.ring_entries;
     }
     let mut session = match Session::open(&a.device, cfg) {
         Ok(s) => s,
@@ -415,11 +419,7 @@ fn run(a: &RunArgs) -> ExitCode {
             if let Some(p) = &r.probe_error {
                 errln!("nrtctl run: a probe read failed (the harvest went on): {p}");
             }
-            #[cfg(feature = "sim")]
-            let code = print_run(a, label, r, &session, faults);
-            #[cfg(not(feature = "sim"))]
-            let code = print_run(a, label, r, &session);
-            code
+            print_run(a, label, r, &session, faults)
         }
         Err(e) => {
             errln!("nrtctl run: {e}");
@@ -454,17 +454,17 @@ fn print_run(
     label: Option<Label>,
     r: &nrt_linux::session::Inference,
     session: &nrt_linux::session::Session,
-    faults: Vec<nrt_sim::Fault>,
+    faults: Vec<String>,
 ) -> ExitCode {
-    let mut config = nrt_sim::SimConfig::default();
+    let mut config = nrt_abi::report::ReportConfig::default();
     if let Some(s) = label {
-        s.apply(&mut config);
+        config.faults.extend(s.faults.iter().map(|f| f.to_string()));
     }
     config.faults.extend(faults);
     let report = nrt_linux::session::run_report(session, r, config);
     let verdict = label.filter(|_| a.inject.is_empty()).map(|sc| verdict((sc.expected, sc.expected_rc), r));
     if a.json {
-        let mut v = nrt_sim::report::json(&report, label);
+        let mut v = nrt_abi::report::json(&report, label.map(|s| (s.name, s.expected)));
         if let (Some(obj), Some(verdict)) = (v.as_object_mut(), &verdict) {
             obj.insert("scenario_pass".into(), serde_json::Value::Bool(verdict.is_ok()));
         }
@@ -477,7 +477,7 @@ fn print_run(
         if let Some(sc) = label {
             heading.push_str(&format!(": scenario {}: {}", sc.name, sc.description));
         }
-        outp!("{}", nrt_sim::report::text_with_heading(&report, &heading));
+        outp!("{}", nrt_abi::report::text_with_heading(&report, &heading));
         if let (Some(sc), Some(verdict)) = (label, &verdict) {
             match verdict {
                 Ok(()) => outln!("\nscenario check: PASS (expected {} {})", sc.expected.code(), sc.expected.name()),
@@ -499,6 +499,7 @@ fn print_run(
     _label: Option<Label>,
     r: &nrt_linux::session::Inference,
     session: &nrt_linux::session::Session,
+    _faults: Vec<String>,
 ) -> ExitCode {
     let (arch, cores, ring_entries) = (session.arch(), session.cores(), session.ring_entries());
     let s = r.status;

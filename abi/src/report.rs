@@ -1,0 +1,568 @@
+//! The report of one inference ([`RunReport`]) and its renderings: the human
+//! text and the JSON object of `nrt-sim run`, which `nrtctl run` and `nrtctl
+//! harvest` print the same (tools such as `nrt-sim driver --scenario all`
+//! parse their `status:` / `one-step return:` lines and the JSON's `status`
+//! and `return_code`), and the scenario table of `--scenario all`.
+//!
+//! Both renderings are pure functions of the report, so a deterministic run
+//! renders byte for byte the same.
+
+use std::fmt::Write as _;
+
+use nrt_core::arch::Arch;
+use nrt_core::event::{Event, Level};
+use nrt_core::exec::{fatal, ExecRequest, Step, TpbEngState};
+use nrt_core::nq::{Engine, ErrorClass};
+use nrt_core::NrtStatus;
+use serde_json::{json, Value};
+
+/// The configuration of a run, as its report prints it: plain fields (the
+/// simulator's own configuration, with its faults and scenario extras, stays
+/// in `nrt_sim::SimConfig`, which gives this with `SimConfig::report_config`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReportConfig {
+    /// Generation.
+    pub arch: Arch,
+    /// Physical cores of the logical core (1 or 2).
+    pub cores: u8,
+    /// The model's timeout, seconds.
+    pub timeout_s: u32,
+    /// Seed of every random choice of the device.
+    pub seed: u64,
+    /// Entries per NQ ring.
+    pub ring_entries: u32,
+    /// The device ran on its own thread (or process) with the real clock.
+    pub threaded: bool,
+    /// The injected faults, as canonical `--inject` specs.
+    pub faults: Vec<String>,
+}
+
+impl Default for ReportConfig {
+    /// `nrt-sim run`'s defaults: sunda, 2 cores, 5 s, seed 0, 64-entry rings, deterministic.
+    fn default() -> Self {
+        ReportConfig {
+            arch: Arch::Sunda,
+            cores: 2,
+            timeout_s: 5,
+            seed: 0,
+            ring_entries: 64,
+            threaded: false,
+            faults: Vec::new(),
+        }
+    }
+}
+
+/// One line of the device log: when (CPU ns) and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// CPU time, ns.
+    pub t_ns: u64,
+    /// What happened.
+    pub text: String,
+}
+
+/// Counters of what the device did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceStats {
+    /// Records written into NQ rings.
+    pub records_written: u64,
+    /// Records dropped: by a fault or because a ring was full.
+    pub records_dropped: u64,
+    /// Records dropped because a ring was full (the hardware overflow).
+    pub ring_full_drops: u64,
+    /// Descriptor pairs the DMA engine processed.
+    pub dma_descriptors: u64,
+}
+
+/// What staging did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StagingReport {
+    /// Descriptors built, lowered and rung in each direction (data + marker).
+    pub descriptors: u32,
+    /// Depth of each ring.
+    pub ring_depth: u32,
+    /// Device addresses of the TX and RX rings.
+    pub rings: (u64, u64),
+    /// BAR0 offsets of the M2S and S2M tail-increment doorbells.
+    pub doorbells: (u64, u64),
+    /// Device address of the completion handle.
+    pub handle: u64,
+    /// Polls that read the sentinel before the marker arrived.
+    pub handle_polls: Option<u64>,
+    /// Bytes copied.
+    pub copy_bytes: usize,
+    /// The destination matched the source.
+    pub copy_verified: bool,
+    /// BAR0 offset of the host trigger written.
+    pub host_trigger: u64,
+}
+
+/// One engine's outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineReport {
+    /// The engine.
+    pub engine: Engine,
+    /// Its final substate.
+    pub state: TpbEngState,
+    /// START, CPU microseconds.
+    pub start_us: Option<u64>,
+    /// END, CPU microseconds.
+    pub end_us: Option<u64>,
+}
+
+/// One core's outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoreReport {
+    /// Physical core.
+    pub core: u8,
+    /// `exec_rets[core]`.
+    pub exec_ret: NrtStatus,
+    /// `tpb_duration[core]`, microseconds.
+    pub duration_us: u64,
+    /// The `exec_fatal_status` flags set, by name.
+    pub fatal: Vec<&'static str>,
+    /// The first error class of its error sweep.
+    pub err: Option<ErrorClass>,
+    /// The five engines.
+    pub engines: Vec<EngineReport>,
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    /// The configuration run, as printed.
+    pub config: ReportConfig,
+    /// The request's status.
+    pub status: NrtStatus,
+    /// The one-step return code it ended with (0 or 2).
+    pub step: Step,
+    /// Calls of `progress_one_step`.
+    pub steps: u64,
+    /// Harvest time, ns (virtual in deterministic mode).
+    pub elapsed_ns: u64,
+    /// The model's budget, ms.
+    pub timeout_ms: u64,
+    /// CPU time of the kickoff, us.
+    pub kickoff_us: u64,
+    /// What staging did (`None`: no staging, as over `nrt-sim serve`'s file).
+    pub staging: Option<StagingReport>,
+    /// Where the device ran when not in this process (`nrt-sim serve` over this
+    /// shared-memory file); `None` for `run`.
+    pub remote: Option<String>,
+    /// Per core.
+    pub cores: Vec<CoreReport>,
+    /// The harvest's events, in order.
+    pub events: Vec<Event>,
+    /// The staging chain's events, in order.
+    pub staging_events: Vec<Event>,
+    /// Tensor waiters woken: (output, count), in order.
+    pub wakes: Vec<(u16, u32)>,
+    /// The device log.
+    pub notes: Vec<Note>,
+    /// Device counters.
+    pub device: DeviceStats,
+}
+
+impl RunReport {
+    /// Events of a kind, in order.
+    pub fn events_of<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Event> + 'a {
+        self.events.iter().filter(move |e| e.kind() == kind)
+    }
+
+    /// The one-step return code as the C integer.
+    pub fn return_code(&self) -> u8 {
+        self.step.code()
+    }
+}
+
+/// What the harvest of `req` left in each of its `cores` cores: the per-core and
+/// per-engine part of a [`RunReport`].
+pub fn core_reports(req: &ExecRequest, cores: u8) -> Vec<CoreReport> {
+    let out = req.out_info();
+    (0..usize::from(cores))
+        .map(|c| CoreReport {
+            core: c as u8,
+            exec_ret: out.exec_rets.get(c).copied().unwrap_or(NrtStatus::Success),
+            duration_us: out.tpb_duration_us.get(c).copied().unwrap_or(0),
+            fatal: (1..fatal::COUNT)
+                .filter(|i| req.fatal_flag(c, *i))
+                .filter_map(|i| fatal::NAMES.get(i).copied())
+                .collect(),
+            err: out.err.get(c).copied().flatten(),
+            engines: Engine::ALL
+                .iter()
+                .map(|e| {
+                    let (start_us, end_us) = req.engine_times_us(c, e.index());
+                    EngineReport {
+                        engine: *e,
+                        state: req.substate(c, e.index()).unwrap_or(TpbEngState::StartPending),
+                        start_us,
+                        end_us,
+                    }
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Width of the timeline bars, in columns.
+pub const TIMELINE_COLUMNS: u64 = 60;
+
+fn level_name(l: Level) -> &'static str {
+    match l {
+        Level::Debug => "debug",
+        Level::Info => "info",
+        Level::Warn => "warn",
+        Level::Error => "error",
+    }
+}
+
+fn rc_meaning(rc: u8) -> &'static str {
+    match rc {
+        0 => "done: the harvest was clean (the error sweep may still set the status)",
+        2 => "done with an error: the harvest itself faulted",
+        _ => "in flight",
+    }
+}
+
+fn status_line(s: NrtStatus) -> String {
+    format!("{} {} ({})", s.code(), s.name(), s.description())
+}
+
+fn ms(ns: u64) -> f64 {
+    (ns / 1_000) as f64 / 1_000.0
+}
+
+/// The text report of one run of `nrt-sim run`. `title` names the scenario
+/// (name, description), if any.
+pub fn text(r: &RunReport, title: Option<(&str, &str)>) -> String {
+    let heading = match title {
+        Some((name, description)) => format!("nrt-sim run: scenario {name}: {description}"),
+        None => "nrt-sim run".to_string(),
+    };
+    text_with_heading(r, &heading)
+}
+
+/// The text report of one run under a heading of the caller's (`nrtctl harvest`).
+pub fn text_with_heading(r: &RunReport, heading: &str) -> String {
+    let c = &r.config;
+    let mut o = String::new();
+    let _ = writeln!(o, "{heading}");
+    let remote_mode;
+    let mode = match &r.remote {
+        Some(at) => {
+            remote_mode = format!("device in another process ({at}), real clock");
+            remote_mode.as_str()
+        }
+        None if c.threaded => "threaded (real clock)",
+        None => "deterministic (virtual clock)",
+    };
+    let _ = writeln!(
+        o,
+        "  arch {}, {} core{}, seed {}, {mode}, timeout {} s, NQ rings of {} entries",
+        c.arch.name(),
+        c.cores,
+        if c.cores == 1 { "" } else { "s" },
+        c.seed,
+        c.timeout_s,
+        c.ring_entries
+    );
+    if !c.faults.is_empty() {
+        let f: Vec<String> = c.faults.iter().map(|f| f.to_string()).collect();
+        let _ = writeln!(o, "  faults: {}", f.join(" "));
+    }
+    match &r.staging {
+        Some(s) => staging_text(&mut o, s, r.kickoff_us),
+        None => {
+            let _ = writeln!(o, "staging: none (descriptor staging does not cross the shared-memory file)");
+            let _ = writeln!(
+                o,
+                "kickoff: host trigger <- 1 through the mapped BAR; kickoff semaphore of each core += 1 (atomic add on \
+                 its INCR-alias word, in place of the driver's ioctl) at {} us",
+                r.kickoff_us
+            );
+        }
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "status: {}", status_line(r.status));
+    rest_text(&mut o, r);
+    o
+}
+
+fn staging_text(o: &mut String, s: &StagingReport, kickoff_us: u64) {
+    let polls = s.handle_polls.map_or("?".to_string(), |p| p.to_string());
+    let _ = writeln!(
+        o,
+        "staging: {n} descriptors each way lowered into {d}-deep rings (tx 0x{:x}, rx 0x{:x}); tail-inc S2M 0x{:x} += {n}, \
+         M2S 0x{:x} += {n}; completion handle 0x{:x} done after {polls} poll(s); {} B copy {}",
+        s.rings.0,
+        s.rings.1,
+        s.doorbells.1,
+        s.doorbells.0,
+        s.handle,
+        s.copy_bytes,
+        if s.copy_verified { "verified" } else { "MISMATCH" },
+        n = s.descriptors,
+        d = s.ring_depth,
+    );
+    let _ = writeln!(
+        o,
+        "kickoff: host trigger 0x{:x} <- 1; kickoff semaphore of each core += 1 at {} us",
+        s.host_trigger, kickoff_us
+    );
+}
+
+fn rest_text(o: &mut String, r: &RunReport) {
+    let c = &r.config;
+    let clock = if c.threaded || r.remote.is_some() { "" } else { " (virtual)" };
+    let _ = writeln!(
+        o,
+        "one-step return: {} ({}) after {} steps, {:.3} ms{clock}",
+        r.return_code(),
+        rc_meaning(r.return_code()),
+        r.steps,
+        ms(r.elapsed_ns)
+    );
+    for core in &r.cores {
+        core_text(o, core);
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "events ({}, in order):", r.events.len());
+    if r.events.is_empty() {
+        let _ = writeln!(o, "  (none)");
+    }
+    for e in &r.events {
+        let _ = writeln!(o, "  {:5} {:24} {}", level_name(e.level()), e.kind(), e);
+    }
+    if !r.wakes.is_empty() {
+        let w: Vec<String> = r.wakes.iter().map(|(out, n)| format!("out{out}#{n}")).collect();
+        let _ = writeln!(o, "tensor waiters woken: {}", w.join(" "));
+    }
+    let _ = writeln!(o);
+    timeline(o, r);
+    let _ = writeln!(o);
+    if let Some(at) = &r.remote {
+        let _ = writeln!(o, "device: played by {at}; its log is in the server's output");
+        return;
+    }
+    let d = &r.device;
+    let _ = writeln!(
+        o,
+        "device: {} records written, {} dropped ({} on a full ring), {} DMA descriptor pairs",
+        d.records_written, d.records_dropped, d.ring_full_drops, d.dma_descriptors
+    );
+    for n in &r.notes {
+        let _ = writeln!(o, "  {:>10.1} us  {}", n.t_ns as f64 / 1_000.0, n.text);
+    }
+}
+
+fn core_text(o: &mut String, core: &CoreReport) {
+    let fatal = if core.fatal.is_empty() { "none".to_string() } else { core.fatal.join(", ") };
+    let err = core.err.map_or(String::new(), |e| format!(", first error class {}", e.name()));
+    let _ = writeln!(
+        o,
+        "core {}: exec_ret {} {}, duration {} us, fatal flags: {fatal}{err}",
+        core.core,
+        core.exec_ret.code(),
+        core.exec_ret.name(),
+        core.duration_us
+    );
+    let _ = writeln!(o, "  engine  state          start_us      end_us  duration_us");
+    for e in &core.engines {
+        let fmt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+        let dur = match (e.start_us, e.end_us) {
+            (Some(s), Some(t)) => t.saturating_sub(s).to_string(),
+            _ => "-".to_string(),
+        };
+        let _ = writeln!(
+            o,
+            "  {:6}  {:13} {:>9} {:>11} {:>12}",
+            e.engine.name(),
+            e.state.name(),
+            fmt(e.start_us),
+            fmt(e.end_us),
+            dur
+        );
+    }
+}
+
+fn timeline(o: &mut String, r: &RunReport) {
+    let k = r.kickoff_us;
+    let last = r
+        .cores
+        .iter()
+        .flat_map(|c| c.engines.iter())
+        .flat_map(|e| [e.start_us, e.end_us])
+        .flatten()
+        .max()
+        .unwrap_or(k)
+        .max(k + 1);
+    let span = last - k;
+    let per_col = span.div_ceil(TIMELINE_COLUMNS).max(1);
+    let _ = writeln!(
+        o,
+        "timeline (from kickoff at {k} us; 1 column = {per_col} us; # running, > no END by the end, blank: no START):"
+    );
+    for core in &r.cores {
+        for e in &core.engines {
+            let mut bar = String::new();
+            let col = |t: u64| t.saturating_sub(k) / per_col;
+            let (from, to, open) = match (e.start_us, e.end_us) {
+                (Some(s), Some(t)) => (Some(col(s)), col(t), false),
+                (Some(s), None) => (Some(col(s)), TIMELINE_COLUMNS, true),
+                _ => (None, 0, false),
+            };
+            for i in 0..TIMELINE_COLUMNS {
+                let ch = match from {
+                    Some(_) if open && i + 1 == TIMELINE_COLUMNS => '>',
+                    Some(f) if i >= f && i <= to => '#',
+                    _ => ' ',
+                };
+                bar.push(ch);
+            }
+            let _ = writeln!(o, "  core {} {:5} |{bar}|", core.core, e.engine.name());
+        }
+    }
+}
+
+/// The JSON object of one run. `scenario` labels it (name, expected status).
+pub fn json(r: &RunReport, scenario: Option<(&str, NrtStatus)>) -> Value {
+    let c = &r.config;
+    let cores: Vec<Value> = r
+        .cores
+        .iter()
+        .map(|core| {
+            let mut flags = serde_json::Map::new();
+            for name in fatal::NAMES.iter().skip(1) {
+                flags.insert((*name).to_string(), Value::Bool(core.fatal.contains(name)));
+            }
+            json!({
+                "core": core.core,
+                "exec_ret": core.exec_ret.code(),
+                "exec_ret_name": core.exec_ret.name(),
+                "duration_us": core.duration_us,
+                "fatal": Value::Object(flags),
+                "error_class": core.err.map(|e| e.name()),
+                "engines": core.engines.iter().map(|e| json!({
+                    "name": e.engine.name(),
+                    "index": e.engine.index(),
+                    "state": e.state.name(),
+                    "start_us": e.start_us,
+                    "end_us": e.end_us,
+                    "duration_us": match (e.start_us, e.end_us) {
+                        (Some(s), Some(t)) => Some(t.saturating_sub(s)),
+                        _ => None,
+                    },
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let staging = r.staging.as_ref().map(|s| {
+        json!({
+            "descriptors": s.descriptors,
+            "ring_depth": s.ring_depth,
+            "tx_ring": s.rings.0,
+            "rx_ring": s.rings.1,
+            "doorbell_m2s": s.doorbells.0,
+            "doorbell_s2m": s.doorbells.1,
+            "completion_handle": s.handle,
+            "handle_polls": s.handle_polls,
+            "copy_bytes": s.copy_bytes,
+            "copy_verified": s.copy_verified,
+            "host_trigger": s.host_trigger,
+            "events": r.staging_events.iter().map(event_json).collect::<Vec<_>>(),
+        })
+    });
+    json!({
+        "scenario": scenario.map(|s| s.0),
+        "expected_status": scenario.map(|s| s.1.code()),
+        "arch": c.arch.name(),
+        "cores_count": c.cores,
+        "seed": c.seed,
+        "threaded": c.threaded,
+        "timeout_s": c.timeout_s,
+        "ring_entries": c.ring_entries,
+        "faults": c.faults.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
+        "status": r.status.code(),
+        "status_name": r.status.name(),
+        "status_description": r.status.description(),
+        "return_code": r.return_code(),
+        "steps": r.steps,
+        "elapsed_ms": ms(r.elapsed_ns),
+        "timeout_ms": r.timeout_ms,
+        "kickoff_us": r.kickoff_us,
+        "staging": staging,
+        "remote": r.remote,
+        "cores": cores,
+        "events": r.events.iter().map(event_json).collect::<Vec<_>>(),
+        "tensor_wakes": r.wakes.iter().map(|(o, n)| json!({"output": o, "count": n})).collect::<Vec<_>>(),
+        "device": {
+            "records_written": r.device.records_written,
+            "records_dropped": r.device.records_dropped,
+            "ring_full_drops": r.device.ring_full_drops,
+            "dma_descriptors": r.device.dma_descriptors,
+            "log": r.notes.iter().map(|n| json!({"t_us": n.t_ns as f64 / 1000.0, "text": n.text})).collect::<Vec<_>>(),
+        },
+    })
+}
+
+fn event_json(e: &Event) -> Value {
+    json!({"kind": e.kind(), "level": level_name(e.level()), "message": e.to_string()})
+}
+
+/// One row of the `--scenario all` table.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The scenario.
+    pub name: &'static str,
+    /// Expected status.
+    pub expected: NrtStatus,
+    /// Expected return code.
+    pub expected_rc: u8,
+    /// What the run gave (status, return code), or the run's error.
+    pub got: Result<(NrtStatus, u8), String>,
+    /// `Ok` when it passed, else why not.
+    pub verdict: Result<(), String>,
+}
+
+/// The `--scenario all` table as text.
+pub fn table_text(rows: &[Row]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "{:20} {:42} {:42} {:>2}  result", "scenario", "expected", "got", "rc");
+    for row in rows {
+        let exp = format!("{} {}", row.expected.code(), row.expected.name());
+        let (got, rc) = match &row.got {
+            Ok((s, rc)) => (format!("{} {}", s.code(), s.name()), rc.to_string()),
+            Err(e) => (format!("error: {e}"), "-".to_string()),
+        };
+        let verdict = match &row.verdict {
+            Ok(()) => "PASS".to_string(),
+            Err(why) => format!("FAIL ({why})"),
+        };
+        let _ = writeln!(o, "{:20} {:42} {:42} {:>2}  {verdict}", row.name, exp, got, rc);
+    }
+    let failed = rows.iter().filter(|r| r.verdict.is_err()).count();
+    let _ = writeln!(o, "{} scenarios: {} passed, {} failed", rows.len(), rows.len() - failed, failed);
+    o
+}
+
+/// The `--scenario all` table as JSON.
+pub fn table_json(rows: &[Row]) -> Value {
+    let failed = rows.iter().filter(|r| r.verdict.is_err()).count();
+    json!({
+        "scenarios": rows.iter().map(|row| json!({
+            "name": row.name,
+            "expected": row.expected.code(),
+            "expected_name": row.expected.name(),
+            "expected_return_code": row.expected_rc,
+            "got": row.got.as_ref().ok().map(|g| g.0.code()),
+            "got_name": row.got.as_ref().ok().map(|g| g.0.name()),
+            "return_code": row.got.as_ref().ok().map(|g| g.1),
+            "error": row.got.as_ref().err(),
+            "pass": row.verdict.is_ok(),
+            "reason": row.verdict.as_ref().err(),
+        })).collect::<Vec<_>>(),
+        "passed": rows.len() - failed,
+        "failed": failed,
+    })
+}

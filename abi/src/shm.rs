@@ -1,0 +1,1020 @@
+//! The shared-memory file of `nrt-sim serve --shm PATH`: the device's host-visible
+//! state (NQ ring memory and the BAR0 registers the host touches) laid out in one
+//! file that the simulator and a host in another process both map.
+//!
+//! # Two files: a sealed memfd and its locator
+//!
+//! The device file is a memfd sealed with `F_SEAL_SHRINK | F_SEAL_GROW |
+//! F_SEAL_SEAL` before anyone maps it: nobody, the server included, can
+//! truncate it, so no mapping of it can fault with SIGBUS, whatever a peer
+//! does. `PATH` holds only a 32-byte locator ([`LOCATOR_BYTES`]): magic
+//! [`LOCATOR_MAGIC`] (`"NRTSHML1"`), the server's pid (u32), the memfd's
+//! descriptor number in the server (u32), and the file's token (u64, also in
+//! the header). A host reads it with `read` (never mapped), opens
+//! `/proc/<pid>/fd/<fd>` (same user, same pid namespace), refuses a file
+//! without `F_SEAL_SHRINK`, and checks the pid and token against the header
+//! (a locator left by a dead server whose pid and descriptor were reused is
+//! stale, not trusted). The locator is written under a temporary name created
+//! exclusively and without following symlinks, then renamed into place.
+//!
+//! # Layout of the device file
+//!
+//! All words little-endian. Offsets are file offsets; the BAR region is mapped by
+//! a host exactly as it would map BAR0, so a register at BAR offset `r` is at file
+//! offset `bar_offset + r`.
+//!
+//! | file offset | size | what |
+//! |---|---|---|
+//! | `0x000` | 8 | magic [`MAGIC`] (`"NRTSHM01"`) |
+//! | `0x008` | 4 | [`VERSION`] |
+//! | `0x00C` | 4 | arch type (2 sunda, 3 cayman, 4 mariana) |
+//! | `0x010` | 4 | physical cores (1 or 2) |
+//! | `0x014` | 4 | bytes per NQ ring (a power of two, 32..=1 MiB) |
+//! | `0x018` / `0x020` | 8 + 8 | ring region offset / length |
+//! | `0x028` / `0x030` | 8 + 8 | BAR region offset / length |
+//! | `0x038` | 4 | state: 0 initialising, 1 ready, 2 the server exited ([`State`]) |
+//! | `0x03C` | 4 | shutdown: the host sets 1 to stop the server |
+//! | `0x040` | 8 | the device clock's origin, `CLOCK_MONOTONIC` ns ([`monotonic_ns`]) |
+//! | `0x048` | 4 | inferences the device has played |
+//! | `0x04C` | 4 | inferences the host has harvested |
+//! | `0x050` | 4 | the server's pid |
+//! | `0x058` | 8 | the seed of the device's programs |
+//! | `0x060` | 8 | the server's heartbeat, `CLOCK_MONOTONIC` ns (stamped every loop) |
+//! | `0x068` | 8 | the file's token (the locator repeats it) |
+//! | `0x080 + 8*l + 4*c` | 4 | status line `l` of core `c` ([`Line`]: barrier done, barrier / network proxy failure, HBM UE, DMA abort) |
+//! | `0x100` | 512 | the injected faults, canonical specs separated by spaces, NUL-padded |
+//! | `0x1000` | `18 * stride` | NQ ring `(core, nq)` at `+ (core * 9 + nq) * stride`, the stride the ring's bytes rounded up to a page ([`ring_stride`]); 16-byte slots, two u64 words |
+//! | page after the rings | to the last register + 1 page | BAR0 (sparse): NQ HEAD at [`nq_head_register`](nrt_core::arch::nq_head_register), INTC cause at [`sim::intc_cause_offset`], kickoff semaphores' INCR alias at [`sim::sema_page`] `+ 0x1800`, top-SP host trigger at [`sim::xt_local_reg`] `+ 0x15A0` |
+//!
+//! The BAR region is sparse: `set_len` makes the file as long as the highest
+//! register (about 0x30C5_8000 bytes on sunda, 0xD670_2000 on cayman); a memfd
+//! is tmpfs: untouched pages cost nothing. [`ShmLayout::regions`] lists the
+//! three regions; they are checked not to overlap when a layout is made.
+//!
+//! # What differs from the in-process simulator
+//!
+//! - **HEAD is sampled, not latched.** The host writes HEAD with a plain store
+//!   into the mapped BAR, so nothing counts the writes: the device reads the word
+//!   once per step and advances its view of the reader by `(head - old) mod size`
+//!   ([`NqProducer::on_head_write`](nrt_core::nq::ring::NqProducer::on_head_write)).
+//!   That is exact except in one case (G-HEAD): if, at the previous sample, the
+//!   device had filled the ring completely up to the HEAD it knew, and the host
+//!   has since consumed every entry, the new HEAD equals the old one and the
+//!   device sees no room: it drops its next record and raises INTC bit 29 (a
+//!   spurious overflow; never a torn or stale read).
+//! - **The kickoff is a store, not an ioctl.** The driver's
+//!   `NEURON_IOCTL_SEMAPHORE_INCREMENT` is replaced by an atomic `fetch_add` of the
+//!   host on the semaphore's INCR-alias word; the device takes it with `fetch_sub`.
+//! - **No descriptor staging.** Device DRAM and the UDMA queues stay private to
+//!   the server; only the completion path (rings, HEAD, INTC, kickoff, proxies and
+//!   probes) crosses the file.
+//!
+//! The server side (`create`, `publish`, the heartbeat, the played count) is
+//! `nrt-sim serve`'s and `nrt-sim driver`'s; the host side (`open`,
+//! `wait_ready`, the header words, the status lines, the kickoff word) is
+//! `nrtctl harvest`'s (`nrt-linux`'s `harvest`). Both use this one definition
+//! (`nrt_sim::shm` re-exports it), so neither crate depends on the other.
+//!
+//! `unsafe` in this crate lives here only: `memfd_create`, the seals' `fcntl`,
+//! the `mmap`, the views of mapped words as atomics, and `clock_gettime`, each
+//! with its `// SAFETY:` line.
+
+#![allow(unsafe_code)]
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read as _, Write as _};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nrt_core::arch::{Arch, MAX_CORES};
+
+use nrt_core::nq::NQ_PER_CORE;
+
+use crate::sim;
+
+/// `"NRTSHM01"` as a little-endian u64.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"NRTSHM01");
+/// Layout version (2: the device file is a sealed memfd behind a locator).
+pub const VERSION: u32 = 2;
+/// `"NRTSHML1"` as a little-endian u64: the locator at the published path.
+pub const LOCATOR_MAGIC: u64 = u64::from_le_bytes(*b"NRTSHML1");
+/// Bytes of the locator.
+pub const LOCATOR_BYTES: usize = 32;
+/// The seals of the device file: it can neither shrink (a mapping of a
+/// truncated file faults with SIGBUS) nor grow, and no seal can be added later
+/// (no peer can seal it against writes).
+const SEALS: libc::c_int = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+/// Temporary names tried beside the path before publishing gives up.
+const TEMPORARY_TRIES: u32 = 16;
+/// Page size the regions are aligned to.
+pub const PAGE: u64 = 4096;
+/// File offset of the ring region.
+pub const RINGS_OFFSET: u64 = PAGE;
+/// Bytes of the faults text in the header.
+pub const FAULTS_BYTES: usize = 512;
+/// A ready file whose heartbeat is older than this is stale (its server died).
+pub const STALE_NS: u64 = 2_000_000_000;
+
+mod off {
+    pub const MAGIC: u64 = 0x00;
+    pub const VERSION: u64 = 0x08;
+    pub const ARCH: u64 = 0x0C;
+    pub const CORES: u64 = 0x10;
+    pub const RING_BYTES: u64 = 0x14;
+    pub const RINGS_OFF: u64 = 0x18;
+    pub const RINGS_LEN: u64 = 0x20;
+    pub const BAR_OFF: u64 = 0x28;
+    pub const BAR_LEN: u64 = 0x30;
+    pub const STATE: u64 = 0x38;
+    pub const SHUTDOWN: u64 = 0x3C;
+    pub const ORIGIN: u64 = 0x40;
+    pub const PLAYED: u64 = 0x48;
+    pub const HARVESTED: u64 = 0x4C;
+    pub const PID: u64 = 0x50;
+    pub const SEED: u64 = 0x58;
+    pub const HEARTBEAT: u64 = 0x60;
+    pub const TOKEN: u64 = 0x68;
+    pub const LINES: u64 = 0x80;
+    pub const FAULTS: u64 = 0x100;
+}
+const _: () = assert!(off::FAULTS + FAULTS_BYTES as u64 <= RINGS_OFFSET);
+const _: () = assert!(off::LINES + 8 * 5 <= off::FAULTS);
+
+/// The server's state word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Being laid out.
+    Initialising = 0,
+    /// Playing: a host may attach and kick off.
+    Ready = 1,
+    /// The server exited.
+    Exited = 2,
+}
+
+pub use crate::sim::Line;
+
+/// Why a shared-memory file could not be made, opened or trusted.
+#[derive(Debug)]
+pub enum ShmError {
+    /// An OS call failed.
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        error: std::io::Error,
+    },
+    /// The file is not (or no longer) a valid nrt-sim shared-memory file.
+    Corrupt(String),
+    /// A bounded wait ran out.
+    Timeout(String),
+}
+
+impl core::fmt::Display for ShmError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ShmError::Io { what, error } => write!(f, "{what}: {error}"),
+            ShmError::Corrupt(m) => write!(f, "not a usable nrt-sim shared-memory file: {m}"),
+            ShmError::Timeout(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for ShmError {}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ShmError {
+    let what = what.into();
+    move |error| ShmError::Io { what, error }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds: a clock both processes read the same.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, exclusively borrowed timespec; CLOCK_MONOTONIC
+    // always exists on Linux, and the result is checked.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    let s = u64::try_from(ts.tv_sec).unwrap_or(0);
+    let ns = u64::try_from(ts.tv_nsec).unwrap_or(0);
+    s.saturating_mul(1_000_000_000).saturating_add(ns)
+}
+
+/// Arch from its type number (2, 3, 4).
+pub fn arch_from_type(t: u32) -> Option<Arch> {
+    [Arch::Sunda, Arch::Cayman, Arch::Mariana].into_iter().find(|a| u32::from(a.arch_type()) == t)
+}
+
+const fn page_up(v: u64) -> u64 {
+    v.div_ceil(PAGE) * PAGE
+}
+
+/// Where everything is in the file, for one arch, core count and ring size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShmLayout {
+    /// Generation.
+    pub arch: Arch,
+    /// Physical cores (1 or 2).
+    pub cores: u8,
+    /// Bytes per NQ ring.
+    pub ring_bytes: u32,
+    /// File offset of the ring region.
+    pub rings_offset: u64,
+    /// Bytes of the ring region.
+    pub rings_len: u64,
+    /// File offset of the BAR region (page-aligned).
+    pub bar_offset: u64,
+    /// Bytes of the BAR region.
+    pub bar_len: u64,
+}
+
+impl ShmLayout {
+    /// The layout for `arch`, `cores` and rings of `ring_bytes` (checked).
+    pub fn new(arch: Arch, cores: u8, ring_bytes: u32) -> Result<ShmLayout, ShmError> {
+        if !(1..=MAX_CORES as u8).contains(&cores) {
+            return Err(ShmError::Corrupt(format!("cores must be 1 or 2, not {cores}")));
+        }
+        if !ring_bytes.is_power_of_two() || !(32..=(1 << 20)).contains(&ring_bytes) {
+            return Err(ShmError::Corrupt(format!("ring size {ring_bytes} is not a power of two from 32 to 1 MiB")));
+        }
+        // Each ring starts on its own page (G-DRV-RINGPAGE): the driver model
+        // hands a ring's file offset to `mmap`, which takes page-aligned offsets.
+        let rings_len = (MAX_CORES * NQ_PER_CORE) as u64 * ring_stride(ring_bytes);
+        let bar_offset = RINGS_OFFSET + rings_len;
+        let top = bar_registers(arch).into_iter().map(|(_, r)| r + 4).max().unwrap_or(0);
+        let l = ShmLayout {
+            arch,
+            cores,
+            ring_bytes,
+            rings_offset: RINGS_OFFSET,
+            rings_len,
+            bar_offset,
+            bar_len: page_up(top) + PAGE,
+        };
+        let r = l.regions();
+        if r.windows(2).any(|w| w[0].2 > w[1].1) {
+            return Err(ShmError::Corrupt(format!("regions overlap: {r:?}")));
+        }
+        Ok(l)
+    }
+
+    /// The three regions as `(name, start, end)` file offsets, in order.
+    pub fn regions(&self) -> [(&'static str, u64, u64); 3] {
+        [
+            ("header", 0, RINGS_OFFSET),
+            ("rings", self.rings_offset, self.rings_offset + self.rings_len),
+            ("bar", self.bar_offset, self.bar_offset + self.bar_len),
+        ]
+    }
+
+    /// File length.
+    pub fn total_len(&self) -> u64 {
+        self.bar_offset + self.bar_len
+    }
+
+    /// File offset of ring `(core, nq)`.
+    pub fn ring_offset(&self, core: u8, nq: u8) -> Option<u64> {
+        if usize::from(core) >= MAX_CORES || usize::from(nq) >= NQ_PER_CORE {
+            return None;
+        }
+        let i = usize::from(core) * NQ_PER_CORE + usize::from(nq);
+        Some(self.rings_offset + i as u64 * ring_stride(self.ring_bytes))
+    }
+}
+
+/// Bytes from one ring's start to the next: the ring rounded up to a page, so
+/// that every ring's offset can be `mmap`ed on its own (G-DRV-RINGPAGE).
+pub fn ring_stride(ring_bytes: u32) -> u64 {
+    page_up(u64::from(ring_bytes))
+}
+
+/// Every BAR register the completion path uses over the file, by name, for both cores.
+pub fn bar_registers(arch: Arch) -> Vec<(&'static str, u64)> {
+    let mut v = Vec::new();
+    for core in 0..MAX_CORES as u8 {
+        for nq in 0..NQ_PER_CORE as u8 {
+            v.extend(nrt_core::arch::nq_head_register(arch, core, nq).map(|r| ("nq head", r)));
+        }
+        for block in 0..sim::INTC_BLOCKS {
+            v.extend(sim::intc_cause_offset(arch, core, block, sim::INTC_LINES - 1).map(|r| ("intc cause", r)));
+        }
+        let sema = sim::sema_page(arch, u32::from(core)) + sim::SEMA_INCR;
+        v.push(("semaphore INCR", sema + 4 * u64::from(sim::SEMAPHORES - 1)));
+    }
+    v.push(("host trigger", sim::xt_local_reg(arch) + nrt_core::dma::HOST_TRIGGER_OFFSET));
+    v
+}
+
+/// A shared, read-write mapping of a whole file, unmapped on drop. Words are
+/// handed out as atomics borrowed from the mapping.
+#[derive(Debug)]
+pub struct ShmMap {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory reached only through atomics.
+unsafe impl Send for ShmMap {}
+// SAFETY: as above; every reference handed out is to an atomic.
+unsafe impl Sync for ShmMap {}
+
+impl ShmMap {
+    fn map(file: &File, len: u64, name: &str) -> Result<ShmMap, ShmError> {
+        let len =
+            usize::try_from(len).map_err(|_| ShmError::Corrupt(format!("{name}: {len} bytes, too large to map")))?;
+        if len == 0 {
+            return Err(ShmError::Corrupt(format!("{name}: an empty file")));
+        }
+        // SAFETY: a fresh shared mapping at an address the kernel picks; fd and
+        // length are validated by the kernel and the result checked below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(ShmError::Io {
+                what: format!("mmap of {len} bytes of {name}"),
+                error: std::io::Error::last_os_error(),
+            });
+        }
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| ShmError::Corrupt("mmap returned null".into()))?;
+        Ok(ShmMap { ptr, len })
+    }
+
+    /// The 8-byte word at `off` (8-aligned, inside the mapping).
+    pub fn u64_at(&self, off: u64) -> Option<&AtomicU64> {
+        let o = self.checked(off, 8)?;
+        // SAFETY: `o..o+8` is inside the mapping and 8-aligned (page-aligned base),
+        // so it is a valid AtomicU64 for as long as `self` (the mapping) lives;
+        // every access to the file, in either process, is atomic.
+        Some(unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(o).cast::<u64>()) })
+    }
+
+    /// The 4-byte word at `off` (4-aligned, inside the mapping).
+    pub fn u32_at(&self, off: u64) -> Option<&AtomicU32> {
+        let o = self.checked(off, 4)?;
+        // SAFETY: as in `u64_at`, for 4 bytes, 4-aligned.
+        Some(unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(o).cast::<u32>()) })
+    }
+
+    fn checked(&self, off: u64, size: usize) -> Option<usize> {
+        let o = usize::try_from(off).ok()?;
+        (o.checked_add(size)? <= self.len && o.is_multiple_of(size)).then_some(o)
+    }
+}
+
+impl Drop for ShmMap {
+    fn drop(&mut self) {
+        // SAFETY: exactly the pointer and length mmap returned; the borrows
+        // handed out end with `self`.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// An nrt-sim shared-memory file, mapped.
+#[derive(Debug)]
+pub struct ShmFile {
+    file: File,
+    path: PathBuf,
+    layout: ShmLayout,
+    map: ShmMap,
+}
+
+impl ShmFile {
+    /// Create the device file for `layout`: a memfd, sized, sealed against
+    /// shrinking and growing (and against further seals), mapped, with its header
+    /// written (state [`State::Initialising`]). Nothing appears in the file
+    /// system until [`publish`](Self::publish) writes the locator at `path`.
+    pub fn create(path: &Path, layout: ShmLayout, seed: u64, faults: &str) -> Result<ShmFile, ShmError> {
+        ShmFile::create_with_extra(path, layout, seed, faults, 0)
+    }
+
+    /// As [`create`](Self::create), with `extra` more bytes after the layout's
+    /// regions (page-aligned at [`extra_region`](Self::extra_region)): the
+    /// driver model's region for `MEM_ALLOC_V2MT` chunks (sparse, like the BAR).
+    /// A host that opens the file checks only that it is at least the layout's
+    /// length, so the extra region changes nothing for `serve`.
+    pub fn create_with_extra(
+        path: &Path,
+        layout: ShmLayout,
+        seed: u64,
+        faults: &str,
+        extra: u64,
+    ) -> Result<ShmFile, ShmError> {
+        let what = |call: &str| format!("{call} (the device file for {})", path.display());
+        // SAFETY: a NUL-terminated name and valid flags; the result is checked.
+        let fd = unsafe { libc::memfd_create(c"nrt-sim-shm".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+        if fd < 0 {
+            return Err(ShmError::Io { what: what("memfd_create"), error: std::io::Error::last_os_error() });
+        }
+        // SAFETY: `fd` is a fresh descriptor this process owns and nothing else holds.
+        let file = unsafe { File::from_raw_fd(fd) };
+        let total = page_up(layout.total_len())
+            .checked_add(page_up(extra))
+            .ok_or_else(|| ShmError::Corrupt(format!("{extra} extra bytes: too large")))?;
+        file.set_len(total).map_err(io(what("ftruncate")))?;
+        // SAFETY: fcntl on a descriptor we own, with an int argument; checked.
+        let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, SEALS) };
+        if rc != 0 {
+            return Err(ShmError::Io { what: what("F_ADD_SEALS"), error: std::io::Error::last_os_error() });
+        }
+        let map = ShmMap::map(&file, total, &format!("the device file for {}", path.display()))?;
+        let f = ShmFile { file, path: path.to_path_buf(), layout, map };
+        f.put64(off::MAGIC, MAGIC);
+        f.put32(off::VERSION, VERSION);
+        f.put32(off::ARCH, u32::from(layout.arch.arch_type()));
+        f.put32(off::CORES, u32::from(layout.cores));
+        f.put32(off::RING_BYTES, layout.ring_bytes);
+        f.put64(off::RINGS_OFF, layout.rings_offset);
+        f.put64(off::RINGS_LEN, layout.rings_len);
+        f.put64(off::BAR_OFF, layout.bar_offset);
+        f.put64(off::BAR_LEN, layout.bar_len);
+        f.put32(off::PID, std::process::id());
+        f.put64(off::SEED, seed);
+        let token = monotonic_ns().rotate_left(29) ^ (u64::from(std::process::id()) << 32) ^ fd as u64;
+        f.put64(off::TOKEN, token);
+        let mut text = [0u8; FAULTS_BYTES];
+        let n = faults.len().min(FAULTS_BYTES - 1);
+        for (d, s) in text.iter_mut().zip(faults.as_bytes().iter().take(n)) {
+            *d = *s;
+        }
+        for (i, w) in text.chunks_exact(4).enumerate() {
+            f.put32(off::FAULTS + 4 * i as u64, u32::from_le_bytes(<[u8; 4]>::try_from(w).unwrap_or_default()));
+        }
+        Ok(f)
+    }
+
+    /// Stamp the device clock's origin and a heartbeat, mark the file ready, and
+    /// publish its locator at the path: written under a fresh temporary name
+    /// beside it (created exclusively, never through a symlink), then renamed
+    /// into place, so a host never sees a half-written locator. On failure the
+    /// temporary file is removed.
+    pub fn publish(&self, origin_ns: u64) -> Result<(), ShmError> {
+        self.mark_ready(origin_ns);
+        let mut loc = [0u8; LOCATOR_BYTES];
+        loc[0..8].copy_from_slice(&LOCATOR_MAGIC.to_le_bytes());
+        loc[8..12].copy_from_slice(&std::process::id().to_le_bytes());
+        loc[12..16].copy_from_slice(&(self.file.as_raw_fd() as u32).to_le_bytes());
+        loc[16..24].copy_from_slice(&self.get64(off::TOKEN).to_le_bytes());
+        let (tmp, mut f) = create_temporary(&self.path)?;
+        let written = f.write_all(&loc).map_err(io(format!("write {}", tmp.display())));
+        drop(f);
+        let r = written.and_then(|()| {
+            std::fs::rename(&tmp, &self.path).map_err(io(format!(
+                "rename {} to {}",
+                tmp.display(),
+                self.path.display()
+            )))
+        });
+        if r.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        r
+    }
+
+    /// Stamp the device clock's origin and a heartbeat and mark the file
+    /// ready, without publishing a locator (the driver model hands the file
+    /// out as a descriptor instead).
+    pub fn mark_ready(&self, origin_ns: u64) {
+        self.put64(off::ORIGIN, origin_ns);
+        self.heartbeat();
+        self.set_state(State::Ready);
+    }
+
+    /// File offset of the region after the layout's (see
+    /// [`create_with_extra`](Self::create_with_extra)), and its length (0 for
+    /// a file made by [`create`](Self::create) or opened).
+    pub fn extra_region(&self) -> (u64, u64) {
+        let start = page_up(self.layout.total_len());
+        (start, (self.map.len as u64).saturating_sub(start))
+    }
+
+    /// The last heartbeat, `CLOCK_MONOTONIC` ns.
+    pub fn heartbeat_ns(&self) -> u64 {
+        self.get64(off::HEARTBEAT)
+    }
+
+    /// The server is alive: stamp [`monotonic_ns`] in the header.
+    pub fn heartbeat(&self) {
+        self.put64(off::HEARTBEAT, monotonic_ns());
+    }
+
+    /// Nanoseconds since the server's last heartbeat.
+    pub fn heartbeat_age_ns(&self) -> u64 {
+        monotonic_ns().saturating_sub(self.map.u64_at(off::HEARTBEAT).map_or(0, |w| w.load(Ordering::Acquire)))
+    }
+
+    /// Open and validate a published file: read the locator at `path`, open
+    /// the server's memfd through `/proc/<pid>/fd/<fd>`, check that it is sealed
+    /// against shrinking (so that no peer can truncate it under the mapping),
+    /// that it is the file the locator names, and its header. A missing file, a
+    /// gone server or one still initialising is [`ShmError::Io`] or
+    /// [`ShmError::Timeout`]-worthy; a wrong magic, version, seals or layout is
+    /// [`ShmError::Corrupt`].
+    pub fn open(path: &Path) -> Result<ShmFile, ShmError> {
+        let (pid, fd, token) = read_locator(path)?;
+        let proc = format!("/proc/{pid}/fd/{fd}");
+        let file = OpenOptions::new().read(true).write(true).open(&proc).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                ShmError::Timeout(format!(
+                    "{}: the server (pid {pid}) that published it is gone ({proc} does not exist): a stale file?",
+                    path.display()
+                ))
+            } else {
+                ShmError::Io { what: format!("open {proc} (the device file {} names)", path.display()), error: e }
+            }
+        })?;
+        // SAFETY: fcntl on a descriptor we own; F_GET_SEALS takes no argument; checked.
+        let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
+        if seals < 0 {
+            return Err(ShmError::Corrupt(format!(
+                "{proc} (named by {}) is not a memfd: F_GET_SEALS failed: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            )));
+        }
+        if seals & libc::F_SEAL_SHRINK == 0 {
+            return Err(ShmError::Corrupt(format!(
+                "{proc} (named by {}) is not sealed against shrinking (seals 0x{seals:x}): a peer could truncate it \
+                 under the mapping",
+                path.display()
+            )));
+        }
+        let len = file.metadata().map_err(io(format!("fstat {proc}")))?.len();
+        if len < RINGS_OFFSET {
+            return Err(ShmError::Corrupt(format!("{proc} is {len} bytes, shorter than the header page")));
+        }
+        let head = ShmMap::map(&file, RINGS_OFFSET, &proc)?;
+        let get32 = |o| head.u32_at(o).map_or(0, |w| w.load(Ordering::Acquire));
+        let get64 = |o| head.u64_at(o).map_or(0, |w| w.load(Ordering::Acquire));
+        if get64(off::MAGIC) != MAGIC {
+            return Err(ShmError::Corrupt(format!("{proc}: bad magic 0x{:016x}", get64(off::MAGIC))));
+        }
+        if get32(off::VERSION) != VERSION {
+            return Err(ShmError::Corrupt(format!(
+                "{proc}: layout version {}, expected {VERSION}",
+                get32(off::VERSION)
+            )));
+        }
+        if (get32(off::PID), get64(off::TOKEN)) != (pid, token) {
+            return Err(ShmError::Timeout(format!(
+                "{}: {proc} is not the file it names (pid {}, token 0x{:x}; the locator says pid {pid}, token \
+                 0x{token:x}): a stale file?",
+                path.display(),
+                get32(off::PID),
+                get64(off::TOKEN)
+            )));
+        }
+        let arch = arch_from_type(get32(off::ARCH))
+            .ok_or_else(|| ShmError::Corrupt(format!("{proc}: unknown arch type {}", get32(off::ARCH))))?;
+        let cores = u8::try_from(get32(off::CORES)).unwrap_or(0);
+        let layout = ShmLayout::new(arch, cores, get32(off::RING_BYTES)).map_err(|e| match e {
+            ShmError::Corrupt(m) => ShmError::Corrupt(format!("{proc}: {m}")),
+            e => e,
+        })?;
+        let stored = (get64(off::RINGS_OFF), get64(off::RINGS_LEN), get64(off::BAR_OFF), get64(off::BAR_LEN));
+        let expected = (layout.rings_offset, layout.rings_len, layout.bar_offset, layout.bar_len);
+        if stored != expected {
+            let table = |(a, b, c, d): (u64, u64, u64, u64)| {
+                format!("rings offset 0x{a:x}, rings length 0x{b:x}, BAR offset 0x{c:x}, BAR length 0x{d:x}")
+            };
+            return Err(ShmError::Corrupt(format!(
+                "{proc}: the header's region table ({}) does not match the layout of {} with {cores} core(s) and \
+                 rings of {} bytes ({})",
+                table(stored),
+                arch.name(),
+                layout.ring_bytes,
+                table(expected)
+            )));
+        }
+        if len < layout.total_len() {
+            return Err(ShmError::Corrupt(format!("{proc} is {len} bytes, the layout needs {}", layout.total_len())));
+        }
+        drop(head);
+        let map = ShmMap::map(&file, layout.total_len(), &proc)?;
+        Ok(ShmFile { file, path: path.to_path_buf(), layout, map })
+    }
+
+    /// Wait up to `wait` for `path` to exist and be ready, then open it.
+    pub fn wait_ready(path: &Path, wait: Duration) -> Result<ShmFile, ShmError> {
+        let t0 = Instant::now();
+        loop {
+            let last = match ShmFile::open(path) {
+                Ok(f) => match f.state() {
+                    Some(State::Ready) if f.heartbeat_age_ns() < STALE_NS => return Ok(f),
+                    Some(State::Ready) => ShmError::Timeout(format!(
+                        "the server (pid {}) has not stamped its heartbeat for {:.1} s: a stale file?",
+                        f.pid(),
+                        f.heartbeat_age_ns() as f64 / 1e9
+                    )),
+                    Some(State::Exited) => {
+                        return Err(ShmError::Corrupt(format!("the server (pid {}) has exited", f.pid())))
+                    }
+                    Some(State::Initialising) => ShmError::Timeout("the server is still initialising".into()),
+                    None => {
+                        return Err(ShmError::Corrupt(format!(
+                            "{}: the state word holds {}, not a state (0, 1 or 2) a server writes",
+                            path.display(),
+                            f.state_word()
+                        )))
+                    }
+                },
+                // Only a missing file (the server has not published yet) or a
+                // transient state is worth waiting for; a permanent error
+                // (EACCES, EISDIR, ELOOP...) is reported at once, as it is.
+                Err(ShmError::Io { what, error }) if error.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(ShmError::Io { what, error })
+                }
+                Err(e @ ShmError::Corrupt(_)) => return Err(e),
+                Err(e) => e,
+            };
+            if t0.elapsed() >= wait {
+                return Err(ShmError::Timeout(format!(
+                    "{} not ready after {:.1} s ({last}); is `nrt-sim serve --shm {}` running?",
+                    path.display(),
+                    wait.as_secs_f64(),
+                    path.display()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn put32(&self, o: u64, v: u32) {
+        if let Some(w) = self.map.u32_at(o) {
+            w.store(v, Ordering::Release);
+        }
+    }
+
+    fn put64(&self, o: u64, v: u64) {
+        if let Some(w) = self.map.u64_at(o) {
+            w.store(v, Ordering::Release);
+        }
+    }
+
+    fn get32(&self, o: u64) -> u32 {
+        self.map.u32_at(o).map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
+    fn get64(&self, o: u64) -> u64 {
+        self.map.u64_at(o).map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
+    /// The open file (for a host to map the rings and the BAR with its own binding).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Where the file is (once published).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &ShmLayout {
+        &self.layout
+    }
+
+    /// The whole-file mapping.
+    pub fn map(&self) -> &ShmMap {
+        &self.map
+    }
+
+    /// The server's state (`None`: an unknown value).
+    pub fn state(&self) -> Option<State> {
+        match self.get32(off::STATE) {
+            0 => Some(State::Initialising),
+            1 => Some(State::Ready),
+            2 => Some(State::Exited),
+            _ => None,
+        }
+    }
+
+    /// The raw state word (for a message about an unknown value).
+    pub fn state_word(&self) -> u32 {
+        self.get32(off::STATE)
+    }
+
+    /// Set the server's state.
+    pub fn set_state(&self, s: State) {
+        self.put32(off::STATE, s as u32);
+    }
+
+    /// Whether the host asked the server to stop.
+    pub fn shutdown_requested(&self) -> bool {
+        self.get32(off::SHUTDOWN) != 0
+    }
+
+    /// Ask the server to stop.
+    pub fn request_shutdown(&self) {
+        self.put32(off::SHUTDOWN, 1);
+    }
+
+    /// The device clock's origin (`CLOCK_MONOTONIC` ns).
+    pub fn origin_ns(&self) -> u64 {
+        self.map.u64_at(off::ORIGIN).map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
+    /// The seed of the device's programs.
+    pub fn seed(&self) -> u64 {
+        self.map.u64_at(off::SEED).map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
+    /// The server's pid.
+    pub fn pid(&self) -> u32 {
+        self.get32(off::PID)
+    }
+
+    /// Inferences the device has played.
+    pub fn played(&self) -> u32 {
+        self.get32(off::PLAYED)
+    }
+
+    /// Set the played count.
+    pub fn set_played(&self, n: u32) {
+        self.put32(off::PLAYED, n);
+    }
+
+    /// Inferences the host has harvested.
+    pub fn harvested(&self) -> u32 {
+        self.get32(off::HARVESTED)
+    }
+
+    /// Count one more harvested inference.
+    pub fn add_harvested(&self) {
+        if let Some(w) = self.map.u32_at(off::HARVESTED) {
+            w.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// The injected faults' text (canonical specs separated by spaces).
+    pub fn faults_text(&self) -> String {
+        let bytes: Vec<u8> =
+            (0..FAULTS_BYTES as u64 / 4).flat_map(|i| self.get32(off::FAULTS + 4 * i).to_le_bytes()).collect();
+        let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+        String::from_utf8_lossy(bytes.get(..end).unwrap_or(&[])).into_owned()
+    }
+
+    /// Status line `line` of `core`.
+    pub fn line(&self, line: Line, core: u8) -> Option<&AtomicU32> {
+        if usize::from(core) >= MAX_CORES {
+            return None;
+        }
+        self.map.u32_at(off::LINES + 8 * line as u64 + 4 * u64::from(core))
+    }
+
+    /// The BAR register at `reg` (a BAR0 offset), as the device sees it.
+    pub fn bar_u32(&self, reg: u64) -> Option<&AtomicU32> {
+        if reg.checked_add(4)? > self.layout.bar_len {
+            return None;
+        }
+        self.map.u32_at(self.layout.bar_offset + reg)
+    }
+
+    /// The INCR-alias word of semaphore `index` of TPB `tpb` (the kickoff).
+    pub fn sema_incr(&self, tpb: u32, index: u32) -> Option<&AtomicU32> {
+        if tpb as usize >= MAX_CORES || index >= sim::SEMAPHORES {
+            return None;
+        }
+        self.bar_u32(sim::sema_page(self.layout.arch, tpb) + sim::SEMA_INCR + 4 * u64::from(index))
+    }
+}
+
+/// A new temporary file beside `path`: `<path>.<pid>.tmp`, then
+/// `<path>.<pid>.<n>.tmp`, created exclusively (`O_CREAT | O_EXCL`) and never
+/// through a symlink (`O_NOFOLLOW`), mode 0600.
+fn create_temporary(path: &Path) -> Result<(PathBuf, File), ShmError> {
+    let pid = std::process::id();
+    let mut last = None;
+    for n in 0..TEMPORARY_TRIES {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(if n == 0 { format!(".{pid}.tmp") } else { format!(".{pid}.{n}.tmp") });
+        let tmp = PathBuf::from(tmp);
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some((tmp, e)),
+            Err(e) => return Err(ShmError::Io { what: format!("create {}", tmp.display()), error: e }),
+        }
+    }
+    let (tmp, error) = last.unwrap_or_else(|| (path.to_path_buf(), std::io::Error::other("no name tried")));
+    Err(ShmError::Io {
+        what: format!("create {} (and {} other temporary names: all exist)", tmp.display(), TEMPORARY_TRIES - 1),
+        error,
+    })
+}
+
+/// The server's pid, its memfd's descriptor number and the file's token, from
+/// the locator at `path`. Read with `read`, never mapped: a peer that truncates
+/// it cannot fault this process.
+fn read_locator(path: &Path) -> Result<(u32, u32, u64), ShmError> {
+    let f = File::open(path).map_err(io(format!("open {}", path.display())))?;
+    let mut loc = [0u8; LOCATOR_BYTES];
+    let mut got = 0;
+    let mut r = f.take(LOCATOR_BYTES as u64);
+    while got < LOCATOR_BYTES {
+        match r.read(loc.get_mut(got..).unwrap_or_default()) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(ShmError::Io { what: format!("read {}", path.display()), error: e }),
+        }
+    }
+    let word =
+        |a: usize, b: usize| loc.get(a..b).map_or(0, |s| s.iter().rev().fold(0u64, |v, x| v << 8 | u64::from(*x)));
+    if got < LOCATOR_BYTES || word(0, 8) != LOCATOR_MAGIC {
+        return Err(ShmError::Corrupt(format!(
+            "{} is not an nrt-sim serve locator: {got} bytes, bad magic 0x{:016x} (expected 0x{LOCATOR_MAGIC:016x})",
+            path.display(),
+            word(0, 8)
+        )));
+    }
+    Ok((word(8, 12) as u32, word(12, 16) as u32, word(16, 24)))
+}
+
+/// Shared ownership of a file (the device model and the server both hold it).
+pub type SharedFile = Arc<ShmFile>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("nrt-shm-unit-{}-{name}", std::process::id()))
+    }
+
+    #[test]
+    fn layouts_do_not_overlap_and_hold_every_register() {
+        for arch in [Arch::Sunda, Arch::Cayman, Arch::Mariana] {
+            for ring in [32, 1024, 1 << 20] {
+                let l = ShmLayout::new(arch, 2, ring).unwrap();
+                assert_eq!(l.bar_offset % PAGE, 0);
+                for (name, r) in bar_registers(arch) {
+                    assert!(r + 4 <= l.bar_len, "{arch:?} {name} 0x{r:x}");
+                }
+                assert!(l.ring_offset(1, 8).unwrap() + u64::from(ring) <= l.bar_offset);
+            }
+        }
+        assert!(ShmLayout::new(Arch::Sunda, 3, 64).is_err());
+        assert!(ShmLayout::new(Arch::Sunda, 1, 48).is_err());
+    }
+
+    #[test]
+    fn a_published_file_reopens_and_a_bad_one_is_refused() {
+        let p = tmp("roundtrip");
+        let l = ShmLayout::new(Arch::Sunda, 2, 1024).unwrap();
+        let f = ShmFile::create(&p, l, 7, "nan:core=0 hang:core=1,engine=PE").unwrap();
+        f.publish(123).unwrap();
+        let g = ShmFile::wait_ready(&p, Duration::from_secs(1)).unwrap();
+        assert_eq!((*g.layout(), g.origin_ns(), g.seed()), (l, 123, 7));
+        assert_eq!(g.faults_text(), "nan:core=0 hang:core=1,engine=PE");
+        g.sema_incr(1, 1).unwrap().fetch_add(1, Ordering::AcqRel);
+        assert_eq!(f.sema_incr(1, 1).unwrap().load(Ordering::Acquire), 1);
+        f.put64(off::MAGIC, 0x1234);
+        assert!(matches!(ShmFile::open(&p), Err(ShmError::Corrupt(_))));
+        f.put64(off::MAGIC, MAGIC);
+        f.put32(off::RING_BYTES, 48);
+        assert!(matches!(ShmFile::wait_ready(&p, Duration::from_millis(50)), Err(ShmError::Corrupt(_))));
+        std::fs::remove_file(&p).unwrap();
+        assert!(matches!(ShmFile::wait_ready(&p, Duration::from_millis(50)), Err(ShmError::Timeout(_))));
+    }
+
+    /// Every `<path>.*tmp` name left in `path`'s directory.
+    fn leftovers(path: &Path) -> Vec<PathBuf> {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| {
+                let n = p.file_name().unwrap().to_string_lossy();
+                n.starts_with(&format!("{name}.")) && n.ends_with(".tmp")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_symlink_at_the_temporary_name_is_not_followed() {
+        let p = tmp("symlinked");
+        let victim = tmp("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let link = PathBuf::from(format!("{}.{}.tmp", p.display(), std::process::id()));
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let l = ShmLayout::new(Arch::Sunda, 1, 64).unwrap();
+        let made = ShmFile::create(&p, l, 1, "").and_then(|f| f.publish(1).map(|()| f));
+        let kept = std::fs::read(&victim).unwrap();
+        let opened = ShmFile::open(&p).map(|g| g.seed());
+        let _ = std::fs::remove_file(&link);
+        let _ = std::fs::remove_file(&victim);
+        let _ = std::fs::remove_file(&p);
+        assert_eq!(kept, b"precious", "the symlink's target was written through");
+        let f = made.expect("publish beside a planted symlink");
+        assert_eq!(opened.unwrap(), 1);
+        drop(f);
+        assert!(leftovers(&p).is_empty(), "{:?}", leftovers(&p));
+    }
+
+    #[test]
+    fn a_failed_publish_leaves_no_temporary_file() {
+        // A directory where the file should go: the rename fails.
+        let p = tmp("is-a-dir");
+        std::fs::create_dir_all(&p).unwrap();
+        let l = ShmLayout::new(Arch::Sunda, 1, 64).unwrap();
+        let r = ShmFile::create(&p, l, 1, "").and_then(|f| f.publish(1));
+        let left = leftovers(&p);
+        for t in &left {
+            let _ = std::fs::remove_file(t);
+        }
+        std::fs::remove_dir(&p).unwrap();
+        let e = r.expect_err("publishing onto a directory");
+        assert!(e.to_string().contains(&p.display().to_string()), "{e}");
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+
+    #[test]
+    fn a_locator_naming_an_unsealed_file_is_refused() {
+        // A tmpfs file (what the device file used to be) with a real header:
+        // a peer could truncate it, so it is refused before it is mapped.
+        let shm = Path::new("/dev/shm");
+        let dir = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
+        let plain = dir.join(format!("nrt-shm-unit-{}-plain", std::process::id()));
+        let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&plain).unwrap();
+        f.set_len(RINGS_OFFSET).unwrap();
+        let p = tmp("unsealed-locator");
+        let mut loc = [0u8; LOCATOR_BYTES];
+        loc[0..8].copy_from_slice(&LOCATOR_MAGIC.to_le_bytes());
+        loc[8..12].copy_from_slice(&std::process::id().to_le_bytes());
+        loc[12..16].copy_from_slice(&(f.as_raw_fd() as u32).to_le_bytes());
+        std::fs::write(&p, loc).unwrap();
+        let got = ShmFile::open(&p);
+        std::fs::remove_file(&p).unwrap();
+        std::fs::remove_file(&plain).unwrap();
+        match got {
+            Err(ShmError::Corrupt(m)) => {
+                assert!(m.contains("not sealed against shrinking") || m.contains("not a memfd"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_permanent_error_is_reported_at_once_with_its_reason() {
+        // A directory at the path: no wait makes it a device file.
+        let p = tmp("a-directory");
+        std::fs::create_dir_all(&p).unwrap();
+        let t0 = Instant::now();
+        let got = ShmFile::wait_ready(&p, Duration::from_secs(2));
+        let took = t0.elapsed();
+        std::fs::remove_dir(&p).unwrap();
+        let m = got.expect_err("a directory").to_string();
+        assert!(m.contains("Is a directory") && m.contains(&p.display().to_string()), "{m}");
+        assert!(m.contains("read"), "the call is named: {m}");
+        assert!(!m.contains("is `nrt-sim serve"), "not a readiness problem: {m}");
+        assert!(took < Duration::from_secs(1), "retried for {took:?}");
+    }
+
+    #[test]
+    fn an_unknown_state_value_is_named_not_called_initialising() {
+        let p = tmp("bad-state");
+        let l = ShmLayout::new(Arch::Sunda, 1, 64).unwrap();
+        let f = ShmFile::create(&p, l, 1, "").unwrap();
+        f.publish(1).unwrap();
+        f.put32(off::STATE, 7);
+        let got = ShmFile::wait_ready(&p, Duration::from_millis(200));
+        std::fs::remove_file(&p).unwrap();
+        let m = got.expect_err("state 7").to_string();
+        assert!(m.contains("state word holds 7") && !m.contains("initialising"), "{m}");
+    }
+
+    #[test]
+    fn a_region_table_mismatch_prints_hex_with_0x() {
+        let p = tmp("bad-regions");
+        let l = ShmLayout::new(Arch::Sunda, 1, 64).unwrap();
+        let f = ShmFile::create(&p, l, 1, "").unwrap();
+        f.publish(1).unwrap();
+        f.put64(off::RINGS_LEN, 0x1234);
+        let got = ShmFile::open(&p);
+        std::fs::remove_file(&p).unwrap();
+        let m = got.expect_err("bad region table").to_string();
+        assert!(m.contains("rings length 0x1234") && m.contains(&format!("0x{:x}", l.rings_len)), "{m}");
+    }
+}
