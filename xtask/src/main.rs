@@ -348,6 +348,11 @@ fn no_std_builds(run: &mut Runner) {
                 &mut c,
             );
         }
+        // nrt-abi's default build is no_std too (a controller may share its constants).
+        run.cmd(
+            &format!("build nrt-abi --target {target}"),
+            cargo().args(["build", "-p", "nrt-abi", "--target", target]),
+        );
     }
 }
 
