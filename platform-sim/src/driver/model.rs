@@ -1917,6 +1917,50 @@ mod tests {
         assert_eq!(m.kernel_bugs().filter(|v| !v.to_string().contains("num == 0")).count(), 0);
     }
 
+    /// Messages name the errno (what a user reads first) and its number.
+    #[test]
+    fn errnos_are_named_in_messages() {
+        let all = [
+            (Errno::EPERM, "EPERM"),
+            (Errno::ENOENT, "ENOENT"),
+            (Errno::EFAULT, "EFAULT"),
+            (Errno::EINVAL, "EINVAL"),
+            (Errno::ENOMEM, "ENOMEM"),
+            (Errno::EACCES, "EACCES"),
+            (Errno::E2BIG, "E2BIG"),
+            (Errno::ENOSYS, "ENOSYS"),
+            (Errno::ENODEV, "ENODEV"),
+            (Errno::EIO, "EIO"),
+            (Errno(libc::ENOTTY), "ENOTTY"),
+        ];
+        for (e, name) in all {
+            assert_eq!(e.name(), name);
+            assert_eq!(e.to_string(), format!("{name} ({})", e.0));
+        }
+        assert_eq!(Errno(libc::EXDEV).name(), "errno");
+        assert_eq!(Errno::EINVAL.to_string(), "EINVAL (22)");
+    }
+
+    /// The ring-size bounds of `udma_q_init_validate` (udma/udma_main.c) at
+    /// their edges, and the DRAM channel bound per arch (v2 2, v3 4).
+    #[test]
+    fn ring_size_and_dram_channel_edges() {
+        let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+        // The largest ring passes (no chunk: a warning), 16 more is refused.
+        let mut q = abi::DmaQueueInit { tx_desc_count: 16_777_200, rx_desc_count: 32, ..Default::default() };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+        let mut q = abi::DmaQueueInit { qid: 1, tx_desc_count: 16_777_216, rx_desc_count: 32, ..Default::default() };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
+        for (arch, last) in [(Arch::Sunda, 1u32), (Arch::Cayman, 3)] {
+            let (mut m, mut mem) = (model(arch, 2), VecMem::new());
+            let ptr = mem.base + 0x40;
+            let mut a = abi::MemAllocV2Mt { size: 4096, dram_channel: last, mem_handle: ptr, ..Default::default() };
+            assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0), "{arch:?} channel {last}");
+            let mut a = abi::MemAllocV2Mt { size: 4096, dram_channel: last + 1, mem_handle: ptr, ..Default::default() };
+            assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), errno(Errno::EINVAL), "{arch:?}");
+        }
+    }
+
     #[test]
     fn queue_init_rules() {
         let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
