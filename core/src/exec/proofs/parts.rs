@@ -37,32 +37,67 @@ use super::step::any_substate;
 use super::step::{any_request, bound_notifications, eq, ring_size, same, HavocDev};
 use crate::arch::{ENGINES_PER_CORE, MAX_CORES};
 use crate::exec::finalize::consume_error_block;
-use crate::exec::{ts_slot, ExecRequest, ExecState, TpbEngState};
+use crate::exec::{ts_slot, ExecRequest, ExecState, Step, TpbEngState};
 #[cfg(kani)]
 use crate::nq::ErrorClass;
 use crate::nq::{Notifications, NqRing, TsCal, ERROR_NQ, INFER_STATUS_NQS, NQ_PER_CORE};
 use crate::proofs::{cover, Any};
 use crate::status::NrtStatus;
 
+/// What the frame proofs compare of a [`Notifications`]: every ring, the
+/// calibrations and sync points, the INFER_STATUS ids and the subscriber queue's
+/// counts. (Read through the accessors, not `clone()`: cloning the 64-record
+/// subscriber queue is a loop the solver cannot bound but by the unwind limit.)
+struct NqView {
+    rings: [[NqRing; NQ_PER_CORE]; MAX_CORES],
+    cal: [[TsCal; ENGINES_PER_CORE]; MAX_CORES],
+    sync: [crate::nq::SyncPoint; MAX_CORES],
+    ids: usize,
+    errors: usize,
+    dropped: u32,
+}
+
+fn view(nq: &Notifications) -> NqView {
+    let mut v = NqView {
+        rings: [[NqRing::UNBOUND; NQ_PER_CORE]; MAX_CORES],
+        cal: [[TsCal::IDENTITY; ENGINES_PER_CORE]; MAX_CORES],
+        sync: [crate::nq::SyncPoint::default(); MAX_CORES],
+        ids: nq.infer_status_nqs().len(),
+        errors: nq.errors_len(),
+        dropped: nq.errors_dropped(),
+    };
+    for c in 0..MAX_CORES {
+        for id in 0..NQ_PER_CORE {
+            v.rings[c][id] = nq.ring(c as u8, id as u8).copied().unwrap_or(NqRing::UNBOUND);
+        }
+        for e in 0..ENGINES_PER_CORE {
+            v.cal[c][e] = nq.cal(c as u8, e);
+        }
+        v.sync[c] = nq.sync_point(c as u8);
+    }
+    v
+}
+
 /// `a` and `b` agree on everything outside `(core, ids)`: every other ring, the
 /// calibrations and sync points, the INFER_STATUS ids; and, unless `errors` (the
 /// error sweep keeps records for subscribers), the subscriber queue.
-fn nq_frame(a: &Notifications, b: &Notifications, core: u8, ids: &[u8], errors: bool) -> bool {
-    let mut same = a.infer_status_nqs().len() == b.infer_status_nqs().len();
-    for c in 0..MAX_CORES as u8 {
-        for id in 0..NQ_PER_CORE as u8 {
+#[allow(clippy::needless_range_loop)] // index loops: constant bounds for the solver
+fn nq_frame(a: &NqView, b: &NqView, core: u8, ids: &[u8], errors: bool) -> bool {
+    let mut same = a.ids == b.ids;
+    for c in 0..MAX_CORES {
+        for id in 0..NQ_PER_CORE {
             let mut mine = false;
-            for i in ids {
-                mine |= c == core && *i == id;
+            for k in 0..ids.len() {
+                mine |= c == usize::from(core) && usize::from(ids[k]) == id;
             }
-            same &= mine || a.ring(c, id) == b.ring(c, id);
+            same &= mine || a.rings[c][id] == b.rings[c][id];
         }
         for e in 0..ENGINES_PER_CORE {
-            same &= a.cal(c, e) == b.cal(c, e);
+            same &= a.cal[c][e] == b.cal[c][e];
         }
-        same &= a.sync_point(c) == b.sync_point(c);
+        same &= a.sync[c] == b.sync[c];
     }
-    same && (errors || (a.errors_len() == b.errors_len() && a.errors_dropped() == b.errors_dropped()))
+    same && (errors || (a.errors == b.errors && a.dropped == b.dropped))
 }
 
 /// The guarantee of `consume_core(core)`: only `core`'s substates, timestamps,
@@ -92,18 +127,23 @@ pub(super) fn consume_core_post(
 }
 
 /// Where `consume_core` is called (the step from WAIT_CORE), and so what its
-/// proof assumes: a WAIT_CORE request satisfying the step invariant, a core of
-/// it, that core's five INFER_STATUS rings bound.
+/// proof assumes: a WAIT_CORE request, a core of it, that core's five
+/// INFER_STATUS rings freshly bound (as the step proofs bind them). Of the
+/// request, `consume_core` reads only the core's substates, timestamps and slot
+/// engines, the arch and the TPB indices, which its proof draws freely; the
+/// fields it does not read it leaves as they were (its frame), whatever they are.
+#[allow(clippy::needless_range_loop)] // index loops: constant bounds for the solver
 fn consume_core_pre(r: &ExecRequest, nq: &Notifications, core: usize) -> bool {
     let mut bound = nq.infer_status_nqs().len() == ENGINES_PER_CORE;
-    for (i, id) in INFER_STATUS_NQS.iter().enumerate() {
-        bound &= nq.infer_status_nqs().get(i) == Some(id)
-            && nq.ring(core as u8, *id).is_some_and(|ring| {
+    for i in 0..ENGINES_PER_CORE {
+        let id = INFER_STATUS_NQS[i];
+        bound &= nq.infer_status_nqs().get(i) == Some(&id)
+            && nq.ring(core as u8, id).is_some_and(|ring| {
                 // Freshly bound (cursor at 0), 2 entries under kani.
                 NqRing::new(ring.size_bytes()).ok() == Some(*ring) && (!cfg!(kani) || ring.size_bytes() == 32)
             });
     }
-    r.state == ExecState::WaitCore && core < r.tpb_count() && super::step::reachable(r) && bound
+    r.state == ExecState::WaitCore && core < r.tpb_count() && bound
 }
 
 /// `consume_core` keeps its frame (see [`consume_core_post`]), changes in `nq`
@@ -129,12 +169,15 @@ pub(crate) fn consume_core_keeps_its_frame<A: Any>(mut any: A, core: usize) {
     let ring_size = ring_size(&mut any);
     let mut nq = bound_notifications(&mut any, ring_size);
     assert!(consume_core_pre(&req, &nq, core));
-    let (before, nq_before) = (req.clone(), nq.clone());
+    let (before, nq_before) = (req.clone(), view(&nq));
     let now = any.u64();
     let mut dev = HavocDev::new(any, now, ring_size);
     let r = req.consume_core(&mut dev, &mut nq, core);
     assert!(consume_core_post(&before, &req, core, r), "consume_core left its frame");
-    assert!(nq_frame(&nq_before, &nq, core as u8, &INFER_STATUS_NQS, false), "consume_core changed another ring");
+    assert!(
+        nq_frame(&nq_before, &view(&nq), core as u8, &INFER_STATUS_NQS, false),
+        "consume_core changed another ring"
+    );
     assert_eq!(dev.now.get(), now, "consume_core read the clock");
     let moved = (0..ENGINES_PER_CORE).any(|e| req.tpb_exec_state[core][e] != before.tpb_exec_state[core][e]);
     cover!(r.is_ok() && moved, "consume: an engine moved on");
@@ -243,11 +286,11 @@ pub(crate) fn consume_error_block_keeps_its_frame<A: Any>(mut any: A, core: u8) 
             *r = NqRing::UNBOUND;
         }
     }
-    let nq_before = nq.clone();
+    let nq_before = view(&nq);
     let now = any.u64();
     let mut dev = HavocDev::new(any, now, ring_size);
     let (st, class) = consume_error_block(&mut dev, &mut nq, core);
-    assert!(nq_frame(&nq_before, &nq, core, &[ERROR_NQ], true), "the error sweep changed another ring");
+    assert!(nq_frame(&nq_before, &view(&nq), core, &[ERROR_NQ], true), "the error sweep changed another ring");
     assert_eq!(dev.now.get(), now, "the error sweep read the clock");
     cover!(unbound && st.is_success() && class.is_none(), "errors: an unbound ring is skipped");
     cover!(!unbound && class.is_some() && !st.is_success(), "errors: a record with a status");
@@ -273,6 +316,117 @@ pub(crate) fn consume_error_block_stub<D: crate::hal::ExecDevice + ?Sized>(
         None
     };
     (NrtStatus::from_code(kani::any()), class)
+}
+
+/// The guarantee of `finalize(status)`: the request is DONE with its timestamps
+/// in CPU time, the return is 0 exactly when `status` is `NRT_SUCCESS` (else 2),
+/// `*out` is the cached status, a 2 never carries `NRT_SUCCESS`; and only the
+/// state, the timestamps, `out_info` and the cached result change (substates,
+/// fatal flags, configuration, the barrier and core clocks stay).
+pub(super) fn finalize_post(
+    before: &ExecRequest,
+    after: &ExecRequest,
+    status: NrtStatus,
+    step: Step,
+    out: NrtStatus,
+) -> bool {
+    let mut framed = before.clone();
+    framed.state = after.state;
+    framed.ts_is_cpu = after.ts_is_cpu;
+    framed.vcore_notif_ts = after.vcore_notif_ts;
+    framed.out_info = after.out_info;
+    framed.result = after.result;
+    let want = if status.is_success() { Step::Done } else { Step::Error };
+    same(&framed, after)
+        && after.state == ExecState::Done
+        && after.ts_is_cpu
+        && step == want
+        && after.result == (step, out)
+        && (step == Step::Done || !out.is_success())
+}
+
+/// FINALIZE over one or two cores (`cores`) keeps [`finalize_post`], for any
+/// request its callers can pass: the WAIT_BARRIER_PROXY and WAIT_CORE steps call
+/// it before the timestamps are in CPU time, with any substates and timestamps,
+/// any statuses and fatal flags already set on any core, and any `status`; it
+/// reads of the request only the core count, the statuses and (through its
+/// per-core pieces) the timestamps, which are drawn freely here. Against any
+/// device; it never reads the clock. Under kani its per-core pieces are their
+/// stubs (proved above), so what this proves is the part over the cores: the
+/// timeout classification, and the reconciliation of the cores' statuses.
+pub(crate) fn finalize_keeps_its_contract<A: Any>(mut any: A, cores: u8) {
+    let mut req = any_request(&mut any, ExecState::WaitCore, Some(cores));
+    for c in 0..MAX_CORES {
+        // A status already set on the way here: none, one of the step's own
+        // (a timeout, an overflow, a failure), or anything (a proxy's answer).
+        req.out_info.exec_rets[c] = match any.u8() % 4 {
+            0 => NrtStatus::Success,
+            1 => NrtStatus::Timeout,
+            2 => NrtStatus::ExecSwNqOverflow,
+            _ => NrtStatus::from_code(any.u32()),
+        };
+        for f in 0..crate::exec::fatal::COUNT {
+            req.exec_fatal_status[c][f] = any.bool();
+        }
+    }
+    let status = if any.bool() { NrtStatus::Success } else { NrtStatus::from_code(any.u32()) };
+    let ring_size = ring_size(&mut any);
+    let mut nq = bound_notifications(&mut any, ring_size);
+    let before = req.clone();
+    let now = any.u64();
+    let mut dev = HavocDev::new(any, now, ring_size);
+    let mut out = NrtStatus::Other(0xDEAD);
+    let step = req.finalize(&mut dev, &mut nq, status, &mut out);
+    assert!(finalize_post(&before, &req, status, step, out), "FINALIZE broke its contract");
+    assert_eq!(dev.now.get(), now, "FINALIZE read the clock");
+    let timed_out = (0..usize::from(cores)).any(|c| before.out_info.exec_rets[c] == NrtStatus::Timeout);
+    cover!(step == Step::Done && out.is_success(), "finalize: a clean 0");
+    cover!(step == Step::Done && !out.is_success(), "finalize: 0 with a status the error sweep set");
+    cover!(step == Step::Error && out == NrtStatus::Failure, "finalize: 2, failed but no status: 1");
+    cover!(timed_out && out != NrtStatus::Timeout, "finalize: a timeout classified as a hardware fault");
+    cover!(cores == 2 && timed_out && out == NrtStatus::Timeout, "finalize: two cores, the hang wins");
+}
+
+/// What the step proofs run instead of `finalize`: ANY new timestamps and
+/// `out_info`, and the DONE state, return and cached status that
+/// [`finalize_post`] allows; `dev` and `nq` untouched (nothing in the step reads
+/// them after FINALIZE; see the module docs).
+#[cfg(kani)]
+#[allow(dead_code)] // named only by the step harnesses' `kani::stub` attributes
+pub(crate) fn finalize_stub<D: crate::hal::ExecDevice + ?Sized>(
+    this: &mut ExecRequest,
+    _dev: &mut D,
+    _nq: &mut Notifications,
+    status: NrtStatus,
+    out: &mut NrtStatus,
+) -> Step {
+    let before = this.clone();
+    this.state = ExecState::Done;
+    this.ts_is_cpu = true;
+    this.vcore_notif_ts = kani::any();
+    for c in 0..MAX_CORES {
+        this.out_info.exec_rets[c] = NrtStatus::from_code(kani::any());
+        this.out_info.tpb_duration_us[c] = kani::any();
+        this.out_info.err[c] = if kani::any() {
+            let raw: [u8; crate::nq::entry::ENTRY_SIZE] = kani::any();
+            Some(crate::nq::ErrorEntry::from_array(&raw).class())
+        } else {
+            None
+        };
+        this.out_info.timeout_cause[c] = match kani::any::<u8>() {
+            0 => None,
+            1 => Some(crate::exec::TimeoutCause::HbmUe(NrtStatus::from_code(kani::any()))),
+            2 => Some(crate::exec::TimeoutCause::DmaAbort),
+            3 => Some(crate::exec::TimeoutCause::Collectives),
+            _ => Some(crate::exec::TimeoutCause::HangOnCompute),
+        };
+    }
+    let best = NrtStatus::from_code(kani::any());
+    let step = if kani::any() { Step::Done } else { Step::Error };
+    this.result = (step, best);
+    *out = best;
+    kani::assume(finalize_post(&before, this, status, step, best));
+    step
 }
 
 // The harnesses. Unwind 14: the longest loop is over the 13 timestamp slots of a
@@ -318,6 +472,22 @@ fn prove_consume_error_block_keeps_its_frame() {
         consume_error_block_keeps_its_frame(crate::proofs::KaniAny, 0);
     } else {
         consume_error_block_keeps_its_frame(crate::proofs::KaniAny, 1);
+    }
+}
+
+// FINALIZE over both cores, its per-core pieces as their proved guarantees
+// (the stubs above, each of which asserts its precondition). Each core count is
+// its own branch (constant array bounds inside).
+#[cfg(kani)]
+#[kani::proof]
+#[kani::unwind(14)]
+#[kani::stub(crate::exec::ExecRequest::postprocess_core, postprocess_core_stub)]
+#[kani::stub(crate::exec::finalize::consume_error_block, consume_error_block_stub)]
+fn prove_finalize_keeps_its_contract() {
+    if kani::any() {
+        finalize_keeps_its_contract(crate::proofs::KaniAny, 1);
+    } else {
+        finalize_keeps_its_contract(crate::proofs::KaniAny, 2);
     }
 }
 
@@ -371,6 +541,11 @@ mod tests {
     #[test]
     fn postprocess_core_keeps_its_frame_tests() {
         each(|b| [0, 1].into_iter().for_each(|core| postprocess_core_keeps_its_frame(b.clone(), core)), 3);
+    }
+
+    #[test]
+    fn finalize_keeps_its_contract_tests() {
+        each(|b| [1, 2].into_iter().for_each(|cores| finalize_keeps_its_contract(b.clone(), cores)), 5);
     }
 
     #[test]

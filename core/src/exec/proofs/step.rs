@@ -156,26 +156,40 @@ pub(super) fn any_substate<A: Any>(any: &mut A) -> TpbEngState {
 ///   a fault sets a status only on the way to DONE, so still none here;
 /// - in DONE: timestamps in CPU time, and the cached result is 0 or 2, with 2
 ///   never carrying `NRT_SUCCESS`.
+#[allow(clippy::needless_range_loop)] // index loops, see below
 pub(crate) fn reachable(r: &ExecRequest) -> bool {
     let n = r.tpb_count();
     let cores_ok = (1..=MAX_CORES).contains(&n);
-    let quiet = r.exec_fatal_status.iter().all(|c| c.iter().all(|f| !f))
-        && r.out_info.exec_rets.iter().all(|s| s.is_success())
-        && r.result == (Step::InFlight, NrtStatus::Success)
-        && !r.ts_is_cpu;
-    // Nested loops (13 slots at most each), not `flatten()` (one loop of 26, past
-    // the harnesses' unwind bound).
-    let fresh = r.tpb_exec_state.iter().all(|c| c.iter().all(|s| *s == TpbEngState::StartPending))
-        && r.vcore_notif_ts.iter().all(|c| c.iter().all(|t| *t == 0));
+    // Index loops over constant bounds, not `iter().all()`: the solver bounds a
+    // slice iterator's loop only by the unwind limit (14), an index loop by its
+    // constant, and this runs several times per step harness.
+    let mut quiet = r.result == (Step::InFlight, NrtStatus::Success) && !r.ts_is_cpu;
+    let mut fresh = true;
+    let mut none_done = true;
+    let mut harvested_done = true;
+    let mut past_n_untouched = true;
+    for c in 0..MAX_CORES {
+        for f in 0..fatal::COUNT {
+            quiet &= !r.exec_fatal_status[c][f];
+        }
+        quiet &= r.out_info.exec_rets[c].is_success();
+        for e in 0..ENGINES_PER_CORE {
+            let start = r.tpb_exec_state[c][e] == TpbEngState::StartPending;
+            fresh &= start;
+            // Cores past the request's are never touched.
+            past_n_untouched &= c < n || start;
+        }
+        for t in 0..ts_slot::COUNT {
+            fresh &= r.vcore_notif_ts[c][t] == 0;
+        }
+        none_done &= !r.proxy_done[c];
+        harvested_done &= c >= n || r.proxy_done[c];
+    }
     let state_ok = match r.state {
-        ExecState::Init => quiet && fresh && r.timeout_ms == 0 && r.proxy_done.iter().all(|d| !d),
+        ExecState::Init => quiet && fresh && r.timeout_ms == 0 && none_done,
         ExecState::WaitBarrierProxy => quiet && fresh && r.timeout_ms == 0,
         ExecState::WaitCore => {
-            quiet
-                && r.proxy_done.iter().take(n).all(|d| *d)
-                && r.timeout_ms == MS_PER_TIMEOUT_S * u64::from(r.cfg.timeout_s)
-                // Cores past the request's are never touched.
-                && r.tpb_exec_state.iter().skip(n).all(|c| c.iter().all(|s| *s == TpbEngState::StartPending))
+            quiet && harvested_done && r.timeout_ms == MS_PER_TIMEOUT_S * u64::from(r.cfg.timeout_s) && past_n_untouched
         }
         ExecState::Done => {
             r.ts_is_cpu
@@ -484,23 +498,22 @@ fn prove_step_from_init_keeps_the_contract() {
 }
 
 // The steps from WAIT_BARRIER_PROXY and WAIT_CORE, one core and two, run the
-// per-core pieces as what `parts` proves of them (compositional: each stub is
-// the piece's proved guarantee and nothing more, and asserts the precondition
-// its proof assumed; `parts`'s module docs say why the stubs' leaving the device
-// and `nq` alone hides nothing): the ring sweep `consume_core`, FINALIZE's
-// timestamp rescale `postprocess_core` and its error-ring sweep
-// `consume_error_block`. What is left and proved here over both cores is the
-// machine itself: the proxies, the sweep's order and early exits, the
-// end-of-sweep completeness, budget and overflow probe, the timeout
-// classification, and the reconciliation of the cores' statuses. One solver run
-// over the whole of a two-core step gave no verdict in 10 minutes (2026-12-01);
-// the one-core WAIT_CORE step took 370 s.
+// pieces proved in `parts` as what is proved of them (compositional: each stub
+// is the piece's proved guarantee and nothing more, and asserts the
+// precondition its proof assumed; `parts`'s module docs say why a stub's leaving
+// the device and `nq` alone hides nothing): the per-core ring sweep
+// `consume_core`, and FINALIZE (itself proved over both cores with its per-core
+// pieces as stubs). What is left and proved here over both cores is the machine
+// itself: the proxies, the sweep's order and early exits, the end-of-sweep
+// completeness, budget and overflow probe, the ring-table checks, and the
+// return, state and invariant after the step. One solver run over the whole of a
+// two-core step gave no verdict in 10 minutes (2026-12-01); the one-core
+// WAIT_CORE step took 370 s.
 
 #[cfg(kani)]
 #[kani::proof]
 #[kani::unwind(14)]
-#[kani::stub(crate::exec::ExecRequest::postprocess_core, super::parts::postprocess_core_stub)]
-#[kani::stub(crate::exec::finalize::consume_error_block, super::parts::consume_error_block_stub)]
+#[kani::stub(crate::exec::ExecRequest::finalize, super::parts::finalize_stub)]
 fn prove_step_from_wait_barrier_one_core_keeps_the_contract() {
     step_from_wait_barrier_keeps_the_contract(crate::proofs::KaniAny, Some(1));
 }
@@ -508,8 +521,7 @@ fn prove_step_from_wait_barrier_one_core_keeps_the_contract() {
 #[cfg(kani)]
 #[kani::proof]
 #[kani::unwind(14)]
-#[kani::stub(crate::exec::ExecRequest::postprocess_core, super::parts::postprocess_core_stub)]
-#[kani::stub(crate::exec::finalize::consume_error_block, super::parts::consume_error_block_stub)]
+#[kani::stub(crate::exec::ExecRequest::finalize, super::parts::finalize_stub)]
 fn prove_step_from_wait_barrier_two_cores_keeps_the_contract() {
     step_from_wait_barrier_keeps_the_contract(crate::proofs::KaniAny, Some(2));
 }
@@ -518,8 +530,7 @@ fn prove_step_from_wait_barrier_two_cores_keeps_the_contract() {
 #[kani::proof]
 #[kani::unwind(14)]
 #[kani::stub(crate::exec::ExecRequest::consume_core, super::parts::consume_core_stub)]
-#[kani::stub(crate::exec::ExecRequest::postprocess_core, super::parts::postprocess_core_stub)]
-#[kani::stub(crate::exec::finalize::consume_error_block, super::parts::consume_error_block_stub)]
+#[kani::stub(crate::exec::ExecRequest::finalize, super::parts::finalize_stub)]
 fn prove_step_from_wait_core_one_core_keeps_the_contract() {
     step_from_wait_core_keeps_the_contract(crate::proofs::KaniAny, Some(1));
 }
@@ -528,8 +539,7 @@ fn prove_step_from_wait_core_one_core_keeps_the_contract() {
 #[kani::proof]
 #[kani::unwind(14)]
 #[kani::stub(crate::exec::ExecRequest::consume_core, super::parts::consume_core_stub)]
-#[kani::stub(crate::exec::ExecRequest::postprocess_core, super::parts::postprocess_core_stub)]
-#[kani::stub(crate::exec::finalize::consume_error_block, super::parts::consume_error_block_stub)]
+#[kani::stub(crate::exec::ExecRequest::finalize, super::parts::finalize_stub)]
 fn prove_step_from_wait_core_two_cores_keeps_the_contract() {
     step_from_wait_core_keeps_the_contract(crate::proofs::KaniAny, Some(2));
 }
