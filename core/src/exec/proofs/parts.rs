@@ -281,15 +281,20 @@ pub(crate) fn consume_error_block_keeps_its_frame<A: Any>(mut any: A, core: u8) 
     let ring_size = ring_size(&mut any);
     let mut nq = bound_notifications(&mut any, ring_size);
     let unbound = any.u8() >= 0xF0;
-    if unbound {
-        if let Some(r) = nq.ring_mut(core, ERROR_NQ) {
-            *r = NqRing::UNBOUND;
-        }
-    }
     let nq_before = view(&nq);
     let now = any.u64();
     let mut dev = HavocDev::new(any, now, ring_size);
-    let (st, class) = consume_error_block(&mut dev, &mut nq, core);
+    // The ring unbound, or not, and the call, in each branch: the ring's size is
+    // then a constant in each (a size merged from the two would bound the
+    // sweep's loops only by the unwind limit; see `step::step_once`).
+    let (st, class) = if unbound {
+        if let Some(r) = nq.ring_mut(core, ERROR_NQ) {
+            *r = NqRing::UNBOUND;
+        }
+        consume_error_block(&mut dev, &mut nq, core)
+    } else {
+        consume_error_block(&mut dev, &mut nq, core)
+    };
     assert!(nq_frame(&nq_before, &view(&nq), core, &[ERROR_NQ], true), "the error sweep changed another ring");
     assert_eq!(dev.now.get(), now, "the error sweep read the clock");
     cover!(unbound && st.is_success() && class.is_none(), "errors: an unbound ring is skipped");

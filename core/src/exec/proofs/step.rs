@@ -473,15 +473,17 @@ pub(crate) fn new_request_is_reachable(arch: u8, tpb_count: u8, timeout_s: u32, 
     cover!(tpb_count == 0 || usize::from(tpb_count) > MAX_CORES, "new: a core count clamped");
 }
 
-// The harnesses. Unwind 14: the longest loop any step runs is FINALIZE's walk of
-// the 13 timestamp slots of a core (`ts_slot::COUNT`, 13 iterations + the exit
-// test); every other loop is shorter by construction (2 cores, 5 engines, 1 to 3
-// reads per batch on these rings, 8 INFER_STATUS ids at most, 3 CC/tensor slots).
+// The harnesses. Unwind 14: the longest loop a step runs is over the 13
+// timestamp slots of a core (`ts_slot::COUNT`, 13 iterations + the exit test,
+// in the invariant and the frame checks); every
+// other loop is shorter by construction (2 cores, 5 engines, 1 to 3 reads per
+// batch on these rings, 8 INFER_STATUS ids at most, 3 CC/tensor slots).
 // kani's unwinding assertions fail the proof if any loop needed more, so the
-// bound cannot silently cut a path. `rescale_ns` is replaced by its verified
-// contract (`exec::proofs::prove_rescale_ns_contract`): its u128 division, 26
-// times per FINALIZE, is what kept the old bounded harness from ever reaching
-// the solver, and the one-step contract does not depend on its value.
+// bound cannot silently cut a path. FINALIZE's `rescale_ns` (its u128 division,
+// 26 times per FINALIZE, kept the old bounded harness from ever reaching the
+// solver) is replaced by its verified contract where FINALIZE's rescale is
+// proved (`parts::prove_postprocess_core_keeps_its_frame`); the step harnesses
+// replace FINALIZE as a whole by its proved guarantee (below).
 
 #[cfg(kani)]
 #[kani::proof]
