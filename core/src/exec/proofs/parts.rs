@@ -40,7 +40,7 @@ use crate::exec::finalize::consume_error_block;
 use crate::exec::{ts_slot, ExecRequest, ExecState, Step, TpbEngState};
 #[cfg(kani)]
 use crate::nq::ErrorClass;
-use crate::nq::{Notifications, NqRing, TsCal, ERROR_NQ, INFER_STATUS_NQS, NQ_PER_CORE};
+use crate::nq::{Engine, Notifications, NqRing, TsCal, ERROR_NQ, INFER_STATUS_NQS, NQ_PER_CORE};
 use crate::proofs::{cover, Any};
 use crate::status::NrtStatus;
 
@@ -212,6 +212,96 @@ pub(crate) fn consume_core_stub<D: crate::hal::ExecDevice + ?Sized>(
     this.exec_fatal_status[core] = kani::any();
     let r = if kani::any() { Ok(()) } else { Err(NrtStatus::from_code(kani::any())) };
     kani::assume(consume_core_post(&before, this, core, r));
+    r
+}
+
+/// The guarantee of `consume_engine(core, eng)`: as [`consume_core_post`], and
+/// of the core's substates only engine `eng`'s changes.
+pub(super) fn consume_engine_post(
+    before: &ExecRequest,
+    after: &ExecRequest,
+    core: usize,
+    eng: usize,
+    result: Result<(), NrtStatus>,
+) -> bool {
+    let mut others = true;
+    for e in 0..ENGINES_PER_CORE {
+        others &= e == eng || after.tpb_exec_state[core][e] == before.tpb_exec_state[core][e];
+    }
+    others && consume_core_post(before, after, core, result)
+}
+
+/// Where `consume_core` calls `consume_engine`: a core of a WAIT_CORE request as
+/// in [`consume_core_pre`], an engine of it that is not COMPLETE.
+fn consume_engine_pre(r: &ExecRequest, nq: &Notifications, core: usize, eng: usize, engine: Engine) -> bool {
+    eng < ENGINES_PER_CORE
+        && engine.index() == eng
+        && r.tpb_exec_state[core][eng] != TpbEngState::Complete
+        && consume_core_pre(r, nq, core)
+}
+
+/// `consume_engine` keeps its frame (see [`consume_engine_post`]), changes in
+/// `nq` only its engine's ring, and never reads the clock; for any engine not
+/// COMPLETE of any core of any WAIT_CORE request, with any substates and any
+/// earlier timestamps and slot engines, against any device (the rings as in
+/// [`consume_core_keeps_its_frame`]).
+pub(crate) fn consume_engine_keeps_its_frame<A: Any>(mut any: A, core: usize) {
+    let mut req = any_request(&mut any, ExecState::WaitCore, (core > 0).then_some(2));
+    let eng = any.below(ENGINES_PER_CORE as u32) as usize;
+    let Some(engine) = Engine::from_index(eng) else { return };
+    if req.tpb_exec_state[core][eng] == TpbEngState::Complete {
+        // The caller skips a COMPLETE engine: draw again, START or END pending.
+        req.tpb_exec_state[core][eng] = if any.bool() { TpbEngState::StartPending } else { TpbEngState::EndPending };
+    }
+    if cfg!(kani) {
+        for slot in 0..ts_slot::COUNT {
+            req.vcore_notif_ts[core][slot] = any.u64();
+        }
+    }
+    let ring_size = ring_size(&mut any);
+    let mut nq = bound_notifications(&mut any, ring_size);
+    assert!(consume_engine_pre(&req, &nq, core, eng, engine));
+    let (before, nq_before) = (req.clone(), view(&nq));
+    let now = any.u64();
+    let mut dev = HavocDev::new(any, now, ring_size);
+    let r = req.consume_engine(&mut dev, &mut nq, core, eng, engine);
+    assert!(consume_engine_post(&before, &req, core, eng, r), "consume_engine left its frame");
+    assert!(nq_frame(&nq_before, &view(&nq), core as u8, &[INFER_STATUS_NQS[eng]], false), "another ring changed");
+    assert_eq!(dev.now.get(), now, "consume_engine read the clock");
+    let after = req.tpb_exec_state[core][eng];
+    cover!(
+        r.is_ok() && after == TpbEngState::EndPending && before.tpb_exec_state[core][eng] == TpbEngState::StartPending,
+        "engine: START matched"
+    );
+    cover!(r.is_ok() && after == TpbEngState::Complete, "engine: END matched, the engine completes");
+    cover!(r == Err(NrtStatus::ExecSwNqOverflow), "engine: an out-of-order record on an overflowed queue (1204)");
+    cover!(r == Err(NrtStatus::Failure), "engine: a failed read or a bad record (1)");
+    cover!(r.is_ok() && after == before.tpb_exec_state[core][eng], "engine: nothing new");
+}
+
+/// What the proof of `consume_core` runs instead of `consume_engine`: its
+/// precondition checked, then ANY result and ANY new value of its frame that
+/// [`consume_engine_post`] allows; `dev` and `nq` untouched (see the module
+/// docs: an engine's batch changes only its own ring, which no other engine
+/// reads).
+#[cfg(kani)]
+#[allow(dead_code)] // named only by a harness's `kani::stub` attribute
+pub(crate) fn consume_engine_stub<D: crate::hal::ExecDevice + ?Sized>(
+    this: &mut ExecRequest,
+    _dev: &mut D,
+    nq: &mut Notifications,
+    core: usize,
+    eng: usize,
+    engine: Engine,
+) -> Result<(), NrtStatus> {
+    assert!(consume_engine_pre(this, nq, core, eng, engine), "consume_engine called outside its proved domain");
+    let before = this.clone();
+    this.tpb_exec_state[core][eng] = any_substate(&mut crate::proofs::KaniAny);
+    this.vcore_notif_ts[core] = kani::any();
+    this.slot_engine[core] = kani::any();
+    this.exec_fatal_status[core] = kani::any();
+    let r = if kani::any() { Ok(()) } else { Err(NrtStatus::from_code(kani::any())) };
+    kani::assume(consume_engine_post(&before, this, core, eng, r));
     r
 }
 
@@ -442,9 +532,13 @@ pub(crate) fn finalize_stub<D: crate::hal::ExecDevice + ?Sized>(
 // a constant there (an index into the request's and the rings' arrays that the
 // solver would otherwise have to case-split at every access).
 
+// The sweep of a core, its engines' batches as their proved guarantee (the
+// proof below): what is proved here is the walk over the five engines, the
+// skipping of COMPLETE ones and the early exit on an error.
 #[cfg(kani)]
 #[kani::proof]
 #[kani::unwind(14)]
+#[kani::stub(crate::exec::ExecRequest::consume_engine, consume_engine_stub)]
 fn prove_consume_core_keeps_its_frame() {
     if kani::any() {
         consume_core_keeps_its_frame(crate::proofs::KaniAny, 0);
@@ -477,6 +571,17 @@ fn prove_consume_error_block_keeps_its_frame() {
         consume_error_block_keeps_its_frame(crate::proofs::KaniAny, 0);
     } else {
         consume_error_block_keeps_its_frame(crate::proofs::KaniAny, 1);
+    }
+}
+
+#[cfg(kani)]
+#[kani::proof]
+#[kani::unwind(14)]
+fn prove_consume_engine_keeps_its_frame() {
+    if kani::any() {
+        consume_engine_keeps_its_frame(crate::proofs::KaniAny, 0);
+    } else {
+        consume_engine_keeps_its_frame(crate::proofs::KaniAny, 1);
     }
 }
 
@@ -541,6 +646,11 @@ mod tests {
     #[test]
     fn consume_core_keeps_its_frame_tests() {
         each(|b| [0, 1].into_iter().for_each(|core| consume_core_keeps_its_frame(b.clone(), core)), 5);
+    }
+
+    #[test]
+    fn consume_engine_keeps_its_frame_tests() {
+        each(|b| [0, 1].into_iter().for_each(|core| consume_engine_keeps_its_frame(b.clone(), core)), 5);
     }
 
     #[test]
