@@ -165,9 +165,11 @@ pub(crate) fn consume_core_keeps_its_frame<A: Any>(mut any: A, core: usize) {
     // sake), so they are drawn here: the sweep's `keep_earliest`/`keep_latest`
     // compare against them.
     if cfg!(kani) {
-        for c in 0..n {
+        for c in 0..MAX_CORES {
             for slot in 0..ts_slot::COUNT {
-                req.vcore_notif_ts[c][slot] = any.u64();
+                if c < n {
+                    req.vcore_notif_ts[c][slot] = any.u64();
+                }
             }
         }
     }
