@@ -56,7 +56,10 @@ impl ExecRequest {
         nq: &mut Notifications,
         core: usize,
     ) -> Result<(), NrtStatus> {
-        for (eng, engine) in Engine::ALL.iter().copied().enumerate() {
+        // An index loop (a constant bound for the model checker, where a slice
+        // iterator's end is a pointer it can bound only by its unwind limit).
+        for eng in 0..Engine::ALL.len() {
+            let Some(engine) = Engine::from_index(eng) else { continue };
             if self.substate(core, eng) != Some(TpbEngState::StartPending)
                 && self.substate(core, eng) != Some(TpbEngState::EndPending)
             {
