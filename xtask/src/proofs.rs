@@ -26,12 +26,25 @@ use crate::{cargo, works, Runner};
 const HARNESS_BUDGET_S: u64 = 180;
 
 /// Harnesses allowed more than [`HARNESS_BUDGET_S`], each with its own budget
-/// and the reason; `docs/kani.md` shows the budget beside the time. None since
-/// 2026-12-01: the steps from WAIT_CORE (one core: 370 s before) and
-/// WAIT_BARRIER_PROXY (150 s before; two cores: no verdict in 10 minutes) now
-/// run their per-core pieces and FINALIZE as their proved guarantees
-/// (`core/src/exec/proofs/parts.rs`), and each harness fits the 3-minute goal.
-const SLOW_HARNESSES: [(&str, u64); 0] = [];
+/// and the reason; `docs/kani.md` shows the budget beside the time.
+///
+/// The steps from WAIT_CORE (one core: 370 s before) and WAIT_BARRIER_PROXY
+/// (150 s; two cores: no verdict in 10 minutes) now run their per-core pieces
+/// and FINALIZE as their proved guarantees (`core/src/exec/proofs/parts.rs`) and
+/// fit the 3-minute goal (96 to 143 s, measured singly on a machine at load 5,
+/// 2026-12-01). What is left over the goal is the leaf of that split, one
+/// engine's batch through the matcher (`prove_consume_engine_N_keeps_its_frame`):
+/// 215 s (engine 2) and 237 s (engine 0), two harnesses at once on that loaded
+/// machine, so the 3-minute goal is MISSED there. Engines 1, 3 and 4
+/// (the same code at another index, without engine 2's cayman fixup) were not
+/// measured: their budget is the same.
+const SLOW_HARNESSES: [(&str, u64); 5] = [
+    ("exec::proofs::parts::prove_consume_engine_0_keeps_its_frame", 420),
+    ("exec::proofs::parts::prove_consume_engine_1_keeps_its_frame", 420),
+    ("exec::proofs::parts::prove_consume_engine_2_keeps_its_frame", 420),
+    ("exec::proofs::parts::prove_consume_engine_3_keeps_its_frame", 420),
+    ("exec::proofs::parts::prove_consume_engine_4_keeps_its_frame", 420),
+];
 
 /// The budget of harness `path`, seconds.
 fn budget_of(path: &str, default: u64) -> u64 {
