@@ -26,20 +26,26 @@ use crate::{cargo, works, Runner};
 const HARNESS_BUDGET_S: u64 = 180;
 
 /// Harnesses allowed more than [`HARNESS_BUDGET_S`], each with its own budget
-/// and the reason; `docs/kani.md` shows the budget beside the time. Measured on
-/// the 2-vCPU machine, two harnesses at once, 2026-12-01:
+/// and the reason; `docs/kani.md` shows the budget beside the time.
 ///
-/// - the inductive step from WAIT_CORE (one core) symbolically executes a sweep
-///   of five engines, FINALIZE and the error sweep in one solver run: 367 s, so
-///   the issue's 3-minute goal is MISSED there;
-/// - the step from WAIT_BARRIER_PROXY (one core) took 150 s: under the goal, the
-///   margin is for a noisier machine.
-///
-/// (The two-core steps did not finish in 10 minutes: they are tests, see
-/// `core/src/exec/proofs/step.rs`.)
-const SLOW_HARNESSES: [(&str, u64); 2] = [
-    ("exec::proofs::step::prove_step_from_wait_core_one_core_keeps_the_contract", 600),
-    ("exec::proofs::step::prove_step_from_wait_barrier_one_core_keeps_the_contract", 300),
+/// The steps from WAIT_CORE (one core: 370 s before) and WAIT_BARRIER_PROXY
+/// (150 s; two cores: no verdict in 10 minutes) now run their per-core pieces
+/// and FINALIZE as their proved guarantees (`core/src/exec/proofs/parts.rs`) and
+/// fit the 3-minute goal (96 to 143 s, measured singly on a machine at load 5,
+/// 2026-12-01). What is left over the goal is the leaf of that split, one
+/// engine's batch through the matcher (`prove_consume_engine_N_keeps_its_frame`):
+/// 215 s (engine 2) and 237 s (engine 0), two harnesses at once on that loaded
+/// machine, 309 s and 312 s (engines 1 and 4) with three at once, so the issue's
+/// 3-minute goal is MISSED there; engine 3 (the same code at another index) was
+/// not measured, its budget is the same. The sweep of a core over its five
+/// engines (their batches stubbed) took 223 s there too.
+const SLOW_HARNESSES: [(&str, u64); 6] = [
+    ("exec::proofs::parts::prove_consume_core_keeps_its_frame", 420),
+    ("exec::proofs::parts::prove_consume_engine_0_keeps_its_frame", 420),
+    ("exec::proofs::parts::prove_consume_engine_1_keeps_its_frame", 420),
+    ("exec::proofs::parts::prove_consume_engine_2_keeps_its_frame", 420),
+    ("exec::proofs::parts::prove_consume_engine_3_keeps_its_frame", 420),
+    ("exec::proofs::parts::prove_consume_engine_4_keeps_its_frame", 420),
 ];
 
 /// The budget of harness `path`, seconds.
@@ -481,10 +487,15 @@ fn write_table(
          (none unreachable), and it finishes within its budget. Why each unwind bound\n\
          covers every case is written beside the harness in the code.\n\n",
     );
+    let exceptions = if SLOW_HARNESSES.is_empty() {
+        ""
+    } else {
+        " but where the table says otherwise (`SLOW_HARNESSES` in `xtask/src/proofs.rs` says why: the 3-minute \
+         goal is missed there)"
+    };
     s.push_str(&format!(
         "Last run: {}, {version}, {} harnesses, {total:.0} s in all (2 at a time, goal {STAGE_GOAL_S} s), \
-         budget {budget} s each but where the table says otherwise (`SLOW_HARNESSES` in `xtask/src/proofs.rs` \
-         says why: the 3-minute goal is missed there).\n\n",
+         budget {budget} s each{exceptions}.\n\n",
         today(),
         hs.len()
     ));

@@ -104,51 +104,59 @@ impl ExecRequest {
             return;
         }
         for core in 0..self.tpb_count() {
-            let c = core as u8;
-            let sync = nq.sync_point(c);
-            let slot_engine = self.slot_engine.get(core).copied().unwrap_or_default();
-            let Some(slots) = self.vcore_notif_ts.get_mut(core) else { continue };
-            let mut reported = [false; ENGINES_PER_CORE];
-            for (slot, v) in slots.iter_mut().enumerate() {
-                if *v == 0 {
-                    continue; // never recorded
-                }
-                let eng = match slot {
-                    s if s < 2 * ENGINES_PER_CORE => s / 2,
-                    // CC and tensor slots: the engine whose ring carried the kept record.
-                    s => usize::from(slot_engine.get(s.wrapping_sub(ts_slot::CC_START)).copied().unwrap_or(0)),
-                };
-                let cal = nq.cal(c, eng);
-                let ns = match rescale_ns(&cal, *v) {
-                    Some(ns) => ns,
-                    None => {
-                        if let (Some(flag), Some(engine)) = (reported.get_mut(eng), Engine::from_index(eng)) {
-                            if !*flag {
-                                *flag = true;
-                                emit(dev, Event::TimestampCalInvalid { core: c, engine });
-                            }
-                        }
-                        v.saturating_sub(cal.init_timestamp)
-                    }
-                };
-                *v = sync.dev_to_cpu_us(ns / NS_PER_US);
-            }
-            // Duration: earliest START to latest END over the engines that have both.
-            let mut first = u64::MAX;
-            let mut last = 0u64;
-            for eng in 0..ENGINES_PER_CORE {
-                let s = slots.get(ts_slot::start(eng)).copied().unwrap_or(0);
-                let e = slots.get(ts_slot::end(eng)).copied().unwrap_or(0);
-                if s != 0 && e != 0 {
-                    first = first.min(s);
-                    last = last.max(e);
-                }
-            }
-            if let Some(d) = self.out_info.tpb_duration_us.get_mut(core) {
-                *d = last.saturating_sub(first);
-            }
+            self.postprocess_core(dev, nq, core);
         }
         self.ts_is_cpu = true;
+    }
+
+    /// [`Self::postprocess`] for one core: its timestamp slots to CPU
+    /// microseconds, and its duration. Writes only `vcore_notif_ts[core]` and
+    /// `out_info.tpb_duration_us[core]` (kani: `exec::proofs::step`'s
+    /// `postprocess_core_keeps_its_frame`, which lets the step proofs replace it).
+    pub(super) fn postprocess_core<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &Notifications, core: usize) {
+        let c = core as u8;
+        let sync = nq.sync_point(c);
+        let slot_engine = self.slot_engine.get(core).copied().unwrap_or_default();
+        let Some(slots) = self.vcore_notif_ts.get_mut(core) else { return };
+        let mut reported = [false; ENGINES_PER_CORE];
+        for (slot, v) in slots.iter_mut().enumerate() {
+            if *v == 0 {
+                continue; // never recorded
+            }
+            let eng = match slot {
+                s if s < 2 * ENGINES_PER_CORE => s / 2,
+                // CC and tensor slots: the engine whose ring carried the kept record.
+                s => usize::from(slot_engine.get(s.wrapping_sub(ts_slot::CC_START)).copied().unwrap_or(0)),
+            };
+            let cal = nq.cal(c, eng);
+            let ns = match rescale_ns(&cal, *v) {
+                Some(ns) => ns,
+                None => {
+                    if let (Some(flag), Some(engine)) = (reported.get_mut(eng), Engine::from_index(eng)) {
+                        if !*flag {
+                            *flag = true;
+                            emit(dev, Event::TimestampCalInvalid { core: c, engine });
+                        }
+                    }
+                    v.saturating_sub(cal.init_timestamp)
+                }
+            };
+            *v = sync.dev_to_cpu_us(ns / NS_PER_US);
+        }
+        // Duration: earliest START to latest END over the engines that have both.
+        let mut first = u64::MAX;
+        let mut last = 0u64;
+        for eng in 0..ENGINES_PER_CORE {
+            let s = slots.get(ts_slot::start(eng)).copied().unwrap_or(0);
+            let e = slots.get(ts_slot::end(eng)).copied().unwrap_or(0);
+            if s != 0 && e != 0 {
+                first = first.min(s);
+                last = last.max(e);
+            }
+        }
+        if let Some(d) = self.out_info.tpb_duration_us.get_mut(core) {
+            *d = last.saturating_sub(first);
+        }
     }
 
     /// `exec_request_process_errors`: per core, the timeout-path hardware
@@ -212,7 +220,7 @@ fn classify_timeout<D: ExecDevice + ?Sized>(dev: &mut D, c: u8) -> TimeoutCause 
 /// to one lap less one of error records, keep each for subscribers, classify the
 /// first of each subtype (de-dup, `already_logged[26]`), and return the worst
 /// status found and the first class seen. An unbound error ring is skipped.
-fn consume_error_block<D: ExecDevice + ?Sized>(
+pub(super) fn consume_error_block<D: ExecDevice + ?Sized>(
     dev: &mut D,
     nq: &mut Notifications,
     c: u8,

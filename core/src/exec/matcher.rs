@@ -56,63 +56,82 @@ impl ExecRequest {
         nq: &mut Notifications,
         core: usize,
     ) -> Result<(), NrtStatus> {
-        let c = core as u8;
-        for (eng, engine) in Engine::ALL.iter().copied().enumerate() {
+        // An index loop (a constant bound for the model checker, where a slice
+        // iterator's end is a pointer it can bound only by its unwind limit).
+        for eng in 0..Engine::ALL.len() {
+            let Some(engine) = Engine::from_index(eng) else { continue };
             if self.substate(core, eng) != Some(TpbEngState::StartPending)
                 && self.substate(core, eng) != Some(TpbEngState::EndPending)
             {
                 continue; // COMPLETE (or no such engine): counted, skipped
             }
-            let Some(&nq_id) = nq.infer_status_nqs().get(eng) else {
-                return Err(NrtStatus::Failure);
-            };
-            let Some(ring) = nq.ring_mut(c, nq_id) else {
-                return Err(NrtStatus::Failure);
-            };
-            let mut cursor = *ring;
-            let limit = cursor.batch_limit(READS_PER_ENGINE_PER_SWEEP);
-            let mut consumed = 0u32;
-            let mut result = Ok(());
-            let mut buf = [0u8; ENTRY_SIZE];
-            while consumed < limit {
-                match cursor.poll(dev, c, nq_id, &mut buf) {
-                    Ok(true) => {}
-                    Ok(false) => break,
-                    Err(e) => {
-                        emit(dev, Event::RingReadFailed { core: c, nq: nq_id, kind: e.kind() });
-                        result = Err(NrtStatus::Failure);
-                        break;
-                    }
-                }
-                consumed += 1;
-                if let Err(st) = self.match_entry(dev, core, engine, nq_id, &buf) {
-                    result = Err(st);
-                    break;
-                }
-                if self.substate(core, eng) == Some(TpbEngState::Complete) {
-                    break;
-                }
-            }
-            // Hand back what was read, and retry a HEAD write that failed before;
-            // batched, only when due (G-HEAD-BATCH).
-            let due = !nq.head_batching()
-                || cursor.head_due()
-                || result.is_err()
-                || self.substate(core, eng) == Some(TpbEngState::Complete);
-            if cursor.unacked() > 0 && due {
-                if let Err(e) = cursor.write_head(dev, c, nq_id) {
-                    // Not fatal by itself: later batches shrink so the device's view
-                    // never falls a lap behind, and if the ring fills the overflow
-                    // path reports it (G-HEAD-FAIL).
-                    emit(dev, Event::HeadWriteFailed { core: c, nq: nq_id, kind: e.kind() });
-                }
-            }
-            if let Some(ring) = nq.ring_mut(c, nq_id) {
-                *ring = cursor;
-            }
-            result?;
+            self.consume_engine(dev, nq, core, eng, engine)?;
         }
         Ok(())
+    }
+
+    /// `exec_consume_tpb_status_notifications_per_engine` for one engine of
+    /// `core` that is not COMPLETE: one batch of its ring through the matcher,
+    /// then HEAD. Writes of the request only that engine's substate and `core`'s
+    /// timestamps, slot engines and fatal flags, and of `nq` only that engine's
+    /// ring (kani: `exec::proofs::parts`'s `consume_engine_keeps_its_frame`).
+    pub(super) fn consume_engine<D: ExecDevice + ?Sized>(
+        &mut self,
+        dev: &mut D,
+        nq: &mut Notifications,
+        core: usize,
+        eng: usize,
+        engine: Engine,
+    ) -> Result<(), NrtStatus> {
+        let c = core as u8;
+        let Some(&nq_id) = nq.infer_status_nqs().get(eng) else {
+            return Err(NrtStatus::Failure);
+        };
+        let Some(ring) = nq.ring_mut(c, nq_id) else {
+            return Err(NrtStatus::Failure);
+        };
+        let mut cursor = *ring;
+        let limit = cursor.batch_limit(READS_PER_ENGINE_PER_SWEEP);
+        let mut consumed = 0u32;
+        let mut result = Ok(());
+        let mut buf = [0u8; ENTRY_SIZE];
+        while consumed < limit {
+            match cursor.poll(dev, c, nq_id, &mut buf) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    emit(dev, Event::RingReadFailed { core: c, nq: nq_id, kind: e.kind() });
+                    result = Err(NrtStatus::Failure);
+                    break;
+                }
+            }
+            consumed += 1;
+            if let Err(st) = self.match_entry(dev, core, engine, nq_id, &buf) {
+                result = Err(st);
+                break;
+            }
+            if self.substate(core, eng) == Some(TpbEngState::Complete) {
+                break;
+            }
+        }
+        // Hand back what was read, and retry a HEAD write that failed before;
+        // batched, only when due (G-HEAD-BATCH).
+        let due = !nq.head_batching()
+            || cursor.head_due()
+            || result.is_err()
+            || self.substate(core, eng) == Some(TpbEngState::Complete);
+        if cursor.unacked() > 0 && due {
+            if let Err(e) = cursor.write_head(dev, c, nq_id) {
+                // Not fatal by itself: later batches shrink so the device's view
+                // never falls a lap behind, and if the ring fills the overflow
+                // path reports it (G-HEAD-FAIL).
+                emit(dev, Event::HeadWriteFailed { core: c, nq: nq_id, kind: e.kind() });
+            }
+        }
+        if let Some(ring) = nq.ring_mut(c, nq_id) {
+            *ring = cursor;
+        }
+        result
     }
 
     /// `match_entry_to_substate`: one record against `(core, engine)`.

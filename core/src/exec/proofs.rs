@@ -721,4 +721,5 @@ mod tests {
     }
 }
 
+mod parts;
 mod step;

@@ -1,0 +1,759 @@
+//! The per-core pieces of a step, proved on their own, so that the step proofs
+//! (`step.rs`) can replace them by what is proved of them (compositional
+//! reasoning: assume-guarantee by stubbing).
+//!
+//! A step from WAIT_CORE over two cores runs, per core, the ring sweep
+//! ([`ExecRequest::consume_core`], one batch per engine,
+//! [`ExecRequest::consume_engine`]), and FINALIZE ([`ExecRequest::finalize`]),
+//! which runs per core the timestamp rescale ([`ExecRequest::postprocess_core`])
+//! and the error-ring sweep ([`consume_error_block`]). One solver run over all of
+//! them for two cores gave no verdict in 10 minutes. The layers, each proved
+//! with the layer below as its stub: an engine's batch; a core's sweep; the
+//! rescale and the error sweep of a core; FINALIZE over the cores; the step
+//! (`step.rs`) over the cores. Here each piece is proved for ANY core of ANY
+//! request its callers can pass it, against any device ([`HavocDev`]): it
+//! writes only its own core's part of the request (its frame), it moves no
+//! engine's substate backwards, and what it returns is what the step relies on.
+//! The `*_stub` functions are those guarantees and nothing more: each asserts
+//! the precondition its proof assumed (so a caller outside the proved domain
+//! fails the step proof), then sets its frame to ANY value the guarantee allows
+//! (`kani::any` under `kani::assume` of the same predicate the proof asserts).
+//! A step proof with the stubs in place therefore covers every behaviour of the
+//! real pieces, and more.
+//!
+//! What the stubs do not do, and why that hides nothing:
+//!
+//! - they do not call the device: the proofs show each piece leaves
+//!   [`HavocDev`]'s clock where it was, and its other answers are fresh draws
+//!   independent of earlier calls, so the rest of the step sees the same device
+//!   either way (but for the count of events, which no property reads);
+//! - they do not change `nq`: the proofs show each piece changes in `nq` only its
+//!   own rings (an engine's batch its INFER_STATUS ring, the error sweep its
+//!   core's error ring and the subscriber queue, the rescale nothing), and
+//!   nothing later in the same step reads those: each engine of each core is
+//!   swept once per step from its own ring, FINALIZE reads the sync points, the
+//!   calibrations and each core's error ring once, and nothing after FINALIZE
+//!   reads `nq`. The step proofs do not
+//!   carry `nq` from one step to the next (the ring cursor's own proofs,
+//!   `nq::ring::proofs`, cover the rings across calls).
+
+#[cfg(kani)]
+use super::step::any_substate;
+use super::step::{any_request, bound_notifications, eq, ring_size, same, HavocDev};
+use crate::arch::{ENGINES_PER_CORE, MAX_CORES};
+use crate::exec::finalize::consume_error_block;
+use crate::exec::{ts_slot, ExecRequest, ExecState, Step, TpbEngState};
+#[cfg(kani)]
+use crate::nq::ErrorClass;
+use crate::nq::{Engine, Notifications, NqRing, TsCal, ERROR_NQ, INFER_STATUS_NQS, NQ_PER_CORE};
+use crate::proofs::{cover, Any};
+use crate::status::NrtStatus;
+
+/// What the frame proofs compare of a [`Notifications`]: every ring, the
+/// calibrations and sync points, the INFER_STATUS ids and the subscriber queue's
+/// counts. (Read through the accessors, not `clone()`: cloning the 64-record
+/// subscriber queue is a loop the solver cannot bound but by the unwind limit.)
+struct NqView {
+    rings: [[NqRing; NQ_PER_CORE]; MAX_CORES],
+    cal: [[TsCal; ENGINES_PER_CORE]; MAX_CORES],
+    sync: [crate::nq::SyncPoint; MAX_CORES],
+    ids: usize,
+    errors: usize,
+    dropped: u32,
+}
+
+fn view(nq: &Notifications) -> NqView {
+    let mut v = NqView {
+        rings: [[NqRing::UNBOUND; NQ_PER_CORE]; MAX_CORES],
+        cal: [[TsCal::IDENTITY; ENGINES_PER_CORE]; MAX_CORES],
+        sync: [crate::nq::SyncPoint::default(); MAX_CORES],
+        ids: nq.infer_status_nqs().len(),
+        errors: nq.errors_len(),
+        dropped: nq.errors_dropped(),
+    };
+    for c in 0..MAX_CORES {
+        for id in 0..NQ_PER_CORE {
+            v.rings[c][id] = nq.ring(c as u8, id as u8).copied().unwrap_or(NqRing::UNBOUND);
+        }
+        for e in 0..ENGINES_PER_CORE {
+            v.cal[c][e] = nq.cal(c as u8, e);
+        }
+        v.sync[c] = nq.sync_point(c as u8);
+    }
+    v
+}
+
+/// `a` and `b` agree on everything outside `(core, ids)`: every other ring, the
+/// calibrations and sync points, the INFER_STATUS ids; and, unless `errors` (the
+/// error sweep keeps records for subscribers), the subscriber queue.
+#[allow(clippy::needless_range_loop)] // index loops: constant bounds for the solver
+fn nq_frame(a: &NqView, b: &NqView, core: u8, ids: &[u8], errors: bool) -> bool {
+    let mut same = a.ids == b.ids;
+    for c in 0..MAX_CORES {
+        for id in 0..NQ_PER_CORE {
+            let mut mine = false;
+            for k in 0..ids.len() {
+                mine |= c == usize::from(core) && usize::from(ids[k]) == id;
+            }
+            same &= mine || a.rings[c][id] == b.rings[c][id];
+        }
+        for e in 0..ENGINES_PER_CORE {
+            same &= a.cal[c][e] == b.cal[c][e];
+        }
+        same &= a.sync[c] == b.sync[c];
+    }
+    same && (errors || (a.errors == b.errors && a.dropped == b.dropped))
+}
+
+/// The guarantee of `consume_core(core)`: only `core`'s substates, timestamps,
+/// slot engines and fatal flags change; no substate moves backwards; an `Ok`
+/// leaves the fatal flags as they were (a flag is only set on the way to an
+/// error); an `Err` never carries `NRT_SUCCESS`.
+pub(super) fn consume_core_post(
+    before: &ExecRequest,
+    after: &ExecRequest,
+    core: usize,
+    result: Result<(), NrtStatus>,
+) -> bool {
+    let mut framed = before.clone();
+    framed.tpb_exec_state[core] = after.tpb_exec_state[core];
+    framed.vcore_notif_ts[core] = after.vcore_notif_ts[core];
+    framed.slot_engine[core] = after.slot_engine[core];
+    framed.exec_fatal_status[core] = after.exec_fatal_status[core];
+    let mut monotone = true;
+    for e in 0..ENGINES_PER_CORE {
+        monotone &= after.tpb_exec_state[core][e] >= before.tpb_exec_state[core][e];
+    }
+    let flags = match result {
+        Ok(()) => eq(&after.exec_fatal_status[core], &before.exec_fatal_status[core]),
+        Err(st) => !st.is_success(),
+    };
+    same(&framed, after) && monotone && flags
+}
+
+/// Where `consume_core` is called (the step from WAIT_CORE), and so what its
+/// proof assumes: a WAIT_CORE request, a core of it, that core's five
+/// INFER_STATUS rings freshly bound (as the step proofs bind them). Of the
+/// request, `consume_core` reads only the core's substates, timestamps and slot
+/// engines, the arch and the TPB indices, which its proof draws freely; the
+/// fields it does not read it leaves as they were (its frame), whatever they are.
+#[allow(clippy::needless_range_loop)] // index loops: constant bounds for the solver
+fn consume_core_pre(r: &ExecRequest, nq: &Notifications, core: usize) -> bool {
+    let mut bound = nq.infer_status_nqs().len() == ENGINES_PER_CORE;
+    for i in 0..ENGINES_PER_CORE {
+        let id = INFER_STATUS_NQS[i];
+        bound &= nq.infer_status_nqs().get(i) == Some(&id)
+            && nq.ring(core as u8, id).is_some_and(|ring| {
+                // Freshly bound (cursor at 0), 2 entries under kani.
+                NqRing::new(ring.size_bytes()).ok() == Some(*ring) && (!cfg!(kani) || ring.size_bytes() == 32)
+            });
+    }
+    r.state == ExecState::WaitCore && core < r.tpb_count() && bound
+}
+
+/// `consume_core` keeps its frame (see [`consume_core_post`]), changes in `nq`
+/// only `core`'s INFER_STATUS rings, and never reads the clock; for any core of
+/// any WAIT_CORE request, with any substates and any earlier timestamps and slot
+/// engines (the fields it reads), against any device. The rings are those of the
+/// step proofs (bound, cursors at 0, 2 entries under kani: one read per engine,
+/// see `step::step_once` for why that bound hides nothing).
+pub(crate) fn consume_core_keeps_its_frame<A: Any>(mut any: A, core: usize) {
+    let mut req = any_request(&mut any, ExecState::WaitCore, (core > 0).then_some(2));
+    let n = req.tpb_count();
+    // `any_request` draws the substates and slot engines, and in the tests the
+    // timestamps; under kani it leaves the timestamps 0 (for the step proofs'
+    // sake), so they are drawn here: the sweep's `keep_earliest`/`keep_latest`
+    // compare against them.
+    if cfg!(kani) {
+        for c in 0..MAX_CORES {
+            for slot in 0..ts_slot::COUNT {
+                if c < n {
+                    req.vcore_notif_ts[c][slot] = any.u64();
+                }
+            }
+        }
+    }
+    let ring_size = ring_size(&mut any);
+    let mut nq = bound_notifications(&mut any, ring_size);
+    assert!(consume_core_pre(&req, &nq, core));
+    let (before, nq_before) = (req.clone(), view(&nq));
+    let now = any.u64();
+    let mut dev = HavocDev::new(any, now, ring_size);
+    let r = req.consume_core(&mut dev, &mut nq, core);
+    assert!(consume_core_post(&before, &req, core, r), "consume_core left its frame");
+    assert!(
+        nq_frame(&nq_before, &view(&nq), core as u8, &INFER_STATUS_NQS, false),
+        "consume_core changed another ring"
+    );
+    assert_eq!(dev.now.get(), now, "consume_core read the clock");
+    let moved = (0..ENGINES_PER_CORE).any(|e| req.tpb_exec_state[core][e] != before.tpb_exec_state[core][e]);
+    cover!(r.is_ok() && moved, "consume: an engine moved on");
+    let completes = (0..ENGINES_PER_CORE).any(|e| {
+        req.tpb_exec_state[core][e] == TpbEngState::Complete && before.tpb_exec_state[core][e] != TpbEngState::Complete
+    });
+    cover!(r.is_ok() && completes, "consume: an engine completes");
+    cover!(r == Err(NrtStatus::ExecSwNqOverflow), "consume: an out-of-order record on an overflowed queue (1204)");
+    cover!(r == Err(NrtStatus::Failure), "consume: a failed read or a bad record (1)");
+    cover!(core == 1, "consume: the second core");
+}
+
+/// What the step proofs run instead of `consume_core`: its precondition checked,
+/// then ANY result and ANY new value of its frame that [`consume_core_post`]
+/// allows; `dev` and `nq` untouched (see the module docs).
+#[cfg(kani)]
+#[allow(dead_code)] // named only by the step harnesses' `kani::stub` attributes
+pub(crate) fn consume_core_stub<D: crate::hal::ExecDevice + ?Sized>(
+    this: &mut ExecRequest,
+    _dev: &mut D,
+    nq: &mut Notifications,
+    core: usize,
+) -> Result<(), NrtStatus> {
+    assert!(consume_core_pre(this, nq, core), "consume_core called outside its proved domain");
+    let before = this.clone();
+    let mut any = crate::proofs::KaniAny;
+    for e in 0..ENGINES_PER_CORE {
+        this.tpb_exec_state[core][e] = any_substate(&mut any);
+    }
+    this.vcore_notif_ts[core] = kani::any();
+    this.slot_engine[core] = kani::any();
+    this.exec_fatal_status[core] = kani::any();
+    let r = if kani::any() { Ok(()) } else { Err(NrtStatus::from_code(kani::any())) };
+    kani::assume(consume_core_post(&before, this, core, r));
+    r
+}
+
+/// The guarantee of `consume_engine(core, eng)`: as [`consume_core_post`], and
+/// of the core's substates only engine `eng`'s changes.
+pub(super) fn consume_engine_post(
+    before: &ExecRequest,
+    after: &ExecRequest,
+    core: usize,
+    eng: usize,
+    result: Result<(), NrtStatus>,
+) -> bool {
+    let mut others = true;
+    for e in 0..ENGINES_PER_CORE {
+        others &= e == eng || after.tpb_exec_state[core][e] == before.tpb_exec_state[core][e];
+    }
+    others && consume_core_post(before, after, core, result)
+}
+
+/// Where `consume_core` calls `consume_engine`: a core of a WAIT_CORE request as
+/// in [`consume_core_pre`], an engine of it that is not COMPLETE.
+fn consume_engine_pre(r: &ExecRequest, nq: &Notifications, core: usize, eng: usize, engine: Engine) -> bool {
+    eng < ENGINES_PER_CORE
+        && engine.index() == eng
+        && r.tpb_exec_state[core][eng] != TpbEngState::Complete
+        && consume_core_pre(r, nq, core)
+}
+
+/// `consume_engine` keeps its frame (see [`consume_engine_post`]), changes in
+/// `nq` only its engine's ring, and never reads the clock; for any engine not
+/// COMPLETE of any core of any WAIT_CORE request, with any substates and any
+/// earlier timestamps and slot engines, against any device (the rings as in
+/// [`consume_core_keeps_its_frame`]).
+pub(crate) fn consume_engine_keeps_its_frame<A: Any>(mut any: A, core: usize, eng: usize) {
+    let mut req = any_request(&mut any, ExecState::WaitCore, (core > 0).then_some(2));
+    let Some(engine) = Engine::from_index(eng) else { return };
+    if req.tpb_exec_state[core][eng] == TpbEngState::Complete {
+        // The caller skips a COMPLETE engine: draw again, START or END pending.
+        req.tpb_exec_state[core][eng] = if any.bool() { TpbEngState::StartPending } else { TpbEngState::EndPending };
+    }
+    if cfg!(kani) {
+        for slot in 0..ts_slot::COUNT {
+            req.vcore_notif_ts[core][slot] = any.u64();
+        }
+    }
+    let ring_size = ring_size(&mut any);
+    let mut nq = bound_notifications(&mut any, ring_size);
+    assert!(consume_engine_pre(&req, &nq, core, eng, engine));
+    let (before, nq_before) = (req.clone(), view(&nq));
+    let now = any.u64();
+    let mut dev = HavocDev::new(any, now, ring_size);
+    let r = req.consume_engine(&mut dev, &mut nq, core, eng, engine);
+    assert!(consume_engine_post(&before, &req, core, eng, r), "consume_engine left its frame");
+    assert!(nq_frame(&nq_before, &view(&nq), core as u8, &[INFER_STATUS_NQS[eng]], false), "another ring changed");
+    assert_eq!(dev.now.get(), now, "consume_engine read the clock");
+    let after = req.tpb_exec_state[core][eng];
+    cover!(
+        r.is_ok() && after == TpbEngState::EndPending && before.tpb_exec_state[core][eng] == TpbEngState::StartPending,
+        "engine: START matched"
+    );
+    cover!(r.is_ok() && after == TpbEngState::Complete, "engine: END matched, the engine completes");
+    cover!(r == Err(NrtStatus::ExecSwNqOverflow), "engine: an out-of-order record on an overflowed queue (1204)");
+    cover!(r == Err(NrtStatus::Failure), "engine: a failed read or a bad record (1)");
+    cover!(r.is_ok() && after == before.tpb_exec_state[core][eng], "engine: nothing new");
+}
+
+/// What the proof of `consume_core` runs instead of `consume_engine`: its
+/// precondition checked, then ANY result and ANY new value of its frame that
+/// [`consume_engine_post`] allows; `dev` and `nq` untouched (see the module
+/// docs: an engine's batch changes only its own ring, which no other engine
+/// reads).
+#[cfg(kani)]
+#[allow(dead_code)] // named only by a harness's `kani::stub` attribute
+pub(crate) fn consume_engine_stub<D: crate::hal::ExecDevice + ?Sized>(
+    this: &mut ExecRequest,
+    _dev: &mut D,
+    nq: &mut Notifications,
+    core: usize,
+    eng: usize,
+    engine: Engine,
+) -> Result<(), NrtStatus> {
+    assert!(consume_engine_pre(this, nq, core, eng, engine), "consume_engine called outside its proved domain");
+    // Built to satisfy `consume_engine_post` by construction (no copy of the
+    // request and no comparison for the solver): only the frame is written; the
+    // engine's substate stays or moves forward, to any later one; the fatal
+    // flags change only with an error, which never carries `NRT_SUCCESS`.
+    this.tpb_exec_state[core][eng] = match this.tpb_exec_state[core][eng] {
+        TpbEngState::StartPending => any_substate(&mut crate::proofs::KaniAny),
+        TpbEngState::EndPending => {
+            if kani::any() {
+                TpbEngState::EndPending
+            } else {
+                TpbEngState::Complete
+            }
+        }
+        TpbEngState::Complete => TpbEngState::Complete,
+    };
+    this.vcore_notif_ts[core] = kani::any();
+    this.slot_engine[core] = kani::any();
+    if kani::any() {
+        return Ok(());
+    }
+    this.exec_fatal_status[core] = kani::any();
+    let st = NrtStatus::from_code(kani::any());
+    kani::assume(!st.is_success());
+    Err(st)
+}
+
+/// The guarantee of `postprocess_core(core)`: only `core`'s timestamp slots and
+/// duration change (to anything: no step property reads their values).
+fn postprocess_core_post(before: &ExecRequest, after: &ExecRequest, core: usize) -> bool {
+    let mut framed = before.clone();
+    framed.vcore_notif_ts[core] = after.vcore_notif_ts[core];
+    framed.out_info.tpb_duration_us[core] = after.out_info.tpb_duration_us[core];
+    same(&framed, after)
+}
+
+/// `postprocess_core` keeps its frame and never panics, for any core of any
+/// request its caller (FINALIZE, before the timestamps are in CPU time) can pass:
+/// any timestamps in any of the 13 slots, any slot engines, any calibration per
+/// engine and any sync point (the fields it reads), against any device; it
+/// changes nothing in `nq` (it takes it shared) and never reads the clock.
+pub(crate) fn postprocess_core_keeps_its_frame<A: Any>(mut any: A, core: usize) {
+    let mut req = any_request(&mut any, ExecState::WaitCore, (core > 0).then_some(2));
+    let mut nonzero = 0u32;
+    for slot in 0..ts_slot::COUNT {
+        let v = if any.bool() { any.u64() } else { 0 };
+        nonzero += u32::from(v != 0);
+        req.vcore_notif_ts[core][slot] = v;
+    }
+    let mut nq = Notifications::new();
+    let mut uncalibrated = false;
+    for eng in 0..ENGINES_PER_CORE {
+        let cal =
+            TsCal { init_timestamp: any.u64(), actual_timestamp_inc: any.u32(), expected_timestamp_inc: any.u32() };
+        uncalibrated |= cal.actual_timestamp_inc == 0;
+        nq.set_cal(core as u8, eng, cal);
+    }
+    nq.set_sync_point(core as u8, crate::nq::SyncPoint { dev_us: any.u64(), cpu_us: any.u64() });
+    let before = req.clone();
+    let now = any.u64();
+    let mut dev = HavocDev::new(any, now, 32);
+    req.postprocess_core(&mut dev, &nq, core);
+    assert!(postprocess_core_post(&before, &req, core), "postprocess_core left its frame");
+    assert_eq!(dev.now.get(), now, "postprocess_core read the clock");
+    cover!(nonzero >= 2 && req.out_info.tpb_duration_us[core] > 0, "postprocess: a core with a duration");
+    cover!(nonzero > 0 && uncalibrated && dev.events > 0, "postprocess: a slot without calibration, reported");
+    cover!(core == 1, "postprocess: the second core");
+}
+
+/// What the step proofs run instead of `postprocess_core`: ANY new value of its
+/// frame; `dev` untouched (see the module docs).
+#[cfg(kani)]
+#[allow(dead_code)] // named only by the step harnesses' `kani::stub` attributes
+pub(crate) fn postprocess_core_stub<D: crate::hal::ExecDevice + ?Sized>(
+    this: &mut ExecRequest,
+    _dev: &mut D,
+    _nq: &Notifications,
+    core: usize,
+) {
+    assert!(core < MAX_CORES, "postprocess_core called outside its proved domain");
+    this.vcore_notif_ts[core] = kani::any();
+    this.out_info.tpb_duration_us[core] = kani::any();
+}
+
+/// `consume_error_block` (the error-ring sweep of one core) changes in `nq` only
+/// that core's error ring and the subscriber queue, and never reads the clock;
+/// for either core, its error ring bound (cursor at 0, 2 entries under kani) or
+/// unbound as in the step proofs, against any device. What it returns is
+/// anything: the step's properties hold for any status and any first class.
+pub(crate) fn consume_error_block_keeps_its_frame<A: Any>(mut any: A, core: u8) {
+    let ring_size = ring_size(&mut any);
+    let mut nq = bound_notifications(&mut any, ring_size);
+    let unbound = any.u8() >= 0xF0;
+    let nq_before = view(&nq);
+    let now = any.u64();
+    let mut dev = HavocDev::new(any, now, ring_size);
+    // The ring unbound, or not, and the call, in each branch: the ring's size is
+    // then a constant in each (a size merged from the two would bound the
+    // sweep's loops only by the unwind limit; see `step::step_once`).
+    let (st, class) = if unbound {
+        if let Some(r) = nq.ring_mut(core, ERROR_NQ) {
+            *r = NqRing::UNBOUND;
+        }
+        consume_error_block(&mut dev, &mut nq, core)
+    } else {
+        consume_error_block(&mut dev, &mut nq, core)
+    };
+    assert!(nq_frame(&nq_before, &view(&nq), core, &[ERROR_NQ], true), "the error sweep changed another ring");
+    assert_eq!(dev.now.get(), now, "the error sweep read the clock");
+    cover!(unbound && st.is_success() && class.is_none(), "errors: an unbound ring is skipped");
+    cover!(!unbound && class.is_some() && !st.is_success(), "errors: a record with a status");
+    cover!(st == NrtStatus::Failure && class.is_none(), "errors: a failed read");
+    cover!(core == 1, "errors: the second core");
+}
+
+/// What the step proofs run instead of `consume_error_block`: ANY status, and no
+/// first class or ANY class the error-record decoder gives; `dev` and `nq`
+/// untouched (see the module docs).
+#[cfg(kani)]
+#[allow(dead_code)] // named only by the step harnesses' `kani::stub` attributes
+pub(crate) fn consume_error_block_stub<D: crate::hal::ExecDevice + ?Sized>(
+    _dev: &mut D,
+    _nq: &mut Notifications,
+    c: u8,
+) -> (NrtStatus, Option<ErrorClass>) {
+    assert!(usize::from(c) < MAX_CORES, "consume_error_block called outside its proved domain");
+    let class = if kani::any() {
+        let raw: [u8; crate::nq::entry::ENTRY_SIZE] = kani::any();
+        Some(crate::nq::ErrorEntry::from_array(&raw).class())
+    } else {
+        None
+    };
+    (NrtStatus::from_code(kani::any()), class)
+}
+
+/// The guarantee of `finalize(status)`: the request is DONE with its timestamps
+/// in CPU time, the return is 0 exactly when `status` is `NRT_SUCCESS` (else 2),
+/// `*out` is the cached status, a 2 never carries `NRT_SUCCESS`; and only the
+/// state, the timestamps, `out_info` and the cached result change (substates,
+/// fatal flags, configuration, the barrier and core clocks stay).
+pub(super) fn finalize_post(
+    before: &ExecRequest,
+    after: &ExecRequest,
+    status: NrtStatus,
+    step: Step,
+    out: NrtStatus,
+) -> bool {
+    let mut framed = before.clone();
+    framed.state = after.state;
+    framed.ts_is_cpu = after.ts_is_cpu;
+    framed.vcore_notif_ts = after.vcore_notif_ts;
+    framed.out_info = after.out_info;
+    framed.result = after.result;
+    let want = if status.is_success() { Step::Done } else { Step::Error };
+    same(&framed, after)
+        && after.state == ExecState::Done
+        && after.ts_is_cpu
+        && step == want
+        && after.result == (step, out)
+        && (step == Step::Done || !out.is_success())
+}
+
+/// FINALIZE over one or two cores (`cores`) keeps [`finalize_post`], for any
+/// request its callers can pass: the WAIT_BARRIER_PROXY and WAIT_CORE steps call
+/// it before the timestamps are in CPU time, with any substates and timestamps,
+/// any statuses and fatal flags already set on any core, and any `status`; it
+/// reads of the request only the core count, the statuses and (through its
+/// per-core pieces) the timestamps, which are drawn freely here. Against any
+/// device; it never reads the clock. Under kani its per-core pieces are their
+/// stubs (proved above), so what this proves is the part over the cores: the
+/// timeout classification, and the reconciliation of the cores' statuses.
+pub(crate) fn finalize_keeps_its_contract<A: Any>(mut any: A, cores: u8) {
+    let mut req = any_request(&mut any, ExecState::WaitCore, Some(cores));
+    for c in 0..MAX_CORES {
+        // A status already set on the way here: none, one of the step's own
+        // (a timeout, an overflow, a failure), or anything (a proxy's answer).
+        req.out_info.exec_rets[c] = match any.u8() % 4 {
+            0 => NrtStatus::Success,
+            1 => NrtStatus::Timeout,
+            2 => NrtStatus::ExecSwNqOverflow,
+            _ => NrtStatus::from_code(any.u32()),
+        };
+        for f in 0..crate::exec::fatal::COUNT {
+            req.exec_fatal_status[c][f] = any.bool();
+        }
+    }
+    let status = if any.bool() { NrtStatus::Success } else { NrtStatus::from_code(any.u32()) };
+    let ring_size = ring_size(&mut any);
+    let mut nq = bound_notifications(&mut any, ring_size);
+    let before = req.clone();
+    let now = any.u64();
+    let mut dev = HavocDev::new(any, now, ring_size);
+    let mut out = NrtStatus::Other(0xDEAD);
+    let step = req.finalize(&mut dev, &mut nq, status, &mut out);
+    assert!(finalize_post(&before, &req, status, step, out), "FINALIZE broke its contract");
+    assert_eq!(dev.now.get(), now, "FINALIZE read the clock");
+    let timed_out = (0..usize::from(cores)).any(|c| before.out_info.exec_rets[c] == NrtStatus::Timeout);
+    cover!(step == Step::Done && out.is_success(), "finalize: a clean 0");
+    cover!(step == Step::Done && !out.is_success(), "finalize: 0 with a status the error sweep set");
+    cover!(step == Step::Error && out == NrtStatus::Failure, "finalize: 2, failed but no status: 1");
+    cover!(timed_out && out != NrtStatus::Timeout, "finalize: a timeout classified as a hardware fault");
+    cover!(cores == 2 && timed_out && out == NrtStatus::Timeout, "finalize: two cores, the hang wins");
+}
+
+/// What the step proofs run instead of `finalize`: ANY new timestamps and
+/// `out_info`, and the DONE state, return and cached status that
+/// [`finalize_post`] allows; `dev` and `nq` untouched (nothing in the step reads
+/// them after FINALIZE; see the module docs).
+#[cfg(kani)]
+#[allow(dead_code)] // named only by the step harnesses' `kani::stub` attributes
+pub(crate) fn finalize_stub<D: crate::hal::ExecDevice + ?Sized>(
+    this: &mut ExecRequest,
+    _dev: &mut D,
+    _nq: &mut Notifications,
+    status: NrtStatus,
+    out: &mut NrtStatus,
+) -> Step {
+    let before = this.clone();
+    this.state = ExecState::Done;
+    this.ts_is_cpu = true;
+    this.vcore_notif_ts = kani::any();
+    for c in 0..MAX_CORES {
+        this.out_info.exec_rets[c] = NrtStatus::from_code(kani::any());
+        this.out_info.tpb_duration_us[c] = kani::any();
+        this.out_info.err[c] = if kani::any() {
+            let raw: [u8; crate::nq::entry::ENTRY_SIZE] = kani::any();
+            Some(crate::nq::ErrorEntry::from_array(&raw).class())
+        } else {
+            None
+        };
+        this.out_info.timeout_cause[c] = match kani::any::<u8>() {
+            0 => None,
+            1 => Some(crate::exec::TimeoutCause::HbmUe(NrtStatus::from_code(kani::any()))),
+            2 => Some(crate::exec::TimeoutCause::DmaAbort),
+            3 => Some(crate::exec::TimeoutCause::Collectives),
+            _ => Some(crate::exec::TimeoutCause::HangOnCompute),
+        };
+    }
+    let best = NrtStatus::from_code(kani::any());
+    let step = if kani::any() { Step::Done } else { Step::Error };
+    this.result = (step, best);
+    *out = best;
+    kani::assume(finalize_post(&before, this, status, step, best));
+    step
+}
+
+// The harnesses. Unwind 14: the longest loop is over the 13 timestamp slots of a
+// core (13 iterations + the exit test); the others are over 9 rings, 5 engines,
+// 2 cores, one read per engine or error ring (2-entry rings: the lap bound).
+// kani's unwinding assertions fail the proof if any loop needed more. Each core
+// is its own branch with the whole property inside it, so that the core index is
+// a constant there (an index into the request's and the rings' arrays that the
+// solver would otherwise have to case-split at every access).
+
+// The sweep of a core, its engines' batches as their proved guarantee (the
+// proof below): what is proved here is the walk over the five engines, the
+// skipping of COMPLETE ones and the early exit on an error.
+#[cfg(kani)]
+#[kani::proof]
+#[kani::unwind(14)]
+#[kani::stub(crate::exec::ExecRequest::consume_engine, consume_engine_stub)]
+fn prove_consume_core_keeps_its_frame() {
+    if kani::any() {
+        consume_core_keeps_its_frame(crate::proofs::KaniAny, 0);
+    } else {
+        consume_core_keeps_its_frame(crate::proofs::KaniAny, 1);
+    }
+}
+
+// `rescale_ns` is replaced by its verified contract (`None` exactly without an
+// actual increment, `exec::proofs::prove_rescale_ns_contract`): the frame does
+// not depend on its value, and its 128-bit division is what kept FINALIZE's
+// proofs from the solver.
+#[cfg(kani)]
+#[kani::proof]
+#[kani::unwind(14)]
+#[kani::stub_verified(crate::exec::finalize::rescale_ns)]
+fn prove_postprocess_core_keeps_its_frame() {
+    if kani::any() {
+        postprocess_core_keeps_its_frame(crate::proofs::KaniAny, 0);
+    } else {
+        postprocess_core_keeps_its_frame(crate::proofs::KaniAny, 1);
+    }
+}
+
+#[cfg(kani)]
+#[kani::proof]
+#[kani::unwind(14)]
+fn prove_consume_error_block_keeps_its_frame() {
+    if kani::any() {
+        consume_error_block_keeps_its_frame(crate::proofs::KaniAny, 0);
+    } else {
+        consume_error_block_keeps_its_frame(crate::proofs::KaniAny, 1);
+    }
+}
+
+// An engine's batch, one harness per engine (a constant engine index: the
+// ring, substate and timestamp slots it selects are then constants, where a
+// symbolic index gave no verdict in 5 minutes), each core its own branch.
+#[cfg(kani)]
+#[kani::proof]
+#[kani::unwind(14)]
+fn prove_consume_engine_0_keeps_its_frame() {
+    if kani::any() {
+        consume_engine_keeps_its_frame(crate::proofs::KaniAny, 0, 0);
+    } else {
+        consume_engine_keeps_its_frame(crate::proofs::KaniAny, 1, 0);
+    }
+}
+
+#[cfg(kani)]
+#[kani::proof]
+#[kani::unwind(14)]
+fn prove_consume_engine_1_keeps_its_frame() {
+    if kani::any() {
+        consume_engine_keeps_its_frame(crate::proofs::KaniAny, 0, 1);
+    } else {
+        consume_engine_keeps_its_frame(crate::proofs::KaniAny, 1, 1);
+    }
+}
+
+#[cfg(kani)]
+#[kani::proof]
+#[kani::unwind(14)]
+fn prove_consume_engine_2_keeps_its_frame() {
+    if kani::any() {
+        consume_engine_keeps_its_frame(crate::proofs::KaniAny, 0, 2);
+    } else {
+        consume_engine_keeps_its_frame(crate::proofs::KaniAny, 1, 2);
+    }
+}
+
+#[cfg(kani)]
+#[kani::proof]
+#[kani::unwind(14)]
+fn prove_consume_engine_3_keeps_its_frame() {
+    if kani::any() {
+        consume_engine_keeps_its_frame(crate::proofs::KaniAny, 0, 3);
+    } else {
+        consume_engine_keeps_its_frame(crate::proofs::KaniAny, 1, 3);
+    }
+}
+
+#[cfg(kani)]
+#[kani::proof]
+#[kani::unwind(14)]
+fn prove_consume_engine_4_keeps_its_frame() {
+    if kani::any() {
+        consume_engine_keeps_its_frame(crate::proofs::KaniAny, 0, 4);
+    } else {
+        consume_engine_keeps_its_frame(crate::proofs::KaniAny, 1, 4);
+    }
+}
+
+// FINALIZE over both cores, its per-core pieces as their proved guarantees
+// (the stubs above, each of which asserts its precondition). Each core count is
+// its own branch (constant array bounds inside).
+#[cfg(kani)]
+#[kani::proof]
+#[kani::unwind(14)]
+#[kani::stub(crate::exec::ExecRequest::postprocess_core, postprocess_core_stub)]
+#[kani::stub(crate::exec::finalize::consume_error_block, consume_error_block_stub)]
+fn prove_finalize_keeps_its_contract() {
+    if kani::any() {
+        finalize_keeps_its_contract(crate::proofs::KaniAny, 1);
+    } else {
+        finalize_keeps_its_contract(crate::proofs::KaniAny, 2);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proofs::{assert_covered, cases, reset_covers, Bytes};
+    use proptest::prelude::*;
+
+    fn each(property: impl Fn(Bytes<'_>), min_covers: usize) {
+        reset_covers();
+        property(Bytes::new(&[]));
+        proptest!(ProptestConfig::with_cases(cases(4096)),
+        |(bytes in proptest::collection::vec(any::<u8>(), 0..1200))| {
+            property(Bytes::new(&bytes));
+        });
+        // Mostly one byte (every engine END_PENDING, say, with END records).
+        proptest!(ProptestConfig::with_cases(cases(4096)),
+        |(fill in any::<u8>(), sparse in proptest::collection::vec((0usize..800, any::<u8>()), 0..12))| {
+            let mut bytes = vec![fill; 800];
+            for (at, v) in sparse {
+                bytes[at] = v;
+            }
+            property(Bytes::new(&bytes));
+        });
+        // A repeated read answer: "no failure" then a record with the phase bit
+        // set and subtype START or END (the rest drawn), at any alignment to the
+        // request's own draws, which come from the same pattern: records that
+        // match, and the rarer outcomes (an engine or a core completing).
+        proptest!(ProptestConfig::with_cases(cases(4096)),
+        |(record in any::<[u8; 16]>(), end in any::<bool>(), prefix in proptest::collection::vec(any::<u8>(), 0..17))| {
+            let mut unit = [0u8; 17];
+            unit[1..].copy_from_slice(&record);
+            unit[1 + 3] |= 0x80;
+            unit[1 + 6] = if end { 3 } else { 2 };
+            unit[1 + 7] = 0;
+            let mut bytes = prefix;
+            while bytes.len() < 1200 {
+                bytes.extend_from_slice(&unit);
+            }
+            property(Bytes::new(&bytes));
+        });
+        assert_covered(min_covers);
+    }
+
+    #[test]
+    fn consume_core_keeps_its_frame_tests() {
+        each(|b| [0, 1].into_iter().for_each(|core| consume_core_keeps_its_frame(b.clone(), core)), 5);
+    }
+
+    #[test]
+    fn consume_engine_0_keeps_its_frame_tests() {
+        each(|b| [0, 1].into_iter().for_each(|core| consume_engine_keeps_its_frame(b.clone(), core, 0)), 5);
+    }
+
+    #[test]
+    fn consume_engine_1_keeps_its_frame_tests() {
+        each(|b| [0, 1].into_iter().for_each(|core| consume_engine_keeps_its_frame(b.clone(), core, 1)), 5);
+    }
+
+    #[test]
+    fn consume_engine_2_keeps_its_frame_tests() {
+        each(|b| [0, 1].into_iter().for_each(|core| consume_engine_keeps_its_frame(b.clone(), core, 2)), 5);
+    }
+
+    #[test]
+    fn consume_engine_3_keeps_its_frame_tests() {
+        each(|b| [0, 1].into_iter().for_each(|core| consume_engine_keeps_its_frame(b.clone(), core, 3)), 5);
+    }
+
+    #[test]
+    fn consume_engine_4_keeps_its_frame_tests() {
+        each(|b| [0, 1].into_iter().for_each(|core| consume_engine_keeps_its_frame(b.clone(), core, 4)), 5);
+    }
+
+    #[test]
+    fn postprocess_core_keeps_its_frame_tests() {
+        each(|b| [0, 1].into_iter().for_each(|core| postprocess_core_keeps_its_frame(b.clone(), core)), 3);
+    }
+
+    #[test]
+    fn finalize_keeps_its_contract_tests() {
+        each(|b| [1, 2].into_iter().for_each(|cores| finalize_keeps_its_contract(b.clone(), cores)), 5);
+    }
+
+    #[test]
+    fn consume_error_block_keeps_its_frame_tests() {
+        each(|b| [0, 1].into_iter().for_each(|core| consume_error_block_keeps_its_frame(b.clone(), core)), 4);
+    }
+}
