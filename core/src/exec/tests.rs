@@ -703,6 +703,22 @@ fn head_is_written_back_after_each_batch() {
     assert_eq!(r.dev.head_writes, 5, "one per engine ring (the error ring was empty)");
 }
 
+/// Under batching (G-HEAD-BATCH) HEAD waits for half a ring, but a batch that
+/// ends in error hands back what it read at once, from the one step itself:
+/// a caller driving `progress_one_step` directly has no completion hook.
+#[test]
+fn a_batch_that_fails_hands_its_reads_back_at_once_under_batching() {
+    let mut r = Rig::new(1, 5);
+    r.nq.set_head_batching(true);
+    // PE starts twice: the matcher fails on the second START.
+    r.dev.start(0, 0, 1);
+    r.dev.start(0, 0, 2);
+    r.enter_wait_core();
+    let before = r.dev.head_writes;
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
+    assert_eq!(r.dev.head_writes - before, 1, "the failed ring's HEAD, written in the step");
+}
+
 #[test]
 fn sync_driver_polls_until_done() {
     let mut r = Rig::new(2, 5);
