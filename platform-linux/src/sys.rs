@@ -130,9 +130,14 @@ pub fn mem_alloc_v2mt(fd: BorrowedFd<'_>, mut arg: MemAllocV2Mt) -> io::Result<u
 /// `CLOCK_MONOTONIC` in nanoseconds (the system's, not since an origin: the
 /// driver model publishes its device clock's origin on the same clock).
 pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// Clock `id` in nanoseconds; 0 if it cannot be read.
+fn clock_ns(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: a valid out-pointer to a local timespec.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let rc = unsafe { libc::clock_gettime(id, &mut ts) };
     if rc != 0 {
         return 0;
     }
@@ -597,14 +602,5 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
 /// CPU time of the calling thread, nanoseconds (`CLOCK_THREAD_CPUTIME_ID`); 0
 /// if the clock cannot be read.
 pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid out-pointer to a local timespec.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    u64::try_from(ts.tv_sec)
-        .unwrap_or(0)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(u64::try_from(ts.tv_nsec).unwrap_or(0))
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
