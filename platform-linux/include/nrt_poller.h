@@ -20,12 +20,19 @@ typedef struct nrt_ticket nrt_ticket;
 extern "C" {
 #endif // __cplusplus
 
+// The reason of the calling thread's latest failed `nrt_poller_new` or
+// `nrt_poller_submit` (the call, the argument and why), or null when none
+// failed on this thread. The string belongs to the library and stays valid
+// until the next failing `nrt_poller_*` call on the same thread; copy it to
+// keep it.
+const char *nrt_poller_last_error(void);
+
 // Start a poller thread over `n_lanes` lanes: lane `i` is `platforms[i]` with
 // a copy of `*rings[i]`. `cpu` >= 0 pins the thread to that CPU. Returns null
-// (reported through lane 0's `event` callback when there is one) for a null
-// array, 0 lanes or more than 65535, a lane without `read_slot` or `now_ns`
-// (its timeout could never fire), a null `rings[i]`, or a thread, eventfd or
-// pin that the OS refused. Free with [`nrt_poller_free`].
+// (the reason for [`nrt_poller_last_error`]) for a null array, 0 lanes or
+// more than 65535, a lane without `read_slot` or `now_ns` (its timeout could
+// never fire), a null `rings[i]`, or a thread, eventfd or pin that the OS
+// refused. Free with [`nrt_poller_free`].
 //
 // # Safety
 // `platforms` points to `n_lanes` valid tables whose callbacks may be called
@@ -35,10 +42,11 @@ struct nrt_poller *nrt_poller_new(const nrt_platform *platforms, const nrt_rings
 
 // Submit a request on `lane` for `tpb_count` cores of arch type `arch_type`
 // (2 sunda, 3 cayman, 4 mariana) with the model's timeout in seconds. A
-// request for a busy lane waits until the lane is free. Returns null for a
-// null poller, an unknown arch type, or a poller shutting down. At most
-// `POLLER_CAPACITY` requests run at once; more wait. Free the ticket with
-// [`nrt_ticket_free`].
+// request for a busy lane waits until the lane is free. Returns null (the
+// reason for [`nrt_poller_last_error`], on this thread: no lane's callback
+// is called here) for a null poller, an unknown arch type, or a poller
+// shutting down. At most `POLLER_CAPACITY` requests run at once; more wait.
+// Free the ticket with [`nrt_ticket_free`].
 //
 // # Safety
 // `p` is null or a live pointer from [`nrt_poller_new`].

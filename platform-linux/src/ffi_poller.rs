@@ -11,19 +11,21 @@
 //! nrt_poller_free(p);                                              /* in-flight ones finish */
 //! ```
 //!
-//! The poller calls each lane's callbacks from its own thread: a platform
-//! table given here must be safe to call from a thread other than the
-//! caller's, one call at a time. The ring state is copied when the poller is
-//! made; the caller's `nrt_rings` are not updated by its harvest.
+//! The poller calls each lane's callbacks from its own thread, and only from
+//! it: a platform table given here must be safe to call from a thread other
+//! than the caller's, one call at a time. The ring state is copied when the
+//! poller is made; the caller's `nrt_rings` are not updated by its harvest.
 //!
-//! Each failure writes one line naming the call, the argument and the reason
-//! to the platform's `event` callback of lane 0 when there is one (kind
-//! `"poller_error"`), and returns null or -1; nothing here aborts.
+//! Each failure returns null or -1 and leaves one line naming the call, the
+//! argument and the reason for [`nrt_poller_last_error`] on the calling
+//! thread; no failure is reported through a lane's callbacks (the poller
+//! thread may be inside the same table at that moment), and nothing here aborts.
 
 #![allow(unsafe_code)]
 #![allow(non_camel_case_types)]
 
-use std::ffi::{c_int, CString};
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, CString};
 
 use nrt_core::arch::Arch;
 use nrt_core::exec::{ExecConfig, Lanes};
@@ -52,27 +54,38 @@ impl Lanes for CLanes {
 /// A poller thread and its lanes (opaque).
 pub struct nrt_poller {
     poller: Poller<CLanes>,
-    report: Option<nrt_platform>,
 }
 
 /// A submitted request (opaque).
 pub struct nrt_ticket(Ticket);
 
-fn report(p: Option<&nrt_platform>, msg: &str) {
-    let Some(p) = p else { return };
-    let Some(f) = p.event else { return };
-    let kind = CString::new("poller_error").unwrap_or_default();
-    let msg = CString::new(msg.replace('\0', " ")).unwrap_or_default();
-    // SAFETY: both strings are NUL-terminated and live across the call.
-    unsafe { f(p.ctx, kind.as_ptr(), msg.as_ptr()) }
+thread_local! {
+    /// The reason of the calling thread's latest failed `nrt_poller_*` call.
+    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+}
+
+/// Record `msg` as this thread's last error (never through a lane's callbacks).
+fn fail(msg: &str) {
+    let c = CString::new(msg.replace('\0', "?")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = Some(c));
+}
+
+/// The reason of the calling thread's latest failed `nrt_poller_new` or
+/// `nrt_poller_submit` (the call, the argument and why), or null when none
+/// failed on this thread. The string belongs to the library and stays valid
+/// until the next failing `nrt_poller_*` call on the same thread; copy it to
+/// keep it.
+#[no_mangle]
+pub extern "C" fn nrt_poller_last_error() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ref().map_or(std::ptr::null(), |c| c.as_ptr()))
 }
 
 /// Start a poller thread over `n_lanes` lanes: lane `i` is `platforms[i]` with
 /// a copy of `*rings[i]`. `cpu` >= 0 pins the thread to that CPU. Returns null
-/// (reported through lane 0's `event` callback when there is one) for a null
-/// array, 0 lanes or more than 65535, a lane without `read_slot` or `now_ns`
-/// (its timeout could never fire), a null `rings[i]`, or a thread, eventfd or
-/// pin that the OS refused. Free with [`nrt_poller_free`].
+/// (the reason for [`nrt_poller_last_error`]) for a null array, 0 lanes or
+/// more than 65535, a lane without `read_slot` or `now_ns` (its timeout could
+/// never fire), a null `rings[i]`, or a thread, eventfd or pin that the OS
+/// refused. Free with [`nrt_poller_free`].
 ///
 /// # Safety
 /// `platforms` points to `n_lanes` valid tables whose callbacks may be called
@@ -86,34 +99,31 @@ pub unsafe extern "C" fn nrt_poller_new(
     cpu: i32,
 ) -> *mut nrt_poller {
     if platforms.is_null() || rings.is_null() || n_lanes == 0 || n_lanes > u32::from(u16::MAX) {
-        // SAFETY: null-checked; lane 0 exists when n_lanes > 0.
-        let first = if platforms.is_null() || n_lanes == 0 { None } else { unsafe { platforms.as_ref() } };
-        report(first, &format!("nrt_poller_new: {n_lanes} lanes at {platforms:?} with rings at {rings:?}: need non-null arrays of 1 to 65535 lanes"));
+        fail(&format!("nrt_poller_new: {n_lanes} lanes at {platforms:?} with rings at {rings:?}: need non-null arrays of 1 to 65535 lanes"));
         return std::ptr::null_mut();
     }
     // SAFETY: the caller passes `n_lanes` valid tables and ring pointers.
     let (tables, ring_ptrs) = unsafe {
         (std::slice::from_raw_parts(platforms, n_lanes as usize), std::slice::from_raw_parts(rings, n_lanes as usize))
     };
-    let first = tables.first().copied();
     let mut lanes = Vec::with_capacity(tables.len());
     for (i, (t, r)) in tables.iter().zip(ring_ptrs).enumerate() {
         if t.read_slot.is_none() || t.now_ns.is_none() {
-            report(first.as_ref(), &format!("nrt_poller_new: lane {i}: the platform has no read_slot or no now_ns"));
+            fail(&format!("nrt_poller_new: lane {i}: the platform has no read_slot or no now_ns"));
             return std::ptr::null_mut();
         }
         // SAFETY: null-checked; a live pointer from `nrt_rings_new`.
         let Some(r) = (unsafe { r.as_ref() }) else {
-            report(first.as_ref(), &format!("nrt_poller_new: lane {i}: rings is null"));
+            fail(&format!("nrt_poller_new: lane {i}: rings is null"));
             return std::ptr::null_mut();
         };
         lanes.push((SendPlatform(CPlatform::new(*t)), r.0.clone()));
     }
     let cfg = PollerConfig { cpu: usize::try_from(cpu).ok(), ..PollerConfig::default() };
     match Poller::spawn(CLanes(lanes), cfg) {
-        Ok(poller) => Box::into_raw(Box::new(nrt_poller { poller, report: first })),
+        Ok(poller) => Box::into_raw(Box::new(nrt_poller { poller })),
         Err(e) => {
-            report(first.as_ref(), &format!("nrt_poller_new: {e}"));
+            fail(&format!("nrt_poller_new: {e}"));
             std::ptr::null_mut()
         }
     }
@@ -121,10 +131,11 @@ pub unsafe extern "C" fn nrt_poller_new(
 
 /// Submit a request on `lane` for `tpb_count` cores of arch type `arch_type`
 /// (2 sunda, 3 cayman, 4 mariana) with the model's timeout in seconds. A
-/// request for a busy lane waits until the lane is free. Returns null for a
-/// null poller, an unknown arch type, or a poller shutting down. At most
-/// `POLLER_CAPACITY` requests run at once; more wait. Free the ticket with
-/// [`nrt_ticket_free`].
+/// request for a busy lane waits until the lane is free. Returns null (the
+/// reason for [`nrt_poller_last_error`], on this thread: no lane's callback
+/// is called here) for a null poller, an unknown arch type, or a poller
+/// shutting down. At most `POLLER_CAPACITY` requests run at once; more wait.
+/// Free the ticket with [`nrt_ticket_free`].
 ///
 /// # Safety
 /// `p` is null or a live pointer from [`nrt_poller_new`].
@@ -137,15 +148,18 @@ pub unsafe extern "C" fn nrt_poller_submit(
     timeout_s: u32,
 ) -> *mut nrt_ticket {
     // SAFETY: null-checked; live per the contract.
-    let Some(p) = (unsafe { p.as_ref() }) else { return std::ptr::null_mut() };
+    let Some(p) = (unsafe { p.as_ref() }) else {
+        fail(&format!("nrt_poller_submit: lane {lane}: the poller is NULL"));
+        return std::ptr::null_mut();
+    };
     let Some(arch) = u8::try_from(arch_type).ok().and_then(Arch::from_arch_type) else {
-        report(p.report.as_ref(), &format!("nrt_poller_submit: lane {lane}: unknown arch type {arch_type}"));
+        fail(&format!("nrt_poller_submit: lane {lane}: unknown arch type {arch_type}"));
         return std::ptr::null_mut();
     };
     match p.poller.submit(lane, ExecConfig::new(arch, tpb_count, timeout_s)) {
         Ok(t) => Box::into_raw(Box::new(nrt_ticket(t))),
         Err(_) => {
-            report(p.report.as_ref(), &format!("nrt_poller_submit: lane {lane}: the poller is shutting down"));
+            fail(&format!("nrt_poller_submit: lane {lane}: the poller is shutting down"));
             std::ptr::null_mut()
         }
     }

@@ -1,5 +1,7 @@
 //! The poller's C ABI: its header is what cbindgen generates, and a C program
-//! linking the static library harvests four lanes through one poller thread.
+//! linking the static library harvests four lanes through one poller thread,
+//! with every refusal reported through `nrt_poller_last_error` and no lane
+//! callback ever run on the caller's thread.
 
 use std::process::Command;
 
@@ -42,7 +44,15 @@ fn a_c_program_harvests_four_lanes_through_one_poller() {
     assert!(run.status.success(), "C poller failed:\n{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
     assert!(stdout.contains("lane 2 hang                    5 NRT_TIMEOUT"), "{stdout}");
     assert!(stdout.contains("lane 3 NaN                     1003 NRT_EXEC_COMPLETED_WITH_NUM_ERR"), "{stdout}");
-    assert!(stdout.contains("nrt_poller_new: lane 1: the platform has no read_slot or no now_ns"), "{stdout}");
-    assert!(stdout.contains("nrt_poller_submit: lane 0: unknown arch type 9"), "{stdout}");
+    // Refusals are the caller's thread's last error, never a lane's callback there.
+    assert!(stdout.contains("null platforms: nrt_poller_new: 4 lanes at 0x0"), "{stdout}");
+    assert!(
+        stdout.contains("no clock: nrt_poller_new: lane 1: the platform has no read_slot or no now_ns"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("arch 9: nrt_poller_submit: lane 0: unknown arch type 9"), "{stdout}");
+    assert!(stdout.contains("null poller: nrt_poller_submit: lane 3: the poller is NULL"), "{stdout}");
+    assert!(stdout.contains("callbacks on the caller's thread: 0"), "{stdout}");
+    assert!(!stdout.contains("event poller_error"), "{stdout}");
     assert!(stdout.contains("HEAD writes: lane 0 10, lane 1 5"), "{stdout}");
 }

@@ -1,6 +1,11 @@
 /* A C runtime's use of the poller thread: four lanes (each a device with its
  * rings and clock, played here), one poller harvesting all four, each request
- * waited on through its ticket. Exits 0 only if every status is the seed's. */
+ * waited on through its ticket. Every callback checks which thread calls it:
+ * none may run on this (the caller's) thread, where a refused call reports
+ * through nrt_poller_last_error instead. Exits 0 only if every status is the
+ * seed's and no callback ran here. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include "nrt.h"
@@ -20,17 +25,24 @@ struct dev {
     int late_end;             /* the ENDs arrive at the 5th clock read, in a later sweep */
 };
 
+/* The caller's thread: a lane's table is the poller thread's alone (one call at a time). */
+static pthread_t caller;
+static int on_caller;
+#define ON_CALLER() (on_caller += pthread_equal(pthread_self(), caller) != 0)
+
 static int read_slot(void *c, uint8_t core, uint8_t nq, uint32_t off, uint8_t *out) {
     struct dev *d = c;
+    ON_CALLER();
     if (core != 0 || nq > 8 || off >= RING || off % 16) return -1;
     memcpy(out, d->mem[nq] + off, 16);
     return 0;
 }
-static int write_head(void *c, uint8_t core, uint8_t nq, uint32_t head) { struct dev *d = c; (void)core; (void)nq; (void)head; d->heads++; return 0; }
-static int read_cause(void *c, uint8_t core, uint32_t block, uint32_t line, uint32_t *out) { (void)c; (void)core; (void)block; (void)line; *out = 0; return 0; }
+static int write_head(void *c, uint8_t core, uint8_t nq, uint32_t head) { struct dev *d = c; ON_CALLER(); (void)core; (void)nq; (void)head; d->heads++; return 0; }
+static int read_cause(void *c, uint8_t core, uint32_t block, uint32_t line, uint32_t *out) { ON_CALLER(); (void)c; (void)core; (void)block; (void)line; *out = 0; return 0; }
 static void push(struct dev *d, uint8_t nq, uint16_t subtype, uint64_t ts);
 static uint64_t now_ns(void *c) { /* 1 ms per read; plays the late ENDs */
     struct dev *d = c;
+    ON_CALLER();
     d->now += 1000000;
     if (d->late_end && d->now >= 5000000) {
         for (int e = 0; e < 5; e++) push(d, INFER[e], 3, 200 + e);
@@ -38,8 +50,8 @@ static uint64_t now_ns(void *c) { /* 1 ms per read; plays the late ENDs */
     }
     return d->now;
 }
-static int barrier(void *c, uint8_t core, uint32_t *st) { (void)c; (void)core; (void)st; return 1; }
-static void on_event(void *c, const char *kind, const char *msg) { struct dev *d = c; d->events++; printf("  event %s: %s\n", kind, msg); }
+static int barrier(void *c, uint8_t core, uint32_t *st) { ON_CALLER(); (void)c; (void)core; (void)st; return 1; }
+static void on_event(void *c, const char *kind, const char *msg) { struct dev *d = c; ON_CALLER(); d->events++; printf("  event %s: %s\n", kind, msg); }
 
 static void push(struct dev *d, uint8_t nq, uint16_t subtype, uint64_t ts) {
     uint8_t e[16] = {0};
@@ -57,7 +69,14 @@ static void expect(const char *what, uint32_t got, uint32_t want) {
     if (got != want) failures++;
 }
 
+static void said(const char *what) {
+    const char *e = nrt_poller_last_error();
+    printf("%s: %s\n", what, e ? e : "(no last error)");
+}
+
 int main(void) {
+    caller = pthread_self();
+    if (nrt_poller_last_error() != NULL) { printf("a last error before any call\n"); failures++; }
     static struct dev d[LANES];
     nrt_platform p[LANES];
     const nrt_rings *r[LANES];
@@ -79,14 +98,19 @@ int main(void) {
 
     /* careless callers: refused with a message, never a crash */
     if (nrt_poller_new(NULL, r, LANES, -1) != NULL) { printf("null platforms accepted\n"); failures++; }
+    said("null platforms");
     nrt_platform no_clock[LANES];
     memcpy(no_clock, p, sizeof p);
     no_clock[1].now_ns = NULL;
     if (nrt_poller_new(no_clock, r, LANES, -1) != NULL) { printf("a lane without a clock accepted\n"); failures++; }
+    said("no clock");
 
     nrt_poller *pl = nrt_poller_new(p, r, LANES, -1);
     if (!pl) { printf("nrt_poller_new failed\n"); return 1; }
     if (nrt_poller_submit(pl, 0, 9, 1, 5) != NULL) { printf("arch 9 accepted\n"); failures++; }
+    said("arch 9");
+    if (nrt_poller_submit(NULL, 3, 2, 1, 5) != NULL) { printf("a null poller accepted\n"); failures++; }
+    said("null poller");
     nrt_ticket *t[LANES];
     for (int i = 0; i < LANES; i++) t[i] = nrt_poller_submit(pl, (uint16_t)i, 2, 1, 1);
     uint32_t st[LANES];
@@ -109,6 +133,8 @@ int main(void) {
     nrt_poller_free(pl);
     nrt_poller_free(NULL);
     printf("capacity %u\n", nrt_poller_capacity());
+    printf("callbacks on the caller's thread: %d\n", on_caller);
+    if (on_caller != 0) failures++;
     for (int i = 0; i < LANES; i++) nrt_rings_free((nrt_rings *)r[i]);
     printf("%s: %d failure(s)\n", failures ? "FAILED" : "ok", failures);
     return failures ? 1 : 0;
