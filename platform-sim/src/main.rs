@@ -372,8 +372,6 @@ fn cmd_driver(a: &DriverArgs) -> ExitCode {
         }
     };
     // Each kernel BUG was reported on standard error as it happened.
-    let bugs = o.kernel_bugs();
-    let warnings = o.violations.len() - bugs.len();
     let calls: u32 = o.calls.values().sum();
     let cmd = a.command.first().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
     match o.exit {
@@ -385,13 +383,20 @@ fn cmd_driver(a: &DriverArgs) -> ExitCode {
         Exit::Code(_) => {}
     }
     errln!(
-        "nrt-sim driver: {} open(s) of {}, {calls} ioctl(s) served, {} refused, {} kernel BUG(s), {warnings} warning(s), {} inference(s) played",
+        "nrt-sim driver: {} open(s) of {}, {calls} ioctl(s) served, {} refused, {} kernel BUG(s), {} warning(s), {} inference(s) played",
         o.opens,
         supervisor::DEVICE_PATH,
         o.refusals,
-        bugs.len(),
+        o.kernel_bug_count,
+        o.warning_count,
         o.played
     );
+    if let Some(note) = o.dropped_note() {
+        errln!("nrt-sim driver: {note}");
+    }
+    if o.killed > 0 {
+        errln!("nrt-sim driver: {} process(es) of {cmd}'s tree were still running and were killed", o.killed);
+    }
     ExitCode::from(o.exit_status(dc.strict))
 }
 

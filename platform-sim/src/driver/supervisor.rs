@@ -3,7 +3,10 @@
 //! [`run`] starts the device ([`DeviceEngine`]), builds the filter with
 //! libseccomp (allow everything; `open`, `openat`, and `ioctl` whose request
 //! has type `'N'` (`(arg1 >> 8) & 0xff == 0x4E`) go to user notification),
-//! exports it as BPF, and forks COMMAND: the child sets `no_new_privs`,
+//! exports it as BPF, makes this process a child subreaper
+//! (`PR_SET_CHILD_SUBREAPER`: every orphan of COMMAND's tree, `setsid` or not,
+//! becomes our child) and forks COMMAND: the child asks for `SIGKILL` when the
+//! supervisor's thread dies (`PR_SET_PDEATHSIG`), sets `no_new_privs`,
 //! installs the exported program with `SECCOMP_FILTER_FLAG_NEW_LISTENER`
 //! (only raw system calls after the fork: no allocation, no lock), sends the
 //! listener to the parent over a socketpair (`SCM_RIGHTS`), and execs.
@@ -20,25 +23,44 @@
 //!   [`model::arg_size`]), [`Model::handle`], copied back, the value or errno
 //!   returned; on any other descriptor: continue (the kernel answers).
 //!
-//! Every answer is preceded by `SECCOMP_IOCTL_NOTIF_ID_VALID`: a caller that
-//! died (or whose memory we read after it changed) is not answered. The
-//! caller is a hostile peer: every read of its memory is bounded and may fail
-//! (then `EFAULT`), no input panics.
+//! The caller is a hostile peer:
+//!
+//! - each notification's process is resolved afresh (thread -> thread group
+//!   from `/proc/<tid>/status`, a pidfd opened on it) and then checked with
+//!   `SECCOMP_IOCTL_NOTIF_ID_VALID`: a thread id reused by another process is
+//!   never taken for the one that once had it, and a kernel BUG kills the
+//!   process that made the call, through that pidfd;
+//! - every access to its memory (and the descriptor check) runs on a reader
+//!   thread with a deadline ([`CALLER_MEM_BUDGET`] per notification): a page
+//!   nobody serves (userfaultfd) holds that reader, never the loop; a path not
+//!   read in time opens natively (the kernel reads it in the caller, which
+//!   then waits on its own page), an argument not read in time is `EFAULT`;
+//! - a watchdog thread kills COMMAND's whole tree when `--limit-s` passes,
+//!   whatever the loop is doing; at the end (COMMAND's exit, the limit, a
+//!   kernel BUG under `--strict`) the tree is killed and reaped;
+//! - what the run keeps is bounded: the log ([`LOG_CAP`] lines), the
+//!   violations ([`VIOLATION_CAP`]), the captured output ([`STDOUT_CAP`]
+//!   bytes), each with a count of what was dropped; the drain of captured
+//!   output waits at most [`DRAIN_GRACE`] once the tree is gone.
 //!
 //! `unsafe` here: the fork-side closure (prctl, seccomp, sendmsg, close), the
-//! seccomp ioctls, `process_vm_readv`/`writev`, `recvmsg`, `poll`, `kill`,
-//! each with its `// SAFETY:` line.
+//! seccomp ioctls, `process_vm_readv`/`writev`, `recvmsg`, `poll`, `prctl`,
+//! `waitpid`, the pidfd calls, each with its `// SAFETY:` line.
 
 #![allow(unsafe_code)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{Read as _, Seek as _};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, Stdio};
+use std::os::unix::process::CommandExt;
+use std::process::{ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use libseccomp::{ScmpAction, ScmpArgCompare, ScmpCompareOp, ScmpFilterContext, ScmpSyscall};
@@ -57,6 +79,37 @@ pub const EXIT_KERNEL_BUG: u8 = 70;
 pub const EXIT_TIMEOUT: u8 = 124;
 /// The device path the model serves.
 pub const DEVICE_PATH: &str = "/dev/neuron0";
+
+/// Time one notification may spend in the caller's memory (the path, the
+/// descriptor check, the argument struct and what it points to) before every
+/// further access of that notification fails (G-DRV-READ-DEADLINE). A healthy
+/// read takes microseconds; one second leaves room for a loaded machine.
+pub const CALLER_MEM_BUDGET: Duration = Duration::from_secs(1);
+/// Reader threads left blocked in a caller's memory (a page nobody serves)
+/// before every further access fails at once. They end when the process that
+/// holds the page's userfaultfd dies, at the latest when COMMAND's tree is killed.
+pub const MAX_STUCK_READERS: usize = 8;
+/// Lines of the log kept (refusals, warnings, kernel BUGs, the supervisor's
+/// own notes); later lines are counted, not kept.
+pub const LOG_CAP: usize = 4096;
+/// Violations kept (kernel BUGs and warnings); later ones are counted.
+pub const VIOLATION_CAP: usize = 4096;
+/// Bytes of COMMAND's captured standard output kept; the rest is read and counted.
+pub const STDOUT_CAP: usize = 16 << 20;
+/// How long the drain of captured output waits for end-of-file once
+/// COMMAND's tree is gone (a process outside the tree may hold the pipe).
+pub const DRAIN_GRACE: Duration = Duration::from_secs(1);
+/// How long killing COMMAND's tree may take (rounds of scan, SIGKILL, reap).
+pub const KILL_BOUND: Duration = Duration::from_secs(2);
+/// What a run may take past its limit: one notification's memory budget, the
+/// kill, the drain and the device's stop, rounded up. The model's own work in
+/// the call in hand when the limit passes is on top (it does not touch COMMAND).
+pub const LIMIT_SLACK: Duration = Duration::from_secs(5);
+/// Processes attached to the device at once: the driver's
+/// `NEURON_MAX_PROCESS_PER_DEVICE` (share/neuron_driver_shared.h); one more
+/// fails `ncdev_open` with `EBUSY` (`npid_attach`, neuron_pid.c; neuron_cdev.c).
+/// Bounds the pidfds the supervisor holds.
+pub const MAX_ATTACHED: usize = 16;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -93,24 +146,40 @@ pub enum Exit {
 pub struct Outcome {
     /// How COMMAND ended.
     pub exit: Exit,
-    /// The model's log (refusals, warnings, kernel BUGs).
+    /// The log (refusals, warnings, kernel BUGs): the first [`LOG_CAP`] lines.
     pub log: Vec<LogLine>,
-    /// Every violation.
+    /// Lines of the log dropped past [`LOG_CAP`].
+    pub log_dropped: u64,
+    /// The violations: the first [`VIOLATION_CAP`].
     pub violations: Vec<Violation>,
+    /// Violations dropped past [`VIOLATION_CAP`].
+    pub violations_dropped: u64,
+    /// Kernel BUGs seen (kept or not).
+    pub kernel_bug_count: u64,
+    /// Warnings seen (kept or not).
+    pub warning_count: u64,
     /// Requests served, by name.
     pub calls: BTreeMap<&'static str, u32>,
     /// Opens of the device answered.
     pub opens: u32,
     /// Calls refused with an errno.
     pub refusals: u32,
-    /// COMMAND's standard output, when captured.
+    /// COMMAND's standard output, when captured (the first [`STDOUT_CAP`] bytes).
     pub stdout: Vec<u8>,
+    /// Bytes of captured output dropped past [`STDOUT_CAP`].
+    pub stdout_dropped: u64,
     /// Inferences the device played.
     pub played: u32,
+    /// Accesses to a caller's memory that did not finish within
+    /// [`CALLER_MEM_BUDGET`] (or were refused with [`MAX_STUCK_READERS`] held).
+    pub late_reads: u64,
+    /// Processes of COMMAND's tree (beyond COMMAND itself) still running at
+    /// the end of the run, and killed then.
+    pub killed: u32,
 }
 
 impl Outcome {
-    /// The kernel BUGs.
+    /// The kernel BUGs kept.
     pub fn kernel_bugs(&self) -> Vec<&Violation> {
         self.violations.iter().filter(|v| v.is_kernel_bug()).collect()
     }
@@ -118,7 +187,7 @@ impl Outcome {
     /// The supervisor's exit status: COMMAND's, except [`EXIT_KERNEL_BUG`]
     /// for a kernel BUG under `strict`, 128 + N for signal N, [`EXIT_TIMEOUT`].
     pub fn exit_status(&self, strict: bool) -> u8 {
-        if strict && !self.kernel_bugs().is_empty() {
+        if strict && self.kernel_bug_count > 0 {
             return EXIT_KERNEL_BUG;
         }
         match self.exit {
@@ -128,8 +197,35 @@ impl Outcome {
             Exit::KernelBug => EXIT_KERNEL_BUG,
         }
     }
-}
 
+    /// What the summary says about the caps, when something was dropped.
+    pub fn dropped_note(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.log_dropped > 0 {
+            parts.push(format!("the log kept its first {LOG_CAP} lines, {} more dropped", self.log_dropped));
+        }
+        if self.violations_dropped > 0 {
+            parts.push(format!(
+                "the violations kept their first {VIOLATION_CAP}, {} more dropped",
+                self.violations_dropped
+            ));
+        }
+        if self.stdout_dropped > 0 {
+            parts.push(format!(
+                "the captured output kept its first {STDOUT_CAP} bytes, {} more dropped",
+                self.stdout_dropped
+            ));
+        }
+        if self.late_reads > 0 {
+            parts.push(format!(
+                "{} access(es) to a caller's memory did not finish within {} ms (answered as faults)",
+                self.late_reads,
+                CALLER_MEM_BUDGET.as_millis()
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
 /// Why supervision could not run.
 #[derive(Debug)]
 pub enum DriverError {
@@ -274,53 +370,49 @@ fn recv_fd(sock: RawFd, wait: Duration) -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// The memory of process (thread) `pid`, through `process_vm_readv`/`writev`.
-struct ProcMem {
-    pid: libc::pid_t,
-}
-
-impl TargetMem for ProcMem {
-    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault> {
-        if buf.is_empty() {
-            return Ok(());
-        }
-        let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-        let remote = libc::iovec { iov_base: addr as usize as *mut libc::c_void, iov_len: buf.len() };
-        // SAFETY: `local` is our live buffer of that length; the remote range is
-        // the kernel's to check (a bad one fails, it is never dereferenced here).
-        let n = unsafe { libc::process_vm_readv(self.pid, &local, 1, &remote, 1, 0) };
-        if n == buf.len() as isize {
-            Ok(())
-        } else {
-            Err(MemFault)
-        }
+/// `process_vm_readv` of `buf.len()` bytes at `addr` in thread `tid` (may
+/// block for as long as the caller's page is not there: run it on a [`Reader`]).
+fn vm_read(tid: u32, addr: u64, buf: &mut [u8]) -> Result<(), MemFault> {
+    if buf.is_empty() {
+        return Ok(());
     }
-
-    fn write(&mut self, addr: u64, buf: &[u8]) -> Result<(), MemFault> {
-        if buf.is_empty() {
-            return Ok(());
-        }
-        let local = libc::iovec { iov_base: buf.as_ptr().cast_mut().cast(), iov_len: buf.len() };
-        let remote = libc::iovec { iov_base: addr as usize as *mut libc::c_void, iov_len: buf.len() };
-        // SAFETY: as in `read`; `local` is only read by the kernel.
-        let n = unsafe { libc::process_vm_writev(self.pid, &local, 1, &remote, 1, 0) };
-        if n == buf.len() as isize {
-            Ok(())
-        } else {
-            Err(MemFault)
-        }
+    let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    let remote = libc::iovec { iov_base: addr as usize as *mut libc::c_void, iov_len: buf.len() };
+    // SAFETY: `local` is our live buffer of that length; the remote range is
+    // the kernel's to check (a bad one fails, it is never dereferenced here).
+    let n = unsafe { libc::process_vm_readv(tid as libc::pid_t, &local, 1, &remote, 1, 0) };
+    if n == buf.len() as isize {
+        Ok(())
+    } else {
+        Err(MemFault)
     }
 }
 
-/// A NUL-terminated path at `addr` in `mem` (at most 4096 bytes), read page by page.
-fn read_path(mem: &mut ProcMem, addr: u64) -> Option<Vec<u8>> {
+/// `process_vm_writev` of `buf` at `addr` in thread `tid` (as [`vm_read`]).
+fn vm_write(tid: u32, addr: u64, buf: &[u8]) -> Result<(), MemFault> {
+    if buf.is_empty() {
+        return Ok(());
+    }
+    let local = libc::iovec { iov_base: buf.as_ptr().cast_mut().cast(), iov_len: buf.len() };
+    let remote = libc::iovec { iov_base: addr as usize as *mut libc::c_void, iov_len: buf.len() };
+    // SAFETY: as in `vm_read`; `local` is only read by the kernel.
+    let n = unsafe { libc::process_vm_writev(tid as libc::pid_t, &local, 1, &remote, 1, 0) };
+    if n == buf.len() as isize {
+        Ok(())
+    } else {
+        Err(MemFault)
+    }
+}
+
+/// A NUL-terminated path at `addr` in thread `tid` (at most 4096 bytes), read page by page.
+fn read_path(tid: u32, addr: u64) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     let mut at = addr;
     while out.len() < 4096 {
         let page_left = 4096 - (at % 4096) as usize;
         let n = page_left.min(4096 - out.len());
         let mut buf = vec![0u8; n];
-        mem.read(at, &mut buf).ok()?;
+        vm_read(tid, at, &mut buf).ok()?;
         if let Some(z) = buf.iter().position(|b| *b == 0) {
             out.extend_from_slice(buf.get(..z)?);
             return Some(out);
@@ -331,12 +423,455 @@ fn read_path(mem: &mut ProcMem, addr: u64) -> Option<Vec<u8>> {
     None
 }
 
-/// The thread group of thread `tid`.
-fn tgid_of(tid: u32) -> u32 {
+/// Whether descriptor `fd` of thread `tid` is the device file (device, inode).
+/// The stat follows the descriptor to its file, which may be one COMMAND
+/// serves itself (FUSE): run it on a [`Reader`].
+fn is_device_fd(tid: u32, fd: i32, dev: (u64, u64)) -> bool {
+    fd >= 0 && std::fs::metadata(format!("/proc/{tid}/fd/{fd}")).is_ok_and(|m| (m.dev(), m.ino()) == dev)
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A thread that runs one job (an access to a caller's memory) at a time.
+struct Worker {
+    jobs: mpsc::Sender<Job>,
+    thread: JoinHandle<()>,
+}
+
+impl Worker {
+    fn spawn() -> Option<Worker> {
+        let (jobs, rx) = mpsc::channel::<Job>();
+        let thread = std::thread::Builder::new()
+            .name("nrt-sim-reader".into())
+            .spawn(move || {
+                while let Ok(job) = rx.recv() {
+                    job();
+                }
+            })
+            .ok()?;
+        Some(Worker { jobs, thread })
+    }
+}
+
+/// Runs the accesses to a caller's memory with a deadline: a job that does not
+/// finish in time leaves its worker behind (blocked in the kernel on the
+/// caller's page; it ends when that page comes in or its userfaultfd is
+/// closed) and the next job gets a fresh worker. At most
+/// [`MAX_STUCK_READERS`] are left behind; past that, every job fails at once.
+#[derive(Default)]
+struct Reader {
+    idle: Option<Worker>,
+    stuck: Vec<JoinHandle<()>>,
+    late: u64,
+}
+
+impl Reader {
+    /// `f`'s result, or `None` when it did not finish by `deadline` (or could not start).
+    fn run<T: Send + 'static>(&mut self, deadline: Instant, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        self.stuck.retain(|t| !t.is_finished());
+        let left = deadline.saturating_duration_since(Instant::now());
+        if self.stuck.len() >= MAX_STUCK_READERS || left.is_zero() {
+            self.late = self.late.saturating_add(1);
+            return None;
+        }
+        let w = match self.idle.take() {
+            Some(w) => w,
+            None => Worker::spawn()?,
+        };
+        let (tx, rx) = mpsc::sync_channel(1);
+        let job: Job = Box::new(move || {
+            let _ = tx.send(f());
+        });
+        if w.jobs.send(job).is_err() {
+            return None;
+        }
+        match rx.recv_timeout(left) {
+            Ok(v) => {
+                self.idle = Some(w);
+                Some(v)
+            }
+            Err(_) => {
+                // Its channel closes here: the worker ends once its job returns.
+                self.stuck.push(w.thread);
+                self.late = self.late.saturating_add(1);
+                None
+            }
+        }
+    }
+
+    /// Workers still blocked in a caller's memory.
+    fn stuck(&mut self) -> usize {
+        self.stuck.retain(|t| !t.is_finished());
+        self.stuck.len()
+    }
+}
+
+/// The memory of the thread that made the call, through a [`Reader`], within
+/// the notification's deadline.
+struct ProcMem<'a> {
+    reader: &'a mut Reader,
+    tid: u32,
+    deadline: Instant,
+    /// An access did not finish in time.
+    late: bool,
+}
+
+impl TargetMem for ProcMem<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let (tid, len) = (self.tid, buf.len());
+        let got = self.reader.run(self.deadline, move || {
+            let mut v = vec![0u8; len];
+            vm_read(tid, addr, &mut v).map(|()| v)
+        });
+        match got {
+            Some(Ok(v)) if v.len() == buf.len() => {
+                buf.copy_from_slice(&v);
+                Ok(())
+            }
+            Some(_) => Err(MemFault),
+            None => {
+                self.late = true;
+                Err(MemFault)
+            }
+        }
+    }
+
+    fn write(&mut self, addr: u64, buf: &[u8]) -> Result<(), MemFault> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let (tid, v) = (self.tid, buf.to_vec());
+        match self.reader.run(self.deadline, move || vm_write(tid, addr, &v)) {
+            Some(r) => r,
+            None => {
+                self.late = true;
+                Err(MemFault)
+            }
+        }
+    }
+}
+
+/// The thread group of thread `tid` (`None`: no such thread any more).
+fn tgid_of(tid: u32) -> Option<u32> {
     std::fs::read_to_string(format!("/proc/{tid}/status"))
-        .ok()
-        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("Tgid:").and_then(|v| v.trim().parse().ok())))
-        .unwrap_or(tid)
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:").and_then(|v| v.trim().parse().ok()))
+}
+
+/// A pidfd for process `pid`.
+fn pidfd_open(pid: u32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open(2) takes a pid and flags; the result is checked.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    // SAFETY: a fresh descriptor the kernel gave this process.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// `SIGKILL` to the process of `pidfd`.
+fn pidfd_kill(pidfd: &OwnedFd) {
+    // SAFETY: a pidfd this process holds; no siginfo; a failure (it is gone) is nothing to act on.
+    unsafe {
+        libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), libc::SIGKILL, std::ptr::null::<u8>(), 0);
+    }
+}
+
+/// Whether the process of `pidfd` has exited (a pidfd polls readable then).
+fn pidfd_exited(pidfd: &OwnedFd) -> bool {
+    let mut p = libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd, no wait.
+    unsafe { libc::poll(&mut p, 1, 0) > 0 }
+}
+
+/// `(ppid, state)` of process `pid`, from `/proc/<pid>/stat` (after the
+/// command name's last `)`, which may itself hold spaces and parentheses).
+fn proc_stat(pid: u32) -> Option<(u32, u8)> {
+    let t = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let close = t.iter().rposition(|b| *b == b')')?;
+    let rest = std::str::from_utf8(t.get(close + 1..)?).ok()?;
+    let mut f = rest.split_whitespace();
+    let state = *f.next()?.as_bytes().first()?;
+    let ppid = f.next()?.parse().ok()?;
+    Some((ppid, state))
+}
+
+/// Every process now: `(pid, ppid, state)`.
+fn all_processes() -> Vec<(u32, u32, u8)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| proc_stat(pid).map(|(ppid, st)| (pid, ppid, st)))
+        .collect()
+}
+
+/// COMMAND's tree: every descendant of this process (a child subreaper: the
+/// orphans of the tree are our children) except the subtrees of the children
+/// this process had before COMMAND started.
+#[derive(Clone, Debug)]
+struct Tree {
+    me: u32,
+    root: u32,
+    others: BTreeSet<u32>,
+    /// Every pid signalled, by any clone of this tree (the watchdog's too).
+    hit: Arc<Mutex<BTreeSet<u32>>>,
+}
+
+impl Tree {
+    /// The tree's processes now: `(pid, ppid, state)`.
+    fn members(&self) -> Vec<(u32, u32, u8)> {
+        let all = all_processes();
+        let mut kids: BTreeMap<u32, Vec<(u32, u32, u8)>> = BTreeMap::new();
+        for p in &all {
+            kids.entry(p.1).or_default().push(*p);
+        }
+        let mut out = Vec::new();
+        let mut todo = vec![self.me];
+        // Bounded by the processes listed: each is visited once (a pid is one node).
+        let mut seen = BTreeSet::new();
+        while let Some(parent) = todo.pop() {
+            for &(pid, ppid, st) in kids.get(&parent).map(Vec::as_slice).unwrap_or(&[]) {
+                if (parent == self.me && self.others.contains(&pid)) || !seen.insert(pid) {
+                    continue;
+                }
+                out.push((pid, ppid, st));
+                todo.push(pid);
+            }
+        }
+        out
+    }
+
+    /// `SIGKILL` to every live member, each through a pidfd opened first and
+    /// its parent checked after (a pid reused meanwhile is not signalled).
+    /// Returns the pids signalled.
+    fn signal(&self, members: &[(u32, u32, u8)]) -> Vec<u32> {
+        let set: BTreeSet<u32> = members.iter().map(|m| m.0).chain([self.me]).collect();
+        let mut hit = Vec::new();
+        for &(pid, _, st) in members {
+            if st == b'Z' || st == b'X' {
+                continue;
+            }
+            let Some(fd) = pidfd_open(pid) else { continue };
+            if proc_stat(pid).is_some_and(|(ppid, _)| set.contains(&ppid)) {
+                pidfd_kill(&fd);
+                hit.push(pid);
+            }
+        }
+        self.hit.lock().unwrap_or_else(|e| e.into_inner()).extend(hit.iter().copied());
+        hit
+    }
+
+    /// The processes other than COMMAND that were signalled (by the end of the run or the watchdog).
+    fn killed(&self) -> u32 {
+        let hit = self.hit.lock().unwrap_or_else(|e| e.into_inner());
+        u32::try_from(hit.iter().filter(|p| **p != self.root).count()).unwrap_or(u32::MAX)
+    }
+}
+
+/// `waitpid(pid, WNOHANG)`: the raw status once `pid` (a child of ours) has
+/// ended, `Err(())` when it is not our child (any more).
+fn try_reap(pid: u32) -> Result<Option<i32>, ()> {
+    let mut st = 0;
+    // SAFETY: waitpid on a pid with a valid status pointer; WNOHANG never blocks.
+    let rc = unsafe { libc::waitpid(pid as libc::pid_t, &mut st, libc::WNOHANG) };
+    match rc {
+        0 => Ok(None),
+        r if r == pid as libc::pid_t => Ok(Some(st)),
+        _ => Err(()),
+    }
+}
+
+/// COMMAND's tree as the supervisor tracks it: the root's status once reaped.
+struct TreeKeeper {
+    tree: Tree,
+    root_status: Option<i32>,
+    root_gone: bool,
+}
+
+impl TreeKeeper {
+    /// Whether COMMAND itself has ended (its status is then in `root_status`).
+    fn root_ended(&mut self) -> bool {
+        if !self.root_gone {
+            match try_reap(self.tree.root) {
+                Ok(Some(st)) => {
+                    self.root_status = Some(st);
+                    self.root_gone = true;
+                }
+                Ok(None) => {}
+                Err(()) => self.root_gone = true,
+            }
+        }
+        self.root_gone
+    }
+
+    /// Kill every process of the tree and reap those that are our children,
+    /// in rounds, until none is left or [`KILL_BOUND`] passes.
+    fn kill_and_reap(&mut self) {
+        let until = Instant::now() + KILL_BOUND;
+        loop {
+            let members = self.tree.members();
+            for &(pid, ppid, _) in &members {
+                if ppid == self.tree.me {
+                    if pid == self.tree.root {
+                        self.root_ended();
+                    } else {
+                        let _ = try_reap(pid);
+                    }
+                }
+            }
+            if members.is_empty() {
+                // COMMAND itself may have been reaped by nobody yet (no /proc entry race).
+                self.root_ended();
+                return;
+            }
+            self.tree.signal(&members);
+            if Instant::now() >= until {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+/// Kills COMMAND's tree when the limit passes, whatever the supervisor's loop is doing.
+struct Watchdog {
+    done: Arc<(Mutex<bool>, Condvar)>,
+    fired: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Watchdog {
+    fn start(limit: Duration, tree: Tree) -> Watchdog {
+        let done = Arc::new((Mutex::new(false), Condvar::new()));
+        let fired = Arc::new(AtomicBool::new(false));
+        let (d, f) = (Arc::clone(&done), Arc::clone(&fired));
+        let thread = std::thread::Builder::new()
+            .name("nrt-sim-limit".into())
+            .spawn(move || {
+                let until = Instant::now() + limit;
+                let (m, cv) = &*d;
+                let mut stop = m.lock().unwrap_or_else(|e| e.into_inner());
+                while !*stop {
+                    let left = until.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        f.store(true, Ordering::SeqCst);
+                        drop(stop);
+                        // Signal only (the loop reaps), in rounds, until the loop is back or the bound passes.
+                        let bound = Instant::now() + KILL_BOUND;
+                        while !*m.lock().unwrap_or_else(|e| e.into_inner()) && Instant::now() < bound {
+                            let members = tree.members();
+                            tree.signal(&members);
+                            std::thread::sleep(Duration::from_millis(10));
+                        }
+                        return;
+                    }
+                    stop = cv.wait_timeout(stop, left).unwrap_or_else(|e| e.into_inner()).0;
+                }
+            })
+            .ok();
+        Watchdog { done, fired, thread }
+    }
+
+    fn fired(&self) -> bool {
+        self.fired.load(Ordering::SeqCst)
+    }
+
+    fn stop(&mut self) {
+        let (m, cv) = &*self.done;
+        *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        cv.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// What the drain of captured output read.
+#[derive(Default)]
+struct Captured {
+    bytes: Vec<u8>,
+    dropped: u64,
+}
+
+/// COMMAND's captured standard output, read on a thread (a full pipe must not
+/// block COMMAND) that stops at end-of-file or when told to.
+struct Drain {
+    got: Arc<Mutex<Captured>>,
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<()>,
+}
+
+impl Drain {
+    fn start(mut out: ChildStdout) -> Option<Drain> {
+        let got = Arc::new(Mutex::new(Captured::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (g, s) = (Arc::clone(&got), Arc::clone(&stop));
+        let thread = std::thread::Builder::new()
+            .name("nrt-sim-stdout".into())
+            .spawn(move || {
+                let mut buf = vec![0u8; 64 << 10];
+                while !s.load(Ordering::Acquire) {
+                    let mut p = libc::pollfd { fd: out.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+                    // SAFETY: one valid pollfd.
+                    let rc = unsafe { libc::poll(&mut p, 1, 20) };
+                    if rc <= 0 {
+                        continue;
+                    }
+                    match out.read(&mut buf) {
+                        Ok(0) => return,
+                        Ok(n) => {
+                            let mut c = g.lock().unwrap_or_else(|e| e.into_inner());
+                            let room = STDOUT_CAP.saturating_sub(c.bytes.len()).min(n);
+                            c.bytes.extend_from_slice(buf.get(..room).unwrap_or_default());
+                            c.dropped = c.dropped.saturating_add((n - room) as u64);
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(_) => return,
+                    }
+                }
+            })
+            .ok()?;
+        Some(Drain { got, stop, thread })
+    }
+
+    /// Wait up to `grace` for end-of-file, then stop; what was read.
+    fn finish(self, grace: Duration) -> Captured {
+        let until = Instant::now() + grace;
+        while !self.thread.is_finished() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.stop.store(true, Ordering::Release);
+        let _ = self.thread.join();
+        std::mem::take(&mut *self.got.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// At most `cap` items kept, the rest counted.
+#[derive(Debug)]
+struct Capped<T> {
+    kept: Vec<T>,
+    dropped: u64,
+    cap: usize,
+}
+
+impl<T> Capped<T> {
+    fn new(cap: usize) -> Capped<T> {
+        Capped { kept: Vec::new(), dropped: 0, cap }
+    }
+
+    fn push(&mut self, v: T) {
+        if self.kept.len() < self.cap {
+            self.kept.push(v);
+        } else {
+            self.dropped = self.dropped.saturating_add(1);
+        }
+    }
 }
 
 struct Listener {
@@ -408,50 +943,110 @@ fn neuron_index(path: &[u8]) -> Option<u32> {
     std::str::from_utf8(rest).ok()?.parse().ok()
 }
 
+/// The process that made a call, resolved for this notification only.
+struct Caller {
+    tgid: u32,
+    pidfd: OwnedFd,
+}
+
 struct Session<'a> {
     cfg: &'a DriverConfig,
     model: Model,
     listener: Listener,
     dev: (u64, u64),
     memfd: RawFd,
-    tgids: BTreeMap<u32, u32>,
+    reader: Reader,
+    /// The processes attached to the device (opened it), each with a pidfd
+    /// that polls readable when it exits.
+    openers: BTreeMap<u32, OwnedFd>,
+    log: Capped<LogLine>,
+    violations: Capped<Violation>,
+    kernel_bugs: u64,
+    warnings: u64,
+    /// Opens of the device answered.
+    opens: u32,
+    /// A kernel BUG under `--strict`: the caller was killed, the run ends.
     bug_pid: Option<u32>,
 }
 
 impl Session<'_> {
-    fn tgid(&mut self, tid: u32) -> u32 {
-        *self.tgids.entry(tid).or_insert_with(|| tgid_of(tid))
-    }
-
-    fn echo(&self, from: usize) {
-        if self.cfg.echo {
-            for l in self.model.log.iter().skip(from) {
-                eprintln!("nrt-sim driver: pid {}: {}: {}", l.pid, l.request, l.text);
-            }
+    /// Resolve the thread that made notification `n` to its process, hold a
+    /// pidfd on it, then check the notification is still live: the thread is
+    /// still blocked in that call, so the pidfd is its process's (a thread id
+    /// reused by another process meanwhile fails the check). `Err(true)`: the
+    /// notification is live but its process could not be resolved.
+    fn caller(&self, n: &libc::seccomp_notif) -> Result<Caller, bool> {
+        let resolved = tgid_of(n.pid).and_then(|tgid| Some(Caller { tgid, pidfd: pidfd_open(tgid)? }));
+        let live = self.listener.valid(n.id);
+        match resolved {
+            Some(c) if live => Ok(c),
+            _ => Err(live),
         }
     }
 
+    /// The process `tgid` that opened the device has exited if its pidfd says
+    /// so (its pid may now be another process's, which must not inherit it).
+    fn check_gone(&mut self, tgid: u32) {
+        if self.openers.get(&tgid).is_some_and(pidfd_exited) {
+            self.process_gone(tgid);
+        }
+    }
+
+    /// A process of COMMAND's tree that opened the device is gone: its exit
+    /// was seen through its pidfd (in the loop, or before a call from a
+    /// process that now has its pid), or the run is ending with the tree
+    /// killed. This is the one place that knows it: the driver's release of
+    /// what that process held belongs here.
+    fn process_gone(&mut self, tgid: u32) {
+        if self.openers.remove(&tgid).is_some() {
+            // The driver detaches a process at its last close (ncdev_release,
+            // neuron_cdev.c); close is not trapped, so its exit stands for it.
+            self.model.close(tgid);
+        }
+    }
+
+    /// Move the model's new log lines and violations into the capped ones
+    /// (echoing them with `--verbose`): the model's own lists stay empty.
+    fn absorb(&mut self) {
+        for l in self.model.log.drain(..) {
+            if self.cfg.echo {
+                eprintln!("nrt-sim driver: pid {}: {}: {}", l.pid, l.request, l.text);
+            }
+            self.log.push(l);
+        }
+        for v in self.model.violations.drain(..) {
+            if v.is_kernel_bug() {
+                self.kernel_bugs = self.kernel_bugs.saturating_add(1);
+            } else {
+                self.warnings = self.warnings.saturating_add(1);
+            }
+            self.violations.push(v);
+        }
+    }
+
+    /// A line of the supervisor's own (kept in the capped log, echoed with `--verbose`).
+    fn note(&mut self, pid: u32, request: &'static str, text: String) {
+        if self.cfg.echo {
+            eprintln!("nrt-sim driver: pid {pid}: {request}: {text}");
+        }
+        self.log.push(LogLine { pid, request, text });
+    }
+
     fn handle(&mut self, n: &libc::seccomp_notif) {
+        let deadline = Instant::now() + CALLER_MEM_BUDGET;
         let nr = i64::from(n.data.nr);
         let args = n.data.args;
-        let mut mem = ProcMem { pid: n.pid as libc::pid_t };
+        let tid = n.pid;
         if nr == libc::SYS_openat || nr == libc::SYS_open {
             let (path_ptr, flags) = if nr == libc::SYS_openat { (args[1], args[2]) } else { (args[0], args[1]) };
-            let Some(path) = read_path(&mut mem, path_ptr) else {
+            // Not read (a fault, or not in time): the kernel opens it natively,
+            // reading the path in the caller (which then waits on its own page).
+            let Some(path) = self.reader.run(deadline, move || read_path(tid, path_ptr)).flatten() else {
                 return self.listener.cont(n.id);
             };
             // Absolute /dev/neuron<N> only (G-DRV-OPEN).
             match neuron_index(&path) {
-                Some(0) => {
-                    let cloexec = flags & libc::O_CLOEXEC as u64 != 0;
-                    match self.listener.add_fd(n.id, self.memfd, cloexec) {
-                        Ok(_) => {
-                            let pid = self.tgid(n.pid);
-                            self.model.open(pid);
-                        }
-                        Err(e) => self.listener.respond(n.id, 0, e, 0),
-                    }
-                }
+                Some(0) => self.open_device(n, flags),
                 Some(_) => self.listener.respond(n.id, 0, libc::ENOENT, 0),
                 None => self.listener.cont(n.id),
             }
@@ -461,18 +1056,27 @@ impl Session<'_> {
             return self.listener.cont(n.id);
         }
         let fd = args[0] as i32;
-        let ours = fd >= 0
-            && std::fs::metadata(format!("/proc/{}/fd/{fd}", n.pid)).is_ok_and(|m| (m.dev(), m.ino()) == self.dev);
-        if !ours {
+        let dev = self.dev;
+        if !self.reader.run(deadline, move || is_device_fd(tid, fd, dev)).unwrap_or(false) {
             return self.listener.cont(n.id);
         }
+        let caller = match self.caller(n) {
+            Ok(c) => c,
+            Err(true) => return self.listener.respond(n.id, 0, libc::ESRCH, 0),
+            Err(false) => return,
+        };
+        self.check_gone(caller.tgid);
+        let pid = caller.tgid;
         let code = args[1] as u32;
         let ptr = args[2];
-        let pid = self.tgid(n.pid);
         let size = model::arg_size(code).unwrap_or(0);
         let mut arg = vec![0u8; size];
-        let from = self.model.log.len();
+        let mut mem = ProcMem { reader: &mut self.reader, tid, deadline, late: false };
         if mem.read(ptr, &mut arg).is_err() {
+            let late = mem.late;
+            if late {
+                self.note_late(pid, code);
+            }
             // The driver's copy_from_user failure, answered EFAULT (G-DRV-EFAULT).
             self.listener.respond(n.id, 0, libc::EFAULT, 0);
             return;
@@ -484,23 +1088,28 @@ impl Session<'_> {
         }
         let before = arg.clone();
         let answer = self.model.handle(pid, code, &mut arg, &mut mem);
-        if arg != before && mem.write(ptr, &arg).is_err() {
+        let wrote = arg == before || mem.write(ptr, &arg).is_ok();
+        let late = mem.late;
+        self.absorb();
+        if late {
+            self.note_late(pid, code);
+        }
+        if !wrote {
             self.listener.respond(n.id, 0, libc::EFAULT, 0);
             return;
         }
-        self.echo(from);
         match answer {
             Ok(v) => self.listener.respond(n.id, v, 0, 0),
             Err(Refusal::Errno(e)) => self.listener.respond(n.id, 0, e.0, 0),
             Err(Refusal::KernelBug(v)) => {
-                eprintln!("nrt-sim driver: {v}");
+                eprintln!("nrt-sim driver: pid {pid}: {v}");
                 if self.cfg.strict {
-                    // The real kernel oopses in the caller: it never returns (G-DRV-BUG-MODE).
+                    // The real kernel oopses in the caller: it never returns
+                    // (G-DRV-BUG-MODE). The process that made the call is killed
+                    // through the pidfd resolved for this call; the run then ends
+                    // and the rest of the tree follows.
                     self.bug_pid = Some(pid);
-                    // SAFETY: kill(2) on a process of our own supervised tree.
-                    unsafe {
-                        libc::kill(pid as libc::pid_t, libc::SIGKILL);
-                    }
+                    pidfd_kill(&caller.pidfd);
                     self.listener.respond(n.id, 0, libc::EIO, 0);
                 } else {
                     self.listener.respond(n.id, 0, 0, 0);
@@ -508,9 +1117,102 @@ impl Session<'_> {
             }
         }
     }
+
+    fn note_late(&mut self, pid: u32, code: u32) {
+        let name = nrt_abi::ioctl::request_name(code).unwrap_or("NEURON_IOCTL_(unknown)");
+        self.note(
+            pid,
+            name,
+            format!(
+                "EFAULT: the caller's memory was not read within {} ms (a page nobody serves?)",
+                CALLER_MEM_BUDGET.as_millis()
+            ),
+        );
+    }
+
+    /// `open("/dev/neuron0")`: a descriptor of the device memfd for the caller,
+    /// which is attached (EBUSY past [`MAX_ATTACHED`] processes, as the driver).
+    fn open_device(&mut self, n: &libc::seccomp_notif, flags: u64) {
+        let caller = match self.caller(n) {
+            Ok(c) => c,
+            Err(true) => return self.listener.respond(n.id, 0, libc::ESRCH, 0),
+            Err(false) => return,
+        };
+        self.check_gone(caller.tgid);
+        let pid = caller.tgid;
+        if !self.openers.contains_key(&pid) && self.openers.len() >= MAX_ATTACHED {
+            self.note(
+                pid,
+                "open",
+                format!("EBUSY: {MAX_ATTACHED} processes hold {DEVICE_PATH} (npid_attach, neuron_pid.c)"),
+            );
+            return self.listener.respond(n.id, 0, libc::EBUSY, 0);
+        }
+        let cloexec = flags & libc::O_CLOEXEC as u64 != 0;
+        match self.listener.add_fd(n.id, self.memfd, cloexec) {
+            Ok(_) => {
+                self.model.open(pid);
+                self.opens = self.opens.saturating_add(1);
+                self.openers.entry(pid).or_insert(caller.pidfd);
+                self.absorb();
+            }
+            Err(e) => self.listener.respond(n.id, 0, e, 0),
+        }
+    }
+
+    /// Poll the listener and every opener's pidfd for up to `ms`: note the
+    /// openers gone, serve one notification.
+    fn step(&mut self, ms: i32) {
+        let mut fds = vec![libc::pollfd { fd: self.listener.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
+        let pids: Vec<u32> = self.openers.keys().copied().collect();
+        fds.extend(self.openers.values().map(|f| libc::pollfd { fd: f.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
+        // SAFETY: a valid array of `fds.len()` pollfds (at most 1 + MAX_ATTACHED).
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if rc <= 0 {
+            return;
+        }
+        for (pid, f) in pids.iter().zip(fds.iter().skip(1)) {
+            if f.revents != 0 {
+                self.process_gone(*pid);
+            }
+        }
+        let l = fds.first().map_or(0, |f| f.revents);
+        if l & libc::POLLIN != 0 {
+            if let Ok(n) = self.listener.recv() {
+                self.handle(&n);
+            }
+        } else if l & (libc::POLLHUP | libc::POLLERR) != 0 {
+            // No task left under the filter: wait for COMMAND's exit.
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// The children this process has now (their subtrees are not COMMAND's).
+fn children_of(me: u32) -> BTreeSet<u32> {
+    all_processes().into_iter().filter(|p| p.1 == me).map(|p| p.0).collect()
+}
+
+/// Make this process a child subreaper; its previous setting, to restore.
+fn become_subreaper() -> Result<libc::c_int, DriverError> {
+    let mut was: libc::c_int = 0;
+    // SAFETY: PR_GET_CHILD_SUBREAPER writes one int through the pointer.
+    unsafe {
+        libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut was as *mut libc::c_int);
+    }
+    // SAFETY: PR_SET_CHILD_SUBREAPER takes an integer flag.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong) } != 0 {
+        return Err(DriverError::Spawn(format!("prctl(PR_SET_CHILD_SUBREAPER): {}", std::io::Error::last_os_error())));
+    }
+    Ok(was)
 }
 
 /// Run COMMAND under the driver model (see the module docs).
+///
+/// The calling process is a child subreaper for the run (its previous setting
+/// restored after), and COMMAND dies with the calling thread
+/// (`PR_SET_PDEATHSIG`): call it from a thread that lives until it returns.
+/// Children the process had before the call are left alone.
 pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
     if let Some(why) = user_notif_unavailable() {
         return Err(DriverError::Seccomp(why));
@@ -520,7 +1222,7 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
     };
     let filter = filter_program().map_err(DriverError::Seccomp)?;
     let engine = DeviceEngine::start(&cfg.sim).map_err(DriverError::Device)?;
-    let file = std::sync::Arc::clone(engine.file());
+    let file = Arc::clone(engine.file());
     let meta =
         file.file().metadata().map_err(|e| DriverError::Device(ShmError::Io { what: "fstat".into(), error: e }))?;
     let mut fds = [0 as RawFd; 2];
@@ -532,6 +1234,15 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
     // SAFETY: two fresh descriptors this process owns.
     let (parent_sock, child_sock) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     let child_raw = child_sock.as_raw_fd();
+    let me = std::process::id();
+    let others = children_of(me);
+    let was_subreaper = become_subreaper()?;
+    let restore = move || {
+        // SAFETY: PR_SET_CHILD_SUBREAPER takes an integer flag.
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, was_subreaper as libc::c_ulong);
+        }
+    };
     let mut cmd = Command::new(prog);
     cmd.args(args).stdin(Stdio::inherit()).stderr(Stdio::inherit());
     cmd.stdout(if cfg.capture_stdout { Stdio::piped() } else { Stdio::inherit() });
@@ -539,6 +1250,14 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
     // async-signal-safe system calls on stack data and the prebuilt filter.
     unsafe {
         cmd.pre_exec(move || {
+            // COMMAND dies with the supervisor; if the supervisor is already
+            // gone (before the prctl took effect), do not start at all.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() as u32 != me {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -557,85 +1276,114 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
             sent
         });
     }
-    let mut child = cmd.spawn().map_err(|e| DriverError::Spawn(format!("{}: {e}", prog.to_string_lossy())))?;
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            restore();
+            return Err(DriverError::Spawn(format!("{}: {e}", prog.to_string_lossy())));
+        }
+    };
     drop(child_sock);
-    let listener = match recv_fd(parent_sock.as_raw_fd(), Duration::from_secs(10)) {
+    // The child is reaped here with waitpid, never through `child` (whose drop
+    // neither waits nor kills).
+    let mut keeper = TreeKeeper {
+        tree: Tree { me, root: child.id(), others, hit: Arc::default() },
+        root_status: None,
+        root_gone: false,
+    };
+    let listener = match recv_fd(parent_sock.as_raw_fd(), Duration::from_secs(2)) {
         Ok(fd) => Listener { fd },
         Err(e) => {
-            let _ = child.kill();
-            let _ = child.wait();
+            keeper.kill_and_reap();
+            restore();
             return Err(DriverError::Seccomp(format!("the listener: {e}")));
         }
     };
     drop(parent_sock);
-    // Drain captured stdout on a thread (a full pipe must not block COMMAND).
-    let reader = child.stdout.take().map(|mut s| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = s.read_to_end(&mut v);
-            v
-        })
-    });
+    let drain = child.stdout.take().and_then(Drain::start);
     let mut s = Session {
         cfg,
-        model: Model::new(std::sync::Arc::clone(&file)),
+        model: Model::new(Arc::clone(&file)),
         listener,
         dev: (meta.dev(), meta.ino()),
         memfd: file.file().as_raw_fd(),
-        tgids: BTreeMap::new(),
+        reader: Reader::default(),
+        openers: BTreeMap::new(),
+        log: Capped::new(LOG_CAP),
+        violations: Capped::new(VIOLATION_CAP),
+        kernel_bugs: 0,
+        warnings: 0,
+        opens: 0,
         bug_pid: None,
     };
     let t0 = Instant::now();
+    let mut watchdog = Watchdog::start(cfg.limit, keeper.tree.clone());
     let mut timed_out = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(st)) => break Some(st),
-            Ok(None) => {}
-            Err(_) => break None,
+    let mut last_reap = Instant::now();
+    loop {
+        if keeper.root_ended() {
+            break;
         }
-        if t0.elapsed() >= cfg.limit {
+        if watchdog.fired() || t0.elapsed() >= cfg.limit {
             timed_out = true;
-            let _ = child.kill();
-            break child.wait().ok();
+            break;
         }
-        let mut pfd = libc::pollfd { fd: s.listener.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd.
-        let rc = unsafe { libc::poll(&mut pfd, 1, 20) };
-        if rc > 0 && pfd.revents & libc::POLLIN != 0 {
-            if let Ok(n) = s.listener.recv() {
-                s.handle(&n);
+        if s.bug_pid.is_some() {
+            break;
+        }
+        s.step(20);
+        // Orphans reparented to us are reaped as they end, not left as zombies.
+        if last_reap.elapsed() >= Duration::from_millis(200) {
+            last_reap = Instant::now();
+            for (pid, ppid, st) in keeper.tree.members() {
+                if ppid == me && st == b'Z' && pid != keeper.tree.root {
+                    let _ = try_reap(pid);
+                }
             }
-        } else if rc > 0 && pfd.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
-            // No task left under the filter: wait for COMMAND's exit.
-            std::thread::sleep(Duration::from_millis(5));
         }
-    };
-    let stdout = reader.and_then(|r| r.join().ok()).unwrap_or_default();
-    let opens = s.model.opens();
+    }
+    timed_out |= watchdog.fired();
+    keeper.kill_and_reap();
+    watchdog.stop();
+    restore();
+    // Every process of the tree is gone: so is every opener.
+    let gone: Vec<u32> = s.openers.keys().copied().collect();
+    for pid in gone {
+        s.process_gone(pid);
+    }
+    s.absorb();
+    let captured = drain.map(|d| d.finish(DRAIN_GRACE)).unwrap_or_default();
+    let opens = s.opens;
     let exit = if timed_out {
         Exit::TimedOut
     } else if s.bug_pid.is_some() && cfg.strict {
         Exit::KernelBug
     } else {
-        match status {
-            Some(st) => match (st.code(), st.signal()) {
-                (Some(c), _) => Exit::Code(c),
-                (None, Some(sig)) => Exit::Signal(sig),
-                _ => Exit::Code(1),
-            },
-            None => Exit::Code(1),
+        match keeper.root_status {
+            Some(st) if libc::WIFEXITED(st) => Exit::Code(libc::WEXITSTATUS(st)),
+            Some(st) if libc::WIFSIGNALED(st) => Exit::Signal(libc::WTERMSIG(st)),
+            _ => Exit::Code(1),
         }
     };
     let (played, _) = engine.stop();
+    let late_reads = s.reader.late;
+    let _still_stuck = s.reader.stuck();
     Ok(Outcome {
         exit,
-        log: std::mem::take(&mut s.model.log),
-        violations: std::mem::take(&mut s.model.violations),
+        log: std::mem::take(&mut s.log.kept),
+        log_dropped: s.log.dropped,
+        violations: std::mem::take(&mut s.violations.kept),
+        violations_dropped: s.violations.dropped,
+        kernel_bug_count: s.kernel_bugs,
+        warning_count: s.warnings,
         calls: std::mem::take(&mut s.model.calls),
         opens,
         refusals: s.model.refusals,
-        stdout,
+        stdout: captured.bytes,
+        stdout_dropped: captured.dropped,
         played,
+        late_reads,
+        killed: keeper.tree.killed(),
     })
 }
 
@@ -763,6 +1511,68 @@ mod tests {
         assert_eq!(parse_status(j), Some((NrtStatus::from_code(5), Some(2))));
         assert_eq!(parse_status(b"nothing"), None);
         assert_eq!(parse_status(&[0xFF, 0xFE]), None);
+    }
+
+    #[test]
+    fn a_job_past_its_deadline_leaves_its_worker_and_the_next_gets_a_fresh_one() {
+        let mut r = Reader::default();
+        let (release, held) = mpsc::channel::<()>();
+        let held = Arc::new(Mutex::new(held));
+        let h = Arc::clone(&held);
+        let soon = Instant::now() + Duration::from_millis(50);
+        // Blocks until released (a page nobody serves, standing in).
+        assert_eq!(r.run(soon, move || h.lock().map(|rx| rx.recv().is_ok()).unwrap_or(false)), None);
+        assert_eq!((r.late, r.stuck()), (1, 1));
+        assert_eq!(r.run(Instant::now() + Duration::from_secs(10), || 7), Some(7));
+        // Up to MAX_STUCK_READERS are left behind; then a job fails without running.
+        for _ in 1..MAX_STUCK_READERS {
+            let h = Arc::clone(&held);
+            let soon = Instant::now() + Duration::from_millis(10);
+            assert_eq!(r.run(soon, move || h.lock().map(|rx| rx.recv().is_ok()).unwrap_or(false)), None);
+        }
+        assert_eq!(r.stuck(), MAX_STUCK_READERS);
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ran);
+        assert_eq!(r.run(Instant::now() + Duration::from_secs(10), move || flag.store(true, Ordering::SeqCst)), None);
+        assert!(!ran.load(Ordering::SeqCst));
+        assert_eq!(r.late, MAX_STUCK_READERS as u64 + 1);
+        // Released, the workers end (each job takes the lock in turn); bounded wait.
+        for _ in 0..MAX_STUCK_READERS {
+            release.send(()).unwrap();
+        }
+        let t0 = Instant::now();
+        while r.stuck() > 0 && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(r.stuck(), 0);
+        assert_eq!(r.run(Instant::now() + Duration::from_secs(10), || 8), Some(8));
+    }
+
+    #[test]
+    fn a_capped_list_keeps_the_first_and_counts_the_rest() {
+        let mut c = Capped::new(3);
+        for i in 0..10 {
+            c.push(i);
+        }
+        assert_eq!((c.kept, c.dropped), (vec![0, 1, 2], 7));
+    }
+
+    #[test]
+    fn this_process_is_read_from_proc_and_its_tree_holds_its_children() {
+        let me = std::process::id();
+        let (ppid, state) = proc_stat(me).expect("/proc/self/stat");
+        assert_eq!(ppid, std::os::unix::process::parent_id());
+        assert!(b"RSD".contains(&state), "{}", state as char);
+        assert_eq!(tgid_of(me), Some(me));
+        let mut child = Command::new("sleep").arg("30").spawn().expect("sleep runs");
+        let pid = child.id();
+        let tree = Tree { me, root: pid, others: BTreeSet::new(), hit: Arc::default() };
+        assert!(tree.members().iter().any(|m| m.0 == pid && m.1 == me));
+        let others = Tree { me, root: 0, others: [pid].into(), hit: Arc::default() };
+        assert!(!others.members().iter().any(|m| m.0 == pid));
+        assert_eq!(tree.signal(&tree.members().into_iter().filter(|m| m.0 == pid).collect::<Vec<_>>()), vec![pid]);
+        let st = child.wait().expect("reaped");
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&st), Some(libc::SIGKILL));
     }
 
     #[test]
