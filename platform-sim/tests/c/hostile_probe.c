@@ -5,8 +5,9 @@
  *   uffd              a page registered with userfaultfd that nobody serves:
  *                     one thread opens a path that lies in it (and waits on
  *                     it for ever), then the main thread opens /dev/neuron0,
- *                     makes a DRIVER_INFO_GET, and one whose argument lies in
- *                     the page; exits 0;
+ *                     makes a DRIVER_INFO_GET, one whose argument lies in
+ *                     the page, a BAR_READ whose address array lies in it and
+ *                     a MEM_ALLOC_V2MT whose handle pointer does; exits 0;
  *   uffd-hold         the same page: the main thread opens a path in it and
  *                     never comes back (for --limit-s);
  *   orphans FILE END  a child and a grandchild, each after setsid(), write
@@ -47,10 +48,16 @@
 struct driver_info { uint32_t architecture, revision, version, size; uint64_t feature_flags1; };
 struct bar_rw { uint32_t bar, pad0; uint64_t address, data; uint32_t count, pad1; };
 struct queue_release { uint32_t eng_id, qid; };
+struct mem_alloc {
+    uint64_t size, align;
+    uint32_t host_memory, dram_channel, dram_region, nc_id, mem_type, pad;
+    uint64_t mem_handle_ptr;
+};
 
 #define DRIVER_INFO_GET 0x80184E6Eu
 #define BAR_READ 0x80084E0Bu
 #define DMA_QUEUE_RELEASE 0x80084E22u
+#define MEM_ALLOC_V2MT 0x80304E66u
 /* _IOR('N', 250, uint64_t): no such request (the model refuses it, EINVAL). */
 #define NO_SUCH_REQUEST 0x80084EFAu
 
@@ -122,6 +129,14 @@ static int uffd(void) {
     fflush(stdout);
     rc = xioctl(fd, DRIVER_INFO_GET, page + 64);
     printf("ioctl_arg_in_page: %d\n", rc);
+    fflush(stdout);
+    /* Pointers inside the argument: an array the model reads, a handle it writes. */
+    uint32_t v = 0;
+    struct bar_rw b = { .bar = 0, .address = (uint64_t)(uintptr_t)(page + 256), .data = (uint64_t)(uintptr_t)&v, .count = 1 };
+    printf("bar_read_addresses_in_page: %d\n", xioctl(fd, BAR_READ, &b));
+    fflush(stdout);
+    struct mem_alloc a = { .size = 4096, .host_memory = 1, .mem_handle_ptr = (uint64_t)(uintptr_t)(page + 512) };
+    printf("mem_alloc_handle_in_page: %d\n", xioctl(fd, MEM_ALLOC_V2MT, &a));
     rc = xioctl(fd, DRIVER_INFO_GET, &di);
     printf("driver_info_after: %d arch %u\n", rc, di.architecture);
     fflush(stdout);
