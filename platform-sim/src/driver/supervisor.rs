@@ -500,6 +500,7 @@ impl Reader {
     }
 
     /// Workers still blocked in a caller's memory.
+    #[cfg(test)]
     fn stuck(&mut self) -> usize {
         self.stuck.retain(|t| !t.is_finished());
         self.stuck.len()
@@ -1367,7 +1368,6 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
     };
     let (played, _) = engine.stop();
     let late_reads = s.reader.late;
-    let _still_stuck = s.reader.stuck();
     Ok(Outcome {
         exit,
         log: std::mem::take(&mut s.log.kept),
