@@ -136,7 +136,7 @@ impl std::fmt::Display for Run {
     }
 }
 
-/// `(pid, starttime)` of a process, from `/proc/<pid>/stat`.
+/// The start time (clock ticks after boot) of process `pid`, from `/proc/<pid>/stat`.
 fn starttime(pid: u32) -> Option<u64> {
     let t = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &t[t.rfind(')')? + 1..];
@@ -223,7 +223,7 @@ fn setsid_grandchildren_are_killed_on_exit_on_the_limit_and_on_a_kernel_bug() {
 fn killing_the_supervisor_ends_the_command() {
     need_user_notif!();
     let file = scratch("pid");
-    let (mut sup, o, e) = start("pid", &[], &[probe(), "pid", file.to_str().unwrap()]);
+    let (mut sup, _out, _err) = start("pid", &[], &[probe(), "pid", file.to_str().unwrap()]);
     let t0 = Instant::now();
     let pid = loop {
         if let Some(p) = std::fs::read_to_string(&file).ok().and_then(|t| t.trim().parse::<u32>().ok()) {
@@ -257,7 +257,6 @@ fn killing_the_supervisor_ends_the_command() {
             libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), libc::SIGKILL, std::ptr::null::<u8>(), 0);
         }
     }
-    let _ = (o, e);
     assert!(ended, "COMMAND (pid {pid}) ran on after the supervisor was killed");
 }
 
@@ -337,4 +336,14 @@ fn a_process_given_a_gone_openers_pid_is_not_attached() {
     let pids: Vec<&str> = r.field("pids").split_whitespace().collect();
     assert_eq!(pids.first(), pids.get(1), "the second child did not get the opener's pid: {r}");
     assert_eq!(r.field("same_pid_release"), "-13", "{r}");
+}
+
+#[test]
+fn scenario_all_fails_every_row_whose_command_hit_a_kernel_bug() {
+    need_user_notif!();
+    // COMMAND prints a healthy status, then makes a call the real kernel oopses on.
+    let r = driver("all-bug", &["--scenario", "all"], &[probe(), "bug"]);
+    assert_eq!(r.code(), Some(1), "{r}");
+    let row = r.out.lines().find(|l| l.starts_with("healthy-2core ")).unwrap_or_else(|| panic!("no row: {r}"));
+    assert!(row.contains("error: kernel BUG: NEURON_IOCTL_BAR_READ") && row.ends_with("FAIL (kernel BUG)"), "{r}");
 }

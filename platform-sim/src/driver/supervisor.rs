@@ -1003,6 +1003,7 @@ impl Session<'_> {
             // The driver detaches a process at its last close (ncdev_release,
             // neuron_cdev.c); close is not trapped, so its exit stands for it.
             self.model.close(tgid);
+            self.absorb();
         }
     }
 
@@ -1546,6 +1547,44 @@ mod tests {
         }
         assert_eq!(r.stuck(), 0);
         assert_eq!(r.run(Instant::now() + Duration::from_secs(10), || 8), Some(8));
+    }
+
+    fn outcome(exit: Exit, kernel_bug_count: u64) -> Outcome {
+        Outcome {
+            exit,
+            log: Vec::new(),
+            log_dropped: 0,
+            violations: Vec::new(),
+            violations_dropped: 0,
+            kernel_bug_count,
+            warning_count: 0,
+            calls: BTreeMap::new(),
+            opens: 0,
+            refusals: 0,
+            stdout: Vec::new(),
+            stdout_dropped: 0,
+            played: 0,
+            late_reads: 0,
+            killed: 0,
+        }
+    }
+
+    #[test]
+    fn a_kernel_bug_fails_a_strict_run_whatever_else_ended_it() {
+        // A BUG and the limit in the same moment: strict says 70, the log mode the limit.
+        assert_eq!(outcome(Exit::TimedOut, 1).exit_status(true), EXIT_KERNEL_BUG);
+        assert_eq!(outcome(Exit::TimedOut, 1).exit_status(false), EXIT_TIMEOUT);
+        assert_eq!(outcome(Exit::Code(0), 2).exit_status(true), EXIT_KERNEL_BUG);
+        assert_eq!(outcome(Exit::Code(0), 2).exit_status(false), 0);
+        assert_eq!(outcome(Exit::Code(3), 0).exit_status(true), 3);
+        assert_eq!(outcome(Exit::Code(300), 0).exit_status(true), 1);
+        assert_eq!(outcome(Exit::Signal(9), 0).exit_status(true), 137);
+        assert_eq!(outcome(Exit::KernelBug, 0).exit_status(false), EXIT_KERNEL_BUG);
+        assert_eq!(outcome(Exit::Code(0), 0).dropped_note(), None);
+        let mut o = outcome(Exit::Code(0), 0);
+        (o.log_dropped, o.stdout_dropped) = (5, 7);
+        let note = o.dropped_note().unwrap();
+        assert!(note.contains("4096 lines, 5 more dropped") && note.contains("7 more dropped"), "{note}");
     }
 
     #[test]

@@ -15,6 +15,8 @@
  *                     `exit` (exit 0), `sleep` (for ever), `bug` (a kernel
  *                     BUG: BAR_READ of an address outside BAR0);
  *   pid FILE          writes its pid to FILE and sleeps for ever;
+ *   bug               prints a healthy status, then a kernel BUG (BAR_READ of
+ *                     an address outside BAR0);
  *   flood N           N requests the model does not serve (each refused EINVAL);
  *   attach N          N children open /dev/neuron0 and hold it; once all have
  *                     answered they exit, and then this process opens it;
@@ -360,8 +362,14 @@ int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "pid") == 0) return pid_file(argv[2]);
     if (argc >= 3 && strcmp(argv[1], "flood") == 0) return flood(atol(argv[2]));
     if (argc >= 2 && strcmp(argv[1], "reuse") == 0) return reuse();
+    if (argc >= 2 && strcmp(argv[1], "bug") == 0) {
+        printf("status: 0 NRT_SUCCESS (ok)\none-step return: 0 (ok) after 1 steps\n");
+        int fd = open_device();
+        printf("bar_read_outside: %d\n", bar_read_outside(fd)); /* never, under --strict */
+        return 0;
+    }
     if (argc >= 2 && strcmp(argv[1], "reuse-pid") == 0) return reuse_pid();
     if (argc >= 3 && strcmp(argv[1], "attach") == 0) return attach(atoi(argv[2]));
-    fprintf(stderr, "usage: hostile_probe uffd | uffd-hold | orphans FILE exit|sleep|bug | pid FILE | flood N | reuse | reuse-pid | attach N\n");
+    fprintf(stderr, "usage: hostile_probe uffd | uffd-hold | orphans FILE exit|sleep|bug | pid FILE | flood N | reuse | reuse-pid | attach N | bug\n");
     return 2;
 }
