@@ -1278,6 +1278,8 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
             sent
         });
     }
+    // The limit counts from here: COMMAND's start.
+    let t0 = Instant::now();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -1318,8 +1320,7 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
         opens: 0,
         bug_pid: None,
     };
-    let t0 = Instant::now();
-    let mut watchdog = Watchdog::start(cfg.limit, keeper.tree.clone());
+    let mut watchdog = Watchdog::start(cfg.limit.saturating_sub(t0.elapsed()), keeper.tree.clone());
     let mut timed_out = false;
     let mut last_reap = Instant::now();
     loop {
