@@ -1,0 +1,159 @@
+//! A session's life after bring-up: inferences, a ring-size change, its accessors.
+
+use super::*;
+
+/// One inference's outcome.
+#[derive(Debug)]
+pub struct Inference {
+    /// The request's status.
+    pub status: NrtStatus,
+    /// The one-step return code it ended with.
+    pub step: Step,
+    /// Calls of `progress_one_step`.
+    pub steps: u64,
+    /// Harvest time, ns.
+    pub elapsed_ns: u64,
+    /// The kickoff time on the session's clock, us.
+    pub kickoff_us: u64,
+    /// The harvested request (per-core results, engine times).
+    pub request: ExecRequest,
+    /// The harvest's events.
+    pub events: Vec<Event>,
+    /// Tensor wake-ups, in order, and how many past the cap.
+    pub wakes: Wakes,
+    /// What staging did.
+    pub staging: Staging,
+    /// The first probe read that failed, if any.
+    pub probe_error: Option<String>,
+}
+
+impl Session {
+    /// Re-initialise every ring with `ring_entries` entries: a size change goes
+    /// through `NOTIFICATIONS_INIT_WITH_REALLOC_V2` with `force_alloc_mem` 1
+    /// (`driver-abi.md` point 8), and the new chunks are mapped.
+    pub fn set_ring_entries(&mut self, ring_entries: u32) -> Result<(), LinuxError> {
+        validate(self.arch, self.cores, ring_entries).map_err(|why| refused(&self.dev, "session", why))?;
+        self.nq = {
+            let mut nq = Notifications::new();
+            for core in 0..self.cores {
+                for eng in 0..ENGINES_PER_CORE {
+                    nq.set_cal(core, eng, self.nq.cal(core, eng));
+                }
+                nq.set_sync_point(core, self.nq.sync_point(core));
+            }
+            nq
+        };
+        self.bind_rings(ring_entries)
+    }
+
+    pub(super) fn dma_error(&self, step: &str, e: DmaError) -> LinuxError {
+        let kind = match e {
+            DmaError::Timeout => io::ErrorKind::TimedOut,
+            _ => io::ErrorKind::InvalidInput,
+        };
+        LinuxError::new(
+            "DMA staging",
+            self.dev.path().display().to_string(),
+            io::Error::new(kind, format!("{step}: {e}")),
+        )
+    }
+
+    /// The device node.
+    pub fn path(&self) -> &std::path::Path {
+        self.dev.path()
+    }
+    /// The device's generation (`DRIVER_INFO_GET`).
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+    /// The driver's info.
+    pub fn driver_info(&self) -> DriverInfo {
+        self.driver
+    }
+    /// The runtime versions the driver serves.
+    pub fn compatible_version(&self) -> CompatibleVersion {
+        self.compat
+    }
+    /// The device's info (BAR addresses and sizes).
+    pub fn device_info(&self) -> DeviceInfo {
+        self.info
+    }
+    /// Physical cores owned.
+    pub fn cores(&self) -> u8 {
+        self.cores
+    }
+    /// NQ ring entries.
+    pub fn ring_entries(&self) -> u32 {
+        self.ring_entries
+    }
+    /// The model's timeout, seconds.
+    pub fn timeout_s(&self) -> u32 {
+        self.timeout_s
+    }
+    /// The status of the latest inference (`None` before the first).
+    pub fn last_status(&self) -> Option<NrtStatus> {
+        self.last_status
+    }
+
+    /// Step 9: stage, kick off (the top-SP host trigger, the kickoff semaphore
+    /// of each core), harvest. A status is a result, not an error: `Err` is a
+    /// failed call.
+    pub fn run_inference(&mut self) -> Result<Inference, LinuxError> {
+        if self.closed {
+            return Err(refused(&self.dev, "inference", "the session is closed".into()));
+        }
+        let staging = self.stage()?;
+        let arch = self.arch;
+        let cores = self.cores;
+        let tensors = tensor_table().ok_or_else(|| {
+            refused(&self.dev, "session", format!("a tensor table of {} outputs", simabi::MAX_OUTPUTS))
+        })?;
+        let dev = Arc::clone(&self.dev);
+        let d = self.device.as_mut().ok_or_else(|| refused(&dev, "inference", "the session is closed".into()))?;
+        d.events.clear();
+        d.tensors = tensors;
+        d.probe_error = None;
+        set_host_trigger(d.rings.regs(), &mut Fence, simabi::xt_local_reg(arch)).map_err(|e| {
+            LinuxError::new("host trigger", dev.path().display().to_string(), io::Error::other(e.to_string()))
+        })?;
+        let kickoff_us = d.now_ns() / 1_000;
+        for c in 0..cores {
+            kickoff_infer(&mut Sema(&dev), u32::from(c), u32::from(c)).map_err(|e| {
+                LinuxError::new(
+                    ioctl::SEMAPHORE_INCREMENT.name(),
+                    dev.path().display().to_string(),
+                    io::Error::other(format!("core {c}: {e}")),
+                )
+            })?;
+        }
+        let mut req = ExecRequest::new(ExecConfig::new(arch, cores, self.timeout_s));
+        let t0 = d.now_ns();
+        let w = exec_wait_round_robin(&mut req, d, &mut self.nq, &mut AnyDelay::new(self.delay));
+        let elapsed_ns = d.now_ns().saturating_sub(t0);
+        self.last_status = Some(w.status);
+        Ok(Inference {
+            status: w.status,
+            step: w.step,
+            steps: w.steps,
+            elapsed_ns,
+            kickoff_us,
+            request: req,
+            events: std::mem::take(&mut d.events),
+            wakes: d.tensors.waker().clone(),
+            staging,
+            probe_error: d.probe_error.take().map(|e| e.to_string()),
+        })
+    }
+
+    /// Step 10: release everything in reverse order (mappings, queues, chunks,
+    /// cores) and close the device; every failed release is returned (the others
+    /// are still made).
+    pub fn close(mut self) -> Result<(), Vec<LinuxError>> {
+        let errors = self.teardown();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+}
