@@ -22,13 +22,6 @@ impl DriverBar {
     fn bar(&self) -> IoctlBar<'_> {
         IoctlBar::new(&self.dev, 0, self.base, self.size)
     }
-
-    /// The 64-bit value of two 32-bit registers, low word first.
-    pub(super) fn read64(&mut self, offset: u64) -> Result<u64, LinuxError> {
-        let lo = self.read32(offset)?;
-        let hi = self.read32(offset + 4)?;
-        Ok(u64::from(lo) | (u64::from(hi) << 32))
-    }
 }
 
 impl ErrorType for DriverBar {
@@ -95,17 +88,40 @@ pub(super) fn tensor_table() -> Option<TensorCompletions<{ simabi::MAX_OUTPUTS }
     TensorCompletions::with_waker(&vars, Wakes::default())
 }
 
-/// The device the harvest sees: the mapped rings, HEAD / INTC / probes through
-/// the BAR ioctls, `CLOCK_MONOTONIC`.
+/// Consecutive failed calls of the device file after which the harvest's
+/// device is taken for gone (G-DRV-GONE): a driver that refuses one call
+/// answers the next; a device file whose every call fails (the simulator's
+/// supervisor killed: `ENOSYS`; a device removed: `ENODEV`, `EIO`) does not.
+pub const GONE_AFTER_FAILURES: u32 = 8;
+
+/// Ring reads between two liveness calls of the device file while the
+/// harvest waits (the ring reads themselves are of mapped memory: no call
+/// would fail otherwise). A liveness call is the hint query on the simulator,
+/// `DRIVER_INFO_GET` on a real driver.
+pub const LIVENESS_EVERY: u32 = 1024;
+
+/// The device the harvest sees: the mapped rings, HEAD and INTC through the
+/// BAR ioctls, the probes from the simulator's hint query (absent on a real
+/// driver), `CLOCK_MONOTONIC`; a device file whose calls keep failing is gone
+/// (G-DRV-GONE).
 pub struct DriverDevice {
+    pub(super) dev: Arc<NeuronDevice>,
     pub(super) rings: MappedRings<DriverBar>,
     pub(super) arch: Arch,
+    /// The hint query answered at bring-up: the probes are the simulator's.
+    sim: bool,
     pub(super) clock: MonotonicClock,
     /// Events the core delivered, in order.
     pub events: Vec<Event>,
     pub(super) tensors: TensorCompletions<{ simabi::MAX_OUTPUTS }, Wakes>,
     /// The first failed probe read (the harvest goes on: a probe is advisory).
     pub probe_error: Option<LinuxError>,
+    /// Consecutive failed calls of the device file.
+    failures: u32,
+    /// Ring reads since the last liveness call.
+    reads: u32,
+    /// Why the device is gone, once it is.
+    gone: Option<String>,
 }
 
 impl core::fmt::Debug for DriverDevice {
@@ -115,10 +131,80 @@ impl core::fmt::Debug for DriverDevice {
 }
 
 impl DriverDevice {
+    /// The harvest's device over `rings` of `dev`; `sim`: the simulator's hint
+    /// query answered (its probes are read), else no probe is.
+    pub(super) fn new(
+        dev: Arc<NeuronDevice>,
+        rings: MappedRings<DriverBar>,
+        arch: Arch,
+        sim: bool,
+        clock: MonotonicClock,
+        tensors: TensorCompletions<{ simabi::MAX_OUTPUTS }, Wakes>,
+    ) -> DriverDevice {
+        DriverDevice {
+            dev,
+            rings,
+            arch,
+            sim,
+            clock,
+            events: Vec::new(),
+            tensors,
+            probe_error: None,
+            failures: 0,
+            reads: 0,
+            gone: None,
+        }
+    }
+
+    /// Start an inference: events, tensor counts and the failure count from nothing.
+    pub(super) fn restart(&mut self, tensors: TensorCompletions<{ simabi::MAX_OUTPUTS }, Wakes>) {
+        self.events.clear();
+        self.tensors = tensors;
+        self.probe_error = None;
+        self.failures = 0;
+        self.reads = 0;
+        self.gone = None;
+    }
+
+    /// Why the device file stopped answering, if it did (G-DRV-GONE).
+    pub fn gone(&self) -> Option<&str> {
+        self.gone.as_deref()
+    }
+
+    /// Count the outcome of one call of the device file.
+    fn seen<T>(&mut self, r: Result<T, LinuxError>) -> Result<T, LinuxError> {
+        match &r {
+            Ok(_) => self.failures = 0,
+            Err(e) if self.gone.is_none() => {
+                self.failures += 1;
+                if self.failures >= GONE_AFTER_FAILURES {
+                    self.gone = Some(format!(
+                        "the device at {} is gone: {} calls of the device file failed in a row, the last {e}",
+                        self.dev.path().display(),
+                        self.failures
+                    ));
+                }
+            }
+            Err(_) => {}
+        }
+        r
+    }
+
+    fn gone_error(&self, what: &'static str, core: u8) -> LinuxError {
+        let why = self.gone.clone().unwrap_or_default();
+        LinuxError::new(what, format!("core {core}"), io::Error::new(io::ErrorKind::NotConnected, why))
+    }
+
+    /// The simulator's status line `line` of `core` (`None` on a real driver:
+    /// the probe is absent, not read from BAR space).
     fn status(&mut self, line: Line, core: u8) -> Result<Option<NrtStatus>, LinuxError> {
-        let off = simabi::status_window(self.arch) + simabi::status_line_offset(line, core);
-        let v = self.rings.regs().read32(off)?;
-        Ok((v != 0).then(|| NrtStatus::from_code(v)))
+        if !self.sim {
+            return Ok(None);
+        }
+        let r = self.dev.sim_hints_call();
+        let h = self.seen(r)?;
+        let v = h.and_then(|h| h.lines.get(usize::from(core)).and_then(|l| l.get(line as usize)).copied());
+        Ok(v.filter(|v| *v != 0).map(NrtStatus::from_code))
     }
 
     fn probe(&mut self, line: Line, core: u8) -> Option<NrtStatus> {
@@ -138,10 +224,23 @@ impl ErrorType for DriverDevice {
 
 impl hal::NqRings for DriverDevice {
     fn read_slot(&mut self, core: u8, nq: u8, offset: u32, out: &mut [u8; 16]) -> Result<(), LinuxError> {
+        if self.gone.is_none() {
+            self.reads += 1;
+            if self.reads >= LIVENESS_EVERY {
+                self.reads = 0;
+                let r =
+                    if self.sim { self.dev.sim_hints_call().map(|_| ()) } else { self.dev.driver_info().map(|_| ()) };
+                let _ = self.seen(r);
+            }
+        }
+        if self.gone.is_some() {
+            return Err(self.gone_error("read ring", core));
+        }
         self.rings.read_slot(core, nq, offset, out)
     }
     fn write_head(&mut self, core: u8, nq: u8, head: u32) -> Result<(), LinuxError> {
-        self.rings.write_head(core, nq, head)
+        let r = self.rings.write_head(core, nq, head);
+        self.seen(r)
     }
 }
 
@@ -151,7 +250,8 @@ impl hal::IntcCause for DriverDevice {
             let e = io::Error::new(io::ErrorKind::InvalidInput, "no INTC cause register");
             LinuxError::new("INTC read", format!("core {core} block {block} line {line}"), e)
         })?;
-        self.rings.regs().read32(off)
+        let r = self.rings.regs().read32(off);
+        self.seen(r)
     }
 }
 
@@ -163,26 +263,39 @@ impl hal::Clock for DriverDevice {
 
 impl hal::CollectivesProxy for DriverDevice {
     fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
-        // The barrier wait is never fatal by itself: a device that stopped
-        // answering ends it.
-        match self.status(Line::BarrierFail, core) {
-            Ok(Some(s)) => return Err(s),
-            Ok(None) => {}
-            Err(e) => {
-                self.probe_error.get_or_insert(e);
-                return Err(NrtStatus::HwError);
-            }
+        // The barrier wait is never fatal by itself: a device that is gone ends it.
+        if self.gone.is_some() {
+            return Err(NrtStatus::HwError);
         }
-        let off = simabi::status_window(self.arch) + simabi::status_line_offset(Line::BarrierDone, core);
-        match self.rings.regs().read32(off) {
-            Ok(v) => Ok(v != 0),
+        if !self.sim {
+            // No collectives hook on this path: nothing to wait for.
+            return Ok(true);
+        }
+        let r = self.dev.sim_hints_call();
+        match self.seen(r) {
+            Ok(h) => {
+                let line = |l: Line| {
+                    h.and_then(|h| h.lines.get(usize::from(core)).and_then(|w| w.get(l as usize)).copied()).unwrap_or(0)
+                };
+                match line(Line::BarrierFail) {
+                    0 => Ok(line(Line::BarrierDone) != 0),
+                    s => Err(NrtStatus::from_code(s)),
+                }
+            }
             Err(e) => {
                 self.probe_error.get_or_insert(e);
-                Err(NrtStatus::HwError)
+                if self.gone.is_some() {
+                    Err(NrtStatus::HwError)
+                } else {
+                    Ok(false)
+                }
             }
         }
     }
     fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+        if self.gone.is_some() {
+            return Err(NrtStatus::HwError);
+        }
         self.probe(Line::NetproxyFail, core).map_or(Ok(true), Err)
     }
 }

@@ -28,11 +28,33 @@ pub struct Inference {
 }
 
 impl Session {
-    /// Re-initialise every ring with `ring_entries` entries: a size change goes
-    /// through `NOTIFICATIONS_INIT_WITH_REALLOC_V2` with `force_alloc_mem` 1
-    /// (`driver-abi.md` point 8), and the new chunks are mapped.
+    /// Re-initialise every ring with `ring_entries` entries.
+    ///
+    /// The same size: nothing changes. The driver would reuse each ring's chunk
+    /// and the device keeps its place in it, so the session keeps its cursors
+    /// (resetting them would read the previous inference's records again).
+    ///
+    /// A new size: every ring is unmapped first (a forced re-init frees the old
+    /// chunk at once, with no mmap reference count: neuron_nq.c `nnq_init`,
+    /// neuron_mmap.c), then re-initialised through
+    /// `NOTIFICATIONS_INIT_WITH_REALLOC_V2` with `force_alloc_mem` 1
+    /// (`driver-abi.md` point 8) and mapped, and the cursors start at the new
+    /// rings' first slot. All or nothing: a failure half-way leaves some rings
+    /// of each size, so the session is then marked unusable and every later
+    /// inference fails with the reason.
     pub fn set_ring_entries(&mut self, ring_entries: u32) -> Result<(), LinuxError> {
+        self.usable()?;
         validate(self.arch, self.cores, ring_entries).map_err(|why| refused(&self.dev, "session", why))?;
+        if ring_entries == self.ring_entries {
+            return Ok(());
+        }
+        if let Some(d) = self.device.as_mut() {
+            for core in 0..self.cores {
+                for (nq, _) in harvest_rings() {
+                    drop(d.rings.unbind(core, nq));
+                }
+            }
+        }
         self.nq = {
             let mut nq = Notifications::new();
             for core in 0..self.cores {
@@ -43,7 +65,24 @@ impl Session {
             }
             nq
         };
-        self.bind_rings(ring_entries)
+        let old = self.ring_entries;
+        self.bind_rings(ring_entries).inspect_err(|e| {
+            self.unusable = Some(format!(
+                "the resize of the NQ rings from {old} to {ring_entries} entries failed half-way ({e}); \
+                 the rings are of both sizes, so the session cannot run inferences"
+            ));
+        })
+    }
+
+    /// `Err` naming why when the session can no longer run inferences.
+    fn usable(&self) -> Result<(), LinuxError> {
+        if self.closed {
+            return Err(refused(&self.dev, "inference", "the session is closed".into()));
+        }
+        match &self.unusable {
+            Some(why) => Err(refused(&self.dev, "inference", format!("the session is unusable: {why}"))),
+            None => Ok(()),
+        }
     }
 
     pub(super) fn dma_error(&self, step: &str, e: DmaError) -> LinuxError {
@@ -99,9 +138,21 @@ impl Session {
     /// of each core), harvest. A status is a result, not an error: `Err` is a
     /// failed call.
     pub fn run_inference(&mut self) -> Result<Inference, LinuxError> {
-        if self.closed {
-            return Err(refused(&self.dev, "inference", "the session is closed".into()));
-        }
+        self.usable()?;
+        // Doorbell B: the top-SP host trigger in the top-SP's window, never a
+        // DMA engine's registers; not written where the arch's window is unknown.
+        let topsp = topsp_window(self.arch).map(|(base, _)| base).ok_or_else(|| {
+            refused(
+                &self.dev,
+                "host trigger",
+                format!(
+                    "no public address map gives the top-SP window of arch {} ({}): the host trigger is not \
+                     written and the inference is not started",
+                    self.arch.arch_type(),
+                    self.arch.name()
+                ),
+            )
+        })?;
         let staging = self.stage()?;
         let arch = self.arch;
         let cores = self.cores;
@@ -110,10 +161,8 @@ impl Session {
         })?;
         let dev = Arc::clone(&self.dev);
         let d = self.device.as_mut().ok_or_else(|| refused(&dev, "inference", "the session is closed".into()))?;
-        d.events.clear();
-        d.tensors = tensors;
-        d.probe_error = None;
-        set_host_trigger(d.rings.regs(), &mut Fence, simabi::xt_local_reg(arch)).map_err(|e| {
+        d.restart(tensors);
+        set_host_trigger(d.rings.regs(), &mut Fence, topsp).map_err(|e| {
             LinuxError::new("host trigger", dev.path().display().to_string(), io::Error::other(e.to_string()))
         })?;
         let kickoff_us = d.now_ns() / 1_000;
@@ -130,6 +179,14 @@ impl Session {
         let t0 = d.now_ns();
         let w = exec_wait_round_robin(&mut req, d, &mut self.nq, &mut AnyDelay::new(self.delay));
         let elapsed_ns = d.now_ns().saturating_sub(t0);
+        if let Some(why) = d.gone() {
+            // As the shared-memory path's G-SHM-GONE: the request is abandoned.
+            let e = io::Error::new(
+                io::ErrorKind::NotConnected,
+                format!("{why}; the harvest was abandoned after {:.1} s ({} steps)", elapsed_ns as f64 / 1e9, w.steps),
+            );
+            return Err(LinuxError::new("harvest", dev.path().display().to_string(), e));
+        }
         self.last_status = Some(w.status);
         Ok(Inference {
             status: w.status,

@@ -119,6 +119,10 @@ pub struct Staging {
 /// (`create_prings` over the TX and RX chunks), reserve, set and stage them at
 /// the queue cursors. Returns the descriptors per direction, the rings'
 /// addresses and their depth.
+/// `meta_ctrl` bit 26 of an M2S descriptor: the write barrier
+/// (udma/udma_m2m.c: `struct sdma_cme_desc_word`, `write_barrier`).
+pub const M2S_WRITE_BARRIER: u32 = 1 << 26;
+
 pub(super) fn lower_staging(
     mem: &mut ChunkMemory<'_>,
     arch: Arch,
@@ -156,7 +160,15 @@ pub(super) fn lower_staging(
     let (tx, rx) = vring.rings_mut().map_err(staging_err(dev, "rings"))?;
     let (th, rh) = (DeviceHead::caught_up(txq), DeviceHead::caught_up(rxq));
     let (rt, rr) = reserve_descriptors(txq, rxq, th, rh, n).map_err(staging_err(dev, "reserve"))?;
-    let tx_bds: Vec<Bd> = tx.image().iter().take(n as usize).copied().collect();
+    let mut tx_bds: Vec<Bd> = tx.image().iter().take(n as usize).copied().collect();
+    // The write barrier on the last data descriptor before the completion
+    // marker's, so the marker cannot land before the data (the driver's own
+    // memcpy does the same: neuron_dma.c `ndma_memcpy_chunks`, barrier type
+    // from v2/v3 `ndma_get_m2m_barrier_type_*`; udma/udma_m2m.c sets
+    // `sdma_cme_desc_word.write_barrier`, meta_ctrl bit 26).
+    if let Some(last) = a.tx.ndesc.checked_sub(1).and_then(|i| tx_bds.get_mut(i as usize)) {
+        last.meta_ctrl.set(last.meta_ctrl.get() | M2S_WRITE_BARRIER);
+    }
     let rx_bds: Vec<Bd> = rx.image().iter().take(n as usize).copied().collect();
     tx.set_descriptors(&rt, &tx_bds).map_err(staging_err(dev, "set tx"))?;
     rx.set_descriptors(&rr, &rx_bds).map_err(staging_err(dev, "set rx"))?;
@@ -222,7 +234,7 @@ impl Session {
             handle_polls,
             copy_bytes: COPY_BYTES,
             copy_verified: dst == src,
-            host_trigger: simabi::xt_local_reg(arch) + nrt_core::dma::HOST_TRIGGER_OFFSET,
+            host_trigger: host_trigger(arch).unwrap_or(0),
             events,
         })
     }
