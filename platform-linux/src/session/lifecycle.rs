@@ -141,7 +141,7 @@ impl Session {
         self.usable()?;
         // Doorbell B: the top-SP host trigger in the top-SP's window, never a
         // DMA engine's registers; not written where the arch's window is unknown.
-        let topsp = topsp_window(self.arch).map(|(base, _)| base).ok_or_else(|| {
+        let trigger = host_trigger(self.arch).ok_or_else(|| {
             refused(
                 &self.dev,
                 "host trigger",
@@ -162,9 +162,10 @@ impl Session {
         let dev = Arc::clone(&self.dev);
         let d = self.device.as_mut().ok_or_else(|| refused(&dev, "inference", "the session is closed".into()))?;
         d.restart(tensors);
-        set_host_trigger(d.rings.regs(), &mut Fence, topsp).map_err(|e| {
-            LinuxError::new("host trigger", dev.path().display().to_string(), io::Error::other(e.to_string()))
-        })?;
+        // Core's doorbell B (`set_host_trigger`: a Release fence, then 1 at the
+        // trigger), written here so that a failed BAR_WRITE keeps its errno.
+        fence(Ordering::Release);
+        d.rings.regs().write32(trigger, nrt_core::dma::doorbell::HOST_TRIGGER_VALUE)?;
         let kickoff_us = d.now_ns() / 1_000;
         for c in 0..cores {
             kickoff_infer(&mut Sema(&dev), u32::from(c), u32::from(c)).map_err(|e| {

@@ -84,7 +84,7 @@ use std::sync::Arc;
 use nrt_abi::sim::{self as simabi, Line};
 use nrt_core::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
 use nrt_core::dma::build::{append_descs, Transfer, OP_COPY};
-use nrt_core::dma::doorbell::{kickoff_infer, ring_tail_inc, set_host_trigger};
+use nrt_core::dma::doorbell::{kickoff_infer, ring_tail_inc};
 use nrt_core::dma::pring::RingBacking;
 use nrt_core::dma::queue::reserve_descriptors;
 use nrt_core::dma::{
