@@ -449,7 +449,8 @@ mod fake_driver {
                     p32(a, 4, u32::from(!known));
                 }
                 c if c == io_::MEM_GET_EXTENDED_INFO.code() => {
-                    let (off, size) = *s.chunks.get(&g64(a, 0)).ok_or(22).map_err(|_| libc::EINVAL)?;
+                    // A bad handle: +EINVAL as a positive return (neuron_cdev.c).
+                    let Some(&(off, size)) = s.chunks.get(&g64(a, 0)) else { return Ok(22) };
                     // The whole struct rewritten: mem_handle becomes a kernel pointer.
                     p64(a, 0, 0xffff_8880_0000_0000 | off);
                     p32(a, 12, 1);
