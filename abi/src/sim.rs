@@ -191,8 +191,9 @@ pub const SIM_HINTS: Ioctl<SimHints> = Ioctl::by_value(IOC_READ | IOC_WRITE, SIM
 
 /// BAR0 offset of the driver model's old status window (**sim**, G-DRV-PROBES),
 /// superseded by [`SIM_HINTS`]: on a real device this is unnamed APB space, so
-/// a host must not read it there. The offsets below are kept only until the
-/// binding has moved to the query; the model stops serving the window then.
+/// a host must not read it there, and the model no longer serves it (its words
+/// read as the plain BAR words they are). The offsets below are kept only until
+/// the binding has moved to the query.
 /// the words the shared-memory path reads from its file header, published by
 /// the model where the driver path can read them with `BAR_READ`. A real
 /// runtime learns these from its collectives proxy, the HBM ECC counters and

@@ -589,7 +589,11 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
     let mut timed_out = false;
     let status = loop {
         match child.try_wait() {
-            Ok(Some(st)) => break Some(st),
+            Ok(Some(st)) => {
+                // COMMAND is gone: what the driver's flush does for its descriptors.
+                s.model.process_gone(child.id());
+                break Some(st);
+            }
             Ok(None) => {}
             Err(_) => break None,
         }
