@@ -335,3 +335,60 @@ impl Model {
         Ok(0)
     }
 }
+
+impl Model {
+    /// `DEVICE_GET_ALL_APPS_INFO` (APPS-1, neuron_cdev.c:
+    /// `ncdev_device_get_all_apps_info`): its argument is a header followed by
+    /// `capacity` entries in the caller's memory, so the caller of the model
+    /// (the supervisor) passes the header it read and writes back the bytes
+    /// returned (the header with `size`, then `size` entries) at the
+    /// argument's address. For each process with the device open (at most 16,
+    /// while fewer than `capacity` are written; the model's order is by pid,
+    /// the driver's its attach slots): its pid; with `APP_INFO_PID_NC_LOCK_INFO`,
+    /// the cores 0..=3 whose CRWL writer it is while it holds the lock or has
+    /// readers, and their uuids; with `APP_INFO_PID_MEM_USAGE`, the bytes of
+    /// its host and device chunks. Range marks are not in it. Not dispatched
+    /// by [`Model::handle`] (the argument's address is not passed there).
+    pub fn apps_info(&mut self, pid: u32, header: &abi::AppsInfoHeader) -> (Answer, Vec<u8>) {
+        use zerocopy::IntoBytes;
+        *self.calls.entry(abi::DEVICE_GET_ALL_APPS_INFO.name()).or_insert(0) += 1;
+        let mut out = *header;
+        let mut entries: Vec<abi::AppInfo> = Vec::new();
+        let procs: Vec<u32> = self.procs.iter().filter(|(_, p)| p.opens > 0).map(|(k, _)| *k).collect();
+        for p in procs.into_iter().take(abi::MAX_PROCESS_PER_DEVICE) {
+            if entries.len() as u64 >= u64::from(header.capacity) {
+                break;
+            }
+            let mut e = abi::AppInfo {
+                pid: p as i32,
+                nc_lock_map: 0,
+                uuid_data: [[0; 32]; abi::APP_INFO_MAX_MODELS_PER_DEVICE],
+                _pad: [0; 3],
+                host_mem_size: 0,
+                device_mem_size: 0,
+            };
+            if header.apps_info_flags & abi::APP_INFO_PID_NC_LOCK_INFO != 0 {
+                for nc in 0..abi::APP_INFO_MAX_MODELS_PER_DEVICE {
+                    let l = self.crwl[nc];
+                    if l.writer_pid == p && (l.writer_acquired || l.reader_count > 0) {
+                        e.nc_lock_map |= 1 << nc;
+                        e.uuid_data[nc] = l.uuid;
+                    }
+                }
+            }
+            if header.apps_info_flags & abi::APP_INFO_PID_MEM_USAGE != 0 {
+                let (host, device) = self.chunks.usage_of(p);
+                e.host_mem_size = host;
+                e.device_mem_size = device;
+            }
+            entries.push(e);
+        }
+        out.size = entries.len() as u32;
+        let mut bytes = out.as_bytes().to_vec();
+        for e in &entries {
+            bytes.extend_from_slice(e.as_bytes());
+        }
+        let _ = pid;
+        (Ok(0), bytes)
+    }
+}

@@ -123,6 +123,12 @@ impl Chunks {
         }
     }
 
+    /// Bytes of host and of device memory in `pid`'s `MEM_ALLOC_V2MT` chunks.
+    pub fn usage_of(&self, pid: u32) -> (u64, u64) {
+        let mine = self.by_handle.values().filter(|c| c.pid == pid && c.kind == ChunkKind::User);
+        mine.fold((0, 0), |(h, d), c| if c.host { (h + c.size, d) } else { (h, d + c.size) })
+    }
+
     /// The handle of the chunk holding `[off, off + len)` of the device file,
     /// if one does: the last chunk starting at or below `off` (an interval
     /// lookup; chunks never overlap).
