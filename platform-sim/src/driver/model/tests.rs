@@ -394,6 +394,8 @@ fn errnos_are_named_in_messages() {
         (Errno::ENODEV, "ENODEV"),
         (Errno::EIO, "EIO"),
         (Errno(libc::ENOTTY), "ENOTTY"),
+        (Errno::EBUSY, "EBUSY"),
+        (Errno::EALREADY, "EALREADY"),
     ];
     for (e, name) in all {
         assert_eq!(e.name(), name);
@@ -1404,4 +1406,56 @@ fn apps1_the_attached_processes_their_locked_cores_and_memory() {
     let (hdr, rest) = abi::AppsInfoHeader::read_from_prefix(&bytes).unwrap();
     assert_eq!((hdr.size, rest.len()), (1, core::mem::size_of::<abi::AppInfo>()));
     assert_eq!(abi::AppInfo::read_from_bytes(rest).unwrap().host_mem_size, 0);
+}
+
+// ---- The rows left: DMAQ-6, QST-1/2/3, BAR-7, BARW-2, FLUSH-1 ----
+
+#[test]
+fn dmaq6_a_completion_ring_smaller_than_the_rx_count_is_einval() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (c, _) = alloc(&mut m, &mut mem, 4096);
+    // 4096 bytes hold 256 descriptors: 272 do not fit (EINVAL); 256 pass to DMAQ-10 (EPERM).
+    let mut q = abi::DmaQueueInit { tx_desc_count: 64, rx_desc_count: 272, rxc_handle: c, ..Default::default() };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
+    assert_logged(&m, "DMAQ-6");
+    let mut q = abi::DmaQueueInit { rx_desc_count: 256, ..q };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EPERM));
+    assert_logged(&m, "DMAQ-10");
+}
+
+#[test]
+fn qst1_3_queue_state_bounds_and_an_unwritable_pointer() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (tp, rp) = (mem.base + 0x200, mem.base + 0x300);
+    let mut st = abi::DmaQueueGetState { eng_id: 132, qid: 0, tx: tp, rx: rp };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_GET_STATE, &mut st, &mut mem), errno(Errno::EINVAL));
+    let mut st = abi::DmaQueueGetState { eng_id: 0, qid: 16, tx: tp, rx: rp };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_GET_STATE, &mut st, &mut mem), errno(Errno::EINVAL));
+    let mut st = abi::DmaQueueGetState { eng_id: 0, qid: 0, tx: tp, rx: 8 };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_GET_STATE, &mut st, &mut mem), Ok(48));
+    assert_logged(&m, "QST-3");
+}
+
+#[test]
+fn bar7_barw2_arrays_that_cannot_be_copied_are_positive_counts() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let head = simabi::SIM_BAR0_PA + nrt_core::arch::nq_head_register(Arch::Sunda, 0, 4).unwrap();
+    mem.put(mem.base + 0x100, &head.to_le_bytes());
+    for (code, id) in [(abi::BAR_READ.code(), "BAR-7"), (abi::BAR_WRITE.code(), "BARW-2")] {
+        let w = abi::BarRwWire { bar: 0, address: mem.base + 0x100, data: 16, count: 1, ..Default::default() };
+        let mut b = w.as_bytes().to_vec();
+        assert_eq!(m.handle(PID, code, &mut b, &mut mem), Ok(4), "{id}");
+        assert_logged(&m, id);
+    }
+}
+
+#[test]
+fn flush1_a_gone_process_s_pending_reset_is_forgotten() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut r = abi::NcReset { nc_map: 1, request_id: 0 };
+    assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(0));
+    m.process_gone(PID);
+    m.open(PID);
+    // A new process with the same pid is not refused with +1.
+    assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(0));
 }
