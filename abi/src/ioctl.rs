@@ -85,7 +85,7 @@ impl<T> Ioctl<T> {
     /// `_IOC(dir, 'N', nr, struct X)`: the few requests the header declares with
     /// the struct itself (`MEM_ALLOC_V2MT`, `DRIVER_INFO_GET`,
     /// `RESOURCE_MMAP_INFO`): the size field is the struct's.
-    const fn by_value(dir: u32, nr: u32, name: &'static str) -> Ioctl<T> {
+    pub(crate) const fn by_value(dir: u32, nr: u32, name: &'static str) -> Ioctl<T> {
         let code = ioc(dir, nr, core::mem::size_of::<T>() as u32);
         assert!(ioc_size(code) as usize == core::mem::size_of::<T>());
         Ioctl { code, name, arg: PhantomData }
@@ -159,6 +159,10 @@ plain!(
     MemGetExtendedInfo,
     MemFree,
     ResourceMmapInfo,
+    CrwlNcMap,
+    NcPidStateDump,
+    NeuronDsInfo,
+    crate::sim::SimHints,
 );
 
 /// `NEURON_IOCTL_BAR_READ` (nr 11). Its argument carries pointers: issued only
@@ -214,6 +218,60 @@ pub const NOTIFICATIONS_QUEUE_INFO: Ioctl<NotificationsQueueInfo> =
 pub const CRWL_READER_ENTER: Ioctl<Crwl> = Ioctl::pointer(IOC_WRITE, 81, "NEURON_IOCTL_CRWL_READER_ENTER");
 /// `NEURON_IOCTL_CRWL_READER_EXIT` (nr 82): give it back.
 pub const CRWL_READER_EXIT: Ioctl<Crwl> = Ioctl::pointer(IOC_WRITE, 82, "NEURON_IOCTL_CRWL_READER_EXIT");
+/// `NEURON_IOCTL_CRWL_WRITER_ENTER` (nr 83): take a core's writer lock to switch
+/// model `uuid` in. The driver waits (about 2 s) for other writers and for the
+/// old model's readers, then records this process and `uuid` as the core's
+/// writer; `EALREADY` when this process already holds that uuid
+/// (neuron_crwl.c: `ncrwl_writer_enter`).
+pub const CRWL_WRITER_ENTER: Ioctl<Crwl> = Ioctl::pointer(IOC_WRITE, 83, "NEURON_IOCTL_CRWL_WRITER_ENTER");
+/// `NEURON_IOCTL_CRWL_WRITER_DOWNGRADE` (nr 84): end the switch; the writer
+/// becomes the core's one reader (`reader_count` 1). `EINVAL` without a writer
+/// enter; `ENOENT` for another uuid or process (neuron_crwl.c:
+/// `ncrwl_writer_downgrade`).
+pub const CRWL_WRITER_DOWNGRADE: Ioctl<Crwl> = Ioctl::pointer(IOC_WRITE, 84, "NEURON_IOCTL_CRWL_WRITER_DOWNGRADE");
+/// `NEURON_IOCTL_CRWL_NC_RANGE_MARK` (nr 85, the pointer form: the 24-byte
+/// [`CrwlNcMap`]): claim `nc_count` consecutive free cores between
+/// `start_nc_index` and `end_nc_index` for this process; `EBUSY` (with
+/// `max_nc_available`, the longest free run seen) when there are none
+/// (neuron_crwl.c: `ncrwl_nc_range_mark`; neuron_cdev.c: `ncdev_crwl_nc_range_mark`).
+pub const CRWL_NC_RANGE_MARK: Ioctl<CrwlNcMap> = Ioctl::pointer(IOC_WRITE, 85, "NEURON_IOCTL_CRWL_NC_RANGE_MARK");
+/// `NEURON_IOCTL_CRWL_NC_RANGE_MARK_EXT0` (nr 85, declared with the 80-byte
+/// [`CrwlNcMapExt`]: a 512-bit bitmap). The driver tells the two forms apart by
+/// the size field.
+pub const CRWL_NC_RANGE_MARK_EXT0: Ioctl<CrwlNcMapExt> =
+    Ioctl::by_value(IOC_READ | IOC_WRITE, 85, "NEURON_IOCTL_CRWL_NC_RANGE_MARK_EXT0");
+/// `NEURON_IOCTL_CRWL_NC_RANGE_UNMARK` (nr 86): give back the cores of `bitmap`
+/// that this process marked (others are left alone); always 0 once copied in
+/// (neuron_crwl.c: `ncrwl_nc_range_unmark`).
+pub const CRWL_NC_RANGE_UNMARK: Ioctl<CrwlNcMap> = Ioctl::pointer(IOC_WRITE, 86, "NEURON_IOCTL_CRWL_NC_RANGE_UNMARK");
+/// `NEURON_IOCTL_CRWL_NC_RANGE_UNMARK_EXT0` (nr 86, declared with [`CrwlNcMapExt`]).
+pub const CRWL_NC_RANGE_UNMARK_EXT0: Ioctl<CrwlNcMapExt> =
+    Ioctl::by_value(IOC_WRITE, 86, "NEURON_IOCTL_CRWL_NC_RANGE_UNMARK_EXT0");
+/// `NEURON_IOCTL_NC_PID_STATE_DUMP` (nr 117, declared with the 16-byte struct):
+/// the query over `ncrwl_range_pids[]` (`ncrwl_nc_range_pid_get`). It does **not**
+/// return the holder's pid to the caller: the driver prints the holder's pid and
+/// task state to the kernel log and dumps its log, and returns `ENOENT` for
+/// `nc_id >= 512`, 0 when no process holds the core, else the log dump's result
+/// (neuron_cdev.c: `ncdev_nc_pid_state_dump`). The holder's pid reaches user
+/// space through [`DEVICE_GET_ALL_APPS_INFO`] (the processes that have the device
+/// open) or the kernel log.
+pub const NC_PID_STATE_DUMP: Ioctl<NcPidStateDump> =
+    Ioctl::by_value(IOC_READ | IOC_WRITE, 117, "NEURON_IOCTL_NC_PID_STATE_DUMP");
+/// `NEURON_IOCTL_DEVICE_GET_ALL_APPS_INFO` (nr 7): the processes attached to the
+/// device (at most 16), each with its pid, the cores whose CRWL writer it is
+/// (`nc_lock_map`, cores 0..=3 only) and their uuids. The argument is an
+/// [`AppsInfoHeader`] followed by `capacity` [`AppInfo`]s; the driver copies
+/// back the header and `size` entries (neuron_cdev.c: `ncdev_device_get_all_apps_info`).
+pub const DEVICE_GET_ALL_APPS_INFO: Ioctl<AppsInfoHeader> =
+    Ioctl::pointer(IOC_READ, 7, "NEURON_IOCTL_DEVICE_GET_ALL_APPS_INFO");
+/// `NEURON_IOCTL_ACQUIRE_NEURON_DS` (nr 71): `pid` 0 creates the caller's
+/// datastore ([`NEURON_DATASTORE_SIZE`] bytes) and returns its `mmap_offset` and
+/// `size`; another process's pid hands a monitor that process's datastore
+/// (neuron_cdev.c: `ncdev_acquire_neuron_ds`; neuron_ds.c: `neuron_ds_acquire_pid`).
+pub const ACQUIRE_NEURON_DS: Ioctl<NeuronDsInfo> = Ioctl::pointer(IOC_READ, 71, "NEURON_IOCTL_ACQUIRE_NEURON_DS");
+/// `NEURON_IOCTL_RELEASE_NEURON_DS` (nr 72): drop a reference to `pid`'s
+/// datastore; always 0 once copied in (neuron_ds.c: `neuron_ds_release_pid`).
+pub const RELEASE_NEURON_DS: Ioctl<NeuronDsInfo> = Ioctl::pointer(IOC_READ, 72, "NEURON_IOCTL_RELEASE_NEURON_DS");
 /// `NEURON_IOCTL_COMPATIBLE_VERSION` (nr 93): the runtime versions this driver supports.
 pub const COMPATIBLE_VERSION: Ioctl<CompatibleVersion> =
     Ioctl::pointer(IOC_WRITE, 93, "NEURON_IOCTL_COMPATIBLE_VERSION");
@@ -234,7 +292,7 @@ pub const RESOURCE_MMAP_INFO: Ioctl<ResourceMmapInfo> =
 
 /// Every request this crate names, for a dispatcher (the simulator's driver
 /// model) or a tracer: `(nr, code, name)`.
-pub const ALL_REQUESTS: [(u32, u32, &str); 28] = {
+pub const ALL_REQUESTS: [(u32, u32, &str); 39] = {
     macro_rules! r { ($($q:expr),* $(,)?) => { [$(($q.nr(), $q.code(), $q.name())),*] } }
     r!(
         DEVICE_INFO,
@@ -265,6 +323,17 @@ pub const ALL_REQUESTS: [(u32, u32, &str); 28] = {
         NC_RESET_READY,
         DRIVER_INFO_GET,
         RESOURCE_MMAP_INFO,
+        CRWL_WRITER_ENTER,
+        CRWL_WRITER_DOWNGRADE,
+        CRWL_NC_RANGE_MARK,
+        CRWL_NC_RANGE_MARK_EXT0,
+        CRWL_NC_RANGE_UNMARK,
+        CRWL_NC_RANGE_UNMARK_EXT0,
+        NC_PID_STATE_DUMP,
+        DEVICE_GET_ALL_APPS_INFO,
+        ACQUIRE_NEURON_DS,
+        RELEASE_NEURON_DS,
+        crate::sim::SIM_HINTS,
     )
 };
 
@@ -312,6 +381,24 @@ pub mod mem_type {
 /// `NEURON_NC_MAP_DEVICE`: the `nc_map` of `NC_RESET` that resets the whole device.
 pub const NC_MAP_DEVICE: u32 = 0xFFFF_FFFF;
 
+/// `NEURON_DATASTORE_SIZE` (neuron_ds.h): bytes of one process's datastore,
+/// the `size` [`ACQUIRE_NEURON_DS`] returns.
+pub const NEURON_DATASTORE_SIZE: u32 = 256 * 1024;
+/// `MAX_NC_PER_DEVICE` (neuron_device.h): the CRWL state is per core of these.
+pub const MAX_NC_PER_DEVICE: u32 = 8;
+/// `MAX_NEURON_DEVICE_COUNT` (neuron_device.h): range marks index
+/// `MAX_NEURON_DEVICE_COUNT * MAX_NC_PER_DEVICE` cores over every device.
+pub const MAX_NEURON_DEVICE_COUNT: u32 = 64;
+/// `NEURON_MAX_PROCESS_PER_DEVICE` (share/neuron_driver_shared.h): the
+/// attached-process table, and so [`DEVICE_GET_ALL_APPS_INFO`]'s entries.
+pub const MAX_PROCESS_PER_DEVICE: usize = 16;
+/// `APP_INFO_MAX_MODELS_PER_DEVICE`: the uuids an [`AppInfo`] holds (cores 0..=3).
+pub const APP_INFO_MAX_MODELS_PER_DEVICE: usize = 4;
+/// `APP_INFO_PID_NC_LOCK_INFO`: ask [`DEVICE_GET_ALL_APPS_INFO`] for `nc_lock_map` and uuids.
+pub const APP_INFO_PID_NC_LOCK_INFO: u16 = 1;
+/// `APP_INFO_PID_MEM_USAGE`: ask for each process's memory use.
+pub const APP_INFO_PID_MEM_USAGE: u16 = 1 << 1;
+
 /// `NEURON_IOCTL_MAX_CONNECTED_DEVICES`.
 pub const MAX_CONNECTED_DEVICES: usize = 8;
 /// `NEURON_MAX_BARS`.
@@ -345,6 +432,12 @@ const _: () = assert!(core::mem::size_of::<NotificationsInitWithReallocV2>() == 
 const _: () = assert!(core::mem::size_of::<NotificationsQueueInfo>() == 12);
 const _: () = assert!(core::mem::size_of::<ResourceMmapInfo>() == 32);
 const _: () = assert!(core::mem::size_of::<BarRwWire>() == 32);
+const _: () = assert!(core::mem::size_of::<CrwlNcMap>() == 24);
+const _: () = assert!(core::mem::size_of::<CrwlNcMapExt>() == 80);
+const _: () = assert!(core::mem::size_of::<NcPidStateDump>() == 16);
+const _: () = assert!(core::mem::size_of::<NeuronDsInfo>() == 24);
+const _: () = assert!(core::mem::size_of::<AppsInfoHeader>() == 16);
+const _: () = assert!(core::mem::size_of::<AppInfo>() == 152);
 
 /// `struct neuron_ioctl_semaphore` (and `neuron_ioctl_event`, the same layout).
 #[repr(C)]
@@ -500,6 +593,106 @@ pub struct Crwl {
     pub nc_id: u32,
     /// Model identifier (`struct neuron_uuid`, 32 bytes).
     pub uuid: [u8; 32],
+}
+
+/// `struct neuron_ioctl_crwl_nc_map` (`CRWL_NC_RANGE_MARK` / `_UNMARK`, the
+/// pointer form). Core indices are the device's (the driver adds
+/// `nc_per_device * device_index` for its global table and shifts the bitmap back).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct CrwlNcMap {
+    /// Consecutive cores wanted.
+    pub nc_count: u32,
+    /// First core index of the search.
+    pub start_nc_index: u32,
+    /// Last core index of the search (inclusive).
+    pub end_nc_index: u32,
+    /// Out: the longest free run seen when the mark fails.
+    pub max_nc_available: u32,
+    /// In/out: the cores marked (mark: cleared first, then the cores taken;
+    /// unmark: the cores to give back).
+    pub bitmap: u64,
+}
+
+/// `struct neuron_ioctl_crwl_nc_map_ext`: as [`CrwlNcMap`] with a 512-bit bitmap.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct CrwlNcMapExt {
+    /// Consecutive cores wanted.
+    pub nc_count: u32,
+    /// First core index of the search.
+    pub start_nc_index: u32,
+    /// Last core index of the search (inclusive).
+    pub end_nc_index: u32,
+    /// Out: the longest free run seen when the mark fails.
+    pub max_nc_available: u32,
+    /// In/out: the cores.
+    pub bitmap: [u64; 8],
+}
+
+/// `struct neuron_ioctl_nc_pid_state_dump` (`NC_PID_STATE_DUMP`): every field is in.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct NcPidStateDump {
+    /// Size of the structure (16), for versioning.
+    pub size: u32,
+    /// The core whose holder is dumped (global index: device * cores + core).
+    pub nc_id: u32,
+    /// 1: dump only the holder's log entries.
+    pub filter_log_owner: u32,
+    /// Most log entries to dump.
+    pub log_dump_limit: u32,
+}
+
+/// `struct neuron_ioctl_neuron_ds_info` (`ACQUIRE_NEURON_DS` / `RELEASE_NEURON_DS`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct NeuronDsInfo {
+    /// The process whose datastore; 0: the caller's own (acquire creates it).
+    pub pid: i32,
+    /// Padding (the u64's alignment).
+    pub _pad0: u32,
+    /// Out: the offset to `mmap` the datastore at.
+    pub mmap_offset: u64,
+    /// Out: its size ([`NEURON_DATASTORE_SIZE`]).
+    pub size: u32,
+    /// Padding.
+    pub _pad1: u32,
+}
+
+/// `struct neuron_ioctl_get_apps_info` without its flexible array: the caller
+/// passes this header followed by `capacity` [`AppInfo`] entries.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct AppsInfoHeader {
+    /// What to fill in (`APP_INFO_PID_NC_LOCK_INFO`, `APP_INFO_PID_MEM_USAGE`).
+    pub apps_info_flags: u16,
+    /// Padding.
+    pub _pad0: u16,
+    /// In: entries the caller's array holds.
+    pub capacity: u32,
+    /// Out: entries the driver wrote.
+    pub size: u32,
+    /// Padding (the entries' alignment).
+    pub _pad1: u32,
+}
+
+/// `struct neuron_app_info`: one process attached to the device.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct AppInfo {
+    /// The process.
+    pub pid: i32,
+    /// Cores 0..=3 whose CRWL writer it is (with a writer lock or readers).
+    pub nc_lock_map: u8,
+    /// The uuid of each core of `nc_lock_map`.
+    pub uuid_data: [[u8; 32]; APP_INFO_MAX_MODELS_PER_DEVICE],
+    /// Padding (the `size_t`'s alignment).
+    pub _pad: [u8; 3],
+    /// Host memory it uses (with `APP_INFO_PID_MEM_USAGE`).
+    pub host_mem_size: u64,
+    /// Device memory it uses (with `APP_INFO_PID_MEM_USAGE`).
+    pub device_mem_size: u64,
 }
 
 /// `struct neuron_ioctl_device_reset` (`NC_RESET`).
@@ -821,11 +1014,78 @@ mod tests {
         for (got, want) in expect {
             assert_eq!(got, want, "{:?}", request_name(got));
         }
-        let mut codes: [u32; 28] = ALL_REQUESTS.map(|r| r.1);
+        let mut codes: [u32; 39] = ALL_REQUESTS.map(|r| r.1);
         codes.sort_unstable();
         assert!(codes.windows(2).all(|w| w[0] != w[1]), "two requests share a code");
         assert_eq!(request_name(0x8008_4E23), Some("NEURON_IOCTL_DMA_QUEUE_COPY_START"));
         assert_eq!(request_name(0x541B), None);
+    }
+
+    /// The CRWL family, the datastore, the holder query and the apps list:
+    /// codes, directions, numbers and struct sizes as gcc computes them from the
+    /// driver's `neuron_ioctl.h` at fca19f7 on x86-64.
+    #[test]
+    fn ownership_datastore_and_query_requests_are_the_drivers() {
+        // (request code, driver code, direction, nr, size field)
+        let expect: [(u32, u32, u32, u32, u32); 14] = [
+            (CRWL_READER_ENTER.code(), 0x4008_4E51, IOC_WRITE, 81, 8),
+            (CRWL_READER_EXIT.code(), 0x4008_4E52, IOC_WRITE, 82, 8),
+            (CRWL_WRITER_ENTER.code(), 0x4008_4E53, IOC_WRITE, 83, 8),
+            (CRWL_WRITER_DOWNGRADE.code(), 0x4008_4E54, IOC_WRITE, 84, 8),
+            (CRWL_NC_RANGE_MARK.code(), 0x4008_4E55, IOC_WRITE, 85, 8),
+            (CRWL_NC_RANGE_MARK_EXT0.code(), 0xC050_4E55, IOC_READ | IOC_WRITE, 85, 80),
+            (CRWL_NC_RANGE_UNMARK.code(), 0x4008_4E56, IOC_WRITE, 86, 8),
+            (CRWL_NC_RANGE_UNMARK_EXT0.code(), 0x4050_4E56, IOC_WRITE, 86, 80),
+            (NC_PID_STATE_DUMP.code(), 0xC010_4E75, IOC_READ | IOC_WRITE, 117, 16),
+            (DEVICE_GET_ALL_APPS_INFO.code(), 0x8008_4E07, IOC_READ, 7, 8),
+            (ACQUIRE_NEURON_DS.code(), 0x8008_4E47, IOC_READ, 71, 8),
+            (RELEASE_NEURON_DS.code(), 0x8008_4E48, IOC_READ, 72, 8),
+            (NOTIFICATIONS_QUEUE_INFO.code(), 0x8008_4E3A, IOC_READ, 58, 8),
+            (DMA_ACK_COMPLETED.code(), 0x8008_4E24, IOC_READ, 36, 8),
+        ];
+        for (got, want, dir, nr, size) in expect {
+            assert_eq!(got, want, "{:?}", request_name(got));
+            assert_eq!(got >> 30, dir, "{:?}", request_name(got));
+            assert_eq!(got & 0xFF, nr, "{:?}", request_name(got));
+            assert_eq!((got >> 8) & 0xFF, NEURON_IOCTL_BASE);
+            assert_eq!(ioc_size(got), size, "{:?}", request_name(got));
+            assert!(request_name(got).is_some_and(|n| n.starts_with("NEURON_IOCTL_")));
+        }
+        assert_eq!(CRWL_NC_RANGE_MARK.nr(), CRWL_NC_RANGE_MARK_EXT0.nr());
+        let names = [
+            sized(CRWL_WRITER_ENTER, 36),
+            sized(CRWL_WRITER_DOWNGRADE, 36),
+            sized(CRWL_NC_RANGE_MARK, 24),
+            sized(CRWL_NC_RANGE_UNMARK, 24),
+            sized(ACQUIRE_NEURON_DS, 24),
+            sized(RELEASE_NEURON_DS, 24),
+            sized(DEVICE_GET_ALL_APPS_INFO, 16),
+        ];
+        assert_eq!(names[2], "NEURON_IOCTL_CRWL_NC_RANGE_MARK");
+        assert_eq!(size_of::<CrwlNcMapExt>(), 80);
+        assert_eq!(size_of::<NcPidStateDump>(), 16);
+        assert_eq!(size_of::<AppInfo>(), 152);
+        assert_eq!(NEURON_DATASTORE_SIZE, 0x4_0000);
+        assert_eq!(MAX_NEURON_DEVICE_COUNT * MAX_NC_PER_DEVICE, 512);
+    }
+
+    #[test]
+    fn ownership_and_datastore_layouts_are_the_drivers() {
+        assert_eq!(offset_of!(CrwlNcMap, start_nc_index), 4);
+        assert_eq!(offset_of!(CrwlNcMap, end_nc_index), 8);
+        assert_eq!(offset_of!(CrwlNcMap, max_nc_available), 12);
+        assert_eq!(offset_of!(CrwlNcMap, bitmap), 16);
+        assert_eq!(offset_of!(CrwlNcMapExt, bitmap), 16);
+        assert_eq!(offset_of!(NcPidStateDump, nc_id), 4);
+        assert_eq!(offset_of!(NcPidStateDump, log_dump_limit), 12);
+        assert_eq!(offset_of!(NeuronDsInfo, mmap_offset), 8);
+        assert_eq!(offset_of!(NeuronDsInfo, size), 16);
+        assert_eq!(offset_of!(AppsInfoHeader, capacity), 4);
+        assert_eq!(offset_of!(AppsInfoHeader, size), 8);
+        assert_eq!(offset_of!(AppInfo, nc_lock_map), 4);
+        assert_eq!(offset_of!(AppInfo, uuid_data), 5);
+        assert_eq!(offset_of!(AppInfo, host_mem_size), 136);
+        assert_eq!(offset_of!(AppInfo, device_mem_size), 144);
     }
 
     #[test]

@@ -9,9 +9,10 @@
 //!   public driver's `neuron_ioctl.h` declares them (facts only; checked in the
 //!   tests against the numbers in `shared/anchors/driver-abi.md`);
 //! - [`sim`]: what a host must know about the simulated device that a real
-//!   one would tell it outside the ioctl ABI (sim choices, each named), and the
-//!   scenario labels (name, expected status and return code) a host checks a
-//!   run against;
+//!   one would tell it outside the ioctl ABI (sim choices, each named), the
+//!   simulator-only hint query (`sim::SIM_HINTS`, an `'N'` request the real
+//!   driver refuses), and the scenario labels (name, expected status and return
+//!   code) a host checks a run against;
 //! - `shm` (feature `shm`, std): the device file of `nrt-sim serve --shm PATH`,
 //!   its header and layout, mapped by the server and by `nrtctl harvest`;
 //! - `report` (feature `report`, std and serde_json): the report of one

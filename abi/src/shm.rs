@@ -87,7 +87,7 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -366,6 +366,32 @@ impl ShmMap {
         let o = self.checked(off, 4)?;
         // SAFETY: as in `u64_at`, for 4 bytes, 4-aligned.
         Some(unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(o).cast::<u32>()) })
+    }
+
+    /// Copy `len` bytes from `src` to `dst` within the mapping, byte by byte
+    /// through atomics (relaxed, then a release fence): what a DMA engine does
+    /// to the device file. `None` (nothing copied) when either range is not
+    /// inside the mapping. Overlapping ranges copy as if through a buffer only
+    /// when `dst <= src`; the model never overlaps them.
+    pub fn copy_bytes(&self, src: u64, dst: u64, len: u64) -> Option<()> {
+        let n = usize::try_from(len).ok()?;
+        let (s, d) = (self.checked_bytes(src, n)?, self.checked_bytes(dst, n)?);
+        for i in 0..n {
+            // SAFETY: `s + i` and `d + i` are inside the mapping (checked
+            // above), so each is a valid AtomicU8 for as long as `self` lives;
+            // every access to the file is atomic.
+            let (from, to) = unsafe {
+                (AtomicU8::from_ptr(self.ptr.as_ptr().add(s + i)), AtomicU8::from_ptr(self.ptr.as_ptr().add(d + i)))
+            };
+            to.store(from.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        std::sync::atomic::fence(Ordering::Release);
+        Some(())
+    }
+
+    fn checked_bytes(&self, off: u64, len: usize) -> Option<usize> {
+        let o = usize::try_from(off).ok()?;
+        (o.checked_add(len)? <= self.len).then_some(o)
     }
 
     fn checked(&self, off: u64, size: usize) -> Option<usize> {

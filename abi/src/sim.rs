@@ -18,6 +18,9 @@
 use nrt_core::arch::Arch;
 use nrt_core::nq::TsCal;
 use nrt_core::NrtStatus;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use crate::ioctl::{Ioctl, IOC_READ, IOC_WRITE};
 
 /// Offset of the INTC error-trigger blocks from the core's NOTIFIC block (**sim**).
 pub const INTC_FROM_NOTIFIC: u64 = 0x2_0000;
@@ -116,7 +119,81 @@ pub const LINES: usize = 5;
 /// **sim**: a real device reports its PCI BAR address.
 pub const SIM_BAR0_PA: u64 = 0x0000_0040_0000_0000;
 
-/// BAR0 offset of the driver model's status window (**sim**, G-DRV-PROBES):
+/// The request number of the simulator's hint query ([`SIM_HINTS`]): one the
+/// real driver does not define. Its header numbers requests up to 124 (plus 133,
+/// `DMA_QUEUE_INIT_BATCH`), and its dispatch matches a few by number alone
+/// (`_IOC_NR`), none of them 0xE0; any other `'N'` request falls through to
+/// its misc dispatch, which answers `EINVAL` ("invalid misc IOCTL",
+/// neuron_cdev.c: `ncdev_misc_ioctl`). A file that is not a Neuron device
+/// answers `ENOTTY`.
+pub const SIM_HINTS_NR: u32 = 0xE0;
+
+/// `nrt_sim_hints.magic` as the model writes it: `"NSIM"` little-endian. A
+/// caller zeroes it before the call and trusts the answer only when the call
+/// returned 0 **and** this value came back, so that a future driver that gives
+/// nr 0xE0 a meaning cannot be taken for the simulator.
+pub const SIM_HINTS_MAGIC: u32 = u32::from_le_bytes(*b"NSIM");
+/// The layout version the model writes into `version`.
+pub const SIM_HINTS_VERSION: u32 = 1;
+/// Cores whose probe words [`SimHints::lines`] holds (the driver's
+/// `MAX_NC_PER_DEVICE`).
+pub const SIM_HINT_CORES: usize = 8;
+
+/// The answer of the simulator-only hint query (**sim**, G-DRV-HINTS,
+/// G-DRV-PROBES): what only the simulated device can tell a host and a real
+/// runtime learns elsewhere (the model it loads, its collectives proxy, the HBM
+/// counters, `DMA_QUEUE_GET_STATE`).
+///
+/// In: `size` = `size_of::<SimHints>()` (the model refuses another with
+/// `EINVAL`), `magic` 0. Out (every other field is written by the model):
+///
+/// | field | what |
+/// |---|---|
+/// | `magic`, `version` | [`SIM_HINTS_MAGIC`], [`SIM_HINTS_VERSION`] |
+/// | `model_cores` | the model's logical-core width: physical cores the inference uses (0: not said) |
+/// | `ring_entries` | the model's NQ ring entries (0: not said) |
+/// | `device_cores` | cores whose `lines` the device publishes (the rest read 0) |
+/// | `clock_origin_ns` | the device clock's origin, `CLOCK_MONOTONIC` ns |
+/// | `heartbeat_ns` | the device's last heartbeat, `CLOCK_MONOTONIC` ns |
+/// | `lines[core][line]` | status line `line` ([`Line`]) of `core`: 0 none, else the probe's word |
+///
+/// On a real driver the call fails (`EINVAL`; `ENOTTY` on another file), and a
+/// host must then take these from its own configuration and its real probes, or
+/// say they are absent.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct SimHints {
+    /// Out: [`SIM_HINTS_MAGIC`] (in: 0).
+    pub magic: u32,
+    /// Out: [`SIM_HINTS_VERSION`].
+    pub version: u32,
+    /// In: `size_of::<SimHints>()`.
+    pub size: u32,
+    /// Out: the model's logical-core width (0: not said).
+    pub model_cores: u32,
+    /// Out: the model's NQ ring entries (0: not said).
+    pub ring_entries: u32,
+    /// Out: cores whose status lines the device publishes.
+    pub device_cores: u32,
+    /// Out: the device clock's origin, `CLOCK_MONOTONIC` ns.
+    pub clock_origin_ns: u64,
+    /// Out: the device's heartbeat, `CLOCK_MONOTONIC` ns.
+    pub heartbeat_ns: u64,
+    /// Out: `lines[core][line as usize]`, the status lines ([`Line`]).
+    pub lines: [[u32; LINES]; SIM_HINT_CORES],
+}
+const _: () = assert!(core::mem::size_of::<SimHints>() == 200);
+
+/// The simulator's hint query: `_IOWR('N', 0xE0, struct nrt_sim_hints)` (the
+/// struct's size in the size field: `0xC0C8_4EE0`), answered only by
+/// `nrt-sim driver`'s model. See [`SimHints`] and [`SIM_HINTS_NR`].
+pub const SIM_HINTS: Ioctl<SimHints> = Ioctl::by_value(IOC_READ | IOC_WRITE, SIM_HINTS_NR, "NRT_SIM_IOCTL_HINTS");
+
+/// BAR0 offset of the driver model's old status window (**sim**, G-DRV-PROBES),
+/// superseded by [`SIM_HINTS`]: on a real device this is unnamed APB space, so
+/// a host must not read it there, and the model no longer serves it (its words
+/// read as the plain BAR words they are). The offsets below are kept only until
+/// the binding has moved to the query.
 /// the words the shared-memory path reads from its file header, published by
 /// the model where the driver path can read them with `BAR_READ`. A real
 /// runtime learns these from its collectives proxy, the HBM ECC counters and
@@ -415,6 +492,24 @@ mod tests {
             }
             assert!(status_line_offset(Line::DmaAbort, 1) + 4 <= STATUS_CLOCK_ORIGIN);
         }
+    }
+
+    #[test]
+    fn the_hint_query_is_a_request_the_driver_does_not_define() {
+        use crate::ioctl::{ioc_size, ALL_REQUESTS};
+        assert_eq!(SIM_HINTS.code(), 0xC0C8_4EE0);
+        assert_eq!(SIM_HINTS.nr(), SIM_HINTS_NR);
+        assert_eq!(ioc_size(SIM_HINTS.code()) as usize, core::mem::size_of::<SimHints>());
+        // The driver's numbers: 1..=124 and 133 (neuron_ioctl.h at fca19f7).
+        let nr = SIM_HINTS.nr();
+        assert!(nr > 124 && nr != 133);
+        // No request of the driver's that this crate names has the number.
+        for (nr, code, name) in ALL_REQUESTS {
+            assert!(code == SIM_HINTS.code() || nr != SIM_HINTS_NR, "{name}");
+        }
+        assert_eq!(&SIM_HINTS_MAGIC.to_le_bytes(), b"NSIM");
+        assert_eq!(core::mem::offset_of!(SimHints, clock_origin_ns), 24);
+        assert_eq!(core::mem::offset_of!(SimHints, lines), 40);
     }
 
     #[test]

@@ -12,11 +12,12 @@ use nrt_core::hal::{self, ErrorType};
 
 use crate::error::LinuxError;
 use crate::ioctl::{
-    self, CompatibleVersion, Crwl, DeviceInfo, DmaQueueCopyStart, DmaQueueInit, DmaQueueRelease, DriverInfo, Ioctl,
-    MemAllocV2Mt, MemFree, MemGetExtendedInfo, NcReset, NcResetReady, NotificationsInitV2,
+    self, AppInfo, CompatibleVersion, Crwl, CrwlNcMap, DeviceInfo, DmaQueueCopyStart, DmaQueueInit, DmaQueueRelease,
+    DriverInfo, Ioctl, MemAllocV2Mt, MemFree, MemGetExtendedInfo, NcReset, NcResetReady, NotificationsInitV2,
     NotificationsInitWithReallocV2, PlainArg, SemaphoreArg,
 };
 use crate::sys;
+use nrt_abi::sim::{SimHints, SIM_HINTS, SIM_HINTS_MAGIC, SIM_HINTS_VERSION};
 
 /// An open device node.
 ///
@@ -55,8 +56,19 @@ impl NeuronDevice {
         &self.file
     }
 
-    fn call<T: PlainArg>(&self, req: Ioctl<T>, arg: &mut T) -> Result<i32, LinuxError> {
-        sys::ioctl(self.file.as_fd(), req, arg).map_err(|e| self.failed(req.name(), e))
+    /// Issue `req`; a positive return is an error as much as a negative one
+    /// (the driver's positive returns, neuron_cdev.c / neuron_reset.c: see
+    /// [`positive_return`]).
+    fn call<T: PlainArg>(&self, req: Ioctl<T>, arg: &mut T) -> Result<(), LinuxError> {
+        let rc = sys::ioctl(self.file.as_fd(), req, arg).map_err(|e| self.failed(req.name(), e))?;
+        self.check_rc(req.name(), rc)
+    }
+
+    fn check_rc(&self, call: &'static str, rc: i32) -> Result<(), LinuxError> {
+        match rc {
+            0 => Ok(()),
+            _ => Err(self.failed(call, io::Error::other(positive_return(call, rc)))),
+        }
     }
 
     fn failed(&self, call: &'static str, e: io::Error) -> LinuxError {
@@ -119,19 +131,21 @@ impl NeuronDevice {
         Ok(arg)
     }
 
-    /// `NEURON_IOCTL_BAR_READ` of one register at absolute address `addr`.
+    /// `NEURON_IOCTL_BAR_READ` of one register at absolute address `addr`. A
+    /// positive return (the bytes a failed copy left) is an error.
     pub fn bar_read(&self, bar: u32, addr: u64) -> Result<u32, LinuxError> {
         let mut d = [0u32];
-        sys::bar_rw(self.file.as_fd(), ioctl::BAR_READ, bar, &[addr], &mut d)
+        let rc = sys::bar_rw(self.file.as_fd(), ioctl::BAR_READ, bar, &[addr], &mut d)
             .map_err(|e| self.failed(ioctl::BAR_READ.name(), e))?;
+        self.check_rc(ioctl::BAR_READ.name(), rc)?;
         Ok(d[0])
     }
 
     /// `NEURON_IOCTL_BAR_WRITE` of one register at absolute address `addr`.
     pub fn bar_write(&self, bar: u32, addr: u64, value: u32) -> Result<(), LinuxError> {
-        sys::bar_rw(self.file.as_fd(), ioctl::BAR_WRITE, bar, &[addr], &mut [value])
-            .map(|_| ())
-            .map_err(|e| self.failed(ioctl::BAR_WRITE.name(), e))
+        let rc = sys::bar_rw(self.file.as_fd(), ioctl::BAR_WRITE, bar, &[addr], &mut [value])
+            .map_err(|e| self.failed(ioctl::BAR_WRITE.name(), e))?;
+        self.check_rc(ioctl::BAR_WRITE.name(), rc)
     }
 
     /// `NEURON_IOCTL_DMA_QUEUE_COPY_START`: release `tx` M2S and `rx` S2M
@@ -175,7 +189,7 @@ impl NeuronDevice {
             ));
         }
         let mut arg = DmaQueueCopyStart { eng_id, qid, tx_desc_count: tx, rx_desc_count: rx };
-        self.call(ioctl::DMA_QUEUE_COPY_START, &mut arg).map(|_| ())
+        self.call(ioctl::DMA_QUEUE_COPY_START, &mut arg)
     }
 
     /// Whether this process initialised queue `(eng_id, qid)` (and has not released it).
@@ -204,21 +218,79 @@ impl NeuronDevice {
         Ok(a)
     }
 
-    /// `NEURON_IOCTL_CRWL_READER_ENTER`: take NeuronCore `nc_id`.
-    pub fn crwl_reader_enter(&self, nc_id: u32) -> Result<(), LinuxError> {
-        let mut a = Crwl { nc_id, uuid: [0; 32] };
-        self.call(ioctl::CRWL_READER_ENTER, &mut a).map(|_| ())
+    /// `NEURON_IOCTL_CRWL_READER_ENTER`: become a reader of core `nc_id`'s
+    /// model `uuid`. The driver accepts only the core's writer process with the
+    /// writer's uuid (else `ENOENT`; neuron_crwl.c: `ncrwl_validate_uuid`).
+    pub fn crwl_reader_enter(&self, nc_id: u32, uuid: [u8; 32]) -> Result<(), LinuxError> {
+        self.call(ioctl::CRWL_READER_ENTER, &mut Crwl { nc_id, uuid })
     }
 
-    /// `NEURON_IOCTL_CRWL_READER_EXIT`: give NeuronCore `nc_id` back.
-    pub fn crwl_reader_exit(&self, nc_id: u32) -> Result<(), LinuxError> {
-        let mut a = Crwl { nc_id, uuid: [0; 32] };
-        self.call(ioctl::CRWL_READER_EXIT, &mut a).map(|_| ())
+    /// `NEURON_IOCTL_CRWL_READER_EXIT`: stop reading core `nc_id`'s model
+    /// `uuid` (the same check as the enter; `EINVAL` at reader count 0).
+    pub fn crwl_reader_exit(&self, nc_id: u32, uuid: [u8; 32]) -> Result<(), LinuxError> {
+        self.call(ioctl::CRWL_READER_EXIT, &mut Crwl { nc_id, uuid })
+    }
+
+    /// `NEURON_IOCTL_CRWL_WRITER_ENTER`: take core `nc_id`'s writer lock to
+    /// switch model `uuid` in (`EALREADY` when this process already holds that
+    /// uuid; neuron_crwl.c: `ncrwl_writer_enter`).
+    pub fn crwl_writer_enter(&self, nc_id: u32, uuid: [u8; 32]) -> Result<(), LinuxError> {
+        self.call(ioctl::CRWL_WRITER_ENTER, &mut Crwl { nc_id, uuid })
+    }
+
+    /// `NEURON_IOCTL_CRWL_WRITER_DOWNGRADE`: end the switch; this process becomes
+    /// the core's one reader (neuron_crwl.c: `ncrwl_writer_downgrade`).
+    pub fn crwl_writer_downgrade(&self, nc_id: u32, uuid: [u8; 32]) -> Result<(), LinuxError> {
+        self.call(ioctl::CRWL_WRITER_DOWNGRADE, &mut Crwl { nc_id, uuid })
+    }
+
+    /// `NEURON_IOCTL_CRWL_NC_RANGE_MARK`: claim `nc_count` consecutive free cores
+    /// of this device between `start` and `end` (inclusive). The bitmap of the
+    /// cores claimed; `EBUSY` when another process holds them
+    /// (neuron_crwl.c: `ncrwl_nc_range_mark`).
+    pub fn crwl_nc_range_mark(&self, nc_count: u32, start: u32, end: u32) -> Result<u64, LinuxError> {
+        let mut a = CrwlNcMap { nc_count, start_nc_index: start, end_nc_index: end, ..CrwlNcMap::default() };
+        self.call(ioctl::CRWL_NC_RANGE_MARK, &mut a)?;
+        Ok(a.bitmap)
+    }
+
+    /// `NEURON_IOCTL_CRWL_NC_RANGE_UNMARK`: give back the cores of `bitmap` this
+    /// process marked (neuron_crwl.c: `ncrwl_nc_range_unmark`).
+    pub fn crwl_nc_range_unmark(&self, bitmap: u64) -> Result<(), LinuxError> {
+        self.call(ioctl::CRWL_NC_RANGE_UNMARK, &mut CrwlNcMap { bitmap, ..CrwlNcMap::default() })
+    }
+
+    /// `NEURON_IOCTL_DEVICE_GET_ALL_APPS_INFO` with the lock information: the
+    /// processes attached to the device and the cores whose writer each is.
+    pub fn apps_info(&self) -> Result<Vec<AppInfo>, LinuxError> {
+        let call = ioctl::DEVICE_GET_ALL_APPS_INFO.name();
+        let (rc, apps) = sys::get_all_apps_info(self.file.as_fd(), ioctl::APP_INFO_PID_NC_LOCK_INFO)
+            .map_err(|e| self.failed(call, e))?;
+        self.check_rc(call, rc)?;
+        Ok(apps)
+    }
+
+    /// The simulator-only hint query (`nrt_abi::sim::SIM_HINTS`): `Some` only
+    /// when the call succeeded **and** the answer carries the simulator's magic
+    /// and version; a real driver refuses the request (`EINVAL`, `ENOTTY` from
+    /// another file), and any failure means "no hints".
+    pub fn sim_hints(&self) -> Option<SimHints> {
+        self.sim_hints_call().ok().flatten()
+    }
+
+    /// As [`sim_hints`](Self::sim_hints), the failure kept (a transport failure
+    /// of a device that answered before is a sign it is gone).
+    pub fn sim_hints_call(&self) -> Result<Option<SimHints>, LinuxError> {
+        let mut a = SimHints { size: core::mem::size_of::<SimHints>() as u32, ..SimHints::default() };
+        self.call(SIM_HINTS, &mut a)?;
+        Ok((a.magic == SIM_HINTS_MAGIC && a.version == SIM_HINTS_VERSION).then_some(a))
     }
 
     /// `NEURON_IOCTL_NC_RESET` of the cores in `nc_map`: the reset request's id.
     pub fn nc_reset(&self, nc_map: u32) -> Result<u32, LinuxError> {
         let mut a = NcReset { nc_map, request_id: 0 };
+        // +1: a reset with this id already pending or not yet waited for
+        // (neuron_reset.c: `nr_start_ncs`), nothing copied back: an error.
         self.call(ioctl::NC_RESET, &mut a)?;
         Ok(a.request_id)
     }
@@ -230,12 +302,32 @@ impl NeuronDevice {
         Ok(a.result)
     }
 
-    /// `NEURON_IOCTL_MEM_ALLOC_V2MT`: allocate a chunk; its handle.
+    /// `NEURON_IOCTL_MEM_ALLOC_V2MT`: allocate a chunk; its handle (the one the
+    /// driver wrote through `mem_handle`: keep it, the info struct does not give
+    /// it back). Host memory takes `align` 0: the driver refuses any other
+    /// alignment of host memory with `EINVAL` (neuron_mempool.c:
+    /// `mc_alloc_internal`), and host chunks are page-aligned anyway.
     pub fn mem_alloc_v2mt(&self, arg: MemAllocV2Mt) -> Result<u64, LinuxError> {
-        sys::mem_alloc_v2mt(self.file.as_fd(), arg).map_err(|e| self.failed(ioctl::MEM_ALLOC_V2MT.name(), e))
+        let call = ioctl::MEM_ALLOC_V2MT.name();
+        if arg.host_memory != 0 && arg.align != 0 {
+            return Err(self.refuse(
+                call,
+                format!(
+                    "host memory with align {}: the driver refuses any alignment of host memory \
+                     (mc_alloc_internal: EINVAL); host chunks are page-aligned, pass 0",
+                    arg.align
+                ),
+            ));
+        }
+        let (rc, handle) = sys::mem_alloc_v2mt(self.file.as_fd(), arg).map_err(|e| self.failed(call, e))?;
+        self.check_rc(call, rc)?;
+        Ok(handle)
     }
 
     /// `NEURON_IOCTL_MEM_GET_EXTENDED_INFO` (version 1) of chunk `mem_handle`.
+    /// The driver rewrites the whole struct: its `mem_handle` comes back as a
+    /// kernel pointer, not the handle (neuron_cdev.c:
+    /// `ncdev_mem_get_extended_info`), so the caller keeps the handle it passed.
     pub fn mem_get_extended_info(&self, mem_handle: u64) -> Result<MemGetExtendedInfo, LinuxError> {
         let mut a = MemGetExtendedInfo { mem_handle, version: 1, ..MemGetExtendedInfo::default() };
         self.call(ioctl::MEM_GET_EXTENDED_INFO, &mut a)?;
@@ -244,7 +336,7 @@ impl NeuronDevice {
 
     /// `NEURON_IOCTL_MEM_FREE` of chunk `mem_handle`.
     pub fn mem_free(&self, mem_handle: u64) -> Result<(), LinuxError> {
-        self.call(ioctl::MEM_FREE, &mut MemFree { mem_handle }).map(|_| ())
+        self.call(ioctl::MEM_FREE, &mut MemFree { mem_handle })
     }
 
     /// `NEURON_IOCTL_DMA_QUEUE_INIT`: bind a queue's rings. Remembered (with the
@@ -263,7 +355,7 @@ impl NeuronDevice {
         if let Ok(mut q) = self.queues.lock() {
             q.remove(&(eng_id, qid));
         }
-        self.call(ioctl::DMA_QUEUE_RELEASE, &mut DmaQueueRelease { eng_id, qid }).map(|_| ())
+        self.call(ioctl::DMA_QUEUE_RELEASE, &mut DmaQueueRelease { eng_id, qid })
     }
 
     /// `NEURON_IOCTL_NOTIFICATIONS_INIT_WITH_REALLOC_V2`: as
@@ -281,6 +373,22 @@ impl NeuronDevice {
         self.call(ioctl::NOTIFICATIONS_INIT_WITH_REALLOC_V2, &mut arg)?;
         Ok(arg)
     }
+}
+
+/// What a positive return of `call` means, for the error (the driver's
+/// positive returns are failures a binding that checks only `< 0` takes for
+/// success).
+pub fn positive_return(call: &str, rc: i32) -> String {
+    let why = match (call, rc) {
+        ("NEURON_IOCTL_NC_RESET", 1) => {
+            "a reset with this request id is already pending or was never waited for (neuron_reset.c: \
+             nr_start_ncs); nothing was copied back"
+        }
+        (_, 22) => "EINVAL returned as a positive value (a bad handle: neuron_cdev.c)",
+        ("NEURON_IOCTL_BAR_READ", _) => "the bytes of the register array a failed copy left (neuron_cdev.c)",
+        (_, _) => "the bytes a failed copy to or from this process left (neuron_cdev.c: copy_to_user)",
+    };
+    format!("the ioctl returned +{rc} where 0 is success: {why}")
 }
 
 impl ErrorType for NeuronDevice {
@@ -508,8 +616,8 @@ mod tests {
             ("NEURON_IOCTL_DRIVER_INFO_GET", dev.driver_info().map(|_| ())),
             ("NEURON_IOCTL_COMPATIBLE_VERSION", dev.compatible_version().map(|_| ())),
             ("NEURON_IOCTL_DEVICE_INFO", dev.device_info().map(|_| ())),
-            ("NEURON_IOCTL_CRWL_READER_ENTER", dev.crwl_reader_enter(0)),
-            ("NEURON_IOCTL_CRWL_READER_EXIT", dev.crwl_reader_exit(0)),
+            ("NEURON_IOCTL_CRWL_READER_ENTER", dev.crwl_reader_enter(0, [1; 32])),
+            ("NEURON_IOCTL_CRWL_READER_EXIT", dev.crwl_reader_exit(0, [1; 32])),
             ("NEURON_IOCTL_NC_RESET", dev.nc_reset(1).map(|_| ())),
             ("NEURON_IOCTL_NC_RESET_READY", dev.nc_reset_ready(1).map(|_| ())),
             (

@@ -17,12 +17,21 @@ pub struct LinuxError {
     pub target: String,
     /// The OS error.
     pub source: io::Error,
+    /// What the binding learned about the failure beyond the errno (who holds
+    /// the cores a mark was refused, ...), printed after it.
+    pub detail: Option<String>,
 }
 
 impl LinuxError {
     /// Wrap `source`.
     pub fn new(call: &'static str, target: impl Into<String>, source: io::Error) -> LinuxError {
-        LinuxError { call, target: target.into(), source }
+        LinuxError { call, target: target.into(), source, detail: None }
+    }
+
+    /// The same error with `detail` printed after the errno.
+    pub fn with_detail(mut self, detail: impl Into<String>) -> LinuxError {
+        self.detail = Some(detail.into());
+        self
     }
 
     /// The errno value, if the error came from the OS.
@@ -34,8 +43,12 @@ impl LinuxError {
 impl fmt::Display for LinuxError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match errno_name(&self.source) {
-            Some(name) => write!(f, "{} on {} failed: {name} ({})", self.call, self.target, self.source),
-            None => write!(f, "{} on {} failed: {}", self.call, self.target, self.source),
+            Some(name) => write!(f, "{} on {} failed: {name} ({})", self.call, self.target, self.source)?,
+            None => write!(f, "{} on {} failed: {}", self.call, self.target, self.source)?,
+        }
+        match &self.detail {
+            Some(d) => write!(f, ": {d}"),
+            None => Ok(()),
         }
     }
 }

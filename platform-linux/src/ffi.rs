@@ -518,8 +518,9 @@ pub extern "C" fn nrt_session_last_error() -> *const c_char {
 
 /// Bring up a session on the device node `device` (`"/dev/neuron0"`): driver
 /// and device info, the version check, `cores` cores owned and reset (0: what
-/// the device's model says, else 2), DMA ring memory and queue, NQ rings of
-/// `ring_entries` entries (0: the model's, else 64), the model's `timeout_s`.
+/// the simulator's hint query says, else 2; a real driver refuses the query),
+/// DMA ring memory and queue, NQ rings of `ring_entries` entries (0: the
+/// simulator's hint, else 64), the model's `timeout_s`.
 /// Null on failure, with the reason for [`nrt_session_last_error`]; whatever
 /// was acquired is released. Close with [`nrt_session_close`].
 ///

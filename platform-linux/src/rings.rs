@@ -116,6 +116,12 @@ impl<R: Registers> MappedRings<R> {
         }
     }
 
+    /// Unbind runtime ring `(core, nq)`, handing its window back (dropping it
+    /// unmaps the ring once no other reference holds the mapping).
+    pub fn unbind(&mut self, core: u8, nq: u8) -> Option<RingWindow> {
+        self.rings.get_mut(usize::from(core)).and_then(|r| r.get_mut(usize::from(nq))).and_then(Option::take)
+    }
+
     /// The register path.
     pub fn regs(&mut self) -> &mut R {
         &mut self.regs

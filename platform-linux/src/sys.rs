@@ -9,7 +9,10 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use crate::ioctl::{BarRw, Ioctl, MemAllocV2Mt, PlainArg, MEM_ALLOC_V2MT};
+use crate::ioctl::{
+    AppInfo, AppsInfoHeader, BarRw, Ioctl, MemAllocV2Mt, PlainArg, DEVICE_GET_ALL_APPS_INFO, MAX_PROCESS_PER_DEVICE,
+    MEM_ALLOC_V2MT,
+};
 
 /// Issue request `req` on `fd` with a pointer to `arg`: the only safe way to a
 /// raw `ioctl(2)` in nrt-linux.
@@ -106,8 +109,10 @@ pub fn bar_rw(fd: BorrowedFd<'_>, req: Ioctl<BarRw>, bar: u32, addresses: &[u64]
 /// `NEURON_IOCTL_MEM_ALLOC_V2MT` with `arg` (its `mem_handle` is ignored): the
 /// driver allocates the chunk and writes its handle through the `mem_handle`
 /// pointer, which is set here to a local `u64`, so the driver never writes
-/// anywhere the caller did not lend. Returns the handle.
-pub fn mem_alloc_v2mt(fd: BorrowedFd<'_>, mut arg: MemAllocV2Mt) -> io::Result<u64> {
+/// anywhere the caller did not lend. Returns the ioctl's return value (the
+/// driver's positive returns are errors the caller must check: 8 when the handle
+/// could not be copied back) and the handle.
+pub fn mem_alloc_v2mt(fd: BorrowedFd<'_>, mut arg: MemAllocV2Mt) -> io::Result<(i32, u64)> {
     #[cfg(test)]
     if let Some(r) = fake::mem_alloc(fd.as_raw_fd(), &arg) {
         return r;
@@ -123,8 +128,52 @@ pub fn mem_alloc_v2mt(fd: BorrowedFd<'_>, mut arg: MemAllocV2Mt) -> io::Result<u
     if rc < 0 {
         Err(io::Error::last_os_error())
     } else {
-        Ok(handle)
+        Ok((rc, handle))
     }
+}
+
+/// The argument of `NEURON_IOCTL_DEVICE_GET_ALL_APPS_INFO`: the header and room
+/// for every process the driver can list (it copies back the header and `size`
+/// entries, never more than `capacity`).
+#[repr(C)]
+struct AppsInfoBuf {
+    header: AppsInfoHeader,
+    entries: [AppInfo; MAX_PROCESS_PER_DEVICE],
+}
+
+/// `NEURON_IOCTL_DEVICE_GET_ALL_APPS_INFO` with `flags`: the ioctl's return
+/// value and the processes attached to the device (their pids and, with
+/// `APP_INFO_PID_NC_LOCK_INFO`, the cores whose CRWL writer each is).
+pub fn get_all_apps_info(fd: BorrowedFd<'_>, flags: u16) -> io::Result<(i32, Vec<AppInfo>)> {
+    // SAFETY: `AppsInfoBuf` is integers and byte arrays only (`AppInfo` derives
+    // `FromBytes`): all-zero bytes are a valid value.
+    let mut buf: AppsInfoBuf = unsafe { std::mem::zeroed() };
+    buf.header.apps_info_flags = flags;
+    buf.header.capacity = MAX_PROCESS_PER_DEVICE as u32;
+    #[cfg(test)]
+    {
+        // SAFETY: `buf` is a local, initialised `repr(C)` struct of plain
+        // integers; the slice borrows it exclusively for the call.
+        let bytes = unsafe {
+            std::slice::from_raw_parts_mut(std::ptr::from_mut(&mut buf).cast::<u8>(), size_of::<AppsInfoBuf>())
+        };
+        if let Some(r) = fake::ioctl(fd.as_raw_fd(), DEVICE_GET_ALL_APPS_INFO.code(), bytes) {
+            let rc = r?;
+            let n = (buf.header.size as usize).min(MAX_PROCESS_PER_DEVICE);
+            return Ok((rc, buf.entries[..n].to_vec()));
+        }
+    }
+    // SAFETY: `buf` is a valid local header followed by `capacity` entries, the
+    // whole array the driver may write (it copies back the header and at most
+    // `capacity` entries); it outlives the call.
+    let rc = unsafe {
+        libc::ioctl(fd.as_raw_fd(), libc::c_ulong::from(DEVICE_GET_ALL_APPS_INFO.code()), std::ptr::from_mut(&mut buf))
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let n = (buf.header.size as usize).min(MAX_PROCESS_PER_DEVICE);
+    Ok((rc, buf.entries[..n].to_vec()))
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds (the system's, not since an origin: the
@@ -200,8 +249,8 @@ pub(crate) mod fake {
         with(fd, |d| d.bar_rw(code, bar, a, data))
     }
 
-    pub(super) fn mem_alloc(fd: RawFd, arg: &MemAllocV2Mt) -> Option<io::Result<u64>> {
-        with(fd, |d| d.mem_alloc(arg))
+    pub(super) fn mem_alloc(fd: RawFd, arg: &MemAllocV2Mt) -> Option<io::Result<(i32, u64)>> {
+        with(fd, |d| d.mem_alloc(arg).map(|h| (0, h)))
     }
 }
 

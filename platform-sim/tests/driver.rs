@@ -83,8 +83,10 @@ fn an_unmodified_process_gets_the_device_its_answers_and_a_ring_slot_the_device_
     assert_eq!(field(&out, "host_trigger"), "0");
     assert_eq!(field(&out, "kickoff"), "0");
     assert_ne!(field(&out, "ring_slot0"), "0x0000000000000000", "the device wrote no record:\n{out}\n{err}");
-    assert_eq!(field(&out, "heartbeat"), "0 nonzero 1");
+    // The simulator's hint query answers; the old status window is plain BAR space.
+    assert_eq!(field(&out, "heartbeat"), "0 nonzero 1 magic 1");
     assert_eq!(field(&out, "barrier_fail_core1"), "0 0");
+    assert_eq!(field(&out, "old_window_word"), "0 0");
     assert_eq!(field(&out, "tail_inc_write"), "-22");
     assert_eq!(field(&out, "other_fd_ioctl"), "-25", "ENOTTY from the real kernel");
     assert!(err.contains("1 open(s) of /dev/neuron0") && err.contains("0 kernel BUG(s)"), "{err}");
@@ -100,7 +102,7 @@ fn copy_start_with_rx_zero_is_a_kernel_bug_that_fails_a_strict_run() {
     assert_eq!(o.status.code(), Some(70), "stdout:\n{out}\nstderr:\n{err}");
     assert_eq!(field(&out, "queue_init"), "0");
     assert!(
-        err.contains("kernel BUG: NEURON_IOCTL_DMA_QUEUE_COPY_START: udma_desc_action_add: BUG_ON(num == 0")
+        err.contains("kernel BUG: NEURON_IOCTL_DMA_QUEUE_COPY_START: COPY-5: udma_desc_action_add: BUG_ON(num == 0")
             && err.contains("(udma/udma_main.c)"),
         "{err}"
     );
@@ -190,7 +192,7 @@ fn a_status_without_a_return_code_does_not_pass() {
 fn a_scenario_plays_its_device_for_the_command() {
     need_user_notif!();
     let p = probe().to_str().unwrap();
-    // barrier-fail: core 1's barrier proxy fails with 1200, read through the status window.
+    // barrier-fail: core 1's barrier proxy fails with 1200, read through the hint query.
     let o = driver(&["--scenario", "barrier-fail"], &[p, "probe", "1024"]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
@@ -207,4 +209,49 @@ fn a_scenario_plays_its_device_for_the_command() {
     }
     let o = driver(&["--scenario", "no-such-scenario"], &["true"]);
     assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+}
+
+/// The ownership sequence a runtime uses, through the real seccomp path, with
+/// the driver's answers (docs/driver-conformance.md CRWL-3..13, RANGE-4/5).
+#[test]
+fn the_ownership_sequence_gets_the_drivers_answers() {
+    need_user_notif!();
+    let p = probe().to_str().unwrap();
+    let o = driver(&[], &[p, "own"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    for (key, want) in [
+        ("reader_enter_uuid0", "-2"),
+        ("range_mark", "0 bitmap 1"),
+        ("writer_enter", "0"),
+        ("writer_downgrade", "0"),
+        ("reader_enter", "0"),
+        ("reader_exit", "0"),
+        ("reader_exit_downgraded", "0"),
+        ("reader_exit_at_zero", "-22"),
+        ("writer_enter_again", "-114"),
+        ("writer_downgrade_again", "0"),
+        ("reader_exit_last", "0"),
+        ("range_unmark", "0"),
+    ] {
+        assert_eq!(field(&out, key), want, "{key}:\n{out}\n{err}");
+    }
+    assert!(err.contains("0 kernel BUG(s), 0 warning(s)"), "{err}");
+}
+
+/// Two processes under one `nrt-sim driver` see one driver: the second's mark
+/// of a core the first holds is EBUSY, and the refusal names the holder.
+#[test]
+fn a_second_process_cannot_mark_a_core_the_first_holds() {
+    need_user_notif!();
+    let p = probe().to_str().unwrap();
+    let o = driver(&["--verbose"], &[p, "twoproc"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(field(&out, "child_marked"), "y");
+    assert_eq!(field(&out, "parent_mark"), "-16 max 0");
+    assert_eq!(field(&out, "pid_state_dump"), "0");
+    let child = field(&out, "child_pid");
+    assert!(err.contains(&format!("held: nc0: pid {child}")), "{err}");
+    assert!(err.contains(&format!("RANGE-7: nc 0 is marked by pid {child}")), "{err}");
 }

@@ -26,8 +26,10 @@
 //! status as `nrt-sim run`: 0, or 1 when that check fails; 1 when a call failed
 //! (no device, `ENOTTY` from a file that is not one, an incompatible driver:
 //! the call, the path and the errno or the reason are printed); 2 for a usage
-//! error. `--cores` and `--ring-entries` default to what the device's model says
-//! (`nrt_abi::sim::STATUS_MODEL_CORES`), else the scenario's, else 2 and 64.
+//! error. `--cores` and `--ring-entries` default to what the simulator's hint
+//! query says (`nrt_abi::sim::SIM_HINTS`, which a real driver refuses), else the
+//! scenario's, else 2 and 64. Cores another process holds fail at once, the
+//! error naming that process's pid and command.
 //!
 //! `harvest` attaches to the device `nrt-sim serve --shm PATH` plays in another
 //! process and runs inferences through this binding (mmap'd rings and BAR), printing
@@ -151,10 +153,10 @@ struct RunArgs {
     /// The model's timeout in seconds.
     #[arg(long = "timeout-s", value_name = "N", default_value_t = 5, allow_negative_numbers = true)]
     timeout_s: u32,
-    /// Entries per NQ ring, a power of two from 2 to 65536 [default: the model's, else 64].
+    /// Entries per NQ ring, a power of two from 2 to 65536 [default: the simulator's hint, else 64].
     #[arg(long = "ring-entries", value_name = "N", value_parser = parse_ring_entries, allow_negative_numbers = true)]
     ring_entries: Option<u32>,
-    /// Physical cores, 1 or 2 [default: the model's, else 2].
+    /// Physical cores, 1 or 2 [default: the simulator's hint, else 2].
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2), allow_negative_numbers = true)]
     cores: Option<u8>,
     /// The poll delay between harvest steps.

@@ -1,11 +1,12 @@
 //! `nrt-sim driver -- COMMAND`: the Neuron driver, played for an unmodified
-//! process (issue 10; the contract is `docs/driver-model.md`).
+//! process (the contract is `docs/driver-model.md`).
 //!
 //! Three parts, each its own module:
 //!
 //! - [`model`]: the driver's state and rules, a pure state machine over the
-//!   device file and the caller's memory (`Model::handle`), each rule named with
-//!   the public driver file it comes from;
+//!   device file and the caller's memory (`Model::handle`), one module per
+//!   family of requests, each rule with its id in `docs/driver-conformance.md`
+//!   and the public driver file and function it comes from;
 //! - [`DeviceEngine`] (here): the simulated device (the same [`Device`] that
 //!   `nrt-sim serve` runs) over a shared-memory device file made for the driver
 //!   path: the file of [`crate::shm`] plus a region for `MEM_ALLOC_V2MT`

@@ -1002,7 +1002,7 @@ impl Session<'_> {
         if self.openers.remove(&tgid).is_some() {
             // The driver detaches a process at its last close (ncdev_release,
             // neuron_cdev.c); close is not trapped, so its exit stands for it.
-            self.model.close(tgid);
+            self.model.process_gone(tgid);
             self.absorb();
         }
     }

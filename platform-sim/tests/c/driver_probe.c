@@ -15,7 +15,14 @@
  *                     to page 1 in 3000 + 1096), DMA_QUEUE_COPY_START, the
  *                     bytes checked; then a BD pair whose destination is no
  *                     chunk (a DMA error: nothing written), and the queue's
- *                     state (DMA_QUEUE_GET_STATE).
+ *                     state (DMA_QUEUE_GET_STATE);
+ *   window            the simulator's hint query (arch, cores, ring entries);
+ *   own               the ownership sequence a runtime uses: range mark,
+ *                     writer enter, downgrade, reader enter/exit, unmark, and
+ *                     the refusals around it (uuid 0, reader count 0,
+ *                     EALREADY);
+ *   twoproc           a child marks core 0 and waits; the parent's mark of
+ *                     core 0 gets EBUSY while the child holds it.
  *
  * Layouts and codes: nrt-abi (abi/src/ioctl.rs), checked there against the
  * public driver's header. */
@@ -28,6 +35,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,6 +66,14 @@ struct queue_state {
     uint32_t completion_head, pad1;
 };
 struct queue_get_state { uint32_t eng_id, qid; uint64_t tx, rx; };
+struct crwl { uint32_t nc_id; uint8_t uuid[32]; };
+struct nc_map { uint32_t nc_count, start, end, max_available; uint64_t bitmap; };
+struct pid_dump { uint32_t size, nc_id, filter_log_owner, log_dump_limit; };
+struct sim_hints {
+    uint32_t magic, version, size, model_cores, ring_entries, device_cores;
+    uint64_t clock_origin_ns, heartbeat_ns;
+    uint32_t lines[8][5];
+};
 struct queue_init {
     uint32_t eng_id, qid, tx_desc_count, rx_desc_count;
     uint64_t tx_handle, rx_handle, rxc_handle;
@@ -76,6 +92,16 @@ struct queue_init {
 #define DMA_QUEUE_INIT 0x80084E21u
 #define MEM_GET_EXTENDED_INFO 0x80084E1Du
 #define DMA_QUEUE_GET_STATE 0xC0084E25u
+#define CRWL_READER_ENTER 0x40084E51u
+#define CRWL_READER_EXIT 0x40084E52u
+#define CRWL_WRITER_ENTER 0x40084E53u
+#define CRWL_WRITER_DOWNGRADE 0x40084E54u
+#define CRWL_NC_RANGE_MARK 0x40084E55u
+#define CRWL_NC_RANGE_UNMARK 0x40084E56u
+#define NC_PID_STATE_DUMP 0xC0104E75u
+/* The simulator-only hint query (nrt-abi sim.rs: SIM_HINTS; a real driver refuses it). */
+#define SIM_HINTS 0xC0C84EE0u
+#define SIM_HINTS_MAGIC 0x4D49534Eu
 
 static int xioctl(int fd, unsigned long code, void *arg) {
     int rc = ioctl(fd, code, arg);
@@ -125,18 +151,17 @@ static int probe(int fd, uint32_t ring_bytes) {
         clock_gettime(CLOCK_MONOTONIC, &t);
     } while (w == 0 && (t.tv_sec - t0.tv_sec) < 3);
     printf("ring_slot0: 0x%016llx\n", (unsigned long long)w);
-    /* The status window's heartbeat (nrt-abi sim.rs: xt_local_reg - 0x1000, +0x48). */
+    /* The heartbeat and core 1's barrier-proxy status (Line 1) from the simulator's hint query. */
+    struct sim_hints h = { .size = sizeof h };
+    rc = xioctl(fd, SIM_HINTS, &h);
+    printf("heartbeat: %d nonzero %d magic %d\n", rc, h.heartbeat_ns != 0, h.magic == SIM_HINTS_MAGIC);
+    printf("barrier_fail_core1: %d %u\n", rc, h.lines[1][1]);
+    /* The old status window (xt_local_reg - 0x1000, +0x48) is plain BAR space now. */
     uint64_t addr = dev.bar_address[0] + 0x30600000u - 0x1000u + 0x48u;
-    uint32_t hb = 0;
-    struct bar_rw br = { .bar = 0, .address = (uint64_t)(uintptr_t)&addr, .data = (uint64_t)(uintptr_t)&hb, .count = 1 };
+    uint32_t word = 0xFFFFFFFFu;
+    struct bar_rw br = { .bar = 0, .address = (uint64_t)(uintptr_t)&addr, .data = (uint64_t)(uintptr_t)&word, .count = 1 };
     rc = xioctl(fd, BAR_READ, &br);
-    printf("heartbeat: %d nonzero %d\n", rc, hb != 0);
-    /* Status line 1 (barrier proxy failure) of core 1: window + 8 * 1 + 4 * 1. */
-    addr = dev.bar_address[0] + 0x30600000u - 0x1000u + 12u;
-    uint32_t line = 0;
-    br.data = (uint64_t)(uintptr_t)&line;
-    rc = xioctl(fd, BAR_READ, &br);
-    printf("barrier_fail_core1: %d %u\n", rc, line);
+    printf("old_window_word: %d %u\n", rc, word);
     /* A tail-increment register of engine 0 queue 0 (M2S bank +0x1000, +0x38): refused. */
     printf("tail_inc_write: %d\n", bar_write(fd, dev.bar_address[0] + 0x30000000u + 0x1000u + 0x38u, 1));
     /* A Neuron request on another descriptor runs natively: the kernel's ENOTTY. */
@@ -167,7 +192,7 @@ static int bug(int fd) {
 
 /* A host chunk of `size` bytes, allocated, described and mapped. */
 static volatile uint8_t *chunk(int fd, uint64_t size, uint64_t *handle, uint64_t *pa) {
-    struct mem_alloc a = { .size = size, .align = 4096, .host_memory = 1, .mem_type = 17,
+    struct mem_alloc a = { .size = size, .align = 0, .host_memory = 1, .mem_type = 17,
                            .mem_handle_ptr = (uint64_t)(uintptr_t)handle };
     if (xioctl(fd, MEM_ALLOC_V2MT, &a) != 0) return NULL;
     struct mem_info mi = { .mem_handle = *handle, .version = 1 };
@@ -222,17 +247,63 @@ static int copy(int fd) {
     return 0;
 }
 
-/* The device's core count and ring entries from the status window (+0x50, +0x54). */
+/* The device's core count and ring entries from the simulator's hint query. */
 static int window(int fd) {
     struct device_info dev = {0};
     int rc = xioctl(fd, DEVICE_INFO, &dev);
-    uint64_t base = dev.bar_address[0] + (dev.architecture == 2 ? 0x30600000u : 0x06A80000u) - 0x1000u;
-    uint64_t addrs[2] = { base + 0x50, base + 0x54 };
-    uint32_t words[2] = { 0, 0 };
-    struct bar_rw br = { .bar = 0, .address = (uint64_t)(uintptr_t)addrs, .data = (uint64_t)(uintptr_t)words, .count = 2 };
-    if (rc == 0) rc = xioctl(fd, BAR_READ, &br);
-    printf("window: %d arch %u cores %u ring_entries %u\n", rc, dev.architecture, words[0], words[1]);
+    struct sim_hints h = { .size = sizeof h };
+    if (rc == 0) rc = xioctl(fd, SIM_HINTS, &h);
+    printf("window: %d arch %u cores %u ring_entries %u\n", rc, dev.architecture, h.model_cores, h.ring_entries);
     return rc != 0;
+}
+
+/* The ownership sequence of a runtime on core 0 (the driver's rules: neuron_crwl.c). */
+static int own(int fd) {
+    struct crwl zero = { 0 }, m = { .nc_id = 0 };
+    memset(m.uuid, 0x5A, sizeof m.uuid);
+    printf("reader_enter_uuid0: %d\n", xioctl(fd, CRWL_READER_ENTER, &zero));
+    struct nc_map r = { .nc_count = 1, .start = 0, .end = 1 };
+    int rc = xioctl(fd, CRWL_NC_RANGE_MARK, &r);
+    printf("range_mark: %d bitmap %llu\n", rc, (unsigned long long)r.bitmap);
+    printf("writer_enter: %d\n", xioctl(fd, CRWL_WRITER_ENTER, &m));
+    printf("writer_downgrade: %d\n", xioctl(fd, CRWL_WRITER_DOWNGRADE, &m));
+    printf("reader_enter: %d\n", xioctl(fd, CRWL_READER_ENTER, &m));
+    printf("reader_exit: %d\n", xioctl(fd, CRWL_READER_EXIT, &m));
+    printf("reader_exit_downgraded: %d\n", xioctl(fd, CRWL_READER_EXIT, &m));
+    printf("reader_exit_at_zero: %d\n", xioctl(fd, CRWL_READER_EXIT, &m));
+    printf("writer_enter_again: %d\n", xioctl(fd, CRWL_WRITER_ENTER, &m));
+    printf("writer_downgrade_again: %d\n", xioctl(fd, CRWL_WRITER_DOWNGRADE, &m));
+    printf("reader_exit_last: %d\n", xioctl(fd, CRWL_READER_EXIT, &m));
+    struct nc_map u = { .bitmap = r.bitmap };
+    printf("range_unmark: %d\n", xioctl(fd, CRWL_NC_RANGE_UNMARK, &u));
+    return 0;
+}
+
+/* Two processes, one driver: the second's range mark of a held core is EBUSY. */
+static int twoproc(int fd) {
+    int ready[2], done[2];
+    if (pipe(ready) != 0 || pipe(done) != 0) return 1;
+    pid_t child = fork();
+    if (child < 0) return 1;
+    char c = 0;
+    if (child == 0) {
+        struct nc_map r = { .nc_count = 1, .start = 0, .end = 0 };
+        c = (char)(xioctl(fd, CRWL_NC_RANGE_MARK, &r) == 0 ? 'y' : 'n');
+        if (write(ready[1], &c, 1) != 1) _exit(1);
+        if (read(done[0], &c, 1) != 1) _exit(1);
+        _exit(0);
+    }
+    if (read(ready[0], &c, 1) != 1) return 1;
+    printf("child_marked: %c\n", c);
+    struct nc_map r = { .nc_count = 1, .start = 0, .end = 0 };
+    printf("parent_mark: %d max %u\n", xioctl(fd, CRWL_NC_RANGE_MARK, &r), r.max_available);
+    struct pid_dump d = { .size = sizeof d, .nc_id = 0 };
+    printf("pid_state_dump: %d\n", xioctl(fd, NC_PID_STATE_DUMP, &d));
+    printf("child_pid: %d\n", (int)child);
+    if (write(done[1], &c, 1) != 1) return 1;
+    int st = 0;
+    waitpid(child, &st, 0);
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -247,6 +318,8 @@ int main(int argc, char **argv) {
     else if (argc >= 2 && strcmp(argv[1], "bug") == 0) rc = bug(fd);
     else if (argc >= 2 && strcmp(argv[1], "window") == 0) rc = window(fd);
     else if (argc >= 2 && strcmp(argv[1], "copy") == 0) rc = copy(fd);
+    else if (argc >= 2 && strcmp(argv[1], "own") == 0) rc = own(fd);
+    else if (argc >= 2 && strcmp(argv[1], "twoproc") == 0) rc = twoproc(fd);
     close(fd);
     return rc;
 }

@@ -1,0 +1,359 @@
+//! Bring-up (steps 1-8) and teardown (step 10).
+
+use super::*;
+
+impl Session {
+    /// Bring up `cfg.cores` cores of the device at `path` (steps 1-8). On any
+    /// failure, what was acquired is released before the error returns.
+    pub fn open(path: impl AsRef<std::path::Path>, cfg: SessionConfig) -> Result<Session, LinuxError> {
+        let dev = Arc::new(NeuronDevice::open(path)?);
+        let driver = dev.driver_info()?;
+        let arch = u8::try_from(driver.architecture).ok().and_then(Arch::from_arch_type).ok_or_else(|| {
+            refused(
+                &dev,
+                ioctl::DRIVER_INFO_GET.name(),
+                format!("unknown architecture {} (this binding knows 2, 3 and 4)", driver.architecture),
+            )
+        })?;
+        let compat = dev.compatible_version()?;
+        check_compatible(arch, compat).map_err(|why| refused(&dev, ioctl::COMPATIBLE_VERSION.name(), why))?;
+        let info = dev.device_info()?;
+        if info.architecture != driver.architecture {
+            return Err(refused(
+                &dev,
+                ioctl::DEVICE_INFO.name(),
+                format!("architecture {} where the driver said {}", info.architecture, driver.architecture),
+            ));
+        }
+        let bar = DriverBar::new(Arc::clone(&dev), &info)?;
+        // The simulator's hints (a real driver refuses the query: none); the
+        // caller's choice first, a hint only when in range.
+        let hints = dev.sim_hints();
+        let cores = match cfg.cores {
+            Some(c) => c,
+            None => hints
+                .and_then(|h| u8::try_from(h.model_cores).ok())
+                .filter(|c| validate(arch, *c, DEFAULT_RING_ENTRIES).is_ok())
+                .unwrap_or(cfg.fallback_cores),
+        };
+        let ring_entries = match cfg.ring_entries {
+            Some(n) => n,
+            None => hints
+                .map(|h| h.ring_entries)
+                .filter(|n| validate(arch, 1, *n).is_ok())
+                .unwrap_or(cfg.fallback_ring_entries),
+        };
+        validate(arch, cores, ring_entries).map_err(|why| refused(&dev, "session", why))?;
+        let mut s = Session {
+            dev,
+            arch,
+            driver,
+            compat,
+            info,
+            cores,
+            ring_entries,
+            timeout_s: cfg.timeout_s,
+            delay: cfg.delay,
+            uuid: session_uuid(),
+            marked: 0,
+            owned: Vec::new(),
+            hints,
+            unusable: None,
+            chunks: Vec::new(),
+            queues: Vec::new(),
+            device: None,
+            nq: Notifications::new(),
+            txq: None,
+            rxq: None,
+            ring_sizes: [[None; NQ_PER_CORE]; MAX_CORES],
+            last_status: None,
+            closed: false,
+        };
+        s.claim_cores()?;
+        s.reset_cores()?;
+        s.enter_writers()?;
+        s.alloc_chunks()?;
+        s.init_queue()?;
+        s.init_rings(bar)?;
+        s.downgrade_writers()?;
+        Ok(s)
+    }
+
+    /// Step 4: claim cores 0..cores with `CRWL_NC_RANGE_MARK` (the driver's
+    /// range marks: one process per core). Held by another process (`EBUSY`):
+    /// the error names the holder's pid and command.
+    fn claim_cores(&mut self) -> Result<(), LinuxError> {
+        let n = u32::from(self.cores);
+        let want = (1u64 << n) - 1;
+        match self.dev.crwl_nc_range_mark(n, 0, n - 1) {
+            Ok(got) => {
+                self.marked = got;
+                if got != want {
+                    return Err(refused(
+                        &self.dev,
+                        ioctl::CRWL_NC_RANGE_MARK.name(),
+                        format!("asked for cores 0x{want:x}, the driver marked 0x{got:x}"),
+                    ));
+                }
+                Ok(())
+            }
+            Err(e) if e.errno() == Some(libc::EBUSY) => {
+                let who = holders(&self.dev, want);
+                Err(e.with_detail(format!("{} {who}", core_list(want))))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Step 5: reset only the cores this session claimed (a reset frees the
+    /// H2T rings and destroys every NQ of those cores, of every process:
+    /// neuron_cdev.c `ncdev_nc_reset`, neuron_reset.c `nr_start_ncs`).
+    fn reset_cores(&mut self) -> Result<(), LinuxError> {
+        let map = u32::try_from(self.marked).map_err(|_| {
+            refused(&self.dev, ioctl::NC_RESET.name(), format!("cores 0x{:x} past the reset map", self.marked))
+        })?;
+        if map == 0 {
+            return Err(refused(&self.dev, ioctl::NC_RESET.name(), "no core claimed to reset".into()));
+        }
+        let id = self.dev.nc_reset(map)?;
+        match self.dev.nc_reset_ready(id)? {
+            0 => Ok(()),
+            r => Err(refused(
+                &self.dev,
+                ioctl::NC_RESET_READY.name(),
+                format!("the reset of cores 0x{map:x} (request {id}) failed with result {r}"),
+            )),
+        }
+    }
+
+    /// Step 6: switch this session's model in: `CRWL_WRITER_ENTER {nc, uuid}`
+    /// of each core (neuron_crwl.c: `ncrwl_writer_enter`); the rings and queues
+    /// are set up under the writer lock, then [`downgrade_writers`](Self::downgrade_writers).
+    fn enter_writers(&mut self) -> Result<(), LinuxError> {
+        for nc in 0..u32::from(self.cores) {
+            self.dev.crwl_writer_enter(nc, self.uuid)?;
+            self.owned.push((nc, Crwl::Writer));
+        }
+        Ok(())
+    }
+
+    /// Step 10: `CRWL_WRITER_DOWNGRADE {nc, uuid}` of each core: this session
+    /// becomes its one reader (neuron_crwl.c: `ncrwl_writer_downgrade`).
+    fn downgrade_writers(&mut self) -> Result<(), LinuxError> {
+        for i in 0..self.owned.len() {
+            let (nc, _) = self.owned[i];
+            self.dev.crwl_writer_downgrade(nc, self.uuid)?;
+            self.owned[i].1 = Crwl::Reader;
+        }
+        Ok(())
+    }
+
+    /// Step 7.
+    fn alloc_chunks(&mut self) -> Result<(), LinuxError> {
+        let ring = u64::from(STAGING_RING_DEPTH) * 16;
+        for (size, kind) in [
+            (ring, mem_type::DMA_RINGS_HOST),
+            (ring, mem_type::DMA_RINGS_HOST),
+            (COPY_BUFFER_BYTES, mem_type::DMA_RINGS_HOST),
+        ] {
+            let a = MemAllocV2Mt { size, align: 0, host_memory: 1, mem_type: kind, ..MemAllocV2Mt::default() };
+            let handle = self.dev.mem_alloc_v2mt(a)?;
+            self.chunks.push(Chunk { handle, info: MemGetExtendedInfo::default(), map: None });
+            let info = self.dev.mem_get_extended_info(handle)?;
+            if info.size < size {
+                return Err(refused(
+                    &self.dev,
+                    ioctl::MEM_GET_EXTENDED_INFO.name(),
+                    format!("chunk {handle:#x} has {} bytes, {size} were asked", info.size),
+                ));
+            }
+            let len = usize::try_from(info.size).map_err(|_| {
+                refused(&self.dev, "mmap", format!("a chunk of {} bytes does not fit this address space", info.size))
+            })?;
+            let map = Mapping::map(self.dev.file(), info.mmap_offset, len)
+                .map_err(|e| LinuxError::new("mmap", self.dev.path().display().to_string(), e))?;
+            if let Some(c) = self.chunks.last_mut() {
+                c.info = info;
+                c.map = Some(map);
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 8.
+    fn init_queue(&mut self) -> Result<(), LinuxError> {
+        let (tx, rx) = match (self.chunks.first(), self.chunks.get(1)) {
+            (Some(t), Some(r)) => (t.handle, r.handle),
+            _ => return Err(refused(&self.dev, ioctl::DMA_QUEUE_INIT.name(), "no ring memory".into())),
+        };
+        self.dev.dma_queue_init(DmaQueueInit {
+            eng_id: STAGING_ENGINE,
+            qid: STAGING_QUEUE,
+            tx_desc_count: STAGING_RING_DEPTH,
+            rx_desc_count: STAGING_RING_DEPTH,
+            tx_handle: tx,
+            rx_handle: rx,
+            rxc_handle: 0,
+            axi_port: 0,
+            _pad: 0,
+        })?;
+        self.queues.push((STAGING_ENGINE, STAGING_QUEUE));
+        self.txq = Some(SwDmaQueue::new(STAGING_RING_DEPTH).map_err(|e| self.dma_error("queue", e))?);
+        self.rxq = Some(SwDmaQueue::new(STAGING_RING_DEPTH).map_err(|e| self.dma_error("queue", e))?);
+        Ok(())
+    }
+
+    /// Step 9, and the clock and calibration of each core.
+    fn init_rings(&mut self, bar: DriverBar) -> Result<(), LinuxError> {
+        // The device clock's origin: the simulator's (its hint), else none
+        // (a real runtime pairs its clock with the device's otherwise).
+        let origin = self.hints.map_or(0, |h| h.clock_origin_ns);
+        let rings = MappedRings::new(self.arch, bar);
+        let clock = MonotonicClock::new();
+        let tensors = tensor_table().ok_or_else(|| {
+            refused(&self.dev, "session", format!("a tensor table of {} outputs", simabi::MAX_OUTPUTS))
+        })?;
+        self.device =
+            Some(DriverDevice::new(Arc::clone(&self.dev), rings, self.arch, self.hints.is_some(), clock, tensors));
+        // Device time (us since the model's origin) at host time 0.
+        let dev_us = if origin == 0 { 0 } else { sys::monotonic_ns().saturating_sub(origin) / 1_000 };
+        for core in 0..self.cores {
+            for eng in 0..ENGINES_PER_CORE {
+                self.nq.set_cal(core, eng, simabi::calibration(core, eng));
+            }
+            self.nq.set_sync_point(core, SyncPoint { dev_us, cpu_us: 0 });
+        }
+        self.bind_rings(self.ring_entries)
+    }
+
+    pub(super) fn bind_rings(&mut self, ring_entries: u32) -> Result<(), LinuxError> {
+        for core in 0..self.cores {
+            for (nq, kind) in harvest_rings() {
+                let arg = ring_request(core, nq, kind, ring_entries);
+                let prev =
+                    self.ring_sizes.get(usize::from(core)).and_then(|r| r.get(usize::from(nq))).copied().flatten();
+                let (window, _) = map_ring(&self.dev, RingInit::for_size(arg, prev))?;
+                if let Some(s) = self.ring_sizes.get_mut(usize::from(core)).and_then(|r| r.get_mut(usize::from(nq))) {
+                    *s = Some(arg.size);
+                }
+                // HEAD at the slot the driver programmed: the engine_index passed.
+                match self.device.as_mut() {
+                    Some(d) => d.rings.bind_initialised(core, nq, window, &arg)?,
+                    None => return Err(refused(&self.dev, "bind ring", "the session is closed".into())),
+                }
+            }
+            self.nq.bind_core(core, ring_entries * ENTRY_BYTES).map_err(|e| {
+                refused(&self.dev, "bind ring", format!("core {core}: the ring state refused the binding: {e:?}"))
+            })?;
+        }
+        self.ring_entries = ring_entries;
+        Ok(())
+    }
+
+    pub(super) fn teardown(&mut self) -> Vec<LinuxError> {
+        if self.closed {
+            return Vec::new();
+        }
+        self.closed = true;
+        let mut errors = Vec::new();
+        // munmap: the NQ rings (held by the harvest's device), then the chunks.
+        self.device = None;
+        for c in self.chunks.iter_mut().rev() {
+            c.map = None;
+        }
+        // The queues are released (the driver changes nothing: neuron_ring.c
+        // `ndmar_queue_release`), but their ring chunks stay allocated: the
+        // queue stays programmed on them until `close`, which re-points the
+        // process's queues at a dummy ring before it frees the process's chunks
+        // (neuron_cdev.c: `ncdev_flush`). Only chunks no queue uses are freed.
+        let rings: Vec<u64> = self.chunks.iter().take(2).map(|c| c.handle).collect();
+        for (eng, q) in self.queues.drain(..).rev() {
+            if let Err(e) = self.dev.dma_queue_release(eng, q) {
+                errors.push(e);
+            }
+        }
+        for c in self.chunks.drain(..).rev() {
+            if rings.contains(&c.handle) {
+                continue;
+            }
+            if let Err(e) = self.dev.mem_free(c.handle) {
+                errors.push(e);
+            }
+        }
+        // The cores, in reverse: a writer not yet downgraded is downgraded
+        // first (the driver has no writer exit), then the reader exits.
+        for (nc, how) in self.owned.drain(..).rev() {
+            if how == Crwl::Writer {
+                if let Err(e) = self.dev.crwl_writer_downgrade(nc, self.uuid) {
+                    errors.push(e);
+                    continue;
+                }
+            }
+            if let Err(e) = self.dev.crwl_reader_exit(nc, self.uuid) {
+                errors.push(e);
+            }
+        }
+        if self.marked != 0 {
+            if let Err(e) = self.dev.crwl_nc_range_unmark(self.marked) {
+                errors.push(e);
+            }
+            self.marked = 0;
+        }
+        for e in &errors {
+            log::warn!("session teardown: {e}");
+        }
+        errors
+        // The device closes when the last reference (this session's) drops.
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.teardown();
+    }
+}
+
+/// `0-1`, `0`, `0,2`: the cores of `map`.
+pub(super) fn core_list(map: u64) -> String {
+    let v: Vec<u32> = (0..64).filter(|i| map & (1u64 << i) != 0).collect();
+    let run = map >> map.trailing_zeros();
+    match v.as_slice() {
+        [] => "no core".to_string(),
+        [one] => format!("core {one}"),
+        [first, .., last] if run & run.wrapping_add(1) == 0 => format!("cores {first}-{last}"),
+        _ => format!("cores {}", v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
+    }
+}
+
+/// Who holds cores `want` of `dev`, for the error of a refused mark: the
+/// processes the driver lists with `DEVICE_GET_ALL_APPS_INFO` as writers of
+/// those cores (its `nc_lock_map`, cores 0..=3), each with its command from
+/// `/proc/<pid>/comm`.
+pub(super) fn holders(dev: &NeuronDevice, want: u64) -> String {
+    let me = std::process::id() as i32;
+    match dev.apps_info() {
+        Ok(apps) => {
+            let who: Vec<String> = apps
+                .iter()
+                .filter(|a| a.pid != me && a.pid > 0 && u64::from(a.nc_lock_map) & want != 0)
+                .map(|a| {
+                    let comm = std::fs::read_to_string(format!("/proc/{}/comm", a.pid))
+                        .map(|c| c.trim().to_string())
+                        .unwrap_or_else(|e| format!("command unknown: /proc/{}/comm: {e}", a.pid));
+                    format!("pid {} ({comm})", a.pid)
+                })
+                .collect();
+            if who.is_empty() {
+                let others: Vec<String> = apps.iter().filter(|a| a.pid != me).map(|a| a.pid.to_string()).collect();
+                format!(
+                    "are held by another process; the driver names no writer of them (processes with the device \
+                     open: {})",
+                    if others.is_empty() { "none listed".to_string() } else { others.join(", ") }
+                )
+            } else {
+                format!("are held by {}", who.join(", "))
+            }
+        }
+        Err(e) => format!("are held by another process (asking the driver who failed: {e})"),
+    }
+}

@@ -1,0 +1,322 @@
+//! The device the harvest sees through the driver: BAR0 through the BAR
+//! ioctls, the mapped NQ rings, the probes, the kickoff semaphore.
+
+use super::*;
+
+/// BAR0 through the driver's BAR ioctls, owned (the device shared).
+#[derive(Clone, Debug)]
+pub struct DriverBar {
+    dev: Arc<NeuronDevice>,
+    base: u64,
+    size: u64,
+}
+
+impl DriverBar {
+    /// BAR0 of `dev` as `info` reports it.
+    pub fn new(dev: Arc<NeuronDevice>, info: &DeviceInfo) -> Result<DriverBar, LinuxError> {
+        let b = IoctlBar::with_info(&dev, info, 0)?;
+        let (base, size) = (b.base(), b.size());
+        Ok(DriverBar { dev, base, size })
+    }
+
+    fn bar(&self) -> IoctlBar<'_> {
+        IoctlBar::new(&self.dev, 0, self.base, self.size)
+    }
+}
+
+impl ErrorType for DriverBar {
+    type Error = LinuxError;
+}
+
+impl Registers for DriverBar {
+    fn read32(&mut self, offset: u64) -> Result<u32, LinuxError> {
+        self.bar().read32(offset)
+    }
+    fn write32(&mut self, offset: u64, value: u32) -> Result<(), LinuxError> {
+        self.bar().write32(offset, value)
+    }
+}
+
+pub(super) struct Collect<'a>(pub(super) &'a mut Vec<Event>);
+
+impl hal::EventSink for Collect<'_> {
+    fn event(&mut self, e: &Event) {
+        self.0.push(*e);
+    }
+}
+
+pub(super) struct Fence;
+impl hal::Fence for Fence {}
+
+/// The kickoff semaphore: `NEURON_IOCTL_SEMAPHORE_INCREMENT`.
+pub(super) struct Sema<'a>(pub(super) &'a NeuronDevice);
+
+impl ErrorType for Sema<'_> {
+    type Error = LinuxError;
+}
+
+impl hal::Semaphore for Sema<'_> {
+    fn increment(&mut self, nc: u32, index: u32, value: u32) -> Result<(), LinuxError> {
+        self.0.semaphore_increment(nc, index, value)
+    }
+}
+
+/// Tensor wake-ups one inference keeps; later ones are counted.
+pub const WAKE_LOG_CAP: usize = 256;
+
+/// The waiters of streamed outputs, for one inference.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Wakes {
+    /// (output, count), in order.
+    pub wakes: Vec<(u16, u32)>,
+    /// Wake-ups past the cap.
+    pub dropped: u64,
+}
+
+impl TensorWaker for Wakes {
+    fn wake(&mut self, output: u16, count: u32) {
+        if self.wakes.len() < WAKE_LOG_CAP {
+            self.wakes.push((output, count));
+        } else {
+            self.dropped = self.dropped.saturating_add(1);
+        }
+    }
+}
+
+pub(super) fn tensor_table() -> Option<TensorCompletions<{ simabi::MAX_OUTPUTS }, Wakes>> {
+    let vars: Vec<u16> = (0..simabi::MAX_OUTPUTS as u16).map(|i| simabi::FIRST_VAR_ID + i).collect();
+    TensorCompletions::with_waker(&vars, Wakes::default())
+}
+
+/// Consecutive failed calls of the device file after which the harvest's
+/// device is taken for gone (G-DRV-GONE): a driver that refuses one call
+/// answers the next; a device file whose every call fails (the simulator's
+/// supervisor killed: `ENOSYS`; a device removed: `ENODEV`, `EIO`) does not.
+pub const GONE_AFTER_FAILURES: u32 = 8;
+
+/// Ring reads between two liveness calls of the device file while the
+/// harvest waits (the ring reads themselves are of mapped memory: no call
+/// would fail otherwise). A liveness call is the hint query on the simulator,
+/// `DRIVER_INFO_GET` on a real driver.
+pub const LIVENESS_EVERY: u32 = 1024;
+
+/// The device the harvest sees: the mapped rings, HEAD and INTC through the
+/// BAR ioctls, the probes from the simulator's hint query (absent on a real
+/// driver), `CLOCK_MONOTONIC`; a device file whose calls keep failing is gone
+/// (G-DRV-GONE).
+pub struct DriverDevice {
+    pub(super) dev: Arc<NeuronDevice>,
+    pub(super) rings: MappedRings<DriverBar>,
+    pub(super) arch: Arch,
+    /// The hint query answered at bring-up: the probes are the simulator's.
+    sim: bool,
+    pub(super) clock: MonotonicClock,
+    /// Events the core delivered, in order.
+    pub events: Vec<Event>,
+    pub(super) tensors: TensorCompletions<{ simabi::MAX_OUTPUTS }, Wakes>,
+    /// The first failed probe read (the harvest goes on: a probe is advisory).
+    pub probe_error: Option<LinuxError>,
+    /// Consecutive failed calls of the device file.
+    failures: u32,
+    /// Ring reads since the last liveness call.
+    reads: u32,
+    /// Why the device is gone, once it is.
+    gone: Option<String>,
+}
+
+impl core::fmt::Debug for DriverDevice {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("DriverDevice").field("arch", &self.arch).field("events", &self.events.len()).finish()
+    }
+}
+
+impl DriverDevice {
+    /// The harvest's device over `rings` of `dev`; `sim`: the simulator's hint
+    /// query answered (its probes are read), else no probe is.
+    pub(super) fn new(
+        dev: Arc<NeuronDevice>,
+        rings: MappedRings<DriverBar>,
+        arch: Arch,
+        sim: bool,
+        clock: MonotonicClock,
+        tensors: TensorCompletions<{ simabi::MAX_OUTPUTS }, Wakes>,
+    ) -> DriverDevice {
+        DriverDevice {
+            dev,
+            rings,
+            arch,
+            sim,
+            clock,
+            events: Vec::new(),
+            tensors,
+            probe_error: None,
+            failures: 0,
+            reads: 0,
+            gone: None,
+        }
+    }
+
+    /// Start an inference: events, tensor counts and the failure count from nothing.
+    pub(super) fn restart(&mut self, tensors: TensorCompletions<{ simabi::MAX_OUTPUTS }, Wakes>) {
+        self.events.clear();
+        self.tensors = tensors;
+        self.probe_error = None;
+        self.failures = 0;
+        self.reads = 0;
+        self.gone = None;
+    }
+
+    /// Why the device file stopped answering, if it did (G-DRV-GONE).
+    pub fn gone(&self) -> Option<&str> {
+        self.gone.as_deref()
+    }
+
+    /// Count the outcome of one call of the device file.
+    fn seen<T>(&mut self, r: Result<T, LinuxError>) -> Result<T, LinuxError> {
+        match &r {
+            Ok(_) => self.failures = 0,
+            Err(e) if self.gone.is_none() => {
+                self.failures += 1;
+                if self.failures >= GONE_AFTER_FAILURES {
+                    self.gone = Some(format!(
+                        "the device at {} is gone: {} calls of the device file failed in a row, the last {e}",
+                        self.dev.path().display(),
+                        self.failures
+                    ));
+                }
+            }
+            Err(_) => {}
+        }
+        r
+    }
+
+    fn gone_error(&self, what: &'static str, core: u8) -> LinuxError {
+        let why = self.gone.clone().unwrap_or_default();
+        LinuxError::new(what, format!("core {core}"), io::Error::new(io::ErrorKind::NotConnected, why))
+    }
+
+    /// The simulator's status line `line` of `core` (`None` on a real driver:
+    /// the probe is absent, not read from BAR space).
+    fn status(&mut self, line: Line, core: u8) -> Result<Option<NrtStatus>, LinuxError> {
+        if !self.sim {
+            return Ok(None);
+        }
+        let r = self.dev.sim_hints_call();
+        let h = self.seen(r)?;
+        let v = h.and_then(|h| h.lines.get(usize::from(core)).and_then(|l| l.get(line as usize)).copied());
+        Ok(v.filter(|v| *v != 0).map(NrtStatus::from_code))
+    }
+
+    fn probe(&mut self, line: Line, core: u8) -> Option<NrtStatus> {
+        match self.status(line, core) {
+            Ok(s) => s,
+            Err(e) => {
+                self.probe_error.get_or_insert(e);
+                None
+            }
+        }
+    }
+}
+
+impl ErrorType for DriverDevice {
+    type Error = LinuxError;
+}
+
+impl hal::NqRings for DriverDevice {
+    fn read_slot(&mut self, core: u8, nq: u8, offset: u32, out: &mut [u8; 16]) -> Result<(), LinuxError> {
+        if self.gone.is_none() {
+            self.reads += 1;
+            if self.reads >= LIVENESS_EVERY {
+                self.reads = 0;
+                let r =
+                    if self.sim { self.dev.sim_hints_call().map(|_| ()) } else { self.dev.driver_info().map(|_| ()) };
+                let _ = self.seen(r);
+            }
+        }
+        if self.gone.is_some() {
+            return Err(self.gone_error("read ring", core));
+        }
+        self.rings.read_slot(core, nq, offset, out)
+    }
+    fn write_head(&mut self, core: u8, nq: u8, head: u32) -> Result<(), LinuxError> {
+        let r = self.rings.write_head(core, nq, head);
+        self.seen(r)
+    }
+}
+
+impl hal::IntcCause for DriverDevice {
+    fn read_cause(&mut self, core: u8, block: u32, line: u32) -> Result<u32, LinuxError> {
+        let off = simabi::intc_cause_offset(self.arch, core, block, line).ok_or_else(|| {
+            let e = io::Error::new(io::ErrorKind::InvalidInput, "no INTC cause register");
+            LinuxError::new("INTC read", format!("core {core} block {block} line {line}"), e)
+        })?;
+        let r = self.rings.regs().read32(off);
+        self.seen(r)
+    }
+}
+
+impl hal::Clock for DriverDevice {
+    fn now_ns(&self) -> u64 {
+        self.clock.now_ns()
+    }
+}
+
+impl hal::CollectivesProxy for DriverDevice {
+    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+        // The barrier wait is never fatal by itself: a device that is gone ends it.
+        if self.gone.is_some() {
+            return Err(NrtStatus::HwError);
+        }
+        if !self.sim {
+            // No collectives hook on this path: nothing to wait for.
+            return Ok(true);
+        }
+        let r = self.dev.sim_hints_call();
+        match self.seen(r) {
+            Ok(h) => {
+                let line = |l: Line| {
+                    h.and_then(|h| h.lines.get(usize::from(core)).and_then(|w| w.get(l as usize)).copied()).unwrap_or(0)
+                };
+                match line(Line::BarrierFail) {
+                    0 => Ok(line(Line::BarrierDone) != 0),
+                    s => Err(NrtStatus::from_code(s)),
+                }
+            }
+            Err(e) => {
+                self.probe_error.get_or_insert(e);
+                if self.gone.is_some() {
+                    Err(NrtStatus::HwError)
+                } else {
+                    Ok(false)
+                }
+            }
+        }
+    }
+    fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+        if self.gone.is_some() {
+            return Err(NrtStatus::HwError);
+        }
+        self.probe(Line::NetproxyFail, core).map_or(Ok(true), Err)
+    }
+}
+
+impl hal::FaultProbe for DriverDevice {
+    fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus> {
+        self.probe(Line::Hbm, core)
+    }
+    fn dma_aborted(&mut self, core: u8) -> bool {
+        self.probe(Line::DmaAbort, core).is_some()
+    }
+}
+
+impl hal::EventSink for DriverDevice {
+    fn event(&mut self, e: &Event) {
+        self.events.push(*e);
+    }
+}
+
+impl hal::TensorNotify for DriverDevice {
+    fn tensor_completed(&mut self, core: u8, var_id: u16) -> Option<(u16, u32)> {
+        self.tensors.tensor_completed(core, var_id)
+    }
+}

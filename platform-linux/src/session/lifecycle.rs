@@ -1,0 +1,217 @@
+//! A session's life after bring-up: inferences, a ring-size change, its accessors.
+
+use super::*;
+
+/// One inference's outcome.
+#[derive(Debug)]
+pub struct Inference {
+    /// The request's status.
+    pub status: NrtStatus,
+    /// The one-step return code it ended with.
+    pub step: Step,
+    /// Calls of `progress_one_step`.
+    pub steps: u64,
+    /// Harvest time, ns.
+    pub elapsed_ns: u64,
+    /// The kickoff time on the session's clock, us.
+    pub kickoff_us: u64,
+    /// The harvested request (per-core results, engine times).
+    pub request: ExecRequest,
+    /// The harvest's events.
+    pub events: Vec<Event>,
+    /// Tensor wake-ups, in order, and how many past the cap.
+    pub wakes: Wakes,
+    /// What staging did.
+    pub staging: Staging,
+    /// The first probe read that failed, if any.
+    pub probe_error: Option<String>,
+}
+
+impl Session {
+    /// Re-initialise every ring with `ring_entries` entries.
+    ///
+    /// The same size: nothing changes. The driver would reuse each ring's chunk
+    /// and the device keeps its place in it, so the session keeps its cursors
+    /// (resetting them would read the previous inference's records again).
+    ///
+    /// A new size: every ring is unmapped first (a forced re-init frees the old
+    /// chunk at once, with no mmap reference count: neuron_nq.c `nnq_init`,
+    /// neuron_mmap.c), then re-initialised through
+    /// `NOTIFICATIONS_INIT_WITH_REALLOC_V2` with `force_alloc_mem` 1
+    /// (`driver-abi.md` point 8) and mapped, and the cursors start at the new
+    /// rings' first slot. All or nothing: a failure half-way leaves some rings
+    /// of each size, so the session is then marked unusable and every later
+    /// inference fails with the reason.
+    pub fn set_ring_entries(&mut self, ring_entries: u32) -> Result<(), LinuxError> {
+        self.usable()?;
+        validate(self.arch, self.cores, ring_entries).map_err(|why| refused(&self.dev, "session", why))?;
+        if ring_entries == self.ring_entries {
+            return Ok(());
+        }
+        if let Some(d) = self.device.as_mut() {
+            for core in 0..self.cores {
+                for (nq, _) in harvest_rings() {
+                    drop(d.rings.unbind(core, nq));
+                }
+            }
+        }
+        self.nq = {
+            let mut nq = Notifications::new();
+            for core in 0..self.cores {
+                for eng in 0..ENGINES_PER_CORE {
+                    nq.set_cal(core, eng, self.nq.cal(core, eng));
+                }
+                nq.set_sync_point(core, self.nq.sync_point(core));
+            }
+            nq
+        };
+        let old = self.ring_entries;
+        self.bind_rings(ring_entries).inspect_err(|e| {
+            self.unusable = Some(format!(
+                "the resize of the NQ rings from {old} to {ring_entries} entries failed half-way ({e}); \
+                 the rings are of both sizes, so the session cannot run inferences"
+            ));
+        })
+    }
+
+    /// `Err` naming why when the session can no longer run inferences.
+    fn usable(&self) -> Result<(), LinuxError> {
+        if self.closed {
+            return Err(refused(&self.dev, "inference", "the session is closed".into()));
+        }
+        match &self.unusable {
+            Some(why) => Err(refused(&self.dev, "inference", format!("the session is unusable: {why}"))),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn dma_error(&self, step: &str, e: DmaError) -> LinuxError {
+        let kind = match e {
+            DmaError::Timeout => io::ErrorKind::TimedOut,
+            _ => io::ErrorKind::InvalidInput,
+        };
+        LinuxError::new(
+            "DMA staging",
+            self.dev.path().display().to_string(),
+            io::Error::new(kind, format!("{step}: {e}")),
+        )
+    }
+
+    /// The device node.
+    pub fn path(&self) -> &std::path::Path {
+        self.dev.path()
+    }
+    /// The device's generation (`DRIVER_INFO_GET`).
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+    /// The driver's info.
+    pub fn driver_info(&self) -> DriverInfo {
+        self.driver
+    }
+    /// The runtime versions the driver serves.
+    pub fn compatible_version(&self) -> CompatibleVersion {
+        self.compat
+    }
+    /// The device's info (BAR addresses and sizes).
+    pub fn device_info(&self) -> DeviceInfo {
+        self.info
+    }
+    /// Physical cores owned.
+    pub fn cores(&self) -> u8 {
+        self.cores
+    }
+    /// NQ ring entries.
+    pub fn ring_entries(&self) -> u32 {
+        self.ring_entries
+    }
+    /// The model's timeout, seconds.
+    pub fn timeout_s(&self) -> u32 {
+        self.timeout_s
+    }
+    /// The status of the latest inference (`None` before the first).
+    pub fn last_status(&self) -> Option<NrtStatus> {
+        self.last_status
+    }
+
+    /// Step 9: stage, kick off (the top-SP host trigger, the kickoff semaphore
+    /// of each core), harvest. A status is a result, not an error: `Err` is a
+    /// failed call.
+    pub fn run_inference(&mut self) -> Result<Inference, LinuxError> {
+        self.usable()?;
+        // Doorbell B: the top-SP host trigger in the top-SP's window, never a
+        // DMA engine's registers; not written where the arch's window is unknown.
+        let trigger = host_trigger(self.arch).ok_or_else(|| {
+            refused(
+                &self.dev,
+                "host trigger",
+                format!(
+                    "no public address map gives the top-SP window of arch {} ({}): the host trigger is not \
+                     written and the inference is not started",
+                    self.arch.arch_type(),
+                    self.arch.name()
+                ),
+            )
+        })?;
+        let staging = self.stage()?;
+        let arch = self.arch;
+        let cores = self.cores;
+        let tensors = tensor_table().ok_or_else(|| {
+            refused(&self.dev, "session", format!("a tensor table of {} outputs", simabi::MAX_OUTPUTS))
+        })?;
+        let dev = Arc::clone(&self.dev);
+        let d = self.device.as_mut().ok_or_else(|| refused(&dev, "inference", "the session is closed".into()))?;
+        d.restart(tensors);
+        // Core's doorbell B (`set_host_trigger`: a Release fence, then 1 at the
+        // trigger), written here so that a failed BAR_WRITE keeps its errno.
+        fence(Ordering::Release);
+        d.rings.regs().write32(trigger, nrt_core::dma::doorbell::HOST_TRIGGER_VALUE)?;
+        let kickoff_us = d.now_ns() / 1_000;
+        for c in 0..cores {
+            kickoff_infer(&mut Sema(&dev), u32::from(c), u32::from(c)).map_err(|e| {
+                LinuxError::new(
+                    ioctl::SEMAPHORE_INCREMENT.name(),
+                    dev.path().display().to_string(),
+                    io::Error::other(format!("core {c}: {e}")),
+                )
+            })?;
+        }
+        let mut req = ExecRequest::new(ExecConfig::new(arch, cores, self.timeout_s));
+        let t0 = d.now_ns();
+        let w = exec_wait_round_robin(&mut req, d, &mut self.nq, &mut AnyDelay::new(self.delay));
+        let elapsed_ns = d.now_ns().saturating_sub(t0);
+        if let Some(why) = d.gone() {
+            // As the shared-memory path's G-SHM-GONE: the request is abandoned.
+            let e = io::Error::new(
+                io::ErrorKind::NotConnected,
+                format!("{why}; the harvest was abandoned after {:.1} s ({} steps)", elapsed_ns as f64 / 1e9, w.steps),
+            );
+            return Err(LinuxError::new("harvest", dev.path().display().to_string(), e));
+        }
+        self.last_status = Some(w.status);
+        Ok(Inference {
+            status: w.status,
+            step: w.step,
+            steps: w.steps,
+            elapsed_ns,
+            kickoff_us,
+            request: req,
+            events: std::mem::take(&mut d.events),
+            wakes: d.tensors.waker().clone(),
+            staging,
+            probe_error: d.probe_error.take().map(|e| e.to_string()),
+        })
+    }
+
+    /// Step 10: release everything in reverse order (mappings, queues, chunks,
+    /// cores) and close the device; every failed release is returned (the others
+    /// are still made).
+    pub fn close(mut self) -> Result<(), Vec<LinuxError>> {
+        let errors = self.teardown();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+}

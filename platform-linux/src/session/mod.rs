@@ -1,0 +1,359 @@
+//! The bring-up path: own cores of a Neuron device through the driver's ioctls
+//! and run inferences on them (`nrtctl run`, the C ABI's `nrt_session_*`).
+//!
+//! [`Session::open`] does steps 1-10 of `docs/driver-model.md` against
+//! `/dev/neuronN`, [`Session::run_inference`] step 11, and dropping the session
+//! (or [`Session::close`]) step 12:
+//!
+//! 1. `open(O_RDWR | O_CLOEXEC)`;
+//! 2. `DRIVER_INFO_GET` (architecture), `COMPATIBLE_VERSION`: a driver whose
+//!    range does not hold this binding's runtime version ([`runtime_version`])
+//!    is refused, both named; `DEVICE_INFO`: BAR0's address and size (the BAR
+//!    ioctls' base, `driver-abi.md` point 7; nothing is assumed);
+//! 3. the simulator-only hint query (`nrt_abi::sim::SIM_HINTS`): the core
+//!    count, ring entries and clock origin of the simulated device, for what
+//!    the caller does not configure; a real driver refuses it, and then no
+//!    probe is read at all (absent, not read from BAR space);
+//! 4. `CRWL_NC_RANGE_MARK` of cores `0..cores`: `EBUSY` when another process
+//!    holds them, and the error names its pid and command
+//!    (`DEVICE_GET_ALL_APPS_INFO`, `/proc/<pid>/comm`);
+//! 5. `NC_RESET` of the cores claimed (only those: a reset destroys every NQ
+//!    of its cores, of every process), `NC_RESET_READY` (result 0);
+//! 6. `CRWL_WRITER_ENTER {nc, uuid}` of each core: this session's model is
+//!    switched in under the writer lock;
+//! 7. `MEM_ALLOC_V2MT` (host memory, `align` 0) of the staging queue's TX
+//!    ring, RX ring and the copy's buffer, `MEM_GET_EXTENDED_INFO` (the handle
+//!    kept from the allocation: the info struct's is a kernel pointer), `mmap`
+//!    at its offset;
+//! 8. `DMA_QUEUE_INIT` of the staging queue (engine 0 queue 0);
+//! 9. `NOTIFICATIONS_INIT_V2` of runtime rings 2 (ERROR) and 4..=8 (NOTIFY)
+//!    of each core with `engine_index` = the runtime NQ index, `mmap`: HEAD is
+//!    written at the slot the driver programmed, that `engine_index` (points 5
+//!    and 6). [`Session::set_ring_entries`] re-initialises them with a new size
+//!    (unmapped first) through `NOTIFICATIONS_INIT_WITH_REALLOC_V2`,
+//!    `force_alloc_mem` 1 (point 8);
+//! 10. `CRWL_WRITER_DOWNGRADE {nc, uuid}` of each core: the session is the
+//!     core's reader;
+//! 11. the inference: a 4 KiB copy and its completion marker built with core's
+//!     `append_descs`, the write barrier (meta_ctrl bit 26) on the last data
+//!     descriptor, lowered into the mapped rings (`create_prings`, the
+//!     `SwDmaQueue` cursors), rung with core's `ring_tail_inc` (S2M, then M2S)
+//!     through [`IoctlDoorbell`]: one `DMA_QUEUE_COPY_START` with TX and RX
+//!     (never `rx == 0`, never before step 8: points 1 and 2); the completion
+//!     marker polled in the mapped buffer; the top-SP host trigger (`BAR_WRITE`
+//!     in the top-SP's window, [`host_trigger`]; refused on an arch whose window
+//!     is unknown); the kickoff `SEMAPHORE_INCREMENT` per core; the harvest:
+//!     core's `exec_wait_round_robin` over a device whose rings are the
+//!     mappings and whose registers (HEAD, INTC cause) go through `BAR_WRITE` /
+//!     `BAR_READ` at `bar_address[0] + offset`, the probes through the hint
+//!     query (the simulator only); repeated failures of the device file end it
+//!     with a device-gone error (G-DRV-GONE);
+//! 12. teardown, also after an error (RAII): `munmap` of every mapping,
+//!     `DMA_QUEUE_RELEASE`, `MEM_FREE` of the copy's buffer (the ring chunks
+//!     are left to `close`: the driver keeps the queue programmed on them
+//!     until then), `CRWL_READER_EXIT` of each core (a writer not yet
+//!     downgraded is downgraded first), `CRWL_NC_RANGE_UNMARK`, `close`, each
+//!     in reverse order of acquisition.
+//!
+//! Every ioctl's return is checked: a positive one (NC_RESET's +1, the memory
+//! calls' +8 / +22, BAR_READ's leftover count) is an error naming the call and
+//! the value (`device::positive_return`).
+//!
+//! Every error is a [`LinuxError`] naming the call, the device and the errno (or,
+//! for a call this binding refuses, why).
+//!
+//! The module is split by job: `bringup` (steps 1-10 and the teardown of step
+//! 12), `device` (the hal implementation the harvest runs on: BAR0 through the
+//! BAR ioctls, the mapped rings, the probes), `staging` (the copy of step 11),
+//! `lifecycle` (inferences, a ring-size change, the accessors) and `report`
+//! (the report `nrt-sim run` prints).
+
+mod bringup;
+mod device;
+mod lifecycle;
+#[cfg(feature = "sim")]
+mod report;
+mod staging;
+#[cfg(test)]
+mod tests;
+
+use std::io;
+use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
+
+use nrt_abi::sim::{self as simabi, Line};
+use nrt_core::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
+use nrt_core::dma::build::{append_descs, Transfer, OP_COPY};
+use nrt_core::dma::doorbell::{kickoff_infer, ring_tail_inc};
+use nrt_core::dma::pring::RingBacking;
+use nrt_core::dma::queue::reserve_descriptors;
+use nrt_core::dma::{
+    Bd, CompletionHandle, DeviceHead, Direction, DmaError, DmaEvent, PlatformType, SwDmaQueue, UdmaCopyWriter,
+    UdmaLayout, VRing,
+};
+use nrt_core::event::Event;
+use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, Step, TensorCompletions, TensorWaker};
+use nrt_core::hal::{self, Clock, ErrorType, Registers};
+use nrt_core::nq::{Notifications, SyncPoint, ERROR_NQ, INFER_STATUS_NQS, NQ_PER_CORE};
+use nrt_core::NrtStatus;
+
+use crate::device::{IoctlBar, NeuronDevice};
+use crate::doorbell::{IoctlDoorbell, UdmaEngine};
+use crate::error::LinuxError;
+use crate::ioctl::{
+    self, mem_type, nq_dev_type, nq_type, CompatibleVersion, DeviceInfo, DmaQueueInit, DriverInfo, MemAllocV2Mt,
+    MemGetExtendedInfo, NotificationsInitV2,
+};
+use crate::rings::{map_ring, MappedRings, RingInit};
+use crate::sys::{self, Mapping};
+use crate::time::{AnyDelay, DelayKind, MonotonicClock};
+use nrt_abi::sim::SimHints;
+
+use device::{tensor_table, Collect, Fence, Sema};
+pub use device::{DriverBar, DriverDevice, Wakes, WAKE_LOG_CAP};
+pub use lifecycle::Inference;
+#[cfg(feature = "sim")]
+pub use report::run_report;
+use staging::Chunk;
+#[cfg(test)]
+use staging::{lower_staging, ChunkMemory};
+pub use staging::{Staging, M2S_WRITE_BARRIER};
+
+/// How this session holds a core's CRWL lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Crwl {
+    /// `CRWL_WRITER_ENTER` made, not yet downgraded: switching the model in.
+    Writer,
+    /// `CRWL_WRITER_DOWNGRADE` made: the core's reader.
+    Reader,
+}
+
+/// The BAR0 window of the top-SP (TOP_SP 0) of `arch`, `(offset, size)`, from
+/// the driver's address maps: v2 `V2_PCIE_BAR0_TOPSP_0_OFFSET` 0x1000_0000 with
+/// `V2_TOP_SP_0_SIZE` 4 MiB (v2/address_map.h; v2/neuron_dhal_v2.c maps it as
+/// the top-SP block), v3 `V3_PCIE_BAR0_TOP_SP_0_OFFSET` 0x0F00_0000 with
+/// `V3_PCIE_BAR0_TOP_SP_0_SIZE` 4 MiB (v3/address_map.h). `None` for v4: no
+/// public map.
+pub const fn topsp_window(arch: Arch) -> Option<(u64, u64)> {
+    match arch {
+        Arch::Sunda => Some((0x1000_0000, 0x40_0000)),
+        Arch::Cayman => Some((0x0F00_0000, 0x40_0000)),
+        Arch::Mariana => None,
+    }
+}
+
+/// BAR0 offset of the top-SP host trigger (doorbell B) of `arch`: core's
+/// `HOST_TRIGGER_OFFSET` (0x15A0) into the NX-local block of the top-SP, whose
+/// offset in the window no public source gives; this binding takes the start
+/// of the window (G-DRV-TRIGGER). `None` where the window is unknown: the
+/// trigger is then not written and the inference refused, naming the arch.
+pub const fn host_trigger(arch: Arch) -> Option<u64> {
+    match topsp_window(arch) {
+        Some((base, _)) => Some(base + nrt_core::dma::HOST_TRIGGER_OFFSET),
+        None => None,
+    }
+}
+
+/// A uuid for the model this session switches in: non-zero (a fresh core's
+/// uuid is 0), unique per session of this process (pid, clock, a counter).
+fn session_uuid() -> [u8; 32] {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let mut u = [0u8; 32];
+    u[..4].copy_from_slice(b"nrtL");
+    u[4..8].copy_from_slice(&std::process::id().to_le_bytes());
+    u[8..16].copy_from_slice(&sys::monotonic_ns().to_le_bytes());
+    u[16..24].copy_from_slice(&NEXT.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    u
+}
+
+/// The runtime version this binding speaks to a driver of `arch`
+/// (`COMPATIBLE_VERSION` must hold it): the newest the public driver at
+/// fca19f7 serves for the arch (`V2_RT_MAX_COMPATIBLE_VERSION` 7,
+/// `V3_RT_MAX_COMPATIBLE_VERSION` 11; v4 shares v3's).
+pub const fn runtime_version(arch: Arch) -> u32 {
+    match arch {
+        Arch::Sunda => 7,
+        Arch::Cayman | Arch::Mariana => 11,
+    }
+}
+
+/// The DMA engine of the staging queue (engine 0 of NC0, as the simulator's).
+pub const STAGING_ENGINE: u32 = 0;
+/// The staging queue in its engine.
+pub const STAGING_QUEUE: u32 = 0;
+/// Descriptors per staging ring: 256 of 16 bytes, one page (the driver maps a
+/// chunk only whole).
+pub const STAGING_RING_DEPTH: u32 = 256;
+/// Bytes the staging copy moves.
+pub const COPY_BYTES: usize = 4096;
+/// Bytes of the copy's buffer: source, destination, and a page for the
+/// completion marker and its done word.
+pub const COPY_BUFFER_BYTES: u64 = 3 * 4096;
+/// The done word the marker copies over the completion handle.
+pub const DONE_WORD: u32 = 1;
+/// Default cores of a session (one two-core logical core).
+pub const DEFAULT_CORES: u8 = 2;
+/// Default NQ ring entries.
+pub const DEFAULT_RING_ENTRIES: u32 = 64;
+/// The largest NQ ring entries accepted (1 MiB rings).
+pub const MAX_RING_ENTRIES: u32 = 1 << 16;
+/// Bytes of one NQ entry.
+const ENTRY_BYTES: u32 = 16;
+/// VRing page of the staging build.
+const PAGE_BDS: usize = 8;
+
+/// BAR0 offset of UDMA engine `engine` of NC0 (driver §5), defined in
+/// `nrt_abi::sim` (the simulator's driver model serves the same table).
+pub use nrt_abi::sim::udma_base;
+
+/// What a session is asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionConfig {
+    /// Physical cores (1 or 2); `None`: what the simulator's hint query says
+    /// (`nrt_abi::sim::SIM_HINTS`; a real driver refuses it), else
+    /// [`fallback_cores`](Self::fallback_cores).
+    pub cores: Option<u8>,
+    /// NQ ring entries (a power of two, 2..=65536); `None`: what the hint
+    /// query says, else [`fallback_ring_entries`](Self::fallback_ring_entries).
+    pub ring_entries: Option<u32>,
+    /// The cores when neither the caller nor the model says ([`DEFAULT_CORES`]).
+    pub fallback_cores: u8,
+    /// The ring entries when neither says ([`DEFAULT_RING_ENTRIES`]).
+    pub fallback_ring_entries: u32,
+    /// The model's timeout, seconds.
+    pub timeout_s: u32,
+    /// The poll delay of the harvest.
+    pub delay: DelayKind,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            cores: None,
+            ring_entries: None,
+            fallback_cores: DEFAULT_CORES,
+            fallback_ring_entries: DEFAULT_RING_ENTRIES,
+            timeout_s: 5,
+            delay: DelayKind::Adaptive,
+        }
+    }
+}
+
+/// Check the cores and ring entries of a session on `arch`.
+pub fn validate(arch: Arch, cores: u8, ring_entries: u32) -> Result<(), String> {
+    let max = (MAX_CORES as u8).min(arch.nc_per_device());
+    if !(1..=max).contains(&cores) {
+        return Err(format!("cores must be 1 to {max}, got {cores}"));
+    }
+    if !ring_entries.is_power_of_two() || !(2..=MAX_RING_ENTRIES).contains(&ring_entries) {
+        return Err(format!("ring entries must be a power of two from 2 to {MAX_RING_ENTRIES}, got {ring_entries}"));
+    }
+    Ok(())
+}
+
+/// Whether the driver's `COMPATIBLE_VERSION` range holds this binding's
+/// runtime version for `arch`; the refusal names both.
+pub fn check_compatible(arch: Arch, v: CompatibleVersion) -> Result<u32, String> {
+    let ours = runtime_version(arch);
+    if v.min <= ours && ours <= v.max {
+        Ok(ours)
+    } else {
+        Err(format!(
+            "incompatible driver: it serves runtime versions {} to {} on arch {} ({}), this binding speaks version {ours}",
+            v.min,
+            v.max,
+            arch.arch_type(),
+            arch.name()
+        ))
+    }
+}
+
+/// The NQ rings a core's harvest reads and the `NQ_TYPE` of each: ERROR for
+/// runtime ring 2, NOTIFY for the INFER_STATUS rings 4..=8.
+pub fn harvest_rings() -> [(u8, u32); 1 + ENGINES_PER_CORE] {
+    let mut out = [(ERROR_NQ, nq_type::ERROR); 1 + ENGINES_PER_CORE];
+    for (slot, nq) in out.iter_mut().skip(1).zip(INFER_STATUS_NQS) {
+        *slot = (nq, nq_type::NOTIFY);
+    }
+    out
+}
+
+/// The `NOTIFICATIONS_INIT_V2` of runtime ring `nq` of `core`: the HEAD slot is
+/// the `engine_index` passed, the runtime NQ index (G-NQ-SLOT).
+pub fn ring_request(core: u8, nq: u8, kind: u32, ring_entries: u32) -> NotificationsInitV2 {
+    NotificationsInitV2 {
+        nq_dev_id: u32::from(core),
+        nq_dev_type: nq_dev_type::NEURON_CORE,
+        nq_type: kind,
+        engine_index: u32::from(nq),
+        size: ring_entries * ENTRY_BYTES,
+        on_host_memory: 1,
+        ..NotificationsInitV2::default()
+    }
+}
+
+/// A core DMA error of staging step `step`, as a [`LinuxError`] naming the device.
+fn staging_err<'a>(dev: &'a NeuronDevice, step: &'static str) -> impl Fn(DmaError) -> LinuxError + 'a {
+    move |e| {
+        let kind = match e {
+            DmaError::Timeout => io::ErrorKind::TimedOut,
+            _ => io::ErrorKind::InvalidInput,
+        };
+        LinuxError::new("DMA staging", dev.path().display().to_string(), io::Error::new(kind, format!("{step}: {e}")))
+    }
+}
+
+fn refused(dev: &NeuronDevice, call: &'static str, why: String) -> LinuxError {
+    LinuxError::new(call, dev.path().display().to_string(), io::Error::new(io::ErrorKind::InvalidInput, why))
+}
+
+/// Cores of a Neuron device owned through the driver, with their rings and
+/// the staging queue, released on drop.
+pub struct Session {
+    dev: Arc<NeuronDevice>,
+    arch: Arch,
+    driver: DriverInfo,
+    compat: CompatibleVersion,
+    info: DeviceInfo,
+    cores: u8,
+    ring_entries: u32,
+    timeout_s: u32,
+    delay: DelayKind,
+    /// The uuid this session switches its model in with (`CRWL_WRITER_ENTER`).
+    uuid: [u8; 32],
+    /// The cores claimed with `CRWL_NC_RANGE_MARK` (a bitmap; 0: none yet).
+    marked: u64,
+    /// The cores whose CRWL lock this session holds, in order, and how.
+    owned: Vec<(u32, Crwl)>,
+    /// The simulator's hints (`nrt_abi::sim::SIM_HINTS`); `None` on a real
+    /// driver, which refuses the query: then no probe is read.
+    hints: Option<SimHints>,
+    /// Why the session can no longer run inferences (a ring resize that failed
+    /// half-way); every later call fails with it.
+    unusable: Option<String>,
+    /// TX ring, RX ring, copy buffer, in order of allocation.
+    chunks: Vec<Chunk>,
+    /// Queues initialised, in order.
+    queues: Vec<(u32, u32)>,
+    /// The harvest's device (it holds the NQ ring mappings) and ring state.
+    device: Option<DriverDevice>,
+    nq: Notifications,
+    /// The staging queue's cursors.
+    txq: Option<SwDmaQueue>,
+    rxq: Option<SwDmaQueue>,
+    /// Size each ring was initialised with, for a size change (point 8).
+    ring_sizes: [[Option<u32>; NQ_PER_CORE]; MAX_CORES],
+    last_status: Option<NrtStatus>,
+    closed: bool,
+}
+
+impl core::fmt::Debug for Session {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Session")
+            .field("device", &self.dev.path())
+            .field("arch", &self.arch)
+            .field("cores", &self.cores)
+            .field("ring_entries", &self.ring_entries)
+            .finish()
+    }
+}

@@ -1,0 +1,55 @@
+//! The report `nrt-sim run` prints, of an inference run through the driver.
+
+use super::*;
+
+/// The report `nrt-sim run` prints, of inference `r` run on the device at
+/// `device` with the labels of `config` (its scenario's and `--inject`'s
+/// faults; arch, cores, ring entries and timeout are replaced by the
+/// session's). The device's own log and counters stay with the driver.
+pub fn run_report(
+    session: &Session,
+    r: &Inference,
+    mut config: nrt_abi::report::ReportConfig,
+) -> nrt_abi::report::RunReport {
+    use nrt_abi::report::{core_reports, Note, RunReport, StagingReport};
+    config.arch = session.arch;
+    config.cores = session.cores;
+    config.ring_entries = session.ring_entries;
+    config.timeout_s = session.timeout_s;
+    config.threaded = true;
+    let s = &r.staging;
+    let mut notes = Vec::new();
+    if r.wakes.dropped > 0 {
+        notes.push(Note {
+            t_ns: r.elapsed_ns,
+            text: format!("{} more tensor wake-ups not kept (the log keeps {WAKE_LOG_CAP})", r.wakes.dropped),
+        });
+    }
+    RunReport {
+        config,
+        status: r.status,
+        step: r.step,
+        steps: r.steps,
+        elapsed_ns: r.elapsed_ns,
+        timeout_ms: r.request.timeout_ms(),
+        kickoff_us: r.kickoff_us,
+        staging: Some(StagingReport {
+            descriptors: s.descriptors,
+            ring_depth: s.ring_depth,
+            rings: s.rings,
+            doorbells: s.doorbells,
+            handle: s.handle,
+            handle_polls: s.handle_polls,
+            copy_bytes: s.copy_bytes,
+            copy_verified: s.copy_verified,
+            host_trigger: s.host_trigger,
+        }),
+        remote: Some(format!("the Neuron driver behind {}", session.path().display())),
+        cores: core_reports(&r.request, session.cores),
+        events: r.events.clone(),
+        staging_events: s.events.clone(),
+        wakes: r.wakes.wakes.clone(),
+        notes,
+        device: Default::default(),
+    }
+}

@@ -1,0 +1,968 @@
+//! The session against a driver in this process (`sys::fake`).
+
+use super::*;
+
+#[test]
+fn the_runtime_version_is_checked_against_both_ends_and_named() {
+    assert_eq!(check_compatible(Arch::Sunda, CompatibleVersion { max: 7, min: 5 }), Ok(7));
+    assert_eq!(check_compatible(Arch::Cayman, CompatibleVersion { max: 11, min: 10 }), Ok(11));
+    let e = check_compatible(Arch::Cayman, CompatibleVersion { max: 7, min: 5 }).unwrap_err();
+    assert!(e.contains("runtime versions 5 to 7") && e.contains("speaks version 11"), "{e}");
+    let e = check_compatible(Arch::Sunda, CompatibleVersion { max: 11, min: 10 }).unwrap_err();
+    assert!(e.contains("10 to 11") && e.contains("version 7"), "{e}");
+}
+
+#[test]
+fn the_harvest_rings_and_their_requests_follow_the_contract() {
+    let r = harvest_rings();
+    assert_eq!(r, [(2, nq_type::ERROR), (4, 1), (5, 1), (6, 1), (7, 1), (8, 1)]);
+    let a = ring_request(1, 6, nq_type::NOTIFY, 64);
+    assert_eq!((a.nq_dev_id, a.nq_dev_type, a.nq_type, a.engine_index), (1, 0, 1, 6));
+    assert_eq!((a.size, a.on_host_memory), (1024, 1));
+}
+
+#[test]
+fn cores_and_ring_entries_are_validated() {
+    assert!(validate(Arch::Sunda, 2, 64).is_ok());
+    assert!(validate(Arch::Cayman, 1, 2).is_ok());
+    assert!(validate(Arch::Sunda, 0, 64).unwrap_err().contains("cores must be 1 to 2"));
+    assert!(validate(Arch::Cayman, 3, 64).is_err(), "the harvest state holds one logical core");
+    assert!(validate(Arch::Sunda, 1, 48).unwrap_err().contains("power of two"));
+    assert!(validate(Arch::Sunda, 1, 1 << 17).is_err());
+}
+
+#[test]
+fn udma_bases_are_the_drivers() {
+    assert_eq!(udma_base(Arch::Sunda, 0), 0x3000_0000);
+    assert_eq!(udma_base(Arch::Sunda, 1), 0x3004_0000);
+    assert_eq!(udma_base(Arch::Cayman, 0), 0x8200_0000);
+}
+
+/// Not a device: the first driver call fails, named, with ENOTTY, and
+/// nothing else is attempted.
+#[test]
+fn a_non_device_fails_at_driver_info_with_enotty() {
+    let e = Session::open("/dev/null", SessionConfig::default()).unwrap_err();
+    assert_eq!(e.call, "NEURON_IOCTL_DRIVER_INFO_GET");
+    assert_eq!(e.errno(), Some(libc::ENOTTY));
+    assert!(e.to_string().starts_with("NEURON_IOCTL_DRIVER_INFO_GET on /dev/null failed: ENOTTY"), "{e}");
+    let e = Session::open("/nonexistent/neuron0", SessionConfig::default()).unwrap_err();
+    assert_eq!((e.call, e.errno()), ("open", Some(libc::ENOENT)));
+    assert!(e.to_string().contains("/nonexistent/neuron0"), "{e}");
+}
+
+fn chunk(name: &str, pa: u64, size: u64) -> Chunk {
+    let p = std::env::temp_dir().join(format!("nrt-linux-session-{}-{name}", std::process::id()));
+    let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
+    f.set_len(size).unwrap();
+    let map = Mapping::map(&f, 0, size as usize).unwrap();
+    std::fs::remove_file(p).unwrap();
+    Chunk { handle: pa >> 12, info: MemGetExtendedInfo { pa, size, ..Default::default() }, map: Some(map) }
+}
+
+fn bd_at(map: &Mapping, slot: u64) -> Bd {
+    let w = |i: u64| map.load32(16 * slot + 4 * i, Ordering::Acquire).unwrap();
+    let addr = u64::from(w(2)) | (u64::from(w(3)) << 32);
+    Bd::new(nrt_core::dma::LenCtrl::from_bits(w(0)), w(1), addr)
+}
+
+/// The staging of step 9 lands in the mapped chunks: the buffer filled and
+/// the handle armed, five copy descriptors per ring at the chunks' physical
+/// addresses (four 1 KiB data BDs, then the 4-byte marker), at the queue
+/// cursors, which advance for the next inference.
+#[test]
+fn staging_lowers_the_copy_and_its_marker_into_the_mapped_rings() {
+    let dev = NeuronDevice::open("/dev/null").unwrap();
+    let ring = u64::from(STAGING_RING_DEPTH) * 16;
+    let chunks =
+        [chunk("tx", 0x10_0000, ring), chunk("rx", 0x20_0000, ring), chunk("buf", 0x30_0000, COPY_BUFFER_BYTES)];
+    let mut mem = ChunkMemory { dev: &dev, chunks: &chunks };
+    let src: Vec<u8> = (0..COPY_BYTES).map(|i| i as u8).collect();
+    let (mut txq, mut rxq) =
+        (SwDmaQueue::new(STAGING_RING_DEPTH).unwrap(), SwDmaQueue::new(STAGING_RING_DEPTH).unwrap());
+    let mut events = Vec::new();
+    let (n, rings, depth) =
+        lower_staging(&mut mem, Arch::Sunda, 0x30_0000, &src, (&mut txq, &mut rxq), &mut events).unwrap();
+    assert_eq!((n, rings, depth), (5, (0x10_0000, 0x20_0000), STAGING_RING_DEPTH));
+    let (tx, rx, buf) =
+        (chunks[0].map.as_ref().unwrap(), chunks[1].map.as_ref().unwrap(), chunks[2].map.as_ref().unwrap());
+    for i in 0..4u64 {
+        assert_eq!(bd_at(tx, i).addr(), 0x30_0000 + 1024 * i, "tx {i}");
+        assert_eq!(bd_at(rx, i).addr(), 0x30_1000 + 1024 * i, "rx {i}");
+        assert_eq!(bd_at(tx, i).ctrl().len_bytes(), 1024);
+    }
+    assert_eq!(bd_at(tx, 4).addr(), 0x30_2100, "the marker reads the done word");
+    assert_eq!(bd_at(rx, 4).addr(), 0x30_2000, "and writes the handle");
+    assert!(bd_at(tx, 4).ctrl().last() && bd_at(tx, 3).ctrl().last() && !bd_at(tx, 2).ctrl().last());
+    assert_eq!(bd_at(tx, 5), Bd::ZERO);
+    assert_eq!(buf.load32(0, Ordering::Relaxed).unwrap(), u32::from_le_bytes([0, 1, 2, 3]));
+    assert_eq!(buf.load32(0x1000, Ordering::Relaxed).unwrap(), 0);
+    assert_eq!(buf.load32(0x2000, Ordering::Relaxed).unwrap(), nrt_core::dma::COMPLETION_SENTINEL);
+    assert_eq!(buf.load32(0x2100, Ordering::Relaxed).unwrap(), DONE_WORD);
+    assert_eq!((txq.next_desc_idx(), rxq.next_desc_idx()), (5, 5));
+    // A second inference goes to the next slots.
+    lower_staging(&mut mem, Arch::Sunda, 0x30_0000, &src, (&mut txq, &mut rxq), &mut events).unwrap();
+    assert_eq!(bd_at(tx, 9).addr(), 0x30_2100);
+    assert_eq!(txq.next_desc_idx(), 10);
+    // Memory outside every chunk is refused, naming it.
+    let e = hal::DeviceMemory::copy_in(&mut mem, 0x40_0000, &[0; 4]).unwrap_err();
+    assert!(e.to_string().contains("0x400000+4 is in no mapped chunk"), "{e}");
+}
+
+/// A driver in this process (`sys::fake`), at least as strict as the driver
+/// for every call the binding makes: host-memory chunks in a temp file
+/// standing for the device node, rings, BAR registers, the CRWL state of each
+/// core and the range marks (neuron_crwl.c), the staging copy executed on copy
+/// start, START/END of every engine on the kickoff. What the driver would
+/// refuse is refused with its errno; what it would accept and a conformant
+/// runtime must not do (a freed ring still programmed, a mapped ring freed by a
+/// forced re-init, a simulator-only register read, a write into a DMA engine's
+/// registers) is recorded in `bugs`.
+mod fake_driver {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    use std::rc::Rc;
+
+    use nrt_core::dma::LenCtrl;
+    use nrt_core::nq::ring::NqProducer;
+    use nrt_core::nq::{RawEntry, Subtype};
+
+    use super::*;
+    use crate::ioctl::{self as io_, request_name};
+    use crate::sys::fake::{self, Driver};
+
+    pub const BAR0: u64 = 0x40_0000_0000;
+    const FILE_LEN: u64 = 1 << 20;
+    /// This process's pid as the driver sees it.
+    fn me() -> i32 {
+        std::process::id() as i32
+    }
+
+    fn g32(a: &[u8], o: usize) -> u32 {
+        u32::from_le_bytes(a[o..o + 4].try_into().unwrap())
+    }
+    fn g64(a: &[u8], o: usize) -> u64 {
+        u64::from_le_bytes(a[o..o + 8].try_into().unwrap())
+    }
+    fn p32(a: &mut [u8], o: usize, v: u32) {
+        a[o..o + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    fn p64(a: &mut [u8], o: usize, v: u64) {
+        a[o..o + 8].copy_from_slice(&v.to_le_bytes());
+    }
+
+    /// `struct neuron_crwl` of one core.
+    #[derive(Clone, Copy, Default)]
+    pub struct CoreLock {
+        pub uuid: [u8; 32],
+        pub writer_pid: i32,
+        pub writer_acquired: bool,
+        pub reader_count: u32,
+    }
+
+    /// A queue: TX ring offset, RX ring offset, depth, cursor, TX handle, RX handle.
+    type Queue = (u64, u64, u32, u32, u64, u64);
+
+    #[derive(Default)]
+    pub struct State {
+        pub path: std::path::PathBuf,
+        pub map: Option<Mapping>,
+        /// Every call, by name (with the handle or core of frees and CRWL calls).
+        pub calls: Vec<String>,
+        next: u64,
+        chunks: HashMap<u64, (u64, u64)>,
+        queues: HashMap<(u32, u32), Queue>,
+        rings: HashMap<(u32, u32), (u64, NqProducer)>,
+        pub heads: Vec<(u64, u32)>,
+        pub compat: (u32, u32),
+        /// The simulator's hints; `None`: a real driver (the query refused).
+        pub hints: Option<nrt_abi::sim::SimHints>,
+        /// Fail the n-th call (1-based) of this request with this errno.
+        pub fail: Option<(u32, usize, i32)>,
+        /// Make the n-th call of this request return this positive value.
+        pub positive: Option<(u32, usize, i32)>,
+        /// After this many kickoffs every call fails with ENOSYS (the
+        /// simulator's supervisor killed); the engines never finish.
+        pub die_after_kickoffs: Option<usize>,
+        kickoffs: usize,
+        pub realloc_forced: usize,
+        pub bugs: Vec<String>,
+        pub crwl: [CoreLock; 8],
+        /// Range marks: the holder pid of each core (0: free).
+        pub range_pids: [i32; 8],
+        /// NC_RESET ids made and not yet waited for.
+        pending_resets: Vec<u32>,
+        /// Each kickoff's first timestamp, so inferences' records differ.
+        stamp: u64,
+        /// meta_ctrl of every TX descriptor copied, in order.
+        pub tx_meta: Vec<u32>,
+    }
+
+    impl State {
+        fn alloc(&mut self, size: u64) -> u64 {
+            let off = self.next.max(4096);
+            self.next = (off + size).next_multiple_of(4096);
+            off
+        }
+        fn w32(&self, off: u64, v: u32) {
+            self.map.as_ref().unwrap().store32(off, v, Ordering::Release).unwrap();
+        }
+        fn r32(&self, off: u64) -> u32 {
+            self.map.as_ref().unwrap().load32(off, Ordering::Acquire).unwrap()
+        }
+        fn r64(&self, off: u64) -> u64 {
+            u64::from(self.r32(off)) | (u64::from(self.r32(off + 4)) << 32)
+        }
+        /// Whether this process has the device file mapped at `off`.
+        fn mapped_at(&self, off: u64) -> bool {
+            let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+            let name = self.path.display().to_string();
+            maps.lines().any(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.len() >= 6 && f[5] == name && u64::from_str_radix(f[2], 16) == Ok(off)
+            })
+        }
+        fn play_core(&mut self, nc: u32) {
+            self.stamp += 1_000;
+            for (eng, nq) in INFER_STATUS_NQS.iter().enumerate() {
+                for (k, sub) in [Subtype::START, Subtype::END].into_iter().enumerate() {
+                    let ts = self.stamp + 10 * eng as u64 + k as u64;
+                    let Some((off, p)) = self.rings.get_mut(&(nc, u32::from(*nq))) else {
+                        self.bugs.push(format!("no ring for core {nc} nq {nq}"));
+                        return;
+                    };
+                    let mut e = RawEntry::new(sub, *nq, 0, 0, ts).to_array();
+                    let at = *off + u64::from(p.push(&mut e).expect("room"));
+                    let m = self.map.as_ref().unwrap();
+                    m.store64(at + 8, u64::from_le_bytes(e[8..].try_into().unwrap()), Ordering::Relaxed).unwrap();
+                    m.store64(at, u64::from_le_bytes(e[..8].try_into().unwrap()), Ordering::Release).unwrap();
+                }
+            }
+        }
+        fn copy_start(&mut self, eng: u32, q: u32, tx: u32, rx: u32) -> Result<i32, i32> {
+            if rx == 0 {
+                self.bugs.push("kernel BUG: copy start with rx 0".into());
+                return Err(libc::EINVAL);
+            }
+            let Some(&(txr, rxr, depth, cursor, th, rh)) = self.queues.get(&(eng, q)) else {
+                return Err(libc::EPERM);
+            };
+            for i in 0..tx.min(rx) {
+                let slot = u64::from((cursor + i) % depth) * 16;
+                self.tx_meta.push(self.r32(txr + slot + 4));
+                let len = LenCtrl::from_bits(self.r32(txr + slot)).len_bytes();
+                let (src, dst) = (self.r64(txr + slot + 8), self.r64(rxr + slot + 8));
+                for w in 0..u64::from(len / 4) {
+                    self.w32(dst + 4 * w, self.r32(src + 4 * w));
+                }
+            }
+            self.queues.insert((eng, q), (txr, rxr, depth, cursor + tx, th, rh));
+            Ok(0)
+        }
+        /// neuron_crwl.c `ncrwl_validate_uuid`.
+        fn validate(&self, nc: usize, uuid: &[u8]) -> Result<(), i32> {
+            let l = &self.crwl[nc];
+            if l.uuid[..] != *uuid || l.writer_pid != me() {
+                return Err(libc::ENOENT);
+            }
+            Ok(())
+        }
+        fn crwl(&mut self, code: u32, a: &[u8]) -> Result<i32, i32> {
+            let nc = g32(a, 0) as usize;
+            let uuid = &a[4..36];
+            if nc >= 8 {
+                return Err(libc::EINVAL);
+            }
+            match code {
+                c if c == io_::CRWL_READER_ENTER.code() => {
+                    self.validate(nc, uuid)?;
+                    self.crwl[nc].reader_count += 1;
+                }
+                c if c == io_::CRWL_READER_EXIT.code() => {
+                    self.validate(nc, uuid)?;
+                    if self.crwl[nc].reader_count == 0 {
+                        return Err(libc::EINVAL);
+                    }
+                    self.crwl[nc].reader_count -= 1;
+                }
+                c if c == io_::CRWL_WRITER_ENTER.code() => {
+                    let l = &mut self.crwl[nc];
+                    if l.writer_acquired || l.reader_count != 0 {
+                        return Err(libc::EBUSY);
+                    }
+                    l.writer_acquired = true;
+                    if l.writer_pid == me() && l.uuid[..] == *uuid {
+                        return Err(libc::EALREADY);
+                    }
+                    l.writer_pid = me();
+                    l.uuid.copy_from_slice(uuid);
+                }
+                c if c == io_::CRWL_WRITER_DOWNGRADE.code() => {
+                    if !self.crwl[nc].writer_acquired {
+                        return Err(libc::EINVAL);
+                    }
+                    self.validate(nc, uuid)?;
+                    self.crwl[nc].writer_acquired = false;
+                    self.crwl[nc].reader_count = 1;
+                }
+                _ => return Err(libc::EINVAL),
+            }
+            Ok(0)
+        }
+    }
+
+    pub struct Fake(pub Rc<RefCell<State>>);
+
+    impl Driver for Fake {
+        fn ioctl(&mut self, code: u32, a: &mut [u8]) -> Result<i32, i32> {
+            let mut s = self.0.borrow_mut();
+            let name = request_name(code).unwrap_or("?");
+            let n = s.calls.iter().filter(|c| c.split(' ').next() == Some(name)).count() + 1;
+            let detail = match code {
+                c if c == io_::MEM_FREE.code() => format!(" {}", g64(a, 0)),
+                c if [
+                    io_::CRWL_READER_EXIT.code(),
+                    io_::CRWL_READER_ENTER.code(),
+                    io_::CRWL_WRITER_ENTER.code(),
+                    io_::CRWL_WRITER_DOWNGRADE.code(),
+                ]
+                .contains(&c) =>
+                {
+                    format!(" {}", g32(a, 0))
+                }
+                c if c == io_::CRWL_NC_RANGE_UNMARK.code() => format!(" 0x{:x}", g64(a, 16)),
+                _ => String::new(),
+            };
+            s.calls.push(format!("{name}{detail}"));
+            if s.die_after_kickoffs.is_some_and(|k| s.kickoffs >= k) {
+                return Err(libc::ENOSYS);
+            }
+            if let Some((c, nth, errno)) = s.fail {
+                if c == code && nth == n {
+                    return Err(errno);
+                }
+            }
+            if let Some((c, nth, rc)) = s.positive {
+                if c == code && nth == n {
+                    return Ok(rc);
+                }
+            }
+            match code {
+                c if c == io_::DRIVER_INFO_GET.code() => p32(a, 0, 2),
+                c if c == io_::COMPATIBLE_VERSION.code() => {
+                    let (max, min) = s.compat;
+                    p32(a, 0, max);
+                    p32(a, 4, min);
+                }
+                c if c == io_::DEVICE_INFO.code() => {
+                    p32(a, 0, 2);
+                    p64(a, 48, BAR0);
+                    p64(a, 64, 0x1_0000_0000);
+                }
+                c if c == nrt_abi::sim::SIM_HINTS.code() => {
+                    let h = s.hints.ok_or(libc::EINVAL)?;
+                    if g32(a, 8) != 200 {
+                        return Err(libc::EINVAL);
+                    }
+                    for (o, v) in [(0, h.magic), (4, h.version), (12, h.model_cores), (16, h.ring_entries)] {
+                        p32(a, o, v);
+                    }
+                    p32(a, 20, h.device_cores);
+                    p64(a, 24, h.clock_origin_ns);
+                    p64(a, 32, h.heartbeat_ns);
+                    for (c, lines) in h.lines.iter().enumerate() {
+                        for (l, v) in lines.iter().enumerate() {
+                            p32(a, 40 + 4 * (c * simabi::LINES + l), *v);
+                        }
+                    }
+                }
+                c if c == io_::CRWL_NC_RANGE_MARK.code() => {
+                    let (count, start, end) = (g32(a, 0), g32(a, 4), g32(a, 8));
+                    p64(a, 16, 0);
+                    if start > end || end >= 8 {
+                        return Err(libc::EINVAL);
+                    }
+                    let range = start..start + count;
+                    if range.end > end + 1 || range.clone().any(|i| s.range_pids[i as usize] != 0) {
+                        return Err(libc::EBUSY);
+                    }
+                    let mut bits = 0u64;
+                    for i in range {
+                        s.range_pids[i as usize] = me();
+                        bits |= 1 << i;
+                    }
+                    p64(a, 16, bits);
+                }
+                c if c == io_::CRWL_NC_RANGE_UNMARK.code() => {
+                    let bits = g64(a, 16);
+                    for i in 0..8 {
+                        if bits & (1 << i) != 0 && s.range_pids[i] == me() {
+                            s.range_pids[i] = 0;
+                        }
+                    }
+                }
+                c if c == io_::DEVICE_GET_ALL_APPS_INFO.code() => {
+                    // The writers of cores 0..=3 by pid (neuron_cdev.c: ncdev_device_get_all_apps_info).
+                    let mut pids: Vec<i32> = s.crwl.iter().map(|l| l.writer_pid).filter(|p| *p != 0).collect();
+                    pids.insert(0, me());
+                    pids.dedup();
+                    for (k, pid) in pids.iter().enumerate().take(16) {
+                        let at = 16 + 152 * k;
+                        let mut lock = 0u8;
+                        for nc in 0..4 {
+                            let l = &s.crwl[nc];
+                            if l.writer_pid == *pid && (l.writer_acquired || l.reader_count > 0) {
+                                lock |= 1 << nc;
+                            }
+                        }
+                        a[at..at + 4].copy_from_slice(&pid.to_le_bytes());
+                        a[at + 4] = lock;
+                    }
+                    p32(a, 8, pids.len().min(16) as u32);
+                }
+                c if [
+                    io_::CRWL_READER_ENTER.code(),
+                    io_::CRWL_READER_EXIT.code(),
+                    io_::CRWL_WRITER_ENTER.code(),
+                    io_::CRWL_WRITER_DOWNGRADE.code(),
+                ]
+                .contains(&c) =>
+                {
+                    return s.crwl(c, a);
+                }
+                c if c == io_::NC_RESET.code() => {
+                    let map = g32(a, 0);
+                    let claimed = (0..8).filter(|i| s.range_pids[*i] == me()).fold(0u32, |m, i| m | 1 << i);
+                    if map & !claimed != 0 {
+                        s.bugs.push(format!("NC_RESET of cores 0x{map:x}, claimed 0x{claimed:x}"));
+                    }
+                    if s.pending_resets.contains(&(me() as u32)) {
+                        return Ok(1);
+                    }
+                    s.pending_resets.push(me() as u32);
+                    p32(a, 4, me() as u32);
+                }
+                c if c == io_::NC_RESET_READY.code() => {
+                    let id = g32(a, 0);
+                    let known = s.pending_resets.contains(&id);
+                    s.pending_resets.retain(|r| *r != id);
+                    p32(a, 4, u32::from(!known));
+                }
+                c if c == io_::MEM_GET_EXTENDED_INFO.code() => {
+                    // A bad handle: +EINVAL as a positive return (neuron_cdev.c).
+                    let Some(&(off, size)) = s.chunks.get(&g64(a, 0)) else { return Ok(22) };
+                    // The whole struct rewritten: mem_handle becomes a kernel pointer.
+                    p64(a, 0, 0xffff_8880_0000_0000 | off);
+                    p32(a, 12, 1);
+                    p64(a, 16, off);
+                    p64(a, 24, off);
+                    p64(a, 40, size);
+                }
+                c if c == io_::MEM_FREE.code() => {
+                    let h = g64(a, 0);
+                    if s.queues.values().any(|q| q.4 == h || q.5 == h) {
+                        s.bugs.push(format!("MEM_FREE of chunk {h}, a ring a DMA queue is still programmed on"));
+                    }
+                    s.chunks.remove(&h).ok_or(libc::EINVAL)?;
+                }
+                c if c == io_::DMA_QUEUE_INIT.code() => {
+                    let (th, rh) = (g64(a, 16), g64(a, 24));
+                    let (tx, rx) = (s.chunks.get(&th).copied(), s.chunks.get(&rh).copied());
+                    let ((txo, _), (rxo, _)) = (tx.ok_or(libc::EINVAL)?, rx.ok_or(libc::EINVAL)?);
+                    s.queues.insert((g32(a, 0), g32(a, 4)), (txo, rxo, g32(a, 8), 0, th, rh));
+                }
+                // The driver's release changes nothing (neuron_ring.c: ndmar_queue_release).
+                c if c == io_::DMA_QUEUE_RELEASE.code() => {}
+                c if c == io_::DMA_QUEUE_COPY_START.code() => {
+                    return s.copy_start(g32(a, 0), g32(a, 4), g32(a, 8), g32(a, 12));
+                }
+                c if c == io_::NOTIFICATIONS_INIT_V2.code() || c == io_::NOTIFICATIONS_INIT_WITH_REALLOC_V2.code() => {
+                    let realloc = c == io_::NOTIFICATIONS_INIT_WITH_REALLOC_V2.code();
+                    let (key, size) = ((g32(a, 0), g32(a, 12)), g32(a, 16));
+                    let force = realloc && g32(a, 32) == 1;
+                    if force {
+                        s.realloc_forced += 1;
+                    }
+                    let old = s.rings.get(&key).map(|(off, p)| (*off, p.size_bytes()));
+                    let off = match old {
+                        // Without force_alloc_mem the driver keeps the old chunk,
+                        // and the device its place in it.
+                        Some((off, old_size)) if !force => {
+                            if old_size != size {
+                                s.bugs.push(format!("ring {key:?} re-initialised to {size} bytes in its old chunk"));
+                            }
+                            p64(a, if realloc { 40 } else { 32 }, off);
+                            return Ok(0);
+                        }
+                        Some((off, _)) => {
+                            // Freed at once, no mmap reference count (neuron_nq.c: nnq_init).
+                            if s.mapped_at(off) {
+                                s.bugs.push(format!("ring {key:?} freed by a forced re-init while still mapped"));
+                            }
+                            s.alloc(u64::from(size))
+                        }
+                        None => s.alloc(u64::from(size)),
+                    };
+                    s.rings.insert(key, (off, NqProducer::new(size).map_err(|_| libc::EINVAL)?));
+                    p64(a, if realloc { 40 } else { 32 }, off);
+                }
+                c if c == io_::SEMAPHORE_INCREMENT.code() => {
+                    let nc = g32(a, 0);
+                    if s.die_after_kickoffs.is_some() {
+                        s.kickoffs += 1;
+                    } else {
+                        s.play_core(nc);
+                    }
+                }
+                _ => return Err(libc::EINVAL),
+            }
+            Ok(0)
+        }
+
+        fn bar_rw(&mut self, code: u32, _bar: u32, addresses: &[u64], data: &mut [u32]) -> Result<i32, i32> {
+            let mut s = self.0.borrow_mut();
+            let read = code == io_::BAR_READ.code();
+            s.calls.push(request_name(code).unwrap_or("?").to_string());
+            let n = s.calls.iter().filter(|c| c.as_str() == request_name(code).unwrap_or("?")).count();
+            if let Some((c, nth, rc)) = s.positive {
+                if c == code && nth == n {
+                    return Ok(rc);
+                }
+            }
+            if s.die_after_kickoffs.is_some_and(|k| s.kickoffs >= k) {
+                return Err(libc::ENOSYS);
+            }
+            for (a, d) in addresses.iter().zip(data.iter_mut()) {
+                let off = a.checked_sub(BAR0).ok_or(libc::EINVAL)?;
+                let window = simabi::status_window(Arch::Sunda);
+                if (window..window + simabi::STATUS_WINDOW_BYTES).contains(&off) {
+                    s.bugs.push(format!("BAR access at 0x{off:x}: a simulator-only register"));
+                }
+                // v2 DMA engines: NC0's at 0x3000_0000 + e * 0x4_0000 (16 of them), the
+                // D2H/H2D engines from 0x3060_0000 (v2/address_map.h V2_APB_D2H_UDMA_BASE,
+                // V2_APB_D2H_SDMA_BASE): the DMA ioctls' only.
+                let dma = (0x3000_0000..0x3040_0000).contains(&off) || (0x3060_0000..0x3068_0000).contains(&off);
+                if !read && dma {
+                    s.bugs.push(format!("BAR_WRITE at 0x{off:x}: a DMA engine's registers"));
+                }
+                if read {
+                    *d = 0;
+                } else {
+                    s.heads.push((off, *d));
+                    let ring = s.rings.iter_mut().find(|((c, slot), _)| {
+                        nrt_core::arch::nq_head_register(Arch::Sunda, *c as u8, *slot as u8) == Some(off)
+                    });
+                    if let Some((_, (_, p))) = ring {
+                        p.on_head_write(*d);
+                    }
+                }
+            }
+            Ok(0)
+        }
+
+        fn mem_alloc(&mut self, arg: &MemAllocV2Mt) -> Result<u64, i32> {
+            let mut s = self.0.borrow_mut();
+            s.calls.push("NEURON_IOCTL_MEM_ALLOC_V2MT".into());
+            // neuron_mempool.c mc_alloc_internal: aligned host memory is not supported.
+            if arg.host_memory != 0 && arg.align != 0 {
+                return Err(libc::EINVAL);
+            }
+            let off = s.alloc(arg.size);
+            let handle = (1..).find(|h| !s.chunks.contains_key(h)).unwrap_or(u64::MAX);
+            s.chunks.insert(handle, (off, arg.size));
+            Ok(handle)
+        }
+    }
+
+    /// A device node (a temp file) served by a fresh fake on this thread.
+    pub fn install(name: &str) -> (std::path::PathBuf, Rc<RefCell<State>>) {
+        let p = std::env::temp_dir().join(format!("nrt-fake-neuron-{}-{name}", std::process::id()));
+        let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
+        f.set_len(FILE_LEN).unwrap();
+        let state = Rc::new(RefCell::new(State {
+            path: p.clone(),
+            map: Some(Mapping::map(&f, 0, FILE_LEN as usize).unwrap()),
+            compat: (7, 5),
+            ..State::default()
+        }));
+        fake::install(p.clone(), Box::new(Fake(Rc::clone(&state))));
+        (p, state)
+    }
+
+    pub fn uninstall(p: &std::path::Path) {
+        fake::uninstall();
+        let _ = std::fs::remove_file(p);
+    }
+
+    /// The simulator's hints with `cores` and every barrier done.
+    pub fn sim_hints(cores: u32) -> nrt_abi::sim::SimHints {
+        let mut h = nrt_abi::sim::SimHints {
+            magic: nrt_abi::sim::SIM_HINTS_MAGIC,
+            version: nrt_abi::sim::SIM_HINTS_VERSION,
+            size: 200,
+            model_cores: cores,
+            device_cores: cores,
+            ..Default::default()
+        };
+        for l in h.lines.iter_mut() {
+            l[Line::BarrierDone as usize] = 1;
+        }
+        h
+    }
+}
+
+fn cfg(cores: Option<u8>) -> SessionConfig {
+    SessionConfig { cores, ring_entries: Some(64), timeout_s: 2, ..SessionConfig::default() }
+}
+
+fn bring_up_calls(calls: &[String]) -> Vec<&str> {
+    calls.iter().map(String::as_str).filter(|c| !c.starts_with("NEURON_IOCTL_BAR_")).collect()
+}
+
+/// Steps 1-10 against a real driver (the hint query refused): the ownership
+/// sequence a runtime uses (the range mark, the reset of those cores, the
+/// model switched in under the writer lock, downgraded, released in reverse),
+/// host allocations with align 0, the staged copy executed with the write
+/// barrier before its marker, an inference harvested to NRT_SUCCESS with HEAD
+/// at the engine_index slots, the host trigger in the top-SP window, no
+/// simulator-only register read, the ring chunks left to close.
+#[test]
+fn the_bring_up_runs_the_contracts_sequence_and_an_inference() {
+    let (p, st) = fake_driver::install("seq");
+    let mut s = Session::open(&p, cfg(Some(2))).unwrap();
+    assert_eq!((s.arch(), s.cores(), s.ring_entries()), (Arch::Sunda, 2, 64));
+    let r = s.run_inference().unwrap();
+    assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done), "{:?}", r.events);
+    assert!(r.staging.copy_verified, "the copy ran through the mapped rings");
+    assert!(r.staging.handle_polls.is_some(), "the marker arrived");
+    assert_eq!(r.staging.descriptors, 5);
+    assert_eq!(s.last_status(), Some(NrtStatus::Success));
+    s.close().unwrap();
+    fake_driver::uninstall(&p);
+    let st = st.borrow();
+    assert!(st.bugs.is_empty(), "{:?}", st.bugs);
+    let mut want: Vec<String> = [
+        "NEURON_IOCTL_DRIVER_INFO_GET",
+        "NEURON_IOCTL_COMPATIBLE_VERSION",
+        "NEURON_IOCTL_DEVICE_INFO",
+        "NRT_SIM_IOCTL_HINTS",
+        "NEURON_IOCTL_CRWL_NC_RANGE_MARK",
+        "NEURON_IOCTL_NC_RESET",
+        "NEURON_IOCTL_NC_RESET_READY",
+        "NEURON_IOCTL_CRWL_WRITER_ENTER 0",
+        "NEURON_IOCTL_CRWL_WRITER_ENTER 1",
+    ]
+    .map(String::from)
+    .to_vec();
+    for _ in 0..3 {
+        want.push("NEURON_IOCTL_MEM_ALLOC_V2MT".into());
+        want.push("NEURON_IOCTL_MEM_GET_EXTENDED_INFO".into());
+    }
+    want.push("NEURON_IOCTL_DMA_QUEUE_INIT".into());
+    want.extend((0..12).map(|_| "NEURON_IOCTL_NOTIFICATIONS_INIT_V2".to_string()));
+    want.extend(["0", "1"].map(|c| format!("NEURON_IOCTL_CRWL_WRITER_DOWNGRADE {c}")));
+    want.push("NEURON_IOCTL_DMA_QUEUE_COPY_START".into());
+    want.extend((0..2).map(|_| "NEURON_IOCTL_SEMAPHORE_INCREMENT".to_string()));
+    want.push("NEURON_IOCTL_DMA_QUEUE_RELEASE".into());
+    // The copy buffer is freed; the TX and RX ring chunks (1, 2) are left to close.
+    want.push("NEURON_IOCTL_MEM_FREE 3".into());
+    want.extend(["1", "0"].map(|c| format!("NEURON_IOCTL_CRWL_READER_EXIT {c}")));
+    want.push("NEURON_IOCTL_CRWL_NC_RANGE_UNMARK 0x3".into());
+    assert_eq!(bring_up_calls(&st.calls), want.iter().map(String::as_str).collect::<Vec<_>>());
+    // The host trigger in the top-SP's window (v2: V2_PCIE_BAR0_TOPSP_0_OFFSET),
+    // then HEAD of every INFER_STATUS ring at slot = engine_index.
+    assert_eq!(st.heads.first(), Some(&(0x1000_15A0, 1)));
+    let (base, size) = topsp_window(Arch::Sunda).unwrap();
+    assert!((base..base + size).contains(&r.staging.host_trigger));
+    for core in 0..2u8 {
+        for nq in INFER_STATUS_NQS {
+            let reg = nrt_core::arch::nq_head_register(Arch::Sunda, core, nq).unwrap();
+            assert_eq!(st.heads.iter().rev().find(|(o, _)| *o == reg).map(|h| h.1), Some(32), "core {core} nq {nq}");
+        }
+    }
+    // The write barrier on the last data descriptor (the fourth), none elsewhere.
+    let barrier: Vec<bool> = st.tx_meta.iter().map(|m| m & M2S_WRITE_BARRIER != 0).collect();
+    assert_eq!(barrier, [false, false, false, true, false], "{:x?}", st.tx_meta);
+    // Every core left as it was found: no reader, no writer lock, no mark.
+    assert!(st.crwl.iter().all(|l| l.reader_count == 0 && !l.writer_acquired));
+    assert_eq!(st.range_pids, [0; 8]);
+}
+
+/// Teardown after an error: a failed ring creation (under the writer lock)
+/// releases the queue, the buffer, the writer locks (downgraded, then exited)
+/// and the mark, in reverse order, and names the failed call.
+#[test]
+fn a_failed_step_releases_what_was_acquired_in_reverse() {
+    let (p, st) = fake_driver::install("fail");
+    st.borrow_mut().fail = Some((ioctl::NOTIFICATIONS_INIT_V2.code(), 8, libc::ENOMEM));
+    let e = Session::open(&p, cfg(Some(2))).unwrap_err();
+    fake_driver::uninstall(&p);
+    assert_eq!((e.call, e.errno()), ("NEURON_IOCTL_NOTIFICATIONS_INIT_V2", Some(libc::ENOMEM)), "{e}");
+    assert!(e.to_string().contains(&p.display().to_string()), "{e}");
+    let st = st.borrow();
+    let calls = bring_up_calls(&st.calls);
+    let at = calls.iter().rposition(|c| *c == "NEURON_IOCTL_NOTIFICATIONS_INIT_V2").unwrap();
+    assert_eq!(
+        &calls[at + 1..],
+        [
+            "NEURON_IOCTL_DMA_QUEUE_RELEASE",
+            "NEURON_IOCTL_MEM_FREE 3",
+            "NEURON_IOCTL_CRWL_WRITER_DOWNGRADE 1",
+            "NEURON_IOCTL_CRWL_READER_EXIT 1",
+            "NEURON_IOCTL_CRWL_WRITER_DOWNGRADE 0",
+            "NEURON_IOCTL_CRWL_READER_EXIT 0",
+            "NEURON_IOCTL_CRWL_NC_RANGE_UNMARK 0x3",
+        ]
+    );
+    assert!(st.bugs.is_empty(), "{:?}", st.bugs);
+    assert!(st.crwl.iter().all(|l| l.reader_count == 0 && !l.writer_acquired));
+}
+
+/// Cores another process holds: the mark is refused with EBUSY, and the error
+/// names the holder's pid and its command; nothing else is attempted.
+#[test]
+fn cores_held_by_another_process_name_the_holder() {
+    let (p, st) = fake_driver::install("held");
+    // Process 1 (init, always there) holds core 1 and is its writer.
+    {
+        let mut s = st.borrow_mut();
+        s.range_pids[1] = 1;
+        s.crwl[1] = fake_driver::CoreLock { uuid: [7; 32], writer_pid: 1, writer_acquired: false, reader_count: 1 };
+    }
+    let e = Session::open(&p, cfg(Some(2))).unwrap_err();
+    fake_driver::uninstall(&p);
+    assert_eq!((e.call, e.errno()), ("NEURON_IOCTL_CRWL_NC_RANGE_MARK", Some(libc::EBUSY)), "{e}");
+    let comm = std::fs::read_to_string("/proc/1/comm").map(|c| c.trim().to_string()).unwrap_or_default();
+    let msg = e.to_string();
+    assert!(msg.contains(&format!("cores 0-1 are held by pid 1 ({comm})")), "{msg}");
+    let st = st.borrow();
+    assert!(!st.calls.iter().any(|c| c.contains("NC_RESET") || c.contains("WRITER")), "{:?}", st.calls);
+}
+
+/// An incompatible driver is refused at COMPATIBLE_VERSION, both versions
+/// named, before any core is taken.
+#[test]
+fn an_incompatible_driver_is_refused_before_any_core_is_taken() {
+    let (p, st) = fake_driver::install("compat");
+    st.borrow_mut().compat = (11, 10);
+    let e = Session::open(&p, cfg(Some(1))).unwrap_err();
+    fake_driver::uninstall(&p);
+    assert_eq!(e.call, "NEURON_IOCTL_COMPATIBLE_VERSION");
+    assert!(e.to_string().contains("runtime versions 10 to 11") && e.to_string().contains("version 7"), "{e}");
+    assert!(!st.borrow().calls.iter().any(|c| c.contains("CRWL")), "{:?}", st.borrow().calls);
+}
+
+/// Positive returns are errors naming the call and the value: NC_RESET's +1
+/// (a reset already pending), a memory call's +8, BAR_READ's leftover count.
+#[test]
+fn positive_returns_are_errors_naming_the_call_and_the_value() {
+    for (code, rc, call, why) in [
+        (ioctl::NC_RESET.code(), 1, "NEURON_IOCTL_NC_RESET", "already pending"),
+        (ioctl::MEM_GET_EXTENDED_INFO.code(), 8, "NEURON_IOCTL_MEM_GET_EXTENDED_INFO", "failed copy"),
+        (ioctl::MEM_GET_EXTENDED_INFO.code(), 22, "NEURON_IOCTL_MEM_GET_EXTENDED_INFO", "bad handle"),
+        (ioctl::DMA_QUEUE_INIT.code(), 8, "NEURON_IOCTL_DMA_QUEUE_INIT", "failed copy"),
+    ] {
+        let (p, st) = fake_driver::install("positive");
+        st.borrow_mut().positive = Some((code, 1, rc));
+        let e = Session::open(&p, cfg(Some(1))).unwrap_err();
+        fake_driver::uninstall(&p);
+        let msg = e.to_string();
+        assert_eq!(e.call, call, "{msg}");
+        assert!(msg.contains(&format!("returned +{rc} where 0 is success")) && msg.contains(why), "{msg}");
+        assert!(st.borrow().bugs.is_empty(), "{:?}", st.borrow().bugs);
+    }
+    // BAR_WRITE's leftover count, at the host trigger: the inference fails naming it.
+    let (p, st) = fake_driver::install("positive-bar");
+    let mut s = Session::open(&p, cfg(Some(1))).unwrap();
+    st.borrow_mut().positive = Some((ioctl::BAR_WRITE.code(), 1, 4));
+    let e = s.run_inference().unwrap_err();
+    drop(s);
+    fake_driver::uninstall(&p);
+    assert_eq!(e.call, "NEURON_IOCTL_BAR_WRITE", "{e}");
+    assert!(e.to_string().contains("returned +4 where 0 is success"), "{e}");
+}
+
+/// A real driver refuses the hint query: the core count and ring entries come
+/// from the caller's configuration (its fallback when it gives none), and no
+/// probe is read. The simulator's hints are taken when it answers.
+#[test]
+fn the_hints_come_from_the_query_or_the_configuration_never_from_bar_space() {
+    let (p, st) = fake_driver::install("hints-real");
+    let c = SessionConfig { fallback_cores: 1, fallback_ring_entries: 32, ..cfg(None) };
+    let c = SessionConfig { ring_entries: None, ..c };
+    let mut s = Session::open(&p, c).unwrap();
+    assert_eq!((s.cores(), s.ring_entries()), (1, 32));
+    let r = s.run_inference().unwrap();
+    assert_eq!(r.status, NrtStatus::Success, "{:?}", r.events);
+    drop(s);
+    fake_driver::uninstall(&p);
+    assert!(st.borrow().bugs.is_empty(), "{:?}", st.borrow().bugs);
+    assert!(!st.borrow().calls.iter().any(|c| c == "NEURON_IOCTL_BAR_READ"), "{:?}", st.borrow().calls);
+
+    let (p, st) = fake_driver::install("hints-sim");
+    let mut h = fake_driver::sim_hints(1);
+    h.ring_entries = 16;
+    st.borrow_mut().hints = Some(h);
+    let s = Session::open(&p, SessionConfig { ring_entries: None, ..cfg(None) }).unwrap();
+    assert_eq!((s.cores(), s.ring_entries()), (1, 16));
+    drop(s);
+    fake_driver::uninstall(&p);
+}
+
+/// The same ring size again keeps the cursors (the driver reuses the rings
+/// and the device its place): the next inference reads its own records, HEAD
+/// advances past both inferences' entries. A new size goes through
+/// WITH_REALLOC_V2 with force_alloc_mem 1, each ring unmapped first, and the
+/// next inference runs on the new rings.
+#[test]
+fn a_ring_size_change_keeps_or_restarts_the_cursors_as_the_driver_does() {
+    let (p, st) = fake_driver::install("realloc");
+    st.borrow_mut().hints = Some(fake_driver::sim_hints(1));
+    let mut s = Session::open(&p, cfg(None)).unwrap();
+    assert_eq!(s.cores(), 1);
+    assert_eq!(s.run_inference().unwrap().status, NrtStatus::Success);
+    s.set_ring_entries(64).unwrap();
+    let r = s.run_inference().unwrap();
+    assert_eq!(r.status, NrtStatus::Success, "{:?}", r.events);
+    let reg = nrt_core::arch::nq_head_register(Arch::Sunda, 0, INFER_STATUS_NQS[0]).unwrap();
+    let last_head = |st: &fake_driver::State| st.heads.iter().rev().find(|(o, _)| *o == reg).map(|h| h.1);
+    assert_eq!(last_head(&st.borrow()), Some(64), "the second inference's two entries follow the first's");
+    s.set_ring_entries(128).unwrap();
+    assert_eq!(s.ring_entries(), 128);
+    let r = s.run_inference().unwrap();
+    drop(s);
+    fake_driver::uninstall(&p);
+    assert_eq!(r.status, NrtStatus::Success, "{:?}", r.events);
+    let st = st.borrow();
+    assert_eq!(st.realloc_forced, 6, "the six rings of one core");
+    assert_eq!(last_head(&st), Some(32), "the new ring starts at its first slot");
+    assert!(st.bugs.is_empty(), "{:?}", st.bugs);
+    assert!(st.calls.iter().any(|c| c == "NEURON_IOCTL_CRWL_READER_EXIT 0"), "dropped: released");
+}
+
+/// A resize that fails half-way leaves rings of both sizes: the session is
+/// then unusable, and every later inference fails naming why.
+#[test]
+fn a_failed_resize_makes_the_session_unusable() {
+    let (p, st) = fake_driver::install("resize-fail");
+    let mut s = Session::open(&p, cfg(Some(1))).unwrap();
+    st.borrow_mut().fail = Some((ioctl::NOTIFICATIONS_INIT_WITH_REALLOC_V2.code(), 3, libc::ENOMEM));
+    let e = s.set_ring_entries(128).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::ENOMEM), "{e}");
+    let e = s.run_inference().unwrap_err();
+    assert!(e.to_string().contains("unusable") && e.to_string().contains("from 64 to 128 entries"), "{e}");
+    let before = st.borrow().calls.len();
+    assert!(s.set_ring_entries(64).is_err());
+    assert_eq!(st.borrow().calls.len(), before, "nothing reaches the driver");
+    drop(s);
+    fake_driver::uninstall(&p);
+    assert!(st.borrow().bugs.is_empty(), "{:?}", st.borrow().bugs);
+}
+
+/// A device file whose every call fails after the kickoff (the simulator's
+/// supervisor killed) ends the harvest with a device-gone error well within
+/// its budget, not with NRT_TIMEOUT after spinning through it.
+#[test]
+fn a_dead_device_ends_the_harvest_with_device_gone() {
+    let (p, st) = fake_driver::install("gone");
+    st.borrow_mut().hints = Some(fake_driver::sim_hints(1));
+    let mut s = Session::open(&p, SessionConfig { timeout_s: 60, ..cfg(Some(1)) }).unwrap();
+    st.borrow_mut().die_after_kickoffs = Some(1);
+    let e = s.run_inference().unwrap_err();
+    assert_eq!(e.call, "harvest", "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("is gone") && msg.contains("ENOSYS"), "{msg}");
+    drop(s);
+    fake_driver::uninstall(&p);
+}
+
+/// Where the arch's top-SP window is unknown (v4), the host trigger is not
+/// written; the inference is refused naming the arch. Never a DMA engine.
+#[test]
+fn the_host_trigger_is_in_the_top_sp_window_or_not_written() {
+    assert_eq!(host_trigger(Arch::Sunda), Some(0x1000_15A0));
+    assert_eq!(host_trigger(Arch::Cayman), Some(0x0F00_15A0));
+    assert_eq!(host_trigger(Arch::Mariana), None);
+    for arch in [Arch::Sunda, Arch::Cayman] {
+        let t = host_trigger(arch).unwrap();
+        let (base, size) = topsp_window(arch).unwrap();
+        assert!((base..base + size).contains(&t));
+        for e in 0..32 {
+            let b = udma_base(arch, e);
+            assert!(!(b..b + 0x4_0000).contains(&t), "{arch:?}: engine {e}");
+        }
+    }
+    // v2's D2H/H2D engine block (V2_APB_D2H_UDMA_BASE in BAR0).
+    assert!(!(0x3060_0000..0x3068_0000).contains(&host_trigger(Arch::Sunda).unwrap()));
+}
+
+/// Handles are the allocation's: the info struct's `mem_handle` comes back as
+/// a kernel pointer, and MEM_FREE gets the handle MEM_ALLOC_V2MT wrote.
+#[test]
+fn handles_are_kept_from_the_allocation() {
+    let (p, st) = fake_driver::install("handles");
+    let s = Session::open(&p, cfg(Some(1))).unwrap();
+    drop(s);
+    fake_driver::uninstall(&p);
+    let st = st.borrow();
+    assert!(st.calls.iter().any(|c| c == "NEURON_IOCTL_MEM_FREE 3"), "{:?}", st.calls);
+    assert!(!st.calls.iter().any(|c| c.starts_with("NEURON_IOCTL_MEM_FREE 0xffff")), "{:?}", st.calls);
+    assert!(st.bugs.is_empty(), "{:?}", st.bugs);
+}
+
+/// Host memory with an alignment is refused before the driver sees it (the
+/// driver's EINVAL, named).
+#[test]
+fn host_memory_with_an_alignment_is_refused() {
+    let dev = NeuronDevice::open("/dev/null").unwrap();
+    let a = MemAllocV2Mt { size: 4096, align: 4096, host_memory: 1, ..MemAllocV2Mt::default() };
+    let e = dev.mem_alloc_v2mt(a).unwrap_err();
+    assert_eq!(e.source.kind(), io::ErrorKind::InvalidInput, "{e}");
+    assert!(e.to_string().contains("align 4096") && e.to_string().contains("mc_alloc_internal"), "{e}");
+}
+
+#[test]
+fn core_lists_read_as_ranges() {
+    use super::bringup::core_list;
+    assert_eq!(core_list(0b11), "cores 0-1");
+    assert_eq!(core_list(0b1), "core 0");
+    assert_eq!(core_list(0b101), "cores 0,2");
+    assert_eq!(core_list(0b1100), "cores 2-3");
+}
+/// The report is `nrt-sim run`'s: the status line in the text, the same
+/// JSON fields, the staging line with the copy verified.
+#[cfg(feature = "sim")]
+#[test]
+fn the_report_is_nrt_sim_runs() {
+    let (p, _st) = fake_driver::install("report");
+    let mut s = Session::open(&p, cfg(Some(2))).unwrap();
+    let r = s.run_inference().unwrap();
+    let report = run_report(&s, &r, nrt_abi::report::ReportConfig::default());
+    drop(s);
+    fake_driver::uninstall(&p);
+    let text = nrt_abi::report::text_with_heading(&report, "nrtctl run");
+    assert!(text.contains("\nstatus: 0 NRT_SUCCESS ("), "{text}");
+    assert!(text.contains("staging: 5 descriptors each way lowered into 256-deep rings"), "{text}");
+    assert!(text.contains("4096 B copy verified"), "{text}");
+    assert!(text.contains("arch sunda, 2 cores"), "{text}");
+    let json = nrt_abi::report::json(&report, None);
+    assert_eq!(json["status"], 0);
+    assert_eq!(json["status_name"], "NRT_SUCCESS");
+    assert_eq!(json["return_code"], 0);
+    assert_eq!(json["cores"].as_array().map(Vec::len), Some(2));
+}
+
+/// The simulator's device arms on its host trigger: it must be where the
+/// binding writes it, in the top-SP window.
+#[test]
+#[ignore = "nrt_abi::sim::xt_local_reg (drv-model's) is still 0x3060_0000 on sunda (the driver's D2H DMA engine) and \
+            0x06A8_0000 on cayman, outside the top-SP windows 0x1000_0000 / 0x0F00_0000; un-ignore once it is moved"]
+fn the_simulators_host_trigger_is_the_bindings() {
+    for arch in [Arch::Sunda, Arch::Cayman] {
+        assert_eq!(
+            Some(simabi::xt_local_reg(arch) + nrt_core::dma::HOST_TRIGGER_OFFSET),
+            host_trigger(arch),
+            "{arch:?}"
+        );
+    }
+}

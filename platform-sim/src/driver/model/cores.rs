@@ -1,0 +1,394 @@
+//! Cores: the CRWL lock (`CRWL_READER_*`, `CRWL_WRITER_*`, neuron_crwl.c), core
+//! range marks (`CRWL_NC_RANGE_MARK` / `_UNMARK`, `NC_PID_STATE_DUMP`,
+//! neuron_crwl.c and neuron_cdev.c), and resets (`NC_RESET`,
+//! `NC_RESET_READY`, neuron_cdev.c and neuron_reset.c).
+//!
+//! The driver waits (sleeping) for a CRWL lock another process holds: about
+//! 500 ms for a reader, 2 s for a writer, then `EBUSY`. The model serves one
+//! call at a time, so nothing can change during such a wait: it answers
+//! `EBUSY` at once (CRWL-2, CRWL-7).
+
+use nrt_abi::ioctl as abi;
+
+use super::{Answer, Errno, Model, MAX_NC_PER_DEVICE};
+
+/// The CRWL state of one core (`struct neuron_crwl`, neuron_device.h).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CoreLock {
+    /// The model switched in (`uuid`); zero on a fresh core.
+    pub uuid: [u8; 32],
+    /// The process that switched it in (0: none).
+    pub writer_pid: u32,
+    /// A writer holds the lock (between WRITER_ENTER and DOWNGRADE).
+    pub writer_acquired: bool,
+    /// Readers inside.
+    pub reader_count: u64,
+}
+
+/// `NC_RESET`'s positive return for a reset request already pending (RESET-3).
+pub const RESET_PENDING: i64 = 1;
+
+const CRWL: &str = "neuron_crwl.c";
+
+impl Model {
+    /// CRWL-1, CRWL-3, CRWL-4: the core index, then `ncrwl_validate_uuid`:
+    /// the uuid must be the core's, and the caller its writer's process.
+    fn crwl_validate(
+        &mut self,
+        pid: u32,
+        name: &'static str,
+        c: &abi::Crwl,
+        check_uuid: bool,
+    ) -> Result<usize, Answer> {
+        if c.nc_id >= MAX_NC_PER_DEVICE {
+            return Err(self.refuse(pid, name, Errno::EINVAL, "CRWL-1: nc_id >= MAX_NC_PER_DEVICE (8)", CRWL));
+        }
+        let nc = c.nc_id as usize;
+        if !check_uuid {
+            return Ok(nc);
+        }
+        let l = self.crwl[nc];
+        if c.uuid != l.uuid {
+            let why = if l.writer_pid == 0 {
+                format!("CRWL-3: core {nc} has no model switched in (uuid 0): CRWL_WRITER_ENTER first")
+            } else {
+                format!("CRWL-3: the uuid is not the one pid {} switched in on core {nc}", l.writer_pid)
+            };
+            return Err(self.refuse(pid, name, Errno::ENOENT, &why, "neuron_crwl.c: ncrwl_validate_uuid"));
+        }
+        if l.writer_pid != pid {
+            return Err(self.refuse(
+                pid,
+                name,
+                Errno::ENOENT,
+                &format!("CRWL-4: core {nc}'s writer is pid {}, not the caller", l.writer_pid),
+                "neuron_crwl.c: ncrwl_validate_uuid",
+            ));
+        }
+        Ok(nc)
+    }
+
+    pub(super) fn crwl_reader_enter(&mut self, pid: u32, name: &'static str, c: &mut abi::Crwl) -> Answer {
+        let nc = match self.crwl_validate(pid, name, c, false) {
+            Ok(nc) => nc,
+            Err(a) => return a,
+        };
+        if self.crwl[nc].writer_acquired {
+            return self.refuse(
+                pid,
+                name,
+                Errno::EBUSY,
+                &format!("CRWL-2: core {nc}'s writer lock is held by pid {}: reader starved", self.crwl[nc].writer_pid),
+                "neuron_crwl.c: ncrwl_reader_enter",
+            );
+        }
+        if let Err(a) = self.crwl_validate(pid, name, c, true) {
+            return a;
+        }
+        // CRWL-5.
+        self.crwl[nc].reader_count = self.crwl[nc].reader_count.saturating_add(1);
+        Ok(0)
+    }
+
+    pub(super) fn crwl_reader_exit(&mut self, pid: u32, name: &'static str, c: &mut abi::Crwl) -> Answer {
+        let nc = match self.crwl_validate(pid, name, c, true) {
+            Ok(nc) => nc,
+            Err(a) => return a,
+        };
+        // CRWL-6.
+        if self.crwl[nc].reader_count == 0 {
+            return self.refuse(
+                pid,
+                name,
+                Errno::EINVAL,
+                &format!("CRWL-6: core {nc}'s reader count is already 0"),
+                "neuron_crwl.c: ncrwl_reader_exit",
+            );
+        }
+        self.crwl[nc].reader_count -= 1;
+        Ok(0)
+    }
+
+    pub(super) fn crwl_writer_enter(&mut self, pid: u32, name: &'static str, c: &mut abi::Crwl) -> Answer {
+        let nc = match self.crwl_validate(pid, name, c, false) {
+            Ok(nc) => nc,
+            Err(a) => return a,
+        };
+        let l = self.crwl[nc];
+        // CRWL-7: one writer at a time, and the old model's readers gone.
+        if l.writer_acquired || l.reader_count > 0 {
+            return self.refuse(
+                pid,
+                name,
+                Errno::EBUSY,
+                &format!(
+                    "CRWL-7: core {nc}: writer starved (writer lock held: {}, readers: {}, writer pid {})",
+                    l.writer_acquired, l.reader_count, l.writer_pid
+                ),
+                "neuron_crwl.c: ncrwl_writer_enter",
+            );
+        }
+        // CRWL-8: the lock is taken *before* the already-switched check: EALREADY
+        // returns with the writer lock held (a downgrade releases it).
+        self.crwl[nc].writer_acquired = true;
+        if l.writer_pid == pid && l.uuid == c.uuid {
+            return self.refuse(
+                pid,
+                name,
+                Errno::EALREADY,
+                &format!("CRWL-8: this process already switched core {nc} to that model (the writer lock is held)"),
+                "neuron_crwl.c: ncrwl_writer_enter",
+            );
+        }
+        // CRWL-9.
+        self.crwl[nc].writer_pid = pid;
+        self.crwl[nc].uuid = c.uuid;
+        Ok(0)
+    }
+
+    pub(super) fn crwl_writer_downgrade(&mut self, pid: u32, name: &'static str, c: &mut abi::Crwl) -> Answer {
+        let nc = match self.crwl_validate(pid, name, c, false) {
+            Ok(nc) => nc,
+            Err(a) => return a,
+        };
+        // CRWL-10 before the uuid check.
+        if !self.crwl[nc].writer_acquired {
+            return self.refuse(
+                pid,
+                name,
+                Errno::EINVAL,
+                &format!("CRWL-10: writer downgrade on core {nc} without a writer enter"),
+                "neuron_crwl.c: ncrwl_writer_downgrade",
+            );
+        }
+        if let Err(a) = self.crwl_validate(pid, name, c, true) {
+            return a;
+        }
+        // CRWL-12: BUG_ON(reader_count != 0); a writer enter waits for the
+        // readers and blocks new ones, so no user call reaches it.
+        if self.crwl[nc].reader_count != 0 {
+            return self.bug(
+                pid,
+                name,
+                "CRWL-12: BUG_ON(reader_count != 0) in writer downgrade",
+                "neuron_crwl.c: ncrwl_writer_downgrade",
+            );
+        }
+        // CRWL-13.
+        self.crwl[nc].writer_acquired = false;
+        self.crwl[nc].reader_count = 1;
+        Ok(0)
+    }
+
+    /// CRWL-14: `ncrwl_release_current_process`: every core whose writer was
+    /// `pid` is reset to a fresh core.
+    pub(super) fn crwl_release_process(&mut self, pid: u32) {
+        for l in self.crwl.iter_mut().filter(|l| l.writer_pid == pid) {
+            *l = CoreLock::default();
+        }
+    }
+
+    /// `ncdev_crwl_nc_range_mark` / `ncrwl_nc_range_mark` (RANGE-2..4). `m` is
+    /// the driver's 512-bit form; the pointer form copies back its first 24 bytes.
+    pub(super) fn range_mark(&mut self, pid: u32, name: &'static str, m: &mut abi::CrwlNcMapExt) -> Answer {
+        // RANGE-2: the bitmap is cleared; device 0's cores are the first
+        // (offset nc_per_device * device_index = 0).
+        m.bitmap = [0; 8];
+        m.max_nc_available = 0;
+        let total = self.range_pids.len() as u32;
+        let (start, end, count) = (m.start_nc_index, m.end_nc_index, m.nc_count);
+        if start > end || start >= total || end >= total {
+            // RANGE-3 (the struct is still copied back: bitmap 0, max 0).
+            return self.refuse(
+                pid,
+                name,
+                Errno::EINVAL,
+                &format!("RANGE-3: start {start} > end {end}, or either past the driver's {total} cores"),
+                "neuron_crwl.c: ncrwl_nc_range_mark",
+            );
+        }
+        // RANGE-4: the driver's search, as it is (its u32 arithmetic
+        // included): a free run long enough is marked; after a run too short
+        // the search resumes two past where it stopped.
+        let mut i = start;
+        while i <= end {
+            if self.range_pids[i as usize] != 0 {
+                i += 1;
+                continue;
+            }
+            let mut run = 1u32;
+            let mut j = i;
+            while j <= end && j < i.wrapping_add(count) {
+                if self.range_pids[j as usize] != 0 {
+                    break;
+                }
+                run = j - i + 1;
+                j += 1;
+            }
+            if run >= count {
+                let mut k = i;
+                while k <= end && k < i.wrapping_add(count) {
+                    self.range_pids[k as usize] = pid;
+                    m.bitmap[(k / 64) as usize] |= 1 << (k % 64);
+                    k += 1;
+                }
+                return Ok(0);
+            }
+            m.max_nc_available = m.max_nc_available.max(run);
+            i = j + 2;
+        }
+        let holders: Vec<String> = (start..=end.min(start + 63))
+            .filter(|&k| self.range_pids[k as usize] != 0)
+            .map(|k| format!("nc{k}: pid {}", self.range_pids[k as usize]))
+            .collect();
+        self.refuse(
+            pid,
+            name,
+            Errno::EBUSY,
+            &format!(
+                "RANGE-4: no {count} free consecutive cores in {start}..={end} (longest free run {}; held: {})",
+                m.max_nc_available,
+                holders.join(", ")
+            ),
+            "neuron_crwl.c: ncrwl_nc_range_mark",
+        )
+    }
+
+    /// RANGE-5: `ncrwl_nc_range_unmark`: the cores of `bitmap` this process
+    /// marked are freed; others are left alone; always 0.
+    pub(super) fn range_unmark(&mut self, pid: u32, bitmap: &[u64]) -> Answer {
+        for (w, bits) in bitmap.iter().enumerate() {
+            for b in 0..64 {
+                let k = w * 64 + b;
+                if bits & (1 << b) != 0 && self.range_pids.get(k) == Some(&pid) {
+                    self.range_pids[k] = 0;
+                }
+            }
+        }
+        Ok(0)
+    }
+
+    /// RANGE-7: `ncdev_nc_pid_state_dump`: the holder's pid goes to the kernel
+    /// log (here: the model's log), not to the caller.
+    pub(super) fn pid_state_dump(&mut self, pid: u32, name: &'static str, d: &mut abi::NcPidStateDump) -> Answer {
+        let Some(&holder) = self.range_pids.get(d.nc_id as usize) else {
+            return self.refuse(
+                pid,
+                name,
+                Errno::ENOENT,
+                "RANGE-7: nc_id past the driver's 512 cores",
+                "neuron_crwl.c: ncrwl_nc_range_pid_get",
+            );
+        };
+        if holder != 0 {
+            self.note(pid, name, format!("RANGE-7: nc {} is marked by pid {holder} (kernel log)", d.nc_id));
+        }
+        Ok(0)
+    }
+
+    pub(super) fn nc_reset(&mut self, pid: u32, name: &'static str, r: &mut abi::NcReset) -> Answer {
+        // RESET-1: ndmar_close_ncs runs first, whatever follows.
+        let nc_map = r.nc_map;
+        self.dma_close_cores(pid, name, nc_map)?;
+        // RESET-2: the request id is the caller's tgid.
+        // RESET-3: a request with that id still pending: +1, nothing copied back.
+        if self.resets.contains(&pid) {
+            return self.positive(
+                pid,
+                name,
+                RESET_PENDING,
+                &format!("RESET-3: reset request {pid} is already pending (NC_RESET_READY not called)"),
+                "neuron_reset.c: nr_start_ncs",
+            );
+        }
+        // RESET-4: every NQ of every core of the map, of every process, destroyed.
+        for nc in 0..MAX_NC_PER_DEVICE {
+            if nc_map == abi::NC_MAP_DEVICE || nc_map & (1 << nc) != 0 {
+                self.nq_destroy_core(pid, name, nc)?;
+            }
+        }
+        // RESET-5: queued; the reset thread re-initialises the cores' DMA (a new
+        // H2T ring each), which the model does at once (RESET-6).
+        self.resets.insert(pid);
+        self.dma_init_cores(nc_map);
+        r.request_id = pid;
+        Ok(0)
+    }
+
+    pub(super) fn nc_reset_ready(&mut self, pid: u32, name: &'static str, r: &mut abi::NcResetReady) -> Answer {
+        // RESET-7: nr_wait: a request never made, or already waited for: result
+        // 1; a completed one: 0 (and forgotten). A pending SIGKILL (-EINTR) is
+        // not modelled: the model's resets complete at once.
+        if self.resets.remove(&r.request_id) {
+            r.result = 0;
+        } else {
+            self.note(
+                pid,
+                name,
+                format!(
+                    "RESET-7: reset request {} is unknown or already waited for: result 1 (neuron_reset.c: nr_wait)",
+                    r.request_id
+                ),
+            );
+            r.result = 1;
+        }
+        Ok(0)
+    }
+}
+
+impl Model {
+    /// `DEVICE_GET_ALL_APPS_INFO` (APPS-1, neuron_cdev.c:
+    /// `ncdev_device_get_all_apps_info`): its argument is a header followed by
+    /// `capacity` entries in the caller's memory, so the caller of the model
+    /// (the supervisor) passes the header it read and writes back the bytes
+    /// returned (the header with `size`, then `size` entries) at the
+    /// argument's address. For each process with the device open (at most 16,
+    /// while fewer than `capacity` are written; the model's order is by pid,
+    /// the driver's its attach slots): its pid; with `APP_INFO_PID_NC_LOCK_INFO`,
+    /// the cores 0..=3 whose CRWL writer it is while it holds the lock or has
+    /// readers, and their uuids; with `APP_INFO_PID_MEM_USAGE`, the bytes of
+    /// its host and device chunks. Range marks are not in it. Not dispatched
+    /// by [`Model::handle`] (the argument's address is not passed there).
+    pub fn apps_info(&mut self, pid: u32, header: &abi::AppsInfoHeader) -> (Answer, Vec<u8>) {
+        use zerocopy::IntoBytes;
+        *self.calls.entry(abi::DEVICE_GET_ALL_APPS_INFO.name()).or_insert(0) += 1;
+        let mut out = *header;
+        let mut entries: Vec<abi::AppInfo> = Vec::new();
+        let procs: Vec<u32> = self.procs.iter().filter(|(_, p)| p.opens > 0).map(|(k, _)| *k).collect();
+        for p in procs.into_iter().take(abi::MAX_PROCESS_PER_DEVICE) {
+            if entries.len() as u64 >= u64::from(header.capacity) {
+                break;
+            }
+            let mut e = abi::AppInfo {
+                pid: p as i32,
+                nc_lock_map: 0,
+                uuid_data: [[0; 32]; abi::APP_INFO_MAX_MODELS_PER_DEVICE],
+                _pad: [0; 3],
+                host_mem_size: 0,
+                device_mem_size: 0,
+            };
+            if header.apps_info_flags & abi::APP_INFO_PID_NC_LOCK_INFO != 0 {
+                for nc in 0..abi::APP_INFO_MAX_MODELS_PER_DEVICE {
+                    let l = self.crwl[nc];
+                    if l.writer_pid == p && (l.writer_acquired || l.reader_count > 0) {
+                        e.nc_lock_map |= 1 << nc;
+                        e.uuid_data[nc] = l.uuid;
+                    }
+                }
+            }
+            if header.apps_info_flags & abi::APP_INFO_PID_MEM_USAGE != 0 {
+                let (host, device) = self.chunks.usage_of(p);
+                e.host_mem_size = host;
+                e.device_mem_size = device;
+            }
+            entries.push(e);
+        }
+        out.size = entries.len() as u32;
+        let mut bytes = out.as_bytes().to_vec();
+        for e in &entries {
+            bytes.extend_from_slice(e.as_bytes());
+        }
+        let _ = pid;
+        (Ok(0), bytes)
+    }
+}

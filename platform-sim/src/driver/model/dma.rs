@@ -1,0 +1,612 @@
+//! DMA queues: `DMA_QUEUE_INIT`, `DMA_QUEUE_COPY_START` (and the copy it
+//! releases, executed as the device's UDMA would: G-DRV-COPY),
+//! `DMA_ACK_COMPLETED`, `DMA_QUEUE_GET_STATE`; the H2T rings the driver keeps
+//! per core; the re-pointing of a gone process's queues (neuron_ring.c,
+//! udma/udma_m2m.c, udma/udma_main.c, udma/udma.h).
+
+use std::sync::atomic::Ordering;
+
+use nrt_abi::ioctl as abi;
+use nrt_core::arch::Arch;
+use nrt_core::dma::bd::LenCtrl;
+use zerocopy::IntoBytes;
+
+use super::{
+    nc_per_device, Answer, Errno, Model, TargetMem, DESC_BYTES, DMA_ENGINES, DMA_QUEUES, INITIAL_RING_ID,
+    MAX_NC_PER_DEVICE, SIM_HOST_PA_BASE, UDMA_ALIGN, UDMA_MAX_Q_SIZE, UDMA_MIN_Q_SIZE,
+};
+
+/// Bytes one copy start may move (**sim**: the model's bound, the size of the
+/// chunk region; the counts are already bounded by the ring sizes).
+pub const COPY_BYTES_MAX: u64 = super::super::CHUNK_REGION_BYTES;
+
+/// Descriptors per direction one copy start may release for the model to
+/// execute (**sim**: the model's bound; more is a DMA error, nothing copied).
+pub const COPY_DESCS_MAX: u32 = 1 << 16;
+
+/// Descriptors of each direction of the driver's dummy ring, on which a gone
+/// process's queues are re-initialised (`NDMA_QUEUE_DUMMY_RING_DESC_COUNT`, neuron_ring.h).
+pub const DUMMY_RING_DESCS: u32 = 64;
+
+/// Descriptors of each direction of an H2T ring: `DMA_H2T_DESC_COUNT` (4096,
+/// neuron_ring.h) rounded up by `ndmar_ring_get_desc_count` (+ 16 - 1, to a
+/// power of two: 8192).
+pub const H2T_RING_DESCS: u32 = 8192;
+
+/// One direction of a DMA queue, as `DMA_QUEUE_INIT` left it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueSide {
+    /// Ring size in descriptors (0: never initialised: the driver's zeroed queue).
+    pub size: u32,
+    /// The ring's chunk handle (`None`: no ring, or the driver's own memory).
+    pub chunk: Option<u64>,
+    /// Next descriptor the device takes.
+    pub next: u32,
+    /// The ring id of the current lap.
+    pub ring_id: u32,
+    /// The ring is the driver's own memory (an H2T ring, the dummy ring).
+    pub driver_ring: bool,
+}
+
+/// A DMA queue: TX (M2S) and RX (S2M).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Queue {
+    /// M2S.
+    pub tx: QueueSide,
+    /// S2M.
+    pub rx: QueueSide,
+    /// The process that initialised it last (0: the driver).
+    pub owner: u32,
+    /// The completion index `DMA_ACK_COMPLETED` advances (`next_cdesc_idx`).
+    pub acked: u32,
+}
+
+/// One descriptor a copy start released, as the device fetched it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FetchedBd {
+    index: u32,
+    lap: u32,
+    ring_id: u32,
+    len: u32,
+    addr: u64,
+    fetch: Result<(), &'static str>,
+}
+
+impl Default for FetchedBd {
+    fn default() -> FetchedBd {
+        FetchedBd { index: 0, lap: 0, ring_id: 0, len: 0, addr: 0, fetch: Ok(()) }
+    }
+}
+
+/// The H2T queue of core `nc` (`ndmar_get_h2t_eng_id` / `_qid`: v2 engine 32
+/// (D2H) for NC0 and 33 (H2D) for NC1, queue 0; v3 engines 128..=131, one per
+/// pair of cores, queue `nc % 2`; mariana as v3, G-DRV-ARCH4).
+pub const fn h2t_queue(arch: Arch, nc: u32) -> (u32, u32) {
+    match arch {
+        Arch::Sunda => (if nc == 0 { 32 } else { 33 }, 0),
+        Arch::Cayman | Arch::Mariana => (128 + nc / 2, nc % 2),
+    }
+}
+
+/// Whether the driver initialised DMA engine `eng` (so that it has 16 queues;
+/// an engine it never initialised has `num_of_queues` 0): v2 the 16 engines of
+/// each of its 2 cores and the two H2T engines, 0..=33; v3 every engine, 0..=131
+/// (neuron_ring.c: `ndmar_init_nc`; v2|v3/address_map.h).
+pub const fn engine_initialised(arch: Arch, eng: u32) -> bool {
+    match arch {
+        Arch::Sunda => eng <= 33,
+        Arch::Cayman | Arch::Mariana => eng < DMA_ENGINES,
+    }
+}
+
+impl Model {
+    /// `ndmar_init_ncs(nc_map)` (neuron_ring.c): each core's H2T queue on the
+    /// driver's own rings, `dmar_init_done` set.
+    pub(super) fn dma_init_cores(&mut self, nc_map: u32) {
+        for nc in 0..nc_per_device(self.arch).min(MAX_NC_PER_DEVICE) {
+            if nc_map != abi::NC_MAP_DEVICE && nc_map & (1 << nc) == 0 {
+                continue;
+            }
+            if self.dmar_init_done[nc as usize] {
+                continue;
+            }
+            let side =
+                QueueSide { size: H2T_RING_DESCS, chunk: None, next: 0, ring_id: INITIAL_RING_ID, driver_ring: true };
+            self.queues.insert(h2t_queue(self.arch, nc), Queue { tx: side, rx: side, owner: 0, acked: 0 });
+            self.dmar_init_done[nc as usize] = true;
+        }
+    }
+
+    /// RESET-1: `ndmar_close_ncs(nc_map)` (neuron_ring.c: `ndmar_h2t_ring_free`):
+    /// each initialised core's H2T ring chunks are freed, whoever put them
+    /// there. A chunk already freed is freed again: `mc_free`'s magic check
+    /// (neuron_mempool.c) is a kernel BUG.
+    pub(super) fn dma_close_cores(&mut self, pid: u32, name: &'static str, nc_map: u32) -> Answer {
+        for nc in 0..nc_per_device(self.arch).min(MAX_NC_PER_DEVICE) {
+            if nc_map != abi::NC_MAP_DEVICE && nc_map & (1 << nc) == 0 {
+                continue;
+            }
+            if !self.dmar_init_done[nc as usize] {
+                continue;
+            }
+            let key = h2t_queue(self.arch, nc);
+            let q = self.queues.get(&key).copied().unwrap_or_default();
+            for h in [q.tx.chunk, q.rx.chunk].into_iter().flatten() {
+                if self.chunks.remove(h).is_none() {
+                    return self.bug(
+                        pid,
+                        name,
+                        &format!(
+                            "RESET-1: the H2T ring of core {nc} (engine {}, queue {}) is chunk {h}, already freed: \
+                             mc_free's BUG_ON(mc->magic != MEMCHUNK_MAGIC)",
+                            key.0, key.1
+                        ),
+                        "neuron_ring.c: ndmar_h2t_ring_free; neuron_mempool.c: mc_free",
+                    );
+                }
+                self.note(pid, name, format!("RESET-1: core {nc}'s H2T ring chunk {h} freed by the reset"));
+            }
+            self.queues.remove(&key);
+            self.dmar_init_done[nc as usize] = false;
+        }
+        Ok(0)
+    }
+
+    /// FLUSH-2: `ndmar_handle_process_exit` (neuron_ring.c): every queue `pid`
+    /// owns, but the H2T queues, re-initialised on the driver's dummy ring.
+    pub(super) fn repoint_queues_of(&mut self, pid: u32) {
+        let h2t: Vec<(u32, u32)> = (0..nc_per_device(self.arch)).map(|nc| h2t_queue(self.arch, nc)).collect();
+        for (k, q) in self.queues.iter_mut() {
+            if q.owner != pid || h2t.contains(k) {
+                continue;
+            }
+            let side =
+                QueueSide { size: DUMMY_RING_DESCS, chunk: None, next: 0, ring_id: INITIAL_RING_ID, driver_ring: true };
+            *q = Queue { tx: side, rx: side, owner: pid, acked: 0 };
+        }
+    }
+
+    pub(super) fn queue_init(&mut self, pid: u32, name: &'static str, a: &mut abi::DmaQueueInit) -> Answer {
+        // DMAQ-2: ncdev_dma_queue_init (neuron_cdev.c): an unknown handle is no ring at all.
+        let lookup = |m: &mut Model, h: u64, what: &str| -> Option<u64> {
+            if h == 0 {
+                return None;
+            }
+            if m.chunks.contains(h) {
+                Some(h)
+            } else {
+                m.warn(
+                    pid,
+                    name,
+                    format!("DMAQ-2: invalid {what} memory handle {h}: the driver queues no ring for it"),
+                    "neuron_cdev.c: ncdev_dma_queue_init",
+                );
+                None
+            }
+        };
+        let rx = lookup(self, a.rx_handle, "RX");
+        let tx = lookup(self, a.tx_handle, "TX");
+        let rxc = lookup(self, a.rxc_handle, "RX completion");
+        const RING: &str = "neuron_ring.c: ndmar_queue_init";
+        if a.eng_id >= DMA_ENGINES {
+            return self.refuse(pid, name, Errno::EINVAL, "DMAQ-3: engine id >= NUM_DMA_ENG_PER_DEVICE (132)", RING);
+        }
+        if a.qid >= DMA_QUEUES {
+            return self.refuse(pid, name, Errno::EINVAL, "DMAQ-4: qid >= DMA_MAX_Q_V4 (16)", RING);
+        }
+        // DMAQ-5: the queue is the caller's from here on, and its ring records
+        // take the chunks, whatever the checks below decide.
+        let key = (a.eng_id, a.qid);
+        let q = self.queues.entry(key).or_default();
+        q.owner = pid;
+        if tx.is_some() {
+            q.tx.chunk = tx;
+            q.tx.driver_ring = false;
+        }
+        if rx.is_some() {
+            q.rx.chunk = rx;
+            q.rx.driver_ring = false;
+        }
+        for (h, count, what) in [(tx, a.tx_desc_count, "TX"), (rx, a.rx_desc_count, "RX")] {
+            if let Some(c) = h.and_then(|h| self.chunks.get(h).copied()) {
+                if u64::from(count) * DESC_BYTES > c.size {
+                    // The driver's check is commented out: accepted, the device reads past the chunk.
+                    self.warn(
+                        pid,
+                        name,
+                        format!(
+                            "DMAQ-5: {what} ring of {count} descriptors is larger than its chunk ({} bytes)",
+                            c.size
+                        ),
+                        RING,
+                    );
+                }
+            }
+        }
+        if let Some(h) = rxc {
+            let size = self.chunks.get(h).map_or(0, |c| c.size);
+            if u64::from(a.rx_desc_count) * DESC_BYTES > size {
+                return self.refuse(
+                    pid,
+                    name,
+                    Errno::EINVAL,
+                    "DMAQ-6: RX completion ring smaller than rx_desc_count",
+                    RING,
+                );
+            }
+        }
+        // DMAQ-7 (a ring base not 256-byte aligned: EPERM) cannot happen here:
+        // every chunk is page-aligned.
+        // DMAQ-8..10: udma_m2m_init_queue (udma/udma_m2m.c): bare `return -1` = EPERM.
+        const M2M: &str = "udma/udma_m2m.c: udma_m2m_init_queue";
+        let multiple = (UDMA_ALIGN / DESC_BYTES) as u32;
+        if !a.tx_desc_count.is_multiple_of(multiple) {
+            return self.refuse(pid, name, Errno::EPERM, "DMAQ-8: TX ring size not a multiple of 16 descriptors", M2M);
+        }
+        if !a.rx_desc_count.is_multiple_of(multiple) {
+            return self.refuse(pid, name, Errno::EPERM, "DMAQ-9: RX ring size not a multiple of 16 descriptors", M2M);
+        }
+        if rxc.is_some() {
+            return self.refuse(pid, name, Errno::EPERM, "DMAQ-10: completion ring not supported", M2M);
+        }
+        // DMAQ-11/12: udma_q_init_validate (udma/udma_main.c), TX then RX: TX
+        // stays initialised if RX fails.
+        const MAIN: &str = "udma/udma_main.c: udma_q_init_validate";
+        let engine_ok = engine_initialised(self.arch, a.eng_id);
+        let side = |count: u32| -> Result<(), &'static str> {
+            if !engine_ok {
+                Err("the driver never initialised this engine: its num_of_queues is 0")
+            } else if count < UDMA_MIN_Q_SIZE {
+                Err("ring size < UDMA_MIN_Q_SIZE (32)")
+            } else if count > UDMA_MAX_Q_SIZE {
+                Err("ring size > UDMA_MAX_Q_SIZE (2^24 - 16)")
+            } else {
+                Ok(())
+            }
+        };
+        if let Err(why) = side(a.tx_desc_count) {
+            return self.refuse(pid, name, Errno::EINVAL, &format!("DMAQ-11: TX: {why}"), MAIN);
+        }
+        let q = self.queues.entry(key).or_default();
+        q.tx = QueueSide { size: a.tx_desc_count, next: 0, ring_id: INITIAL_RING_ID, ..q.tx };
+        q.acked = 0;
+        if let Err(why) = side(a.rx_desc_count) {
+            return self.refuse(pid, name, Errno::EINVAL, &format!("DMAQ-12: RX: {why}"), MAIN);
+        }
+        let q = self.queues.entry(key).or_default();
+        q.rx = QueueSide { size: a.rx_desc_count, next: 0, ring_id: INITIAL_RING_ID, ..q.rx };
+        Ok(0)
+    }
+
+    pub(super) fn copy_start(&mut self, pid: u32, name: &'static str, a: &mut abi::DmaQueueCopyStart) -> Answer {
+        // ndmar_queue_copy_start (neuron_ring.c) -> udma_m2m_copy_start (udma/udma_m2m.c)
+        // -> udma_desc_action_add (udma/udma_main.c).
+        const M2M: &str = "udma/udma_m2m.c: udma_m2m_copy_start";
+        if a.eng_id >= DMA_ENGINES {
+            return self.refuse(
+                pid,
+                name,
+                Errno::EINVAL,
+                "COPY-1: engine id >= NUM_DMA_ENG_PER_DEVICE (132)",
+                "neuron_ring.c: ndmar_queue_copy_start",
+            );
+        }
+        let queues = if engine_initialised(self.arch, a.eng_id) { DMA_QUEUES } else { 0 };
+        if a.qid >= queues {
+            let why = if queues == 0 {
+                format!("COPY-2: engine {} was never initialised by the driver (num_of_queues 0)", a.eng_id)
+            } else {
+                "COPY-2: qid >= the engine's queues (16)".to_string()
+            };
+            return self.refuse(pid, name, Errno::EPERM, &why, M2M);
+        }
+        let q = self.queues.get(&(a.eng_id, a.qid)).copied().unwrap_or_default();
+        if a.tx_desc_count > q.tx.size {
+            let why = if q.tx.size == 0 {
+                "COPY-3: the queue was never initialised (DMA_QUEUE_INIT): its TX size is 0".to_string()
+            } else {
+                format!("COPY-3: tx_desc_count {} > the TX ring's {} descriptors", a.tx_desc_count, q.tx.size)
+            };
+            return self.refuse(pid, name, Errno::EPERM, &why, M2M);
+        }
+        if a.rx_desc_count > q.rx.size {
+            let why = if q.rx.size == 0 {
+                "COPY-4: the queue was never initialised (DMA_QUEUE_INIT): its RX size is 0".to_string()
+            } else {
+                format!("COPY-4: rx_desc_count {} > the RX ring's {} descriptors", a.rx_desc_count, q.rx.size)
+            };
+            return self.refuse(pid, name, Errno::EPERM, &why, M2M);
+        }
+        if a.rx_desc_count == 0 {
+            return self.bug(
+                pid,
+                name,
+                "COPY-5: udma_desc_action_add: BUG_ON(num == 0 || num > size) with num = rx_desc_count = 0 (the RX \
+                 count is always added)",
+                "udma/udma_main.c",
+            );
+        }
+        if q.rx.chunk.is_none() && !q.rx.driver_ring {
+            return self.bug(
+                pid,
+                name,
+                "COPY-7: the queue has no RX ring chunk (DMA_QUEUE_INIT without rx_handle): copy start dereferences \
+                 it (NULL)",
+                "neuron_ring.c: ndmar_queue_copy_start",
+            );
+        }
+        self.execute_copy(pid, name, a.eng_id, a.qid, a.tx_desc_count, a.rx_desc_count);
+        Ok(0)
+    }
+
+    /// COPY-8: the copy a copy start releases, executed as the device's UDMA
+    /// would (G-DRV-COPY): the `tx` TX (M2S) and `rx` RX (S2M) descriptors at
+    /// the queue's positions are read from the rings' chunks, and the bytes of
+    /// the TX buffers, in order, are written into the RX buffers, in order (one
+    /// stream: a BD pair of equal lengths is one copy). Each BD must carry the
+    /// ring id of its lap (udma/udma.h: the device takes a BD only with the
+    /// ring id it expects, starting at 1 and advancing mod 4 at each wrap; the
+    /// driver does not look): a warning if not, and the device stalls on it, so
+    /// nothing is copied. Buffer addresses are chunk `pa`s from
+    /// `MEM_GET_EXTENDED_INFO`, each found by an interval lookup; a range
+    /// outside every chunk (or a descriptor outside its ring's chunk) is a DMA
+    /// error: logged, nothing copied. The queue's positions advance by the
+    /// counts either way (G-DRV-QSTATE).
+    fn execute_copy(&mut self, pid: u32, name: &'static str, eng: u32, qid: u32, tx: u32, rx: u32) {
+        let Some(q) = self.queues.get(&(eng, qid)).copied() else { return };
+        if q.tx.driver_ring || q.rx.driver_ring {
+            // The driver's own rings (H2T, the dummy ring): nothing the model can execute.
+            return;
+        }
+        let (txs, tx_bds) = self.fetch_bds(q.tx, tx);
+        let (rxs, rx_bds) = self.fetch_bds(q.rx, rx);
+        if let Some(q) = self.queues.get_mut(&(eng, qid)) {
+            q.tx = txs;
+            q.rx = rxs;
+        }
+        if tx.max(rx) > COPY_DESCS_MAX {
+            self.dma_error(
+                pid,
+                name,
+                format!(
+                    "engine {eng} queue {qid}: {} descriptors in one copy start, past the model's bound of \
+                     {COPY_DESCS_MAX} (G-DRV-COPY)",
+                    tx.max(rx)
+                ),
+            );
+            return;
+        }
+        let side = |tx: bool| if tx { "TX" } else { "RX" };
+        let mut stalled = false;
+        for (dir, bds) in [(true, &tx_bds), (false, &rx_bds)] {
+            if let Some(b) = bds.iter().find(|b| b.fetch.is_ok() && b.ring_id != b.lap) {
+                self.warn(
+                    pid,
+                    name,
+                    format!(
+                        "COPY-8: engine {eng} queue {qid} {}: BD {} has ring id {}, the lap's is {}: the device \
+                         stalls on it (nothing copied)",
+                        side(dir),
+                        b.index,
+                        b.ring_id,
+                        b.lap
+                    ),
+                    "udma/udma_m2m.c",
+                );
+                stalled = true;
+            }
+        }
+        if stalled {
+            return;
+        }
+        // Every descriptor fetched and every buffer inside a chunk, before a byte moves.
+        let mut segs: [Vec<(u64, u64)>; 2] = [Vec::new(), Vec::new()];
+        let mut total = [0u64; 2];
+        for (k, (dir, bds)) in [(true, &tx_bds), (false, &rx_bds)].into_iter().enumerate() {
+            for b in bds.iter() {
+                let fault = match b.fetch {
+                    Err(why) => Some(format!("BD {}: {why}", b.index)),
+                    Ok(()) => match self.chunk_range(b.addr, u64::from(b.len)) {
+                        Some(off) => {
+                            segs[k].push((off, u64::from(b.len)));
+                            total[k] = total[k].saturating_add(u64::from(b.len));
+                            None
+                        }
+                        None => Some(format!(
+                            "BD {} {} 0x{:x} + {} bytes is outside every chunk the driver handed out",
+                            b.index,
+                            if dir { "source" } else { "destination" },
+                            b.addr,
+                            b.len
+                        )),
+                    },
+                };
+                if let Some(f) = fault {
+                    self.dma_error(pid, name, format!("engine {eng} queue {qid} {}: {f}", side(dir)));
+                    return;
+                }
+            }
+        }
+        let n = total[0].min(total[1]);
+        if n > COPY_BYTES_MAX {
+            self.dma_error(
+                pid,
+                name,
+                format!(
+                    "engine {eng} queue {qid}: {n} bytes in one copy start, past the model's bound of {COPY_BYTES_MAX} \
+                     (G-DRV-COPY)"
+                ),
+            );
+            return;
+        }
+        if total[0] != total[1] {
+            self.warn(
+                pid,
+                name,
+                format!(
+                    "COPY-8: engine {eng} queue {qid}: the TX descriptors carry {} bytes, the RX descriptors {}: {n} \
+                     copied",
+                    total[0], total[1]
+                ),
+                "udma/udma_m2m.c",
+            );
+        }
+        if let Err(e) = self.stream(&segs[0], &segs[1], n) {
+            self.dma_error(pid, name, format!("engine {eng} queue {qid}: the device file: {e}"));
+            return;
+        }
+        self.dma_bytes = self.dma_bytes.saturating_add(n);
+    }
+
+    /// A DMA error: the driver does not check BD addresses; the device's UDMA
+    /// faults the transfer. Logged (a warning), nothing written.
+    fn dma_error(&mut self, pid: u32, name: &'static str, what: String) {
+        self.dma_errors = self.dma_errors.saturating_add(1);
+        self.warn(
+            pid,
+            name,
+            format!("COPY-8: DMA error: {what}: the device's UDMA faults the transfer, nothing copied"),
+            "the device's UDMA, sim; udma/udma_m2m.c does not check BD addresses",
+        );
+    }
+
+    /// The `count` descriptors of side `s` from its position, and the side
+    /// moved past them (the ring id advancing at each wrap).
+    fn fetch_bds(&self, mut s: QueueSide, count: u32) -> (QueueSide, Vec<FetchedBd>) {
+        let chunk = s.chunk.and_then(|h| self.chunks.get(h).copied());
+        let map = self.file.map();
+        let mut out = Vec::with_capacity(count.min(s.size).min(COPY_DESCS_MAX) as usize);
+        for _ in 0..count.min(s.size) {
+            if out.len() < COPY_DESCS_MAX as usize {
+                let mut b = FetchedBd { index: s.next, lap: s.ring_id, ..FetchedBd::default() };
+                let off = u64::from(s.next) * DESC_BYTES;
+                b.fetch = match chunk {
+                    None => Err("the queue has no ring chunk to fetch it from"),
+                    Some(c) if off + DESC_BYTES > c.size => Err("the descriptor is past its ring's chunk"),
+                    Some(c) => match (map.u32_at(c.offset + off), map.u64_at(c.offset + off + 8)) {
+                        (Some(w), Some(p)) => {
+                            let ctrl = LenCtrl::from_bits(w.load(Ordering::Acquire));
+                            b.ring_id = u32::from(ctrl.ring_id());
+                            b.len = ctrl.len_bytes();
+                            b.addr = p.load(Ordering::Acquire);
+                            Ok(())
+                        }
+                        _ => Err("the descriptor is past the device file"),
+                    },
+                };
+                out.push(b);
+            }
+            // Past the model's bound the caller refuses the copy; the position still moves.
+            s.next += 1;
+            if s.next >= s.size {
+                s.next = 0;
+                s.ring_id = (s.ring_id + 1) % 4;
+            }
+        }
+        (s, out)
+    }
+
+    /// Move the first `n` bytes of the TX segments' stream into the RX
+    /// segments, in order, through the device file's mapping (the process sees
+    /// them in its shared mappings): one in-memory copy per segment pair, no
+    /// system call.
+    fn stream(&self, src: &[(u64, u64)], dst: &[(u64, u64)], mut n: u64) -> Result<(), &'static str> {
+        let map = self.file.map();
+        let (mut s, mut d) = (src.iter().copied(), dst.iter().copied());
+        let (mut cs, mut cd) = ((0u64, 0u64), (0u64, 0u64));
+        while n > 0 {
+            if cs.1 == 0 {
+                cs = s.next().unwrap_or_default();
+            }
+            if cd.1 == 0 {
+                cd = d.next().unwrap_or_default();
+            }
+            let step = cs.1.min(cd.1).min(n);
+            if step == 0 {
+                break;
+            }
+            map.copy_bytes(cs.0, cd.0, step).ok_or("a segment is past the mapping")?;
+            cs = (cs.0 + step, cs.1 - step);
+            cd = (cd.0 + step, cd.1 - step);
+            n -= step;
+        }
+        Ok(())
+    }
+
+    pub(super) fn ack_completed(&mut self, pid: u32, name: &'static str, a: &mut abi::DmaAckCompleted) -> Answer {
+        // ndmar_ack_completed (neuron_ring.c) -> udma_q_handle_get (udma/udma_main.c)
+        // -> udma_cdesc_ack (udma/udma.h), RX then TX.
+        if a.eng_id >= DMA_ENGINES {
+            return self.refuse(
+                pid,
+                name,
+                Errno::EINVAL,
+                "ACK-1: engine id >= NUM_DMA_ENG_PER_DEVICE (132)",
+                "neuron_ring.c: ndmar_ack_completed",
+            );
+        }
+        let queues = if engine_initialised(self.arch, a.eng_id) { DMA_QUEUES } else { 0 };
+        if a.qid >= queues {
+            return self.refuse(
+                pid,
+                name,
+                Errno::EINVAL,
+                &format!("ACK-2: qid {} >= the engine's num_of_queues ({queues})", a.qid),
+                "udma/udma_main.c: udma_q_handle_get",
+            );
+        }
+        let q = self.queues.get(&(a.eng_id, a.qid)).copied().unwrap_or_default();
+        // IS_POWER_OF_TWO is `(n & (n - 1)) == 0`: a queue never initialised (size 0) passes.
+        for (size, what, id) in [(q.rx.size, "RX", "ACK-3"), (q.tx.size, "TX", "ACK-4")] {
+            if size & size.wrapping_sub(1) != 0 {
+                return self.bug(
+                    pid,
+                    name,
+                    &format!(
+                        "{id}: udma_cdesc_ack: BUG_ON(!IS_POWER_OF_TWO(size)) on the {what} queue of {size} \
+                         descriptors"
+                    ),
+                    "udma/udma.h",
+                );
+            }
+        }
+        // ACK-5: the completion index advances modulo the size.
+        if let Some(q) = self.queues.get_mut(&(a.eng_id, a.qid)) {
+            q.acked = q.acked.wrapping_add(a.count) & q.rx.size.wrapping_sub(1);
+        }
+        Ok(0)
+    }
+
+    pub(super) fn queue_state(
+        &mut self,
+        pid: u32,
+        name: &'static str,
+        a: &mut abi::DmaQueueGetState,
+        mem: &mut dyn TargetMem,
+    ) -> Answer {
+        if a.eng_id >= DMA_ENGINES {
+            return self.refuse(pid, name, Errno::EINVAL, "QST-1: engine id past the device's", "neuron_ring.c");
+        }
+        if a.qid >= DMA_QUEUES {
+            return self.refuse(pid, name, Errno::EINVAL, "QST-2: queue id past the engine's", "udma/udma_main.c");
+        }
+        // QST-3: the model's view of the queue (G-DRV-QSTATE); a state pointer
+        // not writable returns copy_to_user's positive count.
+        let q = self.queues.get(&(a.eng_id, a.qid)).copied().unwrap_or_default();
+        for (ptr, s) in [(a.tx, q.tx), (a.rx, q.rx)] {
+            let base = s.chunk.and_then(|h| self.chunks.get(h)).map_or(0, |c| SIM_HOST_PA_BASE | c.offset);
+            let st = abi::DmaQueueState {
+                base_addr: base,
+                length: s.size,
+                head_pointer: s.next,
+                tail_pointer: s.next,
+                ..abi::DmaQueueState::default()
+            };
+            if mem.write(ptr, st.as_bytes()).is_err() {
+                let n = core::mem::size_of::<abi::DmaQueueState>() as i64;
+                return self.positive(pid, name, n, "QST-3: state pointer not writable", "neuron_cdev.c");
+            }
+        }
+        Ok(0)
+    }
+}

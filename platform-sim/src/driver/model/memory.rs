@@ -1,0 +1,314 @@
+//! Memory chunks: `MEM_ALLOC_V2MT`, `MEM_GET_EXTENDED_INFO`, `MEM_FREE`
+//! (neuron_mempool.c, neuron_cdev.c), and the chunk table every other family
+//! looks chunks up in.
+//!
+//! The table is indexed twice: by handle, and by file offset (an interval
+//! index), so that a BD's buffer is found in `O(log n)` whatever the number of
+//! chunks (one copy start may release 65,536 BDs; a process may hold tens of
+//! thousands of chunks).
+
+use std::collections::BTreeMap;
+
+use nrt_abi::ioctl as abi;
+
+use super::{dram_channels, Answer, Errno, Model, TargetMem, MAX_NC_PER_DEVICE};
+use crate::shm::PAGE;
+
+/// Physical address the model reports for host chunk at file offset `off`
+/// (**sim**: a PCI host base over the file offset, G-DRV-POOL).
+pub const SIM_HOST_PA_BASE: u64 = 0x8000_0000_0000;
+
+/// What the model reports as `MEM_GET_EXTENDED_INFO.mem_handle` for a chunk:
+/// the driver writes its kernel pointer to the chunk there (`(u64)mc`,
+/// neuron_cdev.c: `ncdev_mem_get_extended_info`), not the handle. The model
+/// writes an opaque value in the x86-64 direct-map range (**sim**), never a
+/// valid handle.
+pub const SIM_KERNEL_POINTER_BASE: u64 = 0xFFFF_8880_0000_0000;
+
+/// Who owns a chunk, and so when the driver frees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChunkKind {
+    /// `MEM_ALLOC_V2MT` (`MC_LIFESPAN_CUR_PROCESS`): freed by `MEM_FREE` or at
+    /// the process's flush.
+    User,
+    /// A notification ring (`MC_LIFESPAN_DEVICE`): freed by a forced re-init or
+    /// an NC reset of its core.
+    Nq,
+    /// A datastore (`MC_LIFESPAN_DEVICE`).
+    Datastore,
+}
+
+/// A memory chunk the model handed out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    /// File offset (what `mmap` takes).
+    pub offset: u64,
+    /// Bytes (a whole number of pages for allocations).
+    pub size: u64,
+    /// Host memory (1) or device memory (0), as asked.
+    pub host: bool,
+    /// The process that allocated it.
+    pub pid: u32,
+    /// Who owns it.
+    pub kind: ChunkKind,
+}
+
+/// The chunk table: by handle, and by file offset.
+#[derive(Debug)]
+pub struct Chunks {
+    by_handle: BTreeMap<u64, Chunk>,
+    /// File offset -> handle (every chunk has its own offset).
+    by_offset: BTreeMap<u64, u64>,
+    /// The allocator's region of the device file.
+    base: u64,
+    len: u64,
+    /// Interval lookups made (each one `O(log n)`), for tests and the summary.
+    pub lookups: u64,
+}
+
+const fn page_up(v: u64) -> u64 {
+    v.div_ceil(PAGE).saturating_mul(PAGE)
+}
+
+impl Chunks {
+    /// An empty table allocating from `[base, base + len)` of the device file.
+    pub fn new(base: u64, len: u64) -> Chunks {
+        Chunks { by_handle: BTreeMap::new(), by_offset: BTreeMap::new(), base, len, lookups: 0 }
+    }
+
+    /// The allocator's region (`base`, `len`).
+    pub fn region(&self) -> (u64, u64) {
+        (self.base, self.len)
+    }
+
+    /// The chunk of `handle`.
+    pub fn get(&self, handle: u64) -> Option<&Chunk> {
+        self.by_handle.get(&handle)
+    }
+
+    /// Whether `handle` is a live chunk.
+    pub fn contains(&self, handle: u64) -> bool {
+        self.by_handle.contains_key(&handle)
+    }
+
+    /// Chunks handed out.
+    pub fn len(&self) -> usize {
+        self.by_handle.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.by_handle.is_empty()
+    }
+
+    pub(super) fn insert(&mut self, handle: u64, c: Chunk) {
+        if let Some(old) = self.by_handle.insert(handle, c) {
+            self.by_offset.remove(&old.offset);
+        }
+        self.by_offset.insert(c.offset, handle);
+    }
+
+    pub(super) fn remove(&mut self, handle: u64) -> Option<Chunk> {
+        let c = self.by_handle.remove(&handle)?;
+        if self.by_offset.get(&c.offset) == Some(&handle) {
+            self.by_offset.remove(&c.offset);
+        }
+        Some(c)
+    }
+
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(&Chunk) -> bool) {
+        let gone: Vec<u64> = self.by_handle.iter().filter(|(_, c)| !keep(c)).map(|(h, _)| *h).collect();
+        for h in gone {
+            self.remove(h);
+        }
+    }
+
+    /// Bytes of host and of device memory in `pid`'s `MEM_ALLOC_V2MT` chunks.
+    pub fn usage_of(&self, pid: u32) -> (u64, u64) {
+        let mine = self.by_handle.values().filter(|c| c.pid == pid && c.kind == ChunkKind::User);
+        mine.fold((0, 0), |(h, d), c| if c.host { (h + c.size, d) } else { (h, d + c.size) })
+    }
+
+    /// The handle of the chunk holding `[off, off + len)` of the device file,
+    /// if one does: the last chunk starting at or below `off` (an interval
+    /// lookup; chunks never overlap).
+    pub fn file_range(&self, off: u64, len: u64) -> Option<u64> {
+        let end = off.checked_add(len)?;
+        let (_, &h) = self.by_offset.range(..=off).next_back()?;
+        let c = self.by_handle.get(&h)?;
+        (end <= c.offset.saturating_add(c.size)).then_some(h)
+    }
+
+    /// First fit of `size` bytes (page-rounded) in the region: at the end of
+    /// the last chunk when there is room (`O(log n)`), else the first gap.
+    fn alloc(&self, size: u64) -> Option<u64> {
+        let size = page_up(size);
+        if size == 0 {
+            return None;
+        }
+        let limit = self.base.saturating_add(self.len);
+        let in_region = self.by_offset.range(self.base..limit);
+        let top = in_region
+            .clone()
+            .next_back()
+            .and_then(|(_, h)| self.by_handle.get(h))
+            .map_or(self.base, |c| c.offset.saturating_add(c.size));
+        if top.checked_add(size)? <= limit {
+            return Some(top);
+        }
+        let mut at = self.base;
+        for (&o, h) in in_region {
+            if o >= at.saturating_add(size) {
+                break;
+            }
+            at = at.max(o.saturating_add(self.by_handle.get(h).map_or(0, |c| c.size)));
+        }
+        (at.checked_add(size)? <= limit).then_some(at)
+    }
+}
+
+impl Model {
+    /// A new chunk of `size` bytes from the pool, or `None` (no room).
+    pub(super) fn pool_alloc(&mut self, size: u64, host: bool, pid: u32, kind: ChunkKind) -> Option<u64> {
+        let offset = self.chunks.alloc(size)?;
+        Some(self.new_handle(Chunk { offset, size: page_up(size), host, pid, kind }))
+    }
+
+    /// The device-file offset of `[pa, pa + len)` when it lies inside one
+    /// chunk handed out (its `pa` is `SIM_HOST_PA_BASE | offset`, G-DRV-POOL).
+    pub fn chunk_range(&mut self, pa: u64, len: u64) -> Option<u64> {
+        self.chunks.lookups = self.chunks.lookups.saturating_add(1);
+        let off = pa.checked_sub(SIM_HOST_PA_BASE)?;
+        self.chunks.file_range(off, len).map(|_| off)
+    }
+
+    pub(super) fn mem_alloc(
+        &mut self,
+        pid: u32,
+        name: &'static str,
+        a: &mut abi::MemAllocV2Mt,
+        mem: &mut dyn TargetMem,
+    ) -> Answer {
+        const F: &str = "neuron_mempool.c: mc_alloc_internal";
+        // MEM-1..5, in mc_alloc_internal's order.
+        if a.size > i64::MAX as u64 {
+            return self.refuse(pid, name, Errno::EINVAL, "MEM-1: size > INT64_MAX", F);
+        }
+        if a.dram_channel >= dram_channels(self.arch) {
+            return self.refuse(pid, name, Errno::EINVAL, "MEM-2: dram_channel past the device's", F);
+        }
+        if a.nc_id >= MAX_NC_PER_DEVICE {
+            return self.refuse(pid, name, Errno::EINVAL, "MEM-3: nc_id >= MAX_NC_PER_DEVICE (8)", F);
+        }
+        // MEM-4 (dram_region past the pool's regions) is the driver's
+        // configuration: the model has one pool and accepts any region (G-DRV-POOL).
+        if a.host_memory != 0 && a.align != 0 {
+            return self.refuse(
+                pid,
+                name,
+                Errno::EINVAL,
+                &format!("MEM-5: align {} for host memory: aligned host memory is not supported (use 0)", a.align),
+                F,
+            );
+        }
+        let Some(h) = self.pool_alloc(a.size, a.host_memory != 0, pid, ChunkKind::User) else {
+            let region = self.chunks.region().1;
+            return self.refuse(
+                pid,
+                name,
+                Errno::ENOMEM,
+                &format!("MEM-6: {} bytes: no room (the simulated pool holds {region} bytes, G-DRV-POOL)", a.size),
+                F,
+            );
+        };
+        // MEM-7: ncdev_mem_alloc_libnrt: the handle goes through the caller's
+        // pointer; when that copy fails the chunk is freed and the bytes not
+        // copied (8) are returned as a *positive* value.
+        if mem.write(a.mem_handle, &h.to_le_bytes()).is_err() {
+            self.chunks.remove(h);
+            return self.positive(
+                pid,
+                name,
+                8,
+                &format!("MEM-7: mem_handle pointer 0x{:x} not writable: the chunk is freed", a.mem_handle),
+                "neuron_cdev.c: ncdev_mem_alloc_libnrt",
+            );
+        }
+        Ok(0)
+    }
+
+    pub(super) fn mem_info(&mut self, pid: u32, name: &'static str, a: &mut abi::MemGetExtendedInfo) -> Answer {
+        let Some(c) = self.chunks.get(a.mem_handle).copied() else {
+            // MEMX-1: a bad handle returns EINVAL *positive*; nothing is copied back.
+            return self.positive(
+                pid,
+                name,
+                i64::from(libc::EINVAL),
+                "MEMX-1: invalid memory handle",
+                "neuron_cdev.c: ncdev_mem_get_extended_info",
+            );
+        };
+        // MEMX-2: the whole struct is rewritten from a local one: mem_handle
+        // becomes the chunk's kernel pointer (not the handle); `version` is not
+        // set by the driver (its stack's value; the model writes 0).
+        *a = abi::MemGetExtendedInfo {
+            mem_handle: SIM_KERNEL_POINTER_BASE | (c.offset << 4),
+            version: 0,
+            host_memory: u32::from(c.host),
+            // nmmap_offset (neuron_mmap.c) is the chunk's address; here, its file offset (G-DRV-MMAP).
+            mmap_offset: c.offset,
+            pa: SIM_HOST_PA_BASE | c.offset,
+            pid: u64::from(c.pid),
+            size: c.size,
+        };
+        Ok(0)
+    }
+
+    pub(super) fn mem_free(&mut self, pid: u32, name: &'static str, a: &mut abi::MemFree) -> Answer {
+        const F: &str = "neuron_cdev.c: ncdev_mem_free";
+        let h = a.mem_handle;
+        let Some(c) = self.chunks.get(h).copied() else {
+            return self.refuse(pid, name, Errno::EINVAL, "MEMF-1: invalid memory handle", F);
+        };
+        // MEMF-2: the driver frees any chunk by its handle (mc_free).
+        self.chunks.remove(h);
+        if c.kind == ChunkKind::Nq {
+            // MEMF-4: the NOTIFIC slot still points at it; the ring's record
+            // keeps the freed chunk, which a reset or a forced re-init frees
+            // again (NQ-6, RESET-4: a kernel BUG).
+            self.warn(
+                pid,
+                name,
+                format!(
+                    "MEMF-4: chunk {h} is a notification ring: freed while its slot still points at it (an NC reset \
+                     or a forced re-init of the ring then frees it again: kernel BUG)"
+                ),
+                F,
+            );
+            for r in self.nq.values_mut().filter(|r| r.handle == h) {
+                r.freed = true;
+            }
+            return Ok(0);
+        }
+        let used: Vec<(u32, u32)> = self
+            .queues
+            .iter()
+            .filter(|(_, q)| q.tx.chunk == Some(h) || q.rx.chunk == Some(h))
+            .map(|(k, _)| *k)
+            .collect();
+        if let Some((e, q)) = used.first() {
+            // MEMF-3: the queue stays programmed on the freed pages until the
+            // owner's flush re-points it (FLUSH-2).
+            self.warn(
+                pid,
+                name,
+                format!(
+                    "MEMF-3: chunk {h} freed while DMA queue (engine {e}, queue {q}) still uses it as a ring: the \
+                     queue stays programmed on it until the process is gone (DMA_QUEUE_RELEASE does not unprogram it)"
+                ),
+                F,
+            );
+        }
+        Ok(0)
+    }
+}

@@ -1,0 +1,692 @@
+//! The driver's state and rules: what `/dev/neuronN` answers to each ioctl.
+//!
+//! [`Model::handle`] is a pure state machine over the device file (the
+//! shared-memory device of [`crate::shm`]) and the calling process's memory
+//! ([`TargetMem`]): the supervisor copies the argument struct in, the model
+//! parses it once into a typed [`Request`], checks it as the driver does,
+//! changes its state and the device's words, and the supervisor copies the
+//! struct back. Nothing here trusts the caller: every index is bounds-checked,
+//! every pointer is read through [`TargetMem`], every count is capped before
+//! anything is allocated.
+//!
+//! One model serves every process under one `nrt-sim driver`, as one driver
+//! serves every process of a host: core range marks, CRWL writers, NC resets
+//! and the rings they destroy are shared state ([`Model::process_gone`] is the
+//! driver's `ncdev_flush` when a process's last descriptor closes).
+//!
+//! Each rule carries the id of its row in `docs/driver-conformance.md` (e.g.
+//! `CRWL-3`) and names the public driver's file and function it comes from
+//! (aws-neuron/aws-neuron-driver at fca19f7; facts only, no code). Three kinds
+//! of outcome:
+//!
+//! - the driver's **errno** ([`Refusal::Errno`], logged in [`Model::log`]), or
+//!   the positive value the driver returns on a few paths;
+//! - a **kernel BUG**: a condition where the driver would hit `BUG_ON` or
+//!   dereference what it never checked, and oops ([`Violation::KernelBug`],
+//!   `kernel BUG: <rule> (<file>)`); the call is refused with
+//!   [`Refusal::KernelBug`], and the supervisor fails the run in `--strict`
+//!   mode;
+//! - a **warning**: something the driver accepts but the device would not, or a
+//!   correct program would not do ([`Violation::Warning`]), logged, never fatal.
+//!
+//! One module per family: [`memory`] (chunks), [`dma`] (queues, copy start,
+//! ack), [`notify`] (NQ rings), [`cores`] (CRWL, range marks, resets), [`bar`]
+//! (BAR_READ / BAR_WRITE, the simulator's hint query), [`sema`] (semaphores and
+//! events), [`ds`] (the datastore); [`request`] parses a request.
+
+pub mod bar;
+pub mod cores;
+pub mod dma;
+pub mod ds;
+pub mod memory;
+pub mod notify;
+pub mod request;
+pub mod sema;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use nrt_abi::ioctl as abi;
+use nrt_core::arch::Arch;
+
+use crate::shm::ShmFile;
+
+pub use bar::blocked_register;
+pub use cores::{CoreLock, RESET_PENDING};
+pub use dma::{Queue, QueueSide, COPY_BYTES_MAX, COPY_DESCS_MAX};
+pub use memory::{Chunk, ChunkKind, Chunks, SIM_HOST_PA_BASE};
+pub use notify::NqRing;
+pub use request::{arg_size, Request};
+
+/// An errno value (positive, as `errno` holds it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Errno(pub i32);
+
+impl Errno {
+    /// `EPERM`: what the driver's bare `return -1` becomes.
+    pub const EPERM: Errno = Errno(libc::EPERM);
+    /// `ENOENT`.
+    pub const ENOENT: Errno = Errno(libc::ENOENT);
+    /// `EFAULT`: an argument the caller's memory does not hold.
+    pub const EFAULT: Errno = Errno(libc::EFAULT);
+    /// `EINVAL`.
+    pub const EINVAL: Errno = Errno(libc::EINVAL);
+    /// `ENOMEM`.
+    pub const ENOMEM: Errno = Errno(libc::ENOMEM);
+    /// `EACCES`.
+    pub const EACCES: Errno = Errno(libc::EACCES);
+    /// `E2BIG`.
+    pub const E2BIG: Errno = Errno(libc::E2BIG);
+    /// `ENOSYS`.
+    pub const ENOSYS: Errno = Errno(libc::ENOSYS);
+    /// `ENODEV`: what the simulator answers for hardware it does not simulate.
+    pub const ENODEV: Errno = Errno(libc::ENODEV);
+    /// `EIO`: the answer to a call that oopsed the (simulated) kernel.
+    pub const EIO: Errno = Errno(libc::EIO);
+    /// `EBUSY`: cores held by another process, a lock not given up in time.
+    pub const EBUSY: Errno = Errno(libc::EBUSY);
+    /// `EALREADY`: this process already switched the core to that model.
+    pub const EALREADY: Errno = Errno(libc::EALREADY);
+
+    /// The errno's name.
+    pub fn name(self) -> &'static str {
+        match self.0 {
+            libc::EPERM => "EPERM",
+            libc::ENOENT => "ENOENT",
+            libc::EFAULT => "EFAULT",
+            libc::EINVAL => "EINVAL",
+            libc::ENOMEM => "ENOMEM",
+            libc::EACCES => "EACCES",
+            libc::E2BIG => "E2BIG",
+            libc::ENOSYS => "ENOSYS",
+            libc::ENODEV => "ENODEV",
+            libc::EIO => "EIO",
+            libc::ENOTTY => "ENOTTY",
+            libc::EBUSY => "EBUSY",
+            libc::EALREADY => "EALREADY",
+            _ => "errno",
+        }
+    }
+}
+
+impl core::fmt::Display for Errno {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} ({})", self.name(), self.0)
+    }
+}
+
+/// Something the driver would not survive, or the device would not do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Violation {
+    /// The real driver would `BUG_ON` (or dereference an unchecked pointer) here.
+    KernelBug {
+        /// The rule, in one line (with its table id).
+        rule: String,
+        /// The driver file it comes from.
+        driver_file: &'static str,
+    },
+    /// Accepted by the driver, but not what the device expects (never fatal).
+    Warning {
+        /// What happened (with its table id).
+        rule: String,
+        /// Where the rule comes from (a driver file, or `sim`).
+        source: &'static str,
+    },
+}
+
+impl Violation {
+    /// Whether this is a kernel BUG.
+    pub fn is_kernel_bug(&self) -> bool {
+        matches!(self, Violation::KernelBug { .. })
+    }
+}
+
+impl core::fmt::Display for Violation {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Violation::KernelBug { rule, driver_file } => write!(f, "kernel BUG: {rule} ({driver_file})"),
+            Violation::Warning { rule, source } => write!(f, "warning: {rule} ({source})"),
+        }
+    }
+}
+
+/// Why a call was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The driver returns this errno.
+    Errno(Errno),
+    /// The driver would oops (the violation is also in [`Model::violations`]).
+    KernelBug(Violation),
+}
+
+/// A range of the caller's memory that could not be read or written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemFault;
+
+/// The calling process's memory, for the pointers inside argument structs.
+pub trait TargetMem {
+    /// Read `buf.len()` bytes at `addr`; `Err` if any byte is not readable.
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault>;
+    /// Write `buf` at `addr`; `Err` if any byte is not writable.
+    fn write(&mut self, addr: u64, buf: &[u8]) -> Result<(), MemFault>;
+}
+
+// ---- The driver's numbers (facts, each with its file) ----
+
+/// DMA engines per device (`NUM_DMA_ENG_PER_DEVICE`, neuron_ring.h).
+pub const DMA_ENGINES: u32 = 132;
+/// Queues per DMA engine (`DMA_MAX_Q_V4`, udma/udma.h).
+pub const DMA_QUEUES: u32 = 16;
+/// Smallest ring, descriptors (`UDMA_MIN_Q_SIZE`, udma/udma.h).
+pub const UDMA_MIN_Q_SIZE: u32 = 32;
+/// Largest ring, descriptors (`UDMA_MAX_Q_SIZE`, udma/udma.h).
+pub const UDMA_MAX_Q_SIZE: u32 = (1 << 24) - 16;
+/// Ring start and end alignment, bytes (`UDMA_QUEUE_ADDR_BYTE_ALIGNMENT`, udma/udma.h).
+pub const UDMA_ALIGN: u64 = 256;
+/// Bytes of one descriptor (`union udma_desc`).
+pub const DESC_BYTES: u64 = 16;
+/// The first lap's ring id (`UDMA_INITIAL_RING_ID`, udma/udma.h).
+pub const INITIAL_RING_ID: u32 = 1;
+/// Semaphores per core (`V2_SEMAPHORE_COUNT` / `V3_SEMAPHORE_COUNT`, v2|v3/address_map.h).
+pub const SEMAPHORE_COUNT: u32 = 256;
+/// Events per core (`V2_EVENTS_COUNT`, v2/address_map.h).
+pub const EVENT_COUNT: u32 = 256;
+/// NQ ids per core: `MAX_NQ_TYPE * MAX_NQ_ENGINE` = 6 * 16 (neuron_core.h).
+pub const MAX_NQ_SUPPORTED: u32 = 96;
+/// NQ engines (slots) per type (`V2_MAX_NQ_QUEUES`, v2/address_map.h).
+pub const NQ_QUEUES_PER_TYPE: u32 = 16;
+/// Cores the allocator and CRWL accept (`MAX_NC_PER_DEVICE`, neuron_device.h).
+pub const MAX_NC_PER_DEVICE: u32 = abi::MAX_NC_PER_DEVICE;
+/// Registers one BAR_READ may read (`FW_IO_MAX_READLESS_READ_REGISTER_COUNT`, neuron_fw_io.h).
+pub const BAR_READ_MAX: u32 = 100;
+/// The largest `kmalloc` the BAR ioctls' address and data arrays may need
+/// (`KMALLOC_MAX_SIZE` on x86-64 with 4 KiB pages: 4 MiB); larger is `ENOMEM`.
+pub const KMALLOC_MAX: u64 = 4 << 20;
+/// Every feature bit the driver reports (share/neuron_driver_shared.h, bits 0..=7).
+pub const DRIVER_FEATURES: u64 = 0xFF;
+
+/// Cores per device the driver knows for `arch` (`V2_NC_PER_DEVICE` 2,
+/// `V3_NC_PER_DEVICE` 8; v2|v3/address_map.h).
+pub const fn nc_per_device(arch: Arch) -> u32 {
+    match arch {
+        Arch::Sunda => 2,
+        Arch::Cayman | Arch::Mariana => 8,
+    }
+}
+
+/// DRAM channels (`V2_MAX_DRAM_CHANNELS` 2, `V3_MAX_DRAM_CHANNELS` 4).
+pub const fn dram_channels(arch: Arch) -> u32 {
+    match arch {
+        Arch::Sunda => 2,
+        Arch::Cayman | Arch::Mariana => 4,
+    }
+}
+
+/// `{max, min}` runtime versions (`V2_RT_{MAX,MIN}_COMPATIBLE_VERSION` 7/5 in
+/// v2/neuron_dhal_v2.c, `V3_...` 11/10 in v3/neuron_dhal_v3.c; mariana: v3's, G-DRV-ARCH4).
+pub const fn compatible_version(arch: Arch) -> (u32, u32) {
+    match arch {
+        Arch::Sunda => (7, 5),
+        Arch::Cayman | Arch::Mariana => (11, 10),
+    }
+}
+
+/// One line of the model's log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogLine {
+    /// The caller (thread group id).
+    pub pid: u32,
+    /// The request's name.
+    pub request: &'static str,
+    /// What happened.
+    pub text: String,
+}
+
+/// What the driver keeps per attached process (`struct neuron_attached_process`,
+/// neuron_pid.c): its open descriptors.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Process {
+    /// Descriptors of the device it holds open.
+    pub opens: u32,
+    /// Whether one of them is a write-only ("free access") descriptor, whose
+    /// flush gives back the process's core range marks (`ncdev_misc_flush`).
+    pub free_access: bool,
+}
+
+/// The driver's state for one device (and, for range marks, the driver's global
+/// table, which spans every device).
+#[derive(Debug)]
+pub struct Model {
+    file: Arc<ShmFile>,
+    arch: Arch,
+    /// Cores the device simulates (the layout's; the driver knows more).
+    sim_cores: u8,
+    /// Every chunk handed out (MEM_ALLOC_V2MT, NQ rings, datastores).
+    pub(crate) chunks: Chunks,
+    next_handle: u64,
+    queues: BTreeMap<(u32, u32), Queue>,
+    nq: BTreeMap<(u32, u32), NqRing>,
+    procs: BTreeMap<u32, Process>,
+    opens: u32,
+    crwl: [CoreLock; MAX_NC_PER_DEVICE as usize],
+    /// `ncrwl_range_pids[]`: the process that marked each core (0: free).
+    range_pids: Vec<u32>,
+    /// Reset requests not yet waited for (`nr.req_pending_head`), by id.
+    resets: BTreeSet<u32>,
+    /// Whether each core's DMA (and its H2T ring) is initialised (`dmar_init_done`).
+    dmar_init_done: [bool; MAX_NC_PER_DEVICE as usize],
+    datastore: ds::Datastore,
+    /// Every refusal, warning and kernel BUG, in order.
+    pub log: Vec<LogLine>,
+    /// Every violation (kernel BUGs and warnings), in order.
+    pub violations: Vec<Violation>,
+    /// Requests served, by name.
+    pub calls: BTreeMap<&'static str, u32>,
+    /// Calls refused with an errno.
+    pub refusals: u32,
+    /// Bytes the executed copies moved (G-DRV-COPY).
+    pub dma_bytes: u64,
+    /// Copies refused by the device (DMA errors: an address outside the chunks, ...).
+    pub dma_errors: u32,
+}
+
+/// A call's outcome: the ioctl's return value, or why it was refused.
+pub type Answer = Result<i64, Refusal>;
+
+impl Model {
+    /// The driver for the device in `file`; `MEM_ALLOC_V2MT` chunks come from
+    /// the file's extra region ([`ShmFile::extra_region`]).
+    pub fn new(file: Arc<ShmFile>) -> Model {
+        let l = *file.layout();
+        let (chunk_base, chunk_len) = file.extra_region();
+        let mut m = Model {
+            file,
+            arch: l.arch,
+            sim_cores: l.cores,
+            chunks: Chunks::new(chunk_base, chunk_len),
+            next_handle: 1,
+            queues: BTreeMap::new(),
+            nq: BTreeMap::new(),
+            procs: BTreeMap::new(),
+            opens: 0,
+            crwl: [CoreLock::default(); MAX_NC_PER_DEVICE as usize],
+            range_pids: vec![0; (abi::MAX_NEURON_DEVICE_COUNT * abi::MAX_NC_PER_DEVICE) as usize],
+            resets: BTreeSet::new(),
+            dmar_init_done: [false; MAX_NC_PER_DEVICE as usize],
+            datastore: ds::Datastore::default(),
+            log: Vec::new(),
+            violations: Vec::new(),
+            calls: BTreeMap::new(),
+            refusals: 0,
+            dma_bytes: 0,
+            dma_errors: 0,
+        };
+        // ndmar_init at probe: every core's DMA and H2T ring (neuron_ring.c: ndmar_init_ncs).
+        m.dma_init_cores(abi::NC_MAP_DEVICE);
+        m
+    }
+
+    /// The device file.
+    pub fn file(&self) -> &Arc<ShmFile> {
+        &self.file
+    }
+
+    /// The architecture the model plays.
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
+    /// `open("/dev/neuronN", O_RDWR)` by process `pid`: the process is attached
+    /// (`npid_attach` in `ncdev_open`, neuron_cdev.c).
+    pub fn open(&mut self, pid: u32) {
+        self.opens = self.opens.saturating_add(1);
+        let p = self.procs.entry(pid).or_default();
+        p.opens = p.opens.saturating_add(1);
+    }
+
+    /// `open("/dev/neuronN", O_WRONLY)` by `pid`: a "free access" descriptor
+    /// (`IS_NEURON_DEVICE_FREE_ACCESS`, neuron_cdev.c): not attached, and its
+    /// flush gives back every core range mark of the process (RANGE-6).
+    pub fn open_free_access(&mut self, pid: u32) {
+        self.opens = self.opens.saturating_add(1);
+        self.procs.entry(pid).or_default().free_access = true;
+    }
+
+    /// Whether `pid` has the device open (`npid_is_attached`, G-DRV-ATTACH).
+    pub fn attached(&self, pid: u32) -> bool {
+        self.procs.get(&pid).is_some_and(|p| p.opens > 0)
+    }
+
+    /// The processes that have the device open.
+    pub fn processes(&self) -> impl Iterator<Item = u32> + '_ {
+        self.procs.keys().copied()
+    }
+
+    /// Process `pid` is gone (it exited, or closed its last descriptor of the
+    /// device): what the driver's `ncdev_flush` does for the last descriptor of
+    /// a process (neuron_cdev.c), in its order (FLUSH-1..6):
+    ///
+    /// 1. a reset the process requested and never waited for is consumed
+    ///    (`nr_wait(.., check)`, neuron_reset.c);
+    /// 2. every DMA queue it owns (but the H2T queues) is re-initialised on the
+    ///    driver's dummy ring, 64 descriptors each way
+    ///    (`ndmar_handle_process_exit`, neuron_ring.c): no queue points at its
+    ///    chunks any more;
+    /// 3. its CRWL writer state is released (`ncrwl_release_current_process`,
+    ///    neuron_crwl.c);
+    /// 4. its datastore is released (`neuron_ds_release_pid`, neuron_ds.c);
+    /// 5. its chunks (`MC_LIFESPAN_CUR_PROCESS`) are freed
+    ///    (`mpset_free_expired_mc`, neuron_mempool.c); notification rings and
+    ///    datastores (device lifespan) stay;
+    /// 6. its core range marks are given back only if it had a write-only
+    ///    descriptor (`ncdev_misc_flush`); otherwise they outlive it, as in the
+    ///    driver (a warning names them).
+    ///
+    /// `close` is not trapped (G-DRV-MMAP): the supervisor calls this when it
+    /// learns the process exited.
+    pub fn process_gone(&mut self, pid: u32) {
+        let Some(p) = self.procs.remove(&pid) else { return };
+        const WHAT: &str = "(process gone)";
+        // FLUSH-1.
+        self.resets.remove(&pid);
+        // FLUSH-2.
+        self.repoint_queues_of(pid);
+        // FLUSH-3 (CRWL-14).
+        self.crwl_release_process(pid);
+        // FLUSH-4 (DS-4).
+        self.ds_release(pid, pid);
+        // FLUSH-5.
+        self.chunks.retain(|c| !(c.pid == pid && c.kind == ChunkKind::User));
+        // FLUSH-6 (RANGE-6).
+        let marked: Vec<usize> =
+            self.range_pids.iter().enumerate().filter(|(_, p)| **p == pid).map(|(i, _)| i).collect();
+        if p.free_access {
+            for i in marked {
+                self.range_pids[i] = 0;
+            }
+        } else if !marked.is_empty() {
+            self.warn(
+                pid,
+                WHAT,
+                format!(
+                    "RANGE-6: cores {marked:?} stay marked for pid {pid} after it is gone: the driver gives range \
+                     marks back only at the flush of a write-only descriptor, or with CRWL_NC_RANGE_UNMARK"
+                ),
+                "neuron_cdev.c: ncdev_flush, ncdev_misc_flush",
+            );
+        }
+    }
+
+    /// Opens of the device made so far (the summary's count).
+    pub fn opens(&self) -> u32 {
+        self.opens
+    }
+
+    /// Whether `[offset, offset + len)` of the device file is something an
+    /// ioctl handed out (a chunk, a ring; `ncdev_mmap` refuses anything else
+    /// with `EINVAL`, neuron_mmap.c). The supervisor does not trap `mmap`
+    /// (G-DRV-MMAP); this is for tests and tools.
+    pub fn mmap_allowed(&self, offset: u64, len: u64) -> bool {
+        self.chunks.file_range(offset, len).is_some()
+    }
+
+    /// The chunk of `handle`.
+    pub fn chunk(&self, handle: u64) -> Option<&Chunk> {
+        self.chunks.get(handle)
+    }
+
+    /// The queue `(eng, qid)`, if ever initialised.
+    pub fn queue(&self, eng: u32, qid: u32) -> Option<&Queue> {
+        self.queues.get(&(eng, qid))
+    }
+
+    /// The CRWL state of core `nc`.
+    pub fn core_lock(&self, nc: u32) -> Option<&CoreLock> {
+        self.crwl.get(nc as usize)
+    }
+
+    /// The process that marked core `nc` (0: none).
+    pub fn range_holder(&self, nc: u32) -> u32 {
+        self.range_pids.get(nc as usize).copied().unwrap_or(0)
+    }
+
+    /// The kernel BUGs so far.
+    pub fn kernel_bugs(&self) -> impl Iterator<Item = &Violation> {
+        self.violations.iter().filter(|v| v.is_kernel_bug())
+    }
+
+    fn note(&mut self, pid: u32, request: &'static str, text: String) {
+        self.log.push(LogLine { pid, request, text });
+    }
+
+    fn refuse(&mut self, pid: u32, request: &'static str, e: Errno, rule: &str, file: &'static str) -> Answer {
+        self.refusals = self.refusals.saturating_add(1);
+        self.note(pid, request, format!("{e}: {rule} ({file})"));
+        Err(Refusal::Errno(e))
+    }
+
+    /// A positive return the driver gives where it meant an error (logged).
+    fn positive(&mut self, pid: u32, request: &'static str, v: i64, rule: &str, file: &'static str) -> Answer {
+        self.note(pid, request, format!("returns {v} (positive, not an errno): {rule} ({file})"));
+        Ok(v)
+    }
+
+    fn bug(&mut self, pid: u32, request: &'static str, rule: &str, driver_file: &'static str) -> Answer {
+        let v = Violation::KernelBug { rule: format!("{request}: {rule}"), driver_file };
+        self.note(pid, request, v.to_string());
+        self.violations.push(v.clone());
+        Err(Refusal::KernelBug(v))
+    }
+
+    fn warn(&mut self, pid: u32, request: &'static str, rule: String, source: &'static str) {
+        let v = Violation::Warning { rule: format!("{request}: {rule}"), source };
+        self.note(pid, request, v.to_string());
+        self.violations.push(v);
+    }
+
+    fn new_handle(&mut self, c: Chunk) -> u64 {
+        let h = self.next_handle;
+        self.next_handle = self.next_handle.wrapping_add(1).max(1);
+        self.chunks.insert(h, c);
+        h
+    }
+
+    /// The driver's answer when the argument struct of `code` cannot be copied
+    /// in (GEN-3): `copy_from_user`'s count of bytes not copied, returned as a
+    /// positive value, on most paths; `EACCES` on the DMA-queue-init path
+    /// (neuron_cdev.c: `ncdev_dma_queue_init`). `readable` is how many leading
+    /// bytes could be read. The supervisor answers `EFAULT` today
+    /// (G-DRV-EFAULT); this is the driver's answer for it to give.
+    pub fn copy_in_failed(&mut self, pid: u32, code: u32, readable: usize) -> Answer {
+        let name = abi::request_name(code).unwrap_or("NEURON_IOCTL_(unknown)");
+        let Some(size) = arg_size(code) else {
+            return self.refuse(
+                pid,
+                name,
+                Errno::EINVAL,
+                "GEN-2: a request the driver does not define",
+                "neuron_cdev.c",
+            );
+        };
+        if code == abi::DMA_QUEUE_INIT.code() {
+            return self.refuse(
+                pid,
+                name,
+                Errno::EACCES,
+                "GEN-3: the argument struct could not be copied in (this path answers EACCES)",
+                "neuron_cdev.c: ncdev_dma_queue_init",
+            );
+        }
+        let left = size.saturating_sub(readable) as i64;
+        self.positive(pid, name, left, "GEN-3: copy_from_user left these bytes uncopied", "neuron_cdev.c")
+    }
+
+    /// Serve request `code` for process `pid`: `arg` holds the argument struct
+    /// ([`arg_size`] bytes, copied in by the caller and copied back after),
+    /// `mem` the caller's memory for the pointers inside it. `Ok(v)` is the
+    /// ioctl's return value (the driver returns a positive value in a few
+    /// places where it meant an errno; those are kept, and logged).
+    pub fn handle(&mut self, pid: u32, code: u32, arg: &mut [u8], mem: &mut dyn TargetMem) -> Answer {
+        let name = abi::request_name(code).unwrap_or("NEURON_IOCTL_(unknown)");
+        *self.calls.entry(name).or_insert(0) += 1;
+        let mut req = match Request::parse(code, arg) {
+            Ok(r) => r,
+            Err(request::ParseError::Unknown) => {
+                return self.refuse(
+                    pid,
+                    name,
+                    Errno::EINVAL,
+                    &format!("GEN-2: request 0x{code:08X} is not one the driver serves (its invalid-IOCTL default)"),
+                    "neuron_cdev.c: ncdev_misc_ioctl",
+                )
+            }
+            Err(request::ParseError::Short) => {
+                return self.refuse(
+                    pid,
+                    name,
+                    Errno::EFAULT,
+                    "GEN-3: the argument struct could not be copied in",
+                    "neuron_cdev.c",
+                )
+            }
+        };
+        // GEN-1: ncdev_ioctl: these need a process that has the device open
+        // (npid_is_attached; G-DRV-ATTACH).
+        if req.needs_attach() && !self.attached(pid) {
+            return self.refuse(
+                pid,
+                name,
+                Errno::EACCES,
+                "GEN-1: the calling process did not open the device (pid not attached)",
+                "neuron_cdev.c: ncdev_ioctl",
+            );
+        }
+        let answer = self.dispatch(pid, name, &mut req, mem);
+        req.store(arg);
+        answer
+    }
+
+    fn dispatch(&mut self, pid: u32, name: &'static str, req: &mut Request, mem: &mut dyn TargetMem) -> Answer {
+        use Request as R;
+        match req {
+            R::DeviceInfo(d) => self.device_info(d),
+            R::DeviceBasicInfo(d) => {
+                // INFO-2: ncdev_device_basic_info.
+                *d = abi::DeviceBasicInfo { architecture: u32::from(self.arch.arch_type()), revision: 0 };
+                Ok(0)
+            }
+            R::DriverInfo(d) => {
+                // INFO-3: ncdev_driver_info.
+                *d = abi::DriverInfo {
+                    architecture: u32::from(self.arch.arch_type()),
+                    revision: 0,
+                    version: 0,
+                    size: core::mem::size_of::<abi::DriverInfo>() as u32,
+                    feature_flags1: DRIVER_FEATURES,
+                };
+                Ok(0)
+            }
+            R::CompatibleVersion(v) => {
+                // INFO-4: ncdev_compatible_version.
+                let (max, min) = compatible_version(self.arch);
+                *v = abi::CompatibleVersion { max, min };
+                Ok(0)
+            }
+            R::CrwlReaderEnter(c) => self.crwl_reader_enter(pid, name, c),
+            R::CrwlReaderExit(c) => self.crwl_reader_exit(pid, name, c),
+            R::CrwlWriterEnter(c) => self.crwl_writer_enter(pid, name, c),
+            R::CrwlWriterDowngrade(c) => self.crwl_writer_downgrade(pid, name, c),
+            R::RangeMark(m) => {
+                // The driver works on the 512-bit form and copies back the first 24 bytes.
+                let mut ext = abi::CrwlNcMapExt {
+                    nc_count: m.nc_count,
+                    start_nc_index: m.start_nc_index,
+                    end_nc_index: m.end_nc_index,
+                    max_nc_available: m.max_nc_available,
+                    bitmap: [m.bitmap, 0, 0, 0, 0, 0, 0, 0],
+                };
+                let r = self.range_mark(pid, name, &mut ext);
+                m.max_nc_available = ext.max_nc_available;
+                m.bitmap = ext.bitmap[0];
+                r
+            }
+            R::RangeMarkExt(m) => self.range_mark(pid, name, m),
+            R::RangeUnmark(m) => self.range_unmark(pid, &[m.bitmap]),
+            R::RangeUnmarkExt(m) => self.range_unmark(pid, &m.bitmap),
+            R::PidStateDump(d) => self.pid_state_dump(pid, name, d),
+            R::NcReset(r) => self.nc_reset(pid, name, r),
+            R::NcResetReady(r) => self.nc_reset_ready(pid, name, r),
+            R::MemAlloc(a) => self.mem_alloc(pid, name, a, mem),
+            R::MemInfo(i) => self.mem_info(pid, name, i),
+            R::MemFree(f) => self.mem_free(pid, name, f),
+            R::DmaQueueInit(q) => self.queue_init(pid, name, q),
+            R::DmaQueueRelease(_) => {
+                // DMAR-1: ndmar_queue_release (neuron_ring.c) does nothing and
+                // returns 0: the queue stays programmed on its rings until the
+                // process is gone (FLUSH-2).
+                Ok(0)
+            }
+            R::DmaCopyStart(c) => self.copy_start(pid, name, c),
+            R::DmaAck(a) => self.ack_completed(pid, name, a),
+            R::DmaGetState(s) => self.queue_state(pid, name, s, mem),
+            R::Semaphore(code, s) => self.semaphore(pid, name, *code, s),
+            R::Event(code, e) => self.event(pid, name, *code, e),
+            R::NqInit(a) => {
+                let (off, h) = self.nq_init(
+                    pid,
+                    name,
+                    (a.nq_dev_id, a.nq_dev_type, a.nq_type, a.engine_index, a.size, a.on_host_memory),
+                    false,
+                )?;
+                a.mmap_offset = off;
+                a.mem_handle = h;
+                Ok(0)
+            }
+            R::NqInitRealloc(a) => {
+                let (off, h) = self.nq_init(
+                    pid,
+                    name,
+                    (a.nq_dev_id, a.nq_dev_type, a.nq_type, a.engine_index, a.size, a.on_host_memory),
+                    a.force_alloc_mem != 0,
+                )?;
+                a.mmap_offset = off;
+                a.mem_handle = h;
+                Ok(0)
+            }
+            R::NqQueueInfo(_) => self.refuse(
+                pid,
+                name,
+                Errno::EPERM,
+                "NQI-1: the driver answers this request with a bare -1, always",
+                "neuron_cdev.c: ncdev_ioctl",
+            ),
+            R::BarRead(w) => self.bar_read(pid, name, w, mem),
+            R::BarWrite(w) => self.bar_write(pid, name, w, mem),
+            R::ResourceMmapInfo(_) => self.refuse(
+                pid,
+                name,
+                Errno::EINVAL,
+                "RES-1: no special resource is mapped by the simulated device (G-DRV-RESOURCE)",
+                "neuron_mmap.c",
+            ),
+            R::AcquireDs(d) => self.ds_acquire(pid, name, d),
+            R::ReleaseDs(d) => {
+                // DS-3: neuron_ds_release_pid: pid 0 is the caller; only the owner's release counts.
+                let target = if d.pid == 0 { pid } else { d.pid as u32 };
+                self.ds_release(pid, target);
+                Ok(0)
+            }
+            R::SimHints(h) => self.sim_hints(pid, name, h),
+        }
+    }
+
+    fn device_info(&mut self, d: &mut abi::DeviceInfo) -> Answer {
+        // INFO-1: ncdev_device_info (neuron_cdev.c): BAR0 and BAR2 addresses and sizes.
+        *d = abi::DeviceInfo { architecture: u32::from(self.arch.arch_type()), ..abi::DeviceInfo::default() };
+        d.bar_address[0] = nrt_abi::sim::SIM_BAR0_PA;
+        d.bar_size[0] = self.file.layout().bar_len;
+        Ok(0)
+    }
+}

@@ -1,0 +1,1461 @@
+//! The model's own tests: one per rule of `docs/driver-conformance.md`, named
+//! as the table cites them (the rule id is in each test's name or comment).
+
+use std::sync::atomic::Ordering;
+
+use nrt_abi::ioctl::{self as abi, nq_type, Ioctl};
+use nrt_abi::sim::{self as simabi, Line};
+use nrt_core::arch::Arch;
+use nrt_core::dma::bd::LenCtrl;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use super::*;
+use crate::layout;
+use crate::shm::{ShmFile, ShmLayout};
+
+/// The caller's memory: `bytes` at `base`, nothing else.
+struct VecMem {
+    base: u64,
+    bytes: Vec<u8>,
+}
+
+impl VecMem {
+    fn new() -> VecMem {
+        VecMem { base: 0x10_0000, bytes: vec![0; 0x1000] }
+    }
+    fn range(&self, addr: u64, len: usize) -> Option<core::ops::Range<usize>> {
+        let o = usize::try_from(addr.checked_sub(self.base)?).ok()?;
+        let end = o.checked_add(len)?;
+        (end <= self.bytes.len()).then_some(o..end)
+    }
+    fn u64_at(&self, addr: u64) -> u64 {
+        let r = self.range(addr, 8).unwrap();
+        u64::from_le_bytes(self.bytes[r].try_into().unwrap())
+    }
+    fn put(&mut self, addr: u64, b: &[u8]) {
+        let r = self.range(addr, b.len()).unwrap();
+        self.bytes[r].copy_from_slice(b);
+    }
+}
+
+impl TargetMem for VecMem {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), MemFault> {
+        let r = self.range(addr, buf.len()).ok_or(MemFault)?;
+        buf.copy_from_slice(&self.bytes[r]);
+        Ok(())
+    }
+    fn write(&mut self, addr: u64, buf: &[u8]) -> Result<(), MemFault> {
+        let r = self.range(addr, buf.len()).ok_or(MemFault)?;
+        self.bytes[r].copy_from_slice(buf);
+        Ok(())
+    }
+}
+
+const PID: u32 = 4242;
+
+fn model(arch: Arch, cores: u8) -> Model {
+    model_with_pool(arch, cores, 16 << 20)
+}
+
+fn model_with_pool(arch: Arch, cores: u8, pool: u64) -> Model {
+    let l = ShmLayout::new(arch, cores, 1024).unwrap();
+    let p = std::env::temp_dir().join(format!("nrt-drv-unit-{}", std::process::id()));
+    let f = ShmFile::create_with_extra(&p, l, 0, "", pool).unwrap();
+    let mut m = Model::new(Arc::new(f));
+    m.open(PID);
+    m
+}
+
+fn call<T: FromBytes + IntoBytes + Immutable + KnownLayout + Copy>(
+    m: &mut Model,
+    req: Ioctl<T>,
+    arg: &mut T,
+    mem: &mut VecMem,
+) -> Answer {
+    call_as(m, PID, req, arg, mem)
+}
+
+fn call_as<T: FromBytes + IntoBytes + Immutable + KnownLayout + Copy>(
+    m: &mut Model,
+    pid: u32,
+    req: Ioctl<T>,
+    arg: &mut T,
+    mem: &mut VecMem,
+) -> Answer {
+    let mut b = arg.as_bytes().to_vec();
+    let r = m.handle(pid, req.code(), &mut b, mem);
+    *arg = T::read_from_bytes(&b).unwrap();
+    r
+}
+
+fn errno(e: Errno) -> Answer {
+    Err(Refusal::Errno(e))
+}
+
+fn assert_bug(r: Answer, needle: &str, file: &str) {
+    match r {
+        Err(Refusal::KernelBug(v)) => {
+            let s = v.to_string();
+            assert!(s.starts_with("kernel BUG: ") && s.contains(needle) && s.contains(&format!("({file}")), "{s}");
+        }
+        other => panic!("expected a kernel BUG ({needle}), got {other:?}"),
+    }
+}
+
+fn assert_logged(m: &Model, needle: &str) {
+    assert!(m.log.iter().any(|l| l.text.contains(needle)), "{needle} not in {:#?}", m.log);
+}
+
+/// Two host chunks and queue (0, 0) initialised with `n` descriptors each way.
+fn with_queue(m: &mut Model, mem: &mut VecMem, n: u32) -> (u64, u64) {
+    let mut hs = [0u64; 2];
+    for (i, h) in hs.iter_mut().enumerate() {
+        let ptr = mem.base + 8 * i as u64;
+        let mut a = abi::MemAllocV2Mt { size: 4096, host_memory: 1, mem_handle: ptr, ..Default::default() };
+        assert_eq!(call(m, abi::MEM_ALLOC_V2MT, &mut a, mem), Ok(0));
+        *h = mem.u64_at(ptr);
+    }
+    let mut q = abi::DmaQueueInit {
+        tx_desc_count: n,
+        rx_desc_count: n,
+        tx_handle: hs[0],
+        rx_handle: hs[1],
+        ..Default::default()
+    };
+    assert_eq!(call(m, abi::DMA_QUEUE_INIT, &mut q, mem), Ok(0));
+    (hs[0], hs[1])
+}
+
+#[test]
+fn copy_start_with_rx_zero_is_a_kernel_bug() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    with_queue(&mut m, &mut mem, 64);
+    let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 0 };
+    assert_bug(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), "num == 0", "udma/udma_main.c");
+    assert_eq!(m.kernel_bugs().count(), 1);
+    let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+}
+
+#[test]
+fn copy_start_before_queue_init_fails_as_the_driver_does() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), errno(Errno::EPERM));
+    assert_logged(&m, "never initialised (DMA_QUEUE_INIT)");
+    // With nothing to count against, the zero RX count reaches the BUG_ON.
+    let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 0, rx_desc_count: 0 };
+    assert_bug(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), "num == 0", "udma/udma_main.c");
+}
+
+#[test]
+fn copy_start_counts_and_ids_are_checked_against_the_queue() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    with_queue(&mut m, &mut mem, 64);
+    for (tx, rx) in [(65, 1), (1, 65)] {
+        let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: tx, rx_desc_count: rx };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), errno(Errno::EPERM));
+    }
+    let mut c = abi::DmaQueueCopyStart { eng_id: 132, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), errno(Errno::EINVAL));
+    let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 16, tx_desc_count: 1, rx_desc_count: 1 };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), errno(Errno::EPERM));
+}
+
+#[test]
+fn copy_start_on_a_queue_without_an_rx_ring_is_a_kernel_bug() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut q = abi::DmaQueueInit { tx_desc_count: 64, rx_desc_count: 64, ..Default::default() };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+    let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+    assert_bug(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), "NULL", "neuron_ring.c");
+}
+
+#[test]
+fn bds_with_the_wrong_ring_id_are_a_warning() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (tx, _) = with_queue(&mut m, &mut mem, 64);
+    let off = m.chunk(tx).unwrap().offset;
+    // BD 0 with ring id 1 (the first lap's), BD 1 with ring id 0.
+    m.file().map().u32_at(off).unwrap().store(1 << 24, Ordering::Release);
+    m.file().map().u32_at(off + 16).unwrap().store(0, Ordering::Release);
+    let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+    assert!(!m.log.iter().any(|l| l.text.contains("TX: BD")), "{:?}", m.log);
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+    assert_logged(&m, "TX: BD 1 has ring id 0, the lap's is 1");
+    assert_eq!(m.kernel_bugs().count(), 0);
+}
+
+/// A host chunk of `size` bytes: its handle and `pa`.
+fn alloc(m: &mut Model, mem: &mut VecMem, size: u64) -> (u64, u64) {
+    let ptr = mem.base + 0x100;
+    let mut a = abi::MemAllocV2Mt { size, host_memory: 1, mem_handle: ptr, ..Default::default() };
+    assert_eq!(call(m, abi::MEM_ALLOC_V2MT, &mut a, mem), Ok(0));
+    let h = mem.u64_at(ptr);
+    let mut i = abi::MemGetExtendedInfo { version: 1, mem_handle: h, ..Default::default() };
+    assert_eq!(call(m, abi::MEM_GET_EXTENDED_INFO, &mut i, mem), Ok(0));
+    (h, i.pa)
+}
+
+/// Write BD `i` of the ring in chunk `ring`: `len` bytes at `addr`, ring id `id`.
+fn put_bd(m: &Model, ring: u64, i: u64, len: u32, id: u8, addr: u64) {
+    let off = m.chunk(ring).unwrap().offset + i * DESC_BYTES;
+    let ctrl = LenCtrl::new().with_len_bytes(len).unwrap().with_ring_id(id);
+    m.file().map().u32_at(off).unwrap().store(ctrl.into_bits(), Ordering::Release);
+    m.file().map().u64_at(off + 8).unwrap().store(addr, Ordering::Release);
+}
+
+fn file_bytes(m: &Model, pa: u64, len: usize) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let mut b = vec![0u8; len];
+    m.file().file().read_exact_at(&mut b, pa - SIM_HOST_PA_BASE).unwrap();
+    b
+}
+
+fn fill(m: &Model, pa: u64, b: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    m.file().file().write_all_at(b, pa - SIM_HOST_PA_BASE).unwrap();
+}
+
+#[test]
+fn a_copy_start_moves_exactly_the_bytes_the_bds_say() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (tx, rx) = with_queue(&mut m, &mut mem, 64);
+    let (_, buf) = alloc(&mut m, &mut mem, 3 * 4096);
+    let src: Vec<u8> = (0..4096u32).map(|i| (i * 131 % 251) as u8).collect();
+    fill(&m, buf, &src);
+    fill(&m, buf + 4096, &[0xEE; 8192]);
+    // Two BDs each way: 1000 bytes from +0 to +4096, then 24 bytes from +1000 to +6000.
+    put_bd(&m, tx, 0, 1000, 1, buf);
+    put_bd(&m, tx, 1, 24, 1, buf + 1000);
+    put_bd(&m, rx, 0, 1000, 1, buf + 4096);
+    put_bd(&m, rx, 1, 24, 1, buf + 6000);
+    let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 2, rx_desc_count: 2 };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+    assert_eq!(m.violations, vec![], "{:?}", m.log);
+    assert_eq!(m.dma_bytes, 1024);
+    let got = file_bytes(&m, buf + 4096, 8192);
+    let mut want = vec![0xEE; 8192];
+    want[..1000].copy_from_slice(&src[..1000]);
+    want[1904..1928].copy_from_slice(&src[1000..1024]);
+    assert_eq!(got, want, "exactly the BDs' bytes, nothing around them");
+    // The head advanced: DMA_QUEUE_GET_STATE says so.
+    let (tp, rp) = (mem.base + 0x200, mem.base + 0x300);
+    let mut st = abi::DmaQueueGetState { eng_id: 0, qid: 0, tx: tp, rx: rp };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_GET_STATE, &mut st, &mut mem), Ok(0));
+    for p in [tp, rp] {
+        let s = abi::DmaQueueState::read_from_prefix(&mem.bytes[(p - mem.base) as usize..]).unwrap().0;
+        assert_eq!((s.head_pointer, s.length), (2, 64));
+    }
+    // Length 0 is 65536 bytes.
+    let ((_, big_src), (_, big_dst)) = (alloc(&mut m, &mut mem, 65536), alloc(&mut m, &mut mem, 65536));
+    let pattern: Vec<u8> = (0..65536u32).map(|i| (i % 253) as u8).collect();
+    fill(&m, big_src, &pattern);
+    put_bd(&m, tx, 2, 65536, 1, big_src);
+    put_bd(&m, rx, 2, 65536, 1, big_dst);
+    assert_eq!(m.file().map().u32_at(m.chunk(tx).unwrap().offset + 32).unwrap().load(Ordering::Acquire) & 0xFFFF, 0);
+    let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+    assert_eq!(file_bytes(&m, big_dst, 65536), pattern);
+    assert_eq!(m.dma_bytes, 1024 + 65536);
+    // Unequal streams: TX 32 bytes against RX 16: the 16 that fit are copied, a warning.
+    put_bd(&m, tx, 3, 32, 1, buf);
+    put_bd(&m, rx, 3, 16, 1, buf + 8192);
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+    assert_logged(&m, "the TX descriptors carry 32 bytes, the RX descriptors 16: 16 copied");
+    assert_eq!(file_bytes(&m, buf + 8192, 17), [&src[..16], &[0xEE][..]].concat());
+    assert_eq!(m.dma_errors, 0);
+}
+
+#[test]
+fn an_address_outside_the_chunks_is_a_dma_error_and_nothing_is_written() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (tx, rx) = with_queue(&mut m, &mut mem, 64);
+    let (_, buf) = alloc(&mut m, &mut mem, 4096);
+    fill(&m, buf, &[0x5A; 4096]);
+    let before = file_bytes(&m, buf, 4096);
+    let (cb, cl) = m.chunks.region();
+    let end = SIM_HOST_PA_BASE | cb.saturating_add(cl);
+    for (i, (src, dst, len)) in [
+        (buf, buf + 2048, 4096u32),   // the destination runs past its chunk
+        (buf, 0x1000, 16),            // a destination below every chunk
+        (end, buf, 16),               // a source past the region
+        (buf + 4000, buf + 100, 200), // the source runs past its chunk
+        (u64::MAX - 4, buf, 16),      // the range wraps
+        (buf, SIM_HOST_PA_BASE, 16),  // the file header is no chunk
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let i = i as u64;
+        put_bd(&m, tx, i, len, 1, src);
+        put_bd(&m, rx, i, len, 1, dst);
+        let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+        assert_eq!(m.dma_errors as u64, i + 1, "{:?}", m.log);
+    }
+    assert_logged(&m, "DMA error: engine 0 queue 0 RX: BD 0 destination");
+    assert_logged(&m, "is outside every chunk the driver handed out");
+    assert_eq!(m.dma_bytes, 0);
+    assert_eq!(file_bytes(&m, buf, 4096), before, "nothing written");
+    assert_eq!(m.kernel_bugs().count(), 0);
+    // A queue whose TX ring has no chunk: the descriptors cannot be fetched.
+    let mut q = abi::DmaQueueInit { qid: 1, tx_desc_count: 64, rx_desc_count: 64, rx_handle: rx, ..Default::default() };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+    let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 1, tx_desc_count: 1, rx_desc_count: 1 };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+    assert_logged(&m, "TX: BD 0: the queue has no ring chunk");
+    // A stalled BD (wrong ring id) copies nothing either.
+    put_bd(&m, tx, 6, 16, 0, buf);
+    put_bd(&m, rx, 6, 16, 1, buf + 16);
+    let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+    // More descriptors than the model's bound: a DMA error, the positions still move.
+    let n = COPY_DESCS_MAX + 16;
+    let (big_tx, _) = alloc(&mut m, &mut mem, u64::from(n) * DESC_BYTES);
+    let (big_rx, _) = alloc(&mut m, &mut mem, u64::from(n) * DESC_BYTES);
+    let mut q = abi::DmaQueueInit {
+        qid: 2,
+        tx_desc_count: n,
+        rx_desc_count: n,
+        tx_handle: big_tx,
+        rx_handle: big_rx,
+        ..Default::default()
+    };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+    let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 2, tx_desc_count: n - 1, rx_desc_count: n - 1 };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+    assert_logged(&m, "descriptors in one copy start, past the model's bound");
+    assert_eq!(m.queue(0, 2).map(|q| (q.tx.next, q.rx.next)), Some((n - 1, n - 1)));
+    assert_logged(&m, "TX: BD 6 has ring id 0, the lap's is 1: the device stalls on it (nothing copied)");
+    assert_eq!(file_bytes(&m, buf, 4096), before);
+}
+
+/// Hostile descriptors: random lengths, ring ids and addresses around the
+/// chunks, random counts. Nothing panics, and nothing outside the chunks
+/// handed out is written.
+#[test]
+fn random_descriptors_never_panic_or_write_outside_the_chunks() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (tx, rx) = with_queue(&mut m, &mut mem, 64);
+    let (_, buf) = alloc(&mut m, &mut mem, 2 * 4096);
+    let (base, _) = m.file().extra_region();
+    let probe_at = |m: &Model| file_bytes(m, SIM_HOST_PA_BASE | (base - 4096), 4096);
+    let header = probe_at(&m);
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..500 {
+        let counts = [(next() % 12) as u32, (next() % 12) as u32];
+        let q = *m.queue(0, 0).unwrap();
+        for (ring, side, count) in [(tx, q.tx, counts[0]), (rx, q.rx, counts[1])] {
+            let (mut i, mut lap) = (side.next, side.ring_id);
+            for _ in 0..count {
+                let len = if next() % 2 == 0 { (next() % 0x100) as u32 + 1 } else { (next() % 0x1_0000) as u32 + 1 };
+                let addr = match next() % 8 {
+                    0 => SIM_HOST_PA_BASE | (base - 4096 + next() % 0x2000),
+                    1 => next(),
+                    2 => buf.wrapping_sub(next() % 0x100),
+                    _ => buf + next() % 0x2000,
+                };
+                let id = if next() % 16 == 0 { lap as u8 ^ 1 } else { lap as u8 };
+                put_bd(&m, ring, u64::from(i), len, id, addr);
+                i += 1;
+                if i == 64 {
+                    (i, lap) = (0, (lap + 1) % 4);
+                }
+            }
+        }
+        let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: counts[0], rx_desc_count: counts[1] };
+        let _ = call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem);
+    }
+    assert!(m.dma_bytes > 0 && m.dma_errors > 0, "{} bytes, {} DMA errors", m.dma_bytes, m.dma_errors);
+    assert_eq!(probe_at(&m), header, "the page before the chunk region was written");
+    assert_eq!(m.kernel_bugs().filter(|v| !v.to_string().contains("num == 0")).count(), 0);
+}
+
+/// Messages name the errno (what a user reads first) and its number.
+#[test]
+fn errnos_are_named_in_messages() {
+    let all = [
+        (Errno::EPERM, "EPERM"),
+        (Errno::ENOENT, "ENOENT"),
+        (Errno::EFAULT, "EFAULT"),
+        (Errno::EINVAL, "EINVAL"),
+        (Errno::ENOMEM, "ENOMEM"),
+        (Errno::EACCES, "EACCES"),
+        (Errno::E2BIG, "E2BIG"),
+        (Errno::ENOSYS, "ENOSYS"),
+        (Errno::ENODEV, "ENODEV"),
+        (Errno::EIO, "EIO"),
+        (Errno(libc::ENOTTY), "ENOTTY"),
+        (Errno::EBUSY, "EBUSY"),
+        (Errno::EALREADY, "EALREADY"),
+    ];
+    for (e, name) in all {
+        assert_eq!(e.name(), name);
+        assert_eq!(e.to_string(), format!("{name} ({})", e.0));
+    }
+    assert_eq!(Errno(libc::EXDEV).name(), "errno");
+    assert_eq!(Errno::EINVAL.to_string(), "EINVAL (22)");
+}
+
+/// The ring-size bounds of `udma_q_init_validate` (udma/udma_main.c) at
+/// their edges, and the DRAM channel bound per arch (v2 2, v3 4).
+#[test]
+fn ring_size_and_dram_channel_edges() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    // The largest ring passes (no chunk: a warning), 16 more is refused.
+    let mut q = abi::DmaQueueInit { tx_desc_count: 16_777_200, rx_desc_count: 32, ..Default::default() };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+    let mut q = abi::DmaQueueInit { qid: 1, tx_desc_count: 16_777_216, rx_desc_count: 32, ..Default::default() };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
+    for (arch, last) in [(Arch::Sunda, 1u32), (Arch::Cayman, 3)] {
+        let (mut m, mut mem) = (model(arch, 2), VecMem::new());
+        let ptr = mem.base + 0x40;
+        let mut a = abi::MemAllocV2Mt { size: 4096, dram_channel: last, mem_handle: ptr, ..Default::default() };
+        assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0), "{arch:?} channel {last}");
+        let mut a = abi::MemAllocV2Mt { size: 4096, dram_channel: last + 1, mem_handle: ptr, ..Default::default() };
+        assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), errno(Errno::EINVAL), "{arch:?}");
+    }
+}
+
+#[test]
+fn queue_init_rules() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut q = abi::DmaQueueInit { tx_desc_count: 40, rx_desc_count: 64, ..Default::default() };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EPERM));
+    let mut q = abi::DmaQueueInit { tx_desc_count: 16, rx_desc_count: 64, ..Default::default() };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
+    // RX fails after TX was set up: TX stays initialised (udma_q_init, TX then RX).
+    let mut q = abi::DmaQueueInit { eng_id: 1, tx_desc_count: 64, rx_desc_count: 16, ..Default::default() };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
+    assert_eq!(m.queue(1, 0).map(|q| (q.tx.size, q.rx.size)), Some((64, 0)));
+    let mut q = abi::DmaQueueInit { qid: 16, tx_desc_count: 64, rx_desc_count: 64, ..Default::default() };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
+    let mut q = abi::DmaQueueInit { eng_id: 132, tx_desc_count: 64, rx_desc_count: 64, ..Default::default() };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
+    // An unknown handle is no ring (a warning, not an error).
+    let mut q = abi::DmaQueueInit { tx_desc_count: 64, rx_desc_count: 64, rx_handle: 999, ..Default::default() };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+    assert_logged(&m, "invalid RX memory handle 999");
+    assert_eq!(m.queue(0, 0).unwrap().rx.chunk, None);
+    // A completion ring is refused.
+    let (tx, _) = with_queue(&mut m, &mut mem, 64);
+    let mut q = abi::DmaQueueInit { tx_desc_count: 64, rx_desc_count: 64, rxc_handle: tx, ..Default::default() };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EPERM));
+}
+
+#[test]
+fn gen1_only_the_opener_may_init_queues_rings_and_write_the_bar() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut q = abi::DmaQueueInit { tx_desc_count: 64, rx_desc_count: 64, ..Default::default() };
+    let mut b = q.as_bytes().to_vec();
+    assert_eq!(m.handle(PID + 1, abi::DMA_QUEUE_INIT.code(), &mut b, &mut mem), errno(Errno::EACCES));
+    m.process_gone(PID);
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EACCES));
+    assert_logged(&m, "pid not attached");
+}
+
+fn nq(dev: u32, ty: u32, eng: u32, size: u32) -> abi::NotificationsInitV2 {
+    abi::NotificationsInitV2 {
+        nq_dev_id: dev,
+        nq_type: ty,
+        engine_index: eng,
+        size,
+        on_host_memory: 1,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn notification_rings_are_the_devices_and_slots_stay_in_the_block() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut a = nq(1, nq_type::NOTIFY, 4, 1024);
+    assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), Ok(0));
+    assert_eq!(a.mmap_offset, m.file().layout().ring_offset(1, 4).unwrap());
+    assert!(m.mmap_allowed(a.mmap_offset, 1024));
+    assert!(!m.mmap_allowed(a.mmap_offset, 2048));
+    // nq id = type * 16 + index must stay below 96.
+    let mut a = nq(0, nq_type::NOTIFY, 80, 1024);
+    assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), errno(Errno::EINVAL));
+    assert_logged(&m, "MAX_NQ_SUPPORTED (96)");
+    let mut a = nq(0, nq_type::TRACE, 96, 1024);
+    assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), errno(Errno::EINVAL));
+    // Slot 95 of type 0 is in the block: a ring the device never writes, from the pool.
+    let mut a = nq(0, nq_type::TRACE, 95, 1024);
+    assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), Ok(0));
+    assert!(a.mmap_offset >= m.file().extra_region().0);
+    // Freeing a ring's handle is allowed (a warning), and forgets the ring.
+    let mut f = abi::MemFree { mem_handle: a.mem_handle };
+    assert_eq!(call(&mut m, abi::MEM_FREE, &mut f, &mut mem), Ok(0));
+    assert_logged(&m, "is a notification ring");
+    // Size a power of two; core in range.
+    let mut a = nq(0, nq_type::NOTIFY, 5, 1000);
+    assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), errno(Errno::EINVAL));
+    assert_logged(&m, "not a power of 2");
+    let mut a = nq(2, nq_type::NOTIFY, 5, 1024);
+    assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), errno(Errno::EINVAL));
+    // The device's ring size is the device's (sim).
+    let mut a = nq(0, nq_type::NOTIFY, 6, 2048);
+    assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), errno(Errno::EINVAL));
+    assert_logged(&m, "G-DRV-RINGSIZE");
+    let mut a = abi::NotificationsInitV2 { nq_dev_type: 7, ..nq(0, nq_type::NOTIFY, 4, 1024) };
+    assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), errno(Errno::ENOSYS));
+}
+
+#[test]
+fn a_ring_keeps_its_chunk_unless_realloc_is_forced() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut a = nq(0, nq_type::NOTIFY, 12, 4096);
+    assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), Ok(0));
+    let first = a.mmap_offset;
+    let mut b = nq(0, nq_type::NOTIFY, 12, 8192);
+    assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut b, &mut mem), Ok(0));
+    assert_eq!(b.mmap_offset, first);
+    assert_logged(&m, "keeps its 4096 bytes");
+    let mut r = abi::NotificationsInitWithReallocV2 {
+        nq_type: nq_type::NOTIFY,
+        engine_index: 12,
+        size: 8192,
+        on_host_memory: 1,
+        force_alloc_mem: 1,
+        ..Default::default()
+    };
+    assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_WITH_REALLOC_V2, &mut r, &mut mem), Ok(0));
+    assert_eq!(m.chunk(r.mem_handle).map(|c| c.size), Some(8192));
+}
+
+#[test]
+fn semaphores_index_and_core_bounds_and_the_kickoff_word() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut s = abi::SemaphoreArg { nc_id: 0, semaphore_index: 256, value: 1 };
+    assert_eq!(call(&mut m, abi::SEMAPHORE_INCREMENT, &mut s, &mut mem), errno(Errno::EINVAL));
+    let mut s = abi::SemaphoreArg { nc_id: 2, semaphore_index: 0, value: 1 };
+    assert_eq!(call(&mut m, abi::SEMAPHORE_INCREMENT, &mut s, &mut mem), errno(Errno::E2BIG));
+    let mut s = abi::SemaphoreArg { nc_id: 1, semaphore_index: 1, value: 1 };
+    assert_eq!(call(&mut m, abi::SEMAPHORE_INCREMENT, &mut s, &mut mem), Ok(0));
+    assert_eq!(m.file().sema_incr(1, 1).unwrap().load(Ordering::Acquire), 1);
+    // The index is a u16 in the driver: 65536 + 1 is semaphore 1.
+    let mut s = abi::SemaphoreArg { nc_id: 1, semaphore_index: 65537, value: 2 };
+    assert_eq!(call(&mut m, abi::SEMAPHORE_INCREMENT, &mut s, &mut mem), Ok(0));
+    assert_eq!(m.file().sema_incr(1, 1).unwrap().load(Ordering::Acquire), 3);
+    let mut s = abi::SemaphoreArg { nc_id: 1, semaphore_index: 1, value: 0 };
+    assert_eq!(call(&mut m, abi::SEMAPHORE_READ, &mut s, &mut mem), Ok(0));
+    assert_eq!(s.value, 3);
+    // v3 has 8 cores: nc_id 7 is valid (not simulated: accepted, noted).
+    let (mut m3, mut mem3) = (model(Arch::Cayman, 2), VecMem::new());
+    let mut s = abi::SemaphoreArg { nc_id: 7, semaphore_index: 0, value: 1 };
+    assert_eq!(call(&mut m3, abi::SEMAPHORE_INCREMENT, &mut s, &mut mem3), Ok(0));
+    // The event ioctls do not check nc_id (a warning), but their index.
+    let mut e = abi::SemaphoreArg { nc_id: 9, semaphore_index: 3, value: 1 };
+    assert_eq!(call(&mut m, abi::EVENT_SET, &mut e, &mut mem), Ok(0));
+    assert_logged(&m, "does not check it");
+    let mut e = abi::SemaphoreArg { nc_id: 0, semaphore_index: 257, value: 1 };
+    assert_eq!(call(&mut m, abi::EVENT_SET, &mut e, &mut mem), errno(Errno::EINVAL));
+}
+
+fn bar(m: &mut Model, mem: &mut VecMem, read: bool, addrs: &[u64], data: &[u32]) -> Answer {
+    let (a_ptr, d_ptr) = (mem.base + 0x100, mem.base + 0x800);
+    let ab: Vec<u8> = addrs.iter().flat_map(|a| a.to_le_bytes()).collect();
+    let db: Vec<u8> = data.iter().flat_map(|d| d.to_le_bytes()).collect();
+    mem.put(a_ptr, &ab);
+    mem.put(d_ptr, &db);
+    let w = abi::BarRwWire { bar: 0, address: a_ptr, data: d_ptr, count: addrs.len() as u32, ..Default::default() };
+    let mut b = w.as_bytes().to_vec();
+    let code = if read { abi::BAR_READ.code() } else { abi::BAR_WRITE.code() };
+    m.handle(PID, code, &mut b, mem)
+}
+
+#[test]
+fn bar_writes_land_in_the_device_and_tail_increments_are_refused() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let pa = simabi::SIM_BAR0_PA;
+    let head = nrt_core::arch::nq_head_register(Arch::Sunda, 0, 4).unwrap();
+    assert_eq!(bar(&mut m, &mut mem, false, &[pa + head], &[7]), Ok(0));
+    assert_eq!(m.file().bar_u32(head).unwrap().load(Ordering::Acquire), 7);
+    assert_eq!(bar(&mut m, &mut mem, true, &[pa + head], &[0]), Ok(0));
+    assert_eq!(mem.bytes[0x800..0x804], 7u32.to_le_bytes());
+    for reg in [0x38u64, 0x28, 0x2C, 0x44, 0x48] {
+        let q3_s2m = layout::udma_base(Arch::Sunda, 2) + 0x2_1000 + 3 * 0x1000 + reg;
+        assert_eq!(bar(&mut m, &mut mem, false, &[pa + q3_s2m], &[1]), errno(Errno::EINVAL), "0x{reg:x}");
+    }
+    assert_logged(&m, "tail-pointer increment (drtp_inc)");
+    // An earlier register of the same call is written before the refusal.
+    let tail = layout::udma_base(Arch::Sunda, 0) + 0x1000 + 0x38;
+    assert_eq!(bar(&mut m, &mut mem, false, &[pa + head, pa + tail], &[9, 1]), errno(Errno::EINVAL));
+    assert_eq!(m.file().bar_u32(head).unwrap().load(Ordering::Acquire), 9);
+    let len = m.file().layout().bar_len;
+    assert_eq!(bar(&mut m, &mut mem, false, &[pa + len + 4], &[1]), errno(Errno::EINVAL));
+    assert_bug(bar(&mut m, &mut mem, false, &[pa + len - 2], &[1]), "past the BAR mapping", "v2/neuron_dhal_v2.c");
+    assert_bug(bar(&mut m, &mut mem, true, &[pa - 4], &[0]), "outside BAR0", "neuron_fw_io.c");
+    let many = vec![pa + head; 101];
+    assert_eq!(bar(&mut m, &mut mem, true, &many, &[]), errno(Errno::EINVAL));
+    // BAR-2: an address array that cannot be copied in: copy_from_user's count, positive.
+    let w = abi::BarRwWire { bar: 0, address: 0xdead_0000, data: 0, count: 1, ..Default::default() };
+    let mut b = w.as_bytes().to_vec();
+    assert_eq!(m.handle(PID, abi::BAR_READ.code(), &mut b, &mut mem), Ok(8));
+}
+
+#[test]
+fn memory_handles() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let ptr = mem.base + 0x40;
+    let mut a = abi::MemAllocV2Mt { size: 5000, host_memory: 1, mem_handle: ptr, ..Default::default() };
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0));
+    let h = mem.u64_at(ptr);
+    let mut i = abi::MemGetExtendedInfo { mem_handle: h, version: 1, ..Default::default() };
+    assert_eq!(call(&mut m, abi::MEM_GET_EXTENDED_INFO, &mut i, &mut mem), Ok(0));
+    assert_eq!((i.size, i.host_memory, i.pid), (8192, 1, u64::from(PID)));
+    assert_eq!(i.mmap_offset, m.file().extra_region().0);
+    assert!(m.mmap_allowed(i.mmap_offset, 8192));
+    // A bad handle: MEM_GET_EXTENDED_INFO "succeeds" with +EINVAL; MEM_FREE refuses.
+    let mut bad = abi::MemGetExtendedInfo { mem_handle: 777, ..Default::default() };
+    assert_eq!(call(&mut m, abi::MEM_GET_EXTENDED_INFO, &mut bad, &mut mem), Ok(22));
+    let mut f = abi::MemFree { mem_handle: 777 };
+    assert_eq!(call(&mut m, abi::MEM_FREE, &mut f, &mut mem), errno(Errno::EINVAL));
+    let mut f = abi::MemFree { mem_handle: h };
+    assert_eq!(call(&mut m, abi::MEM_FREE, &mut f, &mut mem), Ok(0));
+    assert_eq!(call(&mut m, abi::MEM_FREE, &mut f, &mut mem), errno(Errno::EINVAL));
+    // An unwritable handle pointer: freed again, 8 bytes "not copied" returned.
+    let mut a = abi::MemAllocV2Mt { size: 4096, host_memory: 1, mem_handle: 8, ..Default::default() };
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(8));
+    let mut a = abi::MemAllocV2Mt { size: 4096, dram_channel: 2, mem_handle: ptr, ..Default::default() };
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), errno(Errno::EINVAL));
+    let mut a = abi::MemAllocV2Mt { size: 1 << 40, mem_handle: ptr, ..Default::default() };
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), errno(Errno::ENOMEM));
+}
+
+#[test]
+fn gen2_unknown_requests_and_short_arguments_are_refused() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut b = vec![0u8; 64];
+    assert_eq!(m.handle(PID, 0xC008_4EFF, &mut b, &mut mem), errno(Errno::EINVAL));
+    let mut short = vec![0u8; 4];
+    assert_eq!(m.handle(PID, abi::DEVICE_INFO.code(), &mut short, &mut mem), errno(Errno::EFAULT));
+    assert_eq!(arg_size(abi::BAR_READ.code()), Some(32));
+    assert_eq!(arg_size(abi::NOTIFICATIONS_INIT_WITH_REALLOC_V2.code()), Some(56));
+    for (_, code, name) in abi::ALL_REQUESTS {
+        // Every request nrt-abi names is served but the apps list (its entries follow the header: not modelled).
+        assert_eq!(arg_size(code).is_some(), code != abi::DEVICE_GET_ALL_APPS_INFO.code(), "{name}");
+    }
+}
+
+/// A hostile caller: random argument bytes for every request, random
+/// pointers. Nothing panics; the model stays usable.
+#[test]
+fn random_arguments_never_panic() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for i in 0..4000 {
+        let (_, code, _) = abi::ALL_REQUESTS[i % abi::ALL_REQUESTS.len()];
+        let mut b: Vec<u8> = (0..arg_size(code).unwrap_or(16)).map(|_| next() as u8).collect();
+        // Half the time, small counts and pointers into the caller's memory.
+        if i % 2 == 0 {
+            for (k, w) in b.chunks_exact_mut(8).enumerate() {
+                let v = if k % 2 == 0 { next() % 300 } else { mem.base + next() % 0x1100 };
+                w.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        // Two processes, so that ownership rules see a stranger too.
+        let _ = m.handle(if i % 3 == 0 { PID + 1 } else { PID }, code, &mut b, &mut mem);
+    }
+    let mut d = abi::DeviceInfo::default();
+    assert_eq!(call(&mut m, abi::DEVICE_INFO, &mut d, &mut mem), Ok(0));
+}
+
+// ---- Identity (INFO) ----
+
+#[test]
+fn info1_4_identity_and_versions() {
+    let (mut m, mut mem) = (model(Arch::Cayman, 2), VecMem::new());
+    let mut d = abi::DeviceInfo { revision: 77, ..Default::default() };
+    assert_eq!(call(&mut m, abi::DEVICE_INFO, &mut d, &mut mem), Ok(0));
+    assert_eq!((d.architecture, d.revision, d.bar_address[0]), (3, 0, simabi::SIM_BAR0_PA));
+    assert_eq!(d.bar_size[0], m.file().layout().bar_len);
+    let mut b = abi::DeviceBasicInfo::default();
+    assert_eq!(call(&mut m, abi::DEVICE_BASIC_INFO, &mut b, &mut mem), Ok(0));
+    assert_eq!(b.architecture, 3);
+    let mut v = abi::CompatibleVersion::default();
+    assert_eq!(call(&mut m, abi::COMPATIBLE_VERSION, &mut v, &mut mem), Ok(0));
+    assert_eq!((v.max, v.min), (11, 10));
+    let mut i = abi::DriverInfo::default();
+    assert_eq!(call(&mut m, abi::DRIVER_INFO_GET, &mut i, &mut mem), Ok(0));
+    assert_eq!((i.architecture, i.size, i.feature_flags1), (3, 24, 0xFF));
+    let (mut m2, mut mem2) = (model(Arch::Sunda, 2), VecMem::new());
+    assert_eq!(call(&mut m2, abi::COMPATIBLE_VERSION, &mut v, &mut mem2), Ok(0));
+    assert_eq!((v.max, v.min), (7, 5));
+}
+
+// ---- GEN-3: an argument struct that cannot be copied in ----
+
+#[test]
+fn gen3_copy_in_failure_is_a_positive_count_or_eacces() {
+    let (mut m, _) = (model(Arch::Sunda, 2), VecMem::new());
+    assert_eq!(m.copy_in_failed(PID, abi::DMA_QUEUE_INIT.code(), 0), errno(Errno::EACCES));
+    assert_eq!(m.copy_in_failed(PID, abi::MEM_FREE.code(), 0), Ok(8));
+    assert_eq!(m.copy_in_failed(PID, abi::NC_RESET.code(), 4), Ok(4));
+    assert_eq!(m.copy_in_failed(PID, 0xC008_4EFF, 0), errno(Errno::EINVAL));
+    assert_logged(&m, "GEN-3");
+}
+
+// ---- CRWL ----
+
+fn uuid(b: u8) -> [u8; 32] {
+    [b; 32]
+}
+
+fn crwl(nc: u32, u: u8) -> abi::Crwl {
+    abi::Crwl { nc_id: nc, uuid: uuid(u) }
+}
+
+/// Claim core `nc` for model `u` as a runtime does: writer enter, downgrade
+/// (the writer is then the core's one reader).
+fn switch_in(m: &mut Model, mem: &mut VecMem, pid: u32, nc: u32, u: u8) {
+    assert_eq!(call_as(m, pid, abi::CRWL_WRITER_ENTER, &mut crwl(nc, u), mem), Ok(0));
+    assert_eq!(call_as(m, pid, abi::CRWL_WRITER_DOWNGRADE, &mut crwl(nc, u), mem), Ok(0));
+}
+
+#[test]
+fn crwl1_core_index_past_8_is_einval() {
+    let (mut m, mut mem) = (model(Arch::Cayman, 2), VecMem::new());
+    for req in [abi::CRWL_READER_ENTER, abi::CRWL_READER_EXIT, abi::CRWL_WRITER_ENTER, abi::CRWL_WRITER_DOWNGRADE] {
+        assert_eq!(call(&mut m, req, &mut crwl(8, 1), &mut mem), errno(Errno::EINVAL), "{req:?}");
+    }
+    assert_logged(&m, "CRWL-1");
+}
+
+#[test]
+fn crwl3_reader_enter_on_a_fresh_core_is_enoent_whatever_the_uuid() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    // uuid 0 matches a fresh core's uuid, but the writer pid (0) is not the caller: CRWL-4.
+    assert_eq!(call(&mut m, abi::CRWL_READER_ENTER, &mut crwl(0, 0), &mut mem), errno(Errno::ENOENT));
+    assert_logged(&m, "CRWL-4");
+    assert_eq!(call(&mut m, abi::CRWL_READER_ENTER, &mut crwl(0, 7), &mut mem), errno(Errno::ENOENT));
+    assert_logged(&m, "CRWL-3: core 0 has no model switched in");
+    // Exit without enter: the uuid check comes first (ENOENT), not the count (EINVAL).
+    assert_eq!(call(&mut m, abi::CRWL_READER_EXIT, &mut crwl(0, 7), &mut mem), errno(Errno::ENOENT));
+}
+
+#[test]
+fn crwl4_a_reader_must_be_the_writers_process() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    m.open(PID + 1);
+    switch_in(&mut m, &mut mem, PID, 0, 5);
+    // Another process with the right uuid: ENOENT.
+    assert_eq!(call_as(&mut m, PID + 1, abi::CRWL_READER_ENTER, &mut crwl(0, 5), &mut mem), errno(Errno::ENOENT));
+    assert_logged(&m, "CRWL-4: core 0's writer is pid 4242");
+    // The writer's process with another uuid: ENOENT.
+    assert_eq!(call(&mut m, abi::CRWL_READER_ENTER, &mut crwl(0, 6), &mut mem), errno(Errno::ENOENT));
+    assert_eq!(call(&mut m, abi::CRWL_READER_ENTER, &mut crwl(0, 5), &mut mem), Ok(0));
+    assert_eq!(m.core_lock(0).unwrap().reader_count, 2);
+}
+
+#[test]
+fn crwl2_reader_enter_while_a_writer_holds_the_lock_is_ebusy() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    assert_eq!(call(&mut m, abi::CRWL_WRITER_ENTER, &mut crwl(1, 3), &mut mem), Ok(0));
+    assert_eq!(call(&mut m, abi::CRWL_READER_ENTER, &mut crwl(1, 3), &mut mem), errno(Errno::EBUSY));
+    assert_logged(&m, "CRWL-2");
+}
+
+#[test]
+fn crwl5_6_readers_count_and_exit_at_zero_is_einval() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    switch_in(&mut m, &mut mem, PID, 1, 9);
+    assert_eq!(m.core_lock(1).unwrap().reader_count, 1);
+    assert_eq!(call(&mut m, abi::CRWL_READER_ENTER, &mut crwl(1, 9), &mut mem), Ok(0));
+    assert_eq!(m.core_lock(1).unwrap().reader_count, 2);
+    for _ in 0..2 {
+        assert_eq!(call(&mut m, abi::CRWL_READER_EXIT, &mut crwl(1, 9), &mut mem), Ok(0));
+    }
+    assert_eq!(call(&mut m, abi::CRWL_READER_EXIT, &mut crwl(1, 9), &mut mem), errno(Errno::EINVAL));
+    assert_logged(&m, "CRWL-6: core 1's reader count is already 0");
+}
+
+#[test]
+fn crwl7_writer_enter_with_readers_or_a_writer_is_ebusy() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    m.open(PID + 1);
+    switch_in(&mut m, &mut mem, PID, 0, 1);
+    // A reader inside (the downgraded writer): no new writer, of any process.
+    assert_eq!(call(&mut m, abi::CRWL_WRITER_ENTER, &mut crwl(0, 2), &mut mem), errno(Errno::EBUSY));
+    assert_eq!(call_as(&mut m, PID + 1, abi::CRWL_WRITER_ENTER, &mut crwl(0, 2), &mut mem), errno(Errno::EBUSY));
+    assert_logged(&m, "CRWL-7");
+    // Readers gone: a model switch by another process is allowed.
+    assert_eq!(call(&mut m, abi::CRWL_READER_EXIT, &mut crwl(0, 1), &mut mem), Ok(0));
+    assert_eq!(call_as(&mut m, PID + 1, abi::CRWL_WRITER_ENTER, &mut crwl(0, 2), &mut mem), Ok(0));
+    assert_eq!(call(&mut m, abi::CRWL_WRITER_ENTER, &mut crwl(0, 3), &mut mem), errno(Errno::EBUSY));
+}
+
+#[test]
+fn crwl8_writer_enter_of_the_same_model_is_ealready_with_the_lock_held() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    switch_in(&mut m, &mut mem, PID, 0, 4);
+    assert_eq!(call(&mut m, abi::CRWL_READER_EXIT, &mut crwl(0, 4), &mut mem), Ok(0));
+    assert_eq!(call(&mut m, abi::CRWL_WRITER_ENTER, &mut crwl(0, 4), &mut mem), errno(Errno::EALREADY));
+    assert_logged(&m, "CRWL-8");
+    // The lock was taken before the check: a downgrade releases it.
+    assert!(m.core_lock(0).unwrap().writer_acquired);
+    assert_eq!(call(&mut m, abi::CRWL_WRITER_DOWNGRADE, &mut crwl(0, 4), &mut mem), Ok(0));
+    assert!(!m.core_lock(0).unwrap().writer_acquired);
+}
+
+#[test]
+fn crwl9_13_the_runtime_sequence_switches_a_model_in_and_out() {
+    let (mut m, mut mem) = (model(Arch::Cayman, 2), VecMem::new());
+    for nc in 0..2 {
+        assert_eq!(call(&mut m, abi::CRWL_WRITER_ENTER, &mut crwl(nc, 0x42), &mut mem), Ok(0));
+        let l = *m.core_lock(nc).unwrap();
+        assert_eq!((l.writer_pid, l.writer_acquired, l.uuid, l.reader_count), (PID, true, uuid(0x42), 0));
+        assert_eq!(call(&mut m, abi::CRWL_WRITER_DOWNGRADE, &mut crwl(nc, 0x42), &mut mem), Ok(0));
+        let l = *m.core_lock(nc).unwrap();
+        assert_eq!((l.writer_acquired, l.reader_count), (false, 1));
+    }
+    for nc in (0..2).rev() {
+        assert_eq!(call(&mut m, abi::CRWL_READER_EXIT, &mut crwl(nc, 0x42), &mut mem), Ok(0));
+    }
+    assert_eq!(m.kernel_bugs().count(), 0);
+}
+
+#[test]
+fn crwl10_11_downgrade_without_enter_is_einval_with_another_uuid_enoent() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    assert_eq!(call(&mut m, abi::CRWL_WRITER_DOWNGRADE, &mut crwl(0, 1), &mut mem), errno(Errno::EINVAL));
+    assert_logged(&m, "CRWL-10");
+    assert_eq!(call(&mut m, abi::CRWL_WRITER_ENTER, &mut crwl(0, 1), &mut mem), Ok(0));
+    assert_eq!(call(&mut m, abi::CRWL_WRITER_DOWNGRADE, &mut crwl(0, 2), &mut mem), errno(Errno::ENOENT));
+    m.open(PID + 1);
+    assert_eq!(call_as(&mut m, PID + 1, abi::CRWL_WRITER_DOWNGRADE, &mut crwl(0, 1), &mut mem), errno(Errno::ENOENT));
+}
+
+#[test]
+fn crwl14_a_gone_process_frees_the_cores_it_switched() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    m.open(PID + 1);
+    switch_in(&mut m, &mut mem, PID, 0, 1);
+    switch_in(&mut m, &mut mem, PID + 1, 1, 2);
+    m.process_gone(PID);
+    assert_eq!(*m.core_lock(0).unwrap(), CoreLock::default());
+    assert_eq!(m.core_lock(1).unwrap().writer_pid, PID + 1);
+    assert_eq!(call_as(&mut m, PID + 1, abi::CRWL_WRITER_ENTER, &mut crwl(0, 3), &mut mem), Ok(0));
+}
+
+// ---- RANGE ----
+
+fn range(count: u32, start: u32, end: u32) -> abi::CrwlNcMap {
+    abi::CrwlNcMap { nc_count: count, start_nc_index: start, end_nc_index: end, max_nc_available: 99, bitmap: 0xFF00 }
+}
+
+#[test]
+fn range3_bounds_past_the_driver_table_are_einval() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    for (s, e) in [(2, 1), (512, 512), (0, 512)] {
+        let mut r = range(1, s, e);
+        assert_eq!(call(&mut m, abi::CRWL_NC_RANGE_MARK, &mut r, &mut mem), errno(Errno::EINVAL), "{s}..{e}");
+        // Copied back even so: bitmap and max cleared.
+        assert_eq!((r.bitmap, r.max_nc_available), (0, 0));
+    }
+    assert_logged(&m, "RANGE-3");
+}
+
+#[test]
+fn range4_a_second_process_gets_ebusy_naming_the_holder() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    m.open(PID + 1);
+    let mut r = range(2, 0, 1);
+    assert_eq!(call(&mut m, abi::CRWL_NC_RANGE_MARK, &mut r, &mut mem), Ok(0));
+    assert_eq!(r.bitmap, 0b11);
+    assert_eq!((m.range_holder(0), m.range_holder(1)), (PID, PID));
+    let mut r = range(1, 0, 1);
+    assert_eq!(call_as(&mut m, PID + 1, abi::CRWL_NC_RANGE_MARK, &mut r, &mut mem), errno(Errno::EBUSY));
+    assert_eq!((r.bitmap, r.max_nc_available), (0, 0));
+    assert_logged(&m, "held: nc0: pid 4242, nc1: pid 4242");
+    // Free cores elsewhere: taken, and the longest free run is reported on failure.
+    let mut r = range(3, 2, 5);
+    assert_eq!(call_as(&mut m, PID + 1, abi::CRWL_NC_RANGE_MARK, &mut r, &mut mem), Ok(0));
+    assert_eq!(r.bitmap, 0b11100);
+    let mut r = range(2, 0, 7);
+    assert_eq!(call_as(&mut m, PID + 1, abi::CRWL_NC_RANGE_MARK, &mut r, &mut mem), Ok(0));
+    assert_eq!(r.bitmap, 0b1100000);
+    let mut r = range(2, 0, 7);
+    assert_eq!(call(&mut m, abi::CRWL_NC_RANGE_MARK, &mut r, &mut mem), errno(Errno::EBUSY));
+    assert_eq!(r.max_nc_available, 1);
+}
+
+#[test]
+fn range4_the_search_resumes_two_past_a_short_run_as_the_drivers_does() {
+    let (mut m, mut mem) = (model(Arch::Cayman, 2), VecMem::new());
+    m.open(PID + 1);
+    // Core 1 taken: 0 is a run of 1; the driver resumes at 3 (skipping 2), so
+    // a run of 2 is found at 3..=4, not at 2..=3.
+    let mut r = range(1, 1, 1);
+    assert_eq!(call_as(&mut m, PID + 1, abi::CRWL_NC_RANGE_MARK, &mut r, &mut mem), Ok(0));
+    let mut r = range(2, 0, 7);
+    assert_eq!(call(&mut m, abi::CRWL_NC_RANGE_MARK, &mut r, &mut mem), Ok(0));
+    assert_eq!(r.bitmap, 0b11000);
+    // nc_count 0 marks nothing and succeeds.
+    let mut r = range(0, 0, 7);
+    assert_eq!(call(&mut m, abi::CRWL_NC_RANGE_MARK, &mut r, &mut mem), Ok(0));
+    assert_eq!(r.bitmap, 0);
+}
+
+#[test]
+fn range4_the_ext_form_marks_past_core_63() {
+    let (mut m, mut mem) = (model(Arch::Cayman, 2), VecMem::new());
+    let mut r = abi::CrwlNcMapExt { nc_count: 2, start_nc_index: 100, end_nc_index: 200, ..Default::default() };
+    assert_eq!(call(&mut m, abi::CRWL_NC_RANGE_MARK_EXT0, &mut r, &mut mem), Ok(0));
+    assert_eq!(r.bitmap[1], 0b11 << 36);
+    assert_eq!(m.range_holder(101), PID);
+    let mut u = abi::CrwlNcMapExt { bitmap: r.bitmap, ..Default::default() };
+    assert_eq!(call(&mut m, abi::CRWL_NC_RANGE_UNMARK_EXT0, &mut u, &mut mem), Ok(0));
+    assert_eq!(m.range_holder(101), 0);
+}
+
+#[test]
+fn range5_unmark_frees_only_the_callers_cores() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    m.open(PID + 1);
+    assert_eq!(call(&mut m, abi::CRWL_NC_RANGE_MARK, &mut range(1, 0, 0), &mut mem), Ok(0));
+    assert_eq!(call_as(&mut m, PID + 1, abi::CRWL_NC_RANGE_MARK, &mut range(1, 1, 1), &mut mem), Ok(0));
+    let mut u = abi::CrwlNcMap { bitmap: 0b11, ..Default::default() };
+    assert_eq!(call(&mut m, abi::CRWL_NC_RANGE_UNMARK, &mut u, &mut mem), Ok(0));
+    assert_eq!((m.range_holder(0), m.range_holder(1)), (0, PID + 1));
+}
+
+#[test]
+fn range6_marks_outlive_a_process_without_a_write_only_descriptor() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    m.open(PID + 1);
+    m.open(PID + 2);
+    m.open_free_access(PID + 2);
+    assert_eq!(call_as(&mut m, PID + 1, abi::CRWL_NC_RANGE_MARK, &mut range(1, 0, 0), &mut mem), Ok(0));
+    assert_eq!(call_as(&mut m, PID + 2, abi::CRWL_NC_RANGE_MARK, &mut range(1, 1, 1), &mut mem), Ok(0));
+    m.process_gone(PID + 1);
+    m.process_gone(PID + 2);
+    assert_eq!((m.range_holder(0), m.range_holder(1)), (PID + 1, 0));
+    assert!(m.violations.iter().any(|v| v.to_string().contains("RANGE-6: cores [0] stay marked for pid 4243")));
+}
+
+#[test]
+fn range7_pid_state_dump_logs_the_holder_and_returns_nothing() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    assert_eq!(call(&mut m, abi::CRWL_NC_RANGE_MARK, &mut range(1, 0, 0), &mut mem), Ok(0));
+    let mut d = abi::NcPidStateDump { size: 16, nc_id: 0, ..Default::default() };
+    assert_eq!(call(&mut m, abi::NC_PID_STATE_DUMP, &mut d, &mut mem), Ok(0));
+    assert_eq!(d, abi::NcPidStateDump { size: 16, nc_id: 0, ..Default::default() });
+    assert_logged(&m, "RANGE-7: nc 0 is marked by pid 4242");
+    let mut d = abi::NcPidStateDump { nc_id: 512, ..Default::default() };
+    assert_eq!(call(&mut m, abi::NC_PID_STATE_DUMP, &mut d, &mut mem), errno(Errno::ENOENT));
+}
+
+// ---- RESET ----
+
+#[test]
+fn reset2_3_7_request_ids_a_second_reset_and_the_waits() {
+    let (mut m, mut mem) = (model(Arch::Cayman, 2), VecMem::new());
+    let mut r = abi::NcReset { nc_map: 3, request_id: 0 };
+    assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(0));
+    assert_eq!(r.request_id, PID);
+    // RESET-3: again before the wait: +1, nothing copied back.
+    let mut again = abi::NcReset { nc_map: 3, request_id: 5 };
+    assert_eq!(call(&mut m, abi::NC_RESET, &mut again, &mut mem), Ok(RESET_PENDING));
+    assert_eq!(again.request_id, 5);
+    let mut w = abi::NcResetReady { request_id: PID, result: 9 };
+    assert_eq!(call(&mut m, abi::NC_RESET_READY, &mut w, &mut mem), Ok(0));
+    assert_eq!(w.result, 0);
+    // RESET-7: a second wait, and an id never requested: result 1.
+    assert_eq!(call(&mut m, abi::NC_RESET_READY, &mut w, &mut mem), Ok(0));
+    assert_eq!(w.result, 1);
+    let mut w = abi::NcResetReady { request_id: 1, result: 0 };
+    assert_eq!(call(&mut m, abi::NC_RESET_READY, &mut w, &mut mem), Ok(0));
+    assert_eq!(w.result, 1);
+    // After the wait a new reset is accepted.
+    assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(0));
+}
+
+#[test]
+fn reset4_destroys_every_processs_rings_of_the_cores() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    m.open(PID + 1);
+    let mut a = nq(0, nq_type::NOTIFY, 4, 1024);
+    assert_eq!(call_as(&mut m, PID + 1, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), Ok(0));
+    let mut b = nq(1, nq_type::NOTIFY, 4, 1024);
+    assert_eq!(call_as(&mut m, PID + 1, abi::NOTIFICATIONS_INIT_V2, &mut b, &mut mem), Ok(0));
+    // PID resets core 0 only: PID + 1's ring of core 0 is gone, core 1's stays.
+    let mut r = abi::NcReset { nc_map: 1, request_id: 0 };
+    assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(0));
+    assert!(m.chunk(a.mem_handle).is_none());
+    assert!(m.chunk(b.mem_handle).is_some());
+    let mut f = abi::MemFree { mem_handle: a.mem_handle };
+    assert_eq!(call_as(&mut m, PID + 1, abi::MEM_FREE, &mut f, &mut mem), errno(Errno::EINVAL));
+}
+
+#[test]
+fn reset4_a_ring_freed_with_mem_free_then_reset_is_a_kernel_bug() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut a = nq(0, nq_type::NOTIFY, 4, 1024);
+    assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), Ok(0));
+    let mut f = abi::MemFree { mem_handle: a.mem_handle };
+    assert_eq!(call(&mut m, abi::MEM_FREE, &mut f, &mut mem), Ok(0));
+    assert_logged(&m, "MEMF-4");
+    let mut r = abi::NcReset { nc_map: 1, request_id: 0 };
+    assert_bug(call(&mut m, abi::NC_RESET, &mut r, &mut mem), "RESET-4", "neuron_nq.c: nnq_destroy_nc");
+}
+
+#[test]
+fn reset1_a_user_chunk_on_the_h2t_queue_is_freed_by_the_reset_and_a_freed_one_is_a_bug() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (tx, _) = alloc(&mut m, &mut mem, 4096);
+    let (rx, _) = alloc(&mut m, &mut mem, 4096);
+    // Sunda NC0's H2T queue is engine 32 queue 0.
+    assert_eq!(dma::h2t_queue(Arch::Sunda, 0), (32, 0));
+    let mut q = abi::DmaQueueInit {
+        eng_id: 32,
+        tx_desc_count: 64,
+        rx_desc_count: 64,
+        tx_handle: tx,
+        rx_handle: rx,
+        ..Default::default()
+    };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+    let mut r = abi::NcReset { nc_map: 1, request_id: 0 };
+    assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(0));
+    assert!(m.chunk(tx).is_none() && m.chunk(rx).is_none(), "the reset freed the user's chunks");
+    assert_eq!(m.queue(32, 0).map(|q| q.tx.driver_ring), Some(true), "a new H2T ring");
+    let mut w = abi::NcResetReady { request_id: PID, result: 0 };
+    assert_eq!(call(&mut m, abi::NC_RESET_READY, &mut w, &mut mem), Ok(0));
+    // Again, but the user frees the chunk first: the reset frees it twice.
+    let (tx, _) = alloc(&mut m, &mut mem, 4096);
+    let (rx, _) = alloc(&mut m, &mut mem, 4096);
+    let mut q = abi::DmaQueueInit { tx_handle: tx, rx_handle: rx, ..q };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+    let mut f = abi::MemFree { mem_handle: rx };
+    assert_eq!(call(&mut m, abi::MEM_FREE, &mut f, &mut mem), Ok(0));
+    assert_bug(call(&mut m, abi::NC_RESET, &mut r, &mut mem), "RESET-1", "neuron_ring.c: ndmar_h2t_ring_free");
+}
+
+// ---- MEM ----
+
+#[test]
+fn mem5_host_memory_with_an_alignment_is_einval() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let ptr = mem.base + 0x40;
+    let mut a = abi::MemAllocV2Mt { size: 4096, align: 4096, host_memory: 1, mem_handle: ptr, ..Default::default() };
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), errno(Errno::EINVAL));
+    assert_logged(&m, "MEM-5: align 4096 for host memory");
+    // Device memory may ask for an alignment; host memory with 0 is page-aligned anyway.
+    let mut a = abi::MemAllocV2Mt { size: 4096, align: 4096, mem_handle: ptr, ..Default::default() };
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0));
+    let (_, pa) = alloc(&mut m, &mut mem, 100);
+    assert_eq!(pa % 4096, 0);
+}
+
+#[test]
+fn mem3_nc_id_past_8_and_mem1_size_past_int64_are_einval() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let ptr = mem.base + 0x40;
+    let mut a = abi::MemAllocV2Mt { size: 4096, nc_id: 8, mem_handle: ptr, ..Default::default() };
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), errno(Errno::EINVAL));
+    let mut a = abi::MemAllocV2Mt { size: 1 << 63, mem_handle: ptr, ..Default::default() };
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), errno(Errno::EINVAL));
+    assert_logged(&m, "MEM-1");
+    assert_logged(&m, "MEM-3");
+}
+
+#[test]
+fn memx2_extended_info_rewrites_the_whole_struct_with_a_kernel_pointer() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (h, _) = alloc(&mut m, &mut mem, 4096);
+    let mut i = abi::MemGetExtendedInfo { mem_handle: h, version: 1, ..Default::default() };
+    assert_eq!(call(&mut m, abi::MEM_GET_EXTENDED_INFO, &mut i, &mut mem), Ok(0));
+    assert_ne!(i.mem_handle, h, "the driver writes its kernel pointer, not the handle");
+    assert!(i.mem_handle >= memory::SIM_KERNEL_POINTER_BASE);
+    assert_eq!(i.version, 0);
+    // That value is no handle.
+    let mut f = abi::MemFree { mem_handle: i.mem_handle };
+    assert_eq!(call(&mut m, abi::MEM_FREE, &mut f, &mut mem), errno(Errno::EINVAL));
+    // MEMX-1: a bad handle: +22 and the struct untouched.
+    let mut bad = abi::MemGetExtendedInfo { mem_handle: 777, version: 1, size: 5, ..Default::default() };
+    assert_eq!(call(&mut m, abi::MEM_GET_EXTENDED_INFO, &mut bad, &mut mem), Ok(22));
+    assert_eq!((bad.mem_handle, bad.size), (777, 5));
+}
+
+#[test]
+fn memf3_freeing_a_programmed_ring_warns_and_a_correct_teardown_does_not() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (tx, rx) = with_queue(&mut m, &mut mem, 64);
+    let mut rel = abi::DmaQueueRelease { eng_id: 0, qid: 0 };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_RELEASE, &mut rel, &mut mem), Ok(0));
+    // DMAR-1: release leaves the queue programmed: freeing its ring now warns.
+    let mut f = abi::MemFree { mem_handle: tx };
+    assert_eq!(call(&mut m, abi::MEM_FREE, &mut f, &mut mem), Ok(0));
+    assert!(m.violations.iter().any(|v| v.to_string().contains("MEMF-3: chunk")), "{:?}", m.log);
+    // A correct program leaves the ring chunks to the flush: no warning at all.
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (tx, rx2) = with_queue(&mut m, &mut mem, 64);
+    let (buf, _) = alloc(&mut m, &mut mem, 4096);
+    let mut f = abi::MemFree { mem_handle: buf };
+    assert_eq!(call(&mut m, abi::MEM_FREE, &mut f, &mut mem), Ok(0));
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_RELEASE, &mut rel, &mut mem), Ok(0));
+    m.process_gone(PID);
+    assert_eq!(m.violations, vec![], "{:?}", m.log);
+    // FLUSH-5: the process's chunks are freed; FLUSH-2: the queue is on the dummy ring.
+    assert!(m.chunk(tx).is_none() && m.chunk(rx2).is_none());
+    let q = *m.queue(0, 0).unwrap();
+    assert_eq!((q.tx.size, q.tx.chunk, q.tx.driver_ring), (dma::DUMMY_RING_DESCS, None, true));
+    let _ = rx;
+}
+
+#[test]
+fn flush2_5_a_gone_process_leaves_other_processes_chunks_and_rings() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    m.open(PID + 1);
+    let (mine, _) = alloc(&mut m, &mut mem, 4096);
+    let ptr = mem.base + 0x100;
+    let mut a = abi::MemAllocV2Mt { size: 4096, host_memory: 1, mem_handle: ptr, ..Default::default() };
+    assert_eq!(call_as(&mut m, PID + 1, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0));
+    let theirs = mem.u64_at(ptr);
+    let mut r = nq(0, nq_type::NOTIFY, 4, 1024);
+    assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut r, &mut mem), Ok(0));
+    m.process_gone(PID);
+    assert!(m.chunk(mine).is_none());
+    assert!(m.chunk(theirs).is_some());
+    assert!(m.chunk(r.mem_handle).is_some(), "a notification ring lives as long as the device");
+    assert!(!m.attached(PID) && m.attached(PID + 1));
+}
+
+// ---- DMA queues ----
+
+#[test]
+fn dmaq11_a_queue_on_an_engine_the_driver_never_initialised_is_einval() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    // Sunda: engines 0..=33 (2 cores x 16, and D2H/H2D); 34 has no queues.
+    let mut q = abi::DmaQueueInit { eng_id: 34, tx_desc_count: 64, rx_desc_count: 64, ..Default::default() };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
+    assert_logged(&m, "DMAQ-11: TX: the driver never initialised this engine");
+    // DMAQ-5: the queue is the caller's even so.
+    assert_eq!(m.queue(34, 0).map(|q| q.owner), Some(PID));
+    let mut q = abi::DmaQueueInit { eng_id: 33, ..q };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+    // Cayman initialises all 132.
+    let (mut m3, mut mem3) = (model(Arch::Cayman, 2), VecMem::new());
+    let mut q = abi::DmaQueueInit { eng_id: 131, qid: 5, tx_desc_count: 64, rx_desc_count: 64, ..Default::default() };
+    assert_eq!(call(&mut m3, abi::DMA_QUEUE_INIT, &mut q, &mut mem3), Ok(0));
+}
+
+#[test]
+fn copy2_copy_start_on_an_engine_the_driver_never_initialised_is_eperm() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut c = abi::DmaQueueCopyStart { eng_id: 40, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), errno(Errno::EPERM));
+    assert_logged(&m, "COPY-2: engine 40 was never initialised");
+    assert_eq!(m.kernel_bugs().count(), 0);
+}
+
+#[test]
+fn ack1_2_bounds_ack3_a_queue_not_a_power_of_two_is_a_kernel_bug() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut a = abi::DmaAckCompleted { eng_id: 132, qid: 0, count: 1 };
+    assert_eq!(call(&mut m, abi::DMA_ACK_COMPLETED, &mut a, &mut mem), errno(Errno::EINVAL));
+    let mut a = abi::DmaAckCompleted { eng_id: 0, qid: 16, count: 1 };
+    assert_eq!(call(&mut m, abi::DMA_ACK_COMPLETED, &mut a, &mut mem), errno(Errno::EINVAL));
+    let mut a = abi::DmaAckCompleted { eng_id: 40, qid: 0, count: 1 };
+    assert_eq!(call(&mut m, abi::DMA_ACK_COMPLETED, &mut a, &mut mem), errno(Errno::EINVAL));
+    assert_logged(&m, "ACK-2: qid 0 >= the engine's num_of_queues (0)");
+    // A queue never initialised has size 0: a power of two for the driver's macro.
+    let mut a = abi::DmaAckCompleted { eng_id: 0, qid: 3, count: 1 };
+    assert_eq!(call(&mut m, abi::DMA_ACK_COMPLETED, &mut a, &mut mem), Ok(0));
+    // ACK-5: 64 descriptors: fine.
+    with_queue(&mut m, &mut mem, 64);
+    let mut a = abi::DmaAckCompleted { eng_id: 0, qid: 0, count: 70 };
+    assert_eq!(call(&mut m, abi::DMA_ACK_COMPLETED, &mut a, &mut mem), Ok(0));
+    assert_eq!(m.queue(0, 0).unwrap().acked, 6);
+    // 48 descriptors (a multiple of 16, not a power of two): BUG.
+    let mut q = abi::DmaQueueInit { qid: 1, tx_desc_count: 64, rx_desc_count: 48, ..Default::default() };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+    let mut a = abi::DmaAckCompleted { eng_id: 0, qid: 1, count: 1 };
+    assert_bug(call(&mut m, abi::DMA_ACK_COMPLETED, &mut a, &mut mem), "ACK-3", "udma/udma.h");
+    let mut q = abi::DmaQueueInit { qid: 2, tx_desc_count: 48, rx_desc_count: 64, ..Default::default() };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+    let mut a = abi::DmaAckCompleted { eng_id: 0, qid: 2, count: 1 };
+    assert_bug(call(&mut m, abi::DMA_ACK_COMPLETED, &mut a, &mut mem), "ACK-4", "udma/udma.h");
+}
+
+/// Issue-sized work: one copy start of 65,536 BDs over 15,000 chunks. Each BD's
+/// buffer is found by one interval lookup (`O(log n)`): the test counts them.
+#[test]
+fn copy8_65536_bds_over_15000_chunks_cost_one_lookup_each() {
+    let (mut m, mut mem) = (model_with_pool(Arch::Sunda, 2, 64 << 20), VecMem::new());
+    let n: u32 = 1 << 16;
+    let (tx, _) = alloc(&mut m, &mut mem, u64::from(n) * DESC_BYTES);
+    let (rx, _) = alloc(&mut m, &mut mem, u64::from(n) * DESC_BYTES);
+    let mut pas = Vec::with_capacity(15_000);
+    for _ in 0..15_000 {
+        pas.push(alloc(&mut m, &mut mem, 4096).1);
+    }
+    assert!(m.chunks.len() >= 15_002);
+    // Rings of n descriptors: copy n - 1 (a copy start may not exceed the ring).
+    let mut q = abi::DmaQueueInit {
+        qid: 3,
+        tx_desc_count: n,
+        rx_desc_count: n,
+        tx_handle: tx,
+        rx_handle: rx,
+        ..Default::default()
+    };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+    let count = n - 1;
+    for i in 0..u64::from(count) {
+        let c = pas[(i % 15_000) as usize];
+        put_bd(&m, tx, i, 32, 1, c);
+        put_bd(&m, rx, i, 32, 1, c + 2048);
+    }
+    let before = m.chunks.lookups;
+    let t0 = std::time::Instant::now();
+    let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 3, tx_desc_count: count, rx_desc_count: count };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+    eprintln!("copy start of {count} BDs over 15000 chunks: {:?} (a measurement)", t0.elapsed());
+    assert_eq!(m.dma_errors, 0, "{:?}", m.log.last());
+    assert_eq!(m.dma_bytes, u64::from(count) * 32);
+    assert_eq!(m.chunks.lookups - before, 2 * u64::from(count), "one interval lookup per BD");
+    // Again from the ring's start, on pages the first copy touched (the first
+    // copy's time includes the kernel's first-touch faults of the sparse file).
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+    let t1 = std::time::Instant::now();
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+    eprintln!("again, pages touched: {:?} (a measurement)", t1.elapsed());
+    assert_eq!((m.dma_errors, m.dma_bytes), (0, 2 * u64::from(count) * 32));
+}
+
+// ---- NQ ----
+
+#[test]
+fn nq6_a_forced_reinit_of_a_ring_freed_with_mem_free_is_a_kernel_bug() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut a = nq(0, nq_type::NOTIFY, 12, 4096);
+    assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), Ok(0));
+    let mut f = abi::MemFree { mem_handle: a.mem_handle };
+    assert_eq!(call(&mut m, abi::MEM_FREE, &mut f, &mut mem), Ok(0));
+    let mut r = abi::NotificationsInitWithReallocV2 {
+        nq_type: nq_type::NOTIFY,
+        engine_index: 12,
+        size: 4096,
+        on_host_memory: 1,
+        force_alloc_mem: 1,
+        ..Default::default()
+    };
+    assert_bug(
+        call(&mut m, abi::NOTIFICATIONS_INIT_WITH_REALLOC_V2, &mut r, &mut mem),
+        "NQ-6",
+        "neuron_nq.c: nnq_init",
+    );
+}
+
+#[test]
+fn nqi1_notifications_queue_info_is_always_eperm() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut a = nq(0, nq_type::NOTIFY, 4, 1024);
+    assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), Ok(0));
+    let mut i = abi::NotificationsQueueInfo { nq_type: 1, engine_index: 4, head: 7, ..Default::default() };
+    assert_eq!(call(&mut m, abi::NOTIFICATIONS_QUEUE_INFO, &mut i, &mut mem), errno(Errno::EPERM));
+    assert_eq!(i.head, 7, "nothing written");
+}
+
+// ---- BAR ----
+
+fn bar_n(m: &mut Model, mem: &mut VecMem, read: bool, bar: u32, addrs: &[u64], count: u32) -> Answer {
+    let (a_ptr, d_ptr) = (mem.base + 0x100, mem.base + 0x800);
+    let ab: Vec<u8> = addrs.iter().flat_map(|a| a.to_le_bytes()).collect();
+    mem.put(a_ptr, &ab);
+    let w = abi::BarRwWire { bar, address: a_ptr, data: d_ptr, count, ..Default::default() };
+    let mut b = w.as_bytes().to_vec();
+    let code = if read { abi::BAR_READ.code() } else { abi::BAR_WRITE.code() };
+    m.handle(PID, code, &mut b, mem)
+}
+
+#[test]
+fn bar4_bar2_with_count_2_reads_past_the_one_address_copied_a_kernel_bug() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let head = simabi::SIM_BAR0_PA + nrt_core::arch::nq_head_register(Arch::Sunda, 0, 4).unwrap();
+    assert_eq!(bar_n(&mut m, &mut mem, true, 2, &[head, head], 1), Ok(0));
+    assert_bug(bar_n(&mut m, &mut mem, true, 2, &[head, head], 2), "BAR-4", "neuron_cdev.c: ncdev_bar_rw");
+    // 256 is BAR0 as a u8, with one address copied: the same BUG.
+    assert_bug(bar_n(&mut m, &mut mem, true, 256, &[head, head], 2), "BAR-4", "neuron_cdev.c");
+    assert_bug(bar_n(&mut m, &mut mem, false, 256, &[head, head], 2), "BARW-3", "neuron_cdev.c");
+}
+
+#[test]
+fn bar5_other_bars_are_einval() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let head = simabi::SIM_BAR0_PA + nrt_core::arch::nq_head_register(Arch::Sunda, 0, 4).unwrap();
+    assert_eq!(bar_n(&mut m, &mut mem, true, 4, &[head], 1), errno(Errno::EINVAL));
+    assert_eq!(bar_n(&mut m, &mut mem, false, 2, &[head], 1), errno(Errno::EINVAL));
+    assert_logged(&m, "BAR-5");
+    assert_logged(&m, "BARW-3");
+}
+
+// ---- SIM ----
+
+#[test]
+fn sim1_the_hint_query_answers_the_device_and_the_status_window_is_not_served() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    m.file().line(Line::Hbm, 1).unwrap().store(1201, Ordering::Release);
+    m.file().mark_ready(0x1234_5678_9ABC);
+    let mut h = simabi::SimHints { size: 200, ..Default::default() };
+    assert_eq!(call(&mut m, simabi::SIM_HINTS, &mut h, &mut mem), Ok(0));
+    assert_eq!(
+        (h.magic, h.version, h.model_cores, h.ring_entries, h.device_cores),
+        (simabi::SIM_HINTS_MAGIC, 1, 2, 64, 2)
+    );
+    assert_eq!(h.clock_origin_ns, 0x1234_5678_9ABC);
+    assert_eq!(h.heartbeat_ns, m.file().heartbeat_ns());
+    assert_eq!(h.lines[1][Line::Hbm as usize], 1201);
+    assert_eq!(h.lines[0][Line::Hbm as usize], 0);
+    let mut bad = simabi::SimHints { size: 8, ..Default::default() };
+    assert_eq!(call(&mut m, simabi::SIM_HINTS, &mut bad, &mut mem), errno(Errno::EINVAL));
+    assert_eq!(bad.magic, 0);
+    // The old window is plain BAR space: the probes are not there.
+    let w = simabi::SIM_BAR0_PA + simabi::status_window(Arch::Sunda);
+    assert_eq!(bar_n(&mut m, &mut mem, true, 0, &[w + simabi::status_line_offset(Line::Hbm, 1)], 1), Ok(0));
+    assert_eq!(mem.bytes[0x800..0x804], [0; 4]);
+}
+
+// ---- DS ----
+
+#[test]
+fn ds1_2_3_the_datastore_of_a_process_and_a_monitor() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    m.open(PID + 1);
+    let mut d = abi::NeuronDsInfo::default();
+    assert_eq!(call(&mut m, abi::ACQUIRE_NEURON_DS, &mut d, &mut mem), Ok(0));
+    assert_eq!(d.size, abi::NEURON_DATASTORE_SIZE);
+    assert!(m.mmap_allowed(d.mmap_offset, u64::from(d.size)));
+    let mine = d.mmap_offset;
+    // Again: the same one.
+    let mut d2 = abi::NeuronDsInfo::default();
+    assert_eq!(call(&mut m, abi::ACQUIRE_NEURON_DS, &mut d2, &mut mem), Ok(0));
+    assert_eq!(d2.mmap_offset, mine);
+    // A monitor: PID's by pid; an unknown pid: ENOENT.
+    let mut mon = abi::NeuronDsInfo { pid: PID as i32, ..Default::default() };
+    assert_eq!(call_as(&mut m, PID + 1, abi::ACQUIRE_NEURON_DS, &mut mon, &mut mem), Ok(0));
+    assert_eq!(mon.mmap_offset, mine);
+    let mut none = abi::NeuronDsInfo { pid: 999, ..Default::default() };
+    assert_eq!(call(&mut m, abi::ACQUIRE_NEURON_DS, &mut none, &mut mem), errno(Errno::ENOENT));
+    // DS-3: only the owner's release counts.
+    assert_eq!(call_as(&mut m, PID + 1, abi::RELEASE_NEURON_DS, &mut mon, &mut mem), Ok(0));
+    assert_eq!(m.datastore().entries[0].pid, PID);
+    assert_eq!(call(&mut m, abi::RELEASE_NEURON_DS, &mut abi::NeuronDsInfo::default(), &mut mem), Ok(0));
+    assert_eq!(m.datastore().entries[0].pid, 0);
+    assert_eq!(call_as(&mut m, PID + 1, abi::ACQUIRE_NEURON_DS, &mut mon, &mut mem), errno(Errno::ENOENT));
+}
+
+#[test]
+fn ds1_sixteen_processes_then_enomem() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    for p in 0..16 {
+        assert_eq!(
+            call_as(&mut m, 100 + p, abi::ACQUIRE_NEURON_DS, &mut abi::NeuronDsInfo::default(), &mut mem),
+            Ok(0)
+        );
+    }
+    assert_eq!(
+        call_as(&mut m, 200, abi::ACQUIRE_NEURON_DS, &mut abi::NeuronDsInfo::default(), &mut mem),
+        errno(Errno::ENOMEM)
+    );
+    // DS-4: a gone process's entry is cleared and taken again.
+    m.open(105);
+    m.process_gone(105);
+    assert_eq!(call_as(&mut m, 200, abi::ACQUIRE_NEURON_DS, &mut abi::NeuronDsInfo::default(), &mut mem), Ok(0));
+}
+
+// ---- APPS ----
+
+#[test]
+fn apps1_the_attached_processes_their_locked_cores_and_memory() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    m.open(PID + 1);
+    switch_in(&mut m, &mut mem, PID + 1, 1, 0x33);
+    let (_, _) = alloc(&mut m, &mut mem, 8192);
+    let flags = abi::APP_INFO_PID_NC_LOCK_INFO | abi::APP_INFO_PID_MEM_USAGE;
+    let h = abi::AppsInfoHeader { apps_info_flags: flags, capacity: 16, ..Default::default() };
+    let (r, bytes) = m.apps_info(PID, &h);
+    assert_eq!(r, Ok(0));
+    let (hdr, rest) = abi::AppsInfoHeader::read_from_prefix(&bytes).unwrap();
+    assert_eq!(hdr.size, 2);
+    assert_eq!(rest.len(), 2 * core::mem::size_of::<abi::AppInfo>());
+    let e: Vec<abi::AppInfo> = rest
+        .chunks_exact(core::mem::size_of::<abi::AppInfo>())
+        .map(|c| abi::AppInfo::read_from_bytes(c).unwrap())
+        .collect();
+    assert_eq!((e[0].pid, e[0].nc_lock_map, e[0].host_mem_size), (PID as i32, 0, 8192));
+    assert_eq!((e[1].pid, e[1].nc_lock_map, e[1].uuid_data[1]), ((PID + 1) as i32, 0b10, uuid(0x33)));
+    // capacity bounds the entries; without the flags, only pids.
+    let (_, bytes) = m.apps_info(PID, &abi::AppsInfoHeader { capacity: 1, ..Default::default() });
+    let (hdr, rest) = abi::AppsInfoHeader::read_from_prefix(&bytes).unwrap();
+    assert_eq!((hdr.size, rest.len()), (1, core::mem::size_of::<abi::AppInfo>()));
+    assert_eq!(abi::AppInfo::read_from_bytes(rest).unwrap().host_mem_size, 0);
+}
+
+// ---- The rows left: DMAQ-6, QST-1/2/3, BAR-7, BARW-2, FLUSH-1 ----
+
+#[test]
+fn dmaq6_a_completion_ring_smaller_than_the_rx_count_is_einval() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (c, _) = alloc(&mut m, &mut mem, 4096);
+    // 4096 bytes hold 256 descriptors: 272 do not fit (EINVAL); 256 pass to DMAQ-10 (EPERM).
+    let mut q = abi::DmaQueueInit { tx_desc_count: 64, rx_desc_count: 272, rxc_handle: c, ..Default::default() };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
+    assert_logged(&m, "DMAQ-6");
+    let mut q = abi::DmaQueueInit { rx_desc_count: 256, ..q };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EPERM));
+    assert_logged(&m, "DMAQ-10");
+}
+
+#[test]
+fn qst1_3_queue_state_bounds_and_an_unwritable_pointer() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (tp, rp) = (mem.base + 0x200, mem.base + 0x300);
+    let mut st = abi::DmaQueueGetState { eng_id: 132, qid: 0, tx: tp, rx: rp };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_GET_STATE, &mut st, &mut mem), errno(Errno::EINVAL));
+    let mut st = abi::DmaQueueGetState { eng_id: 0, qid: 16, tx: tp, rx: rp };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_GET_STATE, &mut st, &mut mem), errno(Errno::EINVAL));
+    let mut st = abi::DmaQueueGetState { eng_id: 0, qid: 0, tx: tp, rx: 8 };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_GET_STATE, &mut st, &mut mem), Ok(48));
+    assert_logged(&m, "QST-3");
+}
+
+#[test]
+fn bar7_barw2_arrays_that_cannot_be_copied_are_positive_counts() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let head = simabi::SIM_BAR0_PA + nrt_core::arch::nq_head_register(Arch::Sunda, 0, 4).unwrap();
+    mem.put(mem.base + 0x100, &head.to_le_bytes());
+    for (code, id) in [(abi::BAR_READ.code(), "BAR-7"), (abi::BAR_WRITE.code(), "BARW-2")] {
+        let w = abi::BarRwWire { bar: 0, address: mem.base + 0x100, data: 16, count: 1, ..Default::default() };
+        let mut b = w.as_bytes().to_vec();
+        assert_eq!(m.handle(PID, code, &mut b, &mut mem), Ok(4), "{id}");
+        assert_logged(&m, id);
+    }
+}
+
+#[test]
+fn flush1_a_gone_process_s_pending_reset_is_forgotten() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut r = abi::NcReset { nc_map: 1, request_id: 0 };
+    assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(0));
+    m.process_gone(PID);
+    m.open(PID);
+    // A new process with the same pid is not refused with +1.
+    assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(0));
+}
