@@ -39,11 +39,19 @@ pub const INTC_LINES: u32 = 64;
 pub const INTC_BLOCKS: u32 = 2;
 
 /// BAR0 offset of the top-SP (engine 4) NX-local register block, `xt_local_reg`
-/// (**sim**: `aws_hal_arch_*_get_xt_local_reg_offset(4)` is not public, G-DMA-XTLOCAL).
+/// (**sim**: `aws_hal_arch_*_get_xt_local_reg_offset(4)` is not public,
+/// G-DMA-XTLOCAL). We put it at the start of the top-SP's BAR0 window, the one
+/// place the public driver names for the top-SP (G-DRV-TRIGGER): v2
+/// `V2_PCIE_BAR0_TOPSP_0_OFFSET` 0x1000_0000, v3 `V3_PCIE_BAR0_TOP_SP_0_OFFSET`
+/// 0x0F00_0000 (v2/v3 address_map.h); mariana (no public map) plays cayman's.
+/// So the host trigger (`+ 0x15A0`) the simulated device arms on is the address
+/// the Linux binding writes (`nrt_linux::session::host_trigger`); it is never
+/// inside a DMA engine's registers (0x3060_0000 on v2 is the driver's own D2H
+/// UDMA engine).
 pub const fn xt_local_reg(arch: Arch) -> u64 {
     match arch {
-        Arch::Sunda => 0x3060_0000,
-        Arch::Cayman | Arch::Mariana => 0x06A8_0000,
+        Arch::Sunda => 0x1000_0000,
+        Arch::Cayman | Arch::Mariana => 0x0F00_0000,
     }
 }
 

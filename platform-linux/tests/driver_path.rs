@@ -66,10 +66,6 @@ fn driver(sim: &Path, flags: &[&str], command: &[&str]) -> Output {
 }
 
 #[test]
-#[ignore = "the model's device arms on nrt_abi::sim::xt_local_reg(arch) + 0x15A0 (sunda 0x3060_15A0, the driver's D2H DMA \
-            engine; cayman 0x06A8_15A0), while the binding writes the host trigger in the top-SP window (0x1000_15A0 / \
-            0x0F00_15A0, session::host_trigger): nothing arms the device and every run waits in the barrier until \
-            --limit-s. Un-ignore once drv-model moves xt_local_reg to the top-SP window (measured: all pass with it)"]
 fn every_scenario_through_nrtctl_run_under_the_driver_model_gives_the_status_of_nrt_sim_run() {
     need_user_notif!();
     let sim = nrt_sim();
@@ -98,10 +94,6 @@ fn every_scenario_through_nrtctl_run_under_the_driver_model_gives_the_status_of_
 }
 
 #[test]
-#[ignore = "the model's device arms on nrt_abi::sim::xt_local_reg(arch) + 0x15A0 (sunda 0x3060_15A0, the driver's D2H DMA \
-            engine; cayman 0x06A8_15A0), while the binding writes the host trigger in the top-SP window (0x1000_15A0 / \
-            0x0F00_15A0, session::host_trigger): nothing arms the device and every run waits in the barrier until \
-            --limit-s. Un-ignore once drv-model moves xt_local_reg to the top-SP window (measured: all pass with it)"]
 fn the_c_abi_session_runs_every_scenario_under_the_driver_model() {
     need_user_notif!();
     let sim = nrt_sim();
@@ -161,10 +153,6 @@ fn calls(log: &str) -> Vec<String> {
 }
 
 #[test]
-#[ignore = "the model's device arms on nrt_abi::sim::xt_local_reg(arch) + 0x15A0 (sunda 0x3060_15A0, the driver's D2H DMA \
-            engine; cayman 0x06A8_15A0), while the binding writes the host trigger in the top-SP window (0x1000_15A0 / \
-            0x0F00_15A0, session::host_trigger): nothing arms the device and every run waits in the barrier until \
-            --limit-s. Un-ignore once drv-model moves xt_local_reg to the top-SP window (measured: all pass with it)"]
 fn strace_shows_the_bring_up_requests_in_the_contract_order() {
     need_user_notif!();
     if Command::new("strace").arg("-V").output().is_err() {

@@ -955,8 +955,6 @@ fn the_report_is_nrt_sim_runs() {
 /// The simulator's device arms on its host trigger: it must be where the
 /// binding writes it, in the top-SP window.
 #[test]
-#[ignore = "nrt_abi::sim::xt_local_reg (drv-model's) is still 0x3060_0000 on sunda (the driver's D2H DMA engine) and \
-            0x06A8_0000 on cayman, outside the top-SP windows 0x1000_0000 / 0x0F00_0000; un-ignore once it is moved"]
 fn the_simulators_host_trigger_is_the_bindings() {
     for arch in [Arch::Sunda, Arch::Cayman] {
         assert_eq!(

@@ -139,8 +139,8 @@ static int probe(int fd, uint32_t ring_bytes) {
     if (rc != 0) return 1;
     volatile uint64_t *ring = mmap(NULL, ring_bytes, PROT_READ, MAP_SHARED, fd, (off_t)nq.mmap_offset);
     if (ring == MAP_FAILED) { printf("mmap: %s\n", strerror(errno)); return 1; }
-    /* sunda: top-SP NX-local block 0x3060_0000, host trigger +0x15A0 (nrt-abi sim.rs). */
-    printf("host_trigger: %d\n", bar_write(fd, dev.bar_address[0] + 0x30600000u + 0x15A0u, 1));
+    /* sunda: the top-SP's BAR0 window 0x1000_0000 (nrt-abi sim.rs xt_local_reg), host trigger +0x15A0. */
+    printf("host_trigger: %d\n", bar_write(fd, dev.bar_address[0] + 0x10000000u + 0x15A0u, 1));
     struct sema kick = { 0, 0, 1 };
     printf("kickoff: %d\n", xioctl(fd, SEMAPHORE_INCREMENT, &kick));
     struct timespec t0, t;
@@ -156,7 +156,7 @@ static int probe(int fd, uint32_t ring_bytes) {
     rc = xioctl(fd, SIM_HINTS, &h);
     printf("heartbeat: %d nonzero %d magic %d\n", rc, h.heartbeat_ns != 0, h.magic == SIM_HINTS_MAGIC);
     printf("barrier_fail_core1: %d %u\n", rc, h.lines[1][1]);
-    /* The old status window (xt_local_reg - 0x1000, +0x48) is plain BAR space now. */
+    /* The simulator's old status window (0x3060_0000 - 0x1000, +0x48) is plain BAR space now. */
     uint64_t addr = dev.bar_address[0] + 0x30600000u - 0x1000u + 0x48u;
     uint32_t word = 0xFFFFFFFFu;
     struct bar_rw br = { .bar = 0, .address = (uint64_t)(uintptr_t)&addr, .data = (uint64_t)(uintptr_t)&word, .count = 1 };
