@@ -745,7 +745,7 @@ mod tests {
     /// prints it for one harness: `println!("Thread {i}: {output}")`, the
     /// output a rendered result that starts on a new line.
     fn block(summary: &str, result: &str, time: Option<f64>) -> String {
-        let mut s = format!("Thread 1: \nSUMMARY:\n{summary}\n\nVERIFICATION:- {result}\n");
+        let mut s = format!("Thread 1: \nVERIFICATION RESULT:\n{summary}\n\n\nVERIFICATION:- {result}\n");
         if let Some(t) = time {
             s.push_str(&format!("Verification Time: {t}s\n"));
         }
@@ -782,6 +782,21 @@ mod tests {
         assert_eq!((v.secs, v.covers, v.over_goal), (146.5, Some((5, 5)), None));
         assert_eq!(v.checks, "0 of 1708 failed");
         assert!(v.why.is_empty());
+    }
+
+    #[test]
+    fn a_block_as_kani_prints_it() {
+        // Verbatim from `cargo kani -j 2 --output-format terse` (kani 0.64.0).
+        let out = "Thread 0: Checking harness exec::proofs::prove_rescale_ns_contract...\nThread 0: \n\
+                   VERIFICATION RESULT:\n ** 0 of 148 failed\n\n ** 2 of 2 cover properties satisfied\n\n\n\
+                   VERIFICATION:- SUCCESSFUL\nVerification Time: 0.4759204s\n\nManual Harness Summary:\n\
+                   Complete - 1 successfully verified harnesses, 0 failures, 1 total.\n";
+        let v = verdicts(out, 180);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].0, "exec::proofs::prove_rescale_ns_contract");
+        let v = &v[0].1;
+        assert!(v.ok && v.over_goal.is_none(), "{v:?}");
+        assert_eq!((v.checks.as_str(), v.covers, v.secs), ("0 of 148 failed", Some((2, 2)), 0.4759204));
     }
 
     #[test]
