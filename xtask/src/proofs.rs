@@ -590,6 +590,45 @@ fn load_average() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// How the layered proofs are linked, for `docs/kani.md` (kept beside the
+/// generator so that the file stays generated whole).
+const COMPOSITION: &str = "\
+## How the layers are linked: contracts and stubs
+
+Function contracts (`#[kani::requires]`, `#[kani::ensures]`, `#[kani::modifies]`,
+under `cfg_attr(kani, ..)`, `-Z function-contracts`), each proved by its
+`proof_for_contract` harness, are on the leaves whose arguments are plain values:
+`exec::finalize::rescale_ns` (used through `stub_verified` by the proof of
+`postprocess_core`), and the NQ producer's `push` and `on_head_write`.
+
+The step proofs' compositional split (`core/src/exec/proofs/parts.rs`: an
+engine's batch, a core's sweep, FINALIZE's pieces, FINALIZE over the cores) keeps
+hand-written `kani::stub`s, because kani's contracts cannot state those layers:
+
+- every layer takes the device as `&mut D` for a generic `D: ExecDevice`, and
+  `modifies` can name only the whole `*dev`, not a field of a generic type;
+  `stub_verified` then havocs the whole proof device: its `RefCell` borrow flag (the
+  next draw panics), its clock (\"never reads the clock\" is then unprovable) and
+  its ring size (the in-ring read check fails);
+- the frame predicates compare the whole request before and after: an `old()` copy
+  of the 700-byte request per call, carried through every layer above.
+
+What ties each stub to its proof instead: the proof of each layer asserts the very
+predicate its stub assumes (`consume_core_post`, `finalize_post`,
+`postprocess_core_post`); the engine's stub, built to satisfy its predicate by
+construction, has its exact range written as `consume_engine_stub_allows`, and
+`cargo test` checks every real batch against it on generated inputs (in
+`consume_engine_N_keeps_its_frame_tests`; `consume_engine_stub_allows_only_what_the_stub_produces`
+shows the check can fail); and every status and timeout cause the real pieces
+return is checked, in the same tests, to be one the stubs' draws can give.
+
+The poll group's harnesses (`exec/proofs/group.rs`) run each request's step as a
+scripted step (a `kani::stub` deterministic in the request and its lane's device):
+what they prove is the group's bookkeeping; the real `progress_one_step` is proved
+by the step proofs, and the same bodies run the real one under `cargo test`.
+
+";
+
 /// `docs/kani.md`: every harness with its bounds, verdict, time and goal.
 fn write_table(
     root: &Path,
@@ -642,6 +681,8 @@ fn write_table(
         }
         s.push('\n');
     }
+    s.push_str(COMPOSITION);
+    s.push_str("## Every harness\n\n");
     s.push_str("| harness | file | unwind | contracts and stubs | result | checks | covers | time (s) | goal (s) |\n");
     s.push_str("|---|---|---|---|---|---|---|---|---|\n");
     for (h, r) in hs.iter().zip(results) {
