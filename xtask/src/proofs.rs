@@ -932,6 +932,19 @@ mod tests {
     }
 
     #[test]
+    fn every_harness_of_core_is_listed_with_its_test() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root");
+        let hs = harnesses(root);
+        let missing: Vec<&str> = hs.iter().filter(|h| !h.has_test).map(|h| h.path.as_str()).collect();
+        assert!(missing.is_empty(), "harnesses without the test that runs their body: {missing:?}");
+        assert!(hs.len() >= 40, "{} harnesses", hs.len());
+        let push = hs.iter().find(|h| h.path == "nq::ring::proofs::prove_producer_push_contract");
+        assert!(push.is_some_and(|h| h.notes == ["contract of NqProducer::push"] && h.unwind == Some(17)));
+        let group = hs.iter().find(|h| h.path == "exec::proofs::group::prove_group_ends_each_request_as_alone");
+        assert!(group.is_some_and(|h| h.notes.iter().any(|n| n.contains("scripted_step"))));
+    }
+
+    #[test]
     fn goals_are_per_harness_and_the_stage_goal_is_a_note() {
         assert_eq!(goal_of("exec::proofs::parts::prove_consume_engine_3_keeps_its_frame", HARNESS_GOAL_S), 420);
         assert_eq!(goal_of("dge::proofs::prove_dge_guards_admit_exactly_nx_pool", HARNESS_GOAL_S), HARNESS_GOAL_S);
