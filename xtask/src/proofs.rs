@@ -46,8 +46,12 @@ const HARNESS_GOAL_S: u64 = 180;
 /// core's sweep over its five engines (147 s): within the 3-minute goal on an
 /// otherwise idle machine, but 215 to 312 s when measured with other kani runs
 /// beside them (load 5 on 2 vCPUs). Their goal is that measured worst plus a
-/// third.
-const SLOW_HARNESSES: [(&str, u64); 6] = [
+/// third. The NQ producer and consumer together
+/// (`prove_producer_and_consumer_agree`: five operations of any kind on a
+/// shared ring, every record symbolic) took 586 s in its first run, on a
+/// machine at load 5 to 12 on 2 vCPUs: its goal is that measure.
+const SLOW_HARNESSES: [(&str, u64); 7] = [
+    ("nq::ring::proofs::prove_producer_and_consumer_agree", 600),
     ("exec::proofs::parts::prove_consume_core_keeps_its_frame", 420),
     ("exec::proofs::parts::prove_consume_engine_0_keeps_its_frame", 420),
     ("exec::proofs::parts::prove_consume_engine_1_keeps_its_frame", 420),
@@ -63,10 +67,10 @@ fn goal_of(path: &str, default: u64) -> u64 {
 
 /// kani's own `--harness-timeout`, seconds: the backstop that stops a harness
 /// that would never finish (a solver run that diverges), and fails it. Not a
-/// goal: the slowest harness measured so far took 312 s with other kani runs
-/// beside it (load 5 on 2 vCPUs) and 147 s on an otherwise idle machine; this is
-/// about 4 and 8 times those.
-const HARNESS_TIMEOUT_S: u64 = 1200;
+/// goal: the slowest harnesses measured so far took 586 s (the producer and
+/// consumer together, load 5 to 12 on 2 vCPUs) and 312 s (an engine's batch,
+/// load 5), 147 s on an otherwise idle machine; this is 3, 6 and 12 times those.
+const HARNESS_TIMEOUT_S: u64 = 1800;
 
 /// The stage's goal, seconds (20 minutes on a quiet machine): measured and
 /// reported, loudly, when missed; not enforced.
@@ -82,7 +86,7 @@ const STAGE_BACKSTOP_S: u64 = 45 * 60;
 // The backstops stay well above the goals (a goal is a measurement, a
 // backstop only stops what would never finish), and the stage's well inside
 // CI's 90 minutes.
-const _: () = assert!(HARNESS_TIMEOUT_S >= 2 * 420 && HARNESS_TIMEOUT_S >= 2 * HARNESS_GOAL_S);
+const _: () = assert!(HARNESS_TIMEOUT_S >= 3 * 600 && HARNESS_TIMEOUT_S >= 2 * HARNESS_GOAL_S);
 const _: () = assert!(STAGE_BACKSTOP_S >= 2 * STAGE_GOAL_S && STAGE_BACKSTOP_S <= 60 * 60);
 
 /// Harnesses verified at once (`cargo kani -j`; the machines have 2 cores).
@@ -937,7 +941,7 @@ mod tests {
         let hs = harnesses(root);
         let missing: Vec<&str> = hs.iter().filter(|h| !h.has_test).map(|h| h.path.as_str()).collect();
         assert!(missing.is_empty(), "harnesses without the test that runs their body: {missing:?}");
-        assert!(hs.len() >= 40, "{} harnesses", hs.len());
+        assert!(hs.len() >= 36, "{} harnesses", hs.len());
         let push = hs.iter().find(|h| h.path == "nq::ring::proofs::prove_producer_push_contract");
         assert!(push.is_some_and(|h| h.notes == ["contract of NqProducer::push"] && h.unwind == Some(17)));
         let group = hs.iter().find(|h| h.path == "exec::proofs::group::prove_group_ends_each_request_as_alone");
