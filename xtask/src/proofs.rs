@@ -615,7 +615,7 @@ hand-written `kani::stub`s, because kani's contracts cannot state those layers:
   next draw panics), its clock (\"never reads the clock\" is then unprovable) and
   its ring size (the in-ring read check fails);
 - the frame predicates compare the whole request before and after: an `old()` copy
-  of the 700-byte request per call, carried through every layer above.
+  of the whole request per call, carried through every layer above.
 
 What ties each stub to its proof instead: the proof of each layer asserts the very
 predicate its stub assumes (`consume_core_post`, `finalize_post`,
@@ -626,10 +626,12 @@ construction, has its exact range written as `consume_engine_stub_allows`, and
 shows the check can fail); and every status and timeout cause the real pieces
 return is checked, in the same tests, to be one the stubs' draws can give.
 
-The poll group's harnesses (`exec/proofs/group.rs`) run each request's step as a
-scripted step (a `kani::stub` deterministic in the request and its lane's device):
-what they prove is the group's bookkeeping; the real `progress_one_step` is proved
-by the step proofs, and the same bodies run the real one under `cargo test`.
+The poll group's properties (`exec/proofs/group.rs`: a slot reused only after its
+request is done, capacity never exceeded, a request ends as it does alone, batched
+HEAD write-back) run as `cargo test` tests against the real `progress_one_step`; their
+kani harnesses (each request's step a scripted `kani::stub`) are written but not
+armed: CBMC gave no verdict within 7 to 16 minutes on a loaded machine, and an armed
+harness that cannot finish would stop CI at kani's timeout.
 
 ";
 
@@ -944,8 +946,8 @@ mod tests {
         assert!(hs.len() >= 36, "{} harnesses", hs.len());
         let push = hs.iter().find(|h| h.path == "nq::ring::proofs::prove_producer_push_contract");
         assert!(push.is_some_and(|h| h.notes == ["contract of NqProducer::push"] && h.unwind == Some(17)));
-        let group = hs.iter().find(|h| h.path == "exec::proofs::group::prove_group_ends_each_request_as_alone");
-        assert!(group.is_some_and(|h| h.notes.iter().any(|n| n.contains("scripted_step"))));
+        let agree = hs.iter().find(|h| h.path == "nq::ring::proofs::prove_producer_and_consumer_agree");
+        assert!(agree.is_some_and(|h| h.unwind == Some(17) && goal_of(&h.path, HARNESS_GOAL_S) == 600));
     }
 
     #[test]

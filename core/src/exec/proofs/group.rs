@@ -8,7 +8,9 @@
 //! the group exactly as the same request driven alone on the same lane: after
 //! the same number of steps, with the same step code, status and final request.
 //!
-//! Under kani the request's own step is a scripted one ([`scripted_step`]):
+//! The kani harnesses over these bodies are written but not armed yet (see
+//! the end of this file). For kani the request's own step is a scripted one
+//! ([`scripted_step`]):
 //! deterministic in the request and in its lane's device, whose clock tells it
 //! when to finish and with which status, so a request stepped on the wrong
 //! lane, twice in a pass, or after it finished, ends differently than alone.
@@ -124,7 +126,7 @@ impl hal::TensorNotify for LaneDev {
 /// contract); otherwise one clock read of its lane, kept in the request, and
 /// DONE with the clock's status once its finish bit is set.
 #[cfg(kani)]
-#[allow(dead_code)] // named only by the group harnesses' `kani::stub` attributes
+#[allow(dead_code)] // for the group harnesses listed at the end, not armed yet
 pub(crate) fn scripted_step<D: hal::ExecDevice + ?Sized>(
     this: &mut ExecRequest,
     dev: &mut D,
@@ -520,36 +522,18 @@ pub(crate) fn group_missing_lane_fails_the_request<A: Any>(mut any: A) {
 // adds `same` over the 13 timestamp slots of a core: 14), the new
 // notification state's 5 INFER_STATUS ids, the rings 9 per core.
 
-#[cfg(kani)]
-#[kani::proof]
-#[kani::unwind(6)]
-#[kani::stub(crate::exec::ExecRequest::progress_one_step, scripted_step)]
-fn prove_group_reuses_a_slot_only_after_its_request_is_done() {
-    group_reuses_a_slot_only_after_its_request_is_done(crate::proofs::KaniAny, 5);
-}
-
-#[cfg(kani)]
-#[kani::proof]
-#[kani::unwind(14)]
-#[kani::stub(crate::exec::ExecRequest::progress_one_step, scripted_step)]
-fn prove_group_ends_each_request_as_alone() {
-    group_ends_each_request_as_alone(crate::proofs::KaniAny, 4);
-}
-
-#[cfg(kani)]
-#[kani::proof]
-#[kani::unwind(10)]
-fn prove_write_back_heads_hands_back_exactly_the_reads() {
-    write_back_heads_hands_back_exactly_the_reads(crate::proofs::KaniAny);
-}
-
-#[cfg(kani)]
-#[kani::proof]
-#[kani::unwind(6)]
-#[kani::stub(crate::exec::ExecRequest::progress_one_step, scripted_step)]
-fn prove_group_missing_lane_fails_the_request() {
-    group_missing_lane_fails_the_request(crate::proofs::KaniAny);
-}
+// Not armed as kani harnesses yet. Tried on a machine at load 5 to 12 (2
+// vCPUs): `prove_group_missing_lane_fails_the_request` gave no verdict in 16
+// minutes of CBMC (its memory past 2 GB and growing: the symbolic execution of
+// the group's slot arrays of whole requests and lanes of whole notification
+// states, not the solver), `prove_write_back_heads_hands_back_exactly_the_reads`
+// none in 7; the other two were not reached. Armed unverified, they could stop
+// CI at kani's timeout. Their bodies run as tests (`cargo test`, against the
+// real `progress_one_step`). The harnesses they would be, with the bounds tried:
+// - `prove_group_reuses_a_slot_only_after_its_request_is_done()`: unwind 6, 5 operations, the scripted step.
+// - `prove_group_ends_each_request_as_alone()`: unwind 14, 4 operations, the scripted step.
+// - `prove_write_back_heads_hands_back_exactly_the_reads()`: unwind 10.
+// - `prove_group_missing_lane_fails_the_request()`: unwind 6, the scripted step.
 
 #[cfg(test)]
 mod tests {

@@ -29,7 +29,7 @@
 //! devices' `RefCell` borrow flag (so the next draw panics), their clock (so
 //! "never reads the clock" can no longer be shown) and their ring size (so the
 //! in-ring read check fails); and the frame predicates compare the whole
-//! request before and after, an `old()` copy of the 700-byte request per call
+//! request before and after, an `old()` copy of the whole request per call
 //! that kani would carry through every layer. So the stubs stay, and what ties
 //! each to its proof is checked twice: the proof asserts the very predicate the
 //! stub assumes (`consume_core_post`, `finalize_post`, `postprocess_core_post`),
