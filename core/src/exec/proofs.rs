@@ -721,5 +721,6 @@ mod tests {
     }
 }
 
+mod group;
 mod parts;
 mod step;

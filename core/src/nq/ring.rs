@@ -213,6 +213,9 @@ impl NqProducer {
     /// the view of the host's read pointer. The host never consumes a whole lap
     /// between HEAD writes, so the advance is `(head - old) mod size`, clamped to
     /// what was written.
+    #[cfg_attr(kani, kani::requires(proofs::producer_ok(self)))]
+    #[cfg_attr(kani, kani::modifies(self))]
+    #[cfg_attr(kani, kani::ensures(|_| proofs::on_head_write_post(&old(*self), self, head)))]
     pub fn on_head_write(&mut self, head: u32) {
         let mask = self.size - 1;
         let advance = head.wrapping_sub(self.host_read & mask) & mask & !(ENTRY - 1);
@@ -223,6 +226,9 @@ impl NqProducer {
     /// Stamp `entry` with this lap's phase and return the byte offset to write it
     /// at, advancing the write cursor; `None` when the ring is full (the record is
     /// dropped, and the device raises INTC cause bit 29).
+    #[cfg_attr(kani, kani::requires(proofs::producer_ok(self)))]
+    #[cfg_attr(kani, kani::modifies(self, entry))]
+    #[cfg_attr(kani, kani::ensures(|r: &Option<u32>| proofs::push_post(&old(*self), self, &old(*entry), entry, *r)))]
     pub fn push(&mut self, entry: &mut [u8; ENTRY_SIZE]) -> Option<u32> {
         if self.free() == 0 {
             return None;

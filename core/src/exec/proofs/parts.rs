@@ -21,6 +21,27 @@
 //! A step proof with the stubs in place therefore covers every behaviour of the
 //! real pieces, and more.
 //!
+//! Why these are `kani::stub`s and not function contracts (`requires`,
+//! `ensures`, `modifies` proved by `proof_for_contract` and used through
+//! `stub_verified`): every piece takes the device as `&mut D` for a generic
+//! `D: ExecDevice`, and a contract's `modifies` can name only the whole `*dev`
+//! (no field of a generic type), which `stub_verified` then havocs: the proof
+//! devices' `RefCell` borrow flag (so the next draw panics), their clock (so
+//! "never reads the clock" can no longer be shown) and their ring size (so the
+//! in-ring read check fails); and the frame predicates compare the whole
+//! request before and after, an `old()` copy of the whole request per call
+//! that kani would carry through every layer. So the stubs stay, and what ties
+//! each to its proof is checked twice: the proof asserts the very predicate the
+//! stub assumes (`consume_core_post`, `finalize_post`, `postprocess_core_post`),
+//! or, for the stubs built to satisfy it by construction, `cargo test` checks
+//! the real piece against the stub's own range on generated inputs
+//! ([`consume_engine_stub_allows`], asserted in the body of the engine's proof
+//! whenever it runs as a test); and every status and timeout cause the real
+//! pieces return is one the stubs' draws can give ([`stub_can_give`],
+//! [`stub_can_give_cause`], asserted likewise). The function contracts of the
+//! project are on the leaves, where the arguments are plain values
+//! (`finalize::rescale_ns`, the NQ producer's `push` and `on_head_write`).
+//!
 //! What the stubs do not do, and why that hides nothing:
 //!
 //! - they do not call the device: the proofs show each piece leaves
@@ -181,6 +202,8 @@ pub(crate) fn consume_core_keeps_its_frame<A: Any>(mut any: A, core: usize) {
     let mut dev = HavocDev::new(any, now, ring_size);
     let r = req.consume_core(&mut dev, &mut nq, core);
     assert!(consume_core_post(&before, &req, core, r), "consume_core left its frame");
+    #[cfg(test)]
+    assert!(r.err().is_none_or(stub_can_give), "a status the stub of consume_core cannot give");
     assert!(
         nq_frame(&nq_before, &view(&nq), core as u8, &INFER_STATUS_NQS, false),
         "consume_core changed another ring"
@@ -247,6 +270,59 @@ fn consume_engine_pre(r: &ExecRequest, nq: &Notifications, core: usize, eng: usi
         && consume_core_pre(r, nq, core)
 }
 
+/// What [`consume_engine_stub`] can produce, exactly (it is built to satisfy
+/// [`consume_engine_post`] by construction, so this mirrors its body): only
+/// the frame changes; the engine's substate from START_PENDING to any, from
+/// END_PENDING to END_PENDING or COMPLETE, COMPLETE stays; an `Ok` keeps the
+/// fatal flags; an `Err` carries a status other than `NRT_SUCCESS` that the
+/// stub's draw can give, with any fatal flags. `cargo test` checks every real
+/// batch against it (in [`consume_engine_keeps_its_frame`]).
+#[cfg_attr(not(test), allow(dead_code))] // checked by `cargo test` (see above)
+pub(super) fn consume_engine_stub_allows(
+    before: &ExecRequest,
+    after: &ExecRequest,
+    core: usize,
+    eng: usize,
+    result: Result<(), NrtStatus>,
+) -> bool {
+    let mut framed = before.clone();
+    framed.tpb_exec_state[core][eng] = after.tpb_exec_state[core][eng];
+    framed.vcore_notif_ts[core] = after.vcore_notif_ts[core];
+    framed.slot_engine[core] = after.slot_engine[core];
+    framed.exec_fatal_status[core] = after.exec_fatal_status[core];
+    let was = before.tpb_exec_state[core][eng];
+    let now = after.tpb_exec_state[core][eng];
+    let substate = match was {
+        TpbEngState::StartPending => true,
+        TpbEngState::EndPending => now != TpbEngState::StartPending,
+        TpbEngState::Complete => now == TpbEngState::Complete,
+    };
+    let result = match result {
+        Ok(()) => eq(&after.exec_fatal_status[core], &before.exec_fatal_status[core]),
+        Err(st) => !st.is_success() && stub_can_give(st),
+    };
+    same(&framed, after) && substate && result
+}
+
+/// The stubs draw statuses as `NrtStatus::from_code(any u32)`: `st` is one of
+/// those (every named status, and `Other` of a code that names none).
+#[cfg_attr(not(test), allow(dead_code))] // checked by `cargo test` (see above)
+pub(super) fn stub_can_give(st: NrtStatus) -> bool {
+    NrtStatus::from_code(st.code()) == st
+}
+
+/// The timeout causes [`finalize_stub`] draws, by an exhaustive match with no
+/// wildcard: a new cause does not compile here until the stub draws it too.
+#[cfg_attr(not(test), allow(dead_code))] // checked by `cargo test` (see above)
+pub(super) fn stub_can_give_cause(c: &Option<crate::exec::TimeoutCause>) -> bool {
+    use crate::exec::TimeoutCause;
+    match c {
+        None => true,
+        Some(TimeoutCause::HbmUe(st)) => stub_can_give(*st),
+        Some(TimeoutCause::DmaAbort | TimeoutCause::Collectives | TimeoutCause::HangOnCompute) => true,
+    }
+}
+
 /// `consume_engine` keeps its frame (see [`consume_engine_post`]), changes in
 /// `nq` only its engine's ring, and never reads the clock; for any engine not
 /// COMPLETE of any core of any WAIT_CORE request, with any substates and any
@@ -272,6 +348,9 @@ pub(crate) fn consume_engine_keeps_its_frame<A: Any>(mut any: A, core: usize, en
     let mut dev = HavocDev::new(any, now, ring_size);
     let r = req.consume_engine(&mut dev, &mut nq, core, eng, engine);
     assert!(consume_engine_post(&before, &req, core, eng, r), "consume_engine left its frame");
+    // The stub the proof of `consume_core` runs instead covers this batch.
+    #[cfg(test)]
+    assert!(consume_engine_stub_allows(&before, &req, core, eng, r), "a batch its stub cannot produce");
     assert!(nq_frame(&nq_before, &view(&nq), core as u8, &[INFER_STATUS_NQS[eng]], false), "another ring changed");
     assert_eq!(dev.now.get(), now, "consume_engine read the clock");
     let after = req.tpb_exec_state[core][eng];
@@ -287,7 +366,8 @@ pub(crate) fn consume_engine_keeps_its_frame<A: Any>(mut any: A, core: usize, en
 
 /// What the proof of `consume_core` runs instead of `consume_engine`: its
 /// precondition checked, then ANY result and ANY new value of its frame that
-/// [`consume_engine_post`] allows; `dev` and `nq` untouched (see the module
+/// [`consume_engine_post`] allows (exactly [`consume_engine_stub_allows`]: keep
+/// the two in step); `dev` and `nq` untouched (see the module
 /// docs: an engine's batch changes only its own ring, which no other engine
 /// reads).
 #[cfg(kani)]
@@ -408,6 +488,8 @@ pub(crate) fn consume_error_block_keeps_its_frame<A: Any>(mut any: A, core: u8) 
         consume_error_block(&mut dev, &mut nq, core)
     };
     assert!(nq_frame(&nq_before, &view(&nq), core, &[ERROR_NQ], true), "the error sweep changed another ring");
+    #[cfg(test)]
+    assert!(stub_can_give(st), "a status the stub of the error sweep cannot give");
     assert_eq!(dev.now.get(), now, "the error sweep read the clock");
     cover!(unbound && st.is_success() && class.is_none(), "errors: an unbound ring is skipped");
     cover!(!unbound && class.is_some() && !st.is_success(), "errors: a record with a status");
@@ -495,6 +577,12 @@ pub(crate) fn finalize_keeps_its_contract<A: Any>(mut any: A, cores: u8) {
     let mut out = NrtStatus::Other(0xDEAD);
     let step = req.finalize(&mut dev, &mut nq, status, &mut out);
     assert!(finalize_post(&before, &req, status, step, out), "FINALIZE broke its contract");
+    #[cfg(test)]
+    for c in 0..MAX_CORES {
+        // Every value the stub of FINALIZE draws anew is one it can draw.
+        assert!(stub_can_give(out) && stub_can_give(req.out_info.exec_rets[c]), "a status the stub cannot give");
+        assert!(stub_can_give_cause(&req.out_info.timeout_cause[c]), "a timeout cause the stub cannot give");
+    }
     assert_eq!(dev.now.get(), now, "FINALIZE read the clock");
     let timed_out = (0..usize::from(cores)).any(|c| before.out_info.exec_rets[c] == NrtStatus::Timeout);
     cover!(step == Step::Done && out.is_success(), "finalize: a clean 0");
@@ -710,6 +798,49 @@ mod tests {
             property(Bytes::new(&bytes));
         });
         assert_covered(min_covers);
+    }
+
+    /// The tie between the engine's stub and the real batch can fail: the
+    /// stub's range rejects every outcome the stub cannot produce.
+    #[test]
+    fn consume_engine_stub_allows_only_what_the_stub_produces() {
+        let mut any = Bytes::new(&[]);
+        let before = any_request(&mut any, ExecState::WaitCore, Some(2));
+        let (core, eng) = (1, 3);
+        let mut ok = before.clone();
+        ok.vcore_notif_ts[core][0] = 7;
+        assert!(consume_engine_stub_allows(&before, &ok, core, eng, Ok(())));
+        let mut flagged = before.clone();
+        flagged.exec_fatal_status[core][0] = !flagged.exec_fatal_status[core][0];
+        assert!(consume_engine_stub_allows(&before, &flagged, core, eng, Err(NrtStatus::Failure)));
+        assert!(!consume_engine_stub_allows(&before, &flagged, core, eng, Ok(())), "flags changed on Ok");
+        assert!(!consume_engine_stub_allows(&before, &ok, core, eng, Err(NrtStatus::Success)), "Err(0)");
+        assert!(!consume_engine_stub_allows(&before, &ok, core, eng, Err(NrtStatus::Other(1))), "not a draw");
+        let mut other_core = before.clone();
+        other_core.vcore_notif_ts[0][0] ^= 1;
+        assert!(!consume_engine_stub_allows(&before, &other_core, core, eng, Ok(())), "another core");
+        let mut other_engine = before.clone();
+        other_engine.tpb_exec_state[core][eng - 1] = if before.tpb_exec_state[core][eng - 1] == TpbEngState::Complete {
+            TpbEngState::EndPending
+        } else {
+            TpbEngState::Complete
+        };
+        assert!(!consume_engine_stub_allows(&before, &other_engine, core, eng, Ok(())), "another engine");
+        for (was, now, allowed) in [
+            (TpbEngState::StartPending, TpbEngState::Complete, true),
+            (TpbEngState::EndPending, TpbEngState::Complete, true),
+            (TpbEngState::EndPending, TpbEngState::StartPending, false),
+            (TpbEngState::Complete, TpbEngState::EndPending, false),
+        ] {
+            let (mut b, mut a) = (before.clone(), before.clone());
+            b.tpb_exec_state[core][eng] = was;
+            a.tpb_exec_state[core][eng] = now;
+            assert_eq!(consume_engine_stub_allows(&b, &a, core, eng, Ok(())), allowed, "{was:?} -> {now:?}");
+        }
+        let mut state = before.clone();
+        state.state = ExecState::Done;
+        assert!(!consume_engine_stub_allows(&before, &state, core, eng, Ok(())), "outside the frame");
+        assert!(stub_can_give(NrtStatus::Other(0xDEAD)) && !stub_can_give(NrtStatus::Other(0)));
     }
 
     #[test]
