@@ -359,11 +359,6 @@ impl Model {
         self.procs.get(&pid).is_some_and(|p| p.opens > 0)
     }
 
-    /// The processes that have the device open.
-    pub fn processes(&self) -> impl Iterator<Item = u32> + '_ {
-        self.procs.keys().copied()
-    }
-
     /// Process `pid` is gone (it exited, or closed its last descriptor of the
     /// device): what the driver's `ncdev_flush` does for the last descriptor of
     /// a process (neuron_cdev.c), in its order (FLUSH-1..6):

@@ -1459,3 +1459,18 @@ fn flush1_a_gone_process_s_pending_reset_is_forgotten() {
     // A new process with the same pid is not refused with +1.
     assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(0));
 }
+
+#[test]
+fn gen1_a_write_only_open_does_not_attach_and_opens_are_counted() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    // A "free access" (O_WRONLY) descriptor is not an attach (ncdev_open).
+    m.open_free_access(PID + 1);
+    assert!(!m.attached(PID + 1));
+    let mut q = abi::DmaQueueInit { tx_desc_count: 64, rx_desc_count: 64, ..Default::default() };
+    assert_eq!(call_as(&mut m, PID + 1, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EACCES));
+    m.open(PID + 1);
+    assert!(m.attached(PID + 1));
+    assert_eq!(call_as(&mut m, PID + 1, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+    // The summary's count: every open made (PID's, and PID + 1's two).
+    assert_eq!(m.opens(), 3);
+}
