@@ -299,6 +299,10 @@ impl Session {
             }
             self.marked = 0;
         }
+        // After the explicit unmark: leave the process's write-only descriptor
+        // (closed when no other session uses it; its close would drop any mark
+        // still held).
+        self.dev.release_free_access();
         for e in &errors {
             log::warn!("session teardown: {e}");
         }

@@ -5,16 +5,20 @@
 //! `/dev/neuronN`, [`Session::run_inference`] step 11, and dropping the session
 //! (or [`Session::close`]) step 12:
 //!
-//! 1. `open(O_RDWR | O_CLOEXEC)`;
+//! 1. `open(O_RDWR | O_CLOEXEC)` (never duplicated: see [`NeuronDevice`]);
 //! 2. `DRIVER_INFO_GET` (architecture), `COMPATIBLE_VERSION`: a driver whose
 //!    range does not hold this binding's runtime version ([`runtime_version`])
-//!    is refused, both named; `DEVICE_INFO`: BAR0's address and size (the BAR
-//!    ioctls' base, `driver-abi.md` point 7; nothing is assumed);
+//!    is refused, both named; `DEVICE_INFO`: BAR0's address and size (added to
+//!    every BAR_READ/BAR_WRITE offset; nothing is assumed);
 //! 3. the simulator-only hint query (`nrt_abi::sim::SIM_HINTS`): the core
 //!    count, ring entries and clock origin of the simulated device, for what
 //!    the caller does not configure; a real driver refuses it, and then no
 //!    probe is read at all (absent, not read from BAR space);
-//! 4. `CRWL_NC_RANGE_MARK` of cores `0..cores`: `EBUSY` when another process
+//! 4. `CRWL_NC_RANGE_MARK` of cores `0..cores`, through the process's one
+//!    write-only descriptor of the node (opened `O_WRONLY | O_CLOEXEC` at its
+//!    first mark, shared by its sessions, closed after the last one's unmark:
+//!    its close frees the process's marks, a killed process's included,
+//!    neuron_cdev.c `ncdev_misc_flush`): `EBUSY` when another process
 //!    holds them, and the error names its pid and command
 //!    (`DEVICE_GET_ALL_APPS_INFO`, `/proc/<pid>/comm`);
 //! 5. `NC_RESET` of the cores claimed (only those: a reset destroys every NQ
