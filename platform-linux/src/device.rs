@@ -349,7 +349,8 @@ impl NeuronDevice {
 
     /// `NEURON_IOCTL_CRWL_WRITER_ENTER`: take core `nc_id`'s writer lock to
     /// switch model `uuid` in (`EALREADY` when this process already holds that
-    /// uuid; neuron_crwl.c: `ncrwl_writer_enter`).
+    /// uuid, the lock then set all the same and to be downgraded;
+    /// neuron_crwl.c: `ncrwl_writer_enter`).
     pub fn crwl_writer_enter(&self, nc_id: u32, uuid: [u8; 32]) -> Result<(), LinuxError> {
         self.call(ioctl::CRWL_WRITER_ENTER, &mut Crwl { nc_id, uuid })
     }

@@ -24,7 +24,8 @@
 //! 5. `NC_RESET` of the cores claimed (only those: a reset destroys every NQ
 //!    of its cores, of every process), `NC_RESET_READY` (result 0);
 //! 6. `CRWL_WRITER_ENTER {nc, uuid}` of each core: this session's model is
-//!    switched in under the writer lock;
+//!    switched in under the writer lock (`EALREADY` leaves the lock set: the
+//!    core is recorded as held and downgraded all the same);
 //! 7. `MEM_ALLOC_V2MT` (host memory, `align` 0) of the staging queue's TX
 //!    ring, RX ring and the copy's buffer, `MEM_GET_EXTENDED_INFO` (the handle
 //!    kept from the allocation: the info struct's is a kernel pointer), `mmap`

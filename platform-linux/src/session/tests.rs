@@ -200,6 +200,9 @@ mod fake_driver {
         pub free_access_calls: Vec<String>,
         /// Closes of a write-only descriptor (each the driver's misc flush).
         pub misc_flushes: usize,
+        /// A core whose CRWL slot already has this process as its writer with
+        /// the uuid the next WRITER_ENTER brings (so that it answers EALREADY).
+        pub already_writer: Option<u32>,
     }
 
     impl State {
@@ -290,7 +293,12 @@ mod fake_driver {
                     self.crwl[nc].reader_count -= 1;
                 }
                 c if c == io_::CRWL_WRITER_ENTER.code() => {
+                    let already = self.already_writer == Some(nc as u32);
                     let l = &mut self.crwl[nc];
+                    if already {
+                        l.writer_pid = me();
+                        l.uuid.copy_from_slice(uuid);
+                    }
                     if l.writer_acquired || l.reader_count != 0 {
                         return Err(libc::EBUSY);
                     }
@@ -817,6 +825,28 @@ fn a_mark_the_unmark_missed_is_dropped_by_the_write_only_close() {
     fake_driver::uninstall(&p);
     let st = st.borrow();
     assert_eq!(st.misc_flushes, 1);
+    assert_eq!(st.range_pids, [0; 8]);
+}
+
+/// neuron_crwl.c `ncrwl_writer_enter`: EALREADY (this process already the
+/// core's writer with this uuid) comes after the writer lock is set. The
+/// session records the core as writer-held and downgrades it, so the core is
+/// left unlocked at close.
+#[test]
+fn a_writer_enter_answered_ealready_is_downgraded_as_held() {
+    let (p, st) = fake_driver::install("ealready");
+    st.borrow_mut().already_writer = Some(0);
+    let s = Session::open(&p, cfg(Some(2))).unwrap();
+    {
+        let st = st.borrow();
+        assert!(st.crwl[..2].iter().all(|l| !l.writer_acquired && l.reader_count == 1), "downgraded");
+        let calls = bring_up_calls(&st.calls);
+        assert!(calls.contains(&"NEURON_IOCTL_CRWL_WRITER_DOWNGRADE 0"), "{calls:?}");
+    }
+    s.close().unwrap();
+    fake_driver::uninstall(&p);
+    let st = st.borrow();
+    assert!(st.crwl.iter().all(|l| l.reader_count == 0 && !l.writer_acquired));
     assert_eq!(st.range_pids, [0; 8]);
 }
 
