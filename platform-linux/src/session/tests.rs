@@ -828,6 +828,31 @@ fn a_mark_the_unmark_missed_is_dropped_by_the_write_only_close() {
     assert_eq!(st.range_pids, [0; 8]);
 }
 
+/// Any other refusal of a writer enter (here EBUSY: the lock stayed taken
+/// past the driver's wait) fails the bring-up, and that core, whose lock this
+/// session never had, is not downgraded nor exited; the one before it is.
+#[test]
+fn a_writer_enter_refused_otherwise_fails_and_leaves_that_core_alone() {
+    let (p, st) = fake_driver::install("writer-ebusy");
+    st.borrow_mut().fail = Some((ioctl::CRWL_WRITER_ENTER.code(), 2, libc::EBUSY));
+    let e = Session::open(&p, cfg(Some(2))).unwrap_err();
+    fake_driver::uninstall(&p);
+    assert_eq!((e.call, e.errno()), ("NEURON_IOCTL_CRWL_WRITER_ENTER", Some(libc::EBUSY)), "{e}");
+    let st = st.borrow();
+    let calls = bring_up_calls(&st.calls);
+    let at = calls.iter().position(|c| *c == "NEURON_IOCTL_CRWL_WRITER_ENTER 1").unwrap();
+    assert_eq!(
+        &calls[at + 1..],
+        [
+            "NEURON_IOCTL_CRWL_WRITER_DOWNGRADE 0",
+            "NEURON_IOCTL_CRWL_READER_EXIT 0",
+            "NEURON_IOCTL_CRWL_NC_RANGE_UNMARK 0x3",
+        ]
+    );
+    assert!(st.crwl.iter().all(|l| l.reader_count == 0 && !l.writer_acquired));
+    assert_eq!(st.range_pids, [0; 8]);
+}
+
 /// neuron_crwl.c `ncrwl_writer_enter`: EALREADY (this process already the
 /// core's writer with this uuid) comes after the writer lock is set. The
 /// session records the core as writer-held and downgrades it, so the core is
