@@ -19,7 +19,67 @@ use crate::ioctl::{
 use crate::sys;
 use nrt_abi::sim::{SimHints, SIM_HINTS, SIM_HINTS_MAGIC, SIM_HINTS_VERSION};
 
+/// The process's write-only ("free access") descriptors of the device nodes,
+/// through which it takes and gives back range marks, and how many users (one
+/// per [`NeuronDevice`] that has marked through them) hold them.
+///
+/// The driver's rules (neuron_cdev.c): a descriptor opened `O_WRONLY` is free
+/// access (`IS_NEURON_DEVICE_FREE_ACCESS`): it does not attach the process and
+/// reaches only the misc requests (`ncdev_misc_ioctl`: the range marks, the
+/// versions, the driver info), every other request on it is `EINVAL`. The
+/// close of **any** such descriptor unmarks every core the process holds, on
+/// every device (`ncdev_misc_flush`); the close of an `O_RDWR` descriptor drops
+/// no mark, so marks taken through one outlive a killed process. Hence marks go
+/// through a write-only descriptor (a killed process's marks are dropped at
+/// its exit, when its descriptors close), one per process and node, and none
+/// of them is closed while any user remains (closing one would drop the marks
+/// of the process's other sessions, on this node or another): all are closed
+/// together when the last user leaves, after its explicit unmark.
+#[derive(Debug, Default)]
+struct FreeAccess {
+    users: usize,
+    fds: Vec<(PathBuf, File)>,
+}
+
+#[cfg(not(test))]
+static FREE_ACCESS: Mutex<FreeAccess> = Mutex::new(FreeAccess { users: 0, fds: Vec::new() });
+
+/// Run `f` on the process's registry of write-only descriptors, under its lock.
+#[cfg(not(test))]
+fn with_free_access<R>(f: impl FnOnce(&mut FreeAccess) -> R) -> R {
+    let mut g = FREE_ACCESS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    f(&mut g)
+}
+
+// In the unit tests each thread stands for a process: the fake driver is per
+// thread (`sys::fake`), and so is the registry, so that tests running at once
+// do not hold each other's descriptors open.
+#[cfg(test)]
+thread_local! {
+    static FREE_ACCESS: std::cell::RefCell<FreeAccess> = std::cell::RefCell::new(FreeAccess::default());
+}
+
+#[cfg(test)]
+fn with_free_access<R>(f: impl FnOnce(&mut FreeAccess) -> R) -> R {
+    FREE_ACCESS.with(|r| f(&mut r.borrow_mut()))
+}
+
 /// An open device node.
+///
+/// # One descriptor, never duplicated
+///
+/// The node is opened once per `NeuronDevice`, `O_RDWR | O_CLOEXEC`, and that
+/// descriptor is never `dup`ed, `try_clone`d or handed to a forked child. The
+/// driver runs its whole per-process cleanup at every close of a descriptor of
+/// this kind whose open made the process's open count 1 (neuron_cdev.c
+/// `ncdev_flush`: queues re-pointed at the dummy ring, CRWL slots reset, the
+/// process's chunks freed) and detaches the process once per close
+/// (neuron_pid.c `npid_detach`; a `dup` does not count as an open): closing a
+/// copy would tear the process down while the original is still in use, and
+/// every gated request would then be `EACCES`. Several sessions of one process
+/// each open their own descriptor (each open counts); mappings keep no
+/// descriptor. Range marks alone go through the process's shared write-only
+/// descriptor (see `FreeAccess` above), never this one.
 ///
 /// It remembers the DMA queues this process initialised (`DMA_QUEUE_INIT`, until
 /// `DMA_QUEUE_RELEASE`) with their ring sizes, and refuses a copy start the
@@ -31,10 +91,19 @@ pub struct NeuronDevice {
     path: PathBuf,
     /// `(eng_id, qid)` -> `(tx_desc_count, rx_desc_count)` of each queue initialised.
     queues: Mutex<HashMap<(u32, u32), (u32, u32)>>,
+    /// Whether this device is a user of the process's write-only descriptors.
+    free_access: Mutex<bool>,
+}
+
+impl Drop for NeuronDevice {
+    fn drop(&mut self) {
+        self.release_free_access();
+    }
 }
 
 impl NeuronDevice {
-    /// Open a device node read-write (`O_RDWR | O_CLOEXEC`).
+    /// Open a device node read-write (`O_RDWR | O_CLOEXEC`). The descriptor is
+    /// this device's alone: never duplicated nor shared (see the type's docs).
     pub fn open(path: impl AsRef<Path>) -> Result<NeuronDevice, LinuxError> {
         let path = path.as_ref().to_path_buf();
         let file = OpenOptions::new()
@@ -42,8 +111,55 @@ impl NeuronDevice {
             .write(true)
             .custom_flags(libc::O_CLOEXEC)
             .open(&path)
-            .map_err(|e| LinuxError::new("open", path.display().to_string(), e))?;
-        Ok(NeuronDevice { file, path, queues: Mutex::new(HashMap::new()) })
+            .map_err(|e| open_error(&path, e))?;
+        Ok(NeuronDevice { file, path, queues: Mutex::new(HashMap::new()), free_access: Mutex::new(false) })
+    }
+
+    /// Issue `req` through the process's write-only descriptor of this node,
+    /// opened (`O_WRONLY | O_CLOEXEC`) at the first use and this device then
+    /// counted as one of its users until
+    /// [`release_free_access`](Self::release_free_access).
+    fn call_free_access<T: PlainArg>(&self, req: Ioctl<T>, arg: &mut T) -> Result<(), LinuxError> {
+        let mut joined = self.free_access.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let rc = with_free_access(|r| {
+            if !r.fds.iter().any(|(p, _)| *p == self.path) {
+                let f = OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_CLOEXEC)
+                    .open(&self.path)
+                    .map_err(|e| open_error(&self.path, e))?;
+                r.fds.push((self.path.clone(), f));
+            }
+            if !*joined {
+                r.users += 1;
+                *joined = true;
+            }
+            let fd = r.fds.iter().find(|(p, _)| *p == self.path).map(|(_, f)| f.as_fd());
+            match fd {
+                Some(fd) => sys::ioctl(fd, req, arg).map_err(|e| self.failed(req.name(), e)),
+                None => Err(self.refuse(req.name(), "the write-only descriptor is not open".into())),
+            }
+        })?;
+        self.check_rc(req.name(), rc)
+    }
+
+    /// Stop using the process's write-only descriptors: when this device was
+    /// the last user, every one of them is closed (the driver then drops any
+    /// mark the process still holds, on every device: `ncdev_misc_flush`).
+    /// Called after the explicit unmark; again (a no-op) at drop.
+    pub fn release_free_access(&self) {
+        let mut joined = self.free_access.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !std::mem::take(&mut *joined) {
+            return;
+        }
+        with_free_access(|r| {
+            r.users = r.users.saturating_sub(1);
+            if r.users == 0 {
+                for (_, f) in r.fds.drain(..) {
+                    sys::close(f);
+                }
+            }
+        });
     }
 
     /// The node's path.
@@ -233,7 +349,8 @@ impl NeuronDevice {
 
     /// `NEURON_IOCTL_CRWL_WRITER_ENTER`: take core `nc_id`'s writer lock to
     /// switch model `uuid` in (`EALREADY` when this process already holds that
-    /// uuid; neuron_crwl.c: `ncrwl_writer_enter`).
+    /// uuid, the lock then set all the same and to be downgraded;
+    /// neuron_crwl.c: `ncrwl_writer_enter`).
     pub fn crwl_writer_enter(&self, nc_id: u32, uuid: [u8; 32]) -> Result<(), LinuxError> {
         self.call(ioctl::CRWL_WRITER_ENTER, &mut Crwl { nc_id, uuid })
     }
@@ -244,20 +361,22 @@ impl NeuronDevice {
         self.call(ioctl::CRWL_WRITER_DOWNGRADE, &mut Crwl { nc_id, uuid })
     }
 
-    /// `NEURON_IOCTL_CRWL_NC_RANGE_MARK`: claim `nc_count` consecutive free cores
+    /// `NEURON_IOCTL_CRWL_NC_RANGE_MARK`, through the process's write-only
+    /// descriptor of this node: claim `nc_count` consecutive free cores
     /// of this device between `start` and `end` (inclusive). The bitmap of the
     /// cores claimed; `EBUSY` when another process holds them
     /// (neuron_crwl.c: `ncrwl_nc_range_mark`).
     pub fn crwl_nc_range_mark(&self, nc_count: u32, start: u32, end: u32) -> Result<u64, LinuxError> {
         let mut a = CrwlNcMap { nc_count, start_nc_index: start, end_nc_index: end, ..CrwlNcMap::default() };
-        self.call(ioctl::CRWL_NC_RANGE_MARK, &mut a)?;
+        self.call_free_access(ioctl::CRWL_NC_RANGE_MARK, &mut a)?;
         Ok(a.bitmap)
     }
 
-    /// `NEURON_IOCTL_CRWL_NC_RANGE_UNMARK`: give back the cores of `bitmap` this
+    /// `NEURON_IOCTL_CRWL_NC_RANGE_UNMARK`, through the process's write-only
+    /// descriptor: give back the cores of `bitmap` this
     /// process marked (neuron_crwl.c: `ncrwl_nc_range_unmark`).
     pub fn crwl_nc_range_unmark(&self, bitmap: u64) -> Result<(), LinuxError> {
-        self.call(ioctl::CRWL_NC_RANGE_UNMARK, &mut CrwlNcMap { bitmap, ..CrwlNcMap::default() })
+        self.call_free_access(ioctl::CRWL_NC_RANGE_UNMARK, &mut CrwlNcMap { bitmap, ..CrwlNcMap::default() })
     }
 
     /// `NEURON_IOCTL_DEVICE_GET_ALL_APPS_INFO` with the lock information: the
@@ -375,6 +494,24 @@ impl NeuronDevice {
     }
 }
 
+/// The error of a failed open of `path`: `EBUSY` is the driver's limit of 16
+/// processes per device (neuron_pid.c `npid_attach`,
+/// `NEURON_MAX_PROCESS_PER_DEVICE`; neuron_cdev.c `ncdev_open`), said so.
+fn open_error(path: &Path, e: io::Error) -> LinuxError {
+    let busy = e.raw_os_error() == Some(libc::EBUSY);
+    let err = LinuxError::new("open", path.display().to_string(), e);
+    if busy {
+        err.with_detail(format!(
+            "{} processes already have {} open, the driver's limit per device (NEURON_MAX_PROCESS_PER_DEVICE, \
+             neuron_pid.c: npid_attach)",
+            ioctl::MAX_PROCESS_PER_DEVICE,
+            path.display()
+        ))
+    } else {
+        err
+    }
+}
+
 /// What a positive return of `call` means, for the error (the driver's
 /// positive returns are failures a binding that checks only `< 0` takes for
 /// success).
@@ -403,10 +540,16 @@ impl hal::Semaphore for NeuronDevice {
 
 /// Register access through the driver's BAR ioctls: how an unprivileged process
 /// writes NQ HEAD registers. Offsets are relative to `bar_base`, the BAR's
-/// address as the driver reports it in `DEVICE_INFO` (`bar_address[bar]`): the
-/// driver subtracts its own BAR base from every BAR_READ/BAR_WRITE address
-/// (`driver-abi.md` point 7), so [`from_device_info`](Self::from_device_info)
-/// is the way to make one.
+/// address as the driver reports it in `DEVICE_INFO` (`bar_address[bar]`, the
+/// kernel address of the driver's mapping of the BAR: neuron_cdev.c
+/// `ncdev_device_info`), and both reads and writes send `bar_base + offset`.
+/// The driver uses them differently: BAR_WRITE subtracts its BAR0 base from
+/// each address and bounds the offset by the BAR's size (neuron_cdev.c
+/// `ncdev_bar_write_data_v2`/`_v3`); BAR_READ reads each address as given, with
+/// no subtraction and no bound (v2/v3 `reg_read32_array` -> neuron_fw_io.c
+/// `fw_io_read_csr_array_direct`), so a plain offset there would be read as a
+/// small kernel address. [`from_device_info`](Self::from_device_info) is the
+/// way to make one.
 #[derive(Debug)]
 pub struct IoctlBar<'a> {
     dev: &'a NeuronDevice,
@@ -567,6 +710,23 @@ mod tests {
         let e = IoctlBar::from_device_info(&dev, 0).unwrap_err();
         assert_eq!((e.call, e.errno()), ("NEURON_IOCTL_DEVICE_INFO", Some(libc::ENOTTY)), "{e}");
         std::fs::remove_file(p).unwrap();
+    }
+
+    /// neuron_cdev.c `ncdev_open`: EBUSY is the 17th process of a device
+    /// (neuron_pid.c `npid_attach`); the error says so and names the node.
+    #[test]
+    fn an_open_refused_with_ebusy_names_the_process_limit() {
+        let e = open_error(Path::new("/dev/neuron3"), io::Error::from_raw_os_error(libc::EBUSY));
+        assert_eq!((e.call, e.errno()), ("open", Some(libc::EBUSY)));
+        let msg = e.to_string();
+        assert!(msg.starts_with("open on /dev/neuron3 failed: EBUSY"), "{msg}");
+        assert!(msg.contains("16 processes already have /dev/neuron3 open"), "{msg}");
+        assert!(msg.contains("NEURON_MAX_PROCESS_PER_DEVICE"), "{msg}");
+        let other = open_error(Path::new("/dev/neuron3"), io::Error::from_raw_os_error(libc::ENOENT));
+        assert!(other.detail.is_none(), "{other}");
+        // Through `open` itself: a node that is not there (ENOENT, named).
+        let e = NeuronDevice::open("/nonexistent/neuron9").unwrap_err();
+        assert_eq!((e.call, e.errno(), e.target.as_str()), ("open", Some(libc::ENOENT), "/nonexistent/neuron9"));
     }
 
     /// driver-abi.md point 1: copy start never goes out with rx == 0.

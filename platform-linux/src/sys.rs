@@ -176,6 +176,14 @@ pub fn get_all_apps_info(fd: BorrowedFd<'_>, flags: u16) -> io::Result<(i32, Vec
     Ok((rc, buf.entries[..n].to_vec()))
 }
 
+/// Close `file` (the unit tests' fake driver is told first, so that it runs
+/// the driver's flush of a write-only descriptor).
+pub(crate) fn close(file: File) {
+    #[cfg(test)]
+    fake::closing(file.as_raw_fd());
+    drop(file);
+}
+
 /// `CLOCK_MONOTONIC` in nanoseconds (the system's, not since an origin: the
 /// driver model publishes its device clock's origin on the same clock).
 pub fn monotonic_ns() -> u64 {
@@ -206,12 +214,27 @@ pub(crate) mod fake {
     use std::os::fd::RawFd;
     use std::path::PathBuf;
 
-    use crate::ioctl::MemAllocV2Mt;
+    use crate::ioctl::{MemAllocV2Mt, COMPATIBLE_VERSION, CRWL_NC_RANGE_MARK, CRWL_NC_RANGE_UNMARK};
 
     /// The driver's side of the calls, on the argument's bytes.
+    ///
+    /// A descriptor opened `O_WRONLY` is the driver's "free access" kind
+    /// (neuron_cdev.c: `IS_NEURON_DEVICE_FREE_ACCESS`): its requests reach only
+    /// the misc dispatcher (`ncdev_misc_ioctl`), so the fake answers `EINVAL` to
+    /// every other request on it without asking the driver, and hands the misc
+    /// ones to [`misc_ioctl`](Driver::misc_ioctl). Its close runs the misc flush
+    /// (`ncdev_misc_flush`: every range mark of the process dropped), which the
+    /// fake hands to [`misc_flush`](Driver::misc_flush). The close of an
+    /// `O_RDWR` descriptor is not seen: it never drops a range mark.
     pub(crate) trait Driver {
         /// A plain-argument request; `Err(errno)` fails it.
         fn ioctl(&mut self, code: u32, arg: &mut [u8]) -> Result<i32, i32>;
+        /// A misc request on a write-only descriptor.
+        fn misc_ioctl(&mut self, code: u32, arg: &mut [u8]) -> Result<i32, i32> {
+            self.ioctl(code, arg)
+        }
+        /// The close of a write-only descriptor: drop every range mark of the process.
+        fn misc_flush(&mut self) {}
         /// BAR_READ / BAR_WRITE of `addresses` (absolute), `data` in or out.
         fn bar_rw(&mut self, code: u32, bar: u32, addresses: &[u64], data: &mut [u32]) -> Result<i32, i32>;
         /// MEM_ALLOC_V2MT: the handle.
@@ -232,25 +255,58 @@ pub(crate) mod fake {
         DRIVER.with(|d| d.borrow_mut().take().map(|(_, drv)| drv))
     }
 
-    fn with<R>(fd: RawFd, f: impl FnOnce(&mut dyn Driver) -> Result<R, i32>) -> Option<io::Result<R>> {
+    /// Whether descriptor `fd` was opened `O_WRONLY` (its `flags:` line in
+    /// `/proc/self/fdinfo`, octal).
+    fn write_only(fd: RawFd) -> bool {
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).unwrap_or_default();
+        let flags = info.lines().find_map(|l| l.strip_prefix("flags:")).map(str::trim);
+        flags.and_then(|f| i32::from_str_radix(f, 8).ok()).is_some_and(|f| f & libc::O_ACCMODE == libc::O_WRONLY)
+    }
+
+    /// The requests `ncdev_misc_ioctl` (neuron_cdev.c) serves among those
+    /// `nrt-abi` has: the range marks and COMPATIBLE_VERSION (by their whole
+    /// code) and DRIVER_INFO (by its number alone, 110, as the driver matches
+    /// it with `_IOC_NR`).
+    fn misc(code: u32) -> bool {
+        [CRWL_NC_RANGE_MARK.code(), CRWL_NC_RANGE_UNMARK.code(), COMPATIBLE_VERSION.code()].contains(&code)
+            || code & 0xFF == 110
+    }
+
+    /// `f` on the installed driver, `free` whether `fd` is write-only; `None`
+    /// when `fd` is not the installed driver's file.
+    fn with<R>(fd: RawFd, f: impl FnOnce(&mut dyn Driver, bool) -> Result<R, i32>) -> Option<io::Result<R>> {
         let target = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
         DRIVER.with(|d| {
             let mut d = d.borrow_mut();
             let (path, drv) = d.as_mut()?;
-            (*path == target).then(|| f(drv.as_mut()).map_err(io::Error::from_raw_os_error))
+            (*path == target).then(|| f(drv.as_mut(), write_only(fd)).map_err(io::Error::from_raw_os_error))
         })
     }
 
     pub(super) fn ioctl(fd: RawFd, code: u32, arg: &mut [u8]) -> Option<io::Result<i32>> {
-        with(fd, |d| d.ioctl(code, arg))
+        with(fd, |d, free| match (free, misc(code)) {
+            (false, _) => d.ioctl(code, arg),
+            (true, true) => d.misc_ioctl(code, arg),
+            (true, false) => Err(libc::EINVAL),
+        })
     }
 
     pub(super) fn bar_rw(fd: RawFd, code: u32, bar: u32, a: &[u64], data: &mut [u32]) -> Option<io::Result<i32>> {
-        with(fd, |d| d.bar_rw(code, bar, a, data))
+        with(fd, |d, free| if free { Err(libc::EINVAL) } else { d.bar_rw(code, bar, a, data) })
     }
 
     pub(super) fn mem_alloc(fd: RawFd, arg: &MemAllocV2Mt) -> Option<io::Result<(i32, u64)>> {
-        with(fd, |d| d.mem_alloc(arg).map(|h| (0, h)))
+        with(fd, |d, free| if free { Err(libc::EINVAL) } else { d.mem_alloc(arg).map(|h| (0, h)) })
+    }
+
+    /// `fd` is about to be closed: a write-only descriptor's close is the misc flush.
+    pub(super) fn closing(fd: RawFd) {
+        let _ = with(fd, |d, free| {
+            if free {
+                d.misc_flush();
+            }
+            Ok(())
+        });
     }
 }
 

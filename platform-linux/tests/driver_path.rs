@@ -112,22 +112,33 @@ fn the_c_abi_session_runs_every_scenario_under_the_driver_model() {
     assert_eq!(table(&out), want, "{out}\n{err}");
 }
 
-/// `(name, code)` of every Neuron ioctl, `open` of the device and `close` of
-/// its descriptor in an `strace -f` log, in order.
+/// The name of every Neuron ioctl, `open` of the device and `close` of its
+/// descriptor in an `strace -f` log, in order. The process's write-only
+/// descriptor of the node (the one the range marks go through) is told apart:
+/// `open O_WRONLY`, each request on it with ` (O_WRONLY)` after its name,
+/// `close O_WRONLY`.
 fn calls(log: &str) -> Vec<String> {
     let mut v = Vec::new();
     let mut dev_fd: Option<String> = None;
+    let mut wo_fd: Option<String> = None;
     for l in log.lines() {
         if let Some(at) = l.find("openat(") {
             if l[at..].contains("\"/dev/neuron0\"") {
                 if let Some(fd) = l.rsplit("= ").next() {
-                    dev_fd = Some(fd.trim().to_string());
-                    v.push("open".to_string());
+                    let fd = fd.trim().to_string();
+                    if l[at..].contains("O_WRONLY") {
+                        wo_fd = Some(fd);
+                        v.push("open O_WRONLY".to_string());
+                    } else {
+                        dev_fd = Some(fd);
+                        v.push("open".to_string());
+                    }
                 }
             }
         } else if let Some(at) = l.find("ioctl(") {
             // ioctl(3, _IOC(_IOC_READ, 0x4e, 0x6e, 0x18), 0x7ff...) = 0
             let rest = &l[at + 6..];
+            let on_wo = wo_fd.as_ref().is_some_and(|fd| rest.starts_with(&format!("{fd},")));
             let Some(ioc) = rest.find("_IOC(").map(|i| &rest[i + 5..]) else { continue };
             let parts: Vec<&str> = ioc.split(',').map(str::trim).collect();
             if parts.len() < 4 || parts[1] != "0x4e" {
@@ -141,11 +152,16 @@ fn calls(log: &str) -> Vec<String> {
             };
             let hex = |s: &str| u32::from_str_radix(s.trim_start_matches("0x").trim_end_matches(')'), 16).unwrap_or(0);
             let code = (dir << 30) | (hex(parts[3]) << 16) | (0x4E << 8) | hex(parts[2]);
-            v.push(nrt_linux::ioctl::request_name(code).unwrap_or("unknown").to_string());
-        } else if let (Some(fd), Some(at)) = (&dev_fd, l.find("close(")) {
-            if l[at + 6..].starts_with(&format!("{fd})")) {
+            let name = nrt_linux::ioctl::request_name(code).unwrap_or("unknown");
+            v.push(if on_wo { format!("{name} (O_WRONLY)") } else { name.to_string() });
+        } else if let Some(at) = l.find("close(") {
+            let arg = &l[at + 6..];
+            if dev_fd.as_ref().is_some_and(|fd| arg.starts_with(&format!("{fd})"))) {
                 v.push("close".to_string());
                 dev_fd = None;
+            } else if wo_fd.as_ref().is_some_and(|fd| arg.starts_with(&format!("{fd})"))) {
+                v.push("close O_WRONLY".to_string());
+                wo_fd = None;
             }
         }
     }
@@ -196,7 +212,8 @@ fn strace_shows_the_bring_up_requests_in_the_contract_order() {
         "NEURON_IOCTL_COMPATIBLE_VERSION",
         "NEURON_IOCTL_DEVICE_INFO",
         "NRT_SIM_IOCTL_HINTS",
-        "NEURON_IOCTL_CRWL_NC_RANGE_MARK",
+        "open O_WRONLY",
+        "NEURON_IOCTL_CRWL_NC_RANGE_MARK (O_WRONLY)",
         "NEURON_IOCTL_NC_RESET",
         "NEURON_IOCTL_NC_RESET_READY",
         "NEURON_IOCTL_CRWL_WRITER_ENTER",
@@ -210,7 +227,8 @@ fn strace_shows_the_bring_up_requests_in_the_contract_order() {
         "NEURON_IOCTL_DMA_QUEUE_RELEASE",
         "NEURON_IOCTL_MEM_FREE",
         "NEURON_IOCTL_CRWL_READER_EXIT",
-        "NEURON_IOCTL_CRWL_NC_RANGE_UNMARK",
+        "NEURON_IOCTL_CRWL_NC_RANGE_UNMARK (O_WRONLY)",
+        "close O_WRONLY",
         "close",
     ];
     let firsts: Vec<usize> = order
@@ -222,12 +240,23 @@ fn strace_shows_the_bring_up_requests_in_the_contract_order() {
     // left, one unmark; no reader enter (the downgrade makes the reader); two
     // kickoffs; one copy start.
     let count = |name: &str| seq.iter().filter(|c| *c == name).count();
-    assert_eq!(count("NEURON_IOCTL_CRWL_NC_RANGE_MARK"), 1, "{seq:?}");
+    assert_eq!(count("NEURON_IOCTL_CRWL_NC_RANGE_MARK (O_WRONLY)"), 1, "{seq:?}");
     assert_eq!(count("NEURON_IOCTL_CRWL_WRITER_ENTER"), 2, "{seq:?}");
     assert_eq!(count("NEURON_IOCTL_CRWL_WRITER_DOWNGRADE"), 2, "{seq:?}");
     assert_eq!(count("NEURON_IOCTL_CRWL_READER_ENTER"), 0, "{seq:?}");
     assert_eq!(count("NEURON_IOCTL_CRWL_READER_EXIT"), 2, "{seq:?}");
-    assert_eq!(count("NEURON_IOCTL_CRWL_NC_RANGE_UNMARK"), 1, "{seq:?}");
+    assert_eq!(count("NEURON_IOCTL_CRWL_NC_RANGE_UNMARK (O_WRONLY)"), 1, "{seq:?}");
+    // One write-only descriptor, opened once, closed once; the marks alone go
+    // through it (every other request there would be EINVAL on the driver:
+    // neuron_cdev.c `ncdev_misc_ioctl`), and none goes through the other.
+    assert_eq!((count("open O_WRONLY"), count("close O_WRONLY")), (1, 1), "{seq:?}");
+    let on_wo: Vec<&String> = seq.iter().filter(|c| c.ends_with(" (O_WRONLY)")).collect();
+    assert_eq!(
+        on_wo,
+        ["NEURON_IOCTL_CRWL_NC_RANGE_MARK (O_WRONLY)", "NEURON_IOCTL_CRWL_NC_RANGE_UNMARK (O_WRONLY)"],
+        "{seq:?}"
+    );
+    assert_eq!((count("NEURON_IOCTL_CRWL_NC_RANGE_MARK"), count("NEURON_IOCTL_CRWL_NC_RANGE_UNMARK")), (0, 0));
     assert_eq!(count("NEURON_IOCTL_SEMAPHORE_INCREMENT"), 2, "{seq:?}");
     assert_eq!(count("NEURON_IOCTL_DMA_QUEUE_COPY_START"), 1, "{seq:?}");
     // Three chunks allocated, the copy buffer freed, the two ring chunks left

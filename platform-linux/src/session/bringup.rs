@@ -129,9 +129,21 @@ impl Session {
     /// Step 6: switch this session's model in: `CRWL_WRITER_ENTER {nc, uuid}`
     /// of each core (neuron_crwl.c: `ncrwl_writer_enter`); the rings and queues
     /// are set up under the writer lock, then [`downgrade_writers`](Self::downgrade_writers).
+    ///
+    /// `EALREADY` (this process is already the core's writer with this uuid)
+    /// is not "nothing to do": the driver sets the writer lock before it makes
+    /// that test, so the core is writer-locked by this process all the same.
+    /// It is recorded as held and downgraded like the others; left alone, the
+    /// lock would stay set and every reader of the core would get `EBUSY`.
     fn enter_writers(&mut self) -> Result<(), LinuxError> {
         for nc in 0..u32::from(self.cores) {
-            self.dev.crwl_writer_enter(nc, self.uuid)?;
+            match self.dev.crwl_writer_enter(nc, self.uuid) {
+                Ok(()) => {}
+                Err(e) if e.errno() == Some(libc::EALREADY) => {
+                    log::info!("core {nc}: {e}: the writer lock is held by this session all the same");
+                }
+                Err(e) => return Err(e),
+            }
             self.owned.push((nc, Crwl::Writer));
         }
         Ok(())
@@ -299,6 +311,10 @@ impl Session {
             }
             self.marked = 0;
         }
+        // After the explicit unmark: leave the process's write-only descriptor
+        // (closed when no other session uses it; its close would drop any mark
+        // still held).
+        self.dev.release_free_access();
         for e in &errors {
             log::warn!("session teardown: {e}");
         }

@@ -5,22 +5,27 @@
 //! `/dev/neuronN`, [`Session::run_inference`] step 11, and dropping the session
 //! (or [`Session::close`]) step 12:
 //!
-//! 1. `open(O_RDWR | O_CLOEXEC)`;
+//! 1. `open(O_RDWR | O_CLOEXEC)` (never duplicated: see [`NeuronDevice`]);
 //! 2. `DRIVER_INFO_GET` (architecture), `COMPATIBLE_VERSION`: a driver whose
 //!    range does not hold this binding's runtime version ([`runtime_version`])
-//!    is refused, both named; `DEVICE_INFO`: BAR0's address and size (the BAR
-//!    ioctls' base, `driver-abi.md` point 7; nothing is assumed);
+//!    is refused, both named; `DEVICE_INFO`: BAR0's address and size (added to
+//!    every BAR_READ/BAR_WRITE offset; nothing is assumed);
 //! 3. the simulator-only hint query (`nrt_abi::sim::SIM_HINTS`): the core
 //!    count, ring entries and clock origin of the simulated device, for what
 //!    the caller does not configure; a real driver refuses it, and then no
 //!    probe is read at all (absent, not read from BAR space);
-//! 4. `CRWL_NC_RANGE_MARK` of cores `0..cores`: `EBUSY` when another process
+//! 4. `CRWL_NC_RANGE_MARK` of cores `0..cores`, through the process's one
+//!    write-only descriptor of the node (opened `O_WRONLY | O_CLOEXEC` at its
+//!    first mark, shared by its sessions, closed after the last one's unmark:
+//!    its close frees the process's marks, a killed process's included,
+//!    neuron_cdev.c `ncdev_misc_flush`): `EBUSY` when another process
 //!    holds them, and the error names its pid and command
 //!    (`DEVICE_GET_ALL_APPS_INFO`, `/proc/<pid>/comm`);
 //! 5. `NC_RESET` of the cores claimed (only those: a reset destroys every NQ
 //!    of its cores, of every process), `NC_RESET_READY` (result 0);
 //! 6. `CRWL_WRITER_ENTER {nc, uuid}` of each core: this session's model is
-//!    switched in under the writer lock;
+//!    switched in under the writer lock (`EALREADY` leaves the lock set: the
+//!    core is recorded as held and downgraded all the same);
 //! 7. `MEM_ALLOC_V2MT` (host memory, `align` 0) of the staging queue's TX
 //!    ring, RX ring and the copy's buffer, `MEM_GET_EXTENDED_INFO` (the handle
 //!    kept from the allocation: the info struct's is a kernel pointer), `mmap`

@@ -134,7 +134,7 @@ mod fake_driver {
     pub const BAR0: u64 = 0x40_0000_0000;
     const FILE_LEN: u64 = 1 << 20;
     /// This process's pid as the driver sees it.
-    fn me() -> i32 {
+    pub fn me() -> i32 {
         std::process::id() as i32
     }
 
@@ -196,6 +196,13 @@ mod fake_driver {
         stamp: u64,
         /// meta_ctrl of every TX descriptor copied, in order.
         pub tx_meta: Vec<u32>,
+        /// The requests made on a write-only descriptor, by name, in order.
+        pub free_access_calls: Vec<String>,
+        /// Closes of a write-only descriptor (each the driver's misc flush).
+        pub misc_flushes: usize,
+        /// A core whose CRWL slot already has this process as its writer with
+        /// the uuid the next WRITER_ENTER brings (so that it answers EALREADY).
+        pub already_writer: Option<u32>,
     }
 
     impl State {
@@ -286,7 +293,12 @@ mod fake_driver {
                     self.crwl[nc].reader_count -= 1;
                 }
                 c if c == io_::CRWL_WRITER_ENTER.code() => {
+                    let already = self.already_writer == Some(nc as u32);
                     let l = &mut self.crwl[nc];
+                    if already {
+                        l.writer_pid = me();
+                        l.uuid.copy_from_slice(uuid);
+                    }
                     if l.writer_acquired || l.reader_count != 0 {
                         return Err(libc::EBUSY);
                     }
@@ -314,6 +326,22 @@ mod fake_driver {
     pub struct Fake(pub Rc<RefCell<State>>);
 
     impl Driver for Fake {
+        fn misc_ioctl(&mut self, code: u32, a: &mut [u8]) -> Result<i32, i32> {
+            self.0.borrow_mut().free_access_calls.push(request_name(code).unwrap_or("?").to_string());
+            self.ioctl(code, a)
+        }
+
+        /// neuron_cdev.c `ncdev_misc_flush`: every core the process marked, unmarked.
+        fn misc_flush(&mut self) {
+            let mut s = self.0.borrow_mut();
+            s.misc_flushes += 1;
+            for pid in s.range_pids.iter_mut() {
+                if *pid == me() {
+                    *pid = 0;
+                }
+            }
+        }
+
         fn ioctl(&mut self, code: u32, a: &mut [u8]) -> Result<i32, i32> {
             let mut s = self.0.borrow_mut();
             let name = request_name(code).unwrap_or("?");
@@ -684,6 +712,165 @@ fn the_bring_up_runs_the_contracts_sequence_and_an_inference() {
     let barrier: Vec<bool> = st.tx_meta.iter().map(|m| m & M2S_WRITE_BARRIER != 0).collect();
     assert_eq!(barrier, [false, false, false, true, false], "{:x?}", st.tx_meta);
     // Every core left as it was found: no reader, no writer lock, no mark.
+    assert!(st.crwl.iter().all(|l| l.reader_count == 0 && !l.writer_acquired));
+    assert_eq!(st.range_pids, [0; 8]);
+    // The mark and the unmark, and only they, through the write-only
+    // descriptor, closed once after the unmark.
+    assert_eq!(st.free_access_calls, ["NEURON_IOCTL_CRWL_NC_RANGE_MARK", "NEURON_IOCTL_CRWL_NC_RANGE_UNMARK"]);
+    assert_eq!(st.misc_flushes, 1);
+}
+
+/// The descriptors of `p` this process has open, write-only ones apart:
+/// `(read-write, write-only)`.
+fn descriptors_of(p: &std::path::Path) -> (usize, usize) {
+    let mut n = (0, 0);
+    for e in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        if std::fs::read_link(e.path()).is_ok_and(|t| t == p) {
+            let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", e.file_name().to_string_lossy()))
+                .unwrap_or_default();
+            let flags = info.lines().find_map(|l| l.strip_prefix("flags:")).map(str::trim).unwrap_or("0");
+            match i32::from_str_radix(flags, 8).unwrap_or(0) & libc::O_ACCMODE {
+                libc::O_WRONLY => n.1 += 1,
+                _ => n.0 += 1,
+            }
+        }
+    }
+    n
+}
+
+/// neuron_cdev.c: a write-only descriptor reaches only the misc requests
+/// (`ncdev_misc_ioctl`), and its close drops every mark of the process
+/// (`ncdev_misc_flush`). So the marks of a process go through one write-only
+/// descriptor per node, shared by its devices and closed only when the last of
+/// them is gone: closing it while another still marks would drop that one's
+/// cores too.
+#[test]
+fn one_write_only_descriptor_carries_the_marks_of_every_device_of_the_process() {
+    let (p, st) = fake_driver::install("wronly");
+    let a = NeuronDevice::open(&p).unwrap();
+    let b = NeuronDevice::open(&p).unwrap();
+    assert_eq!(descriptors_of(&p), (2, 0), "no write-only descriptor before a mark");
+    assert_eq!(a.crwl_nc_range_mark(1, 0, 0).unwrap(), 0b01);
+    assert_eq!(b.crwl_nc_range_mark(1, 1, 1).unwrap(), 0b10);
+    assert_eq!(descriptors_of(&p), (2, 1), "one write-only descriptor, shared");
+    // `a` gives its core back and goes: `b`'s mark stays, so does the descriptor.
+    a.crwl_nc_range_unmark(0b01).unwrap();
+    drop(a);
+    assert_eq!(descriptors_of(&p), (1, 1));
+    assert_eq!((st.borrow().misc_flushes, st.borrow().range_pids[1]), (0, fake_driver::me()));
+    // `b` goes without its unmark: the last user closes the descriptor, and
+    // the driver's flush drops the mark left behind.
+    drop(b);
+    assert_eq!(descriptors_of(&p), (0, 0));
+    assert_eq!(st.borrow().misc_flushes, 1);
+    assert_eq!(st.borrow().range_pids, [0; 8]);
+    assert_eq!(
+        st.borrow().free_access_calls,
+        ["NEURON_IOCTL_CRWL_NC_RANGE_MARK", "NEURON_IOCTL_CRWL_NC_RANGE_MARK", "NEURON_IOCTL_CRWL_NC_RANGE_UNMARK"]
+    );
+    // The other requests stay on the read-write descriptor: the driver would
+    // refuse them on the write-only one (EINVAL, as the fake does).
+    let c = NeuronDevice::open(&p).unwrap();
+    c.crwl_nc_range_mark(1, 0, 0).unwrap();
+    c.device_info().unwrap();
+    c.crwl_writer_enter(0, [3; 32]).unwrap();
+    c.crwl_writer_downgrade(0, [3; 32]).unwrap();
+    c.crwl_reader_exit(0, [3; 32]).unwrap();
+    c.crwl_nc_range_unmark(0b01).unwrap();
+    c.release_free_access();
+    assert_eq!(descriptors_of(&p), (1, 0), "released: the write-only descriptor closed at once");
+    drop(c);
+    fake_driver::uninstall(&p);
+    let st = st.borrow();
+    assert_eq!(st.misc_flushes, 2);
+    assert_eq!(st.free_access_calls.len(), 5, "{:?}", st.free_access_calls);
+}
+
+/// The close of any write-only descriptor drops the process's marks on every
+/// device, so none closes while a device of another node still uses its own.
+#[test]
+fn no_write_only_descriptor_closes_while_another_node_still_marks() {
+    let (p, st) = fake_driver::install("wronly-two-nodes");
+    // A second node (a plain file, outside the fake: its mark is ENOTTY, but
+    // its write-only descriptor is opened and it counts as a user).
+    let q = std::env::temp_dir().join(format!("nrt-fake-neuron-{}-second-node", std::process::id()));
+    std::fs::write(&q, b"").unwrap();
+    let other = NeuronDevice::open(&q).unwrap();
+    assert_eq!(other.crwl_nc_range_mark(1, 0, 0).unwrap_err().errno(), Some(libc::ENOTTY));
+    let dev = NeuronDevice::open(&p).unwrap();
+    dev.crwl_nc_range_mark(1, 0, 0).unwrap();
+    drop(dev);
+    assert_eq!(descriptors_of(&p), (0, 1), "kept open: the other node's device still uses the registry");
+    assert_eq!((st.borrow().misc_flushes, st.borrow().range_pids[0]), (0, fake_driver::me()));
+    drop(other);
+    assert_eq!((descriptors_of(&p), descriptors_of(&q)), ((0, 0), (0, 0)));
+    assert_eq!(st.borrow().misc_flushes, 1);
+    assert_eq!(st.borrow().range_pids, [0; 8]);
+    fake_driver::uninstall(&p);
+    std::fs::remove_file(q).unwrap();
+}
+
+/// A session whose unmark failed: its close of the write-only descriptor (the
+/// process's last) drops the mark all the same, as a killed process's exit does.
+#[test]
+fn a_mark_the_unmark_missed_is_dropped_by_the_write_only_close() {
+    let (p, st) = fake_driver::install("unmark-fails");
+    st.borrow_mut().fail = Some((ioctl::CRWL_NC_RANGE_UNMARK.code(), 1, libc::EIO));
+    let s = Session::open(&p, cfg(Some(2))).unwrap();
+    assert_eq!(st.borrow().range_pids[..2], [fake_driver::me(), fake_driver::me()]);
+    let errors = s.close().unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!((errors[0].call, errors[0].errno()), ("NEURON_IOCTL_CRWL_NC_RANGE_UNMARK", Some(libc::EIO)));
+    assert_eq!(descriptors_of(&p), (0, 0));
+    fake_driver::uninstall(&p);
+    let st = st.borrow();
+    assert_eq!(st.misc_flushes, 1);
+    assert_eq!(st.range_pids, [0; 8]);
+}
+
+/// Any other refusal of a writer enter (here EBUSY: the lock stayed taken
+/// past the driver's wait) fails the bring-up, and that core, whose lock this
+/// session never had, is not downgraded nor exited; the one before it is.
+#[test]
+fn a_writer_enter_refused_otherwise_fails_and_leaves_that_core_alone() {
+    let (p, st) = fake_driver::install("writer-ebusy");
+    st.borrow_mut().fail = Some((ioctl::CRWL_WRITER_ENTER.code(), 2, libc::EBUSY));
+    let e = Session::open(&p, cfg(Some(2))).unwrap_err();
+    fake_driver::uninstall(&p);
+    assert_eq!((e.call, e.errno()), ("NEURON_IOCTL_CRWL_WRITER_ENTER", Some(libc::EBUSY)), "{e}");
+    let st = st.borrow();
+    let calls = bring_up_calls(&st.calls);
+    let at = calls.iter().position(|c| *c == "NEURON_IOCTL_CRWL_WRITER_ENTER 1").unwrap();
+    assert_eq!(
+        &calls[at + 1..],
+        [
+            "NEURON_IOCTL_CRWL_WRITER_DOWNGRADE 0",
+            "NEURON_IOCTL_CRWL_READER_EXIT 0",
+            "NEURON_IOCTL_CRWL_NC_RANGE_UNMARK 0x3",
+        ]
+    );
+    assert!(st.crwl.iter().all(|l| l.reader_count == 0 && !l.writer_acquired));
+    assert_eq!(st.range_pids, [0; 8]);
+}
+
+/// neuron_crwl.c `ncrwl_writer_enter`: EALREADY (this process already the
+/// core's writer with this uuid) comes after the writer lock is set. The
+/// session records the core as writer-held and downgrades it, so the core is
+/// left unlocked at close.
+#[test]
+fn a_writer_enter_answered_ealready_is_downgraded_as_held() {
+    let (p, st) = fake_driver::install("ealready");
+    st.borrow_mut().already_writer = Some(0);
+    let s = Session::open(&p, cfg(Some(2))).unwrap();
+    {
+        let st = st.borrow();
+        assert!(st.crwl[..2].iter().all(|l| !l.writer_acquired && l.reader_count == 1), "downgraded");
+        let calls = bring_up_calls(&st.calls);
+        assert!(calls.contains(&"NEURON_IOCTL_CRWL_WRITER_DOWNGRADE 0"), "{calls:?}");
+    }
+    s.close().unwrap();
+    fake_driver::uninstall(&p);
+    let st = st.borrow();
     assert!(st.crwl.iter().all(|l| l.reader_count == 0 && !l.writer_acquired));
     assert_eq!(st.range_pids, [0; 8]);
 }
