@@ -496,7 +496,13 @@ impl Model {
     /// (G-DRV-EFAULT); this is the driver's answer for it to give.
     pub fn copy_in_failed(&mut self, pid: u32, code: u32, readable: usize) -> Answer {
         let name = abi::request_name(code).unwrap_or("NEURON_IOCTL_(unknown)");
-        let Some(size) = arg_size(code) else {
+        // DEVICE_GET_ALL_APPS_INFO copies its header first (APPS-1).
+        let size = if code == abi::DEVICE_GET_ALL_APPS_INFO.code() {
+            Some(core::mem::size_of::<abi::AppsInfoHeader>())
+        } else {
+            arg_size(code)
+        };
+        let Some(size) = size else {
             return self.refuse(
                 pid,
                 name,
@@ -524,8 +530,34 @@ impl Model {
     /// ioctl's return value (the driver returns a positive value in a few
     /// places where it meant an errno; those are kept, and logged).
     pub fn handle(&mut self, pid: u32, code: u32, arg: &mut [u8], mem: &mut dyn TargetMem) -> Answer {
+        self.handle_on(pid, code, false, arg, mem)
+    }
+
+    /// [`Model::handle`] on a descriptor of a given mode: `free_access` is a
+    /// write-only descriptor (`IS_NEURON_DEVICE_FREE_ACCESS`, neuron_cdev.c:
+    /// the open flags' `O_WRONLY` bit), on which `ncdev_ioctl` hands every
+    /// request to `ncdev_misc_ioctl` before it reads the argument: anything
+    /// but a misc request ([`request::is_misc`]) is `EINVAL` (GEN-4), whatever
+    /// the argument holds.
+    pub fn handle_on(
+        &mut self,
+        pid: u32,
+        code: u32,
+        free_access: bool,
+        arg: &mut [u8],
+        mem: &mut dyn TargetMem,
+    ) -> Answer {
         let name = abi::request_name(code).unwrap_or("NEURON_IOCTL_(unknown)");
         *self.calls.entry(name).or_insert(0) += 1;
+        if free_access && !request::is_misc(code) {
+            return self.refuse(
+                pid,
+                name,
+                Errno::EINVAL,
+                "GEN-4: a write-only (free access) descriptor reaches only the misc requests",
+                "neuron_cdev.c: ncdev_ioctl, ncdev_misc_ioctl",
+            );
+        }
         let mut req = match Request::parse(code, arg) {
             Ok(r) => r,
             Err(request::ParseError::Unknown) => {

@@ -710,6 +710,37 @@ fn gen3_copy_in_failure_is_a_positive_count_or_eacces() {
     assert_logged(&m, "GEN-3");
 }
 
+// ---- GEN-4: a write-only ("free access") descriptor ----
+
+#[test]
+fn gen4_a_write_only_descriptor_reaches_only_the_misc_requests() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let on_free = |m: &mut Model, code: u32, b: &mut [u8], mem: &mut VecMem| m.handle_on(PID, code, true, b, mem);
+    // Misc: served (the driver-info query matched by its number alone).
+    let mut di = [0u8; core::mem::size_of::<abi::DriverInfo>()];
+    assert_eq!(on_free(&mut m, abi::DRIVER_INFO_GET.code(), &mut di, &mut mem), Ok(0));
+    let mut map = abi::CrwlNcMap { nc_count: 1, start_nc_index: 0, end_nc_index: 0, ..Default::default() };
+    let mut b = map.as_bytes().to_vec();
+    assert_eq!(on_free(&mut m, abi::CRWL_NC_RANGE_MARK.code(), &mut b, &mut mem), Ok(0));
+    map = abi::CrwlNcMap::read_from_bytes(&b).unwrap();
+    assert_eq!((map.bitmap, m.range_holder(0)), (1, PID));
+    // Not misc: EINVAL before the argument is looked at (an empty one here).
+    for code in [
+        abi::DEVICE_INFO.code(),
+        abi::CRWL_WRITER_ENTER.code(),
+        abi::MEM_ALLOC_V2MT.code(),
+        abi::DMA_QUEUE_INIT.code(),
+        abi::DEVICE_GET_ALL_APPS_INFO.code(),
+    ] {
+        assert_eq!(on_free(&mut m, code, &mut [], &mut mem), errno(Errno::EINVAL), "0x{code:08X}");
+    }
+    assert_logged(&m, "GEN-4");
+    // The same requests on an O_RDWR descriptor are served.
+    let mut c = crwl(0, 7);
+    assert_eq!(call(&mut m, abi::CRWL_WRITER_ENTER, &mut c, &mut mem), Ok(0));
+    assert!(request::is_misc(abi::NC_PID_STATE_DUMP.code()) && !request::is_misc(abi::DEVICE_INFO.code()));
+}
+
 // ---- CRWL ----
 
 fn uuid(b: u8) -> [u8; 32] {
