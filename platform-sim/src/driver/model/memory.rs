@@ -123,6 +123,11 @@ impl Chunks {
         }
     }
 
+    /// The handles of the chunks `pick` selects.
+    pub(super) fn handles_where(&self, mut pick: impl FnMut(&Chunk) -> bool) -> Vec<u64> {
+        self.by_handle.iter().filter(|(_, c)| pick(c)).map(|(h, _)| *h).collect()
+    }
+
     /// Bytes of host and of device memory in `pid`'s `MEM_ALLOC_V2MT` chunks.
     pub fn usage_of(&self, pid: u32) -> (u64, u64) {
         let mine = self.by_handle.values().filter(|c| c.pid == pid && c.kind == ChunkKind::User);

@@ -365,15 +365,17 @@ impl Model {
     ///
     /// 1. a reset the process requested and never waited for is consumed
     ///    (`nr_wait(.., check)`, neuron_reset.c);
-    /// 2. every DMA queue it owns (but the H2T queues) is re-initialised on the
+    /// 2. every DMA queue it owns on the engines below `dma_eng_per_nd` (v2
+    ///    32, v3 128), but the H2T and NX queues, is re-initialised on the
     ///    driver's dummy ring, 64 descriptors each way
-    ///    (`ndmar_handle_process_exit`, neuron_ring.c): no queue points at its
-    ///    chunks any more;
+    ///    (`ndmar_handle_process_exit`, neuron_ring.c); the others stay
+    ///    programmed;
     /// 3. its CRWL writer state is released (`ncrwl_release_current_process`,
     ///    neuron_crwl.c);
     /// 4. its datastore is released (`neuron_ds_release_pid`, neuron_ds.c);
     /// 5. its chunks (`MC_LIFESPAN_CUR_PROCESS`) are freed
-    ///    (`mpset_free_expired_mc`, neuron_mempool.c); notification rings and
+    ///    (`mpset_free_expired_mc`, neuron_mempool.c), a warning for each one a
+    ///    still-programmed queue uses as a ring; notification rings and
     ///    datastores (device lifespan) stay;
     /// 6. its core range marks are given back only if it had a write-only
     ///    descriptor (`ncdev_misc_flush`); otherwise they outlive it, as in the
@@ -392,7 +394,28 @@ impl Model {
         self.crwl_release_process(pid);
         // FLUSH-4 (DS-4).
         self.ds_release(pid, pid);
-        // FLUSH-5.
+        // FLUSH-5, with a warning for each freed chunk a queue the flush did
+        // not re-point still uses as a ring (the device keeps DMA-ing into it).
+        let freed: Vec<u64> = self.chunks.handles_where(|c| c.pid == pid && c.kind == ChunkKind::User);
+        for (k, q) in self.queues.clone() {
+            for side in [q.tx, q.rx] {
+                if let Some(h) = side.chunk.filter(|h| freed.contains(h)) {
+                    self.warn(
+                        pid,
+                        WHAT,
+                        format!(
+                            "FLUSH-5: chunk {h} freed while DMA queue (engine {}, queue {}) is still programmed on it: \
+                             the flush re-points only engines below {} and not the H2T or NX queues \
+                             (ndmar_handle_process_exit), so the device may DMA into freed memory",
+                            k.0,
+                            k.1,
+                            dma::dma_eng_per_nd(self.arch)
+                        ),
+                        "neuron_ring.c: ndmar_handle_process_exit; neuron_mempool.c: mpset_free_expired_mc",
+                    );
+                }
+            }
+        }
         self.chunks.retain(|c| !(c.pid == pid && c.kind == ChunkKind::User));
         // FLUSH-6 (RANGE-6).
         let marked: Vec<usize> =

@@ -108,6 +108,10 @@ fn assert_logged(m: &Model, needle: &str) {
 
 /// Two host chunks and queue (0, 0) initialised with `n` descriptors each way.
 fn with_queue(m: &mut Model, mem: &mut VecMem, n: u32) -> (u64, u64) {
+    with_queue_at(m, mem, 0, 0, n)
+}
+
+fn with_queue_at(m: &mut Model, mem: &mut VecMem, eng_id: u32, qid: u32, n: u32) -> (u64, u64) {
     let mut hs = [0u64; 2];
     for (i, h) in hs.iter_mut().enumerate() {
         let ptr = mem.base + 8 * i as u64;
@@ -116,6 +120,8 @@ fn with_queue(m: &mut Model, mem: &mut VecMem, n: u32) -> (u64, u64) {
         *h = mem.u64_at(ptr);
     }
     let mut q = abi::DmaQueueInit {
+        eng_id,
+        qid,
         tx_desc_count: n,
         rx_desc_count: n,
         tx_handle: hs[0],
@@ -1147,6 +1153,34 @@ fn memf3_freeing_a_programmed_ring_warns_and_a_correct_teardown_does_not() {
     let q = *m.queue(0, 0).unwrap();
     assert_eq!((q.tx.size, q.tx.chunk, q.tx.driver_ring), (dma::DUMMY_RING_DESCS, None, true));
     let _ = rx;
+}
+
+#[test]
+fn flush2_re_points_only_the_engines_below_dma_eng_per_nd_and_not_the_nx_queues() {
+    for (arch, nx, past) in [(Arch::Sunda, (10, 14), (33, 1)), (Arch::Cayman, (8, 14), (128, 2))] {
+        let (mut m, mut mem) = (model(arch, 2), VecMem::new());
+        with_queue_at(&mut m, &mut mem, 0, 0, 64);
+        let kept =
+            [with_queue_at(&mut m, &mut mem, nx.0, nx.1, 64), with_queue_at(&mut m, &mut mem, past.0, past.1, 64)];
+        // Queue 14 of an engine the NX cores do not reserve is re-pointed.
+        let free_q14 = if arch == Arch::Sunda { 11 } else { 5 };
+        with_queue_at(&mut m, &mut mem, free_q14, 14, 64);
+        m.process_gone(PID);
+        for (e, q) in [(0, 0), (free_q14, 14)] {
+            let q = *m.queue(e, q).unwrap();
+            assert_eq!((q.tx.size, q.tx.chunk, q.tx.driver_ring), (dma::DUMMY_RING_DESCS, None, true), "{arch:?}");
+        }
+        for ((e, q), (tx, rx)) in [nx, past].into_iter().zip(kept) {
+            let q = *m.queue(e, q).unwrap();
+            assert_eq!((q.tx.chunk, q.rx.chunk), (Some(tx), Some(rx)), "{arch:?}: ({e}, {q:?})");
+            for h in [tx, rx] {
+                let needle = format!("FLUSH-5: chunk {h} freed while DMA queue (engine {e}");
+                assert!(m.violations.iter().any(|v| v.to_string().contains(&needle)), "{arch:?}: {:?}", m.log);
+            }
+        }
+        assert_eq!(m.violations.len(), 4, "{arch:?}: {:?}", m.log);
+        assert!(dma::is_nx_ring(arch, 16 + nx.0, 14) && !dma::is_nx_ring(arch, nx.0, 15));
+    }
 }
 
 #[test]
