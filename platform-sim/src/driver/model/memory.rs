@@ -146,6 +146,26 @@ impl Chunks {
 
     /// First fit of `size` bytes (page-rounded) in the region: at the end of
     /// the last chunk when there is room (`O(log n)`), else the first gap.
+    /// First fit at an offset that is a multiple of `align` (a power of two
+    /// above the page size; `gen_pool_first_fit_align`): the lowest aligned
+    /// gap that holds `size` bytes.
+    fn alloc_aligned(&self, size: u64, align: u64) -> Option<u64> {
+        let size = page_up(size);
+        if size == 0 || !align.is_power_of_two() {
+            return None;
+        }
+        let up = |o: u64| o.checked_add(align - 1).map(|v| v & !(align - 1));
+        let limit = self.base.saturating_add(self.len);
+        let mut at = up(self.base)?;
+        for (&o, h) in self.by_offset.range(self.base..limit) {
+            if at.checked_add(size)? <= o {
+                break;
+            }
+            at = at.max(up(o.saturating_add(self.by_handle.get(h).map_or(0, |c| c.size)))?);
+        }
+        (at.checked_add(size)? <= limit).then_some(at)
+    }
+
     fn alloc(&self, size: u64) -> Option<u64> {
         let size = page_up(size);
         if size == 0 {
@@ -171,6 +191,10 @@ impl Chunks {
         (at.checked_add(size)? <= limit).then_some(at)
     }
 }
+
+/// `NEURON_MEMALLOC_TYPE_CONTIGUOUS_SCRATCHPAD_DEVICE` (share/neuron_driver_shared.h:
+/// the 20th of the allocation categories), whose allocation ignores `align`.
+pub const CONTIGUOUS_SCRATCHPAD_DEVICE: u32 = 19;
 
 impl Model {
     /// A new chunk of `size` bytes from the pool, or `None` (no room).
@@ -216,6 +240,37 @@ impl Model {
                 F,
             );
         }
+        // MEM-8: device memory: an alignment above PAGE_SIZE is a first-fit
+        // aligned allocation (align > INT_MAX: EINVAL; a result not aligned,
+        // or no aligned room: ENOMEM); up to PAGE_SIZE, and for the contiguous
+        // scratchpad (mem_type 19), align is ignored.
+        let aligned = a.host_memory == 0 && a.mem_type != CONTIGUOUS_SCRATCHPAD_DEVICE && a.align > PAGE;
+        if aligned && a.align > i32::MAX as u64 {
+            return self.refuse(
+                pid,
+                name,
+                Errno::EINVAL,
+                &format!("MEM-8: device memory align {} > INT_MAX: alignment not supported", a.align),
+                F,
+            );
+        }
+        if aligned {
+            let Some(offset) = self.chunks.alloc_aligned(a.size, a.align) else {
+                return self.refuse(
+                    pid,
+                    name,
+                    Errno::ENOMEM,
+                    &format!(
+                        "MEM-8: {} bytes aligned to {}: no aligned room (an alignment that is not a power of two never \
+                         yields an aligned address here)",
+                        a.size, a.align
+                    ),
+                    F,
+                );
+            };
+            let h = self.new_handle(Chunk { offset, size: page_up(a.size), host: false, pid, kind: ChunkKind::User });
+            return self.mem_alloc_finish(pid, name, a, h, mem);
+        }
         let Some(h) = self.pool_alloc(a.size, a.host_memory != 0, pid, ChunkKind::User) else {
             let region = self.chunks.region().1;
             return self.refuse(
@@ -226,6 +281,31 @@ impl Model {
                 F,
             );
         };
+        self.mem_alloc_finish(pid, name, a, h, mem)
+    }
+
+    /// The end of MEM_ALLOC_V2MT once chunk `h` is allocated.
+    fn mem_alloc_finish(
+        &mut self,
+        pid: u32,
+        name: &'static str,
+        a: &abi::MemAllocV2Mt,
+        h: u64,
+        mem: &mut dyn TargetMem,
+    ) -> Answer {
+        // MEM-0: mc_alloc_internal -> mc_add_to_lifespan_list ->
+        // mpset_get_lifespan_head: a CUR_PROCESS chunk goes on the caller's
+        // attach slot's list, BUG_ON(slot == -1) for a caller that is not
+        // attached (a forked child on an inherited descriptor).
+        if !self.attached(pid) {
+            self.chunks.remove(h);
+            return self.bug(
+                pid,
+                name,
+                "MEM-0: the caller has no attach slot (it did not open the device): BUG_ON(slot == -1)",
+                "neuron_mempool.c: mpset_get_lifespan_head",
+            );
+        }
         // MEM-7: ncdev_mem_alloc_libnrt: the handle goes through the caller's
         // pointer; when that copy fails the chunk is freed and the bytes not
         // copied (8) are returned as a *positive* value.

@@ -1086,6 +1086,51 @@ fn reset1_a_user_chunk_on_the_h2t_queue_is_freed_by_the_reset_and_a_freed_one_is
 // ---- MEM ----
 
 #[test]
+fn mem0_an_allocation_by_a_process_that_did_not_open_the_device_is_a_kernel_bug() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let ptr = mem.base + 0x40;
+    let mut a = abi::MemAllocV2Mt { size: 4096, host_memory: 1, mem_handle: ptr, ..Default::default() };
+    let r = call_as(&mut m, PID + 5, abi::MEM_ALLOC_V2MT, &mut a, &mut mem);
+    assert_bug(r, "MEM-0", "neuron_mempool.c: mpset_get_lifespan_head");
+    assert_eq!((m.chunks.usage_of(PID + 5), mem.u64_at(ptr)), ((0, 0), 0), "no chunk kept, no handle written");
+    // The opener's allocation is served.
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0));
+}
+
+#[test]
+fn mem8_device_memory_alignment_above_a_page_is_honoured_or_refused() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    alloc(&mut m, &mut mem, 4096);
+    let ptr = mem.base + 0x40;
+    let dev = |align: u64, mem_type: u32| abi::MemAllocV2Mt {
+        size: 8192,
+        align,
+        mem_type,
+        mem_handle: ptr,
+        ..Default::default()
+    };
+    let pa_of = |m: &mut Model, mem: &mut VecMem| {
+        let mut i = abi::MemGetExtendedInfo { version: 1, mem_handle: mem.u64_at(ptr), ..Default::default() };
+        assert_eq!(call(m, abi::MEM_GET_EXTENDED_INFO, &mut i, mem), Ok(0));
+        i.pa
+    };
+    for align in [1 << 16, 1 << 20] {
+        assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut dev(align, 0), &mut mem), Ok(0));
+        assert_eq!(pa_of(&mut m, &mut mem) % align, 0, "align {align}");
+    }
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut dev(1 << 32, 0), &mut mem), errno(Errno::EINVAL));
+    assert_logged(&m, "MEM-8: device memory align 4294967296 > INT_MAX");
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut dev(3 << 13, 0), &mut mem), errno(Errno::ENOMEM));
+    assert_logged(&m, "MEM-8: 8192 bytes aligned to 24576");
+    // Larger than the pool can align: ENOMEM, not a misaligned chunk.
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut dev(1 << 30, 0), &mut mem), errno(Errno::ENOMEM));
+    // The contiguous scratchpad (mem_type 19) and align <= PAGE_SIZE ignore it.
+    let mut a = dev(3 << 13, memory::CONTIGUOUS_SCRATCHPAD_DEVICE);
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0));
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut dev(4096, 0), &mut mem), Ok(0));
+}
+
+#[test]
 fn mem5_host_memory_with_an_alignment_is_einval() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
     let ptr = mem.base + 0x40;
