@@ -7,7 +7,7 @@
 //! chunks (one copy start may release 65,536 BDs; a process may hold tens of
 //! thousands of chunks).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use nrt_abi::ioctl as abi;
 
@@ -64,6 +64,15 @@ pub struct Chunks {
     len: u64,
     /// Interval lookups made (each one `O(log n)`), for tests and the summary.
     pub lookups: u64,
+    /// Handles given back, the last freed on top (neuron_mc_handle.c:
+    /// `nmch_handle_free` pushes the freed index at the head of the free
+    /// list, `nmch_handle_alloc` pops the head; MEMF-5).
+    free_handles: Vec<u64>,
+    /// The next handle never issued (the driver's first free index is 1;
+    /// a fresh entry's successor is the next index).
+    next_handle: u64,
+    /// Handles issued again after a free (the stale-handle hazard of MEMF-5).
+    reissued: BTreeSet<u64>,
 }
 
 const fn page_up(v: u64) -> u64 {
@@ -73,7 +82,16 @@ const fn page_up(v: u64) -> u64 {
 impl Chunks {
     /// An empty table allocating from `[base, base + len)` of the device file.
     pub fn new(base: u64, len: u64) -> Chunks {
-        Chunks { by_handle: BTreeMap::new(), by_offset: BTreeMap::new(), base, len, lookups: 0 }
+        Chunks {
+            by_handle: BTreeMap::new(),
+            by_offset: BTreeMap::new(),
+            base,
+            len,
+            lookups: 0,
+            free_handles: Vec::new(),
+            next_handle: 1,
+            reissued: BTreeSet::new(),
+        }
     }
 
     /// The allocator's region (`base`, `len`).
@@ -101,6 +119,22 @@ impl Chunks {
         self.by_handle.is_empty()
     }
 
+    /// The handle for a new chunk: the last one freed, else the next fresh one.
+    pub(super) fn take_handle(&mut self) -> u64 {
+        if let Some(h) = self.free_handles.pop() {
+            self.reissued.insert(h);
+            return h;
+        }
+        let h = self.next_handle;
+        self.next_handle = self.next_handle.wrapping_add(1).max(1);
+        h
+    }
+
+    /// Whether `handle` was freed once and issued again since.
+    pub fn reissued(&self, handle: u64) -> bool {
+        self.reissued.contains(&handle)
+    }
+
     pub(super) fn insert(&mut self, handle: u64, c: Chunk) {
         if let Some(old) = self.by_handle.insert(handle, c) {
             self.by_offset.remove(&old.offset);
@@ -113,6 +147,7 @@ impl Chunks {
         if self.by_offset.get(&c.offset) == Some(&handle) {
             self.by_offset.remove(&c.offset);
         }
+        self.free_handles.push(handle);
         Some(c)
     }
 
@@ -355,6 +390,20 @@ impl Model {
         let Some(c) = self.chunks.get(h).copied() else {
             return self.refuse(pid, name, Errno::EINVAL, "MEMF-1: invalid memory handle", F);
         };
+        // MEMF-5: handles are reused last-in first-out: a copy of a handle
+        // freed before this chunk was allocated frees this chunk (0).
+        if self.chunks.reissued(h) {
+            self.note(
+                pid,
+                name,
+                format!(
+                    "MEMF-5: handle {h} was freed before and issued again (to the chunk at offset 0x{:x}, pid {}): a \
+                     stale copy of the old handle frees this newer chunk, and the driver answers 0 (handles are \
+                     reused last-in first-out, neuron_mc_handle.c: nmch_handle_free)",
+                    c.offset, c.pid
+                ),
+            );
+        }
         // MEMF-2: the driver frees any chunk by its handle (mc_free).
         self.chunks.remove(h);
         if c.kind == ChunkKind::Nq {

@@ -265,7 +265,6 @@ pub struct Model {
     sim_cores: u8,
     /// Every chunk handed out (MEM_ALLOC_V2MT, NQ rings, datastores).
     pub(crate) chunks: Chunks,
-    next_handle: u64,
     queues: BTreeMap<(u32, u32), Queue>,
     nq: BTreeMap<(u32, u32), NqRing>,
     procs: BTreeMap<u32, Process>,
@@ -306,7 +305,6 @@ impl Model {
             arch: l.arch,
             sim_cores: l.cores,
             chunks: Chunks::new(chunk_base, chunk_len),
-            next_handle: 1,
             queues: BTreeMap::new(),
             nq: BTreeMap::new(),
             procs: BTreeMap::new(),
@@ -505,8 +503,7 @@ impl Model {
     }
 
     fn new_handle(&mut self, c: Chunk) -> u64 {
-        let h = self.next_handle;
-        self.next_handle = self.next_handle.wrapping_add(1).max(1);
+        let h = self.chunks.take_handle();
         self.chunks.insert(h, c);
         h
     }

@@ -1131,6 +1131,30 @@ fn mem8_device_memory_alignment_above_a_page_is_honoured_or_refused() {
 }
 
 #[test]
+fn memf5_handles_are_reused_last_in_first_out_so_a_stale_free_frees_the_new_chunk() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (a, _) = alloc(&mut m, &mut mem, 4096);
+    let (b, _) = alloc(&mut m, &mut mem, 4096);
+    assert_eq!((a, b), (1, 2), "fresh handles count up from 1");
+    let free =
+        |m: &mut Model, mem: &mut VecMem, h: u64| call(m, abi::MEM_FREE, &mut abi::MemFree { mem_handle: h }, mem);
+    assert_eq!(free(&mut m, &mut mem, a), Ok(0));
+    assert_eq!(free(&mut m, &mut mem, b), Ok(0));
+    // Without an allocation between, a second free finds no chunk (MEMF-1).
+    assert_eq!(free(&mut m, &mut mem, a), errno(Errno::EINVAL));
+    // Last freed, first issued.
+    let (c, _) = alloc(&mut m, &mut mem, 8192);
+    let (d, _) = alloc(&mut m, &mut mem, 4096);
+    assert_eq!((c, d), (b, a));
+    assert!(!m.log.iter().any(|l| l.text.contains("MEMF-5")), "{:?}", m.log);
+    // The stale second free of `b` frees the new 8 KiB chunk, and answers 0.
+    assert_eq!(free(&mut m, &mut mem, b), Ok(0));
+    assert!(m.chunk(c).is_none() && m.chunk(d).is_some());
+    assert_logged(&m, "MEMF-5: handle 2 was freed before and issued again");
+    assert!(m.violations.is_empty(), "a note, not a violation: a correct program frees reused handles too");
+}
+
+#[test]
 fn mem5_host_memory_with_an_alignment_is_einval() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
     let ptr = mem.base + 0x40;
