@@ -609,6 +609,38 @@ fn bar_writes_land_in_the_device_and_tail_increments_are_refused() {
 }
 
 #[test]
+fn barw5_the_firmware_mailbox_words_and_v3s_engine_list_are_blocked() {
+    // The five mailbox words, on both arches; the words beside them are not.
+    for (arch, misc) in [(Arch::Sunda, 0x30FA_0000u64), (Arch::Cayman, 0x06C8_4000), (Arch::Mariana, 0x06C8_4000)] {
+        for w in [0x1F0u64, 0x1F4, 0x1F8, 0x1FC, 0x800] {
+            let r = bar::blocked_register(arch, misc + w);
+            assert!(r.is_some_and(|n| n.contains("firmware mailbox")), "{arch:?} 0x{w:x}: {r:?}");
+        }
+        for w in [0x1ECu64, 0x200, 0x804] {
+            assert_eq!(bar::blocked_register(arch, misc + w), None, "{arch:?} 0x{w:x}");
+        }
+    }
+    // v3: SE0..3, 32 SDMA engines each, and IO0/IO1 D2H/H2D; q5 M2S tail increment.
+    for base in
+        [0x8200_0000u64, 0x8200_0000 + 31 * 0x10_0000, 0x9400_0000, 0xA200_0000, 0xB400_0000, 0x0680_0000, 0x4690_0000]
+    {
+        let tail = base + 0x1000 + 5 * 0x1000 + 0x38;
+        assert_eq!(
+            bar::blocked_register(Arch::Cayman, tail),
+            Some("UDMA tail-pointer increment (drtp_inc)"),
+            "0x{base:x}"
+        );
+    }
+    assert_eq!(bar::blocked_register(Arch::Cayman, 0x8200_0000 + 32 * 0x10_0000 + 0x1038), None, "SE0 has 32 engines");
+    // Through BAR_WRITE on cayman: the trigger word is EINVAL, named.
+    let (mut m, mut mem) = (model(Arch::Cayman, 2), VecMem::new());
+    let off = 0x06C8_4000 + 0x800;
+    assert!(m.file().layout().bar_len > off);
+    assert_eq!(bar(&mut m, &mut mem, false, &[simabi::SIM_BAR0_PA + off], &[1]), errno(Errno::EINVAL));
+    assert_logged(&m, "BARW-5: BAR0 offset 0x6c84800 is a firmware mailbox trigger interrupt");
+}
+
+#[test]
 fn memory_handles() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
     let ptr = mem.base + 0x40;
