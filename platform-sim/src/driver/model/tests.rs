@@ -566,6 +566,29 @@ fn semaphores_index_and_core_bounds_and_the_kickoff_word() {
     assert_eq!(call(&mut m, abi::EVENT_SET, &mut e, &mut mem), errno(Errno::EINVAL));
 }
 
+#[test]
+fn evt2_an_event_of_a_core_past_the_device_lands_in_another_block_or_leaves_bar0() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut ev = |m: &mut Model, nc: u32| {
+        let mut e = abi::SemaphoreArg { nc_id: nc, semaphore_index: 3, value: 1 };
+        call(m, abi::EVENT_SET, &mut e, &mut mem)
+    };
+    // v2: nc 2 is a TPB window the device does not have, nc 4 the top-SP
+    // region (0x1000_0000 + 0x270_0000), nc 11 still (0x2E70_000C); all 0, warned.
+    for (nc, block) in [(2, "TPB window of a core"), (4, "top-SP region"), (11, "top-SP region")] {
+        assert_eq!(ev(&mut m, nc), Ok(0), "nc {nc}");
+        assert!(m.log.last().is_some_and(|l| l.text.contains(block)), "nc {nc}: {:?}", m.log.last());
+    }
+    assert_logged(&m, "BAR0 offset 0x1270000c");
+    // nc 12: 0x3270_000C, past the BAR: a kernel BUG; nc 256 is nc 0 (u8): served quietly.
+    assert_bug(ev(&mut m, 12), "past the BAR mapping", "neuron_core.c");
+    let before = m.violations.len();
+    assert_eq!(ev(&mut m, 256), Ok(0));
+    assert_eq!(m.violations.len(), before);
+    assert_eq!(sema::event_offset(Arch::Cayman, 8, 0), 0xF270_0000);
+    assert_eq!(sema::event_block(Arch::Sunda, 0x3000_0000), "the APB register block (V2_PCIE_BAR0_APB_OFFSET)");
+}
+
 fn bar(m: &mut Model, mem: &mut VecMem, read: bool, addrs: &[u64], data: &[u32]) -> Answer {
     let (a_ptr, d_ptr) = (mem.base + 0x100, mem.base + 0x800);
     let ab: Vec<u8> = addrs.iter().flat_map(|a| a.to_le_bytes()).collect();
