@@ -73,6 +73,8 @@ pub struct Chunks {
     next_handle: u64,
     /// Handles issued again after a free (the stale-handle hazard of MEMF-5).
     reissued: BTreeSet<u64>,
+    /// Host chunks allocated as `CONTIGUOUS_SCRATCHPAD_DEVICE` (MEMF-6).
+    pub(super) host_scratchpad: BTreeSet<u64>,
 }
 
 const fn page_up(v: u64) -> u64 {
@@ -91,6 +93,7 @@ impl Chunks {
             free_handles: Vec::new(),
             next_handle: 1,
             reissued: BTreeSet::new(),
+            host_scratchpad: BTreeSet::new(),
         }
     }
 
@@ -148,6 +151,7 @@ impl Chunks {
             self.by_offset.remove(&c.offset);
         }
         self.free_handles.push(handle);
+        self.host_scratchpad.remove(&handle);
         Some(c)
     }
 
@@ -306,6 +310,7 @@ impl Model {
             let h = self.new_handle(Chunk { offset, size: page_up(a.size), host: false, pid, kind: ChunkKind::User });
             return self.mem_alloc_finish(pid, name, a, h, mem);
         }
+        let host_scratchpad = a.host_memory != 0 && a.mem_type == CONTIGUOUS_SCRATCHPAD_DEVICE;
         let Some(h) = self.pool_alloc(a.size, a.host_memory != 0, pid, ChunkKind::User) else {
             let region = self.chunks.region().1;
             return self.refuse(
@@ -316,7 +321,13 @@ impl Model {
                 F,
             );
         };
-        self.mem_alloc_finish(pid, name, a, h, mem)
+        let r = self.mem_alloc_finish(pid, name, a, h, mem);
+        if host_scratchpad && self.chunks.contains(h) {
+            // MEMF-6: mc_alloc_internal does not cross-check mem_type with
+            // host memory; the chunk's free will oops.
+            self.chunks.host_scratchpad.insert(h);
+        }
+        r
     }
 
     /// The end of MEM_ALLOC_V2MT once chunk `h` is allocated.
@@ -402,6 +413,21 @@ impl Model {
                      reused last-in first-out, neuron_mc_handle.c: nmch_handle_free)",
                     c.offset, c.pid
                 ),
+            );
+        }
+        // MEMF-6: mc_free (neuron_mempool.c): a contiguous-scratchpad chunk's
+        // tail reads the pool's scratchpad fields through mc->mp, which a host
+        // chunk from dma_alloc_coherent leaves NULL.
+        if self.chunks.host_scratchpad.contains(&h) {
+            self.chunks.remove(h);
+            return self.bug(
+                pid,
+                name,
+                &format!(
+                    "MEMF-6: chunk {h} is host memory allocated as CONTIGUOUS_SCRATCHPAD_DEVICE (mem_type 19): its free \
+                     dereferences the NULL pool pointer mc->mp"
+                ),
+                "neuron_mempool.c: mc_free",
             );
         }
         // MEMF-2: the driver frees any chunk by its handle (mc_free).

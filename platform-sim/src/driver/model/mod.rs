@@ -414,6 +414,19 @@ impl Model {
                 }
             }
         }
+        let oops: Vec<u64> = freed.iter().copied().filter(|h| self.chunks.host_scratchpad.contains(h)).collect();
+        for h in oops {
+            // MEMF-6 at the flush's free (mc_free).
+            let _ = self.bug(
+                pid,
+                WHAT,
+                &format!(
+                    "MEMF-6: chunk {h} is host memory allocated as CONTIGUOUS_SCRATCHPAD_DEVICE (mem_type 19): the \
+                     flush's free dereferences the NULL pool pointer mc->mp"
+                ),
+                "neuron_mempool.c: mc_free",
+            );
+        }
         self.chunks.retain(|c| !(c.pid == pid && c.kind == ChunkKind::User));
         // FLUSH-6 (RANGE-6).
         let marked: Vec<usize> =

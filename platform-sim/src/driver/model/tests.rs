@@ -1210,6 +1210,36 @@ fn memf5_handles_are_reused_last_in_first_out_so_a_stale_free_frees_the_new_chun
 }
 
 #[test]
+fn memf6_a_host_chunk_allocated_as_contiguous_scratchpad_oopses_at_its_free() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let ptr = mem.base + 0x40;
+    let mut a = abi::MemAllocV2Mt {
+        size: 4096,
+        host_memory: 1,
+        mem_type: memory::CONTIGUOUS_SCRATCHPAD_DEVICE,
+        mem_handle: ptr,
+        ..Default::default()
+    };
+    // Accepted (mem_type is not checked against host memory)...
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0));
+    let h = mem.u64_at(ptr);
+    // ...and its free is a kernel BUG.
+    let r = call(&mut m, abi::MEM_FREE, &mut abi::MemFree { mem_handle: h }, &mut mem);
+    assert_bug(r, "MEMF-6", "neuron_mempool.c: mc_free");
+    // A device chunk of that type, and a host chunk of another, free cleanly.
+    a.host_memory = 0;
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0));
+    let d = mem.u64_at(ptr);
+    assert_eq!(call(&mut m, abi::MEM_FREE, &mut abi::MemFree { mem_handle: d }, &mut mem), Ok(0));
+    // Left to the flush, the same chunk oopses there.
+    a.host_memory = 1;
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0));
+    let before = m.kernel_bugs().count();
+    m.process_gone(PID);
+    assert_eq!(m.kernel_bugs().count(), before + 1, "{:?}", m.log);
+}
+
+#[test]
 fn mem5_host_memory_with_an_alignment_is_einval() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
     let ptr = mem.base + 0x40;
