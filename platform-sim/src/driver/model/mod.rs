@@ -379,6 +379,9 @@ impl Model {
     ///    descriptor (`ncdev_misc_flush`); otherwise they outlive it, as in the
     ///    driver (a warning names them).
     ///
+    /// When no attached process is left, the device's last release clears
+    /// every datastore entry (`neuron_ds_clear` in `ncdev_release`, DS-5).
+    ///
     /// `close` is not trapped (G-DRV-MMAP): the supervisor calls this when it
     /// learns the process exited.
     pub fn process_gone(&mut self, pid: u32) {
@@ -428,6 +431,10 @@ impl Model {
             );
         }
         self.chunks.retain(|c| !(c.pid == pid && c.kind == ChunkKind::User));
+        // DS-5: the last attached process gone is the device's last release.
+        if !self.procs.values().any(|p| p.opens > 0) {
+            self.ds_clear_all();
+        }
         // FLUSH-6 (RANGE-6).
         let marked: Vec<usize> =
             self.range_pids.iter().enumerate().filter(|(_, p)| **p == pid).map(|(i, _)| i).collect();

@@ -1554,6 +1554,23 @@ fn sim1_the_hint_query_answers_the_device_and_the_status_window_is_not_served() 
 // ---- DS ----
 
 #[test]
+fn ds5_the_last_openers_release_clears_every_entry() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    // A process that never opened the device (a forked child) gets an entry
+    // (ACQUIRE is not gated) and has no flush of its own to release it.
+    let mut d = abi::NeuronDsInfo::default();
+    assert_eq!(call_as(&mut m, PID + 7, abi::ACQUIRE_NEURON_DS, &mut d, &mut mem), Ok(0));
+    m.open(PID + 1);
+    m.process_gone(PID);
+    assert_eq!(m.datastore().entries[0].pid, PID + 7, "another process still has the device open");
+    m.process_gone(PID + 1);
+    assert_eq!(m.datastore().entries[0].pid, 0, "the device's last release clears every entry");
+    m.open(PID + 2);
+    let mut mon = abi::NeuronDsInfo { pid: (PID + 7) as i32, ..Default::default() };
+    assert_eq!(call_as(&mut m, PID + 2, abi::ACQUIRE_NEURON_DS, &mut mon, &mut mem), errno(Errno::ENOENT));
+}
+
+#[test]
 fn ds1_2_3_the_datastore_of_a_process_and_a_monitor() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
     m.open(PID + 1);
