@@ -255,3 +255,41 @@ fn a_second_process_cannot_mark_a_core_the_first_holds() {
     assert!(err.contains(&format!("held: nc0: pid {child}")), "{err}");
     assert!(err.contains(&format!("RANGE-7: nc 0 is marked by pid {child}")), "{err}");
 }
+
+/// A write-only ("free access") descriptor (docs/driver-conformance.md GEN-4,
+/// RANGE-6), DEVICE_GET_ALL_APPS_INFO (APPS-1) and the driver's answers to an
+/// argument it cannot copy in (GEN-3), through the real seccomp path.
+#[test]
+fn a_write_only_descriptor_reaches_only_the_misc_requests_and_its_marks_go_with_the_process() {
+    need_user_notif!();
+    let p = probe().to_str().unwrap();
+    let o = driver(&["--verbose"], &[p, "free"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    for (key, want) in [
+        ("wronly_open", "ok"),
+        ("wronly_driver_info", "0"),
+        ("wronly_compatible_version", "0"),
+        ("wronly_device_info", "-22"),
+        ("wronly_writer_enter", "-22"),
+        ("wronly_range_mark", "0 bitmap 1"),
+        ("rdwr_writer_enter", "0"),
+        // The caller is the one attached process, writer of core 0 with uuid 0x5A...
+        ("apps_info", "0 size 1 self 1 lock_map 1 uuid 90"),
+        ("wronly_apps_info", "-22"),
+        // 48-byte struct, 16 bytes readable: copy_from_user leaves 32.
+        ("mem_alloc_straddling", "32"),
+        ("queue_init_unreadable", "-13"),
+        ("wronly_queue_init_unreadable", "-22"),
+        ("wronly_range_unmark", "0"),
+        ("child_wronly_marks", "y"),
+        ("mark_after_wronly_child", "0"),
+        ("child_rdwr_marks", "y"),
+        ("mark_after_rdwr_child", "-16"),
+    ] {
+        assert_eq!(field(&out, key), want, "{key}:\n{out}\n{err}");
+    }
+    assert!(err.contains("GEN-4: a write-only (free access) descriptor"), "{err}");
+    // The child that marked core 0 through the inherited O_RDWR descriptor is gone, its mark stays.
+    assert!(err.contains("RANGE-4: no 1 free consecutive cores in 0..=0"), "{err}");
+}

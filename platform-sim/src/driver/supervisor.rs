@@ -960,6 +960,11 @@ struct Session<'a> {
     /// The processes attached to the device (opened it), each with a pidfd
     /// that polls readable when it exits.
     openers: BTreeMap<u32, OwnedFd>,
+    /// The device descriptors installed, by (process, fd number): whether
+    /// each is write-only ("free access", GEN-4). A descriptor not in it (a
+    /// `dup` of one, or one passed over a socket) is served as `O_RDWR`: the
+    /// supervisor sees opens, not dups (G-DRV-DUP).
+    descs: BTreeMap<(u32, i32), bool>,
     log: Capped<LogLine>,
     violations: Capped<Violation>,
     kernel_bugs: u64,
@@ -999,6 +1004,7 @@ impl Session<'_> {
     /// killed. This is the one place that knows it: the driver's release of
     /// what that process held belongs here.
     fn process_gone(&mut self, tgid: u32) {
+        self.descs.retain(|(p, _), _| *p != tgid);
         if self.openers.remove(&tgid).is_some() {
             // The driver detaches a process at its last close (ncdev_release,
             // neuron_cdev.c); close is not trapped, so its exit stands for it.
@@ -1071,16 +1077,39 @@ impl Session<'_> {
         let pid = caller.tgid;
         let code = args[1] as u32;
         let ptr = args[2];
-        let size = model::arg_size(code).unwrap_or(0);
+        let free_access = self.descs.get(&(pid, fd)).copied().unwrap_or(false);
+        if code == nrt_abi::ioctl::DEVICE_GET_ALL_APPS_INFO.code() && !free_access {
+            return self.apps_info(n, pid, ptr, deadline);
+        }
+        // GEN-4: on a write-only descriptor the driver refuses a non-misc
+        // request before it reads the argument.
+        let size = if free_access && !model::request::is_misc(code) { 0 } else { model::arg_size(code).unwrap_or(0) };
         let mut arg = vec![0u8; size];
         let mut mem = ProcMem { reader: &mut self.reader, tid, deadline, late: false };
         if mem.read(ptr, &mut arg).is_err() {
             let late = mem.late;
+            let answer = if late {
+                // Not read in time (a page nobody serves): EFAULT (G-DRV-EFAULT).
+                None
+            } else {
+                // GEN-3: the driver's copy_from_user stops at the first byte
+                // it cannot read; a struct this small ends in the next page,
+                // so the bytes before the page boundary are what it copied.
+                let to_page = (4096 - (ptr % 4096)) as usize;
+                let mut head = vec![0u8; to_page.min(size)];
+                let readable = if to_page < size && mem.read(ptr, &mut head).is_ok() { head.len() } else { 0 };
+                Some(self.model.copy_in_failed(pid, code, readable))
+            };
+            let late = late || mem.late;
+            self.absorb();
             if late {
                 self.note_late(pid, code);
             }
-            // The driver's copy_from_user failure, answered EFAULT (G-DRV-EFAULT).
-            self.listener.respond(n.id, 0, libc::EFAULT, 0);
+            match answer {
+                Some(Ok(v)) => self.listener.respond(n.id, v, 0, 0),
+                Some(Err(Refusal::Errno(e))) => self.listener.respond(n.id, 0, e.0, 0),
+                _ => self.listener.respond(n.id, 0, libc::EFAULT, 0),
+            }
             return;
         }
         // The memory read was of the caller only if its notification is still
@@ -1089,7 +1118,7 @@ impl Session<'_> {
             return;
         }
         let before = arg.clone();
-        let answer = self.model.handle(pid, code, &mut arg, &mut mem);
+        let answer = self.model.handle_on(pid, code, free_access, &mut arg, &mut mem);
         let wrote = arg == before || mem.write(ptr, &arg).is_ok();
         let late = mem.late;
         self.absorb();
@@ -1120,6 +1149,56 @@ impl Session<'_> {
         }
     }
 
+    /// `DEVICE_GET_ALL_APPS_INFO` (APPS-1): its argument is a header and then
+    /// `capacity` entries, so the model does not see it through
+    /// [`Model::handle`]: the header is read here, [`Model::apps_info`]
+    /// answers, and its bytes (the header and `size` entries) are written at
+    /// the argument's address, each access under the call's deadline.
+    fn apps_info(&mut self, n: &libc::seccomp_notif, pid: u32, ptr: u64, deadline: Instant) {
+        use zerocopy::FromBytes;
+        let code = nrt_abi::ioctl::DEVICE_GET_ALL_APPS_INFO.code();
+        let mut hdr = [0u8; core::mem::size_of::<nrt_abi::ioctl::AppsInfoHeader>()];
+        let mut mem = ProcMem { reader: &mut self.reader, tid: n.pid, deadline, late: false };
+        let read = mem.read(ptr, &mut hdr);
+        let late = mem.late;
+        let header = match read.ok().and_then(|()| nrt_abi::ioctl::AppsInfoHeader::read_from_bytes(&hdr).ok()) {
+            Some(h) => h,
+            None => {
+                if late {
+                    self.note_late(pid, code);
+                    return self.listener.respond(n.id, 0, libc::EFAULT, 0);
+                }
+                // GEN-3: copy_from_user's count of bytes not copied (the
+                // header is 16 bytes: all of it, or the part past a page end).
+                let to_page = (4096 - (ptr % 4096)) as usize;
+                let readable = if to_page < hdr.len() { to_page } else { 0 };
+                let answer = self.model.copy_in_failed(pid, code, readable);
+                self.absorb();
+                return match answer {
+                    Ok(v) => self.listener.respond(n.id, v, 0, 0),
+                    Err(Refusal::Errno(e)) => self.listener.respond(n.id, 0, e.0, 0),
+                    Err(Refusal::KernelBug(_)) => self.listener.respond(n.id, 0, libc::EFAULT, 0),
+                };
+            }
+        };
+        if !self.listener.valid(n.id) {
+            return;
+        }
+        let (answer, bytes) = self.model.apps_info(pid, &header);
+        let mut mem = ProcMem { reader: &mut self.reader, tid: n.pid, deadline, late: false };
+        let wrote = mem.write(ptr, &bytes).is_ok();
+        let late = mem.late;
+        self.absorb();
+        if late {
+            self.note_late(pid, code);
+        }
+        match answer {
+            Ok(v) if wrote => self.listener.respond(n.id, v, 0, 0),
+            Err(Refusal::Errno(e)) => self.listener.respond(n.id, 0, e.0, 0),
+            _ => self.listener.respond(n.id, 0, libc::EFAULT, 0),
+        }
+    }
+
     fn note_late(&mut self, pid: u32, code: u32) {
         let name = nrt_abi::ioctl::request_name(code).unwrap_or("NEURON_IOCTL_(unknown)");
         self.note(
@@ -1142,7 +1221,11 @@ impl Session<'_> {
         };
         self.check_gone(caller.tgid);
         let pid = caller.tgid;
-        if !self.openers.contains_key(&pid) && self.openers.len() >= MAX_ATTACHED {
+        // IS_NEURON_DEVICE_FREE_ACCESS (neuron_cdev.c): the O_WRONLY bit of
+        // the open flags; such an open is not attached (no slot, no count).
+        let free_access = flags & libc::O_WRONLY as u64 != 0;
+        let attached = self.openers.keys().filter(|p| self.model.attached(**p)).count();
+        if !free_access && !self.model.attached(pid) && attached >= MAX_ATTACHED {
             self.note(
                 pid,
                 "open",
@@ -1152,8 +1235,13 @@ impl Session<'_> {
         }
         let cloexec = flags & libc::O_CLOEXEC as u64 != 0;
         match self.listener.add_fd(n.id, self.memfd, cloexec) {
-            Ok(_) => {
-                self.model.open(pid);
+            Ok(fd) => {
+                if free_access {
+                    self.model.open_free_access(pid);
+                } else {
+                    self.model.open(pid);
+                }
+                self.descs.insert((pid, fd), free_access);
                 self.opens = self.opens.saturating_add(1);
                 self.openers.entry(pid).or_insert(caller.pidfd);
                 self.absorb();
@@ -1168,7 +1256,7 @@ impl Session<'_> {
         let mut fds = vec![libc::pollfd { fd: self.listener.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
         let pids: Vec<u32> = self.openers.keys().copied().collect();
         fds.extend(self.openers.values().map(|f| libc::pollfd { fd: f.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
-        // SAFETY: a valid array of `fds.len()` pollfds (at most 1 + MAX_ATTACHED).
+        // SAFETY: a valid array of `fds.len()` pollfds (the listener and one per opener).
         let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
         if rc <= 0 {
             return;
@@ -1313,6 +1401,7 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
         memfd: file.file().as_raw_fd(),
         reader: Reader::default(),
         openers: BTreeMap::new(),
+        descs: BTreeMap::new(),
         log: Capped::new(LOG_CAP),
         violations: Capped::new(VIOLATION_CAP),
         kernel_bugs: 0,

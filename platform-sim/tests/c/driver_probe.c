@@ -22,7 +22,14 @@
  *                     the refusals around it (uuid 0, reader count 0,
  *                     EALREADY);
  *   twoproc           a child marks core 0 and waits; the parent's mark of
- *                     core 0 gets EBUSY while the child holds it.
+ *                     core 0 gets EBUSY while the child holds it;
+ *   free              a write-only ("free access") descriptor: misc requests
+ *                     served, the rest EINVAL; DEVICE_GET_ALL_APPS_INFO on
+ *                     each descriptor; argument structs that cannot be
+ *                     copied in (a positive count, EACCES); a child's marks
+ *                     taken through its own write-only descriptor are given
+ *                     back at its exit, a child's through the inherited
+ *                     O_RDWR descriptor are not.
  *
  * Layouts and codes: nrt-abi (abi/src/ioctl.rs), checked there against the
  * public driver's header. */
@@ -99,6 +106,12 @@ struct queue_init {
 #define CRWL_NC_RANGE_MARK 0x40084E55u
 #define CRWL_NC_RANGE_UNMARK 0x40084E56u
 #define NC_PID_STATE_DUMP 0xC0104E75u
+#define DEVICE_GET_ALL_APPS_INFO 0x80084E07u
+struct app_info {
+    int32_t pid; uint8_t nc_lock_map; uint8_t uuid[4][32]; uint8_t pad[3];
+    uint64_t host_mem_size, device_mem_size;
+};
+struct apps_info { uint16_t flags, pad0; uint32_t capacity, size, pad1; struct app_info e[4]; };
 /* The simulator-only hint query (nrt-abi sim.rs: SIM_HINTS; a real driver refuses it). */
 #define SIM_HINTS 0xC0C84EE0u
 #define SIM_HINTS_MAGIC 0x4D49534Eu
@@ -306,6 +319,63 @@ static int twoproc(int fd) {
     return 0;
 }
 
+/* Marks core `nc` from a forked child through `fd` (or, with fd < 0, through
+ * the child's own write-only descriptor); the child exits without unmarking. */
+static char child_marks(int fd, uint32_t nc) {
+    pid_t child = fork();
+    if (child < 0) return 'f';
+    if (child == 0) {
+        int cfd = fd >= 0 ? fd : open("/dev/neuron0", O_WRONLY | O_CLOEXEC);
+        struct nc_map r = { .nc_count = 1, .start = nc, .end = nc };
+        _exit(cfd >= 0 && xioctl(cfd, CRWL_NC_RANGE_MARK, &r) == 0 ? 0 : 1);
+    }
+    int st = 0;
+    if (waitpid(child, &st, 0) != child) return 'w';
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 'y' : 'n';
+}
+
+static int free_access(int fd) {
+    int w = open("/dev/neuron0", O_WRONLY | O_CLOEXEC);
+    printf("wronly_open: %s\n", w < 0 ? strerror(errno) : "ok");
+    if (w < 0) return 1;
+    struct driver_info di = {0};
+    printf("wronly_driver_info: %d\n", xioctl(w, DRIVER_INFO_GET, &di));
+    struct compat cv = {0};
+    printf("wronly_compatible_version: %d\n", xioctl(w, COMPATIBLE_VERSION, &cv));
+    struct device_info dev = {0};
+    printf("wronly_device_info: %d\n", xioctl(w, DEVICE_INFO, &dev));
+    struct crwl m = { .nc_id = 0 };
+    memset(m.uuid, 0x5A, sizeof m.uuid);
+    printf("wronly_writer_enter: %d\n", xioctl(w, CRWL_WRITER_ENTER, &m));
+    struct nc_map r = { .nc_count = 1, .start = 0, .end = 0 };
+    int rc = xioctl(w, CRWL_NC_RANGE_MARK, &r);
+    printf("wronly_range_mark: %d bitmap %llu\n", rc, (unsigned long long)r.bitmap);
+    printf("rdwr_writer_enter: %d\n", xioctl(fd, CRWL_WRITER_ENTER, &m));
+    struct apps_info a = { .flags = 1, .capacity = 4 };
+    rc = xioctl(fd, DEVICE_GET_ALL_APPS_INFO, &a);
+    printf("apps_info: %d size %u self %d lock_map %u uuid %u\n", rc, a.size,
+           a.size >= 1 && a.e[0].pid == getpid(), a.e[0].nc_lock_map, a.e[0].uuid[0][0]);
+    struct apps_info b = { .flags = 1, .capacity = 4 };
+    printf("wronly_apps_info: %d\n", xioctl(w, DEVICE_GET_ALL_APPS_INFO, &b));
+    /* Two pages, the second inaccessible: a struct that starts 16 bytes
+     * before it is copied in part; one at its start not at all. */
+    char *pg = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pg == MAP_FAILED || mprotect(pg + 4096, 4096, PROT_NONE) != 0) return 1;
+    printf("mem_alloc_straddling: %d\n", xioctl(fd, MEM_ALLOC_V2MT, pg + 4096 - 16));
+    printf("queue_init_unreadable: %d\n", xioctl(fd, DMA_QUEUE_INIT, pg + 4096));
+    printf("wronly_queue_init_unreadable: %d\n", xioctl(w, DMA_QUEUE_INIT, pg + 4096));
+    struct nc_map u = { .bitmap = 1 };
+    printf("wronly_range_unmark: %d\n", xioctl(w, CRWL_NC_RANGE_UNMARK, &u));
+    printf("child_wronly_marks: %c\n", child_marks(-1, 1));
+    struct nc_map r1 = { .nc_count = 1, .start = 1, .end = 1 };
+    printf("mark_after_wronly_child: %d\n", xioctl(fd, CRWL_NC_RANGE_MARK, &r1));
+    printf("child_rdwr_marks: %c\n", child_marks(fd, 0));
+    struct nc_map r0 = { .nc_count = 1, .start = 0, .end = 0 };
+    printf("mark_after_rdwr_child: %d\n", xioctl(fd, CRWL_NC_RANGE_MARK, &r0));
+    close(w);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     int fd = open("/dev/neuron0", O_RDWR | O_CLOEXEC);
@@ -320,6 +390,7 @@ int main(int argc, char **argv) {
     else if (argc >= 2 && strcmp(argv[1], "copy") == 0) rc = copy(fd);
     else if (argc >= 2 && strcmp(argv[1], "own") == 0) rc = own(fd);
     else if (argc >= 2 && strcmp(argv[1], "twoproc") == 0) rc = twoproc(fd);
+    else if (argc >= 2 && strcmp(argv[1], "free") == 0) rc = free_access(fd);
     close(fd);
     return rc;
 }

@@ -10,15 +10,36 @@ use nrt_abi::sim::{self as simabi, Line};
 use nrt_core::arch::Arch;
 
 use super::{Answer, Errno, Model, TargetMem, BAR_READ_MAX, DMA_QUEUES, KMALLOC_MAX};
-use crate::layout;
 
-/// The UDMA queue registers a BAR write may not touch, if `off` is one: the
-/// ring base (low/high), the completion ring base (low/high) and the
-/// tail-pointer increment of every queue, M2S and S2M, of every engine
-/// (`ndma_bar0_blocked_one_engine`, neuron_dma.c; engines of v2 NC0/NC1, D2H and
-/// H2D from v2/address_map.h; v3: the NC0 engines at nrt-sim's UDMA base, G-DRV-BLOCKED).
-pub fn blocked_register(arch: Arch, off: u64) -> Option<&'static str> {
-    let engines: Vec<u64> = match arch {
+/// The firmware mailbox words of misc RAM a BAR write may not touch
+/// (`ncdev_bar0_write_blocked_addrs_v2/_v3`, v2|v3/neuron_dhal_v*.c: the
+/// request base high/low, the response base high/low and the no-sec trigger
+/// interrupt, at `FW_IO_REG_*_OFFSET` of neuron_fw_io.h from the BAR0 misc-RAM
+/// offset: v2 `V2_MMAP_BAR0_APB_MISC_RAM_OFFSET` 0x30FA_0000, v3
+/// `V3_MMAP_BAR0_APB_IO_0_MISC_RAM_OFFSET` 0x06C8_4000; mariana as v3).
+pub const fn mailbox_words(arch: Arch) -> [(u64, &'static str); 5] {
+    let misc = match arch {
+        Arch::Sunda => 0x3000_0000 + 0xE0_0000 + 0x1A_0000,
+        Arch::Cayman | Arch::Mariana => 0x680_0000 + 0x48_4000,
+    };
+    [
+        (misc + 0x1F0, "firmware mailbox request base high"),
+        (misc + 0x1F4, "firmware mailbox request base low"),
+        (misc + 0x1F8, "firmware mailbox response base high"),
+        (misc + 0x1FC, "firmware mailbox response base low"),
+        (misc + 0x800, "firmware mailbox trigger interrupt (no-sec)"),
+    ]
+}
+
+/// The UDMA engines whose queue registers a BAR write may not touch, as BAR0
+/// offsets: v2 the 16 engines of NC0 and of NC1, D2H and H2D
+/// (v2/address_map.h); v3 the 32 SDMA engines of each of the 4 SE groups from
+/// `V3_APB_SE_n_SDMA_0_BASE - V3_APB_SE_n_BASE + V3_PCIE_BAR0_APB_SE_n_OFFSET`
+/// (0x8200_0000, 0x9400_0000, 0xA200_0000, 0xB400_0000), 0x10_0000 apart, then
+/// IO0/IO1 D2H and H2D (0x0680_0000, 0x4680_0000, 0x0690_0000, 0x4690_0000)
+/// (v3/address_map.h; `ndma_is_bar0_write_blocked_v3`); mariana as v3.
+fn blocked_engines(arch: Arch) -> Vec<u64> {
+    match arch {
         Arch::Sunda => {
             let mut v: Vec<u64> = (0..16).map(|e| 0x3000_0000 + e * 0x4_0000).collect();
             v.extend((0..16).map(|e| 0x3070_0000 + e * 0x4_0000));
@@ -26,16 +47,31 @@ pub fn blocked_register(arch: Arch, off: u64) -> Option<&'static str> {
             v.push(0x30D0_0000);
             v
         }
-        Arch::Cayman | Arch::Mariana => (0..16).map(|e| layout::udma_base(arch, e)).collect(),
-    };
+        Arch::Cayman | Arch::Mariana => {
+            let mut v: Vec<u64> = Vec::with_capacity(4 * 32 + 4);
+            for se in [0x8200_0000u64, 0x9400_0000, 0xA200_0000, 0xB400_0000] {
+                v.extend((0..32).map(|e| se + e * 0x10_0000));
+            }
+            v.extend([0x0680_0000, 0x4680_0000, 0x0690_0000, 0x4690_0000]);
+            v
+        }
+    }
+}
+
+/// What a BAR write may not touch, if `off` is one (BARW-5): the ring base
+/// (low/high), the completion ring base (low/high) and the tail-pointer
+/// increment of every queue, M2S and S2M, of every engine of
+/// [`blocked_engines`] (`ndma_bar0_blocked_one_engine`, neuron_dma.c), and the
+/// firmware mailbox words ([`mailbox_words`]).
+pub fn blocked_register(arch: Arch, off: u64) -> Option<&'static str> {
     const REGS: [(u64, &str); 5] = [
-        (0x28, "ring base low (drbp_low)"),
-        (0x2C, "ring base high (drbp_high)"),
-        (0x38, "tail-pointer increment (drtp_inc)"),
-        (0x44, "completion ring base low (crbp_low)"),
-        (0x48, "completion ring base high (crbp_high)"),
+        (0x28, "UDMA ring base low (drbp_low)"),
+        (0x2C, "UDMA ring base high (drbp_high)"),
+        (0x38, "UDMA tail-pointer increment (drtp_inc)"),
+        (0x44, "UDMA completion ring base low (crbp_low)"),
+        (0x48, "UDMA completion ring base high (crbp_high)"),
     ];
-    for base in engines {
+    for base in blocked_engines(arch) {
         for dir in [0x1000u64, 0x2_1000] {
             let q0 = base + dir;
             if off < q0 || off >= q0 + u64::from(DMA_QUEUES) * 0x1000 {
@@ -47,7 +83,7 @@ pub fn blocked_register(arch: Arch, off: u64) -> Option<&'static str> {
             }
         }
     }
-    None
+    mailbox_words(arch).iter().find(|(a, _)| *a == off).map(|(_, name)| *name)
 }
 
 const CDEV: &str = "neuron_cdev.c: ncdev_bar_rw";
@@ -226,7 +262,7 @@ impl Model {
                     name,
                     Errno::EINVAL,
                     &format!(
-                        "BARW-5: BAR0 offset 0x{off:x} is a UDMA {reg}: writes are blocked (use DMA_QUEUE_COPY_START)"
+                        "BARW-5: BAR0 offset 0x{off:x} is a {reg}: writes are blocked (DMA goes through DMA_QUEUE_COPY_START)"
                     ),
                     "neuron_dma.c: ndma_is_bar0_write_blocked",
                 );

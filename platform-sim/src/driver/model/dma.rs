@@ -78,6 +78,26 @@ impl Default for FetchedBd {
     }
 }
 
+/// DMA engines the driver's flush loop covers (`dma_eng_per_nd`:
+/// cores x 16, v2 32 and v3 128; v2|v3/neuron_dhal_v*.c, mariana as v3): the
+/// H2T engines past them are never re-pointed (FLUSH-2).
+pub const fn dma_eng_per_nd(arch: Arch) -> u32 {
+    nc_per_device(arch) * 16
+}
+
+/// Whether queue `qid` of engine `eng` is reserved for the NX cores, which the
+/// flush leaves alone (`ndmar_is_nx_ring_v2`: queue 14 on engines 0..=10 of
+/// each core's 16, `V2_TPB_ENG_PER_NC + V2_TS_PER_DEVICE`; `ndmar_is_nx_ring_v3`:
+/// queue 14 on engines 0..=4, 7 and 8 of each core's 16; mariana as v3).
+pub const fn is_nx_ring(arch: Arch, eng: u32, qid: u32) -> bool {
+    let e = eng % 16;
+    qid == DMA_QUEUES - 2
+        && match arch {
+            Arch::Sunda => e < 5 + 6,
+            Arch::Cayman | Arch::Mariana => e < 5 || e == 7 || e == 8,
+        }
+}
+
 /// The H2T queue of core `nc` (`ndmar_get_h2t_eng_id` / `_qid`: v2 engine 32
 /// (D2H) for NC0 and 33 (H2D) for NC1, queue 0; v3 engines 128..=131, one per
 /// pair of cores, queue `nc % 2`; mariana as v3, G-DRV-ARCH4).
@@ -153,11 +173,14 @@ impl Model {
     }
 
     /// FLUSH-2: `ndmar_handle_process_exit` (neuron_ring.c): every queue `pid`
-    /// owns, but the H2T queues, re-initialised on the driver's dummy ring.
+    /// owns on the engines below [`dma_eng_per_nd`], but the H2T queues and
+    /// the NX queues ([`is_nx_ring`]), re-initialised on the driver's dummy
+    /// ring. The others stay programmed on their rings.
     pub(super) fn repoint_queues_of(&mut self, pid: u32) {
-        let h2t: Vec<(u32, u32)> = (0..nc_per_device(self.arch)).map(|nc| h2t_queue(self.arch, nc)).collect();
+        let arch = self.arch;
+        let h2t: Vec<(u32, u32)> = (0..nc_per_device(arch)).map(|nc| h2t_queue(arch, nc)).collect();
         for (k, q) in self.queues.iter_mut() {
-            if q.owner != pid || h2t.contains(k) {
+            if q.owner != pid || k.0 >= dma_eng_per_nd(arch) || h2t.contains(k) || is_nx_ring(arch, k.0, k.1) {
                 continue;
             }
             let side =

@@ -79,6 +79,25 @@ impl Model {
         Ok(0)
     }
 
+    /// DS-5: the device's last `O_RDWR` descriptor is released
+    /// (neuron_cdev.c `ncdev_release`, open count 0): `neuron_ds_clear`
+    /// clears every entry and zeroes its memory, whoever owns it.
+    pub(super) fn ds_clear_all(&mut self) {
+        for i in 0..self.datastore.entries.len() {
+            if self.datastore.entries[i].pid == 0 {
+                continue;
+            }
+            self.datastore.ticks = self.datastore.ticks.saturating_add(1);
+            let e = &mut self.datastore.entries[i];
+            e.pid = 0;
+            e.clear_tick = self.datastore.ticks;
+            if let Some(c) = e.chunk.and_then(|h| self.chunks.get(h).copied()) {
+                use std::os::unix::fs::FileExt;
+                let _ = self.file.file().write_all_at(&vec![0u8; c.size as usize], c.offset);
+            }
+        }
+    }
+
     /// DS-3 / DS-4: `neuron_ds_release_pid(target)` by `caller`: only the
     /// owner's own release clears the entry (and zeroes its memory).
     pub(super) fn ds_release(&mut self, caller: u32, target: u32) {

@@ -7,7 +7,7 @@
 //! chunks (one copy start may release 65,536 BDs; a process may hold tens of
 //! thousands of chunks).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use nrt_abi::ioctl as abi;
 
@@ -64,6 +64,17 @@ pub struct Chunks {
     len: u64,
     /// Interval lookups made (each one `O(log n)`), for tests and the summary.
     pub lookups: u64,
+    /// Handles given back, the last freed on top (neuron_mc_handle.c:
+    /// `nmch_handle_free` pushes the freed index at the head of the free
+    /// list, `nmch_handle_alloc` pops the head; MEMF-5).
+    free_handles: Vec<u64>,
+    /// The next handle never issued (the driver's first free index is 1;
+    /// a fresh entry's successor is the next index).
+    next_handle: u64,
+    /// Handles issued again after a free (the stale-handle hazard of MEMF-5).
+    reissued: BTreeSet<u64>,
+    /// Host chunks allocated as `CONTIGUOUS_SCRATCHPAD_DEVICE` (MEMF-6).
+    pub(super) host_scratchpad: BTreeSet<u64>,
 }
 
 const fn page_up(v: u64) -> u64 {
@@ -73,7 +84,17 @@ const fn page_up(v: u64) -> u64 {
 impl Chunks {
     /// An empty table allocating from `[base, base + len)` of the device file.
     pub fn new(base: u64, len: u64) -> Chunks {
-        Chunks { by_handle: BTreeMap::new(), by_offset: BTreeMap::new(), base, len, lookups: 0 }
+        Chunks {
+            by_handle: BTreeMap::new(),
+            by_offset: BTreeMap::new(),
+            base,
+            len,
+            lookups: 0,
+            free_handles: Vec::new(),
+            next_handle: 1,
+            reissued: BTreeSet::new(),
+            host_scratchpad: BTreeSet::new(),
+        }
     }
 
     /// The allocator's region (`base`, `len`).
@@ -101,6 +122,22 @@ impl Chunks {
         self.by_handle.is_empty()
     }
 
+    /// The handle for a new chunk: the last one freed, else the next fresh one.
+    pub(super) fn take_handle(&mut self) -> u64 {
+        if let Some(h) = self.free_handles.pop() {
+            self.reissued.insert(h);
+            return h;
+        }
+        let h = self.next_handle;
+        self.next_handle = self.next_handle.wrapping_add(1).max(1);
+        h
+    }
+
+    /// Whether `handle` was freed once and issued again since.
+    pub fn reissued(&self, handle: u64) -> bool {
+        self.reissued.contains(&handle)
+    }
+
     pub(super) fn insert(&mut self, handle: u64, c: Chunk) {
         if let Some(old) = self.by_handle.insert(handle, c) {
             self.by_offset.remove(&old.offset);
@@ -113,6 +150,8 @@ impl Chunks {
         if self.by_offset.get(&c.offset) == Some(&handle) {
             self.by_offset.remove(&c.offset);
         }
+        self.free_handles.push(handle);
+        self.host_scratchpad.remove(&handle);
         Some(c)
     }
 
@@ -121,6 +160,11 @@ impl Chunks {
         for h in gone {
             self.remove(h);
         }
+    }
+
+    /// The handles of the chunks `pick` selects.
+    pub(super) fn handles_where(&self, mut pick: impl FnMut(&Chunk) -> bool) -> Vec<u64> {
+        self.by_handle.iter().filter(|(_, c)| pick(c)).map(|(h, _)| *h).collect()
     }
 
     /// Bytes of host and of device memory in `pid`'s `MEM_ALLOC_V2MT` chunks.
@@ -141,6 +185,26 @@ impl Chunks {
 
     /// First fit of `size` bytes (page-rounded) in the region: at the end of
     /// the last chunk when there is room (`O(log n)`), else the first gap.
+    /// First fit at an offset that is a multiple of `align` (a power of two
+    /// above the page size; `gen_pool_first_fit_align`): the lowest aligned
+    /// gap that holds `size` bytes.
+    fn alloc_aligned(&self, size: u64, align: u64) -> Option<u64> {
+        let size = page_up(size);
+        if size == 0 || !align.is_power_of_two() {
+            return None;
+        }
+        let up = |o: u64| o.checked_add(align - 1).map(|v| v & !(align - 1));
+        let limit = self.base.saturating_add(self.len);
+        let mut at = up(self.base)?;
+        for (&o, h) in self.by_offset.range(self.base..limit) {
+            if at.checked_add(size)? <= o {
+                break;
+            }
+            at = at.max(up(o.saturating_add(self.by_handle.get(h).map_or(0, |c| c.size)))?);
+        }
+        (at.checked_add(size)? <= limit).then_some(at)
+    }
+
     fn alloc(&self, size: u64) -> Option<u64> {
         let size = page_up(size);
         if size == 0 {
@@ -166,6 +230,10 @@ impl Chunks {
         (at.checked_add(size)? <= limit).then_some(at)
     }
 }
+
+/// `NEURON_MEMALLOC_TYPE_CONTIGUOUS_SCRATCHPAD_DEVICE` (share/neuron_driver_shared.h:
+/// the 20th of the allocation categories), whose allocation ignores `align`.
+pub const CONTIGUOUS_SCRATCHPAD_DEVICE: u32 = 19;
 
 impl Model {
     /// A new chunk of `size` bytes from the pool, or `None` (no room).
@@ -211,6 +279,38 @@ impl Model {
                 F,
             );
         }
+        // MEM-8: device memory: an alignment above PAGE_SIZE is a first-fit
+        // aligned allocation (align > INT_MAX: EINVAL; a result not aligned,
+        // or no aligned room: ENOMEM); up to PAGE_SIZE, and for the contiguous
+        // scratchpad (mem_type 19), align is ignored.
+        let aligned = a.host_memory == 0 && a.mem_type != CONTIGUOUS_SCRATCHPAD_DEVICE && a.align > PAGE;
+        if aligned && a.align > i32::MAX as u64 {
+            return self.refuse(
+                pid,
+                name,
+                Errno::EINVAL,
+                &format!("MEM-8: device memory align {} > INT_MAX: alignment not supported", a.align),
+                F,
+            );
+        }
+        if aligned {
+            let Some(offset) = self.chunks.alloc_aligned(a.size, a.align) else {
+                return self.refuse(
+                    pid,
+                    name,
+                    Errno::ENOMEM,
+                    &format!(
+                        "MEM-8: {} bytes aligned to {}: no aligned room (an alignment that is not a power of two never \
+                         yields an aligned address here)",
+                        a.size, a.align
+                    ),
+                    F,
+                );
+            };
+            let h = self.new_handle(Chunk { offset, size: page_up(a.size), host: false, pid, kind: ChunkKind::User });
+            return self.mem_alloc_finish(pid, name, a, h, mem);
+        }
+        let host_scratchpad = a.host_memory != 0 && a.mem_type == CONTIGUOUS_SCRATCHPAD_DEVICE;
         let Some(h) = self.pool_alloc(a.size, a.host_memory != 0, pid, ChunkKind::User) else {
             let region = self.chunks.region().1;
             return self.refuse(
@@ -221,6 +321,37 @@ impl Model {
                 F,
             );
         };
+        let r = self.mem_alloc_finish(pid, name, a, h, mem);
+        if host_scratchpad && self.chunks.contains(h) {
+            // MEMF-6: mc_alloc_internal does not cross-check mem_type with
+            // host memory; the chunk's free will oops.
+            self.chunks.host_scratchpad.insert(h);
+        }
+        r
+    }
+
+    /// The end of MEM_ALLOC_V2MT once chunk `h` is allocated.
+    fn mem_alloc_finish(
+        &mut self,
+        pid: u32,
+        name: &'static str,
+        a: &abi::MemAllocV2Mt,
+        h: u64,
+        mem: &mut dyn TargetMem,
+    ) -> Answer {
+        // MEM-0: mc_alloc_internal -> mc_add_to_lifespan_list ->
+        // mpset_get_lifespan_head: a CUR_PROCESS chunk goes on the caller's
+        // attach slot's list, BUG_ON(slot == -1) for a caller that is not
+        // attached (a forked child on an inherited descriptor).
+        if !self.attached(pid) {
+            self.chunks.remove(h);
+            return self.bug(
+                pid,
+                name,
+                "MEM-0: the caller has no attach slot (it did not open the device): BUG_ON(slot == -1)",
+                "neuron_mempool.c: mpset_get_lifespan_head",
+            );
+        }
         // MEM-7: ncdev_mem_alloc_libnrt: the handle goes through the caller's
         // pointer; when that copy fails the chunk is freed and the bytes not
         // copied (8) are returned as a *positive* value.
@@ -270,6 +401,35 @@ impl Model {
         let Some(c) = self.chunks.get(h).copied() else {
             return self.refuse(pid, name, Errno::EINVAL, "MEMF-1: invalid memory handle", F);
         };
+        // MEMF-5: handles are reused last-in first-out: a copy of a handle
+        // freed before this chunk was allocated frees this chunk (0).
+        if self.chunks.reissued(h) {
+            self.note(
+                pid,
+                name,
+                format!(
+                    "MEMF-5: handle {h} was freed before and issued again (to the chunk at offset 0x{:x}, pid {}): a \
+                     stale copy of the old handle frees this newer chunk, and the driver answers 0 (handles are \
+                     reused last-in first-out, neuron_mc_handle.c: nmch_handle_free)",
+                    c.offset, c.pid
+                ),
+            );
+        }
+        // MEMF-6: mc_free (neuron_mempool.c): a contiguous-scratchpad chunk's
+        // tail reads the pool's scratchpad fields through mc->mp, which a host
+        // chunk from dma_alloc_coherent leaves NULL.
+        if self.chunks.host_scratchpad.contains(&h) {
+            self.chunks.remove(h);
+            return self.bug(
+                pid,
+                name,
+                &format!(
+                    "MEMF-6: chunk {h} is host memory allocated as CONTIGUOUS_SCRATCHPAD_DEVICE (mem_type 19): its free \
+                     dereferences the NULL pool pointer mc->mp"
+                ),
+                "neuron_mempool.c: mc_free",
+            );
+        }
         // MEMF-2: the driver frees any chunk by its handle (mc_free).
         self.chunks.remove(h);
         if c.kind == ChunkKind::Nq {

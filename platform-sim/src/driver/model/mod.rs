@@ -265,7 +265,6 @@ pub struct Model {
     sim_cores: u8,
     /// Every chunk handed out (MEM_ALLOC_V2MT, NQ rings, datastores).
     pub(crate) chunks: Chunks,
-    next_handle: u64,
     queues: BTreeMap<(u32, u32), Queue>,
     nq: BTreeMap<(u32, u32), NqRing>,
     procs: BTreeMap<u32, Process>,
@@ -306,7 +305,6 @@ impl Model {
             arch: l.arch,
             sim_cores: l.cores,
             chunks: Chunks::new(chunk_base, chunk_len),
-            next_handle: 1,
             queues: BTreeMap::new(),
             nq: BTreeMap::new(),
             procs: BTreeMap::new(),
@@ -365,19 +363,24 @@ impl Model {
     ///
     /// 1. a reset the process requested and never waited for is consumed
     ///    (`nr_wait(.., check)`, neuron_reset.c);
-    /// 2. every DMA queue it owns (but the H2T queues) is re-initialised on the
+    /// 2. every DMA queue it owns on the engines below `dma_eng_per_nd` (v2
+    ///    32, v3 128), but the H2T and NX queues, is re-initialised on the
     ///    driver's dummy ring, 64 descriptors each way
-    ///    (`ndmar_handle_process_exit`, neuron_ring.c): no queue points at its
-    ///    chunks any more;
+    ///    (`ndmar_handle_process_exit`, neuron_ring.c); the others stay
+    ///    programmed;
     /// 3. its CRWL writer state is released (`ncrwl_release_current_process`,
     ///    neuron_crwl.c);
     /// 4. its datastore is released (`neuron_ds_release_pid`, neuron_ds.c);
     /// 5. its chunks (`MC_LIFESPAN_CUR_PROCESS`) are freed
-    ///    (`mpset_free_expired_mc`, neuron_mempool.c); notification rings and
+    ///    (`mpset_free_expired_mc`, neuron_mempool.c), a warning for each one a
+    ///    still-programmed queue uses as a ring; notification rings and
     ///    datastores (device lifespan) stay;
     /// 6. its core range marks are given back only if it had a write-only
     ///    descriptor (`ncdev_misc_flush`); otherwise they outlive it, as in the
     ///    driver (a warning names them).
+    ///
+    /// When no attached process is left, the device's last release clears
+    /// every datastore entry (`neuron_ds_clear` in `ncdev_release`, DS-5).
     ///
     /// `close` is not trapped (G-DRV-MMAP): the supervisor calls this when it
     /// learns the process exited.
@@ -392,8 +395,46 @@ impl Model {
         self.crwl_release_process(pid);
         // FLUSH-4 (DS-4).
         self.ds_release(pid, pid);
-        // FLUSH-5.
+        // FLUSH-5, with a warning for each freed chunk a queue the flush did
+        // not re-point still uses as a ring (the device keeps DMA-ing into it).
+        let freed: Vec<u64> = self.chunks.handles_where(|c| c.pid == pid && c.kind == ChunkKind::User);
+        for (k, q) in self.queues.clone() {
+            for side in [q.tx, q.rx] {
+                if let Some(h) = side.chunk.filter(|h| freed.contains(h)) {
+                    self.warn(
+                        pid,
+                        WHAT,
+                        format!(
+                            "FLUSH-5: chunk {h} freed while DMA queue (engine {}, queue {}) is still programmed on it: \
+                             the flush re-points only engines below {} and not the H2T or NX queues \
+                             (ndmar_handle_process_exit), so the device may DMA into freed memory",
+                            k.0,
+                            k.1,
+                            dma::dma_eng_per_nd(self.arch)
+                        ),
+                        "neuron_ring.c: ndmar_handle_process_exit; neuron_mempool.c: mpset_free_expired_mc",
+                    );
+                }
+            }
+        }
+        let oops: Vec<u64> = freed.iter().copied().filter(|h| self.chunks.host_scratchpad.contains(h)).collect();
+        for h in oops {
+            // MEMF-6 at the flush's free (mc_free).
+            let _ = self.bug(
+                pid,
+                WHAT,
+                &format!(
+                    "MEMF-6: chunk {h} is host memory allocated as CONTIGUOUS_SCRATCHPAD_DEVICE (mem_type 19): the \
+                     flush's free dereferences the NULL pool pointer mc->mp"
+                ),
+                "neuron_mempool.c: mc_free",
+            );
+        }
         self.chunks.retain(|c| !(c.pid == pid && c.kind == ChunkKind::User));
+        // DS-5: the last attached process gone is the device's last release.
+        if !self.procs.values().any(|p| p.opens > 0) {
+            self.ds_clear_all();
+        }
         // FLUSH-6 (RANGE-6).
         let marked: Vec<usize> =
             self.range_pids.iter().enumerate().filter(|(_, p)| **p == pid).map(|(i, _)| i).collect();
@@ -482,8 +523,7 @@ impl Model {
     }
 
     fn new_handle(&mut self, c: Chunk) -> u64 {
-        let h = self.next_handle;
-        self.next_handle = self.next_handle.wrapping_add(1).max(1);
+        let h = self.chunks.take_handle();
         self.chunks.insert(h, c);
         h
     }
@@ -496,7 +536,13 @@ impl Model {
     /// (G-DRV-EFAULT); this is the driver's answer for it to give.
     pub fn copy_in_failed(&mut self, pid: u32, code: u32, readable: usize) -> Answer {
         let name = abi::request_name(code).unwrap_or("NEURON_IOCTL_(unknown)");
-        let Some(size) = arg_size(code) else {
+        // DEVICE_GET_ALL_APPS_INFO copies its header first (APPS-1).
+        let size = if code == abi::DEVICE_GET_ALL_APPS_INFO.code() {
+            Some(core::mem::size_of::<abi::AppsInfoHeader>())
+        } else {
+            arg_size(code)
+        };
+        let Some(size) = size else {
             return self.refuse(
                 pid,
                 name,
@@ -524,8 +570,34 @@ impl Model {
     /// ioctl's return value (the driver returns a positive value in a few
     /// places where it meant an errno; those are kept, and logged).
     pub fn handle(&mut self, pid: u32, code: u32, arg: &mut [u8], mem: &mut dyn TargetMem) -> Answer {
+        self.handle_on(pid, code, false, arg, mem)
+    }
+
+    /// [`Model::handle`] on a descriptor of a given mode: `free_access` is a
+    /// write-only descriptor (`IS_NEURON_DEVICE_FREE_ACCESS`, neuron_cdev.c:
+    /// the open flags' `O_WRONLY` bit), on which `ncdev_ioctl` hands every
+    /// request to `ncdev_misc_ioctl` before it reads the argument: anything
+    /// but a misc request ([`request::is_misc`]) is `EINVAL` (GEN-4), whatever
+    /// the argument holds.
+    pub fn handle_on(
+        &mut self,
+        pid: u32,
+        code: u32,
+        free_access: bool,
+        arg: &mut [u8],
+        mem: &mut dyn TargetMem,
+    ) -> Answer {
         let name = abi::request_name(code).unwrap_or("NEURON_IOCTL_(unknown)");
         *self.calls.entry(name).or_insert(0) += 1;
+        if free_access && !request::is_misc(code) {
+            return self.refuse(
+                pid,
+                name,
+                Errno::EINVAL,
+                "GEN-4: a write-only (free access) descriptor reaches only the misc requests",
+                "neuron_cdev.c: ncdev_ioctl, ncdev_misc_ioctl",
+            );
+        }
         let mut req = match Request::parse(code, arg) {
             Ok(r) => r,
             Err(request::ParseError::Unknown) => {

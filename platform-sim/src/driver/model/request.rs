@@ -180,3 +180,20 @@ impl Request {
         )
     }
 }
+
+/// GEN-4: the requests `ncdev_misc_ioctl` (neuron_cdev.c) serves, the only
+/// ones a write-only ("free access") descriptor reaches: the core range
+/// marks, the compatible-version, basic-info and driver-info queries (the
+/// last matched by its number alone, `_IOC_NR`) and the pid state dump.
+/// The driver's other misc requests (BDF, dmabuf, printk, pod, the id maps)
+/// are not ones `nrt-abi` defines.
+pub fn is_misc(code: u32) -> bool {
+    code == abi::CRWL_NC_RANGE_MARK.code()
+        || code == abi::CRWL_NC_RANGE_MARK_EXT0.code()
+        || code == abi::CRWL_NC_RANGE_UNMARK.code()
+        || code == abi::CRWL_NC_RANGE_UNMARK_EXT0.code()
+        || code == abi::COMPATIBLE_VERSION.code()
+        || code == abi::DEVICE_BASIC_INFO.code()
+        || code & 0xFF == abi::DRIVER_INFO_GET.nr()
+        || code == abi::NC_PID_STATE_DUMP.code()
+}

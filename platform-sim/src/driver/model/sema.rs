@@ -5,6 +5,7 @@
 use std::sync::atomic::Ordering;
 
 use nrt_abi::ioctl as abi;
+use nrt_core::arch::Arch;
 
 use super::{nc_per_device, Answer, Errno, Model, EVENT_COUNT, SEMAPHORE_COUNT};
 
@@ -72,21 +73,69 @@ impl Model {
                 "neuron_core.c",
             );
         }
-        // EVT-2: the event ioctls do not check nc_id.
-        if u32::from(a.nc_id as u8) >= nc_per_device(self.arch) {
+        // EVT-2: the event ioctls do not check nc_id: nc_event_get/_set take
+        // it as u8 and read or write the BAR0 word at
+        // nc_get_event_addr_v2/_v3 (v2|v3/neuron_dhal_v*.c) unchecked.
+        let nc = u32::from(a.nc_id as u8);
+        if nc >= nc_per_device(self.arch) {
+            let off = event_offset(self.arch, nc, index);
+            if off.saturating_add(4) > self.file.layout().bar_len {
+                return self.bug(
+                    pid,
+                    name,
+                    &format!(
+                        "EVT-2: nc_id {} (as u8: {nc}) puts event {index} at BAR0 offset 0x{off:x}, past the BAR \
+                         mapping: the driver does not check it and dereferences it",
+                        a.nc_id
+                    ),
+                    "neuron_core.c: nc_event_get/nc_event_set",
+                );
+            }
             self.warn(
                 pid,
                 name,
                 format!(
-                    "EVT-2: nc_id {} past the device's cores: the driver does not check it and writes elsewhere",
-                    a.nc_id
+                    "EVT-2: nc_id {} past the device's cores: the driver does not check it and {} BAR0 offset \
+                     0x{off:x}, in {}",
+                    a.nc_id,
+                    if code == abi::EVENT_GET.code() { "reads" } else { "writes" },
+                    event_block(self.arch, off)
                 ),
-                "neuron_cdev.c: ncdev_events_ioctl",
+                "neuron_cdev.c: ncdev_events_ioctl; neuron_core.c",
             );
         }
         if code == abi::EVENT_GET.code() {
             a.value = 0;
         }
         Ok(0)
+    }
+}
+
+/// The BAR0 offset of event `index` of core `nc` as the driver computes it
+/// (`nc_get_event_addr_v2`: `V2_PCIE_BAR0_TPB_0_OFFSET` 0 + `nc` x
+/// `V2_PCIE_BAR0_TPB_0_SIZE` 0x400_0000; `nc_get_event_addr_v3`:
+/// `V3_PCIE_BAR0_TPB_0_OFFSET` 0xD000_0000 + `nc` x `V3_PCIE_BAR0_TPB_DIST`
+/// 0x400_0000; both + `MMAP_NC_EVENT_OFFSET` 0x270_0000 + 4 x `index`;
+/// v2|v3/address_map.h, neuron_core.h `NC_EVENT_SIZE`; mariana as v3).
+pub fn event_offset(arch: Arch, nc: u32, index: u32) -> u64 {
+    let tpb0 = match arch {
+        Arch::Sunda => 0,
+        Arch::Cayman | Arch::Mariana => 0xD000_0000u64,
+    };
+    tpb0 + u64::from(nc) * 0x400_0000 + 0x270_0000 + 4 * u64::from(index)
+}
+
+/// The block of BAR0 that offset `off` (inside the BAR) falls in, for an
+/// event of a core the device does not have: on v2 the TPB windows of cores
+/// past 1 (below `V2_PCIE_BAR0_TOPSP_0_OFFSET`), the top-SP region from
+/// 0x1000_0000, the APB register block from `V2_PCIE_BAR0_APB_OFFSET`
+/// 0x3000_0000 (v2/address_map.h); on v3 past the 8 cores' TPB windows
+/// (from 0xF000_0000).
+pub fn event_block(arch: Arch, off: u64) -> &'static str {
+    match arch {
+        Arch::Sunda if off >= 0x3000_0000 => "the APB register block (V2_PCIE_BAR0_APB_OFFSET)",
+        Arch::Sunda if off >= 0x1000_0000 => "the top-SP region (from V2_PCIE_BAR0_TOPSP_0_OFFSET)",
+        Arch::Sunda => "the TPB window of a core the device does not have",
+        Arch::Cayman | Arch::Mariana => "BAR0 past the 8 cores' TPB windows",
     }
 }

@@ -108,6 +108,10 @@ fn assert_logged(m: &Model, needle: &str) {
 
 /// Two host chunks and queue (0, 0) initialised with `n` descriptors each way.
 fn with_queue(m: &mut Model, mem: &mut VecMem, n: u32) -> (u64, u64) {
+    with_queue_at(m, mem, 0, 0, n)
+}
+
+fn with_queue_at(m: &mut Model, mem: &mut VecMem, eng_id: u32, qid: u32, n: u32) -> (u64, u64) {
     let mut hs = [0u64; 2];
     for (i, h) in hs.iter_mut().enumerate() {
         let ptr = mem.base + 8 * i as u64;
@@ -116,6 +120,8 @@ fn with_queue(m: &mut Model, mem: &mut VecMem, n: u32) -> (u64, u64) {
         *h = mem.u64_at(ptr);
     }
     let mut q = abi::DmaQueueInit {
+        eng_id,
+        qid,
         tx_desc_count: n,
         rx_desc_count: n,
         tx_handle: hs[0],
@@ -560,6 +566,29 @@ fn semaphores_index_and_core_bounds_and_the_kickoff_word() {
     assert_eq!(call(&mut m, abi::EVENT_SET, &mut e, &mut mem), errno(Errno::EINVAL));
 }
 
+#[test]
+fn evt2_an_event_of_a_core_past_the_device_lands_in_another_block_or_leaves_bar0() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut ev = |m: &mut Model, nc: u32| {
+        let mut e = abi::SemaphoreArg { nc_id: nc, semaphore_index: 3, value: 1 };
+        call(m, abi::EVENT_SET, &mut e, &mut mem)
+    };
+    // v2: nc 2 is a TPB window the device does not have, nc 4 the top-SP
+    // region (0x1000_0000 + 0x270_0000), nc 11 still (0x2E70_000C); all 0, warned.
+    for (nc, block) in [(2, "TPB window of a core"), (4, "top-SP region"), (11, "top-SP region")] {
+        assert_eq!(ev(&mut m, nc), Ok(0), "nc {nc}");
+        assert!(m.log.last().is_some_and(|l| l.text.contains(block)), "nc {nc}: {:?}", m.log.last());
+    }
+    assert_logged(&m, "BAR0 offset 0x1270000c");
+    // nc 12: 0x3270_000C, past the BAR: a kernel BUG; nc 256 is nc 0 (u8): served quietly.
+    assert_bug(ev(&mut m, 12), "past the BAR mapping", "neuron_core.c");
+    let before = m.violations.len();
+    assert_eq!(ev(&mut m, 256), Ok(0));
+    assert_eq!(m.violations.len(), before);
+    assert_eq!(sema::event_offset(Arch::Cayman, 8, 0), 0xF270_0000);
+    assert_eq!(sema::event_block(Arch::Sunda, 0x3000_0000), "the APB register block (V2_PCIE_BAR0_APB_OFFSET)");
+}
+
 fn bar(m: &mut Model, mem: &mut VecMem, read: bool, addrs: &[u64], data: &[u32]) -> Answer {
     let (a_ptr, d_ptr) = (mem.base + 0x100, mem.base + 0x800);
     let ab: Vec<u8> = addrs.iter().flat_map(|a| a.to_le_bytes()).collect();
@@ -600,6 +629,38 @@ fn bar_writes_land_in_the_device_and_tail_increments_are_refused() {
     let w = abi::BarRwWire { bar: 0, address: 0xdead_0000, data: 0, count: 1, ..Default::default() };
     let mut b = w.as_bytes().to_vec();
     assert_eq!(m.handle(PID, abi::BAR_READ.code(), &mut b, &mut mem), Ok(8));
+}
+
+#[test]
+fn barw5_the_firmware_mailbox_words_and_v3s_engine_list_are_blocked() {
+    // The five mailbox words, on both arches; the words beside them are not.
+    for (arch, misc) in [(Arch::Sunda, 0x30FA_0000u64), (Arch::Cayman, 0x06C8_4000), (Arch::Mariana, 0x06C8_4000)] {
+        for w in [0x1F0u64, 0x1F4, 0x1F8, 0x1FC, 0x800] {
+            let r = bar::blocked_register(arch, misc + w);
+            assert!(r.is_some_and(|n| n.contains("firmware mailbox")), "{arch:?} 0x{w:x}: {r:?}");
+        }
+        for w in [0x1ECu64, 0x200, 0x804] {
+            assert_eq!(bar::blocked_register(arch, misc + w), None, "{arch:?} 0x{w:x}");
+        }
+    }
+    // v3: SE0..3, 32 SDMA engines each, and IO0/IO1 D2H/H2D; q5 M2S tail increment.
+    for base in
+        [0x8200_0000u64, 0x8200_0000 + 31 * 0x10_0000, 0x9400_0000, 0xA200_0000, 0xB400_0000, 0x0680_0000, 0x4690_0000]
+    {
+        let tail = base + 0x1000 + 5 * 0x1000 + 0x38;
+        assert_eq!(
+            bar::blocked_register(Arch::Cayman, tail),
+            Some("UDMA tail-pointer increment (drtp_inc)"),
+            "0x{base:x}"
+        );
+    }
+    assert_eq!(bar::blocked_register(Arch::Cayman, 0x8200_0000 + 32 * 0x10_0000 + 0x1038), None, "SE0 has 32 engines");
+    // Through BAR_WRITE on cayman: the trigger word is EINVAL, named.
+    let (mut m, mut mem) = (model(Arch::Cayman, 2), VecMem::new());
+    let off = 0x06C8_4000 + 0x800;
+    assert!(m.file().layout().bar_len > off);
+    assert_eq!(bar(&mut m, &mut mem, false, &[simabi::SIM_BAR0_PA + off], &[1]), errno(Errno::EINVAL));
+    assert_logged(&m, "BARW-5: BAR0 offset 0x6c84800 is a firmware mailbox trigger interrupt");
 }
 
 #[test]
@@ -708,6 +769,37 @@ fn gen3_copy_in_failure_is_a_positive_count_or_eacces() {
     assert_eq!(m.copy_in_failed(PID, abi::NC_RESET.code(), 4), Ok(4));
     assert_eq!(m.copy_in_failed(PID, 0xC008_4EFF, 0), errno(Errno::EINVAL));
     assert_logged(&m, "GEN-3");
+}
+
+// ---- GEN-4: a write-only ("free access") descriptor ----
+
+#[test]
+fn gen4_a_write_only_descriptor_reaches_only_the_misc_requests() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let on_free = |m: &mut Model, code: u32, b: &mut [u8], mem: &mut VecMem| m.handle_on(PID, code, true, b, mem);
+    // Misc: served (the driver-info query matched by its number alone).
+    let mut di = [0u8; core::mem::size_of::<abi::DriverInfo>()];
+    assert_eq!(on_free(&mut m, abi::DRIVER_INFO_GET.code(), &mut di, &mut mem), Ok(0));
+    let mut map = abi::CrwlNcMap { nc_count: 1, start_nc_index: 0, end_nc_index: 0, ..Default::default() };
+    let mut b = map.as_bytes().to_vec();
+    assert_eq!(on_free(&mut m, abi::CRWL_NC_RANGE_MARK.code(), &mut b, &mut mem), Ok(0));
+    map = abi::CrwlNcMap::read_from_bytes(&b).unwrap();
+    assert_eq!((map.bitmap, m.range_holder(0)), (1, PID));
+    // Not misc: EINVAL before the argument is looked at (an empty one here).
+    for code in [
+        abi::DEVICE_INFO.code(),
+        abi::CRWL_WRITER_ENTER.code(),
+        abi::MEM_ALLOC_V2MT.code(),
+        abi::DMA_QUEUE_INIT.code(),
+        abi::DEVICE_GET_ALL_APPS_INFO.code(),
+    ] {
+        assert_eq!(on_free(&mut m, code, &mut [], &mut mem), errno(Errno::EINVAL), "0x{code:08X}");
+    }
+    assert_logged(&m, "GEN-4");
+    // The same requests on an O_RDWR descriptor are served.
+    let mut c = crwl(0, 7);
+    assert_eq!(call(&mut m, abi::CRWL_WRITER_ENTER, &mut c, &mut mem), Ok(0));
+    assert!(request::is_misc(abi::NC_PID_STATE_DUMP.code()) && !request::is_misc(abi::DEVICE_INFO.code()));
 }
 
 // ---- CRWL ----
@@ -1049,6 +1141,105 @@ fn reset1_a_user_chunk_on_the_h2t_queue_is_freed_by_the_reset_and_a_freed_one_is
 // ---- MEM ----
 
 #[test]
+fn mem0_an_allocation_by_a_process_that_did_not_open_the_device_is_a_kernel_bug() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let ptr = mem.base + 0x40;
+    let mut a = abi::MemAllocV2Mt { size: 4096, host_memory: 1, mem_handle: ptr, ..Default::default() };
+    let r = call_as(&mut m, PID + 5, abi::MEM_ALLOC_V2MT, &mut a, &mut mem);
+    assert_bug(r, "MEM-0", "neuron_mempool.c: mpset_get_lifespan_head");
+    assert_eq!((m.chunks.usage_of(PID + 5), mem.u64_at(ptr)), ((0, 0), 0), "no chunk kept, no handle written");
+    // The opener's allocation is served.
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0));
+}
+
+#[test]
+fn mem8_device_memory_alignment_above_a_page_is_honoured_or_refused() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    alloc(&mut m, &mut mem, 4096);
+    let ptr = mem.base + 0x40;
+    let dev = |align: u64, mem_type: u32| abi::MemAllocV2Mt {
+        size: 8192,
+        align,
+        mem_type,
+        mem_handle: ptr,
+        ..Default::default()
+    };
+    let pa_of = |m: &mut Model, mem: &mut VecMem| {
+        let mut i = abi::MemGetExtendedInfo { version: 1, mem_handle: mem.u64_at(ptr), ..Default::default() };
+        assert_eq!(call(m, abi::MEM_GET_EXTENDED_INFO, &mut i, mem), Ok(0));
+        i.pa
+    };
+    for align in [1 << 16, 1 << 20] {
+        assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut dev(align, 0), &mut mem), Ok(0));
+        assert_eq!(pa_of(&mut m, &mut mem) % align, 0, "align {align}");
+    }
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut dev(1 << 32, 0), &mut mem), errno(Errno::EINVAL));
+    assert_logged(&m, "MEM-8: device memory align 4294967296 > INT_MAX");
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut dev(3 << 13, 0), &mut mem), errno(Errno::ENOMEM));
+    assert_logged(&m, "MEM-8: 8192 bytes aligned to 24576");
+    // Larger than the pool can align: ENOMEM, not a misaligned chunk.
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut dev(1 << 30, 0), &mut mem), errno(Errno::ENOMEM));
+    // The contiguous scratchpad (mem_type 19) and align <= PAGE_SIZE ignore it.
+    let mut a = dev(3 << 13, memory::CONTIGUOUS_SCRATCHPAD_DEVICE);
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0));
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut dev(4096, 0), &mut mem), Ok(0));
+}
+
+#[test]
+fn memf5_handles_are_reused_last_in_first_out_so_a_stale_free_frees_the_new_chunk() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (a, _) = alloc(&mut m, &mut mem, 4096);
+    let (b, _) = alloc(&mut m, &mut mem, 4096);
+    assert_eq!((a, b), (1, 2), "fresh handles count up from 1");
+    let free =
+        |m: &mut Model, mem: &mut VecMem, h: u64| call(m, abi::MEM_FREE, &mut abi::MemFree { mem_handle: h }, mem);
+    assert_eq!(free(&mut m, &mut mem, a), Ok(0));
+    assert_eq!(free(&mut m, &mut mem, b), Ok(0));
+    // Without an allocation between, a second free finds no chunk (MEMF-1).
+    assert_eq!(free(&mut m, &mut mem, a), errno(Errno::EINVAL));
+    // Last freed, first issued.
+    let (c, _) = alloc(&mut m, &mut mem, 8192);
+    let (d, _) = alloc(&mut m, &mut mem, 4096);
+    assert_eq!((c, d), (b, a));
+    assert!(!m.log.iter().any(|l| l.text.contains("MEMF-5")), "{:?}", m.log);
+    // The stale second free of `b` frees the new 8 KiB chunk, and answers 0.
+    assert_eq!(free(&mut m, &mut mem, b), Ok(0));
+    assert!(m.chunk(c).is_none() && m.chunk(d).is_some());
+    assert_logged(&m, "MEMF-5: handle 2 was freed before and issued again");
+    assert!(m.violations.is_empty(), "a note, not a violation: a correct program frees reused handles too");
+}
+
+#[test]
+fn memf6_a_host_chunk_allocated_as_contiguous_scratchpad_oopses_at_its_free() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let ptr = mem.base + 0x40;
+    let mut a = abi::MemAllocV2Mt {
+        size: 4096,
+        host_memory: 1,
+        mem_type: memory::CONTIGUOUS_SCRATCHPAD_DEVICE,
+        mem_handle: ptr,
+        ..Default::default()
+    };
+    // Accepted (mem_type is not checked against host memory)...
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0));
+    let h = mem.u64_at(ptr);
+    // ...and its free is a kernel BUG.
+    let r = call(&mut m, abi::MEM_FREE, &mut abi::MemFree { mem_handle: h }, &mut mem);
+    assert_bug(r, "MEMF-6", "neuron_mempool.c: mc_free");
+    // A device chunk of that type, and a host chunk of another, free cleanly.
+    a.host_memory = 0;
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0));
+    let d = mem.u64_at(ptr);
+    assert_eq!(call(&mut m, abi::MEM_FREE, &mut abi::MemFree { mem_handle: d }, &mut mem), Ok(0));
+    // Left to the flush, the same chunk oopses there.
+    a.host_memory = 1;
+    assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0));
+    let before = m.kernel_bugs().count();
+    m.process_gone(PID);
+    assert_eq!(m.kernel_bugs().count(), before + 1, "{:?}", m.log);
+}
+
+#[test]
 fn mem5_host_memory_with_an_alignment_is_einval() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
     let ptr = mem.base + 0x40;
@@ -1116,6 +1307,34 @@ fn memf3_freeing_a_programmed_ring_warns_and_a_correct_teardown_does_not() {
     let q = *m.queue(0, 0).unwrap();
     assert_eq!((q.tx.size, q.tx.chunk, q.tx.driver_ring), (dma::DUMMY_RING_DESCS, None, true));
     let _ = rx;
+}
+
+#[test]
+fn flush2_re_points_only_the_engines_below_dma_eng_per_nd_and_not_the_nx_queues() {
+    for (arch, nx, past) in [(Arch::Sunda, (10, 14), (33, 1)), (Arch::Cayman, (8, 14), (128, 2))] {
+        let (mut m, mut mem) = (model(arch, 2), VecMem::new());
+        with_queue_at(&mut m, &mut mem, 0, 0, 64);
+        let kept =
+            [with_queue_at(&mut m, &mut mem, nx.0, nx.1, 64), with_queue_at(&mut m, &mut mem, past.0, past.1, 64)];
+        // Queue 14 of an engine the NX cores do not reserve is re-pointed.
+        let free_q14 = if arch == Arch::Sunda { 11 } else { 5 };
+        with_queue_at(&mut m, &mut mem, free_q14, 14, 64);
+        m.process_gone(PID);
+        for (e, q) in [(0, 0), (free_q14, 14)] {
+            let q = *m.queue(e, q).unwrap();
+            assert_eq!((q.tx.size, q.tx.chunk, q.tx.driver_ring), (dma::DUMMY_RING_DESCS, None, true), "{arch:?}");
+        }
+        for ((e, q), (tx, rx)) in [nx, past].into_iter().zip(kept) {
+            let q = *m.queue(e, q).unwrap();
+            assert_eq!((q.tx.chunk, q.rx.chunk), (Some(tx), Some(rx)), "{arch:?}: ({e}, {q:?})");
+            for h in [tx, rx] {
+                let needle = format!("FLUSH-5: chunk {h} freed while DMA queue (engine {e}");
+                assert!(m.violations.iter().any(|v| v.to_string().contains(&needle)), "{arch:?}: {:?}", m.log);
+            }
+        }
+        assert_eq!(m.violations.len(), 4, "{arch:?}: {:?}", m.log);
+        assert!(dma::is_nx_ring(arch, 16 + nx.0, 14) && !dma::is_nx_ring(arch, nx.0, 15));
+    }
 }
 
 #[test]
@@ -1333,6 +1552,23 @@ fn sim1_the_hint_query_answers_the_device_and_the_status_window_is_not_served() 
 }
 
 // ---- DS ----
+
+#[test]
+fn ds5_the_last_openers_release_clears_every_entry() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    // A process that never opened the device (a forked child) gets an entry
+    // (ACQUIRE is not gated) and has no flush of its own to release it.
+    let mut d = abi::NeuronDsInfo::default();
+    assert_eq!(call_as(&mut m, PID + 7, abi::ACQUIRE_NEURON_DS, &mut d, &mut mem), Ok(0));
+    m.open(PID + 1);
+    m.process_gone(PID);
+    assert_eq!(m.datastore().entries[0].pid, PID + 7, "another process still has the device open");
+    m.process_gone(PID + 1);
+    assert_eq!(m.datastore().entries[0].pid, 0, "the device's last release clears every entry");
+    m.open(PID + 2);
+    let mut mon = abi::NeuronDsInfo { pid: (PID + 7) as i32, ..Default::default() };
+    assert_eq!(call_as(&mut m, PID + 2, abi::ACQUIRE_NEURON_DS, &mut mon, &mut mem), errno(Errno::ENOENT));
+}
 
 #[test]
 fn ds1_2_3_the_datastore_of_a_process_and_a_monitor() {
