@@ -353,9 +353,6 @@ fn a_second_run_on_held_cores_fails_at_once_with_ebusy() {
 /// The second's error names the first's pid and command, which the binding
 /// asks the driver with `DEVICE_GET_ALL_APPS_INFO`.
 #[test]
-#[ignore = "DEVICE_GET_ALL_APPS_INFO still answers EINVAL under nrt-sim driver: the model holds the answer \
-            (Model::apps_info, docs/driver-conformance.md APPS-1) but Model::handle does not dispatch it and the supervisor \
-            does not write it at the argument's address; un-ignore once the supervisor does"]
 fn a_second_run_on_held_cores_names_the_first_pid() {
     need_user_notif!();
     let (out, err, pid) = two_runs_on_the_same_cores();
