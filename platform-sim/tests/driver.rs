@@ -12,23 +12,8 @@ use std::sync::OnceLock;
 
 const SIM: &str = env!("CARGO_BIN_EXE_nrt-sim");
 
-/// Why the seccomp path cannot run here, if it cannot.
-fn unavailable() -> Option<String> {
-    match std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail") {
-        Ok(t) if t.split_whitespace().any(|a| a == "user_notif") => None,
-        Ok(t) => Some(format!("seccomp actions \"{}\" have no user_notif", t.trim())),
-        Err(e) => Some(format!("/proc/sys/kernel/seccomp/actions_avail: {e}")),
-    }
-}
-
-macro_rules! need_user_notif {
-    () => {
-        if let Some(why) = unavailable() {
-            eprintln!("\n!!! SKIPPED: nrt-sim driver needs seccomp user notification: {why}\n");
-            return;
-        }
-    };
-}
+#[macro_use]
+mod common;
 
 /// The probe program, compiled once.
 fn probe() -> &'static Path {

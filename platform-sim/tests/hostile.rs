@@ -20,22 +20,8 @@ const SIM: &str = env!("CARGO_BIN_EXE_nrt-sim");
 /// How long a run may take before the test gives up on it (a bound, not a measurement).
 const DEADLINE: Duration = Duration::from_secs(60);
 
-fn unavailable() -> Option<String> {
-    match std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail") {
-        Ok(t) if t.split_whitespace().any(|a| a == "user_notif") => None,
-        Ok(t) => Some(format!("seccomp actions \"{}\" have no user_notif", t.trim())),
-        Err(e) => Some(format!("/proc/sys/kernel/seccomp/actions_avail: {e}")),
-    }
-}
-
-macro_rules! need_user_notif {
-    () => {
-        if let Some(why) = unavailable() {
-            eprintln!("\n!!! SKIPPED: nrt-sim driver needs seccomp user notification: {why}\n");
-            return;
-        }
-    };
-}
+#[macro_use]
+mod common;
 
 /// The probe, compiled once.
 fn probe() -> &'static str {
