@@ -61,7 +61,7 @@ fn blocked_engines(arch: Arch) -> Vec<u64> {
 /// What a BAR write may not touch, if `off` is one (BARW-5): the ring base
 /// (low/high), the completion ring base (low/high) and the tail-pointer
 /// increment of every queue, M2S and S2M, of every engine of
-/// [`blocked_engines`] (`ndma_bar0_blocked_one_engine`, neuron_dma.c), and the
+/// `blocked_engines` (`ndma_bar0_blocked_one_engine`, neuron_dma.c), and the
 /// firmware mailbox words ([`mailbox_words`]).
 pub fn blocked_register(arch: Arch, off: u64) -> Option<&'static str> {
     const REGS: [(u64, &str); 5] = [
