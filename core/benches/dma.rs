@@ -1,4 +1,4 @@
-//! Descriptor-handoff benchmarks (issue 3): `addr_rewrite` over 1 Mi BDs (16 vring
+//! Descriptor-handoff benchmarks: `addr_rewrite` over 1 Mi BDs (16 vring
 //! pages of 0x10000) against a memcpy of the same 16 MiB and against a plain
 //! transcription of the seed's loop; and reserve + set throughput.
 //!

@@ -1,6 +1,6 @@
-//! Harvest benchmarks (issue 2): entry decode vs memcpy, one empty WAIT_CORE
+//! Harvest benchmarks: entry decode vs memcpy, one empty WAIT_CORE
 //! sweep, a full INIT -> DONE harvest, and the poll group's empty pass against
-//! the empty sweeps it makes (issue 13), over a lean in-memory platform (the
+//! the empty sweeps it makes, over a lean in-memory platform (the
 //! platform's own cost is a 16-byte copy per slot read, as a mapped ring's is).
 //!
 //! `cargo xtask bench` runs these and writes the medians into BENCHMARKS.md.

@@ -525,7 +525,7 @@ mod tests {
             ]
         );
         // The read-back covers all four whatever `num_mailbox` says (§6.2: the loop
-        // runs idx 0..3; issue 11: reading back only `num_mailbox` passed every test).
+        // runs idx 0..3), not only `num_mailbox` of them.
         for num in [0, 1, 3] {
             mem.log.clear();
             sink.0.clear();

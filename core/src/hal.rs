@@ -266,7 +266,7 @@ impl<T: TensorNotify + ?Sized> TensorNotify for &mut T {
 }
 
 /// Memory ordering at the host/device handoff, as a platform method so that a
-/// controller can add cache maintenance (STYLE item 6).
+/// controller can add cache maintenance.
 pub trait Fence {
     /// Make every earlier write visible to the device before a later doorbell.
     fn release(&mut self) {

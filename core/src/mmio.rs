@@ -1,6 +1,6 @@
 //! Registers that are really memory-mapped: a device-side controller reaches
-//! its BAR-equivalent window by address. The one module of core with `unsafe`
-//! (STYLE item 1): the window is `volatile-register` cells, every access is
+//! its BAR-equivalent window by address. The one module of core with `unsafe`:
+//! the window is `volatile-register` cells, every access is
 //! bounds- and alignment-checked against the window given at construction, and
 //! the only unsafe operations are the constructor's promise and the cell
 //! accesses it justifies.

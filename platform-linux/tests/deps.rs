@@ -1,5 +1,5 @@
 //! The binding a runtime links carries no simulator: `nrt-sim` is at most a
-//! dev-dependency of `nrt-linux` (issue 10, "The shape"). What the two agree on
+//! dev-dependency of `nrt-linux`. What the two agree on
 //! is `nrt-abi`.
 
 /// The `[section]` of a Cargo.toml, its lines up to the next section.

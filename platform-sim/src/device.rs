@@ -645,9 +645,8 @@ mod tests {
         assert_eq!(dev.stats().dma_descriptors, 0);
     }
 
-    /// Issue 11: removing the engine's ring-id check passed every test. A BD with
-    /// the wrong id is a prefetch ring-id error: the queue aborts, nothing is
-    /// copied, and the note says why.
+    /// The engine checks each BD's ring id. A BD with the wrong id is a prefetch
+    /// ring-id error: the queue aborts, nothing is copied, and the note says why.
     #[test]
     fn a_wrong_ring_id_aborts_the_queue() {
         // Ring id 0 on the first lap (what lowering left before G-DMA-LOWER-RINGID).

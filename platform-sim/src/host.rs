@@ -47,9 +47,8 @@ pub enum HostClock {
 
 /// One step of the host-to-device handoff, in the order the host took it: a
 /// Release fence, or a BAR register write (doorbells, queue programming, the host
-/// trigger). Fences and writes share one log, so their order can be checked
-/// (issue 11: a fence moved after its doorbell write went unseen while the two
-/// were logged apart).
+/// trigger). Fences and writes share one log, so their order can be checked: in
+/// two separate logs, a fence moved after its doorbell write would go unseen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Handoff {
     /// [`hal::Fence::release`] on the host or on a [`SimFence`] it lent.

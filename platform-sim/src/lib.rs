@@ -7,8 +7,8 @@
 //! ## The shape
 //!
 //! The simulator is one more implementation of the `hal` traits, plus fault
-//! injection as a rewrite of a healthy device program (STYLE item 8, after
-//! smoltcp's `Loopback` and `FaultInjector`). Three layers, each a module:
+//! injection as a rewrite of a healthy device program (after smoltcp's
+//! `Loopback` and `FaultInjector`). Three layers, each a module:
 //!
 //! ```text
 //!   host (SimHost: every hal trait)        device (Device: the hardware's behaviour)

@@ -1,5 +1,5 @@
 //! `nrt-sim run --devices N`: a host's worth of inferences through poll groups,
-//! faults on some devices, the others completing normally (issue 13).
+//! faults on some devices, the others completing normally.
 
 use std::process::{Command, Output};
 
@@ -82,7 +82,7 @@ fn text_output_names_every_device_poller_and_the_totals() {
     assert!(out.lines().last().unwrap().starts_with("total: 8 inferences: 8 x 1003"), "{out}");
 }
 
-/// Without `--pollers`, each device gets its own poller (issue 13's default).
+/// Without `--pollers`, each device gets its own poller (the default).
 #[test]
 fn by_default_each_device_has_its_own_poller() {
     let o = nrt_sim(&["run", "--devices", "3", "--cores", "1"]);

@@ -1,5 +1,5 @@
 //! `cargo xtask fuzz [--secs N]`: every cargo-fuzz target of `fuzz/` for `N`
-//! seconds (STYLE item 11: a short run in CI, a long one on demand).
+//! seconds: a short run in CI, a long one on demand.
 //!
 //! New inputs go to `target/fuzz-corpus/<target>` (not committed); the seeds in
 //! `fuzz/corpus/<target>` are read only. A crash leaves its input in

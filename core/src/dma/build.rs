@@ -406,8 +406,7 @@ mod tests {
     }
 
     /// The TX packet's `+8` split flag (G-DMA-SPLIT: more than one BD) and `+0x10`
-    /// dimension multiplier (the granule), at the edges (issue 11: the flag's
-    /// comparison could change and every test passed).
+    /// dimension multiplier (the granule), at the edges of the flag's comparison.
     #[test]
     fn the_split_flag_is_set_exactly_when_the_transfer_takes_more_than_one_bd() {
         for (elem_count, granule, ndesc, split) in

@@ -13,8 +13,7 @@
 //! Register offsets of variant A come from one per-arch table ([`UdmaLayout`]),
 //! built from the public driver's UDMA map (`neuron-driver-facts.md` §5) and the
 //! seed's cayman leaves (§4.1). Each doorbell write is preceded by
-//! [`Fence::release`] so the BDs staged before it are visible to the device
-//! (STYLE item 6).
+//! [`Fence::release`] so the BDs staged before it are visible to the device.
 
 use super::{Direction, DmaError};
 use crate::arch::Arch;
@@ -218,8 +217,8 @@ mod tests {
     use core::cell::RefCell;
 
     /// One ordered log of everything that reaches the device side: fences,
-    /// register writes and semaphore increments (issue 11: with the fences in a
-    /// log of their own, moving the fence after the write passed every test).
+    /// register writes and semaphore increments, so that a fence moved after its
+    /// write shows in the order (in a log of their own it would not).
     type Log = RefCell<Vec<(&'static str, u64, u32)>>;
 
     struct Bar<'a> {

@@ -535,7 +535,7 @@ mod tests {
         assert_eq!(v.pring_alloc(&mut dev, &mut sink, imgs.next().unwrap(), 2, 1), Err(DmaError::Sealed));
     }
 
-    /// Issue 11 item 10: a BD writer leaves ring id 0, the device expects 1 on the
+    /// A BD writer leaves ring id 0, the device expects 1 on the
     /// first lap. What lowering stages must carry 1 (G-DMA-LOWER-RINGID), so that
     /// a device fetching the static ring as lowered takes it.
     #[test]
@@ -563,7 +563,7 @@ mod tests {
         }
     }
 
-    /// Issue 11 item 10: the seed's order is lower, then relocate (§0, §7). The
+    /// The seed's order is lower, then relocate (§0, §7). The
     /// relocation must reach the ring image and the device copy, not only the
     /// vring (G-DMA-RELOC-LOWERED); the zero padding is not a BD and stays.
     #[test]
@@ -627,8 +627,8 @@ mod tests {
         assert_eq!(v.block(Direction::Tx).slot(0).unwrap().addr(), 0x110);
     }
 
-    /// Issue 11 item 10: a count mismatch left a ring allocated and bound but never
-    /// staged. The count is checked first: nothing is allocated or bound.
+    /// A count mismatch must not leave a ring allocated and bound but never
+    /// staged: the count is checked first, so nothing is allocated or bound.
     #[test]
     fn a_count_mismatch_allocates_and_binds_nothing() {
         let mut txp = [[Bd::ZERO; 4]; 2];
@@ -660,8 +660,8 @@ mod tests {
         assert_eq!(v.ring(Direction::Tx).unwrap().lowered(), 2);
     }
 
-    /// Issue 11 item 10: a retry after a failed lowering allocated a second backing
-    /// and leaked the first. The ring left bound is reused.
+    /// A retry after a failed lowering must not allocate a second backing and leak
+    /// the first: the ring left bound is reused.
     #[test]
     fn a_retry_after_a_failed_device_write_reuses_the_ring() {
         let mut txp = [[Bd::ZERO; 4]; 1];

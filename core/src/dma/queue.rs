@@ -299,7 +299,7 @@ mod tests {
         reserve_descriptors(tx, rx, th, rh, n)
     }
 
-    /// Issue 11 item 10: two whole-ring reservations before the device consumes
+    /// Two whole-ring reservations before the device consumes
     /// anything. The second would overwrite the first's descriptors in flight; the
     /// driver's `udma_available_get` refuses it, and so do we (G-DMA-AVAIL).
     #[test]

@@ -388,7 +388,7 @@ mod tests {
             .map(|i| if (2..6).contains(&i) { 0x8000_0000 + (i - 2) * 0x10 } else { 0x1000 + i * 0x10 })
             .collect();
         assert_eq!(got, want);
-        // The RX block is relocated too (issue 11: deleting its rewrite passed every test).
+        // The RX block is relocated too.
         let rx: Vec<u64> = v.block(Direction::Rx).bds().map(Bd::addr).collect();
         assert_eq!(rx, [0x1000, 0x8000_0010]);
         // Slots past the count are not BDs and are not touched.
