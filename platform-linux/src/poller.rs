@@ -133,6 +133,14 @@ pub enum HybridWait {
     Sleep(u64),
 }
 
+/// When a hybrid poller makes its next pass: when the earliest request is
+/// due less the batch window (a pass takes what is due within it), but not
+/// sooner than one batch window after the last pass (`pass_ns`), so that the
+/// due times of many lanes share passes. `None` when nothing is in flight.
+pub fn next_pass_ns(earliest_due_ns: Option<u64>, pass_ns: u64, batch_ns: u64) -> Option<u64> {
+    earliest_due_ns.map(|d| d.saturating_sub(batch_ns).max(pass_ns.saturating_add(batch_ns)))
+}
+
 /// The hybrid policy: pass when something is due, spin when it is due within
 /// `lead_ns`, else sleep until `lead_ns` before it.
 pub fn hybrid_wait(now_ns: u64, earliest_due_ns: Option<u64>, lead_ns: u64) -> HybridWait {
@@ -155,6 +163,9 @@ pub struct PollerConfig {
     /// Hybrid: wake this long before the earliest due completion and spin
     /// through it (covers the sleep's overshoot).
     pub hybrid_lead: Duration,
+    /// Hybrid: at most one pass per this window, each taking the requests due
+    /// within it (so many lanes' completions share a wake-up).
+    pub hybrid_batch: Duration,
     /// A due request still in flight is stepped again after this long.
     pub recheck: Duration,
     /// Every request in flight is stepped at least this often.
@@ -175,6 +186,7 @@ impl Default for PollerConfig {
             cpu: None,
             policy: WaitPolicy::Hybrid,
             hybrid_lead: Duration::from_micros(10),
+            hybrid_batch: Duration::from_micros(20),
             recheck: Duration::from_micros(20),
             sweep_bound: Duration::from_millis(1),
             spin_for: Duration::from_millis(2),
@@ -194,7 +206,8 @@ impl PollerConfig {
     /// The group's schedule for this configuration.
     pub fn schedule(&self) -> Schedule {
         let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        Schedule { sweep_bound_ns: ns(self.sweep_bound), recheck_ns: ns(self.recheck), ahead_ns: 0 }
+        let ahead_ns = if self.policy == WaitPolicy::Hybrid { ns(self.hybrid_batch) } else { 0 };
+        Schedule { sweep_bound_ns: ns(self.sweep_bound), recheck_ns: ns(self.recheck), ahead_ns }
     }
 }
 
@@ -641,6 +654,7 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
     let mut group: Box<PollGroup<POLLER_CAPACITY>> = Box::new(PollGroup::new());
     group.set_schedule(cfg.schedule());
     let lead_ns = u64::try_from(cfg.hybrid_lead.as_nanos()).unwrap_or(u64::MAX);
+    let batch_ns = group.schedule().ahead_ns;
     let mut handoffs: Vec<Option<Arc<Handoff>>> = vec![None; POLLER_CAPACITY];
     // Each slot's model timeout, for the shutdown bound.
     let mut timeouts_s = [0u32; POLLER_CAPACITY];
@@ -717,7 +731,8 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
             idle_wait(sh, cfg, last_event);
             continue;
         }
-        let pass = group.poll_due(lanes, now_ns(sh), |c, _req: &ExecRequest| {
+        let pass_ns = now_ns(sh);
+        let pass = group.poll_due(lanes, pass_ns, |c, _req: &ExecRequest| {
             if let Some(h) = handoffs.get_mut(c.slot).and_then(Option::take) {
                 answer(sh, &h, c.step, c.status);
             }
@@ -747,19 +762,21 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
                 }
             }
             WaitPolicy::Sleep => sleep_between_passes(sh, cfg),
-            WaitPolicy::Hybrid => match hybrid_wait(now_ns(sh), group.earliest_due_ns(), lead_ns) {
-                HybridWait::Idle | HybridWait::Pass => spin_hint(),
-                HybridWait::SpinUntil(due) => {
-                    // Ends by the clock: at most the lead.
-                    while now_ns(sh) < due && sh.queued.load(Ordering::Relaxed) == 0 {
-                        spin_hint();
+            WaitPolicy::Hybrid => {
+                match hybrid_wait(now_ns(sh), next_pass_ns(group.earliest_due_ns(), pass_ns, batch_ns), lead_ns) {
+                    HybridWait::Idle | HybridWait::Pass => spin_hint(),
+                    HybridWait::SpinUntil(due) => {
+                        // Ends by the clock: at most the lead.
+                        while now_ns(sh) < due && sh.queued.load(Ordering::Relaxed) == 0 {
+                            spin_hint();
+                        }
+                    }
+                    HybridWait::Sleep(ns) => {
+                        sh.counters.sleeps.fetch_add(1, Ordering::Relaxed);
+                        sleep_or_submission(sh, ns);
                     }
                 }
-                HybridWait::Sleep(ns) => {
-                    sh.counters.sleeps.fetch_add(1, Ordering::Relaxed);
-                    sleep_or_submission(sh, ns);
-                }
-            },
+            }
         }
     }
 }
@@ -797,7 +814,7 @@ fn sleep_or_submission(sh: &Shared, ns: u64) {
 /// when asked, not up to 50 us later). A refusal leaves the default slack:
 /// the poller works, its sleeps overshoot more.
 #[allow(unsafe_code)]
-fn set_timer_slack_1ns() {
+pub fn set_timer_slack_1ns() {
     // SAFETY: PR_SET_TIMERSLACK takes an integer argument and touches no memory of ours.
     let _ = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
@@ -848,6 +865,17 @@ mod tests {
     }
 
     #[test]
+    fn a_hybrid_poller_batches_due_times_into_one_pass_per_window() {
+        assert_eq!(next_pass_ns(None, 100, 20), None);
+        assert_eq!(next_pass_ns(Some(0), 100, 20), Some(120), "due at once: one window after the last pass");
+        assert_eq!(next_pass_ns(Some(130), 100, 20), Some(120));
+        assert_eq!(next_pass_ns(Some(150), 100, 20), Some(130), "the window before the due time");
+        assert_eq!(next_pass_ns(Some(1_000), 100, 20), Some(980));
+        assert_eq!(next_pass_ns(Some(1_000), 100, 0), Some(1_000));
+        assert_eq!(next_pass_ns(Some(5), u64::MAX, 20), Some(u64::MAX), "saturates");
+    }
+
+    #[test]
     fn policies_have_stable_codes_and_hybrid_is_the_default_without_a_core() {
         for p in [WaitPolicy::Spin, WaitPolicy::Hybrid, WaitPolicy::Sleep] {
             assert_eq!(WaitPolicy::from_code(p.code()), Some(p));
@@ -863,7 +891,10 @@ mod tests {
             sweep_bound: Duration::from_micros(900),
             ..PollerConfig::default()
         };
-        assert_eq!(c.schedule(), Schedule { sweep_bound_ns: 900_000, recheck_ns: 7_000, ahead_ns: 0 });
+        assert_eq!(c.schedule(), Schedule { sweep_bound_ns: 900_000, recheck_ns: 7_000, ahead_ns: 20_000 });
+        let s = PollerConfig { policy: WaitPolicy::Sleep, ..c };
+        assert_eq!(s.schedule().ahead_ns, 0, "only a hybrid poller batches");
+        assert_eq!(PollerConfig { policy: WaitPolicy::Spin, ..c }.schedule().ahead_ns, 0);
         let huge = PollerConfig { sweep_bound: Duration::MAX, ..c };
         assert_eq!(huge.schedule().sweep_bound_ns, u64::MAX);
     }

@@ -452,15 +452,18 @@ impl<const N: usize> PollGroup<N> {
 }
 
 /// When a request kicked off at `kick` and stepped at `now` (still in flight)
-/// is next stepped: with no estimate, at once; before its due time, at that
-/// time; after it, a recheck later; never more than the sweep bound later.
+/// is next stepped: with no estimate, at once; before its due time (less the
+/// schedule's `ahead_ns`), at that time; after it, a recheck later; never more
+/// than the sweep bound later.
 fn next_step_ns(sched: &Schedule, est: &Estimate, kick: u64, now: u64) -> u64 {
     let bound = now.saturating_add(sched.sweep_bound_ns);
     if est.samples == 0 {
         return 0;
     }
     let due = kick.saturating_add(est.due_after_ns());
-    let next = if now < due { due } else { now.saturating_add(sched.recheck_ns) };
+    // A pass takes what is due within `ahead_ns` of it: such a request is
+    // past its due time for this purpose.
+    let next = if now.saturating_add(sched.ahead_ns) < due { due } else { now.saturating_add(sched.recheck_ns) };
     next.min(bound)
 }
 

@@ -449,6 +449,9 @@ fn the_next_step_follows_the_estimate_within_the_sweep_bound() {
     assert_eq!(next_step_ns(&sched, &long, 100, 150), 1_150, "never past the sweep bound");
     assert_eq!(next_step_ns(&sched, &long, 100, 4_100), 5_100);
     assert_eq!(next_step_ns(&sched, &long, 100, 4_101), 5_100);
+    let ahead = Schedule { ahead_ns: 100, ..sched };
+    assert_eq!(next_step_ns(&ahead, &est, 100, 399), 500, "due later than the pass's window: at its time");
+    assert_eq!(next_step_ns(&ahead, &est, 100, 400), 430, "due within the window: as if past it");
     let slow = Schedule { sweep_bound_ns: 20, recheck_ns: 30, ahead_ns: 0 };
     assert_eq!(next_step_ns(&slow, &est, 100, 600), 620, "a recheck capped by the bound");
     assert_eq!(next_step_ns(&sched, &long, u64::MAX - 5, u64::MAX - 2), u64::MAX, "saturates");
@@ -672,4 +675,10 @@ fn a_group_over_a_slice_or_a_borrowed_lanes_ends_requests_as_alone() {
     let mut r = None;
     g.poll(&mut v[..], |c, _| r = Some(c.status));
     assert_eq!(r, Some(NrtStatus::InvalidHandle));
+}
+
+#[test]
+fn a_refusal_says_why() {
+    assert_eq!(GroupError::Full.reason(), "every slot of the poll group holds an in-flight request");
+    assert_eq!(GroupError::LaneBusy.reason(), "the lane already has a request in flight");
 }
