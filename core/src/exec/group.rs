@@ -38,7 +38,10 @@
 //!   pass that finishes it; only requests that end [`Step::Done`] teach.
 //! - A request whose lane has no estimate is always due (stepped every pass).
 //!   Otherwise it is due from `kickoff + mean - 2 * deviation`, and once due,
-//!   while in flight, it is stepped again every [`Schedule::recheck_ns`].
+//!   while in flight, it is stepped again every [`Schedule::recheck_ns`] (or
+//!   a quarter of its deviation, when longer: a lane whose times scatter is
+//!   looked at less often, which keeps a starved poller from spending every
+//!   pass on it).
 //! - Whatever the estimate, every request in flight is stepped at least once
 //!   per [`Schedule::sweep_bound_ns`] of the clock (default
 //!   [`DEFAULT_SWEEP_BOUND_NS`], 1 ms), provided passes are made at least as
@@ -453,8 +456,9 @@ impl<const N: usize> PollGroup<N> {
 
 /// When a request kicked off at `kick` and stepped at `now` (still in flight)
 /// is next stepped: with no estimate, at once; before its due time (less the
-/// schedule's `ahead_ns`), at that time; after it, a recheck later; never more
-/// than the sweep bound later.
+/// schedule's `ahead_ns`), at that time; after it, a recheck later (the
+/// schedule's `recheck_ns`, or a quarter of the lane's spread when that is
+/// longer); never more than the sweep bound later.
 fn next_step_ns(sched: &Schedule, est: &Estimate, kick: u64, now: u64) -> u64 {
     let bound = now.saturating_add(sched.sweep_bound_ns);
     if est.samples == 0 {
@@ -463,7 +467,10 @@ fn next_step_ns(sched: &Schedule, est: &Estimate, kick: u64, now: u64) -> u64 {
     let due = kick.saturating_add(est.due_after_ns());
     // A pass takes what is due within `ahead_ns` of it: such a request is
     // past its due time for this purpose.
-    let next = if now.saturating_add(sched.ahead_ns) < due { due } else { now.saturating_add(sched.recheck_ns) };
+    // Past it, the recheck widens with the lane's spread: a lane whose
+    // durations scatter widely is looked at less often per inference.
+    let recheck = sched.recheck_ns.max(est.spread_ns / 4);
+    let next = if now.saturating_add(sched.ahead_ns) < due { due } else { now.saturating_add(recheck) };
     next.min(bound)
 }
 

@@ -449,6 +449,10 @@ fn the_next_step_follows_the_estimate_within_the_sweep_bound() {
     assert_eq!(next_step_ns(&sched, &long, 100, 150), 1_150, "never past the sweep bound");
     assert_eq!(next_step_ns(&sched, &long, 100, 4_100), 5_100);
     assert_eq!(next_step_ns(&sched, &long, 100, 4_101), 5_100);
+    let wide = Estimate { mean_ns: 500, spread_ns: 200, samples: 3 }; // due 100 after kickoff
+    assert_eq!(next_step_ns(&sched, &wide, 100, 200), 250, "a wide spread: a quarter of it between rechecks");
+    let wider = Estimate { spread_ns: 100, ..wide };
+    assert_eq!(next_step_ns(&sched, &wider, 0, 400), 430, "a quarter of the spread shorter than the recheck");
     let ahead = Schedule { ahead_ns: 100, ..sched };
     assert_eq!(next_step_ns(&ahead, &est, 100, 399), 500, "due later than the pass's window: at its time");
     assert_eq!(next_step_ns(&ahead, &est, 100, 400), 430, "due within the window: as if past it");
