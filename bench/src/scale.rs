@@ -30,6 +30,10 @@
 //! `--sweep` runs every shape at U = 100 us, 1 ms and 10 ms; the last line is
 //! the U = 1 ms run's best hybrid group, best spinning group and libnrt's shape.
 //!
+//! `NRT_BENCH_ONLY=<text>` measures only the shapes whose name contains it
+//! (and libnrt's, the baseline); `NRT_BENCH_DEBUG=1` prints each poller's first
+//! lanes' estimates at its end.
+//!
 //! Ring memory is plain memory shared between the threads (16-byte slots, the
 //! first 8-byte word published last with Release, read first with Acquire, as
 //! G-LINUX-ORDER); HEAD is an atomic store (a mapped NOTIFIC block).
