@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use nrt_core::arch::{nq_head_register, Arch};
 use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, Step};
+use nrt_core::hal::Delay as _;
 use nrt_core::nq::ring::NqProducer;
 use nrt_core::nq::{Notifications, RawEntry, Subtype, INFER_STATUS_NQS};
 use nrt_core::NrtStatus;
@@ -50,9 +51,31 @@ struct Sample {
     latency: Pct,
     cpu_us_per_inference: Pct,
     steps: Pct,
+    /// With `timed`: where the notice goes, per inference (ns).
+    pieces: Option<Pieces>,
+}
+
+/// The adaptive notice taken apart, each piece per inference, in the same run:
+/// the last END write to the start of the step that finished the request (the
+/// wait's granularity: the delay between steps, plus the sweep's position);
+/// that final step (the sweep that reads the END records, FINALIZE and the
+/// request's result); from its return to the caller's (the HEAD hand-back and
+/// the return); and the in-flight step before it (a sweep, which may read the
+/// STARTs), and one
+/// delay between steps.
+struct Pieces {
+    end_to_final_step: Pct,
+    final_step: Pct,
+    after_final_step: Pct,
+    empty_step: Pct,
+    one_delay: Pct,
 }
 
 fn measure(kind: DelayKind, n: usize, work: Duration) -> Sample {
+    measure_with(kind, n, work, false)
+}
+
+fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool) -> Sample {
     let arch = Arch::Sunda;
     let ring_file = file("rings", 10 * u64::from(RING));
     let bar_file = file("bar", BAR_LEN as u64);
@@ -110,13 +133,36 @@ fn measure(kind: DelayKind, n: usize, work: Duration) -> Sample {
     let mut lat = Vec::with_capacity(n);
     let mut cpu = Vec::with_capacity(n);
     let mut steps = Vec::with_capacity(n);
+    let mut pieces: [Vec<f64>; 5] = Default::default();
+    let now = || origin.elapsed().as_nanos() as u64;
     for i in 1..=n as u64 {
         let mut req = ExecRequest::new(ExecConfig::new(arch, CORES as u8, 5));
         let mut delay = AnyDelay::new(kind);
         let c0 = thread_cpu_ns();
         kick.store(i, Ordering::Release);
-        let w = exec_wait_round_robin(&mut req, &mut dev, &mut nq, &mut delay);
-        let t_ret = origin.elapsed().as_nanos() as u64;
+        let (w, marks) = if timed {
+            // `exec_wait_round_robin`'s loop with a clock read around each step.
+            let mut status = NrtStatus::Success;
+            let (mut n_steps, mut t0, mut prev, mut gap) = (1u64, now(), (0u64, 0u64), 0u64);
+            let mut step = req.progress_one_step(&mut dev, &mut nq, &mut status);
+            let mut t1 = now();
+            while step == Step::InFlight {
+                prev = (t0, t1);
+                delay.delay_us(nrt_core::exec::driver::SYNC_POLL_DELAY_US);
+                t0 = now();
+                gap = t0 - t1;
+                step = req.progress_one_step(&mut dev, &mut nq, &mut status);
+                t1 = now();
+                n_steps += 1;
+            }
+            if nq.head_batching() {
+                nrt_core::exec::group::write_back_heads(&mut dev, &mut nq, req.tpb_count());
+            }
+            (nrt_core::exec::SyncWait { status, step, steps: n_steps }, Some((t0, t1, prev, gap)))
+        } else {
+            (exec_wait_round_robin(&mut req, &mut dev, &mut nq, &mut delay), None)
+        };
+        let t_ret = now();
         let c1 = thread_cpu_ns();
         assert_eq!((w.status, w.step), (NrtStatus::Success, Step::Done), "inference {i}");
         while done_gen.load(Ordering::Acquire) < i {
@@ -126,7 +172,27 @@ fn measure(kind: DelayKind, n: usize, work: Duration) -> Sample {
         lat.push(t_ret.saturating_sub(t_end) as f64);
         cpu.push((c1 - c0) as f64 / 1000.0);
         steps.push(w.steps as f64);
+        if let Some((t0, t1, (p0, p1), gap)) = marks {
+            // Signed: the END may land while the final step is already sweeping.
+            pieces[0].push(t0 as f64 - t_end as f64);
+            pieces[1].push((t1 - t0) as f64);
+            pieces[2].push((t_ret - t1) as f64);
+            if p1 > p0 {
+                pieces[3].push((p1 - p0) as f64);
+            }
+            pieces[4].push(gap as f64);
+        }
     }
+    let pieces = timed.then(|| {
+        let [a, b, c, d, e] = &mut pieces;
+        Pieces {
+            end_to_final_step: Pct::of(a),
+            final_step: Pct::of(b),
+            after_final_step: Pct::of(c),
+            empty_step: Pct::of(d),
+            one_delay: Pct::of(e),
+        }
+    });
     device.join().expect("device thread");
     let name = match kind {
         DelayKind::Libnrt => "libnrt",
@@ -137,6 +203,7 @@ fn measure(kind: DelayKind, n: usize, work: Duration) -> Sample {
         latency: Pct::of(&mut lat),
         cpu_us_per_inference: Pct::of(&mut cpu),
         steps: Pct::of(&mut steps),
+        pieces,
     }
 }
 
@@ -180,6 +247,7 @@ pub fn run(n: usize, work_us: u64) {
     let fl = floor(n, work);
     let a = measure(DelayKind::Adaptive, n, work);
     let l = measure(DelayKind::Libnrt, n, work);
+    let t = measure_with(DelayKind::Adaptive, n, work, true);
     let ratio = l.latency.p50 / a.latency.p50;
     println!(
         "  {:<9} latency p50 {:>9.0} ns  p99 {:>9.0} ns  max {:>10.0} ns | one thread stores, another spins on the line",
@@ -198,9 +266,21 @@ pub fn run(n: usize, work_us: u64) {
         a.latency.p50 - fl.p50,
         fl.p50
     );
+    let pieces = t.pieces.as_ref().map(|p| {
+        println!(
+            "  adaptive, taken apart (same run, {n} inferences, p50): END -> final step {:.0} ns, final step (sweep reading END + FINALIZE) {:.0} ns, \
+             after it (HEAD hand-back, return) {:.0} ns; the step before it (it may read the STARTs) {:.0} ns, one delay {:.0} ns; latency with the clock reads {:.0} ns",
+            p.end_to_final_step.p50, p.final_step.p50, p.after_final_step.p50, p.empty_step.p50, p.one_delay.p50, t.latency.p50
+        );
+        json!({
+            "end_to_final_step": p.end_to_final_step.json(), "final_step": p.final_step.json(),
+            "after_final_step": p.after_final_step.json(), "empty_step": p.empty_step.json(), "one_delay": p.one_delay.json(),
+            "latency_timed": t.latency.json(),
+        })
+    });
     let js = |s: &Sample| json!({ "latency": s.latency.json(), "cpu_us_per_inference": { "p50": s.cpu_us_per_inference.p50, "mean": s.cpu_us_per_inference.mean }, "steps_p50": s.steps.p50 });
     write_json(
         "latency",
-        &json!({ "inferences": n, "device_work_us": work_us, "libnrt": js(&l), "adaptive": js(&a), "ratio_p50": ratio, "floor": fl.json(), "adaptive_over_floor_p50_ns": a.latency.p50 - fl.p50 }),
+        &json!({ "inferences": n, "device_work_us": work_us, "libnrt": js(&l), "adaptive": js(&a), "ratio_p50": ratio, "floor": fl.json(), "adaptive_over_floor_p50_ns": a.latency.p50 - fl.p50, "adaptive_pieces": pieces }),
     );
 }

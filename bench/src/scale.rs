@@ -1,26 +1,38 @@
 //! `nrt-bench scale`: a host's worth of logical cores (16 devices x 4 by
-//! default) completing inferences at a steady rate, harvested three ways in
-//! the same run (issue 13):
+//! default) each running one inference after another, harvested in turn by
+//! every shape, in the same run:
 //!
 //! 1. `libnrt-threads`: one thread per in-flight request, the sync driver with
 //!    `usleep(1)` between steps (libnrt's shape);
 //! 2. `adaptive-threads`: one thread per request, the sync driver with the
 //!    adaptive delay (spin, yield, sleep);
-//! 3. `poll-group xP`: P poller threads (1, 2, 4), each a core `PollGroup` over a
-//!    contiguous block of devices, with the poller's spin / yield / sleep
-//!    policy (`nrt_linux::poller::PollerConfig`), re-submitting each lane's
-//!    next request as soon as one completes; and one poller that never spins
-//!    (`usleep(1)` between passes).
+//! 3. `poll-group xP <policy>`: P poller threads (1, 2, 4), each a core
+//!    `PollGroup` over a contiguous block of devices making due-first passes
+//!    (`PollGroup::poll_due`), waiting between passes by the policy
+//!    (`nrt_linux::poller::WaitPolicy`: spin, hybrid, sleep) exactly as
+//!    `nrt_linux::poller` does, and kicking off each lane's next request as soon
+//!    as one completes.
 //!
-//! The device is one thread. Lane `l`'s inference `k` ends at `t0 + phase_l +
-//! k * work` (phases spread evenly over one `work`): it writes START and END on
-//! every ring of the lane's 2 cores x 5 engines, recording the instant of the
-//! last END write first. The notice latency is that instant to the instant
-//! the harvest sees the status (the thread's return for the thread shapes; the
-//! poller's completion for the groups, where a spinning waiter adds one cache
-//! line transfer and a sleeping one an eventfd wake-up). The harvest CPU is the
-//! harvesting threads' CPU time over the wall time (cores busy); the device
-//! thread's own CPU is not counted.
+//! The device is one thread. A lane's inference starts when the harvest kicks
+//! it off and lasts a time drawn around `--work-us U`: uniform within
+//! `--jitter-pct J` percent of U, and one inference in [`OUTLIER_EVERY`] lasts
+//! [`OUTLIER_FACTOR`] x U (so a poller must learn the lane's time and its spread,
+//! not read a period). The first inference of lane `l` is delayed by `l / lanes`
+//! of U, spreading the lanes' phases. At the end the device writes START and
+//! END on every ring of the lane's 2 cores x 5 engines, recording the instant
+//! of the last END write first. The notice latency is that instant to the
+//! instant the harvest sees the status (the thread's return for the thread
+//! shapes; the poller's completion for the groups, where a spinning waiter
+//! adds one cache line transfer and a sleeping one an eventfd wake-up). The
+//! harvest CPU is the harvesting threads' CPU time over the wall time (cores
+//! busy); the device thread's own CPU is not counted.
+//!
+//! `--sweep` runs every shape at U = 100 us, 1 ms and 10 ms; the last line is
+//! the U = 1 ms run's best hybrid group, best spinning group and libnrt's shape.
+//!
+//! `NRT_BENCH_ONLY=<text>` measures only the shapes whose name contains it
+//! (and libnrt's, the baseline); `NRT_BENCH_DEBUG=1` prints each poller's first
+//! lanes' estimates at its end.
 //!
 //! Ring memory is plain memory shared between the threads (16-byte slots, the
 //! first 8-byte word published last with Release, read first with Acquire, as
@@ -39,7 +51,7 @@ use nrt_core::hal::{self, ErrorKind, ErrorType};
 use nrt_core::nq::ring::NqProducer;
 use nrt_core::nq::{Notifications, RawEntry, Subtype, INFER_STATUS_NQS};
 use nrt_core::NrtStatus;
-use nrt_linux::poller::PollerConfig;
+use nrt_linux::poller::{hybrid_wait, next_pass_ns, set_timer_slack_1ns, HybridWait, PollerConfig, WaitPolicy};
 use nrt_linux::sys::{pin_current_thread, thread_cpu_ns};
 use nrt_linux::time::{AnyDelay, DelayKind};
 use serde_json::json;
@@ -56,12 +68,27 @@ const BENCH_TIMEOUT_S: u32 = 120;
 const STOP_GRACE: Duration = Duration::from_secs(5);
 /// End instants kept per lane (a ring of them, indexed by inference number).
 const ENDS: usize = 1024;
+/// One inference in this many is a long outlier.
+pub const OUTLIER_EVERY: u64 = 200;
+/// A long outlier lasts this many times the work.
+pub const OUTLIER_FACTOR: u64 = 4;
 
-/// One lane's memory: 10 rings, their HEAD registers, the END instants.
+/// One lane's memory: 10 rings, their HEAD registers, the END instants, and
+/// the harvest's kickoffs (how many, and when the latest was).
 struct LaneMem {
     words: Vec<AtomicU64>,
     heads: Vec<AtomicU32>,
     end_ns: Vec<AtomicU64>,
+    kicks: AtomicU64,
+    kick_ns: AtomicU64,
+}
+
+impl LaneMem {
+    /// The harvest kicks off the lane's next inference.
+    fn kick(&self, origin: Instant) {
+        self.kick_ns.store(origin.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.kicks.fetch_add(1, Ordering::Release);
+    }
 }
 
 impl LaneMem {
@@ -70,6 +97,8 @@ impl LaneMem {
             words: (0..RINGS * SLOTS * 2).map(|_| AtomicU64::new(0)).collect(),
             heads: (0..RINGS).map(|_| AtomicU32::new(0)).collect(),
             end_ns: (0..ENDS).map(|_| AtomicU64::new(0)).collect(),
+            kicks: AtomicU64::new(0),
+            kick_ns: AtomicU64::new(0),
         }
     }
 }
@@ -153,23 +182,48 @@ fn notifications(head_batching: bool) -> Notifications {
     nq
 }
 
-/// The device thread: lane `l`'s inference `k` ends at `phase_l + k * work`.
-fn device(lanes: Vec<Arc<LaneMem>>, origin: Instant, work: Duration, stop: Arc<AtomicBool>) -> u64 {
+/// How long inference `k` of a lane lasts, ns: around `work_ns`, uniform
+/// within `jitter_pct` percent, one in [`OUTLIER_EVERY`] [`OUTLIER_FACTOR`]
+/// times as long (a xorshift stream per lane, the same every run).
+fn duration_ns(rng: &mut u64, work_ns: u64, jitter_pct: u64) -> u64 {
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    if (*rng).is_multiple_of(OUTLIER_EVERY) {
+        return work_ns * OUTLIER_FACTOR;
+    }
+    let span = work_ns * jitter_pct.min(100) / 100;
+    let r = (*rng >> 16) % (2 * span + 1);
+    (work_ns + r).saturating_sub(span).max(1)
+}
+
+/// The device thread: each lane's inference starts at its kickoff and ends a
+/// drawn time later (the first also delayed by the lane's phase).
+fn device(lanes: Vec<Arc<LaneMem>>, origin: Instant, work: Duration, jitter_pct: u64, stop: Arc<AtomicBool>) -> u64 {
     let n = lanes.len();
     let work_ns = work.as_nanos() as u64;
     let mut prods: Vec<Vec<NqProducer>> =
         (0..n).map(|_| (0..RINGS).map(|_| NqProducer::new(RING).expect("ring")).collect()).collect();
-    let start = origin.elapsed().as_nanos() as u64 + 1_000_000;
-    let mut next: Vec<u64> = (0..n).map(|l| start + work_ns * l as u64 / n as u64).collect();
+    let mut rng: Vec<u64> = (0..n).map(|l| 0x9E37_79B9_7F4A_7C15 ^ ((l as u64 + 1) * 0x2545_F491_4F6C_DD1D)).collect();
+    // When the inference running on each lane ends (None: not kicked off yet).
+    let mut end_at: Vec<Option<u64>> = vec![None; n];
     let mut k = vec![0u64; n];
     let mut written = 0u64;
     while !stop.load(Ordering::Acquire) {
         let now = origin.elapsed().as_nanos() as u64;
         for l in 0..n {
-            if now < next[l] {
+            let mem = &lanes[l];
+            let Some(at) = end_at[l] else {
+                if mem.kicks.load(Ordering::Acquire) > k[l] {
+                    let phase = if k[l] == 0 { work_ns * l as u64 / n as u64 } else { 0 };
+                    let d = duration_ns(&mut rng[l], work_ns, jitter_pct);
+                    end_at[l] = Some(mem.kick_ns.load(Ordering::Relaxed) + phase + d);
+                }
+                continue;
+            };
+            if now < at {
                 continue;
             }
-            let mem = &lanes[l];
             let p = &mut prods[l];
             // Room for one START and one END on every ring, or try again later.
             for (r, pr) in p.iter_mut().enumerate() {
@@ -193,7 +247,7 @@ fn device(lanes: Vec<Arc<LaneMem>>, origin: Instant, work: Duration, stop: Arc<A
             }
             written += 1;
             k[l] += 1;
-            next[l] += work_ns;
+            end_at[l] = None;
         }
         std::hint::spin_loop();
     }
@@ -225,7 +279,15 @@ enum Harvest {
     Groups { pollers: usize, cfg: PollerConfig },
 }
 
-fn measure(devices: usize, cores_per_device: usize, secs: f64, work: Duration, how: &Harvest) -> Shape {
+fn policy_name(p: WaitPolicy) -> &'static str {
+    match p {
+        WaitPolicy::Spin => "spin",
+        WaitPolicy::Hybrid => "hybrid",
+        WaitPolicy::Sleep => "sleep",
+    }
+}
+
+fn measure(devices: usize, cores_per_device: usize, secs: f64, work: Duration, jitter: u64, how: &Harvest) -> Shape {
     let n = devices * cores_per_device;
     let origin = Instant::now();
     let mems: Vec<Arc<LaneMem>> = (0..n).map(|_| Arc::new(LaneMem::new())).collect();
@@ -234,7 +296,7 @@ fn measure(devices: usize, cores_per_device: usize, secs: f64, work: Duration, h
     let abort = Arc::new(AtomicBool::new(false));
     let dev = {
         let (m, s) = (mems.clone(), Arc::clone(&stop_dev));
-        std::thread::spawn(move || device(m, origin, work, s))
+        std::thread::spawn(move || device(m, origin, work, jitter, s))
     };
     // A budget no inference reaches even on a starved machine: a timeout would
     // leave a lane's requests one inference out of step with its records.
@@ -254,6 +316,7 @@ fn measure(devices: usize, cores_per_device: usize, secs: f64, work: Duration, h
                     let (mut lat, mut ok, mut bad) = (Vec::new(), 0u64, 0u64);
                     while !stop.load(Ordering::Acquire) {
                         let mut req = ExecRequest::new(cfg);
+                        m.kick(origin);
                         let mut delay = AnyDelay::new(kind);
                         // `exec_wait_round_robin`'s loop, which the bench can abandon
                         // when the device has stopped.
@@ -319,8 +382,7 @@ fn measure(devices: usize, cores_per_device: usize, secs: f64, work: Duration, h
     let name = match how {
         Harvest::Threads(DelayKind::Libnrt) => "libnrt-threads".to_string(),
         Harvest::Threads(DelayKind::Adaptive) => "adaptive-threads".to_string(),
-        Harvest::Groups { pollers, cfg } if cfg.spin_for.is_zero() => format!("poll-group x{pollers} usleep"),
-        Harvest::Groups { pollers, .. } => format!("poll-group x{pollers}"),
+        Harvest::Groups { pollers, cfg } => format!("poll-group x{pollers} {}", policy_name(cfg.policy)),
     };
     Shape {
         name,
@@ -332,8 +394,9 @@ fn measure(devices: usize, cores_per_device: usize, secs: f64, work: Duration, h
     }
 }
 
-/// One poller: a core `PollGroup` over `block`, each lane re-submitted as soon
-/// as its request completes, waiting between passes as `nrt_linux::poller` does.
+/// One poller: a core `PollGroup` over `block`, each lane kicked off again as
+/// soon as its request completes, making due-first passes and waiting between
+/// them as `nrt_linux::poller` does for `pcfg.policy`.
 fn poller(
     block: Vec<Arc<LaneMem>>,
     origin: Instant,
@@ -344,6 +407,9 @@ fn poller(
     if let Some(cpu) = pcfg.cpu {
         let _ = pin_current_thread(cpu);
     }
+    if pcfg.policy == WaitPolicy::Hybrid {
+        set_timer_slack_1ns();
+    }
     let c0 = thread_cpu_ns();
     struct Block(Vec<(LaneDev, Notifications)>);
     impl Lanes for Block {
@@ -352,11 +418,16 @@ fn poller(
             self.0.get_mut(usize::from(lane)).map(|(d, n)| (d, n))
         }
     }
+    let now = || origin.elapsed().as_nanos() as u64;
     let mut lanes =
         Block(block.iter().map(|m| (LaneDev { mem: Arc::clone(m), origin }, notifications(true))).collect());
     let mut group: Box<PollGroup<128>> = Box::new(PollGroup::new());
-    for l in 0..block.len() {
+    group.set_schedule(pcfg.schedule());
+    let lead_ns = pcfg.hybrid_lead.as_nanos() as u64;
+    let batch_ns = group.schedule().ahead_ns;
+    for (l, m) in block.iter().enumerate() {
         group.insert(l as u16, cfg, 0).expect("room in the group");
+        m.kick(origin);
     }
     let mut k = vec![0u64; block.len()];
     let mut reqs: Vec<ExecRequest> = vec![ExecRequest::new(cfg); block.len()];
@@ -365,14 +436,15 @@ fn poller(
     let mut last_event = Instant::now();
     while !stop.load(Ordering::Acquire) {
         done.clear();
-        group.poll(&mut lanes, |c, r| {
+        let pass_ns = now();
+        group.poll_due(&mut lanes, pass_ns, |c, r| {
             done.push((c.lane, c.step, c.status));
             if let Some(slot) = reqs.get_mut(usize::from(c.lane)) {
                 *slot = r.clone();
             }
         });
         if !done.is_empty() {
-            let seen = origin.elapsed().as_nanos() as u64;
+            let seen = now();
             for &(lane, step, status) in &done {
                 let l = usize::from(lane);
                 if let Some(end) = reqs.get(l).and_then(|r| end_of(&block[l], r)) {
@@ -385,83 +457,151 @@ fn poller(
                     bad += 1;
                 }
                 let _ = group.insert(lane, cfg, k[l]);
+                block[l].kick(origin);
             }
             last_event = Instant::now();
+            continue;
         }
-        let quiet = last_event.elapsed();
-        if quiet < pcfg.spin_for {
-            for _ in 0..4 {
-                std::hint::spin_loop();
+        match pcfg.policy {
+            WaitPolicy::Spin => {
+                let quiet = last_event.elapsed();
+                if quiet < pcfg.spin_for {
+                    for _ in 0..4 {
+                        std::hint::spin_loop();
+                    }
+                } else if quiet < pcfg.yield_for {
+                    std::thread::yield_now();
+                } else {
+                    std::thread::sleep(Duration::from_micros(u64::from(pcfg.sleep_us.max(1))));
+                }
             }
-        } else if quiet < pcfg.yield_for {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(Duration::from_micros(u64::from(pcfg.sleep_us.max(1))));
+            WaitPolicy::Sleep => std::thread::sleep(Duration::from_micros(u64::from(pcfg.sleep_us.max(1)))),
+            WaitPolicy::Hybrid => {
+                match hybrid_wait(now(), next_pass_ns(group.earliest_due_ns(), pass_ns, batch_ns), lead_ns) {
+                    HybridWait::Idle | HybridWait::Pass => std::hint::spin_loop(),
+                    HybridWait::SpinUntil(due) => {
+                        while now() < due {
+                            std::hint::spin_loop();
+                        }
+                    }
+                    HybridWait::Sleep(ns) => std::thread::sleep(Duration::from_nanos(ns)),
+                }
+            }
         }
+    }
+    if std::env::var_os("NRT_BENCH_DEBUG").is_some() {
+        eprintln!("estimates: {:?}", (0..block.len().min(4)).map(|l| group.estimate(l as u16)).collect::<Vec<_>>());
     }
     (lat, thread_cpu_ns() - c0, ok, bad)
 }
 
-/// `nrt-bench scale`.
-pub fn run(devices: usize, cores_per_device: usize, secs: f64, work_us: u64, cpu: Option<usize>) {
+/// The shapes of one run, each measured in turn at `work_us`.
+fn run_one(
+    devices: usize,
+    cores_per_device: usize,
+    secs: f64,
+    work_us: u64,
+    jitter: u64,
+    cpu: Option<usize>,
+) -> Vec<Shape> {
     let work = Duration::from_micros(work_us);
     let n = devices * cores_per_device;
     let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     println!(
-        "scale: {devices} devices x {cores_per_device} logical cores = {n} in flight, each inference {work_us} us, \
-         {:.0} inferences/s offered; {secs} s per shape on {ncpu} CPUs",
+        "scale: {devices} devices x {cores_per_device} logical cores = {n} in flight, each inference {work_us} us \
+         +/- {jitter} % (1 in {OUTLIER_EVERY} {OUTLIER_FACTOR}x), {:.0} inferences/s offered; {secs} s per shape on {ncpu} CPUs",
         n as f64 * 1e6 / work_us as f64
     );
     let mut hows = vec![Harvest::Threads(DelayKind::Libnrt), Harvest::Threads(DelayKind::Adaptive)];
-    for pollers in [1usize, 2, 4] {
-        if pollers <= devices && (devices * cores_per_device).div_ceil(pollers) <= 128 {
-            hows.push(Harvest::Groups { pollers, cfg: PollerConfig { cpu, ..PollerConfig::default() } });
+    // The sleeping policy: `usleep(1)` between passes, libnrt's wait with one
+    // thread instead of one per request.
+    for policy in [WaitPolicy::Spin, WaitPolicy::Hybrid, WaitPolicy::Sleep] {
+        for pollers in [1usize, 2, 4] {
+            if pollers <= devices && n.div_ceil(pollers) <= 128 {
+                let cfg = PollerConfig { cpu, policy, sleep_us: SYNC_POLL_DELAY_US, ..PollerConfig::default() };
+                hows.push(Harvest::Groups { pollers, cfg });
+            }
         }
     }
-    // One poller that never spins: `usleep(1)` between passes, libnrt's wait
-    // with one thread instead of one per request (what a shared, overloaded
-    // machine favours: the scheduler wakes sleepers first).
-    let sleeping = PollerConfig {
-        cpu,
-        spin_for: Duration::ZERO,
-        yield_for: Duration::ZERO,
-        sleep_us: SYNC_POLL_DELAY_US,
-        ..PollerConfig::default()
-    };
-    if devices * cores_per_device <= 128 {
-        hows.push(Harvest::Groups { pollers: 1, cfg: sleeping });
-    }
+    let only = std::env::var("NRT_BENCH_ONLY").unwrap_or_default();
     let mut shapes = Vec::new();
     for how in &hows {
-        let s = measure(devices, cores_per_device, secs, work, how);
+        let name = match how {
+            Harvest::Threads(DelayKind::Libnrt) => "libnrt-threads".to_string(),
+            Harvest::Threads(DelayKind::Adaptive) => "adaptive-threads".to_string(),
+            Harvest::Groups { pollers, cfg } => format!("poll-group x{pollers} {}", policy_name(cfg.policy)),
+        };
+        if !name.contains(only.as_str()) && !name.starts_with("libnrt") {
+            continue;
+        }
+        let s = measure(devices, cores_per_device, secs, work, jitter, how);
         println!(
             "  {:<22} notice p50 {:>9.0} ns  p99 {:>10.0} ns  max {:>11.0} ns | harvest CPU {:>5.2} cores | {:>8.0} req/s ({} ok, {} failed)",
             s.name, s.latency.p50, s.latency.p99, s.latency.max, s.cpu_cores, s.requests_per_s, s.completed, s.failed
         );
         shapes.push(s);
     }
-    let libnrt = &shapes[0];
-    let best = shapes
+    shapes
+}
+
+fn best<'a>(shapes: &'a [Shape], suffix: &str) -> Option<&'a Shape> {
+    shapes
         .iter()
-        .filter(|s| s.name.starts_with("poll-group"))
+        .filter(|s| s.name.starts_with("poll-group") && s.name.ends_with(suffix))
         .min_by(|a, b| a.latency.p99.total_cmp(&b.latency.p99))
-        .expect("at least one poll-group shape");
-    println!(
-        "  best poll group ({}): p99 {:.1}x lower, CPU {:.1}x less than libnrt's shape",
-        best.name,
-        libnrt.latency.p99 / best.latency.p99,
-        libnrt.cpu_cores / best.cpu_cores
-    );
+}
+
+/// `nrt-bench scale`: one run at `work_us`, or with `sweep` one at each of
+/// 100 us, 1 ms and 10 ms (the last line then from the 1 ms run).
+pub fn run(
+    devices: usize,
+    cores_per_device: usize,
+    secs: f64,
+    work_us: u64,
+    jitter: u64,
+    sweep: bool,
+    cpu: Option<usize>,
+) {
+    let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let works: Vec<u64> = if sweep { vec![100, 1000, 10_000] } else { vec![work_us] };
     let js = |s: &Shape| json!({ "name": s.name, "notice": s.latency.json(), "cpu_cores": s.cpu_cores, "requests_per_s": s.requests_per_s, "completed": s.completed, "failed": s.failed });
+    let mut runs = Vec::new();
+    let mut last = None;
+    for &u in &works {
+        let shapes = run_one(devices, cores_per_device, secs, u, jitter, cpu);
+        let libnrt = &shapes[0];
+        let groups_below = shapes
+            .iter()
+            .filter(|s| s.name.starts_with("poll-group"))
+            .filter(|s| s.latency.p99 < libnrt.latency.p99 && s.cpu_cores < libnrt.cpu_cores)
+            .count();
+        println!("  U = {u} us: {groups_below} of 9 poll-group shapes below libnrt's shape on both p99 and CPU");
+        runs.push(json!({
+            "work_us": u, "jitter_pct": jitter,
+            "shapes": shapes.iter().map(js).collect::<Vec<_>>(),
+            "best_hybrid": best(&shapes, "hybrid").map(|s| s.name.clone()),
+            "best_spin": best(&shapes, "spin").map(|s| s.name.clone()),
+        }));
+        if u == 1000 || last.is_none() {
+            last = Some(shapes);
+        }
+    }
     write_json(
         "scale",
         &json!({
-            "devices": devices, "cores_per_device": cores_per_device, "work_us": work_us, "secs_per_shape": secs,
-            "cpus": ncpu, "shapes": shapes.iter().map(js).collect::<Vec<_>>(), "best_poll_group": best.name,
+            "devices": devices, "cores_per_device": cores_per_device, "secs_per_shape": secs, "cpus": ncpu,
+            "jitter_pct": jitter, "outlier_every": OUTLIER_EVERY, "outlier_factor": OUTLIER_FACTOR, "runs": runs,
         }),
     );
+    let Some(shapes) = last else { return };
+    let line = |s: Option<&Shape>| match s {
+        Some(s) => format!("p50 {:.0} p99 {:.0} cpu {:.2}", s.latency.p50, s.latency.p99, s.cpu_cores),
+        None => "p50 - p99 - cpu -".to_string(),
+    };
     println!(
-        "scale: poll-group p50 {:.0} p99 {:.0} cpu {:.2}; libnrt-threads p50 {:.0} p99 {:.0} cpu {:.2}",
-        best.latency.p50, best.latency.p99, best.cpu_cores, libnrt.latency.p50, libnrt.latency.p99, libnrt.cpu_cores
+        "scale: hybrid {}; spinning {}; libnrt-threads {}",
+        line(best(&shapes, "hybrid")),
+        line(best(&shapes, "spin")),
+        line(shapes.first())
     );
 }

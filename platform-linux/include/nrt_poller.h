@@ -10,6 +10,16 @@
 
 #include <stdint.h>
 
+// The poller spins between passes (a core of its own): `NRT_POLLER_SPIN`.
+#define NRT_POLLER_SPIN 0
+
+// The poller sleeps until shortly before the earliest due completion, then
+// spins through that lead (the default without a pinned CPU): `NRT_POLLER_HYBRID`.
+#define NRT_POLLER_HYBRID 1
+
+// The poller sleeps between passes: `NRT_POLLER_SLEEP`.
+#define NRT_POLLER_SLEEP 2
+
 // A poller thread and its lanes (opaque).
 typedef struct nrt_poller nrt_poller;
 
@@ -28,7 +38,10 @@ extern "C" {
 const char *nrt_poller_last_error(void);
 
 // Start a poller thread over `n_lanes` lanes: lane `i` is `platforms[i]` with
-// a copy of `*rings[i]`. `cpu` >= 0 pins the thread to that CPU. Returns null
+// a copy of `*rings[i]`. `cpu` >= 0 pins the thread to that CPU and makes it
+// spin between passes (`NRT_POLLER_SPIN`); `cpu` < 0 leaves it unpinned and
+// hybrid (`NRT_POLLER_HYBRID`). [`nrt_poller_new_with_policy`] chooses the
+// policy. Returns null
 // (the reason for [`nrt_poller_last_error`]) for a null array, 0 lanes or
 // more than 65535, a lane without `read_slot` or `now_ns` (its timeout could
 // never fire), a null `rings[i]`, or a thread, eventfd or pin that the OS
@@ -39,6 +52,14 @@ const char *nrt_poller_last_error(void);
 // from the poller thread until [`nrt_poller_free`] returns; `rings` points to
 // `n_lanes` pointers from `nrt_rings_new` (read once, here).
 struct nrt_poller *nrt_poller_new(const nrt_platform *platforms, const nrt_rings *const *rings, uint32_t n_lanes, int32_t cpu);
+
+// As [`nrt_poller_new`], with the wait between passes given: `policy` is
+// `NRT_POLLER_SPIN` (0), `NRT_POLLER_HYBRID` (1) or `NRT_POLLER_SLEEP` (2).
+// Also returns null for another policy.
+//
+// # Safety
+// As [`nrt_poller_new`].
+struct nrt_poller *nrt_poller_new_with_policy(const nrt_platform *platforms, const nrt_rings *const *rings, uint32_t n_lanes, int32_t cpu, uint32_t policy);
 
 // Submit a request on `lane` for `tpb_count` cores of arch type `arch_type`
 // (2 sunda, 3 cayman, 4 mariana) with the model's timeout in seconds. A

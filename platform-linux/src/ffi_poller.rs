@@ -32,7 +32,7 @@ use nrt_core::exec::{ExecConfig, Lanes};
 use nrt_core::nq::Notifications;
 
 use crate::ffi::{nrt_platform, nrt_rings, CPlatform};
-use crate::poller::{Poller, PollerConfig, Ticket, POLLER_CAPACITY};
+use crate::poller::{Poller, PollerConfig, Ticket, WaitPolicy, POLLER_CAPACITY};
 
 /// A lane's platform, moved to the poller thread.
 struct SendPlatform(CPlatform);
@@ -80,8 +80,19 @@ pub extern "C" fn nrt_poller_last_error() -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ref().map_or(std::ptr::null(), |c| c.as_ptr()))
 }
 
+/// The poller spins between passes (a core of its own): `NRT_POLLER_SPIN`.
+pub const NRT_POLLER_SPIN: u32 = 0;
+/// The poller sleeps until shortly before the earliest due completion, then
+/// spins through that lead (the default without a pinned CPU): `NRT_POLLER_HYBRID`.
+pub const NRT_POLLER_HYBRID: u32 = 1;
+/// The poller sleeps between passes: `NRT_POLLER_SLEEP`.
+pub const NRT_POLLER_SLEEP: u32 = 2;
+
 /// Start a poller thread over `n_lanes` lanes: lane `i` is `platforms[i]` with
-/// a copy of `*rings[i]`. `cpu` >= 0 pins the thread to that CPU. Returns null
+/// a copy of `*rings[i]`. `cpu` >= 0 pins the thread to that CPU and makes it
+/// spin between passes (`NRT_POLLER_SPIN`); `cpu` < 0 leaves it unpinned and
+/// hybrid (`NRT_POLLER_HYBRID`). [`nrt_poller_new_with_policy`] chooses the
+/// policy. Returns null
 /// (the reason for [`nrt_poller_last_error`]) for a null array, 0 lanes or
 /// more than 65535, a lane without `read_slot` or `now_ns` (its timeout could
 /// never fire), a null `rings[i]`, or a thread, eventfd or pin that the OS
@@ -98,8 +109,45 @@ pub unsafe extern "C" fn nrt_poller_new(
     n_lanes: u32,
     cpu: i32,
 ) -> *mut nrt_poller {
+    let policy = if cpu >= 0 { NRT_POLLER_SPIN } else { NRT_POLLER_HYBRID };
+    // SAFETY: the same contract, passed on.
+    unsafe { new_poller("nrt_poller_new", platforms, rings, n_lanes, cpu, policy) }
+}
+
+/// As [`nrt_poller_new`], with the wait between passes given: `policy` is
+/// `NRT_POLLER_SPIN` (0), `NRT_POLLER_HYBRID` (1) or `NRT_POLLER_SLEEP` (2).
+/// Also returns null for another policy.
+///
+/// # Safety
+/// As [`nrt_poller_new`].
+#[no_mangle]
+pub unsafe extern "C" fn nrt_poller_new_with_policy(
+    platforms: *const nrt_platform,
+    rings: *const *const nrt_rings,
+    n_lanes: u32,
+    cpu: i32,
+    policy: u32,
+) -> *mut nrt_poller {
+    // SAFETY: the same contract, passed on.
+    unsafe { new_poller("nrt_poller_new_with_policy", platforms, rings, n_lanes, cpu, policy) }
+}
+
+/// # Safety
+/// As [`nrt_poller_new`].
+unsafe fn new_poller(
+    call: &str,
+    platforms: *const nrt_platform,
+    rings: *const *const nrt_rings,
+    n_lanes: u32,
+    cpu: i32,
+    policy: u32,
+) -> *mut nrt_poller {
+    let Some(policy) = WaitPolicy::from_code(policy) else {
+        fail(&format!("{call}: policy {policy}: unknown (0 spin, 1 hybrid, 2 sleep)"));
+        return std::ptr::null_mut();
+    };
     if platforms.is_null() || rings.is_null() || n_lanes == 0 || n_lanes > u32::from(u16::MAX) {
-        fail(&format!("nrt_poller_new: {n_lanes} lanes at {platforms:?} with rings at {rings:?}: need non-null arrays of 1 to 65535 lanes"));
+        fail(&format!("{call}: {n_lanes} lanes at {platforms:?} with rings at {rings:?}: need non-null arrays of 1 to 65535 lanes"));
         return std::ptr::null_mut();
     }
     // SAFETY: the caller passes `n_lanes` valid tables and ring pointers.
@@ -109,21 +157,21 @@ pub unsafe extern "C" fn nrt_poller_new(
     let mut lanes = Vec::with_capacity(tables.len());
     for (i, (t, r)) in tables.iter().zip(ring_ptrs).enumerate() {
         if t.read_slot.is_none() || t.now_ns.is_none() {
-            fail(&format!("nrt_poller_new: lane {i}: the platform has no read_slot or no now_ns"));
+            fail(&format!("{call}: lane {i}: the platform has no read_slot or no now_ns"));
             return std::ptr::null_mut();
         }
         // SAFETY: null-checked; a live pointer from `nrt_rings_new`.
         let Some(r) = (unsafe { r.as_ref() }) else {
-            fail(&format!("nrt_poller_new: lane {i}: rings is null"));
+            fail(&format!("{call}: lane {i}: rings is null"));
             return std::ptr::null_mut();
         };
         lanes.push((SendPlatform(CPlatform::new(*t)), r.0.clone()));
     }
-    let cfg = PollerConfig { cpu: usize::try_from(cpu).ok(), ..PollerConfig::default() };
+    let cfg = PollerConfig { cpu: usize::try_from(cpu).ok(), policy, ..PollerConfig::default() };
     match Poller::spawn(CLanes(lanes), cfg) {
         Ok(poller) => Box::into_raw(Box::new(nrt_poller { poller })),
         Err(e) => {
-            fail(&format!("nrt_poller_new: {e}"));
+            fail(&format!("{call}: {e}"));
             std::ptr::null_mut()
         }
     }

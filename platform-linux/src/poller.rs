@@ -6,16 +6,38 @@
 //! onto a new thread, pinned to a CPU when [`PollerConfig::cpu`] asks. The
 //! thread holds a core [`PollGroup`] and
 //!
-//! - **spins** between passes while work is in flight, for
-//!   [`PollerConfig::spin_for`] after the last submission or completion; then
-//!   **yields** until [`PollerConfig::yield_for`]; then **sleeps**
-//!   [`PollerConfig::sleep_us`] between passes (G-POLLER-IDLE). A request whose
+//! Every pass is a due-first pass of the group ([`PollGroup::poll_due`]):
+//! it steps only the requests that are due by their lane's learnt
+//! kickoff-to-END time, and every request at least once per
+//! [`PollerConfig::sweep_bound`] (1 ms by default), so an early record, an
+//! error, a timeout or an overflow is seen within that bound plus one pass.
+//! Between passes the thread waits by its [`WaitPolicy`]
+//! ([`PollerConfig::policy`], G-POLLER-IDLE):
+//!
+//! - [`WaitPolicy::Hybrid`] (the default; for a poller without a core of its
+//!   own): it sleeps until [`PollerConfig::hybrid_lead`] before the group's
+//!   earliest due time ([`PollGroup::earliest_due_ns`]), with the thread's
+//!   timer slack set to 1 ns (`prctl(PR_SET_TIMERSLACK)`: a requested sleep
+//!   then overshoots by the scheduler's wake-up, ~5-10 us on a VM, not by the
+//!   default 50 us slack), spins through the rest of the lead, makes the pass,
+//!   and sleeps again. A poller with nothing due within its lead never spins.
+//!   A due request still in flight is stepped again every
+//!   [`PollerConfig::recheck`] (so a late one costs one wake-up per recheck,
+//!   not a spin). A submission wakes the sleeping thread (its eventfd).
+//! - [`WaitPolicy::Spin`] (for a core the poller owns, e.g. pinned with
+//!   [`PollerConfig::cpu`]): it **spins** between passes while work is in
+//!   flight, for [`PollerConfig::spin_for`] after the last submission or
+//!   completion; then **yields** until [`PollerConfig::yield_for`]; then
+//!   **sleeps** [`PollerConfig::sleep_us`] between passes. A request whose
 //!   device has gone quiet for that long is a hang heading for its timeout;
 //!   the thread's CPU then drops to almost nothing.
-//! - with nothing in flight, it spins and yields the same way waiting for a
-//!   submission, then blocks on an eventfd that a submitter writes only when
-//!   the poller is blocked (a submission to a spinning poller is one lock and
-//!   one atomic, no syscall).
+//! - [`WaitPolicy::Sleep`]: it sleeps [`PollerConfig::sleep_us`] between
+//!   passes (default timer slack: libnrt's `usleep(1)` with one thread).
+//! - with nothing in flight, a spinning poller spins and yields the same way
+//!   waiting for a submission, then blocks on an eventfd that a submitter
+//!   writes only when the poller is blocked (a submission to a spinning poller
+//!   is one lock and one atomic, no syscall); a hybrid or sleeping one blocks
+//!   at once.
 //!
 //! Each completion is handed to its waiter through a [`Ticket`]: the poller
 //! publishes the status and a `done` flag; a waiter that is spinning on the
@@ -41,7 +63,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nrt_core::exec::{ExecConfig, ExecRequest, Lanes, PollGroup, Step};
+use nrt_core::exec::{ExecConfig, ExecRequest, Lanes, PollGroup, Schedule, Step};
 use nrt_core::hal::ExecDevice;
 use nrt_core::nq::Notifications;
 use nrt_core::NrtStatus;
@@ -64,11 +86,90 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 /// Xeons measured, so 4 of them keep a pass every ~0.1-0.3 us plus the pass.
 const SPINS_PER_WAIT: u32 = 4;
 
+/// How a poller waits between passes (G-POLLER-IDLE; see the module's
+/// documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitPolicy {
+    /// Spin between passes while work is in flight (a core of its own).
+    Spin,
+    /// Sleep until shortly before the earliest due completion, then spin.
+    Hybrid,
+    /// Sleep [`PollerConfig::sleep_us`] between passes.
+    Sleep,
+}
+
+impl WaitPolicy {
+    /// The C ABI's code: 0 spin, 1 hybrid, 2 sleep.
+    pub const fn code(self) -> u32 {
+        match self {
+            WaitPolicy::Spin => 0,
+            WaitPolicy::Hybrid => 1,
+            WaitPolicy::Sleep => 2,
+        }
+    }
+
+    /// The policy of a C ABI code, `None` for an unknown one.
+    pub const fn from_code(code: u32) -> Option<WaitPolicy> {
+        match code {
+            0 => Some(WaitPolicy::Spin),
+            1 => Some(WaitPolicy::Hybrid),
+            2 => Some(WaitPolicy::Sleep),
+            _ => None,
+        }
+    }
+}
+
+/// What a hybrid poller does after a pass, at `now_ns`, given the group's
+/// earliest due time and its lead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HybridWait {
+    /// Nothing in flight: block until a submission.
+    Idle,
+    /// Something is due: pass again at once.
+    Pass,
+    /// Due within the lead: spin until this clock, then pass.
+    SpinUntil(u64),
+    /// Nothing due within the lead: sleep this many ns (then look again).
+    Sleep(u64),
+}
+
+/// When a hybrid poller makes its next pass: when the earliest request is
+/// due less the batch window (a pass takes what is due within it), but not
+/// sooner than one batch window after the last pass (`pass_ns`), so that the
+/// due times of many lanes share passes. `None` when nothing is in flight.
+pub fn next_pass_ns(earliest_due_ns: Option<u64>, pass_ns: u64, batch_ns: u64) -> Option<u64> {
+    earliest_due_ns.map(|d| d.saturating_sub(batch_ns).max(pass_ns.saturating_add(batch_ns)))
+}
+
+/// The hybrid policy: pass when something is due, spin when it is due within
+/// `lead_ns`, else sleep until `lead_ns` before it.
+pub fn hybrid_wait(now_ns: u64, earliest_due_ns: Option<u64>, lead_ns: u64) -> HybridWait {
+    let Some(due) = earliest_due_ns else { return HybridWait::Idle };
+    let Some(wait) = due.checked_sub(now_ns).filter(|&w| w > 0) else { return HybridWait::Pass };
+    if wait <= lead_ns {
+        HybridWait::SpinUntil(due)
+    } else {
+        HybridWait::Sleep(wait - lead_ns)
+    }
+}
+
 /// How a poller waits (G-POLLER-IDLE).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PollerConfig {
     /// Pin the poller thread to this CPU.
     pub cpu: Option<usize>,
+    /// How it waits between passes.
+    pub policy: WaitPolicy,
+    /// Hybrid: wake this long before the earliest due completion and spin
+    /// through it (covers the sleep's overshoot).
+    pub hybrid_lead: Duration,
+    /// Hybrid: at most one pass per this window, each taking the requests due
+    /// within it (so many lanes' completions share a wake-up).
+    pub hybrid_batch: Duration,
+    /// A due request still in flight is stepped again after this long.
+    pub recheck: Duration,
+    /// Every request in flight is stepped at least this often.
+    pub sweep_bound: Duration,
     /// Spin between passes for this long after the last submission or completion.
     pub spin_for: Duration,
     /// Then yield between passes until this long after it.
@@ -83,11 +184,30 @@ impl Default for PollerConfig {
     fn default() -> Self {
         PollerConfig {
             cpu: None,
+            policy: WaitPolicy::Hybrid,
+            hybrid_lead: Duration::from_micros(10),
+            hybrid_batch: Duration::from_micros(20),
+            recheck: Duration::from_micros(20),
+            sweep_bound: Duration::from_millis(1),
             spin_for: Duration::from_millis(2),
             yield_for: Duration::from_millis(20),
             sleep_us: 50,
             waiter_spin_for: Duration::from_micros(50),
         }
+    }
+}
+
+impl PollerConfig {
+    /// The configuration for a poller on a core of its own: pinned to `cpu`, spinning.
+    pub fn dedicated(cpu: usize) -> PollerConfig {
+        PollerConfig { cpu: Some(cpu), policy: WaitPolicy::Spin, ..PollerConfig::default() }
+    }
+
+    /// The group's schedule for this configuration.
+    pub fn schedule(&self) -> Schedule {
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let ahead_ns = if self.policy == WaitPolicy::Hybrid { ns(self.hybrid_batch) } else { 0 };
+        Schedule { sweep_bound_ns: ns(self.sweep_bound), recheck_ns: ns(self.recheck), ahead_ns }
     }
 }
 
@@ -201,6 +321,8 @@ struct Counters {
     eventfd_wakes: AtomicU64,
     spin_handoffs: AtomicU64,
     refused_busy_lane: AtomicU64,
+    skipped: AtomicU64,
+    sleeps: AtomicU64,
 }
 
 /// What a poller did, read at any time ([`Poller::stats`]).
@@ -216,6 +338,10 @@ pub struct PollerStats {
     pub eventfd_wakes: u64,
     /// Completions handed over with no syscall (the waiter was spinning, or not waiting yet).
     pub spin_handoffs: u64,
+    /// Requests in flight that passes left alone (not due).
+    pub skipped: u64,
+    /// Sleeps between passes (hybrid or sleep policy).
+    pub sleeps: u64,
 }
 
 struct Pending {
@@ -298,6 +424,9 @@ impl<L: Lanes + Send + 'static> Poller<L> {
                         .map_err(|e| format!("poller: pin to CPU {cpu}: {e}{}", errno_suffix(&e))),
                     None => Ok(()),
                 };
+                if cfg.policy == WaitPolicy::Hybrid {
+                    set_timer_slack_1ns();
+                }
                 let ok = pinned.is_ok();
                 let _ = tx.send(pinned);
                 let mut lanes = lanes;
@@ -357,6 +486,8 @@ impl<L: Lanes + Send + 'static> Poller<L> {
             completions: c.completions.load(Ordering::Relaxed),
             eventfd_wakes: c.eventfd_wakes.load(Ordering::Relaxed),
             spin_handoffs: c.spin_handoffs.load(Ordering::Relaxed),
+            skipped: c.skipped.load(Ordering::Relaxed),
+            sleeps: c.sleeps.load(Ordering::Relaxed),
         }
     }
 
@@ -521,6 +652,9 @@ fn answer(sh: &Shared, h: &Handoff, step: Step, status: NrtStatus) {
 /// The poller thread.
 fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
     let mut group: Box<PollGroup<POLLER_CAPACITY>> = Box::new(PollGroup::new());
+    group.set_schedule(cfg.schedule());
+    let lead_ns = u64::try_from(cfg.hybrid_lead.as_nanos()).unwrap_or(u64::MAX);
+    let batch_ns = group.schedule().ahead_ns;
     let mut handoffs: Vec<Option<Arc<Handoff>>> = vec![None; POLLER_CAPACITY];
     // Each slot's model timeout, for the shutdown bound.
     let mut timeouts_s = [0u32; POLLER_CAPACITY];
@@ -597,7 +731,8 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
             idle_wait(sh, cfg, last_event);
             continue;
         }
-        let pass = group.poll(lanes, |c, _req: &ExecRequest| {
+        let pass_ns = now_ns(sh);
+        let pass = group.poll_due(lanes, pass_ns, |c, _req: &ExecRequest| {
             if let Some(h) = handoffs.get_mut(c.slot).and_then(Option::take) {
                 answer(sh, &h, c.step, c.status);
             }
@@ -607,27 +742,87 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
         });
         sh.counters.passes.fetch_add(1, Ordering::Relaxed);
         sh.counters.steps.fetch_add(pass.stepped as u64, Ordering::Relaxed);
+        sh.counters.skipped.fetch_add(pass.skipped as u64, Ordering::Relaxed);
         if pass.completed > 0 {
             lanes_changed = true;
             last_event = Instant::now();
+            // A finished request may free a lane for the backlog, or leave
+            // nothing in flight: look again before waiting.
+            continue;
         }
-        let quiet = last_event.elapsed();
-        if quiet < cfg.spin_for {
-            for _ in 0..SPINS_PER_WAIT {
-                std::hint::spin_loop();
+        match cfg.policy {
+            WaitPolicy::Spin => {
+                let quiet = last_event.elapsed();
+                if quiet < cfg.spin_for {
+                    spin_hint();
+                } else if quiet < cfg.yield_for {
+                    std::thread::yield_now();
+                } else {
+                    sleep_between_passes(sh, cfg);
+                }
             }
-        } else if quiet < cfg.yield_for {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(Duration::from_micros(u64::from(cfg.sleep_us.max(1))));
+            WaitPolicy::Sleep => sleep_between_passes(sh, cfg),
+            WaitPolicy::Hybrid => {
+                match hybrid_wait(now_ns(sh), next_pass_ns(group.earliest_due_ns(), pass_ns, batch_ns), lead_ns) {
+                    HybridWait::Idle | HybridWait::Pass => spin_hint(),
+                    HybridWait::SpinUntil(due) => {
+                        // Ends by the clock: at most the lead.
+                        while now_ns(sh) < due && sh.queued.load(Ordering::Relaxed) == 0 {
+                            spin_hint();
+                        }
+                    }
+                    HybridWait::Sleep(ns) => {
+                        sh.counters.sleeps.fetch_add(1, Ordering::Relaxed);
+                        sleep_or_submission(sh, ns);
+                    }
+                }
+            }
         }
     }
+}
+
+/// A few PAUSEs between passes.
+fn spin_hint() {
+    for _ in 0..SPINS_PER_WAIT {
+        std::hint::spin_loop();
+    }
+}
+
+/// The sleeping wait between passes: [`PollerConfig::sleep_us`].
+fn sleep_between_passes(sh: &Shared, cfg: &PollerConfig) {
+    sh.counters.sleeps.fetch_add(1, Ordering::Relaxed);
+    std::thread::sleep(Duration::from_micros(u64::from(cfg.sleep_us.max(1))));
+}
+
+/// This poller's clock: ns since its origin (the group's due times are on it).
+fn now_ns(sh: &Shared) -> u64 {
+    u64::try_from(sh.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Sleep `ns`, or less when a submission (or shutdown) writes the wake
+/// eventfd: the submitter writes it while `sleeping` is set.
+fn sleep_or_submission(sh: &Shared, ns: u64) {
+    sh.sleeping.store(true, Ordering::SeqCst);
+    if sh.queued.load(Ordering::SeqCst) == 0 && !sh.closing.load(Ordering::SeqCst) {
+        let _ = sh.wake.wait_readable_ns(ns);
+    }
+    let _ = sh.wake.try_read();
+    sh.sleeping.store(false, Ordering::SeqCst);
+}
+
+/// Set the calling thread's timer slack to 1 ns (a hybrid poller's sleeps end
+/// when asked, not up to 50 us later). A refusal leaves the default slack:
+/// the poller works, its sleeps overshoot more.
+#[allow(unsafe_code)]
+pub fn set_timer_slack_1ns() {
+    // SAFETY: PR_SET_TIMERSLACK takes an integer argument and touches no memory of ours.
+    let _ = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
 
 /// Nothing in flight: spin, then yield, then block on the wake eventfd
 /// (written by a submitter only while `sleeping` is set).
 fn idle_wait(sh: &Shared, cfg: &PollerConfig, last_event: Instant) {
-    let quiet = last_event.elapsed();
+    let quiet = if cfg.policy == WaitPolicy::Spin { last_event.elapsed() } else { Duration::MAX };
     if quiet < cfg.spin_for {
         for _ in 0..SPINS_PER_WAIT {
             std::hint::spin_loop();
@@ -649,4 +844,58 @@ fn idle_wait(sh: &Shared, cfg: &PollerConfig, last_event: Instant) {
 /// " (ENAME)" for an OS error, nothing for another.
 fn errno_suffix(e: &std::io::Error) -> String {
     sys::errno_name(e).map(|n| format!(" ({n})")).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hybrid_poller_sleeps_until_the_lead_then_spins_then_passes() {
+        assert_eq!(hybrid_wait(100, None, 10), HybridWait::Idle);
+        assert_eq!(hybrid_wait(100, Some(0), 10), HybridWait::Pass, "due at once");
+        assert_eq!(hybrid_wait(100, Some(99), 10), HybridWait::Pass, "overdue");
+        assert_eq!(hybrid_wait(100, Some(100), 10), HybridWait::Pass, "due now");
+        assert_eq!(hybrid_wait(100, Some(101), 10), HybridWait::SpinUntil(101));
+        assert_eq!(hybrid_wait(100, Some(110), 10), HybridWait::SpinUntil(110), "within the lead: spin");
+        assert_eq!(hybrid_wait(100, Some(111), 10), HybridWait::Sleep(1), "past it: never spins");
+        assert_eq!(hybrid_wait(100, Some(1_000_100), 10), HybridWait::Sleep(999_990));
+        assert_eq!(hybrid_wait(100, Some(150), 0), HybridWait::Sleep(50), "no lead: sleep to the due time");
+        assert_eq!(hybrid_wait(u64::MAX, Some(0), u64::MAX), HybridWait::Pass);
+    }
+
+    #[test]
+    fn a_hybrid_poller_batches_due_times_into_one_pass_per_window() {
+        assert_eq!(next_pass_ns(None, 100, 20), None);
+        assert_eq!(next_pass_ns(Some(0), 100, 20), Some(120), "due at once: one window after the last pass");
+        assert_eq!(next_pass_ns(Some(130), 100, 20), Some(120));
+        assert_eq!(next_pass_ns(Some(150), 100, 20), Some(130), "the window before the due time");
+        assert_eq!(next_pass_ns(Some(1_000), 100, 20), Some(980));
+        assert_eq!(next_pass_ns(Some(1_000), 100, 0), Some(1_000));
+        assert_eq!(next_pass_ns(Some(5), u64::MAX, 20), Some(u64::MAX), "saturates");
+    }
+
+    #[test]
+    fn policies_have_stable_codes_and_hybrid_is_the_default_without_a_core() {
+        for p in [WaitPolicy::Spin, WaitPolicy::Hybrid, WaitPolicy::Sleep] {
+            assert_eq!(WaitPolicy::from_code(p.code()), Some(p));
+        }
+        assert_eq!([WaitPolicy::Spin.code(), WaitPolicy::Hybrid.code(), WaitPolicy::Sleep.code()], [0, 1, 2]);
+        assert_eq!(WaitPolicy::from_code(3), None);
+        let d = PollerConfig::default();
+        assert_eq!((d.cpu, d.policy), (None, WaitPolicy::Hybrid));
+        let p = PollerConfig::dedicated(3);
+        assert_eq!((p.cpu, p.policy, p.sweep_bound), (Some(3), WaitPolicy::Spin, d.sweep_bound));
+        let c = PollerConfig {
+            recheck: Duration::from_micros(7),
+            sweep_bound: Duration::from_micros(900),
+            ..PollerConfig::default()
+        };
+        assert_eq!(c.schedule(), Schedule { sweep_bound_ns: 900_000, recheck_ns: 7_000, ahead_ns: 20_000 });
+        let s = PollerConfig { policy: WaitPolicy::Sleep, ..c };
+        assert_eq!(s.schedule().ahead_ns, 0, "only a hybrid poller batches");
+        assert_eq!(PollerConfig { policy: WaitPolicy::Spin, ..c }.schedule().ahead_ns, 0);
+        let huge = PollerConfig { sweep_bound: Duration::MAX, ..c };
+        assert_eq!(huge.schedule().sweep_bound_ns, u64::MAX);
+    }
 }

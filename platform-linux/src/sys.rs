@@ -530,6 +530,29 @@ impl EventFd {
         }
     }
 
+    /// Wait until the counter is non-zero or `ns` nanoseconds pass (`ppoll`,
+    /// so the timeout is not rounded to milliseconds). Returns whether it is
+    /// readable; an interrupted wait returns `Ok(false)` (the caller looks at
+    /// its clock again). Does not consume.
+    pub fn wait_readable_ns(&self, ns: u64) -> io::Result<bool> {
+        let ts = libc::timespec {
+            tv_sec: libc::time_t::try_from(ns / 1_000_000_000).unwrap_or(libc::time_t::MAX),
+            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+        };
+        let mut p = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd, a valid timespec, no signal mask.
+        let rc = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+        if rc >= 0 {
+            return Ok(rc > 0 && p.revents & libc::POLLIN != 0);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            Ok(false)
+        } else {
+            Err(e)
+        }
+    }
+
     /// Block until the counter is non-zero and take from it.
     pub fn read_blocking(&self) -> io::Result<u64> {
         loop {

@@ -44,7 +44,88 @@ const GOALS: &[(&str, &str, Goal)] = &[
     ),
 ];
 
+/// Markers of the scale sweep's table in BENCHMARKS.md (`cargo xtask bench --scale`).
+const SCALE_BEGIN: &str = "<!-- xtask-bench-scale:begin -->";
+const SCALE_END: &str = "<!-- xtask-bench-scale:end -->";
+
+/// `cargo xtask bench --scale`: the host sweep alone (`nrt-bench scale --sweep`,
+/// U = 100 us, 1 ms, 10 ms, every shape; ~2 minutes), its table printed and
+/// written into BENCHMARKS.md between the scale markers, with `uptime` before
+/// and after (the machine's load is part of the result).
+fn run_scale(run: &mut Runner, root: &Path) {
+    let nb = root.join("target/nrt-bench");
+    let _ = fs::remove_file(nb.join("scale.json"));
+    let before = sh("uptime", &[]);
+    let mut c = cargo();
+    c.args(["run", "--release", "-p", "nrt-bench", "--", "scale", "--sweep", "--secs", "1.5"]);
+    if !run.cmd("nrt-bench scale --sweep --secs 1.5", &mut c) {
+        return;
+    }
+    let after = sh("uptime", &[]);
+    let t = Instant::now();
+    let table = read_json(&nb.join("scale.json")).map(|x| render_scale(&x)).unwrap_or_default();
+    let ok = !table.is_empty();
+    if ok {
+        let text = format!(
+            "{SCALE_BEGIN}\n\nRun by `cargo xtask bench --scale` on {} ({} CPUs), commit {}.\n\n- `uptime` before: {}\n- `uptime` after: {}\n{table}\n{SCALE_END}",
+            cpu_model(),
+            cores(),
+            sh("git", &["rev-parse", "--short", "HEAD"]),
+            before.trim(),
+            after.trim()
+        );
+        println!("\n{text}");
+        let path = root.join("BENCHMARKS.md");
+        let old = fs::read_to_string(&path).unwrap_or_default();
+        let new = match (old.find(SCALE_BEGIN), old.find(SCALE_END)) {
+            (Some(b), Some(e)) if e > b => format!("{}{text}{}", &old[..b], &old[e + SCALE_END.len()..]),
+            _ => format!("{}\n{text}\n", old.trim_end()),
+        };
+        if let Err(e) = fs::write(&path, new) {
+            eprintln!("could not write BENCHMARKS.md: {e}");
+        }
+    }
+    run.record("scale sweep table into BENCHMARKS.md", t.elapsed().as_secs_f64(), ok);
+}
+
+/// The sweep's table: one row per shape and U.
+fn render_scale(x: &Value) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n`nrt-bench scale --sweep`: {} devices x {} logical cores, each inference U +/- {} % (1 in {} lasts {}x U), {} s per shape.\n",
+        f(x, &["devices"]),
+        f(x, &["cores_per_device"]),
+        f(x, &["jitter_pct"]),
+        f(x, &["outlier_every"]),
+        f(x, &["outlier_factor"]),
+        f(x, &["secs_per_shape"])
+    );
+    let _ = writeln!(s, "| U | shape | notice p50 | notice p99 | harvest CPU (cores) | requests/s |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
+    for r in x.get("runs").and_then(Value::as_array).cloned().unwrap_or_default() {
+        let u = f(&r, &["work_us"]);
+        for sh in r.get("shapes").and_then(Value::as_array).cloned().unwrap_or_default() {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {:.2} | {:.0} |",
+                fmt_ns(u * 1000.0),
+                sh.get("name").and_then(Value::as_str).unwrap_or("?"),
+                fmt_ns(f(&sh, &["notice", "p50_ns"])),
+                fmt_ns(f(&sh, &["notice", "p99_ns"])),
+                f(&sh, &["cpu_cores"]),
+                f(&sh, &["requests_per_s"])
+            );
+        }
+    }
+    s
+}
+
 pub fn run(run: &mut Runner, root: &Path, quick: bool) {
+    if std::env::args().any(|a| a == "--scale") {
+        run_scale(run, root);
+        return;
+    }
     if std::env::args().any(|a| a == "--summarise") {
         // Re-render the summary from the results already on disk.
         let crit = root.join("target/criterion");
@@ -178,6 +259,11 @@ fn render(medians: &[(String, f64)]) -> String {
     s
 }
 
+/// The number at `path` in `v`, NaN when absent.
+fn f(v: &Value, path: &[&str]) -> f64 {
+    path.iter().try_fold(v, |v, k| v.get(*k)).and_then(Value::as_f64).unwrap_or(f64::NAN)
+}
+
 fn read_json(p: &Path) -> Option<Value> {
     serde_json::from_str(&fs::read_to_string(p).ok()?).ok()
 }
@@ -185,9 +271,6 @@ fn read_json(p: &Path) -> Option<Value> {
 /// The nrt-bench results: completion-notice latency, ring transfer, XU.
 fn render_threads(dir: &Path) -> String {
     let mut s = String::new();
-    let f = |v: &Value, path: &[&str]| -> f64 {
-        path.iter().try_fold(v, |v, k| v.get(*k)).and_then(Value::as_f64).unwrap_or(f64::NAN)
-    };
     if let Some(l) = read_json(&dir.join("latency.json")) {
         let _ = writeln!(
             s,
@@ -226,6 +309,21 @@ the notice floor (one thread stores, another spins on the line), same run: p50 {
             fmt_ns(over),
             if ad <= 1000.0 && over <= 500.0 { "met" } else { "MISSED" }
         );
+        if l.get("adaptive_pieces").is_some_and(|p| !p.is_null()) {
+            let p = |k: &str| fmt_ns(f(&l, &["adaptive_pieces", k, "p50_ns"]));
+            let _ = writeln!(
+                s,
+                "\nthe adaptive notice taken apart (a second adaptive run with a clock read around each step, p50): \
+                 last END -> the step that finishes {}, that step (the sweep reading END, FINALIZE) {}, \
+                 after it (HEAD hand-back, return) {}; the step before it {}, one delay {}; its latency {}",
+                p("end_to_final_step"),
+                p("final_step"),
+                p("after_final_step"),
+                p("empty_step"),
+                p("one_delay"),
+                p("latency_timed")
+            );
+        }
     }
     if let Some(r) = read_json(&dir.join("ring.json")) {
         let ratio = f(&r, &["ratio"]);
@@ -263,47 +361,40 @@ the notice floor (one thread stores, another spins on the line), same run: p50 {
         );
     }
     if let Some(x) = read_json(&dir.join("scale.json")) {
-        let _ = writeln!(
-            s,
-            "\n### A host (`nrt-bench scale`: {} devices x {} logical cores, an inference every {} us on each, {} s per shape, {} CPUs)\n",
-            f(&x, &["devices"]),
-            f(&x, &["cores_per_device"]),
-            f(&x, &["work_us"]),
-            f(&x, &["secs_per_shape"]),
-            f(&x, &["cpus"])
-        );
-        let _ = writeln!(s, "| shape | notice p50 | notice p99 | harvest CPU (cores) | requests/s |");
-        let _ = writeln!(s, "|---|---|---|---|---|");
-        let shapes = x.get("shapes").and_then(Value::as_array).cloned().unwrap_or_default();
-        for sh in &shapes {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {:.2} | {:.0} |",
-                sh.get("name").and_then(Value::as_str).unwrap_or("?"),
-                fmt_ns(f(sh, &["notice", "p50_ns"])),
-                fmt_ns(f(sh, &["notice", "p99_ns"])),
-                f(sh, &["cpu_cores"]),
-                f(sh, &["requests_per_s"])
-            );
-        }
-        let best_name = x.get("best_poll_group").and_then(Value::as_str).unwrap_or("");
-        let best = shapes.iter().find(|v| v.get("name").and_then(Value::as_str) == Some(best_name));
-        let libnrt = shapes.first();
-        if let (Some(b), Some(l)) = (best, libnrt) {
-            let (bp99, bcpu) = (f(b, &["notice", "p99_ns"]), f(b, &["cpu_cores"]));
-            let (lp99, lcpu) = (f(l, &["notice", "p99_ns"]), f(l, &["cpu_cores"]));
-            let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
-            let _ = writeln!(
-                s,
-                "\nbest poll group ({best_name}): p99 {} with {bcpu:.2} core (goal: <= 10 us with <= 1 core): {}; \
-                 against libnrt's shape in the same run: p99 {:.1}x lower (goal >= 10x): {}, CPU {:.1}x less (goal >= 10x): {}",
-                fmt_ns(bp99),
-                verdict(bp99 <= 10_000.0 && bcpu <= 1.0),
-                lp99 / bp99,
-                verdict(lp99 / bp99 >= 10.0),
-                lcpu / bcpu,
-                verdict(lcpu / bcpu >= 10.0)
-            );
+        let _ = writeln!(s, "\n### A host (`nrt-bench scale`, {} CPUs)", f(&x, &["cpus"]));
+        s.push_str(&render_scale(&x));
+        // The goals, at U = 1 ms: the best hybrid group against libnrt's shape.
+        let runs = x.get("runs").and_then(Value::as_array).cloned().unwrap_or_default();
+        let one_ms = runs.iter().find(|r| f(r, &["work_us"]) == 1000.0).or(runs.first());
+        if let Some(r) = one_ms {
+            let shapes = r.get("shapes").and_then(Value::as_array).cloned().unwrap_or_default();
+            let named = |n: Option<&str>| shapes.iter().find(|v| v.get("name").and_then(Value::as_str) == n).cloned();
+            let hybrid = named(r.get("best_hybrid").and_then(Value::as_str));
+            let spin = named(r.get("best_spin").and_then(Value::as_str));
+            if let (Some(h), Some(l)) = (hybrid, shapes.first()) {
+                let (hp99, hcpu) = (f(&h, &["notice", "p99_ns"]), f(&h, &["cpu_cores"]));
+                let (lp99, lcpu) = (f(l, &["notice", "p99_ns"]), f(l, &["cpu_cores"]));
+                let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
+                let _ = writeln!(
+                    s,
+                    "\nbest hybrid group at U = 1 ms: p99 {} with {hcpu:.2} core (goal: <= 50 us with <= 0.15 core): {}; \
+                     against libnrt's shape: p99 {:.1}x lower, CPU {:.1}x less (goal >= 10x each): {}",
+                    fmt_ns(hp99),
+                    verdict(hp99 <= 50_000.0 && hcpu <= 0.15),
+                    lp99 / hp99,
+                    lcpu / hcpu,
+                    verdict(lp99 / hp99 >= 10.0 && lcpu / hcpu >= 10.0)
+                );
+            }
+            if let Some(sp) = spin {
+                let p99 = f(&sp, &["notice", "p99_ns"]);
+                let _ = writeln!(
+                    s,
+                    "best spinning group at U = 1 ms: p99 {} (goal <= 10 us): {}",
+                    fmt_ns(p99),
+                    if p99 <= 10_000.0 { "met" } else { "MISSED" }
+                );
+            }
         }
     }
     if let Some(x) = read_json(&dir.join("xu.json")) {

@@ -22,6 +22,39 @@
 //! An empty pass (nothing in flight) touches nothing but a counter; a pass over
 //! requests with nothing new costs their empty sweeps plus a lane lookup each.
 //!
+//! # Due-first passes
+//!
+//! [`poll`](PollGroup::poll) steps every request in flight. [`poll_due`]
+//! (PollGroup::poll_due) steps only the requests that are *due*, from a clock
+//! the caller reads once per pass (nanoseconds, monotonic: a hal
+//! [`Clock`](crate::hal::Clock) of the platform, the same one for every pass):
+//!
+//! - Per lane the group keeps a moving estimate of the kickoff-to-END time of
+//!   its requests ([`Estimate`]: an exponentially weighted mean and mean
+//!   absolute deviation, 1/8 weight each, integer arithmetic; a sample far from
+//!   the mean moves it by at most [`OUTLIER_SPREADS`] deviations, so one long
+//!   outlier does not drag the lane's due time). A request's kickoff is the
+//!   clock of the first due-first pass that sees it, its END the clock of the
+//!   pass that finishes it; only requests that end [`Step::Done`] teach.
+//! - A request whose lane has no estimate is always due (stepped every pass).
+//!   Otherwise it is due from `kickoff + mean - 2 * deviation`, and once due,
+//!   while in flight, it is stepped again every [`Schedule::recheck_ns`] (or
+//!   a quarter of its deviation, when longer: a lane whose times scatter is
+//!   looked at less often, which keeps a starved poller from spending every
+//!   pass on it).
+//! - Whatever the estimate, every request in flight is stepped at least once
+//!   per [`Schedule::sweep_bound_ns`] of the clock (default
+//!   [`DEFAULT_SWEEP_BOUND_NS`], 1 ms), provided passes are made at least as
+//!   often as [`earliest_due_ns`](PollGroup::earliest_due_ns) asks: so an
+//!   early or unexpected record, an error record, a timeout and a ring
+//!   overflow are seen within that bound plus one pass, as in a full pass.
+//!
+//! A due-first pass changes only *when* a request is stepped, never what a
+//! step does: each request still ends exactly as the same request driven
+//! alone (by the sync driver) from the same device state.
+//! [`earliest_due_ns`](PollGroup::earliest_due_ns) tells a poller how long it
+//! may sleep before the next pass.
+//!
 //! [`progress_one_step`]: ExecRequest::progress_one_step
 
 use super::{ExecConfig, ExecRequest, Step};
@@ -101,6 +134,89 @@ pub struct Pass {
     pub stepped: usize,
     /// Of those, requests that finished and left the group.
     pub completed: usize,
+    /// Requests in flight a due-first pass left alone (not yet due).
+    pub skipped: usize,
+}
+
+/// Every request in flight is stepped at least this often by due-first
+/// passes, in ns of the caller's clock: 1 ms.
+pub const DEFAULT_SWEEP_BOUND_NS: u64 = 1_000_000;
+
+/// Once due, a request still in flight is stepped again this often: 20 us.
+pub const DEFAULT_RECHECK_NS: u64 = 20_000;
+
+/// A sample moves a lane's estimate as if it lay at most this many mean
+/// absolute deviations (or [`MIN_SPREAD_NS`]) from the mean.
+pub const OUTLIER_SPREADS: u64 = 4;
+
+/// The least spread the outlier cap allows, in ns (so a lane whose samples
+/// were all equal still learns a new duration): 1 us.
+pub const MIN_SPREAD_NS: u64 = 1_000;
+
+/// When due-first passes step a request (see the module's documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// Every request in flight is stepped at least this often (ns).
+    pub sweep_bound_ns: u64,
+    /// A due request still in flight is stepped again after this long (ns;
+    /// capped by `sweep_bound_ns`).
+    pub recheck_ns: u64,
+    /// A pass also steps the requests due within this long after its clock
+    /// (ns): a poller that wakes a little early still takes them.
+    pub ahead_ns: u64,
+}
+
+impl Default for Schedule {
+    fn default() -> Self {
+        Schedule { sweep_bound_ns: DEFAULT_SWEEP_BOUND_NS, recheck_ns: DEFAULT_RECHECK_NS, ahead_ns: 0 }
+    }
+}
+
+/// A lane's moving estimate of its requests' kickoff-to-END time, in ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Estimate {
+    /// The weighted mean.
+    pub mean_ns: u64,
+    /// The weighted mean absolute deviation from it.
+    pub spread_ns: u64,
+    /// Samples learnt (saturating).
+    pub samples: u32,
+}
+
+impl Estimate {
+    /// Learn one kickoff-to-END time: the first sets the mean (and a spread
+    /// of an eighth of it); each later one moves the mean and the spread by
+    /// an eighth of its distance from the mean, that distance capped at
+    /// [`OUTLIER_SPREADS`] spreads (at least [`MIN_SPREAD_NS`]).
+    pub fn learn(&mut self, sample_ns: u64) {
+        if self.samples == 0 {
+            self.mean_ns = sample_ns;
+            self.spread_ns = sample_ns / 8;
+        } else {
+            let cap = self.spread_ns.saturating_mul(OUTLIER_SPREADS).max(MIN_SPREAD_NS);
+            let dist = sample_ns.abs_diff(self.mean_ns).min(cap);
+            if sample_ns >= self.mean_ns {
+                self.mean_ns = self.mean_ns.saturating_add(dist / 8);
+            } else {
+                self.mean_ns -= dist / 8;
+            }
+            self.spread_ns = self.spread_ns - self.spread_ns / 8 + dist / 8;
+        }
+        self.samples = self.samples.saturating_add(1);
+    }
+
+    /// How long after its kickoff a request of this lane becomes due: the
+    /// mean less two spreads.
+    pub const fn due_after_ns(&self) -> u64 {
+        self.mean_ns.saturating_sub(self.spread_ns.saturating_mul(2))
+    }
+}
+
+/// A lane's estimate, kept with the slot that last held the lane.
+#[derive(Clone, Copy, Debug, Default)]
+struct History {
+    lane: Option<u16>,
+    est: Estimate,
 }
 
 #[derive(Clone, Debug)]
@@ -108,12 +224,19 @@ struct Slot {
     req: ExecRequest,
     lane: u16,
     token: u64,
+    /// The clock of the first due-first pass that saw the request.
+    kick_ns: Option<u64>,
+    /// When a due-first pass next steps it (0: the next pass).
+    next_ns: u64,
 }
 
 /// Up to `N` in-flight requests, stepped in turn by one poller.
 #[derive(Clone, Debug)]
 pub struct PollGroup<const N: usize> {
     slots: [Option<Slot>; N],
+    /// `hist[i]`: the estimate of the lane slot `i` last held.
+    hist: [History; N],
+    schedule: Schedule,
     /// Indices of the occupied slots, in `live[..in_flight]`: a pass walks this
     /// short list, not every slot.
     live: [usize; N],
@@ -129,7 +252,28 @@ impl<const N: usize> Default for PollGroup<N> {
 impl<const N: usize> PollGroup<N> {
     /// An empty group.
     pub fn new() -> PollGroup<N> {
-        PollGroup { slots: core::array::from_fn(|_| None), live: [0; N], in_flight: 0 }
+        PollGroup {
+            slots: core::array::from_fn(|_| None),
+            hist: [History::default(); N],
+            schedule: Schedule::default(),
+            live: [0; N],
+            in_flight: 0,
+        }
+    }
+
+    /// When due-first passes step a request.
+    pub const fn schedule(&self) -> Schedule {
+        self.schedule
+    }
+
+    /// Set when due-first passes step a request.
+    pub fn set_schedule(&mut self, schedule: Schedule) {
+        self.schedule = schedule;
+    }
+
+    /// The estimate of `lane`, if the group has learnt one and keeps it.
+    pub fn estimate(&self, lane: u16) -> Option<Estimate> {
+        self.hist.iter().find(|h| h.lane == Some(lane) && h.est.samples > 0).map(|h| h.est)
     }
 
     /// Slots in all.
@@ -167,13 +311,23 @@ impl<const N: usize> PollGroup<N> {
         if self.lane_busy(lane) {
             return Err(GroupError::LaneBusy);
         }
-        let Some(free) = self.slots.iter().position(|s| s.is_none()) else {
+        // A free slot that holds the lane's estimate; else a free one with no
+        // estimate; else the first free one (its estimate is forgotten).
+        let is_free = |i: &usize| self.slots.get(*i).is_some_and(|s| s.is_none());
+        let of_lane = (0..N).filter(is_free).find(|&i| self.hist.get(i).is_some_and(|h| h.lane == Some(lane)));
+        let blank = || (0..N).filter(is_free).find(|&i| self.hist.get(i).is_some_and(|h| h.lane.is_none()));
+        let Some(free) = of_lane.or_else(blank).or_else(|| (0..N).find(is_free)) else {
             return Err(GroupError::Full);
         };
-        let (Some(slot), Some(live)) = (self.slots.get_mut(free), self.live.get_mut(self.in_flight)) else {
+        let (Some(slot), Some(live), Some(hist)) =
+            (self.slots.get_mut(free), self.live.get_mut(self.in_flight), self.hist.get_mut(free))
+        else {
             return Err(GroupError::Full);
         };
-        *slot = Some(Slot { req: ExecRequest::new(cfg), lane, token });
+        if hist.lane != Some(lane) {
+            *hist = History { lane: Some(lane), est: Estimate::default() };
+        }
+        *slot = Some(Slot { req: ExecRequest::new(cfg), lane, token, kick_ns: None, next_ns: 0 });
         *live = free;
         self.in_flight += 1;
         Ok(free)
@@ -186,12 +340,42 @@ impl<const N: usize> PollGroup<N> {
     /// finished request read are handed back before it is reported
     /// (G-HEAD-BATCH). A request whose lane does not exist finishes with
     /// [`Step::Error`] and `NRT_INVALID_HANDLE` (G-GROUP-LANE).
-    pub fn poll<L, F>(&mut self, lanes: &mut L, mut done: F) -> Pass
+    pub fn poll<L, F>(&mut self, lanes: &mut L, done: F) -> Pass
+    where
+        L: Lanes + ?Sized,
+        F: FnMut(&Completion, &ExecRequest),
+    {
+        self.pass(lanes, None, done)
+    }
+
+    /// A due-first pass at `now_ns` of the caller's clock: step once each
+    /// request in flight that is due (see the module's documentation), leave
+    /// the others, and report and free the finished ones as
+    /// [`poll`](Self::poll) does.
+    pub fn poll_due<L, F>(&mut self, lanes: &mut L, now_ns: u64, done: F) -> Pass
+    where
+        L: Lanes + ?Sized,
+        F: FnMut(&Completion, &ExecRequest),
+    {
+        self.pass(lanes, Some(now_ns), done)
+    }
+
+    /// The clock at which the next due-first pass has something to step: the
+    /// earliest of the requests' due times (0 when one is due at once: it has
+    /// no estimate, or no due-first pass has seen it yet). `None` when nothing
+    /// is in flight. Never later than [`Schedule::sweep_bound_ns`] after the
+    /// last due-first pass that stepped each request.
+    pub fn earliest_due_ns(&self) -> Option<u64> {
+        self.live_slots().map(|s| s.next_ns).min()
+    }
+
+    fn pass<L, F>(&mut self, lanes: &mut L, now: Option<u64>, mut done: F) -> Pass
     where
         L: Lanes + ?Sized,
         F: FnMut(&Completion, &ExecRequest),
     {
         let mut pass = Pass::default();
+        let sched = self.schedule;
         let mut i = 0;
         // Each iteration either advances `i` or shrinks `in_flight`: at most
         // `2 * N` iterations.
@@ -201,6 +385,13 @@ impl<const N: usize> PollGroup<N> {
                 self.unlink(i);
                 continue;
             };
+            if let Some(now) = now {
+                if slot.next_ns > now.saturating_add(sched.ahead_ns) {
+                    pass.skipped += 1;
+                    i += 1;
+                    continue;
+                }
+            }
             pass.stepped += 1;
             let mut status = NrtStatus::Success;
             let step = match lanes.lane(slot.lane) {
@@ -216,9 +407,18 @@ impl<const N: usize> PollGroup<N> {
                     Step::Error
                 }
             };
+            let hist = self.hist.get_mut(idx);
             if step == Step::InFlight {
+                if let Some(now) = now {
+                    let kick = *slot.kick_ns.get_or_insert(now);
+                    let est = hist.map(|h| h.est).unwrap_or_default();
+                    slot.next_ns = next_step_ns(&sched, &est, kick, now);
+                }
                 i += 1;
                 continue;
+            }
+            if let (Some(now), Some(kick), Some(h), Step::Done) = (now, slot.kick_ns, hist, step) {
+                h.est.learn(now.saturating_sub(kick));
             }
             let c = Completion { slot: idx, lane: slot.lane, token: slot.token, step, status };
             done(&c, &slot.req);
@@ -252,6 +452,26 @@ impl<const N: usize> PollGroup<N> {
         }
         self.in_flight = last;
     }
+}
+
+/// When a request kicked off at `kick` and stepped at `now` (still in flight)
+/// is next stepped: with no estimate, at once; before its due time (less the
+/// schedule's `ahead_ns`), at that time; after it, a recheck later (the
+/// schedule's `recheck_ns`, or a quarter of the lane's spread when that is
+/// longer); never more than the sweep bound later.
+fn next_step_ns(sched: &Schedule, est: &Estimate, kick: u64, now: u64) -> u64 {
+    let bound = now.saturating_add(sched.sweep_bound_ns);
+    if est.samples == 0 {
+        return 0;
+    }
+    let due = kick.saturating_add(est.due_after_ns());
+    // A pass takes what is due within `ahead_ns` of it: such a request is
+    // past its due time for this purpose.
+    // Past it, the recheck widens with the lane's spread: a lane whose
+    // durations scatter widely is looked at less often per inference.
+    let recheck = sched.recheck_ns.max(est.spread_ns / 4);
+    let next = if now.saturating_add(sched.ahead_ns) < due { due } else { now.saturating_add(recheck) };
+    next.min(bound)
 }
 
 /// Hand every INFER_STATUS ring of cores `0..cores` back to the device: write

@@ -132,6 +132,23 @@ int main(void) {
     for (int i = 0; i < LANES; i++) nrt_ticket_free(t[i]);
     nrt_poller_free(pl);
     nrt_poller_free(NULL);
+
+    /* each wait policy answers a request (on a lane that does not exist:
+     * NRT_INVALID_HANDLE from the poller's pass); an unknown policy is refused */
+    if (nrt_poller_new_with_policy(p, r, LANES, -1, 3) != NULL) { printf("policy 3 accepted\n"); failures++; }
+    said("policy 3");
+    uint32_t policies[3] = { NRT_POLLER_SPIN, NRT_POLLER_HYBRID, NRT_POLLER_SLEEP };
+    for (int k = 0; k < 3; k++) {
+        nrt_poller *q = nrt_poller_new_with_policy(p, r, LANES, -1, policies[k]);
+        if (!q) { printf("policy %u refused: %s\n", policies[k], nrt_poller_last_error()); failures++; continue; }
+        nrt_ticket *tk = nrt_poller_submit(q, 99, 2, 1, 1);
+        uint32_t s99 = 0;
+        int r99 = nrt_ticket_wait(tk, &s99);
+        expect("missing lane, each policy", s99, 3);
+        if (r99 != 2) { printf("policy %u: rc %d\n", policies[k], r99); failures++; }
+        nrt_ticket_free(tk);
+        nrt_poller_free(q);
+    }
     printf("capacity %u\n", nrt_poller_capacity());
     printf("callbacks on the caller's thread: %d\n", on_caller);
     if (on_caller != 0) failures++;

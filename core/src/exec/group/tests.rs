@@ -398,3 +398,291 @@ fn a_faulted_request_hands_its_rings_back_at_completion() {
         assert!(device_knows_every_read(&mut d, 2, 8), "group: {through_group}");
     }
 }
+
+#[test]
+fn an_estimate_learns_the_mean_and_spread_with_outliers_capped() {
+    let mut e = Estimate::default();
+    assert_eq!(e.due_after_ns(), 0);
+    e.learn(80_000);
+    assert_eq!(e, Estimate { mean_ns: 80_000, spread_ns: 10_000, samples: 1 });
+    assert_eq!(e.due_after_ns(), 60_000);
+    // Above the mean, within the cap of 4 spreads: an eighth of the distance.
+    e.learn(96_000);
+    assert_eq!(e, Estimate { mean_ns: 82_000, spread_ns: 10_750, samples: 2 });
+    // Below it.
+    e.learn(74_000);
+    assert_eq!(e, Estimate { mean_ns: 81_000, spread_ns: 10_407, samples: 3 });
+    // A long outlier moves both as if it lay 4 spreads away.
+    e.learn(10_000_000);
+    assert_eq!(e, Estimate { mean_ns: 86_203, spread_ns: 14_310, samples: 4 });
+    // A short one likewise, downwards.
+    e.learn(0);
+    assert_eq!(e, Estimate { mean_ns: 79_048, spread_ns: 19_677, samples: 5 });
+    assert_eq!(e.due_after_ns(), 79_048 - 2 * 19_677);
+    // Equal samples shrink the spread to nothing; the cap's floor of 1 us still
+    // lets a new duration in.
+    let mut f = Estimate::default();
+    f.learn(7);
+    assert_eq!(f, Estimate { mean_ns: 7, spread_ns: 0, samples: 1 });
+    f.learn(5_000_007);
+    assert_eq!(f, Estimate { mean_ns: 132, spread_ns: 125, samples: 2 });
+    f.learn(0);
+    assert_eq!(f, Estimate { mean_ns: 116, spread_ns: 126, samples: 3 });
+    // A spread larger than the mean: due at once after kickoff; huge values saturate.
+    assert_eq!(Estimate { mean_ns: 10, spread_ns: 6, samples: 1 }.due_after_ns(), 0);
+    let mut g = Estimate { mean_ns: u64::MAX - 1, spread_ns: u64::MAX, samples: u32::MAX };
+    g.learn(u64::MAX);
+    assert_eq!(g, Estimate { mean_ns: u64::MAX - 1, spread_ns: u64::MAX - u64::MAX / 8, samples: u32::MAX });
+}
+
+#[test]
+fn the_next_step_follows_the_estimate_within_the_sweep_bound() {
+    let sched = Schedule { sweep_bound_ns: 1_000, recheck_ns: 30, ahead_ns: 0 };
+    let none = Estimate::default();
+    assert_eq!(next_step_ns(&sched, &none, 100, 150), 0, "no estimate: due at once");
+    let est = Estimate { mean_ns: 500, spread_ns: 50, samples: 3 }; // due 400 after kickoff
+    assert_eq!(next_step_ns(&sched, &est, 100, 150), 500, "before its due time: at it");
+    assert_eq!(next_step_ns(&sched, &est, 100, 499), 500);
+    assert_eq!(next_step_ns(&sched, &est, 100, 500), 530, "at or past it: a recheck later");
+    assert_eq!(next_step_ns(&sched, &est, 100, 700), 730);
+    let long = Estimate { mean_ns: 5_000, spread_ns: 0, samples: 1 };
+    assert_eq!(next_step_ns(&sched, &long, 100, 150), 1_150, "never past the sweep bound");
+    assert_eq!(next_step_ns(&sched, &long, 100, 4_100), 5_100);
+    assert_eq!(next_step_ns(&sched, &long, 100, 4_101), 5_100);
+    let wide = Estimate { mean_ns: 500, spread_ns: 200, samples: 3 }; // due 100 after kickoff
+    assert_eq!(next_step_ns(&sched, &wide, 100, 200), 250, "a wide spread: a quarter of it between rechecks");
+    let wider = Estimate { spread_ns: 100, ..wide };
+    assert_eq!(next_step_ns(&sched, &wider, 0, 400), 430, "a quarter of the spread shorter than the recheck");
+    let ahead = Schedule { ahead_ns: 100, ..sched };
+    assert_eq!(next_step_ns(&ahead, &est, 100, 399), 500, "due later than the pass's window: at its time");
+    assert_eq!(next_step_ns(&ahead, &est, 100, 400), 430, "due within the window: as if past it");
+    let slow = Schedule { sweep_bound_ns: 20, recheck_ns: 30, ahead_ns: 0 };
+    assert_eq!(next_step_ns(&slow, &est, 100, 600), 620, "a recheck capped by the bound");
+    assert_eq!(next_step_ns(&sched, &long, u64::MAX - 5, u64::MAX - 2), u64::MAX, "saturates");
+}
+
+/// Lanes that record the clock of the pass that asked for each lane.
+struct Timed {
+    host: Host,
+    now: u64,
+    asked: Vec<Vec<u64>>,
+}
+
+impl Lanes for Timed {
+    type Dev = FakeDevice;
+    fn lane(&mut self, lane: u16) -> Option<(&mut FakeDevice, &mut Notifications)> {
+        if let Some(a) = self.asked.get_mut(usize::from(lane)) {
+            a.push(self.now);
+        }
+        self.host.lane(lane)
+    }
+}
+
+/// The scenarios through due-first passes every `tick` ns, lanes `primed`
+/// holding the estimate `est` beforehand. Returns the outcomes, the clock of
+/// each step per lane, and the passes' (stepped, skipped) sums.
+fn due_first_outcomes(
+    which: &[usize],
+    primed: &[usize],
+    est: Estimate,
+    sched: Schedule,
+    tick: u64,
+) -> (Vec<Outcome>, Vec<Vec<u64>>, (usize, usize)) {
+    let mut lanes = Timed { host: Host { lanes: Vec::new() }, now: 1_000, asked: vec![Vec::new(); which.len()] };
+    let mut group = PollGroup::<SCENARIOS>::new();
+    group.set_schedule(sched);
+    assert_eq!(group.schedule(), sched);
+    assert_eq!(group.earliest_due_ns(), None);
+    for (i, &sc) in which.iter().enumerate() {
+        let (d, nq, cfg) = scenario(sc, RING);
+        lanes.host.lanes.push((d, nq));
+        assert_eq!(group.insert(i as u16, cfg, i as u64), Ok(i));
+        if primed.contains(&i) {
+            group.hist[i].est = est;
+        }
+    }
+    assert_eq!(group.earliest_due_ns(), Some(0), "nothing seen yet: due at once");
+    let mut got: Vec<Option<(Completion, ExecRequest)>> = vec![None; which.len()];
+    let mut sums = (0, 0);
+    for _ in 0..20_000 {
+        if group.is_empty() {
+            break;
+        }
+        let before = group.in_flight();
+        let now = lanes.now;
+        let p = group.poll_due(&mut lanes, now, |c, r| {
+            assert!(got[c.lane as usize].is_none(), "lane {} reported twice", c.lane);
+            got[c.lane as usize] = Some((*c, r.clone()));
+        });
+        assert_eq!(p.stepped + p.skipped, before, "each request is stepped or left, once");
+        sums = (sums.0 + p.stepped, sums.1 + p.skipped);
+        if let Some(due) = group.earliest_due_ns() {
+            assert!(due <= lanes.now + sched.sweep_bound_ns, "earliest due {due} past the bound at {}", lanes.now);
+        }
+        lanes.now += tick;
+    }
+    assert!(group.is_empty(), "the group did not drain");
+    let outcomes = got
+        .into_iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let (c, r) = g.unwrap();
+            outcome(c.step, c.status, &r, &lanes.host.lanes[i].0)
+        })
+        .collect();
+    (outcomes, lanes.asked, sums)
+}
+
+#[test]
+fn due_first_passes_give_exactly_the_statuses_of_separate_sync_drivers() {
+    let sync = sync_outcomes(RING, false, &ALL);
+    // Half the lanes expect 50 us (due 40 us after kickoff), passes every 7 us.
+    let est = Estimate { mean_ns: 50_000, spread_ns: 5_000, samples: 4 };
+    let sched = Schedule { sweep_bound_ns: 100_000, recheck_ns: 20_000, ahead_ns: 0 };
+    let (group, asked, (stepped, skipped)) = due_first_outcomes(&ALL, &[0, 2, 4, 6, 8], est, sched, 7_000);
+    for (i, (s, g)) in sync.iter().zip(&group).enumerate() {
+        assert_eq!(s, g, "scenario {i}");
+    }
+    assert!(skipped > 0 && stepped > 0);
+    for (lane, at) in asked.iter().enumerate() {
+        let kick = at[0];
+        assert_eq!(kick, 1_000, "lane {lane}: every request is stepped by the first pass");
+        if lane % 2 == 1 {
+            // No estimate: stepped at every pass.
+            assert!(at.windows(2).all(|w| w[1] == w[0] + 7_000), "lane {lane}: {at:?}");
+        } else if at.len() > 1 {
+            // Next at the first pass at or past kickoff + 40 us, then every
+            // first pass at or past 20 us later.
+            assert_eq!(at[1], 43_000, "lane {lane}: {at:?}");
+            assert!(at.windows(2).skip(1).all(|w| w[1] == w[0] + 21_000), "lane {lane}: {at:?}");
+        }
+    }
+}
+
+#[test]
+fn the_sweep_bound_holds_for_a_lane_due_far_ahead() {
+    // A hang (scenario 3, a timeout after 1000 of its own steps) on a lane
+    // expecting 1 s: stepped once per 30 us bound, passes every 4 us, and
+    // still ends as alone.
+    let est = Estimate { mean_ns: 1_000_000_000, spread_ns: 0, samples: 1 };
+    let sched = Schedule { sweep_bound_ns: 30_000, recheck_ns: 20_000, ahead_ns: 0 };
+    let (group, asked, _) = due_first_outcomes(&[3, 0], &[0, 1], est, sched, 4_000);
+    assert_eq!(group, sync_outcomes(RING, false, &[3, 0]));
+    for at in &asked {
+        assert!(at.len() > 1);
+        assert!(at.windows(2).all(|w| w[1] == w[0] + 32_000), "{at:?}");
+    }
+    // Ahead: a pass takes the requests due within 10 us of its clock.
+    let sched = Schedule { ahead_ns: 10_000, ..sched };
+    let (_, asked, _) = due_first_outcomes(&[3], &[0], est, sched, 4_000);
+    assert!(asked[0].windows(2).all(|w| w[1] == w[0] + 20_000), "{:?}", asked[0]);
+}
+
+#[test]
+fn a_lane_learns_from_its_done_requests_and_keeps_its_estimate_across_slots() {
+    let mut host = Host { lanes: Vec::new() };
+    for _ in 0..3 {
+        host.lanes.push((Box::new(FakeDevice::new(Arch::Sunda, RING)), FakeDevice::notifications(RING)));
+    }
+    let cfg = ExecConfig::new(Arch::Sunda, 1, 5);
+    let mut g = PollGroup::<3>::new();
+    assert_eq!(g.insert(2, cfg, 0), Ok(0));
+    assert_eq!(g.estimate(2), None);
+    // Kickoff at 1000 (the first due-first pass), done at 81_000.
+    assert_eq!(g.poll_due(&mut host, 1_000, |_, _| panic!("not done")).stepped, 1);
+    assert_eq!(g.earliest_due_ns(), Some(0), "no estimate: due at once");
+    host.lanes[2].0.run_all(1, 100, 200);
+    let mut n = 0;
+    for t in [41_000u64, 81_000] {
+        g.poll_due(&mut host, t, |c, _| {
+            assert_eq!((c.step, c.status, t), (Step::Done, NrtStatus::Success, 81_000));
+            n += 1;
+        });
+    }
+    assert_eq!(n, 1);
+    assert_eq!(g.estimate(2), Some(Estimate { mean_ns: 80_000, spread_ns: 10_000, samples: 1 }));
+    // Lane 0 takes slot 1 (blank) even though slot 0 is free: slot 0 keeps lane 2's estimate.
+    assert_eq!(g.insert(0, cfg, 1), Ok(1));
+    assert_eq!(g.insert(2, cfg, 2), Ok(0));
+    assert_eq!(g.poll_due(&mut host, 100_000, |_, _| {}).stepped, 2);
+    // Lane 2 is next due at kickoff + 80 us - 20 us; lane 0 (no estimate) at once.
+    assert_eq!(g.earliest_due_ns(), Some(0));
+    assert_eq!(g.remove(1), Some((0, 1)));
+    assert_eq!(g.earliest_due_ns(), Some(160_000));
+    let p = g.poll_due(&mut host, 159_999, |_, _| {});
+    assert_eq!((p.stepped, p.skipped), (0, 1));
+    // A request that ends in error teaches nothing: lane 2's device has no
+    // more records, so make it fail on a missing lane instead.
+    assert_eq!(g.remove(0), Some((2, 2)));
+    assert_eq!(g.insert(9, cfg, 3), Ok(2), "a slot with no estimate before one holding another lane's");
+    // Every free slot holds some lane's estimate: a new lane takes the first
+    // free slot, which forgets what it held.
+    assert_eq!(g.insert(8, cfg, 4), Ok(0));
+    assert_eq!(g.estimate(2), None, "lane 2's estimate went with slot 0");
+    let mut seen = Vec::new();
+    g.poll_due(&mut host, 200_000, |c, _| seen.push((c.lane, c.status)));
+    assert_eq!(seen, [(9, NrtStatus::InvalidHandle), (8, NrtStatus::InvalidHandle)]);
+    assert_eq!((g.estimate(9), g.estimate(8)), (None, None));
+    assert_eq!(g.insert(5, cfg, 5), Ok(0));
+    // A plain pass neither learns nor schedules.
+    host.lanes.push((Box::new(FakeDevice::new(Arch::Sunda, RING)), FakeDevice::notifications(RING)));
+    host.lanes.push((Box::new(FakeDevice::new(Arch::Sunda, RING)), FakeDevice::notifications(RING)));
+    host.lanes.push((Box::new(FakeDevice::new(Arch::Sunda, RING)), FakeDevice::notifications(RING)));
+    host.lanes[5].0.run_all(1, 100, 200);
+    for _ in 0..3 {
+        g.poll(&mut host, |_, _| {});
+    }
+    assert!(g.is_empty());
+    assert_eq!(g.estimate(5), None);
+}
+
+#[test]
+fn a_group_over_a_slice_or_a_borrowed_lanes_ends_requests_as_alone() {
+    let which = [0usize, 5, 7];
+    let sync = sync_outcomes(RING, false, &which);
+    // Lanes as a slice of (device, notifications).
+    let mut v: Vec<(FakeDevice, Notifications)> = Vec::new();
+    let mut g = PollGroup::<3>::new();
+    for (i, &sc) in which.iter().enumerate() {
+        let (d, nq, cfg) = scenario(sc, RING);
+        v.push((*d, nq));
+        g.insert(i as u16, cfg, 0).unwrap();
+    }
+    let blank = FakeDevice::new(Arch::Sunda, RING);
+    let mut got: Vec<Option<Outcome>> = (0..3).map(|_| None).collect();
+    for _ in 0..100 {
+        g.poll(&mut v[..], |c, r| got[usize::from(c.lane)] = Some(outcome(c.step, c.status, r, &blank)));
+    }
+    for (i, o) in got.iter().enumerate() {
+        let o = o.as_ref().expect("finished");
+        assert_eq!((o.step, o.status, o.out, &o.fatal), (sync[i].step, sync[i].status, sync[i].out, &sync[i].fatal));
+    }
+    for (i, (d, _)) in v.iter().enumerate() {
+        assert_eq!(d.events.iter().map(|e| e.kind()).collect::<Vec<_>>(), sync[i].events, "scenario {i}");
+    }
+    // Through `&mut L`: a borrowed Host.
+    let mut host = Host { lanes: Vec::new() };
+    for (i, &sc) in which.iter().enumerate() {
+        let (d, nq, cfg) = scenario(sc, RING);
+        host.lanes.push((d, nq));
+        g.insert(i as u16, cfg, 0).unwrap();
+    }
+    let mut borrowed = &mut host;
+    let mut got = vec![None; 3];
+    for _ in 0..100 {
+        g.poll_due(&mut borrowed, 0, |c, r| got[usize::from(c.lane)] = Some((c.step, c.status, *r.out_info())));
+    }
+    let want: Vec<_> = sync.iter().map(|o| Some((o.step, o.status, o.out))).collect();
+    assert_eq!(got, want);
+    // A lane past the slice's end fails cleanly.
+    g.insert(3, ExecConfig::new(Arch::Sunda, 1, 1), 0).unwrap();
+    let mut r = None;
+    g.poll(&mut v[..], |c, _| r = Some(c.status));
+    assert_eq!(r, Some(NrtStatus::InvalidHandle));
+}
+
+#[test]
+fn a_refusal_says_why() {
+    assert_eq!(GroupError::Full.reason(), "every slot of the poll group holds an in-flight request");
+    assert_eq!(GroupError::LaneBusy.reason(), "the lane already has a request in flight");
+}
