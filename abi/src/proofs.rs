@@ -142,7 +142,15 @@ pub(crate) fn h2t_queues_are_initialised_distinct_and_past_the_flush(a: u8, nc: 
     let (eng, qid) = h2t_queue(arch, nc);
     assert!(qid < DMA_QUEUES, "the H2T queue is a queue");
     assert!(engine_initialised(arch, eng), "the H2T engine is one the driver initialised");
-    assert!(eng >= dma_eng_per_nd(arch) && eng < DMA_ENGINES, "the flush walks the H2T engine");
+    // The flush walks the first 16 engines of each core (`dma_eng_per_nd`: v2
+    // 32, v3 128, written here from the driver's numbers), and the H2T
+    // engines follow them: 32 and 33 on v2, 128..=131 on v3.
+    let walked = match arch {
+        Arch::Sunda => 32,
+        Arch::Cayman | Arch::Mariana => 128,
+    };
+    assert_eq!(dma_eng_per_nd(arch), walked, "the engines the flush walks");
+    assert!(eng >= walked && eng < walked + 4 && eng < DMA_ENGINES, "the flush walks the H2T engine");
     assert!(!is_nx_ring(arch, eng, qid), "an H2T queue is an NX ring");
     assert_eq!(h2t_queue(arch, nc2) == (eng, qid), nc == nc2, "two cores share an H2T queue");
     cover!(nc != nc2 && h2t_queue(arch, nc2).0 == eng, "h2t: two cores on one engine, different queues");
@@ -181,13 +189,16 @@ pub(crate) fn udma_q_init_validate_is_the_drivers(a: u8, eng: u32, count: u32) {
     };
     assert_eq!(engine_initialised(arch, eng), init);
     assert!(!init || eng < DMA_ENGINES);
-    let sized = (UDMA_MIN_Q_SIZE..=UDMA_MAX_Q_SIZE).contains(&count);
+    // `UDMA_MIN_Q_SIZE` 32 and `UDMA_MAX_Q_SIZE` 2^24 - 16 (udma/udma.h), as
+    // numbers here, so a wrong constant fails too.
+    let sized = (32..=16_777_200).contains(&count);
+    assert_eq!((UDMA_MIN_Q_SIZE, UDMA_MAX_Q_SIZE), (32, 16_777_200));
     assert_eq!(r.is_ok(), init && sized);
     match r {
         Ok(()) => assert!(u64::from(count) * 16 <= u64::from(u32::MAX)),
         Err(RingRefusal::EngineNotInitialised) => assert!(!init),
-        Err(RingRefusal::TooSmall) => assert!(init && count < UDMA_MIN_Q_SIZE),
-        Err(RingRefusal::TooLarge) => assert!(init && count > UDMA_MAX_Q_SIZE),
+        Err(RingRefusal::TooSmall) => assert!(init && count < 32),
+        Err(RingRefusal::TooLarge) => assert!(init && count > 16_777_200),
     }
     cover!(r.is_ok() && count == UDMA_MAX_Q_SIZE, "dmaq11: the largest ring");
     cover!(r.is_ok() && count == UDMA_MIN_Q_SIZE, "dmaq11: the smallest ring");
