@@ -764,24 +764,15 @@ mod tests {
     use crate::proofs::{assert_covered, cases, reset_covers, Bytes};
     use proptest::prelude::*;
 
-    /// Under Miri, which checks the code paths for undefined behaviour rather
-    /// than the property at scale (that is the native run's 3 x 4096 cases),
-    /// the two generic generators below run one case each and the third, the
-    /// only one that reliably reaches matching records, its `cases` (4): 7
-    /// runs of the property per core instead of 13 (measured under Miri, with
-    /// other work beside it: `consume_core_keeps_its_frame_tests` 275 s, an
-    /// engine's 140 s, the largest of core's tests).
-    const GENERIC_CASES: u32 = if cfg!(miri) { 1 } else { 4096 };
-
     fn each(property: impl Fn(Bytes<'_>), min_covers: usize) {
         reset_covers();
         property(Bytes::new(&[]));
-        proptest!(ProptestConfig::with_cases(GENERIC_CASES),
+        proptest!(ProptestConfig::with_cases(cases(4096)),
         |(bytes in proptest::collection::vec(any::<u8>(), 0..1200))| {
             property(Bytes::new(&bytes));
         });
         // Mostly one byte (every engine END_PENDING, say, with END records).
-        proptest!(ProptestConfig::with_cases(GENERIC_CASES),
+        proptest!(ProptestConfig::with_cases(cases(4096)),
         |(fill in any::<u8>(), sparse in proptest::collection::vec((0usize..800, any::<u8>()), 0..12))| {
             let mut bytes = vec![fill; 800];
             for (at, v) in sparse {
