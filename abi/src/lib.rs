@@ -13,6 +13,10 @@
 //!   simulator-only hint query (`sim::SIM_HINTS`, an `'N'` request the real
 //!   driver refuses), and the scenario labels (name, expected status and return
 //!   code) a host checks a run against;
+//! - [`rules`]: the driver's argument rules that are functions of the
+//!   argument alone (DMA engine and queue numbering, `DMA_QUEUE_INIT`'s ring
+//!   checks), each with its driver file and function; the driver model calls
+//!   them and kani proves them (`proofs.rs`);
 //! - `shm` (feature `shm`, std): the device file of `nrt-sim serve --shm PATH`,
 //!   its header and layout, mapped by the server and by `nrtctl harvest`;
 //! - `report` (feature `report`, std and serde_json): the report of one
@@ -26,8 +30,11 @@
 #![warn(missing_docs)]
 
 pub mod ioctl;
+#[cfg(any(kani, test))]
+mod proofs;
 #[cfg(feature = "report")]
 pub mod report;
+pub mod rules;
 #[cfg(feature = "shm")]
 pub mod shm;
 pub mod sim;

@@ -1,7 +1,8 @@
 //! `cargo xtask kani`, `miri`, `loom`: the formal and concurrency checks of core.
 //!
-//! `cargo xtask kani` verifies every kani harness of nrt-core with the model
-//! checker (one `cargo kani -j 2` run over them all). The verdict depends only on
+//! `cargo xtask kani` verifies every kani harness of nrt-core and nrt-abi
+//! ([`PROVED_CRATES`]) with the model checker (one `cargo kani -j 2` run over
+//! them all). The verdict depends only on
 //! what kani proved, never on the machine's speed: the stage fails on a failed
 //! property, a `kani::cover!` that is not satisfied (an unreachable or
 //! unsatisfiable cover shows a vacuous proof), a harness with no cover at all, a
@@ -92,10 +93,32 @@ const _: () = assert!(STAGE_BACKSTOP_S >= 2 * STAGE_GOAL_S && STAGE_BACKSTOP_S <
 /// Harnesses verified at once (`cargo kani -j`; the machines have 2 cores).
 const KANI_JOBS: usize = 2;
 
-/// The flags of every `cargo kani` call: the same each time, so the crate is
+/// The crates whose harnesses the stage verifies, each with its source
+/// directory: nrt-core, and nrt-abi (its pure functions: the `_IOC`
+/// encoding, the simulated device's address maps and the driver's argument
+/// rules, `abi/src/proofs.rs`).
+const PROVED_CRATES: [(&str, &str); 2] = [("nrt-core", "core/src"), ("nrt-abi", "abi/src")];
+
+/// The flags of every `cargo kani` call: the same each time, so the crates are
 /// compiled for kani once (`-Z stubbing` for `kani::stub`/`stub_verified`,
 /// `-Z function-contracts` for `requires`/`ensures`).
-const KANI_FLAGS: [&str; 6] = ["-p", "nrt-core", "-Z", "function-contracts", "-Z", "stubbing"];
+const KANI_FLAGS: [&str; 8] = ["-p", "nrt-core", "-p", "nrt-abi", "-Z", "function-contracts", "-Z", "stubbing"];
+
+// Every proved crate is in the flags.
+const _: () = {
+    let mut i = 0;
+    while i < PROVED_CRATES.len() {
+        let name = PROVED_CRATES[i].0.as_bytes();
+        let flag = KANI_FLAGS[2 * i + 1].as_bytes();
+        assert!(name.len() == flag.len());
+        let mut j = 0;
+        while j < name.len() {
+            assert!(name[j] == flag[j]);
+            j += 1;
+        }
+        i += 1;
+    }
+};
 
 /// Verification flags: no reachability check per assertion (a solver call each;
 /// the harnesses' `kani::cover!`s are the vacuity check, and every one must be
@@ -131,16 +154,23 @@ fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every kani harness under `core/src` (`#[kani::proof]` and
+/// Every kani harness of the [`PROVED_CRATES`] (`#[kani::proof]` and
 /// `#[kani::proof_for_contract(..)]`), with its attributes and its test.
 fn harnesses(root: &Path) -> Vec<Harness> {
-    let src = root.join("core/src");
-    let mut files = Vec::new();
-    rs_files(&src, &mut files);
     let mut out = Vec::new();
+    for (_, dir) in PROVED_CRATES {
+        harnesses_in(root, &root.join(dir), &mut out);
+    }
+    out
+}
+
+/// The harnesses of the crate whose sources are `src`.
+fn harnesses_in(root: &Path, src: &Path, out: &mut Vec<Harness>) {
+    let mut files = Vec::new();
+    rs_files(src, &mut files);
     for file in files {
         let Ok(text) = fs::read_to_string(&file) else { continue };
-        let rel = file.strip_prefix(&src).unwrap_or(&file).with_extension("");
+        let rel = file.strip_prefix(src).unwrap_or(&file).with_extension("");
         let module = rel.to_string_lossy().replace(['/', '\\'], "::");
         let module = module.strip_suffix("::mod").unwrap_or(&module).to_string();
         let mut armed = false;
@@ -182,7 +212,6 @@ fn harnesses(root: &Path) -> Vec<Harness> {
             }
         }
     }
-    out
 }
 
 /// What one harness's verification said.
@@ -470,7 +499,10 @@ pub fn kani(run: &mut Runner, root: &Path, in_ci: bool) {
         Err(why) => {
             run.skip_short("kani", &why, "cargo-kani could not be installed");
             if !in_ci {
-                run.cmd("the kani properties as tests", cargo().args(["test", "-p", "nrt-core", "--lib", "proofs"]));
+                run.cmd(
+                    "the kani properties as tests",
+                    cargo().args(["test", "-p", "nrt-core", "-p", "nrt-abi", "--lib", "proofs"]),
+                );
             }
             return;
         }
@@ -478,7 +510,7 @@ pub fn kani(run: &mut Runner, root: &Path, in_ci: bool) {
     println!("    {version}");
     // Compile once for kani (the same flags as every harness run).
     if !run.cmd(
-        "kani codegen (nrt-core)",
+        "kani codegen (nrt-core, nrt-abi)",
         cargo().current_dir(root).arg("kani").args(KANI_FLAGS).args(["-Z", "unstable-options", "--only-codegen"]),
     ) {
         return;
@@ -633,6 +665,19 @@ kani harnesses (each request's step a scripted `kani::stub`) are written but not
 armed: CBMC gave no verdict within 7 to 16 minutes on a loaded machine, and an armed
 harness that cannot finish would stop CI at kani's timeout.
 
+## nrt-abi's harnesses
+
+`abi/src/proofs.rs` proves nrt-abi's pure functions for every input: the `_IOC`
+request encoding (each field decodes back; no two requests share a code), the
+simulated device's INTC cause addresses (exact, inside the core's error-trigger
+blocks, one register per line) and top-SP windows (the host trigger and the status
+window clear of every DMA engine and semaphore page), and the driver's argument
+rules in `abi/src/rules.rs`, which the driver model calls (`nrt-sim driver`,
+`platform-sim/src/driver/model/dma.rs`): the H2T queues (initialised, past the
+flush's engines, one per core), the NX rings (the driver's lists, written
+independently) and `DMA_QUEUE_INIT`'s ring checks (DMAQ-11/12). Each harness was
+checked to fail on a deliberate break of its function.
+
 ";
 
 /// `docs/kani.md`: every harness with its bounds, verdict, time and goal.
@@ -646,10 +691,11 @@ fn write_table(
     load: &(String, String),
 ) {
     let mut s = String::new();
-    s.push_str("# Kani harnesses of nrt-core\n\n");
+    s.push_str("# Kani harnesses of nrt-core and nrt-abi\n\n");
     s.push_str(&format!(
         "Generated by `cargo xtask kani` (do not edit by hand): every `#[kani::proof]` and\n\
-         `#[kani::proof_for_contract]` harness, verified by one `cargo kani -j 2` run; the time\n\
+         `#[kani::proof_for_contract]` harness of nrt-core (`core/src`) and nrt-abi (`abi/src`),\n\
+         verified by one `cargo kani -p nrt-core -p nrt-abi -j 2` run; the time\n\
          is kani's verification time of the harness (CBMC, two harnesses at once).\n\
          A harness is VERIFIED when every property holds and every `kani::cover!` is satisfied\n\
          (none unreachable); it FAILS on a failed property, an unsatisfied cover, no cover at\n\
@@ -938,12 +984,21 @@ mod tests {
     }
 
     #[test]
-    fn every_harness_of_core_is_listed_with_its_test() {
+    fn every_harness_of_core_and_abi_is_listed_with_its_test() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root");
         let hs = harnesses(root);
         let missing: Vec<&str> = hs.iter().filter(|h| !h.has_test).map(|h| h.path.as_str()).collect();
         assert!(missing.is_empty(), "harnesses without the test that runs their body: {missing:?}");
-        assert!(hs.len() >= 36, "{} harnesses", hs.len());
+        assert!(hs.len() >= 42, "{} harnesses", hs.len());
+        let abi = hs.iter().find(|h| h.path == "proofs::prove_udma_q_init_validate_is_the_drivers");
+        assert!(
+            abi.is_some_and(|h| h.file == Path::new("abi/src/proofs.rs") && h.unwind.is_none()),
+            "nrt-abi's harnesses"
+        );
+        let mut paths: Vec<&str> = hs.iter().map(|h| h.path.as_str()).collect();
+        paths.sort();
+        paths.dedup();
+        assert_eq!(paths.len(), hs.len(), "two harnesses of the two crates share a name");
         let push = hs.iter().find(|h| h.path == "nq::ring::proofs::prove_producer_push_contract");
         assert!(push.is_some_and(|h| h.notes == ["contract of NqProducer::push"] && h.unwind == Some(17)));
         let agree = hs.iter().find(|h| h.path == "nq::ring::proofs::prove_producer_and_consumer_agree");

@@ -7,13 +7,12 @@
 use std::sync::atomic::Ordering;
 
 use nrt_abi::ioctl as abi;
-use nrt_core::arch::Arch;
 use nrt_core::dma::bd::LenCtrl;
 use zerocopy::IntoBytes;
 
 use super::{
     nc_per_device, Answer, Errno, Model, TargetMem, DESC_BYTES, DMA_ENGINES, DMA_QUEUES, INITIAL_RING_ID,
-    MAX_NC_PER_DEVICE, SIM_HOST_PA_BASE, UDMA_ALIGN, UDMA_MAX_Q_SIZE, UDMA_MIN_Q_SIZE,
+    MAX_NC_PER_DEVICE, SIM_HOST_PA_BASE, UDMA_ALIGN,
 };
 
 /// Bytes one copy start may move (**sim**: the model's bound, the size of the
@@ -78,46 +77,14 @@ impl Default for FetchedBd {
     }
 }
 
-/// DMA engines the driver's flush loop covers (`dma_eng_per_nd`:
-/// cores x 16, v2 32 and v3 128; v2|v3/neuron_dhal_v*.c, mariana as v3): the
-/// H2T engines past them are never re-pointed (FLUSH-2).
-pub const fn dma_eng_per_nd(arch: Arch) -> u32 {
-    nc_per_device(arch) * 16
-}
-
-/// Whether queue `qid` of engine `eng` is reserved for the NX cores, which the
-/// flush leaves alone (`ndmar_is_nx_ring_v2`: queue 14 on engines 0..=10 of
-/// each core's 16, `V2_TPB_ENG_PER_NC + V2_TS_PER_DEVICE`; `ndmar_is_nx_ring_v3`:
-/// queue 14 on engines 0..=4, 7 and 8 of each core's 16; mariana as v3).
-pub const fn is_nx_ring(arch: Arch, eng: u32, qid: u32) -> bool {
-    let e = eng % 16;
-    qid == DMA_QUEUES - 2
-        && match arch {
-            Arch::Sunda => e < 5 + 6,
-            Arch::Cayman | Arch::Mariana => e < 5 || e == 7 || e == 8,
-        }
-}
-
-/// The H2T queue of core `nc` (`ndmar_get_h2t_eng_id` / `_qid`: v2 engine 32
-/// (D2H) for NC0 and 33 (H2D) for NC1, queue 0; v3 engines 128..=131, one per
-/// pair of cores, queue `nc % 2`; mariana as v3, G-DRV-ARCH4).
-pub const fn h2t_queue(arch: Arch, nc: u32) -> (u32, u32) {
-    match arch {
-        Arch::Sunda => (if nc == 0 { 32 } else { 33 }, 0),
-        Arch::Cayman | Arch::Mariana => (128 + nc / 2, nc % 2),
-    }
-}
-
-/// Whether the driver initialised DMA engine `eng` (so that it has 16 queues;
-/// an engine it never initialised has `num_of_queues` 0): v2 the 16 engines of
-/// each of its 2 cores and the two H2T engines, 0..=33; v3 every engine, 0..=131
-/// (neuron_ring.c: `ndmar_init_nc`; v2|v3/address_map.h).
-pub const fn engine_initialised(arch: Arch, eng: u32) -> bool {
-    match arch {
-        Arch::Sunda => eng <= 33,
-        Arch::Cayman | Arch::Mariana => eng < DMA_ENGINES,
-    }
-}
+// The engine and queue numbering of the flush and of `DMA_QUEUE_INIT`
+// (`dma_eng_per_nd` and `ndmar_is_nx_ring_v*`, FLUSH-2; `ndmar_get_h2t_eng_id`;
+// `ndmar_init_nc`, DMAQ-11; `udma_q_init_validate`, DMAQ-11/12): functions of
+// the argument alone, in `nrt_abi::rules` with their driver files, where kani
+// proves them.
+pub use nrt_abi::rules::{
+    dma_eng_per_nd, engine_initialised, h2t_queue, is_nx_ring, udma_q_init_validate, RingRefusal,
+};
 
 impl Model {
     /// `ndmar_init_ncs(nc_map)` (neuron_ring.c): each core's H2T queue on the
@@ -275,18 +242,8 @@ impl Model {
         // DMAQ-11/12: udma_q_init_validate (udma/udma_main.c), TX then RX: TX
         // stays initialised if RX fails.
         const MAIN: &str = "udma/udma_main.c: udma_q_init_validate";
-        let engine_ok = engine_initialised(self.arch, a.eng_id);
-        let side = |count: u32| -> Result<(), &'static str> {
-            if !engine_ok {
-                Err("the driver never initialised this engine: its num_of_queues is 0")
-            } else if count < UDMA_MIN_Q_SIZE {
-                Err("ring size < UDMA_MIN_Q_SIZE (32)")
-            } else if count > UDMA_MAX_Q_SIZE {
-                Err("ring size > UDMA_MAX_Q_SIZE (2^24 - 16)")
-            } else {
-                Ok(())
-            }
-        };
+        let (arch, eng) = (self.arch, a.eng_id);
+        let side = |count: u32| udma_q_init_validate(arch, eng, count).map_err(RingRefusal::why);
         if let Err(why) = side(a.tx_desc_count) {
             return self.refuse(pid, name, Errno::EINVAL, &format!("DMAQ-11: TX: {why}"), MAIN);
         }

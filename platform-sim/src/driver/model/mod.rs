@@ -175,14 +175,11 @@ pub trait TargetMem {
 
 // ---- The driver's numbers (facts, each with its file) ----
 
-/// DMA engines per device (`NUM_DMA_ENG_PER_DEVICE`, neuron_ring.h).
-pub const DMA_ENGINES: u32 = 132;
-/// Queues per DMA engine (`DMA_MAX_Q_V4`, udma/udma.h).
-pub const DMA_QUEUES: u32 = 16;
-/// Smallest ring, descriptors (`UDMA_MIN_Q_SIZE`, udma/udma.h).
-pub const UDMA_MIN_Q_SIZE: u32 = 32;
-/// Largest ring, descriptors (`UDMA_MAX_Q_SIZE`, udma/udma.h).
-pub const UDMA_MAX_Q_SIZE: u32 = (1 << 24) - 16;
+// DMA engines per device (`NUM_DMA_ENG_PER_DEVICE`), queues per engine
+// (`DMA_MAX_Q_V4`) and the ring size bounds (`UDMA_MIN_Q_SIZE`,
+// `UDMA_MAX_Q_SIZE`): the argument rules' numbers, in `nrt_abi::rules` (where
+// kani proves the rules), with their files.
+pub use nrt_abi::rules::{DMA_ENGINES, DMA_QUEUES, UDMA_MAX_Q_SIZE, UDMA_MIN_Q_SIZE};
 /// Ring start and end alignment, bytes (`UDMA_QUEUE_ADDR_BYTE_ALIGNMENT`, udma/udma.h).
 pub const UDMA_ALIGN: u64 = 256;
 /// Bytes of one descriptor (`union udma_desc`).
@@ -207,14 +204,9 @@ pub const KMALLOC_MAX: u64 = 4 << 20;
 /// Every feature bit the driver reports (share/neuron_driver_shared.h, bits 0..=7).
 pub const DRIVER_FEATURES: u64 = 0xFF;
 
-/// Cores per device the driver knows for `arch` (`V2_NC_PER_DEVICE` 2,
-/// `V3_NC_PER_DEVICE` 8; v2|v3/address_map.h).
-pub const fn nc_per_device(arch: Arch) -> u32 {
-    match arch {
-        Arch::Sunda => 2,
-        Arch::Cayman | Arch::Mariana => 8,
-    }
-}
+// Cores per device the driver knows for `arch` (`V2_NC_PER_DEVICE` 2,
+// `V3_NC_PER_DEVICE` 8; v2|v3/address_map.h), in `nrt_abi::rules`.
+pub use nrt_abi::rules::nc_per_device;
 
 /// DRAM channels (`V2_MAX_DRAM_CHANNELS` 2, `V3_MAX_DRAM_CHANNELS` 4).
 pub const fn dram_channels(arch: Arch) -> u32 {
