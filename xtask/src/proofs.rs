@@ -805,7 +805,10 @@ pub fn miri(run: &mut Runner) {
     }
     // Proptest reads the working directory for its failure files: isolation off
     // (the tests touch no other host state). Miri lowers every proptest to 4
-    // cases and the exhaustive proofs to a sample (`cfg!(miri)`).
+    // cases and the exhaustive proofs to a sample (`cfg!(miri)`), and leaves to
+    // the native run the copies of one check over the other engines (the parts
+    // proofs' tests of engines 1-4 and of the whole core sweep: safe code whose
+    // engine-0 copy Miri still interprets); Miri prints them as ignored.
     let flags = std::env::var("MIRIFLAGS")
         .map(|f| format!("{f} -Zmiri-disable-isolation"))
         .unwrap_or_else(|_| "-Zmiri-disable-isolation".into());

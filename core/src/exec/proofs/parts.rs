@@ -844,6 +844,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "safe code, checked natively; under Miri engine 0 stands for it")]
     fn consume_core_keeps_its_frame_tests() {
         each(|b| [0, 1].into_iter().for_each(|core| consume_core_keeps_its_frame(b.clone(), core)), 5);
     }
@@ -854,21 +855,25 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "safe code, checked natively; under Miri engine 0 stands for it")]
     fn consume_engine_1_keeps_its_frame_tests() {
         each(|b| [0, 1].into_iter().for_each(|core| consume_engine_keeps_its_frame(b.clone(), core, 1)), 5);
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "safe code, checked natively; under Miri engine 0 stands for it")]
     fn consume_engine_2_keeps_its_frame_tests() {
         each(|b| [0, 1].into_iter().for_each(|core| consume_engine_keeps_its_frame(b.clone(), core, 2)), 5);
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "safe code, checked natively; under Miri engine 0 stands for it")]
     fn consume_engine_3_keeps_its_frame_tests() {
         each(|b| [0, 1].into_iter().for_each(|core| consume_engine_keeps_its_frame(b.clone(), core, 3)), 5);
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "safe code, checked natively; under Miri engine 0 stands for it")]
     fn consume_engine_4_keeps_its_frame_tests() {
         each(|b| [0, 1].into_iter().for_each(|core| consume_engine_keeps_its_frame(b.clone(), core, 4)), 5);
     }
