@@ -23,11 +23,15 @@
 //! - each injected fault: an instant at the kickoff on the host track;
 //! - each event of the harvest at level warn or error: an instant, at the
 //!   record's own timestamp for an error record (`ts_cpu_us`), else at the end
-//!   of the harvest (the event carries no time), on its core's error track;
+//!   of the harvest (the event carries no time), on its core's error track
+//!   (G-TRACE-TIMES);
 //! - the poll passes and HEAD write-backs the platform observed
 //!   ([`RunReport::passes_us`], [`RunReport::head_writes_us`]): counters of the
 //!   running count, at most [`MAX_COUNTER_SAMPLES`] samples each (thinned
 //!   evenly, the last kept).
+//!
+//! There are no collectives (CC) spans: the report holds no collectives
+//! times (G-TRACE-CC).
 //!
 //! Writing a file ([`write_file`]) names the path and the reason (the errno
 //! name) of a failure.
