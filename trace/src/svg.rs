@@ -49,18 +49,17 @@ fn escape(s: &str) -> String {
 /// about 10 ticks over `span_us`.
 fn tick_step(span_us: u64) -> u64 {
     let mut step = 1u64;
-    loop {
+    // 10^19 > u64::MAX: twenty decades cover every span.
+    for _ in 0..20 {
         for m in [1u64, 2, 5] {
             let s = step.saturating_mul(m);
             if span_us / s <= 10 {
-                return s.max(1);
+                return s;
             }
         }
-        if step > u64::MAX / 10 {
-            return u64::MAX;
-        }
-        step *= 10;
+        step = step.saturating_mul(10);
     }
+    u64::MAX
 }
 
 /// A time in microseconds as a short label.
@@ -237,6 +236,76 @@ mod tests {
         assert_eq!(tick_step(55), 10);
         assert_eq!(tick_step(1_900), 200);
         assert!(tick_step(u64::MAX) > 0);
+    }
+
+    fn one_lane(spans: &[(u64, u64)], instant: u64) -> Trace {
+        let mut t = Trace::new();
+        t.name_thread(0, 1, "core 0 PE");
+        for (ts, dur) in spans {
+            t.events.push(crate::TraceEvent {
+                pid: 0,
+                tid: 1,
+                name: "PE".into(),
+                cat: "engine",
+                ts_us: *ts,
+                kind: Kind::Span { dur_us: *dur },
+                args: Vec::new(),
+            });
+        }
+        t.events.push(crate::TraceEvent {
+            pid: 0,
+            tid: 1,
+            name: "mark".into(),
+            cat: "error",
+            ts_us: instant,
+            kind: Kind::Instant,
+            args: Vec::new(),
+        });
+        // A counter is never drawn, nor does it stretch the axis.
+        t.events.push(crate::TraceEvent {
+            pid: 0,
+            tid: 0,
+            name: "passes".into(),
+            cat: "poll",
+            ts_us: 1_000_000,
+            kind: Kind::Counter { value: 1 },
+            args: Vec::new(),
+        });
+        t
+    }
+
+    #[test]
+    fn bars_and_marks_sit_at_their_times_on_an_axis_from_the_first_tick_to_the_last() {
+        // One lane: 30 title + 18 lane + 40 axis.
+        let s = render(&one_lane(&[(1000, 500)], 1250), "t");
+        assert!(s.contains(r##"width="1200" height="88" viewBox="0 0 1200 88""##), "{s}");
+        assert_eq!(height(3), 30 + 3 * 18 + 40);
+        // The plot is 1200 - 190 - 36 = 974 px from x = 190; 1000..1500 us in ticks of 50.
+        assert!(s.contains(r##"<rect x="190.0" y="33" width="974.0" height="12" fill="#4e79a7""##), "{s}");
+        assert!(s.contains(r##"<path d="M 677.0 34 L 682.0 39 L 677.0 44 L 672.0 39 Z" fill="#d62728">"##), "{s}");
+        for (label, x) in [("1 ms", "190.0"), ("1.05 ms", "287.4"), ("1.5 ms", "1164.0")] {
+            assert!(
+                s.contains(&format!(r##"<text x="{x}" y="64" text-anchor="middle" fill="#333333">{label}</text>"##)),
+                "{label}: {s}"
+            );
+        }
+        assert!(!s.contains("1.55 ms"), "no tick past the last event");
+        // Spans that do not start on a tick: the axis starts at the tick before.
+        let s = render(&one_lane(&[(15, 10), (40, 60)], 20), "t");
+        // 15..100 in ticks of 10 from 10: 90 us over 974 px.
+        assert!(s.contains(r##"<rect x="244.1" y="33" width="108.2" "##), "{s}");
+        assert!(s.contains(r##"<rect x="514.7" y="33" width="649.3" "##), "{s}");
+        assert!(s.contains(">10 µs<") && s.contains(">100 µs<") && !s.contains(">0 µs<"), "{s}");
+    }
+
+    #[test]
+    fn a_lane_is_drawn_only_for_a_track_with_something_on_it() {
+        let mut t = one_lane(&[(0, 10)], 5);
+        t.name_thread(0, 2, "core 0 ACT");
+        t.name_thread(1, 1, "device 1 PE");
+        let s = render(&t, "t");
+        assert!(s.contains(">core 0 PE<") && !s.contains("core 0 ACT") && !s.contains("device 1 PE"), "{s}");
+        assert!(s.contains(r##"height="88""##));
     }
 
     #[test]

@@ -195,6 +195,37 @@ fn the_svg_has_a_lane_per_track_a_bar_per_span_and_a_mark_per_instant() {
 }
 
 #[test]
+fn errno_names_are_the_conventional_ones() {
+    for (n, name) in [
+        (libc::EPERM, "EPERM"),
+        (libc::ENOENT, "ENOENT"),
+        (libc::EIO, "EIO"),
+        (libc::EBADF, "EBADF"),
+        (libc::EACCES, "EACCES"),
+        (libc::EEXIST, "EEXIST"),
+        (libc::ENOTDIR, "ENOTDIR"),
+        (libc::EISDIR, "EISDIR"),
+        (libc::EINVAL, "EINVAL"),
+        (libc::EMFILE, "EMFILE"),
+        (libc::EFBIG, "EFBIG"),
+        (libc::ENOSPC, "ENOSPC"),
+        (libc::EROFS, "EROFS"),
+        (libc::EPIPE, "EPIPE"),
+        (libc::ENAMETOOLONG, "ENAMETOOLONG"),
+        (libc::EDQUOT, "EDQUOT"),
+        (9999, "errno"),
+    ] {
+        assert_eq!(errno_name(n), name, "{n}");
+    }
+}
+
+#[test]
+fn a_device_that_cannot_be_synced_is_written_all_the_same() {
+    // fsync of /dev/null is EINVAL: not an error for a file that is no file.
+    assert_eq!(write_file("trace", std::path::Path::new("/dev/null"), "{}"), Ok(()));
+}
+
+#[test]
 fn write_file_names_the_path_and_the_errno() {
     let e = write_file("trace", std::path::Path::new("/nonexistent-dir/x.json"), "{}").unwrap_err();
     assert!(e.contains("/nonexistent-dir/x.json") && e.contains("ENOENT") && e.contains("trace"), "{e}");
