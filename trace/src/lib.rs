@@ -363,6 +363,7 @@ pub fn errno_name(e: i32) -> &'static str {
         1 => "EPERM",
         2 => "ENOENT",
         5 => "EIO",
+        6 => "ENXIO",
         9 => "EBADF",
         13 => "EACCES",
         17 => "EEXIST",
@@ -381,12 +382,29 @@ pub fn errno_name(e: i32) -> &'static str {
 }
 
 /// Write `text` to `path` (`what` names it: "trace", "timeline SVG"); the
-/// error names what, the path and the reason with its errno name.
+/// error names what, the path and the reason with its errno name. A FIFO
+/// without a reader fails at once (ENXIO); a reader that goes away fails the
+/// write (EPIPE: Rust programs ignore SIGPIPE).
 pub fn write_file(what: &str, path: &std::path::Path, text: &str) -> Result<(), String> {
     use std::io::Write as _;
     let fail = |op: &str, e: std::io::Error| {
         let name = e.raw_os_error().map_or("", errno_name);
         format!("writing the {what} to {}: {op} failed: {e} ({name})", path.display())
+    };
+    // A FIFO nobody reads would block the open for ever: a non-blocking open
+    // first fails at once (ENXIO) and, where a reader is there, holds the FIFO
+    // open for the blocking one below.
+    let _probe = if std::fs::metadata(path).is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type())) {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        Some(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path)
+                .map_err(|e| fail("open", e))?,
+        )
+    } else {
+        None
     };
     let mut f = std::fs::File::create(path).map_err(|e| fail("create", e))?;
     f.write_all(text.as_bytes()).map_err(|e| fail("write", e))?;

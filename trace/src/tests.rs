@@ -200,6 +200,7 @@ fn errno_names_are_the_conventional_ones() {
         (libc::EPERM, "EPERM"),
         (libc::ENOENT, "ENOENT"),
         (libc::EIO, "EIO"),
+        (libc::ENXIO, "ENXIO"),
         (libc::EBADF, "EBADF"),
         (libc::EACCES, "EACCES"),
         (libc::EEXIST, "EEXIST"),
@@ -223,6 +224,49 @@ fn errno_names_are_the_conventional_ones() {
 fn a_device_that_cannot_be_synced_is_written_all_the_same() {
     // fsync of /dev/null is EINVAL: not an error for a file that is no file.
     assert_eq!(write_file("trace", std::path::Path::new("/dev/null"), "{}"), Ok(()));
+}
+
+/// A FIFO of this test's own, made with `mkfifo`.
+fn fifo(name: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("nrt-trace-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    let ok = std::process::Command::new("mkfifo").arg(&p).status().is_ok_and(|s| s.success());
+    assert!(ok, "mkfifo {}", p.display());
+    p
+}
+
+#[test]
+fn a_fifo_nobody_reads_fails_at_once_and_a_reader_that_leaves_is_epipe() {
+    let p = fifo("noreader");
+    let e = write_file("trace", &p, "{}").unwrap_err();
+    assert!(e.contains("ENXIO") && e.contains(&p.display().to_string()), "{e}");
+    let _ = std::fs::remove_file(&p);
+
+    let p = fifo("leaves");
+    // The reader opens first (non-blocking, so without a writer), reads one
+    // byte once the writer is there, and closes: the rest of the write is EPIPE.
+    let reader = {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&p).expect("the reader")
+    };
+    let t = std::thread::spawn(move || {
+        use std::io::Read as _;
+        let mut r = reader;
+        let mut b = [0u8; 1];
+        // Non-blocking: bounded retries until the writer has written.
+        for _ in 0..10_000 {
+            if matches!(r.read(&mut b), Ok(1)) {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        false
+    });
+    let big = "x".repeat(4 << 20);
+    let e = write_file("timeline SVG", &p, &big).unwrap_err();
+    assert!(t.join().unwrap_or(false), "the reader read a byte");
+    assert!(e.contains("EPIPE") && e.contains("write failed") && e.contains(&p.display().to_string()), "{e}");
+    let _ = std::fs::remove_file(&p);
 }
 
 #[test]
