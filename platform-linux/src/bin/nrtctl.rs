@@ -6,6 +6,7 @@
 //! nrtctl event set|get --device /dev/neuron0 --nc N --index I [--value V]
 //! nrtctl harvest --shm PATH [--inferences N] [--delay libnrt|adaptive] [--timeout-s N] [--wait-s N] [--json] [--leave-running]
 //! nrtctl run --device /dev/neuron0 [--scenario NAME] [--inject SPEC] [--timeout-s N] [--ring-entries N] [--cores N] [--json]
+//!            [--trace FILE] [--timeline-svg FILE]
 //! ```
 //! A failed ioctl prints the call, the device, the errno name and text, and exits 1.
 //!
@@ -38,6 +39,12 @@
 //! file, a stale or corrupt one, a mapping failure); 2 for a usage error (a
 //! number out of range included). Then it asks the server to stop, unless
 //! `--leave-running`.
+//!
+//! `run` honours the runtime's `NEURON_RT_*` variables ([`nrt_linux::config`],
+//! listed by `nrtctl run --help`): a flag beats its variable, a bad value is a
+//! usage error naming the variable, the value and what is accepted. `--trace`
+//! and `--timeline-svg` write the report as Chrome trace-event JSON and an SVG
+//! timeline (`nrt_trace`); a file that cannot be written exits 1, naming it.
 //!
 //! A reader that goes away (`| head`) ends the output quietly: the command
 //! finishes (the harvest and the server's shutdown included) and exits as it
