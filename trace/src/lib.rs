@@ -28,7 +28,8 @@
 //! - the poll passes and HEAD write-backs the platform observed
 //!   ([`RunReport::passes_us`], [`RunReport::head_writes_us`]): counters of the
 //!   running count, at most [`MAX_COUNTER_SAMPLES`] samples each (thinned
-//!   evenly, the last kept).
+//!   evenly, the last kept). Only `nrt-sim run`'s single run fills them; the
+//!   host run and `nrtctl run` leave them empty (no counters).
 //!
 //! There are no collectives (CC) spans: the report holds no collectives
 //! times (G-TRACE-CC).
