@@ -290,6 +290,16 @@ mod tests {
             );
         }
         assert!(!s.contains("1.55 ms"), "no tick past the last event");
+        // The legend, right-aligned in the title row.
+        for part in [
+            r##"<rect x="694" y="9" width="12" height="12" fill="#4e79a7" rx="2"/>"##,
+            r##"<text x="1022" y="19" fill="#333333">error / fault</text>"##,
+            r##"<path d="M 1012 9 L 1018 15 L 1012 21 L 1006 15 Z" fill="#d62728"/>"##,
+            r##"<path d="M 1106 9 L 1118 9 L 1112 21 Z" fill="#333333"/>"##,
+            r##"<text x="1122" y="19" fill="#333333">kickoff</text>"##,
+        ] {
+            assert!(s.contains(part), "{part}: {s}");
+        }
         // Spans that do not start on a tick: the axis starts at the tick before.
         let s = render(&one_lane(&[(15, 10), (40, 60)], 20), "t");
         // 15..100 in ticks of 10 from 10: 90 us over 974 px.

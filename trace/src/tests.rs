@@ -155,6 +155,9 @@ fn counters_count_up_thinned_to_the_cap_with_the_last_kept() {
     let counts: Vec<u64> = passes.iter().filter_map(|e| e["args"]["count"].as_u64()).collect();
     assert!(counts.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(counts.last(), Some(&5000));
+    // 5000 passes over 2000 samples: every third count, then the last.
+    assert_eq!(&counts[..3], &[3, 6, 9]);
+    assert!(counts[..counts.len() - 1].iter().all(|c| c % 3 == 0), "{counts:?}");
     let heads: Vec<(Option<u64>, Option<u64>)> = events_of(&v, "C")
         .filter(|e| e["name"] == "HEAD write-backs")
         .map(|e| (e["ts"].as_u64(), e["args"]["count"].as_u64()))
@@ -280,4 +283,24 @@ fn write_file_names_the_path_and_the_errno() {
     write_file("trace", &p, "{}").expect("a writable path");
     assert_eq!(std::fs::read_to_string(&p).ok().as_deref(), Some("{}"));
     let _ = std::fs::remove_file(&p);
+}
+
+#[test]
+fn tracks_are_numbered_host_then_per_core_engines_then_errors() {
+    assert_eq!(HOST_TID, 0);
+    assert_eq!((engine_tid(0, 0), engine_tid(0, 4), errors_tid(0)), (1, 5, 6));
+    assert_eq!((engine_tid(1, 0), engine_tid(1, 4), errors_tid(1)), (7, 11, 12));
+    assert_eq!(errors_tid(7), 48);
+}
+
+#[test]
+fn an_event_without_a_core_names_the_host_track() {
+    let mut t = Trace::new();
+    t.add_event(2, &Event::XuFatalShutdown { status: NrtStatus::Timeout }, 40);
+    t.add_event(2, &Event::HangOnCompute { core: 1 }, 40);
+    let named: Vec<(&(u32, u32), &String)> = t.tracks().collect();
+    assert_eq!(named.len(), 2, "{named:?}");
+    assert_eq!(named[0], (&(2, HOST_TID), &"host".to_string()));
+    assert_eq!(*named[1].0, (2, errors_tid(1)));
+    assert_eq!(t.events.iter().map(|e| e.ts_us).collect::<Vec<_>>(), vec![40, 40]);
 }
