@@ -309,6 +309,36 @@ mod tests {
     }
 
     #[test]
+    fn bars_take_their_engines_colour_on_every_core_and_lanes_alternate() {
+        let mut t = Trace::new();
+        for (tid, cat) in [(crate::engine_tid(1, 1), "engine"), (crate::engine_tid(2, 4), "engine"), (1000, "host")] {
+            t.events.push(crate::TraceEvent {
+                pid: 0,
+                tid,
+                name: "x".into(),
+                cat,
+                ts_us: 0,
+                kind: Kind::Span { dur_us: 10 },
+                args: Vec::new(),
+            });
+        }
+        t.name_thread(0, 1000, "logical core 0");
+        t.name_thread(0, crate::engine_tid(1, 1), "core 1 ACT");
+        t.name_thread(0, crate::engine_tid(2, 4), "core 2 SP");
+        let s = render(&t, "t");
+        // Lanes in track order: core 1 ACT, core 2 SP, the logical core's.
+        for (y, fill) in [(30, "#f4f4f4"), (48, "#ffffff"), (66, "#f4f4f4")] {
+            assert!(
+                s.contains(&format!(r##"<rect x="0" y="{y}" width="1200" height="18" fill="{fill}"/>"##)),
+                "{y}: {s}"
+            );
+        }
+        for (y, fill) in [(33, "#f28e2b"), (51, "#76b7b2"), (69, "#9c9c9c")] {
+            assert!(s.contains(&format!(r##"y="{y}" width="974.0" height="12" fill="{fill}""##)), "{y} {fill}: {s}");
+        }
+    }
+
+    #[test]
     fn a_lane_is_drawn_only_for_a_track_with_something_on_it() {
         let mut t = one_lane(&[(0, 10)], 5);
         t.name_thread(0, 2, "core 0 ACT");
