@@ -128,7 +128,8 @@ pub fn parse_visible_cores(value: &str) -> Result<u64, EnvError> {
 pub fn parse_num_cores(value: &str) -> Result<u32, EnvError> {
     let accepted = "a number of NeuronCores from 1 to 64, or 0 for all";
     let t = value.trim();
-    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) || t.len() > 3 {
+    // Digits only: `u32::from_str` would take a leading '+'.
+    if !t.bytes().all(|b| b.is_ascii_digit()) {
         return Err(refuse(NUM_CORES, value, accepted));
     }
     t.parse::<u32>().ok().filter(|n| *n <= MAX_CORE_INDEX + 1).ok_or_else(|| refuse(NUM_CORES, value, accepted))
@@ -373,7 +374,7 @@ mod tests {
         assert_eq!(parse_num_cores("0"), Ok(0));
         assert_eq!(parse_num_cores("2"), Ok(2));
         assert_eq!(parse_num_cores("64"), Ok(64));
-        for bad in ["", "-1", "65", "1000", "two", "1.0"] {
+        for bad in ["", "-1", "+1", "65", "1000", "99999999999", "two", "1.0"] {
             let e = parse_num_cores(bad).unwrap_err();
             assert_eq!((e.var.as_str(), e.value.as_str()), (NUM_CORES, bad));
         }
