@@ -161,6 +161,12 @@ pub struct RunReport {
     pub notes: Vec<Note>,
     /// Device counters.
     pub device: DeviceStats,
+    /// CPU time (us) of each harvest step (poll pass) the platform made, in
+    /// order; empty where the platform does not observe them.
+    pub passes_us: Vec<u64>,
+    /// CPU time (us) of each NQ HEAD write-back the harvest made, in order;
+    /// empty where the platform does not observe them.
+    pub head_writes_us: Vec<u64>,
 }
 
 impl RunReport {

@@ -456,6 +456,8 @@ impl Harvester {
                 }],
             },
             device: Default::default(),
+            passes_us: Vec::new(),
+            head_writes_us: Vec::new(),
         })
     }
 

@@ -66,6 +66,11 @@ pub enum Handoff {
 /// later ones are counted, not kept.
 pub const MAX_HANDOFF_LOG: usize = 64;
 
+/// Most poll passes and HEAD write-backs a host keeps the times of (8 MB each):
+/// a trace needs the shape, and a deterministic hang steps once per virtual
+/// microsecond until its timeout.
+pub const MAX_OBSERVED: usize = 1 << 20;
+
 /// The shared handoff log of a host and the fences it lends.
 #[derive(Debug, Default)]
 struct HandoffLog {
@@ -90,6 +95,12 @@ pub struct SimHost {
     clock: HostClock,
     /// Events the core delivered, in order.
     pub events: Vec<Event>,
+    /// CPU time (us) of each NQ HEAD write-back, in order (the trace's
+    /// counter), at most [`MAX_OBSERVED`].
+    pub head_writes_us: Vec<u64>,
+    /// CPU time (us) of each harvest step the run's loop made, in order, at
+    /// most [`MAX_OBSERVED`].
+    pub passes_us: Vec<u64>,
     tensors: TensorCompletions<MAX_OUTPUTS, WakeLog>,
     ring_next: u64,
     handoff: Arc<Mutex<HandoffLog>>,
@@ -113,6 +124,8 @@ impl SimHost {
             shared,
             clock,
             events: Vec::new(),
+            head_writes_us: Vec::new(),
+            passes_us: Vec::new(),
             tensors,
             ring_next: layout::RING_BACKING_BASE,
             handoff: Arc::default(),
@@ -162,6 +175,10 @@ impl hal::NqRings for SimHost {
     fn write_head(&mut self, core: u8, nq: u8, head: u32) -> Result<(), ErrorKind> {
         let off = layout::nq_head_offset(self.shared.arch(), core, nq).ok_or(ErrorKind::OutOfRange)?;
         std::sync::atomic::fence(Ordering::Release);
+        if self.head_writes_us.len() < MAX_OBSERVED {
+            let t = hal::Clock::now_ns(self) / 1_000;
+            self.head_writes_us.push(t);
+        }
         self.shared.bar_write(off, head)
     }
 }

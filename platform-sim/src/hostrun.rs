@@ -26,6 +26,7 @@ use std::sync::Arc;
 use nrt_core::arch::{ENGINES_PER_CORE, MAX_CORES};
 use nrt_core::dma::doorbell::{kickoff_infer, set_host_trigger};
 use nrt_core::exec::{Completion, ExecConfig, ExecRequest, Lanes, PollGroup, Step};
+use nrt_core::hal::Clock as _;
 use nrt_core::nq::Notifications;
 use nrt_core::NrtStatus;
 
@@ -33,7 +34,7 @@ use crate::device::Device;
 use crate::host::{HostClock, SimHost};
 use crate::layout;
 use crate::program::{self, ProgramSpec};
-use crate::run::{SimConfig, SimError};
+use crate::run::{core_reports, CoreReport, SimConfig, SimError};
 use crate::shared::Shared;
 
 /// Most devices a host run plays (a trn2 host has 16).
@@ -152,6 +153,24 @@ pub struct LaneReport {
     pub poller: u16,
     /// Each inference's step code and status, in order.
     pub results: Vec<(Step, NrtStatus)>,
+    /// Each inference's kickoff and engine times, in order: kept only by
+    /// [`run_host_traced`] (a trace needs them; a long run would not fit).
+    pub times: Vec<InferenceTimes>,
+}
+
+/// When one inference of a lane ran: its kickoff, how long the harvest took,
+/// and what each of its physical cores' engines reported (the lane's own
+/// virtual clock, CPU microseconds).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InferenceTimes {
+    /// CPU time of the kickoff, us.
+    pub kickoff_us: u64,
+    /// From the kickoff to the completion, us.
+    pub harvest_us: u64,
+    /// The request's status.
+    pub status: NrtStatus,
+    /// Per physical core of the lane: its engines' START/END.
+    pub cores: Vec<CoreReport>,
 }
 
 /// What one poller did.
@@ -212,6 +231,8 @@ struct SimLane {
     done: u32,
     in_flight: bool,
     results: Vec<(Step, NrtStatus)>,
+    kickoff_us: u64,
+    times: Vec<InferenceTimes>,
 }
 
 struct PollerLanes(Vec<SimLane>);
@@ -250,10 +271,22 @@ fn new_lane(cfg: &HostConfig, device_index: u16, core: u8) -> Result<SimLane, Si
     let mut fence = host.fence();
     set_host_trigger(&mut host, &mut fence, layout::xt_local_reg(sim.arch))
         .map_err(|e| SimError::Staging { step: "host trigger", error: e })?;
-    Ok(SimLane { device_index, core, host, nq, device, done: 0, in_flight: false, results: Vec::new() })
+    Ok(SimLane {
+        device_index,
+        core,
+        host,
+        nq,
+        device,
+        done: 0,
+        in_flight: false,
+        results: Vec::new(),
+        kickoff_us: 0,
+        times: Vec::new(),
+    })
 }
 
 fn kickoff(lane: &mut SimLane, lnc: u8) -> Result<(), SimError> {
+    lane.kickoff_us = lane.host.now_ns() / 1_000;
     for c in 0..lnc {
         kickoff_infer(&mut lane.host, u32::from(c), u32::from(c))
             .map_err(|e| SimError::Staging { step: "kickoff", error: e })?;
@@ -263,6 +296,16 @@ fn kickoff(lane: &mut SimLane, lnc: u8) -> Result<(), SimError> {
 
 /// Run the host.
 pub fn run_host(cfg: &HostConfig) -> Result<HostReport, SimError> {
+    run_host_with(cfg, false)
+}
+
+/// Run the host keeping every inference's kickoff and engine times
+/// ([`LaneReport::times`]), for a trace of the run.
+pub fn run_host_traced(cfg: &HostConfig) -> Result<HostReport, SimError> {
+    run_host_with(cfg, true)
+}
+
+fn run_host_with(cfg: &HostConfig, keep_times: bool) -> Result<HostReport, SimError> {
     cfg.validate()?;
     let mut lanes_out = Vec::new();
     let mut pollers = Vec::new();
@@ -271,7 +314,7 @@ pub fn run_host(cfg: &HostConfig) -> Result<HostReport, SimError> {
         let first = u32::from(cfg.devices) * u32::from(p) / u32::from(cfg.pollers);
         let end = u32::from(cfg.devices) * (u32::from(p) + 1) / u32::from(cfg.pollers);
         let (first, end) = (first as u16, end as u16);
-        let (report, lanes) = run_poller(cfg, p, first..end)?;
+        let (report, lanes) = run_poller(cfg, p, first..end, keep_times)?;
         pollers.push(report);
         lanes_out.extend(lanes);
     }
@@ -283,6 +326,7 @@ fn run_poller(
     cfg: &HostConfig,
     poller: u16,
     devices: std::ops::Range<u16>,
+    keep_times: bool,
 ) -> Result<(PollerReport, Vec<LaneReport>), SimError> {
     let mut lanes = PollerLanes(Vec::new());
     for d in devices.clone() {
@@ -300,7 +344,7 @@ fn run_poller(
         lane.in_flight = true;
     }
     let (mut passes, mut steps) = (0u64, 0u64);
-    let mut finished: Vec<Completion> = Vec::new();
+    let mut finished: Vec<(Completion, Vec<CoreReport>)> = Vec::new();
     while !group.is_empty() {
         if passes >= MAX_PASSES {
             return Err(SimError::Config(format!(
@@ -309,12 +353,23 @@ fn run_poller(
             )));
         }
         finished.clear();
-        let pass = group.poll(&mut lanes, |c, _req: &ExecRequest| finished.push(*c));
+        let pass = group.poll(&mut lanes, |c, req: &ExecRequest| {
+            finished.push((*c, if keep_times { core_reports(req, cfg.lnc) } else { Vec::new() }))
+        });
         passes += 1;
         steps += pass.stepped as u64;
-        for c in &finished {
+        for (c, cores) in finished.drain(..) {
             let Some(lane) = lanes.0.get_mut(usize::from(c.lane)) else { continue };
             lane.results.push((c.step, c.status));
+            if keep_times {
+                let now_us = lane.host.now_ns() / 1_000;
+                lane.times.push(InferenceTimes {
+                    kickoff_us: lane.kickoff_us,
+                    harvest_us: now_us.saturating_sub(lane.kickoff_us),
+                    status: c.status,
+                    cores,
+                });
+            }
             lane.done += 1;
             lane.in_flight = false;
             if lane.done < cfg.inferences {
@@ -345,7 +400,7 @@ fn run_poller(
     let lanes = lanes
         .0
         .into_iter()
-        .map(|l| LaneReport { device: l.device_index, core: l.core, poller, results: l.results })
+        .map(|l| LaneReport { device: l.device_index, core: l.core, poller, results: l.results, times: l.times })
         .collect();
     Ok((report, lanes))
 }
@@ -433,4 +488,30 @@ pub fn json(r: &HostReport) -> serde_json::Value {
         })).collect::<Vec<_>>(),
         "totals": totals(r.totals()),
     })
+}
+
+/// The track of logical core `core`'s kickoffs and harvests in a host run's trace.
+pub const fn lane_tid(core: u8) -> u32 {
+    1000 + core as u32
+}
+
+/// The trace of a host run made by [`run_host_traced`]: one process per device,
+/// per logical core a track of its kickoffs and harvests ([`lane_tid`]), per
+/// physical core (`core * lnc + i`) a track per engine with its START->END
+/// span of each inference.
+pub fn trace(r: &HostReport) -> nrt_trace::Trace {
+    let mut t = nrt_trace::Trace::new();
+    for l in &r.lanes {
+        let pid = u32::from(l.device);
+        t.name_process(pid, &format!("device {}", l.device));
+        let tid = lane_tid(l.core);
+        t.name_thread(pid, tid, &format!("logical core {}", l.core));
+        for (i, inf) in l.times.iter().enumerate() {
+            let status = format!("{} {}", inf.status.code(), inf.status.name());
+            t.add_kickoff_on(pid, tid, inf.kickoff_us, inf.harvest_us, &status);
+            let base = u32::from(l.core) * u32::from(r.config.lnc);
+            t.add_cores(pid, base, &inf.cores, Some(i as u32));
+        }
+    }
+    t
 }

@@ -252,6 +252,12 @@ struct RunArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Write the harvest as Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<std::path::PathBuf>,
+    /// Write the harvest as an SVG timeline (engines as lanes, spans as bars) to FILE.
+    #[arg(long = "timeline-svg", value_name = "FILE")]
+    timeline_svg: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -344,6 +350,8 @@ fn cmd_driver(a: &DriverArgs) -> ExitCode {
         lnc: None,
         fault_devices: Vec::new(),
         head_every_sweep: false,
+        trace: None,
+        timeline_svg: None,
     };
     overrides(&run_like, &mut cfg);
     cfg.faults.extend(a.inject.iter().copied());
@@ -424,6 +432,8 @@ fn cmd_serve(a: &ServeArgs) -> ExitCode {
         lnc: None,
         fault_devices: Vec::new(),
         head_every_sweep: false,
+        trace: None,
+        timeline_svg: None,
     };
     overrides(&run_like, &mut cfg);
     cfg.faults.extend(a.inject.iter().copied());
@@ -488,6 +498,9 @@ fn cmd_run(a: &RunArgs) -> ExitCode {
         return usage_error("--inferences, --pollers, --lnc, --fault-devices and --head-every-sweep need --devices N");
     }
     if a.scenario.as_deref() == Some("all") {
+        if a.trace.is_some() || a.timeline_svg.is_some() {
+            return usage_error("--trace and --timeline-svg picture one run: they do not combine with --scenario all");
+        }
         return cmd_all(a);
     }
     let scenario: Option<&Scenario> = match a.scenario.as_deref() {
@@ -517,6 +530,13 @@ fn cmd_run(a: &RunArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let title = scenario.map_or_else(|| "nrt-sim run".to_string(), |s| format!("nrt-sim run --scenario {}", s.name));
+    let mut t = nrt_trace::Trace::new();
+    t.add_report(&report, 0, &title);
+    if let Err(e) = write_pictures(a, &t, &title) {
+        errln!("nrt-sim run: {e}");
+        return ExitCode::from(1);
+    }
     // A named scenario is checked when it runs as defined (injections change it).
     let verdict = scenario.filter(|_| a.inject.is_empty()).map(|s| s.evaluate(&report));
     if a.json {
@@ -538,6 +558,18 @@ fn cmd_run(a: &RunArgs) -> ExitCode {
         Some(Err(_)) => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
     }
+}
+
+/// Write `--trace` (trace-event JSON) and `--timeline-svg` of `t`, each if asked;
+/// the error names the file and the reason.
+fn write_pictures(a: &RunArgs, t: &nrt_trace::Trace, title: &str) -> Result<(), String> {
+    if let Some(p) = &a.trace {
+        nrt_trace::write_file("trace", p, &t.to_json().to_string())?;
+    }
+    if let Some(p) = &a.timeline_svg {
+        nrt_trace::write_file("timeline SVG", p, &t.to_svg(title))?;
+    }
+    Ok(())
 }
 
 /// `run --devices N`: a host's worth of inferences through poll groups.
@@ -562,8 +594,17 @@ fn cmd_host(a: &RunArgs) -> ExitCode {
         fault_devices: a.fault_devices.clone(),
         head_batching: !a.head_every_sweep,
     };
-    match nrt_sim::hostrun::run_host(&cfg) {
+    let pictures = a.trace.is_some() || a.timeline_svg.is_some();
+    let run = if pictures { nrt_sim::hostrun::run_host_traced(&cfg) } else { nrt_sim::hostrun::run_host(&cfg) };
+    match run {
         Ok(r) => {
+            if pictures {
+                let title = format!("nrt-sim run --devices {} --cores {} --lnc {}", cfg.devices, cfg.cores, cfg.lnc);
+                if let Err(e) = write_pictures(a, &nrt_sim::hostrun::trace(&r), &title) {
+                    errln!("nrt-sim run --devices: {e}");
+                    return ExitCode::from(1);
+                }
+            }
             if a.json {
                 print_json(&nrt_sim::hostrun::json(&r));
             } else {

@@ -201,6 +201,8 @@ fn finish(mut r: RunReport, host: &SimHost, device: &Device) -> RunReport {
     r.wakes = host.wakes().to_vec();
     r.notes = device.notes().to_vec();
     r.device = device.stats().clone();
+    r.passes_us = host.passes_us.clone();
+    r.head_writes_us = host.head_writes_us.clone();
     r
 }
 
@@ -227,6 +229,8 @@ fn drive<W: HostDelay>(cfg: &SimConfig, host: &mut SimHost, delay: &mut W) -> Re
     }
 
     host.events.clear();
+    host.head_writes_us.clear();
+    host.passes_us.clear();
     let mut req = ExecRequest::new(ExecConfig::new(cfg.arch, cores, cfg.timeout_s));
     let t0 = host.now_ns();
     let w = wait_round_robin(&mut req, host, &mut nq, delay);
@@ -247,6 +251,8 @@ fn drive<W: HostDelay>(cfg: &SimConfig, host: &mut SimHost, delay: &mut W) -> Re
         wakes: Vec::new(),
         notes: Vec::new(),
         device: DeviceStats::default(),
+        passes_us: Vec::new(),
+        head_writes_us: Vec::new(),
     })
 }
 
@@ -264,6 +270,7 @@ fn wait_round_robin<W: HostDelay>(
     let mut status = NrtStatus::Success;
     let mut clocks = StateClocks::default();
     let mut mark = Progress::of(req, nq, host);
+    observe_pass(host);
     let mut step = req.progress_one_step(host, nq, &mut status);
     let mut steps = 1u64;
     while step == Step::InFlight {
@@ -275,11 +282,20 @@ fn wait_round_robin<W: HostDelay>(
         mark = now_mark;
         delay.set_host_deadline(host_deadline(req, &clocks).filter(|_| idle));
         delay.delay_us(SYNC_POLL_DELAY_US);
+        observe_pass(host);
         step = req.progress_one_step(host, nq, &mut status);
         steps = steps.saturating_add(1);
     }
     delay.set_host_deadline(None);
     SyncWait { status, step, steps }
+}
+
+/// Keep the time of the harvest step about to be made (the trace's poll-pass counter).
+fn observe_pass(host: &mut SimHost) {
+    if host.passes_us.len() < crate::host::MAX_OBSERVED {
+        let t = host.now_ns() / 1_000;
+        host.passes_us.push(t);
+    }
 }
 
 /// Everything a harvest step can change that the next step depends on: the

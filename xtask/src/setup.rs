@@ -13,6 +13,9 @@
 //! - libseccomp-dev from Debian (`nrt-sim driver`'s seccomp filter links
 //!   libseccomp) and strace (the driver path's order test), where `apt-get`
 //!   exists and we are root;
+//! - Chromium from Debian (`chromium`, `/usr/bin/chromium`): the test that
+//!   renders an SVG timeline headless and checks the screenshot is not blank
+//!   (`platform-sim/tests/trace.rs`), where `apt-get` exists and we are root;
 //! - kani (from the offline bundle) is installed by the kani stage itself, and
 //!   cargo-mutants by the mutants stage.
 //!
@@ -125,7 +128,8 @@ pub fn all(run: &mut Runner) {
     // library libseccomp.so.2 where only that is installed).
     // strace: the driver path's test of the bring-up order (`strace -f` of
     // `nrtctl run` under `nrt-sim driver`).
-    let debs: Vec<&str> = [("libseccomp-dev", "libseccomp-dev"), ("strace", "strace")]
+    // chromium: the headless rendering of an SVG timeline (the trace test).
+    let debs: Vec<&str> = [("libseccomp-dev", "libseccomp-dev"), ("strace", "strace"), ("chromium", "chromium")]
         .into_iter()
         .filter(|(pkg, _)| debian_version(pkg) == "none")
         .map(|(_, name)| name)
@@ -182,8 +186,8 @@ fn install_qemu() -> Result<(), String> {
     }
 }
 
-/// Debian packages the driver path needs (`libseccomp-dev` for `nrt-sim
-/// driver`, `strace` for its order test).
+/// Debian packages the tests need (`libseccomp-dev` for `nrt-sim driver`,
+/// `strace` for its order test, `chromium` for the timeline rendering).
 fn install_debs(pkgs: &[&str]) -> Result<(), String> {
     if !works(Command::new("apt-get").arg("--version")) {
         return Err("no apt-get on this machine".into());
@@ -192,7 +196,7 @@ fn install_debs(pkgs: &[&str]) -> Result<(), String> {
         return Err("apt-get update failed".into());
     }
     let ok = run_bounded(
-        &format!("{} from Debian (the driver path)", pkgs.join(", ")),
+        &format!("{} from Debian (the driver path, the timeline rendering)", pkgs.join(", ")),
         Command::new("apt-get")
             .args(["install", "-y", "-q", "--no-install-recommends"])
             .args(pkgs)

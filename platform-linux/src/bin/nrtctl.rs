@@ -6,6 +6,7 @@
 //! nrtctl event set|get --device /dev/neuron0 --nc N --index I [--value V]
 //! nrtctl harvest --shm PATH [--inferences N] [--delay libnrt|adaptive] [--timeout-s N] [--wait-s N] [--json] [--leave-running]
 //! nrtctl run --device /dev/neuron0 [--scenario NAME] [--inject SPEC] [--timeout-s N] [--ring-entries N] [--cores N] [--json]
+//!            [--trace FILE] [--timeline-svg FILE]
 //! ```
 //! A failed ioctl prints the call, the device, the errno name and text, and exits 1.
 //!
@@ -38,6 +39,12 @@
 //! file, a stale or corrupt one, a mapping failure); 2 for a usage error (a
 //! number out of range included). Then it asks the server to stop, unless
 //! `--leave-running`.
+//!
+//! `run` honours the runtime's `NEURON_RT_*` variables ([`nrt_linux::config`],
+//! listed by `nrtctl run --help`): a flag beats its variable, a bad value is a
+//! usage error naming the variable, the value and what is accepted. `--trace`
+//! and `--timeline-svg` write the report as Chrome trace-event JSON and an SVG
+//! timeline (`nrt_trace`); a file that cannot be written exits 1, naming it.
 //!
 //! A reader that goes away (`| head`) ends the output quietly: the command
 //! finishes (the harvest and the server's shutdown included) and exits as it
@@ -136,6 +143,7 @@ enum Cmd {
     /// Harvest inferences from `nrt-sim serve --shm PATH` (another process) through the Linux binding.
     Harvest(HarvestArgs),
     /// Bring up cores of a device through the driver's ioctls and run one inference (docs/driver-model.md).
+    #[command(after_help = RUN_ENV_HELP)]
     Run(RunArgs),
 }
 
@@ -150,13 +158,13 @@ struct RunArgs {
     /// Label the run with an injected fault (repeatable; the device decides what happens).
     #[arg(long = "inject", value_name = "SPEC")]
     inject: Vec<String>,
-    /// The model's timeout in seconds.
-    #[arg(long = "timeout-s", value_name = "N", default_value_t = 5, allow_negative_numbers = true)]
-    timeout_s: u32,
+    /// The model's timeout in seconds [default: NEURON_RT_EXEC_TIMEOUT, else the generation's documented default, 600].
+    #[arg(long = "timeout-s", value_name = "N", allow_negative_numbers = true)]
+    timeout_s: Option<u32>,
     /// Entries per NQ ring, a power of two from 2 to 65536 [default: the simulator's hint, else 64].
     #[arg(long = "ring-entries", value_name = "N", value_parser = parse_ring_entries, allow_negative_numbers = true)]
     ring_entries: Option<u32>,
-    /// Physical cores, 1 or 2 [default: the simulator's hint, else 2].
+    /// Physical cores, 1 or 2, claimed from core 0 [default: NEURON_RT_VISIBLE_CORES, else NEURON_RT_NUM_CORES, else the simulator's hint, else 2].
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2), allow_negative_numbers = true)]
     cores: Option<u8>,
     /// The poll delay between harvest steps.
@@ -165,6 +173,53 @@ struct RunArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Write the harvest as Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<std::path::PathBuf>,
+    /// Write the harvest as an SVG timeline (engines as lanes, spans as bars) to FILE.
+    #[arg(long = "timeline-svg", value_name = "FILE")]
+    timeline_svg: Option<std::path::PathBuf>,
+}
+
+/// `nrtctl run --help`'s list of the runtime's environment variables it honours
+/// (`nrt_linux::config`); a flag beats its variable.
+const RUN_ENV_HELP: &str = "\
+Environment (a flag beats its variable; a bad value is refused at start):
+  NEURON_RT_EXEC_TIMEOUT=SECONDS   execution timeout, 0 to 2147483647 [default: 600, the documented
+                                   default of trn1/inf2]; every timeout message names the budget and its source
+  NEURON_RT_VISIBLE_CORES=LIST     the cores to claim: 0, 0-1 or 0,1 (the session claims cores from 0);
+                                   takes precedence over NEURON_RT_NUM_CORES
+  NEURON_RT_NUM_CORES=N            how many cores to claim, 0 for all
+  NEURON_RT_LOG_LEVEL=LEVEL        ERROR (default), WARNING, INFO, DEBUG, TRACE or QUIET, on standard error
+  NEURON_RT_LOG_LEVEL_<C>=LEVEL    the same for one component C: TDRV (the harvest and the driver
+                                   binding), NRT (nrtctl); NMGR and KMGR are accepted (no code here)";
+
+/// The `log` sink of `nrtctl run`: standard error, each target at the level
+/// `NEURON_RT_LOG_LEVEL` (or its component's form) gives it.
+struct StderrLog(nrt_linux::config::LogLevels);
+
+impl log::Log for StderrLog {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= self.0.level_of(m.target())
+    }
+
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            let c = nrt_linux::config::component_of(r.target());
+            errln!("nrtctl: {} {c}: {}", r.level(), r.args());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// Route `log` to standard error at `levels` (once per process).
+fn init_log(levels: &nrt_linux::config::LogLevels) {
+    let max = levels.max();
+    let logger: &'static StderrLog = Box::leak(Box::new(StderrLog(levels.clone())));
+    if log::set_logger(logger).is_ok() {
+        log::set_max_level(max);
+    }
 }
 
 /// `--ring-entries`: a power of two from 2 to 65536.
@@ -373,11 +428,21 @@ fn check_inject(spec: &str) -> Result<String, String> {
 }
 
 fn run(a: &RunArgs) -> ExitCode {
+    use nrt_linux::config::{resolve_cores, Budget, RtEnv};
     use nrt_linux::session::{Session, SessionConfig};
     use nrt_linux::time::DelayKind;
     if a.scenario.as_deref() == Some("all") {
         return usage_error("--scenario all is the supervisor's: `nrt-sim driver --scenario all -- nrtctl run ...`");
     }
+    let env = match RtEnv::from_process() {
+        Ok(e) => e,
+        Err(e) => return usage_error(&e.to_string()),
+    };
+    init_log(&env.log);
+    let cores = match resolve_cores(a.cores, "--cores", &env) {
+        Ok(c) => c,
+        Err(e) => return usage_error(&e.to_string()),
+    };
     let label = match a.scenario.as_deref().map(find_scenario).transpose() {
         Ok(l) => l,
         Err(m) => return usage_error(&m),
@@ -390,9 +455,10 @@ fn run(a: &RunArgs) -> ExitCode {
         }
     }
     let mut cfg = SessionConfig {
-        cores: a.cores,
+        cores: cores.count,
         ring_entries: a.ring_entries,
-        timeout_s: a.timeout_s,
+        // The generation's default needs the arch, known once open: set below.
+        timeout_s: a.timeout_s.or(env.exec_timeout_s).unwrap_or(0),
         delay: match a.delay {
             DelayArg::Libnrt => DelayKind::Libnrt,
             DelayArg::Adaptive => DelayKind::Adaptive,
@@ -411,17 +477,26 @@ fn run(a: &RunArgs) -> ExitCode {
             } else {
                 ""
             };
-            errln!("nrtctl run: {e}{hint}");
+            let from = match &cores.source {
+                Some(src) if e.to_string().contains("cores") => format!(" (cores from {src})"),
+                _ => String::new(),
+            };
+            errln!("nrtctl run: {e}{hint}{from}");
             return ExitCode::FAILURE;
         }
     };
+    let budget = Budget::resolve(a.timeout_s, "--timeout-s", &env, session.arch());
+    session.set_timeout_s(budget.seconds);
     let inference = session.run_inference();
     let mut code = match &inference {
         Ok(r) => {
             if let Some(p) = &r.probe_error {
                 errln!("nrtctl run: a probe read failed (the harvest went on): {p}");
             }
-            print_run(a, label, r, &session, faults)
+            if matches!(r.status, nrt_core::NrtStatus::Timeout | nrt_core::NrtStatus::ExecSwNqOverflow) {
+                errln!("nrtctl run: the harvest ended at its {budget}: status {} {}", r.status.code(), r.status.name());
+            }
+            print_run(a, label, r, &session, faults, &budget)
         }
         Err(e) => {
             errln!("nrtctl run: {e}");
@@ -457,6 +532,7 @@ fn print_run(
     r: &nrt_linux::session::Inference,
     session: &nrt_linux::session::Session,
     faults: Vec<String>,
+    budget: &nrt_linux::config::Budget,
 ) -> ExitCode {
     let mut config = nrt_abi::report::ReportConfig::default();
     if let Some(s) = label {
@@ -465,10 +541,32 @@ fn print_run(
     config.faults.extend(faults);
     let report = nrt_linux::session::run_report(session, r, config);
     let verdict = label.filter(|_| a.inject.is_empty()).map(|sc| verdict((sc.expected, sc.expected_rc), r));
+    let title = match label {
+        Some(sc) => format!("nrtctl run --device {} (scenario {})", a.device.display(), sc.name),
+        None => format!("nrtctl run --device {}", a.device.display()),
+    };
+    let mut pictures = nrt_trace::Trace::new();
+    pictures.add_report(&report, 0, &title);
+    let written = a
+        .trace
+        .as_ref()
+        .map_or(Ok(()), |p| nrt_trace::write_file("trace", p, &pictures.to_json().to_string()))
+        .and_then(|()| {
+            a.timeline_svg
+                .as_ref()
+                .map_or(Ok(()), |p| nrt_trace::write_file("timeline SVG", p, &pictures.to_svg(&title)))
+        });
+    if let Err(e) = written {
+        errln!("nrtctl run: {e}");
+        return ExitCode::FAILURE;
+    }
     if a.json {
         let mut v = nrt_abi::report::json(&report, label.map(|s| (s.name, s.expected)));
         if let (Some(obj), Some(verdict)) = (v.as_object_mut(), &verdict) {
             obj.insert("scenario_pass".into(), serde_json::Value::Bool(verdict.is_ok()));
+        }
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("timeout_source".into(), serde_json::Value::String(budget.source.to_string()));
         }
         match serde_json::to_string_pretty(&v) {
             Ok(t) => outln!("{t}"),
@@ -480,6 +578,7 @@ fn print_run(
             heading.push_str(&format!(": scenario {}: {}", sc.name, sc.description));
         }
         outp!("{}", nrt_abi::report::text_with_heading(&report, &heading));
+        outln!("budget: {budget}");
         if let (Some(sc), Some(verdict)) = (label, &verdict) {
             match verdict {
                 Ok(()) => outln!("\nscenario check: PASS (expected {} {})", sc.expected.code(), sc.expected.name()),
@@ -502,7 +601,14 @@ fn print_run(
     r: &nrt_linux::session::Inference,
     session: &nrt_linux::session::Session,
     _faults: Vec<String>,
+    budget: &nrt_linux::config::Budget,
 ) -> ExitCode {
+    if a.trace.is_some() || a.timeline_svg.is_some() {
+        errln!(
+            "nrtctl run: --trace and --timeline-svg need the report: this nrtctl was built without the `sim` feature"
+        );
+        return ExitCode::from(2);
+    }
     let (arch, cores, ring_entries) = (session.arch(), session.cores(), session.ring_entries());
     let s = r.status;
     if a.json {
@@ -518,8 +624,9 @@ fn print_run(
         outln!(
             "  arch {}, {cores} core(s), timeout {} s, NQ rings of {ring_entries} entries",
             arch.name(),
-            a.timeout_s
+            budget.seconds
         );
+        outln!("budget: {budget}");
         outln!();
         outln!("status: {} {} ({})", s.code(), s.name(), s.description());
         outln!("one-step return: {} after {} steps", r.step.code(), r.steps);

@@ -129,6 +129,13 @@ impl Session {
     pub fn timeout_s(&self) -> u32 {
         self.timeout_s
     }
+
+    /// Set the model's timeout, seconds, for the inferences from now on (a
+    /// caller that resolves it from the arch, known once open:
+    /// `nrt_linux::config::Budget`).
+    pub fn set_timeout_s(&mut self, seconds: u32) {
+        self.timeout_s = seconds;
+    }
     /// The status of the latest inference (`None` before the first).
     pub fn last_status(&self) -> Option<NrtStatus> {
         self.last_status

@@ -1,0 +1,475 @@
+//! The Neuron runtime's environment variables this binding honours, parsed by
+//! pure functions (every accepted form and every refusal is unit-tested here),
+//! so that callers pass an explicit [`RtEnv`] into the session and tests need
+//! not touch the process environment.
+//!
+//! What each means, from the SDK's runtime configuration guide
+//! (`neuron-runtime/guides/configuration-guide.rst`) and developer guide
+//! (`neuron-runtime/guides/nrt-developer-guide.rst`):
+//!
+//! - `NEURON_RT_EXEC_TIMEOUT`: the execution timeout in seconds, an integer
+//!   from 0 to `INT_MAX`; unset, the documented default per generation
+//!   ([`default_exec_timeout_s`]: 600 s on trn1/inf2, the developer guide's
+//!   "default=30 (inf1), default=600(trn1,inf2)").
+//! - `NEURON_RT_VISIBLE_CORES`: the exact NeuronCores the process reserves, a
+//!   single index or an inclusive range `a-b`; this binding also takes a comma
+//!   list of those (`0,1`, `0-1,3`). It takes precedence over
+//!   `NEURON_RT_NUM_CORES` (the guide's note 5).
+//! - `NEURON_RT_NUM_CORES`: how many NeuronCores to reserve, 1 to the cores of
+//!   the system; 0 (the default) is "all".
+//! - `NEURON_RT_LOG_LEVEL`: `ERROR`, `WARNING`, `INFO`, `DEBUG`, `TRACE` (and
+//!   `QUIET`, which the guide uses to disable console logging), default
+//!   `ERROR`; `NEURON_RT_LOG_LEVEL_<component>` for one component (`TDRV`,
+//!   `NMGR`, `KMGR`, `NRT`). Mapped onto the `log` crate's levels
+//!   ([`parse_log_level`]) and its targets ([`component_of`]).
+//!
+//! A command-line flag beats its variable ([`Budget::resolve`],
+//! [`resolve_cores`]); a bad value is refused at start with the variable, the
+//! value and what is accepted ([`EnvError`]).
+
+use nrt_core::arch::Arch;
+
+/// `NEURON_RT_EXEC_TIMEOUT`.
+pub const EXEC_TIMEOUT: &str = "NEURON_RT_EXEC_TIMEOUT";
+/// `NEURON_RT_VISIBLE_CORES`.
+pub const VISIBLE_CORES: &str = "NEURON_RT_VISIBLE_CORES";
+/// `NEURON_RT_NUM_CORES`.
+pub const NUM_CORES: &str = "NEURON_RT_NUM_CORES";
+/// `NEURON_RT_LOG_LEVEL`.
+pub const LOG_LEVEL: &str = "NEURON_RT_LOG_LEVEL";
+/// The components of `NEURON_RT_LOG_LEVEL_<component>` the SDK names.
+pub const LOG_COMPONENTS: [&str; 4] = ["TDRV", "NMGR", "KMGR", "NRT"];
+/// The largest timeout, seconds (the guide's `INT_MAX`).
+pub const MAX_EXEC_TIMEOUT_S: u32 = i32::MAX as u32;
+/// The largest NeuronCore index a core list may name (64 cores: the bitmap the
+/// session keeps of the cores it marked).
+pub const MAX_CORE_INDEX: u32 = 63;
+
+/// A variable refused: its name, its value and what it accepts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnvError {
+    /// The variable.
+    pub var: String,
+    /// Its value.
+    pub value: String,
+    /// What it accepts.
+    pub accepted: String,
+}
+
+impl core::fmt::Display for EnvError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}={:?} is refused: {}", self.var, self.value, self.accepted)
+    }
+}
+
+impl std::error::Error for EnvError {}
+
+fn refuse(var: &str, value: &str, accepted: &str) -> EnvError {
+    EnvError { var: var.to_string(), value: value.to_string(), accepted: accepted.to_string() }
+}
+
+/// The documented default execution timeout of `arch`, seconds: 600 on trn1
+/// and inf2 (NC-v2, sunda; the developer guide). trn2 and trn3 (cayman,
+/// mariana) have no documented default; this binding takes trn1's 600
+/// (G-ENV-TIMEOUT-DEFAULT).
+pub const fn default_exec_timeout_s(arch: Arch) -> u32 {
+    match arch {
+        Arch::Sunda | Arch::Cayman | Arch::Mariana => 600,
+    }
+}
+
+/// Parse `NEURON_RT_EXEC_TIMEOUT`: decimal seconds, 0 to `INT_MAX` (surrounding
+/// blanks allowed; no sign, no unit, no fraction).
+pub fn parse_exec_timeout(value: &str) -> Result<u32, EnvError> {
+    let accepted = "an integer number of seconds from 0 to 2147483647";
+    let t = value.trim();
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(refuse(EXEC_TIMEOUT, value, accepted));
+    }
+    match t.parse::<u64>() {
+        Ok(n) if n <= u64::from(MAX_EXEC_TIMEOUT_S) => Ok(n as u32),
+        _ => Err(refuse(EXEC_TIMEOUT, value, accepted)),
+    }
+}
+
+/// Parse `NEURON_RT_VISIBLE_CORES`: comma-separated items, each a core index or
+/// an inclusive range `a-b` with `a <= b`, indices 0 to [`MAX_CORE_INDEX`].
+/// Returns the cores as a bitmap (bit `n`: core `n`).
+pub fn parse_visible_cores(value: &str) -> Result<u64, EnvError> {
+    let accepted = "a NeuronCore index (3), an inclusive range (0-1) or a comma list of those (0,2-3), indices 0 to 63";
+    let bad = || refuse(VISIBLE_CORES, value, accepted);
+    let index = |s: &str| -> Result<u32, EnvError> {
+        let s = s.trim();
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || s.len() > 3 {
+            return Err(bad());
+        }
+        s.parse::<u32>().ok().filter(|n| *n <= MAX_CORE_INDEX).ok_or_else(bad)
+    };
+    let mut set = 0u64;
+    for item in value.split(',') {
+        let (a, b) = match item.split_once('-') {
+            Some((a, b)) => (index(a)?, index(b)?),
+            None => {
+                let n = index(item)?;
+                (n, n)
+            }
+        };
+        if a > b {
+            return Err(bad());
+        }
+        for c in a..=b {
+            set |= 1 << c;
+        }
+    }
+    Ok(set)
+}
+
+/// Parse `NEURON_RT_NUM_CORES`: a decimal count, 0 ("all") to 64.
+pub fn parse_num_cores(value: &str) -> Result<u32, EnvError> {
+    let accepted = "a number of NeuronCores from 1 to 64, or 0 for all";
+    let t = value.trim();
+    // Digits only: `u32::from_str` would take a leading '+'.
+    if !t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(refuse(NUM_CORES, value, accepted));
+    }
+    t.parse::<u32>().ok().filter(|n| *n <= MAX_CORE_INDEX + 1).ok_or_else(|| refuse(NUM_CORES, value, accepted))
+}
+
+/// Parse a `NEURON_RT_LOG_LEVEL` value (case-insensitive): `ERROR`, `WARNING`
+/// (or `WARN`), `INFO`, `DEBUG`, `TRACE`, `QUIET` (off). `var` names the
+/// variable in the refusal.
+pub fn parse_log_level(var: &str, value: &str) -> Result<log::LevelFilter, EnvError> {
+    match value.trim().to_ascii_uppercase().as_str() {
+        "ERROR" => Ok(log::LevelFilter::Error),
+        "WARNING" | "WARN" => Ok(log::LevelFilter::Warn),
+        "INFO" => Ok(log::LevelFilter::Info),
+        "DEBUG" => Ok(log::LevelFilter::Debug),
+        "TRACE" => Ok(log::LevelFilter::Trace),
+        "QUIET" => Ok(log::LevelFilter::Off),
+        _ => Err(refuse(var, value, "one of ERROR, WARNING, INFO, DEBUG, TRACE, QUIET")),
+    }
+}
+
+/// The SDK component a `log` target belongs to: the harvest engine and the
+/// driver binding (`nrt_core`, `nrt_linux`) are the low-level driver library,
+/// `TDRV` (libnrt logs the harvest's timeout as `TDRV:exec_...`); the rest
+/// (the tools, `nrtctl`) is `NRT`. `NMGR` and `KMGR` have no code here: their
+/// variables are accepted and govern nothing (G-ENV-LOG-COMPONENTS).
+pub fn component_of(target: &str) -> &'static str {
+    if target.starts_with("nrt_core") || target.starts_with("nrt_linux") {
+        "TDRV"
+    } else {
+        "NRT"
+    }
+}
+
+/// The log levels in effect: the global one and each component's override.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogLevels {
+    /// `NEURON_RT_LOG_LEVEL` (default `ERROR`).
+    pub global: log::LevelFilter,
+    /// `NEURON_RT_LOG_LEVEL_<component>`, where set.
+    pub components: Vec<(&'static str, log::LevelFilter)>,
+}
+
+impl Default for LogLevels {
+    fn default() -> Self {
+        LogLevels { global: log::LevelFilter::Error, components: Vec::new() }
+    }
+}
+
+impl LogLevels {
+    /// The level of a `log` target.
+    pub fn level_of(&self, target: &str) -> log::LevelFilter {
+        let c = component_of(target);
+        self.components.iter().find(|(n, _)| *n == c).map_or(self.global, |(_, l)| *l)
+    }
+
+    /// The most verbose level of any component (the `log` facade's max level).
+    pub fn max(&self) -> log::LevelFilter {
+        self.components.iter().map(|(_, l)| *l).fold(self.global, core::cmp::max)
+    }
+}
+
+/// What the environment says, parsed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RtEnv {
+    /// `NEURON_RT_EXEC_TIMEOUT`, seconds.
+    pub exec_timeout_s: Option<u32>,
+    /// `NEURON_RT_VISIBLE_CORES`, as a bitmap, with the text it came from.
+    pub visible_cores: Option<(u64, String)>,
+    /// `NEURON_RT_NUM_CORES` (0: all).
+    pub num_cores: Option<u32>,
+    /// `NEURON_RT_LOG_LEVEL` and its per-component forms.
+    pub log: LogLevels,
+}
+
+impl RtEnv {
+    /// Parse the variables `lookup` returns (`std::env::var(..).ok()` in a
+    /// program; a table in a test). An empty value is as unset.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<RtEnv, EnvError> {
+        let get = |v: &str| lookup(v).filter(|s| !s.is_empty());
+        let mut env = RtEnv {
+            exec_timeout_s: get(EXEC_TIMEOUT).map(|v| parse_exec_timeout(&v)).transpose()?,
+            ..RtEnv::default()
+        };
+        if let Some(v) = get(VISIBLE_CORES) {
+            env.visible_cores = Some((parse_visible_cores(&v)?, v));
+        }
+        env.num_cores = get(NUM_CORES).map(|v| parse_num_cores(&v)).transpose()?;
+        if let Some(v) = get(LOG_LEVEL) {
+            env.log.global = parse_log_level(LOG_LEVEL, &v)?;
+        }
+        for c in LOG_COMPONENTS {
+            let var = format!("{LOG_LEVEL}_{c}");
+            if let Some(v) = get(&var) {
+                env.log.components.push((c, parse_log_level(&var, &v)?));
+            }
+        }
+        Ok(env)
+    }
+
+    /// Parse the process environment.
+    pub fn from_process() -> Result<RtEnv, EnvError> {
+        RtEnv::from_lookup(|v| std::env::var(v).ok())
+    }
+}
+
+/// Where a setting came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A command-line flag (named).
+    Flag(&'static str),
+    /// An environment variable (named).
+    Env(&'static str),
+    /// The documented default of the generation.
+    Default(Arch),
+}
+
+impl core::fmt::Display for Source {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Source::Flag(n) => write!(f, "flag {n}"),
+            Source::Env(n) => write!(f, "variable {n}"),
+            Source::Default(a) => write!(f, "the documented default for {}", a.name()),
+        }
+    }
+}
+
+/// The execution timeout in effect and its source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Budget {
+    /// Seconds.
+    pub seconds: u32,
+    /// Where it came from.
+    pub source: Source,
+}
+
+impl Budget {
+    /// The flag (`flag` names it), else `NEURON_RT_EXEC_TIMEOUT`, else the
+    /// generation's documented default.
+    pub fn resolve(flag: Option<u32>, flag_name: &'static str, env: &RtEnv, arch: Arch) -> Budget {
+        match (flag, env.exec_timeout_s) {
+            (Some(s), _) => Budget { seconds: s, source: Source::Flag(flag_name) },
+            (None, Some(s)) => Budget { seconds: s, source: Source::Env(EXEC_TIMEOUT) },
+            (None, None) => Budget { seconds: default_exec_timeout_s(arch), source: Source::Default(arch) },
+        }
+    }
+}
+
+impl core::fmt::Display for Budget {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "execution timeout {} s (from {})", self.seconds, self.source)
+    }
+}
+
+/// The cores a session claims: how many, from core 0, and where that came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoreChoice {
+    /// Cores `0..count`; `None`: what the device says (the session's default).
+    pub count: Option<u8>,
+    /// Where it came from (`None`: nothing asked).
+    pub source: Option<Source>,
+}
+
+/// The cores of a session: `--cores` (`flag`) beats `NEURON_RT_VISIBLE_CORES`,
+/// which beats `NEURON_RT_NUM_CORES` (0 is "all": the session's default).
+/// The session claims cores `0..n` (its range mark starts at core 0), so a
+/// visible set must be `0..n` (`0`, `0-1`, `0,1`): any other set is refused,
+/// naming the variable and the value (G-ENV-VISIBLE-CORES).
+pub fn resolve_cores(flag: Option<u8>, flag_name: &'static str, env: &RtEnv) -> Result<CoreChoice, EnvError> {
+    if let Some(n) = flag {
+        return Ok(CoreChoice { count: Some(n), source: Some(Source::Flag(flag_name)) });
+    }
+    if let Some((set, text)) = &env.visible_cores {
+        let n = set.count_ones();
+        // 0..n exactly: the lowest n bits.
+        let low = 1u64.checked_shl(n).map_or(u64::MAX, |b| b - 1);
+        if *set != low {
+            return Err(refuse(
+                VISIBLE_CORES,
+                text,
+                "cores from NeuronCore 0 up (0, 0-1, 0,1): this binding's session claims cores 0..n",
+            ));
+        }
+        return Ok(CoreChoice { count: Some(n as u8), source: Some(Source::Env(VISIBLE_CORES)) });
+    }
+    match env.num_cores {
+        Some(0) | None => Ok(CoreChoice { count: None, source: env.num_cores.map(|_| Source::Env(NUM_CORES)) }),
+        Some(n) => {
+            Ok(CoreChoice { count: Some(n.min(u32::from(u8::MAX)) as u8), source: Some(Source::Env(NUM_CORES)) })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use log::LevelFilter as L;
+
+    fn env(vars: &[(&str, &str)]) -> Result<RtEnv, EnvError> {
+        let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        RtEnv::from_lookup(|k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+    }
+
+    #[test]
+    fn exec_timeout_takes_seconds_from_0_to_int_max() {
+        assert_eq!(parse_exec_timeout("0"), Ok(0));
+        assert_eq!(parse_exec_timeout("5"), Ok(5));
+        assert_eq!(parse_exec_timeout(" 600 "), Ok(600));
+        assert_eq!(parse_exec_timeout("2147483647"), Ok(2_147_483_647));
+        for bad in ["", " ", "-1", "+5", "5s", "1.5", "2147483648", "99999999999999999999999", "0x10", "five"] {
+            let e = parse_exec_timeout(bad).unwrap_err();
+            assert_eq!((e.var.as_str(), e.value.as_str()), (EXEC_TIMEOUT, bad));
+            assert!(e.to_string().contains("from 0 to 2147483647"), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_default_timeout_is_the_documented_one() {
+        assert_eq!(default_exec_timeout_s(Arch::Sunda), 600);
+        assert_eq!(default_exec_timeout_s(Arch::Cayman), 600);
+        assert_eq!(default_exec_timeout_s(Arch::Mariana), 600);
+    }
+
+    #[test]
+    fn visible_cores_takes_an_index_a_range_and_comma_lists() {
+        assert_eq!(parse_visible_cores("0"), Ok(0b1));
+        assert_eq!(parse_visible_cores("3"), Ok(0b1000));
+        assert_eq!(parse_visible_cores("0-2"), Ok(0b111));
+        assert_eq!(parse_visible_cores("1-1"), Ok(0b10));
+        assert_eq!(parse_visible_cores("0,2-3"), Ok(0b1101));
+        assert_eq!(parse_visible_cores(" 0 , 1 "), Ok(0b11));
+        assert_eq!(parse_visible_cores("63"), Ok(1 << 63));
+        assert_eq!(parse_visible_cores("0-63"), Ok(u64::MAX));
+        for bad in ["", ",", "0,", "-", "1-", "-1", "2-1", "a", "1.5", "64", "0-64", "1000", "0--1", "1-2-3", "+1"] {
+            let e = parse_visible_cores(bad).unwrap_err();
+            assert_eq!((e.var.as_str(), e.value.as_str()), (VISIBLE_CORES, bad));
+            assert!(e.accepted.contains("inclusive range"), "{e}");
+        }
+    }
+
+    #[test]
+    fn num_cores_takes_0_for_all_to_64() {
+        assert_eq!(parse_num_cores("0"), Ok(0));
+        assert_eq!(parse_num_cores("2"), Ok(2));
+        assert_eq!(parse_num_cores("64"), Ok(64));
+        for bad in ["", "-1", "+1", "65", "1000", "99999999999", "two", "1.0"] {
+            let e = parse_num_cores(bad).unwrap_err();
+            assert_eq!((e.var.as_str(), e.value.as_str()), (NUM_CORES, bad));
+        }
+    }
+
+    #[test]
+    fn log_levels_map_onto_the_log_crates() {
+        for (v, l) in [
+            ("ERROR", L::Error),
+            ("error", L::Error),
+            ("WARNING", L::Warn),
+            ("WARN", L::Warn),
+            ("INFO", L::Info),
+            ("Debug", L::Debug),
+            ("TRACE", L::Trace),
+            ("QUIET", L::Off),
+        ] {
+            assert_eq!(parse_log_level(LOG_LEVEL, v), Ok(l), "{v}");
+        }
+        for bad in ["", "VERBOSE", "3", "FATAL"] {
+            let e = parse_log_level("NEURON_RT_LOG_LEVEL_TDRV", bad).unwrap_err();
+            assert_eq!(e.var, "NEURON_RT_LOG_LEVEL_TDRV");
+            assert!(e.accepted.contains("WARNING"), "{e}");
+        }
+    }
+
+    #[test]
+    fn per_component_levels_override_the_global_one_for_their_targets() {
+        let e = env(&[(LOG_LEVEL, "WARNING"), ("NEURON_RT_LOG_LEVEL_TDRV", "DEBUG")]).unwrap();
+        assert_eq!(e.log.level_of("nrt_core::event"), L::Debug);
+        assert_eq!(e.log.level_of("nrt_linux::session::bringup"), L::Debug);
+        assert_eq!(e.log.level_of("nrtctl"), L::Warn);
+        assert_eq!(e.log.max(), L::Debug);
+        let e = env(&[("NEURON_RT_LOG_LEVEL_NRT", "QUIET")]).unwrap();
+        assert_eq!(e.log.level_of("nrtctl"), L::Off);
+        assert_eq!(e.log.level_of("nrt_core"), L::Error, "the default is ERROR");
+        assert_eq!(env(&[]).unwrap().log, LogLevels::default());
+        let bad = env(&[("NEURON_RT_LOG_LEVEL_NMGR", "LOUD")]).unwrap_err();
+        assert_eq!((bad.var.as_str(), bad.value.as_str()), ("NEURON_RT_LOG_LEVEL_NMGR", "LOUD"));
+    }
+
+    #[test]
+    fn the_environment_is_parsed_whole_and_an_empty_value_is_unset() {
+        let e = env(&[(EXEC_TIMEOUT, "7"), (VISIBLE_CORES, "0-1"), (NUM_CORES, "1"), (LOG_LEVEL, "")]).unwrap();
+        assert_eq!(e.exec_timeout_s, Some(7));
+        assert_eq!(e.visible_cores, Some((0b11, "0-1".to_string())));
+        assert_eq!(e.num_cores, Some(1));
+        assert_eq!(e.log.global, L::Error);
+        assert_eq!(env(&[(EXEC_TIMEOUT, "")]).unwrap().exec_timeout_s, None);
+        assert_eq!(env(&[(EXEC_TIMEOUT, "x")]).unwrap_err().var, EXEC_TIMEOUT);
+        assert_eq!(env(&[(VISIBLE_CORES, "9-2")]).unwrap_err().var, VISIBLE_CORES);
+        assert_eq!(env(&[(NUM_CORES, "-2")]).unwrap_err().var, NUM_CORES);
+    }
+
+    #[test]
+    fn a_flag_beats_the_variable_which_beats_the_default() {
+        let set = env(&[(EXEC_TIMEOUT, "9")]).unwrap();
+        let b = Budget::resolve(Some(3), "--timeout-s", &set, Arch::Sunda);
+        assert_eq!((b.seconds, b.source.clone()), (3, Source::Flag("--timeout-s")));
+        assert_eq!(b.to_string(), "execution timeout 3 s (from flag --timeout-s)");
+        let b = Budget::resolve(None, "--timeout-s", &set, Arch::Sunda);
+        assert_eq!(b.to_string(), "execution timeout 9 s (from variable NEURON_RT_EXEC_TIMEOUT)");
+        let b = Budget::resolve(None, "--timeout-s", &RtEnv::default(), Arch::Cayman);
+        assert_eq!(b.to_string(), "execution timeout 600 s (from the documented default for cayman)");
+    }
+
+    #[test]
+    fn cores_come_from_the_flag_then_visible_cores_then_num_cores() {
+        let both = env(&[(VISIBLE_CORES, "0"), (NUM_CORES, "2")]).unwrap();
+        assert_eq!(
+            resolve_cores(Some(2), "--cores", &both),
+            Ok(CoreChoice { count: Some(2), source: Some(Source::Flag("--cores")) })
+        );
+        // VISIBLE_CORES takes precedence over NUM_CORES (the guide's note 5).
+        assert_eq!(
+            resolve_cores(None, "--cores", &both),
+            Ok(CoreChoice { count: Some(1), source: Some(Source::Env(VISIBLE_CORES)) })
+        );
+        for (v, n) in [("0-1", 2), ("0,1", 2), ("1,0", 2), ("0", 1), ("0-63", 64)] {
+            let e = env(&[(VISIBLE_CORES, v)]).unwrap();
+            assert_eq!(resolve_cores(None, "--cores", &e).map(|c| c.count), Ok(Some(n)), "{v}");
+        }
+        for v in ["1", "2-3", "0,2"] {
+            let e = env(&[(VISIBLE_CORES, v)]).unwrap();
+            let err = resolve_cores(None, "--cores", &e).unwrap_err();
+            assert_eq!((err.var.as_str(), err.value.as_str()), (VISIBLE_CORES, v));
+            assert!(err.accepted.contains("cores 0..n"), "{err}");
+        }
+        let one = env(&[(NUM_CORES, "1")]).unwrap();
+        assert_eq!(resolve_cores(None, "--cores", &one).map(|c| c.count), Ok(Some(1)));
+        let all = env(&[(NUM_CORES, "0")]).unwrap();
+        assert_eq!(
+            resolve_cores(None, "--cores", &all),
+            Ok(CoreChoice { count: None, source: Some(Source::Env(NUM_CORES)) })
+        );
+        assert_eq!(resolve_cores(None, "--cores", &RtEnv::default()), Ok(CoreChoice { count: None, source: None }));
+    }
+}

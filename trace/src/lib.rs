@@ -1,0 +1,418 @@
+//! Pictures of a harvest, from the report of an inference ([`RunReport`]):
+//!
+//! - [`Trace::to_json`]: Chrome trace-event JSON, the format Perfetto and
+//!   `chrome://tracing` open (`{"traceEvents": [...]}` with `ph` `X` spans, `i`
+//!   instants, `C` counters and `M` metadata naming the tracks; `ts` and `dur`
+//!   in microseconds of the CPU clock the report's engine times are in);
+//! - [`Trace::to_svg`]: the same tracks drawn as an SVG (one lane per track,
+//!   spans as bars, instants as marks, a labelled time axis) for a reader
+//!   without a trace viewer.
+//!
+//! A trace is a neutral list of [`TraceEvent`]s on tracks named by
+//! `(pid, tid)`: the process is a device (`pid` = device index, 0 for a
+//! single run), the thread a track of it: [`HOST_TID`] for the host's marks
+//! (kickoff, the harvest, injected faults, events that name no core), then per
+//! physical core one track per engine ([`engine_tid`]) and one for its error
+//! marks ([`errors_tid`]). [`Trace::add_report`] fills it from a report:
+//!
+//! - each engine with both timestamps: a span START -> END (`ts` = START,
+//!   `dur` = END - START, exactly the report's engine times);
+//! - an engine with a START and no END (a hang): an instant at its START;
+//! - the kickoff: an instant at `kickoff_us` on the host track, and the
+//!   harvest as a span from the kickoff for `elapsed_ns`;
+//! - each injected fault: an instant at the kickoff on the host track;
+//! - each event of the harvest at level warn or error: an instant, at the
+//!   record's own timestamp for an error record (`ts_cpu_us`), else at the end
+//!   of the harvest (the event carries no time), on its core's error track
+//!   (G-TRACE-TIMES);
+//! - the poll passes and HEAD write-backs the platform observed
+//!   ([`RunReport::passes_us`], [`RunReport::head_writes_us`]): counters of the
+//!   running count, at most [`MAX_COUNTER_SAMPLES`] samples each (thinned
+//!   evenly, the last kept). Only `nrt-sim run`'s single run fills them; the
+//!   host run and `nrtctl run` leave them empty (no counters).
+//!
+//! There are no collectives (CC) spans: the report holds no collectives
+//! times (G-TRACE-CC).
+//!
+//! Writing a file ([`write_file`]) names the path and the reason (the errno
+//! name) of a failure.
+
+use std::collections::BTreeMap;
+
+use nrt_abi::report::{CoreReport, RunReport};
+use nrt_core::arch::ENGINES_PER_CORE;
+use nrt_core::event::{Event, Level};
+use serde_json::{json, Map, Value};
+
+/// The host track of a device.
+pub const HOST_TID: u32 = 0;
+/// Tracks per physical core: its engines, then its errors.
+pub const TRACKS_PER_CORE: u32 = ENGINES_PER_CORE as u32 + 1;
+/// Most samples of one counter (a deterministic harvest of a hang takes a
+/// step per virtual microsecond; the picture needs the shape, not each step).
+pub const MAX_COUNTER_SAMPLES: usize = 2000;
+
+/// The track of engine `engine` of physical core `core`.
+pub const fn engine_tid(core: u32, engine: u32) -> u32 {
+    1 + core * TRACKS_PER_CORE + engine
+}
+
+/// The error track of physical core `core`.
+pub const fn errors_tid(core: u32) -> u32 {
+    1 + core * TRACKS_PER_CORE + ENGINES_PER_CORE as u32
+}
+
+/// What a trace event is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kind {
+    /// A span of `dur_us` microseconds (`ph: X`).
+    Span {
+        /// Its length, microseconds.
+        dur_us: u64,
+    },
+    /// An instant (`ph: i`, thread scope).
+    Instant,
+    /// A counter's value from this time on (`ph: C`).
+    Counter {
+        /// The value.
+        value: u64,
+    },
+}
+
+/// One event on a track.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceEvent {
+    /// The device.
+    pub pid: u32,
+    /// The track of the device.
+    pub tid: u32,
+    /// What it shows.
+    pub name: String,
+    /// Its category (`engine`, `host`, `error`, `fault`, `poll`).
+    pub cat: &'static str,
+    /// When, CPU microseconds.
+    pub ts_us: u64,
+    /// Span, instant or counter.
+    pub kind: Kind,
+    /// Details shown when it is selected.
+    pub args: Vec<(&'static str, String)>,
+}
+
+/// A list of events on named tracks.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    /// Events, in the order added.
+    pub events: Vec<TraceEvent>,
+    processes: BTreeMap<u32, String>,
+    threads: BTreeMap<(u32, u32), String>,
+}
+
+impl Trace {
+    /// An empty trace.
+    pub fn new() -> Trace {
+        Trace::default()
+    }
+
+    /// Name device `pid`'s track.
+    pub fn name_process(&mut self, pid: u32, name: &str) {
+        self.processes.insert(pid, name.to_string());
+    }
+
+    /// Name track `tid` of device `pid`.
+    pub fn name_thread(&mut self, pid: u32, tid: u32, name: &str) {
+        self.threads.insert((pid, tid), name.to_string());
+    }
+
+    /// The named tracks, ordered by device then track.
+    pub fn tracks(&self) -> impl Iterator<Item = (&(u32, u32), &String)> {
+        self.threads.iter()
+    }
+
+    fn push(&mut self, e: TraceEvent) {
+        self.threads.entry((e.pid, e.tid)).or_insert_with(|| format!("track {}", e.tid));
+        self.events.push(e);
+    }
+
+    /// Add the engines of `cores` (physical core `core_base + i` for the `i`th):
+    /// a span per engine with both times, an instant for a START without END.
+    pub fn add_cores(&mut self, pid: u32, core_base: u32, cores: &[CoreReport], inference: Option<u32>) {
+        for (i, c) in cores.iter().enumerate() {
+            let core = core_base + i as u32;
+            self.name_thread(pid, errors_tid(core), &format!("core {core} errors"));
+            for e in &c.engines {
+                let tid = engine_tid(core, e.engine.index() as u32);
+                self.name_thread(pid, tid, &format!("core {core} {}", e.engine.name()));
+                let mut args = vec![
+                    ("core", core.to_string()),
+                    ("engine", e.engine.name().to_string()),
+                    ("state", format!("{:?}", e.state)),
+                    ("exec_ret", format!("{} {}", c.exec_ret.code(), c.exec_ret.name())),
+                ];
+                if let Some(n) = inference {
+                    args.push(("inference", n.to_string()));
+                }
+                match (e.start_us, e.end_us) {
+                    (Some(s), Some(end)) => self.push(TraceEvent {
+                        pid,
+                        tid,
+                        name: e.engine.name().to_string(),
+                        cat: "engine",
+                        ts_us: s,
+                        kind: Kind::Span { dur_us: end.saturating_sub(s) },
+                        args,
+                    }),
+                    (Some(s), None) => self.push(TraceEvent {
+                        pid,
+                        tid,
+                        name: format!("{} START, no END", e.engine.name()),
+                        cat: "engine",
+                        ts_us: s,
+                        kind: Kind::Instant,
+                        args,
+                    }),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// Add the kickoff instant and the harvest span on the host track of `pid`.
+    pub fn add_kickoff(&mut self, pid: u32, kickoff_us: u64, harvest_us: u64, status: &str) {
+        self.name_thread(pid, HOST_TID, "host");
+        self.add_kickoff_on(pid, HOST_TID, kickoff_us, harvest_us, status);
+    }
+
+    /// Add the kickoff instant and the harvest span on track `tid` of `pid`.
+    pub fn add_kickoff_on(&mut self, pid: u32, tid: u32, kickoff_us: u64, harvest_us: u64, status: &str) {
+        self.push(TraceEvent {
+            pid,
+            tid,
+            name: "kickoff".into(),
+            cat: "host",
+            ts_us: kickoff_us,
+            kind: Kind::Instant,
+            args: Vec::new(),
+        });
+        self.push(TraceEvent {
+            pid,
+            tid,
+            name: "harvest".into(),
+            cat: "host",
+            ts_us: kickoff_us,
+            kind: Kind::Span { dur_us: harvest_us },
+            args: vec![("status", status.to_string())],
+        });
+    }
+
+    /// Add everything of one report as device `pid` named `label`.
+    pub fn add_report(&mut self, r: &RunReport, pid: u32, label: &str) {
+        self.name_process(pid, label);
+        let status = format!("{} {}", r.status.code(), r.status.name());
+        let end_us = r.kickoff_us.saturating_add(r.elapsed_ns / 1_000);
+        self.add_kickoff(pid, r.kickoff_us, r.elapsed_ns / 1_000, &status);
+        for f in &r.config.faults {
+            self.push(TraceEvent {
+                pid,
+                tid: HOST_TID,
+                name: format!("fault {f}"),
+                cat: "fault",
+                ts_us: r.kickoff_us,
+                kind: Kind::Instant,
+                args: vec![("spec", f.clone())],
+            });
+        }
+        self.add_cores(pid, 0, &r.cores, None);
+        for e in &r.events {
+            self.add_event(pid, e, end_us);
+        }
+        self.add_counter(pid, "poll passes", &r.passes_us);
+        self.add_counter(pid, "HEAD write-backs", &r.head_writes_us);
+    }
+
+    /// Add a harvest event at level warn or error as an instant (others are
+    /// left out): at its own time if it has one, else at `end_us`.
+    pub fn add_event(&mut self, pid: u32, e: &Event, end_us: u64) {
+        if !matches!(e.level(), Level::Warn | Level::Error) {
+            return;
+        }
+        let (core, ts) = match *e {
+            Event::ErrorRecord { core, ts_cpu_us, .. } => (Some(core), ts_cpu_us),
+            _ => (event_core(e), end_us),
+        };
+        let tid = core.map_or(HOST_TID, |c| errors_tid(u32::from(c)));
+        if tid == HOST_TID {
+            self.name_thread(pid, HOST_TID, "host");
+        }
+        self.push(TraceEvent {
+            pid,
+            tid,
+            name: e.kind().to_string(),
+            cat: "error",
+            ts_us: ts,
+            kind: Kind::Instant,
+            args: vec![("message", e.to_string()), ("level", format!("{:?}", e.level()))],
+        });
+    }
+
+    /// Add a counter named `name` on device `pid`: the running count of the
+    /// observations at `times_us`, thinned to [`MAX_COUNTER_SAMPLES`].
+    pub fn add_counter(&mut self, pid: u32, name: &str, times_us: &[u64]) {
+        let n = times_us.len();
+        if n == 0 {
+            return;
+        }
+        let every = n.div_ceil(MAX_COUNTER_SAMPLES);
+        for (i, t) in times_us.iter().enumerate() {
+            if (i + 1) % every == 0 || i + 1 == n {
+                self.events.push(TraceEvent {
+                    pid,
+                    tid: HOST_TID,
+                    name: name.to_string(),
+                    cat: "poll",
+                    ts_us: *t,
+                    kind: Kind::Counter { value: (i + 1) as u64 },
+                    args: Vec::new(),
+                });
+            }
+        }
+    }
+
+    /// The trace as Chrome trace-event JSON.
+    pub fn to_json(&self) -> Value {
+        let mut out = Vec::with_capacity(self.events.len() + self.threads.len() * 2 + self.processes.len());
+        for (pid, name) in &self.processes {
+            out.push(json!({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}}));
+            out.push(
+                json!({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}}),
+            );
+        }
+        for ((pid, tid), name) in &self.threads {
+            out.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}));
+            out.push(
+                json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}}),
+            );
+        }
+        for e in &self.events {
+            let mut o = Map::new();
+            o.insert("name".into(), json!(e.name));
+            o.insert("cat".into(), json!(e.cat));
+            o.insert("pid".into(), json!(e.pid));
+            o.insert("tid".into(), json!(e.tid));
+            o.insert("ts".into(), json!(e.ts_us));
+            let mut args: Map<String, Value> = e.args.iter().map(|(k, v)| ((*k).to_string(), json!(v))).collect();
+            match e.kind {
+                Kind::Span { dur_us } => {
+                    o.insert("ph".into(), json!("X"));
+                    o.insert("dur".into(), json!(dur_us));
+                }
+                Kind::Instant => {
+                    o.insert("ph".into(), json!("i"));
+                    o.insert("s".into(), json!("t"));
+                }
+                Kind::Counter { value } => {
+                    o.insert("ph".into(), json!("C"));
+                    args = Map::new();
+                    args.insert("count".into(), json!(value));
+                }
+            }
+            o.insert("args".into(), Value::Object(args));
+            out.push(Value::Object(o));
+        }
+        json!({"traceEvents": out, "displayTimeUnit": "ms"})
+    }
+
+    /// The trace as an SVG timeline: one lane per track (counters left out),
+    /// spans as bars, instants as marks, a time axis with labels.
+    pub fn to_svg(&self, title: &str) -> String {
+        svg::render(self, title)
+    }
+}
+
+/// The core an event names, if any.
+fn event_core(e: &Event) -> Option<u8> {
+    use Event::*;
+    match *e {
+        BarrierProxyFailed { core, .. }
+        | NetworkProxyFailed { core, .. }
+        | BadRing { core, .. }
+        | RingReadFailed { core, .. }
+        | HeadWriteFailed { core, .. }
+        | OverflowProbe { core, .. }
+        | IntcReadFailed { core, .. }
+        | UnexpectedNotification { core, .. }
+        | NqTagMismatch { core, .. }
+        | CustomNotification { core, .. }
+        | BadCustomSubId { core, .. }
+        | TensorCompleted { core, .. }
+        | UnknownTensor { core, .. }
+        | CoreTimeout { core, .. }
+        | HwFault { core, .. }
+        | HangOnCompute { core }
+        | TimestampCalInvalid { core, .. }
+        | ErrorRecord { core, .. }
+        | SequencerError { core, .. }
+        | UncorrectableEcc { core }
+        | CorrectableEcc { core }
+        | ErrorCountLarge { core, .. } => Some(core),
+        _ => None,
+    }
+}
+
+/// The conventional name of an errno value, for messages.
+pub fn errno_name(e: i32) -> &'static str {
+    match e {
+        1 => "EPERM",
+        2 => "ENOENT",
+        5 => "EIO",
+        6 => "ENXIO",
+        9 => "EBADF",
+        13 => "EACCES",
+        17 => "EEXIST",
+        20 => "ENOTDIR",
+        21 => "EISDIR",
+        22 => "EINVAL",
+        24 => "EMFILE",
+        27 => "EFBIG",
+        28 => "ENOSPC",
+        30 => "EROFS",
+        32 => "EPIPE",
+        36 => "ENAMETOOLONG",
+        122 => "EDQUOT",
+        _ => "errno",
+    }
+}
+
+/// Write `text` to `path` (`what` names it: "trace", "timeline SVG"); the
+/// error names what, the path and the reason with its errno name. A FIFO
+/// without a reader fails at once (ENXIO); a reader that goes away fails the
+/// write (EPIPE: Rust programs ignore SIGPIPE).
+pub fn write_file(what: &str, path: &std::path::Path, text: &str) -> Result<(), String> {
+    use std::io::Write as _;
+    let fail = |op: &str, e: std::io::Error| {
+        let name = e.raw_os_error().map_or("", errno_name);
+        format!("writing the {what} to {}: {op} failed: {e} ({name})", path.display())
+    };
+    // A FIFO nobody reads would block the open for ever: a non-blocking open
+    // first fails at once (ENXIO) and, where a reader is there, holds the FIFO
+    // open for the blocking one below.
+    let _probe = if std::fs::metadata(path).is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type())) {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        Some(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path)
+                .map_err(|e| fail("open", e))?,
+        )
+    } else {
+        None
+    };
+    let mut f = std::fs::File::create(path).map_err(|e| fail("create", e))?;
+    f.write_all(text.as_bytes()).map_err(|e| fail("write", e))?;
+    f.sync_all().or_else(|e| if e.raw_os_error() == Some(22) { Ok(()) } else { Err(e) }).map_err(|e| fail("fsync", e))
+}
+
+mod svg;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,306 @@
+//! The trace of a hand-made report: every track named, each span at the
+//! report's engine times, instants where the events are, counters thinned.
+
+use super::*;
+use nrt_abi::report::{EngineReport, ReportConfig};
+use nrt_core::exec::{Step, TpbEngState};
+use nrt_core::nq::{Engine, ErrorClass};
+use nrt_core::NrtStatus;
+
+fn report() -> RunReport {
+    let engines = |base: u64, hang: Option<Engine>| {
+        Engine::ALL
+            .iter()
+            .map(|e| EngineReport {
+                engine: *e,
+                state: TpbEngState::Complete,
+                start_us: Some(base + e.index() as u64),
+                end_us: if Some(*e) == hang { None } else { Some(base + 10 * (e.index() as u64 + 1)) },
+            })
+            .collect::<Vec<_>>()
+    };
+    RunReport {
+        config: ReportConfig { faults: vec!["nan:core=1".into()], ..ReportConfig::default() },
+        status: NrtStatus::ExecCompletedWithNumErr,
+        step: Step::Done,
+        steps: 3,
+        elapsed_ns: 80_000,
+        timeout_ms: 5_000,
+        kickoff_us: 100,
+        staging: None,
+        remote: None,
+        cores: vec![
+            CoreReport {
+                core: 0,
+                exec_ret: NrtStatus::Success,
+                duration_us: 50,
+                fatal: Vec::new(),
+                err: None,
+                engines: engines(110, None),
+            },
+            CoreReport {
+                core: 1,
+                exec_ret: NrtStatus::ExecCompletedWithNumErr,
+                duration_us: 50,
+                fatal: Vec::new(),
+                err: Some(ErrorClass::Numerical),
+                engines: engines(120, Some(Engine::Dve)),
+            },
+        ],
+        events: vec![
+            Event::ErrorRecord {
+                core: 1,
+                subtype: 3,
+                class: ErrorClass::Numerical,
+                ts_cpu_us: 140,
+                status: NrtStatus::ExecCompletedWithNumErr,
+            },
+            Event::HangOnCompute { core: 1 },
+            Event::XuFatalShutdown { status: NrtStatus::Timeout },
+            Event::CorrectableEcc { core: 0 },
+        ],
+        staging_events: Vec::new(),
+        wakes: Vec::new(),
+        notes: Vec::new(),
+        device: Default::default(),
+        passes_us: (0..5000).map(|i| 100 + i / 60).collect(),
+        head_writes_us: vec![150, 170],
+    }
+}
+
+fn events_of<'a>(v: &'a Value, ph: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+    v["traceEvents"].as_array().into_iter().flatten().filter(move |e| e["ph"] == ph)
+}
+
+#[test]
+fn spans_are_the_reports_engine_times_on_one_track_per_core_and_engine() {
+    let r = report();
+    let mut t = Trace::new();
+    t.add_report(&r, 3, "device 3");
+    let v: Value = serde_json::from_str(&t.to_json().to_string()).expect("the JSON parses");
+    let spans: Vec<&Value> = events_of(&v, "X").filter(|e| e["cat"] == "engine").collect();
+    // 10 engines, one without END.
+    assert_eq!(spans.len(), 9);
+    for c in &r.cores {
+        for e in &c.engines {
+            let tid = engine_tid(u32::from(c.core), e.engine.index() as u32);
+            let on: Vec<&&Value> = spans.iter().filter(|s| s["tid"] == tid && s["pid"] == 3).collect();
+            match (e.start_us, e.end_us) {
+                (Some(s), Some(end)) => {
+                    assert_eq!(on.len(), 1, "core {} {}", c.core, e.engine.name());
+                    assert_eq!(on[0]["ts"].as_u64(), Some(s));
+                    assert_eq!(on[0]["dur"].as_u64(), Some(end - s));
+                    assert_eq!(on[0]["name"], e.engine.name());
+                }
+                _ => assert!(on.is_empty()),
+            }
+        }
+    }
+    let hang: Vec<&Value> = events_of(&v, "i").filter(|e| e["tid"] == engine_tid(1, 3)).collect();
+    assert_eq!(hang.len(), 1);
+    assert_eq!(hang[0]["ts"].as_u64(), Some(123));
+}
+
+#[test]
+fn every_track_is_named_by_metadata() {
+    let mut t = Trace::new();
+    t.add_report(&report(), 0, "nrt-sim run");
+    let v = t.to_json();
+    let named: Vec<(u64, String)> = events_of(&v, "M")
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| (e["tid"].as_u64().unwrap_or(u64::MAX), e["args"]["name"].as_str().unwrap_or("").to_string()))
+        .collect();
+    // Host, 2 cores x (5 engines + errors).
+    assert_eq!(named.len(), 1 + 2 * 6);
+    assert!(named.contains(&(0, "host".into())));
+    assert!(named.contains(&(u64::from(engine_tid(1, 4)), "core 1 SP".into())));
+    assert!(named.contains(&(u64::from(errors_tid(0)), "core 0 errors".into())));
+    for e in v["traceEvents"].as_array().into_iter().flatten().filter(|e| e["ph"] != "M" && e["ph"] != "C") {
+        assert!(named.iter().any(|(tid, _)| e["tid"].as_u64() == Some(*tid)), "unnamed track of {e}");
+    }
+    let procs: Vec<&Value> = events_of(&v, "M").filter(|e| e["name"] == "process_name").collect();
+    assert_eq!(procs.len(), 1);
+    assert_eq!(procs[0]["args"]["name"], "nrt-sim run");
+}
+
+#[test]
+fn kickoff_faults_and_errors_are_instants_where_they_happened() {
+    let mut t = Trace::new();
+    t.add_report(&report(), 0, "run");
+    let v = t.to_json();
+    let inst: Vec<&Value> = events_of(&v, "i").collect();
+    let find = |name: &str| inst.iter().find(|e| e["name"] == name).copied();
+    assert_eq!(find("kickoff").map(|e| (e["ts"].as_u64(), e["tid"].as_u64())), Some((Some(100), Some(0))));
+    assert_eq!(find("fault nan:core=1").and_then(|e| e["ts"].as_u64()), Some(100));
+    let rec = find("error_record").expect("the error record");
+    assert_eq!((rec["ts"].as_u64(), rec["tid"].as_u64()), (Some(140), Some(u64::from(errors_tid(1)))));
+    // No time of its own: at the end of the harvest (kickoff + 80 us).
+    let hang = find("hang_on_compute").expect("the hang");
+    assert_eq!((hang["ts"].as_u64(), hang["tid"].as_u64()), (Some(180), Some(u64::from(errors_tid(1)))));
+    assert_eq!(find("xu_fatal_shutdown").and_then(|e| e["tid"].as_u64()), Some(0));
+    // Info level: left out.
+    assert!(find("correctable_ecc").is_none());
+    let harvest: Vec<&Value> = events_of(&v, "X").filter(|e| e["name"] == "harvest").collect();
+    assert_eq!(harvest.len(), 1);
+    assert_eq!((harvest[0]["ts"].as_u64(), harvest[0]["dur"].as_u64()), (Some(100), Some(80)));
+}
+
+#[test]
+fn counters_count_up_thinned_to_the_cap_with_the_last_kept() {
+    let mut t = Trace::new();
+    t.add_report(&report(), 0, "run");
+    let v = t.to_json();
+    let passes: Vec<&Value> = events_of(&v, "C").filter(|e| e["name"] == "poll passes").collect();
+    assert!(passes.len() <= MAX_COUNTER_SAMPLES && passes.len() >= MAX_COUNTER_SAMPLES / 2, "{}", passes.len());
+    let counts: Vec<u64> = passes.iter().filter_map(|e| e["args"]["count"].as_u64()).collect();
+    assert!(counts.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(counts.last(), Some(&5000));
+    // 5000 passes over 2000 samples: every third count, then the last.
+    assert_eq!(&counts[..3], &[3, 6, 9]);
+    assert!(counts[..counts.len() - 1].iter().all(|c| c % 3 == 0), "{counts:?}");
+    let heads: Vec<(Option<u64>, Option<u64>)> = events_of(&v, "C")
+        .filter(|e| e["name"] == "HEAD write-backs")
+        .map(|e| (e["ts"].as_u64(), e["args"]["count"].as_u64()))
+        .collect();
+    assert_eq!(heads, vec![(Some(150), Some(1)), (Some(170), Some(2))]);
+}
+
+#[test]
+fn the_svg_has_a_lane_per_track_a_bar_per_span_and_a_mark_per_instant() {
+    let mut t = Trace::new();
+    t.add_report(&report(), 0, "run <1>");
+    let s = t.to_svg("nan & more");
+    assert!(s.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert!(s.trim_end().ends_with("</svg>"));
+    assert!(s.contains("nan &amp; more"));
+    assert!(s.contains(">core 1 DVE<"), "one device: lanes named by their track");
+    // Every track has something drawn but core 0's errors (its one event is info).
+    let lanes = t.tracks().count() - 1;
+    assert!(!s.contains("core 0 errors"));
+    // The background, a rect per lane, six legend swatches, then the bars.
+    let bars = s.matches("<rect x=").count() - 1 - lanes - 6;
+    let spans = t.events.iter().filter(|e| matches!(e.kind, Kind::Span { .. })).count();
+    assert_eq!(bars, spans);
+    // Two legend marks, then one per instant.
+    let marks = s.matches("<path d=").count() - 2;
+    assert_eq!(marks, t.events.iter().filter(|e| e.kind == Kind::Instant).count());
+    assert!(s.contains(">100 µs<") || s.contains(">90 µs<"), "an axis label at the start");
+    // The legend's, then the fault, the record, the hang, the shutdown.
+    assert_eq!(s.matches("fill=\"#d62728\"").count(), 1 + 4, "the errors and the fault are red");
+    let mut two = Trace::new();
+    two.add_report(&report(), 0, "run <1>");
+    two.add_report(&report(), 1, "device 1");
+    let s = two.to_svg("two");
+    assert!(
+        s.contains(">run &lt;1&gt;: core 1 DVE<") && s.contains(">device 1: core 0 PE<"),
+        "several: lanes say whose"
+    );
+}
+
+#[test]
+fn errno_names_are_the_conventional_ones() {
+    for (n, name) in [
+        (libc::EPERM, "EPERM"),
+        (libc::ENOENT, "ENOENT"),
+        (libc::EIO, "EIO"),
+        (libc::ENXIO, "ENXIO"),
+        (libc::EBADF, "EBADF"),
+        (libc::EACCES, "EACCES"),
+        (libc::EEXIST, "EEXIST"),
+        (libc::ENOTDIR, "ENOTDIR"),
+        (libc::EISDIR, "EISDIR"),
+        (libc::EINVAL, "EINVAL"),
+        (libc::EMFILE, "EMFILE"),
+        (libc::EFBIG, "EFBIG"),
+        (libc::ENOSPC, "ENOSPC"),
+        (libc::EROFS, "EROFS"),
+        (libc::EPIPE, "EPIPE"),
+        (libc::ENAMETOOLONG, "ENAMETOOLONG"),
+        (libc::EDQUOT, "EDQUOT"),
+        (9999, "errno"),
+    ] {
+        assert_eq!(errno_name(n), name, "{n}");
+    }
+}
+
+#[test]
+fn a_device_that_cannot_be_synced_is_written_all_the_same() {
+    // fsync of /dev/null is EINVAL: not an error for a file that is no file.
+    assert_eq!(write_file("trace", std::path::Path::new("/dev/null"), "{}"), Ok(()));
+}
+
+/// A FIFO of this test's own, made with `mkfifo`.
+fn fifo(name: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("nrt-trace-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    let ok = std::process::Command::new("mkfifo").arg(&p).status().is_ok_and(|s| s.success());
+    assert!(ok, "mkfifo {}", p.display());
+    p
+}
+
+#[test]
+fn a_fifo_nobody_reads_fails_at_once_and_a_reader_that_leaves_is_epipe() {
+    let p = fifo("noreader");
+    let e = write_file("trace", &p, "{}").unwrap_err();
+    assert!(e.contains("ENXIO") && e.contains(&p.display().to_string()), "{e}");
+    let _ = std::fs::remove_file(&p);
+
+    let p = fifo("leaves");
+    // The reader opens first (non-blocking, so without a writer), reads one
+    // byte once the writer is there, and closes: the rest of the write is EPIPE.
+    let reader = {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&p).expect("the reader")
+    };
+    let t = std::thread::spawn(move || {
+        use std::io::Read as _;
+        let mut r = reader;
+        let mut b = [0u8; 1];
+        // Non-blocking: bounded retries until the writer has written.
+        for _ in 0..10_000 {
+            if matches!(r.read(&mut b), Ok(1)) {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        false
+    });
+    let big = "x".repeat(4 << 20);
+    let e = write_file("timeline SVG", &p, &big).unwrap_err();
+    assert!(t.join().unwrap_or(false), "the reader read a byte");
+    assert!(e.contains("EPIPE") && e.contains("write failed") && e.contains(&p.display().to_string()), "{e}");
+    let _ = std::fs::remove_file(&p);
+}
+
+#[test]
+fn write_file_names_the_path_and_the_errno() {
+    let e = write_file("trace", std::path::Path::new("/nonexistent-dir/x.json"), "{}").unwrap_err();
+    assert!(e.contains("/nonexistent-dir/x.json") && e.contains("ENOENT") && e.contains("trace"), "{e}");
+    let dir = std::env::temp_dir();
+    let e = write_file("timeline SVG", &dir, "<svg/>").unwrap_err();
+    assert!(e.contains("EISDIR") && e.contains("timeline SVG"), "{e}");
+    let p = dir.join(format!("nrt-trace-test-{}.json", std::process::id()));
+    write_file("trace", &p, "{}").expect("a writable path");
+    assert_eq!(std::fs::read_to_string(&p).ok().as_deref(), Some("{}"));
+    let _ = std::fs::remove_file(&p);
+}
+
+#[test]
+fn tracks_are_numbered_host_then_per_core_engines_then_errors() {
+    assert_eq!(HOST_TID, 0);
+    assert_eq!((engine_tid(0, 0), engine_tid(0, 4), errors_tid(0)), (1, 5, 6));
+    assert_eq!((engine_tid(1, 0), engine_tid(1, 4), errors_tid(1)), (7, 11, 12));
+    assert_eq!(errors_tid(7), 48);
+}
+
+#[test]
+fn an_event_without_a_core_names_the_host_track() {
+    let mut t = Trace::new();
+    t.add_event(2, &Event::XuFatalShutdown { status: NrtStatus::Timeout }, 40);
+    t.add_event(2, &Event::HangOnCompute { core: 1 }, 40);
+    let named: Vec<(&(u32, u32), &String)> = t.tracks().collect();
+    assert_eq!(named.len(), 2, "{named:?}");
+    assert_eq!(named[0], (&(2, HOST_TID), &"host".to_string()));
+    assert_eq!(*named[1].0, (2, errors_tid(1)));
+    assert_eq!(t.events.iter().map(|e| e.ts_us).collect::<Vec<_>>(), vec![40, 40]);
+}
