@@ -3,6 +3,7 @@
 
 use super::{ts_slot, ExecRequest, ExecState, Step, TimeoutCause};
 use crate::arch::ENGINES_PER_CORE;
+use crate::counters::NcUpdate;
 use crate::event::{emit, Event};
 use crate::hal::ExecDevice;
 use crate::nq::entry::ENTRY_SIZE;
@@ -94,7 +95,31 @@ impl ExecRequest {
         self.state = ExecState::Done;
         self.result = (step, best);
         *out = best;
+        self.count(dev, step, best);
         step
+    }
+
+    /// The counter hook (`nds_increment_nc_counter`, seed §1 FINALIZE): once per
+    /// physical core, after the status is decided, the core's outcome to the
+    /// platform ([`EventSink::nc_counters`](crate::hal::EventSink::nc_counters)).
+    /// A core whose own status is success in a request that failed without an
+    /// error set ("failed but error not set") counts the request's status.
+    /// FINALIZE reads no clock: the update carries the request's start (the
+    /// INIT step), and the platform ends the total latency on its own clock.
+    fn count<D: ExecDevice + ?Sized>(&self, dev: &mut D, step: Step, best: NrtStatus) {
+        for core in 0..self.tpb_count() {
+            let own = self.out_info.exec_rets.get(core).copied().unwrap_or(best);
+            let status = if own.is_success() && step == Step::Error { best } else { own };
+            let err = self.out_info.err.get(core).copied().flatten();
+            let update = NcUpdate {
+                status,
+                sequencer_error: err == Some(ErrorClass::SwSequencer),
+                correctable_ecc: err == Some(ErrorClass::EccCorrectable),
+                device_latency_us: self.out_info.tpb_duration_us.get(core).copied().unwrap_or(0),
+                started_ns: self.barrier_start_ns,
+            };
+            dev.nc_counters(core as u8, &update);
+        }
     }
 
     /// `exec_request_postprocess_exec`: device timestamps to CPU microseconds, and
