@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 
 pub mod ioctl;
+pub mod nds;
 #[cfg(feature = "report")]
 pub mod report;
 #[cfg(feature = "shm")]
