@@ -32,3 +32,5 @@ pub mod report;
 #[cfg(feature = "shm")]
 pub mod shm;
 pub mod sim;
+#[cfg(feature = "report")]
+pub mod stats;

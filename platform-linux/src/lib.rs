@@ -36,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod bar;
+pub mod datastore;
 pub mod device;
 pub mod doorbell;
 pub mod error;

@@ -349,6 +349,8 @@ pub struct Session {
     /// Size each ring was initialised with, for a size change (point 8).
     ring_sizes: [[Option<u32>; NQ_PER_CORE]; MAX_CORES],
     last_status: Option<NrtStatus>,
+    /// Why this process's datastore could not be acquired or mapped, if so.
+    datastore_error: Option<LinuxError>,
     closed: bool,
 }
 
