@@ -134,6 +134,20 @@ impl Datastore {
         map.store64(off as u64, v, order).map_err(|e| self.err("datastore write", e))
     }
 
+    /// Whether the process still holds this datastore: a monitor's acquire
+    /// again (idempotent in the driver, nothing counted) names the same
+    /// memory. `Ok(false)` when the driver says `ENOENT` (released, or the
+    /// process gone: the memory now reads zeros and may be handed to another
+    /// process) or hands another offset. The header is not consulted: the
+    /// driver never writes or checks it, and a runtime need not.
+    pub fn still_held(&self) -> Result<bool, LinuxError> {
+        match self.dev.acquire_neuron_ds(self.pid) {
+            Ok(info) => Ok(info.mmap_offset == self.info.mmap_offset),
+            Err(e) if e.errno() == Some(libc::ENOENT) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The header's signature and version.
     pub fn header(&self) -> Result<([u8; 4], i32), LinuxError> {
         let map = self.mapping()?;

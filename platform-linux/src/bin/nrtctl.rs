@@ -50,9 +50,9 @@
 //! its counters in the shape of neuron-monitor's `execution_stats`
 //! (`nrt_abi::stats`; the same field names with `--json`). `--watch SECS`
 //! prints what changed over each period of SECS seconds (with `period`), and
-//! stops after `--count` periods, when the process's datastore is gone (its
-//! header zeroed: released, or the process exited), or when standard output
-//! closes. Exit 1 when the datastore cannot be acquired (the call, the device,
+//! stops after `--count` periods, when the process's datastore is gone (the
+//! driver no longer hands it out: released, or the process exited), or when
+//! standard output closes. Exit 1 when the datastore cannot be acquired (the call, the device,
 //! the pid and the errno: `ENOENT` when the process has none).
 //!
 //! A reader that goes away (`| head`) ends the output quietly: the command
@@ -546,11 +546,10 @@ fn stats(a: &StatsArgs) -> ExitCode {
     };
     let ncs = nrt_abi::nds::NDS_NC_MAX;
     let read = |ds: &Datastore| -> Result<Option<Vec<_>>, nrt_linux::error::LinuxError> {
-        // A zeroed header: the owner released its datastore (or exited).
-        if ds.header()?.0 != nrt_abi::nds::NDS_SIGNATURE {
-            return Ok(None);
-        }
-        ds.read_ncs(ncs).map(Some)
+        // Read, then ask whether the process still held it (ENOENT once it
+        // released it or exited: what was read may then be zeros).
+        let v = ds.read_ncs(ncs)?;
+        Ok(ds.still_held()?.then_some(v))
     };
     let print = |s: &ExecutionStats, period: Option<f64>| {
         if a.json {
