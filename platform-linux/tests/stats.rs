@@ -117,9 +117,13 @@ fn check(sim: &PathBuf, scenario: &str) -> Result<(), String> {
         let rc = r["return_code"].as_u64().unwrap();
         let status = r["status"].as_u64().unwrap();
         max_elapsed_ms = max_elapsed_ms.max(r["elapsed_ms"].as_f64().unwrap());
-        for c in r["cores"].as_array().unwrap() {
+        let cores = r["cores"].as_array().unwrap();
+        for c in cores {
             let own = c["exec_ret"].as_u64().unwrap();
-            let s = if own == 0 && rc == 2 { status } else { own };
+            // A core without a status of its own in a failed request counts the
+            // request's, unless its engines all completed.
+            let complete = c["engines"].as_array().unwrap().iter().all(|e| e["state"] == "COMPLETE");
+            let s = if own == 0 && rc == 2 && !complete { status } else { own };
             let (sum, err) = fields(s, c["error_class"].as_str());
             if !sum.is_empty() {
                 *summary.entry(sum).or_default() += 1;

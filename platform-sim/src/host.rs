@@ -91,6 +91,9 @@ pub struct SimHost {
     clock: HostClock,
     /// Events the core delivered, in order.
     pub events: Vec<Event>,
+    /// The per-core execution counters FINALIZE updated (what a runtime writes
+    /// into the driver's datastore; here they stay in RAM).
+    pub counters: nrt_core::counters::NcCounters<{ nrt_core::arch::MAX_CORES }>,
     tensors: TensorCompletions<MAX_OUTPUTS, WakeLog>,
     ring_next: u64,
     handoff: Arc<Mutex<HandoffLog>>,
@@ -114,6 +117,7 @@ impl SimHost {
             shared,
             clock,
             events: Vec::new(),
+            counters: nrt_core::counters::NcCounters::new(),
             tensors,
             ring_next: layout::RING_BACKING_BASE,
             handoff: Arc::default(),
@@ -219,6 +223,10 @@ impl hal::FaultProbe for SimHost {
 impl hal::EventSink for SimHost {
     fn event(&mut self, event: &Event) {
         self.events.push(*event);
+    }
+    fn nc_counters(&mut self, core: u8, update: &nrt_core::counters::NcUpdate) {
+        let now = hal::Clock::now_ns(self);
+        self.counters.apply(core, update, now);
     }
 }
 

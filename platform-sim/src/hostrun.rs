@@ -152,6 +152,9 @@ pub struct LaneReport {
     pub poller: u16,
     /// Each inference's step code and status, in order.
     pub results: Vec<(Step, NrtStatus)>,
+    /// The lane's per-core execution counters (its host's, as FINALIZE
+    /// updated them), one per physical core of the logical core.
+    pub counters: Vec<nrt_core::counters::NcCounterBlock>,
 }
 
 /// What one poller did.
@@ -183,6 +186,12 @@ pub struct HostReport {
 }
 
 impl HostReport {
+    /// neuron-monitor's `execution_stats` over every lane's cores: what a
+    /// monitor of each process would sum.
+    pub fn execution_stats(&self) -> nrt_abi::stats::ExecutionStats {
+        nrt_abi::stats::ExecutionStats::from_blocks(self.lanes.iter().flat_map(|l| l.counters.iter()))
+    }
+
     /// How many inferences ended with each (step, status), ordered by status code.
     pub fn totals(&self) -> BTreeMap<(u32, u8), u64> {
         let mut t = BTreeMap::new();
@@ -345,7 +354,13 @@ fn run_poller(
     let lanes = lanes
         .0
         .into_iter()
-        .map(|l| LaneReport { device: l.device_index, core: l.core, poller, results: l.results })
+        .map(|l| LaneReport {
+            device: l.device_index,
+            core: l.core,
+            poller,
+            counters: (0..cfg.lnc).filter_map(|c| l.host.counters.core(c).copied()).collect(),
+            results: l.results,
+        })
         .collect();
     Ok((report, lanes))
 }
@@ -401,6 +416,8 @@ pub fn text(r: &HostReport) -> String {
     }
     let total: u64 = r.totals().values().sum();
     let _ = writeln!(s, "total: {total} inferences: {}", status_list(&r.totals()));
+    let _ = writeln!(s, "\nexecution_stats (every lane's cores, as neuron-monitor would sum them):");
+    s.push_str(&r.execution_stats().text());
     s
 }
 
@@ -432,5 +449,6 @@ pub fn json(r: &HostReport) -> serde_json::Value {
             "steps": p.steps, "records_written": p.records_written, "ring_full_drops": p.ring_full_drops,
         })).collect::<Vec<_>>(),
         "totals": totals(r.totals()),
+        "execution_stats": r.execution_stats().json(None),
     })
 }

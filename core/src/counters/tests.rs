@@ -318,6 +318,34 @@ fn device_latency_is_the_cores_duration_and_total_runs_from_init() {
 }
 
 #[test]
+fn a_core_that_finished_cleanly_beside_one_that_timed_out_counts_completed() {
+    let mut r = Rig::new(2);
+    for e in 0..crate::arch::ENGINES_PER_CORE {
+        r.dev.start(1, e, 1_000_000);
+        r.dev.end(1, e, 2_000_000);
+    }
+    let (_, st) = r.finish(2);
+    assert_eq!(st, NrtStatus::Timeout);
+    assert_eq!((r.counted(0, INFER_TIMED_OUT), r.counted(0, INFER_COMPLETED)), (1, 0));
+    assert_eq!((r.counted(1, INFER_TIMED_OUT), r.counted(1, INFER_COMPLETED)), (0, 1));
+}
+
+#[test]
+fn a_core_cut_short_by_another_cores_failure_counts_the_requests_status() {
+    // An unbound INFER_STATUS ring on core 0 (a BadRing at the barrier
+    // transition) fails core 0 with NRT_FAILURE; core 1 has no status of its
+    // own but never ran: it counts the request's failure, not a completion.
+    let mut r = Rig::new(2);
+    r.nq = Notifications::new();
+    let (s, st) = r.finish(99);
+    assert_eq!((s, st), (Step::Error, NrtStatus::Failure));
+    assert_eq!((r.counted(0, GENERIC_FAIL), r.counted(0, ERR_GENERIC)), (1, 1));
+    assert_eq!((r.counted(1, GENERIC_FAIL), r.counted(1, INFER_COMPLETED)), (1, 0));
+    assert_eq!(r.dev.counter_updates[1].1.status, NrtStatus::Failure);
+    assert_eq!(r.dev.counter_updates.len(), 2);
+}
+
+#[test]
 fn two_cores_count_their_own_status() {
     let mut r = Rig::new(2);
     r.dev.error(1, ErrorEntry::new(1, 0, 0, 1000));

@@ -102,14 +102,18 @@ impl ExecRequest {
     /// The counter hook (`nds_increment_nc_counter`, seed §1 FINALIZE): once per
     /// physical core, after the status is decided, the core's outcome to the
     /// platform ([`EventSink::nc_counters`](crate::hal::EventSink::nc_counters)).
-    /// A core whose own status is success in a request that failed without an
-    /// error set ("failed but error not set") counts the request's status.
+    /// Each core counts its own status, but a core without one in a failed
+    /// request whose engines did not all complete (it never ran to the end: a
+    /// fault elsewhere finalized the request, or "failed but error not set")
+    /// counts the request's status; a core that completed beside one that
+    /// failed counts its success (G-NDS-MAP).
     /// FINALIZE reads no clock: the update carries the request's start (the
     /// INIT step), and the platform ends the total latency on its own clock.
     fn count<D: ExecDevice + ?Sized>(&self, dev: &mut D, step: Step, best: NrtStatus) {
         for core in 0..self.tpb_count() {
             let own = self.out_info.exec_rets.get(core).copied().unwrap_or(best);
-            let status = if own.is_success() && step == Step::Error { best } else { own };
+            let cut_short = own.is_success() && step == Step::Error && !self.core_complete(core);
+            let status = if cut_short { best } else { own };
             let err = self.out_info.err.get(core).copied().flatten();
             let update = NcUpdate {
                 status,

@@ -792,6 +792,8 @@ fn gen4_a_write_only_descriptor_reaches_only_the_misc_requests() {
         abi::MEM_ALLOC_V2MT.code(),
         abi::DMA_QUEUE_INIT.code(),
         abi::DEVICE_GET_ALL_APPS_INFO.code(),
+        abi::ACQUIRE_NEURON_DS.code(),
+        abi::RELEASE_NEURON_DS.code(),
     ] {
         assert_eq!(on_free(&mut m, code, &mut [], &mut mem), errno(Errno::EINVAL), "0x{code:08X}");
     }
