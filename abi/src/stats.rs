@@ -183,6 +183,7 @@ mod tests {
             correctable_ecc: false,
             device_latency_us: d,
             started_ns: 0,
+            harvested: true,
         };
         a.apply(&u(NrtStatus::Success, 10), 50_000);
         a.apply(&u(NrtStatus::ExecCompletedWithNumErr, 30), 70_000);
@@ -218,6 +219,7 @@ mod tests {
             correctable_ecc: false,
             device_latency_us: d,
             started_ns: 0,
+            harvested: true,
         };
         let mut a = NcCounterBlock::new();
         a.apply(&u(1), 0);

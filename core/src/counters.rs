@@ -147,9 +147,26 @@ pub struct NcUpdate {
     /// from here to the platform's clock when it applies the update
     /// ([`NcCounterBlock::apply`]'s `now_ns`): FINALIZE itself reads no clock.
     pub started_ns: u64,
+    /// The request was harvested (FINALIZE ran): its latencies count. `false`
+    /// for a request an execution unit in FATAL_SHUTDOWN answered 101 without
+    /// running it (the seed's XU DONE path counts it all the same, §6): its
+    /// status counts, no latency does.
+    pub harvested: bool,
 }
 
 impl NcUpdate {
+    /// The update for a request answered without a harvest (no latency).
+    pub const fn unharvested(status: NrtStatus) -> NcUpdate {
+        NcUpdate {
+            status,
+            sequencer_error: false,
+            correctable_ecc: false,
+            device_latency_us: 0,
+            started_ns: 0,
+            harvested: false,
+        }
+    }
+
     /// The total latency at `now_ns`, microseconds (0 when the clock is behind
     /// the start).
     pub const fn total_latency_us(&self, now_ns: u64) -> u64 {
@@ -273,6 +290,9 @@ impl NcCounterBlock {
     pub fn apply(&mut self, u: &NcUpdate, now_ns: u64) {
         for c in counters_for(u).into_iter().flatten() {
             self.add(c, 1);
+        }
+        if !u.harvested {
+            return;
         }
         let total = u.total_latency_us(now_ns);
         self.add(id::LATENCY_DEVICE, u.device_latency_us);

@@ -11,7 +11,14 @@ use crate::testutil::{FakeDevice, INTC_OVERFLOW};
 const RING: u32 = 1024;
 
 fn upd(status: NrtStatus) -> NcUpdate {
-    NcUpdate { status, sequencer_error: false, correctable_ecc: false, device_latency_us: 0, started_ns: 0 }
+    NcUpdate {
+        status,
+        sequencer_error: false,
+        correctable_ecc: false,
+        device_latency_us: 0,
+        started_ns: 0,
+        harvested: true,
+    }
 }
 
 /// The ids an update increments, sorted.
@@ -107,6 +114,14 @@ fn latencies_sum_and_the_window_keeps_the_last_24_in_order() {
     b.apply(&NcUpdate { device_latency_us: 6, started_ns: 2_000, ..upd(NrtStatus::Timeout) }, 10_999);
     assert_eq!(b.latency_samples(&mut d, &mut t), 2);
     assert_eq!((&d[..2], &t[..2]), (&[5u64, 6][..], &[9u64, 8][..]));
+}
+
+#[test]
+fn an_unharvested_answer_counts_its_status_and_no_latency() {
+    let mut b = NcCounterBlock::new();
+    b.apply(&NcUpdate::unharvested(NrtStatus::ExecUnitUnrecoverable), 5_000_000);
+    assert_eq!((b.get(GENERIC_FAIL), b.get(ERR_RT)), (1, 1));
+    assert_eq!((b.get(LATENCY_TOTAL), b.get(LATENCY_SAMPLES_WRITTEN)), (0, 0));
 }
 
 #[test]
@@ -343,6 +358,50 @@ fn a_core_cut_short_by_another_cores_failure_counts_the_requests_status() {
     assert_eq!((r.counted(1, GENERIC_FAIL), r.counted(1, INFER_COMPLETED)), (1, 0));
     assert_eq!(r.dev.counter_updates[1].1.status, NrtStatus::Failure);
     assert_eq!(r.dev.counter_updates.len(), 2);
+}
+
+/// The execution unit counts every completion (seed §6: the DONE path's
+/// `kmetric_update_nds_*`), the 101 answers of a degraded unit included.
+#[test]
+fn the_execution_unit_counts_every_completion_once() {
+    use crate::exec::{ExecUnit, XuQueue, XuSignalError, XuStep, XuWork};
+    #[derive(Default)]
+    struct Q(std::collections::VecDeque<XuWork>, u32);
+    impl XuQueue for Q {
+        fn peek_current(&mut self) -> Option<XuWork> {
+            self.0.front().copied()
+        }
+        fn consume_has_work(&mut self) -> Result<(), XuSignalError> {
+            self.1 = self.1.checked_sub(1).ok_or(XuSignalError::Underflow)?;
+            Ok(())
+        }
+        fn pop_current(&mut self, _seq_id: u64, _status: NrtStatus) -> Result<(), XuSignalError> {
+            self.0.pop_front();
+            Ok(())
+        }
+    }
+    let mut dev = Box::new(FakeDevice::new(Arch::Sunda, RING));
+    let mut nq = FakeDevice::notifications(RING);
+    let mut xu = ExecUnit::new();
+    let mut q = Q::default();
+    for seq_id in 1..=2 {
+        q.0.push_back(XuWork { seq_id, config: ExecConfig::new(Arch::Sunda, 1, 0) }); // nothing arrives: 5
+        q.1 += 1;
+    }
+    let mut done = Vec::new();
+    for _ in 0..16 {
+        if let XuStep::Completed { status, .. } = xu.step(&mut *dev, &mut nq, &mut q) {
+            done.push(status);
+        }
+        if done.len() == 2 {
+            break;
+        }
+    }
+    assert_eq!(done, [NrtStatus::Timeout, NrtStatus::ExecUnitUnrecoverable]);
+    let b = dev.counters.core(0).unwrap();
+    assert_eq!((b.get(INFER_TIMED_OUT), b.get(GENERIC_FAIL), b.get(ERR_RT)), (1, 1, 1));
+    assert_eq!(dev.counter_updates.len(), 2, "once each");
+    assert_eq!(b.get(LATENCY_SAMPLES_WRITTEN), 1, "the unharvested one has no latency");
 }
 
 #[test]

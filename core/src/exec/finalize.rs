@@ -121,6 +121,7 @@ impl ExecRequest {
                 correctable_ecc: err == Some(ErrorClass::EccCorrectable),
                 device_latency_us: self.out_info.tpb_duration_us.get(core).copied().unwrap_or(0),
                 started_ns: self.barrier_start_ns,
+                harvested: true,
             };
             dev.nc_counters(core as u8, &update);
         }
