@@ -123,6 +123,14 @@ mod tests {
         assert_eq!(nc_counter_offset(4, id::HW_ERR_COLLECTIVES), Some(57_984 + 31 * 8));
         assert_eq!(nc_counter_offset(5, 0), Some(57_984 + 96 * 8));
         assert_eq!(nc_counter_offset(15, 94), Some(57_984 + (11 * 96 + 94) * 8));
+        // More vectors, as an independent reading of the header computed them.
+        assert_eq!(nc_counter_offset(2, id::INFER_FAILED_TO_QUEUE), Some(800));
+        assert_eq!(nc_counter_offset(4, id::INFER_TIMED_OUT), Some(58_016));
+        assert_eq!(nc_counter_offset(4, id::ERR_SW_NQ_OVERFLOW), Some(58_264));
+        assert_eq!(nc_counter_offset(5, id::LATENCY_DEVICE), Some(58_856));
+        assert_eq!(nc_counter_offset(7, id::INFER_TIMED_OUT), Some(60_320));
+        assert_eq!(nc_counter_offset(7, id::ERR_SW_NQ_OVERFLOW), Some(60_568));
+        assert_eq!(nc_counter_offset(15, 94), Some(67_184));
         assert_eq!(nc_counter_offset(16, 0), None);
         assert_eq!(nc_counter_offset(0, 95), None);
     }

@@ -5,10 +5,9 @@
 //! [`Datastore::own`] acquires this process's (`ACQUIRE_NEURON_DS {pid 0}`),
 //! maps it and writes the header; [`Datastore::write_nc`] writes one core's
 //! counters at the driver's offsets. [`Datastore::monitor`] acquires another
-//! process's (`{pid N}`) and maps it to read, as the SDK's `nds_open` does for a
-//! pid other than 0 (it opens that read-only; the driver itself does not make
-//! the mapping read-only: a datastore's chunk is device-lifespan, neuron_mmap.c
-//! `nmmap_mem`). Dropping either unmaps it, then releases it
+//! process's (`{pid N}`) and maps it read-only, as the SDK's `nds_open` does
+//! for a pid other than 0 (the driver itself would grant a writable mapping: a
+//! datastore's chunk is device-lifespan, neuron_mmap.c `nmmap_mem`). Dropping either unmaps it, then releases it
 //! (`RELEASE_NEURON_DS`): the owner's release clears and zeroes it, a monitor's
 //! changes nothing (neuron_ds.c `neuron_ds_release_pid`).
 
@@ -79,8 +78,14 @@ impl Datastore {
             let _ = dev.release_neuron_ds(pid);
             return Err(dev.refuse(ioctl::ACQUIRE_NEURON_DS.name(), why));
         }
-        // The driver maps a chunk only whole (neuron_mmap.c `nmmap_get_mc`).
-        let map = Mapping::map(dev.file(), info.mmap_offset, info.size as usize);
+        // The driver maps a chunk only whole (neuron_mmap.c `nmmap_get_mc`); a
+        // monitor's view read-only, as the SDK's `nds_open` opens it (the
+        // driver would grant write access: the chunk is device-lifespan).
+        let map = if pid == 0 {
+            Mapping::map(dev.file(), info.mmap_offset, info.size as usize)
+        } else {
+            Mapping::map_read_only(dev.file(), info.mmap_offset, info.size as usize)
+        };
         let mut ds = Datastore { dev, map: None, pid, info };
         ds.map = Some(map.map_err(|e| {
             ds.err(
@@ -114,6 +119,10 @@ impl Datastore {
     /// the same time sees each counter whole); the latency-sample count last,
     /// with Release, after the samples it counts.
     pub fn write_nc(&self, nc: usize, block: &NcCounterBlock) -> Result<(), LinuxError> {
+        if self.pid != 0 {
+            let why = format!("pid {}'s datastore is mapped read-only: a monitor does not write", self.pid);
+            return Err(self.err("datastore write", io::Error::new(io::ErrorKind::PermissionDenied, why)));
+        }
         let map = self.mapping()?;
         for (c, v) in block.values().iter().enumerate().take(id::WRITTEN_END) {
             if c == id::LATENCY_SAMPLES_WRITTEN {

@@ -42,6 +42,8 @@ while [ "$(grep -c '^  "return_code"' "$dir/run.json")" -lt 5 ] && [ $i -lt 600 
 done
 "$ctl" stats --device /dev/neuron0 --pid $pid --json >"$dir/stats.json" 2>"$dir/stats.err"
 echo "exit $?" >>"$dir/stats.err"
+"$ctl" stats --device /dev/neuron0 --pid $pid --json --watch 0.1 --count 2 >"$dir/count.json" 2>&1
+( "$ctl" stats --device /dev/neuron0 --pid $pid --watch 0.1; echo "exit $?" >"$dir/watch.rc" ) 2>"$dir/watch.err" | head -n 1 >"$dir/watch.txt"
 kill $pid 2>/dev/null
 wait $pid
 "$ctl" stats --device /dev/neuron0 --pid $pid --json >"$dir/after.json" 2>"$dir/after.err"
@@ -91,6 +93,8 @@ fn check(sim: &PathBuf, scenario: &str) -> Result<(), String> {
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
     let (run, run_err, stats, stats_err) = (read("run.json"), read("run.err"), read("stats.json"), read("stats.err"));
     let (after, after_err) = (read("after.json"), read("after.err"));
+    let (count, watch_rc, watch, watch_err) =
+        (read("count.json"), read("watch.rc"), read("watch.txt"), read("watch.err"));
     let _ = std::fs::remove_dir_all(&dir);
     let ctx = format!(
         "{scenario}:\n--- driver\n{}\n--- run stderr\n{run_err}\n--- stats\n{stats}\n{stats_err}",
@@ -164,6 +168,23 @@ fn check(sim: &PathBuf, scenario: &str) -> Result<(), String> {
     let (t0, t100) = (t["p0"].as_f64().unwrap_or(-1.0), t["p100"].as_f64().unwrap_or(-1.0));
     if !(0.0 <= t0 && t0 <= t100 && t100 <= max_elapsed_ms / 1e3 + 1e-6) {
         return Err(format!("total_latency p0 {t0} p100 {t100}, the longest harvest {max_elapsed_ms} ms: {ctx}"));
+    }
+    // --watch --count 2: two periods, nothing new in them (the run lingers).
+    let periods: Vec<Value> = serde_json::Deserializer::from_str(&count)
+        .into_iter::<Value>()
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("--count: {e}: {count}: {ctx}"))?;
+    if periods.len() != 2
+        || periods.iter().any(|p| {
+            p["execution_stats"]["period"].as_f64().is_none_or(|t| t <= 0.0)
+                || p["execution_stats"]["execution_summary"]["completed"] != 0
+        })
+    {
+        return Err(format!("--watch 0.1 --count 2 printed: {count}: {ctx}"));
+    }
+    // A reader that goes away (`| head -n 1`): the watch ends quietly, exit 0.
+    if watch_rc.trim() != "exit 0" || !watch.starts_with("nrtctl stats --pid") || watch_err.contains("panicked") {
+        return Err(format!("--watch | head: rc {watch_rc:?}, out {watch:?}, err {watch_err:?}: {ctx}"));
     }
     // The run gone: its datastore with it (ENOENT).
     if after_err.contains("exit 0") || !after_err.contains("ENOENT") {
