@@ -414,10 +414,11 @@ pub fn text(r: &HostReport) -> String {
             p.devices.0, p.devices.1, p.lanes, p.passes, p.steps, p.records_written, p.ring_full_drops
         );
     }
+    let _ = writeln!(s, "execution_stats (every lane's cores, as neuron-monitor would sum them):");
+    s.push_str(&r.execution_stats().text());
+    // The totals stay the last line (tools read it).
     let total: u64 = r.totals().values().sum();
     let _ = writeln!(s, "total: {total} inferences: {}", status_list(&r.totals()));
-    let _ = writeln!(s, "\nexecution_stats (every lane's cores, as neuron-monitor would sum them):");
-    s.push_str(&r.execution_stats().text());
     s
 }
 
