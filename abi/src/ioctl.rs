@@ -269,8 +269,11 @@ pub const DEVICE_GET_ALL_APPS_INFO: Ioctl<AppsInfoHeader> =
 /// `size`; another process's pid hands a monitor that process's datastore
 /// (neuron_cdev.c: `ncdev_acquire_neuron_ds`; neuron_ds.c: `neuron_ds_acquire_pid`).
 pub const ACQUIRE_NEURON_DS: Ioctl<NeuronDsInfo> = Ioctl::pointer(IOC_READ, 71, "NEURON_IOCTL_ACQUIRE_NEURON_DS");
-/// `NEURON_IOCTL_RELEASE_NEURON_DS` (nr 72): drop a reference to `pid`'s
-/// datastore; always 0 once copied in (neuron_ds.c: `neuron_ds_release_pid`).
+/// `NEURON_IOCTL_RELEASE_NEURON_DS` (nr 72): `pid`'s datastore (0: the
+/// caller's) is cleared and zeroed when the caller owns it; a monitor's release
+/// of another process's changes nothing (there is no reference count, whatever
+/// neuron_ds.h's comment says); always 0 once copied in (neuron_ds.c:
+/// `neuron_ds_release_pid`, `neuron_ds_release_entry`).
 pub const RELEASE_NEURON_DS: Ioctl<NeuronDsInfo> = Ioctl::pointer(IOC_READ, 72, "NEURON_IOCTL_RELEASE_NEURON_DS");
 /// `NEURON_IOCTL_COMPATIBLE_VERSION` (nr 93): the runtime versions this driver supports.
 pub const COMPATIBLE_VERSION: Ioctl<CompatibleVersion> =

@@ -30,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod ioctl;
+pub mod nds;
 #[cfg(any(kani, test))]
 mod proofs;
 #[cfg(feature = "report")]
@@ -38,3 +39,5 @@ pub mod rules;
 #[cfg(feature = "shm")]
 pub mod shm;
 pub mod sim;
+#[cfg(feature = "report")]
+pub mod stats;

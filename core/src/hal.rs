@@ -236,15 +236,32 @@ impl<T: FaultProbe + ?Sized> FaultProbe for &mut T {
     }
 }
 
-/// Where the structured events go (warnings, probes, errors, trace).
+/// Where the structured events go (warnings, probes, errors, trace), and the
+/// per-core counters of each finished request.
 pub trait EventSink {
     /// Take one event. Must not block.
     fn event(&mut self, event: &crate::event::Event);
+
+    /// FINALIZE's counter update (`nds_increment_nc_counter`, completion-engine
+    /// seed §1; the XU worker's `kmetric_update_nds_*`, §6): one call per
+    /// physical core of each finished request, after its status is decided,
+    /// with that core's outcome. A platform that keeps counters applies it to
+    /// its [`NcCounterBlock`](crate::counters::NcCounterBlock) (and the Linux
+    /// binding writes the block into the driver's datastore).
+    ///
+    /// The default keeps no counters: a platform that does not care implements
+    /// nothing more. Must not block.
+    fn nc_counters(&mut self, core: u8, update: &crate::counters::NcUpdate) {
+        let _ = (core, update);
+    }
 }
 
 impl<T: EventSink + ?Sized> EventSink for &mut T {
     fn event(&mut self, event: &crate::event::Event) {
         T::event(self, event)
+    }
+    fn nc_counters(&mut self, core: u8, update: &crate::counters::NcUpdate) {
+        T::nc_counters(self, core, update)
     }
 }
 

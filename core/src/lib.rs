@@ -37,6 +37,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing))]
 
 pub mod arch;
+pub mod counters;
 pub mod dge;
 pub mod dma;
 pub mod event;

@@ -77,6 +77,10 @@ pub struct FakeDevice {
     pub tensors: TensorCompletions<FAKE_TENSORS>,
     /// Tensor wake-ups in order: (output, count).
     pub wakes: heapless::Vec<(u16, u32), 64>,
+    /// The per-core counters FINALIZE updated.
+    pub counters: crate::counters::NcCounters<MAX_CORES>,
+    /// Counter updates, in order: (core, update).
+    pub counter_updates: heapless::Vec<(u8, crate::counters::NcUpdate), 16>,
 }
 
 impl FakeDevice {
@@ -116,6 +120,8 @@ impl FakeDevice {
             events_dropped: 0,
             tensors: TensorCompletions::from_array(vars),
             wakes: heapless::Vec::new(),
+            counters: crate::counters::NcCounters::new(),
+            counter_updates: heapless::Vec::new(),
         }
     }
 
@@ -328,6 +334,11 @@ impl hal::EventSink for FakeDevice {
         if self.events.push(*event).is_err() {
             self.events_dropped += 1;
         }
+    }
+    fn nc_counters(&mut self, core: u8, update: &crate::counters::NcUpdate) {
+        // The fake's clock as it stands (no auto-advance: this is not a harvest read).
+        self.counters.apply(core, update, self.now.get());
+        let _ = self.counter_updates.push((core, *update));
     }
 }
 

@@ -313,6 +313,25 @@ impl NeuronDevice {
         self.queues.lock().is_ok_and(|q| q.contains_key(&(eng_id, qid)))
     }
 
+    /// `NEURON_IOCTL_ACQUIRE_NEURON_DS`: `pid` 0 creates (or finds) this
+    /// process's datastore; another pid hands a monitor that process's
+    /// (`ENOENT` when it has none: never made, released, or the process gone).
+    /// Returns the `mmap_offset` and `size` (neuron_cdev.c
+    /// `ncdev_acquire_neuron_ds`, neuron_ds.c `neuron_ds_acquire_pid`).
+    pub fn acquire_neuron_ds(&self, pid: i32) -> Result<ioctl::NeuronDsInfo, LinuxError> {
+        let mut a = ioctl::NeuronDsInfo { pid, ..Default::default() };
+        self.call(ioctl::ACQUIRE_NEURON_DS, &mut a)?;
+        Ok(a)
+    }
+
+    /// `NEURON_IOCTL_RELEASE_NEURON_DS`: the owner's release (`pid` 0 or its
+    /// own) clears and zeroes the datastore; a monitor's changes nothing
+    /// (neuron_ds.c `neuron_ds_release_pid`).
+    pub fn release_neuron_ds(&self, pid: i32) -> Result<(), LinuxError> {
+        let mut a = ioctl::NeuronDsInfo { pid, ..Default::default() };
+        self.call(ioctl::RELEASE_NEURON_DS, &mut a)
+    }
+
     /// `NEURON_IOCTL_DRIVER_INFO_GET`: the architecture and the driver's feature flags.
     pub fn driver_info(&self) -> Result<DriverInfo, LinuxError> {
         let mut a = DriverInfo { version: 0, size: core::mem::size_of::<DriverInfo>() as u32, ..DriverInfo::default() };

@@ -37,6 +37,7 @@
 
 pub mod bar;
 pub mod config;
+pub mod datastore;
 pub mod device;
 pub mod doorbell;
 pub mod error;

@@ -343,6 +343,17 @@ impl Mapping {
     /// Map `len` bytes of `file` at `offset` (a multiple of the page size), shared,
     /// read-write.
     pub fn map(file: &File, offset: u64, len: usize) -> io::Result<Mapping> {
+        Mapping::map_prot(file, offset, len, libc::PROT_READ | libc::PROT_WRITE)
+    }
+
+    /// [`map`](Mapping::map), read-only: a write through it is refused by the
+    /// MMU (a monitor's view of another process's datastore). Only the read
+    /// accessors may be used on it.
+    pub fn map_read_only(file: &File, offset: u64, len: usize) -> io::Result<Mapping> {
+        Mapping::map_prot(file, offset, len, libc::PROT_READ)
+    }
+
+    fn map_prot(file: &File, offset: u64, len: usize, prot: libc::c_int) -> io::Result<Mapping> {
         if len == 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "mmap of 0 bytes"));
         }
@@ -350,16 +361,7 @@ impl Mapping {
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "mmap offset too large"))?;
         // SAFETY: a fresh mapping (no fixed address); the kernel validates fd,
         // offset and length; the result is checked against MAP_FAILED.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                off,
-            )
-        };
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, file.as_raw_fd(), off) };
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }

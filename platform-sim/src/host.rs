@@ -101,6 +101,9 @@ pub struct SimHost {
     /// CPU time (us) of each harvest step the run's loop made, in order, at
     /// most [`MAX_OBSERVED`].
     pub passes_us: Vec<u64>,
+    /// The per-core execution counters FINALIZE updated (what a runtime writes
+    /// into the driver's datastore; here they stay in RAM).
+    pub counters: nrt_core::counters::NcCounters<{ nrt_core::arch::MAX_CORES }>,
     tensors: TensorCompletions<MAX_OUTPUTS, WakeLog>,
     ring_next: u64,
     handoff: Arc<Mutex<HandoffLog>>,
@@ -126,6 +129,7 @@ impl SimHost {
             events: Vec::new(),
             head_writes_us: Vec::new(),
             passes_us: Vec::new(),
+            counters: nrt_core::counters::NcCounters::new(),
             tensors,
             ring_next: layout::RING_BACKING_BASE,
             handoff: Arc::default(),
@@ -235,6 +239,10 @@ impl hal::FaultProbe for SimHost {
 impl hal::EventSink for SimHost {
     fn event(&mut self, event: &Event) {
         self.events.push(*event);
+    }
+    fn nc_counters(&mut self, core: u8, update: &nrt_core::counters::NcUpdate) {
+        let now = hal::Clock::now_ns(self);
+        self.counters.apply(core, update, now);
     }
 }
 

@@ -153,6 +153,9 @@ pub struct LaneReport {
     pub poller: u16,
     /// Each inference's step code and status, in order.
     pub results: Vec<(Step, NrtStatus)>,
+    /// The lane's per-core execution counters (its host's, as FINALIZE
+    /// updated them), one per physical core of the logical core.
+    pub counters: Vec<nrt_core::counters::NcCounterBlock>,
     /// Each inference's kickoff and engine times, in order: kept only by
     /// [`run_host_traced`] (a trace needs them; a long run would not fit).
     pub times: Vec<InferenceTimes>,
@@ -202,6 +205,12 @@ pub struct HostReport {
 }
 
 impl HostReport {
+    /// neuron-monitor's `execution_stats` over every lane's cores: what a
+    /// monitor of each process would sum.
+    pub fn execution_stats(&self) -> nrt_abi::stats::ExecutionStats {
+        nrt_abi::stats::ExecutionStats::from_blocks(self.lanes.iter().flat_map(|l| l.counters.iter()))
+    }
+
     /// How many inferences ended with each (step, status), ordered by status code.
     pub fn totals(&self) -> BTreeMap<(u32, u8), u64> {
         let mut t = BTreeMap::new();
@@ -400,7 +409,14 @@ fn run_poller(
     let lanes = lanes
         .0
         .into_iter()
-        .map(|l| LaneReport { device: l.device_index, core: l.core, poller, results: l.results, times: l.times })
+        .map(|l| LaneReport {
+            device: l.device_index,
+            core: l.core,
+            poller,
+            counters: (0..cfg.lnc).filter_map(|c| l.host.counters.core(c).copied()).collect(),
+            results: l.results,
+            times: l.times,
+        })
         .collect();
     Ok((report, lanes))
 }
@@ -454,6 +470,9 @@ pub fn text(r: &HostReport) -> String {
             p.devices.0, p.devices.1, p.lanes, p.passes, p.steps, p.records_written, p.ring_full_drops
         );
     }
+    let _ = writeln!(s, "execution_stats (every lane's cores, as neuron-monitor would sum them):");
+    s.push_str(&r.execution_stats().text());
+    // The totals stay the last line (tools read it).
     let total: u64 = r.totals().values().sum();
     let _ = writeln!(s, "total: {total} inferences: {}", status_list(&r.totals()));
     s
@@ -487,6 +506,7 @@ pub fn json(r: &HostReport) -> serde_json::Value {
             "steps": p.steps, "records_written": p.records_written, "ring_full_drops": p.ring_full_drops,
         })).collect::<Vec<_>>(),
         "totals": totals(r.totals()),
+        "execution_stats": r.execution_stats().json(None),
     })
 }
 

@@ -522,7 +522,7 @@ fn cmd_run(a: &RunArgs) -> ExitCode {
     }
     overrides(a, &mut cfg);
     cfg.faults.extend(a.inject.iter().copied());
-    let report = match run(&cfg) {
+    let (report, counters) = match nrt_sim::run::run_counted(&cfg) {
         Ok(r) => r,
         Err(e @ SimError::Config(_)) => return usage_error(&e.to_string()),
         Err(e) => {
@@ -537,16 +537,22 @@ fn cmd_run(a: &RunArgs) -> ExitCode {
         errln!("nrt-sim run: {e}");
         return ExitCode::from(1);
     }
+    // The counters' summary, in the shape `nrtctl stats` prints a process's.
+    let stats = nrt_abi::stats::ExecutionStats::from_blocks((0..cfg.cores).filter_map(|c| counters.core(c)));
     // A named scenario is checked when it runs as defined (injections change it).
     let verdict = scenario.filter(|_| a.inject.is_empty()).map(|s| s.evaluate(&report));
     if a.json {
         let mut v = report::json(&report, scenario);
-        if let (Some(obj), Some(verdict)) = (v.as_object_mut(), &verdict) {
-            obj.insert("scenario_pass".into(), serde_json::Value::Bool(verdict.is_ok()));
+        if let Some(obj) = v.as_object_mut() {
+            if let Some(verdict) = &verdict {
+                obj.insert("scenario_pass".into(), serde_json::Value::Bool(verdict.is_ok()));
+            }
+            obj.insert("execution_stats".into(), stats.json(None));
         }
         print_json(&v);
     } else {
         outp!("{}", report::text(&report, scenario));
+        outp!("\nexecution_stats (this run's counters, as `nrtctl stats` prints a process's):\n{}", stats.text());
         if let (Some(s), Some(verdict)) = (scenario, &verdict) {
             match verdict {
                 Ok(()) => outln!("\nscenario check: PASS (expected {} {})", s.expected.code(), s.expected.name()),

@@ -170,6 +170,15 @@ fn staging_err(step: &'static str) -> impl Fn(DmaError) -> SimError {
 
 /// Run one inference.
 pub fn run(cfg: &SimConfig) -> Result<RunReport, SimError> {
+    run_counted(cfg).map(|(r, _)| r)
+}
+
+/// The per-core counters of a run (the host's, as FINALIZE updated them).
+pub type RunCounters = nrt_core::counters::NcCounters<{ nrt_core::arch::MAX_CORES }>;
+
+/// Run one inference, and return the host's per-core counters with its report
+/// (`nrt-sim run` prints their `execution_stats` summary at the end).
+pub fn run_counted(cfg: &SimConfig) -> Result<(RunReport, RunCounters), SimError> {
     cfg.validate()?;
     let shared = Arc::new(Shared::new(cfg.arch, cfg.ring_entries * layout::ENTRY_BYTES));
     let spec = ProgramSpec {
@@ -187,12 +196,12 @@ pub fn run(cfg: &SimConfig) -> Result<RunReport, SimError> {
         let result = drive(cfg, &mut host, &mut RealDelay);
         shared.stop.store(true, std::sync::atomic::Ordering::Release);
         let device = thread.join().map_err(|_| SimError::Config("the device thread panicked".into()))?;
-        result.map(|r| finish(r, &host, &device))
+        result.map(|r| (finish(r, &host, &device), host.counters))
     } else {
         let mut host = SimHost::new(Arc::clone(&shared), HostClock::Virtual);
         let mut delay = VirtualDelay::new(device);
         let result = drive(cfg, &mut host, &mut delay);
-        result.map(|r| finish(r, &host, &delay.device))
+        result.map(|r| (finish(r, &host, &delay.device), host.counters))
     }
 }
 

@@ -160,7 +160,13 @@ impl ExecUnit {
             return XuStep::Idle;
         };
         let status = if self.health == XuHealth::FatalShutdown {
-            NrtStatus::ExecUnitUnrecoverable
+            // No harvest runs, but the seed's DONE path counts the completion
+            // (`kmetric_update_nds_*`, §6): each core of the request, no latency.
+            let s = NrtStatus::ExecUnitUnrecoverable;
+            for core in 0..work.config.tpb_count.clamp(1, crate::arch::MAX_CORES as u8) {
+                dev.nc_counters(core, &crate::counters::NcUpdate::unharvested(s));
+            }
+            s
         } else {
             if !self.initialized {
                 self.current = ExecRequest::new(work.config);

@@ -3,6 +3,7 @@
 
 use super::{ts_slot, ExecRequest, ExecState, Step, TimeoutCause};
 use crate::arch::ENGINES_PER_CORE;
+use crate::counters::NcUpdate;
 use crate::event::{emit, Event};
 use crate::hal::ExecDevice;
 use crate::nq::entry::ENTRY_SIZE;
@@ -94,7 +95,36 @@ impl ExecRequest {
         self.state = ExecState::Done;
         self.result = (step, best);
         *out = best;
+        self.count(dev, step, best);
         step
+    }
+
+    /// The counter hook (`nds_increment_nc_counter`, seed §1 FINALIZE): once per
+    /// physical core, after the status is decided, the core's outcome to the
+    /// platform ([`EventSink::nc_counters`](crate::hal::EventSink::nc_counters)).
+    /// Each core counts its own status, but a core without one in a failed
+    /// request whose engines did not all complete (it never ran to the end: a
+    /// fault elsewhere finalized the request, or "failed but error not set")
+    /// counts the request's status; a core that completed beside one that
+    /// failed counts its success (G-NDS-MAP).
+    /// FINALIZE reads no clock: the update carries the request's start (the
+    /// INIT step), and the platform ends the total latency on its own clock.
+    fn count<D: ExecDevice + ?Sized>(&self, dev: &mut D, step: Step, best: NrtStatus) {
+        for core in 0..self.tpb_count() {
+            let own = self.out_info.exec_rets.get(core).copied().unwrap_or(best);
+            let cut_short = own.is_success() && step == Step::Error && !self.core_complete(core);
+            let status = if cut_short { best } else { own };
+            let err = self.out_info.err.get(core).copied().flatten();
+            let update = NcUpdate {
+                status,
+                sequencer_error: err == Some(ErrorClass::SwSequencer),
+                correctable_ecc: err == Some(ErrorClass::EccCorrectable),
+                device_latency_us: self.out_info.tpb_duration_us.get(core).copied().unwrap_or(0),
+                started_ns: self.barrier_start_ns,
+                harvested: true,
+            };
+            dev.nc_counters(core as u8, &update);
+        }
     }
 
     /// `exec_request_postprocess_exec`: device timestamps to CPU microseconds, and

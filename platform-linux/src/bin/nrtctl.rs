@@ -5,8 +5,9 @@
 //! nrtctl sem inc|dec|read|write --device /dev/neuron0 --nc N --index I [--value V]
 //! nrtctl event set|get --device /dev/neuron0 --nc N --index I [--value V]
 //! nrtctl harvest --shm PATH [--inferences N] [--delay libnrt|adaptive] [--timeout-s N] [--wait-s N] [--json] [--leave-running]
-//! nrtctl run --device /dev/neuron0 [--scenario NAME] [--inject SPEC] [--timeout-s N] [--ring-entries N] [--cores N] [--json]
-//!            [--trace FILE] [--timeline-svg FILE]
+//! nrtctl run --device /dev/neuron0 [--scenario NAME] [--inject SPEC] [--timeout-s N] [--ring-entries N] [--cores N]
+//!            [--inferences K] [--linger-s S] [--json] [--trace FILE] [--timeline-svg FILE]
+//! nrtctl stats --device /dev/neuron0 --pid N [--json] [--watch SECS [--count K]]
 //! ```
 //! A failed ioctl prints the call, the device, the errno name and text, and exits 1.
 //!
@@ -45,6 +46,21 @@
 //! usage error naming the variable, the value and what is accepted. `--trace`
 //! and `--timeline-svg` write the report as Chrome trace-event JSON and an SVG
 //! timeline (`nrt_trace`); a file that cannot be written exits 1, naming it.
+//!
+//! `run --inferences K` runs K inferences on the one session, printing each
+//! report (with `--json`, one object per inference); `--linger-s S` keeps the
+//! process, its session and its datastore S seconds after the last one, so
+//! that a monitor can read its counters.
+//!
+//! `stats` reads process N's datastore as neuron-monitor does
+//! (`ACQUIRE_NEURON_DS {pid N}`, mapped; [`nrt_linux::datastore`]) and prints
+//! its counters in the shape of neuron-monitor's `execution_stats`
+//! (`nrt_abi::stats`; the same field names with `--json`). `--watch SECS`
+//! prints what changed over each period of SECS seconds (with `period`), and
+//! stops after `--count` periods, when the process's datastore is gone (the
+//! driver no longer hands it out: released, or the process exited), or when
+//! standard output closes. Exit 1 when the datastore cannot be acquired (the call, the device,
+//! the pid and the errno: `ENOENT` when the process has none).
 //!
 //! A reader that goes away (`| head`) ends the output quietly: the command
 //! finishes (the harvest and the server's shutdown included) and exits as it
@@ -91,6 +107,13 @@ mod out {
     /// to report it).
     pub fn eprint(text: &str) {
         let _ = io::stderr().lock().write_all(text.as_bytes());
+    }
+
+    /// Whether standard output has closed (a reader gone): a loop that prints
+    /// stops.
+    #[cfg_attr(not(feature = "sim"), allow(dead_code))]
+    pub fn closed() -> bool {
+        CLOSED.load(Ordering::Relaxed)
     }
 
     /// The write error standard output had, other than a closed pipe.
@@ -142,9 +165,42 @@ enum Cmd {
     },
     /// Harvest inferences from `nrt-sim serve --shm PATH` (another process) through the Linux binding.
     Harvest(HarvestArgs),
-    /// Bring up cores of a device through the driver's ioctls and run one inference (docs/driver-model.md).
+    /// Bring up cores of a device through the driver's ioctls and run inferences (docs/driver-model.md).
     #[command(after_help = RUN_ENV_HELP)]
     Run(RunArgs),
+    /// Read a process's execution counters from its datastore, as neuron-monitor does.
+    Stats(StatsArgs),
+}
+
+/// The longest `--linger-s` and `--watch` period: an hour.
+const MAX_LINGER_S: f64 = 3_600.0;
+
+/// `--linger-s` / `--watch`: a finite number of seconds from 0 to an hour.
+fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=MAX_LINGER_S).contains(&v) => Ok(std::time::Duration::from_secs_f64(v)),
+        Ok(_) => Err(format!("not a number of seconds from 0 to {MAX_LINGER_S}")),
+        Err(e) => Err(format!("not a number of seconds: {e}")),
+    }
+}
+
+#[derive(clap::Args)]
+struct StatsArgs {
+    /// Device node.
+    #[arg(long, default_value = "/dev/neuron0")]
+    device: std::path::PathBuf,
+    /// The process whose datastore to read.
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..), allow_negative_numbers = true)]
+    pid: i32,
+    /// Print neuron-monitor's JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Print what changed every SECS seconds (more than 0, at most 3600).
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    watch: Option<std::time::Duration>,
+    /// With --watch: stop after this many periods [default: when the process's datastore is gone].
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    count: Option<u32>,
 }
 
 #[derive(clap::Args)]
@@ -170,7 +226,13 @@ struct RunArgs {
     /// The poll delay between harvest steps.
     #[arg(long, value_enum, default_value = "adaptive")]
     delay: DelayArg,
-    /// Print one JSON object instead of text.
+    /// Inferences to run on the one session, one after the other.
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    inferences: u32,
+    /// Keep the process (its session and datastore) this many seconds after the last inference.
+    #[arg(long = "linger-s", value_name = "S", value_parser = parse_secs)]
+    linger_s: Option<std::time::Duration>,
+    /// Print one JSON object (per inference) instead of text.
     #[arg(long)]
     json: bool,
     /// Write the harvest as Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE.
@@ -340,6 +402,13 @@ fn dispatch(cli: Cli) -> ExitCode {
         }),
         Cmd::Run(a) => return run(&a),
         #[cfg(feature = "sim")]
+        Cmd::Stats(a) => return stats(&a),
+        #[cfg(not(feature = "sim"))]
+        Cmd::Stats(_) => {
+            errln!("nrtctl stats: this nrtctl was built without the `sim` feature (its JSON printers)");
+            return ExitCode::from(2);
+        }
+        #[cfg(feature = "sim")]
         Cmd::Harvest(a) => return harvest(&a),
         #[cfg(not(feature = "sim"))]
         Cmd::Harvest(_) => {
@@ -487,22 +556,47 @@ fn run(a: &RunArgs) -> ExitCode {
     };
     let budget = Budget::resolve(a.timeout_s, "--timeout-s", &env, session.arch());
     session.set_timeout_s(budget.seconds);
-    let inference = session.run_inference();
-    let mut code = match &inference {
-        Ok(r) => {
-            if let Some(p) = &r.probe_error {
-                errln!("nrtctl run: a probe read failed (the harvest went on): {p}");
+    if let Some(e) = session.datastore_error() {
+        errln!("nrtctl run: no datastore (the counters stay in this process): {e}");
+    }
+    let mut code = ExitCode::SUCCESS;
+    for i in 1..=a.inferences {
+        match session.run_inference() {
+            Ok(r) => {
+                if let Some(p) = &r.probe_error {
+                    errln!("nrtctl run: a probe read failed (the harvest went on): {p}");
+                }
+                if matches!(r.status, nrt_core::NrtStatus::Timeout | nrt_core::NrtStatus::ExecSwNqOverflow) {
+                    errln!(
+                        "nrtctl run: inference {i}: the harvest ended at its {budget}: status {} {}",
+                        r.status.code(),
+                        r.status.name()
+                    );
+                }
+                if a.inferences > 1 && !a.json {
+                    if i > 1 {
+                        outln!();
+                    }
+                    outln!("inference {i} of {}", a.inferences);
+                }
+                if print_run(a, label, &r, &session, faults.clone(), &budget) != ExitCode::SUCCESS {
+                    code = ExitCode::FAILURE;
+                }
             }
-            if matches!(r.status, nrt_core::NrtStatus::Timeout | nrt_core::NrtStatus::ExecSwNqOverflow) {
-                errln!("nrtctl run: the harvest ended at its {budget}: status {} {}", r.status.code(), r.status.name());
+            Err(e) => {
+                errln!("nrtctl run: inference {i}: {e}");
+                code = ExitCode::FAILURE;
+                break;
             }
-            print_run(a, label, r, &session, faults, &budget)
         }
-        Err(e) => {
-            errln!("nrtctl run: {e}");
-            ExitCode::FAILURE
-        }
-    };
+    }
+    if let Some(e) = session.datastore_write_error() {
+        errln!("nrtctl run: a datastore write failed: {e}");
+    }
+    if let Some(d) = a.linger_s {
+        // The session, its cores and its datastore stay while a monitor reads.
+        std::thread::sleep(d);
+    }
     if let Err(errors) = session.close() {
         for e in errors {
             errln!("nrtctl run: teardown: {e}");
@@ -510,6 +604,80 @@ fn run(a: &RunArgs) -> ExitCode {
         code = ExitCode::FAILURE;
     }
     code
+}
+
+/// `nrtctl stats`: process `--pid`'s datastore, read as a monitor reads it.
+#[cfg(feature = "sim")]
+fn stats(a: &StatsArgs) -> ExitCode {
+    use nrt_abi::stats::ExecutionStats;
+    use nrt_linux::datastore::Datastore;
+    let ds = match NeuronDevice::open(&a.device).and_then(|d| Datastore::monitor(std::sync::Arc::new(d), a.pid)) {
+        Ok(ds) => ds,
+        Err(e) => {
+            let hint = if e.errno() == Some(libc::ENOENT) {
+                " (the process has no datastore: it never made one, released it, or exited)"
+            } else {
+                ""
+            };
+            errln!("nrtctl stats: {e}{hint}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let ncs = nrt_abi::nds::NDS_NC_MAX;
+    let read = |ds: &Datastore| -> Result<Option<Vec<_>>, nrt_linux::error::LinuxError> {
+        // Read, then ask whether the process still held it (ENOENT once it
+        // released it or exited: what was read may then be zeros).
+        let v = ds.read_ncs(ncs)?;
+        Ok(ds.still_held()?.then_some(v))
+    };
+    let print = |s: &ExecutionStats, period: Option<f64>| {
+        if a.json {
+            let v = serde_json::json!({ "pid": a.pid, "execution_stats": s.json(period) });
+            outln!("{v:#}");
+        } else {
+            match period {
+                Some(p) => outln!("nrtctl stats --pid {}: the last {p:.3} s", a.pid),
+                None => outln!("nrtctl stats --pid {} on {}", a.pid, a.device.display()),
+            }
+            outp!("{}", s.text());
+        }
+    };
+    let gone = || errln!("nrtctl stats: pid {}'s datastore is gone (released, or the process exited)", a.pid);
+    let mut before = match read(&ds) {
+        Ok(Some(v)) => v,
+        Ok(None) => {
+            gone();
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            errln!("nrtctl stats: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let Some(period) = a.watch else {
+        print(&ExecutionStats::from_values(before.iter()), None);
+        return ExitCode::SUCCESS;
+    };
+    let mut t0 = std::time::Instant::now();
+    let mut n = 0u32;
+    while a.count.is_none_or(|c| n < c) && !out::closed() {
+        std::thread::sleep(period);
+        let after = match read(&ds) {
+            Ok(Some(v)) => v,
+            Ok(None) => {
+                gone();
+                break;
+            }
+            Err(e) => {
+                errln!("nrtctl stats: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let now = std::time::Instant::now();
+        print(&ExecutionStats::between(&before, &after), Some(now.duration_since(t0).as_secs_f64()));
+        (before, t0, n) = (after, now, n + 1);
+    }
+    ExitCode::SUCCESS
 }
 
 #[cfg_attr(not(feature = "sim"), allow(dead_code))]

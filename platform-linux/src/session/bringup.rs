@@ -67,6 +67,7 @@ impl Session {
             rxq: None,
             ring_sizes: [[None; NQ_PER_CORE]; MAX_CORES],
             last_status: None,
+            datastore_error: None,
             closed: false,
         };
         s.claim_cores()?;
@@ -76,7 +77,26 @@ impl Session {
         s.init_queue()?;
         s.init_rings(bar)?;
         s.downgrade_writers()?;
+        s.acquire_datastore();
         Ok(s)
+    }
+
+    /// This process's datastore (`ACQUIRE_NEURON_DS {pid 0}`, mapped, the
+    /// header written), where each request's counters go. A failure does not
+    /// stop the session: it is logged and kept ([`Session::datastore_error`]),
+    /// and the counters stay in RAM only.
+    fn acquire_datastore(&mut self) {
+        match crate::datastore::Datastore::own(Arc::clone(&self.dev)) {
+            Ok(ds) => {
+                if let Some(d) = self.device.as_mut() {
+                    d.datastore = Some(ds);
+                }
+            }
+            Err(e) => {
+                log::warn!("session: no datastore, the counters stay in this process: {e}");
+                self.datastore_error = Some(e);
+            }
+        }
     }
 
     /// Step 4: claim cores 0..cores with `CRWL_NC_RANGE_MARK` (the driver's

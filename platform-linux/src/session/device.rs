@@ -2,6 +2,7 @@
 //! ioctls, the mapped NQ rings, the probes, the kickoff semaphore.
 
 use super::*;
+use nrt_core::counters::{NcCounters, NcUpdate};
 
 /// BAR0 through the driver's BAR ioctls, owned (the device shared).
 #[derive(Clone, Debug)]
@@ -122,6 +123,14 @@ pub struct DriverDevice {
     reads: u32,
     /// Why the device is gone, once it is.
     gone: Option<String>,
+    /// This process's datastore in the driver, when acquired: each finished
+    /// request's counters are written there.
+    pub(super) datastore: Option<crate::datastore::Datastore>,
+    /// The counters of the session's cores, in RAM (also without a datastore).
+    pub counters: NcCounters<MAX_CORES>,
+    /// The first failed datastore write (the harvest goes on: counters are
+    /// advisory).
+    pub datastore_error: Option<LinuxError>,
 }
 
 impl core::fmt::Debug for DriverDevice {
@@ -153,6 +162,9 @@ impl DriverDevice {
             failures: 0,
             reads: 0,
             gone: None,
+            datastore: None,
+            counters: NcCounters::new(),
+            datastore_error: None,
         }
     }
 
@@ -312,6 +324,21 @@ impl hal::FaultProbe for DriverDevice {
 impl hal::EventSink for DriverDevice {
     fn event(&mut self, e: &Event) {
         self.events.push(*e);
+    }
+
+    /// FINALIZE's counters: into the RAM block of the core, then that core's
+    /// block into the datastore at the driver's offsets (core `c` of the
+    /// session is the device's NC `c`: the session claims cores from 0).
+    fn nc_counters(&mut self, core: u8, update: &NcUpdate) {
+        let now = self.clock.now_ns();
+        if !self.counters.apply(core, update, now) {
+            return;
+        }
+        if let (Some(ds), Some(block)) = (&self.datastore, self.counters.core(core)) {
+            if let Err(e) = ds.write_nc(usize::from(core), block) {
+                self.datastore_error.get_or_insert(e);
+            }
+        }
     }
 }
 

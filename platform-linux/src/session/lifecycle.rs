@@ -136,6 +136,23 @@ impl Session {
     pub fn set_timeout_s(&mut self, seconds: u32) {
         self.timeout_s = seconds;
     }
+    /// Why the datastore could not be acquired at bring-up (`None`: it was,
+    /// and the counters are written there).
+    pub fn datastore_error(&self) -> Option<&LinuxError> {
+        self.datastore_error.as_ref()
+    }
+    /// The datastore the counters are written to (`None`: none acquired).
+    pub fn datastore(&self) -> Option<&crate::datastore::Datastore> {
+        self.device.as_ref().and_then(|d| d.datastore.as_ref())
+    }
+    /// The counters of the session's cores, as counted in this process.
+    pub fn counters(&self) -> Option<&nrt_core::counters::NcCounters<MAX_CORES>> {
+        self.device.as_ref().map(|d| &d.counters)
+    }
+    /// The first failed datastore write, if any.
+    pub fn datastore_write_error(&self) -> Option<&LinuxError> {
+        self.device.as_ref().and_then(|d| d.datastore_error.as_ref())
+    }
     /// The status of the latest inference (`None` before the first).
     pub fn last_status(&self) -> Option<NrtStatus> {
         self.last_status

@@ -39,6 +39,13 @@
 //!    `force_alloc_mem` 1 (point 8);
 //! 10. `CRWL_WRITER_DOWNGRADE {nc, uuid}` of each core: the session is the
 //!     core's reader;
+//!
+//!     Then the process's datastore (`ACQUIRE_NEURON_DS {pid 0}`, mapped
+//!     whole, the header written: [`crate::datastore`]); after each request
+//!     FINALIZE's per-core counters are written there at `nrt_abi::nds`'s
+//!     offsets (a failed acquire is a warning, [`Session::datastore_error`]:
+//!     the counters stay in RAM); its mapping goes and `RELEASE_NEURON_DS`
+//!     clears it first at teardown;
 //! 11. the inference: a 4 KiB copy and its completion marker built with core's
 //!     `append_descs`, the write barrier (meta_ctrl bit 26) on the last data
 //!     descriptor, lowered into the mapped rings (`create_prings`, the
@@ -349,6 +356,8 @@ pub struct Session {
     /// Size each ring was initialised with, for a size change (point 8).
     ring_sizes: [[Option<u32>; NQ_PER_CORE]; MAX_CORES],
     last_status: Option<NrtStatus>,
+    /// Why this process's datastore could not be acquired or mapped, if so.
+    datastore_error: Option<LinuxError>,
     closed: bool,
 }
 

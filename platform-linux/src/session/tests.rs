@@ -203,9 +203,23 @@ mod fake_driver {
         /// A core whose CRWL slot already has this process as its writer with
         /// the uuid the next WRITER_ENTER brings (so that it answers EALREADY).
         pub already_writer: Option<u32>,
+        /// This process's datastore: its offset and owner.
+        pub datastore: Option<(u64, i32)>,
+        /// The counters of NCs 0 and 1 as they were at the owner's release.
+        pub released_datastore: Option<[[u64; 95]; 2]>,
     }
 
     impl State {
+        fn read_datastore(&self, off: u64) -> [[u64; 95]; 2] {
+            let mut v = [[0u64; 95]; 2];
+            for (nc, row) in v.iter_mut().enumerate() {
+                for (c, w) in row.iter_mut().enumerate() {
+                    let o = nrt_abi::nds::nc_counter_offset(nc, c).unwrap() as u64;
+                    *w = self.map.as_ref().unwrap().load64(off + o, Ordering::Acquire).unwrap();
+                }
+            }
+            v
+        }
         fn alloc(&mut self, size: u64) -> u64 {
             let off = self.next.max(4096);
             self.next = (off + size).next_multiple_of(4096);
@@ -542,6 +556,32 @@ mod fake_driver {
                         s.play_core(nc);
                     }
                 }
+                // The datastore (neuron_ds.c): this process's, made at its
+                // first acquire with pid 0, cleared at the owner's release.
+                c if c == io_::ACQUIRE_NEURON_DS.code() => {
+                    let pid = g32(a, 0) as i32;
+                    let off = match (pid, s.datastore) {
+                        (0, Some((off, _))) => off,
+                        (0, None) => {
+                            let off = s.alloc(u64::from(io_::NEURON_DATASTORE_SIZE));
+                            s.datastore = Some((off, me()));
+                            off
+                        }
+                        (p, Some((off, owner))) if p == owner => off,
+                        _ => return Err(libc::ENOENT),
+                    };
+                    p64(a, 8, off);
+                    p32(a, 16, io_::NEURON_DATASTORE_SIZE);
+                }
+                c if c == io_::RELEASE_NEURON_DS.code() => {
+                    let pid = g32(a, 0) as i32;
+                    if let Some((off, owner)) = s.datastore {
+                        if pid == 0 || pid == owner {
+                            s.released_datastore = Some(s.read_datastore(off));
+                            s.datastore = None;
+                        }
+                    }
+                }
                 _ => return Err(libc::EINVAL),
             }
             Ok(0)
@@ -689,14 +729,31 @@ fn the_bring_up_runs_the_contracts_sequence_and_an_inference() {
     want.push("NEURON_IOCTL_DMA_QUEUE_INIT".into());
     want.extend((0..12).map(|_| "NEURON_IOCTL_NOTIFICATIONS_INIT_V2".to_string()));
     want.extend(["0", "1"].map(|c| format!("NEURON_IOCTL_CRWL_WRITER_DOWNGRADE {c}")));
+    want.push("NEURON_IOCTL_ACQUIRE_NEURON_DS".into());
     want.push("NEURON_IOCTL_DMA_QUEUE_COPY_START".into());
     want.extend((0..2).map(|_| "NEURON_IOCTL_SEMAPHORE_INCREMENT".to_string()));
+    // The datastore is released (its mapping gone) with the harvest's device, first.
+    want.push("NEURON_IOCTL_RELEASE_NEURON_DS".into());
     want.push("NEURON_IOCTL_DMA_QUEUE_RELEASE".into());
     // The copy buffer is freed; the TX and RX ring chunks (1, 2) are left to close.
     want.push("NEURON_IOCTL_MEM_FREE 3".into());
     want.extend(["1", "0"].map(|c| format!("NEURON_IOCTL_CRWL_READER_EXIT {c}")));
     want.push("NEURON_IOCTL_CRWL_NC_RANGE_UNMARK 0x3".into());
     assert_eq!(bring_up_calls(&st.calls), want.iter().map(String::as_str).collect::<Vec<_>>());
+    // The inference's counters were in the datastore, at the driver's offsets,
+    // when the session released it: each core one completion, its duration.
+    use nrt_core::counters::id;
+    let ds = st.released_datastore.expect("the session released its datastore");
+    for (core, nc) in ds.iter().enumerate() {
+        assert_eq!(
+            (nc[id::INFER_COMPLETED], nc[id::INFERENCE_COUNT], nc[id::INFER_TIMED_OUT]),
+            (1, 1, 0),
+            "core {core}"
+        );
+        assert_eq!(nc[id::LATENCY_DEVICE], r.request.out_info().tpb_duration_us[core], "core {core}");
+        assert_eq!(nc[id::LATENCY_SAMPLES_WRITTEN], 1);
+    }
+    assert!(st.datastore.is_none(), "released: cleared");
     // The host trigger in the top-SP's window (v2: V2_PCIE_BAR0_TOPSP_0_OFFSET),
     // then HEAD of every INFER_STATUS ring at slot = engine_index.
     assert_eq!(st.heads.first(), Some(&(0x1000_15A0, 1)));

@@ -81,12 +81,13 @@ impl Model {
 
     /// DS-5: the device's last `O_RDWR` descriptor is released
     /// (neuron_cdev.c `ncdev_release`, open count 0): `neuron_ds_clear`
-    /// clears every entry and zeroes its memory, whoever owns it.
+    /// clears all 16 entries, in use or not, in slot order: each gets the next
+    /// clear tick (so none is "never cleared" any more and the next choice is
+    /// the oldest tick, slot 0 first) and its memory zeroed, whoever owns it.
+    /// **Deviation**: the driver's tick counter is one for all devices; the
+    /// model's is per device (the order within a device is the same).
     pub(super) fn ds_clear_all(&mut self) {
         for i in 0..self.datastore.entries.len() {
-            if self.datastore.entries[i].pid == 0 {
-                continue;
-            }
             self.datastore.ticks = self.datastore.ticks.saturating_add(1);
             let e = &mut self.datastore.entries[i];
             e.pid = 0;

@@ -792,6 +792,8 @@ fn gen4_a_write_only_descriptor_reaches_only_the_misc_requests() {
         abi::MEM_ALLOC_V2MT.code(),
         abi::DMA_QUEUE_INIT.code(),
         abi::DEVICE_GET_ALL_APPS_INFO.code(),
+        abi::ACQUIRE_NEURON_DS.code(),
+        abi::RELEASE_NEURON_DS.code(),
     ] {
         assert_eq!(on_free(&mut m, code, &mut [], &mut mem), errno(Errno::EINVAL), "0x{code:08X}");
     }
@@ -1568,6 +1570,58 @@ fn ds5_the_last_openers_release_clears_every_entry() {
     m.open(PID + 2);
     let mut mon = abi::NeuronDsInfo { pid: (PID + 7) as i32, ..Default::default() };
     assert_eq!(call_as(&mut m, PID + 2, abi::ACQUIRE_NEURON_DS, &mut mon, &mut mem), errno(Errno::ENOENT));
+}
+
+#[test]
+fn ds5_the_clear_reticks_all_sixteen_entries_in_slot_order_and_zeroes_them() {
+    use std::os::unix::fs::FileExt;
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut d = abi::NeuronDsInfo::default();
+    assert_eq!(call(&mut m, abi::ACQUIRE_NEURON_DS, &mut d, &mut mem), Ok(0));
+    m.file().file().write_all_at(&[0xAB; 8], d.mmap_offset + 256).unwrap();
+    m.process_gone(PID);
+    let ticks: Vec<u64> = m.datastore().entries.iter().map(|e| e.clear_tick).collect();
+    assert!(ticks.iter().all(|t| *t != 0), "every slot, in use or not: {ticks:?}");
+    assert!(ticks.windows(2).all(|w| w[0] < w[1]), "in slot order: {ticks:?}");
+    let mut b = [0xFFu8; 8];
+    m.file().file().read_exact_at(&mut b, d.mmap_offset + 256).unwrap();
+    assert_eq!(b, [0; 8], "zeroed");
+    // The next process takes the oldest tick: slot 0.
+    m.open(PID + 3);
+    let mut d2 = abi::NeuronDsInfo::default();
+    assert_eq!(call_as(&mut m, PID + 3, abi::ACQUIRE_NEURON_DS, &mut d2, &mut mem), Ok(0));
+    assert_eq!(m.datastore().entries[0].pid, PID + 3);
+    assert_eq!(d2.mmap_offset, d.mmap_offset);
+}
+
+#[test]
+fn ds2_4_6_a_monitor_reads_the_owners_memory_until_the_owner_goes_and_only_pid_0_creates() {
+    use std::os::unix::fs::FileExt;
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    m.open(PID + 1);
+    // DS-2: naming one's own pid creates nothing.
+    let mut own = abi::NeuronDsInfo { pid: PID as i32, ..Default::default() };
+    assert_eq!(call(&mut m, abi::ACQUIRE_NEURON_DS, &mut own, &mut mem), errno(Errno::ENOENT));
+    let mut neg = abi::NeuronDsInfo { pid: -1, ..Default::default() };
+    assert_eq!(call(&mut m, abi::ACQUIRE_NEURON_DS, &mut neg, &mut mem), errno(Errno::ENOENT));
+    let mut d = abi::NeuronDsInfo::default();
+    assert_eq!(call(&mut m, abi::ACQUIRE_NEURON_DS, &mut d, &mut mem), Ok(0));
+    // DS-6: the whole chunk is mappable at the offset, nothing longer.
+    assert!(m.mmap_allowed(d.mmap_offset, u64::from(d.size)));
+    assert!(!m.mmap_allowed(d.mmap_offset, u64::from(d.size) + 4096));
+    // The owner writes a counter; a monitor's acquire hands the same memory.
+    m.file().file().write_all_at(&7u64.to_le_bytes(), d.mmap_offset + 264).unwrap();
+    let mut mon = abi::NeuronDsInfo { pid: PID as i32, ..Default::default() };
+    assert_eq!(call_as(&mut m, PID + 1, abi::ACQUIRE_NEURON_DS, &mut mon, &mut mem), Ok(0));
+    assert_eq!(mon.mmap_offset, d.mmap_offset);
+    let mut b = [0u8; 8];
+    m.file().file().read_exact_at(&mut b, mon.mmap_offset + 264).unwrap();
+    assert_eq!(u64::from_le_bytes(b), 7);
+    // DS-4: the owner goes; the monitor's memory reads zeros and its pid is gone.
+    m.process_gone(PID);
+    m.file().file().read_exact_at(&mut b, mon.mmap_offset + 264).unwrap();
+    assert_eq!(u64::from_le_bytes(b), 0);
+    assert_eq!(call_as(&mut m, PID + 1, abi::ACQUIRE_NEURON_DS, &mut mon, &mut mem), errno(Errno::ENOENT));
 }
 
 #[test]

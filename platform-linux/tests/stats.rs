@@ -1,0 +1,223 @@
+//! The counters a monitor reads: under one `nrt-sim driver`, `nrtctl run
+//! --inferences 5 --linger-s S` in the background and `nrtctl stats --pid <it>
+//! --json` from a second process (as neuron-monitor reads a datastore), for a
+//! scenario of every status the scenarios produce; the stats must match the
+//! five reports: each core's outcome counted in neuron-monitor's field, and
+//! the device latencies the reports' core durations.
+//!
+//! Where the kernel offers no seccomp user notification the test prints
+//! SKIPPED with the reason and checks nothing else.
+#![cfg(feature = "sim")]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+mod common;
+
+fn nrt_sim() -> PathBuf {
+    common::cargo_build(&["-p", "nrt-sim", "--bin", "nrt-sim"], "c-abi").join("nrt-sim")
+}
+
+fn user_notif() -> Result<(), String> {
+    let avail = std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail")
+        .map_err(|e| format!("/proc/sys/kernel/seccomp/actions_avail: {e}"))?;
+    if avail.split_whitespace().any(|a| a == "user_notif") {
+        Ok(())
+    } else {
+        Err(format!("the kernel's seccomp actions are '{}', without user_notif", avail.trim()))
+    }
+}
+
+/// The background run, a bounded wait for its fifth report (60 s), the monitor,
+/// then the run ended (its linger cut short; its exit releases the datastore).
+const SCRIPT: &str = r#"
+ctl="$1"; dir="$2"
+"$ctl" run --device /dev/neuron0 --timeout-s 1 --inferences 5 --linger-s 120 --json >"$dir/run.json" 2>"$dir/run.err" &
+pid=$!
+i=0
+while [ "$(grep -c '^  "return_code"' "$dir/run.json")" -lt 5 ] && [ $i -lt 600 ] && kill -0 $pid 2>/dev/null; do
+  sleep 0.1; i=$((i+1))
+done
+"$ctl" stats --device /dev/neuron0 --pid $pid --json >"$dir/stats.json" 2>"$dir/stats.err"
+echo "exit $?" >>"$dir/stats.err"
+"$ctl" stats --device /dev/neuron0 --pid $pid --json --watch 0.1 --count 2 >"$dir/count.json" 2>&1
+( "$ctl" stats --device /dev/neuron0 --pid $pid --watch 0.1; echo "exit $?" >"$dir/watch.rc" ) 2>"$dir/watch.err" | head -n 1 >"$dir/watch.txt"
+kill $pid 2>/dev/null
+wait $pid
+"$ctl" stats --device /dev/neuron0 --pid $pid --json >"$dir/after.json" 2>"$dir/after.err"
+echo "exit $?" >>"$dir/after.err"
+exit 0
+"#;
+
+/// neuron-monitor's `execution_summary` field and `error_summary` field (if
+/// any) a core's status counts in (`nrt_core::counters::counters_for`'s
+/// table, G-NDS-MAP), restated here from the documentation.
+fn fields(status: u64, class: Option<&str>) -> (&'static str, Option<&'static str>) {
+    match status {
+        0 if class == Some("ECC_CORRECTABLE") => ("completed", Some("transient")),
+        0 => ("completed", None),
+        1003 => ("completed_with_num_err", Some("numerical")),
+        1004 if class == Some("SW_SEQUENCER") => ("completed_with_err", Some("generic")),
+        1004 => ("completed_with_err", Some("transient")),
+        5 => ("timed_out", None),
+        1204 => ("timed_out", Some("runtime")),
+        1200..=1203 | 1205 | 6 => ("completed_with_err", Some("hardware")),
+        1206 => ("completed_with_err", Some("runtime")),
+        1006 => ("completed_with_err", Some("generic")),
+        1002 => ("incorrect_input", None),
+        7 => ("failed_to_queue", None),
+        // GENERIC_FAIL has no execution_summary field; ERR_GENERIC (or RT/INVALID/...).
+        101 => ("", Some("runtime")),
+        2 | 4 | 10 => ("", None),
+        _ => ("", Some("generic")),
+    }
+}
+
+/// Nearest-rank percentile `p` of `v` (sorted), seconds.
+fn rank(v: &[u64], p: usize) -> f64 {
+    let r = (p * v.len()).div_ceil(100).max(1);
+    v[r - 1] as f64 / 1e6
+}
+
+fn check(sim: &PathBuf, scenario: &str) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("nrt-stats-{}-{scenario}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ctl = env!("CARGO_BIN_EXE_nrtctl");
+    let o = Command::new(sim)
+        .args(["driver", "--scenario", scenario, "--", "sh", "-c", SCRIPT, "sh", ctl])
+        .arg(&dir)
+        .output()
+        .expect("nrt-sim runs");
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+    let (run, run_err, stats, stats_err) = (read("run.json"), read("run.err"), read("stats.json"), read("stats.err"));
+    let (after, after_err) = (read("after.json"), read("after.err"));
+    let (count, watch_rc, watch, watch_err) =
+        (read("count.json"), read("watch.rc"), read("watch.txt"), read("watch.err"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let ctx = format!(
+        "{scenario}:\n--- driver\n{}\n--- run stderr\n{run_err}\n--- stats\n{stats}\n{stats_err}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let reports: Vec<Value> = serde_json::Deserializer::from_str(&run)
+        .into_iter::<Value>()
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{e}: {ctx}"))?;
+    if reports.len() != 5 {
+        return Err(format!("{} reports, not 5: {ctx}", reports.len()));
+    }
+    if !stats_err.contains("exit 0") {
+        return Err(format!("nrtctl stats failed: {ctx}"));
+    }
+    let v: Value = serde_json::from_str(&stats).map_err(|e| format!("{e}: {ctx}"))?;
+    let es = &v["execution_stats"];
+    // What the five reports say, core by core.
+    let mut summary = std::collections::BTreeMap::<&str, u64>::new();
+    let mut errors = std::collections::BTreeMap::<&str, u64>::new();
+    let mut device = Vec::new();
+    let mut max_elapsed_ms = 0f64;
+    for r in &reports {
+        let rc = r["return_code"].as_u64().unwrap();
+        let status = r["status"].as_u64().unwrap();
+        max_elapsed_ms = max_elapsed_ms.max(r["elapsed_ms"].as_f64().unwrap());
+        let cores = r["cores"].as_array().unwrap();
+        for c in cores {
+            let own = c["exec_ret"].as_u64().unwrap();
+            // A core without a status of its own in a failed request counts the
+            // request's, unless its engines all completed.
+            let complete = c["engines"].as_array().unwrap().iter().all(|e| e["state"] == "COMPLETE");
+            let s = if own == 0 && rc == 2 && !complete { status } else { own };
+            let (sum, err) = fields(s, c["error_class"].as_str());
+            if !sum.is_empty() {
+                *summary.entry(sum).or_default() += 1;
+            }
+            if let Some(e) = err {
+                *errors.entry(e).or_default() += 1;
+            }
+            device.push(c["duration_us"].as_u64().unwrap());
+        }
+    }
+    for f in
+        ["completed", "completed_with_err", "completed_with_num_err", "timed_out", "incorrect_input", "failed_to_queue"]
+    {
+        let got = es["execution_summary"][f].as_u64();
+        let want = summary.get(f).copied().unwrap_or(0);
+        if got != Some(want) {
+            return Err(format!("execution_summary.{f}: {got:?}, the reports say {want}: {ctx}"));
+        }
+    }
+    for f in ["generic", "numerical", "transient", "model", "runtime", "hardware"] {
+        let got = es["error_summary"][f].as_u64();
+        let want = errors.get(f).copied().unwrap_or(0);
+        if got != Some(want) {
+            return Err(format!("error_summary.{f}: {got:?}, the reports say {want}: {ctx}"));
+        }
+    }
+    device.sort_unstable();
+    let d = &es["latency_stats"]["device_latency"];
+    for (k, p) in [("p0", 0), ("p1", 1), ("p25", 25), ("p50", 50), ("p75", 75), ("p99", 99), ("p100", 100)] {
+        let got = d[k].as_f64().ok_or_else(|| format!("device_latency.{k} missing: {ctx}"))?;
+        if (got - rank(&device, p)).abs() > 1e-9 {
+            return Err(format!("device_latency.{k} {got}, the reports' durations give {}: {ctx}", rank(&device, p)));
+        }
+    }
+    // The total latency runs from the first harvest step to FINALIZE, inside
+    // the harvest each report times.
+    let t = &es["latency_stats"]["total_latency"];
+    let (t0, t100) = (t["p0"].as_f64().unwrap_or(-1.0), t["p100"].as_f64().unwrap_or(-1.0));
+    if !(0.0 <= t0 && t0 <= t100 && t100 <= max_elapsed_ms / 1e3 + 1e-6) {
+        return Err(format!("total_latency p0 {t0} p100 {t100}, the longest harvest {max_elapsed_ms} ms: {ctx}"));
+    }
+    // --watch --count 2: two periods, nothing new in them (the run lingers).
+    let periods: Vec<Value> = serde_json::Deserializer::from_str(&count)
+        .into_iter::<Value>()
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("--count: {e}: {count}: {ctx}"))?;
+    if periods.len() != 2
+        || periods.iter().any(|p| {
+            p["execution_stats"]["period"].as_f64().is_none_or(|t| t <= 0.0)
+                || p["execution_stats"]["execution_summary"]["completed"] != 0
+        })
+    {
+        return Err(format!("--watch 0.1 --count 2 printed: {count}: {ctx}"));
+    }
+    // A reader that goes away (`| head -n 1`): the watch ends quietly, exit 0.
+    if watch_rc.trim() != "exit 0" || !watch.starts_with("nrtctl stats --pid") || watch_err.contains("panicked") {
+        return Err(format!("--watch | head: rc {watch_rc:?}, out {watch:?}, err {watch_err:?}: {ctx}"));
+    }
+    // The run gone: its datastore with it (ENOENT).
+    if after_err.contains("exit 0") || !after_err.contains("ENOENT") {
+        return Err(format!("after the run's exit: {after}{after_err}: {ctx}"));
+    }
+    Ok(())
+}
+
+#[test]
+fn a_monitor_reads_the_counters_of_every_status_from_another_process() {
+    if let Err(why) = user_notif() {
+        eprintln!("SKIPPED: nrt-sim driver cannot run here: {why}");
+        return;
+    }
+    let sim = nrt_sim();
+    // One scenario of each status the scenarios produce, and the error classes
+    // that change the error summary (a sequencer error, a corrected ECC error).
+    let table = Command::new(&sim).args(["run", "--scenario", "all"]).output().unwrap();
+    let out = String::from_utf8_lossy(&table.stdout).into_owned();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut scenarios = vec!["seq-error".to_string(), "ecc-ce".to_string(), "core1-nan".to_string()];
+    for l in out.lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.len() == 7 && w[6] == "PASS" && w[0] != "barrier-300s" && seen.insert(w[3].to_string()) {
+            scenarios.push(w[0].to_string());
+        }
+    }
+    assert!(seen.len() >= 8, "the scenario table: {out}");
+    let mut failures = Vec::new();
+    for s in &scenarios {
+        if let Err(e) = check(&sim, s) {
+            failures.push(e);
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} scenarios:\n{}", failures.len(), scenarios.len(), failures.join("\n\n"));
+}
