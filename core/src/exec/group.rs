@@ -24,8 +24,8 @@
 //!
 //! # Due-first passes
 //!
-//! [`poll`](PollGroup::poll) steps every request in flight. [`poll_due`]
-//! (PollGroup::poll_due) steps only the requests that are *due*, from a clock
+//! [`poll`](PollGroup::poll) steps every request in flight.
+//! [`poll_due`](PollGroup::poll_due) steps only the requests that are *due*, from a clock
 //! the caller reads once per pass (nanoseconds, monotonic: a hal
 //! [`Clock`](crate::hal::Clock) of the platform, the same one for every pass):
 //!
