@@ -110,7 +110,7 @@ fn main() {
             ring::run(4_000_000);
             xu::run(1.0);
             sys::run();
-            // A 16-device host, each harvest shape in turn (issue 13).
+            // A 16-device host, each harvest shape in turn.
             scale::run(16, 4, arg(&args, "--secs", 2.0f64).clamp(0.1, 600.0), 1000, 10, false, None);
         }
         _ => {

@@ -1,7 +1,7 @@
 //! What the proof harnesses share: a source of arbitrary values and `cover!`.
 //!
 //! Every property is one plain function beside the code it proves (a
-//! `proofs.rs` child of that module, STYLE item 10) that draws its inputs from an
+//! `proofs.rs` child of that module) that draws its inputs from an
 //! [`Any`] and asserts. Two drivers run each body:
 //!
 //! - under kani, `#[kani::proof]` harnesses pass [`KaniAny`], whose every value is

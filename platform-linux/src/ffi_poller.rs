@@ -1,4 +1,4 @@
-//! The C ABI of the poller thread (`include/nrt_poller.h`, issue 13): one
+//! The C ABI of the poller thread (`include/nrt_poller.h`): one
 //! thread harvests many requests, each on its lane (a platform table and its
 //! ring state), and hands each completion to its waiter.
 //!

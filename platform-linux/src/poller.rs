@@ -1,4 +1,4 @@
-//! A poller thread per poll group (issue 13): one thread harvests every
+//! A poller thread per poll group: one thread harvests every
 //! in-flight request of its lanes (the logical cores of one device, or of
 //! several), instead of one thread per request.
 //!
@@ -525,8 +525,8 @@ impl<L: Lanes + Send + 'static> Drop for Poller<L> {
     }
 }
 
-/// The pollers of a host: one per device by default ([`PollerSet::per_device`],
-/// issue 13), or one per contiguous block of devices ([`PollerSet::blocks`],
+/// The pollers of a host: one per device by default ([`PollerSet::per_device`]),
+/// or one per contiguous block of devices ([`PollerSet::blocks`],
 /// for a machine with fewer spare cores than devices). A request is submitted
 /// by `(device, lane)`; the set routes it to the poller holding that device.
 pub struct PollerSet<D: ExecDevice + Send + 'static> {

@@ -1,4 +1,4 @@
-//! A whole host's worth of inferences through poll groups (issue 13):
+//! A whole host's worth of inferences through poll groups:
 //! `nrt-sim run --devices N --cores C --inferences K [--pollers P]`.
 //!
 //! The host has `devices` simulated devices, each with `cores` logical cores of
@@ -84,7 +84,7 @@ impl Default for HostConfig {
             cores: 4,
             lnc: 2,
             inferences: 1,
-            // One poller per device (issue 13's default).
+            // One poller per device (the default).
             pollers: 16,
             fault_devices: Vec::new(),
             head_batching: true,

@@ -594,8 +594,8 @@ fn cmd_host(a: &RunArgs) -> ExitCode {
         cores: a.cores.unwrap_or(defaults.cores),
         lnc: a.lnc.unwrap_or(defaults.lnc),
         inferences: a.inferences.unwrap_or(1),
-        // One poller per device unless told otherwise (issue 13: "one per device by
-        // default, or one for several devices").
+        // One poller per device unless told otherwise (one poller may also take
+        // several devices).
         pollers: a.pollers.unwrap_or(a.devices.unwrap_or(defaults.devices)),
         fault_devices: a.fault_devices.clone(),
         head_batching: !a.head_every_sweep,

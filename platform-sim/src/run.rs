@@ -582,9 +582,8 @@ mod tests {
         (shared, host, VirtualDelay::new(device))
     }
 
-    /// Issue 11: the staging's doorbell order (S2M first, then M2S: driver §5, M2M
-    /// copy) and each doorbell's Release fence were invisible to the tests. The
-    /// host's one handoff log shows both.
+    /// The staging's doorbell order (S2M first, then M2S: driver §5, M2M copy)
+    /// and each doorbell's Release fence, both seen in the host's one handoff log.
     #[test]
     fn staging_rings_s2m_then_m2s_each_right_after_a_fence() {
         for arch in [Arch::Sunda, Arch::Cayman] {

@@ -1,4 +1,4 @@
-//! The poll group: one poller for many in-flight requests (issue 13).
+//! The poll group: one poller for many in-flight requests.
 //!
 //! libnrt harvests each request on its own thread (the sync driver's
 //! `usleep(1)` loop, or one execution unit's worker). [`progress_one_step`]
