@@ -4,6 +4,7 @@
 //! cargo xtask ci               everything CI checks (the README's test command)
 //! cargo xtask bench [--quick]  the criterion benches and nrt-bench, summarised into BENCHMARKS.md
 //! cargo xtask bench --summarise  rewrite that summary from the results on disk
+//! cargo xtask bench --scale  the host sweep alone (nrt-bench scale --sweep), its table into BENCHMARKS.md
 //! cargo xtask kani             every kani harness verified by cargo kani (installed from the offline bundle when missing)
 //! cargo xtask miri             core's tests under Miri
 //! cargo xtask loom             the loom models of the XU handoff and the tensor counters
@@ -68,6 +69,7 @@ fn usage() -> ExitCode {
          ci              fmt, clippy, tests, docs, no_std builds, kani, Miri, loom, fuzz, QEMU (what .ci/run runs)\n  \
          bench [--quick] criterion benches and nrt-bench; writes the summary into BENCHMARKS.md\n  \
          bench --summarise  rewrite that summary from the results on disk\n  \
+         bench --scale      the host sweep alone (nrt-bench scale --sweep) into BENCHMARKS.md\n  \
          kani            every kani harness verified (cargo kani; installed from shared/tools/kani when missing)\n  \
          miri            core's tests under Miri (cargo +nightly miri)\n  \
          loom            the loom models (RUSTFLAGS=\"--cfg loom\", release)\n  \
