@@ -14,28 +14,13 @@ use std::process::{Command, Output};
 
 mod common;
 
-fn nrt_sim() -> PathBuf {
-    common::cargo_build(&["-p", "nrt-sim", "--bin", "nrt-sim"], "c-abi").join("nrt-sim")
-}
-
 fn nrtctl() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_nrtctl"))
 }
 
-/// Whether this kernel offers seccomp user notification (else: why not).
-fn user_notif() -> Result<(), String> {
-    let avail = std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail")
-        .map_err(|e| format!("/proc/sys/kernel/seccomp/actions_avail: {e}"))?;
-    if avail.split_whitespace().any(|a| a == "user_notif") {
-        Ok(())
-    } else {
-        Err(format!("the kernel's seccomp actions are '{}', without user_notif", avail.trim()))
-    }
-}
-
 macro_rules! need_user_notif {
     () => {
-        if let Err(why) = user_notif() {
+        if let Err(why) = common::user_notif() {
             eprintln!("SKIPPED: nrt-sim driver cannot run here: {why}");
             return;
         }
@@ -68,7 +53,7 @@ fn driver(sim: &Path, flags: &[&str], command: &[&str]) -> Output {
 #[test]
 fn every_scenario_through_nrtctl_run_under_the_driver_model_gives_the_status_of_nrt_sim_run() {
     need_user_notif!();
-    let sim = nrt_sim();
+    let sim = common::nrt_sim();
     let ctl = nrtctl();
     let direct = Command::new(&sim).args(["run", "--scenario", "all"]).output().unwrap();
     let (dout, derr) = text(&direct);
@@ -96,7 +81,7 @@ fn every_scenario_through_nrtctl_run_under_the_driver_model_gives_the_status_of_
 #[test]
 fn the_c_abi_session_runs_every_scenario_under_the_driver_model() {
     need_user_notif!();
-    let sim = nrt_sim();
+    let sim = common::nrt_sim();
     let lib =
         common::cargo_build(&["-p", "nrt-linux", "--lib", "--no-default-features"], "c-abi").join("libnrt_linux.a");
     let prog = std::env::temp_dir().join(format!("nrt-c-session-driver-{}", std::process::id()));
@@ -175,7 +160,7 @@ fn strace_shows_the_bring_up_requests_in_the_contract_order() {
         eprintln!("SKIPPED: strace is not installed (cargo xtask ci installs it with apt)");
         return;
     }
-    let sim = nrt_sim();
+    let sim = common::nrt_sim();
     let ctl = nrtctl();
     let log = std::env::temp_dir().join(format!("nrt-driver-strace-{}", std::process::id()));
     let o = driver(
@@ -306,7 +291,7 @@ fn mapped_device(pid: u32) -> bool {
 /// stopped. Returns the second's output, the supervisor's stderr (where the
 /// second's error is) and the first's pid.
 fn two_runs_on_the_same_cores() -> (String, String, String) {
-    let sim = nrt_sim();
+    let sim = common::nrt_sim();
     let ctl = nrtctl();
     let dir =
         std::env::temp_dir().join(format!("nrt-two-runs-{}-{:?}", std::process::id(), std::thread::current().id()));
@@ -368,7 +353,7 @@ fn a_second_run_on_held_cores_names_the_first_pid() {
 #[test]
 fn a_driver_killed_mid_run_ends_the_harvest_with_device_gone() {
     need_user_notif!();
-    let sim = nrt_sim();
+    let sim = common::nrt_sim();
     let ctl = nrtctl();
     let out_file = std::env::temp_dir().join(format!("nrt-gone-{}", std::process::id()));
     let _ = std::fs::remove_file(&out_file);

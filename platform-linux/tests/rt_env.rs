@@ -10,14 +10,9 @@
 //! SKIPPED with the reason and check nothing else.
 #![cfg(feature = "sim")]
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
 mod common;
-
-fn nrt_sim() -> PathBuf {
-    common::cargo_build(&["-p", "nrt-sim", "--bin", "nrt-sim"], "c-abi").join("nrt-sim")
-}
 
 fn nrtctl() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_nrtctl"));
@@ -34,18 +29,9 @@ fn text(o: &Output) -> (String, String) {
     (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
-/// Why `nrt-sim driver` cannot run here, if it cannot.
-fn no_user_notif() -> Option<String> {
-    match std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail") {
-        Ok(t) if t.split_whitespace().any(|a| a == "user_notif") => None,
-        Ok(t) => Some(format!("seccomp actions \"{}\" have no user_notif", t.trim())),
-        Err(e) => Some(format!("/proc/sys/kernel/seccomp/actions_avail: {e}")),
-    }
-}
-
 macro_rules! need_user_notif {
     () => {
-        if let Some(why) = no_user_notif() {
+        if let Err(why) = common::user_notif() {
             eprintln!("\n!!! SKIPPED: nrt-sim driver needs seccomp user notification: {why}\n");
             return;
         }
@@ -108,7 +94,7 @@ fn run_help_lists_the_variables() {
 #[test]
 fn exec_timeout_sets_the_budget_a_flag_beats_it_and_every_timeout_message_names_both() {
     need_user_notif!();
-    let sim = nrt_sim();
+    let sim = common::nrt_sim();
     let o = under_driver(&sim, "hang", &[], &[("NEURON_RT_EXEC_TIMEOUT", "1")]);
     let (out, err) = text(&o);
     assert!(out.contains("status: 5 NRT_TIMEOUT"), "{out}{err}");
@@ -134,7 +120,7 @@ fn exec_timeout_sets_the_budget_a_flag_beats_it_and_every_timeout_message_names_
 #[test]
 fn visible_cores_and_num_cores_choose_the_cores_claimed_and_a_flag_beats_them() {
     need_user_notif!();
-    let sim = nrt_sim();
+    let sim = common::nrt_sim();
     let cores = |args: &[&str], env: &[(&str, &str)]| {
         let o = under_driver(&sim, "healthy-2core", args, env);
         let (out, err) = text(&o);
@@ -159,7 +145,7 @@ fn visible_cores_and_num_cores_choose_the_cores_claimed_and_a_flag_beats_them() 
 #[test]
 fn log_level_and_its_component_forms_govern_the_log_lines_on_standard_error() {
     need_user_notif!();
-    let sim = nrt_sim();
+    let sim = common::nrt_sim();
     let err_of = |env: &[(&str, &str)]| {
         let o = under_driver(&sim, "nan", &[], env);
         let (out, err) = text(&o);
@@ -178,7 +164,7 @@ fn log_level_and_its_component_forms_govern_the_log_lines_on_standard_error() {
 #[test]
 fn nrtctl_run_trace_spans_are_the_reports_engine_times() {
     need_user_notif!();
-    let sim = nrt_sim();
+    let sim = common::nrt_sim();
     let dir = std::env::temp_dir().join(format!("nrtctl-trace-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

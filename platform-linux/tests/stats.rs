@@ -16,20 +16,6 @@ use serde_json::Value;
 
 mod common;
 
-fn nrt_sim() -> PathBuf {
-    common::cargo_build(&["-p", "nrt-sim", "--bin", "nrt-sim"], "c-abi").join("nrt-sim")
-}
-
-fn user_notif() -> Result<(), String> {
-    let avail = std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail")
-        .map_err(|e| format!("/proc/sys/kernel/seccomp/actions_avail: {e}"))?;
-    if avail.split_whitespace().any(|a| a == "user_notif") {
-        Ok(())
-    } else {
-        Err(format!("the kernel's seccomp actions are '{}', without user_notif", avail.trim()))
-    }
-}
-
 /// The background run, a bounded wait for its fifth report (60 s), the monitor,
 /// then the run ended (its linger cut short; its exit releases the datastore).
 const SCRIPT: &str = r#"
@@ -195,11 +181,11 @@ fn check(sim: &PathBuf, scenario: &str) -> Result<(), String> {
 
 #[test]
 fn a_monitor_reads_the_counters_of_every_status_from_another_process() {
-    if let Err(why) = user_notif() {
+    if let Err(why) = common::user_notif() {
         eprintln!("SKIPPED: nrt-sim driver cannot run here: {why}");
         return;
     }
-    let sim = nrt_sim();
+    let sim = common::nrt_sim();
     // One scenario of each status the scenarios produce, and the error classes
     // that change the error summary (a sequencer error, a corrected ECC error).
     let table = Command::new(&sim).args(["run", "--scenario", "all"]).output().unwrap();

@@ -11,14 +11,7 @@ use crate::testutil::{FakeDevice, INTC_OVERFLOW};
 const RING: u32 = 1024;
 
 fn upd(status: NrtStatus) -> NcUpdate {
-    NcUpdate {
-        status,
-        sequencer_error: false,
-        correctable_ecc: false,
-        device_latency_us: 0,
-        started_ns: 0,
-        harvested: true,
-    }
+    NcUpdate { harvested: true, ..NcUpdate::unharvested(status) }
 }
 
 /// The ids an update increments, sorted.

@@ -25,6 +25,24 @@ pub fn cargo_build(args: &[&str], subdir: &str) -> PathBuf {
     target.join("debug")
 }
 
+/// The `nrt-sim` binary, built into `target/c-abi` (the tests that run the
+/// driver model: `nrt-sim driver -- COMMAND`).
+pub fn nrt_sim() -> PathBuf {
+    cargo_build(&["-p", "nrt-sim", "--bin", "nrt-sim"], "c-abi").join("nrt-sim")
+}
+
+/// Whether this kernel offers seccomp user notification, which `nrt-sim
+/// driver` needs (else: why not).
+pub fn user_notif() -> Result<(), String> {
+    let avail = std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail")
+        .map_err(|e| format!("/proc/sys/kernel/seccomp/actions_avail: {e}"))?;
+    if avail.split_whitespace().any(|a| a == "user_notif") {
+        Ok(())
+    } else {
+        Err(format!("the kernel's seccomp actions are '{}', without user_notif", avail.trim()))
+    }
+}
+
 /// Compile `tests/c/<source>` against `include/` and the static library `lib`
 /// into `out`, warnings as errors.
 pub fn compile_c(source: &str, lib: &Path, out: &Path) {
