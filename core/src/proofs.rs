@@ -206,6 +206,36 @@ pub(crate) fn assert_covered(min: usize) {
     });
 }
 
+/// The fixed inputs the step and parts proofs' drivers run under Miri instead
+/// of their generated ones (Miri adds undefined-behaviour checks over the same
+/// safe code; interpreting proptest's generators cost most of its time, and
+/// the generated inputs run natively): every draw `0xFF`; a pseudo-random
+/// stream; and repeated "no failure, then a fresh START (or END) record"
+/// answers at two alignments, the pattern that drives requests to completion.
+#[cfg(test)]
+pub(crate) fn miri_inputs() -> [std::vec::Vec<u8>; 4] {
+    let mut x: u32 = 0x9E37_79B9;
+    let random = (0..1200)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect();
+    let records = |subtype: u8, prefix: usize| {
+        let mut unit = [0u8; 17];
+        unit[1 + 3] = 0x80;
+        unit[1 + 6] = subtype;
+        let mut bytes = std::vec![0u8; prefix];
+        while bytes.len() < 1200 {
+            bytes.extend_from_slice(&unit);
+        }
+        bytes
+    };
+    [std::vec![0xFF; 1200], random, records(2, 0), records(3, 5)]
+}
+
 /// Cases for the generated-input drivers: fewer under Miri, where each case is
 /// interpreted.
 #[cfg(test)]

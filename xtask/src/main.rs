@@ -24,6 +24,7 @@ use std::time::Instant;
 
 mod bench;
 mod fuzz;
+mod miri;
 mod mutants;
 mod proofs;
 mod qemu;
@@ -111,7 +112,7 @@ fn main() -> ExitCode {
         Task::Ci => ci(&mut run),
         Task::Bench { quick } => bench::run(&mut run, &root, quick),
         Task::Kani => proofs::kani(&mut run, &root, false),
-        Task::Miri => proofs::miri(&mut run),
+        Task::Miri => miri::miri(&mut run),
         Task::Loom => proofs::loom(&mut run),
         Task::Fuzz { secs } => fuzz::run(&mut run, secs),
         Task::Qemu => qemu::run(&mut run, &root),
@@ -305,7 +306,7 @@ fn ci(run: &mut Runner) {
     qemu::run(run, Path::new("."));
     let secs = env::var("NRT_CI_FUZZ_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(CI_FUZZ_SECS);
     fuzz::run(run, secs);
-    proofs::miri(run);
+    miri::miri(run);
 }
 
 /// The Rust sources of the crates that are their own workspace roots.

@@ -1,4 +1,4 @@
-//! `cargo xtask kani`, `miri`, `loom`: the formal and concurrency checks of core.
+//! `cargo xtask kani`, `loom`: the formal and concurrency checks of core (Miri: `miri.rs`).
 //!
 //! `cargo xtask kani` verifies every kani harness of nrt-core and nrt-abi
 //! ([`PROVED_CRATES`]) with the model checker (one `cargo kani -j 2` run over
@@ -28,7 +28,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::{cargo, works, Runner};
+use crate::{cargo, Runner};
 
 /// Wall-clock goal of one harness, seconds (3 minutes on these 2-vCPU
 /// machines): a harness over it is reported, not failed. `NRT_KANI_GOAL_S`
@@ -775,50 +775,6 @@ fn today() -> String {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default()
-}
-
-/// `rustup run nightly <program>`.
-fn nightly(program: &str) -> Command {
-    let mut c = Command::new("rustup");
-    c.args(["run", "nightly", program]);
-    c.env_remove("RUSTUP_TOOLCHAIN").env_remove("RUSTFLAGS").env_remove("CARGO");
-    c
-}
-
-/// Core's tests under Miri (nightly, the `miri` component; installed when missing).
-pub fn miri(run: &mut Runner) {
-    if !works(nightly("cargo").arg("--version")) {
-        run.skip("miri", "no nightly toolchain (`rustup toolchain install nightly` failed or is not possible here)");
-        return;
-    }
-    if !works(nightly("cargo").args(["miri", "--version"])) {
-        println!("\n==> rustup component add --toolchain nightly miri rust-src");
-        let added =
-            works(Command::new("rustup").args(["component", "add", "--toolchain", "nightly", "miri", "rust-src"]));
-        if !added {
-            run.skip("miri", "the nightly `miri` component is not installed and `rustup component add` failed");
-            return;
-        }
-    }
-    if !run.cmd("miri setup", nightly("cargo").args(["miri", "setup"])) {
-        return;
-    }
-    // Proptest reads the working directory for its failure files: isolation off
-    // (the tests touch no other host state). Miri lowers every proptest to 4
-    // cases and the exhaustive proofs to a sample (`cfg!(miri)`), and leaves to
-    // the native run the copies of one check over the other engines (the parts
-    // proofs' tests of engines 1-4 and of the whole core sweep: safe code whose
-    // engine-0 copy Miri still interprets); Miri prints them as ignored.
-    let flags = std::env::var("MIRIFLAGS")
-        .map(|f| format!("{f} -Zmiri-disable-isolation"))
-        .unwrap_or_else(|_| "-Zmiri-disable-isolation".into());
-    run.cmd(
-        "miri test -p nrt-core --lib",
-        nightly("cargo")
-            .args(["miri", "test", "-p", "nrt-core", "--lib"])
-            .env("MIRIFLAGS", flags)
-            .env("PROPTEST_DISABLE_FAILURE_PERSISTENCE", "1"),
-    );
 }
 
 /// The loom models: release mode, `--cfg loom`, their own target directory (so

@@ -345,9 +345,13 @@ mod tests {
     fn doorbell_offsets_never_overflow_tests() {
         reset_covers();
         let bases = [0u64, 0x100, 0x3000_0000, u64::MAX - 0x3_FFFF, u64::MAX - 0x2_1038, u64::MAX - 0x2_1037, u64::MAX];
+        let queues = [0, 1, 15, 16, 17, u32::MAX];
+        // Under Miri, the edges only (pure arithmetic: the whole grid runs natively).
+        let (bases, queues): (&[u64], &[u32]) =
+            if cfg!(miri) { (&[0, u64::MAX - 0x2_1038, u64::MAX], &[0, 16, u32::MAX]) } else { (&bases, &queues) };
         for arch in 0..3 {
-            for base in bases {
-                for queue in [0, 1, 15, 16, 17, u32::MAX] {
+            for &base in bases {
+                for &queue in queues {
                     for tx in [false, true] {
                         doorbell_offsets_never_overflow(arch, base, queue, tx, base);
                     }

@@ -937,7 +937,7 @@ mod props {
         /// DONE is terminal, and the request ends by the timeout at the latest.
         #[test]
         fn arbitrary_entry_streams(cores in 1u8..=2, timeout_s in 0u32..4, ring_pow in 1u32..6,
-                                   ops in proptest::collection::vec(op(), 0..120)) {
+                                   ops in proptest::collection::vec(op(), 0..if cfg!(miri) { 40 } else { 120 })) {
             let ring = 16u32 << ring_pow;
             let mut dev = Box::new(FakeDevice::new(Arch::Cayman, ring));
             let mut nq = FakeDevice::notifications(ring);

@@ -402,7 +402,8 @@ mod tests {
 
     #[test]
     fn subtype_parse_is_total_and_round_trips() {
-        for v in 0..=u16::MAX {
+        // Under Miri every 97th value and the top (the whole range runs natively).
+        for v in (0..=u16::MAX).step_by(if cfg!(miri) { 97 } else { 1 }).chain([u16::MAX]) {
             let s = Subtype::parse(v);
             assert_eq!(s.value(), v);
             let expect_known = matches!(v, 2 | 3 | 6 | 7 | 8);

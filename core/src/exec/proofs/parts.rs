@@ -767,6 +767,12 @@ mod tests {
     fn each(property: impl Fn(Bytes<'_>), min_covers: usize) {
         reset_covers();
         property(Bytes::new(&[]));
+        if cfg!(miri) {
+            for bytes in crate::proofs::miri_inputs() {
+                property(Bytes::new(&bytes));
+            }
+            return;
+        }
         proptest!(ProptestConfig::with_cases(cases(4096)),
         |(bytes in proptest::collection::vec(any::<u8>(), 0..1200))| {
             property(Bytes::new(&bytes));

@@ -565,6 +565,12 @@ mod tests {
         reset_covers();
         // The quiet device (every draw 0), then arbitrary devices and requests.
         property(Bytes::new(&[]));
+        if cfg!(miri) {
+            for bytes in crate::proofs::miri_inputs() {
+                property(Bytes::new(&bytes));
+            }
+            return;
+        }
         proptest!(ProptestConfig::with_cases(cases(4096)),
         |(bytes in proptest::collection::vec(any::<u8>(), 0..1200))| {
             property(Bytes::new(&bytes));

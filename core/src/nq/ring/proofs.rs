@@ -460,7 +460,11 @@ mod tests {
     #[test]
     fn phase_flips_once_per_lap_and_head_is_an_offset_tests() {
         reset_covers();
-        for pow in 0..32 {
+        // Under Miri the smallest, a middle and the largest ring (pure arithmetic:
+        // every size runs natively).
+        let all: Vec<u32> = (0..32).collect();
+        let pows: &[u32] = if cfg!(miri) { &[0, 1, 5, 31] } else { &all };
+        for &pow in pows {
             for cursor in [0u32, 16, 32, 48, 1 << 20, u32::MAX - 15, u32::MAX - 31, 0x8000_0000 - 16] {
                 for unacked in [0, 1, 3, 1 << 20, u32::MAX] {
                     phase_flips_once_per_lap_and_head_is_an_offset(pow, cursor, unacked, 16);

@@ -1,0 +1,399 @@
+//! `cargo xtask miri`: core's unit tests under Miri, spread over the machine's cores.
+//!
+//! Miri interprets one thread at a time, so a single `cargo miri test` keeps one
+//! core busy for the whole suite while the other idles (1,009 s in the
+//! clean-clone CI run of 2026-12-01, the slowest stage after kani). The stage
+//! builds the tests once, lists them, splits the list into [`jobs`] shares of
+//! about equal Miri time, and runs each share as one
+//! `cargo miri test -- --exact <names>` process, all at once. One process per
+//! share, not a queue of small chunks: each Miri process pays 10 to 15 s of CPU
+//! to load the crate before its first test. The shares are balanced by the
+//! times in [`WEIGHTS`] (measured with `--report-time`), longest first onto the
+//! lighter share; a test the table does not name counts [`DEFAULT_WEIGHT_MS`].
+//!
+//! The verdict: the stage fails when a share fails (its whole output is
+//! printed) and when the shares' counts do not add up to the list: every listed
+//! test must be reported passed or ignored exactly once (a filter that matched
+//! nothing, or a test run twice, is a failure, not a smaller number).
+
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use crate::{works, Runner};
+
+/// Miri time of the tests that take 3 s or more, in milliseconds: measured
+/// with `--report-time` on 2026-12-01 on a loaded 2-vCPU machine (the ratios
+/// are what matter), the tests Miri now runs on fewer inputs scaled down by the
+/// cut. A name that no longer exists is simply unused; a new slow test that
+/// is missing only balances the shares less well.
+const WEIGHTS: &[(&str, u32)] = &[
+    ("exec::group::tests::due_first_passes_give_exactly_the_statuses_of_separate_sync_drivers", 132359),
+    ("exec::group::tests::a_group_gives_exactly_the_statuses_of_separate_sync_drivers", 115930),
+    ("exec::group::tests::batched_heads_change_no_outcome", 83001),
+    ("exec::proofs::tests::progress_one_step_returns_0_1_2_and_done_is_terminal_tests", 71224),
+    ("status::proofs::tests::worst_is_a_total_preorder_by_the_table_tests", 60000),
+    ("exec::tests::props::arbitrary_entry_streams", 57862),
+    ("dma::tests::end_to_end", 51353),
+    ("exec::proofs::tests::matcher_never_regresses_and_probes_out_of_order_tests", 39926),
+    ("dma::proofs::tests::reserve_stays_in_ring_and_wraps_exactly_tests", 37771),
+    ("exec::group::tests::batched_heads_keep_the_ring_protocol_over_many_laps", 32210),
+    ("dma::queue::tests::reserve_and_set_stay_in_the_ring", 32191),
+    ("exec::proofs::step::tests::step_from_wait_barrier_two_cores_keeps_the_contract_tests", 26534),
+    ("exec::proofs::step::tests::step_from_wait_barrier_one_core_keeps_the_contract_tests", 25749),
+    ("dma::vring::tests::relocation_matches_the_reference", 24790),
+    ("nq::ring::proofs::tests::ring_cursor_stays_in_ring_once_per_lap_tests", 24033),
+    ("dma::proofs::tests::doorbell_offsets_never_overflow_tests", 24000),
+    ("exec::group::tests::a_group_over_a_slice_or_a_borrowed_lanes_ends_requests_as_alone", 23550),
+    ("dma::proofs::tests::relocation_changes_exactly_the_window_tests", 21813),
+    ("dma::proofs::tests::set_writes_exactly_the_reserved_slots_tests", 20627),
+    ("exec::proofs::tests::dev_to_cpu_is_monotone_and_exact_tests", 20478),
+    ("dma::queue::tests::in_flight_matches_a_free_running_model", 18892),
+    ("exec::proofs::parts::tests::postprocess_core_keeps_its_frame_tests", 18392),
+    ("dma::handle::tests::emulation_scales_the_budget_and_idx_0_times_out_at_once", 17579),
+    ("exec::proofs::step::tests::step_from_wait_core_any_cores_keeps_the_contract", 16931),
+    ("dma::handle::tests::timeout_after_handle_idx_times_0x190_polls", 15331),
+    ("exec::proofs::parts::tests::consume_error_block_keeps_its_frame_tests", 13435),
+    ("exec::proofs::step::tests::step_from_wait_barrier_any_cores_keeps_the_contract", 13104),
+    ("exec::group::tests::a_faulted_request_hands_its_rings_back_at_completion", 12958),
+    ("exec::group::tests::the_sweep_bound_holds_for_a_lane_due_far_ahead", 12771),
+    ("nq::ring::proofs::tests::producer_and_consumer_agree_tests", 12480),
+    ("exec::proofs::step::tests::step_from_done_keeps_the_contract_tests", 11968),
+    ("exec::proofs::step::tests::step_from_init_keeps_the_contract_tests", 10758),
+    ("nq::proofs::tests::error_decoder_is_total_tests", 10431),
+    ("dma::pring::tests::lowering_never_panics", 9952),
+    ("exec::proofs::step::tests::step_from_wait_core_two_cores_keeps_the_contract_tests", 9884),
+    ("nq::proofs::tests::entry_decoder_is_total_tests", 9522),
+    ("exec::proofs::parts::tests::consume_engine_0_keeps_its_frame_tests", 9487),
+    ("exec::proofs::group::tests::group_ends_each_request_as_alone_tests", 9182),
+    ("exec::proofs::parts::tests::finalize_keeps_its_contract_tests", 9034),
+    ("dge::proofs::tests::dge_guards_admit_exactly_nx_pool_tests", 8790),
+    ("exec::proofs::step::tests::step_from_wait_core_one_core_keeps_the_contract_tests", 8718),
+    ("exec::proofs::group::tests::group_reuses_a_slot_only_after_its_request_is_done_tests", 8148),
+    ("exec::proofs::tests::rescale_ns_contract_tests", 7767),
+    ("exec::proofs::group::tests::group_missing_lane_fails_the_request_tests", 6314),
+    ("exec::proofs::tests::timeout_ms_never_overflows_tests", 6169),
+    ("exec::group::tests::a_lane_learns_from_its_done_requests_and_keeps_its_estimate_across_slots", 5966),
+    ("exec::group::tests::batched_heads_are_written_once_per_ring_per_inference", 5483),
+    ("exec::group::tests::slots_are_reused_and_lanes_refuse_a_second_request", 5425),
+    ("dma::bd::proofs::tests::bd_fields_are_exact_tests", 5326),
+    ("exec::proofs::tests::intc_cause_decoder_is_exact_tests", 4861),
+    ("nq::ring::proofs::tests::producer_new_accepts_exactly_the_consumer_sizes_tests", 4850),
+    ("nq::ring::proofs::tests::phase_flips_once_per_lap_and_head_is_an_offset_tests", 4829),
+    ("exec::tests::error_classes_map_to_the_seed_statuses", 4001),
+    ("exec::tests::sync_driver_ends_at_the_timeout_on_a_hang", 3683),
+    ("dma::tests::every_error_message_names_what_and_why", 3683),
+    ("nq::ring::proofs::tests::producer_push_contract_tests", 3259),
+    ("exec::proofs::group::tests::write_back_heads_hands_back_exactly_the_reads_tests", 3085),
+];
+
+/// The weight of a test [`WEIGHTS`] does not name, milliseconds.
+const DEFAULT_WEIGHT_MS: u32 = 500;
+
+/// Environment variable naming the number of Miri processes.
+const JOBS_VAR: &str = "NRT_MIRI_JOBS";
+
+/// At most this many processes by default (each Miri process holds the whole
+/// interpreted heap: a few hundred MiB).
+const MAX_DEFAULT_JOBS: usize = 4;
+
+/// `rustup run nightly <program>`.
+fn nightly(program: &str) -> Command {
+    let mut c = Command::new("rustup");
+    c.args(["run", "nightly", program]);
+    c.env_remove("RUSTUP_TOOLCHAIN").env_remove("RUSTFLAGS").env_remove("CARGO");
+    c
+}
+
+/// `cargo +nightly miri test -p nrt-core --lib` with the stage's environment:
+/// proptest reads the working directory for its failure files, so isolation is
+/// off (the tests touch no other host state). Miri lowers every proptest to 4
+/// cases and the exhaustive proofs to a sample (`cfg!(miri)`), and leaves to
+/// the native run the copies of one check over the other engines (the parts
+/// proofs' tests of engines 1-4 and of the whole core sweep: safe code whose
+/// engine-0 copy Miri still interprets); Miri prints them as ignored.
+fn miri_test() -> Command {
+    let flags = std::env::var("MIRIFLAGS")
+        .map(|f| format!("{f} -Zmiri-disable-isolation"))
+        .unwrap_or_else(|_| "-Zmiri-disable-isolation".into());
+    let mut c = nightly("cargo");
+    c.args(["miri", "test", "-p", "nrt-core", "--lib"])
+        .env("MIRIFLAGS", flags)
+        .env("PROPTEST_DISABLE_FAILURE_PERSISTENCE", "1")
+        .stdin(Stdio::null());
+    c
+}
+
+/// The number of worker processes: `NRT_MIRI_JOBS` when it is a positive
+/// number, else the machine's available parallelism, at most
+/// [`MAX_DEFAULT_JOBS`]. A bad value is refused (the stage fails naming it).
+fn jobs() -> Result<usize, String> {
+    match std::env::var(JOBS_VAR) {
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!("{JOBS_VAR}={v:?}: expected a positive number of worker processes")),
+        },
+        Err(_) => Ok(std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_DEFAULT_JOBS)),
+    }
+}
+
+/// The test names of libtest's `--list --format terse` output (`name: test`
+/// lines; benches and anything else are not tests).
+fn parse_list(text: &str) -> Vec<String> {
+    text.lines().filter_map(|l| l.strip_suffix(": test")).map(str::to_string).collect()
+}
+
+/// The counts of one libtest run: passed, failed, ignored (summed over every
+/// `test result:` line, one per test binary).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Counts {
+    passed: usize,
+    failed: usize,
+    ignored: usize,
+    results: usize,
+}
+
+fn parse_counts(text: &str) -> Counts {
+    let mut c = Counts::default();
+    for line in text.lines() {
+        let Some(rest) = line.trim().strip_prefix("test result: ") else { continue };
+        c.results += 1;
+        for part in rest.split(';') {
+            let words: Vec<&str> = part.split_whitespace().collect();
+            // "ok. 12 passed", " 0 failed", " 1 ignored", ...
+            let (Some(n), Some(what)) = (words.iter().rev().nth(1), words.last()) else { continue };
+            let Ok(n) = n.parse::<usize>() else { continue };
+            match *what {
+                "passed" => c.passed += n,
+                "failed" => c.failed += n,
+                "ignored" => c.ignored += n,
+                _ => {}
+            }
+        }
+    }
+    c
+}
+
+fn weight_of(name: &str) -> u32 {
+    WEIGHTS.iter().find(|(n, _)| *n == name).map_or(DEFAULT_WEIGHT_MS, |&(_, w)| w)
+}
+
+/// `names` split into `jobs` shares of about equal weight: longest first, each
+/// onto the lightest share so far (ties in list order, so the split is the same
+/// on every run). No share is empty unless there are fewer tests than jobs.
+fn shares(names: &[String], jobs: usize) -> Vec<Vec<String>> {
+    let jobs = jobs.max(1).min(names.len().max(1));
+    let mut order: Vec<(u32, usize)> = names.iter().enumerate().map(|(i, n)| (weight_of(n), i)).collect();
+    order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut out: Vec<(u64, Vec<String>)> = vec![(0, Vec::new()); jobs];
+    for (w, i) in order {
+        let lightest = (0..jobs).min_by_key(|&k| (out[k].0, k)).unwrap_or(0);
+        out[lightest].0 += u64::from(w);
+        out[lightest].1.push(names[i].clone());
+    }
+    out.into_iter().map(|(_, v)| v).filter(|v| !v.is_empty()).collect()
+}
+
+/// Whether the shares' counts account for every listed test exactly once.
+fn accounts_for(listed: usize, total: Counts) -> Result<(), String> {
+    let seen = total.passed + total.failed + total.ignored;
+    if seen == listed {
+        Ok(())
+    } else {
+        Err(format!(
+            "the shares reported {seen} tests ({} passed, {} failed, {} ignored) of the {listed} listed",
+            total.passed, total.failed, total.ignored
+        ))
+    }
+}
+
+/// Core's tests under Miri (nightly, the `miri` component; installed when missing).
+pub fn miri(run: &mut Runner) {
+    if !works(nightly("cargo").arg("--version")) {
+        run.skip("miri", "no nightly toolchain (`rustup toolchain install nightly` failed or is not possible here)");
+        return;
+    }
+    if !works(nightly("cargo").args(["miri", "--version"])) {
+        println!("\n==> rustup component add --toolchain nightly miri rust-src");
+        let added =
+            works(Command::new("rustup").args(["component", "add", "--toolchain", "nightly", "miri", "rust-src"]));
+        if !added {
+            run.skip("miri", "the nightly `miri` component is not installed and `rustup component add` failed");
+            return;
+        }
+    }
+    if !run.cmd("miri setup", nightly("cargo").args(["miri", "setup"])) {
+        return;
+    }
+    if !run.cmd("miri build -p nrt-core --lib", miri_test().arg("--no-run")) {
+        return;
+    }
+    let name = "miri test -p nrt-core --lib";
+    let jobs = match jobs() {
+        Ok(j) => j,
+        Err(e) => {
+            println!("\n!!! {name}: {e}");
+            run.record(name, 0.0, false);
+            return;
+        }
+    };
+    let (listed_ok, list) = run.cmd_capture("miri list", miri_test().args(["--", "--list", "--format", "terse"]));
+    if !listed_ok {
+        println!("{list}");
+        return;
+    }
+    let names = parse_list(&list);
+    if names.is_empty() {
+        println!("\n!!! {name}: `--list` named no test:\n{list}");
+        run.record(name, 0.0, false);
+        return;
+    }
+    let listed = names.len();
+    let shares = shares(&names, jobs);
+    println!("\n==> {name}: {listed} tests in {} Miri processes at once ({JOBS_VAR} sets the number)", shares.len());
+    let t = Instant::now();
+    let total = Mutex::new(Counts::default());
+    let failed_shares = Mutex::new(0usize);
+    std::thread::scope(|s| {
+        let count = shares.len();
+        for (k, share) in shares.iter().enumerate() {
+            let (total, failed_shares) = (&total, &failed_shares);
+            s.spawn(move || {
+                let started = Instant::now();
+                let out = miri_test().arg("--").arg("--exact").args(share).output();
+                let secs = started.elapsed().as_secs_f64();
+                let (ok, text) = match out {
+                    Ok(o) => {
+                        let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+                        text.push_str(&String::from_utf8_lossy(&o.stderr));
+                        (o.status.success(), text)
+                    }
+                    Err(e) => (false, format!("could not start cargo miri: {e}")),
+                };
+                let c = parse_counts(&text);
+                {
+                    let mut t = total.lock().unwrap_or_else(|p| p.into_inner());
+                    t.passed += c.passed;
+                    t.failed += c.failed;
+                    t.ignored += c.ignored;
+                }
+                let good = ok && c.failed == 0 && c.results > 0;
+                if !good {
+                    *failed_shares.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+                }
+                // One share's whole output at a time, as one `cargo miri test` prints it.
+                let mut block = format!(
+                    "\n--- miri share {} of {} ({} tests): {} in {secs:.1} s: {} passed, {} failed, {} ignored\n",
+                    k + 1,
+                    count,
+                    share.len(),
+                    if good { "ok" } else { "FAILED" },
+                    c.passed,
+                    c.failed,
+                    c.ignored
+                );
+                for line in text.lines().filter(|l| l.starts_with("test ") || !good) {
+                    block.push_str("    ");
+                    block.push_str(line);
+                    block.push('\n');
+                }
+                print!("{block}");
+            });
+        }
+    });
+    let secs = t.elapsed().as_secs_f64();
+    let total = total.into_inner().unwrap_or_else(|p| p.into_inner());
+    let failed_shares = failed_shares.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut ok = failed_shares == 0;
+    if let Err(e) = accounts_for(listed, total) {
+        println!("!!! {name}: {e}");
+        ok = false;
+    }
+    println!(
+        "    miri: {} passed, {} failed, {} ignored of {listed} listed, in {} processes at once",
+        total.passed,
+        total.failed,
+        total.ignored,
+        shares.len()
+    );
+    println!("<== {name}: {} in {secs:.1} s", if ok { "ok" } else { "FAILED" });
+    run.record(name, secs, ok);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_keeps_tests_only() {
+        let text = "a::b: test\nc::d: test\nbench_x: bench\n\n3 tests, 1 benchmark\n";
+        assert_eq!(parse_list(text), ["a::b", "c::d"]);
+    }
+
+    #[test]
+    fn counts_sum_every_result_line() {
+        let text = "test a ... ok\n\ntest result: ok. 12 passed; 0 failed; 2 ignored; 0 measured; 218 filtered out; finished in 30.1s\n\
+                    test result: FAILED. 3 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1s\n";
+        assert_eq!(parse_counts(text), Counts { passed: 15, failed: 1, ignored: 2, results: 2 });
+        assert_eq!(parse_counts("error: could not compile"), Counts::default());
+    }
+
+    #[test]
+    fn shares_hold_every_test_once_and_balance_the_weights() {
+        let mut names: Vec<String> = (0..40).map(|i| format!("t{i}")).collect();
+        for (n, _) in WEIGHTS {
+            names.push(n.to_string());
+        }
+        let total: u64 = names.iter().map(|n| u64::from(weight_of(n))).sum();
+        let heaviest = names.iter().map(|n| u64::from(weight_of(n))).max().unwrap_or(0);
+        for jobs in 1..=4 {
+            let sh = shares(&names, jobs);
+            assert_eq!(sh.len(), jobs);
+            let mut all: Vec<String> = sh.iter().flatten().cloned().collect();
+            all.sort();
+            let mut want = names.clone();
+            want.sort();
+            assert_eq!(all, want, "{jobs} shares: every test exactly once");
+            // Greedy onto the lightest share: no share exceeds an even split by
+            // more than the heaviest single test.
+            for s in &sh {
+                let w: u64 = s.iter().map(|n| u64::from(weight_of(n))).sum();
+                assert!(w <= total / jobs as u64 + heaviest, "{jobs} shares: a share of {w} ms of {total}");
+            }
+        }
+        assert_eq!(shares(&names[..1], 4).len(), 1, "no empty share");
+        assert!(shares(&[], 2).is_empty());
+    }
+
+    #[test]
+    fn named_weights_count_and_others_take_the_default() {
+        assert_eq!(weight_of("no::such::test"), DEFAULT_WEIGHT_MS);
+        for (n, w) in WEIGHTS {
+            assert_eq!(weight_of(n), *w);
+        }
+        let two = ["a".to_string(), "b".to_string(), "c".to_string()];
+        let sh = shares(&two, 2);
+        assert_eq!(sh, vec![vec!["a".to_string(), "c".to_string()], vec!["b".to_string()]]);
+    }
+
+    #[test]
+    fn the_counts_must_account_for_every_listed_test() {
+        let c = Counts { passed: 200, failed: 0, ignored: 5, results: 17 };
+        assert!(accounts_for(205, c).is_ok());
+        assert!(accounts_for(206, c).unwrap_err().contains("205 tests"));
+        assert!(accounts_for(204, c).is_err());
+    }
+
+    #[test]
+    fn a_bad_job_count_is_refused_by_name() {
+        // The variable is read at the call; no other test reads it.
+        std::env::set_var(JOBS_VAR, "zero");
+        let e = jobs().unwrap_err();
+        std::env::set_var(JOBS_VAR, "3");
+        let three = jobs();
+        std::env::remove_var(JOBS_VAR);
+        assert!(e.contains(JOBS_VAR) && e.contains("zero"), "{e}");
+        assert_eq!(three, Ok(3));
+        assert!((1..=MAX_DEFAULT_JOBS).contains(&jobs().unwrap()));
+    }
+}
