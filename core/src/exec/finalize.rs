@@ -339,6 +339,34 @@ pub(super) fn consume_error_block<D: ExecDevice + ?Sized>(
     (status, first_class)
 }
 
+/// FINALIZE's pieces one at a time, for the latency bench to time each on a
+/// copy of a finished request (`nrt-bench latency`); not part of the harvest's
+/// interface. Each runs exactly the code FINALIZE runs.
+#[doc(hidden)]
+pub mod parts {
+    use super::{ExecDevice, ExecRequest, Notifications};
+
+    /// The timestamp post-processing of every core (`postprocess_core`, the
+    /// rescale of each recorded slot), run again: the CPU-time flag is reset
+    /// first, so that a finished request's copy rescales all its slots.
+    pub fn postprocess<D: ExecDevice + ?Sized>(req: &mut ExecRequest, dev: &mut D, nq: &Notifications) {
+        req.ts_is_cpu = false;
+        req.postprocess(dev, nq);
+    }
+
+    /// The error sweep of every core (the timeout classification and
+    /// `consume_error_block`).
+    pub fn process_errors<D: ExecDevice + ?Sized>(req: &mut ExecRequest, dev: &mut D, nq: &mut Notifications) {
+        req.process_errors(dev, nq);
+    }
+
+    /// The per-core counter update of the request's cached result.
+    pub fn count<D: ExecDevice + ?Sized>(req: &ExecRequest, dev: &mut D) {
+        let (step, best) = req.result;
+        req.count(dev, step, best);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
