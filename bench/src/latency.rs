@@ -15,10 +15,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nrt_core::arch::{nq_head_register, Arch};
+use nrt_core::exec::finalize_parts;
 use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, Step};
 use nrt_core::hal::Delay as _;
 use nrt_core::nq::ring::NqProducer;
-use nrt_core::nq::{Notifications, RawEntry, Subtype, INFER_STATUS_NQS};
+use nrt_core::nq::{Notifications, RawEntry, Subtype, ERROR_NQ, INFER_STATUS_NQS};
 use nrt_core::NrtStatus;
 use nrt_linux::bar::MappedBar;
 use nrt_linux::rings::{MappedDevice, MappedRings, RingWindow};
@@ -31,6 +32,8 @@ use crate::{spin_for, thread_cpu_ns, write_json, Pct};
 const RING: u32 = 4096;
 const BAR_LEN: usize = 0x30C4_0000;
 const CORES: usize = 2;
+/// Ring regions: 5 INFER_STATUS rings per core, then one error ring per core.
+const RINGS: usize = CORES * 5 + CORES;
 
 fn file(name: &str, len: u64) -> std::fs::File {
     let dir = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm".into() } else { std::env::temp_dir() };
@@ -43,6 +46,11 @@ fn file(name: &str, len: u64) -> std::fs::File {
 
 fn ring_off(core: usize, eng: usize) -> u64 {
     ((core * 5 + eng) as u64) * u64::from(RING)
+}
+
+/// The error ring of `core` (bound and empty: FINALIZE sweeps it as on a device).
+fn error_ring_off(core: usize) -> u64 {
+    ((CORES * 5 + core) as u64) * u64::from(RING)
 }
 
 /// One configuration's result.
@@ -61,14 +69,25 @@ struct Sample {
 /// that final step (the sweep that reads the END records, FINALIZE and the
 /// request's result); from its return to the caller's (the HEAD hand-back and
 /// the return); and the in-flight step before it (a sweep, which may read the
-/// STARTs), and one
-/// delay between steps.
+/// STARTs), and one delay between steps. Then the final step again, in the
+/// same iteration, on a copy of the request and notifications as they were
+/// before it (its records still in the rings, now in this CPU's cache): the
+/// difference to the first run is what fetching the device's freshly written
+/// lines costs; and each FINALIZE piece on a copy of the finished request: the
+/// timestamp post-processing (the rescale of each recorded slot), the
+/// error-ring sweep, the per-core counter update; and the events the sink took.
 struct Pieces {
     end_to_final_step: Pct,
     final_step: Pct,
     after_final_step: Pct,
     empty_step: Pct,
     one_delay: Pct,
+    final_step_warm: Pct,
+    postprocess: Pct,
+    error_sweep: Pct,
+    counters: Pct,
+    /// Events the sink took per inference (a sink that stores them is a cost).
+    events: Pct,
 }
 
 fn measure(kind: DelayKind, n: usize, work: Duration) -> Sample {
@@ -77,9 +96,9 @@ fn measure(kind: DelayKind, n: usize, work: Duration) -> Sample {
 
 fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool) -> Sample {
     let arch = Arch::Sunda;
-    let ring_file = file("rings", 10 * u64::from(RING));
+    let ring_file = file("rings", RINGS as u64 * u64::from(RING));
     let bar_file = file("bar", BAR_LEN as u64);
-    let rings_map = Arc::new(Mapping::map(&ring_file, 0, 10 * RING as usize).expect("map rings"));
+    let rings_map = Arc::new(Mapping::map(&ring_file, 0, RINGS * RING as usize).expect("map rings"));
     let bar = MappedBar::from_file(&bar_file, "bar", 0, BAR_LEN).expect("map bar");
     let device_bar = Mapping::map(&bar_file, 0, BAR_LEN).expect("map bar (device)");
     let mut rings = MappedRings::new(arch, bar);
@@ -90,6 +109,9 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool) -> Sampl
             rings.bind(core, id, w, id).expect("bind");
             nq.bind(core, id, RING).expect("bind");
         }
+        let w = RingWindow { map: Arc::clone(&rings_map), offset: error_ring_off(core as usize), size: RING };
+        rings.bind(core, ERROR_NQ, w, ERROR_NQ).expect("bind the error ring");
+        nq.bind(core, ERROR_NQ, RING).expect("bind the error ring");
     }
     let mut dev = MappedDevice::new(rings);
     let origin = Instant::now();
@@ -133,7 +155,7 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool) -> Sampl
     let mut lat = Vec::with_capacity(n);
     let mut cpu = Vec::with_capacity(n);
     let mut steps = Vec::with_capacity(n);
-    let mut pieces: [Vec<f64>; 5] = Default::default();
+    let mut pieces: [Vec<f64>; 10] = Default::default();
     let now = || origin.elapsed().as_nanos() as u64;
     for i in 1..=n as u64 {
         let mut req = ExecRequest::new(ExecConfig::new(arch, CORES as u8, 5));
@@ -143,12 +165,17 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool) -> Sampl
         let (w, marks) = if timed {
             // `exec_wait_round_robin`'s loop with a clock read around each step.
             let mut status = NrtStatus::Success;
+            // A copy of the request and notifications before each step (taken
+            // outside the timed step), to run the final step again below.
+            let events0 = dev.events.len();
+            let mut before = (req.clone(), nq.clone());
             let (mut n_steps, mut t0, mut prev, mut gap) = (1u64, now(), (0u64, 0u64), 0u64);
             let mut step = req.progress_one_step(&mut dev, &mut nq, &mut status);
             let mut t1 = now();
             while step == Step::InFlight {
                 prev = (t0, t1);
                 delay.delay_us(nrt_core::exec::driver::SYNC_POLL_DELAY_US);
+                before = (req.clone(), nq.clone());
                 t0 = now();
                 gap = t0 - t1;
                 step = req.progress_one_step(&mut dev, &mut nq, &mut status);
@@ -158,11 +185,36 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool) -> Sampl
             if nq.head_batching() {
                 nrt_core::exec::group::write_back_heads(&mut dev, &mut nq, req.tpb_count());
             }
-            (nrt_core::exec::SyncWait { status, step, steps: n_steps }, Some((t0, t1, prev, gap)))
+            let t_ret = now();
+            let events = dev.events.len() - events0;
+            // The final step again, warm: the same records, the same HEAD values.
+            let (mut r, mut n) = before;
+            let mut st = NrtStatus::Success;
+            let w0 = now();
+            let again = r.progress_one_step(&mut dev, &mut n, &mut st);
+            let warm = now() - w0;
+            assert_eq!((again, st), (step, status), "the final step, run again, ends the same");
+            // FINALIZE's pieces, each on a copy of the finished request.
+            let mut r = req.clone();
+            let p0 = now();
+            finalize_parts::postprocess(&mut r, &mut dev, &n);
+            let p1 = now();
+            finalize_parts::process_errors(&mut r, &mut dev, &mut n);
+            let p2 = now();
+            finalize_parts::count(&r, &mut dev);
+            let p3 = now();
+            // (The post-processing ran on slots already in CPU time: the same
+            // slots, the same calibration, so the same work, other values.)
+            assert_eq!(r.out_info().exec_rets, req.out_info().exec_rets, "the error sweep, run again, finds the same");
+            let parts = [warm, p1 - p0, p2 - p1, p3 - p2, events as u64];
+            (nrt_core::exec::SyncWait { status, step, steps: n_steps }, Some((t0, t1, prev, gap, t_ret, parts)))
         } else {
             (exec_wait_round_robin(&mut req, &mut dev, &mut nq, &mut delay), None)
         };
-        let t_ret = now();
+        let t_ret = match marks {
+            Some((_, _, _, _, t_ret, _)) => t_ret,
+            None => now(),
+        };
         let c1 = thread_cpu_ns();
         assert_eq!((w.status, w.step), (NrtStatus::Success, Step::Done), "inference {i}");
         while done_gen.load(Ordering::Acquire) < i {
@@ -172,11 +224,14 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool) -> Sampl
         lat.push(t_ret.saturating_sub(t_end) as f64);
         cpu.push((c1 - c0) as f64 / 1000.0);
         steps.push(w.steps as f64);
-        if let Some((t0, t1, (p0, p1), gap)) = marks {
+        if let Some((t0, t1, (p0, p1), gap, _, parts)) = marks {
             // Signed: the END may land while the final step is already sweeping.
             pieces[0].push(t0 as f64 - t_end as f64);
             pieces[1].push((t1 - t0) as f64);
             pieces[2].push((t_ret - t1) as f64);
+            for (k, v) in parts.iter().enumerate() {
+                pieces[5 + k].push(*v as f64);
+            }
             if p1 > p0 {
                 pieces[3].push((p1 - p0) as f64);
             }
@@ -184,13 +239,18 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool) -> Sampl
         }
     }
     let pieces = timed.then(|| {
-        let [a, b, c, d, e] = &mut pieces;
+        let [a, b, c, d, e, f, g, h, k, m] = &mut pieces;
         Pieces {
             end_to_final_step: Pct::of(a),
             final_step: Pct::of(b),
             after_final_step: Pct::of(c),
             empty_step: Pct::of(d),
             one_delay: Pct::of(e),
+            final_step_warm: Pct::of(f),
+            postprocess: Pct::of(g),
+            error_sweep: Pct::of(h),
+            counters: Pct::of(k),
+            events: Pct::of(m),
         }
     });
     device.join().expect("device thread");
@@ -272,10 +332,22 @@ pub fn run(n: usize, work_us: u64) {
              after it (HEAD hand-back, return) {:.0} ns; the step before it (it may read the STARTs) {:.0} ns, one delay {:.0} ns; latency with the clock reads {:.0} ns",
             p.end_to_final_step.p50, p.final_step.p50, p.after_final_step.p50, p.empty_step.p50, p.one_delay.p50, t.latency.p50
         );
+        println!(
+            "  the final step's pieces (same run, p50): the step again on the same records, warm {:.0} ns (so fetching the device's lines {:.0} ns); \
+             FINALIZE on a copy: timestamp post-processing {:.0} ns, error-ring sweep {:.0} ns, counter update {:.0} ns; events per inference {:.0}",
+            p.final_step_warm.p50,
+            p.final_step.p50 - p.final_step_warm.p50,
+            p.postprocess.p50,
+            p.error_sweep.p50,
+            p.counters.p50,
+            p.events.p50
+        );
         json!({
             "end_to_final_step": p.end_to_final_step.json(), "final_step": p.final_step.json(),
             "after_final_step": p.after_final_step.json(), "empty_step": p.empty_step.json(), "one_delay": p.one_delay.json(),
-            "latency_timed": t.latency.json(),
+            "latency_timed": t.latency.json(), "final_step_warm": p.final_step_warm.json(),
+            "finalize_postprocess": p.postprocess.json(), "finalize_error_sweep": p.error_sweep.json(),
+            "finalize_counters": p.counters.json(), "events_per_inference": p.events.p50,
         })
     });
     let js = |s: &Sample| json!({ "latency": s.latency.json(), "cpu_us_per_inference": { "p50": s.cpu_us_per_inference.p50, "mean": s.cpu_us_per_inference.mean }, "steps_p50": s.steps.p50 });

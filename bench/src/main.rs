@@ -6,7 +6,7 @@
 //! nrt-bench ring [--records N]                       NQ ring transfer between threads vs rtrb
 //! nrt-bench xu [--secs S]                            XU submit-to-complete round trip and requests/s
 //! nrt-bench sys                                      the OS floor: an ioctl round trip, usleep(1)
-//! nrt-bench scale [--devices 16] [--cores-per-device 4] [--secs S] [--work-us U] [--jitter-pct J] [--sweep] [--cpu N]
+//! nrt-bench scale [--devices 16] [--cores-per-device 4] [--secs S] [--work-us U] [--jitter-pct J] [--sweep] [--cpu N] [--notice-us B]
 //!                                                     a host's logical cores: libnrt threads vs adaptive threads vs poll
 //!                                                     groups (spin / hybrid / sleep; 1, 2, 4 pollers); --sweep: U = 100 us, 1 ms, 10 ms
 //! nrt-bench all [--inferences N] [--secs S]          latency, ring, xu, sys, and scale (16 x 4, S s per shape)
@@ -103,7 +103,11 @@ fn main() {
             arg(&args, "--work-us", 1000u64).max(1),
             arg(&args, "--jitter-pct", 10u64).min(100),
             args.iter().any(|a| a == "--sweep"),
-            args.iter().any(|a| a == "--cpu").then(|| arg(&args, "--cpu", 0usize)),
+            nrt_linux::poller::PollerConfig {
+                cpu: args.iter().any(|a| a == "--cpu").then(|| arg(&args, "--cpu", 0usize)),
+                notice_bound: std::time::Duration::from_micros(arg(&args, "--notice-us", 50u64)),
+                ..nrt_linux::poller::PollerConfig::default()
+            },
         ),
         Some("all") => {
             latency::run(arg(&args, "--inferences", 10_000), 20);
@@ -111,7 +115,15 @@ fn main() {
             xu::run(1.0);
             sys::run();
             // A 16-device host, each harvest shape in turn.
-            scale::run(16, 4, arg(&args, "--secs", 2.0f64).clamp(0.1, 600.0), 1000, 10, false, None);
+            scale::run(
+                16,
+                4,
+                arg(&args, "--secs", 2.0f64).clamp(0.1, 600.0),
+                1000,
+                10,
+                false,
+                nrt_linux::poller::PollerConfig::default(),
+            );
         }
         _ => {
             eprintln!("usage: nrt-bench latency|ring|xu|sys|scale|all [options]");

@@ -51,7 +51,7 @@ use nrt_core::hal::{self, ErrorKind, ErrorType};
 use nrt_core::nq::ring::NqProducer;
 use nrt_core::nq::{Notifications, RawEntry, Subtype, INFER_STATUS_NQS};
 use nrt_core::NrtStatus;
-use nrt_linux::poller::{hybrid_wait, next_pass_ns, set_timer_slack_1ns, HybridWait, PollerConfig, WaitPolicy};
+use nrt_linux::poller::{set_timer_slack_1ns, HybridWait, PollerConfig, WaitPolicy};
 use nrt_linux::sys::{pin_current_thread, thread_cpu_ns};
 use nrt_linux::time::{AnyDelay, DelayKind};
 use serde_json::json;
@@ -423,8 +423,6 @@ fn poller(
         Block(block.iter().map(|m| (LaneDev { mem: Arc::clone(m), origin }, notifications(true))).collect());
     let mut group: Box<PollGroup<128>> = Box::new(PollGroup::new());
     group.set_schedule(pcfg.schedule());
-    let lead_ns = pcfg.hybrid_lead.as_nanos() as u64;
-    let batch_ns = group.schedule().ahead_ns;
     for (l, m) in block.iter().enumerate() {
         group.insert(l as u16, cfg, 0).expect("room in the group");
         m.kick(origin);
@@ -476,17 +474,15 @@ fn poller(
                 }
             }
             WaitPolicy::Sleep => std::thread::sleep(Duration::from_micros(u64::from(pcfg.sleep_us.max(1)))),
-            WaitPolicy::Hybrid => {
-                match hybrid_wait(now(), next_pass_ns(group.earliest_due_ns(), pass_ns, batch_ns), lead_ns) {
-                    HybridWait::Idle | HybridWait::Pass => std::hint::spin_loop(),
-                    HybridWait::SpinUntil(due) => {
-                        while now() < due {
-                            std::hint::spin_loop();
-                        }
+            WaitPolicy::Hybrid => match pcfg.hybrid_wait_after(now(), group.earliest_due_ns(), pass_ns) {
+                HybridWait::Idle | HybridWait::Pass => std::hint::spin_loop(),
+                HybridWait::SpinUntil(due) => {
+                    while now() < due {
+                        std::hint::spin_loop();
                     }
-                    HybridWait::Sleep(ns) => std::thread::sleep(Duration::from_nanos(ns)),
                 }
-            }
+                HybridWait::Sleep(ns) => std::thread::sleep(Duration::from_nanos(ns)),
+            },
         }
     }
     if std::env::var_os("NRT_BENCH_DEBUG").is_some() {
@@ -502,7 +498,7 @@ fn run_one(
     secs: f64,
     work_us: u64,
     jitter: u64,
-    cpu: Option<usize>,
+    base: PollerConfig,
 ) -> Vec<Shape> {
     let work = Duration::from_micros(work_us);
     let n = devices * cores_per_device;
@@ -518,7 +514,7 @@ fn run_one(
     for policy in [WaitPolicy::Spin, WaitPolicy::Hybrid, WaitPolicy::Sleep] {
         for pollers in [1usize, 2, 4] {
             if pollers <= devices && n.div_ceil(pollers) <= 128 {
-                let cfg = PollerConfig { cpu, policy, sleep_us: SYNC_POLL_DELAY_US, ..PollerConfig::default() };
+                let cfg = PollerConfig { policy, sleep_us: SYNC_POLL_DELAY_US, ..base };
                 hows.push(Harvest::Groups { pollers, cfg });
             }
         }
@@ -560,7 +556,7 @@ pub fn run(
     work_us: u64,
     jitter: u64,
     sweep: bool,
-    cpu: Option<usize>,
+    base: PollerConfig,
 ) {
     let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let works: Vec<u64> = if sweep { vec![100, 1000, 10_000] } else { vec![work_us] };
@@ -568,7 +564,7 @@ pub fn run(
     let mut runs = Vec::new();
     let mut last = None;
     for &u in &works {
-        let shapes = run_one(devices, cores_per_device, secs, u, jitter, cpu);
+        let shapes = run_one(devices, cores_per_device, secs, u, jitter, base);
         let libnrt = &shapes[0];
         let groups_below = shapes
             .iter()

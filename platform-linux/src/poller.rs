@@ -20,7 +20,13 @@
 //!   timer slack set to 1 ns (`prctl(PR_SET_TIMERSLACK)`: a requested sleep
 //!   then overshoots by the scheduler's wake-up, ~5-10 us on a VM, not by the
 //!   default 50 us slack), spins through the rest of the lead, makes the pass,
-//!   and sleeps again. A poller with nothing due within its lead never spins.
+//!   and sleeps again. Passes are at least one slice apart
+//!   ([`PollerConfig::hybrid_slice_ns`]: the [`PollerConfig::notice_bound`],
+//!   50 us by default, less the lead), so with many lanes whose due windows
+//!   overlap (something is nearly always due) it sleeps in slices between
+//!   passes over the due lanes instead of spinning: a completion is seen
+//!   within about the bound. It spins only when its next pass is within the
+//!   lead; a poller with nothing due within its lead never spins.
 //!   A due request still in flight is stepped again every
 //!   [`PollerConfig::recheck`] (so a late one costs one wake-up per recheck,
 //!   not a spin). A submission wakes the sleeping thread (its eventfd).
@@ -138,7 +144,16 @@ pub enum HybridWait {
 /// sooner than one batch window after the last pass (`pass_ns`), so that the
 /// due times of many lanes share passes. `None` when nothing is in flight.
 pub fn next_pass_ns(earliest_due_ns: Option<u64>, pass_ns: u64, batch_ns: u64) -> Option<u64> {
-    earliest_due_ns.map(|d| d.saturating_sub(batch_ns).max(pass_ns.saturating_add(batch_ns)))
+    next_sliced_pass_ns(earliest_due_ns, pass_ns, batch_ns, batch_ns)
+}
+
+/// [`next_pass_ns`] with the least time between passes apart from the batch
+/// window: when the earliest request is due less `batch_ns`, but not sooner
+/// than `slice_ns` after the last pass. With many lanes whose due windows
+/// overlap, something is nearly always due: the slice is then what keeps the
+/// poller asleep between passes instead of spinning.
+pub fn next_sliced_pass_ns(earliest_due_ns: Option<u64>, pass_ns: u64, batch_ns: u64, slice_ns: u64) -> Option<u64> {
+    earliest_due_ns.map(|d| d.saturating_sub(batch_ns).max(pass_ns.saturating_add(slice_ns)))
 }
 
 /// The hybrid policy: pass when something is due, spin when it is due within
@@ -166,6 +181,14 @@ pub struct PollerConfig {
     /// Hybrid: at most one pass per this window, each taking the requests due
     /// within it (so many lanes' completions share a wake-up).
     pub hybrid_batch: Duration,
+    /// Hybrid: the notice latency the poller aims to keep while requests are
+    /// due. Between two passes it sleeps at least this bound less
+    /// [`hybrid_lead`](Self::hybrid_lead) (the sleep's overshoot), and at least
+    /// [`hybrid_batch`](Self::hybrid_batch): a completion waits for the next
+    /// pass, about one slice plus the overshoot. A longer bound costs fewer
+    /// wake-ups (less CPU); a bound within the lead plus the batch window gives
+    /// the batch-window spacing.
+    pub notice_bound: Duration,
     /// A due request still in flight is stepped again after this long.
     pub recheck: Duration,
     /// Every request in flight is stepped at least this often.
@@ -187,6 +210,7 @@ impl Default for PollerConfig {
             policy: WaitPolicy::Hybrid,
             hybrid_lead: Duration::from_micros(10),
             hybrid_batch: Duration::from_micros(20),
+            notice_bound: Duration::from_micros(50),
             recheck: Duration::from_micros(20),
             sweep_bound: Duration::from_millis(1),
             spin_for: Duration::from_millis(2),
@@ -203,12 +227,31 @@ impl PollerConfig {
         PollerConfig { cpu: Some(cpu), policy: WaitPolicy::Spin, ..PollerConfig::default() }
     }
 
+    /// Hybrid: the least time between two passes, ns: the notice bound less
+    /// the lead, and at least the batch window.
+    pub fn hybrid_slice_ns(&self) -> u64 {
+        ns(self.notice_bound).saturating_sub(ns(self.hybrid_lead)).max(ns(self.hybrid_batch))
+    }
+
+    /// Hybrid: what the poller does at `now_ns` after a pass at `pass_ns` that
+    /// completed nothing, given the group's earliest due time: it sleeps until
+    /// the lead before its next pass ([`next_sliced_pass_ns`]), and spins only
+    /// when that pass is within the lead.
+    pub fn hybrid_wait_after(&self, now_ns: u64, earliest_due_ns: Option<u64>, pass_ns: u64) -> HybridWait {
+        let next = next_sliced_pass_ns(earliest_due_ns, pass_ns, ns(self.hybrid_batch), self.hybrid_slice_ns());
+        hybrid_wait(now_ns, next, ns(self.hybrid_lead))
+    }
+
     /// The group's schedule for this configuration.
     pub fn schedule(&self) -> Schedule {
-        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         let ahead_ns = if self.policy == WaitPolicy::Hybrid { ns(self.hybrid_batch) } else { 0 };
         Schedule { sweep_bound_ns: ns(self.sweep_bound), recheck_ns: ns(self.recheck), ahead_ns }
     }
+}
+
+/// A duration in ns, saturated.
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Lanes in a vector: lane `i` is `self.0[i]`.
@@ -653,8 +696,6 @@ fn answer(sh: &Shared, h: &Handoff, step: Step, status: NrtStatus) {
 fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
     let mut group: Box<PollGroup<POLLER_CAPACITY>> = Box::new(PollGroup::new());
     group.set_schedule(cfg.schedule());
-    let lead_ns = u64::try_from(cfg.hybrid_lead.as_nanos()).unwrap_or(u64::MAX);
-    let batch_ns = group.schedule().ahead_ns;
     let mut handoffs: Vec<Option<Arc<Handoff>>> = vec![None; POLLER_CAPACITY];
     // Each slot's model timeout, for the shutdown bound.
     let mut timeouts_s = [0u32; POLLER_CAPACITY];
@@ -763,7 +804,7 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
             }
             WaitPolicy::Sleep => sleep_between_passes(sh, cfg),
             WaitPolicy::Hybrid => {
-                match hybrid_wait(now_ns(sh), next_pass_ns(group.earliest_due_ns(), pass_ns, batch_ns), lead_ns) {
+                match cfg.hybrid_wait_after(now_ns(sh), group.earliest_due_ns(), pass_ns) {
                     HybridWait::Idle | HybridWait::Pass => spin_hint(),
                     HybridWait::SpinUntil(due) => {
                         // Ends by the clock: at most the lead.
@@ -873,6 +914,13 @@ mod tests {
         assert_eq!(next_pass_ns(Some(1_000), 100, 20), Some(980));
         assert_eq!(next_pass_ns(Some(1_000), 100, 0), Some(1_000));
         assert_eq!(next_pass_ns(Some(5), u64::MAX, 20), Some(u64::MAX), "saturates");
+        assert_eq!(next_sliced_pass_ns(None, 100, 20, 40), None);
+        assert_eq!(next_sliced_pass_ns(Some(0), 100, 20, 40), Some(140), "due at once: one slice after the last pass");
+        assert_eq!(next_sliced_pass_ns(Some(150), 100, 20, 40), Some(140), "due within the slice: the slice");
+        assert_eq!(next_sliced_pass_ns(Some(170), 100, 20, 40), Some(150), "the batch window before the due time");
+        assert_eq!(next_sliced_pass_ns(Some(1_000), 100, 20, 0), Some(980), "no slice: the batch window");
+        assert_eq!(next_sliced_pass_ns(Some(1_000), 100, 0, 40), Some(1_000));
+        assert_eq!(next_sliced_pass_ns(Some(5), u64::MAX, 20, 40), Some(u64::MAX), "saturates");
     }
 
     #[test]
@@ -897,5 +945,39 @@ mod tests {
         assert_eq!(PollerConfig { policy: WaitPolicy::Spin, ..c }.schedule().ahead_ns, 0);
         let huge = PollerConfig { sweep_bound: Duration::MAX, ..c };
         assert_eq!(huge.schedule().sweep_bound_ns, u64::MAX);
+    }
+
+    #[test]
+    fn hybrid_slices_come_from_the_notice_bound() {
+        let d = PollerConfig::default();
+        assert_eq!(d.notice_bound, Duration::from_micros(50));
+        assert_eq!(d.hybrid_slice_ns(), 40_000, "the bound less the 10 us lead");
+        let us = Duration::from_micros;
+        let c = |bound, lead, batch| PollerConfig {
+            notice_bound: us(bound),
+            hybrid_lead: us(lead),
+            hybrid_batch: us(batch),
+            ..d
+        };
+        assert_eq!(c(35, 5, 20).hybrid_slice_ns(), 30_000);
+        assert_eq!(c(25, 10, 20).hybrid_slice_ns(), 20_000, "never under the batch window");
+        assert_eq!(c(5, 10, 20).hybrid_slice_ns(), 20_000, "a bound inside the lead: the batch window");
+        assert_eq!(c(0, 0, 0).hybrid_slice_ns(), 0);
+        let huge = PollerConfig { notice_bound: Duration::MAX, ..d };
+        assert_eq!(huge.hybrid_slice_ns(), u64::MAX - 10_000, "saturates, less the lead");
+        // After a pass at 100 us with something overdue: sleep to one slice
+        // after it, less the lead (the sleep's overshoot), never spin.
+        let pass = 100_000;
+        assert_eq!(d.hybrid_wait_after(103_000, Some(50_000), pass), HybridWait::Sleep(27_000));
+        assert_eq!(d.hybrid_wait_after(103_000, None, pass), HybridWait::Idle);
+        // Woken within the lead of the slice's end: spin to it.
+        assert_eq!(d.hybrid_wait_after(131_000, Some(50_000), pass), HybridWait::SpinUntil(140_000));
+        assert_eq!(d.hybrid_wait_after(140_000, Some(50_000), pass), HybridWait::Pass);
+        // Due far out: sleep to the batch window before it, less the lead.
+        assert_eq!(d.hybrid_wait_after(103_000, Some(900_000), pass), HybridWait::Sleep(767_000));
+        // A bound within lead + batch: the batch-window spacing.
+        let tight = c(20, 10, 20);
+        assert_eq!(tight.hybrid_wait_after(103_000, Some(50_000), pass), HybridWait::Sleep(7_000));
+        assert_eq!(tight.hybrid_wait_after(111_000, Some(50_000), pass), HybridWait::SpinUntil(120_000));
     }
 }

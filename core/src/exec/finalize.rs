@@ -36,8 +36,18 @@ pub fn rescale_ns(cal: &TsCal, device_ts: u64) -> Option<u64> {
     if cal.actual_timestamp_inc == 0 {
         return None;
     }
-    let delta = u128::from(device_ts.saturating_sub(cal.init_timestamp));
-    let ns = delta * u128::from(cal.expected_timestamp_inc) / u128::from(cal.actual_timestamp_inc);
+    let delta = device_ts.saturating_sub(cal.init_timestamp);
+    // Fast paths, each the same value as the 128-bit quotient below: a 1:1
+    // calibration (the default, `TsCal::IDENTITY`) is the delta itself, and a
+    // product that fits 64 bits is divided in 64 bits. FINALIZE rescales every
+    // recorded slot of every core, on the notice path.
+    if cal.expected_timestamp_inc == cal.actual_timestamp_inc {
+        return Some(delta);
+    }
+    if let Some(num) = delta.checked_mul(u64::from(cal.expected_timestamp_inc)) {
+        return Some(num / u64::from(cal.actual_timestamp_inc));
+    }
+    let ns = u128::from(delta) * u128::from(cal.expected_timestamp_inc) / u128::from(cal.actual_timestamp_inc);
     Some(u64::try_from(ns).unwrap_or(u64::MAX))
 }
 
@@ -329,6 +339,34 @@ pub(super) fn consume_error_block<D: ExecDevice + ?Sized>(
     (status, first_class)
 }
 
+/// FINALIZE's pieces one at a time, for the latency bench to time each on a
+/// copy of a finished request (`nrt-bench latency`); not part of the harvest's
+/// interface. Each runs exactly the code FINALIZE runs.
+#[doc(hidden)]
+pub mod parts {
+    use super::{ExecDevice, ExecRequest, Notifications};
+
+    /// The timestamp post-processing of every core (`postprocess_core`, the
+    /// rescale of each recorded slot), run again: the CPU-time flag is reset
+    /// first, so that a finished request's copy rescales all its slots.
+    pub fn postprocess<D: ExecDevice + ?Sized>(req: &mut ExecRequest, dev: &mut D, nq: &Notifications) {
+        req.ts_is_cpu = false;
+        req.postprocess(dev, nq);
+    }
+
+    /// The error sweep of every core (the timeout classification and
+    /// `consume_error_block`).
+    pub fn process_errors<D: ExecDevice + ?Sized>(req: &mut ExecRequest, dev: &mut D, nq: &mut Notifications) {
+        req.process_errors(dev, nq);
+    }
+
+    /// The per-core counter update of the request's cached result.
+    pub fn count<D: ExecDevice + ?Sized>(req: &ExecRequest, dev: &mut D) {
+        let (step, best) = req.result;
+        req.count(dev, step, best);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,5 +382,37 @@ mod tests {
         assert_eq!(rescale_ns(&cal, u64::MAX), Some(u64::MAX), "saturates, never wraps");
         let cal = TsCal { init_timestamp: 0, actual_timestamp_inc: 0, expected_timestamp_inc: 1 };
         assert_eq!(rescale_ns(&cal, 5), None);
+    }
+
+    /// The rescale without its fast paths: the 128-bit quotient, saturated.
+    fn rescale_128(cal: &TsCal, device_ts: u64) -> Option<u64> {
+        if cal.actual_timestamp_inc == 0 {
+            return None;
+        }
+        let delta = u128::from(device_ts.saturating_sub(cal.init_timestamp));
+        let ns = delta * u128::from(cal.expected_timestamp_inc) / u128::from(cal.actual_timestamp_inc);
+        Some(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+
+    #[test]
+    fn rescale_fast_paths_give_the_128_bit_quotient() {
+        // Increments at the edges, and deltas on both sides of the 64-bit
+        // product's limit for each (`u64::MAX / expected`).
+        let incs = [0u32, 1, 2, 3, 999, 1_000, 1_001, 0x7FFF_FFFF, u32::MAX - 1, u32::MAX];
+        let mut checked = 0u32;
+        for &e in &incs {
+            for &a in &incs {
+                let limit = u64::MAX / u64::from(e.max(1));
+                for delta in [0, 1, 2, 1_000_003, limit - 1, limit, limit.saturating_add(1), u64::MAX - 1, u64::MAX] {
+                    for init in [0u64, 7] {
+                        let cal = TsCal { init_timestamp: init, actual_timestamp_inc: a, expected_timestamp_inc: e };
+                        let ts = delta.saturating_add(init);
+                        assert_eq!(rescale_ns(&cal, ts), rescale_128(&cal, ts), "cal {cal:?} ts {ts}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 10 * 10 * 9 * 2);
     }
 }

@@ -32,6 +32,8 @@ mod matcher;
 pub mod tensor;
 
 pub use driver::{exec_wait_round_robin, ExecUnit, SyncWait, XuHealth, XuQueue, XuSignalError, XuStep, XuWork};
+#[doc(hidden)]
+pub use finalize::parts as finalize_parts;
 pub use group::{Completion, Estimate, GroupError, Lanes, Pass, PollGroup, Schedule};
 pub use matcher::{errtrig_block_of_tpb, IntcCauseLine61};
 pub use tensor::{NoWake, TensorCompletions, TensorWaker};

@@ -1318,3 +1318,34 @@ fn an_engine_that_started_in_one_sweep_ends_in_a_later_one() {
     }
     assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
 }
+
+#[test]
+fn finalize_parts_run_finalizes_pieces_on_a_copy() {
+    let mut r = Rig::new(2, 5);
+    r.nq.set_sync_point(0, crate::nq::SyncPoint { dev_us: 0, cpu_us: 5_000_000 });
+    r.dev.run_all(2, 4_000, 9_000);
+    r.enter_wait_core();
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.req.engine_times_us(0, 0), (Some(5_000_004), Some(5_000_009)));
+    assert_eq!(r.req.engine_times_us(1, 0), (Some(4), Some(9)));
+    assert_eq!(r.dev.counter_updates.len(), 2, "FINALIZE counted both cores");
+
+    // The post-processing again: the slots, already CPU us, are rescaled once more.
+    let mut copy = r.req.clone();
+    crate::exec::finalize_parts::postprocess(&mut copy, &mut *r.dev, &r.nq);
+    assert!(copy.timestamps_are_cpu_us());
+    assert_eq!(copy.engine_times_us(0, 0), (Some(5_000_000 + 5_000), Some(5_000_000 + 5_000)));
+    assert_eq!(copy.engine_times_us(1, 0), (Some(0), Some(0)), "core 1, no sync point: 4 and 9 us read as ns");
+
+    // The error sweep again: it finds a record written since.
+    assert!(r.dev.error(1, ErrorEntry::new(1, 0, 0, 5)));
+    let mut copy = r.req.clone();
+    crate::exec::finalize_parts::process_errors(&mut copy, &mut *r.dev, &mut r.nq);
+    assert_eq!(copy.out_info().exec_rets, [NrtStatus::Success, NrtStatus::ExecCompletedWithNumErr]);
+    assert_eq!(r.req.out_info().exec_rets, [NrtStatus::Success; 2], "the request itself is untouched");
+
+    // The counter update again: one per core, with the cached status.
+    crate::exec::finalize_parts::count(&r.req, &mut *r.dev);
+    assert_eq!(r.dev.counter_updates.len(), 4);
+    assert!(r.dev.counter_updates.iter().all(|(_, u)| u.status == NrtStatus::Success));
+}
