@@ -191,6 +191,49 @@ impl LogLevels {
     }
 }
 
+/// A `log` sink writing each record to standard error as `PREFIX: LEVEL
+/// COMPONENT: message`, each target at the level [`LogLevels`] gives it. A
+/// failed write is ignored (there is nowhere left to report it).
+struct StderrLog {
+    prefix: &'static str,
+    levels: LogLevels,
+}
+
+impl log::Log for StderrLog {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= self.levels.level_of(m.target())
+    }
+
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            use std::io::Write;
+            let line = format!("{}: {} {}: {}\n", self.prefix, r.level(), component_of(r.target()), r.args());
+            let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// Route the `log` facade to standard error at `levels`, lines prefixed
+/// `prefix` (`nrtctl`, or `nrt` for a C program). The `log` facade takes one
+/// logger per process: the first call installs it and returns true; later
+/// calls (another session opened, or a program that installed its own logger)
+/// change nothing and return false.
+pub fn init_stderr_log(prefix: &'static str, levels: &LogLevels) -> bool {
+    static LOGGER: std::sync::OnceLock<StderrLog> = std::sync::OnceLock::new();
+    let mut first = false;
+    let logger = LOGGER.get_or_init(|| {
+        first = true;
+        StderrLog { prefix, levels: levels.clone() }
+    });
+    if first && log::set_logger(logger).is_ok() {
+        log::set_max_level(levels.max());
+        return true;
+    }
+    false
+}
+
 /// What the environment says, parsed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RtEnv {
@@ -240,6 +283,8 @@ impl RtEnv {
 pub enum Source {
     /// A command-line flag (named).
     Flag(&'static str),
+    /// An explicit argument of a C ABI call (the call and the argument).
+    Argument(&'static str),
     /// An environment variable (named).
     Env(&'static str),
     /// The documented default of the generation.
@@ -250,6 +295,7 @@ impl core::fmt::Display for Source {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Source::Flag(n) => write!(f, "flag {n}"),
+            Source::Argument(n) => write!(f, "argument {n}"),
             Source::Env(n) => write!(f, "variable {n}"),
             Source::Default(a) => write!(f, "the documented default for {}", a.name()),
         }

@@ -164,6 +164,7 @@ enum Cmd {
         at: At,
     },
     /// Harvest inferences from `nrt-sim serve --shm PATH` (another process) through the Linux binding.
+    #[command(after_help = HARVEST_ENV_HELP)]
     Harvest(HarvestArgs),
     /// Bring up cores of a device through the driver's ioctls and run inferences (docs/driver-model.md).
     #[command(after_help = RUN_ENV_HELP)]
@@ -243,45 +244,42 @@ struct RunArgs {
     timeline_svg: Option<std::path::PathBuf>,
 }
 
+/// The log variables' lines of the subcommands' help.
+macro_rules! log_env_help {
+    () => {
+        "  NEURON_RT_LOG_LEVEL=LEVEL        ERROR (default), WARNING, INFO, DEBUG, TRACE or QUIET, on standard error
+  NEURON_RT_LOG_LEVEL_<C>=LEVEL    the same for one component C: TDRV (the harvest and the driver
+                                   binding), NRT (nrtctl); NMGR and KMGR are accepted (no code here)"
+    };
+}
+
 /// `nrtctl run --help`'s list of the runtime's environment variables it honours
 /// (`nrt_linux::config`); a flag beats its variable.
-const RUN_ENV_HELP: &str = "\
-Environment (a flag beats its variable; a bad value is refused at start):
+const RUN_ENV_HELP: &str = concat!(
+    r#"Environment (a flag beats its variable; a bad value is refused at start):
   NEURON_RT_EXEC_TIMEOUT=SECONDS   execution timeout, 0 to 2147483647 [default: 600, the documented
                                    default of trn1/inf2]; every timeout message names the budget and its source
   NEURON_RT_VISIBLE_CORES=LIST     the cores to claim: 0, 0-1 or 0,1 (the session claims cores from 0);
                                    takes precedence over NEURON_RT_NUM_CORES
   NEURON_RT_NUM_CORES=N            how many cores to claim, 0 for all
-  NEURON_RT_LOG_LEVEL=LEVEL        ERROR (default), WARNING, INFO, DEBUG, TRACE or QUIET, on standard error
-  NEURON_RT_LOG_LEVEL_<C>=LEVEL    the same for one component C: TDRV (the harvest and the driver
-                                   binding), NRT (nrtctl); NMGR and KMGR are accepted (no code here)";
+"#,
+    log_env_help!()
+);
 
-/// The `log` sink of `nrtctl run`: standard error, each target at the level
-/// `NEURON_RT_LOG_LEVEL` (or its component's form) gives it.
-struct StderrLog(nrt_linux::config::LogLevels);
+/// `nrtctl harvest --help`'s list: the server's file fixes the cores, so only
+/// the timeout and the log levels govern a harvest.
+const HARVEST_ENV_HELP: &str = concat!(
+    r#"Environment (a flag beats its variable; a bad value is refused at start):
+  NEURON_RT_EXEC_TIMEOUT=SECONDS   execution timeout, 0 to 2147483647 [default: 600, the documented
+                                   default of trn1/inf2]; every timeout message names the budget and its source
+"#,
+    log_env_help!()
+);
 
-impl log::Log for StderrLog {
-    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-        m.level() <= self.0.level_of(m.target())
-    }
-
-    fn log(&self, r: &log::Record<'_>) {
-        if self.enabled(r.metadata()) {
-            let c = nrt_linux::config::component_of(r.target());
-            errln!("nrtctl: {} {c}: {}", r.level(), r.args());
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-/// Route `log` to standard error at `levels` (once per process).
+/// Route `log` to standard error at `levels` (once per process), lines
+/// prefixed `nrtctl:`.
 fn init_log(levels: &nrt_linux::config::LogLevels) {
-    let max = levels.max();
-    let logger: &'static StderrLog = Box::leak(Box::new(StderrLog(levels.clone())));
-    if log::set_logger(logger).is_ok() {
-        log::set_max_level(max);
-    }
+    nrt_linux::config::init_stderr_log("nrtctl", levels);
 }
 
 /// `--ring-entries`: a power of two from 2 to 65536.
@@ -304,9 +302,9 @@ struct HarvestArgs {
     /// The poll delay between harvest steps.
     #[arg(long, value_enum, default_value = "adaptive")]
     delay: DelayArg,
-    /// The model's timeout in seconds.
-    #[arg(long = "timeout-s", value_name = "N", default_value_t = 5, allow_negative_numbers = true)]
-    timeout_s: u32,
+    /// The model's timeout in seconds [default: NEURON_RT_EXEC_TIMEOUT, else the generation's documented default, 600].
+    #[arg(long = "timeout-s", value_name = "N", allow_negative_numbers = true)]
+    timeout_s: Option<u32>,
     /// How long to wait for the file to appear and be ready, seconds (0 to 86400).
     #[arg(long = "wait-s", value_name = "N", default_value = "10", value_parser = parse_wait_s, allow_negative_numbers = true)]
     wait_s: std::time::Duration,
@@ -427,8 +425,17 @@ fn dispatch(cli: Cli) -> ExitCode {
 
 #[cfg(feature = "sim")]
 fn harvest(a: &HarvestArgs) -> ExitCode {
+    use nrt_linux::config::{Budget, RtEnv};
     use nrt_linux::harvest::Harvester;
     use nrt_linux::time::DelayKind;
+    let env = match RtEnv::from_process() {
+        Ok(e) => e,
+        Err(e) => {
+            errln!("nrtctl harvest: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_log(&env.log);
     let mut h = match Harvester::attach(&a.shm, a.wait_s) {
         Ok(h) => h,
         Err(e) => {
@@ -440,9 +447,20 @@ fn harvest(a: &HarvestArgs) -> ExitCode {
         DelayArg::Libnrt => DelayKind::Libnrt,
         DelayArg::Adaptive => DelayKind::Adaptive,
     };
+    let budget = Budget::resolve(a.timeout_s, "--timeout-s", &env, h.arch());
     let mut code = ExitCode::SUCCESS;
     for i in 1..=a.inferences {
-        match h.harvest(a.timeout_s, delay) {
+        let r = h.harvest(budget.seconds, delay);
+        if let Ok(r) = &r {
+            if matches!(r.status, nrt_core::NrtStatus::Timeout | nrt_core::NrtStatus::ExecSwNqOverflow) {
+                errln!(
+                    "nrtctl harvest: inference {i}: the harvest ended at its {budget}: status {} {}",
+                    r.status.code(),
+                    r.status.name()
+                );
+            }
+        }
+        match r {
             Ok(r) if a.json => outln!("{:#}", nrt_abi::report::json(&r, None)),
             Ok(r) => {
                 let heading = format!("nrtctl harvest --shm {}: inference {i} of {}", a.shm.display(), a.inferences);
