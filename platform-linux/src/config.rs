@@ -463,6 +463,18 @@ mod tests {
     }
 
     #[test]
+    fn the_stderr_logger_passes_each_target_at_its_components_level() {
+        use log::Log;
+        let e = env(&[(LOG_LEVEL, "WARNING"), ("NEURON_RT_LOG_LEVEL_TDRV", "DEBUG")]).unwrap();
+        let l = StderrLog { prefix: "test", levels: e.log };
+        let at = |level, target| l.enabled(&log::Metadata::builder().level(level).target(target).build());
+        assert!(at(log::Level::Debug, "nrt_linux::ffi"));
+        assert!(!at(log::Level::Trace, "nrt_core::exec"));
+        assert!(at(log::Level::Warn, "nrtctl"));
+        assert!(!at(log::Level::Info, "nrtctl"));
+    }
+
+    #[test]
     fn the_environment_is_parsed_whole_and_an_empty_value_is_unset() {
         let e = env(&[(EXEC_TIMEOUT, "7"), (VISIBLE_CORES, "0-1"), (NUM_CORES, "1"), (LOG_LEVEL, "")]).unwrap();
         assert_eq!(e.exec_timeout_s, Some(7));
@@ -485,6 +497,8 @@ mod tests {
         assert_eq!(b.to_string(), "execution timeout 9 s (from variable NEURON_RT_EXEC_TIMEOUT)");
         let b = Budget::resolve(None, "--timeout-s", &RtEnv::default(), Arch::Cayman);
         assert_eq!(b.to_string(), "execution timeout 600 s (from the documented default for cayman)");
+        let b = Budget { seconds: 4, source: Source::Argument("timeout_s of nrt_session_open") };
+        assert_eq!(b.to_string(), "execution timeout 4 s (from argument timeout_s of nrt_session_open)");
     }
 
     #[test]
