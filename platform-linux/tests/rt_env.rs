@@ -233,6 +233,17 @@ fn nrtctl_run_trace_spans_are_the_reports_engine_times() {
         }
     }
     assert_eq!((n, spans.len()), (10, 10));
+    // Each core's CC span is the report's CC_START -> CC_END, on its CC track.
+    let cc: Vec<&serde_json::Value> =
+        trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X" && e["cat"] == "cc").collect();
+    let cores = report["cores"].as_array().unwrap();
+    for (c, core) in cores.iter().enumerate() {
+        let (s, end) = (core["cc_start_us"].as_u64().expect("CC_START"), core["cc_end_us"].as_u64().expect("CC_END"));
+        let hit: Vec<_> = cc.iter().filter(|x| x["tid"] == (1u64 << 16) + c as u64).collect();
+        assert_eq!(hit.len(), 1, "core {c}");
+        assert_eq!((hit[0]["ts"].as_u64(), hit[0]["dur"].as_u64()), (Some(s), Some(end - s)), "core {c}");
+    }
+    assert_eq!(cc.len(), cores.len());
     assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
     // A file that cannot be written: named, with the reason.
     let o = under_driver(&sim, "nan", &["--trace", "/nonexistent-nrtctl/t.json"], &[]);
@@ -425,4 +436,51 @@ fn nrtctl_harvest_takes_the_timeout_from_the_variable_refuses_bad_values_and_lis
     assert_eq!(timeout_of(&[], &[("NEURON_RT_EXEC_TIMEOUT", "7")]), 7);
     assert_eq!(timeout_of(&["--timeout-s", "3"], &[("NEURON_RT_EXEC_TIMEOUT", "7")]), 3, "the flag beats it");
     assert_eq!(timeout_of(&["--delay", "adaptive"], &[]), 600, "the documented default");
+}
+
+#[test]
+fn nrtctl_run_trace_keeps_every_inference_each_with_its_harvest_and_engine_spans() {
+    need_user_notif!();
+    let sim = common::nrt_sim();
+    let json = std::env::temp_dir().join(format!("nrtctl-trace-k-{}.json", std::process::id()));
+    let o = under_driver(&sim, "nan", &["--json", "--inferences", "3", "--trace", json.to_str().unwrap()], &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    // One JSON object per inference, in order.
+    let reports: Vec<serde_json::Value> =
+        serde_json::Deserializer::from_str(&out).into_iter().collect::<Result<_, _>>().expect("the reports");
+    assert_eq!(reports.len(), 3, "{out}");
+    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("the trace");
+    let _ = std::fs::remove_file(&json);
+    let events = trace["traceEvents"].as_array().unwrap();
+    let of = |n: usize, cat: &str| -> Vec<&serde_json::Value> {
+        events
+            .iter()
+            .filter(|e| {
+                e["ph"] == "X" && e["cat"] == cat && e["args"]["inference"].as_str() == Some(n.to_string().as_str())
+            })
+            .collect()
+    };
+    for (k, report) in reports.iter().enumerate() {
+        let n = k + 1;
+        let harvest = of(n, "host");
+        assert_eq!(harvest.len(), 1, "one harvest span for inference {n}");
+        assert_eq!(harvest[0]["name"], "harvest");
+        assert_eq!(harvest[0]["ts"].as_u64(), report["kickoff_us"].as_u64(), "inference {n}: {report}");
+        let spans = of(n, "engine");
+        let mut matched = 0;
+        for (c, core) in report["cores"].as_array().unwrap().iter().enumerate() {
+            for (i, e) in core["engines"].as_array().unwrap().iter().enumerate() {
+                let (Some(s), Some(end)) = (e["start_us"].as_u64(), e["end_us"].as_u64()) else { continue };
+                let tid = 1 + c as u64 * 6 + i as u64;
+                let hit: Vec<_> = spans.iter().filter(|x| x["tid"] == tid).collect();
+                assert_eq!(hit.len(), 1, "inference {n} core {c} engine {i}");
+                assert_eq!((hit[0]["ts"].as_u64(), hit[0]["dur"].as_u64()), (Some(s), Some(end - s)));
+                matched += 1;
+            }
+        }
+        assert_eq!((matched, spans.len()), (10, 10), "inference {n}");
+    }
+    let harvests = events.iter().filter(|e| e["ph"] == "X" && e["name"] == "harvest").count();
+    assert_eq!(harvests, 3, "no span without its inference");
 }

@@ -44,8 +44,10 @@
 //! `run` honours the runtime's `NEURON_RT_*` variables ([`nrt_linux::config`],
 //! listed by `nrtctl run --help`): a flag beats its variable, a bad value is a
 //! usage error naming the variable, the value and what is accepted. `--trace`
-//! and `--timeline-svg` write the report as Chrome trace-event JSON and an SVG
-//! timeline (`nrt_trace`); a file that cannot be written exits 1, naming it.
+//! and `--timeline-svg` write the harvests of all the run's inferences (each
+//! at its own times, its spans tagged with its number when there are several)
+//! as Chrome trace-event JSON and an SVG timeline (`nrt_trace`), once, after
+//! the last inference; a file that cannot be written exits 1, naming it.
 //!
 //! `run --inferences K` runs K inferences on the one session, printing each
 //! report (with `--json`, one object per inference); `--linger-s S` keeps the
@@ -236,10 +238,10 @@ struct RunArgs {
     /// Print one JSON object (per inference) instead of text.
     #[arg(long)]
     json: bool,
-    /// Write the harvest as Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE.
+    /// Write the harvests (every inference, each at its own times) as Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE.
     #[arg(long, value_name = "FILE")]
     trace: Option<std::path::PathBuf>,
-    /// Write the harvest as an SVG timeline (engines as lanes, spans as bars) to FILE.
+    /// Write the harvests as an SVG timeline (engines as lanes, spans as bars) to FILE.
     #[arg(long = "timeline-svg", value_name = "FILE")]
     timeline_svg: Option<std::path::PathBuf>,
 }
@@ -578,6 +580,7 @@ fn run(a: &RunArgs) -> ExitCode {
         errln!("nrtctl run: no datastore (the counters stay in this process): {e}");
     }
     let mut code = ExitCode::SUCCESS;
+    let mut pictures = Pictures::default();
     for i in 1..=a.inferences {
         match session.run_inference() {
             Ok(r) => {
@@ -597,7 +600,7 @@ fn run(a: &RunArgs) -> ExitCode {
                     }
                     outln!("inference {i} of {}", a.inferences);
                 }
-                if print_run(a, label, &r, &session, faults.clone(), &budget) != ExitCode::SUCCESS {
+                if print_run(a, label, &r, &session, faults.clone(), &budget, i, &mut pictures) != ExitCode::SUCCESS {
                     code = ExitCode::FAILURE;
                 }
             }
@@ -607,6 +610,10 @@ fn run(a: &RunArgs) -> ExitCode {
                 break;
             }
         }
+    }
+    if let Err(e) = write_pictures(a, label, &pictures) {
+        errln!("nrtctl run: {e}");
+        code = ExitCode::FAILURE;
     }
     if let Some(e) = session.datastore_write_error() {
         errln!("nrtctl run: a datastore write failed: {e}");
@@ -711,7 +718,43 @@ fn verdict(expected: (nrt_core::NrtStatus, u8), r: &nrt_linux::session::Inferenc
     Ok(())
 }
 
+/// The pictures of a run: every inference's harvest, written once at the end
+/// (`--trace`, `--timeline-svg`).
 #[cfg(feature = "sim")]
+type Pictures = nrt_trace::Trace;
+#[cfg(not(feature = "sim"))]
+type Pictures = ();
+
+/// The title of the run's pictures.
+#[cfg_attr(not(feature = "sim"), allow(dead_code))]
+fn picture_title(a: &RunArgs, label: Option<Label>) -> String {
+    match label {
+        Some(sc) => format!("nrtctl run --device {} (scenario {})", a.device.display(), sc.name),
+        None => format!("nrtctl run --device {}", a.device.display()),
+    }
+}
+
+/// Write `--trace` and `--timeline-svg` (each file names its failure).
+#[cfg(feature = "sim")]
+fn write_pictures(a: &RunArgs, label: Option<Label>, pictures: &Pictures) -> Result<(), String> {
+    let title = picture_title(a, label);
+    a.trace.as_ref().map_or(Ok(()), |p| nrt_trace::write_file("trace", p, &pictures.to_json().to_string())).and_then(
+        |()| {
+            a.timeline_svg
+                .as_ref()
+                .map_or(Ok(()), |p| nrt_trace::write_file("timeline SVG", p, &pictures.to_svg(&title)))
+        },
+    )
+}
+
+#[cfg(not(feature = "sim"))]
+fn write_pictures(_a: &RunArgs, _label: Option<Label>, _pictures: &Pictures) -> Result<(), String> {
+    Ok(())
+}
+
+/// Print inference `i` of the run, its harvest added to `pictures`.
+#[cfg(feature = "sim")]
+#[allow(clippy::too_many_arguments)]
 fn print_run(
     a: &RunArgs,
     label: Option<Label>,
@@ -719,6 +762,8 @@ fn print_run(
     session: &nrt_linux::session::Session,
     faults: Vec<String>,
     budget: &nrt_linux::config::Budget,
+    i: u32,
+    pictures: &mut Pictures,
 ) -> ExitCode {
     let mut config = nrt_abi::report::ReportConfig::default();
     if let Some(s) = label {
@@ -727,24 +772,9 @@ fn print_run(
     config.faults.extend(faults);
     let report = nrt_linux::session::run_report(session, r, config);
     let verdict = label.filter(|_| a.inject.is_empty()).map(|sc| verdict((sc.expected, sc.expected_rc), r));
-    let title = match label {
-        Some(sc) => format!("nrtctl run --device {} (scenario {})", a.device.display(), sc.name),
-        None => format!("nrtctl run --device {}", a.device.display()),
-    };
-    let mut pictures = nrt_trace::Trace::new();
-    pictures.add_report(&report, 0, &title);
-    let written = a
-        .trace
-        .as_ref()
-        .map_or(Ok(()), |p| nrt_trace::write_file("trace", p, &pictures.to_json().to_string()))
-        .and_then(|()| {
-            a.timeline_svg
-                .as_ref()
-                .map_or(Ok(()), |p| nrt_trace::write_file("timeline SVG", p, &pictures.to_svg(&title)))
-        });
-    if let Err(e) = written {
-        errln!("nrtctl run: {e}");
-        return ExitCode::FAILURE;
+    if a.trace.is_some() || a.timeline_svg.is_some() {
+        let n = (a.inferences > 1).then_some(i);
+        pictures.add_inference(&report, 0, &picture_title(a, label), n);
     }
     if a.json {
         let mut v = nrt_abi::report::json(&report, label.map(|s| (s.name, s.expected)));
@@ -781,6 +811,7 @@ fn print_run(
 /// Without the simulator's printers: the status line and the return code, or
 /// the JSON object's status fields.
 #[cfg(not(feature = "sim"))]
+#[allow(clippy::too_many_arguments)]
 fn print_run(
     a: &RunArgs,
     _label: Option<Label>,
@@ -788,6 +819,8 @@ fn print_run(
     session: &nrt_linux::session::Session,
     _faults: Vec<String>,
     budget: &nrt_linux::config::Budget,
+    _i: u32,
+    _pictures: &mut Pictures,
 ) -> ExitCode {
     if a.trace.is_some() || a.timeline_svg.is_some() {
         errln!(
