@@ -60,7 +60,14 @@ pub struct nrt_poller {
 }
 
 /// A submitted request (opaque).
-pub struct nrt_ticket(Ticket);
+pub struct nrt_ticket {
+    ticket: Ticket,
+    /// The request's lane and execution timeout with its source, named once
+    /// when a wait returns a timeout.
+    lane: u16,
+    budget: crate::config::Budget,
+    told: std::sync::atomic::AtomicBool,
+}
 
 thread_local! {
     /// The reason of the calling thread's latest failed `nrt_poller_*` call.
@@ -220,16 +227,20 @@ pub unsafe extern "C" fn nrt_poller_submit(
         fail(&format!("nrt_poller_submit: lane {lane}: unknown arch type {arch_type}"));
         return std::ptr::null_mut();
     };
-    let timeout_s = if timeout_s == NRT_TIMEOUT_FROM_ENV {
-        let env = crate::config::RtEnv { exec_timeout_s: p.env_timeout_s, ..Default::default() };
-        let budget = crate::config::Budget::resolve(None, "timeout_s", &env, arch);
-        log::info!("nrt_poller_submit: lane {lane}: {budget}");
-        budget.seconds
-    } else {
-        timeout_s
-    };
-    match p.poller.submit(lane, ExecConfig::new(arch, tpb_count, timeout_s)) {
-        Ok(t) => Box::into_raw(Box::new(nrt_ticket(t))),
+    let env = crate::config::RtEnv { exec_timeout_s: p.env_timeout_s, ..Default::default() };
+    let explicit = (timeout_s != NRT_TIMEOUT_FROM_ENV).then_some(timeout_s);
+    let mut budget = crate::config::Budget::resolve(explicit, "timeout_s of nrt_poller_submit", &env, arch);
+    if let crate::config::Source::Flag(n) = budget.source {
+        budget.source = crate::config::Source::Argument(n);
+    }
+    log::info!("nrt_poller_submit: lane {lane}: {budget}");
+    match p.poller.submit(lane, ExecConfig::new(arch, tpb_count, budget.seconds)) {
+        Ok(ticket) => Box::into_raw(Box::new(nrt_ticket {
+            ticket,
+            lane,
+            budget,
+            told: std::sync::atomic::AtomicBool::new(false),
+        })),
         Err(_) => {
             fail(&format!("nrt_poller_submit: lane {lane}: the poller is shutting down"));
             std::ptr::null_mut()
@@ -248,7 +259,18 @@ pub unsafe extern "C" fn nrt_poller_submit(
 pub unsafe extern "C" fn nrt_ticket_wait(t: *const nrt_ticket, status: *mut u32) -> c_int {
     // SAFETY: null-checked; live per the contract.
     let Some(t) = (unsafe { t.as_ref() }) else { return -1 };
-    let (step, st) = t.0.wait();
+    let (step, st) = t.ticket.wait();
+    if matches!(st, nrt_core::NrtStatus::Timeout | nrt_core::NrtStatus::ExecSwNqOverflow)
+        && !t.told.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        log::error!(
+            "nrt_ticket_wait: lane {}: the harvest ended at its {}: status {} {}",
+            t.lane,
+            t.budget,
+            st.code(),
+            st.name()
+        );
+    }
     // SAFETY: null or writable per the contract.
     if let Some(s) = unsafe { status.as_mut() } {
         *s = st.code();
@@ -266,7 +288,7 @@ pub unsafe extern "C" fn nrt_ticket_wait(t: *const nrt_ticket, status: *mut u32)
 pub unsafe extern "C" fn nrt_ticket_poll(t: *const nrt_ticket, status: *mut u32) -> c_int {
     // SAFETY: null-checked; live per the contract.
     let Some(t) = (unsafe { t.as_ref() }) else { return -1 };
-    let Some((step, st)) = t.0.poll() else { return 1 };
+    let Some((step, st)) = t.ticket.poll() else { return 1 };
     // SAFETY: null or writable per the contract.
     if let Some(s) = unsafe { status.as_mut() } {
         *s = st.code();

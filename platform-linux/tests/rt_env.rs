@@ -378,13 +378,20 @@ fn the_c_poller_takes_the_timeout_and_the_log_level_from_the_variables_and_refus
         ),
         "{err}"
     );
+    assert!(
+        err.contains("nrt: ERROR TDRV: nrt_ticket_wait: lane 0: the harvest ended at its execution timeout 2 s (from variable NEURON_RT_EXEC_TIMEOUT): status 5 NRT_TIMEOUT"),
+        "the timeout message names the budget and its source: {err}"
+    );
     // An explicit timeout_s beats the variable.
     let (ms, out, err) = poller_env(&prog, "1", &[("NEURON_RT_EXEC_TIMEOUT", "2")]);
     let ms = ms.unwrap_or_else(|| panic!("{out}{err}"));
     assert!((1_000..1_500).contains(&ms), "a 1 s budget ended at {ms} ms: {out}");
-    // At the default level (ERROR) the INFO line is not written.
+    assert!(err.contains("execution timeout 1 s (from argument timeout_s of nrt_poller_submit)"), "{err}");
+    // At the default level (ERROR) the INFO line is not written; QUIET writes nothing.
     let (_, _, err) = poller_env(&prog, "env", &[("NEURON_RT_EXEC_TIMEOUT", "1")]);
-    assert!(!err.contains("nrt_poller_submit"), "{err}");
+    assert!(!err.contains("nrt_poller_submit") && err.contains("nrt_ticket_wait"), "{err}");
+    let (ms, _, err) = poller_env(&prog, "env", &[("NEURON_RT_EXEC_TIMEOUT", "1"), ("NEURON_RT_LOG_LEVEL", "QUIET")]);
+    assert!(ms.is_some() && !err.contains("nrt:"), "{err}");
     // A bad value: nrt_poller_new refuses, through nrt_poller_last_error.
     for (var, value, accepted) in BAD {
         let mut c = clean(&prog);
