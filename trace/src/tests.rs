@@ -180,8 +180,8 @@ fn the_svg_has_a_lane_per_track_a_bar_per_span_and_a_mark_per_instant() {
     // Every track has something drawn but core 0's errors (its one event is info).
     let lanes = t.tracks().count() - 1;
     assert!(!s.contains("core 0 errors"));
-    // The background, a rect per lane, six legend swatches, then the bars.
-    let bars = s.matches("<rect x=").count() - 1 - lanes - 6;
+    // The background, a rect per lane, seven legend swatches, then the bars.
+    let bars = s.matches("<rect x=").count() - 1 - lanes - 7;
     let spans = t.events.iter().filter(|e| matches!(e.kind, Kind::Span { .. })).count();
     assert_eq!(bars, spans);
     // Two legend marks, then one per instant.
@@ -342,6 +342,7 @@ fn each_cores_cc_records_are_a_span_or_an_instant_on_its_cc_track() {
     t.add_report(&report(), 0, "cc");
     let svg = t.to_svg("cc");
     assert!(svg.contains("core 0 CC") && svg.contains("core 1 CC"), "{svg}");
+    assert_eq!(svg.matches(r##"fill="#edc948" rx="2"><title>"##).count(), 1, "core 0's CC span in the CC colour");
     assert_eq!((cc_tid(0), cc_tid(3)), (CC_TID_BASE, CC_TID_BASE + 3));
     assert!(cc_tid(0) > errors_tid(63), "after every core's engine and error tracks");
 }
