@@ -100,7 +100,9 @@ pub fn parse_visible_cores(value: &str) -> Result<u64, EnvError> {
     let bad = || refuse(VISIBLE_CORES, value, accepted);
     let index = |s: &str| -> Result<u32, EnvError> {
         let s = s.trim();
-        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || s.len() > 3 {
+        // Digits only (`u32::from_str` would take a leading '+'); a number
+        // too long for a u32 fails the parse, and one above 63 the filter.
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
             return Err(bad());
         }
         s.parse::<u32>().ok().filter(|n| *n <= MAX_CORE_INDEX).ok_or_else(bad)
@@ -217,10 +219,9 @@ impl log::Log for StderrLog {
 
 /// Route the `log` facade to standard error at `levels`, lines prefixed
 /// `prefix` (`nrtctl`, or `nrt` for a C program). The `log` facade takes one
-/// logger per process: the first call installs it and returns true; later
-/// calls (another session opened, or a program that installed its own logger)
-/// change nothing and return false.
-pub fn init_stderr_log(prefix: &'static str, levels: &LogLevels) -> bool {
+/// logger per process: the first call installs it; later calls (another
+/// session opened, or a program that installed its own logger) change nothing.
+pub fn init_stderr_log(prefix: &'static str, levels: &LogLevels) {
     static LOGGER: std::sync::OnceLock<StderrLog> = std::sync::OnceLock::new();
     let mut first = false;
     let logger = LOGGER.get_or_init(|| {
@@ -229,9 +230,7 @@ pub fn init_stderr_log(prefix: &'static str, levels: &LogLevels) -> bool {
     });
     if first && log::set_logger(logger).is_ok() {
         log::set_max_level(levels.max());
-        return true;
     }
-    false
 }
 
 /// What the environment says, parsed.
@@ -472,6 +471,21 @@ mod tests {
         assert!(!at(log::Level::Trace, "nrt_core::exec"));
         assert!(at(log::Level::Warn, "nrtctl"));
         assert!(!at(log::Level::Info, "nrtctl"));
+    }
+
+    #[test]
+    fn the_first_init_installs_the_logger_at_its_levels_and_later_ones_change_nothing() {
+        use log::Level;
+        // The only test of this binary that installs a logger (one per process).
+        let e = env(&[(LOG_LEVEL, "ERROR"), ("NEURON_RT_LOG_LEVEL_NRT", "INFO")]).unwrap();
+        init_stderr_log("test", &e.log);
+        let at = |level, target| log::logger().enabled(&log::Metadata::builder().level(level).target(target).build());
+        assert_eq!(log::max_level(), L::Info);
+        assert!(at(Level::Info, "nrtctl") && !at(Level::Debug, "nrtctl"));
+        assert!(at(Level::Error, "nrt_core") && !at(Level::Warn, "nrt_core"));
+        init_stderr_log("again", &env(&[(LOG_LEVEL, "TRACE")]).unwrap().log);
+        assert_eq!(log::max_level(), L::Info, "a later call changes nothing");
+        assert!(!at(Level::Warn, "nrt_core"));
     }
 
     #[test]
