@@ -41,9 +41,11 @@
 //! number out of range included). Then it asks the server to stop, unless
 //! `--leave-running`.
 //!
-//! `run` honours the runtime's `NEURON_RT_*` variables ([`nrt_linux::config`],
-//! listed by `nrtctl run --help`): a flag beats its variable, a bad value is a
-//! usage error naming the variable, the value and what is accepted. `--trace`
+//! `run` and `harvest` honour the runtime's `NEURON_RT_*` variables
+//! ([`nrt_linux::config`], listed by `nrtctl run --help` and `nrtctl harvest
+//! --help`; a harvest's cores are the server's, so it reads the timeout and
+//! the log levels): a flag beats its variable, a bad value is a usage error
+//! (exit 2) naming the variable, the value and what is accepted. `--trace`
 //! and `--timeline-svg` write the harvests of all the run's inferences (each
 //! at its own times, its spans tagged with its number when there are several)
 //! as Chrome trace-event JSON and an SVG timeline (`nrt_trace`), once, after
