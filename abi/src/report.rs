@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use nrt_core::arch::Arch;
 use nrt_core::event::{Event, Level};
-use nrt_core::exec::{fatal, ExecRequest, Step, TpbEngState};
+use nrt_core::exec::{fatal, ts_slot, ExecRequest, Step, TpbEngState};
 use nrt_core::nq::{Engine, ErrorClass};
 use nrt_core::NrtStatus;
 use serde_json::{json, Value};
@@ -125,6 +125,10 @@ pub struct CoreReport {
     pub err: Option<ErrorClass>,
     /// The five engines.
     pub engines: Vec<EngineReport>,
+    /// The device's collectives span on this core, CPU microseconds: the
+    /// earliest CC_START and the latest CC_END record the harvest kept
+    /// (`vcore_notif_ts[core][10]` and `[11]`; `None`: no such record).
+    pub cc_us: (Option<u64>, Option<u64>),
 }
 
 /// Everything a run produced.
@@ -207,8 +211,20 @@ pub fn core_reports(req: &ExecRequest, cores: u8) -> Vec<CoreReport> {
                     }
                 })
                 .collect(),
+            cc_us: cc_times_us(req, c),
         })
         .collect()
+}
+
+/// The CC_START and CC_END times of `core` in CPU microseconds, once the
+/// request is finalized; a slot still 0 was never recorded (FINALIZE leaves
+/// such a slot alone).
+pub fn cc_times_us(req: &ExecRequest, core: usize) -> (Option<u64>, Option<u64>) {
+    if !req.timestamps_are_cpu_us() {
+        return (None, None);
+    }
+    let slot = |s| req.notif_ts(core, s).filter(|t| *t != 0);
+    (slot(ts_slot::CC_START), slot(ts_slot::CC_END))
 }
 
 /// Width of the timeline bars, in columns.
@@ -449,6 +465,8 @@ pub fn json(r: &RunReport, scenario: Option<(&str, NrtStatus)>) -> Value {
                 "duration_us": core.duration_us,
                 "fatal": Value::Object(flags),
                 "error_class": core.err.map(|e| e.name()),
+                "cc_start_us": core.cc_us.0,
+                "cc_end_us": core.cc_us.1,
                 "engines": core.engines.iter().map(|e| json!({
                     "name": e.engine.name(),
                     "index": e.engine.index(),

@@ -19,6 +19,13 @@
 // (G-FFI-CLOCK-BEHIND).
 #define NRT_WAIT_BUDGET_GRACE_NS 1000000000
 
+// The `timeout_s` of [`nrt_session_open`] and `nrt_poller_submit` that asks
+// for the environment's: `NEURON_RT_EXEC_TIMEOUT`, else the generation's
+// documented default (600 s). Any other value is the timeout in seconds and
+// beats the variable. (Above the variable's largest value, `INT_MAX`, so no
+// timeout the variable can give is taken from it.)
+#define NRT_TIMEOUT_FROM_ENV 4294967295
+
 // An opaque harvest request.
 typedef struct nrt_request nrt_request;
 
@@ -155,16 +162,39 @@ int nrt_decode_entry(const uint8_t *bytes, struct nrt_entry *out);
 const char *nrt_session_last_error(void);
 
 // Bring up a session on the device node `device` (`"/dev/neuron0"`): driver
-// and device info, the version check, `cores` cores owned and reset (0: what
-// the simulator's hint query says, else 2; a real driver refuses the query),
-// DMA ring memory and queue, NQ rings of `ring_entries` entries (0: the
-// simulator's hint, else 64), the model's `timeout_s`.
+// and device info, the version check, `cores` cores owned and reset, DMA ring
+// memory and queue, NQ rings of `ring_entries` entries (0: the simulator's
+// hint, else 64), the model's `timeout_s`.
+//
+// The runtime's environment variables fill what the arguments leave open
+// (an explicit argument beats its variable): `cores` 0 takes
+// `NEURON_RT_VISIBLE_CORES`, else `NEURON_RT_NUM_CORES`, else what the
+// simulator's hint query says, else 2 (a real driver refuses the query);
+// `timeout_s` [`NRT_TIMEOUT_FROM_ENV`] takes `NEURON_RT_EXEC_TIMEOUT`, else
+// the generation's documented default; `NEURON_RT_LOG_LEVEL[_<component>]`
+// sets what the library logs to standard error (`crate::config`). A bad
+// value of any of them is refused here, before the device is opened.
+//
 // Null on failure, with the reason for [`nrt_session_last_error`]; whatever
 // was acquired is released. Close with [`nrt_session_close`].
 //
 // # Safety
 // `device` is null or a NUL-terminated string.
 struct nrt_session *nrt_session_open(const char *device, uint8_t cores, uint32_t ring_entries, uint32_t timeout_s);
+
+// The physical cores the session owns; 0 when `session` is null.
+//
+// # Safety
+// `session` is null or a live pointer from [`nrt_session_open`].
+uint8_t nrt_session_cores(const struct nrt_session *session);
+
+// The execution timeout of the session's harvests, seconds (the argument,
+// `NEURON_RT_EXEC_TIMEOUT` or the generation's default); 0 when `session` is
+// null.
+//
+// # Safety
+// `session` is null or a live pointer from [`nrt_session_open`].
+uint32_t nrt_session_timeout_s(const struct nrt_session *session);
 
 // Run one inference: stage, kick off, harvest. Writes the `NRT_STATUS` to
 // `*status` (when not null) and returns the one-step code (0 or 2), or -1 when

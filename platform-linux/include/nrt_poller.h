@@ -45,7 +45,11 @@ const char *nrt_poller_last_error(void);
 // (the reason for [`nrt_poller_last_error`]) for a null array, 0 lanes or
 // more than 65535, a lane without `read_slot` or `now_ns` (its timeout could
 // never fire), a null `rings[i]`, or a thread, eventfd or pin that the OS
-// refused. Free with [`nrt_poller_free`].
+// refused, or a bad value of a runtime variable the poller reads (the
+// variable, the value and what is accepted): `NEURON_RT_EXEC_TIMEOUT` (kept
+// for a submission with `NRT_TIMEOUT_FROM_ENV`) and
+// `NEURON_RT_LOG_LEVEL[_<component>]` (what the library logs to standard
+// error). Free with [`nrt_poller_free`].
 //
 // # Safety
 // `platforms` points to `n_lanes` valid tables whose callbacks may be called
@@ -62,7 +66,9 @@ struct nrt_poller *nrt_poller_new(const nrt_platform *platforms, const nrt_rings
 struct nrt_poller *nrt_poller_new_with_policy(const nrt_platform *platforms, const nrt_rings *const *rings, uint32_t n_lanes, int32_t cpu, uint32_t policy);
 
 // Submit a request on `lane` for `tpb_count` cores of arch type `arch_type`
-// (2 sunda, 3 cayman, 4 mariana) with the model's timeout in seconds. A
+// (2 sunda, 3 cayman, 4 mariana) with the model's timeout in seconds
+// (`NRT_TIMEOUT_FROM_ENV`: `NEURON_RT_EXEC_TIMEOUT` as the poller's
+// constructor read it, else the generation's documented default). A
 // request for a busy lane waits until the lane is free. Returns null (the
 // reason for [`nrt_poller_last_error`], on this thread: no lane's callback
 // is called here) for a null poller, an unknown arch type, or a poller

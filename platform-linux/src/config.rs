@@ -100,7 +100,9 @@ pub fn parse_visible_cores(value: &str) -> Result<u64, EnvError> {
     let bad = || refuse(VISIBLE_CORES, value, accepted);
     let index = |s: &str| -> Result<u32, EnvError> {
         let s = s.trim();
-        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || s.len() > 3 {
+        // Digits only (`u32::from_str` would take a leading '+'); a number
+        // too long for a u32 fails the parse, and one above 63 the filter.
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
             return Err(bad());
         }
         s.parse::<u32>().ok().filter(|n| *n <= MAX_CORE_INDEX).ok_or_else(bad)
@@ -191,6 +193,46 @@ impl LogLevels {
     }
 }
 
+/// A `log` sink writing each record to standard error as `PREFIX: LEVEL
+/// COMPONENT: message`, each target at the level [`LogLevels`] gives it. A
+/// failed write is ignored (there is nowhere left to report it).
+struct StderrLog {
+    prefix: &'static str,
+    levels: LogLevels,
+}
+
+impl log::Log for StderrLog {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= self.levels.level_of(m.target())
+    }
+
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            use std::io::Write;
+            let line = format!("{}: {} {}: {}\n", self.prefix, r.level(), component_of(r.target()), r.args());
+            let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// Route the `log` facade to standard error at `levels`, lines prefixed
+/// `prefix` (`nrtctl`, or `nrt` for a C program). The `log` facade takes one
+/// logger per process: the first call installs it; later calls (another
+/// session opened, or a program that installed its own logger) change nothing.
+pub fn init_stderr_log(prefix: &'static str, levels: &LogLevels) {
+    static LOGGER: std::sync::OnceLock<StderrLog> = std::sync::OnceLock::new();
+    let mut first = false;
+    let logger = LOGGER.get_or_init(|| {
+        first = true;
+        StderrLog { prefix, levels: levels.clone() }
+    });
+    if first && log::set_logger(logger).is_ok() {
+        log::set_max_level(levels.max());
+    }
+}
+
 /// What the environment says, parsed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RtEnv {
@@ -240,6 +282,8 @@ impl RtEnv {
 pub enum Source {
     /// A command-line flag (named).
     Flag(&'static str),
+    /// An explicit argument of a C ABI call (the call and the argument).
+    Argument(&'static str),
     /// An environment variable (named).
     Env(&'static str),
     /// The documented default of the generation.
@@ -250,6 +294,7 @@ impl core::fmt::Display for Source {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Source::Flag(n) => write!(f, "flag {n}"),
+            Source::Argument(n) => write!(f, "argument {n}"),
             Source::Env(n) => write!(f, "variable {n}"),
             Source::Default(a) => write!(f, "the documented default for {}", a.name()),
         }
@@ -417,6 +462,34 @@ mod tests {
     }
 
     #[test]
+    fn the_stderr_logger_passes_each_target_at_its_components_level() {
+        use log::Log;
+        let e = env(&[(LOG_LEVEL, "WARNING"), ("NEURON_RT_LOG_LEVEL_TDRV", "DEBUG")]).unwrap();
+        let l = StderrLog { prefix: "test", levels: e.log };
+        let at = |level, target| l.enabled(&log::Metadata::builder().level(level).target(target).build());
+        assert!(at(log::Level::Debug, "nrt_linux::ffi"));
+        assert!(!at(log::Level::Trace, "nrt_core::exec"));
+        assert!(at(log::Level::Warn, "nrtctl"));
+        assert!(!at(log::Level::Info, "nrtctl"));
+    }
+
+    #[test]
+    fn the_first_init_installs_the_logger_at_its_levels_and_later_ones_change_nothing() {
+        use log::Level;
+        // The only test of this binary that installs a logger (one per process);
+        // TDRV (the library's own lines, which the other tests make) stays quiet.
+        let e = env(&[(LOG_LEVEL, "QUIET"), ("NEURON_RT_LOG_LEVEL_NRT", "INFO")]).unwrap();
+        init_stderr_log("test", &e.log);
+        let at = |level, target| log::logger().enabled(&log::Metadata::builder().level(level).target(target).build());
+        assert_eq!(log::max_level(), L::Info);
+        assert!(at(Level::Info, "nrtctl") && !at(Level::Debug, "nrtctl"));
+        assert!(!at(Level::Error, "nrt_core"));
+        init_stderr_log("again", &env(&[(LOG_LEVEL, "TRACE")]).unwrap().log);
+        assert_eq!(log::max_level(), L::Info, "a later call changes nothing");
+        assert!(!at(Level::Error, "nrt_core"));
+    }
+
+    #[test]
     fn the_environment_is_parsed_whole_and_an_empty_value_is_unset() {
         let e = env(&[(EXEC_TIMEOUT, "7"), (VISIBLE_CORES, "0-1"), (NUM_CORES, "1"), (LOG_LEVEL, "")]).unwrap();
         assert_eq!(e.exec_timeout_s, Some(7));
@@ -439,6 +512,8 @@ mod tests {
         assert_eq!(b.to_string(), "execution timeout 9 s (from variable NEURON_RT_EXEC_TIMEOUT)");
         let b = Budget::resolve(None, "--timeout-s", &RtEnv::default(), Arch::Cayman);
         assert_eq!(b.to_string(), "execution timeout 600 s (from the documented default for cayman)");
+        let b = Budget { seconds: 4, source: Source::Argument("timeout_s of nrt_session_open") };
+        assert_eq!(b.to_string(), "execution timeout 4 s (from argument timeout_s of nrt_session_open)");
     }
 
     #[test]

@@ -496,7 +496,19 @@ pub unsafe extern "C" fn nrt_decode_entry(bytes: *const u8, out: *mut nrt_entry)
 
 /// An open bring-up session (`nrt_session_open`): cores of a Neuron device
 /// owned through the driver, released by [`nrt_session_close`].
-pub struct nrt_session(crate::session::Session);
+pub struct nrt_session {
+    session: crate::session::Session,
+    /// The execution timeout in effect and where it came from (named when a
+    /// harvest ends at it).
+    budget: crate::config::Budget,
+}
+
+/// The `timeout_s` of [`nrt_session_open`] and `nrt_poller_submit` that asks
+/// for the environment's: `NEURON_RT_EXEC_TIMEOUT`, else the generation's
+/// documented default (600 s). Any other value is the timeout in seconds and
+/// beats the variable. (Above the variable's largest value, `INT_MAX`, so no
+/// timeout the variable can give is taken from it.)
+pub const NRT_TIMEOUT_FROM_ENV: u32 = 0xFFFF_FFFF;
 
 thread_local! {
     /// The reason of the calling thread's latest failed `nrt_session_*` call.
@@ -516,11 +528,32 @@ pub extern "C" fn nrt_session_last_error() -> *const c_char {
     SESSION_ERROR.with(|e| e.borrow().as_ref().map_or(std::ptr::null(), |c| c.as_ptr()))
 }
 
+/// Read the runtime's environment variables for a C ABI call (`call` names
+/// it in a refusal): parsed whole ([`crate::config::RtEnv`]); the first call
+/// of the process that parses them installs the standard-error logger at
+/// `NEURON_RT_LOG_LEVEL` (and its `_<component>` forms), lines prefixed
+/// `nrt:`. A bad value is the refusal's message: the call, the variable, the
+/// value and what is accepted.
+pub(crate) fn c_env(call: &str) -> Result<crate::config::RtEnv, String> {
+    let env = crate::config::RtEnv::from_process().map_err(|e| format!("{call}: {e}"))?;
+    crate::config::init_stderr_log("nrt", &env.log);
+    Ok(env)
+}
+
 /// Bring up a session on the device node `device` (`"/dev/neuron0"`): driver
-/// and device info, the version check, `cores` cores owned and reset (0: what
-/// the simulator's hint query says, else 2; a real driver refuses the query),
-/// DMA ring memory and queue, NQ rings of `ring_entries` entries (0: the
-/// simulator's hint, else 64), the model's `timeout_s`.
+/// and device info, the version check, `cores` cores owned and reset, DMA ring
+/// memory and queue, NQ rings of `ring_entries` entries (0: the simulator's
+/// hint, else 64), the model's `timeout_s`.
+///
+/// The runtime's environment variables fill what the arguments leave open
+/// (an explicit argument beats its variable): `cores` 0 takes
+/// `NEURON_RT_VISIBLE_CORES`, else `NEURON_RT_NUM_CORES`, else what the
+/// simulator's hint query says, else 2 (a real driver refuses the query);
+/// `timeout_s` [`NRT_TIMEOUT_FROM_ENV`] takes `NEURON_RT_EXEC_TIMEOUT`, else
+/// the generation's documented default; `NEURON_RT_LOG_LEVEL[_<component>]`
+/// sets what the library logs to standard error (`crate::config`). A bad
+/// value of any of them is refused here, before the device is opened.
+///
 /// Null on failure, with the reason for [`nrt_session_last_error`]; whatever
 /// was acquired is released. Close with [`nrt_session_close`].
 ///
@@ -533,6 +566,7 @@ pub unsafe extern "C" fn nrt_session_open(
     ring_entries: u32,
     timeout_s: u32,
 ) -> *mut nrt_session {
+    use crate::config::{resolve_cores, Budget, Source};
     if device.is_null() {
         session_fail("nrt_session_open: device is NULL".into());
         return std::ptr::null_mut();
@@ -540,19 +574,68 @@ pub unsafe extern "C" fn nrt_session_open(
     // SAFETY: non-null and NUL-terminated by the caller's contract.
     let bytes = unsafe { std::ffi::CStr::from_ptr(device) }.to_bytes();
     let path = std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes));
+    let env = match c_env("nrt_session_open") {
+        Ok(e) => e,
+        Err(m) => {
+            session_fail(m);
+            return std::ptr::null_mut();
+        }
+    };
+    let choice = match resolve_cores((cores != 0).then_some(cores), "cores of nrt_session_open", &env) {
+        Ok(c) => c,
+        Err(e) => {
+            session_fail(format!("nrt_session_open: {e}"));
+            return std::ptr::null_mut();
+        }
+    };
+    let explicit = (timeout_s != NRT_TIMEOUT_FROM_ENV).then_some(timeout_s);
     let cfg = crate::session::SessionConfig {
-        cores: (cores != 0).then_some(cores),
+        cores: choice.count,
         ring_entries: (ring_entries != 0).then_some(ring_entries),
-        timeout_s,
+        // The generation's default needs the arch, known once open: set below.
+        timeout_s: explicit.or(env.exec_timeout_s).unwrap_or(0),
         ..crate::session::SessionConfig::default()
     };
     match crate::session::Session::open(path, cfg) {
-        Ok(s) => Box::into_raw(Box::new(nrt_session(s))),
+        Ok(mut session) => {
+            let mut budget = Budget::resolve(explicit, "timeout_s of nrt_session_open", &env, session.arch());
+            if let Source::Flag(n) = budget.source {
+                budget.source = Source::Argument(n);
+            }
+            session.set_timeout_s(budget.seconds);
+            Box::into_raw(Box::new(nrt_session { session, budget }))
+        }
         Err(e) => {
-            session_fail(format!("nrt_session_open {}: {e}", path.display()));
+            let from = match &choice.source {
+                Some(src @ Source::Env(_)) if e.to_string().contains("cores") => format!(" (cores from {src})"),
+                _ => String::new(),
+            };
+            session_fail(format!("nrt_session_open {}: {e}{from}", path.display()));
             std::ptr::null_mut()
         }
     }
+}
+
+/// The physical cores the session owns; 0 when `session` is null.
+///
+/// # Safety
+/// `session` is null or a live pointer from [`nrt_session_open`].
+#[no_mangle]
+pub unsafe extern "C" fn nrt_session_cores(session: *const nrt_session) -> u8 {
+    // SAFETY: null-checked; the caller guarantees liveness.
+    unsafe { session.as_ref() }.map_or(0, |s| s.session.cores())
+}
+
+/// The execution timeout of the session's harvests, seconds (the argument,
+/// `NEURON_RT_EXEC_TIMEOUT` or the generation's default); 0 when `session` is
+/// null.
+///
+/// # Safety
+/// `session` is null or a live pointer from [`nrt_session_open`].
+#[no_mangle]
+pub unsafe extern "C" fn nrt_session_timeout_s(session: *const nrt_session) -> u32 {
+    // SAFETY: null-checked; the caller guarantees liveness.
+    unsafe { session.as_ref() }.map_or(0, |s| s.budget.seconds)
 }
 
 /// Run one inference: stage, kick off, harvest. Writes the `NRT_STATUS` to
@@ -570,8 +653,16 @@ pub unsafe extern "C" fn nrt_session_run(session: *mut nrt_session, status: *mut
         session_fail("nrt_session_run: session is NULL".into());
         return -1;
     };
-    match s.0.run_inference() {
+    match s.session.run_inference() {
         Ok(r) => {
+            if matches!(r.status, NrtStatus::Timeout | NrtStatus::ExecSwNqOverflow) {
+                log::error!(
+                    "nrt_session_run: the harvest ended at its {}: status {} {}",
+                    s.budget,
+                    r.status.code(),
+                    r.status.name()
+                );
+            }
             // SAFETY: null-checked; the caller guarantees it is writable.
             if let Some(out) = unsafe { status.as_mut() } {
                 *out = r.status.code();
@@ -593,7 +684,7 @@ pub unsafe extern "C" fn nrt_session_run(session: *mut nrt_session, status: *mut
 #[no_mangle]
 pub unsafe extern "C" fn nrt_session_status(session: *const nrt_session) -> u32 {
     // SAFETY: null-checked; the caller guarantees liveness.
-    match unsafe { session.as_ref() }.and_then(|s| s.0.last_status()) {
+    match unsafe { session.as_ref() }.and_then(|s| s.session.last_status()) {
         Some(st) => st.code(),
         None => NrtStatus::Invalid.code(),
     }
@@ -613,7 +704,7 @@ pub unsafe extern "C" fn nrt_session_close(session: *mut nrt_session) -> c_int {
     }
     // SAFETY: the caller passes a pointer from `nrt_session_open`, once.
     let s = unsafe { Box::from_raw(session) };
-    match s.0.close() {
+    match s.session.close() {
         Ok(()) => 0,
         Err(errors) => {
             let all: Vec<String> = errors.iter().map(ToString::to_string).collect();

@@ -31,7 +31,7 @@ use nrt_core::arch::Arch;
 use nrt_core::exec::{ExecConfig, Lanes};
 use nrt_core::nq::Notifications;
 
-use crate::ffi::{nrt_platform, nrt_rings, CPlatform};
+use crate::ffi::{nrt_platform, nrt_rings, CPlatform, NRT_TIMEOUT_FROM_ENV};
 use crate::poller::{Poller, PollerConfig, Ticket, WaitPolicy, POLLER_CAPACITY};
 
 /// A lane's platform, moved to the poller thread.
@@ -54,10 +54,20 @@ impl Lanes for CLanes {
 /// A poller thread and its lanes (opaque).
 pub struct nrt_poller {
     poller: Poller<CLanes>,
+    /// `NEURON_RT_EXEC_TIMEOUT` as the constructor read it (`None`: unset),
+    /// for a submission that asks for the environment's timeout.
+    env_timeout_s: Option<u32>,
 }
 
 /// A submitted request (opaque).
-pub struct nrt_ticket(Ticket);
+pub struct nrt_ticket {
+    ticket: Ticket,
+    /// The request's lane and execution timeout with its source, named once
+    /// when a wait returns a timeout.
+    lane: u16,
+    budget: crate::config::Budget,
+    told: std::sync::atomic::AtomicBool,
+}
 
 thread_local! {
     /// The reason of the calling thread's latest failed `nrt_poller_*` call.
@@ -96,7 +106,11 @@ pub const NRT_POLLER_SLEEP: u32 = 2;
 /// (the reason for [`nrt_poller_last_error`]) for a null array, 0 lanes or
 /// more than 65535, a lane without `read_slot` or `now_ns` (its timeout could
 /// never fire), a null `rings[i]`, or a thread, eventfd or pin that the OS
-/// refused. Free with [`nrt_poller_free`].
+/// refused, or a bad value of a runtime variable the poller reads (the
+/// variable, the value and what is accepted): `NEURON_RT_EXEC_TIMEOUT` (kept
+/// for a submission with `NRT_TIMEOUT_FROM_ENV`) and
+/// `NEURON_RT_LOG_LEVEL[_<component>]` (what the library logs to standard
+/// error). Free with [`nrt_poller_free`].
 ///
 /// # Safety
 /// `platforms` points to `n_lanes` valid tables whose callbacks may be called
@@ -142,6 +156,13 @@ unsafe fn new_poller(
     cpu: i32,
     policy: u32,
 ) -> *mut nrt_poller {
+    let env = match crate::ffi::c_env(call) {
+        Ok(e) => e,
+        Err(m) => {
+            fail(&m);
+            return std::ptr::null_mut();
+        }
+    };
     let Some(policy) = WaitPolicy::from_code(policy) else {
         fail(&format!("{call}: policy {policy}: unknown (0 spin, 1 hybrid, 2 sleep)"));
         return std::ptr::null_mut();
@@ -169,7 +190,7 @@ unsafe fn new_poller(
     }
     let cfg = PollerConfig { cpu: usize::try_from(cpu).ok(), policy, ..PollerConfig::default() };
     match Poller::spawn(CLanes(lanes), cfg) {
-        Ok(poller) => Box::into_raw(Box::new(nrt_poller { poller })),
+        Ok(poller) => Box::into_raw(Box::new(nrt_poller { poller, env_timeout_s: env.exec_timeout_s })),
         Err(e) => {
             fail(&format!("{call}: {e}"));
             std::ptr::null_mut()
@@ -178,7 +199,9 @@ unsafe fn new_poller(
 }
 
 /// Submit a request on `lane` for `tpb_count` cores of arch type `arch_type`
-/// (2 sunda, 3 cayman, 4 mariana) with the model's timeout in seconds. A
+/// (2 sunda, 3 cayman, 4 mariana) with the model's timeout in seconds
+/// (`NRT_TIMEOUT_FROM_ENV`: `NEURON_RT_EXEC_TIMEOUT` as the poller's
+/// constructor read it, else the generation's documented default). A
 /// request for a busy lane waits until the lane is free. Returns null (the
 /// reason for [`nrt_poller_last_error`], on this thread: no lane's callback
 /// is called here) for a null poller, an unknown arch type, or a poller
@@ -204,8 +227,20 @@ pub unsafe extern "C" fn nrt_poller_submit(
         fail(&format!("nrt_poller_submit: lane {lane}: unknown arch type {arch_type}"));
         return std::ptr::null_mut();
     };
-    match p.poller.submit(lane, ExecConfig::new(arch, tpb_count, timeout_s)) {
-        Ok(t) => Box::into_raw(Box::new(nrt_ticket(t))),
+    let env = crate::config::RtEnv { exec_timeout_s: p.env_timeout_s, ..Default::default() };
+    let explicit = (timeout_s != NRT_TIMEOUT_FROM_ENV).then_some(timeout_s);
+    let mut budget = crate::config::Budget::resolve(explicit, "timeout_s of nrt_poller_submit", &env, arch);
+    if let crate::config::Source::Flag(n) = budget.source {
+        budget.source = crate::config::Source::Argument(n);
+    }
+    log::info!("nrt_poller_submit: lane {lane}: {budget}");
+    match p.poller.submit(lane, ExecConfig::new(arch, tpb_count, budget.seconds)) {
+        Ok(ticket) => Box::into_raw(Box::new(nrt_ticket {
+            ticket,
+            lane,
+            budget,
+            told: std::sync::atomic::AtomicBool::new(false),
+        })),
         Err(_) => {
             fail(&format!("nrt_poller_submit: lane {lane}: the poller is shutting down"));
             std::ptr::null_mut()
@@ -224,7 +259,18 @@ pub unsafe extern "C" fn nrt_poller_submit(
 pub unsafe extern "C" fn nrt_ticket_wait(t: *const nrt_ticket, status: *mut u32) -> c_int {
     // SAFETY: null-checked; live per the contract.
     let Some(t) = (unsafe { t.as_ref() }) else { return -1 };
-    let (step, st) = t.0.wait();
+    let (step, st) = t.ticket.wait();
+    if matches!(st, nrt_core::NrtStatus::Timeout | nrt_core::NrtStatus::ExecSwNqOverflow)
+        && !t.told.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        log::error!(
+            "nrt_ticket_wait: lane {}: the harvest ended at its {}: status {} {}",
+            t.lane,
+            t.budget,
+            st.code(),
+            st.name()
+        );
+    }
     // SAFETY: null or writable per the contract.
     if let Some(s) = unsafe { status.as_mut() } {
         *s = st.code();
@@ -242,7 +288,7 @@ pub unsafe extern "C" fn nrt_ticket_wait(t: *const nrt_ticket, status: *mut u32)
 pub unsafe extern "C" fn nrt_ticket_poll(t: *const nrt_ticket, status: *mut u32) -> c_int {
     // SAFETY: null-checked; live per the contract.
     let Some(t) = (unsafe { t.as_ref() }) else { return -1 };
-    let Some((step, st)) = t.0.poll() else { return 1 };
+    let Some((step, st)) = t.ticket.poll() else { return 1 };
     // SAFETY: null or writable per the contract.
     if let Some(s) = unsafe { status.as_mut() } {
         *s = st.code();

@@ -461,6 +461,11 @@ impl Harvester {
         })
     }
 
+    /// The generation the server's file plays.
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
     /// Ask the server to stop.
     pub fn shutdown_server(&self) {
         self.dev.file.request_shutdown();

@@ -1,10 +1,12 @@
-//! The runtime's environment variables as `nrtctl run` honours them
-//! (`nrt_linux::config`), each run as a child process with `Command::env`:
-//! a bad value is refused at start naming the variable, the value and what is
-//! accepted; under `nrt-sim driver` each has its effect (the timeout budget
-//! and its source, the cores claimed, the log lines), and a flag beats its
-//! variable. `nrtctl run --trace` writes trace-event JSON whose spans are the
-//! report's engine times.
+//! The runtime's environment variables as `nrtctl run`, `nrtctl harvest` and
+//! the C ABI (`nrt_session_open`, `nrt_poller_new` / `nrt_poller_submit`, C
+//! programs linking the static library) honour them (`nrt_linux::config`),
+//! each run as a child process with `Command::env`: a bad value is refused at
+//! start naming the variable, the value and what is accepted; each has its
+//! effect (under `nrt-sim driver` for the sessions: the timeout budget and its
+//! source, the cores claimed, the log lines), and a flag or an explicit C
+//! argument beats its variable. `nrtctl run --trace` writes trace-event JSON
+//! whose spans are the report's engine times.
 //!
 //! Where the kernel offers no seccomp user notification, the driver tests say
 //! SKIPPED with the reason and check nothing else.
@@ -13,6 +15,44 @@
 use std::process::{Command, Output};
 
 mod common;
+
+const VARS: [&str; 8] = [
+    "NEURON_RT_EXEC_TIMEOUT",
+    "NEURON_RT_VISIBLE_CORES",
+    "NEURON_RT_NUM_CORES",
+    "NEURON_RT_LOG_LEVEL",
+    "NEURON_RT_LOG_LEVEL_TDRV",
+    "NEURON_RT_LOG_LEVEL_NMGR",
+    "NEURON_RT_LOG_LEVEL_KMGR",
+    "NEURON_RT_LOG_LEVEL_NRT",
+];
+
+/// `program` with none of the runtime's variables from this process.
+fn clean(program: &std::path::Path) -> Command {
+    let mut c = Command::new(program);
+    for v in VARS {
+        c.env_remove(v);
+    }
+    c
+}
+
+/// The bad values every surface refuses, with a piece of what it accepts.
+const BAD: [(&str, &str, &str); 5] = [
+    ("NEURON_RT_EXEC_TIMEOUT", "5s", "from 0 to 2147483647"),
+    ("NEURON_RT_VISIBLE_CORES", "1-0", "inclusive range"),
+    ("NEURON_RT_NUM_CORES", "many", "from 1 to 64, or 0"),
+    ("NEURON_RT_LOG_LEVEL", "LOUD", "ERROR, WARNING, INFO, DEBUG, TRACE, QUIET"),
+    ("NEURON_RT_LOG_LEVEL_TDRV", "7", "ERROR, WARNING"),
+];
+
+/// A C program of `tests/c` built against the static library.
+fn c_program(source: &str) -> std::path::PathBuf {
+    let lib =
+        common::cargo_build(&["-p", "nrt-linux", "--lib", "--no-default-features"], "c-abi").join("libnrt_linux.a");
+    let out = std::env::temp_dir().join(format!("nrt-c-env-{}-{}", source.trim_end_matches(".c"), std::process::id()));
+    common::compile_c(source, &lib, &out);
+    out
+}
 
 fn nrtctl() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_nrtctl"));
@@ -193,6 +233,17 @@ fn nrtctl_run_trace_spans_are_the_reports_engine_times() {
         }
     }
     assert_eq!((n, spans.len()), (10, 10));
+    // Each core's CC span is the report's CC_START -> CC_END, on its CC track.
+    let cc: Vec<&serde_json::Value> =
+        trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X" && e["cat"] == "cc").collect();
+    let cores = report["cores"].as_array().unwrap();
+    for (c, core) in cores.iter().enumerate() {
+        let (s, end) = (core["cc_start_us"].as_u64().expect("CC_START"), core["cc_end_us"].as_u64().expect("CC_END"));
+        let hit: Vec<_> = cc.iter().filter(|x| x["tid"] == (1u64 << 16) + c as u64).collect();
+        assert_eq!(hit.len(), 1, "core {c}");
+        assert_eq!((hit[0]["ts"].as_u64(), hit[0]["dur"].as_u64()), (Some(s), Some(end - s)), "core {c}");
+    }
+    assert_eq!(cc.len(), cores.len());
     assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
     // A file that cannot be written: named, with the reason.
     let o = under_driver(&sim, "nan", &["--trace", "/nonexistent-nrtctl/t.json"], &[]);
@@ -200,4 +251,243 @@ fn nrtctl_run_trace_spans_are_the_reports_engine_times() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("/nonexistent-nrtctl/t.json") && err.contains("ENOENT"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `nrt-sim driver --scenario <scenario> -- <program> <args>` with `env`.
+fn program_under_driver(
+    sim: &std::path::Path,
+    scenario: &str,
+    program: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
+    let mut c = clean(sim);
+    c.args(["driver", "--scenario", scenario, "--"]).arg(program).args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("nrt-sim driver runs")
+}
+
+#[test]
+fn the_c_session_refuses_a_bad_variable_before_opening_the_device() {
+    let prog = c_program("session.c");
+    for (var, value, accepted) in BAD {
+        let o = clean(&prog).args(["/nonexistent/neuron0", "0", "0", "env"]).env(var, value).output().unwrap();
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{var}={value}: {out}{err}");
+        assert!(
+            err.contains(&format!("session: nrt_session_open: {var}=\"{value}\" is refused")) && err.contains(accepted),
+            "{var}={value}: {err}"
+        );
+        assert!(!err.contains("/nonexistent"), "refused before the device is opened: {err}");
+    }
+    // A visible set the session cannot claim (not from core 0), refused the same way.
+    let o = clean(&prog).args(["/nonexistent/neuron0"]).env("NEURON_RT_VISIBLE_CORES", "2-3").output().unwrap();
+    let (_, err) = text(&o);
+    assert!(err.contains("NEURON_RT_VISIBLE_CORES=\"2-3\" is refused") && err.contains("cores 0..n"), "{err}");
+    // Without variables the same call reaches the device (and names it).
+    let o = clean(&prog).args(["/nonexistent/neuron0", "0", "0", "env"]).output().unwrap();
+    let (_, err) = text(&o);
+    assert!(err.contains("/nonexistent/neuron0") && err.contains("ENOENT"), "{err}");
+    let _ = std::fs::remove_file(&prog);
+}
+
+#[test]
+fn the_c_session_takes_the_timeout_the_cores_and_the_log_level_from_the_variables() {
+    need_user_notif!();
+    let sim = common::nrt_sim();
+    let prog = c_program("session.c");
+    let run = |scenario: &str, args: &[&str], env: &[(&str, &str)]| {
+        let mut all = vec!["/dev/neuron0"];
+        all.extend_from_slice(args);
+        text(&program_under_driver(&sim, scenario, &prog, &all, env))
+    };
+    // NEURON_RT_EXEC_TIMEOUT: the budget of NRT_TIMEOUT_FROM_ENV, named when the harvest ends at it.
+    let (out, err) = run("hang", &["0", "0", "env"], &[("NEURON_RT_EXEC_TIMEOUT", "1")]);
+    assert!(out.contains("timeout: 1 s") && out.contains("status: 5 NRT_TIMEOUT"), "{out}{err}");
+    assert!(
+        err.contains("nrt: ERROR TDRV: nrt_session_run: the harvest ended at its execution timeout 1 s (from variable NEURON_RT_EXEC_TIMEOUT): status 5 NRT_TIMEOUT"),
+        "{err}"
+    );
+    // An explicit timeout_s beats it.
+    let (out, err) = run("hang", &["0", "0", "2"], &[("NEURON_RT_EXEC_TIMEOUT", "1")]);
+    assert!(out.contains("timeout: 2 s") && out.contains("status: 5 NRT_TIMEOUT"), "{out}{err}");
+    assert!(err.contains("execution timeout 2 s (from argument timeout_s of nrt_session_open)"), "{err}");
+    // Neither: the generation's documented default.
+    let (out, err) = run("healthy-2core", &["0", "0", "env"], &[]);
+    assert!(out.contains("timeout: 600 s") && out.contains("status: 0 NRT_SUCCESS"), "{out}{err}");
+    // The cores: cores 0 takes VISIBLE_CORES, else NUM_CORES, else the model's; an explicit count beats both.
+    let cores = |args: &[&str], env: &[(&str, &str)]| {
+        let (out, err) = run("healthy-2core", args, env);
+        assert!(out.contains("status: 0 NRT_SUCCESS"), "{args:?} {env:?}: {out}{err}");
+        out.lines().find_map(|l| l.strip_prefix("cores: ")?.split(',').next()?.parse::<u32>().ok()).expect("cores")
+    };
+    assert_eq!(cores(&["0"], &[]), 2, "the scenario's two cores when nothing is asked");
+    assert_eq!(cores(&["0"], &[("NEURON_RT_NUM_CORES", "1")]), 1);
+    assert_eq!(cores(&["0"], &[("NEURON_RT_NUM_CORES", "0")]), 2, "0 is all");
+    assert_eq!(cores(&["0"], &[("NEURON_RT_VISIBLE_CORES", "0")]), 1);
+    assert_eq!(cores(&["0"], &[("NEURON_RT_VISIBLE_CORES", "0"), ("NEURON_RT_NUM_CORES", "2")]), 1);
+    assert_eq!(cores(&["2"], &[("NEURON_RT_VISIBLE_CORES", "0")]), 2, "the argument beats the variable");
+    let (out, err) = run("healthy-2core", &["0"], &[("NEURON_RT_NUM_CORES", "3")]);
+    assert!(
+        err.contains("nrt_session_open /dev/neuron0") && err.contains("(cores from variable NEURON_RT_NUM_CORES)"),
+        "{out}{err}"
+    );
+    // NEURON_RT_LOG_LEVEL[_TDRV]: the library's lines on standard error.
+    let line = "nrt: ERROR TDRV: core 0: error notification subtype 1 (NUMERICAL)";
+    let err_of = |env: &[(&str, &str)]| {
+        let (out, err) = run("nan", &[], env);
+        assert!(out.contains("status: 1003"), "{env:?}: {out}{err}");
+        err
+    };
+    assert!(err_of(&[]).contains(line), "ERROR is the default");
+    assert!(!err_of(&[("NEURON_RT_LOG_LEVEL", "QUIET")]).contains("nrt: ERROR"));
+    assert!(!err_of(&[("NEURON_RT_LOG_LEVEL_TDRV", "QUIET")]).contains(line), "the component's form");
+    let e = err_of(&[("NEURON_RT_LOG_LEVEL", "QUIET"), ("NEURON_RT_LOG_LEVEL_TDRV", "error")]);
+    assert!(e.contains(line), "the component's form beats the global one: {e}");
+    let _ = std::fs::remove_file(&prog);
+}
+
+/// The played clock (ms) at which the hanging request of `poller_env.c` ended, with its output.
+fn poller_env(prog: &std::path::Path, arg: &str, env: &[(&str, &str)]) -> (Option<u64>, String, String) {
+    let mut c = clean(prog);
+    c.arg(arg);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().unwrap();
+    let (out, err) = text(&o);
+    let ms = out
+        .lines()
+        .find(|l| l.starts_with("status: 5 NRT_TIMEOUT"))
+        .and_then(|l| l.split("at the end: ").nth(1)?.trim_end_matches(" ms").parse().ok());
+    (ms, out, err)
+}
+
+#[test]
+fn the_c_poller_takes_the_timeout_and_the_log_level_from_the_variables_and_refuses_bad_values() {
+    let prog = c_program("poller_env.c");
+    // The played clock runs 1 ms per read, so the request ends just after its budget.
+    let (ms, out, err) = poller_env(&prog, "env", &[("NEURON_RT_EXEC_TIMEOUT", "2"), ("NEURON_RT_LOG_LEVEL", "INFO")]);
+    let ms = ms.unwrap_or_else(|| panic!("{out}{err}"));
+    assert!((2_000..2_500).contains(&ms), "a 2 s budget ended at {ms} ms: {out}");
+    assert!(
+        err.contains(
+            "nrt: INFO TDRV: nrt_poller_submit: lane 0: execution timeout 2 s (from variable NEURON_RT_EXEC_TIMEOUT)"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("nrt: ERROR TDRV: nrt_ticket_wait: lane 0: the harvest ended at its execution timeout 2 s (from variable NEURON_RT_EXEC_TIMEOUT): status 5 NRT_TIMEOUT"),
+        "the timeout message names the budget and its source: {err}"
+    );
+    // An explicit timeout_s beats the variable.
+    let (ms, out, err) = poller_env(&prog, "1", &[("NEURON_RT_EXEC_TIMEOUT", "2")]);
+    let ms = ms.unwrap_or_else(|| panic!("{out}{err}"));
+    assert!((1_000..1_500).contains(&ms), "a 1 s budget ended at {ms} ms: {out}");
+    assert!(err.contains("execution timeout 1 s (from argument timeout_s of nrt_poller_submit)"), "{err}");
+    // At the default level (ERROR) the INFO line is not written; QUIET writes nothing.
+    let (_, _, err) = poller_env(&prog, "env", &[("NEURON_RT_EXEC_TIMEOUT", "1")]);
+    assert!(!err.contains("nrt_poller_submit") && err.contains("nrt_ticket_wait"), "{err}");
+    let (ms, _, err) = poller_env(&prog, "env", &[("NEURON_RT_EXEC_TIMEOUT", "1"), ("NEURON_RT_LOG_LEVEL", "QUIET")]);
+    assert!(ms.is_some() && !err.contains("nrt:"), "{err}");
+    // A bad value: nrt_poller_new refuses, through nrt_poller_last_error.
+    for (var, value, accepted) in BAD {
+        let mut c = clean(&prog);
+        let o = c.arg("env").env(var, value).output().unwrap();
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(3), "{var}={value}: {out}{err}");
+        assert!(
+            out.contains(&format!("refused: nrt_poller_new: {var}=\"{value}\" is refused")) && out.contains(accepted),
+            "{var}={value}: {out}"
+        );
+    }
+    let _ = std::fs::remove_file(&prog);
+}
+
+#[test]
+fn nrtctl_harvest_takes_the_timeout_from_the_variable_refuses_bad_values_and_lists_them() {
+    for (var, value, accepted) in BAD {
+        let o =
+            nrtctl().args(["harvest", "--shm", "/nonexistent/shm", "--wait-s", "0"]).env(var, value).output().unwrap();
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{var}={value}: {out}{err}");
+        assert!(err.contains(&format!("nrtctl harvest: {var}=\"{value}\"")) && err.contains(accepted), "{err}");
+        assert!(!err.contains("/nonexistent"), "refused before the file is opened: {err}");
+    }
+    let (help, _) = text(&nrtctl().args(["harvest", "--help"]).output().unwrap());
+    for v in ["NEURON_RT_EXEC_TIMEOUT", "NEURON_RT_LOG_LEVEL", "NEURON_RT_LOG_LEVEL_<C>"] {
+        assert!(help.contains(v), "{v} missing from:\n{help}");
+    }
+    let sim = common::nrt_sim();
+    let timeout_of = |args: &[&str], env: &[(&str, &str)]| {
+        let path = std::env::temp_dir().join(format!("nrt-env-harvest-{}-{}", std::process::id(), args.len()));
+        let mut server = common::spawn_server(&sim, &path, 1);
+        let mut c = nrtctl();
+        c.args(["harvest", "--json", "--wait-s", "20", "--shm"]).arg(&path).args(args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let o = c.output().unwrap();
+        if !o.status.success() {
+            let _ = server.kill();
+        }
+        let _ = server.wait();
+        let _ = std::fs::remove_file(&path);
+        let (out, err) = text(&o);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+        assert_eq!(v["status"], 0, "{out}{err}");
+        v["config"]["timeout_s"].as_u64().or(v["timeout_s"].as_u64()).unwrap_or_else(|| panic!("timeout_s: {out}"))
+    };
+    assert_eq!(timeout_of(&[], &[("NEURON_RT_EXEC_TIMEOUT", "7")]), 7);
+    assert_eq!(timeout_of(&["--timeout-s", "3"], &[("NEURON_RT_EXEC_TIMEOUT", "7")]), 3, "the flag beats it");
+    assert_eq!(timeout_of(&["--delay", "adaptive"], &[]), 600, "the documented default");
+}
+
+#[test]
+fn nrtctl_run_trace_keeps_every_inference_each_with_its_harvest_and_engine_spans() {
+    need_user_notif!();
+    let sim = common::nrt_sim();
+    let json = std::env::temp_dir().join(format!("nrtctl-trace-k-{}.json", std::process::id()));
+    let o = under_driver(&sim, "nan", &["--json", "--inferences", "3", "--trace", json.to_str().unwrap()], &[]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    // One JSON object per inference, in order.
+    let reports: Vec<serde_json::Value> =
+        serde_json::Deserializer::from_str(&out).into_iter().collect::<Result<_, _>>().expect("the reports");
+    assert_eq!(reports.len(), 3, "{out}");
+    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("the trace");
+    let _ = std::fs::remove_file(&json);
+    let events = trace["traceEvents"].as_array().unwrap();
+    let of = |n: usize, cat: &str| -> Vec<&serde_json::Value> {
+        events
+            .iter()
+            .filter(|e| {
+                e["ph"] == "X" && e["cat"] == cat && e["args"]["inference"].as_str() == Some(n.to_string().as_str())
+            })
+            .collect()
+    };
+    for (k, report) in reports.iter().enumerate() {
+        let n = k + 1;
+        let harvest = of(n, "host");
+        assert_eq!(harvest.len(), 1, "one harvest span for inference {n}");
+        assert_eq!(harvest[0]["name"], "harvest");
+        assert_eq!(harvest[0]["ts"].as_u64(), report["kickoff_us"].as_u64(), "inference {n}: {report}");
+        let spans = of(n, "engine");
+        let mut matched = 0;
+        for (c, core) in report["cores"].as_array().unwrap().iter().enumerate() {
+            for (i, e) in core["engines"].as_array().unwrap().iter().enumerate() {
+                let (Some(s), Some(end)) = (e["start_us"].as_u64(), e["end_us"].as_u64()) else { continue };
+                let tid = 1 + c as u64 * 6 + i as u64;
+                let hit: Vec<_> = spans.iter().filter(|x| x["tid"] == tid).collect();
+                assert_eq!(hit.len(), 1, "inference {n} core {c} engine {i}");
+                assert_eq!((hit[0]["ts"].as_u64(), hit[0]["dur"].as_u64()), (Some(s), Some(end - s)));
+                matched += 1;
+            }
+        }
+        assert_eq!((matched, spans.len()), (10, 10), "inference {n}");
+    }
+    let harvests = events.iter().filter(|e| e["ph"] == "X" && e["name"] == "harvest").count();
+    assert_eq!(harvests, 3, "no span without its inference");
 }

@@ -83,6 +83,16 @@ fn the_nan_trace_parses_and_its_spans_are_the_reports_engine_times() {
     }
     assert_eq!(expected, 10, "the nan scenario finishes every engine");
     assert_eq!(spans.len(), expected);
+    // Each core's CC span: the report's CC_START and CC_END, on its CC track.
+    let cc: Vec<&Value> = phase(&trace, "X").into_iter().filter(|e| e["cat"] == "cc").collect();
+    for (c, core) in report["cores"].as_array().expect("cores").iter().enumerate() {
+        let (s, end) = (core["cc_start_us"].as_u64().expect("CC_START"), core["cc_end_us"].as_u64().expect("CC_END"));
+        let on: Vec<&&Value> = cc.iter().filter(|x| x["tid"] == nrt_trace::cc_tid(c as u32)).collect();
+        assert_eq!(on.len(), 1, "core {c}");
+        assert_eq!((on[0]["ts"].as_u64(), on[0]["dur"].as_u64()), (Some(s), Some(end - s)), "core {c}");
+        assert!(end > s, "core {c}: the SP's CC span has a length");
+    }
+    assert_eq!(cc.len(), 2, "one CC span per core");
     // The NaN record, at its own time, on core 0's error track; the kickoff; the fault.
     let inst = phase(&trace, "i");
     let rec: Vec<&&Value> = inst.iter().filter(|e| e["name"] == "error_record").collect();
@@ -112,6 +122,7 @@ fn the_nan_trace_parses_and_its_spans_are_the_reports_engine_times() {
     assert!(passes.len() > 1, "{passes:?}");
     let s = std::fs::read_to_string(&svg).expect("the SVG");
     assert!(s.starts_with("<svg") && s.contains("core 0 errors") && s.contains("nrt-sim run --scenario nan"));
+    assert!(s.contains("core 0 CC") && s.contains("core 1 CC"), "the CC lanes are drawn");
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -13,11 +13,15 @@
 //! single run), the thread a track of it: [`HOST_TID`] for the host's marks
 //! (kickoff, the harvest, injected faults, events that name no core), then per
 //! physical core one track per engine ([`engine_tid`]) and one for its error
-//! marks ([`errors_tid`]). [`Trace::add_report`] fills it from a report:
+//! marks ([`errors_tid`]), and, after them, one collectives track per core
+//! ([`cc_tid`]). [`Trace::add_report`] fills it from a report:
 //!
 //! - each engine with both timestamps: a span START -> END (`ts` = START,
 //!   `dur` = END - START, exactly the report's engine times);
 //! - an engine with a START and no END (a hang): an instant at its START;
+//! - each core's collectives: a span (category `cc`) from the earliest
+//!   CC_START to the latest CC_END record the harvest kept (the report's
+//!   `cc_us`), or an instant when only one of them came;
 //! - the kickoff: an instant at `kickoff_us` on the host track, and the
 //!   harvest as a span from the kickoff for `elapsed_ns`;
 //! - each injected fault: an instant at the kickoff on the host track;
@@ -55,6 +59,17 @@ pub const MAX_COUNTER_SAMPLES: usize = 2000;
 /// The track of engine `engine` of physical core `core`.
 pub const fn engine_tid(core: u32, engine: u32) -> u32 {
     1 + core * TRACKS_PER_CORE + engine
+}
+
+/// The first collectives (CC) track: physical core `core`'s is
+/// `CC_TID_BASE + core`, after every core's engine and error tracks (the
+/// engine and error numbering stays as it is).
+pub const CC_TID_BASE: u32 = 1 << 16;
+
+/// The collectives track of physical core `core`: the device's CC span
+/// (its earliest CC_START to its latest CC_END record).
+pub const fn cc_tid(core: u32) -> u32 {
+    CC_TID_BASE + core
 }
 
 /// The error track of physical core `core`.
@@ -134,7 +149,8 @@ impl Trace {
     }
 
     /// Add the engines of `cores` (physical core `core_base + i` for the `i`th):
-    /// a span per engine with both times, an instant for a START without END.
+    /// a span per engine with both times, an instant for a START without END;
+    /// and each core's CC span (or its one CC record as an instant).
     pub fn add_cores(&mut self, pid: u32, core_base: u32, cores: &[CoreReport], inference: Option<u32>) {
         for (i, c) in cores.iter().enumerate() {
             let core = core_base + i as u32;
@@ -173,6 +189,19 @@ impl Trace {
                     _ => {}
                 }
             }
+            let mut args =
+                vec![("core", core.to_string()), ("exec_ret", format!("{} {}", c.exec_ret.code(), c.exec_ret.name()))];
+            if let Some(n) = inference {
+                args.push(("inference", n.to_string()));
+            }
+            let (name, ts_us, kind) = match c.cc_us {
+                (Some(s), Some(end)) => ("CC".to_string(), s, Kind::Span { dur_us: end.saturating_sub(s) }),
+                (Some(s), None) => ("CC_START, no CC_END".to_string(), s, Kind::Instant),
+                (None, Some(end)) => ("CC_END, no CC_START".to_string(), end, Kind::Instant),
+                (None, None) => continue,
+            };
+            self.name_thread(pid, cc_tid(core), &format!("core {core} CC"));
+            self.push(TraceEvent { pid, tid: cc_tid(core), name, cat: "cc", ts_us, kind, args });
         }
     }
 
@@ -206,10 +235,23 @@ impl Trace {
 
     /// Add everything of one report as device `pid` named `label`.
     pub fn add_report(&mut self, r: &RunReport, pid: u32, label: &str) {
+        self.add_inference(r, pid, label, None);
+    }
+
+    /// As [`add_report`](Self::add_report), for the `n`th of several
+    /// inferences on the same tracks (`Some(n)`: its kickoff, harvest and
+    /// engine spans carry `inference: n`; each inference is at its own times).
+    pub fn add_inference(&mut self, r: &RunReport, pid: u32, label: &str, inference: Option<u32>) {
         self.name_process(pid, label);
         let status = format!("{} {}", r.status.code(), r.status.name());
         let end_us = r.kickoff_us.saturating_add(r.elapsed_ns / 1_000);
+        let first = self.events.len();
         self.add_kickoff(pid, r.kickoff_us, r.elapsed_ns / 1_000, &status);
+        if let Some(n) = inference {
+            for e in &mut self.events[first..] {
+                e.args.push(("inference", n.to_string()));
+            }
+        }
         for f in &r.config.faults {
             self.push(TraceEvent {
                 pid,
@@ -221,7 +263,7 @@ impl Trace {
                 args: vec![("spec", f.clone())],
             });
         }
-        self.add_cores(pid, 0, &r.cores, None);
+        self.add_cores(pid, 0, &r.cores, inference);
         for e in &r.events {
             self.add_event(pid, e, end_us);
         }

@@ -21,8 +21,9 @@ const TITLE_H: u32 = 30;
 /// Height of the axis, px.
 const AXIS_H: u32 = 40;
 
-/// Bar colour of each engine (PE, ACT, POOL, DVE, SP), then the host's.
-const COLOURS: [&str; 6] = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#9c9c9c"];
+/// Bar colour of each engine (PE, ACT, POOL, DVE, SP), then the host's, then
+/// the collectives'.
+const COLOURS: [&str; 7] = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#9c9c9c", "#edc948"];
 
 /// The height of the SVG of a trace with `lanes` lanes, px.
 pub const fn height(lanes: u32) -> u32 {
@@ -109,8 +110,8 @@ pub(crate) fn render(t: &Trace, title: &str) -> String {
     let _ = writeln!(s, r##"<rect x="0" y="0" width="{WIDTH}" height="{h}" fill="#ffffff"/>"##);
     let _ = writeln!(s, r##"<text x="8" y="20" font-size="14" font-weight="bold">{}</text>"##, escape(title));
     // The legend: the engines' colours, the marks.
-    let mut lx = WIDTH - RIGHT_W - 470;
-    for (i, name) in ["PE", "ACT", "POOL", "DVE", "SP", "harvest"].iter().enumerate() {
+    let mut lx = WIDTH - RIGHT_W - 510;
+    for (i, name) in ["PE", "ACT", "POOL", "DVE", "SP", "harvest", "CC"].iter().enumerate() {
         let _ = writeln!(s, r##"<rect x="{lx}" y="9" width="12" height="12" fill="{}" rx="2"/>"##, COLOURS[i]);
         let _ = writeln!(s, r##"<text x="{}" y="19" fill="#333333">{name}</text>"##, lx + 16);
         lx += 24 + 8 * name.len() as u32;
@@ -179,6 +180,8 @@ pub(crate) fn render(t: &Trace, title: &str) -> String {
                 // An engine's span in its engine's colour (its track says which), the rest grey.
                 let colour = if e.cat == "engine" && e.tid >= 1 {
                     COLOURS[((e.tid - 1) % crate::TRACKS_PER_CORE) as usize % 5]
+                } else if e.cat == "cc" {
+                    COLOURS[6]
                 } else {
                     COLOURS[5]
                 };
@@ -292,7 +295,8 @@ mod tests {
         assert!(!s.contains("1.55 ms"), "no tick past the last event");
         // The legend, right-aligned in the title row.
         for part in [
-            r##"<rect x="694" y="9" width="12" height="12" fill="#4e79a7" rx="2"/>"##,
+            r##"<rect x="654" y="9" width="12" height="12" fill="#4e79a7" rx="2"/>"##,
+            r##"<text x="982" y="19" fill="#333333">CC</text>"##,
             r##"<text x="1022" y="19" fill="#333333">error / fault</text>"##,
             r##"<path d="M 1012 9 L 1018 15 L 1012 21 L 1006 15 Z" fill="#d62728"/>"##,
             r##"<path d="M 1106 9 L 1118 9 L 1112 21 Z" fill="#333333"/>"##,

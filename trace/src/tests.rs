@@ -37,6 +37,7 @@ fn report() -> RunReport {
                 fatal: Vec::new(),
                 err: None,
                 engines: engines(110, None),
+                cc_us: (Some(115), Some(145)),
             },
             CoreReport {
                 core: 1,
@@ -45,6 +46,7 @@ fn report() -> RunReport {
                 fatal: Vec::new(),
                 err: Some(ErrorClass::Numerical),
                 engines: engines(120, Some(Engine::Dve)),
+                cc_us: (Some(125), None),
             },
         ],
         events: vec![
@@ -110,8 +112,9 @@ fn every_track_is_named_by_metadata() {
         .filter(|e| e["name"] == "thread_name")
         .map(|e| (e["tid"].as_u64().unwrap_or(u64::MAX), e["args"]["name"].as_str().unwrap_or("").to_string()))
         .collect();
-    // Host, 2 cores x (5 engines + errors).
-    assert_eq!(named.len(), 1 + 2 * 6);
+    // Host, 2 cores x (5 engines + errors + CC).
+    assert_eq!(named.len(), 1 + 2 * 7);
+    assert!(named.contains(&(u64::from(cc_tid(1)), "core 1 CC".into())));
     assert!(named.contains(&(0, "host".into())));
     assert!(named.contains(&(u64::from(engine_tid(1, 4)), "core 1 SP".into())));
     assert!(named.contains(&(u64::from(errors_tid(0)), "core 0 errors".into())));
@@ -177,8 +180,8 @@ fn the_svg_has_a_lane_per_track_a_bar_per_span_and_a_mark_per_instant() {
     // Every track has something drawn but core 0's errors (its one event is info).
     let lanes = t.tracks().count() - 1;
     assert!(!s.contains("core 0 errors"));
-    // The background, a rect per lane, six legend swatches, then the bars.
-    let bars = s.matches("<rect x=").count() - 1 - lanes - 6;
+    // The background, a rect per lane, seven legend swatches, then the bars.
+    let bars = s.matches("<rect x=").count() - 1 - lanes - 7;
     let spans = t.events.iter().filter(|e| matches!(e.kind, Kind::Span { .. })).count();
     assert_eq!(bars, spans);
     // Two legend marks, then one per instant.
@@ -303,4 +306,43 @@ fn an_event_without_a_core_names_the_host_track() {
     assert_eq!(named[0], (&(2, HOST_TID), &"host".to_string()));
     assert_eq!(*named[1].0, (2, errors_tid(1)));
     assert_eq!(t.events.iter().map(|e| e.ts_us).collect::<Vec<_>>(), vec![40, 40]);
+}
+
+#[test]
+fn each_cores_cc_records_are_a_span_or_an_instant_on_its_cc_track() {
+    let mut t = Trace::new();
+    t.add_inference(&report(), 0, "cc", Some(4));
+    let v = t.to_json();
+    let cc: Vec<&Value> = v["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "cc").collect();
+    assert_eq!(cc.len(), 2, "{cc:?}");
+    // Core 0: CC_START 115 to CC_END 145, a span of 30 us.
+    assert_eq!((cc[0]["ph"].as_str(), cc[0]["tid"].as_u64()), (Some("X"), Some(u64::from(cc_tid(0)))));
+    assert_eq!(
+        (cc[0]["ts"].as_u64(), cc[0]["dur"].as_u64(), cc[0]["name"].as_str()),
+        (Some(115), Some(30), Some("CC"))
+    );
+    assert_eq!(cc[0]["args"]["inference"], "4");
+    // Core 1: a CC_START alone, an instant.
+    assert_eq!((cc[1]["ph"].as_str(), cc[1]["tid"].as_u64()), (Some("i"), Some(u64::from(cc_tid(1)))));
+    assert_eq!((cc[1]["ts"].as_u64(), cc[1]["name"].as_str()), (Some(125), Some("CC_START, no CC_END")));
+    // A CC_END alone: an instant at it; no record: nothing on the track.
+    let mut r = report();
+    r.cores[0].cc_us = (None, Some(150));
+    r.cores[1].cc_us = (None, None);
+    let mut t = Trace::new();
+    t.add_report(&r, 0, "cc");
+    let v = t.to_json();
+    let cc: Vec<&Value> = v["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "cc").collect();
+    assert_eq!(cc.len(), 1);
+    assert_eq!((cc[0]["ts"].as_u64(), cc[0]["name"].as_str()), (Some(150), Some("CC_END, no CC_START")));
+    assert!(cc[0]["args"].get("inference").is_none(), "a single report's spans carry no inference");
+    assert!(!t.tracks().any(|(k, _)| *k == (0, cc_tid(1))), "no CC track without a record");
+    // The SVG draws the CC lane.
+    let mut t = Trace::new();
+    t.add_report(&report(), 0, "cc");
+    let svg = t.to_svg("cc");
+    assert!(svg.contains("core 0 CC") && svg.contains("core 1 CC"), "{svg}");
+    assert_eq!(svg.matches(r##"fill="#edc948" rx="2"><title>"##).count(), 1, "core 0's CC span in the CC colour");
+    assert_eq!((cc_tid(0), cc_tid(3)), (CC_TID_BASE, CC_TID_BASE + 3));
+    assert!(cc_tid(0) > errors_tid(63), "after every core's engine and error tracks");
 }

@@ -41,11 +41,15 @@
 //! number out of range included). Then it asks the server to stop, unless
 //! `--leave-running`.
 //!
-//! `run` honours the runtime's `NEURON_RT_*` variables ([`nrt_linux::config`],
-//! listed by `nrtctl run --help`): a flag beats its variable, a bad value is a
-//! usage error naming the variable, the value and what is accepted. `--trace`
-//! and `--timeline-svg` write the report as Chrome trace-event JSON and an SVG
-//! timeline (`nrt_trace`); a file that cannot be written exits 1, naming it.
+//! `run` and `harvest` honour the runtime's `NEURON_RT_*` variables
+//! ([`nrt_linux::config`], listed by `nrtctl run --help` and `nrtctl harvest
+//! --help`; a harvest's cores are the server's, so it reads the timeout and
+//! the log levels): a flag beats its variable, a bad value is a usage error
+//! (exit 2) naming the variable, the value and what is accepted. `--trace`
+//! and `--timeline-svg` write the harvests of all the run's inferences (each
+//! at its own times, its spans tagged with its number when there are several)
+//! as Chrome trace-event JSON and an SVG timeline (`nrt_trace`), once, after
+//! the last inference; a file that cannot be written exits 1, naming it.
 //!
 //! `run --inferences K` runs K inferences on the one session, printing each
 //! report (with `--json`, one object per inference); `--linger-s S` keeps the
@@ -164,6 +168,7 @@ enum Cmd {
         at: At,
     },
     /// Harvest inferences from `nrt-sim serve --shm PATH` (another process) through the Linux binding.
+    #[command(after_help = HARVEST_ENV_HELP)]
     Harvest(HarvestArgs),
     /// Bring up cores of a device through the driver's ioctls and run inferences (docs/driver-model.md).
     #[command(after_help = RUN_ENV_HELP)]
@@ -235,53 +240,50 @@ struct RunArgs {
     /// Print one JSON object (per inference) instead of text.
     #[arg(long)]
     json: bool,
-    /// Write the harvest as Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE.
+    /// Write the harvests (every inference, each at its own times) as Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE.
     #[arg(long, value_name = "FILE")]
     trace: Option<std::path::PathBuf>,
-    /// Write the harvest as an SVG timeline (engines as lanes, spans as bars) to FILE.
+    /// Write the harvests as an SVG timeline (engines as lanes, spans as bars) to FILE.
     #[arg(long = "timeline-svg", value_name = "FILE")]
     timeline_svg: Option<std::path::PathBuf>,
 }
 
+/// The log variables' lines of the subcommands' help.
+macro_rules! log_env_help {
+    () => {
+        "  NEURON_RT_LOG_LEVEL=LEVEL        ERROR (default), WARNING, INFO, DEBUG, TRACE or QUIET, on standard error
+  NEURON_RT_LOG_LEVEL_<C>=LEVEL    the same for one component C: TDRV (the harvest and the driver
+                                   binding), NRT (nrtctl); NMGR and KMGR are accepted (no code here)"
+    };
+}
+
 /// `nrtctl run --help`'s list of the runtime's environment variables it honours
 /// (`nrt_linux::config`); a flag beats its variable.
-const RUN_ENV_HELP: &str = "\
-Environment (a flag beats its variable; a bad value is refused at start):
+const RUN_ENV_HELP: &str = concat!(
+    r#"Environment (a flag beats its variable; a bad value is refused at start):
   NEURON_RT_EXEC_TIMEOUT=SECONDS   execution timeout, 0 to 2147483647 [default: 600, the documented
                                    default of trn1/inf2]; every timeout message names the budget and its source
   NEURON_RT_VISIBLE_CORES=LIST     the cores to claim: 0, 0-1 or 0,1 (the session claims cores from 0);
                                    takes precedence over NEURON_RT_NUM_CORES
   NEURON_RT_NUM_CORES=N            how many cores to claim, 0 for all
-  NEURON_RT_LOG_LEVEL=LEVEL        ERROR (default), WARNING, INFO, DEBUG, TRACE or QUIET, on standard error
-  NEURON_RT_LOG_LEVEL_<C>=LEVEL    the same for one component C: TDRV (the harvest and the driver
-                                   binding), NRT (nrtctl); NMGR and KMGR are accepted (no code here)";
+"#,
+    log_env_help!()
+);
 
-/// The `log` sink of `nrtctl run`: standard error, each target at the level
-/// `NEURON_RT_LOG_LEVEL` (or its component's form) gives it.
-struct StderrLog(nrt_linux::config::LogLevels);
+/// `nrtctl harvest --help`'s list: the server's file fixes the cores, so only
+/// the timeout and the log levels govern a harvest.
+const HARVEST_ENV_HELP: &str = concat!(
+    r#"Environment (a flag beats its variable; a bad value is refused at start):
+  NEURON_RT_EXEC_TIMEOUT=SECONDS   execution timeout, 0 to 2147483647 [default: 600, the documented
+                                   default of trn1/inf2]; every timeout message names the budget and its source
+"#,
+    log_env_help!()
+);
 
-impl log::Log for StderrLog {
-    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-        m.level() <= self.0.level_of(m.target())
-    }
-
-    fn log(&self, r: &log::Record<'_>) {
-        if self.enabled(r.metadata()) {
-            let c = nrt_linux::config::component_of(r.target());
-            errln!("nrtctl: {} {c}: {}", r.level(), r.args());
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-/// Route `log` to standard error at `levels` (once per process).
+/// Route `log` to standard error at `levels` (once per process), lines
+/// prefixed `nrtctl:`.
 fn init_log(levels: &nrt_linux::config::LogLevels) {
-    let max = levels.max();
-    let logger: &'static StderrLog = Box::leak(Box::new(StderrLog(levels.clone())));
-    if log::set_logger(logger).is_ok() {
-        log::set_max_level(max);
-    }
+    nrt_linux::config::init_stderr_log("nrtctl", levels);
 }
 
 /// `--ring-entries`: a power of two from 2 to 65536.
@@ -304,9 +306,9 @@ struct HarvestArgs {
     /// The poll delay between harvest steps.
     #[arg(long, value_enum, default_value = "adaptive")]
     delay: DelayArg,
-    /// The model's timeout in seconds.
-    #[arg(long = "timeout-s", value_name = "N", default_value_t = 5, allow_negative_numbers = true)]
-    timeout_s: u32,
+    /// The model's timeout in seconds [default: NEURON_RT_EXEC_TIMEOUT, else the generation's documented default, 600].
+    #[arg(long = "timeout-s", value_name = "N", allow_negative_numbers = true)]
+    timeout_s: Option<u32>,
     /// How long to wait for the file to appear and be ready, seconds (0 to 86400).
     #[arg(long = "wait-s", value_name = "N", default_value = "10", value_parser = parse_wait_s, allow_negative_numbers = true)]
     wait_s: std::time::Duration,
@@ -427,8 +429,17 @@ fn dispatch(cli: Cli) -> ExitCode {
 
 #[cfg(feature = "sim")]
 fn harvest(a: &HarvestArgs) -> ExitCode {
+    use nrt_linux::config::{Budget, RtEnv};
     use nrt_linux::harvest::Harvester;
     use nrt_linux::time::DelayKind;
+    let env = match RtEnv::from_process() {
+        Ok(e) => e,
+        Err(e) => {
+            errln!("nrtctl harvest: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_log(&env.log);
     let mut h = match Harvester::attach(&a.shm, a.wait_s) {
         Ok(h) => h,
         Err(e) => {
@@ -440,9 +451,20 @@ fn harvest(a: &HarvestArgs) -> ExitCode {
         DelayArg::Libnrt => DelayKind::Libnrt,
         DelayArg::Adaptive => DelayKind::Adaptive,
     };
+    let budget = Budget::resolve(a.timeout_s, "--timeout-s", &env, h.arch());
     let mut code = ExitCode::SUCCESS;
     for i in 1..=a.inferences {
-        match h.harvest(a.timeout_s, delay) {
+        let r = h.harvest(budget.seconds, delay);
+        if let Ok(r) = &r {
+            if matches!(r.status, nrt_core::NrtStatus::Timeout | nrt_core::NrtStatus::ExecSwNqOverflow) {
+                errln!(
+                    "nrtctl harvest: inference {i}: the harvest ended at its {budget}: status {} {}",
+                    r.status.code(),
+                    r.status.name()
+                );
+            }
+        }
+        match r {
             Ok(r) if a.json => outln!("{:#}", nrt_abi::report::json(&r, None)),
             Ok(r) => {
                 let heading = format!("nrtctl harvest --shm {}: inference {i} of {}", a.shm.display(), a.inferences);
@@ -560,6 +582,7 @@ fn run(a: &RunArgs) -> ExitCode {
         errln!("nrtctl run: no datastore (the counters stay in this process): {e}");
     }
     let mut code = ExitCode::SUCCESS;
+    let mut pictures = Pictures::default();
     for i in 1..=a.inferences {
         match session.run_inference() {
             Ok(r) => {
@@ -579,7 +602,7 @@ fn run(a: &RunArgs) -> ExitCode {
                     }
                     outln!("inference {i} of {}", a.inferences);
                 }
-                if print_run(a, label, &r, &session, faults.clone(), &budget) != ExitCode::SUCCESS {
+                if print_run(a, label, &r, &session, faults.clone(), &budget, i, &mut pictures) != ExitCode::SUCCESS {
                     code = ExitCode::FAILURE;
                 }
             }
@@ -589,6 +612,10 @@ fn run(a: &RunArgs) -> ExitCode {
                 break;
             }
         }
+    }
+    if let Err(e) = write_pictures(a, label, &pictures) {
+        errln!("nrtctl run: {e}");
+        code = ExitCode::FAILURE;
     }
     if let Some(e) = session.datastore_write_error() {
         errln!("nrtctl run: a datastore write failed: {e}");
@@ -693,7 +720,43 @@ fn verdict(expected: (nrt_core::NrtStatus, u8), r: &nrt_linux::session::Inferenc
     Ok(())
 }
 
+/// The pictures of a run: every inference's harvest, written once at the end
+/// (`--trace`, `--timeline-svg`).
 #[cfg(feature = "sim")]
+type Pictures = nrt_trace::Trace;
+#[cfg(not(feature = "sim"))]
+type Pictures = ();
+
+/// The title of the run's pictures.
+#[cfg_attr(not(feature = "sim"), allow(dead_code))]
+fn picture_title(a: &RunArgs, label: Option<Label>) -> String {
+    match label {
+        Some(sc) => format!("nrtctl run --device {} (scenario {})", a.device.display(), sc.name),
+        None => format!("nrtctl run --device {}", a.device.display()),
+    }
+}
+
+/// Write `--trace` and `--timeline-svg` (each file names its failure).
+#[cfg(feature = "sim")]
+fn write_pictures(a: &RunArgs, label: Option<Label>, pictures: &Pictures) -> Result<(), String> {
+    let title = picture_title(a, label);
+    a.trace.as_ref().map_or(Ok(()), |p| nrt_trace::write_file("trace", p, &pictures.to_json().to_string())).and_then(
+        |()| {
+            a.timeline_svg
+                .as_ref()
+                .map_or(Ok(()), |p| nrt_trace::write_file("timeline SVG", p, &pictures.to_svg(&title)))
+        },
+    )
+}
+
+#[cfg(not(feature = "sim"))]
+fn write_pictures(_a: &RunArgs, _label: Option<Label>, _pictures: &Pictures) -> Result<(), String> {
+    Ok(())
+}
+
+/// Print inference `i` of the run, its harvest added to `pictures`.
+#[cfg(feature = "sim")]
+#[allow(clippy::too_many_arguments)]
 fn print_run(
     a: &RunArgs,
     label: Option<Label>,
@@ -701,6 +764,8 @@ fn print_run(
     session: &nrt_linux::session::Session,
     faults: Vec<String>,
     budget: &nrt_linux::config::Budget,
+    i: u32,
+    pictures: &mut Pictures,
 ) -> ExitCode {
     let mut config = nrt_abi::report::ReportConfig::default();
     if let Some(s) = label {
@@ -709,24 +774,9 @@ fn print_run(
     config.faults.extend(faults);
     let report = nrt_linux::session::run_report(session, r, config);
     let verdict = label.filter(|_| a.inject.is_empty()).map(|sc| verdict((sc.expected, sc.expected_rc), r));
-    let title = match label {
-        Some(sc) => format!("nrtctl run --device {} (scenario {})", a.device.display(), sc.name),
-        None => format!("nrtctl run --device {}", a.device.display()),
-    };
-    let mut pictures = nrt_trace::Trace::new();
-    pictures.add_report(&report, 0, &title);
-    let written = a
-        .trace
-        .as_ref()
-        .map_or(Ok(()), |p| nrt_trace::write_file("trace", p, &pictures.to_json().to_string()))
-        .and_then(|()| {
-            a.timeline_svg
-                .as_ref()
-                .map_or(Ok(()), |p| nrt_trace::write_file("timeline SVG", p, &pictures.to_svg(&title)))
-        });
-    if let Err(e) = written {
-        errln!("nrtctl run: {e}");
-        return ExitCode::FAILURE;
+    if a.trace.is_some() || a.timeline_svg.is_some() {
+        let n = (a.inferences > 1).then_some(i);
+        pictures.add_inference(&report, 0, &picture_title(a, label), n);
     }
     if a.json {
         let mut v = nrt_abi::report::json(&report, label.map(|s| (s.name, s.expected)));
@@ -763,6 +813,7 @@ fn print_run(
 /// Without the simulator's printers: the status line and the return code, or
 /// the JSON object's status fields.
 #[cfg(not(feature = "sim"))]
+#[allow(clippy::too_many_arguments)]
 fn print_run(
     a: &RunArgs,
     _label: Option<Label>,
@@ -770,6 +821,8 @@ fn print_run(
     session: &nrt_linux::session::Session,
     _faults: Vec<String>,
     budget: &nrt_linux::config::Budget,
+    _i: u32,
+    _pictures: &mut Pictures,
 ) -> ExitCode {
     if a.trace.is_some() || a.timeline_svg.is_some() {
         errln!(

@@ -1,11 +1,13 @@
 /* A C program doing a runtime's bring-up through the C ABI: open a session on
  * a Neuron device node (the driver, or `nrt-sim driver` playing it), run one
  * inference, print its status as `nrt-sim run` prints its status line, close.
- * Usage: session DEVICE [CORES [RING_ENTRIES [TIMEOUT_S]]] (0: the model's).
+ * Usage: session DEVICE [CORES [RING_ENTRIES [TIMEOUT_S]]] (0: the model's;
+ * CORES 0 and TIMEOUT_S `env`: the NEURON_RT_* variables' or the default).
  * Exits 0 when the inference ran (whatever its status), 1 when a call failed
  * (the reason from nrt_session_last_error), 2 for a usage error. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "nrt.h"
 
 int main(int argc, char **argv) {
@@ -15,8 +17,9 @@ int main(int argc, char **argv) {
     }
     uint8_t cores = argc > 2 ? (uint8_t)atoi(argv[2]) : 0;
     uint32_t entries = argc > 3 ? (uint32_t)atoi(argv[3]) : 0;
-    uint32_t timeout_s = argc > 4 ? (uint32_t)atoi(argv[4]) : 5;
-    if (nrt_session_status(NULL) != 2 || nrt_session_run(NULL, NULL) != -1 || nrt_session_close(NULL) != 0) {
+    uint32_t timeout_s = argc > 4 ? (strcmp(argv[4], "env") == 0 ? NRT_TIMEOUT_FROM_ENV : (uint32_t)strtoul(argv[4], NULL, 10)) : 5;
+    if (nrt_session_status(NULL) != 2 || nrt_session_run(NULL, NULL) != -1 || nrt_session_close(NULL) != 0
+        || nrt_session_cores(NULL) != 0 || nrt_session_timeout_s(NULL) != 0) {
         fprintf(stderr, "the NULL checks failed\n");
         return 1;
     }
@@ -26,6 +29,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "session: %s\n", why ? why : "(no reason recorded)");
         return 1;
     }
+    printf("cores: %u, timeout: %u s\n", nrt_session_cores(s), nrt_session_timeout_s(s));
     uint32_t status = 0xFFFF;
     int rc = nrt_session_run(s, &status);
     if (rc < 0) {

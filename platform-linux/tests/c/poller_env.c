@@ -1,0 +1,72 @@
+/* The poller's C ABI and the runtime's variables: one lane whose device hangs
+ * (every engine STARTs, none ENDs) on a played clock of 1 ms per read, one
+ * request submitted with TIMEOUT_S (`env`: NRT_TIMEOUT_FROM_ENV). Prints the
+ * status and how far the played clock ran before the request timed out.
+ * Usage: poller_env TIMEOUT_S. Exits 0 when the request ended, 3 when
+ * nrt_poller_new refused (its last error printed), 1 on another failure. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "nrt.h"
+#include "nrt_poller.h"
+
+#define RING 1024u
+static const uint8_t INFER[5] = {4, 5, 6, 7, 8};
+
+struct dev {
+    uint8_t mem[9][RING];
+    uint32_t wr[9];
+    uint64_t now;
+};
+
+static int read_slot(void *c, uint8_t core, uint8_t nq, uint32_t off, uint8_t *out) {
+    struct dev *d = c;
+    if (core != 0 || nq > 8 || off >= RING || off % 16) return -1;
+    memcpy(out, d->mem[nq] + off, 16);
+    return 0;
+}
+static int write_head(void *c, uint8_t core, uint8_t nq, uint32_t head) { (void)c; (void)core; (void)nq; (void)head; return 0; }
+static int read_cause(void *c, uint8_t core, uint32_t block, uint32_t line, uint32_t *out) { (void)c; (void)core; (void)block; (void)line; *out = 0; return 0; }
+static uint64_t now_ns(void *c) { struct dev *d = c; d->now += 1000000; return d->now; }
+static int barrier(void *c, uint8_t core, uint32_t *st) { (void)c; (void)core; (void)st; return 1; }
+
+static void push(struct dev *d, uint8_t nq, uint16_t subtype, uint64_t ts) {
+    uint8_t e[16] = {0};
+    uint32_t off = d->wr[nq] % RING, lap = d->wr[nq] / RING;
+    e[3] = (uint8_t)((nq & 0x1F) | ((lap & 1) ? 0 : 0x80));
+    e[6] = (uint8_t)subtype; e[7] = (uint8_t)(subtype >> 8);
+    memcpy(e + 8, &ts, 8);
+    memcpy(d->mem[nq] + off, e, 16);
+    d->wr[nq] += 16;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) { fprintf(stderr, "usage: %s TIMEOUT_S|env\n", argv[0]); return 2; }
+    uint32_t timeout_s = strcmp(argv[1], "env") == 0 ? NRT_TIMEOUT_FROM_ENV : (uint32_t)strtoul(argv[1], NULL, 10);
+    static struct dev d;
+    nrt_platform p;
+    memset(&p, 0, sizeof p);
+    p.ctx = &d; p.read_slot = read_slot; p.write_head = write_head; p.read_cause = read_cause;
+    p.now_ns = now_ns; p.barrier_status = barrier;
+    nrt_rings *ri = nrt_rings_new();
+    if (nrt_rings_bind(ri, 0, 2, RING)) return 1;
+    for (int e = 0; e < 5; e++) { if (nrt_rings_bind(ri, 0, INFER[e], RING)) return 1; push(&d, INFER[e], 2, 100 + e); }
+    const nrt_rings *r[1] = { ri };
+    nrt_poller *pl = nrt_poller_new(&p, r, 1, -1);
+    if (!pl) {
+        const char *why = nrt_poller_last_error();
+        printf("refused: %s\n", why ? why : "(no last error)");
+        nrt_rings_free(ri);
+        return 3;
+    }
+    nrt_ticket *t = nrt_poller_submit(pl, 0, 2, 1, timeout_s);
+    if (!t) { printf("submit: %s\n", nrt_poller_last_error()); return 1; }
+    uint32_t st = 0;
+    int rc = nrt_ticket_wait(t, &st);
+    nrt_ticket_free(t);
+    nrt_poller_free(pl);
+    printf("status: %u %s, rc %d, played clock at the end: %llu ms\n", st, nrt_status_name(st), rc,
+           (unsigned long long)(d.now / 1000000));
+    nrt_rings_free(ri);
+    return 0;
+}
