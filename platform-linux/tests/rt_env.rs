@@ -46,12 +46,49 @@ const BAD: [(&str, &str, &str); 5] = [
 ];
 
 /// A C program of `tests/c` built against the static library.
-fn c_program(source: &str) -> std::path::PathBuf {
+/// A C test program, compiled once and shared by the tests that run at the
+/// same time: a test that recompiled it while another was starting it would
+/// make that exec fail with ETXTBSY (the compiler holds the file open for
+/// writing). The last user's drop removes the file.
+struct CProg {
+    source: &'static str,
+    path: std::path::PathBuf,
+}
+
+static BUILT: std::sync::Mutex<Vec<(&'static str, std::path::PathBuf, usize)>> = std::sync::Mutex::new(Vec::new());
+
+fn c_program(source: &'static str) -> CProg {
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, path, users)) = built.iter_mut().find(|(s, _, _)| *s == source) {
+        *users += 1;
+        return CProg { source, path: path.clone() };
+    }
     let lib =
         common::cargo_build(&["-p", "nrt-linux", "--lib", "--no-default-features"], "c-abi").join("libnrt_linux.a");
     let out = std::env::temp_dir().join(format!("nrt-c-env-{}-{}", source.trim_end_matches(".c"), std::process::id()));
     common::compile_c(source, &lib, &out);
-    out
+    built.push((source, out.clone(), 1));
+    CProg { source, path: out }
+}
+
+impl std::ops::Deref for CProg {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+impl Drop for CProg {
+    fn drop(&mut self) {
+        let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = built.iter().position(|(s, _, _)| *s == self.source) {
+            built[i].2 -= 1;
+            if built[i].2 == 0 {
+                let _ = std::fs::remove_file(&self.path);
+                built.remove(i);
+            }
+        }
+    }
 }
 
 fn nrtctl() -> Command {
@@ -290,7 +327,6 @@ fn the_c_session_refuses_a_bad_variable_before_opening_the_device() {
     let o = clean(&prog).args(["/nonexistent/neuron0", "0", "0", "env"]).output().unwrap();
     let (_, err) = text(&o);
     assert!(err.contains("/nonexistent/neuron0") && err.contains("ENOENT"), "{err}");
-    let _ = std::fs::remove_file(&prog);
 }
 
 #[test]
@@ -346,7 +382,6 @@ fn the_c_session_takes_the_timeout_the_cores_and_the_log_level_from_the_variable
     assert!(!err_of(&[("NEURON_RT_LOG_LEVEL_TDRV", "QUIET")]).contains(line), "the component's form");
     let e = err_of(&[("NEURON_RT_LOG_LEVEL", "QUIET"), ("NEURON_RT_LOG_LEVEL_TDRV", "error")]);
     assert!(e.contains(line), "the component's form beats the global one: {e}");
-    let _ = std::fs::remove_file(&prog);
 }
 
 /// The played clock (ms) at which the hanging request of `poller_env.c` ended, with its output.
@@ -403,7 +438,6 @@ fn the_c_poller_takes_the_timeout_and_the_log_level_from_the_variables_and_refus
             "{var}={value}: {out}"
         );
     }
-    let _ = std::fs::remove_file(&prog);
 }
 
 #[test]
