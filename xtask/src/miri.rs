@@ -28,8 +28,8 @@ use crate::{works, Runner};
 /// cut. A name that no longer exists is simply unused; a new slow test that
 /// is missing only balances the shares less well.
 const WEIGHTS: &[(&str, u32)] = &[
-    ("exec::group::tests::due_first_passes_give_exactly_the_statuses_of_separate_sync_drivers", 50000),
-    ("exec::group::tests::a_group_gives_exactly_the_statuses_of_separate_sync_drivers", 45000),
+    ("exec::group::tests::due_first_passes_give_exactly_the_statuses_of_separate_sync_drivers", 9000),
+    ("exec::group::tests::a_group_gives_exactly_the_statuses_of_separate_sync_drivers", 10000),
     ("exec::group::tests::batched_heads_change_no_outcome", 83001),
     ("exec::proofs::tests::progress_one_step_returns_0_1_2_and_done_is_terminal_tests", 71224),
     ("status::proofs::tests::worst_is_a_total_preorder_by_the_table_tests", 60000),
