@@ -19,10 +19,12 @@
 //!   earliest due time ([`PollGroup::earliest_due_ns`]), with the thread's
 //!   timer slack set to 1 ns (`prctl(PR_SET_TIMERSLACK)`: a requested sleep
 //!   then overshoots by the scheduler's wake-up, ~5-10 us on a VM, not by the
-//!   default 50 us slack), spins through the rest of the lead, makes the pass,
-//!   and sleeps again. Passes are at least one slice apart
-//!   ([`PollerConfig::hybrid_slice_ns`]: the [`PollerConfig::notice_bound`],
-//!   50 us by default, less the lead), so with many lanes whose due windows
+//!   default 50 us slack), makes the pass on waking (the lead absorbs the
+//!   overshoot), and sleeps again. The next pass is set one slice after the
+//!   last ([`PollerConfig::hybrid_slice_ns`]: the [`PollerConfig::notice_bound`],
+//!   50 us by default, less the lead; woken the lead early, passes are the
+//!   slice less the lead plus the overshoot apart, ~35-40 us with the
+//!   defaults), so with many lanes whose due windows
 //!   overlap (something is nearly always due) it sleeps in slices between
 //!   passes over the due lanes instead of spinning: a completion is seen
 //!   within about the bound. It spins only when its next pass is within the
@@ -182,10 +184,11 @@ pub struct PollerConfig {
     /// within it (so many lanes' completions share a wake-up).
     pub hybrid_batch: Duration,
     /// Hybrid: the notice latency the poller aims to keep while requests are
-    /// due. Between two passes it sleeps at least this bound less
-    /// [`hybrid_lead`](Self::hybrid_lead) (the sleep's overshoot), and at least
-    /// [`hybrid_batch`](Self::hybrid_batch): a completion waits for the next
-    /// pass, about one slice plus the overshoot. A longer bound costs fewer
+    /// due. The next pass is set this bound less
+    /// [`hybrid_lead`](Self::hybrid_lead) after the last (at least
+    /// [`hybrid_batch`](Self::hybrid_batch)), and the poller wakes the lead
+    /// before it (the lead absorbs the sleep's overshoot): a completion waits
+    /// for the next pass, at most about the bound less the lead. A longer bound costs fewer
     /// wake-ups (less CPU); a bound within the lead plus the batch window gives
     /// the batch-window spacing.
     pub notice_bound: Duration,
@@ -227,10 +230,14 @@ impl PollerConfig {
         PollerConfig { cpu: Some(cpu), policy: WaitPolicy::Spin, ..PollerConfig::default() }
     }
 
-    /// Hybrid: the least time between two passes, ns: the notice bound less
-    /// the lead, and at least the batch window.
+    /// Hybrid: how long after a pass the poller sets its next one, ns: the
+    /// notice bound less the lead, at least the batch window and at most the
+    /// sweep bound (so that a long notice bound never lets a request in
+    /// flight go unstepped longer than [`sweep_bound`](Self::sweep_bound)). It
+    /// wakes the lead before that pass and passes on waking, so passes are
+    /// this less the lead, plus the sleep's overshoot, apart.
     pub fn hybrid_slice_ns(&self) -> u64 {
-        ns(self.notice_bound).saturating_sub(ns(self.hybrid_lead)).max(ns(self.hybrid_batch))
+        ns(self.notice_bound).saturating_sub(ns(self.hybrid_lead)).max(ns(self.hybrid_batch)).min(ns(self.sweep_bound))
     }
 
     /// Hybrid: what the poller does at `now_ns` after a pass at `pass_ns` that
@@ -964,7 +971,10 @@ mod tests {
         assert_eq!(c(5, 10, 20).hybrid_slice_ns(), 20_000, "a bound inside the lead: the batch window");
         assert_eq!(c(0, 0, 0).hybrid_slice_ns(), 0);
         let huge = PollerConfig { notice_bound: Duration::MAX, ..d };
-        assert_eq!(huge.hybrid_slice_ns(), u64::MAX - 10_000, "saturates, less the lead");
+        assert_eq!(huge.hybrid_slice_ns(), 1_000_000, "never past the 1 ms sweep bound");
+        assert_eq!(c(5_000, 10, 20).hybrid_slice_ns(), 1_000_000, "a 5 ms bound: the sweep bound");
+        let slow_sweep = PollerConfig { sweep_bound: Duration::MAX, ..huge };
+        assert_eq!(slow_sweep.hybrid_slice_ns(), u64::MAX - 10_000, "saturates, less the lead");
         // After a pass at 100 us with something overdue: sleep to one slice
         // after it, less the lead (the sleep's overshoot), never spin.
         let pass = 100_000;

@@ -120,10 +120,11 @@ fn outcome(step: Step, status: NrtStatus, req: &ExecRequest, dev: &FakeDevice) -
 const ALL: [usize; SCENARIOS] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
 
 /// The scenarios the group-against-alone tests run under Miri: a clean run, a
-/// collectives error, an error record, a failed read and the 40-record streams.
-/// The hangs (3, 4, 8) each run a thousand steps to their timeout, and Miri
-/// interprets every one twice; the group's code is the same for every ending,
-/// and every scenario runs natively.
+/// collectives error, an error record, two STARTs on one engine and the
+/// 40-record streams. The hangs (3, 4, 8) sweep to their timeout (20 sweeps
+/// under Miri, a thousand natively) in both drivers, and Miri interprets
+/// every sweep; the group's code is the same for every ending, and every
+/// scenario runs natively.
 const UNDER_MIRI: [usize; 5] = [0, 1, 5, 6, 9];
 
 /// [`ALL`], or [`UNDER_MIRI`] under Miri.
