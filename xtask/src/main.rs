@@ -173,14 +173,7 @@ impl Runner {
         let t = Instant::now();
         let out = cmd.stdin(Stdio::null()).output();
         let secs = t.elapsed().as_secs_f64();
-        let (ok, text) = match out {
-            Ok(o) => {
-                let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
-                text.push_str(&String::from_utf8_lossy(&o.stderr));
-                (o.status.success(), text)
-            }
-            Err(e) => (false, format!("could not start: {e}")),
-        };
+        let (ok, text) = exit_and_text(out);
         if echo {
             for line in text.lines() {
                 println!("    {line}");
@@ -237,6 +230,19 @@ impl Runner {
         } else {
             ExitCode::SUCCESS
         }
+    }
+}
+
+/// Whether a finished command succeeded, and its standard output followed by
+/// its standard error (or why it could not start).
+pub(crate) fn exit_and_text(out: std::io::Result<std::process::Output>) -> (bool, String) {
+    match out {
+        Ok(o) => {
+            let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+            text.push_str(&String::from_utf8_lossy(&o.stderr));
+            (o.status.success(), text)
+        }
+        Err(e) => (false, format!("could not start: {e}")),
     }
 }
 

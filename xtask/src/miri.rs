@@ -12,9 +12,10 @@
 //! lighter share; a test the table does not name counts [`DEFAULT_WEIGHT_MS`].
 //!
 //! The verdict: the stage fails when a share fails (its whole output is
-//! printed) and when the shares' counts do not add up to the list: every listed
-//! test must be reported passed or ignored exactly once (a filter that matched
-//! nothing, or a test run twice, is a failure, not a smaller number).
+//! printed) and when the shares' reports do not name the list: every listed
+//! test must be reported (`test <name> ... <result>`) exactly once, by name (a
+//! filter that matched nothing, or a test run twice, is a failure, not a
+//! smaller number).
 
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -128,12 +129,17 @@ fn miri_test() -> Command {
 /// number, else the machine's available parallelism, at most
 /// [`MAX_DEFAULT_JOBS`]. A bad value is refused (the stage fails naming it).
 fn jobs() -> Result<usize, String> {
-    match std::env::var(JOBS_VAR) {
-        Ok(v) => match v.trim().parse::<usize>() {
+    jobs_from(std::env::var_os(JOBS_VAR).map(|v| v.to_string_lossy().into_owned()).as_deref())
+}
+
+/// [`jobs`] for the variable's value (`None`: unset).
+fn jobs_from(value: Option<&str>) -> Result<usize, String> {
+    match value {
+        Some(v) => match v.trim().parse::<usize>() {
             Ok(n) if n > 0 => Ok(n),
             _ => Err(format!("{JOBS_VAR}={v:?}: expected a positive number of worker processes")),
         },
-        Err(_) => Ok(std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_DEFAULT_JOBS)),
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_DEFAULT_JOBS)),
     }
 }
 
@@ -194,17 +200,35 @@ fn shares(names: &[String], jobs: usize) -> Vec<Vec<String>> {
     out.into_iter().map(|(_, v)| v).filter(|v| !v.is_empty()).collect()
 }
 
-/// Whether the shares' counts account for every listed test exactly once.
-fn accounts_for(listed: usize, total: Counts) -> Result<(), String> {
-    let seen = total.passed + total.failed + total.ignored;
-    if seen == listed {
-        Ok(())
-    } else {
-        Err(format!(
-            "the shares reported {seen} tests ({} passed, {} failed, {} ignored) of the {listed} listed",
-            total.passed, total.failed, total.ignored
-        ))
+/// The names of the tests a libtest run reported (`test <name> ... <result>`
+/// lines, whatever the result).
+fn reported_names(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("test ")?.split_once(" ... ").map(|(name, _)| name.to_string()))
+        .collect()
+}
+
+/// Whether the shares reported every listed test exactly once: the names
+/// missing and the names reported more than once (or never listed) otherwise.
+fn accounts_for(listed: &[String], reported: &[String]) -> Result<(), String> {
+    let (mut want, mut got) = (listed.to_vec(), reported.to_vec());
+    want.sort();
+    got.sort();
+    if want == got {
+        return Ok(());
     }
+    let missing: Vec<&String> = want.iter().filter(|n| got.binary_search(n).is_err()).collect();
+    let mut extra: Vec<&String> = Vec::new();
+    for (i, n) in got.iter().enumerate() {
+        if (i > 0 && got[i - 1] == *n) || want.binary_search(n).is_err() {
+            extra.push(n);
+        }
+    }
+    Err(format!(
+        "the shares reported {} tests of the {} listed: never reported {missing:?}; reported twice or not listed {extra:?}",
+        got.len(),
+        want.len()
+    ))
 }
 
 /// Core's tests under Miri (nightly, the `miri` component; installed when missing).
@@ -253,24 +277,19 @@ pub fn miri(run: &mut Runner) {
     println!("\n==> {name}: {listed} tests in {} Miri processes at once ({JOBS_VAR} sets the number)", shares.len());
     let t = Instant::now();
     let total = Mutex::new(Counts::default());
+    let reported = Mutex::new(Vec::<String>::new());
     let failed_shares = Mutex::new(0usize);
     std::thread::scope(|s| {
         let count = shares.len();
         for (k, share) in shares.iter().enumerate() {
-            let (total, failed_shares) = (&total, &failed_shares);
+            let (total, reported, failed_shares) = (&total, &reported, &failed_shares);
             s.spawn(move || {
                 let started = Instant::now();
                 let out = miri_test().arg("--").arg("--exact").args(share).output();
                 let secs = started.elapsed().as_secs_f64();
-                let (ok, text) = match out {
-                    Ok(o) => {
-                        let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
-                        text.push_str(&String::from_utf8_lossy(&o.stderr));
-                        (o.status.success(), text)
-                    }
-                    Err(e) => (false, format!("could not start cargo miri: {e}")),
-                };
+                let (ok, text) = crate::exit_and_text(out);
                 let c = parse_counts(&text);
+                reported.lock().unwrap_or_else(|p| p.into_inner()).extend(reported_names(&text));
                 {
                     let mut t = total.lock().unwrap_or_else(|p| p.into_inner());
                     t.passed += c.passed;
@@ -305,7 +324,8 @@ pub fn miri(run: &mut Runner) {
     let total = total.into_inner().unwrap_or_else(|p| p.into_inner());
     let failed_shares = failed_shares.into_inner().unwrap_or_else(|p| p.into_inner());
     let mut ok = failed_shares == 0;
-    if let Err(e) = accounts_for(listed, total) {
+    let reported = reported.into_inner().unwrap_or_else(|p| p.into_inner());
+    if let Err(e) = accounts_for(&names, &reported) {
         println!("!!! {name}: {e}");
         ok = false;
     }
@@ -377,23 +397,25 @@ mod tests {
     }
 
     #[test]
-    fn the_counts_must_account_for_every_listed_test() {
-        let c = Counts { passed: 200, failed: 0, ignored: 5, results: 17 };
-        assert!(accounts_for(205, c).is_ok());
-        assert!(accounts_for(206, c).unwrap_err().contains("205 tests"));
-        assert!(accounts_for(204, c).is_err());
+    fn every_listed_test_must_be_reported_exactly_once() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let listed = names(&["a::x", "a::y", "b::z"]);
+        let out = "test b::z ... ok\ntest a::x ... ignored, safe code\ntest a::y ... ok\n\ntest result: ok. 2 passed";
+        assert_eq!(reported_names(out), names(&["b::z", "a::x", "a::y"]));
+        assert!(accounts_for(&listed, &reported_names(out)).is_ok());
+        let e = accounts_for(&listed, &names(&["a::x", "a::x", "b::z"])).unwrap_err();
+        assert!(e.contains("never reported [\"a::y\"]") && e.contains("not listed [\"a::x\"]"), "{e}");
+        let e = accounts_for(&listed, &names(&["a::x", "a::y", "b::z", "c::new"])).unwrap_err();
+        assert!(e.contains("4 tests of the 3 listed") && e.contains("\"c::new\""), "{e}");
     }
 
     #[test]
     fn a_bad_job_count_is_refused_by_name() {
-        // The variable is read at the call; no other test reads it.
-        std::env::set_var(JOBS_VAR, "zero");
-        let e = jobs().unwrap_err();
-        std::env::set_var(JOBS_VAR, "3");
-        let three = jobs();
-        std::env::remove_var(JOBS_VAR);
-        assert!(e.contains(JOBS_VAR) && e.contains("zero"), "{e}");
-        assert_eq!(three, Ok(3));
-        assert!((1..=MAX_DEFAULT_JOBS).contains(&jobs().unwrap()));
+        for bad in ["zero", "0", "-1", ""] {
+            let e = jobs_from(Some(bad)).unwrap_err();
+            assert!(e.contains(JOBS_VAR) && e.contains(&format!("{bad:?}")), "{e}");
+        }
+        assert_eq!(jobs_from(Some(" 3 ")), Ok(3));
+        assert!((1..=MAX_DEFAULT_JOBS).contains(&jobs_from(None).unwrap()));
     }
 }
