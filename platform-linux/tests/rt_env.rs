@@ -46,48 +46,33 @@ const BAD: [(&str, &str, &str); 5] = [
 ];
 
 /// A C program of `tests/c` built against the static library.
-/// A C test program, compiled once and shared by the tests that run at the
-/// same time: a test that recompiled it while another was starting it would
-/// make that exec fail with ETXTBSY (the compiler holds the file open for
-/// writing). The last user's drop removes the file.
-struct CProg {
-    source: &'static str,
-    path: std::path::PathBuf,
-}
+/// A C test program, compiled for one test to a path of its own and removed
+/// when the test drops it: a test that recompiled a shared path while another
+/// was starting it would make that exec fail with ETXTBSY (the compiler holds
+/// the file open for writing).
+struct CProg(std::path::PathBuf);
 
-static BUILT: std::sync::Mutex<Vec<(&'static str, std::path::PathBuf, usize)>> = std::sync::Mutex::new(Vec::new());
-
-fn c_program(source: &'static str) -> CProg {
-    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, path, users)) = built.iter_mut().find(|(s, _, _)| *s == source) {
-        *users += 1;
-        return CProg { source, path: path.clone() };
-    }
+fn c_program(source: &str) -> CProg {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let lib =
         common::cargo_build(&["-p", "nrt-linux", "--lib", "--no-default-features"], "c-abi").join("libnrt_linux.a");
-    let out = std::env::temp_dir().join(format!("nrt-c-env-{}-{}", source.trim_end_matches(".c"), std::process::id()));
+    let out =
+        std::env::temp_dir().join(format!("nrt-c-env-{}-{}-{n}", source.trim_end_matches(".c"), std::process::id()));
     common::compile_c(source, &lib, &out);
-    built.push((source, out.clone(), 1));
-    CProg { source, path: out }
+    CProg(out)
 }
 
 impl std::ops::Deref for CProg {
     type Target = std::path::Path;
     fn deref(&self) -> &std::path::Path {
-        &self.path
+        &self.0
     }
 }
 
 impl Drop for CProg {
     fn drop(&mut self) {
-        let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(i) = built.iter().position(|(s, _, _)| *s == self.source) {
-            built[i].2 -= 1;
-            if built[i].2 == 0 {
-                let _ = std::fs::remove_file(&self.path);
-                built.remove(i);
-            }
-        }
+        let _ = std::fs::remove_file(&self.0);
     }
 }
 
