@@ -7,6 +7,7 @@
 #include "nrt.h"
 
 #define RING 1024u            /* bytes per ring: 64 entries */
+#include "fake_rings.h"
 #define NQ_ERROR 2
 static const uint8_t INFER[5] = {4, 5, 6, 7, 8};
 
@@ -21,9 +22,7 @@ struct dev {
 
 static int read_slot(void *c, uint8_t core, uint8_t nq, uint32_t off, uint8_t *out) {
     struct dev *d = c;
-    if (core != 0 || nq > 8 || off >= RING || off % 16) return -1;
-    memcpy(out, d->mem[nq] + off, 16);
-    return 0;
+    return fake_read_slot(d->mem, core, nq, off, out);
 }
 static int write_head(void *c, uint8_t core, uint8_t nq, uint32_t head) { (void)c; (void)core; (void)nq; (void)head; return 0; }
 static int read_cause(void *c, uint8_t core, uint32_t block, uint32_t line, uint32_t *out) {
@@ -38,15 +37,7 @@ static int barrier(void *c, uint8_t core, uint32_t *st) { (void)c; (void)core; (
 static void on_event(void *c, const char *kind, const char *msg) { struct dev *d = c; d->events++; printf("  event %s: %s\n", kind, msg); }
 
 /* The device writes an entry: the lap's phase in bit 7 of byte 3. */
-static void push(struct dev *d, uint8_t nq, uint16_t subtype, uint64_t ts) {
-    uint8_t e[16] = {0};
-    uint32_t off = d->wr[nq] % RING, lap = d->wr[nq] / RING;
-    e[3] = (uint8_t)((nq & 0x1F) | ((lap & 1) ? 0 : 0x80));
-    e[6] = (uint8_t)subtype; e[7] = (uint8_t)(subtype >> 8);
-    memcpy(e + 8, &ts, 8);
-    memcpy(d->mem[nq] + off, e, 16);
-    d->wr[nq] += 16;
-}
+static void push(struct dev *d, uint8_t nq, uint16_t subtype, uint64_t ts) { fake_push(d->mem, d->wr, nq, subtype, ts); }
 
 static int failures;
 static void expect(const char *what, uint32_t got, uint32_t want) {

@@ -11,6 +11,7 @@
 #include "nrt_poller.h"
 
 #define RING 1024u
+#include "fake_rings.h"
 static const uint8_t INFER[5] = {4, 5, 6, 7, 8};
 
 struct dev {
@@ -21,24 +22,14 @@ struct dev {
 
 static int read_slot(void *c, uint8_t core, uint8_t nq, uint32_t off, uint8_t *out) {
     struct dev *d = c;
-    if (core != 0 || nq > 8 || off >= RING || off % 16) return -1;
-    memcpy(out, d->mem[nq] + off, 16);
-    return 0;
+    return fake_read_slot(d->mem, core, nq, off, out);
 }
 static int write_head(void *c, uint8_t core, uint8_t nq, uint32_t head) { (void)c; (void)core; (void)nq; (void)head; return 0; }
 static int read_cause(void *c, uint8_t core, uint32_t block, uint32_t line, uint32_t *out) { (void)c; (void)core; (void)block; (void)line; *out = 0; return 0; }
 static uint64_t now_ns(void *c) { struct dev *d = c; d->now += 1000000; return d->now; }
 static int barrier(void *c, uint8_t core, uint32_t *st) { (void)c; (void)core; (void)st; return 1; }
 
-static void push(struct dev *d, uint8_t nq, uint16_t subtype, uint64_t ts) {
-    uint8_t e[16] = {0};
-    uint32_t off = d->wr[nq] % RING, lap = d->wr[nq] / RING;
-    e[3] = (uint8_t)((nq & 0x1F) | ((lap & 1) ? 0 : 0x80));
-    e[6] = (uint8_t)subtype; e[7] = (uint8_t)(subtype >> 8);
-    memcpy(e + 8, &ts, 8);
-    memcpy(d->mem[nq] + off, e, 16);
-    d->wr[nq] += 16;
-}
+static void push(struct dev *d, uint8_t nq, uint16_t subtype, uint64_t ts) { fake_push(d->mem, d->wr, nq, subtype, ts); }
 
 int main(int argc, char **argv) {
     if (argc != 2) { fprintf(stderr, "usage: %s TIMEOUT_S|env\n", argv[0]); return 2; }
