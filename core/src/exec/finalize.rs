@@ -341,7 +341,11 @@ pub(super) fn consume_error_block<D: ExecDevice + ?Sized>(
 
 /// FINALIZE's pieces one at a time, for the latency bench to time each on a
 /// copy of a finished request (`nrt-bench latency`); not part of the harvest's
-/// interface. Each runs exactly the code FINALIZE runs.
+/// interface, and built only with `test-utils` (the bench's and tests'
+/// feature): run on a live request instead of a copy they would rescale its
+/// timestamps twice and change its result after DONE. Each runs exactly the
+/// code FINALIZE runs.
+#[cfg(any(test, feature = "test-utils"))]
 #[doc(hidden)]
 pub mod parts {
     use super::{ExecDevice, ExecRequest, Notifications};

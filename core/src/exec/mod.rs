@@ -32,6 +32,7 @@ mod matcher;
 pub mod tensor;
 
 pub use driver::{exec_wait_round_robin, ExecUnit, SyncWait, XuHealth, XuQueue, XuSignalError, XuStep, XuWork};
+#[cfg(any(test, feature = "test-utils"))]
 #[doc(hidden)]
 pub use finalize::parts as finalize_parts;
 pub use group::{Completion, Estimate, GroupError, Lanes, Pass, PollGroup, Schedule};
