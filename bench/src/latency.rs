@@ -69,9 +69,10 @@ struct Sample {
 /// that final step (the sweep that reads the END records, FINALIZE and the
 /// request's result); from its return to the caller's (the HEAD hand-back and
 /// the return); and the in-flight step before it (a sweep, which may read the
-/// STARTs), and one delay between steps. Then the final step again, in the
-/// same iteration, on a copy of the request and notifications as they were
-/// before it (its records still in the rings, now in this CPU's cache): the
+/// STARTs), and one delay between steps. Then, in a run of its own (whose
+/// loop copies the request and notifications before each step, a copy that
+/// would otherwise lengthen the timed loop and the wait for the END), the
+/// final step again, in the same iteration, on the copy as it was before it (its records still in the rings, now in this CPU's cache): the
 /// difference to the first run is what fetching the device's freshly written
 /// lines costs; and each FINALIZE piece on a copy of the finished request: the
 /// timestamp post-processing (the rescale of each recorded slot), the
@@ -91,10 +92,12 @@ struct Pieces {
 }
 
 fn measure(kind: DelayKind, n: usize, work: Duration) -> Sample {
-    measure_with(kind, n, work, false)
+    measure_with(kind, n, work, false, false)
 }
 
-fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool) -> Sample {
+/// `timed`: a clock read around each step ([`Pieces`]); `copies` (with
+/// `timed`): the final step again and FINALIZE's pieces, each on a copy.
+fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: bool) -> Sample {
     let arch = Arch::Sunda;
     let ring_file = file("rings", RINGS as u64 * u64::from(RING));
     let bar_file = file("bar", BAR_LEN as u64);
@@ -168,14 +171,16 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool) -> Sampl
             // A copy of the request and notifications before each step (taken
             // outside the timed step), to run the final step again below.
             let events0 = dev.events.len();
-            let mut before = (req.clone(), nq.clone());
+            let mut before = copies.then(|| (req.clone(), nq.clone()));
             let (mut n_steps, mut t0, mut prev, mut gap) = (1u64, now(), (0u64, 0u64), 0u64);
             let mut step = req.progress_one_step(&mut dev, &mut nq, &mut status);
             let mut t1 = now();
             while step == Step::InFlight {
                 prev = (t0, t1);
                 delay.delay_us(nrt_core::exec::driver::SYNC_POLL_DELAY_US);
-                before = (req.clone(), nq.clone());
+                if copies {
+                    before = Some((req.clone(), nq.clone()));
+                }
                 t0 = now();
                 gap = t0 - t1;
                 step = req.progress_one_step(&mut dev, &mut nq, &mut status);
@@ -187,26 +192,34 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool) -> Sampl
             }
             let t_ret = now();
             let events = dev.events.len() - events0;
-            // The final step again, warm: the same records, the same HEAD values.
-            let (mut r, mut n) = before;
-            let mut st = NrtStatus::Success;
-            let w0 = now();
-            let again = r.progress_one_step(&mut dev, &mut n, &mut st);
-            let warm = now() - w0;
-            assert_eq!((again, st), (step, status), "the final step, run again, ends the same");
-            // FINALIZE's pieces, each on a copy of the finished request.
-            let mut r = req.clone();
-            let p0 = now();
-            finalize_parts::postprocess(&mut r, &mut dev, &n);
-            let p1 = now();
-            finalize_parts::process_errors(&mut r, &mut dev, &mut n);
-            let p2 = now();
-            finalize_parts::count(&r, &mut dev);
-            let p3 = now();
-            // (The post-processing ran on slots already in CPU time: the same
-            // slots, the same calibration, so the same work, other values.)
-            assert_eq!(r.out_info().exec_rets, req.out_info().exec_rets, "the error sweep, run again, finds the same");
-            let parts = [warm, p1 - p0, p2 - p1, p3 - p2, events as u64];
+            let parts = match before {
+                Some((mut r, mut n)) => {
+                    // The final step again, warm: the same records, the same HEAD values.
+                    let mut st = NrtStatus::Success;
+                    let w0 = now();
+                    let again = r.progress_one_step(&mut dev, &mut n, &mut st);
+                    let warm = now() - w0;
+                    assert_eq!((again, st), (step, status), "the final step, run again, ends the same");
+                    // FINALIZE's pieces, each on a copy of the finished request.
+                    let mut r = req.clone();
+                    let p0 = now();
+                    finalize_parts::postprocess(&mut r, &mut dev, &n);
+                    let p1 = now();
+                    finalize_parts::process_errors(&mut r, &mut dev, &mut n);
+                    let p2 = now();
+                    finalize_parts::count(&r, &mut dev);
+                    let p3 = now();
+                    // (The post-processing ran on slots already in CPU time: the same
+                    // slots, the same calibration, so the same work, other values.)
+                    assert_eq!(
+                        r.out_info().exec_rets,
+                        req.out_info().exec_rets,
+                        "the error sweep, run again, finds the same"
+                    );
+                    [warm, p1 - p0, p2 - p1, p3 - p2, events as u64]
+                }
+                None => [0, 0, 0, 0, events as u64],
+            };
             (nrt_core::exec::SyncWait { status, step, steps: n_steps }, Some((t0, t1, prev, gap, t_ret, parts)))
         } else {
             (exec_wait_round_robin(&mut req, &mut dev, &mut nq, &mut delay), None)
@@ -307,7 +320,8 @@ pub fn run(n: usize, work_us: u64) {
     let fl = floor(n, work);
     let a = measure(DelayKind::Adaptive, n, work);
     let l = measure(DelayKind::Libnrt, n, work);
-    let t = measure_with(DelayKind::Adaptive, n, work, true);
+    let t = measure_with(DelayKind::Adaptive, n, work, true, false);
+    let w = measure_with(DelayKind::Adaptive, n, work, true, true);
     let ratio = l.latency.p50 / a.latency.p50;
     println!(
         "  {:<9} latency p50 {:>9.0} ns  p99 {:>9.0} ns  max {:>10.0} ns | one thread stores, another spins on the line",
@@ -326,28 +340,29 @@ pub fn run(n: usize, work_us: u64) {
         a.latency.p50 - fl.p50,
         fl.p50
     );
-    let pieces = t.pieces.as_ref().map(|p| {
+    let pieces = t.pieces.as_ref().zip(w.pieces.as_ref()).map(|(p, q)| {
         println!(
             "  adaptive, taken apart (same run, {n} inferences, p50): END -> final step {:.0} ns, final step (sweep reading END + FINALIZE) {:.0} ns, \
              after it (HEAD hand-back, return) {:.0} ns; the step before it (it may read the STARTs) {:.0} ns, one delay {:.0} ns; latency with the clock reads {:.0} ns",
             p.end_to_final_step.p50, p.final_step.p50, p.after_final_step.p50, p.empty_step.p50, p.one_delay.p50, t.latency.p50
         );
         println!(
-            "  the final step's pieces (same run, p50): the step again on the same records, warm {:.0} ns (so fetching the device's lines {:.0} ns); \
+            "  the final step's pieces (a run of their own, p50): the final step {:.0} ns, again on the same records, warm {:.0} ns (so fetching the device's lines {:.0} ns); \
              FINALIZE on a copy: timestamp post-processing {:.0} ns, error-ring sweep {:.0} ns, counter update {:.0} ns; events per inference {:.0}",
-            p.final_step_warm.p50,
-            p.final_step.p50 - p.final_step_warm.p50,
-            p.postprocess.p50,
-            p.error_sweep.p50,
-            p.counters.p50,
+            q.final_step.p50,
+            q.final_step_warm.p50,
+            q.final_step.p50 - q.final_step_warm.p50,
+            q.postprocess.p50,
+            q.error_sweep.p50,
+            q.counters.p50,
             p.events.p50
         );
         json!({
             "end_to_final_step": p.end_to_final_step.json(), "final_step": p.final_step.json(),
             "after_final_step": p.after_final_step.json(), "empty_step": p.empty_step.json(), "one_delay": p.one_delay.json(),
-            "latency_timed": t.latency.json(), "final_step_warm": p.final_step_warm.json(),
-            "finalize_postprocess": p.postprocess.json(), "finalize_error_sweep": p.error_sweep.json(),
-            "finalize_counters": p.counters.json(), "events_per_inference": p.events.p50,
+            "latency_timed": t.latency.json(), "final_step_copies_run": q.final_step.json(), "final_step_warm": q.final_step_warm.json(),
+            "finalize_postprocess": q.postprocess.json(), "finalize_error_sweep": q.error_sweep.json(),
+            "finalize_counters": q.counters.json(), "events_per_inference": p.events.p50,
         })
     });
     let js = |s: &Sample| json!({ "latency": s.latency.json(), "cpu_us_per_inference": { "p50": s.cpu_us_per_inference.p50, "mean": s.cpu_us_per_inference.mean }, "steps_p50": s.steps.p50 });
