@@ -400,3 +400,21 @@ fn nostd_link_check(run: &mut Runner) {
             .env("RUSTFLAGS", "-C panic=abort -C link-arg=-nostartfiles -C link-arg=-static -C link-arg=-lc -C relocation-model=static"),
     );
 }
+
+/// The load average (1, 5, 15 minutes) from `/proc/loadavg`, or `unknown`.
+pub(crate) fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Today's date (UTC), from `date`.
+pub(crate) fn today() -> String {
+    Command::new("date")
+        .args(["-u", "+%Y-%m-%d"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}

@@ -526,11 +526,11 @@ pub fn kani(run: &mut Runner, root: &Path, in_ci: bool) {
     }
     let default_goal = std::env::var("NRT_KANI_GOAL_S").ok().and_then(|s| s.parse().ok()).unwrap_or(HARNESS_GOAL_S);
     let goal = |p: &str| goal_of(p, default_goal);
-    let load_before = load_average();
+    let load_before = crate::load_average();
     let stage = Instant::now();
     let (verdicts, exit_ok, text) = verify_all(root, &goal, HARNESS_TIMEOUT_S, STAGE_BACKSTOP_S);
     let total = stage.elapsed().as_secs_f64();
-    let load = (load_before, load_average());
+    let load = (load_before, crate::load_average());
     let paths: Vec<&str> = hs.iter().map(|h| h.path.as_str()).collect();
     let summary = judge(&paths, &verdicts, exit_ok);
     let mut results: Vec<Outcome> = Vec::new();
@@ -624,15 +624,6 @@ fn judge(paths: &[&str], verdicts: &[(String, Verdict, String)], exit_ok: bool) 
 fn stage_goal_note(total: f64) -> Option<String> {
     (total > STAGE_GOAL_S as f64)
         .then(|| format!("the kani stage took {total:.0} s, OVER ITS GOAL of {STAGE_GOAL_S} s (reported, not failed)"))
-}
-
-/// The load average (1, 5, 15 minutes) from `/proc/loadavg`, or `unknown`.
-fn load_average() -> String {
-    fs::read_to_string("/proc/loadavg")
-        .ok()
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".into())
 }
 
 /// How the layered proofs are linked, for `docs/kani.md` (kept beside the
@@ -743,7 +734,7 @@ fn write_table(
         "Last run: {}, {version}, {} harnesses, {total:.0} s in all (2 at a time; stage goal {STAGE_GOAL_S} s, \
          backstop {STAGE_BACKSTOP_S} s).{stage} Load average (1, 5, 15 min) {} at the start, {} at the end. \
          Goal {default_goal} s each{exceptions}.\n\n",
-        today(),
+        crate::today(),
         hs.len(),
         load.0,
         load.1,
@@ -809,15 +800,6 @@ fn busy_share(results: &[Outcome], total: f64) -> (f64, f64) {
     let sum: f64 = results.iter().flatten().map(|(v, _)| v.secs).sum();
     let capacity = total * KANI_JOBS as f64;
     (sum, if capacity > 0.0 { 100.0 * sum / capacity } else { 0.0 })
-}
-
-/// Today's date (UTC), from `date`.
-fn today() -> String {
-    Command::new("date")
-        .args(["-u", "+%Y-%m-%d"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default()
 }
 
 /// The loom models: release mode, `--cfg loom`, their own target directory (so
