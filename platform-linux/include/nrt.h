@@ -24,7 +24,7 @@
 // documented default (600 s). Any other value is the timeout in seconds and
 // beats the variable. (Above the variable's largest value, `INT_MAX`, so no
 // timeout the variable can give is taken from it.)
-#define NRT_TIMEOUT_FROM_ENV 4294967295
+#define NRT_TIMEOUT_FROM_ENV UINT32_MAX
 
 // An opaque harvest request.
 typedef struct nrt_request nrt_request;

@@ -246,34 +246,75 @@ pub struct RtEnv {
     pub log: LogLevels,
 }
 
+/// Which of the variables a surface reads: each surface parses only those
+/// that govern it, so a malformed variable it never uses does not refuse it
+/// (a harvest of the server's file, whose cores the file fixes, ignores the
+/// core variables).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Uses {
+    /// `NEURON_RT_EXEC_TIMEOUT`.
+    pub timeout: bool,
+    /// `NEURON_RT_VISIBLE_CORES` and `NEURON_RT_NUM_CORES`.
+    pub cores: bool,
+    /// `NEURON_RT_LOG_LEVEL` and its `_<component>` forms.
+    pub log: bool,
+}
+
+impl Uses {
+    /// Every variable (a session: `nrtctl run`, `nrt_session_open`,
+    /// [`crate::session::SessionConfig::from_env`]).
+    pub const ALL: Uses = Uses { timeout: true, cores: true, log: true };
+    /// The timeout and the log levels (the surfaces that harvest cores
+    /// someone else chose: the poller, `nrtctl harvest`, `nrt_shm_harvest`,
+    /// `nrt_request_new`).
+    pub const TIMEOUT_AND_LOG: Uses = Uses { timeout: true, cores: false, log: true };
+}
+
 impl RtEnv {
-    /// Parse the variables `lookup` returns (`std::env::var(..).ok()` in a
-    /// program; a table in a test). An empty value is as unset.
+    /// Parse every variable `lookup` returns (a table in a test). An empty
+    /// value is as unset.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<RtEnv, EnvError> {
-        let get = |v: &str| lookup(v).filter(|s| !s.is_empty());
-        let mut env = RtEnv {
-            exec_timeout_s: get(EXEC_TIMEOUT).map(|v| parse_exec_timeout(&v)).transpose()?,
-            ..RtEnv::default()
+        RtEnv::parse(Uses::ALL, |v| lookup(v).map(std::ffi::OsString::from))
+    }
+
+    /// Parse the variables of `uses` that `lookup` returns; the others are
+    /// not read (left unset). An empty value is as unset; a value that is not
+    /// UTF-8 is refused, naming the variable.
+    pub fn parse(uses: Uses, lookup: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<RtEnv, EnvError> {
+        let get = |v: &str| -> Result<Option<String>, EnvError> {
+            match lookup(v).map(std::ffi::OsString::into_string) {
+                None => Ok(None),
+                Some(Ok(s)) => Ok(Some(s).filter(|s| !s.is_empty())),
+                Some(Err(raw)) => Err(refuse(v, &raw.to_string_lossy(), "a UTF-8 value (this one is not)")),
+            }
         };
-        if let Some(v) = get(VISIBLE_CORES) {
-            env.visible_cores = Some((parse_visible_cores(&v)?, v));
+        let mut env = RtEnv::default();
+        if uses.timeout {
+            env.exec_timeout_s = get(EXEC_TIMEOUT)?.map(|v| parse_exec_timeout(&v)).transpose()?;
         }
-        env.num_cores = get(NUM_CORES).map(|v| parse_num_cores(&v)).transpose()?;
-        if let Some(v) = get(LOG_LEVEL) {
-            env.log.global = parse_log_level(LOG_LEVEL, &v)?;
+        if uses.cores {
+            if let Some(v) = get(VISIBLE_CORES)? {
+                env.visible_cores = Some((parse_visible_cores(&v)?, v));
+            }
+            env.num_cores = get(NUM_CORES)?.map(|v| parse_num_cores(&v)).transpose()?;
         }
-        for c in LOG_COMPONENTS {
-            let var = format!("{LOG_LEVEL}_{c}");
-            if let Some(v) = get(&var) {
-                env.log.components.push((c, parse_log_level(&var, &v)?));
+        if uses.log {
+            if let Some(v) = get(LOG_LEVEL)? {
+                env.log.global = parse_log_level(LOG_LEVEL, &v)?;
+            }
+            for c in LOG_COMPONENTS {
+                let var = format!("{LOG_LEVEL}_{c}");
+                if let Some(v) = get(&var)? {
+                    env.log.components.push((c, parse_log_level(&var, &v)?));
+                }
             }
         }
         Ok(env)
     }
 
-    /// Parse the process environment.
-    pub fn from_process() -> Result<RtEnv, EnvError> {
-        RtEnv::from_lookup(|v| std::env::var(v).ok())
+    /// Parse the variables of `uses` from the process environment.
+    pub fn from_process(uses: Uses) -> Result<RtEnv, EnvError> {
+        RtEnv::parse(uses, |v| std::env::var_os(v))
     }
 }
 
@@ -500,6 +541,38 @@ mod tests {
         assert_eq!(env(&[(EXEC_TIMEOUT, "x")]).unwrap_err().var, EXEC_TIMEOUT);
         assert_eq!(env(&[(VISIBLE_CORES, "9-2")]).unwrap_err().var, VISIBLE_CORES);
         assert_eq!(env(&[(NUM_CORES, "-2")]).unwrap_err().var, NUM_CORES);
+    }
+
+    #[test]
+    fn a_surface_reads_only_the_variables_it_uses() {
+        use std::ffi::OsString;
+        let table = |k: &str| match k {
+            EXEC_TIMEOUT => Some(OsString::from("7")),
+            VISIBLE_CORES | NUM_CORES => Some(OsString::from("junk")),
+            LOG_LEVEL => Some(OsString::from("DEBUG")),
+            _ => None,
+        };
+        let e = RtEnv::parse(Uses::TIMEOUT_AND_LOG, table).unwrap();
+        assert_eq!((e.exec_timeout_s, e.visible_cores, e.num_cores), (Some(7), None, None));
+        assert_eq!(e.log.global, L::Debug);
+        assert_eq!(RtEnv::parse(Uses::ALL, table).unwrap_err().var, VISIBLE_CORES);
+        let none = Uses { timeout: false, cores: false, log: false };
+        assert_eq!(RtEnv::parse(none, table), Ok(RtEnv::default()));
+        let log_only = Uses { timeout: false, cores: false, log: true };
+        assert_eq!(RtEnv::parse(log_only, table).unwrap().exec_timeout_s, None);
+        let cores_only = Uses { timeout: false, cores: true, log: false };
+        assert_eq!(RtEnv::parse(cores_only, table).unwrap_err().var, VISIBLE_CORES);
+    }
+
+    #[test]
+    fn a_value_that_is_not_utf8_is_refused_by_name() {
+        use std::os::unix::ffi::OsStringExt;
+        for var in [EXEC_TIMEOUT, VISIBLE_CORES, NUM_CORES, LOG_LEVEL, "NEURON_RT_LOG_LEVEL_NRT"] {
+            let lookup = |k: &str| (k == var).then(|| std::ffi::OsString::from_vec(vec![b'1', 0xff]));
+            let e = RtEnv::parse(Uses::ALL, lookup).unwrap_err();
+            assert_eq!((e.var.as_str(), e.value.as_str()), (var, "1\u{fffd}"), "{e}");
+            assert!(e.accepted.contains("UTF-8"), "{e}");
+        }
     }
 
     #[test]

@@ -508,7 +508,7 @@ pub struct nrt_session {
 /// documented default (600 s). Any other value is the timeout in seconds and
 /// beats the variable. (Above the variable's largest value, `INT_MAX`, so no
 /// timeout the variable can give is taken from it.)
-pub const NRT_TIMEOUT_FROM_ENV: u32 = 0xFFFF_FFFF;
+pub const NRT_TIMEOUT_FROM_ENV: u32 = u32::MAX;
 
 thread_local! {
     /// The reason of the calling thread's latest failed `nrt_session_*` call.
@@ -528,14 +528,15 @@ pub extern "C" fn nrt_session_last_error() -> *const c_char {
     SESSION_ERROR.with(|e| e.borrow().as_ref().map_or(std::ptr::null(), |c| c.as_ptr()))
 }
 
-/// Read the runtime's environment variables for a C ABI call (`call` names
-/// it in a refusal): parsed whole ([`crate::config::RtEnv`]); the first call
+/// Read the runtime's environment variables `uses` names for a C ABI call
+/// (`call` names it in a refusal; the others are not read,
+/// [`crate::config::RtEnv::parse`]); the first call
 /// of the process that parses them installs the standard-error logger at
 /// `NEURON_RT_LOG_LEVEL` (and its `_<component>` forms), lines prefixed
 /// `nrt:`. A bad value is the refusal's message: the call, the variable, the
 /// value and what is accepted.
-pub(crate) fn c_env(call: &str) -> Result<crate::config::RtEnv, String> {
-    let env = crate::config::RtEnv::from_process().map_err(|e| format!("{call}: {e}"))?;
+pub(crate) fn c_env(call: &str, uses: crate::config::Uses) -> Result<crate::config::RtEnv, String> {
+    let env = crate::config::RtEnv::from_process(uses).map_err(|e| format!("{call}: {e}"))?;
     crate::config::init_stderr_log("nrt", &env.log);
     Ok(env)
 }
@@ -574,7 +575,7 @@ pub unsafe extern "C" fn nrt_session_open(
     // SAFETY: non-null and NUL-terminated by the caller's contract.
     let bytes = unsafe { std::ffi::CStr::from_ptr(device) }.to_bytes();
     let path = std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes));
-    let env = match c_env("nrt_session_open") {
+    let env = match c_env("nrt_session_open", crate::config::Uses::ALL) {
         Ok(e) => e,
         Err(m) => {
             session_fail(m);
@@ -607,7 +608,9 @@ pub unsafe extern "C" fn nrt_session_open(
         }
         Err(e) => {
             let from = match &choice.source {
-                Some(src @ Source::Env(_)) if e.to_string().contains("cores") => format!(" (cores from {src})"),
+                Some(src @ Source::Env(_)) if e.subject == crate::error::Subject::Cores => {
+                    format!(" (cores from {src})")
+                }
                 _ => String::new(),
             };
             session_fail(format!("nrt_session_open {}: {e}{from}", path.display()));

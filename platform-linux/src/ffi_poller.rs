@@ -110,7 +110,9 @@ pub const NRT_POLLER_SLEEP: u32 = 2;
 /// variable, the value and what is accepted): `NEURON_RT_EXEC_TIMEOUT` (kept
 /// for a submission with `NRT_TIMEOUT_FROM_ENV`) and
 /// `NEURON_RT_LOG_LEVEL[_<component>]` (what the library logs to standard
-/// error). Free with [`nrt_poller_free`].
+/// error). The core variables (`NEURON_RT_VISIBLE_CORES`,
+/// `NEURON_RT_NUM_CORES`) are not read: the caller's lanes fix the cores.
+/// Free with [`nrt_poller_free`].
 ///
 /// # Safety
 /// `platforms` points to `n_lanes` valid tables whose callbacks may be called
@@ -156,7 +158,7 @@ unsafe fn new_poller(
     cpu: i32,
     policy: u32,
 ) -> *mut nrt_poller {
-    let env = match crate::ffi::c_env(call) {
+    let env = match crate::ffi::c_env(call, crate::config::Uses::TIMEOUT_AND_LOG) {
         Ok(e) => e,
         Err(m) => {
             fail(&m);
@@ -260,18 +262,36 @@ pub unsafe extern "C" fn nrt_ticket_wait(t: *const nrt_ticket, status: *mut u32)
     // SAFETY: null-checked; live per the contract.
     let Some(t) = (unsafe { t.as_ref() }) else { return -1 };
     let (step, st) = t.ticket.wait();
+    // SAFETY: `status` is null or writable per the contract.
+    unsafe { finished(t, "nrt_ticket_wait", step, st, status) }
+}
+
+/// The end of a ticket's request, seen by `call`: the first caller that sees
+/// it end at its execution timeout (or a software NQ overflow) logs the line
+/// naming the budget and its source, once per ticket; the status to
+/// `*status` (when not null); the one-step code returned.
+///
+/// # Safety
+/// `status` is null or writable.
+unsafe fn finished(
+    t: &nrt_ticket,
+    call: &str,
+    step: nrt_core::exec::Step,
+    st: nrt_core::NrtStatus,
+    status: *mut u32,
+) -> c_int {
     if matches!(st, nrt_core::NrtStatus::Timeout | nrt_core::NrtStatus::ExecSwNqOverflow)
         && !t.told.swap(true, std::sync::atomic::Ordering::Relaxed)
     {
         log::error!(
-            "nrt_ticket_wait: lane {}: the harvest ended at its {}: status {} {}",
+            "{call}: lane {}: the harvest ended at its {}: status {} {}",
             t.lane,
             t.budget,
             st.code(),
             st.name()
         );
     }
-    // SAFETY: null or writable per the contract.
+    // SAFETY: null or writable per this function's contract.
     if let Some(s) = unsafe { status.as_mut() } {
         *s = st.code();
     }
@@ -289,11 +309,8 @@ pub unsafe extern "C" fn nrt_ticket_poll(t: *const nrt_ticket, status: *mut u32)
     // SAFETY: null-checked; live per the contract.
     let Some(t) = (unsafe { t.as_ref() }) else { return -1 };
     let Some((step, st)) = t.ticket.poll() else { return 1 };
-    // SAFETY: null or writable per the contract.
-    if let Some(s) = unsafe { status.as_mut() } {
-        *s = st.code();
-    }
-    c_int::from(step.code())
+    // SAFETY: `status` is null or writable per the contract.
+    unsafe { finished(t, "nrt_ticket_poll", step, st, status) }
 }
 
 /// Free a ticket (null is ignored); the request itself runs on.

@@ -166,7 +166,7 @@ fn two_processes_nrt_sim_serve_and_nrtctl_harvest() {
     let sim = nrt_sim_binary();
     let path = shm_path("xproc");
     let mut server = common::spawn_server(&sim, &path, 2);
-    let mut host = Command::new(env!("CARGO_BIN_EXE_nrtctl"))
+    let mut host = common::without_rt_env(Command::new(env!("CARGO_BIN_EXE_nrtctl")))
         .args(["harvest", "--inferences", "2", "--wait-s", "20", "--shm"])
         .arg(&path)
         .stdout(Stdio::piped())
@@ -229,8 +229,13 @@ fn a_c_program_harvests_the_simulator_in_another_process() {
     common::compile_c("shm_harvest.c", &lib, &prog);
     let path = shm_path("c-abi");
     let mut server = common::spawn_server(&sim, &path, 2);
-    let mut host =
-        Command::new(&prog).arg(&path).arg("2").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut host = common::without_rt_env(Command::new(&prog))
+        .arg(&path)
+        .arg("2")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let (hs, hout) = wait_bounded(&mut host, "the C program");
     let (ss, sout) = wait_bounded(&mut server, "nrt-sim serve");
     let _ = std::fs::remove_file(&path);
@@ -422,7 +427,7 @@ fn nrtctl_harvest_over_a_killed_server_exits_1_naming_the_reason() {
     while !path.exists() && t0.elapsed() < BOUND {
         std::thread::sleep(Duration::from_millis(10));
     }
-    let mut host = Command::new(env!("CARGO_BIN_EXE_nrtctl"))
+    let mut host = common::without_rt_env(Command::new(env!("CARGO_BIN_EXE_nrtctl")))
         .args(["harvest", "--timeout-s", "1", "--wait-s", "20", "--shm"])
         .arg(&path)
         .stdout(Stdio::piped())

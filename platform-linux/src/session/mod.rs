@@ -111,7 +111,7 @@ use nrt_core::NrtStatus;
 
 use crate::device::{IoctlBar, NeuronDevice};
 use crate::doorbell::{IoctlDoorbell, UdmaEngine};
-use crate::error::LinuxError;
+use crate::error::{LinuxError, Subject};
 use crate::ioctl::{
     self, mem_type, nq_dev_type, nq_type, CompatibleVersion, DeviceInfo, DmaQueueInit, DriverInfo, MemAllocV2Mt,
     MemGetExtendedInfo, NotificationsInitV2,
@@ -251,12 +251,19 @@ impl Default for SessionConfig {
     }
 }
 
-/// Check the cores and ring entries of a session on `arch`.
-pub fn validate(arch: Arch, cores: u8, ring_entries: u32) -> Result<(), String> {
+/// Check the cores of a session on `arch`: 1 to the harvest state's cores,
+/// within the device.
+pub fn validate_cores(arch: Arch, cores: u8) -> Result<(), String> {
     let max = (MAX_CORES as u8).min(arch.nc_per_device());
     if !(1..=max).contains(&cores) {
         return Err(format!("cores must be 1 to {max}, got {cores}"));
     }
+    Ok(())
+}
+
+/// Check the cores and ring entries of a session on `arch`.
+pub fn validate(arch: Arch, cores: u8, ring_entries: u32) -> Result<(), String> {
+    validate_cores(arch, cores)?;
     if !ring_entries.is_power_of_two() || !(2..=MAX_RING_ENTRIES).contains(&ring_entries) {
         return Err(format!("ring entries must be a power of two from 2 to {MAX_RING_ENTRIES}, got {ring_entries}"));
     }
