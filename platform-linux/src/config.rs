@@ -363,6 +363,18 @@ impl Budget {
     }
 }
 
+impl Budget {
+    /// As [`Budget::resolve`] for an explicit argument of a call (`name`
+    /// names it; [`Source::Argument`]) rather than a flag.
+    pub fn resolve_argument(explicit: Option<u32>, name: &'static str, env: &RtEnv, arch: Arch) -> Budget {
+        let mut b = Budget::resolve(explicit, name, env, arch);
+        if let Source::Flag(n) = b.source {
+            b.source = Source::Argument(n);
+        }
+        b
+    }
+}
+
 impl core::fmt::Display for Budget {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "execution timeout {} s (from {})", self.seconds, self.source)
@@ -380,9 +392,11 @@ pub struct CoreChoice {
 
 /// The cores of a session: `--cores` (`flag`) beats `NEURON_RT_VISIBLE_CORES`,
 /// which beats `NEURON_RT_NUM_CORES` (0 is "all": the session's default).
-/// The session claims cores `0..n` (its range mark starts at core 0), so a
-/// visible set must be `0..n` (`0`, `0-1`, `0,1`): any other set is refused,
-/// naming the variable and the value (G-ENV-VISIBLE-CORES).
+/// The indices are read as the opened device's own cores (the SDK's are
+/// host-wide; the driver's range mark is device-local), and the session
+/// claims that device's cores `0..n`, so a visible set must be `0..n` (`0`,
+/// `0-1`, `0,1`): any other set is refused, naming the variable and the value
+/// (G-ENV-VISIBLE-CORES).
 pub fn resolve_cores(flag: Option<u8>, flag_name: &'static str, env: &RtEnv) -> Result<CoreChoice, EnvError> {
     if let Some(n) = flag {
         return Ok(CoreChoice { count: Some(n), source: Some(Source::Flag(flag_name)) });
@@ -395,7 +409,7 @@ pub fn resolve_cores(flag: Option<u8>, flag_name: &'static str, env: &RtEnv) -> 
             return Err(refuse(
                 VISIBLE_CORES,
                 text,
-                "cores from NeuronCore 0 up (0, 0-1, 0,1): this binding's session claims cores 0..n",
+                "cores from NeuronCore 0 up (0, 0-1, 0,1), read as the opened device's own cores: this binding's session claims the opened device's cores 0..n (for another device's cores, open that device)",
             ));
         }
         return Ok(CoreChoice { count: Some(n as u8), source: Some(Source::Env(VISIBLE_CORES)) });
@@ -587,6 +601,12 @@ mod tests {
         assert_eq!(b.to_string(), "execution timeout 600 s (from the documented default for cayman)");
         let b = Budget { seconds: 4, source: Source::Argument("timeout_s of nrt_session_open") };
         assert_eq!(b.to_string(), "execution timeout 4 s (from argument timeout_s of nrt_session_open)");
+        let b = Budget::resolve_argument(Some(4), "timeout_s of f", &set, Arch::Sunda);
+        assert_eq!((b.seconds, b.source), (4, Source::Argument("timeout_s of f")));
+        let b = Budget::resolve_argument(None, "timeout_s of f", &set, Arch::Sunda);
+        assert_eq!((b.seconds, b.source), (9, Source::Env(EXEC_TIMEOUT)));
+        let b = Budget::resolve_argument(None, "timeout_s of f", &RtEnv::default(), Arch::Mariana);
+        assert_eq!((b.seconds, b.source), (600, Source::Default(Arch::Mariana)));
     }
 
     #[test]

@@ -54,9 +54,9 @@ impl Lanes for CLanes {
 /// A poller thread and its lanes (opaque).
 pub struct nrt_poller {
     poller: Poller<CLanes>,
-    /// `NEURON_RT_EXEC_TIMEOUT` as the constructor read it (`None`: unset),
-    /// for a submission that asks for the environment's timeout.
-    env_timeout_s: Option<u32>,
+    /// Its configuration, with `NEURON_RT_EXEC_TIMEOUT` as the constructor
+    /// read it, for a submission that asks for the environment's timeout.
+    cfg: PollerConfig,
 }
 
 /// A submitted request (opaque).
@@ -190,9 +190,9 @@ unsafe fn new_poller(
         };
         lanes.push((SendPlatform(CPlatform::new(*t)), r.0.clone()));
     }
-    let cfg = PollerConfig { cpu: usize::try_from(cpu).ok(), policy, ..PollerConfig::default() };
+    let cfg = PollerConfig { cpu: usize::try_from(cpu).ok(), policy, ..PollerConfig::from_rt_env(&env) };
     match Poller::spawn(CLanes(lanes), cfg) {
-        Ok(poller) => Box::into_raw(Box::new(nrt_poller { poller, env_timeout_s: env.exec_timeout_s })),
+        Ok(poller) => Box::into_raw(Box::new(nrt_poller { poller, cfg })),
         Err(e) => {
             fail(&format!("{call}: {e}"));
             std::ptr::null_mut()
@@ -229,12 +229,8 @@ pub unsafe extern "C" fn nrt_poller_submit(
         fail(&format!("nrt_poller_submit: lane {lane}: unknown arch type {arch_type}"));
         return std::ptr::null_mut();
     };
-    let env = crate::config::RtEnv { exec_timeout_s: p.env_timeout_s, ..Default::default() };
     let explicit = (timeout_s != NRT_TIMEOUT_FROM_ENV).then_some(timeout_s);
-    let mut budget = crate::config::Budget::resolve(explicit, "timeout_s of nrt_poller_submit", &env, arch);
-    if let crate::config::Source::Flag(n) = budget.source {
-        budget.source = crate::config::Source::Argument(n);
-    }
+    let budget = p.cfg.budget(explicit, "timeout_s of nrt_poller_submit", arch);
     log::info!("nrt_poller_submit: lane {lane}: {budget}");
     match p.poller.submit(lane, ExecConfig::new(arch, tpb_count, budget.seconds)) {
         Ok(ticket) => Box::into_raw(Box::new(nrt_ticket {

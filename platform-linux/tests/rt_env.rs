@@ -526,3 +526,41 @@ fn nrtctl_run_trace_keeps_every_inference_each_with_its_harvest_and_engine_spans
     let harvests = events.iter().filter(|e| e["ph"] == "X" && e["name"] == "harvest").count();
     assert_eq!(harvests, 3, "no span without its inference");
 }
+
+#[test]
+fn nrt_request_new_takes_the_timeout_from_the_variable_and_refuses_bad_values() {
+    let prog = c_program("request_env.c");
+    let run = |arg: &str, env: &[(&str, &str)]| {
+        let mut c = clean(&prog);
+        c.arg(arg);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let o = c.output().unwrap();
+        let (out, err) = text(&o);
+        (o.status.code(), out, err)
+    };
+    let info = ("NEURON_RT_LOG_LEVEL", "INFO");
+    let (code, out, err) = run("env", &[("NEURON_RT_EXEC_TIMEOUT", "7"), info]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        err.contains("nrt: INFO TDRV: nrt_request_new: execution timeout 7 s (from variable NEURON_RT_EXEC_TIMEOUT)"),
+        "{err}"
+    );
+    let (_, _, err) = run("3", &[("NEURON_RT_EXEC_TIMEOUT", "7"), info]);
+    assert!(err.contains("execution timeout 3 s (from argument timeout_s of nrt_request_new)"), "{err}");
+    let (_, _, err) = run("env", &[info]);
+    assert!(err.contains("execution timeout 600 s (from the documented default for sunda)"), "{err}");
+    for (var, value, accepted) in BAD {
+        let (code, out, err) = run("env", &[(var, value)]);
+        if CORE_VARS.contains(&var) {
+            assert_eq!(code, Some(0), "{var}={value}: the core variables are not read: {out}{err}");
+            continue;
+        }
+        assert_eq!(code, Some(3), "{var}={value}: {out}{err}");
+        assert!(
+            out.contains(&format!("refused: nrt_request_new: {var}=\"{value}\" is refused")) && out.contains(accepted),
+            "{var}={value}: {out}"
+        );
+    }
+}

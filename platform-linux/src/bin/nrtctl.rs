@@ -263,7 +263,7 @@ const RUN_ENV_HELP: &str = concat!(
     r#"Environment (a flag beats its variable; a bad value is refused at start):
   NEURON_RT_EXEC_TIMEOUT=SECONDS   execution timeout, 0 to 2147483647 [default: 600, the documented
                                    default of trn1/inf2]; every timeout message names the budget and its source
-  NEURON_RT_VISIBLE_CORES=LIST     the cores to claim: 0, 0-1 or 0,1 (the session claims cores from 0);
+  NEURON_RT_VISIBLE_CORES=LIST     the cores to claim: 0, 0-1 or 0,1 (the --device's own cores, claimed from 0);
                                    takes precedence over NEURON_RT_NUM_CORES
   NEURON_RT_NUM_CORES=N            how many cores to claim, 0 for all
 "#,

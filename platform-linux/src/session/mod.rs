@@ -251,6 +251,37 @@ impl Default for SessionConfig {
     }
 }
 
+impl SessionConfig {
+    /// The default configuration with the runtime's variables, as
+    /// `nrt_session_open(device, 0, 0, NRT_TIMEOUT_FROM_ENV)` reads them:
+    /// the cores from `NEURON_RT_VISIBLE_CORES`, else `NEURON_RT_NUM_CORES`
+    /// (unset or 0: the session's default), the timeout from
+    /// `NEURON_RT_EXEC_TIMEOUT`, else the documented default, and
+    /// `NEURON_RT_LOG_LEVEL[_<component>]` for the standard-error logger
+    /// (lines prefixed `nrt:`, installed unless the program installed a `log`
+    /// logger first). A bad value is refused, naming the variable, the value
+    /// and what is accepted. Set a field afterwards to beat its variable;
+    /// [`SessionConfig::default`] reads nothing.
+    pub fn from_env() -> Result<SessionConfig, crate::config::EnvError> {
+        let env = crate::config::RtEnv::from_process(crate::config::Uses::ALL)?;
+        crate::config::init_stderr_log("nrt", &env.log);
+        SessionConfig::from_rt_env(&env)
+    }
+
+    /// The default configuration with `env`'s cores and timeout.
+    pub fn from_rt_env(env: &crate::config::RtEnv) -> Result<SessionConfig, crate::config::EnvError> {
+        let cores = crate::config::resolve_cores(None, "cores", env)?;
+        // The documented default is the same on every generation this binding
+        // knows (a test pins it), so it needs no arch before the device opens.
+        let default = crate::config::default_exec_timeout_s(Arch::Sunda);
+        Ok(SessionConfig {
+            cores: cores.count,
+            timeout_s: env.exec_timeout_s.unwrap_or(default),
+            ..SessionConfig::default()
+        })
+    }
+}
+
 /// Check the cores of a session on `arch`: 1 to the harvest state's cores,
 /// within the device.
 pub fn validate_cores(arch: Arch, cores: u8) -> Result<(), String> {
