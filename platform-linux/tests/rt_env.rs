@@ -260,6 +260,18 @@ fn nrtctl_run_trace_spans_are_the_reports_engine_times() {
         assert_eq!((hit[0]["ts"].as_u64(), hit[0]["dur"].as_u64()), (Some(s), Some(end - s)), "core {c}");
     }
     assert_eq!(cc.len(), cores.len());
+    // The poll passes and HEAD write-backs as counters: one pass per harvest step.
+    let last = |name: &str| {
+        trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "C" && e["name"] == name)
+            .filter_map(|e| e["args"]["count"].as_u64())
+            .max()
+    };
+    assert_eq!(last("poll passes"), report["steps"].as_u64(), "{report}");
+    assert!(last("HEAD write-backs").is_some_and(|n| n >= 1), "the harvest consumed records");
     assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
     // A file that cannot be written: named, with the reason.
     let o = under_driver(&sim, "nan", &["--trace", "/nonexistent-nrtctl/t.json"], &[]);

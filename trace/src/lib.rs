@@ -34,8 +34,8 @@
 //!   running count, at most [`MAX_COUNTER_SAMPLES`] samples each (thinned
 //!   evenly, the last kept). `nrt-sim run`'s single run fills them, and the
 //!   host run per device (`nrt_sim::hostrun::trace`, each lane's passes and
-//!   HEAD writes on its own clock); `nrtctl run` leaves them empty (no
-//!   counters: its harvest does not observe its passes).
+//!   HEAD writes on its own clock) and `nrtctl run` (the session's harvest:
+//!   one pass per step, HEAD writes through its device).
 //!
 //! There are no collectives (CC) spans: the report holds no collectives
 //! times (G-TRACE-CC).
