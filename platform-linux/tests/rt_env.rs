@@ -272,6 +272,13 @@ fn nrtctl_run_trace_spans_are_the_reports_engine_times() {
     };
     assert_eq!(last("poll passes"), report["steps"].as_u64(), "{report}");
     assert!(last("HEAD write-backs").is_some_and(|n| n >= 1), "the harvest consumed records");
+    // Each sample at a time of the harvest: from the kickoff to its end (the same clock, us).
+    let k = report["kickoff_us"].as_u64().expect("kickoff_us");
+    let end = k + (report["elapsed_ms"].as_f64().expect("elapsed_ms") * 1_000.0) as u64 + 1_000;
+    for e in trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "C") {
+        let ts = e["ts"].as_u64().expect("ts");
+        assert!((k..=end).contains(&ts), "{} at {ts} us, the harvest ran {k}..{end} us", e["name"]);
+    }
     assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
     // A file that cannot be written: named, with the reason.
     let o = under_driver(&sim, "nan", &["--trace", "/nonexistent-nrtctl/t.json"], &[]);
