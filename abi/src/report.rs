@@ -217,13 +217,14 @@ pub fn core_reports(req: &ExecRequest, cores: u8) -> Vec<CoreReport> {
 }
 
 /// The CC_START and CC_END times of `core` in CPU microseconds, once the
-/// request is finalized; a slot still 0 was never recorded (FINALIZE leaves
-/// such a slot alone).
+/// request is finalized; `None` for a slot that never held a record
+/// ([`ExecRequest::ts_recorded`]: decided from the raw value before the
+/// rescale, so a record that rescales to 0 us is reported at 0).
 pub fn cc_times_us(req: &ExecRequest, core: usize) -> (Option<u64>, Option<u64>) {
     if !req.timestamps_are_cpu_us() {
         return (None, None);
     }
-    let slot = |s| req.notif_ts(core, s).filter(|t| *t != 0);
+    let slot = |s| req.notif_ts(core, s).filter(|_| req.ts_recorded(core, s));
     (slot(ts_slot::CC_START), slot(ts_slot::CC_END))
 }
 
@@ -589,4 +590,34 @@ pub fn table_json(rows: &[Row]) -> Value {
         "passed": rows.len() - failed,
         "failed": failed,
     })
+}
+
+#[cfg(test)]
+mod cc_tests {
+    use super::*;
+    use nrt_core::exec::ExecConfig;
+    use nrt_core::nq::Subtype;
+    use nrt_core::testutil::FakeDevice;
+
+    #[test]
+    fn a_cc_record_that_rescales_to_0_us_is_reported_at_0_and_a_missing_one_as_none() {
+        const RING: u32 = 64 * 16;
+        let mut dev = FakeDevice::new(Arch::Sunda, RING);
+        let mut nq = FakeDevice::notifications(RING);
+        // The sync point puts the device's 5 us before the CPU clock's 0.
+        nq.set_sync_point(0, nrt_core::nq::SyncPoint { dev_us: 1_000, cpu_us: 0 });
+        dev.record(0, 0, Subtype::CC_START, 5_000);
+        dev.run_all(1, 2_000_000, 3_000_000);
+        let mut req = ExecRequest::new(ExecConfig::new(Arch::Sunda, 1, 5));
+        let mut st = NrtStatus::Other(0);
+        let mut done = false;
+        for _ in 0..64 {
+            if req.progress_one_step(&mut dev, &mut nq, &mut st) != Step::InFlight {
+                done = true;
+                break;
+            }
+        }
+        assert!(done && st.is_success(), "{st:?}");
+        assert_eq!(cc_times_us(&req, 0), (Some(0), None));
+    }
 }

@@ -24,7 +24,7 @@
 // documented default (600 s). Any other value is the timeout in seconds and
 // beats the variable. (Above the variable's largest value, `INT_MAX`, so no
 // timeout the variable can give is taken from it.)
-#define NRT_TIMEOUT_FROM_ENV 4294967295
+#define NRT_TIMEOUT_FROM_ENV UINT32_MAX
 
 // An opaque harvest request.
 typedef struct nrt_request nrt_request;
@@ -85,8 +85,13 @@ extern "C" {
 #endif // __cplusplus
 
 // A new request for `tpb_count` cores (1 or 2) of arch type `arch_type` (2
-// sunda, 3 cayman, 4 mariana) with the model's timeout in seconds. Null for an
-// unknown arch type. Free with [`nrt_request_free`].
+// sunda, 3 cayman, 4 mariana) with the model's timeout in seconds
+// ([`NRT_TIMEOUT_FROM_ENV`]: `NEURON_RT_EXEC_TIMEOUT`, else the generation's
+// documented default). Reads `NEURON_RT_EXEC_TIMEOUT` and
+// `NEURON_RT_LOG_LEVEL[_<component>]` (not the core variables: the caller's
+// rings fix the cores). Null for an unknown arch type or a bad value of one
+// of those variables (the variable, the value and what is accepted, for
+// [`nrt_session_last_error`]). Free with [`nrt_request_free`].
 struct nrt_request *nrt_request_new(uint32_t arch_type, uint8_t tpb_count, uint32_t timeout_s);
 
 // Free a request (null is ignored).
@@ -156,9 +161,10 @@ uint32_t nrt_status_priority(uint32_t status);
 // `bytes` is null or points to 16 readable bytes; `out` is null or writable.
 int nrt_decode_entry(const uint8_t *bytes, struct nrt_entry *out);
 
-// The reason of the calling thread's latest failed `nrt_session_*` call (the
-// call, the device, the errno or why), or null when none failed on this
-// thread. Valid until the next failing `nrt_session_*` call on the thread.
+// The reason of the calling thread's latest failed `nrt_session_*` or
+// `nrt_request_new` call (the call, the device, the errno or why), or null
+// when none failed on this thread. Valid until the next failing call of
+// those on the thread.
 const char *nrt_session_last_error(void);
 
 // Bring up a session on the device node `device` (`"/dev/neuron0"`): driver

@@ -49,7 +49,9 @@ const char *nrt_poller_last_error(void);
 // variable, the value and what is accepted): `NEURON_RT_EXEC_TIMEOUT` (kept
 // for a submission with `NRT_TIMEOUT_FROM_ENV`) and
 // `NEURON_RT_LOG_LEVEL[_<component>]` (what the library logs to standard
-// error). Free with [`nrt_poller_free`].
+// error). The core variables (`NEURON_RT_VISIBLE_CORES`,
+// `NEURON_RT_NUM_CORES`) are not read: the caller's lanes fix the cores.
+// Free with [`nrt_poller_free`].
 //
 // # Safety
 // `platforms` points to `n_lanes` valid tables whose callbacks may be called

@@ -25,14 +25,21 @@ const char *nrt_shm_last_error(void);
 // Attach to the device served at `path` (any bytes a file name may hold,
 // UTF-8 or not), waiting up to `wait_ms` for it to be ready. Null when it is
 // missing, stale or not a served device: the reason is printed on stderr and
-// left for [`nrt_shm_last_error`]. Close with [`nrt_shm_close`].
+// left for [`nrt_shm_last_error`]. Reads `NEURON_RT_EXEC_TIMEOUT` (kept for
+// a harvest with `NRT_TIMEOUT_FROM_ENV`) and `NEURON_RT_LOG_LEVEL[_<component>]`
+// (not the core variables: the server's file fixes the cores); a bad value
+// of one of those is refused here too (the variable, the value and what is
+// accepted), before the file is opened. Close with [`nrt_shm_close`].
 //
 // # Safety
 // `path` is null or a NUL-terminated string.
 struct nrt_shm *nrt_shm_attach(const char *path, uint32_t wait_ms);
 
 // Kick off one inference and harvest it with the sync wait (delay 0 libnrt,
-// 1 adaptive) and the model's `timeout_s`. Writes the `NRT_STATUS` to `*status`
+// 1 adaptive) and the model's `timeout_s` (`NRT_TIMEOUT_FROM_ENV`:
+// `NEURON_RT_EXEC_TIMEOUT` as [`nrt_shm_attach`] read it, else the
+// generation's documented default), logged at `INFO`. A harvest that ends at
+// that budget logs it and its source at `ERROR`. Writes the `NRT_STATUS` to `*status`
 // and returns the one-step code (0 or 2), or -1 when `shm` is null, the
 // kickoff failed or the server died during the harvest (the reason is left
 // for [`nrt_shm_last_error`]).

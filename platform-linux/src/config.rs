@@ -246,34 +246,75 @@ pub struct RtEnv {
     pub log: LogLevels,
 }
 
+/// Which of the variables a surface reads: each surface parses only those
+/// that govern it, so a malformed variable it never uses does not refuse it
+/// (a harvest of the server's file, whose cores the file fixes, ignores the
+/// core variables).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Uses {
+    /// `NEURON_RT_EXEC_TIMEOUT`.
+    pub timeout: bool,
+    /// `NEURON_RT_VISIBLE_CORES` and `NEURON_RT_NUM_CORES`.
+    pub cores: bool,
+    /// `NEURON_RT_LOG_LEVEL` and its `_<component>` forms.
+    pub log: bool,
+}
+
+impl Uses {
+    /// Every variable (a session: `nrtctl run`, `nrt_session_open`,
+    /// [`crate::session::SessionConfig::from_env`]).
+    pub const ALL: Uses = Uses { timeout: true, cores: true, log: true };
+    /// The timeout and the log levels (the surfaces that harvest cores
+    /// someone else chose: the poller, `nrtctl harvest`, `nrt_shm_harvest`,
+    /// `nrt_request_new`).
+    pub const TIMEOUT_AND_LOG: Uses = Uses { timeout: true, cores: false, log: true };
+}
+
 impl RtEnv {
-    /// Parse the variables `lookup` returns (`std::env::var(..).ok()` in a
-    /// program; a table in a test). An empty value is as unset.
+    /// Parse every variable `lookup` returns (a table in a test). An empty
+    /// value is as unset.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<RtEnv, EnvError> {
-        let get = |v: &str| lookup(v).filter(|s| !s.is_empty());
-        let mut env = RtEnv {
-            exec_timeout_s: get(EXEC_TIMEOUT).map(|v| parse_exec_timeout(&v)).transpose()?,
-            ..RtEnv::default()
+        RtEnv::parse(Uses::ALL, |v| lookup(v).map(std::ffi::OsString::from))
+    }
+
+    /// Parse the variables of `uses` that `lookup` returns; the others are
+    /// not read (left unset). An empty value is as unset; a value that is not
+    /// UTF-8 is refused, naming the variable.
+    pub fn parse(uses: Uses, lookup: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<RtEnv, EnvError> {
+        let get = |v: &str| -> Result<Option<String>, EnvError> {
+            match lookup(v).map(std::ffi::OsString::into_string) {
+                None => Ok(None),
+                Some(Ok(s)) => Ok(Some(s).filter(|s| !s.is_empty())),
+                Some(Err(raw)) => Err(refuse(v, &raw.to_string_lossy(), "a UTF-8 value (this one is not)")),
+            }
         };
-        if let Some(v) = get(VISIBLE_CORES) {
-            env.visible_cores = Some((parse_visible_cores(&v)?, v));
+        let mut env = RtEnv::default();
+        if uses.timeout {
+            env.exec_timeout_s = get(EXEC_TIMEOUT)?.map(|v| parse_exec_timeout(&v)).transpose()?;
         }
-        env.num_cores = get(NUM_CORES).map(|v| parse_num_cores(&v)).transpose()?;
-        if let Some(v) = get(LOG_LEVEL) {
-            env.log.global = parse_log_level(LOG_LEVEL, &v)?;
+        if uses.cores {
+            if let Some(v) = get(VISIBLE_CORES)? {
+                env.visible_cores = Some((parse_visible_cores(&v)?, v));
+            }
+            env.num_cores = get(NUM_CORES)?.map(|v| parse_num_cores(&v)).transpose()?;
         }
-        for c in LOG_COMPONENTS {
-            let var = format!("{LOG_LEVEL}_{c}");
-            if let Some(v) = get(&var) {
-                env.log.components.push((c, parse_log_level(&var, &v)?));
+        if uses.log {
+            if let Some(v) = get(LOG_LEVEL)? {
+                env.log.global = parse_log_level(LOG_LEVEL, &v)?;
+            }
+            for c in LOG_COMPONENTS {
+                let var = format!("{LOG_LEVEL}_{c}");
+                if let Some(v) = get(&var)? {
+                    env.log.components.push((c, parse_log_level(&var, &v)?));
+                }
             }
         }
         Ok(env)
     }
 
-    /// Parse the process environment.
-    pub fn from_process() -> Result<RtEnv, EnvError> {
-        RtEnv::from_lookup(|v| std::env::var(v).ok())
+    /// Parse the variables of `uses` from the process environment.
+    pub fn from_process(uses: Uses) -> Result<RtEnv, EnvError> {
+        RtEnv::parse(uses, |v| std::env::var_os(v))
     }
 }
 
@@ -322,6 +363,18 @@ impl Budget {
     }
 }
 
+impl Budget {
+    /// As [`Budget::resolve`] for an explicit argument of a call (`name`
+    /// names it; [`Source::Argument`]) rather than a flag.
+    pub fn resolve_argument(explicit: Option<u32>, name: &'static str, env: &RtEnv, arch: Arch) -> Budget {
+        let mut b = Budget::resolve(explicit, name, env, arch);
+        if let Source::Flag(n) = b.source {
+            b.source = Source::Argument(n);
+        }
+        b
+    }
+}
+
 impl core::fmt::Display for Budget {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "execution timeout {} s (from {})", self.seconds, self.source)
@@ -339,9 +392,11 @@ pub struct CoreChoice {
 
 /// The cores of a session: `--cores` (`flag`) beats `NEURON_RT_VISIBLE_CORES`,
 /// which beats `NEURON_RT_NUM_CORES` (0 is "all": the session's default).
-/// The session claims cores `0..n` (its range mark starts at core 0), so a
-/// visible set must be `0..n` (`0`, `0-1`, `0,1`): any other set is refused,
-/// naming the variable and the value (G-ENV-VISIBLE-CORES).
+/// The indices are read as the opened device's own cores (the SDK's are
+/// host-wide; the driver's range mark is device-local), and the session
+/// claims that device's cores `0..n`, so a visible set must be `0..n` (`0`,
+/// `0-1`, `0,1`): any other set is refused, naming the variable and the value
+/// (G-ENV-VISIBLE-CORES).
 pub fn resolve_cores(flag: Option<u8>, flag_name: &'static str, env: &RtEnv) -> Result<CoreChoice, EnvError> {
     if let Some(n) = flag {
         return Ok(CoreChoice { count: Some(n), source: Some(Source::Flag(flag_name)) });
@@ -354,7 +409,7 @@ pub fn resolve_cores(flag: Option<u8>, flag_name: &'static str, env: &RtEnv) -> 
             return Err(refuse(
                 VISIBLE_CORES,
                 text,
-                "cores from NeuronCore 0 up (0, 0-1, 0,1): this binding's session claims cores 0..n",
+                "cores from NeuronCore 0 up (0, 0-1, 0,1), read as the opened device's own cores: this binding's session claims the opened device's cores 0..n (for another device's cores, open that device)",
             ));
         }
         return Ok(CoreChoice { count: Some(n as u8), source: Some(Source::Env(VISIBLE_CORES)) });
@@ -503,6 +558,38 @@ mod tests {
     }
 
     #[test]
+    fn a_surface_reads_only_the_variables_it_uses() {
+        use std::ffi::OsString;
+        let table = |k: &str| match k {
+            EXEC_TIMEOUT => Some(OsString::from("7")),
+            VISIBLE_CORES | NUM_CORES => Some(OsString::from("junk")),
+            LOG_LEVEL => Some(OsString::from("DEBUG")),
+            _ => None,
+        };
+        let e = RtEnv::parse(Uses::TIMEOUT_AND_LOG, table).unwrap();
+        assert_eq!((e.exec_timeout_s, e.visible_cores, e.num_cores), (Some(7), None, None));
+        assert_eq!(e.log.global, L::Debug);
+        assert_eq!(RtEnv::parse(Uses::ALL, table).unwrap_err().var, VISIBLE_CORES);
+        let none = Uses { timeout: false, cores: false, log: false };
+        assert_eq!(RtEnv::parse(none, table), Ok(RtEnv::default()));
+        let log_only = Uses { timeout: false, cores: false, log: true };
+        assert_eq!(RtEnv::parse(log_only, table).unwrap().exec_timeout_s, None);
+        let cores_only = Uses { timeout: false, cores: true, log: false };
+        assert_eq!(RtEnv::parse(cores_only, table).unwrap_err().var, VISIBLE_CORES);
+    }
+
+    #[test]
+    fn a_value_that_is_not_utf8_is_refused_by_name() {
+        use std::os::unix::ffi::OsStringExt;
+        for var in [EXEC_TIMEOUT, VISIBLE_CORES, NUM_CORES, LOG_LEVEL, "NEURON_RT_LOG_LEVEL_NRT"] {
+            let lookup = |k: &str| (k == var).then(|| std::ffi::OsString::from_vec(vec![b'1', 0xff]));
+            let e = RtEnv::parse(Uses::ALL, lookup).unwrap_err();
+            assert_eq!((e.var.as_str(), e.value.as_str()), (var, "1\u{fffd}"), "{e}");
+            assert!(e.accepted.contains("UTF-8"), "{e}");
+        }
+    }
+
+    #[test]
     fn a_flag_beats_the_variable_which_beats_the_default() {
         let set = env(&[(EXEC_TIMEOUT, "9")]).unwrap();
         let b = Budget::resolve(Some(3), "--timeout-s", &set, Arch::Sunda);
@@ -514,6 +601,12 @@ mod tests {
         assert_eq!(b.to_string(), "execution timeout 600 s (from the documented default for cayman)");
         let b = Budget { seconds: 4, source: Source::Argument("timeout_s of nrt_session_open") };
         assert_eq!(b.to_string(), "execution timeout 4 s (from argument timeout_s of nrt_session_open)");
+        let b = Budget::resolve_argument(Some(4), "timeout_s of f", &set, Arch::Sunda);
+        assert_eq!((b.seconds, b.source), (4, Source::Argument("timeout_s of f")));
+        let b = Budget::resolve_argument(None, "timeout_s of f", &set, Arch::Sunda);
+        assert_eq!((b.seconds, b.source), (9, Source::Env(EXEC_TIMEOUT)));
+        let b = Budget::resolve_argument(None, "timeout_s of f", &RtEnv::default(), Arch::Mariana);
+        assert_eq!((b.seconds, b.source), (600, Source::Default(Arch::Mariana)));
     }
 
     #[test]

@@ -8,6 +8,19 @@ use nrt_core::hal::{self, ErrorKind};
 
 use crate::sys::errno_name;
 
+/// What a failed operation was about, for a caller that adds the source of a
+/// setting to the errors that setting caused (`nrtctl run` and
+/// `nrt_session_open` name where the cores came from).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Subject {
+    /// Anything else.
+    #[default]
+    Other,
+    /// The cores the session claims: their count refused, or their range
+    /// mark refused or held.
+    Cores,
+}
+
 /// A failed operation on a device or file.
 #[derive(Debug)]
 pub struct LinuxError {
@@ -20,17 +33,25 @@ pub struct LinuxError {
     /// What the binding learned about the failure beyond the errno (who holds
     /// the cores a mark was refused, ...), printed after it.
     pub detail: Option<String>,
+    /// What the operation was about.
+    pub subject: Subject,
 }
 
 impl LinuxError {
     /// Wrap `source`.
     pub fn new(call: &'static str, target: impl Into<String>, source: io::Error) -> LinuxError {
-        LinuxError { call, target: target.into(), source, detail: None }
+        LinuxError { call, target: target.into(), source, detail: None, subject: Subject::Other }
     }
 
     /// The same error with `detail` printed after the errno.
     pub fn with_detail(mut self, detail: impl Into<String>) -> LinuxError {
         self.detail = Some(detail.into());
+        self
+    }
+
+    /// The same error, about `subject`.
+    pub fn about(mut self, subject: Subject) -> LinuxError {
+        self.subject = subject;
         self
     }
 

@@ -213,14 +213,30 @@ impl hal::TensorNotify for CPlatform {
 }
 
 /// A new request for `tpb_count` cores (1 or 2) of arch type `arch_type` (2
-/// sunda, 3 cayman, 4 mariana) with the model's timeout in seconds. Null for an
-/// unknown arch type. Free with [`nrt_request_free`].
+/// sunda, 3 cayman, 4 mariana) with the model's timeout in seconds
+/// ([`NRT_TIMEOUT_FROM_ENV`]: `NEURON_RT_EXEC_TIMEOUT`, else the generation's
+/// documented default). Reads `NEURON_RT_EXEC_TIMEOUT` and
+/// `NEURON_RT_LOG_LEVEL[_<component>]` (not the core variables: the caller's
+/// rings fix the cores). Null for an unknown arch type or a bad value of one
+/// of those variables (the variable, the value and what is accepted, for
+/// [`nrt_session_last_error`]). Free with [`nrt_request_free`].
 #[no_mangle]
 pub extern "C" fn nrt_request_new(arch_type: u32, tpb_count: u8, timeout_s: u32) -> *mut nrt_request {
     let Some(arch) = u8::try_from(arch_type).ok().and_then(Arch::from_arch_type) else {
+        session_fail(format!("nrt_request_new: unknown arch type {arch_type}"));
         return std::ptr::null_mut();
     };
-    Box::into_raw(Box::new(nrt_request(ExecRequest::new(ExecConfig::new(arch, tpb_count, timeout_s)))))
+    let env = match c_env("nrt_request_new", crate::config::Uses::TIMEOUT_AND_LOG) {
+        Ok(e) => e,
+        Err(m) => {
+            session_fail(m);
+            return std::ptr::null_mut();
+        }
+    };
+    let explicit = (timeout_s != NRT_TIMEOUT_FROM_ENV).then_some(timeout_s);
+    let budget = crate::config::Budget::resolve_argument(explicit, "timeout_s of nrt_request_new", &env, arch);
+    log::info!("nrt_request_new: {budget}");
+    Box::into_raw(Box::new(nrt_request(ExecRequest::new(ExecConfig::new(arch, tpb_count, budget.seconds)))))
 }
 
 /// Free a request (null is ignored).
@@ -508,7 +524,7 @@ pub struct nrt_session {
 /// documented default (600 s). Any other value is the timeout in seconds and
 /// beats the variable. (Above the variable's largest value, `INT_MAX`, so no
 /// timeout the variable can give is taken from it.)
-pub const NRT_TIMEOUT_FROM_ENV: u32 = 0xFFFF_FFFF;
+pub const NRT_TIMEOUT_FROM_ENV: u32 = u32::MAX;
 
 thread_local! {
     /// The reason of the calling thread's latest failed `nrt_session_*` call.
@@ -520,22 +536,24 @@ fn session_fail(message: String) {
     SESSION_ERROR.with(|e| *e.borrow_mut() = Some(c));
 }
 
-/// The reason of the calling thread's latest failed `nrt_session_*` call (the
-/// call, the device, the errno or why), or null when none failed on this
-/// thread. Valid until the next failing `nrt_session_*` call on the thread.
+/// The reason of the calling thread's latest failed `nrt_session_*` or
+/// `nrt_request_new` call (the call, the device, the errno or why), or null
+/// when none failed on this thread. Valid until the next failing call of
+/// those on the thread.
 #[no_mangle]
 pub extern "C" fn nrt_session_last_error() -> *const c_char {
     SESSION_ERROR.with(|e| e.borrow().as_ref().map_or(std::ptr::null(), |c| c.as_ptr()))
 }
 
-/// Read the runtime's environment variables for a C ABI call (`call` names
-/// it in a refusal): parsed whole ([`crate::config::RtEnv`]); the first call
+/// Read the runtime's environment variables `uses` names for a C ABI call
+/// (`call` names it in a refusal; the others are not read,
+/// [`crate::config::RtEnv::parse`]); the first call
 /// of the process that parses them installs the standard-error logger at
 /// `NEURON_RT_LOG_LEVEL` (and its `_<component>` forms), lines prefixed
 /// `nrt:`. A bad value is the refusal's message: the call, the variable, the
 /// value and what is accepted.
-pub(crate) fn c_env(call: &str) -> Result<crate::config::RtEnv, String> {
-    let env = crate::config::RtEnv::from_process().map_err(|e| format!("{call}: {e}"))?;
+pub(crate) fn c_env(call: &str, uses: crate::config::Uses) -> Result<crate::config::RtEnv, String> {
+    let env = crate::config::RtEnv::from_process(uses).map_err(|e| format!("{call}: {e}"))?;
     crate::config::init_stderr_log("nrt", &env.log);
     Ok(env)
 }
@@ -574,7 +592,7 @@ pub unsafe extern "C" fn nrt_session_open(
     // SAFETY: non-null and NUL-terminated by the caller's contract.
     let bytes = unsafe { std::ffi::CStr::from_ptr(device) }.to_bytes();
     let path = std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes));
-    let env = match c_env("nrt_session_open") {
+    let env = match c_env("nrt_session_open", crate::config::Uses::ALL) {
         Ok(e) => e,
         Err(m) => {
             session_fail(m);
@@ -598,16 +616,15 @@ pub unsafe extern "C" fn nrt_session_open(
     };
     match crate::session::Session::open(path, cfg) {
         Ok(mut session) => {
-            let mut budget = Budget::resolve(explicit, "timeout_s of nrt_session_open", &env, session.arch());
-            if let Source::Flag(n) = budget.source {
-                budget.source = Source::Argument(n);
-            }
+            let budget = Budget::resolve_argument(explicit, "timeout_s of nrt_session_open", &env, session.arch());
             session.set_timeout_s(budget.seconds);
             Box::into_raw(Box::new(nrt_session { session, budget }))
         }
         Err(e) => {
             let from = match &choice.source {
-                Some(src @ Source::Env(_)) if e.to_string().contains("cores") => format!(" (cores from {src})"),
+                Some(src @ Source::Env(_)) if e.subject == crate::error::Subject::Cores => {
+                    format!(" (cores from {src})")
+                }
                 _ => String::new(),
             };
             session_fail(format!("nrt_session_open {}: {e}{from}", path.display()));

@@ -54,9 +54,9 @@ impl Lanes for CLanes {
 /// A poller thread and its lanes (opaque).
 pub struct nrt_poller {
     poller: Poller<CLanes>,
-    /// `NEURON_RT_EXEC_TIMEOUT` as the constructor read it (`None`: unset),
-    /// for a submission that asks for the environment's timeout.
-    env_timeout_s: Option<u32>,
+    /// Its configuration, with `NEURON_RT_EXEC_TIMEOUT` as the constructor
+    /// read it, for a submission that asks for the environment's timeout.
+    cfg: PollerConfig,
 }
 
 /// A submitted request (opaque).
@@ -110,7 +110,9 @@ pub const NRT_POLLER_SLEEP: u32 = 2;
 /// variable, the value and what is accepted): `NEURON_RT_EXEC_TIMEOUT` (kept
 /// for a submission with `NRT_TIMEOUT_FROM_ENV`) and
 /// `NEURON_RT_LOG_LEVEL[_<component>]` (what the library logs to standard
-/// error). Free with [`nrt_poller_free`].
+/// error). The core variables (`NEURON_RT_VISIBLE_CORES`,
+/// `NEURON_RT_NUM_CORES`) are not read: the caller's lanes fix the cores.
+/// Free with [`nrt_poller_free`].
 ///
 /// # Safety
 /// `platforms` points to `n_lanes` valid tables whose callbacks may be called
@@ -156,7 +158,7 @@ unsafe fn new_poller(
     cpu: i32,
     policy: u32,
 ) -> *mut nrt_poller {
-    let env = match crate::ffi::c_env(call) {
+    let env = match crate::ffi::c_env(call, crate::config::Uses::TIMEOUT_AND_LOG) {
         Ok(e) => e,
         Err(m) => {
             fail(&m);
@@ -188,9 +190,9 @@ unsafe fn new_poller(
         };
         lanes.push((SendPlatform(CPlatform::new(*t)), r.0.clone()));
     }
-    let cfg = PollerConfig { cpu: usize::try_from(cpu).ok(), policy, ..PollerConfig::default() };
+    let cfg = PollerConfig { cpu: usize::try_from(cpu).ok(), policy, ..PollerConfig::from_rt_env(&env) };
     match Poller::spawn(CLanes(lanes), cfg) {
-        Ok(poller) => Box::into_raw(Box::new(nrt_poller { poller, env_timeout_s: env.exec_timeout_s })),
+        Ok(poller) => Box::into_raw(Box::new(nrt_poller { poller, cfg })),
         Err(e) => {
             fail(&format!("{call}: {e}"));
             std::ptr::null_mut()
@@ -227,12 +229,8 @@ pub unsafe extern "C" fn nrt_poller_submit(
         fail(&format!("nrt_poller_submit: lane {lane}: unknown arch type {arch_type}"));
         return std::ptr::null_mut();
     };
-    let env = crate::config::RtEnv { exec_timeout_s: p.env_timeout_s, ..Default::default() };
     let explicit = (timeout_s != NRT_TIMEOUT_FROM_ENV).then_some(timeout_s);
-    let mut budget = crate::config::Budget::resolve(explicit, "timeout_s of nrt_poller_submit", &env, arch);
-    if let crate::config::Source::Flag(n) = budget.source {
-        budget.source = crate::config::Source::Argument(n);
-    }
+    let budget = p.cfg.budget(explicit, "timeout_s of nrt_poller_submit", arch);
     log::info!("nrt_poller_submit: lane {lane}: {budget}");
     match p.poller.submit(lane, ExecConfig::new(arch, tpb_count, budget.seconds)) {
         Ok(ticket) => Box::into_raw(Box::new(nrt_ticket {
@@ -260,18 +258,36 @@ pub unsafe extern "C" fn nrt_ticket_wait(t: *const nrt_ticket, status: *mut u32)
     // SAFETY: null-checked; live per the contract.
     let Some(t) = (unsafe { t.as_ref() }) else { return -1 };
     let (step, st) = t.ticket.wait();
+    // SAFETY: `status` is null or writable per the contract.
+    unsafe { finished(t, "nrt_ticket_wait", step, st, status) }
+}
+
+/// The end of a ticket's request, seen by `call`: the first caller that sees
+/// it end at its execution timeout (or a software NQ overflow) logs the line
+/// naming the budget and its source, once per ticket; the status to
+/// `*status` (when not null); the one-step code returned.
+///
+/// # Safety
+/// `status` is null or writable.
+unsafe fn finished(
+    t: &nrt_ticket,
+    call: &str,
+    step: nrt_core::exec::Step,
+    st: nrt_core::NrtStatus,
+    status: *mut u32,
+) -> c_int {
     if matches!(st, nrt_core::NrtStatus::Timeout | nrt_core::NrtStatus::ExecSwNqOverflow)
         && !t.told.swap(true, std::sync::atomic::Ordering::Relaxed)
     {
         log::error!(
-            "nrt_ticket_wait: lane {}: the harvest ended at its {}: status {} {}",
+            "{call}: lane {}: the harvest ended at its {}: status {} {}",
             t.lane,
             t.budget,
             st.code(),
             st.name()
         );
     }
-    // SAFETY: null or writable per the contract.
+    // SAFETY: null or writable per this function's contract.
     if let Some(s) = unsafe { status.as_mut() } {
         *s = st.code();
     }
@@ -289,11 +305,8 @@ pub unsafe extern "C" fn nrt_ticket_poll(t: *const nrt_ticket, status: *mut u32)
     // SAFETY: null-checked; live per the contract.
     let Some(t) = (unsafe { t.as_ref() }) else { return -1 };
     let Some((step, st)) = t.ticket.poll() else { return 1 };
-    // SAFETY: null or writable per the contract.
-    if let Some(s) = unsafe { status.as_mut() } {
-        *s = st.code();
-    }
-    c_int::from(step.code())
+    // SAFETY: `status` is null or writable per the contract.
+    unsafe { finished(t, "nrt_ticket_poll", step, st, status) }
 }
 
 /// Free a ticket (null is ignored); the request itself runs on.

@@ -20,7 +20,11 @@ use crate::harvest::Harvester;
 use crate::time::DelayKind;
 
 /// An attached shared-memory device.
-pub struct nrt_shm(Harvester);
+pub struct nrt_shm {
+    h: Harvester,
+    /// `NEURON_RT_EXEC_TIMEOUT` as [`nrt_shm_attach`] read it.
+    env_timeout_s: Option<u32>,
+}
 
 thread_local! {
     /// The reason of the calling thread's latest failed `nrt_shm_*` call.
@@ -47,7 +51,11 @@ pub extern "C" fn nrt_shm_last_error() -> *const c_char {
 /// Attach to the device served at `path` (any bytes a file name may hold,
 /// UTF-8 or not), waiting up to `wait_ms` for it to be ready. Null when it is
 /// missing, stale or not a served device: the reason is printed on stderr and
-/// left for [`nrt_shm_last_error`]. Close with [`nrt_shm_close`].
+/// left for [`nrt_shm_last_error`]. Reads `NEURON_RT_EXEC_TIMEOUT` (kept for
+/// a harvest with `NRT_TIMEOUT_FROM_ENV`) and `NEURON_RT_LOG_LEVEL[_<component>]`
+/// (not the core variables: the server's file fixes the cores); a bad value
+/// of one of those is refused here too (the variable, the value and what is
+/// accepted), before the file is opened. Close with [`nrt_shm_close`].
 ///
 /// # Safety
 /// `path` is null or a NUL-terminated string.
@@ -57,10 +65,17 @@ pub unsafe extern "C" fn nrt_shm_attach(path: *const c_char, wait_ms: u32) -> *m
         fail("nrt_shm_attach: path is NULL".into());
         return std::ptr::null_mut();
     }
+    let env = match crate::ffi::c_env("nrt_shm_attach", crate::config::Uses::TIMEOUT_AND_LOG) {
+        Ok(e) => e,
+        Err(m) => {
+            fail(m);
+            return std::ptr::null_mut();
+        }
+    };
     // SAFETY: non-null and NUL-terminated by the caller's contract.
     let p = Path::new(OsStr::from_bytes(unsafe { CStr::from_ptr(path) }.to_bytes()));
     match Harvester::attach(p, Duration::from_millis(u64::from(wait_ms))) {
-        Ok(h) => Box::into_raw(Box::new(nrt_shm(h))),
+        Ok(h) => Box::into_raw(Box::new(nrt_shm { h, env_timeout_s: env.exec_timeout_s })),
         Err(e) => {
             fail(format!("nrt_shm_attach {}: {e}", p.display()));
             std::ptr::null_mut()
@@ -69,7 +84,10 @@ pub unsafe extern "C" fn nrt_shm_attach(path: *const c_char, wait_ms: u32) -> *m
 }
 
 /// Kick off one inference and harvest it with the sync wait (delay 0 libnrt,
-/// 1 adaptive) and the model's `timeout_s`. Writes the `NRT_STATUS` to `*status`
+/// 1 adaptive) and the model's `timeout_s` (`NRT_TIMEOUT_FROM_ENV`:
+/// `NEURON_RT_EXEC_TIMEOUT` as [`nrt_shm_attach`] read it, else the
+/// generation's documented default), logged at `INFO`. A harvest that ends at
+/// that budget logs it and its source at `ERROR`. Writes the `NRT_STATUS` to `*status`
 /// and returns the one-step code (0 or 2), or -1 when `shm` is null, the
 /// kickoff failed or the server died during the harvest (the reason is left
 /// for [`nrt_shm_last_error`]).
@@ -89,8 +107,19 @@ pub unsafe extern "C" fn nrt_shm_harvest(
         return -1;
     };
     let delay = if delay_kind == 0 { DelayKind::Libnrt } else { DelayKind::Adaptive };
-    match h.0.harvest(timeout_s, delay) {
+    let env = crate::config::RtEnv { exec_timeout_s: h.env_timeout_s, ..Default::default() };
+    let explicit = (timeout_s != crate::ffi::NRT_TIMEOUT_FROM_ENV).then_some(timeout_s);
+    let budget = crate::config::Budget::resolve_argument(explicit, "timeout_s of nrt_shm_harvest", &env, h.h.arch());
+    log::info!("nrt_shm_harvest: {budget}");
+    match h.h.harvest(budget.seconds, delay) {
         Ok(r) => {
+            if matches!(r.status, nrt_core::NrtStatus::Timeout | nrt_core::NrtStatus::ExecSwNqOverflow) {
+                log::error!(
+                    "nrt_shm_harvest: the harvest ended at its {budget}: status {} {}",
+                    r.status.code(),
+                    r.status.name()
+                );
+            }
             // SAFETY: null-checked; the caller guarantees it is writable.
             if let Some(s) = unsafe { status.as_mut() } {
                 *s = r.status.code();
@@ -98,7 +127,7 @@ pub unsafe extern "C" fn nrt_shm_harvest(
             r.return_code() as c_int
         }
         Err(e) => {
-            fail(format!("nrt_shm_harvest {}: {e}", h.0.file().path().display()));
+            fail(format!("nrt_shm_harvest {}: {e}", h.h.file().path().display()));
             -1
         }
     }
@@ -116,6 +145,6 @@ pub unsafe extern "C" fn nrt_shm_close(shm: *mut nrt_shm, stop_server: c_int) {
     // SAFETY: the caller passes a pointer from `nrt_shm_attach`, once.
     let h = unsafe { Box::from_raw(shm) };
     if stop_server != 0 {
-        h.0.shutdown_server();
+        h.h.shutdown_server();
     }
 }

@@ -204,6 +204,10 @@ pub struct PollerConfig {
     pub sleep_us: u32,
     /// How long a [`Ticket::wait`] spins before it sleeps on its eventfd.
     pub waiter_spin_for: Duration,
+    /// `NEURON_RT_EXEC_TIMEOUT`, seconds, as [`PollerConfig::from_env`] read
+    /// it ([`PollerConfig::budget`]); `None` in [`PollerConfig::default`],
+    /// which reads no variable.
+    pub exec_timeout_s: Option<u32>,
 }
 
 impl Default for PollerConfig {
@@ -220,7 +224,42 @@ impl Default for PollerConfig {
             yield_for: Duration::from_millis(20),
             sleep_us: 50,
             waiter_spin_for: Duration::from_micros(50),
+            exec_timeout_s: None,
         }
+    }
+}
+
+impl PollerConfig {
+    /// The default configuration with the runtime's variables a poller reads,
+    /// as `nrt_poller_new` reads them: `NEURON_RT_EXEC_TIMEOUT` (kept for
+    /// [`budget`](Self::budget)) and `NEURON_RT_LOG_LEVEL[_<component>]` (the
+    /// standard-error logger, lines prefixed `nrt:`, installed unless the
+    /// program installed a `log` logger first). The core variables are not
+    /// read: the lanes fix the cores. A bad value is refused, naming the
+    /// variable, the value and what is accepted. [`PollerConfig::default`]
+    /// reads nothing.
+    pub fn from_env() -> Result<PollerConfig, crate::config::EnvError> {
+        let env = crate::config::RtEnv::from_process(crate::config::Uses::TIMEOUT_AND_LOG)?;
+        crate::config::init_stderr_log("nrt", &env.log);
+        Ok(PollerConfig::from_rt_env(&env))
+    }
+
+    /// The default configuration with `env`'s timeout.
+    pub fn from_rt_env(env: &crate::config::RtEnv) -> PollerConfig {
+        PollerConfig { exec_timeout_s: env.exec_timeout_s, ..PollerConfig::default() }
+    }
+
+    /// The execution timeout of a submission on `arch`: `timeout_s` (an
+    /// argument, `name` names it), else [`exec_timeout_s`](Self::exec_timeout_s)
+    /// (`NEURON_RT_EXEC_TIMEOUT`), else the generation's documented default.
+    pub fn budget(
+        &self,
+        timeout_s: Option<u32>,
+        name: &'static str,
+        arch: nrt_core::arch::Arch,
+    ) -> crate::config::Budget {
+        let env = crate::config::RtEnv { exec_timeout_s: self.exec_timeout_s, ..Default::default() };
+        crate::config::Budget::resolve_argument(timeout_s, name, &env, arch)
     }
 }
 
@@ -897,6 +936,22 @@ fn errno_suffix(e: &std::io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_submissions_budget_is_its_argument_then_the_variable_then_the_default() {
+        use crate::config::{RtEnv, Source, EXEC_TIMEOUT};
+        use nrt_core::arch::Arch;
+        assert_eq!(PollerConfig::default().exec_timeout_s, None, "the default reads no variable");
+        let cfg = PollerConfig::from_rt_env(&RtEnv { exec_timeout_s: Some(9), ..RtEnv::default() });
+        assert_eq!(cfg.exec_timeout_s, Some(9));
+        assert_eq!(cfg.policy, PollerConfig::default().policy, "the rest is the default");
+        let b = cfg.budget(Some(3), "timeout_s of submit", Arch::Sunda);
+        assert_eq!((b.seconds, b.source), (3, Source::Argument("timeout_s of submit")));
+        let b = cfg.budget(None, "timeout_s of submit", Arch::Sunda);
+        assert_eq!((b.seconds, b.source), (9, Source::Env(EXEC_TIMEOUT)));
+        let b = PollerConfig::default().budget(None, "timeout_s of submit", Arch::Cayman);
+        assert_eq!((b.seconds, b.source), (600, Source::Default(Arch::Cayman)));
+    }
 
     #[test]
     fn a_hybrid_poller_sleeps_until_the_lead_then_spins_then_passes() {

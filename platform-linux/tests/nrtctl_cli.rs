@@ -4,8 +4,10 @@
 
 use std::process::{Command, Output, Stdio};
 
+mod common;
+
 fn nrtctl() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_nrtctl"))
+    common::without_rt_env(Command::new(env!("CARGO_BIN_EXE_nrtctl")))
 }
 
 fn stderr(o: &Output) -> String {

@@ -16,27 +16,16 @@ use std::process::{Command, Output};
 
 mod common;
 
-const VARS: [&str; 8] = [
-    "NEURON_RT_EXEC_TIMEOUT",
-    "NEURON_RT_VISIBLE_CORES",
-    "NEURON_RT_NUM_CORES",
-    "NEURON_RT_LOG_LEVEL",
-    "NEURON_RT_LOG_LEVEL_TDRV",
-    "NEURON_RT_LOG_LEVEL_NMGR",
-    "NEURON_RT_LOG_LEVEL_KMGR",
-    "NEURON_RT_LOG_LEVEL_NRT",
-];
-
 /// `program` with none of the runtime's variables from this process.
 fn clean(program: &std::path::Path) -> Command {
-    let mut c = Command::new(program);
-    for v in VARS {
-        c.env_remove(v);
-    }
-    c
+    common::without_rt_env(Command::new(program))
 }
 
-/// The bad values every surface refuses, with a piece of what it accepts.
+/// The core variables, which only the surfaces that claim cores read.
+const CORE_VARS: [&str; 2] = ["NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES"];
+
+/// A bad value of each variable, with a piece of what it accepts: every
+/// surface that reads the variable refuses it.
 const BAD: [(&str, &str, &str); 5] = [
     ("NEURON_RT_EXEC_TIMEOUT", "5s", "from 0 to 2147483647"),
     ("NEURON_RT_VISIBLE_CORES", "1-0", "inclusive range"),
@@ -77,14 +66,7 @@ impl Drop for CProg {
 }
 
 fn nrtctl() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_nrtctl"));
-    for v in ["NEURON_RT_EXEC_TIMEOUT", "NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", "NEURON_RT_LOG_LEVEL"] {
-        c.env_remove(v);
-    }
-    for comp in ["TDRV", "NMGR", "KMGR", "NRT"] {
-        c.env_remove(format!("NEURON_RT_LOG_LEVEL_{comp}"));
-    }
-    c
+    common::without_rt_env(Command::new(env!("CARGO_BIN_EXE_nrtctl")))
 }
 
 fn text(o: &Output) -> (String, String) {
@@ -103,15 +85,9 @@ macro_rules! need_user_notif {
 /// `nrt-sim driver --scenario <scenario> -- nrtctl run --device /dev/neuron0 <args>` with `env`.
 fn under_driver(sim: &std::path::Path, scenario: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
     let ctl = nrtctl();
-    let mut c = Command::new(sim);
+    let mut c = clean(sim);
     c.args(["driver", "--scenario", scenario, "--"]).arg(ctl.get_program()).args(["run", "--device", "/dev/neuron0"]);
     c.args(args);
-    for v in ["NEURON_RT_EXEC_TIMEOUT", "NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", "NEURON_RT_LOG_LEVEL"] {
-        c.env_remove(v);
-    }
-    for comp in ["TDRV", "NMGR", "KMGR", "NRT"] {
-        c.env_remove(format!("NEURON_RT_LOG_LEVEL_{comp}"));
-    }
     for (k, v) in env {
         c.env(k, v);
     }
@@ -201,7 +177,25 @@ fn visible_cores_and_num_cores_choose_the_cores_claimed_and_a_flag_beats_them() 
     // More than the session takes: the session's refusal, naming the variable.
     let o = under_driver(&sim, "healthy-2core", &[], &[("NEURON_RT_NUM_CORES", "3")]);
     let (out, err) = text(&o);
-    assert!(err.contains("cores") && err.contains("NEURON_RT_NUM_CORES"), "{out}{err}");
+    assert!(
+        err.contains("cores must be 1 to 2") && err.contains("(cores from variable NEURON_RT_NUM_CORES)"),
+        "{out}{err}"
+    );
+}
+
+#[test]
+fn only_an_error_about_the_cores_names_where_the_cores_came_from() {
+    // A device that is not there (its path says "cores"): the error is the open's, not the cores'.
+    let dev = "/nonexistent/cores/neuron0";
+    let o = nrtctl().args(["run", "--device", dev]).env("NEURON_RT_NUM_CORES", "1").output().unwrap();
+    let (out, err) = text(&o);
+    assert!(!o.status.success() && err.contains(dev) && err.contains("ENOENT"), "{out}{err}");
+    assert!(!err.contains("(cores from"), "{err}");
+    let prog = c_program("session.c");
+    let o = clean(&prog).args([dev, "0", "0", "env"]).env("NEURON_RT_NUM_CORES", "1").output().unwrap();
+    let (out, err) = text(&o);
+    assert!(err.contains(dev) && err.contains("ENOENT"), "{out}{err}");
+    assert!(!err.contains("(cores from"), "{err}");
 }
 
 #[test]
@@ -266,6 +260,25 @@ fn nrtctl_run_trace_spans_are_the_reports_engine_times() {
         assert_eq!((hit[0]["ts"].as_u64(), hit[0]["dur"].as_u64()), (Some(s), Some(end - s)), "core {c}");
     }
     assert_eq!(cc.len(), cores.len());
+    // The poll passes and HEAD write-backs as counters: one pass per harvest step.
+    let last = |name: &str| {
+        trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "C" && e["name"] == name)
+            .filter_map(|e| e["args"]["count"].as_u64())
+            .max()
+    };
+    assert_eq!(last("poll passes"), report["steps"].as_u64(), "{report}");
+    assert!(last("HEAD write-backs").is_some_and(|n| n >= 1), "the harvest consumed records");
+    // Each sample at a time of the harvest: from the kickoff to its end (the same clock, us).
+    let k = report["kickoff_us"].as_u64().expect("kickoff_us");
+    let end = k + (report["elapsed_ms"].as_f64().expect("elapsed_ms") * 1_000.0) as u64 + 1_000;
+    for e in trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "C") {
+        let ts = e["ts"].as_u64().expect("ts");
+        assert!((k..=end).contains(&ts), "{} at {ts} us, the harvest ran {k}..{end} us", e["name"]);
+    }
     assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
     // A file that cannot be written: named, with the reason.
     let o = under_driver(&sim, "nan", &["--trace", "/nonexistent-nrtctl/t.json"], &[]);
@@ -412,11 +425,24 @@ fn the_c_poller_takes_the_timeout_and_the_log_level_from_the_variables_and_refus
     assert!(!err.contains("nrt_poller_submit") && err.contains("nrt_ticket_wait"), "{err}");
     let (ms, _, err) = poller_env(&prog, "env", &[("NEURON_RT_EXEC_TIMEOUT", "1"), ("NEURON_RT_LOG_LEVEL", "QUIET")]);
     assert!(ms.is_some() && !err.contains("nrt:"), "{err}");
-    // A bad value: nrt_poller_new refuses, through nrt_poller_last_error.
+    // nrt_ticket_poll logs the same line, once per ticket (the wait after it does not repeat it).
+    let mut c = clean(&prog);
+    let o = c.args(["env", "poll"]).env("NEURON_RT_EXEC_TIMEOUT", "1").output().unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success() && out.contains("status: 5 NRT_TIMEOUT"), "{out}{err}");
+    let line = "nrt: ERROR TDRV: nrt_ticket_poll: lane 0: the harvest ended at its execution timeout 1 s (from variable NEURON_RT_EXEC_TIMEOUT): status 5 NRT_TIMEOUT";
+    assert_eq!(err.matches(line).count(), 1, "{err}");
+    assert_eq!(err.matches("the harvest ended").count(), 1, "told once: {err}");
+    // A bad value of a variable the poller reads: nrt_poller_new refuses, through nrt_poller_last_error.
     for (var, value, accepted) in BAD {
         let mut c = clean(&prog);
         let o = c.arg("env").env(var, value).output().unwrap();
         let (out, err) = text(&o);
+        if CORE_VARS.contains(&var) {
+            // The lanes fix the cores: the core variables are not read.
+            assert!(o.status.success() && out.contains("status: 5 NRT_TIMEOUT"), "{var}={value}: {out}{err}");
+            continue;
+        }
         assert_eq!(o.status.code(), Some(3), "{var}={value}: {out}{err}");
         assert!(
             out.contains(&format!("refused: nrt_poller_new: {var}=\"{value}\" is refused")) && out.contains(accepted),
@@ -431,6 +457,12 @@ fn nrtctl_harvest_takes_the_timeout_from_the_variable_refuses_bad_values_and_lis
         let o =
             nrtctl().args(["harvest", "--shm", "/nonexistent/shm", "--wait-s", "0"]).env(var, value).output().unwrap();
         let (out, err) = text(&o);
+        if CORE_VARS.contains(&var) {
+            // The server's file fixes the cores: the core variables are not read, the file is.
+            assert_eq!(o.status.code(), Some(1), "{var}={value}: {out}{err}");
+            assert!(err.contains("/nonexistent/shm") && !err.contains(var), "{var}={value}: {err}");
+            continue;
+        }
         assert_eq!(o.status.code(), Some(2), "{var}={value}: {out}{err}");
         assert!(err.contains(&format!("nrtctl harvest: {var}=\"{value}\"")) && err.contains(accepted), "{err}");
         assert!(!err.contains("/nonexistent"), "refused before the file is opened: {err}");
@@ -438,6 +470,9 @@ fn nrtctl_harvest_takes_the_timeout_from_the_variable_refuses_bad_values_and_lis
     let (help, _) = text(&nrtctl().args(["harvest", "--help"]).output().unwrap());
     for v in ["NEURON_RT_EXEC_TIMEOUT", "NEURON_RT_LOG_LEVEL", "NEURON_RT_LOG_LEVEL_<C>"] {
         assert!(help.contains(v), "{v} missing from:\n{help}");
+    }
+    for v in CORE_VARS {
+        assert!(help.contains(&format!("{v} is not read")), "{v} not said to be ignored in:\n{help}");
     }
     let sim = common::nrt_sim();
     let timeout_of = |args: &[&str], env: &[(&str, &str)]| {
@@ -509,4 +544,42 @@ fn nrtctl_run_trace_keeps_every_inference_each_with_its_harvest_and_engine_spans
     }
     let harvests = events.iter().filter(|e| e["ph"] == "X" && e["name"] == "harvest").count();
     assert_eq!(harvests, 3, "no span without its inference");
+}
+
+#[test]
+fn nrt_request_new_takes_the_timeout_from_the_variable_and_refuses_bad_values() {
+    let prog = c_program("request_env.c");
+    let run = |arg: &str, env: &[(&str, &str)]| {
+        let mut c = clean(&prog);
+        c.arg(arg);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let o = c.output().unwrap();
+        let (out, err) = text(&o);
+        (o.status.code(), out, err)
+    };
+    let info = ("NEURON_RT_LOG_LEVEL", "INFO");
+    let (code, out, err) = run("env", &[("NEURON_RT_EXEC_TIMEOUT", "7"), info]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        err.contains("nrt: INFO TDRV: nrt_request_new: execution timeout 7 s (from variable NEURON_RT_EXEC_TIMEOUT)"),
+        "{err}"
+    );
+    let (_, _, err) = run("3", &[("NEURON_RT_EXEC_TIMEOUT", "7"), info]);
+    assert!(err.contains("execution timeout 3 s (from argument timeout_s of nrt_request_new)"), "{err}");
+    let (_, _, err) = run("env", &[info]);
+    assert!(err.contains("execution timeout 600 s (from the documented default for sunda)"), "{err}");
+    for (var, value, accepted) in BAD {
+        let (code, out, err) = run("env", &[(var, value)]);
+        if CORE_VARS.contains(&var) {
+            assert_eq!(code, Some(0), "{var}={value}: the core variables are not read: {out}{err}");
+            continue;
+        }
+        assert_eq!(code, Some(3), "{var}={value}: {out}{err}");
+        assert!(
+            out.contains(&format!("refused: nrt_request_new: {var}=\"{value}\" is refused")) && out.contains(accepted),
+            "{var}={value}: {out}"
+        );
+    }
 }

@@ -166,7 +166,7 @@ fn two_processes_nrt_sim_serve_and_nrtctl_harvest() {
     let sim = nrt_sim_binary();
     let path = shm_path("xproc");
     let mut server = common::spawn_server(&sim, &path, 2);
-    let mut host = Command::new(env!("CARGO_BIN_EXE_nrtctl"))
+    let mut host = common::without_rt_env(Command::new(env!("CARGO_BIN_EXE_nrtctl")))
         .args(["harvest", "--inferences", "2", "--wait-s", "20", "--shm"])
         .arg(&path)
         .stdout(Stdio::piped())
@@ -229,8 +229,13 @@ fn a_c_program_harvests_the_simulator_in_another_process() {
     common::compile_c("shm_harvest.c", &lib, &prog);
     let path = shm_path("c-abi");
     let mut server = common::spawn_server(&sim, &path, 2);
-    let mut host =
-        Command::new(&prog).arg(&path).arg("2").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut host = common::without_rt_env(Command::new(&prog))
+        .arg(&path)
+        .arg("2")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let (hs, hout) = wait_bounded(&mut host, "the C program");
     let (ss, sout) = wait_bounded(&mut server, "nrt-sim serve");
     let _ = std::fs::remove_file(&path);
@@ -422,7 +427,7 @@ fn nrtctl_harvest_over_a_killed_server_exits_1_naming_the_reason() {
     while !path.exists() && t0.elapsed() < BOUND {
         std::thread::sleep(Duration::from_millis(10));
     }
-    let mut host = Command::new(env!("CARGO_BIN_EXE_nrtctl"))
+    let mut host = common::without_rt_env(Command::new(env!("CARGO_BIN_EXE_nrtctl")))
         .args(["harvest", "--timeout-s", "1", "--wait-s", "20", "--shm"])
         .arg(&path)
         .stdout(Stdio::piped())
@@ -442,4 +447,57 @@ fn nrtctl_harvest_over_a_killed_server_exits_1_naming_the_reason() {
     assert!(out.contains("inference 1") && out.contains("is gone") && out.contains("heartbeat"), "{out}");
     // The bound, plus a process's start and exit on a loaded machine.
     assert!(took <= DEAD_DEVICE_BOUND + Duration::from_secs(1), "nrtctl ended {took:?} after the kill\n{out}");
+}
+
+#[test]
+fn the_c_shm_harvest_takes_the_timeout_from_the_variable_and_refuses_bad_values() {
+    let sim = nrt_sim_binary();
+    let lib = common::cargo_build(&["-p", "nrt-linux", "--lib"], "c-abi-sim").join("libnrt_linux.a");
+    let prog = std::env::temp_dir().join(format!("nrt-c-shm-env-{}", std::process::id()));
+    common::compile_c("shm_harvest.c", &lib, &prog);
+    // A bad value of a variable nrt_shm_attach reads: refused before the file is looked at.
+    for (var, value, accepted) in
+        [("NEURON_RT_EXEC_TIMEOUT", "5s", "from 0 to 2147483647"), ("NEURON_RT_LOG_LEVEL", "LOUD", "ERROR, WARNING")]
+    {
+        let o = common::without_rt_env(Command::new(&prog)).args(["/nonexistent/shm", "1"]).env(var, value).output();
+        let o = o.unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(&format!("nrt_shm_attach: {var}=\"{value}\" is refused")) && err.contains(accepted),
+            "{err}"
+        );
+        assert!(!err.contains("not ready"), "{err}");
+    }
+    // NRT_TIMEOUT_FROM_ENV takes the variable; an explicit timeout beats it.
+    let budget_of = |arg: &str, tag: &str, more: Option<(&str, &str)>| {
+        let path = shm_path(tag);
+        let mut server = common::spawn_server(&sim, &path, 1);
+        let mut host = common::without_rt_env(Command::new(&prog))
+            .arg(&path)
+            .args(["1", arg])
+            .env("NEURON_RT_EXEC_TIMEOUT", "7")
+            .env("NEURON_RT_LOG_LEVEL", "INFO")
+            .envs(more)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (hs, hout) = wait_bounded(&mut host, "the C program");
+        if !hs.success() {
+            let _ = server.kill();
+        }
+        let _ = wait_bounded(&mut server, "nrt-sim serve");
+        let _ = std::fs::remove_file(&path);
+        assert!(hs.success() && hout.contains("ok"), "{hout}");
+        hout
+    };
+    let out = budget_of("env", "c-env", None);
+    assert!(out.contains("nrt_shm_harvest: execution timeout 7 s (from variable NEURON_RT_EXEC_TIMEOUT)"), "{out}");
+    let out = budget_of("3", "c-env-arg", None);
+    assert!(out.contains("execution timeout 3 s (from argument timeout_s of nrt_shm_harvest)"), "{out}");
+    // A core variable is not read (the server's file fixes the cores): a malformed one changes nothing.
+    let out = budget_of("env", "c-env-cores", Some(("NEURON_RT_NUM_CORES", "many")));
+    assert!(out.contains("execution timeout 7 s") && !out.contains("NEURON_RT_NUM_CORES"), "{out}");
+    let _ = std::fs::remove_file(&prog);
 }

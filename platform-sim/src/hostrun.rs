@@ -159,6 +159,13 @@ pub struct LaneReport {
     /// Each inference's kickoff and engine times, in order: kept only by
     /// [`run_host_traced`] (a trace needs them; a long run would not fit).
     pub times: Vec<InferenceTimes>,
+    /// The lane's time (its virtual clock, us) of each poll pass that found
+    /// it in flight, at most [`crate::host::MAX_OBSERVED`]: kept only by
+    /// [`run_host_traced`] (the trace's poll-pass counter).
+    pub passes_us: Vec<u64>,
+    /// The time of each HEAD write-back of the lane's host, at most
+    /// [`crate::host::MAX_OBSERVED`]: kept only by [`run_host_traced`].
+    pub head_writes_us: Vec<u64>,
 }
 
 /// When one inference of a lane ran: its kickoff, how long the harvest took,
@@ -242,6 +249,7 @@ struct SimLane {
     results: Vec<(Step, NrtStatus)>,
     kickoff_us: u64,
     times: Vec<InferenceTimes>,
+    passes_us: Vec<u64>,
 }
 
 struct PollerLanes(Vec<SimLane>);
@@ -291,6 +299,7 @@ fn new_lane(cfg: &HostConfig, device_index: u16, core: u8) -> Result<SimLane, Si
         results: Vec::new(),
         kickoff_us: 0,
         times: Vec::new(),
+        passes_us: Vec::new(),
     })
 }
 
@@ -362,6 +371,14 @@ fn run_poller(
             )));
         }
         finished.clear();
+        if keep_times {
+            for lane in lanes.0.iter_mut().filter(|l| l.in_flight) {
+                if lane.passes_us.len() < crate::host::MAX_OBSERVED {
+                    let t = lane.host.now_ns() / 1_000;
+                    lane.passes_us.push(t);
+                }
+            }
+        }
         let pass = group.poll(&mut lanes, |c, req: &ExecRequest| {
             finished.push((*c, if keep_times { core_reports(req, cfg.lnc) } else { Vec::new() }))
         });
@@ -416,6 +433,8 @@ fn run_poller(
             counters: (0..cfg.lnc).filter_map(|c| l.host.counters.core(c).copied()).collect(),
             results: l.results,
             times: l.times,
+            passes_us: l.passes_us,
+            head_writes_us: if keep_times { l.host.head_writes_us } else { Vec::new() },
         })
         .collect();
     Ok((report, lanes))
@@ -518,9 +537,22 @@ pub const fn lane_tid(core: u8) -> u32 {
 /// The trace of a host run made by [`run_host_traced`]: one process per device,
 /// per logical core a track of its kickoffs and harvests ([`lane_tid`]), per
 /// physical core (`core * lnc + i`) a track per engine with its START->END
-/// span of each inference.
+/// span of each inference, and per device the poll passes and HEAD
+/// write-backs of its lanes as counters (each lane's own clock).
 pub fn trace(r: &HostReport) -> nrt_trace::Trace {
     let mut t = nrt_trace::Trace::new();
+    let mut per_device: BTreeMap<u16, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
+    for l in &r.lanes {
+        let d = per_device.entry(l.device).or_default();
+        d.0.extend_from_slice(&l.passes_us);
+        d.1.extend_from_slice(&l.head_writes_us);
+    }
+    for (device, (mut passes, mut heads)) in per_device {
+        passes.sort_unstable();
+        heads.sort_unstable();
+        t.add_counter(u32::from(device), "poll passes", &passes);
+        t.add_counter(u32::from(device), "HEAD write-backs", &heads);
+    }
     for l in &r.lanes {
         let pid = u32::from(l.device);
         t.name_process(pid, &format!("device {}", l.device));

@@ -162,6 +162,25 @@ fn a_16_device_host_trace_has_every_lanes_spans_at_its_engine_times() {
     assert_eq!(spans.len(), expected);
     let procs = phase(&v, "M").into_iter().filter(|e| e["name"] == "process_name").count();
     assert_eq!(procs, 16);
+    // Per device, the poll passes and HEAD write-backs of its lanes as counters: the last
+    // sample is the device's total, and each lane was polled at least once per inference.
+    let counters = phase(&v, "C");
+    for device in 0..16u16 {
+        let lanes: Vec<_> = r.lanes.iter().filter(|l| l.device == device).collect();
+        for (name, total) in [
+            ("poll passes", lanes.iter().map(|l| l.passes_us.len()).sum::<usize>()),
+            ("HEAD write-backs", lanes.iter().map(|l| l.head_writes_us.len()).sum::<usize>()),
+        ] {
+            assert!(total >= lanes.len() * 2, "device {device} {name}: {total}");
+            let last = counters
+                .iter()
+                .filter(|e| e["pid"] == u64::from(device) && e["name"] == name)
+                .filter_map(|e| e["args"]["count"].as_u64())
+                .max();
+            assert_eq!(last, Some(total as u64), "device {device} {name}");
+        }
+    }
+    assert!(r.lanes.iter().all(|l| l.passes_us.windows(2).all(|w| w[0] <= w[1])), "each lane's passes in time order");
 }
 
 #[test]

@@ -32,8 +32,10 @@
 //! - the poll passes and HEAD write-backs the platform observed
 //!   ([`RunReport::passes_us`], [`RunReport::head_writes_us`]): counters of the
 //!   running count, at most [`MAX_COUNTER_SAMPLES`] samples each (thinned
-//!   evenly, the last kept). Only `nrt-sim run`'s single run fills them; the
-//!   host run and `nrtctl run` leave them empty (no counters).
+//!   evenly, the last kept). `nrt-sim run`'s single run fills them, and the
+//!   host run per device (`nrt_sim::hostrun::trace`, each lane's passes and
+//!   HEAD writes on its own clock) and `nrtctl run` (the session's harvest:
+//!   one pass per step, HEAD writes through its device).
 //!
 //! There are no collectives (CC) spans: the report holds no collectives
 //! times (G-TRACE-CC).

@@ -144,6 +144,12 @@ impl ExecRequest {
             return;
         }
         for core in 0..self.tpb_count() {
+            // Which slots hold a record, from the raw values (a rescaled one may be 0).
+            let raw = self.vcore_notif_ts.get(core).copied().unwrap_or_default();
+            let bits = raw.iter().enumerate().fold(0u16, |b, (s, v)| if *v != 0 { b | (1 << s) } else { b });
+            if let Some(r) = self.ts_recorded.get_mut(core) {
+                *r = bits;
+            }
             self.postprocess_core(dev, nq, core);
         }
         self.ts_is_cpu = true;

@@ -289,6 +289,10 @@ pub struct ExecRequest {
     /// Per core, the engine whose ring carried the kept CC start, CC end and
     /// tensor records (slots 10, 11, 12): selects their calibration.
     slot_engine: [[u8; 3]; MAX_CORES],
+    /// Per core, bit `s`: slot `s` of `vcore_notif_ts` held a record when
+    /// FINALIZE rescaled it (a record can rescale to 0 CPU microseconds, the
+    /// value an unrecorded slot keeps), set with `ts_is_cpu`.
+    ts_recorded: [u16; MAX_CORES],
     ts_is_cpu: bool,
     /// `exec_fatal_status[2][6]`.
     exec_fatal_status: [[bool; fatal::COUNT]; MAX_CORES],
@@ -320,6 +324,7 @@ impl ExecRequest {
             tpb_exec_state: [[TpbEngState::StartPending; ENGINES_PER_CORE]; MAX_CORES],
             vcore_notif_ts: [[0; ts_slot::COUNT]; MAX_CORES],
             slot_engine: [[0; 3]; MAX_CORES],
+            ts_recorded: [0; MAX_CORES],
             ts_is_cpu: false,
             exec_fatal_status: [[false; fatal::COUNT]; MAX_CORES],
             out_info: OutInfo::EMPTY,
@@ -366,6 +371,18 @@ impl ExecRequest {
     /// microseconds after).
     pub fn notif_ts(&self, core: usize, slot: usize) -> Option<u64> {
         self.vcore_notif_ts.get(core)?.get(slot).copied()
+    }
+
+    /// Whether slot `slot` of `core` holds a record: its raw value is not 0
+    /// before FINALIZE, and was not 0 when FINALIZE rescaled it after (its
+    /// CPU time may then be 0).
+    pub fn ts_recorded(&self, core: usize, slot: usize) -> bool {
+        if self.ts_is_cpu {
+            let bits = self.ts_recorded.get(core).copied().unwrap_or(0);
+            slot < ts_slot::COUNT && bits & (1 << slot) != 0
+        } else {
+            self.notif_ts(core, slot).is_some_and(|v| v != 0)
+        }
     }
 
     /// `true` once FINALIZE has turned the timestamps into CPU microseconds.

@@ -362,6 +362,25 @@ fn timestamps_are_rescaled_on_known_numbers() {
 }
 
 #[test]
+fn a_record_that_rescales_to_0_is_still_recorded() {
+    let mut r = Rig::new(1, 5);
+    // The sync point puts the device's early records before the CPU clock's 0.
+    r.nq.set_sync_point(0, crate::nq::SyncPoint { dev_us: 1_000, cpu_us: 0 });
+    r.dev.record(0, 0, Subtype::CC_START, 5_000); // 5 us on the device: before the sync point
+    r.dev.run_all(1, 2_000_000, 3_000_000);
+    assert!(!r.req.ts_recorded(0, ts_slot::CC_START), "nothing kept before a step");
+    r.enter_wait_core();
+    assert_eq!(r.step().0, Step::Done);
+    assert!(r.req.timestamps_are_cpu_us());
+    assert_eq!(r.req.notif_ts(0, ts_slot::CC_START), Some(0), "rescaled (and clamped) to 0 us");
+    assert!(r.req.ts_recorded(0, ts_slot::CC_START), "a record at 0 us is a record");
+    assert_eq!(r.req.notif_ts(0, ts_slot::CC_END), Some(0));
+    assert!(!r.req.ts_recorded(0, ts_slot::CC_END), "never recorded");
+    assert!(r.req.ts_recorded(0, 0) && r.req.ts_recorded(0, 1), "PE's START and END");
+    assert!(!r.req.ts_recorded(0, ts_slot::COUNT) && !r.req.ts_recorded(2, 0), "out of range: none");
+}
+
+#[test]
 fn zero_actual_increment_is_reported_not_divided() {
     let mut r = Rig::new(1, 5);
     r.nq.set_cal(0, 2, TsCal { init_timestamp: 0, actual_timestamp_inc: 0, expected_timestamp_inc: 1 });

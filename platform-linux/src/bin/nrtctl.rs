@@ -263,7 +263,7 @@ const RUN_ENV_HELP: &str = concat!(
     r#"Environment (a flag beats its variable; a bad value is refused at start):
   NEURON_RT_EXEC_TIMEOUT=SECONDS   execution timeout, 0 to 2147483647 [default: 600, the documented
                                    default of trn1/inf2]; every timeout message names the budget and its source
-  NEURON_RT_VISIBLE_CORES=LIST     the cores to claim: 0, 0-1 or 0,1 (the session claims cores from 0);
+  NEURON_RT_VISIBLE_CORES=LIST     the cores to claim: 0, 0-1 or 0,1 (the --device's own cores, claimed from 0);
                                    takes precedence over NEURON_RT_NUM_CORES
   NEURON_RT_NUM_CORES=N            how many cores to claim, 0 for all
 "#,
@@ -271,11 +271,12 @@ const RUN_ENV_HELP: &str = concat!(
 );
 
 /// `nrtctl harvest --help`'s list: the server's file fixes the cores, so only
-/// the timeout and the log levels govern a harvest.
+/// the timeout and the log levels govern a harvest (and only they are read).
 const HARVEST_ENV_HELP: &str = concat!(
     r#"Environment (a flag beats its variable; a bad value is refused at start):
   NEURON_RT_EXEC_TIMEOUT=SECONDS   execution timeout, 0 to 2147483647 [default: 600, the documented
                                    default of trn1/inf2]; every timeout message names the budget and its source
+  (NEURON_RT_VISIBLE_CORES is not read, NEURON_RT_NUM_CORES is not read: the server's file fixes the cores)
 "#,
     log_env_help!()
 );
@@ -429,10 +430,11 @@ fn dispatch(cli: Cli) -> ExitCode {
 
 #[cfg(feature = "sim")]
 fn harvest(a: &HarvestArgs) -> ExitCode {
-    use nrt_linux::config::{Budget, RtEnv};
+    use nrt_linux::config::{Budget, RtEnv, Uses};
     use nrt_linux::harvest::Harvester;
     use nrt_linux::time::DelayKind;
-    let env = match RtEnv::from_process() {
+    // The server's file fixes the cores: the core variables are not read.
+    let env = match RtEnv::from_process(Uses::TIMEOUT_AND_LOG) {
         Ok(e) => e,
         Err(e) => {
             errln!("nrtctl harvest: {e}");
@@ -519,13 +521,13 @@ fn check_inject(spec: &str) -> Result<String, String> {
 }
 
 fn run(a: &RunArgs) -> ExitCode {
-    use nrt_linux::config::{resolve_cores, Budget, RtEnv};
+    use nrt_linux::config::{resolve_cores, Budget, RtEnv, Uses};
     use nrt_linux::session::{Session, SessionConfig};
     use nrt_linux::time::DelayKind;
     if a.scenario.as_deref() == Some("all") {
         return usage_error("--scenario all is the supervisor's: `nrt-sim driver --scenario all -- nrtctl run ...`");
     }
-    let env = match RtEnv::from_process() {
+    let env = match RtEnv::from_process(Uses::ALL) {
         Ok(e) => e,
         Err(e) => return usage_error(&e.to_string()),
     };
@@ -569,7 +571,7 @@ fn run(a: &RunArgs) -> ExitCode {
                 ""
             };
             let from = match &cores.source {
-                Some(src) if e.to_string().contains("cores") => format!(" (cores from {src})"),
+                Some(src) if e.subject == nrt_linux::error::Subject::Cores => format!(" (cores from {src})"),
                 _ => String::new(),
             };
             errln!("nrtctl run: {e}{hint}{from}");

@@ -43,6 +43,7 @@ impl Session {
                 .filter(|n| validate(arch, 1, *n).is_ok())
                 .unwrap_or(cfg.fallback_ring_entries),
         };
+        validate_cores(arch, cores).map_err(|why| refused(&dev, "session", why).about(Subject::Cores))?;
         validate(arch, cores, ring_entries).map_err(|why| refused(&dev, "session", why))?;
         let mut s = Session {
             dev,
@@ -70,7 +71,7 @@ impl Session {
             datastore_error: None,
             closed: false,
         };
-        s.claim_cores()?;
+        s.claim_cores().map_err(|e| e.about(Subject::Cores))?;
         s.reset_cores()?;
         s.enter_writers()?;
         s.alloc_chunks()?;

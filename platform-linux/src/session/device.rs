@@ -101,6 +101,27 @@ pub const GONE_AFTER_FAILURES: u32 = 8;
 /// `DRIVER_INFO_GET` on a real driver.
 pub const LIVENESS_EVERY: u32 = 1024;
 
+/// Most poll passes and HEAD write-backs one harvest keeps the times of (a
+/// harvest that hangs until a long timeout would otherwise grow without bound).
+pub const MAX_OBSERVED: usize = 1 << 20;
+
+/// The poll delay of a harvest that keeps the time of each pass after it (the
+/// first pass, before any delay, is the caller's).
+pub(super) struct ObservedDelay {
+    pub(super) inner: AnyDelay,
+    pub(super) clock: MonotonicClock,
+    pub(super) passes_us: Vec<u64>,
+}
+
+impl hal::Delay for ObservedDelay {
+    fn delay_us(&mut self, us: u32) {
+        self.inner.delay_us(us);
+        if self.passes_us.len() < MAX_OBSERVED {
+            self.passes_us.push(self.clock.now_ns() / 1_000);
+        }
+    }
+}
+
 /// The device the harvest sees: the mapped rings, HEAD and INTC through the
 /// BAR ioctls, the probes from the simulator's hint query (absent on a real
 /// driver), `CLOCK_MONOTONIC`; a device file whose calls keep failing is gone
@@ -126,6 +147,9 @@ pub struct DriverDevice {
     /// This process's datastore in the driver, when acquired: each finished
     /// request's counters are written there.
     pub(super) datastore: Option<crate::datastore::Datastore>,
+    /// The time (us) of each HEAD write-back of the harvest in progress, at
+    /// most [`MAX_OBSERVED`] (the trace's counter).
+    pub head_writes_us: Vec<u64>,
     /// The counters of the session's cores, in RAM (also without a datastore).
     pub counters: NcCounters<MAX_CORES>,
     /// The first failed datastore write (the harvest goes on: counters are
@@ -156,6 +180,7 @@ impl DriverDevice {
             arch,
             sim,
             clock,
+            head_writes_us: Vec::new(),
             events: Vec::new(),
             tensors,
             probe_error: None,
@@ -251,6 +276,10 @@ impl hal::NqRings for DriverDevice {
         self.rings.read_slot(core, nq, offset, out)
     }
     fn write_head(&mut self, core: u8, nq: u8, head: u32) -> Result<(), LinuxError> {
+        if self.head_writes_us.len() < MAX_OBSERVED {
+            let t = self.clock.now_ns() / 1_000;
+            self.head_writes_us.push(t);
+        }
         let r = self.rings.write_head(core, nq, head);
         self.seen(r)
     }

@@ -25,6 +25,10 @@ pub struct Inference {
     pub staging: Staging,
     /// The first probe read that failed, if any.
     pub probe_error: Option<String>,
+    /// The time (us) of each poll pass, at most `MAX_OBSERVED`.
+    pub passes_us: Vec<u64>,
+    /// The time (us) of each HEAD write-back, at most `MAX_OBSERVED`.
+    pub head_writes_us: Vec<u64>,
 }
 
 impl Session {
@@ -202,7 +206,13 @@ impl Session {
         }
         let mut req = ExecRequest::new(ExecConfig::new(arch, cores, self.timeout_s));
         let t0 = d.now_ns();
-        let w = exec_wait_round_robin(&mut req, d, &mut self.nq, &mut AnyDelay::new(self.delay));
+        d.head_writes_us.clear();
+        let mut delay = super::device::ObservedDelay {
+            inner: AnyDelay::new(self.delay),
+            clock: d.clock,
+            passes_us: vec![t0 / 1_000],
+        };
+        let w = exec_wait_round_robin(&mut req, d, &mut self.nq, &mut delay);
         let elapsed_ns = d.now_ns().saturating_sub(t0);
         if let Some(why) = d.gone() {
             // As the shared-memory path's G-SHM-GONE: the request is abandoned.
@@ -224,6 +234,8 @@ impl Session {
             wakes: d.tensors.waker().clone(),
             staging,
             probe_error: d.probe_error.take().map(|e| e.to_string()),
+            passes_us: delay.passes_us,
+            head_writes_us: std::mem::take(&mut d.head_writes_us),
         })
     }
 

@@ -111,7 +111,7 @@ use nrt_core::NrtStatus;
 
 use crate::device::{IoctlBar, NeuronDevice};
 use crate::doorbell::{IoctlDoorbell, UdmaEngine};
-use crate::error::LinuxError;
+use crate::error::{LinuxError, Subject};
 use crate::ioctl::{
     self, mem_type, nq_dev_type, nq_type, CompatibleVersion, DeviceInfo, DmaQueueInit, DriverInfo, MemAllocV2Mt,
     MemGetExtendedInfo, NotificationsInitV2,
@@ -251,12 +251,50 @@ impl Default for SessionConfig {
     }
 }
 
-/// Check the cores and ring entries of a session on `arch`.
-pub fn validate(arch: Arch, cores: u8, ring_entries: u32) -> Result<(), String> {
+impl SessionConfig {
+    /// The default configuration with the runtime's variables, as
+    /// `nrt_session_open(device, 0, 0, NRT_TIMEOUT_FROM_ENV)` reads them:
+    /// the cores from `NEURON_RT_VISIBLE_CORES`, else `NEURON_RT_NUM_CORES`
+    /// (unset or 0: the session's default), the timeout from
+    /// `NEURON_RT_EXEC_TIMEOUT`, else the documented default, and
+    /// `NEURON_RT_LOG_LEVEL[_<component>]` for the standard-error logger
+    /// (lines prefixed `nrt:`, installed unless the program installed a `log`
+    /// logger first). A bad value is refused, naming the variable, the value
+    /// and what is accepted. Set a field afterwards to beat its variable;
+    /// [`SessionConfig::default`] reads nothing.
+    pub fn from_env() -> Result<SessionConfig, crate::config::EnvError> {
+        let env = crate::config::RtEnv::from_process(crate::config::Uses::ALL)?;
+        crate::config::init_stderr_log("nrt", &env.log);
+        SessionConfig::from_rt_env(&env)
+    }
+
+    /// The default configuration with `env`'s cores and timeout.
+    pub fn from_rt_env(env: &crate::config::RtEnv) -> Result<SessionConfig, crate::config::EnvError> {
+        let cores = crate::config::resolve_cores(None, "cores", env)?;
+        // The documented default is the same on every generation this binding
+        // knows (a test pins it), so it needs no arch before the device opens.
+        let default = crate::config::default_exec_timeout_s(Arch::Sunda);
+        Ok(SessionConfig {
+            cores: cores.count,
+            timeout_s: env.exec_timeout_s.unwrap_or(default),
+            ..SessionConfig::default()
+        })
+    }
+}
+
+/// Check the cores of a session on `arch`: 1 to the harvest state's cores,
+/// within the device.
+pub fn validate_cores(arch: Arch, cores: u8) -> Result<(), String> {
     let max = (MAX_CORES as u8).min(arch.nc_per_device());
     if !(1..=max).contains(&cores) {
         return Err(format!("cores must be 1 to {max}, got {cores}"));
     }
+    Ok(())
+}
+
+/// Check the cores and ring entries of a session on `arch`.
+pub fn validate(arch: Arch, cores: u8, ring_entries: u32) -> Result<(), String> {
+    validate_cores(arch, cores)?;
     if !ring_entries.is_power_of_two() || !(2..=MAX_RING_ENTRIES).contains(&ring_entries) {
         return Err(format!("ring entries must be a power of two from 2 to {MAX_RING_ENTRIES}, got {ring_entries}"));
     }

@@ -51,7 +51,7 @@ pub fn run_report(
         wakes: r.wakes.wakes.clone(),
         notes,
         device: Default::default(),
-        passes_us: Vec::new(),
-        head_writes_us: Vec::new(),
+        passes_us: r.passes_us.clone(),
+        head_writes_us: r.head_writes_us.clone(),
     }
 }

@@ -1208,3 +1208,27 @@ fn the_simulators_host_trigger_is_the_bindings() {
         );
     }
 }
+
+#[test]
+fn the_environments_config_takes_the_cores_and_the_timeout_from_the_variables() {
+    use crate::config::{RtEnv, VISIBLE_CORES};
+    let env = |v: &[(&str, &str)]| {
+        let v: Vec<(String, String)> = v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        RtEnv::from_lookup(|k| v.iter().find(|(n, _)| n == k).map(|(_, x)| x.clone())).unwrap()
+    };
+    let c = SessionConfig::from_rt_env(&env(&[])).unwrap();
+    assert_eq!((c.cores, c.timeout_s), (None, 600), "nothing set: the session's cores, the documented default");
+    for arch in [Arch::Sunda, Arch::Cayman, Arch::Mariana] {
+        assert_eq!(c.timeout_s, crate::config::default_exec_timeout_s(arch), "{arch:?}: the default needs no arch");
+    }
+    let c = SessionConfig::from_rt_env(&env(&[("NEURON_RT_EXEC_TIMEOUT", "7"), ("NEURON_RT_NUM_CORES", "1")])).unwrap();
+    assert_eq!((c.cores, c.timeout_s), (Some(1), 7));
+    let c =
+        SessionConfig::from_rt_env(&env(&[("NEURON_RT_VISIBLE_CORES", "0-1"), ("NEURON_RT_NUM_CORES", "1")])).unwrap();
+    assert_eq!(c.cores, Some(2), "VISIBLE_CORES beats NUM_CORES");
+    assert_eq!(c.ring_entries, SessionConfig::default().ring_entries, "the rest is the default");
+    let e = SessionConfig::from_rt_env(&env(&[("NEURON_RT_VISIBLE_CORES", "2-3")])).unwrap_err();
+    assert_eq!((e.var.as_str(), e.value.as_str()), (VISIBLE_CORES, "2-3"));
+    let d = SessionConfig::default();
+    assert_eq!((d.cores, d.timeout_s), (None, 5), "the default reads no variable");
+}

@@ -5,12 +5,15 @@
  * NRT_SUCCESS. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "nrt.h"
 #include "nrt_shm.h"
 
 int main(int argc, char **argv) {
-    if (argc != 3) { fprintf(stderr, "usage: %s PATH N\n", argv[0]); return 2; }
+    if (argc != 3 && argc != 4) { fprintf(stderr, "usage: %s PATH N [TIMEOUT_S|env]\n", argv[0]); return 2; }
     int n = atoi(argv[2]), failures = 0;
+    uint32_t timeout_s = 5;
+    if (argc == 4) timeout_s = strcmp(argv[3], "env") == 0 ? NRT_TIMEOUT_FROM_ENV : (uint32_t)strtoul(argv[3], NULL, 10);
     nrt_shm *shm = nrt_shm_attach(argv[1], 20000);
     if (!shm) {
         const char *why = nrt_shm_last_error();
@@ -19,7 +22,7 @@ int main(int argc, char **argv) {
     }
     for (int i = 1; i <= n; i++) {
         uint32_t status = 0xFFFF;
-        int rc = nrt_shm_harvest(shm, 5, 1, &status);
+        int rc = nrt_shm_harvest(shm, timeout_s, 1, &status);
         printf("inference %d: return %d, status %u %s (%s)\n", i, rc, status, nrt_status_name(status),
                nrt_status_description(status));
         if (rc != 0 || status != 0) failures++;

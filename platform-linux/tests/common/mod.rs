@@ -5,6 +5,27 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+/// The Neuron runtime's variables this binding reads (`nrt_linux::config`).
+pub const RT_VARS: [&str; 8] = [
+    "NEURON_RT_EXEC_TIMEOUT",
+    "NEURON_RT_VISIBLE_CORES",
+    "NEURON_RT_NUM_CORES",
+    "NEURON_RT_LOG_LEVEL",
+    "NEURON_RT_LOG_LEVEL_TDRV",
+    "NEURON_RT_LOG_LEVEL_NMGR",
+    "NEURON_RT_LOG_LEVEL_KMGR",
+    "NEURON_RT_LOG_LEVEL_NRT",
+];
+
+/// `c` without the runtime's variables of this process (a test's child sees
+/// only those the test sets, whatever the environment `cargo test` ran in).
+pub fn without_rt_env(mut c: Command) -> Command {
+    for v in RT_VARS {
+        c.env_remove(v);
+    }
+    c
+}
+
 /// `cargo build --quiet ARGS` into `target/<subdir>` (its own target directory:
 /// the outer `cargo test` may hold the main one, and `cargo test` builds no
 /// staticlib). Returns `target/<subdir>/debug`.
@@ -67,7 +88,7 @@ pub fn spawn_server(sim: &Path, path: &Path, inferences: u32) -> Child {
 
 /// As [`spawn_server`], with more arguments (`--inject ...`).
 pub fn spawn_server_with(sim: &Path, path: &Path, inferences: u32, more: &[&str]) -> Child {
-    Command::new(sim)
+    without_rt_env(Command::new(sim))
         .args(["serve", "--inferences", &inferences.to_string(), "--idle-timeout-s", "20"])
         .args(more)
         .arg("--shm")
