@@ -1,8 +1,9 @@
 //! Completion-notice latency: a device thread writes the last END record of an
 //! inference at a recorded instant; the harvest (nrt-linux's mapped rings, the
 //! sync driver) returns at another; the difference, over many inferences, for
-//! the `libnrt` delay (`usleep(1)` between steps) and the `adaptive` delay (spin,
-//! then yield, then sleep), with the CPU time the harvest thread burns; and, in
+//! the `libnrt` delay (`usleep(1)` between steps, `exec_wait_round_robin`) and
+//! the `adaptive` delay (spin, then yield, then sleep; `exec_wait_watching`,
+//! which steps only when a look at the rings says a step could complete), with the CPU time the harvest thread burns; and, in
 //! the same run, the physical floor of a notice (one thread stores, another
 //! spins on the line).
 //!
@@ -15,8 +16,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nrt_core::arch::{nq_head_register, Arch};
+use nrt_core::exec::driver::WATCH_STEP_EVERY;
 use nrt_core::exec::finalize_parts;
-use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, Step};
+use nrt_core::exec::{exec_wait_round_robin, exec_wait_watching, ExecConfig, ExecRequest, Step};
 use nrt_core::hal::Delay as _;
 use nrt_core::nq::ring::NqProducer;
 use nrt_core::nq::{Notifications, RawEntry, Subtype, ERROR_NQ, INFER_STATUS_NQS};
@@ -69,7 +71,8 @@ struct Sample {
 /// that final step (the sweep that reads the END records, FINALIZE and the
 /// request's result); from its return to the caller's (the HEAD hand-back and
 /// the return); and the in-flight step before it (a sweep, which may read the
-/// STARTs), and one delay between steps. Then, in a run of its own (whose
+/// STARTs), and the wait between it and the final step (the delays, and the
+/// looks at the rings of `exec_wait_watching`). Then, in a run of its own (whose
 /// loop copies the request and notifications before each step, a copy that
 /// would otherwise lengthen the timed loop and the wait for the END), the
 /// final step again, in the same iteration, on the copy as it was before it (its records still in the rings, now in this CPU's cache): the
@@ -160,6 +163,8 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
     let mut steps = Vec::with_capacity(n);
     let mut pieces: [Vec<f64>; 10] = Default::default();
     let now = || origin.elapsed().as_nanos() as u64;
+    // libnrt's driver steps after every delay; the adaptive one looks first.
+    let watching = kind == DelayKind::Adaptive;
     for i in 1..=n as u64 {
         let mut req = ExecRequest::new(ExecConfig::new(arch, CORES as u8, 5));
         let mut delay = AnyDelay::new(kind);
@@ -175,9 +180,16 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
             let (mut n_steps, mut t0, mut prev, mut gap) = (1u64, now(), (0u64, 0u64), 0u64);
             let mut step = req.progress_one_step(&mut dev, &mut nq, &mut status);
             let mut t1 = now();
+            let mut delays = 0u32;
             while step == Step::InFlight {
-                prev = (t0, t1);
                 delay.delay_us(nrt_core::exec::driver::SYNC_POLL_DELAY_US);
+                delays += 1;
+                // The adaptive driver's look between steps (`exec_wait_watching`).
+                if watching && delays < WATCH_STEP_EVERY && !req.may_complete(&mut dev, &nq) {
+                    continue;
+                }
+                delays = 0;
+                prev = (t0, t1);
                 if copies {
                     before = Some((req.clone(), nq.clone()));
                 }
@@ -222,7 +234,12 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
             };
             (nrt_core::exec::SyncWait { status, step, steps: n_steps }, Some((t0, t1, prev, gap, t_ret, parts)))
         } else {
-            (exec_wait_round_robin(&mut req, &mut dev, &mut nq, &mut delay), None)
+            let w = if watching {
+                exec_wait_watching(&mut req, &mut dev, &mut nq, &mut delay)
+            } else {
+                exec_wait_round_robin(&mut req, &mut dev, &mut nq, &mut delay)
+            };
+            (w, None)
         };
         let t_ret = match marks {
             Some((_, _, _, _, t_ret, _)) => t_ret,
@@ -343,7 +360,7 @@ pub fn run(n: usize, work_us: u64) {
     let pieces = t.pieces.as_ref().zip(w.pieces.as_ref()).map(|(p, q)| {
         println!(
             "  adaptive, taken apart (same run, {n} inferences, p50): END -> final step {:.0} ns, final step (sweep reading END + FINALIZE) {:.0} ns, \
-             after it (HEAD hand-back, return) {:.0} ns; the step before it (it may read the STARTs) {:.0} ns, one delay {:.0} ns; latency with the clock reads {:.0} ns",
+             after it (HEAD hand-back, return) {:.0} ns; the step before it (it may read the STARTs) {:.0} ns, the wait between them (delays and looks) {:.0} ns; latency with the clock reads {:.0} ns",
             p.end_to_final_step.p50, p.final_step.p50, p.after_final_step.p50, p.empty_step.p50, p.one_delay.p50, t.latency.p50
         );
         println!(
