@@ -1,9 +1,10 @@
 //! Completion-notice latency: a device thread writes the last END record of an
 //! inference at a recorded instant; the harvest (nrt-linux's mapped rings, the
 //! sync driver) returns at another; the difference, over many inferences, for
-//! the `libnrt` delay (`usleep(1)` between steps, `exec_wait_round_robin`) and
-//! the `adaptive` delay (spin, then yield, then sleep; `exec_wait_watching`,
-//! which steps only when a look at the rings says a step could complete), with the CPU time the harvest thread burns; and, in
+//! the `libnrt` delay (`usleep(1)` between steps) and the `adaptive` delay
+//! (spin, then yield, then sleep), both with the seed's `exec_wait_round_robin`,
+//! and `adaptive-watch`: the adaptive delay with `exec_wait_watching` (a step
+//! only when a look at the rings finds a fresh record), with the CPU time the harvest thread burns; and, in
 //! the same run, the physical floor of a notice (one thread stores, another
 //! spins on the line).
 //!
@@ -95,12 +96,14 @@ struct Pieces {
 }
 
 fn measure(kind: DelayKind, n: usize, work: Duration) -> Sample {
-    measure_with(kind, n, work, false, false)
+    measure_with(kind, n, work, false, false, false)
 }
 
 /// `timed`: a clock read around each step ([`Pieces`]); `copies` (with
-/// `timed`): the final step again and FINALIZE's pieces, each on a copy.
-fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: bool) -> Sample {
+/// `timed`): the final step again and FINALIZE's pieces, each on a copy;
+/// `watching`: the driver is `exec_wait_watching` (a look at the rings
+/// between steps), else the seed's `exec_wait_round_robin`.
+fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: bool, watching: bool) -> Sample {
     let arch = Arch::Sunda;
     let ring_file = file("rings", RINGS as u64 * u64::from(RING));
     let bar_file = file("bar", BAR_LEN as u64);
@@ -163,8 +166,6 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
     let mut steps = Vec::with_capacity(n);
     let mut pieces: [Vec<f64>; 10] = Default::default();
     let now = || origin.elapsed().as_nanos() as u64;
-    // libnrt's driver steps after every delay; the adaptive one looks first.
-    let watching = kind == DelayKind::Adaptive;
     for i in 1..=n as u64 {
         let mut req = ExecRequest::new(ExecConfig::new(arch, CORES as u8, 5));
         let mut delay = AnyDelay::new(kind);
@@ -185,7 +186,7 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
                 delay.delay_us(nrt_core::exec::driver::SYNC_POLL_DELAY_US);
                 delays += 1;
                 // The adaptive driver's look between steps (`exec_wait_watching`).
-                if watching && delays < WATCH_STEP_EVERY && !req.may_complete(&mut dev, &nq) {
+                if watching && delays < WATCH_STEP_EVERY && !req.may_progress(&mut dev, &nq) {
                     continue;
                 }
                 delays = 0;
@@ -284,9 +285,11 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
         }
     });
     device.join().expect("device thread");
-    let name = match kind {
-        DelayKind::Libnrt => "libnrt",
-        DelayKind::Adaptive => "adaptive",
+    let name = match (kind, watching) {
+        (DelayKind::Libnrt, false) => "libnrt",
+        (DelayKind::Libnrt, true) => "libnrt-watch",
+        (DelayKind::Adaptive, false) => "adaptive",
+        (DelayKind::Adaptive, true) => "adaptive-watch",
     };
     Sample {
         kind: name,
@@ -337,14 +340,17 @@ pub fn run(n: usize, work_us: u64) {
     let fl = floor(n, work);
     let a = measure(DelayKind::Adaptive, n, work);
     let l = measure(DelayKind::Libnrt, n, work);
-    let t = measure_with(DelayKind::Adaptive, n, work, true, false);
-    let w = measure_with(DelayKind::Adaptive, n, work, true, true);
+    let t = measure_with(DelayKind::Adaptive, n, work, true, false, false);
+    let w = measure_with(DelayKind::Adaptive, n, work, true, true, false);
+    // The adaptive delay with `exec_wait_watching`, and its wait taken apart.
+    let aw = measure_with(DelayKind::Adaptive, n, work, false, false, true);
+    let tw = measure_with(DelayKind::Adaptive, n, work, true, false, true);
     let ratio = l.latency.p50 / a.latency.p50;
     println!(
         "  {:<9} latency p50 {:>9.0} ns  p99 {:>9.0} ns  max {:>10.0} ns | one thread stores, another spins on the line",
         "floor", fl.p50, fl.p99, fl.max
     );
-    for s in [&l, &a] {
+    for s in [&l, &a, &aw] {
         println!(
             "  {:<9} latency p50 {:>9.0} ns  p99 {:>9.0} ns  max {:>10.0} ns | harvest CPU per inference p50 {:>7.1} us (device work {work_us} us) | steps p50 {:.0}",
             s.kind, s.latency.p50, s.latency.p99, s.latency.max, s.cpu_us_per_inference.p50, s.steps.p50
@@ -357,6 +363,18 @@ pub fn run(n: usize, work_us: u64) {
         a.latency.p50 - fl.p50,
         fl.p50
     );
+    if let Some(p) = tw.pieces.as_ref() {
+        println!(
+            "  adaptive-watch p50 {:.0} ns is {:.0} ns above the floor; taken apart (p50): END -> final step {:.0} ns, final step {:.0} ns, \
+             the step before it {:.0} ns, the wait between them (delays and looks) {:.0} ns",
+            aw.latency.p50,
+            aw.latency.p50 - fl.p50,
+            p.end_to_final_step.p50,
+            p.final_step.p50,
+            p.empty_step.p50,
+            p.one_delay.p50
+        );
+    }
     let pieces = t.pieces.as_ref().zip(w.pieces.as_ref()).map(|(p, q)| {
         println!(
             "  adaptive, taken apart (same run, {n} inferences, p50): END -> final step {:.0} ns, final step (sweep reading END + FINALIZE) {:.0} ns, \
@@ -385,6 +403,6 @@ pub fn run(n: usize, work_us: u64) {
     let js = |s: &Sample| json!({ "latency": s.latency.json(), "cpu_us_per_inference": { "p50": s.cpu_us_per_inference.p50, "mean": s.cpu_us_per_inference.mean }, "steps_p50": s.steps.p50 });
     write_json(
         "latency",
-        &json!({ "inferences": n, "device_work_us": work_us, "libnrt": js(&l), "adaptive": js(&a), "ratio_p50": ratio, "floor": fl.json(), "adaptive_over_floor_p50_ns": a.latency.p50 - fl.p50, "adaptive_pieces": pieces }),
+        &json!({ "inferences": n, "device_work_us": work_us, "libnrt": js(&l), "adaptive": js(&a), "adaptive_watch": js(&aw), "ratio_p50": ratio, "floor": fl.json(), "adaptive_over_floor_p50_ns": a.latency.p50 - fl.p50, "adaptive_pieces": pieces }),
     );
 }

@@ -45,7 +45,7 @@ use nrt_core::dma::doorbell::{kickoff_infer, set_host_trigger};
 use nrt_core::dma::DmaError;
 use nrt_core::event::Event;
 use nrt_core::exec::TensorWaker;
-use nrt_core::exec::{ExecConfig, ExecRequest, TensorCompletions};
+use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, TensorCompletions};
 use nrt_core::hal::{self, Clock, ErrorKind, ErrorType, Registers};
 use nrt_core::nq::{Notifications, SyncPoint, NQ_PER_CORE};
 use nrt_core::NrtStatus;
@@ -54,7 +54,7 @@ use crate::bar::MappedBar;
 use crate::error::LinuxError;
 use crate::rings::{MappedRings, RingWindow};
 use crate::sys::Mapping;
-use crate::time::{DelayKind, MonotonicClock};
+use crate::time::{AnyDelay, DelayKind, MonotonicClock};
 
 /// Why a harvest could not be done (not an NRT status: those are results).
 #[derive(Debug)]
@@ -401,8 +401,7 @@ impl Harvester {
     }
 
     /// One inference: host trigger, kickoff semaphores, then
-    /// the sync driver of `delay` ([`sync_wait`](crate::time::sync_wait)) and
-    /// the model's `timeout_s`.
+    /// `exec_wait_round_robin` with a fresh `delay` and the model's `timeout_s`.
     /// The report is the one `nrt-sim run` prints (without staging and the device
     /// log, which stay with the server).
     pub fn harvest(&mut self, timeout_s: u32, delay: DelayKind) -> Result<RunReport, HarvestError> {
@@ -410,7 +409,7 @@ impl Harvester {
         let kickoff_us = self.dev.kickoff(self.cores)?;
         let mut req = ExecRequest::new(ExecConfig::new(arch, self.cores, timeout_s));
         let t0 = self.dev.now_ns();
-        let w = crate::time::sync_wait(&mut req, &mut self.dev, &mut self.nq, delay);
+        let w = exec_wait_round_robin(&mut req, &mut self.dev, &mut self.nq, &mut AnyDelay::new(delay));
         let elapsed_ns = self.dev.now_ns().saturating_sub(t0);
         if let Some(why) = self.dev.gone() {
             return Err(HarvestError::DeviceGone(format!(

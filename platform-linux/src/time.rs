@@ -130,22 +130,3 @@ impl Delay for AnyDelay {
         }
     }
 }
-
-/// The sync driver for a delay of `kind`, with a fresh delay: libnrt's
-/// `usleep(1)` steps after every delay (`exec_wait_round_robin`, as libnrt
-/// does); the adaptive delay takes a step only when a look at the rings says
-/// one could complete the request, or every
-/// [`WATCH_STEP_EVERY`](nrt_core::exec::driver::WATCH_STEP_EVERY) delays
-/// (`exec_wait_watching`, G-SYNC-WATCH).
-pub fn sync_wait<D: nrt_core::hal::ExecDevice + ?Sized>(
-    req: &mut nrt_core::exec::ExecRequest,
-    dev: &mut D,
-    nq: &mut nrt_core::nq::Notifications,
-    kind: DelayKind,
-) -> nrt_core::exec::SyncWait {
-    let mut delay = AnyDelay::new(kind);
-    match kind {
-        DelayKind::Libnrt => nrt_core::exec::exec_wait_round_robin(req, dev, nq, &mut delay),
-        DelayKind::Adaptive => nrt_core::exec::exec_wait_watching(req, dev, nq, &mut delay),
-    }
-}

@@ -4,7 +4,7 @@
 //!   It tests `== InFlight` specifically (seed §1 GOTCHA: a driver that treats any
 //!   non-zero return as failure aborts healthy in-flight requests).
 //! - [`exec_wait_watching`], the same loop taking a step only when a cheap
-//!   look at the rings says one could complete the request (or every
+//!   look at the rings finds a fresh record (or every
 //!   [`WATCH_STEP_EVERY`] delays).
 //! - [`ExecUnit::step`], the async execution-unit worker step (`tpb_xu_step`):
 //!   drives the same machine from a worker, degrades the unit to FATAL_SHUTDOWN on
@@ -63,9 +63,9 @@ pub const WATCH_STEP_EVERY: u32 = 16;
 
 /// The sync driver with a cheap look between steps (G-SYNC-WATCH): poll `req`
 /// until it is done, waiting through `delay`; after each delay it takes a
-/// step only when [`ExecRequest::may_complete`] says a step could complete
-/// the request (every engine not yet COMPLETE has a fresh record, one slot
-/// read while the device works), or when [`WATCH_STEP_EVERY`] delays have
+/// step only when [`ExecRequest::may_progress`] says a step could make
+/// progress (some engine not yet COMPLETE has a fresh record: one cached slot
+/// read per pending engine while the device works), or when [`WATCH_STEP_EVERY`] delays have
 /// passed since the last step, so an error, a timeout or an overflow is seen
 /// within that many delays plus a step. Each step is a whole
 /// `progress_one_step`; the request, its status and its result are those of
@@ -86,7 +86,7 @@ pub fn exec_wait_watching<D: ExecDevice + ?Sized, W: Delay + ?Sized>(
     while step == Step::InFlight {
         delay.delay_us(SYNC_POLL_DELAY_US);
         delays += 1;
-        if delays < WATCH_STEP_EVERY && !req.may_complete(dev, nq) {
+        if delays < WATCH_STEP_EVERY && !req.may_progress(dev, nq) {
             continue;
         }
         delays = 0;

@@ -1351,49 +1351,52 @@ fn finalize_parts_run_finalizes_pieces_on_a_copy() {
 }
 
 #[test]
-fn may_complete_says_whether_a_step_could_end_the_request_and_changes_nothing() {
+fn may_progress_says_whether_a_step_could_read_anything_and_changes_nothing() {
     let mut r = Rig::new(2, 5);
-    assert!(r.req.may_complete(&mut *r.dev, &r.nq), "before WAIT_CORE: always step");
+    assert!(r.req.may_progress(&mut *r.dev, &r.nq), "before WAIT_CORE: always step");
     r.enter_wait_core();
     let reads = r.dev.slot_reads;
-    assert!(!r.req.may_complete(&mut *r.dev, &r.nq), "nothing written");
-    assert_eq!(r.dev.slot_reads - reads, 1, "stops at the last engine's empty ring");
-    // Every START but the last engine's: a step could not complete.
+    assert!(!r.req.may_progress(&mut *r.dev, &r.nq), "nothing written");
+    assert_eq!(r.dev.slot_reads - reads, 10, "one slot per pending engine");
+    // One START, on the last engine: a step has something to read.
+    r.dev.start(1, ENGINES_PER_CORE - 1, 1);
+    let (heads, reads) = (r.dev.head_writes, r.dev.slot_reads);
+    assert!(r.req.may_progress(&mut *r.dev, &r.nq));
+    assert_eq!(r.dev.slot_reads - reads, 10, "stops at the fresh one");
+    assert!(r.req.may_progress(&mut *r.dev, &r.nq), "it consumed nothing");
+    assert_eq!(r.dev.head_writes, heads, "it wrote no HEAD");
+    assert_eq!(r.step(), (Step::InFlight, NrtStatus::Other(0xDEAD)), "the step takes the START");
+    assert_eq!(r.req.substate(1, ENGINES_PER_CORE - 1), Some(TpbEngState::EndPending));
+    assert!(!r.req.may_progress(&mut *r.dev, &r.nq), "the START is consumed");
+    // Every engine started and the last one ended: COMPLETE engines are
+    // not looked at.
     for core in 0..2u8 {
-        for eng in 0..ENGINES_PER_CORE {
-            if (core, eng) != (1, ENGINES_PER_CORE - 1) {
-                r.dev.start(core, eng, 1);
-            }
+        for eng in 0..ENGINES_PER_CORE - usize::from(core) {
+            r.dev.start(core, eng, 1);
         }
     }
-    assert!(!r.req.may_complete(&mut *r.dev, &r.nq));
-    r.dev.start(1, ENGINES_PER_CORE - 1, 1);
-    let heads = r.dev.head_writes;
-    assert!(r.req.may_complete(&mut *r.dev, &r.nq), "a fresh record on every engine's ring");
-    assert!(r.req.may_complete(&mut *r.dev, &r.nq), "it consumed nothing");
-    assert_eq!(r.dev.head_writes, heads, "it wrote no HEAD");
-    assert_eq!(r.step(), (Step::InFlight, NrtStatus::Other(0xDEAD)), "the step takes the STARTs");
-    assert!(!r.req.may_complete(&mut *r.dev, &r.nq), "the STARTs are consumed");
-    // The last engine ends first: COMPLETE engines are not looked at, and
-    // the next one still waits.
     r.dev.end(1, ENGINES_PER_CORE - 1, 2);
     assert_eq!(r.step().0, Step::InFlight);
     assert_eq!(r.req.substate(1, ENGINES_PER_CORE - 1), Some(TpbEngState::Complete));
-    assert!(!r.req.may_complete(&mut *r.dev, &r.nq));
+    let reads = r.dev.slot_reads;
+    assert!(!r.req.may_progress(&mut *r.dev, &r.nq));
+    assert_eq!(r.dev.slot_reads - reads, 9, "the COMPLETE engine's ring is not read");
+    r.dev.end(0, 0, 2);
+    assert!(r.req.may_progress(&mut *r.dev, &r.nq), "a fresh END on the first engine");
     for core in 0..2u8 {
         for eng in 0..ENGINES_PER_CORE - usize::from(core) {
-            assert!(!r.req.may_complete(&mut *r.dev, &r.nq), "an END still missing");
-            r.dev.end(core, eng, 2);
+            if (core, eng) != (0, 0) {
+                r.dev.end(core, eng, 2);
+            }
         }
     }
-    assert!(r.req.may_complete(&mut *r.dev, &r.nq));
     assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
-    assert!(r.req.may_complete(&mut *r.dev, &r.nq), "DONE: a step answers at once");
+    assert!(r.req.may_progress(&mut *r.dev, &r.nq), "DONE: a step answers at once");
     // A ring it cannot read: let the step report it.
     let mut r = Rig::new(1, 5);
     r.enter_wait_core();
-    r.dev.fail_ring = Some((0, crate::nq::INFER_STATUS_NQS[ENGINES_PER_CORE - 1]));
-    assert!(r.req.may_complete(&mut *r.dev, &r.nq));
+    r.dev.fail_ring = Some((0, crate::nq::INFER_STATUS_NQS[0]));
+    assert!(r.req.may_progress(&mut *r.dev, &r.nq));
     assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
 }
 

@@ -202,7 +202,7 @@ impl Session {
         }
         let mut req = ExecRequest::new(ExecConfig::new(arch, cores, self.timeout_s));
         let t0 = d.now_ns();
-        let w = crate::time::sync_wait(&mut req, d, &mut self.nq, self.delay);
+        let w = exec_wait_round_robin(&mut req, d, &mut self.nq, &mut AnyDelay::new(self.delay));
         let elapsed_ns = d.now_ns().saturating_sub(t0);
         if let Some(why) = d.gone() {
             // As the shared-memory path's G-SHM-GONE: the request is abandoned.

@@ -55,7 +55,7 @@
 //!     marker polled in the mapped buffer; the top-SP host trigger (`BAR_WRITE`
 //!     in the top-SP's window, [`host_trigger`]; refused on an arch whose window
 //!     is unknown); the kickoff `SEMAPHORE_INCREMENT` per core; the harvest:
-//!     the sync driver of its delay (`time::sync_wait`) over a device whose rings are the
+//!     core's `exec_wait_round_robin` over a device whose rings are the
 //!     mappings and whose registers (HEAD, INTC cause) go through `BAR_WRITE` /
 //!     `BAR_READ` at `bar_address[0] + offset`, the probes through the hint
 //!     query (the simulator only); repeated failures of the device file end it
@@ -104,7 +104,7 @@ use nrt_core::dma::{
     UdmaLayout, VRing,
 };
 use nrt_core::event::Event;
-use nrt_core::exec::{ExecConfig, ExecRequest, Step, TensorCompletions, TensorWaker};
+use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, Step, TensorCompletions, TensorWaker};
 use nrt_core::hal::{self, Clock, ErrorType, Registers};
 use nrt_core::nq::{Notifications, SyncPoint, ERROR_NQ, INFER_STATUS_NQS, NQ_PER_CORE};
 use nrt_core::NrtStatus;
