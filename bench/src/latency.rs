@@ -1,8 +1,10 @@
 //! Completion-notice latency: a device thread writes the last END record of an
 //! inference at a recorded instant; the harvest (nrt-linux's mapped rings, the
 //! sync driver) returns at another; the difference, over many inferences, for
-//! the `libnrt` delay (`usleep(1)` between steps) and the `adaptive` delay (spin,
-//! then yield, then sleep), with the CPU time the harvest thread burns; and, in
+//! the `libnrt` delay (`usleep(1)` between steps) and the `adaptive` delay
+//! (spin, then yield, then sleep), both with the seed's `exec_wait_round_robin`,
+//! and `adaptive-watch`: the adaptive delay with `exec_wait_watching` (a step
+//! only when a look at the rings finds a fresh record), with the CPU time the harvest thread burns; and, in
 //! the same run, the physical floor of a notice (one thread stores, another
 //! spins on the line).
 //!
@@ -15,8 +17,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nrt_core::arch::{nq_head_register, Arch};
+use nrt_core::exec::driver::WATCH_STEP_EVERY;
 use nrt_core::exec::finalize_parts;
-use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, Step};
+use nrt_core::exec::{exec_wait_round_robin, exec_wait_watching, ExecConfig, ExecRequest, Step};
 use nrt_core::hal::Delay as _;
 use nrt_core::nq::ring::NqProducer;
 use nrt_core::nq::{Notifications, RawEntry, Subtype, ERROR_NQ, INFER_STATUS_NQS};
@@ -69,7 +72,8 @@ struct Sample {
 /// that final step (the sweep that reads the END records, FINALIZE and the
 /// request's result); from its return to the caller's (the HEAD hand-back and
 /// the return); and the in-flight step before it (a sweep, which may read the
-/// STARTs), and one delay between steps. Then, in a run of its own (whose
+/// STARTs), and the wait between it and the final step (the delays, and the
+/// looks at the rings of `exec_wait_watching`). Then, in a run of its own (whose
 /// loop copies the request and notifications before each step, a copy that
 /// would otherwise lengthen the timed loop and the wait for the END), the
 /// final step again, in the same iteration, on the copy as it was before it (its records still in the rings, now in this CPU's cache): the
@@ -92,12 +96,14 @@ struct Pieces {
 }
 
 fn measure(kind: DelayKind, n: usize, work: Duration) -> Sample {
-    measure_with(kind, n, work, false, false)
+    measure_with(kind, n, work, false, false, false)
 }
 
 /// `timed`: a clock read around each step ([`Pieces`]); `copies` (with
-/// `timed`): the final step again and FINALIZE's pieces, each on a copy.
-fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: bool) -> Sample {
+/// `timed`): the final step again and FINALIZE's pieces, each on a copy;
+/// `watching`: the driver is `exec_wait_watching` (a look at the rings
+/// between steps), else the seed's `exec_wait_round_robin`.
+fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: bool, watching: bool) -> Sample {
     let arch = Arch::Sunda;
     let ring_file = file("rings", RINGS as u64 * u64::from(RING));
     let bar_file = file("bar", BAR_LEN as u64);
@@ -175,9 +181,16 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
             let (mut n_steps, mut t0, mut prev, mut gap) = (1u64, now(), (0u64, 0u64), 0u64);
             let mut step = req.progress_one_step(&mut dev, &mut nq, &mut status);
             let mut t1 = now();
+            let mut delays = 0u32;
             while step == Step::InFlight {
-                prev = (t0, t1);
                 delay.delay_us(nrt_core::exec::driver::SYNC_POLL_DELAY_US);
+                delays += 1;
+                // The adaptive driver's look between steps (`exec_wait_watching`).
+                if watching && delays < WATCH_STEP_EVERY && !req.may_progress(&mut dev, &nq) {
+                    continue;
+                }
+                delays = 0;
+                prev = (t0, t1);
                 if copies {
                     before = Some((req.clone(), nq.clone()));
                 }
@@ -222,7 +235,12 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
             };
             (nrt_core::exec::SyncWait { status, step, steps: n_steps }, Some((t0, t1, prev, gap, t_ret, parts)))
         } else {
-            (exec_wait_round_robin(&mut req, &mut dev, &mut nq, &mut delay), None)
+            let w = if watching {
+                exec_wait_watching(&mut req, &mut dev, &mut nq, &mut delay)
+            } else {
+                exec_wait_round_robin(&mut req, &mut dev, &mut nq, &mut delay)
+            };
+            (w, None)
         };
         let t_ret = match marks {
             Some((_, _, _, _, t_ret, _)) => t_ret,
@@ -267,9 +285,11 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
         }
     });
     device.join().expect("device thread");
-    let name = match kind {
-        DelayKind::Libnrt => "libnrt",
-        DelayKind::Adaptive => "adaptive",
+    let name = match (kind, watching) {
+        (DelayKind::Libnrt, false) => "libnrt",
+        (DelayKind::Libnrt, true) => "libnrt-watch",
+        (DelayKind::Adaptive, false) => "adaptive",
+        (DelayKind::Adaptive, true) => "adaptive-watch",
     };
     Sample {
         kind: name,
@@ -320,14 +340,17 @@ pub fn run(n: usize, work_us: u64) {
     let fl = floor(n, work);
     let a = measure(DelayKind::Adaptive, n, work);
     let l = measure(DelayKind::Libnrt, n, work);
-    let t = measure_with(DelayKind::Adaptive, n, work, true, false);
-    let w = measure_with(DelayKind::Adaptive, n, work, true, true);
+    let t = measure_with(DelayKind::Adaptive, n, work, true, false, false);
+    let w = measure_with(DelayKind::Adaptive, n, work, true, true, false);
+    // The adaptive delay with `exec_wait_watching`, and its wait taken apart.
+    let aw = measure_with(DelayKind::Adaptive, n, work, false, false, true);
+    let tw = measure_with(DelayKind::Adaptive, n, work, true, false, true);
     let ratio = l.latency.p50 / a.latency.p50;
     println!(
         "  {:<9} latency p50 {:>9.0} ns  p99 {:>9.0} ns  max {:>10.0} ns | one thread stores, another spins on the line",
         "floor", fl.p50, fl.p99, fl.max
     );
-    for s in [&l, &a] {
+    for s in [&l, &a, &aw] {
         println!(
             "  {:<9} latency p50 {:>9.0} ns  p99 {:>9.0} ns  max {:>10.0} ns | harvest CPU per inference p50 {:>7.1} us (device work {work_us} us) | steps p50 {:.0}",
             s.kind, s.latency.p50, s.latency.p99, s.latency.max, s.cpu_us_per_inference.p50, s.steps.p50
@@ -340,10 +363,22 @@ pub fn run(n: usize, work_us: u64) {
         a.latency.p50 - fl.p50,
         fl.p50
     );
+    if let Some(p) = tw.pieces.as_ref() {
+        println!(
+            "  adaptive-watch p50 {:.0} ns is {:.0} ns above the floor; taken apart (p50): END -> final step {:.0} ns, final step {:.0} ns, \
+             the step before it {:.0} ns, the wait between them (delays and looks) {:.0} ns",
+            aw.latency.p50,
+            aw.latency.p50 - fl.p50,
+            p.end_to_final_step.p50,
+            p.final_step.p50,
+            p.empty_step.p50,
+            p.one_delay.p50
+        );
+    }
     let pieces = t.pieces.as_ref().zip(w.pieces.as_ref()).map(|(p, q)| {
         println!(
             "  adaptive, taken apart (same run, {n} inferences, p50): END -> final step {:.0} ns, final step (sweep reading END + FINALIZE) {:.0} ns, \
-             after it (HEAD hand-back, return) {:.0} ns; the step before it (it may read the STARTs) {:.0} ns, one delay {:.0} ns; latency with the clock reads {:.0} ns",
+             after it (HEAD hand-back, return) {:.0} ns; the step before it (it may read the STARTs) {:.0} ns, the wait between them (delays and looks) {:.0} ns; latency with the clock reads {:.0} ns",
             p.end_to_final_step.p50, p.final_step.p50, p.after_final_step.p50, p.empty_step.p50, p.one_delay.p50, t.latency.p50
         );
         println!(
@@ -368,6 +403,6 @@ pub fn run(n: usize, work_us: u64) {
     let js = |s: &Sample| json!({ "latency": s.latency.json(), "cpu_us_per_inference": { "p50": s.cpu_us_per_inference.p50, "mean": s.cpu_us_per_inference.mean }, "steps_p50": s.steps.p50 });
     write_json(
         "latency",
-        &json!({ "inferences": n, "device_work_us": work_us, "libnrt": js(&l), "adaptive": js(&a), "ratio_p50": ratio, "floor": fl.json(), "adaptive_over_floor_p50_ns": a.latency.p50 - fl.p50, "adaptive_pieces": pieces }),
+        &json!({ "inferences": n, "device_work_us": work_us, "libnrt": js(&l), "adaptive": js(&a), "adaptive_watch": js(&aw), "ratio_p50": ratio, "floor": fl.json(), "adaptive_over_floor_p50_ns": a.latency.p50 - fl.p50, "adaptive_pieces": pieces }),
     );
 }

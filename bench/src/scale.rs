@@ -51,7 +51,7 @@ use nrt_core::hal::{self, ErrorKind, ErrorType};
 use nrt_core::nq::ring::NqProducer;
 use nrt_core::nq::{Notifications, RawEntry, Subtype, INFER_STATUS_NQS};
 use nrt_core::NrtStatus;
-use nrt_linux::poller::{set_timer_slack_1ns, HybridWait, PollerConfig, WaitPolicy};
+use nrt_linux::poller::{hybrid_wait_for_pass, set_timer_slack_1ns, HybridWaiter, PollerConfig, WaitPolicy};
 use nrt_linux::sys::{pin_current_thread, thread_cpu_ns};
 use nrt_linux::time::{AnyDelay, DelayKind};
 use serde_json::json;
@@ -474,21 +474,38 @@ fn poller(
                 }
             }
             WaitPolicy::Sleep => std::thread::sleep(Duration::from_micros(u64::from(pcfg.sleep_us.max(1)))),
-            WaitPolicy::Hybrid => match pcfg.hybrid_wait_after(now(), group.earliest_due_ns(), pass_ns) {
-                HybridWait::Idle | HybridWait::Pass => std::hint::spin_loop(),
-                HybridWait::SpinUntil(due) => {
-                    while now() < due {
-                        std::hint::spin_loop();
-                    }
-                }
-                HybridWait::Sleep(ns) => std::thread::sleep(Duration::from_nanos(ns)),
-            },
+            WaitPolicy::Hybrid => {
+                let _ =
+                    hybrid_wait_for_pass(&pcfg, group.earliest_due_ns(), pass_ns, &mut BenchWaiter { origin, stop });
+            }
         }
     }
     if std::env::var_os("NRT_BENCH_DEBUG").is_some() {
         eprintln!("estimates: {:?}", (0..block.len().min(4)).map(|l| group.estimate(l as u16)).collect::<Vec<_>>());
     }
     (lat, thread_cpu_ns() - c0, ok, bad)
+}
+
+/// The bench poller's [`HybridWaiter`]: the same waits as the poller
+/// thread's (its clock, `thread::sleep`), ended early only by the run's end.
+struct BenchWaiter<'a> {
+    origin: Instant,
+    stop: &'a AtomicBool,
+}
+
+impl HybridWaiter for BenchWaiter<'_> {
+    fn now_ns(&mut self) -> u64 {
+        self.origin.elapsed().as_nanos() as u64
+    }
+    fn sleep_ns(&mut self, ns: u64) {
+        std::thread::sleep(Duration::from_nanos(ns));
+    }
+    fn spin(&mut self) {
+        std::hint::spin_loop();
+    }
+    fn interrupted(&mut self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
 }
 
 /// The shapes of one run, each measured in turn at `work_us`.

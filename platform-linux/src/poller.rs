@@ -19,16 +19,18 @@
 //!   earliest due time ([`PollGroup::earliest_due_ns`]), with the thread's
 //!   timer slack set to 1 ns (`prctl(PR_SET_TIMERSLACK)`: a requested sleep
 //!   then overshoots by the scheduler's wake-up, ~5-10 us on a VM, not by the
-//!   default 50 us slack), makes the pass on waking (the lead absorbs the
-//!   overshoot), and sleeps again. The next pass is set one slice after the
+//!   default 50 us slack), looks at the wait again on waking (a sleep may
+//!   end early or late), spins through what is left of the lead (the lead
+//!   absorbs the overshoot) and passes at the pass's time
+//!   ([`hybrid_wait_for_pass`]). The next pass is set one slice after the
 //!   last ([`PollerConfig::hybrid_slice_ns`]: the [`PollerConfig::notice_bound`],
-//!   50 us by default, less the lead; woken the lead early, passes are the
-//!   slice less the lead plus the overshoot apart, ~35-40 us with the
-//!   defaults), so with many lanes whose due windows
-//!   overlap (something is nearly always due) it sleeps in slices between
-//!   passes over the due lanes instead of spinning: a completion is seen
-//!   within about the bound. It spins only when its next pass is within the
-//!   lead; a poller with nothing due within its lead never spins.
+//!   50 us by default, less the lead: 40 us), so passes are at least one
+//!   slice apart (more only when a sleep overshoots past the lead), and with
+//!   many lanes whose due windows overlap (something is nearly always due)
+//!   it sleeps in slices between passes over the due lanes instead of
+//!   spinning: a completion waits at most about one slice plus a pass, within
+//!   the bound. It spins only through the lead before a pass; a poller with
+//!   nothing due within its lead never spins.
 //!   A due request still in flight is stepped again every
 //!   [`PollerConfig::recheck`] (so a late one costs one wake-up per recheck,
 //!   not a spin). A submission wakes the sleeping thread (its eventfd).
@@ -187,8 +189,9 @@ pub struct PollerConfig {
     /// due. The next pass is set this bound less
     /// [`hybrid_lead`](Self::hybrid_lead) after the last (at least
     /// [`hybrid_batch`](Self::hybrid_batch)), and the poller wakes the lead
-    /// before it (the lead absorbs the sleep's overshoot): a completion waits
-    /// for the next pass, at most about the bound less the lead. A longer bound costs fewer
+    /// before it and spins to it (the lead absorbs the sleep's overshoot): a
+    /// completion waits for the next pass, at most about the bound less the
+    /// lead (plus a pass). A longer bound costs fewer
     /// wake-ups (less CPU); a bound within the lead plus the batch window gives
     /// the batch-window spacing.
     pub notice_bound: Duration,
@@ -273,8 +276,8 @@ impl PollerConfig {
     /// notice bound less the lead, at least the batch window and at most the
     /// sweep bound (so that a long notice bound never lets a request in
     /// flight go unstepped longer than [`sweep_bound`](Self::sweep_bound)). It
-    /// wakes the lead before that pass and passes on waking, so passes are
-    /// this less the lead, plus the sleep's overshoot, apart.
+    /// wakes the lead before that pass and spins to it, so passes are at
+    /// least this apart ([`hybrid_wait_for_pass`]).
     pub fn hybrid_slice_ns(&self) -> u64 {
         ns(self.notice_bound).saturating_sub(ns(self.hybrid_lead)).max(ns(self.hybrid_batch)).min(ns(self.sweep_bound))
     }
@@ -293,6 +296,74 @@ impl PollerConfig {
         let ahead_ns = if self.policy == WaitPolicy::Hybrid { ns(self.hybrid_batch) } else { 0 };
         Schedule { sweep_bound_ns: ns(self.sweep_bound), recheck_ns: ns(self.recheck), ahead_ns }
     }
+}
+
+/// What a hybrid poller's waiting does: read its clock, sleep (a sleep may
+/// end early), spin a little, and tell whether it should stop waiting (a new
+/// submission, or shutdown). [`hybrid_wait_for_pass`] drives it; the poller
+/// thread and `nrt-bench scale` give the real clock, a test a fake one.
+pub trait HybridWaiter {
+    /// The poller's clock, ns (the group's due times are on it).
+    fn now_ns(&mut self) -> u64;
+    /// Sleep about `ns` (it may end sooner, or overshoot).
+    fn sleep_ns(&mut self, ns: u64);
+    /// One short spin.
+    fn spin(&mut self);
+    /// A submission arrived or the poller is closing: stop waiting.
+    fn interrupted(&mut self) -> bool;
+}
+
+/// How [`hybrid_wait_for_pass`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HybridWaitEnd {
+    /// The next pass is due: make it.
+    Pass,
+    /// Nothing in flight (the caller blocks until a submission).
+    Idle,
+    /// A submission or shutdown ended the wait early.
+    Interrupted,
+}
+
+/// Re-evaluations of the wait after one pass before the poller passes anyway
+/// (each follows a sleep; a sleep that keeps ending early, e.g. a wake
+/// eventfd that stays readable, cannot hold the poller off its requests).
+pub const HYBRID_MAX_SLEEPS: u32 = 64;
+
+/// Hybrid: wait after a pass at `pass_ns` that completed nothing, until the
+/// next pass ([`PollerConfig::hybrid_wait_after`]): sleep until the lead
+/// before it, look at the wait again on waking (the sleep may end early or
+/// late), spin through what is left of the lead, and return
+/// [`HybridWaitEnd::Pass`] no sooner than the next pass's time, so passes
+/// are at least [`PollerConfig::hybrid_slice_ns`] apart (unless a sleep
+/// overshoots past it). Ends early on [`HybridWaiter::interrupted`]. Bounded:
+/// at most [`HYBRID_MAX_SLEEPS`] sleeps, and the spin ends by the clock
+/// (at most the lead).
+pub fn hybrid_wait_for_pass<W: HybridWaiter>(
+    cfg: &PollerConfig,
+    earliest_due_ns: Option<u64>,
+    pass_ns: u64,
+    w: &mut W,
+) -> HybridWaitEnd {
+    for _ in 0..HYBRID_MAX_SLEEPS {
+        if w.interrupted() {
+            return HybridWaitEnd::Interrupted;
+        }
+        match cfg.hybrid_wait_after(w.now_ns(), earliest_due_ns, pass_ns) {
+            HybridWait::Idle => return HybridWaitEnd::Idle,
+            HybridWait::Pass => return HybridWaitEnd::Pass,
+            HybridWait::SpinUntil(due) => {
+                while w.now_ns() < due {
+                    if w.interrupted() {
+                        return HybridWaitEnd::Interrupted;
+                    }
+                    w.spin();
+                }
+                return HybridWaitEnd::Pass;
+            }
+            HybridWait::Sleep(ns) => w.sleep_ns(ns),
+        }
+    }
+    HybridWaitEnd::Pass
 }
 
 /// A duration in ns, saturated.
@@ -850,21 +921,31 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
             }
             WaitPolicy::Sleep => sleep_between_passes(sh, cfg),
             WaitPolicy::Hybrid => {
-                match cfg.hybrid_wait_after(now_ns(sh), group.earliest_due_ns(), pass_ns) {
-                    HybridWait::Idle | HybridWait::Pass => spin_hint(),
-                    HybridWait::SpinUntil(due) => {
-                        // Ends by the clock: at most the lead.
-                        while now_ns(sh) < due && sh.queued.load(Ordering::Relaxed) == 0 {
-                            spin_hint();
-                        }
-                    }
-                    HybridWait::Sleep(ns) => {
-                        sh.counters.sleeps.fetch_add(1, Ordering::Relaxed);
-                        sleep_or_submission(sh, ns);
-                    }
-                }
+                // Whichever way it ends, the loop's top takes a submission,
+                // blocks when nothing is in flight, or passes.
+                let _ = hybrid_wait_for_pass(cfg, group.earliest_due_ns(), pass_ns, &mut ThreadWaiter(sh));
             }
         }
+    }
+}
+
+/// The poller thread's [`HybridWaiter`]: its clock, a sleep that a
+/// submission (or shutdown) ends early, and the queue and closing flags.
+struct ThreadWaiter<'a>(&'a Shared);
+
+impl HybridWaiter for ThreadWaiter<'_> {
+    fn now_ns(&mut self) -> u64 {
+        now_ns(self.0)
+    }
+    fn sleep_ns(&mut self, ns: u64) {
+        self.0.counters.sleeps.fetch_add(1, Ordering::Relaxed);
+        sleep_or_submission(self.0, ns);
+    }
+    fn spin(&mut self) {
+        spin_hint();
+    }
+    fn interrupted(&mut self) -> bool {
+        self.0.queued.load(Ordering::Relaxed) != 0 || self.0.closing.load(Ordering::Relaxed)
     }
 }
 
@@ -1030,8 +1111,8 @@ mod tests {
         assert_eq!(c(5_000, 10, 20).hybrid_slice_ns(), 1_000_000, "a 5 ms bound: the sweep bound");
         let slow_sweep = PollerConfig { sweep_bound: Duration::MAX, ..huge };
         assert_eq!(slow_sweep.hybrid_slice_ns(), u64::MAX - 10_000, "saturates, less the lead");
-        // After a pass at 100 us with something overdue: sleep to one slice
-        // after it, less the lead (the sleep's overshoot), never spin.
+        // After a pass at 100 us with something overdue: sleep to the lead
+        // before one slice after it (the lead absorbs the overshoot).
         let pass = 100_000;
         assert_eq!(d.hybrid_wait_after(103_000, Some(50_000), pass), HybridWait::Sleep(27_000));
         assert_eq!(d.hybrid_wait_after(103_000, None, pass), HybridWait::Idle);
@@ -1044,5 +1125,96 @@ mod tests {
         let tight = c(20, 10, 20);
         assert_eq!(tight.hybrid_wait_after(103_000, Some(50_000), pass), HybridWait::Sleep(7_000));
         assert_eq!(tight.hybrid_wait_after(111_000, Some(50_000), pass), HybridWait::SpinUntil(120_000));
+    }
+
+    /// A fake clock for [`hybrid_wait_for_pass`]: each sleep lasts what was
+    /// asked plus the next overshoot of `overshoots` (negative: it ends that
+    /// much early), each spin 100 ns; after `interrupt_after` sleeps (or
+    /// `interrupt_after_spins` spins) it reports a submission.
+    struct FakeWaiter {
+        t: u64,
+        overshoots: Vec<i64>,
+        sleeps: u32,
+        spins: u32,
+        interrupt_after: Option<u32>,
+        interrupt_after_spins: Option<u32>,
+    }
+
+    impl FakeWaiter {
+        fn new(t: u64, overshoots: Vec<i64>) -> FakeWaiter {
+            FakeWaiter { t, overshoots, sleeps: 0, spins: 0, interrupt_after: None, interrupt_after_spins: None }
+        }
+    }
+
+    impl HybridWaiter for FakeWaiter {
+        fn now_ns(&mut self) -> u64 {
+            self.t
+        }
+        fn sleep_ns(&mut self, ns: u64) {
+            let o = self.overshoots.get(self.sleeps as usize % self.overshoots.len().max(1)).copied().unwrap_or(0);
+            self.t = self.t.saturating_add_signed(i64::try_from(ns).unwrap_or(i64::MAX).saturating_add(o).max(0));
+            self.sleeps += 1;
+        }
+        fn spin(&mut self) {
+            self.t += 100;
+            self.spins += 1;
+        }
+        fn interrupted(&mut self) -> bool {
+            self.interrupt_after.is_some_and(|n| self.sleeps >= n)
+                || self.interrupt_after_spins.is_some_and(|n| self.spins >= n)
+        }
+    }
+
+    #[test]
+    fn hybrid_passes_are_at_least_one_slice_apart_and_spin_through_the_lead() {
+        let d = PollerConfig::default();
+        let slice = d.hybrid_slice_ns();
+        let lead = u64::try_from(d.hybrid_lead.as_nanos()).unwrap();
+        // Overshoots inside the lead, one sleep ending 5 us early, one
+        // overshooting past the lead by 5 us.
+        let overshoots = vec![0, 3_000, 7_000, 9_900, -5_000, 15_000, 5_000];
+        let mut w = FakeWaiter::new(1_000_000, overshoots);
+        let mut gaps = Vec::new();
+        for _ in 0..50 {
+            // Something is always overdue (many lanes); the pass takes 2 us.
+            let pass_ns = w.t;
+            w.t += 2_000;
+            let (sleeps, spins) = (w.sleeps, w.spins);
+            assert_eq!(hybrid_wait_for_pass(&d, Some(0), pass_ns, &mut w), HybridWaitEnd::Pass);
+            assert!(w.sleeps > sleeps, "it slept between passes");
+            let gap = w.t - pass_ns;
+            assert!(gap >= slice, "passes {gap} ns apart, under the {slice} ns slice");
+            // Exactly the slice (the spin ends on the pass's time: every
+            // time here is a multiple of the 100 ns spin), or the sleep's
+            // 5 us overshoot past the lead.
+            assert!(gap == slice || gap == slice + 5_000, "passes {gap} ns apart");
+            if gap < slice + 100 {
+                assert!(w.spins > spins, "woken inside the lead: it spun to the pass");
+            }
+            gaps.push(gap);
+        }
+        assert!(gaps.iter().any(|&g| g == slice + 5_000), "the late wake-up is in the sample: {gaps:?}");
+        assert!(w.spins > 0 && lead > 0);
+    }
+
+    #[test]
+    fn a_hybrid_wait_ends_on_a_submission_when_idle_and_within_its_bound() {
+        let d = PollerConfig::default();
+        let mut w = FakeWaiter::new(1_000_000, vec![0]);
+        w.interrupt_after = Some(1);
+        assert_eq!(hybrid_wait_for_pass(&d, Some(0), 1_000_000, &mut w), HybridWaitEnd::Interrupted);
+        assert_eq!((w.sleeps, w.t), (1, 1_030_000), "one sleep to the lead before the pass, then the submission");
+        let mut w = FakeWaiter::new(1_000_000, vec![0]);
+        assert_eq!(hybrid_wait_for_pass(&d, None, 1_000_000, &mut w), HybridWaitEnd::Idle);
+        assert_eq!((w.sleeps, w.spins), (0, 0), "nothing in flight: no sleep, no spin");
+        // Interrupted while spinning through the lead.
+        let mut w = FakeWaiter::new(1_035_000, vec![0]);
+        w.interrupt_after_spins = Some(3);
+        assert_eq!(hybrid_wait_for_pass(&d, Some(0), 1_000_000, &mut w), HybridWaitEnd::Interrupted);
+        assert_eq!((w.sleeps, w.spins, w.t), (0, 3, 1_035_300), "woken inside the lead: spun, then stopped");
+        // Sleeps that never advance the clock: it passes after the bound.
+        let mut w = FakeWaiter::new(1_000_000, vec![-1_000_000_000]);
+        assert_eq!(hybrid_wait_for_pass(&d, Some(0), 1_000_000, &mut w), HybridWaitEnd::Pass);
+        assert_eq!((w.sleeps, w.t), (HYBRID_MAX_SLEEPS, 1_000_000));
     }
 }

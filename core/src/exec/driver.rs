@@ -3,6 +3,9 @@
 //! - [`exec_wait_round_robin`], the sync driver: `while step() == 1 { delay }`.
 //!   It tests `== InFlight` specifically (seed §1 GOTCHA: a driver that treats any
 //!   non-zero return as failure aborts healthy in-flight requests).
+//! - [`exec_wait_watching`], the same loop taking a step only when a cheap
+//!   look at the rings finds a fresh record (or every
+//!   [`WATCH_STEP_EVERY`] delays).
 //! - [`ExecUnit::step`], the async execution-unit worker step (`tpb_xu_step`):
 //!   drives the same machine from a worker, degrades the unit to FATAL_SHUTDOWN on
 //!   a 2, answers 101 once fatal, and on completion runs
@@ -46,6 +49,47 @@ pub fn exec_wait_round_robin<D: ExecDevice + ?Sized, W: Delay + ?Sized>(
     let mut step = req.progress_one_step(dev, nq, &mut status);
     while step == Step::InFlight {
         delay.delay_us(SYNC_POLL_DELAY_US);
+        step = req.progress_one_step(dev, nq, &mut status);
+        steps = steps.saturating_add(1);
+    }
+    if nq.head_batching() {
+        super::group::write_back_heads(dev, nq, req.tpb_count());
+    }
+    SyncWait { status, step, steps }
+}
+
+/// [`exec_wait_watching`]: at most this many delays pass between two steps.
+pub const WATCH_STEP_EVERY: u32 = 16;
+
+/// The sync driver with a cheap look between steps (G-SYNC-WATCH): poll `req`
+/// until it is done, waiting through `delay`; after each delay it takes a
+/// step only when [`ExecRequest::may_progress`] says a step could make
+/// progress (some engine not yet COMPLETE has a fresh record: one cached slot
+/// read per pending engine while the device works), or when [`WATCH_STEP_EVERY`] delays have
+/// passed since the last step, so an error, a timeout or an overflow is seen
+/// within that many delays plus a step. Each step is a whole
+/// `progress_one_step`; the request, its status and its result are those of
+/// [`exec_wait_round_robin`], with fewer steps. `steps` counts the steps.
+///
+/// Terminates when the request does: at the latest at the core timeout, as
+/// long as the platform's clock advances.
+pub fn exec_wait_watching<D: ExecDevice + ?Sized, W: Delay + ?Sized>(
+    req: &mut ExecRequest,
+    dev: &mut D,
+    nq: &mut Notifications,
+    delay: &mut W,
+) -> SyncWait {
+    let mut status = NrtStatus::Success;
+    let mut steps = 1u64;
+    let mut step = req.progress_one_step(dev, nq, &mut status);
+    let mut delays = 0u32;
+    while step == Step::InFlight {
+        delay.delay_us(SYNC_POLL_DELAY_US);
+        delays += 1;
+        if delays < WATCH_STEP_EVERY && !req.may_progress(dev, nq) {
+            continue;
+        }
+        delays = 0;
         step = req.progress_one_step(dev, nq, &mut status);
         steps = steps.saturating_add(1);
     }

@@ -49,6 +49,42 @@ pub const fn errtrig_block_of_tpb(tpb_idx: u8) -> u32 {
 }
 
 impl ExecRequest {
+    /// Whether a step now could make progress, read cheaply: outside
+    /// WAIT_CORE always `true`; in it, `true` when some engine not yet
+    /// COMPLETE has a fresh record at its ring's cursor (a step that reads
+    /// nothing fresh cannot complete the request: an engine completes only by
+    /// consuming its END). It reads one slot per pending engine, each a line
+    /// in this CPU's cache while the device works, and stops at the first
+    /// fresh one. It changes nothing: a copy of each cursor is polled, no HEAD
+    /// is written. A ring it cannot read, or an unbound one, answers `true`
+    /// (the step reports it). It sees no error, timeout or overflow: a driver
+    /// that skips steps on `false` must still step at a bounded interval
+    /// ([`exec_wait_watching`](super::driver::exec_wait_watching)).
+    pub fn may_progress<D: ExecDevice + ?Sized>(&self, dev: &mut D, nq: &Notifications) -> bool {
+        if self.state != super::ExecState::WaitCore {
+            return true;
+        }
+        let mut buf = [0u8; ENTRY_SIZE];
+        for core in 0..self.tpb_count() {
+            for eng in 0..Engine::ALL.len() {
+                if self.substate(core, eng) != Some(TpbEngState::StartPending)
+                    && self.substate(core, eng) != Some(TpbEngState::EndPending)
+                {
+                    continue;
+                }
+                let c = core as u8;
+                let Some(&nq_id) = nq.infer_status_nqs().get(eng) else { return true };
+                let Some(ring) = nq.ring(c, nq_id).filter(|r| r.is_bound()) else { return true };
+                let mut probe = *ring;
+                match probe.poll(dev, c, nq_id, &mut buf) {
+                    Ok(false) => {}
+                    Ok(true) | Err(_) => return true,
+                }
+            }
+        }
+        false
+    }
+
     /// `exec_consume_tpb_status_notifications_per_engine` for every engine of `core`.
     pub(super) fn consume_core<D: ExecDevice + ?Sized>(
         &mut self,

@@ -31,7 +31,9 @@ pub mod group;
 mod matcher;
 pub mod tensor;
 
-pub use driver::{exec_wait_round_robin, ExecUnit, SyncWait, XuHealth, XuQueue, XuSignalError, XuStep, XuWork};
+pub use driver::{
+    exec_wait_round_robin, exec_wait_watching, ExecUnit, SyncWait, XuHealth, XuQueue, XuSignalError, XuStep, XuWork,
+};
 #[cfg(any(test, feature = "test-utils"))]
 #[doc(hidden)]
 pub use finalize::parts as finalize_parts;

@@ -1368,3 +1368,98 @@ fn finalize_parts_run_finalizes_pieces_on_a_copy() {
     assert_eq!(r.dev.counter_updates.len(), 4);
     assert!(r.dev.counter_updates.iter().all(|(_, u)| u.status == NrtStatus::Success));
 }
+
+#[test]
+fn may_progress_says_whether_a_step_could_read_anything_and_changes_nothing() {
+    let mut r = Rig::new(2, 5);
+    assert!(r.req.may_progress(&mut *r.dev, &r.nq), "before WAIT_CORE: always step");
+    r.enter_wait_core();
+    let reads = r.dev.slot_reads;
+    assert!(!r.req.may_progress(&mut *r.dev, &r.nq), "nothing written");
+    assert_eq!(r.dev.slot_reads - reads, 10, "one slot per pending engine");
+    // One START, on the last engine: a step has something to read.
+    r.dev.start(1, ENGINES_PER_CORE - 1, 1);
+    let (heads, reads) = (r.dev.head_writes, r.dev.slot_reads);
+    assert!(r.req.may_progress(&mut *r.dev, &r.nq));
+    assert_eq!(r.dev.slot_reads - reads, 10, "stops at the fresh one");
+    assert!(r.req.may_progress(&mut *r.dev, &r.nq), "it consumed nothing");
+    assert_eq!(r.dev.head_writes, heads, "it wrote no HEAD");
+    assert_eq!(r.step(), (Step::InFlight, NrtStatus::Other(0xDEAD)), "the step takes the START");
+    assert_eq!(r.req.substate(1, ENGINES_PER_CORE - 1), Some(TpbEngState::EndPending));
+    assert!(!r.req.may_progress(&mut *r.dev, &r.nq), "the START is consumed");
+    // Every engine started and the last one ended: COMPLETE engines are
+    // not looked at.
+    for core in 0..2u8 {
+        for eng in 0..ENGINES_PER_CORE - usize::from(core) {
+            r.dev.start(core, eng, 1);
+        }
+    }
+    r.dev.end(1, ENGINES_PER_CORE - 1, 2);
+    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.req.substate(1, ENGINES_PER_CORE - 1), Some(TpbEngState::Complete));
+    let reads = r.dev.slot_reads;
+    assert!(!r.req.may_progress(&mut *r.dev, &r.nq));
+    assert_eq!(r.dev.slot_reads - reads, 9, "the COMPLETE engine's ring is not read");
+    r.dev.end(0, 0, 2);
+    assert!(r.req.may_progress(&mut *r.dev, &r.nq), "a fresh END on the first engine");
+    for core in 0..2u8 {
+        for eng in 0..ENGINES_PER_CORE - usize::from(core) {
+            if (core, eng) != (0, 0) {
+                r.dev.end(core, eng, 2);
+            }
+        }
+    }
+    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert!(r.req.may_progress(&mut *r.dev, &r.nq), "DONE: a step answers at once");
+    // A ring it cannot read: let the step report it.
+    let mut r = Rig::new(1, 5);
+    r.enter_wait_core();
+    r.dev.fail_ring = Some((0, crate::nq::INFER_STATUS_NQS[0]));
+    assert!(r.req.may_progress(&mut *r.dev, &r.nq));
+    assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
+}
+
+/// Counts the delays; fails the test (rather than hang it) past a bound.
+struct CountDelays(u32);
+impl Delay for CountDelays {
+    fn delay_us(&mut self, _: u32) {
+        self.0 += 1;
+        assert!(self.0 < 100_000, "the harvest did not end");
+    }
+}
+
+#[test]
+fn the_watching_driver_ends_as_the_sync_driver_does() {
+    // Records already there: every look says step, the same three steps.
+    let mut a = Rig::new(2, 5);
+    a.dev.run_all(2, 1, 2);
+    let mut b = Rig::new(2, 5);
+    b.dev.run_all(2, 1, 2);
+    let wa = exec_wait_round_robin(&mut a.req, &mut *a.dev, &mut a.nq, &mut CountDelays(0));
+    let mut d = CountDelays(0);
+    let wb = exec_wait_watching(&mut b.req, &mut *b.dev, &mut b.nq, &mut d);
+    assert_eq!(wa, SyncWait { status: NrtStatus::Success, step: Step::Done, steps: 3 });
+    assert_eq!(wb, wa);
+    assert_eq!(d.0, 2, "a delay between steps, none after the last");
+    assert_eq!(a.req.out_info(), b.req.out_info());
+}
+
+#[test]
+fn the_watching_driver_steps_at_a_bounded_interval_and_ends_at_the_timeout() {
+    let mut r = Rig::new(1, 1);
+    let (ms, fewest) = if cfg!(miri) { (20, 5) } else { (1, 100) };
+    r.dev.auto_advance_ns = ms * 1_000_000;
+    let mut d = CountDelays(0);
+    let w = exec_wait_watching(&mut r.req, &mut *r.dev, &mut r.nq, &mut d);
+    assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::Error));
+    assert!(w.steps > fewest, "{}", w.steps);
+    // Init and the barrier step at once (no look skips them); then one step
+    // per WATCH_STEP_EVERY delays, exactly.
+    assert_eq!(
+        u64::from(d.0),
+        (w.steps - 2) * u64::from(driver::WATCH_STEP_EVERY) + 1,
+        "{} delays, {} steps",
+        d.0,
+        w.steps
+    );
+}
