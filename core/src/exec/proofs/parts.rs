@@ -520,7 +520,8 @@ pub(crate) fn consume_error_block_stub<D: crate::hal::ExecDevice + ?Sized>(
 /// The guarantee of `finalize(status)`: the request is DONE with its timestamps
 /// in CPU time, the return is 0 exactly when `status` is `NRT_SUCCESS` (else 2),
 /// `*out` is the cached status, a 2 never carries `NRT_SUCCESS`; and only the
-/// state, the timestamps, `out_info` and the cached result change (substates,
+/// state, the timestamps (and which slots held a record), `out_info` and the
+/// cached result change (substates,
 /// fatal flags, configuration, the barrier and core clocks stay).
 pub(super) fn finalize_post(
     before: &ExecRequest,
@@ -532,6 +533,7 @@ pub(super) fn finalize_post(
     let mut framed = before.clone();
     framed.state = after.state;
     framed.ts_is_cpu = after.ts_is_cpu;
+    framed.ts_recorded = after.ts_recorded;
     framed.vcore_notif_ts = after.vcore_notif_ts;
     framed.out_info = after.out_info;
     framed.result = after.result;
@@ -608,6 +610,7 @@ pub(crate) fn finalize_stub<D: crate::hal::ExecDevice + ?Sized>(
     let before = this.clone();
     this.state = ExecState::Done;
     this.ts_is_cpu = true;
+    this.ts_recorded = kani::any();
     this.vcore_notif_ts = kani::any();
     for c in 0..MAX_CORES {
         this.out_info.exec_rets[c] = NrtStatus::from_code(kani::any());

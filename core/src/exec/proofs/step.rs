@@ -324,6 +324,7 @@ pub(super) fn same(a: &ExecRequest, b: &ExecRequest) -> bool {
         && a.timeout_ms == b.timeout_ms
         && eq(&a.network_proxy_done, &b.network_proxy_done)
         && a.ts_is_cpu == b.ts_is_cpu
+        && eq(&a.ts_recorded, &b.ts_recorded)
         && eq(&a.out_info.exec_rets, &b.out_info.exec_rets)
         && eq(&a.out_info.tpb_duration_us, &b.out_info.tpb_duration_us)
         && eq(&a.out_info.err, &b.out_info.err)
