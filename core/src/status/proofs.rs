@@ -83,9 +83,15 @@ mod tests {
         // Every enumerator, the gaps around them, and a value past them all.
         let mut codes: Vec<u32> = NrtStatus::ALL.iter().map(|s| s.code()).collect();
         codes.extend([8, 12, 16, 100, 1001, 1007, 1099, 1101, 1199, 1207, 2000, u32::MAX]);
+        // Under Miri (290 s of its run for this grid alone) every code is still
+        // `a`, against every fifth code as `b` and two of the third statuses:
+        // safe, pure code, whose whole grid runs natively and which kani
+        // proves for every input.
+        let (b_step, thirds): (usize, &[u32]) =
+            if cfg!(miri) { (5, &[0, 1204]) } else { (1, &[0, 5, 1004, 1204, 1206, 77]) };
         for &a in &codes {
-            for &b in &codes {
-                for c in [0, 5, 1004, 1204, 1206, 77] {
+            for &b in codes.iter().step_by(b_step) {
+                for &c in thirds {
                     worst_is_a_total_preorder_by_the_table(a, b, c);
                 }
             }
