@@ -563,7 +563,11 @@ fn run(a: &RunArgs) -> ExitCode {
         cfg.fallback_ring_entries = s.ring_entries;
     }
     let mut session = match Session::open(&a.device, cfg) {
-        Ok(s) => s,
+        Ok(mut s) => {
+            // The trace's counters: the times of each poll pass and HEAD write.
+            s.observe_harvests(a.trace.is_some() || a.timeline_svg.is_some());
+            s
+        }
         Err(e) => {
             let hint = if e.errno() == Some(libc::ENOTTY) {
                 " (not a Neuron device: run on a host with the driver, or under `nrt-sim driver -- nrtctl run ...`)"

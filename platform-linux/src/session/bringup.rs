@@ -55,6 +55,7 @@ impl Session {
             ring_entries,
             timeout_s: cfg.timeout_s,
             delay: cfg.delay,
+            observe: false,
             uuid: session_uuid(),
             marked: 0,
             owned: Vec::new(),

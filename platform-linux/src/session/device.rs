@@ -111,12 +111,14 @@ pub(super) struct ObservedDelay {
     pub(super) inner: AnyDelay,
     pub(super) clock: MonotonicClock,
     pub(super) passes_us: Vec<u64>,
+    /// Keep the times at all (else the delay is `inner` alone: no clock read).
+    pub(super) observe: bool,
 }
 
 impl hal::Delay for ObservedDelay {
     fn delay_us(&mut self, us: u32) {
         self.inner.delay_us(us);
-        if self.passes_us.len() < MAX_OBSERVED {
+        if self.observe && self.passes_us.len() < MAX_OBSERVED {
             self.passes_us.push(self.clock.now_ns() / 1_000);
         }
     }
@@ -148,8 +150,11 @@ pub struct DriverDevice {
     /// request's counters are written there.
     pub(super) datastore: Option<crate::datastore::Datastore>,
     /// The time (us) of each HEAD write-back of the harvest in progress, at
-    /// most [`MAX_OBSERVED`] (the trace's counter).
+    /// most `MAX_OBSERVED` (the trace's counter), kept only when `observe`.
     pub head_writes_us: Vec<u64>,
+    /// Keep the times of the harvest's poll passes and HEAD write-backs (a
+    /// clock read each): only for a trace (`Session::observe_harvests`).
+    pub(super) observe: bool,
     /// The counters of the session's cores, in RAM (also without a datastore).
     pub counters: NcCounters<MAX_CORES>,
     /// The first failed datastore write (the harvest goes on: counters are
@@ -181,6 +186,7 @@ impl DriverDevice {
             sim,
             clock,
             head_writes_us: Vec::new(),
+            observe: false,
             events: Vec::new(),
             tensors,
             probe_error: None,
@@ -276,7 +282,7 @@ impl hal::NqRings for DriverDevice {
         self.rings.read_slot(core, nq, offset, out)
     }
     fn write_head(&mut self, core: u8, nq: u8, head: u32) -> Result<(), LinuxError> {
-        if self.head_writes_us.len() < MAX_OBSERVED {
+        if self.observe && self.head_writes_us.len() < MAX_OBSERVED {
             let t = self.clock.now_ns() / 1_000;
             self.head_writes_us.push(t);
         }

@@ -25,9 +25,11 @@ pub struct Inference {
     pub staging: Staging,
     /// The first probe read that failed, if any.
     pub probe_error: Option<String>,
-    /// The time (us) of each poll pass, at most `MAX_OBSERVED`.
+    /// The time (us) of each poll pass, at most `MAX_OBSERVED`; empty unless
+    /// [`Session::observe_harvests`] is on.
     pub passes_us: Vec<u64>,
-    /// The time (us) of each HEAD write-back, at most `MAX_OBSERVED`.
+    /// The time (us) of each HEAD write-back, at most `MAX_OBSERVED`; empty
+    /// unless [`Session::observe_harvests`] is on.
     pub head_writes_us: Vec<u64>,
 }
 
@@ -134,6 +136,15 @@ impl Session {
         self.timeout_s
     }
 
+    /// Keep, from the next inference on, the time of each poll pass and HEAD
+    /// write-back of its harvest ([`Inference::passes_us`],
+    /// [`Inference::head_writes_us`]: a trace's counters, at most
+    /// `MAX_OBSERVED` each). Off by default: each kept time is a clock read in
+    /// the poll loop and memory that grows with the harvest.
+    pub fn observe_harvests(&mut self, on: bool) {
+        self.observe = on;
+    }
+
     /// Set the model's timeout, seconds, for the inferences from now on (a
     /// caller that resolves it from the arch, known once open:
     /// `nrt_linux::config::Budget`).
@@ -207,10 +218,12 @@ impl Session {
         let mut req = ExecRequest::new(ExecConfig::new(arch, cores, self.timeout_s));
         let t0 = d.now_ns();
         d.head_writes_us.clear();
+        d.observe = self.observe;
         let mut delay = super::device::ObservedDelay {
             inner: AnyDelay::new(self.delay),
             clock: d.clock,
-            passes_us: vec![t0 / 1_000],
+            passes_us: if self.observe { vec![t0 / 1_000] } else { Vec::new() },
+            observe: self.observe,
         };
         let w = exec_wait_round_robin(&mut req, d, &mut self.nq, &mut delay);
         let elapsed_ns = d.now_ns().saturating_sub(t0);

@@ -369,6 +369,8 @@ pub struct Session {
     ring_entries: u32,
     timeout_s: u32,
     delay: DelayKind,
+    /// Keep each harvest's poll-pass and HEAD write-back times (for a trace).
+    observe: bool,
     /// The uuid this session switches its model in with (`CRWL_WRITER_ENTER`).
     uuid: [u8; 32],
     /// The cores claimed with `CRWL_NC_RANGE_MARK` (a bitmap; 0: none yet).
