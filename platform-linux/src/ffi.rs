@@ -226,14 +226,17 @@ pub extern "C" fn nrt_request_new(arch_type: u32, tpb_count: u8, timeout_s: u32)
         session_fail(format!("nrt_request_new: unknown arch type {arch_type}"));
         return std::ptr::null_mut();
     };
-    let env = match c_env("nrt_request_new", crate::config::Uses::TIMEOUT_AND_LOG) {
+    let explicit = (timeout_s != NRT_TIMEOUT_FROM_ENV).then_some(timeout_s);
+    // The timeout variable is read only when the caller asks for it: with an
+    // explicit `timeout_s` it is not used, so a malformed value is not refused.
+    let uses = crate::config::Uses { timeout: explicit.is_none(), ..crate::config::Uses::TIMEOUT_AND_LOG };
+    let env = match c_env("nrt_request_new", uses) {
         Ok(e) => e,
         Err(m) => {
             session_fail(m);
             return std::ptr::null_mut();
         }
     };
-    let explicit = (timeout_s != NRT_TIMEOUT_FROM_ENV).then_some(timeout_s);
     let budget = crate::config::Budget::resolve_argument(explicit, "timeout_s of nrt_request_new", &env, arch);
     log::info!("nrt_request_new: {budget}");
     Box::into_raw(Box::new(nrt_request(ExecRequest::new(ExecConfig::new(arch, tpb_count, budget.seconds)))))

@@ -570,6 +570,10 @@ fn nrt_request_new_takes_the_timeout_from_the_variable_and_refuses_bad_values() 
     assert!(err.contains("execution timeout 3 s (from argument timeout_s of nrt_request_new)"), "{err}");
     let (_, _, err) = run("env", &[info]);
     assert!(err.contains("execution timeout 600 s (from the documented default for sunda)"), "{err}");
+    // An explicit timeout does not read the variable: a malformed one is not refused.
+    let (code, out, err) = run("3", &[("NEURON_RT_EXEC_TIMEOUT", "soon"), info]);
+    assert_eq!(code, Some(0), "an unused malformed timeout variable refused the request: {out}{err}");
+    assert!(err.contains("execution timeout 3 s (from argument timeout_s of nrt_request_new)"), "{err}");
     for (var, value, accepted) in BAD {
         let (code, out, err) = run("env", &[(var, value)]);
         if CORE_VARS.contains(&var) {
