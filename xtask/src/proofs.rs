@@ -122,7 +122,10 @@ const _: () = {
 
 /// Verification flags: no reachability check per assertion (a solver call each;
 /// the harnesses' `kani::cover!`s are the vacuity check, and every one must be
-/// satisfied).
+/// satisfied). kani hands this one to its compiler (`--assertion-reach-checks`
+/// is a kani-compiler option), so the codegen step passes it too: with other
+/// compiler options the verification run compiled the crates again (its first
+/// result came 304 s after it started, in the run of 2026-12-01 22:51).
 const VERIFY_FLAGS: [&str; 1] = ["--no-assertion-reach-checks"];
 
 /// A kani harness and the test that runs the same property body.
@@ -520,7 +523,11 @@ pub fn kani(run: &mut Runner, root: &Path, in_ci: bool) {
     // Compile once for kani (the same flags as every harness run).
     if !run.cmd(
         "kani codegen (nrt-core, nrt-abi)",
-        cargo().current_dir(root).arg("kani").args(KANI_FLAGS).args(["-Z", "unstable-options", "--only-codegen"]),
+        cargo().current_dir(root).arg("kani").args(KANI_FLAGS).args(VERIFY_FLAGS).args([
+            "-Z",
+            "unstable-options",
+            "--only-codegen",
+        ]),
     ) {
         return;
     }
