@@ -44,13 +44,28 @@ pub fn exec_wait_round_robin<D: ExecDevice + ?Sized, W: Delay + ?Sized>(
     nq: &mut Notifications,
     delay: &mut W,
 ) -> SyncWait {
+    wait_stepping_when(req, dev, nq, delay, |_, _, _| true)
+}
+
+/// The sync drivers' loop: a step, then, until the request is done, a delay
+/// and a step whenever `step_now` says so (it is asked after every delay);
+/// the batched HEADs written back at the end.
+fn wait_stepping_when<D: ExecDevice + ?Sized, W: Delay + ?Sized>(
+    req: &mut ExecRequest,
+    dev: &mut D,
+    nq: &mut Notifications,
+    delay: &mut W,
+    mut step_now: impl FnMut(&mut ExecRequest, &mut D, &mut Notifications) -> bool,
+) -> SyncWait {
     let mut status = NrtStatus::Success;
     let mut steps = 1u64;
     let mut step = req.progress_one_step(dev, nq, &mut status);
     while step == Step::InFlight {
         delay.delay_us(SYNC_POLL_DELAY_US);
-        step = req.progress_one_step(dev, nq, &mut status);
-        steps = steps.saturating_add(1);
+        if step_now(req, dev, nq) {
+            step = req.progress_one_step(dev, nq, &mut status);
+            steps = steps.saturating_add(1);
+        }
     }
     if nq.head_batching() {
         super::group::write_back_heads(dev, nq, req.tpb_count());
@@ -79,24 +94,15 @@ pub fn exec_wait_watching<D: ExecDevice + ?Sized, W: Delay + ?Sized>(
     nq: &mut Notifications,
     delay: &mut W,
 ) -> SyncWait {
-    let mut status = NrtStatus::Success;
-    let mut steps = 1u64;
-    let mut step = req.progress_one_step(dev, nq, &mut status);
     let mut delays = 0u32;
-    while step == Step::InFlight {
-        delay.delay_us(SYNC_POLL_DELAY_US);
+    wait_stepping_when(req, dev, nq, delay, |req, dev, nq| {
         delays += 1;
         if delays < WATCH_STEP_EVERY && !req.may_progress(dev, nq) {
-            continue;
+            return false;
         }
         delays = 0;
-        step = req.progress_one_step(dev, nq, &mut status);
-        steps = steps.saturating_add(1);
-    }
-    if nq.head_batching() {
-        super::group::write_back_heads(dev, nq, req.tpb_count());
-    }
-    SyncWait { status, step, steps }
+        true
+    })
 }
 
 /// Health of an execution unit (`xu->health_status`).
