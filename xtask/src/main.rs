@@ -233,6 +233,55 @@ impl Runner {
     }
 }
 
+/// Run `cmd` to its end with its output captured, in a process group of its
+/// own; past `cap` (a backstop, not a goal), kill the whole group (the command
+/// and everything it started) and return what it printed until then. Returns
+/// the output (or why it could not start or be waited for) and whether the cap
+/// killed it.
+pub(crate) fn output_capped(
+    cmd: &mut Command,
+    cap: std::time::Duration,
+) -> (std::io::Result<std::process::Output>, bool) {
+    use std::io::Read as _;
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(cmd, 0);
+    let mut child = match cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn() {
+        Ok(c) => c,
+        Err(e) => return (Err(e), false),
+    };
+    let reader = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut v);
+            }
+            v
+        })
+    };
+    let out = reader(child.stdout.take().map(|r| Box::new(r) as Box<dyn std::io::Read + Send>));
+    let err = reader(child.stderr.take().map(|r| Box::new(r) as Box<dyn std::io::Read + Send>));
+    let t = Instant::now();
+    let mut killed = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Ok(s),
+            Ok(None) if t.elapsed() >= cap => {
+                let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).status();
+                killed = true;
+                break child.wait();
+            }
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(200)),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break Err(e);
+            }
+        }
+    };
+    let (stdout, stderr) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
+    (status.map(|status| std::process::Output { status, stdout, stderr }), killed)
+}
+
 /// Whether a finished command succeeded, and its standard output followed by
 /// its standard error (or why it could not start).
 pub(crate) fn exit_and_text(out: std::io::Result<std::process::Output>) -> (bool, String) {
@@ -417,4 +466,51 @@ pub(crate) fn today() -> String {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_command_within_its_cap_gives_its_output() {
+        let (out, killed) =
+            output_capped(Command::new("sh").args(["-c", "echo out; echo err >&2"]), Duration::from_secs(60));
+        let o = out.expect("sh runs");
+        assert!(!killed && o.status.success());
+        assert_eq!((o.stdout.as_slice(), o.stderr.as_slice()), (&b"out\n"[..], &b"err\n"[..]));
+    }
+
+    #[test]
+    fn past_its_cap_the_whole_group_is_killed() {
+        // The shell starts a 60 s grandchild (its output elsewhere, so the call
+        // returns at the cap either way): the kill must take it too.
+        let dir = std::env::temp_dir().join(format!("xtask-capped-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let pid_file = dir.join("grandchild");
+        let script = format!("echo started; sleep 60 >/dev/null 2>&1 & echo $! > {}; wait", pid_file.display());
+        let (out, killed) = output_capped(Command::new("sh").args(["-c", &script]), Duration::from_millis(500));
+        let o = out.expect("sh runs");
+        assert!(killed, "the cap did not fire");
+        assert!(!o.status.success(), "a killed command reported success");
+        assert_eq!(o.stdout, b"started\n", "what it printed before the kill is kept");
+        let pid = std::fs::read_to_string(&pid_file).expect("the grandchild's pid");
+        // Gone, or a zombie waiting for init to reap it: killed with its group.
+        // (Bounded: 50 looks, 100 ms apart, for the reparenting to finish.)
+        let running = || {
+            std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+                .is_ok_and(|st| st.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+        };
+        let mut alive = running();
+        for _ in 0..50 {
+            if !alive {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            alive = running();
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(!alive, "the grandchild {} outlived its group's kill", pid.trim());
+    }
 }

@@ -21,7 +21,7 @@
 
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::{works, Runner};
 
@@ -99,6 +99,12 @@ const JOBS_VAR: &str = "NRT_MIRI_JOBS";
 /// At most this many processes by default (each Miri process holds the whole
 /// interpreted heap: a few hundred MiB).
 const MAX_DEFAULT_JOBS: usize = 4;
+
+/// The backstop of one Miri share, seconds: past it the share's process group
+/// is killed and the share fails (a hung test must not hold CI to its limit).
+/// Several times the slowest share measured: 870 s under load 2-6, and the
+/// whole suite in one process took 1,432 s under load (docs/miri.md).
+const SHARE_BACKSTOP_S: u64 = 2400;
 
 /// `rustup run nightly <program>`.
 fn nightly(program: &str) -> Command {
@@ -355,10 +361,18 @@ pub fn miri(run: &mut Runner) {
             let (timed, share_secs) = (&timed, &share_secs);
             s.spawn(move || {
                 let started = Instant::now();
-                let out =
-                    miri_test().args(["--", "--exact", "-Z", "unstable-options", "--report-time"]).args(share).output();
+                let mut cmd = miri_test();
+                cmd.args(["--", "--exact", "-Z", "unstable-options", "--report-time"]).args(share);
+                let (out, killed) = crate::output_capped(&mut cmd, Duration::from_secs(SHARE_BACKSTOP_S));
                 let secs = started.elapsed().as_secs_f64();
-                let (ok, text) = crate::exit_and_text(out);
+                let (ok, mut text) = crate::exit_and_text(out);
+                if killed {
+                    text.push_str(&format!(
+                        "\nkilled: miri share {} outlasted its backstop of {SHARE_BACKSTOP_S} s (a hung test?)\n",
+                        k + 1
+                    ));
+                }
+                let ok = ok && !killed;
                 let c = parse_counts(&text);
                 reported.lock().unwrap_or_else(|p| p.into_inner()).extend(reported_names(&text));
                 timed
