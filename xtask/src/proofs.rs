@@ -700,6 +700,18 @@ Kissat is not built into this CBMC (`cbmc --sat-solver kissat` answers
 `unknown solver 'kissat'`, and `cargo kani --solver kissat` fails reading that
 answer); an external Kissat binary (`--solver bin=kissat`) is not installed.
 
+## Where a harness's time goes
+
+Measured on `prove_consume_engine_0_keeps_its_frame` (CBMC's own timings,
+`--output-format regular`, load 4 to 6): symbolic execution 69 to 105 s (645,724
+steps), the conversion to SAT 10 to 21 s (1.9 million variables, 4.8 million
+clauses), then one solver call per `kani::cover!` found (5 to 140 s each) and a
+last call that proves every assertion (18 s). The covers are not the cost: the
+same harness with its five covers replaced by one (their outcomes shown instead
+by concrete inputs) took the same user CPU, 515 s, because its last call, with
+none of the clauses the cover searches had learnt, took 197 s instead of 18 s.
+So the covers stay where they are, in each harness.
+
 ";
 
 /// `docs/kani.md`: every harness with its bounds, verdict, time and goal.
