@@ -923,29 +923,49 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
             WaitPolicy::Hybrid => {
                 // Whichever way it ends, the loop's top takes a submission,
                 // blocks when nothing is in flight, or passes.
-                let _ = hybrid_wait_for_pass(cfg, group.earliest_due_ns(), pass_ns, &mut ThreadWaiter(sh));
+                // Closing, once seen here, no longer ends the wait: the loop
+                // has answered the backlog, and the requests in flight are
+                // waited for as before, not passed over in a hot loop.
+                let mut w = ThreadWaiter { sh, closing_seen: closing };
+                let _ = hybrid_wait_for_pass(cfg, group.earliest_due_ns(), pass_ns, &mut w);
             }
         }
     }
 }
 
 /// The poller thread's [`HybridWaiter`]: its clock, a sleep that a
-/// submission (or shutdown) ends early, and the queue and closing flags.
-struct ThreadWaiter<'a>(&'a Shared);
+/// submission (or shutdown, until the loop has seen it: `closing_seen`) ends
+/// early, and the queue and closing flags.
+struct ThreadWaiter<'a> {
+    sh: &'a Shared,
+    closing_seen: bool,
+}
+
+impl ThreadWaiter<'_> {
+    /// Shutdown that the loop has not yet seen.
+    fn closing_news(&self) -> bool {
+        !self.closing_seen && self.sh.closing.load(Ordering::SeqCst)
+    }
+}
 
 impl HybridWaiter for ThreadWaiter<'_> {
     fn now_ns(&mut self) -> u64 {
-        now_ns(self.0)
+        now_ns(self.sh)
     }
     fn sleep_ns(&mut self, ns: u64) {
-        self.0.counters.sleeps.fetch_add(1, Ordering::Relaxed);
-        sleep_or_submission(self.0, ns);
+        self.sh.counters.sleeps.fetch_add(1, Ordering::Relaxed);
+        self.sh.sleeping.store(true, Ordering::SeqCst);
+        if self.sh.queued.load(Ordering::SeqCst) == 0 && !self.closing_news() {
+            let _ = self.sh.wake.wait_readable_ns(ns);
+        }
+        let _ = self.sh.wake.try_read();
+        self.sh.sleeping.store(false, Ordering::SeqCst);
     }
     fn spin(&mut self) {
         spin_hint();
     }
     fn interrupted(&mut self) -> bool {
-        self.0.queued.load(Ordering::Relaxed) != 0 || self.0.closing.load(Ordering::Relaxed)
+        self.sh.queued.load(Ordering::Relaxed) != 0 || self.closing_news()
     }
 }
 
@@ -965,17 +985,6 @@ fn sleep_between_passes(sh: &Shared, cfg: &PollerConfig) {
 /// This poller's clock: ns since its origin (the group's due times are on it).
 fn now_ns(sh: &Shared) -> u64 {
     u64::try_from(sh.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// Sleep `ns`, or less when a submission (or shutdown) writes the wake
-/// eventfd: the submitter writes it while `sleeping` is set.
-fn sleep_or_submission(sh: &Shared, ns: u64) {
-    sh.sleeping.store(true, Ordering::SeqCst);
-    if sh.queued.load(Ordering::SeqCst) == 0 && !sh.closing.load(Ordering::SeqCst) {
-        let _ = sh.wake.wait_readable_ns(ns);
-    }
-    let _ = sh.wake.try_read();
-    sh.sleeping.store(false, Ordering::SeqCst);
 }
 
 /// Set the calling thread's timer slack to 1 ns (a hybrid poller's sleeps end
@@ -1216,5 +1225,56 @@ mod tests {
         let mut w = FakeWaiter::new(1_000_000, vec![-1_000_000_000]);
         assert_eq!(hybrid_wait_for_pass(&d, Some(0), 1_000_000, &mut w), HybridWaitEnd::Pass);
         assert_eq!((w.sleeps, w.t), (HYBRID_MAX_SLEEPS, 1_000_000));
+    }
+
+    fn quiet_shared() -> Shared {
+        Shared {
+            queue: Mutex::new(VecDeque::new()),
+            queued: AtomicU32::new(0),
+            sleeping: AtomicBool::new(false),
+            wake: EventFd::new(false).expect("an eventfd"),
+            closing: AtomicBool::new(false),
+            counters: Counters::default(),
+            origin: Instant::now(),
+            alive: Arc::new(Alive(AtomicBool::new(true))),
+        }
+    }
+
+    #[test]
+    fn closing_ends_the_hybrid_wait_once_then_the_wait_sleeps_as_before() {
+        let sh = quiet_shared();
+        sh.closing.store(true, Ordering::SeqCst);
+        let mut news = ThreadWaiter { sh: &sh, closing_seen: false };
+        assert!(news.interrupted(), "shutdown the loop has not seen ends the wait");
+        let mut seen = ThreadWaiter { sh: &sh, closing_seen: true };
+        assert!(!seen.interrupted(), "once seen, shutdown does not end the wait (no hot drain)");
+        // The drain's sleep sleeps: 20 ms asked, at least 20 ms slept (a lower
+        // bound: a slow machine only sleeps longer).
+        let t = Instant::now();
+        seen.sleep_ns(20_000_000);
+        assert!(t.elapsed() >= Duration::from_millis(20), "{:?}: the sleep returned at once", t.elapsed());
+        // A submission still ends it, and its sleep, at once (10 s asked; 5 s
+        // is a backstop far above any machine's return, not a goal).
+        sh.queued.store(1, Ordering::SeqCst);
+        assert!(seen.interrupted(), "a submission ends the wait");
+        let t = Instant::now();
+        seen.sleep_ns(10_000_000_000);
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}: slept through a submission", t.elapsed());
+        sh.queued.store(0, Ordering::SeqCst);
+        // Shutdown not yet seen ends the sleep at once too.
+        let t = Instant::now();
+        news.sleep_ns(10_000_000_000);
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}: slept through shutdown news", t.elapsed());
+        // The whole wait, with a request due 30 ms ahead on the poller's
+        // clock: it sleeps to the lead (once; a second time at most after an
+        // early wake), then passes. A clock that does not move would sleep
+        // HYBRID_MAX_SLEEPS times.
+        let cfg = PollerConfig::default();
+        let before = sh.counters.sleeps.load(Ordering::Relaxed);
+        let pass = now_ns(&sh);
+        let end = hybrid_wait_for_pass(&cfg, Some(pass + 30_000_000), pass, &mut seen);
+        assert_eq!(end, HybridWaitEnd::Pass);
+        let slept = sh.counters.sleeps.load(Ordering::Relaxed) - before;
+        assert!((1..=3).contains(&slept), "{slept} sleeps for one wait to the lead");
     }
 }
