@@ -25,7 +25,9 @@
 //!   ([`hybrid_wait_for_pass`]). The next pass is set one slice after the
 //!   last ([`PollerConfig::hybrid_slice_ns`]: the [`PollerConfig::notice_bound`],
 //!   50 us by default, less the lead: 40 us), so passes are at least one
-//!   slice apart (more only when a sleep overshoots past the lead), and with
+//!   slice apart (more only when a sleep overshoots past the lead; less when
+//!   a submission arrives, which ends the wait so the loop can start it, and
+//!   the pass that follows comes at once), and with
 //!   many lanes whose due windows overlap (something is nearly always due)
 //!   it sleeps in slices between passes over the due lanes instead of
 //!   spinning: a completion waits at most about one slice plus a pass, within
