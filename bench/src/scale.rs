@@ -162,9 +162,11 @@ impl hal::FaultProbe for LaneDev {
         false
     }
 }
-impl hal::EventSink for LaneDev {
-    fn event(&mut self, _: &Event) {}
+impl<E: Copy + Into<Event>> hal::EventSink<E> for LaneDev {
+    fn event(&mut self, _: &E) {}
 }
+impl nrt_core::counters::CounterSink for LaneDev {}
+
 impl hal::TensorNotify for LaneDev {
     fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
         None

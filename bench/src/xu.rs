@@ -67,9 +67,11 @@ impl hal::FaultProbe for Instant1 {
         false
     }
 }
-impl hal::EventSink for Instant1 {
-    fn event(&mut self, _: &Event) {}
+impl<E: Copy + Into<Event>> hal::EventSink<E> for Instant1 {
+    fn event(&mut self, _: &E) {}
 }
+impl nrt_core::counters::CounterSink for Instant1 {}
+
 impl hal::TensorNotify for Instant1 {
     fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
         None

@@ -95,11 +95,13 @@ impl hal::FaultProbe for BenchDev {
         false
     }
 }
-impl hal::EventSink for BenchDev {
-    fn event(&mut self, e: &Event) {
+impl<E: Copy + Into<Event>> hal::EventSink<E> for BenchDev {
+    fn event(&mut self, e: &E) {
         black_box(e);
     }
 }
+impl nrt_core::counters::CounterSink for BenchDev {}
+
 impl hal::TensorNotify for BenchDev {
     fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
         None

@@ -11,7 +11,17 @@
 //! as platform configuration: a ring slot's bytes may be anything; a register read
 //! may be anything. Only the platform's own failures (a mapping missing, an ioctl
 //! refused) come back as `Err`, and core turns each into an [`NrtStatus`] and an
-//! [`Event`](crate::event::Event).
+//! event of the layer that made the call.
+//!
+//! # Where this sits
+//!
+//! This module is a leaf of the crate's module graph: it depends on `status` only
+//! (for the statuses a platform reports), so every layer depends on it and it on
+//! none of them (a test of the crate checks the graph has no cycle). A trait that
+//! carries a layer's own type lives beside that layer or is generic over it:
+//! [`EventSink<E>`] takes the event type as a parameter, the counters' sink is
+//! `counters::CounterSink`, and the bound of everything the harvest needs is
+//! `exec::ExecDevice`.
 //!
 //! # For platform authors
 //!
@@ -88,7 +98,7 @@ impl<T: Registers + ?Sized> Registers for &mut T {
 /// Rings are named by `(core, nq)`: `core` is the physical core of the logical
 /// core (0 or 1), `nq` the runtime's NQ index (`ens_nq[]`; INFER_STATUS rings 4..8,
 /// the error ring 2; `seed-vs-driver.md` point 4). Ring sizes are configuration
-/// held by [`Notifications`](crate::nq::Notifications); the platform maps them.
+/// held by the harvest's `nq::Notifications`; the platform maps them.
 pub trait NqRings: ErrorType {
     /// Copy the 16-byte slot at byte offset `offset` (a multiple of 16, below the
     /// ring size) of ring `(core, nq)` into `out`, with Acquire ordering.
@@ -236,39 +246,28 @@ impl<T: FaultProbe + ?Sized> FaultProbe for &mut T {
     }
 }
 
-/// Where the structured events go (warnings, probes, errors, trace), and the
-/// per-core counters of each finished request.
-pub trait EventSink {
+/// Where a layer's structured events go (warnings, probes, errors, trace).
+///
+/// Generic over the event type `E`, so that the seam names no layer: the harvest
+/// emits into an `EventSink<ExecEvent>`, the descriptor handoff into an
+/// `EventSink<DmaEvent>`, the DGE gate into an `EventSink<DgeEvent>`. A platform
+/// that wants one stream implements it once for every type that converts into the
+/// umbrella `nrt_core::event::Event` (`impl<E: Copy + Into<Event>> EventSink<E>`).
+pub trait EventSink<E: ?Sized> {
     /// Take one event. Must not block.
-    fn event(&mut self, event: &crate::event::Event);
-
-    /// FINALIZE's counter update (`nds_increment_nc_counter`, completion-engine
-    /// seed §1; the XU worker's `kmetric_update_nds_*`, §6): one call per
-    /// physical core of each finished request, after its status is decided,
-    /// with that core's outcome. A platform that keeps counters applies it to
-    /// its [`NcCounterBlock`](crate::counters::NcCounterBlock) (and the Linux
-    /// binding writes the block into the driver's datastore).
-    ///
-    /// The default keeps no counters: a platform that does not care implements
-    /// nothing more. Must not block.
-    fn nc_counters(&mut self, core: u8, update: &crate::counters::NcUpdate) {
-        let _ = (core, update);
-    }
+    fn event(&mut self, event: &E);
 }
 
-impl<T: EventSink + ?Sized> EventSink for &mut T {
-    fn event(&mut self, event: &crate::event::Event) {
+impl<E: ?Sized, T: EventSink<E> + ?Sized> EventSink<E> for &mut T {
+    fn event(&mut self, event: &E) {
         T::event(self, event)
-    }
-    fn nc_counters(&mut self, core: u8, update: &crate::counters::NcUpdate) {
-        T::nc_counters(self, core, update)
     }
 }
 
 /// The streamed-output channel (completion-engine seed §3.1, custom sub-id 7):
 /// resolve a device var id to an output, count it, wake its waiters.
 ///
-/// [`TensorCompletions`](crate::exec::TensorCompletions) is a ready implementation.
+/// The harvest's `exec::TensorCompletions` is a ready implementation.
 pub trait TensorNotify {
     /// Output `var_id` finished once more on physical core `core`. Returns the
     /// output's index and its new completion count, or `None` when the var id names
@@ -295,14 +294,4 @@ impl<T: Fence + ?Sized> Fence for &mut T {
     fn release(&mut self) {
         T::release(self)
     }
-}
-
-/// Everything the harvest (`ExecRequest::progress_one_step`) needs from a platform.
-///
-/// Blanket-implemented: implement the parts and this follows.
-pub trait ExecDevice: NqRings + IntcCause + Clock + CollectivesProxy + FaultProbe + EventSink + TensorNotify {}
-
-impl<T: NqRings + IntcCause + Clock + CollectivesProxy + FaultProbe + EventSink + TensorNotify + ?Sized> ExecDevice
-    for T
-{
 }

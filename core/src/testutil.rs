@@ -329,12 +329,15 @@ impl hal::FaultProbe for FakeDevice {
     }
 }
 
-impl hal::EventSink for FakeDevice {
-    fn event(&mut self, event: &Event) {
-        if self.events.push(*event).is_err() {
+impl<E: Copy + Into<Event>> hal::EventSink<E> for FakeDevice {
+    fn event(&mut self, event: &E) {
+        if self.events.push((*event).into()).is_err() {
             self.events_dropped += 1;
         }
     }
+}
+
+impl crate::counters::CounterSink for FakeDevice {
     fn nc_counters(&mut self, core: u8, update: &crate::counters::NcUpdate) {
         // The fake's clock as it stands (no auto-advance: this is not a harvest read).
         self.counters.apply(core, update, self.now.get());

@@ -342,11 +342,13 @@ impl<R> hal::FaultProbe for MappedDevice<R> {
     }
 }
 
-impl<R> hal::EventSink for MappedDevice<R> {
-    fn event(&mut self, event: &nrt_core::event::Event) {
-        self.events.push(*event);
+impl<R, E: Copy + Into<nrt_core::event::Event>> hal::EventSink<E> for MappedDevice<R> {
+    fn event(&mut self, event: &E) {
+        self.events.push((*event).into());
     }
 }
+
+impl<R> nrt_core::counters::CounterSink for MappedDevice<R> {}
 
 impl<R> hal::TensorNotify for MappedDevice<R> {
     fn tensor_completed(&mut self, _core: u8, _var_id: u16) -> Option<(u16, u32)> {

@@ -91,11 +91,13 @@ impl hal::FaultProbe for ScriptDevice {
         false
     }
 }
-impl hal::EventSink for ScriptDevice {
-    fn event(&mut self, e: &Event) {
+impl<E: Copy + Into<Event>> hal::EventSink<E> for ScriptDevice {
+    fn event(&mut self, e: &E) {
         self.dev.event(e)
     }
 }
+impl nrt_core::counters::CounterSink for ScriptDevice {}
+
 impl hal::TensorNotify for ScriptDevice {
     fn tensor_completed(&mut self, c: u8, v: u16) -> Option<(u16, u32)> {
         self.dev.tensor_completed(c, v)

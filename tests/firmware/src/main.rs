@@ -252,11 +252,13 @@ impl hal::FaultProbe for RamDevice {
     }
 }
 
-impl hal::EventSink for RamDevice {
-    fn event(&mut self, _: &Event) {
+impl<E: Copy + Into<Event>> hal::EventSink<E> for RamDevice {
+    fn event(&mut self, _: &E) {
         self.events += 1;
     }
 }
+
+impl nrt_core::counters::CounterSink for RamDevice {}
 
 impl hal::TensorNotify for RamDevice {
     fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {

@@ -22,8 +22,8 @@
 use core::cell::Cell;
 
 use crate::arch::{Arch, MAX_CORES};
-use crate::event::Event;
 use crate::exec::group::{write_back_heads, Completion, GroupError, PollGroup};
+use crate::exec::ExecEvent;
 use crate::exec::{ExecConfig, ExecRequest, Step};
 use crate::hal::{self, ErrorKind, ErrorType};
 use crate::nq::{Notifications, INFER_STATUS_NQS};
@@ -111,9 +111,11 @@ impl hal::FaultProbe for LaneDev {
     }
 }
 
-impl hal::EventSink for LaneDev {
-    fn event(&mut self, _: &Event) {}
+impl hal::EventSink<ExecEvent> for LaneDev {
+    fn event(&mut self, _: &ExecEvent) {}
 }
+
+impl crate::counters::CounterSink for LaneDev {}
 
 impl hal::TensorNotify for LaneDev {
     fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
@@ -127,7 +129,7 @@ impl hal::TensorNotify for LaneDev {
 /// DONE with the clock's status once its finish bit is set.
 #[cfg(kani)]
 #[allow(dead_code)] // for the group harnesses listed at the end, not armed yet
-pub(crate) fn scripted_step<D: hal::ExecDevice + ?Sized>(
+pub(crate) fn scripted_step<D: crate::exec::ExecDevice + ?Sized>(
     this: &mut ExecRequest,
     dev: &mut D,
     _nq: &mut Notifications,
@@ -415,13 +417,15 @@ impl<A: Any> hal::FaultProbe for FreshDev<A> {
     }
 }
 
-impl<A: Any> hal::EventSink for FreshDev<A> {
-    fn event(&mut self, e: &Event) {
-        if let Event::HeadWriteFailed { core, nq, .. } = e {
+impl<A: Any> hal::EventSink<ExecEvent> for FreshDev<A> {
+    fn event(&mut self, e: &ExecEvent) {
+        if let ExecEvent::HeadWriteFailed { core, nq, .. } = e {
             self.reported[usize::from(*core) % MAX_CORES][usize::from(*nq) % crate::nq::NQ_PER_CORE] = true;
         }
     }
 }
+
+impl<A: Any> crate::counters::CounterSink for FreshDev<A> {}
 
 impl<A: Any> hal::TensorNotify for FreshDev<A> {
     fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
