@@ -33,6 +33,13 @@
 //!   [`NqRings::write_head`]) must be preceded by a Release fence. [`Fence`] lets a
 //!   controller add cache maintenance there.
 //! - Each trait has a blanket `impl for &mut T`, so a platform can lend itself out.
+//! - What a platform may lack has a defined answer, given by default methods:
+//!   no collectives engine ([`CollectivesProxy`]: every proxy task done), no fault
+//!   probes ([`FaultProbe`]: no fault found), no streamed outputs
+//!   ([`TensorNotify`]: no such output), the plain Release fence ([`Fence`]). The
+//!   platform still writes the (empty) impl, so that lacking one is a decision
+//!   visible in its code, never a silent default; a platform that has the
+//!   feature implements the methods.
 
 use crate::status::NrtStatus;
 
@@ -194,11 +201,21 @@ impl<T: DeviceMemory + ?Sized> DeviceMemory for &mut T {
 ///
 /// `Ok(true)` when the task is done, `Ok(false)` while it is pending, `Err(status)`
 /// when it failed: the harvest finalizes with that status.
+///
+/// Each method defaults to "done" (`Ok(true)`): the answer for a platform with no
+/// collectives engine, which declares that by an empty
+/// `impl CollectivesProxy for P {}`. A platform with one implements both.
 pub trait CollectivesProxy {
     /// The collectives barrier of physical core `core`.
-    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus>;
+    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+        let _ = core;
+        Ok(true)
+    }
     /// The network proxy of physical core `core`.
-    fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus>;
+    fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+        let _ = core;
+        Ok(true)
+    }
 }
 
 impl<T: CollectivesProxy + ?Sized> CollectivesProxy for &mut T {
@@ -217,12 +234,23 @@ impl<T: CollectivesProxy + ?Sized> CollectivesProxy for &mut T {
 /// The harvest asks them in that order, one core at a time, and stops at the first
 /// that answers (G-TIMEOUT-CLASS); none of them is asked on a clean run or an
 /// overflow.
+///
+/// Each method defaults to "no fault" (`None`, `false`): the answer for a platform
+/// that cannot probe (a timed-out core is then HANG_ON_COMPUTE), which declares
+/// that by an empty `impl FaultProbe for P {}`. A platform that can probe
+/// implements the probes it has.
 pub trait FaultProbe {
     /// `exec_check_hbm_uncorrectable`: `Some(1201)` for an unrepairable HBM UE,
-    /// `Some(1205)` for a repairable one, `None` when there is none.
-    fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus>;
-    /// `true` when a DMA engine of the core aborted (1203).
-    fn dma_aborted(&mut self, core: u8) -> bool;
+    /// `Some(1205)` for a repairable one, `None` when there is none (the default).
+    fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus> {
+        let _ = core;
+        None
+    }
+    /// `true` when a DMA engine of the core aborted (1203); the default `false`.
+    fn dma_aborted(&mut self, core: u8) -> bool {
+        let _ = core;
+        false
+    }
     /// `true` when the core is stuck in a collective operation, waiting for
     /// notifications that never came (1200, `NRT_EXEC_HW_ERR_COLLECTIVES`).
     ///
@@ -267,12 +295,17 @@ impl<E: ?Sized, T: EventSink<E> + ?Sized> EventSink<E> for &mut T {
 /// The streamed-output channel (completion-engine seed §3.1, custom sub-id 7):
 /// resolve a device var id to an output, count it, wake its waiters.
 ///
-/// The harvest's `exec::TensorCompletions` is a ready implementation.
+/// The harvest's `exec::TensorCompletions` is a ready implementation. The default
+/// knows no output (`None`): the answer for a platform without streamed outputs,
+/// which declares that by an empty `impl TensorNotify for P {}`.
 pub trait TensorNotify {
     /// Output `var_id` finished once more on physical core `core`. Returns the
     /// output's index and its new completion count, or `None` when the var id names
     /// no output of the model (the harvest reports an event and goes on).
-    fn tensor_completed(&mut self, core: u8, var_id: u16) -> Option<(u16, u32)>;
+    fn tensor_completed(&mut self, core: u8, var_id: u16) -> Option<(u16, u32)> {
+        let _ = (core, var_id);
+        None
+    }
 }
 
 impl<T: TensorNotify + ?Sized> TensorNotify for &mut T {
@@ -293,5 +326,28 @@ pub trait Fence {
 impl<T: Fence + ?Sized> Fence for &mut T {
     fn release(&mut self) {
         T::release(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A platform with no collectives engine, fault probes or streamed outputs.
+    struct Bare;
+    impl CollectivesProxy for Bare {}
+    impl FaultProbe for Bare {}
+    impl TensorNotify for Bare {}
+
+    #[test]
+    fn an_absent_feature_answers_done_no_fault_and_no_output() {
+        let mut b = Bare;
+        let dev = &mut b;
+        for core in [0, 1, u8::MAX] {
+            assert_eq!((dev.barrier_status(core), dev.network_status(core)), (Ok(true), Ok(true)));
+            assert_eq!(dev.hbm_uncorrectable(core), None);
+            assert!(!dev.dma_aborted(core) && !dev.collectives_stuck(core));
+            assert_eq!(dev.tensor_completed(core, 7), None);
+        }
     }
 }

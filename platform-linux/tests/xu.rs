@@ -83,14 +83,7 @@ impl hal::CollectivesProxy for ScriptDevice {
         Ok(true)
     }
 }
-impl hal::FaultProbe for ScriptDevice {
-    fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
-        None
-    }
-    fn dma_aborted(&mut self, _: u8) -> bool {
-        false
-    }
-}
+impl hal::FaultProbe for ScriptDevice {}
 impl<E: Copy + Into<Event>> hal::EventSink<E> for ScriptDevice {
     fn event(&mut self, e: &E) {
         self.dev.event(e)

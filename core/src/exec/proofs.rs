@@ -68,23 +68,9 @@ impl hal::Clock for ProbeDev {
     }
 }
 
-impl hal::CollectivesProxy for ProbeDev {
-    fn barrier_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-    fn network_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-}
+impl hal::CollectivesProxy for ProbeDev {}
 
-impl hal::FaultProbe for ProbeDev {
-    fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
-        None
-    }
-    fn dma_aborted(&mut self, _: u8) -> bool {
-        false
-    }
-}
+impl hal::FaultProbe for ProbeDev {}
 
 impl hal::EventSink<ExecEvent> for ProbeDev {
     fn event(&mut self, _: &ExecEvent) {}
@@ -92,11 +78,7 @@ impl hal::EventSink<ExecEvent> for ProbeDev {
 
 impl crate::counters::CounterSink for ProbeDev {}
 
-impl hal::TensorNotify for ProbeDev {
-    fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
-        None
-    }
-}
+impl hal::TensorNotify for ProbeDev {}
 
 /// The substates in order.
 pub(crate) const SUBSTATES: [TpbEngState; 3] =

@@ -90,26 +90,9 @@ impl hal::Clock for LaneDev {
     }
 }
 
-impl hal::CollectivesProxy for LaneDev {
-    fn barrier_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-    fn network_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-}
+impl hal::CollectivesProxy for LaneDev {}
 
-impl hal::FaultProbe for LaneDev {
-    fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
-        None
-    }
-    fn dma_aborted(&mut self, _: u8) -> bool {
-        false
-    }
-    fn collectives_stuck(&mut self, _: u8) -> bool {
-        false
-    }
-}
+impl hal::FaultProbe for LaneDev {}
 
 impl hal::EventSink<ExecEvent> for LaneDev {
     fn event(&mut self, _: &ExecEvent) {}
@@ -117,11 +100,7 @@ impl hal::EventSink<ExecEvent> for LaneDev {
 
 impl crate::counters::CounterSink for LaneDev {}
 
-impl hal::TensorNotify for LaneDev {
-    fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
-        None
-    }
-}
+impl hal::TensorNotify for LaneDev {}
 
 /// What the group proofs run instead of `progress_one_step` under kani: a DONE
 /// request returns its cached result and changes nothing (the one-step
@@ -396,26 +375,9 @@ impl<A: Any> hal::Clock for FreshDev<A> {
     }
 }
 
-impl<A: Any> hal::CollectivesProxy for FreshDev<A> {
-    fn barrier_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-    fn network_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-}
+impl<A: Any> hal::CollectivesProxy for FreshDev<A> {}
 
-impl<A: Any> hal::FaultProbe for FreshDev<A> {
-    fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
-        None
-    }
-    fn dma_aborted(&mut self, _: u8) -> bool {
-        false
-    }
-    fn collectives_stuck(&mut self, _: u8) -> bool {
-        false
-    }
-}
+impl<A: Any> hal::FaultProbe for FreshDev<A> {}
 
 impl<A: Any> hal::EventSink<ExecEvent> for FreshDev<A> {
     fn event(&mut self, e: &ExecEvent) {
@@ -427,11 +389,7 @@ impl<A: Any> hal::EventSink<ExecEvent> for FreshDev<A> {
 
 impl<A: Any> crate::counters::CounterSink for FreshDev<A> {}
 
-impl<A: Any> hal::TensorNotify for FreshDev<A> {
-    fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
-        None
-    }
-}
+impl<A: Any> hal::TensorNotify for FreshDev<A> {}
 
 /// `write_back_heads` (batched HEAD write-back at a request's completion,
 /// G-HEAD-BATCH, G-HEAD-FAIL): for any core count (0 to 3) and any INFER_STATUS
