@@ -112,6 +112,15 @@ impl GroupError {
     }
 }
 
+/// `PollGroup::insert: <reason>`: the call that refused and why.
+impl core::fmt::Display for GroupError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "PollGroup::insert: {}", self.reason())
+    }
+}
+
+impl core::error::Error for GroupError {}
+
 /// A request that finished during a pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Completion {

@@ -705,3 +705,14 @@ fn a_refusal_says_why() {
     assert_eq!(GroupError::Full.reason(), "every slot of the poll group holds an in-flight request");
     assert_eq!(GroupError::LaneBusy.reason(), "the lane already has a request in flight");
 }
+
+#[test]
+fn a_refusal_displays_the_call_and_its_reason() {
+    assert_eq!(
+        GroupError::Full.to_string(),
+        "PollGroup::insert: every slot of the poll group holds an in-flight request"
+    );
+    assert_eq!(GroupError::LaneBusy.to_string(), "PollGroup::insert: the lane already has a request in flight");
+    // An error type a caller can box or chain (this line compiles only if it is one).
+    let _: &dyn core::error::Error = &GroupError::LaneBusy;
+}
