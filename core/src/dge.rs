@@ -455,13 +455,7 @@ mod tests {
             Ok(())
         }
     }
-    #[derive(Default)]
-    struct Sink(Vec<DgeEvent>);
-    impl EventSink<DgeEvent> for Sink {
-        fn event(&mut self, e: &DgeEvent) {
-            self.0.push(*e);
-        }
-    }
+    type Sink = crate::testutil::EventLog<DgeEvent>;
 
     const BASE: u64 = 0x7_0000;
     fn core() -> DgeCore {
@@ -488,7 +482,7 @@ mod tests {
         let e = c.set_dge_mailbox(&mut mem, &mut sink, 0, DgeMailbox::new(1, 1)).unwrap_err();
         assert_eq!(e, DgeError::NotBooted(0));
         assert_eq!(e.code(), 8);
-        assert_eq!(sink.0, [DgeEvent::GuardRefused { kind: 9, boot_state: 0 }]);
+        assert_eq!(sink.events, [DgeEvent::GuardRefused { kind: 9, boot_state: 0 }]);
         let c = DgeCore { kind: 3, ..core() };
         assert_eq!(c.get_dge_mailbox(&mut mem, &mut sink, 0), Err(DgeError::BadKind(3)));
         assert_eq!(c.set_priority_class_map(&mut mem, &mut sink, Some(&[1])), Err(DgeError::BadKind(3)));
@@ -520,12 +514,12 @@ mod tests {
         let c = core();
         c.set_dge_mailbox(&mut mem, &mut sink, 1, DgeMailbox::new(2, 3)).unwrap();
         mem.log.clear();
-        sink.0.clear();
+        sink.events.clear();
         mem.fail_reads_at = Some(BASE + 0x28 + 2 * 4);
         assert_eq!(c.get_dge_mailbox_addr(&mut mem, &mut sink, 4), Ok(BASE + 0x28));
         assert_eq!(mem.log, (0..4).map(|i| ('r', BASE + 0x28 + i * 4, 4)).collect::<Vec<_>>());
         assert_eq!(
-            sink.0,
+            sink.events,
             [
                 DgeEvent::MailboxReadback { idx: 0, value: 0, read_ok: true },
                 DgeEvent::MailboxReadback { idx: 1, value: 0x0003_0200, read_ok: true },
@@ -537,11 +531,11 @@ mod tests {
         // runs idx 0..3), not only `num_mailbox` of them.
         for num in [0, 1, 3] {
             mem.log.clear();
-            sink.0.clear();
+            sink.events.clear();
             assert_eq!(c.get_dge_mailbox_addr(&mut mem, &mut sink, num), Ok(BASE + 0x28));
             assert_eq!(mem.log, (0..4).map(|i| ('r', BASE + 0x28 + i * 4, 4)).collect::<Vec<_>>(), "num {num}");
             let idxs: Vec<u8> = sink
-                .0
+                .events
                 .iter()
                 .filter_map(|e| match e {
                     DgeEvent::MailboxReadback { idx, .. } => Some(*idx),

@@ -227,13 +227,7 @@ mod tests {
             self.0.push(us);
         }
     }
-    #[derive(Default)]
-    struct Sink(Vec<DmaEvent>);
-    impl EventSink<DmaEvent> for Sink {
-        fn event(&mut self, e: &DmaEvent) {
-            self.0.push(*e);
-        }
-    }
+    type Sink = crate::testutil::EventLog<DmaEvent>;
 
     #[test]
     fn constants_are_the_seeds() {
@@ -280,7 +274,7 @@ mod tests {
             ]
         );
         assert_eq!(&mem.word[..4], &COMPLETION_SENTINEL.to_le_bytes());
-        assert_eq!(sink.0, [DmaEvent::Completed { descriptors: 1, polls: 3 }]);
+        assert_eq!(sink.events, [DmaEvent::Completed { descriptors: 1, polls: 3 }]);
     }
 
     #[test]
@@ -294,7 +288,7 @@ mod tests {
         assert_eq!(e.status(), NrtStatus::Timeout);
         assert_eq!(mem.reads, 2 * 0x190);
         assert_eq!(d.0.len(), 800);
-        assert_eq!(sink.0, [DmaEvent::CompletionTimeout { handle: 0x80, descriptors: 2, loops: 800 }]);
+        assert_eq!(sink.events, [DmaEvent::CompletionTimeout { handle: 0x80, descriptors: 2, loops: 800 }]);
         // No write happened after arming: a timed-out handle is not re-armed.
         assert_eq!(mem.log.iter().filter(|(k, _, _)| *k == 'w').count(), 1);
     }
@@ -329,7 +323,7 @@ mod tests {
             wait_for_completion_handle(&mut mem, &mut d, &mut sink, 8, 1, PlatformType::HARDWARE),
             Err(DmaError::Platform(ErrorKind::NotMapped))
         );
-        assert_eq!(sink.0, [DmaEvent::HandleIoFailed { handle: 8, kind: ErrorKind::NotMapped }]);
+        assert_eq!(sink.events, [DmaEvent::HandleIoFailed { handle: 8, kind: ErrorKind::NotMapped }]);
     }
 
     #[test]

@@ -398,13 +398,7 @@ mod tests {
             Err(ErrorKind::NotMapped)
         }
     }
-    #[derive(Default)]
-    struct Sink(Vec<DmaEvent>);
-    impl EventSink<DmaEvent> for Sink {
-        fn event(&mut self, e: &DmaEvent) {
-            self.0.push(*e);
-        }
-    }
+    type Sink = crate::testutil::EventLog<DmaEvent>;
 
     fn bd(i: u64) -> Bd {
         Bd::new(LenCtrl::new().with_length(64), 0, 0x100 + i)
@@ -440,7 +434,7 @@ mod tests {
         assert_eq!(&dev.writes[0].1[8..16], &0x100u64.to_le_bytes());
         assert_eq!(dev.writes[1].0, 0x20000);
         assert!(v.block(Direction::Tx).is_lowered() && v.block(Direction::Rx).is_lowered());
-        assert_eq!(sink.0[0], DmaEvent::Lowered { dir: Direction::Tx, ndesc: 5, depth: 8 });
+        assert_eq!(sink.events[0], DmaEvent::Lowered { dir: Direction::Tx, ndesc: 5, depth: 8 });
         // Lowered blocks are skipped the second time: nothing allocated or written.
         let (mut a, mut b) = ([Bd::ZERO; 8], [Bd::ZERO; 8]);
         v.create_prings(&mut dev, &mut sink, &mut a, &mut b).unwrap();
@@ -502,7 +496,7 @@ mod tests {
         assert_eq!(e, DmaError::CountMismatch { dir: Direction::Tx, actual: 4, expected: 6 });
         assert_eq!(e.status().code(), 2);
         assert!(dev.writes.is_empty());
-        assert_eq!(sink.0, [DmaEvent::NdescMismatch { dir: Direction::Tx, actual: 4, expected: 6 }]);
+        assert_eq!(sink.events, [DmaEvent::NdescMismatch { dir: Direction::Tx, actual: 4, expected: 6 }]);
         assert!(!v.block(Direction::Tx).is_lowered());
 
         // The block's stated count is beyond its pages.
@@ -605,7 +599,7 @@ mod tests {
         assert_eq!(v.relocate(&mut bad, &mut sink, &back), Err(DmaError::Platform(ErrorKind::Io)));
         let failed: Vec<DmaEvent> =
             [Direction::Tx, Direction::Rx].map(|dir| DmaEvent::RingWriteFailed { dir, kind: ErrorKind::Io }).to_vec();
-        assert_eq!(sink.0, failed);
+        assert_eq!(sink.events[..], failed[..]);
         assert_eq!(addrs(&v, Direction::Tx), [0x1000, 0x5000, 0, 0], "the host side moved");
     }
 
@@ -617,7 +611,7 @@ mod tests {
         let (mut dev, mut sink) = (Dev::default(), Sink::default());
         v.relocate(&mut dev, &mut sink, &Relocation::new(0x100, 0x100, 0x900).unwrap()).unwrap();
         assert_eq!(v.block(Direction::Tx).slot(0).unwrap().addr(), 0x910);
-        assert!(dev.writes.is_empty() && sink.0.is_empty());
+        assert!(dev.writes.is_empty() && sink.events.is_empty());
         // A ring bound but not lowered into has no lowered run to move or stage.
         let mut img = [Bd::ZERO; 4];
         v.pring_alloc(&mut dev, &mut sink, &mut img, 2, 1).unwrap();
@@ -692,11 +686,11 @@ mod tests {
         let mut dev = Dev { fail_alloc: true, ..Dev::default() };
         let mut img = [Bd::ZERO; 4];
         assert_eq!(v.create_prings(&mut dev, &mut sink, &mut img, &mut []), Err(DmaError::Platform(ErrorKind::Other)));
-        assert_eq!(sink.0, [DmaEvent::RingAllocFailed { dir: Direction::Tx, kind: ErrorKind::Other }]);
+        assert_eq!(sink.events, [DmaEvent::RingAllocFailed { dir: Direction::Tx, kind: ErrorKind::Other }]);
         let mut dev = Dev { fail_write: true, ..Dev::default() };
         let mut img = [Bd::ZERO; 4];
         assert_eq!(v.create_prings(&mut dev, &mut sink, &mut img, &mut []), Err(DmaError::Platform(ErrorKind::Io)));
-        assert_eq!(sink.0[1], DmaEvent::RingWriteFailed { dir: Direction::Tx, kind: ErrorKind::Io });
+        assert_eq!(sink.events[1], DmaEvent::RingWriteFailed { dir: Direction::Tx, kind: ErrorKind::Io });
         assert_eq!(DmaError::Platform(ErrorKind::Io).status().code(), 1);
     }
 

@@ -4,7 +4,7 @@ use super::*;
 use crate::event::Event;
 use crate::hal::Delay;
 use crate::nq::{Engine, ErrorEntry, Subtype, TsCal};
-use crate::testutil::{FakeDevice, INTC_OVERFLOW};
+use crate::testutil::{CountingDelay, FakeDevice, INTC_OVERFLOW};
 
 const RING: u32 = 1024; // 64 entries
 
@@ -772,14 +772,7 @@ fn sync_driver_ends_at_the_timeout_on_a_hang() {
     r.dev.auto_advance_ns = ms * 1_000_000;
     // Counts the polls, and fails the test (rather than hang it) should the
     // harvest never reach its timeout.
-    struct Bounded(u32);
-    impl Delay for Bounded {
-        fn delay_us(&mut self, _: u32) {
-            self.0 += 1;
-            assert!(self.0 < 100_000, "the harvest did not end at its timeout");
-        }
-    }
-    let w = exec_wait_round_robin(&mut r.req, &mut *r.dev, &mut r.nq, &mut Bounded(0));
+    let w = exec_wait_round_robin(&mut r.req, &mut *r.dev, &mut r.nq, &mut CountingDelay::new(100_000));
     assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::Error));
     assert!(w.steps > fewest && w.steps < most, "{}", w.steps);
 }
@@ -1431,12 +1424,8 @@ fn may_progress_says_whether_a_step_could_read_anything_and_changes_nothing() {
 }
 
 /// Counts the delays; fails the test (rather than hang it) past a bound.
-struct CountDelays(u32);
-impl Delay for CountDelays {
-    fn delay_us(&mut self, _: u32) {
-        self.0 += 1;
-        assert!(self.0 < 100_000, "the harvest did not end");
-    }
+const fn count_delays() -> CountingDelay {
+    CountingDelay::new(100_000)
 }
 
 #[test]
@@ -1446,12 +1435,12 @@ fn the_watching_driver_ends_as_the_sync_driver_does() {
     a.dev.run_all(2, 1, 2);
     let mut b = Rig::new(2, 5);
     b.dev.run_all(2, 1, 2);
-    let wa = exec_wait_round_robin(&mut a.req, &mut *a.dev, &mut a.nq, &mut CountDelays(0));
-    let mut d = CountDelays(0);
+    let wa = exec_wait_round_robin(&mut a.req, &mut *a.dev, &mut a.nq, &mut count_delays());
+    let mut d = count_delays();
     let wb = exec_wait_watching(&mut b.req, &mut *b.dev, &mut b.nq, &mut d);
     assert_eq!(wa, SyncWait { status: NrtStatus::Success, step: Step::Done, steps: 3 });
     assert_eq!(wb, wa);
-    assert_eq!(d.0, 2, "a delay between steps, none after the last");
+    assert_eq!(d.calls, 2, "a delay between steps, none after the last");
     assert_eq!(a.req.out_info(), b.req.out_info());
 }
 
@@ -1460,17 +1449,17 @@ fn the_watching_driver_steps_at_a_bounded_interval_and_ends_at_the_timeout() {
     let mut r = Rig::new(1, 1);
     let (ms, fewest) = if cfg!(miri) { (20, 5) } else { (1, 100) };
     r.dev.auto_advance_ns = ms * 1_000_000;
-    let mut d = CountDelays(0);
+    let mut d = count_delays();
     let w = exec_wait_watching(&mut r.req, &mut *r.dev, &mut r.nq, &mut d);
     assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::Error));
     assert!(w.steps > fewest, "{}", w.steps);
     // Init and the barrier step at once (no look skips them); then one step
     // per WATCH_STEP_EVERY delays, exactly.
     assert_eq!(
-        u64::from(d.0),
+        u64::from(d.calls),
         (w.steps - 2) * u64::from(driver::WATCH_STEP_EVERY) + 1,
         "{} delays, {} steps",
-        d.0,
+        d.calls,
         w.steps
     );
 }
