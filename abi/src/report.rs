@@ -10,9 +10,10 @@
 use std::fmt::Write as _;
 
 use nrt_core::arch::Arch;
-use nrt_core::event::{Event, Level};
+use nrt_core::event::Event;
 use nrt_core::exec::{fatal, ts_slot, ExecRequest, Step, TpbEngState};
 use nrt_core::nq::{Engine, ErrorClass};
+use nrt_core::trace::Level;
 use nrt_core::NrtStatus;
 use serde_json::{json, Value};
 

@@ -146,30 +146,14 @@ impl hal::Clock for LaneDev {
         self.origin.elapsed().as_nanos() as u64
     }
 }
-impl hal::CollectivesProxy for LaneDev {
-    fn barrier_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-    fn network_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
+impl hal::CollectivesProxy for LaneDev {}
+impl hal::FaultProbe for LaneDev {}
+impl<E: Copy + Into<Event>> hal::EventSink<E> for LaneDev {
+    fn event(&mut self, _: &E) {}
 }
-impl hal::FaultProbe for LaneDev {
-    fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
-        None
-    }
-    fn dma_aborted(&mut self, _: u8) -> bool {
-        false
-    }
-}
-impl hal::EventSink for LaneDev {
-    fn event(&mut self, _: &Event) {}
-}
-impl hal::TensorNotify for LaneDev {
-    fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
-        None
-    }
-}
+impl nrt_core::counters::CounterSink for LaneDev {}
+
+impl hal::TensorNotify for LaneDev {}
 
 fn notifications(head_batching: bool) -> Notifications {
     let mut nq = Notifications::new();

@@ -59,22 +59,13 @@ impl hal::CollectivesProxy for Instant1 {
         Ok(true)
     }
 }
-impl hal::FaultProbe for Instant1 {
-    fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
-        None
-    }
-    fn dma_aborted(&mut self, _: u8) -> bool {
-        false
-    }
+impl hal::FaultProbe for Instant1 {}
+impl<E: Copy + Into<Event>> hal::EventSink<E> for Instant1 {
+    fn event(&mut self, _: &E) {}
 }
-impl hal::EventSink for Instant1 {
-    fn event(&mut self, _: &Event) {}
-}
-impl hal::TensorNotify for Instant1 {
-    fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
-        None
-    }
-}
+impl nrt_core::counters::CounterSink for Instant1 {}
+
+impl hal::TensorNotify for Instant1 {}
 
 fn pool(units: usize) -> XuPool {
     let devs: Vec<(Instant1, Notifications)> = (0..units)

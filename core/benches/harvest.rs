@@ -79,32 +79,16 @@ impl hal::Clock for BenchDev {
         self.t.get()
     }
 }
-impl hal::CollectivesProxy for BenchDev {
-    fn barrier_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-    fn network_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-}
-impl hal::FaultProbe for BenchDev {
-    fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
-        None
-    }
-    fn dma_aborted(&mut self, _: u8) -> bool {
-        false
-    }
-}
-impl hal::EventSink for BenchDev {
-    fn event(&mut self, e: &Event) {
+impl hal::CollectivesProxy for BenchDev {}
+impl hal::FaultProbe for BenchDev {}
+impl<E: Copy + Into<Event>> hal::EventSink<E> for BenchDev {
+    fn event(&mut self, e: &E) {
         black_box(e);
     }
 }
-impl hal::TensorNotify for BenchDev {
-    fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
-        None
-    }
-}
+impl nrt_core::counters::CounterSink for BenchDev {}
+
+impl hal::TensorNotify for BenchDev {}
 
 fn notifications() -> Notifications {
     let mut n = Notifications::new();

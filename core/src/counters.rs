@@ -9,7 +9,7 @@
 //! the layout is `nrt_abi::nds`). Here they are plain RAM: an
 //! [`NcCounterBlock`] per physical core, updated by [`NcCounterBlock::apply`]
 //! from an [`NcUpdate`], which the harvest hands to the platform once per
-//! finished request and core ([`hal::EventSink::nc_counters`](crate::hal::EventSink::nc_counters)).
+//! finished request and core ([`CounterSink::nc_counters`]).
 //! A controller keeps the blocks in RAM; the Linux binding writes them into the
 //! mapped datastore.
 //!
@@ -336,8 +336,33 @@ pub fn latency_samples_of(
     n as usize
 }
 
+/// Where the harvest hands each finished request's per-core counter update.
+///
+/// FINALIZE's counter update (`nds_increment_nc_counter`, completion-engine seed
+/// §1; the XU worker's `kmetric_update_nds_*`, §6): one call per physical core of
+/// each finished request, after its status is decided, with that core's outcome.
+/// A platform that keeps counters applies it to its [`NcCounterBlock`] (and the
+/// Linux binding writes the block into the driver's datastore).
+///
+/// The trait sits here, beside the update it carries, so that the platform seam
+/// (`hal`) names no layer's types.
+pub trait CounterSink {
+    /// Count `update` for physical core `core`. The default keeps no counters:
+    /// a platform that does not care writes `impl CounterSink for P {}`. Must not
+    /// block.
+    fn nc_counters(&mut self, core: u8, update: &NcUpdate) {
+        let _ = (core, update);
+    }
+}
+
+impl<T: CounterSink + ?Sized> CounterSink for &mut T {
+    fn nc_counters(&mut self, core: u8, update: &NcUpdate) {
+        T::nc_counters(self, core, update)
+    }
+}
+
 /// The counter blocks of `N` physical cores: a ready
-/// [`EventSink::nc_counters`](crate::hal::EventSink::nc_counters) target.
+/// [`CounterSink::nc_counters`] target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NcCounters<const N: usize> {
     blocks: [NcCounterBlock; N],

@@ -23,9 +23,9 @@ use core::fmt;
 use zerocopy::byteorder::little_endian::U16;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use crate::event::{emit, Event, Level};
 use crate::hal::{DeviceMemory, Error as _, ErrorKind, EventSink};
 use crate::status::NrtStatus;
+use crate::trace::{emit, Level, Traced};
 
 /// `boot_state` of a booted core (§6.1: `cmpl $1, 0x30(core)`).
 pub const BOOT_STATE_BOOTED: u32 = 1;
@@ -249,6 +249,15 @@ impl DgeEvent {
     }
 }
 
+impl Traced for DgeEvent {
+    fn level(&self) -> Level {
+        DgeEvent::level(self)
+    }
+    fn kind(&self) -> &'static str {
+        DgeEvent::kind(self)
+    }
+}
+
 impl fmt::Display for DgeEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -282,10 +291,10 @@ impl DgeCore {
         Ok(())
     }
 
-    fn guard<S: EventSink + ?Sized>(&self, sink: &mut S) -> Result<(), DgeError> {
+    fn guard<S: EventSink<DgeEvent> + ?Sized>(&self, sink: &mut S) -> Result<(), DgeError> {
         let r = self.check();
         if r.is_err() {
-            emit(sink, Event::Dge(DgeEvent::GuardRefused { kind: self.kind, boot_state: self.boot_state }));
+            emit(sink, DgeEvent::GuardRefused { kind: self.kind, boot_state: self.boot_state });
         }
         r
     }
@@ -304,7 +313,7 @@ impl DgeCore {
 
     /// `nrtucode_core_private_set_dge_mailbox` (§6.3): guards, `idx <= 3` (else 8),
     /// then one 4-byte WRITE at `base + 0x28 + idx * 4`.
-    pub fn set_dge_mailbox<M: DeviceMemory + ?Sized, S: EventSink + ?Sized>(
+    pub fn set_dge_mailbox<M: DeviceMemory + ?Sized, S: EventSink<DgeEvent> + ?Sized>(
         &self,
         mem: &mut M,
         sink: &mut S,
@@ -314,13 +323,13 @@ impl DgeCore {
         self.guard(sink)?;
         let addr = self.mailbox_addr(idx)?;
         mem.copy_in(addr, mailbox.as_bytes()).map_err(|e| DgeError::Platform(e.kind()))?;
-        emit(sink, Event::Dge(DgeEvent::MailboxSet { idx: idx as u8, value: mailbox.to_u32() }));
+        emit(sink, DgeEvent::MailboxSet { idx: idx as u8, value: mailbox.to_u32() });
         Ok(())
     }
 
     /// `nrtucode_core_private_get_dge_mailbox_values` (§6.3): guards, `idx <= 3`, one
     /// 4-byte READ from the same address.
-    pub fn get_dge_mailbox<M: DeviceMemory + ?Sized, S: EventSink + ?Sized>(
+    pub fn get_dge_mailbox<M: DeviceMemory + ?Sized, S: EventSink<DgeEvent> + ?Sized>(
         &self,
         mem: &mut M,
         sink: &mut S,
@@ -337,7 +346,7 @@ impl DgeCore {
     /// back and report each of the 4 mailboxes (a failed read reports the scratch
     /// default 0xFFFFFF00, as libnrtucode logs it, and does not fail the query), and
     /// return the array's address `base + 0x28`.
-    pub fn get_dge_mailbox_addr<M: DeviceMemory + ?Sized, S: EventSink + ?Sized>(
+    pub fn get_dge_mailbox_addr<M: DeviceMemory + ?Sized, S: EventSink<DgeEvent> + ?Sized>(
         &self,
         mem: &mut M,
         sink: &mut S,
@@ -352,7 +361,7 @@ impl DgeCore {
             let mut word = MAILBOX_READBACK_DEFAULT.to_le_bytes();
             let read_ok = mem.copy_out(addr, &mut word).is_ok();
             let value = if read_ok { u32::from_le_bytes(word) } else { MAILBOX_READBACK_DEFAULT };
-            emit(sink, Event::Dge(DgeEvent::MailboxReadback { idx: idx as u8, value, read_ok }));
+            emit(sink, DgeEvent::MailboxReadback { idx: idx as u8, value, read_ok });
         }
         self.at(MAILBOX_OFFSET)
     }
@@ -361,7 +370,7 @@ impl DgeCore {
     /// ([`DgeError::NoClassMap`] where libnrtucode aborts), at most 4 classes, then
     /// one WRITE of `4 * n` bytes (little-endian u32s) at `base + 0x18`.
     /// `classes[0]` maps to ISA priority index 1 (class 0 is the built-in default).
-    pub fn set_priority_class_map<M: DeviceMemory + ?Sized, S: EventSink + ?Sized>(
+    pub fn set_priority_class_map<M: DeviceMemory + ?Sized, S: EventSink<DgeEvent> + ?Sized>(
         &self,
         mem: &mut M,
         sink: &mut S,
@@ -379,13 +388,13 @@ impl DgeCore {
         let bytes = buf.get(..classes.len() * 4).unwrap_or(&[]);
         let addr = self.at(PRIORITY_CLASS_MAP_OFFSET)?;
         mem.copy_in(addr, bytes).map_err(|e| DgeError::Platform(e.kind()))?;
-        emit(sink, Event::Dge(DgeEvent::ClassMapSet { classes: classes.len() as u8 }));
+        emit(sink, DgeEvent::ClassMapSet { classes: classes.len() as u8 });
         Ok(())
     }
 
     /// `nrtucode_core_dge_get_priority_class_map` (§6.4): guards, a buffer must be
     /// given, at most 4 classes; one READ of `4 * out.len()` bytes from `base + 0x18`.
-    pub fn get_priority_class_map<M: DeviceMemory + ?Sized, S: EventSink + ?Sized>(
+    pub fn get_priority_class_map<M: DeviceMemory + ?Sized, S: EventSink<DgeEvent> + ?Sized>(
         &self,
         mem: &mut M,
         sink: &mut S,
@@ -446,13 +455,7 @@ mod tests {
             Ok(())
         }
     }
-    #[derive(Default)]
-    struct Sink(Vec<Event>);
-    impl EventSink for Sink {
-        fn event(&mut self, e: &Event) {
-            self.0.push(*e);
-        }
-    }
+    type Sink = crate::testutil::EventLog<DgeEvent>;
 
     const BASE: u64 = 0x7_0000;
     fn core() -> DgeCore {
@@ -479,7 +482,7 @@ mod tests {
         let e = c.set_dge_mailbox(&mut mem, &mut sink, 0, DgeMailbox::new(1, 1)).unwrap_err();
         assert_eq!(e, DgeError::NotBooted(0));
         assert_eq!(e.code(), 8);
-        assert_eq!(sink.0, [Event::Dge(DgeEvent::GuardRefused { kind: 9, boot_state: 0 })]);
+        assert_eq!(sink.events, [DgeEvent::GuardRefused { kind: 9, boot_state: 0 }]);
         let c = DgeCore { kind: 3, ..core() };
         assert_eq!(c.get_dge_mailbox(&mut mem, &mut sink, 0), Err(DgeError::BadKind(3)));
         assert_eq!(c.set_priority_class_map(&mut mem, &mut sink, Some(&[1])), Err(DgeError::BadKind(3)));
@@ -511,31 +514,31 @@ mod tests {
         let c = core();
         c.set_dge_mailbox(&mut mem, &mut sink, 1, DgeMailbox::new(2, 3)).unwrap();
         mem.log.clear();
-        sink.0.clear();
+        sink.events.clear();
         mem.fail_reads_at = Some(BASE + 0x28 + 2 * 4);
         assert_eq!(c.get_dge_mailbox_addr(&mut mem, &mut sink, 4), Ok(BASE + 0x28));
         assert_eq!(mem.log, (0..4).map(|i| ('r', BASE + 0x28 + i * 4, 4)).collect::<Vec<_>>());
         assert_eq!(
-            sink.0,
+            sink.events,
             [
-                Event::Dge(DgeEvent::MailboxReadback { idx: 0, value: 0, read_ok: true }),
-                Event::Dge(DgeEvent::MailboxReadback { idx: 1, value: 0x0003_0200, read_ok: true }),
-                Event::Dge(DgeEvent::MailboxReadback { idx: 2, value: 0xFFFF_FF00, read_ok: false }),
-                Event::Dge(DgeEvent::MailboxReadback { idx: 3, value: 0, read_ok: true }),
+                DgeEvent::MailboxReadback { idx: 0, value: 0, read_ok: true },
+                DgeEvent::MailboxReadback { idx: 1, value: 0x0003_0200, read_ok: true },
+                DgeEvent::MailboxReadback { idx: 2, value: 0xFFFF_FF00, read_ok: false },
+                DgeEvent::MailboxReadback { idx: 3, value: 0, read_ok: true },
             ]
         );
         // The read-back covers all four whatever `num_mailbox` says (§6.2: the loop
         // runs idx 0..3), not only `num_mailbox` of them.
         for num in [0, 1, 3] {
             mem.log.clear();
-            sink.0.clear();
+            sink.events.clear();
             assert_eq!(c.get_dge_mailbox_addr(&mut mem, &mut sink, num), Ok(BASE + 0x28));
             assert_eq!(mem.log, (0..4).map(|i| ('r', BASE + 0x28 + i * 4, 4)).collect::<Vec<_>>(), "num {num}");
             let idxs: Vec<u8> = sink
-                .0
+                .events
                 .iter()
                 .filter_map(|e| match e {
-                    Event::Dge(DgeEvent::MailboxReadback { idx, .. }) => Some(*idx),
+                    DgeEvent::MailboxReadback { idx, .. } => Some(*idx),
                     _ => None,
                 })
                 .collect();

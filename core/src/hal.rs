@@ -11,7 +11,17 @@
 //! as platform configuration: a ring slot's bytes may be anything; a register read
 //! may be anything. Only the platform's own failures (a mapping missing, an ioctl
 //! refused) come back as `Err`, and core turns each into an [`NrtStatus`] and an
-//! [`Event`](crate::event::Event).
+//! event of the layer that made the call.
+//!
+//! # Where this sits
+//!
+//! This module is a leaf of the crate's module graph: it depends on `status` only
+//! (for the statuses a platform reports), so every layer depends on it and it on
+//! none of them (a test of the crate checks the graph has no cycle). A trait that
+//! carries a layer's own type lives beside that layer or is generic over it:
+//! [`EventSink<E>`] takes the event type as a parameter, the counters' sink is
+//! `counters::CounterSink`, and the bound of everything the harvest needs is
+//! `exec::ExecDevice`.
 //!
 //! # For platform authors
 //!
@@ -23,6 +33,13 @@
 //!   [`NqRings::write_head`]) must be preceded by a Release fence. [`Fence`] lets a
 //!   controller add cache maintenance there.
 //! - Each trait has a blanket `impl for &mut T`, so a platform can lend itself out.
+//! - What a platform may lack has a defined answer, given by default methods:
+//!   no collectives engine ([`CollectivesProxy`]: every proxy task done), no fault
+//!   probes ([`FaultProbe`]: no fault found), no streamed outputs
+//!   ([`TensorNotify`]: no such output), the plain Release fence ([`Fence`]). The
+//!   platform still writes the (empty) impl, so that lacking one is a decision
+//!   visible in its code, never a silent default; a platform that has the
+//!   feature implements the methods.
 
 use crate::status::NrtStatus;
 
@@ -88,7 +105,7 @@ impl<T: Registers + ?Sized> Registers for &mut T {
 /// Rings are named by `(core, nq)`: `core` is the physical core of the logical
 /// core (0 or 1), `nq` the runtime's NQ index (`ens_nq[]`; INFER_STATUS rings 4..8,
 /// the error ring 2; `seed-vs-driver.md` point 4). Ring sizes are configuration
-/// held by [`Notifications`](crate::nq::Notifications); the platform maps them.
+/// held by the harvest's `nq::Notifications`; the platform maps them.
 pub trait NqRings: ErrorType {
     /// Copy the 16-byte slot at byte offset `offset` (a multiple of 16, below the
     /// ring size) of ring `(core, nq)` into `out`, with Acquire ordering.
@@ -184,11 +201,21 @@ impl<T: DeviceMemory + ?Sized> DeviceMemory for &mut T {
 ///
 /// `Ok(true)` when the task is done, `Ok(false)` while it is pending, `Err(status)`
 /// when it failed: the harvest finalizes with that status.
+///
+/// Each method defaults to "done" (`Ok(true)`): the answer for a platform with no
+/// collectives engine, which declares that by an empty
+/// `impl CollectivesProxy for P {}`. A platform with one implements both.
 pub trait CollectivesProxy {
     /// The collectives barrier of physical core `core`.
-    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus>;
+    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+        let _ = core;
+        Ok(true)
+    }
     /// The network proxy of physical core `core`.
-    fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus>;
+    fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+        let _ = core;
+        Ok(true)
+    }
 }
 
 impl<T: CollectivesProxy + ?Sized> CollectivesProxy for &mut T {
@@ -207,12 +234,23 @@ impl<T: CollectivesProxy + ?Sized> CollectivesProxy for &mut T {
 /// The harvest asks them in that order, one core at a time, and stops at the first
 /// that answers (G-TIMEOUT-CLASS); none of them is asked on a clean run or an
 /// overflow.
+///
+/// Each method defaults to "no fault" (`None`, `false`): the answer for a platform
+/// that cannot probe (a timed-out core is then HANG_ON_COMPUTE), which declares
+/// that by an empty `impl FaultProbe for P {}`. A platform that can probe
+/// implements the probes it has.
 pub trait FaultProbe {
     /// `exec_check_hbm_uncorrectable`: `Some(1201)` for an unrepairable HBM UE,
-    /// `Some(1205)` for a repairable one, `None` when there is none.
-    fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus>;
-    /// `true` when a DMA engine of the core aborted (1203).
-    fn dma_aborted(&mut self, core: u8) -> bool;
+    /// `Some(1205)` for a repairable one, `None` when there is none (the default).
+    fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus> {
+        let _ = core;
+        None
+    }
+    /// `true` when a DMA engine of the core aborted (1203); the default `false`.
+    fn dma_aborted(&mut self, core: u8) -> bool {
+        let _ = core;
+        false
+    }
     /// `true` when the core is stuck in a collective operation, waiting for
     /// notifications that never came (1200, `NRT_EXEC_HW_ERR_COLLECTIVES`).
     ///
@@ -236,44 +274,38 @@ impl<T: FaultProbe + ?Sized> FaultProbe for &mut T {
     }
 }
 
-/// Where the structured events go (warnings, probes, errors, trace), and the
-/// per-core counters of each finished request.
-pub trait EventSink {
+/// Where a layer's structured events go (warnings, probes, errors, trace).
+///
+/// Generic over the event type `E`, so that the seam names no layer: the harvest
+/// emits into an `EventSink<ExecEvent>`, the descriptor handoff into an
+/// `EventSink<DmaEvent>`, the DGE gate into an `EventSink<DgeEvent>`. A platform
+/// that wants one stream implements it once for every type that converts into the
+/// umbrella `nrt_core::event::Event` (`impl<E: Copy + Into<Event>> EventSink<E>`).
+pub trait EventSink<E: ?Sized> {
     /// Take one event. Must not block.
-    fn event(&mut self, event: &crate::event::Event);
-
-    /// FINALIZE's counter update (`nds_increment_nc_counter`, completion-engine
-    /// seed §1; the XU worker's `kmetric_update_nds_*`, §6): one call per
-    /// physical core of each finished request, after its status is decided,
-    /// with that core's outcome. A platform that keeps counters applies it to
-    /// its [`NcCounterBlock`](crate::counters::NcCounterBlock) (and the Linux
-    /// binding writes the block into the driver's datastore).
-    ///
-    /// The default keeps no counters: a platform that does not care implements
-    /// nothing more. Must not block.
-    fn nc_counters(&mut self, core: u8, update: &crate::counters::NcUpdate) {
-        let _ = (core, update);
-    }
+    fn event(&mut self, event: &E);
 }
 
-impl<T: EventSink + ?Sized> EventSink for &mut T {
-    fn event(&mut self, event: &crate::event::Event) {
+impl<E: ?Sized, T: EventSink<E> + ?Sized> EventSink<E> for &mut T {
+    fn event(&mut self, event: &E) {
         T::event(self, event)
-    }
-    fn nc_counters(&mut self, core: u8, update: &crate::counters::NcUpdate) {
-        T::nc_counters(self, core, update)
     }
 }
 
 /// The streamed-output channel (completion-engine seed §3.1, custom sub-id 7):
 /// resolve a device var id to an output, count it, wake its waiters.
 ///
-/// [`TensorCompletions`](crate::exec::TensorCompletions) is a ready implementation.
+/// The harvest's `exec::TensorCompletions` is a ready implementation. The default
+/// knows no output (`None`): the answer for a platform without streamed outputs,
+/// which declares that by an empty `impl TensorNotify for P {}`.
 pub trait TensorNotify {
     /// Output `var_id` finished once more on physical core `core`. Returns the
     /// output's index and its new completion count, or `None` when the var id names
     /// no output of the model (the harvest reports an event and goes on).
-    fn tensor_completed(&mut self, core: u8, var_id: u16) -> Option<(u16, u32)>;
+    fn tensor_completed(&mut self, core: u8, var_id: u16) -> Option<(u16, u32)> {
+        let _ = (core, var_id);
+        None
+    }
 }
 
 impl<T: TensorNotify + ?Sized> TensorNotify for &mut T {
@@ -297,12 +329,25 @@ impl<T: Fence + ?Sized> Fence for &mut T {
     }
 }
 
-/// Everything the harvest (`ExecRequest::progress_one_step`) needs from a platform.
-///
-/// Blanket-implemented: implement the parts and this follows.
-pub trait ExecDevice: NqRings + IntcCause + Clock + CollectivesProxy + FaultProbe + EventSink + TensorNotify {}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl<T: NqRings + IntcCause + Clock + CollectivesProxy + FaultProbe + EventSink + TensorNotify + ?Sized> ExecDevice
-    for T
-{
+    /// A platform with no collectives engine, fault probes or streamed outputs.
+    struct Bare;
+    impl CollectivesProxy for Bare {}
+    impl FaultProbe for Bare {}
+    impl TensorNotify for Bare {}
+
+    #[test]
+    fn an_absent_feature_answers_done_no_fault_and_no_output() {
+        let mut b = Bare;
+        let dev = &mut b;
+        for core in [0, 1, u8::MAX] {
+            assert_eq!((dev.barrier_status(core), dev.network_status(core)), (Ok(true), Ok(true)));
+            assert_eq!(dev.hbm_uncorrectable(core), None);
+            assert!(!dev.dma_aborted(core) && !dev.collectives_stuck(core));
+            assert_eq!(dev.tensor_completed(core, 7), None);
+        }
+    }
 }

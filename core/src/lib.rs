@@ -29,7 +29,7 @@
 //! Rules this crate keeps: it never allocates, never blocks (except in
 //! [`hal::Delay`], by name) and never panics on device input; a corrupt entry,
 //! ring, count or id becomes a documented [`NrtStatus`] and an
-//! [`Event`](event::Event). Where the seeds are silent, the choice is written next
+//! event of its layer (gathered in [`Event`](event::Event)). Where the seeds are silent, the choice is written next
 //! to the constant and listed in `docs/spec-gaps.md`.
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_code)]
@@ -46,6 +46,7 @@ pub mod hal;
 pub mod mmio;
 pub mod nq;
 pub mod status;
+pub mod trace;
 
 #[cfg(any(kani, test))]
 mod proofs;

@@ -1,5 +1,7 @@
 //! A test platform: a fake device with rings in memory, an INTC, a settable
-//! clock, collectives proxies, fault probes, an event log and a tensor table.
+//! clock, collectives proxies, fault probes, an event log and a tensor table;
+//! and the small fakes a layer's own tests need: [`EventLog`], a sink of one
+//! layer's events, and [`CountingDelay`], a delay that counts and is bounded.
 //!
 //! Behind the `test-utils` feature (and always in core's own tests), so that the
 //! simulator's and the integration tests' fakes are not copied per test. It is
@@ -329,12 +331,15 @@ impl hal::FaultProbe for FakeDevice {
     }
 }
 
-impl hal::EventSink for FakeDevice {
-    fn event(&mut self, event: &Event) {
-        if self.events.push(*event).is_err() {
+impl<E: Copy + Into<Event>> hal::EventSink<E> for FakeDevice {
+    fn event(&mut self, event: &E) {
+        if self.events.push((*event).into()).is_err() {
             self.events_dropped += 1;
         }
     }
+}
+
+impl crate::counters::CounterSink for FakeDevice {
     fn nc_counters(&mut self, core: u8, update: &crate::counters::NcUpdate) {
         // The fake's clock as it stands (no auto-advance: this is not a harvest read).
         self.counters.apply(core, update, self.now.get());
@@ -349,5 +354,90 @@ impl hal::TensorNotify for FakeDevice {
             let _ = self.wakes.push(w);
         }
         r
+    }
+}
+
+/// Events a [`EventLog`] keeps (later ones are counted in `dropped`).
+pub const EVENT_LOG_CAPACITY: usize = 64;
+
+/// A sink of one layer's events (`DmaEvent`, `DgeEvent`, `ExecEvent`, or the
+/// umbrella `Event`): the first [`EVENT_LOG_CAPACITY`] in order, the rest counted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventLog<E> {
+    /// Events in order.
+    pub events: heapless::Vec<E, EVENT_LOG_CAPACITY>,
+    /// Events that did not fit.
+    pub dropped: u32,
+}
+
+impl<E> Default for EventLog<E> {
+    fn default() -> Self {
+        EventLog { events: heapless::Vec::new(), dropped: 0 }
+    }
+}
+
+impl<E: Copy> hal::EventSink<E> for EventLog<E> {
+    fn event(&mut self, event: &E) {
+        if self.events.push(*event).is_err() {
+            self.dropped = self.dropped.saturating_add(1);
+        }
+    }
+}
+
+/// A delay that moves no clock and counts its calls, failing the test past
+/// `bound` calls, so that a wait that never ends fails fast instead of hanging.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CountingDelay {
+    /// Calls so far.
+    pub calls: u32,
+    /// The call that fails the test.
+    pub bound: u32,
+}
+
+impl CountingDelay {
+    /// A delay that fails the test at its `bound`-th call.
+    pub const fn new(bound: u32) -> CountingDelay {
+        CountingDelay { calls: 0, bound }
+    }
+}
+
+impl hal::Delay for CountingDelay {
+    fn delay_us(&mut self, _us: u32) {
+        self.calls = self.calls.saturating_add(1);
+        assert!(self.calls < self.bound, "{} delays: the wait did not end", self.calls);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hal::{Delay, EventSink};
+
+    #[test]
+    fn the_event_log_keeps_its_capacity_in_order_and_counts_the_rest() {
+        let mut log = EventLog::<u32>::default();
+        for i in 0..EVENT_LOG_CAPACITY as u32 + 3 {
+            log.event(&i);
+        }
+        assert_eq!(log.events.len(), EVENT_LOG_CAPACITY);
+        assert!(log.events.iter().copied().eq(0..EVENT_LOG_CAPACITY as u32));
+        assert_eq!(log.dropped, 3);
+    }
+
+    #[test]
+    fn the_counting_delay_counts_below_its_bound() {
+        let mut d = CountingDelay::new(3);
+        d.delay_us(1);
+        d.delay_us(1);
+        assert_eq!(d.calls, 2);
+    }
+
+    #[test]
+    #[should_panic(expected = "3 delays: the wait did not end")]
+    fn the_counting_delay_fails_the_test_at_its_bound() {
+        let mut d = CountingDelay::new(3);
+        for _ in 0..3 {
+            d.delay_us(1);
+        }
     }
 }

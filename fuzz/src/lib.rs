@@ -18,7 +18,7 @@ use nrt_core::dma::{
     Bd, DeviceHead, Direction, LenCtrl, PRing, Relocation, SwDmaQueue, Transfer, UdmaCopyWriter, UdmaLayout, VRing,
 };
 use nrt_core::event::Event;
-use nrt_core::exec::{ExecConfig, ExecRequest, ExecState, Step, TpbEngState};
+use nrt_core::exec::{ExecConfig, ExecEvent, ExecRequest, ExecState, Step, TpbEngState};
 use nrt_core::hal::{DeviceMemory, ErrorKind, ErrorType, EventSink};
 use nrt_core::nq::{ErrorEntry, Notification, RawEntry, Subtype, ERROR_NQ};
 use nrt_core::testutil::FakeDevice;
@@ -109,21 +109,26 @@ fn decode_one(b: &[u8; 16], text: &mut String) {
         (6, Subtype::Custom) => Some(match (le16(4), n.custom()) {
             (7, CustomKind::TensorCompletion { var_id }) => {
                 assert_eq!(var_id, le16(0));
-                Event::TensorCompleted { core: 0, var_id, output: 0, count: 1 }
+                Event::Exec(ExecEvent::TensorCompleted { core: 0, var_id, output: 0, count: 1 })
             }
             (s, CustomKind::Diagnostic { sub_id, payload }) if s < 11 && s != 7 => {
                 assert_eq!((sub_id, payload), (s, le16(0)));
-                Event::CustomNotification { core: 0, engine, sub_id, payload, tag: n.nq_tag }
+                Event::Exec(ExecEvent::CustomNotification { core: 0, engine, sub_id, payload, tag: n.nq_tag })
             }
             (s, CustomKind::Invalid { sub_id }) if s >= 11 => {
                 assert_eq!(sub_id, s);
-                Event::BadCustomSubId { core: 0, engine, sub_id }
+                Event::Exec(ExecEvent::BadCustomSubId { core: 0, engine, sub_id })
             }
             (s, k) => panic!("custom sub-id {s} decoded as {k:?}"),
         }),
         (v @ (0 | 1 | 4 | 5 | 9..), Subtype::Unexpected(u)) => {
             assert_eq!(u, v);
-            Some(Event::UnexpectedNotification { core: 0, engine, debug_hint: n.debug_hint, subtype: u })
+            Some(Event::Exec(ExecEvent::UnexpectedNotification {
+                core: 0,
+                engine,
+                debug_hint: n.debug_hint,
+                subtype: u,
+            }))
         }
         (v, s) => panic!("subtype {v} decoded as {s:?}"),
     };
@@ -165,7 +170,7 @@ fn decode_one(b: &[u8; 16], text: &mut String) {
     }
     assert_eq!(InferErrorSubtype::parse(subtype).value(), subtype);
     let status = e.class().status().unwrap_or(NrtStatus::Success);
-    let record = Event::ErrorRecord { core: 0, subtype, class, ts_cpu_us: ts / 1000, status };
+    let record = Event::Exec(ExecEvent::ErrorRecord { core: 0, subtype, class, ts_cpu_us: ts / 1000, status });
 
     // What the harvest would report: level, kind and text of each event.
     for ev in event.iter().chain([&record]) {
@@ -176,9 +181,11 @@ fn decode_one(b: &[u8; 16], text: &mut String) {
         std::hint::black_box(ev.level());
     }
     match class {
-        ErrorClass::EccUncorrectable => write!(text, "{}", Event::UncorrectableEcc { core: 0 }),
-        ErrorClass::EccCorrectable => write!(text, "{}", Event::CorrectableEcc { core: 0 }),
-        ErrorClass::SwSequencer => write!(text, "{}", Event::SequencerError { core: 0, code: e.metadata() }),
+        ErrorClass::EccUncorrectable => write!(text, "{}", Event::Exec(ExecEvent::UncorrectableEcc { core: 0 })),
+        ErrorClass::EccCorrectable => write!(text, "{}", Event::Exec(ExecEvent::CorrectableEcc { core: 0 })),
+        ErrorClass::SwSequencer => {
+            write!(text, "{}", Event::Exec(ExecEvent::SequencerError { core: 0, code: e.metadata() }))
+        }
         _ => Ok(()),
     }
     .expect("an event's text");
@@ -336,8 +343,8 @@ impl DeviceMemory for Dev {
     }
 }
 
-impl EventSink for Dev {
-    fn event(&mut self, _: &Event) {}
+impl<E: Copy + Into<Event>> EventSink<E> for Dev {
+    fn event(&mut self, _: &E) {}
 }
 
 const PAGE: usize = 4;
@@ -523,8 +530,8 @@ pub fn dma(data: &[u8]) {
 
 struct Sink;
 
-impl EventSink for Sink {
-    fn event(&mut self, _: &Event) {}
+impl<E: Copy + Into<Event>> EventSink<E> for Sink {
+    fn event(&mut self, _: &E) {}
 }
 
 #[cfg(test)]

@@ -190,8 +190,9 @@ impl hal::FaultProbe for CPlatform {
     }
 }
 
-impl hal::EventSink for CPlatform {
-    fn event(&mut self, event: &Event) {
+impl<E: Copy + Into<Event>> hal::EventSink<E> for CPlatform {
+    fn event(&mut self, event: &E) {
+        let event: Event = (*event).into();
         let Some(f) = self.p.event else { return };
         let kind = CString::new(event.kind()).unwrap_or_default();
         let msg = CString::new(event.to_string().replace('\0', " ")).unwrap_or_default();
@@ -199,6 +200,8 @@ impl hal::EventSink for CPlatform {
         unsafe { f(self.p.ctx, kind.as_ptr(), msg.as_ptr()) }
     }
 }
+
+impl nrt_core::counters::CounterSink for CPlatform {}
 
 impl hal::TensorNotify for CPlatform {
     fn tensor_completed(&mut self, core: u8, var_id: u16) -> Option<(u16, u32)> {

@@ -308,11 +308,13 @@ impl hal::FaultProbe for ShmDevice {
     }
 }
 
-impl hal::EventSink for ShmDevice {
-    fn event(&mut self, e: &Event) {
-        self.events.push(*e);
+impl<E: Copy + Into<Event>> hal::EventSink<E> for ShmDevice {
+    fn event(&mut self, e: &E) {
+        self.events.push((*e).into());
     }
 }
+
+impl nrt_core::counters::CounterSink for ShmDevice {}
 
 impl hal::TensorNotify for ShmDevice {
     fn tensor_completed(&mut self, core: u8, var_id: u16) -> Option<(u16, u32)> {

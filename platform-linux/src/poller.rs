@@ -75,8 +75,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use nrt_core::exec::ExecDevice;
 use nrt_core::exec::{ExecConfig, ExecRequest, Lanes, PollGroup, Schedule, Step};
-use nrt_core::hal::ExecDevice;
 use nrt_core::nq::Notifications;
 use nrt_core::NrtStatus;
 

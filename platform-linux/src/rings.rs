@@ -324,35 +324,19 @@ impl<R> hal::Clock for MappedDevice<R> {
     }
 }
 
-impl<R> hal::CollectivesProxy for MappedDevice<R> {
-    fn barrier_status(&mut self, _core: u8) -> Result<bool, nrt_core::NrtStatus> {
-        Ok(true)
-    }
-    fn network_status(&mut self, _core: u8) -> Result<bool, nrt_core::NrtStatus> {
-        Ok(true)
+impl<R> hal::CollectivesProxy for MappedDevice<R> {}
+
+impl<R> hal::FaultProbe for MappedDevice<R> {}
+
+impl<R, E: Copy + Into<nrt_core::event::Event>> hal::EventSink<E> for MappedDevice<R> {
+    fn event(&mut self, event: &E) {
+        self.events.push((*event).into());
     }
 }
 
-impl<R> hal::FaultProbe for MappedDevice<R> {
-    fn hbm_uncorrectable(&mut self, _core: u8) -> Option<nrt_core::NrtStatus> {
-        None
-    }
-    fn dma_aborted(&mut self, _core: u8) -> bool {
-        false
-    }
-}
+impl<R> nrt_core::counters::CounterSink for MappedDevice<R> {}
 
-impl<R> hal::EventSink for MappedDevice<R> {
-    fn event(&mut self, event: &nrt_core::event::Event) {
-        self.events.push(*event);
-    }
-}
-
-impl<R> hal::TensorNotify for MappedDevice<R> {
-    fn tensor_completed(&mut self, _core: u8, _var_id: u16) -> Option<(u16, u32)> {
-        None
-    }
-}
+impl<R> hal::TensorNotify for MappedDevice<R> {}
 
 #[cfg(test)]
 mod tests {

@@ -23,8 +23,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
+use nrt_core::exec::ExecDevice;
 use nrt_core::exec::{ExecConfig, ExecUnit, XuHealth, XuQueue, XuSignalError, XuStep, XuWork};
-use nrt_core::hal::{Delay, ExecDevice};
+use nrt_core::hal::Delay;
 use nrt_core::nq::Notifications;
 use nrt_core::NrtStatus;
 

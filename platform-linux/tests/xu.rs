@@ -83,19 +83,14 @@ impl hal::CollectivesProxy for ScriptDevice {
         Ok(true)
     }
 }
-impl hal::FaultProbe for ScriptDevice {
-    fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
-        None
-    }
-    fn dma_aborted(&mut self, _: u8) -> bool {
-        false
-    }
-}
-impl hal::EventSink for ScriptDevice {
-    fn event(&mut self, e: &Event) {
+impl hal::FaultProbe for ScriptDevice {}
+impl<E: Copy + Into<Event>> hal::EventSink<E> for ScriptDevice {
+    fn event(&mut self, e: &E) {
         self.dev.event(e)
     }
 }
+impl nrt_core::counters::CounterSink for ScriptDevice {}
+
 impl hal::TensorNotify for ScriptDevice {
     fn tensor_completed(&mut self, c: u8, v: u16) -> Option<(u16, u32)> {
         self.dev.tensor_completed(c, v)

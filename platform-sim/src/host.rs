@@ -236,10 +236,13 @@ impl hal::FaultProbe for SimHost {
     }
 }
 
-impl hal::EventSink for SimHost {
-    fn event(&mut self, event: &Event) {
-        self.events.push(*event);
+impl<E: Copy + Into<Event>> hal::EventSink<E> for SimHost {
+    fn event(&mut self, event: &E) {
+        self.events.push((*event).into());
     }
+}
+
+impl nrt_core::counters::CounterSink for SimHost {
     fn nc_counters(&mut self, core: u8, update: &nrt_core::counters::NcUpdate) {
         let now = hal::Clock::now_ns(self);
         self.counters.apply(core, update, now);

@@ -30,7 +30,7 @@
 //!   its scheduled actions. Rings are written through nrt-core's own
 //!   `NqProducer`, so both ends of the ring protocol are the core's code.
 //! - [`host::SimHost`] is the host: every nrt-core trait (`NqRings`,
-//!   `IntcCause`, `Clock`, `CollectivesProxy`, `FaultProbe`, `EventSink`,
+//!   `IntcCause`, `Clock`, `CollectivesProxy`, `FaultProbe`, `EventSink`, `CounterSink`,
 //!   `TensorNotify`, `Registers`, `DeviceMemory`, `Semaphore`, `Fence`,
 //!   `RingBacking`) over `Shared`, and nothing else.
 //!

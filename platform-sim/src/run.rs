@@ -158,9 +158,9 @@ impl SimConfig {
 
 struct Collect<'a>(&'a mut Vec<Event>);
 
-impl EventSink for Collect<'_> {
-    fn event(&mut self, e: &Event) {
-        self.0.push(*e);
+impl<E: Copy + Into<Event>> EventSink<E> for Collect<'_> {
+    fn event(&mut self, e: &E) {
+        self.0.push((*e).into());
     }
 }
 

@@ -7,9 +7,11 @@
 //! a faulted harvest (timeout, overflow, matcher fault, proxy failure) returns 2.
 
 use nrt_core::arch::Arch;
-use nrt_core::event::{Event, Level, ProbeReason};
+use nrt_core::event::Event;
 use nrt_core::exec::TpbEngState;
+use nrt_core::exec::{ExecEvent, ProbeReason};
 use nrt_core::nq::{Engine, ErrorClass};
+use nrt_core::trace::Level;
 use nrt_core::NrtStatus;
 
 use crate::fault::{Fault, RecordKind};
@@ -88,12 +90,12 @@ fn all_complete(r: &RunReport) -> bool {
 fn healthy(r: &RunReport) -> Result<(), String> {
     need(all_complete(r), "every engine COMPLETE")?;
     need(r.staging.as_ref().is_none_or(|s| s.copy_verified), "the staged copy verified")?;
-    need(r.events.iter().all(|e| e.level() < nrt_core::event::Level::Warn), "no warnings")
+    need(r.events.iter().all(|e| e.level() < Level::Warn), "no warnings")
 }
 
 fn probe(r: &RunReport, reason: ProbeReason, overflow: bool) -> Result<(), String> {
     let found = r.events.iter().any(
-        |e| matches!(e, Event::OverflowProbe { reason: got, overflow: o, .. } if *got == reason && *o == overflow),
+        |e| matches!(e, Event::Exec(ExecEvent::OverflowProbe { reason: got, overflow: o, .. }) if *got == reason && *o == overflow),
     );
     need(found, &format!("an overflow probe ({reason:?}) reading bit 29 = {overflow}"))
 }
@@ -108,8 +110,8 @@ fn corrupt_on_core0_dve(r: &RunReport) -> Result<(), String> {
     let on_dve = |e: &Event| {
         matches!(
             e,
-            Event::UnexpectedNotification { core: 0, engine: Engine::Dve, .. }
-                | Event::BadCustomSubId { core: 0, engine: Engine::Dve, .. }
+            Event::Exec(ExecEvent::UnexpectedNotification { core: 0, engine: Engine::Dve, .. })
+                | Event::Exec(ExecEvent::BadCustomSubId { core: 0, engine: Engine::Dve, .. })
         )
     };
     need(
@@ -129,14 +131,14 @@ fn fatal(r: &RunReport, core: usize, flag: &str) -> Result<(), String> {
 
 fn error_class(r: &RunReport, class: ErrorClass) -> Result<(), String> {
     need(
-        r.events.iter().any(|e| matches!(e, Event::ErrorRecord { class: c, .. } if *c == class)),
+        r.events.iter().any(|e| matches!(e, Event::Exec(ExecEvent::ErrorRecord { class: c, .. }) if *c == class)),
         &format!("an error_record of class {}", class.name()),
     )
 }
 
 fn timed_out_at_budget(r: &RunReport) -> Result<(), String> {
     let at = r.events.iter().find_map(|e| match e {
-        Event::CoreTimeout { elapsed_ms, timeout_ms, .. } => Some((*elapsed_ms, *timeout_ms)),
+        Event::Exec(ExecEvent::CoreTimeout { elapsed_ms, timeout_ms, .. }) => Some((*elapsed_ms, *timeout_ms)),
         _ => None,
     });
     match at {
@@ -316,7 +318,7 @@ pub static SCENARIOS: &[Scenario] = &[
                 .events
                 .iter()
                 .filter_map(|e| match e {
-                    Event::BarrierWait { threshold_s, .. } => Some(*threshold_s),
+                    Event::Exec(ExecEvent::BarrierWait { threshold_s, .. }) => Some(*threshold_s),
                     _ => None,
                 })
                 .collect();
@@ -330,7 +332,8 @@ pub static SCENARIOS: &[Scenario] = &[
         expected_rc: 2,
         configure: faults![Fault::Unexpected { core: 0, engine: Engine::Sp, subtype: 9 }],
         check: |r| {
-            let ok = r.events.iter().any(|e| matches!(e, Event::UnexpectedNotification { subtype: 9, .. }));
+            let ok =
+                r.events.iter().any(|e| matches!(e, Event::Exec(ExecEvent::UnexpectedNotification { subtype: 9, .. })));
             need(ok, "an unexpected_notification of subtype 9")
         },
     },
@@ -358,10 +361,12 @@ pub static SCENARIOS: &[Scenario] = &[
             c.extras.push(Extra::Diagnostic { core: 0, engine: Engine::Pool, sub_id: 3, payload: 0x42 });
         },
         check: |r| {
-            let ok = r
-                .events
-                .iter()
-                .any(|e| matches!(e, Event::CustomNotification { engine: Engine::Pool, tag: 0xE, sub_id: 3, .. }));
+            let ok = r.events.iter().any(|e| {
+                matches!(
+                    e,
+                    Event::Exec(ExecEvent::CustomNotification { engine: Engine::Pool, tag: 0xE, sub_id: 3, .. })
+                )
+            });
             need(ok, "a custom_notification on POOL with NQ-id tag 0xE")
         },
     },

@@ -1,7 +1,8 @@
 //! Every named scenario through the library API: status, return code, events.
 
-use nrt_core::event::{Event, ProbeReason};
+use nrt_core::event::Event;
 use nrt_core::exec::TpbEngState;
+use nrt_core::exec::{ExecEvent, ProbeReason};
 use nrt_core::nq::{Engine, ErrorClass};
 use nrt_sim::{Fault, SimConfig, SCENARIOS};
 use nrt_tests::{kinds, outcome, run_cfg, run_named};
@@ -81,10 +82,13 @@ fn hang_times_out_exactly_at_the_budget_without_the_overflow_bit() {
     assert_eq!(kinds(&r), ["overflow_probe", "core_timeout", "hang_on_compute"]);
     assert!(matches!(
         r.events[0],
-        Event::OverflowProbe { core: 0, reason: ProbeReason::Timeout, cause: 0, overflow: false }
+        Event::Exec(ExecEvent::OverflowProbe { core: 0, reason: ProbeReason::Timeout, cause: 0, overflow: false })
     ));
-    assert!(matches!(r.events[1], Event::CoreTimeout { core: 0, elapsed_ms: 5000, timeout_ms: 5000, .. }));
-    assert_eq!(r.events[2], Event::HangOnCompute { core: 0 });
+    assert!(matches!(
+        r.events[1],
+        Event::Exec(ExecEvent::CoreTimeout { core: 0, elapsed_ms: 5000, timeout_ms: 5000, .. })
+    ));
+    assert_eq!(r.events[2], Event::Exec(ExecEvent::HangOnCompute { core: 0 }));
     assert_eq!(r.timeout_ms, 5000);
     assert!(r.elapsed_ns >= 5_000_000_000 && r.elapsed_ns < 5_002_000_000, "{}", r.elapsed_ns);
     assert_eq!(r.cores[0].fatal, ["timeout"]);
@@ -98,7 +102,7 @@ fn overflow_paths_read_intc_bit_29() {
         let r = run_named(name);
         let probe = r.events_of("overflow_probe").next().copied();
         assert!(
-            matches!(probe, Some(Event::OverflowProbe { overflow: true, cause, .. }) if cause & (1 << 29) != 0),
+            matches!(probe, Some(Event::Exec(ExecEvent::OverflowProbe { overflow: true, cause, .. })) if cause & (1 << 29) != 0),
             "{name}: {probe:?}"
         );
         assert!(r.cores[0].fatal.contains(&"overflow"), "{name}");
@@ -116,13 +120,16 @@ fn matcher_faults_fail_at_once() {
     let r = run_named("dup-start-overflow");
     assert_eq!(r.cores[0].fatal, ["overflow"]);
     let r = run_named("unexpected-subtype");
+    assert!(r.events.iter().any(|e| matches!(
+        e,
+        Event::Exec(ExecEvent::UnexpectedNotification { core: 0, engine: Engine::Sp, subtype: 9, .. })
+    )));
+    assert!(r.events_of("overflow_probe").next().is_none(), "unexpected subtypes are not overflow evidence");
+    let r = run_named("drop-start");
     assert!(r
         .events
         .iter()
-        .any(|e| matches!(e, Event::UnexpectedNotification { core: 0, engine: Engine::Sp, subtype: 9, .. })));
-    assert!(r.events_of("overflow_probe").next().is_none(), "unexpected subtypes are not overflow evidence");
-    let r = run_named("drop-start");
-    assert!(r.events.iter().any(|e| matches!(e, Event::OverflowProbe { reason: ProbeReason::OutOfOrderEnd, .. })));
+        .any(|e| matches!(e, Event::Exec(ExecEvent::OverflowProbe { reason: ProbeReason::OutOfOrderEnd, .. }))));
 }
 
 #[test]
@@ -135,7 +142,10 @@ fn error_ring_records_decode_to_their_classes() {
         ("ecc-ce", ErrorClass::EccCorrectable, Some("correctable_ecc")),
     ] {
         let r = run_named(name);
-        assert!(r.events.iter().any(|e| matches!(e, Event::ErrorRecord { class: c, .. } if *c == class)), "{name}");
+        assert!(
+            r.events.iter().any(|e| matches!(e, Event::Exec(ExecEvent::ErrorRecord { class: c, .. }) if *c == class)),
+            "{name}"
+        );
         if let Some(k) = extra {
             assert_eq!(r.events_of(k).count(), 1, "{name}: {k}");
         }
@@ -154,7 +164,7 @@ fn a_300_s_barrier_warns_twice_and_succeeds() {
         .events
         .iter()
         .filter_map(|e| match e {
-            Event::BarrierWait { waited_s, threshold_s } => Some((*waited_s, *threshold_s)),
+            Event::Exec(ExecEvent::BarrierWait { waited_s, threshold_s }) => Some((*waited_s, *threshold_s)),
             _ => None,
         })
         .collect();
@@ -170,7 +180,7 @@ fn tensor_streaming_wakes_waiters_in_order() {
         .events
         .iter()
         .filter_map(|e| match e {
-            Event::TensorCompleted { var_id, output, count, .. } => Some((*var_id, *output, *count)),
+            Event::Exec(ExecEvent::TensorCompleted { var_id, output, count, .. }) => Some((*var_id, *output, *count)),
             _ => None,
         })
         .collect();
@@ -184,7 +194,7 @@ fn cayman_fixup_rewrites_the_tag_on_engine_index_2_only() {
         .events
         .iter()
         .filter_map(|e| match e {
-            Event::CustomNotification { engine, tag, .. } => Some((*engine, *tag)),
+            Event::Exec(ExecEvent::CustomNotification { engine, tag, .. }) => Some((*engine, *tag)),
             _ => None,
         })
         .collect();
@@ -193,14 +203,20 @@ fn cayman_fixup_rewrites_the_tag_on_engine_index_2_only() {
     let mut cfg = nrt_tests::scenario("cayman-fixup").config();
     cfg.arch = nrt_core::arch::Arch::Sunda;
     let r = run_cfg(&cfg);
-    assert!(r.events.iter().any(|e| matches!(e, Event::CustomNotification { engine: Engine::Pool, tag: 6, .. })));
+    assert!(r
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::Exec(ExecEvent::CustomNotification { engine: Engine::Pool, tag: 6, .. }))));
 }
 
 #[test]
 fn hbm_faults_reclassify_the_timeout() {
     for (name, core, code) in [("hbm-ue", 0usize, 1201u32), ("hbm-repairable", 1, 1205)] {
         let r = run_named(name);
-        assert!(r.events.iter().any(|e| matches!(e, Event::HwFault { status, .. } if status.code() == code)));
+        assert!(r
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Exec(ExecEvent::HwFault { status, .. }) if status.code() == code)));
         assert_eq!(r.cores[core].exec_ret.code(), code);
         assert!(r.cores[core].fatal.contains(&"timeout"));
     }

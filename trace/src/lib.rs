@@ -47,7 +47,9 @@ use std::collections::BTreeMap;
 
 use nrt_abi::report::{CoreReport, RunReport};
 use nrt_core::arch::ENGINES_PER_CORE;
-use nrt_core::event::{Event, Level};
+use nrt_core::event::Event;
+use nrt_core::exec::ExecEvent;
+use nrt_core::trace::Level;
 use serde_json::{json, Map, Value};
 
 /// The host track of a device.
@@ -280,7 +282,7 @@ impl Trace {
             return;
         }
         let (core, ts) = match *e {
-            Event::ErrorRecord { core, ts_cpu_us, .. } => (Some(core), ts_cpu_us),
+            Event::Exec(ExecEvent::ErrorRecord { core, ts_cpu_us, .. }) => (Some(core), ts_cpu_us),
             _ => (event_core(e), end_us),
         };
         let tid = core.map_or(HOST_TID, |c| errors_tid(u32::from(c)));
@@ -374,7 +376,8 @@ impl Trace {
 
 /// The core an event names, if any.
 fn event_core(e: &Event) -> Option<u8> {
-    use Event::*;
+    use ExecEvent::*;
+    let e = e.exec()?;
     match *e {
         BarrierProxyFailed { core, .. }
         | NetworkProxyFailed { core, .. }

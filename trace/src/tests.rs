@@ -3,7 +3,7 @@
 
 use super::*;
 use nrt_abi::report::{EngineReport, ReportConfig};
-use nrt_core::exec::{Step, TpbEngState};
+use nrt_core::exec::{ExecEvent, Step, TpbEngState};
 use nrt_core::nq::{Engine, ErrorClass};
 use nrt_core::NrtStatus;
 
@@ -50,16 +50,16 @@ fn report() -> RunReport {
             },
         ],
         events: vec![
-            Event::ErrorRecord {
+            Event::Exec(ExecEvent::ErrorRecord {
                 core: 1,
                 subtype: 3,
                 class: ErrorClass::Numerical,
                 ts_cpu_us: 140,
                 status: NrtStatus::ExecCompletedWithNumErr,
-            },
-            Event::HangOnCompute { core: 1 },
-            Event::XuFatalShutdown { status: NrtStatus::Timeout },
-            Event::CorrectableEcc { core: 0 },
+            }),
+            Event::Exec(ExecEvent::HangOnCompute { core: 1 }),
+            Event::Exec(ExecEvent::XuFatalShutdown { status: NrtStatus::Timeout }),
+            Event::Exec(ExecEvent::CorrectableEcc { core: 0 }),
         ],
         staging_events: Vec::new(),
         wakes: Vec::new(),
@@ -299,8 +299,8 @@ fn tracks_are_numbered_host_then_per_core_engines_then_errors() {
 #[test]
 fn an_event_without_a_core_names_the_host_track() {
     let mut t = Trace::new();
-    t.add_event(2, &Event::XuFatalShutdown { status: NrtStatus::Timeout }, 40);
-    t.add_event(2, &Event::HangOnCompute { core: 1 }, 40);
+    t.add_event(2, &Event::Exec(ExecEvent::XuFatalShutdown { status: NrtStatus::Timeout }), 40);
+    t.add_event(2, &Event::Exec(ExecEvent::HangOnCompute { core: 1 }), 40);
     let named: Vec<(&(u32, u32), &String)> = t.tracks().collect();
     assert_eq!(named.len(), 2, "{named:?}");
     assert_eq!(named[0], (&(2, HOST_TID), &"host".to_string()));

@@ -16,8 +16,8 @@
 //! the low 4 only.
 
 use super::{DmaError, DmaEvent};
-use crate::event::{emit, Event};
 use crate::hal::{Delay, DeviceMemory, EventSink};
+use crate::trace::emit;
 
 /// The armed value (seed §5.1: `movl $0xabcdef01`; driver §5's completion marker).
 pub const COMPLETION_SENTINEL: u32 = 0xABCD_EF01;
@@ -105,13 +105,13 @@ impl CompletionHandle {
     where
         M: DeviceMemory + ?Sized,
         D: Delay + ?Sized,
-        S: EventSink + ?Sized,
+        S: EventSink<DmaEvent> + ?Sized,
     {
         let loops = completion_poll_budget(handle_idx, platform);
         let handle = self.addr;
         let io_failed = |sink: &mut S, e: M::Error| {
             let kind = crate::hal::Error::kind(&e);
-            emit(sink, Event::Dma(DmaEvent::HandleIoFailed { handle, kind }));
+            emit(sink, DmaEvent::HandleIoFailed { handle, kind });
             DmaError::Platform(kind)
         };
         let mut polls: u64 = 0;
@@ -132,10 +132,10 @@ impl CompletionHandle {
             if mem.copy_in(handle, &sentinel).is_err() {
                 mem.copy_in(handle, &sentinel).map_err(|e| io_failed(sink, e))?;
             }
-            emit(sink, Event::Dma(DmaEvent::Completed { descriptors: handle_idx, polls }));
+            emit(sink, DmaEvent::Completed { descriptors: handle_idx, polls });
             return Ok(());
         }
-        emit(sink, Event::Dma(DmaEvent::CompletionTimeout { handle, descriptors: handle_idx, loops }));
+        emit(sink, DmaEvent::CompletionTimeout { handle, descriptors: handle_idx, loops });
         Err(DmaError::Timeout)
     }
 }
@@ -152,7 +152,7 @@ pub fn wait_for_completion_handle<M, D, S>(
 where
     M: DeviceMemory + ?Sized,
     D: Delay + ?Sized,
-    S: EventSink + ?Sized,
+    S: EventSink<DmaEvent> + ?Sized,
 {
     CompletionHandle::new(handle_addr).wait(mem, delay, sink, handle_idx, platform)
 }
@@ -227,13 +227,7 @@ mod tests {
             self.0.push(us);
         }
     }
-    #[derive(Default)]
-    struct Sink(Vec<Event>);
-    impl EventSink for Sink {
-        fn event(&mut self, e: &Event) {
-            self.0.push(*e);
-        }
-    }
+    type Sink = crate::testutil::EventLog<DmaEvent>;
 
     #[test]
     fn constants_are_the_seeds() {
@@ -280,7 +274,7 @@ mod tests {
             ]
         );
         assert_eq!(&mem.word[..4], &COMPLETION_SENTINEL.to_le_bytes());
-        assert_eq!(sink.0, [Event::Dma(DmaEvent::Completed { descriptors: 1, polls: 3 })]);
+        assert_eq!(sink.events, [DmaEvent::Completed { descriptors: 1, polls: 3 }]);
     }
 
     #[test]
@@ -294,7 +288,7 @@ mod tests {
         assert_eq!(e.status(), NrtStatus::Timeout);
         assert_eq!(mem.reads, 2 * 0x190);
         assert_eq!(d.0.len(), 800);
-        assert_eq!(sink.0, [Event::Dma(DmaEvent::CompletionTimeout { handle: 0x80, descriptors: 2, loops: 800 })]);
+        assert_eq!(sink.events, [DmaEvent::CompletionTimeout { handle: 0x80, descriptors: 2, loops: 800 }]);
         // No write happened after arming: a timed-out handle is not re-armed.
         assert_eq!(mem.log.iter().filter(|(k, _, _)| *k == 'w').count(), 1);
     }
@@ -329,7 +323,7 @@ mod tests {
             wait_for_completion_handle(&mut mem, &mut d, &mut sink, 8, 1, PlatformType::HARDWARE),
             Err(DmaError::Platform(ErrorKind::NotMapped))
         );
-        assert_eq!(sink.0, [Event::Dma(DmaEvent::HandleIoFailed { handle: 8, kind: ErrorKind::NotMapped })]);
+        assert_eq!(sink.events, [DmaEvent::HandleIoFailed { handle: 8, kind: ErrorKind::NotMapped }]);
     }
 
     #[test]

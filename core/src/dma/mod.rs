@@ -32,9 +32,9 @@
 
 use core::fmt;
 
-use crate::event::Level;
 use crate::hal::ErrorKind;
 use crate::status::NrtStatus;
+use crate::trace::{Level, Traced};
 
 pub mod bd;
 pub mod build;
@@ -363,6 +363,15 @@ impl DmaEvent {
     }
 }
 
+impl Traced for DmaEvent {
+    fn level(&self) -> Level {
+        DmaEvent::level(self)
+    }
+    fn kind(&self) -> &'static str {
+        DmaEvent::kind(self)
+    }
+}
+
 impl fmt::Display for DmaEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -555,7 +564,7 @@ mod tests {
             mem: std::collections::BTreeMap<u64, u8>,
             regs: Vec<(u64, u32)>,
             next_ring: u64,
-            events: Vec<crate::event::Event>,
+            events: Vec<DmaEvent>,
         }
         impl ErrorType for Plat {
             type Error = ErrorKind;
@@ -595,17 +604,17 @@ mod tests {
         impl Delay for Plat {
             fn delay_us(&mut self, _: u32) {}
         }
-        impl EventSink for Plat {
-            fn event(&mut self, e: &crate::event::Event) {
+        impl EventSink<DmaEvent> for Plat {
+            fn event(&mut self, e: &DmaEvent) {
                 self.events.push(*e);
             }
         }
 
         let mut p = Plat::default();
         let mut sink = Vec::new();
-        struct VecSink<'a>(&'a mut Vec<crate::event::Event>);
-        impl EventSink for VecSink<'_> {
-            fn event(&mut self, e: &crate::event::Event) {
+        struct VecSink<'a>(&'a mut Vec<DmaEvent>);
+        impl EventSink<DmaEvent> for VecSink<'_> {
+            fn event(&mut self, e: &DmaEvent) {
                 self.0.push(*e);
             }
         }

@@ -33,8 +33,8 @@ use zerocopy::IntoBytes;
 use super::bd::{Bd, INITIAL_RING_ID};
 use super::vring::{addr_rewrite, DescBlock, Relocation, VRing};
 use super::{Direction, DmaError, DmaEvent, ALLOC_DIR_RX, ALLOC_DIR_TX};
-use crate::event::{emit, Event};
 use crate::hal::{DeviceMemory, ErrorType, EventSink};
+use crate::trace::emit;
 
 /// Size of libnrt's pring object (`calloc(1, 0x20)`, seed §2.1).
 pub const PRING_OBJECT_BYTES: usize = 0x20;
@@ -171,7 +171,7 @@ fn check_depth(len: usize) -> Result<(), DmaError> {
 /// (seed §2.3), done before anything is copied: `actual` is what the copy would
 /// move (the block's BDs its pages back, at most `depth`). A mismatch is reported
 /// ([`DmaEvent::NdescMismatch`]) and refused ([`DmaError::CountMismatch`]).
-fn check_count<const PAGE: usize, S: EventSink + ?Sized>(
+fn check_count<const PAGE: usize, S: EventSink<DmaEvent> + ?Sized>(
     block: &DescBlock<'_, PAGE>,
     dir: Direction,
     depth: u32,
@@ -182,7 +182,7 @@ fn check_count<const PAGE: usize, S: EventSink + ?Sized>(
     // backed <= expected: fits in u32.
     let actual = (backed as u32).min(depth);
     if actual != expected {
-        emit(sink, Event::Dma(DmaEvent::NdescMismatch { dir, actual, expected }));
+        emit(sink, DmaEvent::NdescMismatch { dir, actual, expected });
         return Err(DmaError::CountMismatch { dir, actual, expected });
     }
     Ok(actual)
@@ -191,7 +191,7 @@ fn check_count<const PAGE: usize, S: EventSink + ?Sized>(
 /// `vring_dump_to_pring_descriptors_padded` for one block: check the count, copy
 /// (stamped with the first lap's ring id, G-DMA-LOWER-RINGID), zero-pad, stage.
 /// Returns the BDs copied.
-fn dump_padded<const PAGE: usize, M: DeviceMemory + ?Sized, S: EventSink + ?Sized>(
+fn dump_padded<const PAGE: usize, M: DeviceMemory + ?Sized, S: EventSink<DmaEvent> + ?Sized>(
     block: &DescBlock<'_, PAGE>,
     ring: &mut PRing<'_>,
     mem: &mut M,
@@ -209,11 +209,11 @@ fn dump_padded<const PAGE: usize, M: DeviceMemory + ?Sized, S: EventSink + ?Size
     ring.lowered = ndesc;
     if let Err(e) = ring.stage_all(mem) {
         if let DmaError::Platform(kind) = e {
-            emit(sink, Event::Dma(DmaEvent::RingWriteFailed { dir, kind }));
+            emit(sink, DmaEvent::RingWriteFailed { dir, kind });
         }
         return Err(e);
     }
-    emit(sink, Event::Dma(DmaEvent::Lowered { dir, ndesc, depth: ring.depth() }));
+    emit(sink, DmaEvent::Lowered { dir, ndesc, depth: ring.depth() });
     Ok(ndesc)
 }
 
@@ -225,7 +225,7 @@ impl<'a, const PAGE: usize> VRing<'a, PAGE> {
     ///
     /// Unlike libnrt, the direction is checked before the device allocation, so a
     /// refused call allocates nothing.
-    pub fn pring_alloc<B: RingBacking + ?Sized, S: EventSink + ?Sized>(
+    pub fn pring_alloc<B: RingBacking + ?Sized, S: EventSink<DmaEvent> + ?Sized>(
         &mut self,
         backing: &mut B,
         sink: &mut S,
@@ -243,7 +243,7 @@ impl<'a, const PAGE: usize> VRing<'a, PAGE> {
             Ok(a) => a,
             Err(e) => {
                 let kind = crate::hal::Error::kind(&e);
-                emit(sink, Event::Dma(DmaEvent::RingAllocFailed { dir, kind }));
+                emit(sink, DmaEvent::RingAllocFailed { dir, kind });
                 return Err(DmaError::Platform(kind));
             }
         };
@@ -277,7 +277,7 @@ impl<'a, const PAGE: usize> VRing<'a, PAGE> {
     ) -> Result<(), DmaError>
     where
         D: RingBacking + DeviceMemory + ?Sized,
-        S: EventSink + ?Sized,
+        S: EventSink<DmaEvent> + ?Sized,
     {
         for (dir, image) in [(Direction::Tx, tx_image), (Direction::Rx, rx_image)] {
             let block = self.block(dir);
@@ -315,7 +315,7 @@ impl<'a, const PAGE: usize> VRing<'a, PAGE> {
     pub fn relocate<M, S>(&mut self, mem: &mut M, sink: &mut S, reloc: &Relocation) -> Result<(), DmaError>
     where
         M: DeviceMemory + ?Sized,
-        S: EventSink + ?Sized,
+        S: EventSink<DmaEvent> + ?Sized,
     {
         self.rewrite_blocks(reloc);
         let mut result = Ok(());
@@ -327,7 +327,7 @@ impl<'a, const PAGE: usize> VRing<'a, PAGE> {
             addr_rewrite(run, reloc);
             if let Err(e) = ring.stage_all(mem) {
                 if let DmaError::Platform(kind) = e {
-                    emit(sink, Event::Dma(DmaEvent::RingWriteFailed { dir: ring.direction(), kind }));
+                    emit(sink, DmaEvent::RingWriteFailed { dir: ring.direction(), kind });
                 }
                 if result.is_ok() {
                     result = Err(e);
@@ -346,7 +346,7 @@ impl<'a, const PAGE: usize> VRing<'a, PAGE> {
     pub fn dump_to_pring<M, S>(&mut self, dir: Direction, mem: &mut M, sink: &mut S) -> Result<u32, DmaError>
     where
         M: DeviceMemory + ?Sized,
-        S: EventSink + ?Sized,
+        S: EventSink<DmaEvent> + ?Sized,
     {
         let (block, ring) = match dir {
             Direction::Tx => (&self.tx, self.tx_ring.as_mut()),
@@ -398,13 +398,7 @@ mod tests {
             Err(ErrorKind::NotMapped)
         }
     }
-    #[derive(Default)]
-    struct Sink(Vec<Event>);
-    impl EventSink for Sink {
-        fn event(&mut self, e: &Event) {
-            self.0.push(*e);
-        }
-    }
+    type Sink = crate::testutil::EventLog<DmaEvent>;
 
     fn bd(i: u64) -> Bd {
         Bd::new(LenCtrl::new().with_length(64), 0, 0x100 + i)
@@ -440,7 +434,7 @@ mod tests {
         assert_eq!(&dev.writes[0].1[8..16], &0x100u64.to_le_bytes());
         assert_eq!(dev.writes[1].0, 0x20000);
         assert!(v.block(Direction::Tx).is_lowered() && v.block(Direction::Rx).is_lowered());
-        assert_eq!(sink.0[0], Event::Dma(DmaEvent::Lowered { dir: Direction::Tx, ndesc: 5, depth: 8 }));
+        assert_eq!(sink.events[0], DmaEvent::Lowered { dir: Direction::Tx, ndesc: 5, depth: 8 });
         // Lowered blocks are skipped the second time: nothing allocated or written.
         let (mut a, mut b) = ([Bd::ZERO; 8], [Bd::ZERO; 8]);
         v.create_prings(&mut dev, &mut sink, &mut a, &mut b).unwrap();
@@ -502,7 +496,7 @@ mod tests {
         assert_eq!(e, DmaError::CountMismatch { dir: Direction::Tx, actual: 4, expected: 6 });
         assert_eq!(e.status().code(), 2);
         assert!(dev.writes.is_empty());
-        assert_eq!(sink.0, [Event::Dma(DmaEvent::NdescMismatch { dir: Direction::Tx, actual: 4, expected: 6 })]);
+        assert_eq!(sink.events, [DmaEvent::NdescMismatch { dir: Direction::Tx, actual: 4, expected: 6 }]);
         assert!(!v.block(Direction::Tx).is_lowered());
 
         // The block's stated count is beyond its pages.
@@ -603,10 +597,9 @@ mod tests {
         let mut sink = Sink::default();
         let back = Relocation::new(0x9_0000, 0x2000, 0).unwrap();
         assert_eq!(v.relocate(&mut bad, &mut sink, &back), Err(DmaError::Platform(ErrorKind::Io)));
-        let failed: Vec<Event> = [Direction::Tx, Direction::Rx]
-            .map(|dir| Event::Dma(DmaEvent::RingWriteFailed { dir, kind: ErrorKind::Io }))
-            .to_vec();
-        assert_eq!(sink.0, failed);
+        let failed: Vec<DmaEvent> =
+            [Direction::Tx, Direction::Rx].map(|dir| DmaEvent::RingWriteFailed { dir, kind: ErrorKind::Io }).to_vec();
+        assert_eq!(sink.events[..], failed[..]);
         assert_eq!(addrs(&v, Direction::Tx), [0x1000, 0x5000, 0, 0], "the host side moved");
     }
 
@@ -618,7 +611,7 @@ mod tests {
         let (mut dev, mut sink) = (Dev::default(), Sink::default());
         v.relocate(&mut dev, &mut sink, &Relocation::new(0x100, 0x100, 0x900).unwrap()).unwrap();
         assert_eq!(v.block(Direction::Tx).slot(0).unwrap().addr(), 0x910);
-        assert!(dev.writes.is_empty() && sink.0.is_empty());
+        assert!(dev.writes.is_empty() && sink.events.is_empty());
         // A ring bound but not lowered into has no lowered run to move or stage.
         let mut img = [Bd::ZERO; 4];
         v.pring_alloc(&mut dev, &mut sink, &mut img, 2, 1).unwrap();
@@ -693,11 +686,11 @@ mod tests {
         let mut dev = Dev { fail_alloc: true, ..Dev::default() };
         let mut img = [Bd::ZERO; 4];
         assert_eq!(v.create_prings(&mut dev, &mut sink, &mut img, &mut []), Err(DmaError::Platform(ErrorKind::Other)));
-        assert_eq!(sink.0, [Event::Dma(DmaEvent::RingAllocFailed { dir: Direction::Tx, kind: ErrorKind::Other })]);
+        assert_eq!(sink.events, [DmaEvent::RingAllocFailed { dir: Direction::Tx, kind: ErrorKind::Other }]);
         let mut dev = Dev { fail_write: true, ..Dev::default() };
         let mut img = [Bd::ZERO; 4];
         assert_eq!(v.create_prings(&mut dev, &mut sink, &mut img, &mut []), Err(DmaError::Platform(ErrorKind::Io)));
-        assert_eq!(sink.0[1], Event::Dma(DmaEvent::RingWriteFailed { dir: Direction::Tx, kind: ErrorKind::Io }));
+        assert_eq!(sink.events[1], DmaEvent::RingWriteFailed { dir: Direction::Tx, kind: ErrorKind::Io });
         assert_eq!(DmaError::Platform(ErrorKind::Io).status().code(), 1);
     }
 

@@ -12,11 +12,11 @@
 //!   `tpb_xu_base_report_complete`: consume one has-work, publish the status,
 //!   pop the request (which signals its mark-complete), in that order.
 
-use super::{ExecConfig, ExecRequest, Step};
-use crate::event::{emit, Event};
-use crate::hal::{Delay, ExecDevice};
+use super::{ExecConfig, ExecDevice, ExecEvent, ExecRequest, Step};
+use crate::hal::Delay;
 use crate::nq::Notifications;
 use crate::status::NrtStatus;
+use crate::trace::emit;
 
 /// Microseconds the sync driver waits between steps (`usleep(1)`, seed §1).
 pub const SYNC_POLL_DELAY_US: u32 = 1;
@@ -227,7 +227,7 @@ impl ExecUnit {
                 Step::InFlight => return XuStep::InFlight,
                 Step::Error => {
                     self.health = XuHealth::FatalShutdown;
-                    emit(dev, Event::XuFatalShutdown { status: out });
+                    emit(dev, ExecEvent::XuFatalShutdown { status: out });
                 }
                 Step::Done => {}
             }
@@ -253,11 +253,11 @@ impl ExecUnit {
         status: NrtStatus,
     ) {
         if queue.consume_has_work().is_err() {
-            emit(dev, Event::XuHasWorkUnderflow);
+            emit(dev, ExecEvent::XuHasWorkUnderflow);
             self.degrade(dev, NrtStatus::ExecUnitUnrecoverable);
         }
         if queue.pop_current(seq_id, status).is_err() {
-            emit(dev, Event::XuCompleteFailed);
+            emit(dev, ExecEvent::XuCompleteFailed);
             self.degrade(dev, NrtStatus::ExecUnitUnrecoverable);
         }
     }
@@ -265,7 +265,7 @@ impl ExecUnit {
     fn degrade<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, status: NrtStatus) {
         if self.health != XuHealth::FatalShutdown {
             self.health = XuHealth::FatalShutdown;
-            emit(dev, Event::XuFatalShutdown { status });
+            emit(dev, ExecEvent::XuFatalShutdown { status });
         }
     }
 }

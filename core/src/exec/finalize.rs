@@ -1,15 +1,14 @@
 //! FINALIZE: timestamp post-processing, the error sweep, and the status
 //! reconciliation (completion-engine seed §1 FINALIZE, §3 timestamp decode, §4).
 
-use super::{ts_slot, ExecRequest, ExecState, Step, TimeoutCause};
+use super::{ts_slot, ExecDevice, ExecEvent, ExecRequest, ExecState, Step, TimeoutCause};
 use crate::arch::ENGINES_PER_CORE;
 use crate::counters::NcUpdate;
-use crate::event::{emit, Event};
-use crate::hal::ExecDevice;
 use crate::nq::entry::ENTRY_SIZE;
 use crate::nq::error::ERROR_SUBTYPE_COUNT;
 use crate::nq::{Engine, ErrorClass, ErrorEntry, ErrorRecord, Notifications, TsCal, ERROR_NQ};
 use crate::status::NrtStatus;
+use crate::trace::emit;
 
 /// More pending error records than this draws the "unusually large number of
 /// error notifications" warning. The seed names the warning, not the number
@@ -111,7 +110,7 @@ impl ExecRequest {
 
     /// The counter hook (`nds_increment_nc_counter`, seed §1 FINALIZE): once per
     /// physical core, after the status is decided, the core's outcome to the
-    /// platform ([`EventSink::nc_counters`](crate::hal::EventSink::nc_counters)).
+    /// platform ([`CounterSink::nc_counters`](crate::counters::CounterSink::nc_counters)).
     /// Each core counts its own status, but a core without one in a failed
     /// request whose engines did not all complete (it never ran to the end: a
     /// fault elsewhere finalized the request, or "failed but error not set")
@@ -181,7 +180,7 @@ impl ExecRequest {
                     if let (Some(flag), Some(engine)) = (reported.get_mut(eng), Engine::from_index(eng)) {
                         if !*flag {
                             *flag = true;
-                            emit(dev, Event::TimestampCalInvalid { core: c, engine });
+                            emit(dev, ExecEvent::TimestampCalInvalid { core: c, engine });
                         }
                     }
                     v.saturating_sub(cal.init_timestamp)
@@ -215,10 +214,10 @@ impl ExecRequest {
             if current == NrtStatus::Timeout {
                 let cause = classify_timeout(dev, c);
                 match cause {
-                    TimeoutCause::HangOnCompute => emit(dev, Event::HangOnCompute { core: c }),
+                    TimeoutCause::HangOnCompute => emit(dev, ExecEvent::HangOnCompute { core: c }),
                     _ => {
                         let s = cause.status();
-                        emit(dev, Event::HwFault { core: c, status: s });
+                        emit(dev, ExecEvent::HwFault { core: c, status: s });
                         if let Some(r) = self.out_info.exec_rets.get_mut(core) {
                             *r = s;
                         }
@@ -280,10 +279,10 @@ pub(super) fn consume_error_block<D: ExecDevice + ?Sized>(
         return (status, first_class);
     }
     match ring.available(dev, c, ERROR_NQ) {
-        Ok(n) if n > ERROR_COUNT_WARN_THRESHOLD => emit(dev, Event::ErrorCountLarge { core: c, count: n }),
+        Ok(n) if n > ERROR_COUNT_WARN_THRESHOLD => emit(dev, ExecEvent::ErrorCountLarge { core: c, count: n }),
         Ok(_) => {}
         Err(e) => {
-            emit(dev, Event::RingReadFailed { core: c, nq: ERROR_NQ, kind: crate::hal::Error::kind(&e) });
+            emit(dev, ExecEvent::RingReadFailed { core: c, nq: ERROR_NQ, kind: crate::hal::Error::kind(&e) });
             return (NrtStatus::Failure, first_class);
         }
     }
@@ -298,7 +297,7 @@ pub(super) fn consume_error_block<D: ExecDevice + ?Sized>(
             Ok(true) => {}
             Ok(false) => break,
             Err(e) => {
-                emit(dev, Event::RingReadFailed { core: c, nq: ERROR_NQ, kind: crate::hal::Error::kind(&e) });
+                emit(dev, ExecEvent::RingReadFailed { core: c, nq: ERROR_NQ, kind: crate::hal::Error::kind(&e) });
                 status = status.worst(NrtStatus::Failure);
                 break;
             }
@@ -309,7 +308,7 @@ pub(super) fn consume_error_block<D: ExecDevice + ?Sized>(
         // point only, without the engine's rescale (G-ERR-TS).
         let ts_cpu_us = sync.dev_to_cpu_us(e.device_ts() / NS_PER_US);
         if nq.push_error(ErrorRecord { core: c, raw: buf, ts_cpu_us }) {
-            emit(dev, Event::ErrorSubscriberOverrun { dropped: nq.errors_dropped() });
+            emit(dev, ExecEvent::ErrorSubscriberOverrun { dropped: nq.errors_dropped() });
         }
         let subtype = e.subtype();
         let seen = match logged.get_mut(usize::from(subtype)) {
@@ -324,19 +323,19 @@ pub(super) fn consume_error_block<D: ExecDevice + ?Sized>(
             first_class = Some(class);
         }
         match class {
-            ErrorClass::EccUncorrectable => emit(dev, Event::UncorrectableEcc { core: c }),
-            ErrorClass::EccCorrectable => emit(dev, Event::CorrectableEcc { core: c }),
-            ErrorClass::SwSequencer => emit(dev, Event::SequencerError { core: c, code: e.metadata() }),
+            ErrorClass::EccUncorrectable => emit(dev, ExecEvent::UncorrectableEcc { core: c }),
+            ErrorClass::EccCorrectable => emit(dev, ExecEvent::CorrectableEcc { core: c }),
+            ErrorClass::SwSequencer => emit(dev, ExecEvent::SequencerError { core: c, code: e.metadata() }),
             _ => {}
         }
         let st = class.status().unwrap_or(NrtStatus::Success);
-        emit(dev, Event::ErrorRecord { core: c, subtype, class, ts_cpu_us, status: st });
+        emit(dev, ExecEvent::ErrorRecord { core: c, subtype, class, ts_cpu_us, status: st });
         // Several classes in one sweep: keep the worst (G-ERR-COMBINE).
         status = status.worst(st);
     }
     if ring.unacked() > 0 {
         if let Err(e) = ring.write_head(dev, c, ERROR_NQ) {
-            emit(dev, Event::HeadWriteFailed { core: c, nq: ERROR_NQ, kind: crate::hal::Error::kind(&e) });
+            emit(dev, ExecEvent::HeadWriteFailed { core: c, nq: ERROR_NQ, kind: crate::hal::Error::kind(&e) });
         }
     }
     if let Some(r) = nq.ring_mut(c, ERROR_NQ) {

@@ -57,11 +57,11 @@
 //!
 //! [`progress_one_step`]: ExecRequest::progress_one_step
 
-use super::{ExecConfig, ExecRequest, Step};
-use crate::event::{emit, Event};
-use crate::hal::{Error as _, ExecDevice};
+use super::{ExecConfig, ExecDevice, ExecEvent, ExecRequest, Step};
+use crate::hal::Error as _;
 use crate::nq::Notifications;
 use crate::status::NrtStatus;
+use crate::trace::emit;
 
 /// The lanes a group harvests, lent to one pass: lane `i` is a device object
 /// and the notification state of one logical core.
@@ -111,6 +111,15 @@ impl GroupError {
         }
     }
 }
+
+/// `PollGroup::insert: <reason>`: the call that refused and why.
+impl core::fmt::Display for GroupError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "PollGroup::insert: {}", self.reason())
+    }
+}
+
+impl core::error::Error for GroupError {}
 
 /// A request that finished during a pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -488,7 +497,7 @@ pub fn write_back_heads<D: ExecDevice + ?Sized>(dev: &mut D, nq: &mut Notificati
                 continue;
             }
             if let Err(e) = ring.write_head(dev, c, id) {
-                emit(dev, Event::HeadWriteFailed { core: c, nq: id, kind: e.kind() });
+                emit(dev, ExecEvent::HeadWriteFailed { core: c, nq: id, kind: e.kind() });
             }
         }
     }

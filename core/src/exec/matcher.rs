@@ -15,12 +15,12 @@
 //! | 6 CUSTOM | any | cayman fixup on engine index 2, then the sub-id table |
 //! | 0, 1, 4, 5, > 8 | any | "unexpected notification": 1 |
 
-use super::{fatal, ts_slot, ExecRequest, TpbEngState, READS_PER_ENGINE_PER_SWEEP};
-use crate::event::{emit, Event, ProbeReason};
-use crate::hal::{Error as _, ExecDevice};
+use super::{fatal, ts_slot, ExecDevice, ExecEvent, ExecRequest, ProbeReason, TpbEngState, READS_PER_ENGINE_PER_SWEEP};
+use crate::hal::Error as _;
 use crate::nq::entry::{CAYMAN_CUSTOM_NQ_TAG, CAYMAN_FIXUP_ENGINE_INDEX, ENTRY_SIZE};
 use crate::nq::{CustomKind, Engine, Notification, Notifications, RawEntry, Subtype};
 use crate::status::NrtStatus;
+use crate::trace::emit;
 
 /// The INTC error-trigger cause register, line 61 (seed §5): bit 29 says the
 /// software notification queue overflowed; the other bits are not the
@@ -136,7 +136,7 @@ impl ExecRequest {
                 Ok(true) => {}
                 Ok(false) => break,
                 Err(e) => {
-                    emit(dev, Event::RingReadFailed { core: c, nq: nq_id, kind: e.kind() });
+                    emit(dev, ExecEvent::RingReadFailed { core: c, nq: nq_id, kind: e.kind() });
                     result = Err(NrtStatus::Failure);
                     break;
                 }
@@ -161,7 +161,7 @@ impl ExecRequest {
                 // Not fatal by itself: later batches shrink so the device's view
                 // never falls a lap behind, and if the ring fills the overflow
                 // path reports it (G-HEAD-FAIL).
-                emit(dev, Event::HeadWriteFailed { core: c, nq: nq_id, kind: e.kind() });
+                emit(dev, ExecEvent::HeadWriteFailed { core: c, nq: nq_id, kind: e.kind() });
             }
         }
         if let Some(ring) = nq.ring_mut(c, nq_id) {
@@ -188,7 +188,7 @@ impl ExecRequest {
         match n.subtype {
             Subtype::Start | Subtype::End | Subtype::CcStart | Subtype::CcEnd if n.nq_tag != nq_id => {
                 // The lane is chosen by the ring, not the tag (seed §3 QUIRK): report only.
-                emit(dev, Event::NqTagMismatch { core: c, engine, tag: n.nq_tag, expected: nq_id });
+                emit(dev, ExecEvent::NqTagMismatch { core: c, engine, tag: n.nq_tag, expected: nq_id });
             }
             _ => {}
         }
@@ -245,22 +245,22 @@ impl ExecRequest {
                         }
                         match dev.tensor_completed(c, var_id) {
                             Some((output, count)) => {
-                                emit(dev, Event::TensorCompleted { core: c, var_id, output, count })
+                                emit(dev, ExecEvent::TensorCompleted { core: c, var_id, output, count })
                             }
-                            None => emit(dev, Event::UnknownTensor { core: c, var_id }),
+                            None => emit(dev, ExecEvent::UnknownTensor { core: c, var_id }),
                         }
                     }
                     CustomKind::Diagnostic { sub_id, payload } => {
-                        emit(dev, Event::CustomNotification { core: c, engine, sub_id, payload, tag: n.nq_tag });
+                        emit(dev, ExecEvent::CustomNotification { core: c, engine, sub_id, payload, tag: n.nq_tag });
                     }
                     CustomKind::Invalid { sub_id } => {
-                        emit(dev, Event::BadCustomSubId { core: c, engine, sub_id });
+                        emit(dev, ExecEvent::BadCustomSubId { core: c, engine, sub_id });
                         return Err(NrtStatus::Failure);
                     }
                 }
             }
             Subtype::Unexpected(subtype) => {
-                emit(dev, Event::UnexpectedNotification { core: c, engine, debug_hint: n.debug_hint, subtype });
+                emit(dev, ExecEvent::UnexpectedNotification { core: c, engine, debug_hint: n.debug_hint, subtype });
                 return Err(NrtStatus::Failure);
             }
         }
@@ -281,11 +281,11 @@ impl ExecRequest {
         match dev.read_cause(c, errtrig_block_of_tpb(tpb), super::INTC_SW_NQ_OVERFLOW_LINE) {
             Ok(cause) => {
                 let overflow = IntcCauseLine61::from_bits(cause).sw_nq_overflow();
-                emit(dev, Event::OverflowProbe { core: c, reason, cause, overflow });
+                emit(dev, ExecEvent::OverflowProbe { core: c, reason, cause, overflow });
                 overflow
             }
             Err(e) => {
-                emit(dev, Event::IntcReadFailed { core: c, kind: e.kind() });
+                emit(dev, ExecEvent::IntcReadFailed { core: c, kind: e.kind() });
                 false
             }
         }

@@ -25,15 +25,19 @@
 //! step with its has-work / mark-complete handoff.
 //! [`group`] holds many requests for one poller and steps each in turn.
 
+mod device;
 pub mod driver;
+mod event;
 mod finalize;
 pub mod group;
 mod matcher;
 pub mod tensor;
 
+pub use device::ExecDevice;
 pub use driver::{
     exec_wait_round_robin, exec_wait_watching, ExecUnit, SyncWait, XuHealth, XuQueue, XuSignalError, XuStep, XuWork,
 };
+pub use event::{ExecEvent, ProbeReason};
 #[cfg(any(test, feature = "test-utils"))]
 #[doc(hidden)]
 pub use finalize::parts as finalize_parts;
@@ -42,10 +46,9 @@ pub use matcher::{errtrig_block_of_tpb, IntcCauseLine61};
 pub use tensor::{NoWake, TensorCompletions, TensorWaker};
 
 use crate::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
-use crate::event::{emit, Event};
-use crate::hal::ExecDevice;
 use crate::nq::{ErrorClass, Notifications};
 use crate::status::NrtStatus;
+use crate::trace::emit;
 
 /// First barrier-wait warning threshold, seconds; it doubles at each warning
 /// (seed §1: `timeout_thresh = 120`).
@@ -466,7 +469,7 @@ impl ExecRequest {
                     let status = failed_status(status);
                     self.set_fatal(core, fatal::BARRIER_PROXY);
                     self.set_core_status(core, status);
-                    emit(dev, Event::BarrierProxyFailed { core: c, status });
+                    emit(dev, ExecEvent::BarrierProxyFailed { core: c, status });
                     return self.finalize(dev, nq, status, out);
                 }
             }
@@ -477,7 +480,7 @@ impl ExecRequest {
             if waited_ns >= thresh_ns {
                 emit(
                     dev,
-                    Event::BarrierWait { waited_s: waited_ns / 1_000_000_000, threshold_s: self.barrier_thresh_s },
+                    ExecEvent::BarrierWait { waited_s: waited_ns / 1_000_000_000, threshold_s: self.barrier_thresh_s },
                 );
                 // Back off and keep waiting: the barrier is never fatal (seed §1 QUIRK).
                 self.barrier_thresh_s = self.barrier_thresh_s.saturating_mul(2);
@@ -490,7 +493,7 @@ impl ExecRequest {
         if got != ENGINES_PER_CORE {
             emit(
                 dev,
-                Event::NqCountMismatch { got: got.min(u8::MAX as usize) as u8, expected: ENGINES_PER_CORE as u8 },
+                ExecEvent::NqCountMismatch { got: got.min(u8::MAX as usize) as u8, expected: ENGINES_PER_CORE as u8 },
             );
             let status = NrtStatus::Failure;
             for core in 0..n {
@@ -502,7 +505,7 @@ impl ExecRequest {
             for &id in nq.infer_status_nqs() {
                 let ring = nq.ring(core as u8, id).copied().unwrap_or_default();
                 if !ring.is_bound() {
-                    emit(dev, Event::BadRing { core: core as u8, nq: id, size_bytes: ring.size_bytes() });
+                    emit(dev, ExecEvent::BadRing { core: core as u8, nq: id, size_bytes: ring.size_bytes() });
                     self.set_core_status(core, NrtStatus::Failure);
                     return self.finalize(dev, nq, NrtStatus::Failure, out);
                 }
@@ -537,7 +540,7 @@ impl ExecRequest {
                         let status = failed_status(status);
                         self.set_fatal(core, fatal::NETWORK_PROXY);
                         self.set_core_status(core, status);
-                        emit(dev, Event::NetworkProxyFailed { core: c, status });
+                        emit(dev, ExecEvent::NetworkProxyFailed { core: c, status });
                         return self.finalize(dev, nq, status, out);
                     }
                 }
@@ -563,7 +566,7 @@ impl ExecRequest {
             all_done = false;
             if elapsed_ms >= self.timeout_ms {
                 let c = core as u8;
-                let st = if self.probe_overflow(dev, core, crate::event::ProbeReason::Timeout) {
+                let st = if self.probe_overflow(dev, core, ProbeReason::Timeout) {
                     self.set_fatal(core, fatal::OVERFLOW);
                     NrtStatus::ExecSwNqOverflow
                 } else {
@@ -571,7 +574,7 @@ impl ExecRequest {
                     NrtStatus::Timeout
                 };
                 self.set_core_status(core, st);
-                emit(dev, Event::CoreTimeout { core: c, elapsed_ms, timeout_ms: self.timeout_ms, status: st });
+                emit(dev, ExecEvent::CoreTimeout { core: c, elapsed_ms, timeout_ms: self.timeout_ms, status: st });
                 status = Some(st);
             }
         }

@@ -12,7 +12,7 @@ use core::cell::{Cell, RefCell};
 
 use super::{ExecConfig, ExecRequest, ExecState, Step, TpbEngState, MS_PER_TIMEOUT_S};
 use crate::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
-use crate::event::Event;
+use crate::exec::ExecEvent;
 use crate::hal::{self, ErrorKind, ErrorType};
 use crate::nq::entry::{RawEntry, ENTRY_SIZE};
 use crate::nq::ring::NqProducer;
@@ -68,33 +68,17 @@ impl hal::Clock for ProbeDev {
     }
 }
 
-impl hal::CollectivesProxy for ProbeDev {
-    fn barrier_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-    fn network_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
+impl hal::CollectivesProxy for ProbeDev {}
+
+impl hal::FaultProbe for ProbeDev {}
+
+impl hal::EventSink<ExecEvent> for ProbeDev {
+    fn event(&mut self, _: &ExecEvent) {}
 }
 
-impl hal::FaultProbe for ProbeDev {
-    fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
-        None
-    }
-    fn dma_aborted(&mut self, _: u8) -> bool {
-        false
-    }
-}
+impl crate::counters::CounterSink for ProbeDev {}
 
-impl hal::EventSink for ProbeDev {
-    fn event(&mut self, _: &Event) {}
-}
-
-impl hal::TensorNotify for ProbeDev {
-    fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
-        None
-    }
-}
+impl hal::TensorNotify for ProbeDev {}
 
 /// The substates in order.
 pub(crate) const SUBSTATES: [TpbEngState; 3] =
@@ -114,7 +98,7 @@ pub(crate) const SUBSTATES: [TpbEngState; 3] =
 /// Precondition: the request is in WAIT_CORE (the only state the matcher runs in)
 /// and the device's INTC cause has bit 29 = `intc_bit`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn matcher_never_regresses_and_probes_out_of_order<D: hal::ExecDevice + CountsIntc>(
+pub(crate) fn matcher_never_regresses_and_probes_out_of_order<D: crate::exec::ExecDevice + CountsIntc>(
     dev: &mut D,
     sub: TpbEngState,
     subtype: u16,
@@ -352,11 +336,13 @@ impl<A: Any> hal::FaultProbe for AnyDev<A> {
     }
 }
 
-impl<A: Any> hal::EventSink for AnyDev<A> {
-    fn event(&mut self, _: &Event) {
+impl<A: Any> hal::EventSink<ExecEvent> for AnyDev<A> {
+    fn event(&mut self, _: &ExecEvent) {
         self.events = self.events.saturating_add(1);
     }
 }
+
+impl<A: Any> crate::counters::CounterSink for AnyDev<A> {}
 
 impl<A: Any> hal::TensorNotify for AnyDev<A> {
     fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
@@ -491,7 +477,7 @@ pub(crate) fn intc_cause_decoder_is_exact(word: u32, core: usize, timeout: bool)
     let core = core % MAX_CORES;
     let mut dev = ProbeDev { cause: word, intc_reads: 0 };
     let mut req = ExecRequest::new(ExecConfig::new(Arch::Sunda, 2, 1));
-    let reason = if timeout { crate::event::ProbeReason::Timeout } else { crate::event::ProbeReason::OutOfOrderEnd };
+    let reason = if timeout { crate::exec::ProbeReason::Timeout } else { crate::exec::ProbeReason::OutOfOrderEnd };
     assert_eq!(req.probe_overflow(&mut dev, core, reason), bit);
     assert_eq!(dev.intc_reads, 1, "one probe, one INTC read");
 }

@@ -1,10 +1,10 @@
 //! The harvest driven through every path with the seed's values.
 
 use super::*;
-use crate::event::ProbeReason;
+use crate::event::Event;
 use crate::hal::Delay;
 use crate::nq::{Engine, ErrorEntry, Subtype, TsCal};
-use crate::testutil::{FakeDevice, INTC_OVERFLOW};
+use crate::testutil::{CountingDelay, FakeDevice, INTC_OVERFLOW};
 
 const RING: u32 = 1024; // 64 entries
 
@@ -141,7 +141,7 @@ fn barrier_warns_at_120_240_480_seconds_and_never_fails() {
         .dev
         .events_of("barrier_wait")
         .map(|e| match e {
-            Event::BarrierWait { threshold_s, .. } => *threshold_s,
+            Event::Exec(ExecEvent::BarrierWait { threshold_s, .. }) => *threshold_s,
             _ => unreachable!(),
         })
         .collect();
@@ -264,7 +264,10 @@ fn out_of_order_start_probes_the_intc() {
         assert_eq!(r.dev.intc_reads, 1);
         assert_eq!(r.req.fatal_flag(0, fatal::OVERFLOW), bit != 0);
         let probe = r.dev.events_of("overflow_probe").next().copied();
-        assert!(matches!(probe, Some(Event::OverflowProbe { reason: ProbeReason::OutOfOrderStart, .. })));
+        assert!(matches!(
+            probe,
+            Some(Event::Exec(ExecEvent::OverflowProbe { reason: ProbeReason::OutOfOrderStart, .. }))
+        ));
     }
 }
 
@@ -289,7 +292,7 @@ fn unexpected_subtypes_fail_with_generic_status() {
         assert_eq!(r.step(), (Step::Error, NrtStatus::Failure), "subtype {sub}");
         let ev = r.dev.events_of("unexpected_notification").next().copied();
         assert!(
-            matches!(ev, Some(Event::UnexpectedNotification { engine: Engine::Pool, subtype, .. }) if subtype == sub)
+            matches!(ev, Some(Event::Exec(ExecEvent::UnexpectedNotification { engine: Engine::Pool, subtype, .. })) if subtype == sub)
         );
         assert_eq!(r.dev.intc_reads, 0, "unexpected subtypes are not overflow evidence");
     }
@@ -427,7 +430,7 @@ fn cayman_custom_fixup_rewrites_the_tag_on_engine_index_2_only() {
         r.enter_wait_core();
         r.step();
         let tag = match r.dev.events_of("custom_notification").next() {
-            Some(Event::CustomNotification { tag, .. }) => *tag,
+            Some(Event::Exec(ExecEvent::CustomNotification { tag, .. })) => *tag,
             other => panic!("{other:?}"),
         };
         tag
@@ -450,7 +453,7 @@ fn nq_tag_mismatch_is_reported_only() {
     assert_eq!(r.finish(), (Step::Done, NrtStatus::Success));
     assert_eq!(r.nq.ring(0, 8).unwrap().cursor(), 3 * 16, "the mismatched record was read");
     let got: Vec<&Event> = r.dev.events_of("nq_tag_mismatch").collect();
-    assert_eq!(got, [&Event::NqTagMismatch { core: 0, engine: Engine::Sp, tag: 31, expected: 8 }]);
+    assert_eq!(got, [&Event::Exec(ExecEvent::NqTagMismatch { core: 0, engine: Engine::Sp, tag: 31, expected: 8 })]);
     // Acted on as the ring's record all the same: its CC start was kept.
     assert_ne!(r.req.notif_ts(0, ts_slot::CC_START), Some(0));
     // START and END carry the ring's own tag: no more reports.
@@ -496,7 +499,7 @@ fn error_classes_map_to_the_seed_statuses() {
         r.step();
         r
     };
-    assert!(r.dev.events.iter().any(|e| matches!(e, Event::SequencerError { code: 1234, .. })));
+    assert!(r.dev.events.iter().any(|e| matches!(e, Event::Exec(ExecEvent::SequencerError { code: 1234, .. }))));
 }
 
 #[test]
@@ -514,7 +517,7 @@ fn unusually_large_error_count_warns() {
     let es: Vec<ErrorEntry> = (0..40).map(|i| ErrorEntry::new(3, 0, 0, i)).collect();
     let mut r = with_error(&es, true);
     assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
-    assert!(r.dev.events.iter().any(|e| matches!(e, Event::ErrorCountLarge { count: 40, .. })));
+    assert!(r.dev.events.iter().any(|e| matches!(e, Event::Exec(ExecEvent::ErrorCountLarge { count: 40, .. }))));
     let mut r = with_error(&es[..32], true);
     r.step();
     assert_eq!(r.dev.count("error_count_large"), 0);
@@ -600,7 +603,7 @@ fn timeout_is_classified_hbm_then_dma_then_collectives_then_hang_on_compute() {
         assert_eq!(r.dev.count("hang_on_compute"), usize::from(hang), "{ctx:?}");
         assert_eq!(r.dev.count("hw_fault"), usize::from(!hang), "{ctx:?}");
         if !hang {
-            assert!(r.dev.events.contains(&Event::HwFault { core: 0, status: want }), "{ctx:?}");
+            assert!(r.dev.events.contains(&Event::Exec(ExecEvent::HwFault { core: 0, status: want })), "{ctx:?}");
         }
         assert_eq!(cause.status(), want);
     }
@@ -656,7 +659,11 @@ fn a_custom_sub_id_is_the_u16_at_4_so_byte_5_counts() {
     r.dev.push_raw(0, 4, bytes);
     r.enter_wait_core();
     assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
-    assert!(r.dev.events.contains(&Event::BadCustomSubId { core: 0, engine: Engine::Pe, sub_id: 0x107 }));
+    assert!(r.dev.events.contains(&Event::Exec(ExecEvent::BadCustomSubId {
+        core: 0,
+        engine: Engine::Pe,
+        sub_id: 0x107
+    })));
     assert_eq!(r.dev.count("tensor_completed"), 0);
     assert!(r.dev.wakes.is_empty());
 }
@@ -765,14 +772,7 @@ fn sync_driver_ends_at_the_timeout_on_a_hang() {
     r.dev.auto_advance_ns = ms * 1_000_000;
     // Counts the polls, and fails the test (rather than hang it) should the
     // harvest never reach its timeout.
-    struct Bounded(u32);
-    impl Delay for Bounded {
-        fn delay_us(&mut self, _: u32) {
-            self.0 += 1;
-            assert!(self.0 < 100_000, "the harvest did not end at its timeout");
-        }
-    }
-    let w = exec_wait_round_robin(&mut r.req, &mut *r.dev, &mut r.nq, &mut Bounded(0));
+    let w = exec_wait_round_robin(&mut r.req, &mut *r.dev, &mut r.nq, &mut CountingDelay::new(100_000));
     assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::Error));
     assert!(w.steps > fewest && w.steps < most, "{}", w.steps);
 }
@@ -1013,7 +1013,11 @@ fn the_core_budget_starts_when_the_barrier_clears_not_at_init() {
     assert_eq!(r.dev.count("core_timeout"), 0);
     r.dev.advance_ms(1);
     assert_eq!(r.step(), (Step::Error, NrtStatus::Timeout));
-    assert!(r.dev.events.iter().any(|e| matches!(e, Event::CoreTimeout { elapsed_ms: 5_000, timeout_ms: 5_000, .. })));
+    assert!(r
+        .dev
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::Exec(ExecEvent::CoreTimeout { elapsed_ms: 5_000, timeout_ms: 5_000, .. }))));
 }
 
 #[test]
@@ -1066,7 +1070,10 @@ fn error_record_timestamps_are_device_ns_over_1000_on_the_sync_point() {
     // 5_000_000 / 1000 = 5000 us device; minus the sync point's 1000, plus 7 s.
     let want = 7_000_000 + 5_000 - 1_000;
     assert!(
-        r.dev.events.iter().any(|e| matches!(e, Event::ErrorRecord { ts_cpu_us, .. } if *ts_cpu_us == want)),
+        r.dev
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::Exec(ExecEvent::ErrorRecord { ts_cpu_us, .. }) if *ts_cpu_us == want)),
         "{:?}",
         r.dev.events
     );
@@ -1105,25 +1112,18 @@ fn timeout_cause_names_and_statuses() {
     }
     assert_eq!(S::ExecHwErrCollectives.code(), 1200);
     assert_eq!(
-        format!("{}", Event::HangOnCompute { core: 1 }),
+        format!("{}", Event::Exec(ExecEvent::HangOnCompute { core: 1 })),
         "core 1: timed out with no HBM, DMA or collectives fault: hang on compute (HANG_ON_COMPUTE)"
     );
-    assert_eq!(Event::HangOnCompute { core: 1 }.kind(), "hang_on_compute");
-    assert_eq!(Event::HangOnCompute { core: 1 }.level(), crate::event::Level::Error);
+    assert_eq!(Event::Exec(ExecEvent::HangOnCompute { core: 1 }).kind(), "hang_on_compute");
+    assert_eq!(Event::Exec(ExecEvent::HangOnCompute { core: 1 }).level(), crate::trace::Level::Error);
 }
 
 #[test]
 fn the_collectives_probe_defaults_to_no_fault_and_forwards_through_mut_refs() {
     use crate::hal::FaultProbe;
     struct NoCollectives;
-    impl FaultProbe for NoCollectives {
-        fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
-            None
-        }
-        fn dma_aborted(&mut self, _: u8) -> bool {
-            false
-        }
-    }
+    impl FaultProbe for NoCollectives {}
     assert!(!NoCollectives.collectives_stuck(0));
     assert!(!<&mut NoCollectives as FaultProbe>::collectives_stuck(&mut &mut NoCollectives, 1));
     // A platform lent out as `&mut` keeps its own answer.
@@ -1196,7 +1196,7 @@ fn barrier_wait_event_reports_whole_seconds_waited() {
     assert_eq!(r.step().0, Step::InFlight);
     assert_eq!(
         r.dev.events_of("barrier_wait").collect::<Vec<_>>(),
-        [&Event::BarrierWait { waited_s: 125, threshold_s: 120 }]
+        [&Event::Exec(ExecEvent::BarrierWait { waited_s: 125, threshold_s: 120 })]
     );
 }
 
@@ -1236,7 +1236,7 @@ fn a_full_error_subscriber_ring_drops_the_oldest_and_says_so() {
         .dev
         .events_of("error_subscriber_overrun")
         .map(|e| match e {
-            Event::ErrorSubscriberOverrun { dropped } => *dropped,
+            Event::Exec(ExecEvent::ErrorSubscriberOverrun { dropped }) => *dropped,
             _ => unreachable!(),
         })
         .collect();
@@ -1289,7 +1289,11 @@ fn a_full_error_ring_is_swept_one_lap_less_one() {
     let es: Vec<ErrorEntry> = (0..64).map(|i| ErrorEntry::new(3, 0, 0, i)).collect();
     let mut r = with_error(&es, true);
     assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
-    assert!(r.dev.events.contains(&Event::ErrorCountLarge { core: 0, count: 63 }), "{:?}", r.dev.events);
+    assert!(
+        r.dev.events.contains(&Event::Exec(ExecEvent::ErrorCountLarge { core: 0, count: 63 })),
+        "{:?}",
+        r.dev.events
+    );
     assert_eq!(r.nq.errors_len(), 63);
     assert_eq!(r.nq.ring(0, crate::nq::ERROR_NQ).unwrap().cursor(), 63 * 16);
 }
@@ -1420,12 +1424,8 @@ fn may_progress_says_whether_a_step_could_read_anything_and_changes_nothing() {
 }
 
 /// Counts the delays; fails the test (rather than hang it) past a bound.
-struct CountDelays(u32);
-impl Delay for CountDelays {
-    fn delay_us(&mut self, _: u32) {
-        self.0 += 1;
-        assert!(self.0 < 100_000, "the harvest did not end");
-    }
+const fn count_delays() -> CountingDelay {
+    CountingDelay::new(100_000)
 }
 
 #[test]
@@ -1435,12 +1435,12 @@ fn the_watching_driver_ends_as_the_sync_driver_does() {
     a.dev.run_all(2, 1, 2);
     let mut b = Rig::new(2, 5);
     b.dev.run_all(2, 1, 2);
-    let wa = exec_wait_round_robin(&mut a.req, &mut *a.dev, &mut a.nq, &mut CountDelays(0));
-    let mut d = CountDelays(0);
+    let wa = exec_wait_round_robin(&mut a.req, &mut *a.dev, &mut a.nq, &mut count_delays());
+    let mut d = count_delays();
     let wb = exec_wait_watching(&mut b.req, &mut *b.dev, &mut b.nq, &mut d);
     assert_eq!(wa, SyncWait { status: NrtStatus::Success, step: Step::Done, steps: 3 });
     assert_eq!(wb, wa);
-    assert_eq!(d.0, 2, "a delay between steps, none after the last");
+    assert_eq!(d.calls, 2, "a delay between steps, none after the last");
     assert_eq!(a.req.out_info(), b.req.out_info());
 }
 
@@ -1449,17 +1449,17 @@ fn the_watching_driver_steps_at_a_bounded_interval_and_ends_at_the_timeout() {
     let mut r = Rig::new(1, 1);
     let (ms, fewest) = if cfg!(miri) { (20, 5) } else { (1, 100) };
     r.dev.auto_advance_ns = ms * 1_000_000;
-    let mut d = CountDelays(0);
+    let mut d = count_delays();
     let w = exec_wait_watching(&mut r.req, &mut *r.dev, &mut r.nq, &mut d);
     assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::Error));
     assert!(w.steps > fewest, "{}", w.steps);
     // Init and the barrier step at once (no look skips them); then one step
     // per WATCH_STEP_EVERY delays, exactly.
     assert_eq!(
-        u64::from(d.0),
+        u64::from(d.calls),
         (w.steps - 2) * u64::from(driver::WATCH_STEP_EVERY) + 1,
         "{} delays, {} steps",
-        d.0,
+        d.calls,
         w.steps
     );
 }

@@ -40,9 +40,9 @@ impl Registers for DriverBar {
 
 pub(super) struct Collect<'a>(pub(super) &'a mut Vec<Event>);
 
-impl hal::EventSink for Collect<'_> {
-    fn event(&mut self, e: &Event) {
-        self.0.push(*e);
+impl<E: Copy + Into<Event>> hal::EventSink<E> for Collect<'_> {
+    fn event(&mut self, e: &E) {
+        self.0.push((*e).into());
     }
 }
 
@@ -356,11 +356,13 @@ impl hal::FaultProbe for DriverDevice {
     }
 }
 
-impl hal::EventSink for DriverDevice {
-    fn event(&mut self, e: &Event) {
-        self.events.push(*e);
+impl<E: Copy + Into<Event>> hal::EventSink<E> for DriverDevice {
+    fn event(&mut self, e: &E) {
+        self.events.push((*e).into());
     }
+}
 
+impl nrt_core::counters::CounterSink for DriverDevice {
     /// FINALIZE's counters: into the RAM block of the core, then that core's
     /// block into the datastore at the driver's offsets (core `c` of the
     /// session is the device's NC `c`: the session claims cores from 0).

@@ -234,35 +234,19 @@ impl hal::Clock for RamDevice {
     }
 }
 
-impl hal::CollectivesProxy for RamDevice {
-    fn barrier_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-    fn network_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-}
+impl hal::CollectivesProxy for RamDevice {}
 
-impl hal::FaultProbe for RamDevice {
-    fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
-        None
-    }
-    fn dma_aborted(&mut self, _: u8) -> bool {
-        false
-    }
-}
+impl hal::FaultProbe for RamDevice {}
 
-impl hal::EventSink for RamDevice {
-    fn event(&mut self, _: &Event) {
+impl<E: Copy + Into<Event>> hal::EventSink<E> for RamDevice {
+    fn event(&mut self, _: &E) {
         self.events += 1;
     }
 }
 
-impl hal::TensorNotify for RamDevice {
-    fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
-        None
-    }
-}
+impl nrt_core::counters::CounterSink for RamDevice {}
+
+impl hal::TensorNotify for RamDevice {}
 
 /// The sync driver's `usleep(1)`: the clock moves on its own reads.
 struct Spin;

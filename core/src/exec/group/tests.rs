@@ -5,7 +5,7 @@ use super::*;
 use crate::arch::Arch;
 use crate::exec::{exec_wait_round_robin, fatal};
 use crate::nq::{ErrorEntry, Subtype, INFER_STATUS_NQS};
-use crate::testutil::{FakeDevice, INTC_OVERFLOW};
+use crate::testutil::{CountingDelay, FakeDevice, INTC_OVERFLOW};
 
 const RING: u32 = 1024; // 64 entries
 
@@ -143,7 +143,7 @@ fn sync_outcomes(ring: u32, batching: bool, which: &[usize]) -> Vec<Outcome> {
             let (mut d, mut nq, cfg) = scenario(i, ring);
             nq.set_head_batching(batching);
             let mut req = ExecRequest::new(cfg);
-            let mut delay = NoDelay;
+            let mut delay = no_delay();
             let w = exec_wait_round_robin(&mut req, &mut *d, &mut nq, &mut delay);
             outcome(w.step, w.status, &req, &d)
         })
@@ -151,10 +151,9 @@ fn sync_outcomes(ring: u32, batching: bool, which: &[usize]) -> Vec<Outcome> {
 }
 
 /// The sync driver's delay without moving the fake's clock, so both drivers
-/// see the same clock reads.
-struct NoDelay;
-impl crate::hal::Delay for NoDelay {
-    fn delay_us(&mut self, _us: u32) {}
+/// see the same clock reads (bounded, so a harvest that never ends fails).
+const fn no_delay() -> CountingDelay {
+    CountingDelay::new(u32::MAX)
 }
 
 fn group_outcomes(ring: u32, batching: bool, which: &[usize]) -> Vec<Outcome> {
@@ -410,7 +409,7 @@ fn a_faulted_request_hands_its_rings_back_at_completion() {
             d = host.lanes.pop().unwrap().0;
         } else {
             let mut req = ExecRequest::new(cfg);
-            let w = exec_wait_round_robin(&mut req, &mut *d, &mut nq, &mut NoDelay);
+            let w = exec_wait_round_robin(&mut req, &mut *d, &mut nq, &mut no_delay());
             assert_eq!(w.status, NrtStatus::Timeout);
         }
         assert!(device_knows_every_read(&mut d, 2, 8), "group: {through_group}");
@@ -704,4 +703,15 @@ fn a_group_over_a_slice_or_a_borrowed_lanes_ends_requests_as_alone() {
 fn a_refusal_says_why() {
     assert_eq!(GroupError::Full.reason(), "every slot of the poll group holds an in-flight request");
     assert_eq!(GroupError::LaneBusy.reason(), "the lane already has a request in flight");
+}
+
+#[test]
+fn a_refusal_displays_the_call_and_its_reason() {
+    assert_eq!(
+        GroupError::Full.to_string(),
+        "PollGroup::insert: every slot of the poll group holds an in-flight request"
+    );
+    assert_eq!(GroupError::LaneBusy.to_string(), "PollGroup::insert: the lane already has a request in flight");
+    // An error type a caller can box or chain (this line compiles only if it is one).
+    let _: &dyn core::error::Error = &GroupError::LaneBusy;
 }

@@ -22,8 +22,8 @@
 use core::cell::Cell;
 
 use crate::arch::{Arch, MAX_CORES};
-use crate::event::Event;
 use crate::exec::group::{write_back_heads, Completion, GroupError, PollGroup};
+use crate::exec::ExecEvent;
 use crate::exec::{ExecConfig, ExecRequest, Step};
 use crate::hal::{self, ErrorKind, ErrorType};
 use crate::nq::{Notifications, INFER_STATUS_NQS};
@@ -90,36 +90,17 @@ impl hal::Clock for LaneDev {
     }
 }
 
-impl hal::CollectivesProxy for LaneDev {
-    fn barrier_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-    fn network_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
+impl hal::CollectivesProxy for LaneDev {}
+
+impl hal::FaultProbe for LaneDev {}
+
+impl hal::EventSink<ExecEvent> for LaneDev {
+    fn event(&mut self, _: &ExecEvent) {}
 }
 
-impl hal::FaultProbe for LaneDev {
-    fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
-        None
-    }
-    fn dma_aborted(&mut self, _: u8) -> bool {
-        false
-    }
-    fn collectives_stuck(&mut self, _: u8) -> bool {
-        false
-    }
-}
+impl crate::counters::CounterSink for LaneDev {}
 
-impl hal::EventSink for LaneDev {
-    fn event(&mut self, _: &Event) {}
-}
-
-impl hal::TensorNotify for LaneDev {
-    fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
-        None
-    }
-}
+impl hal::TensorNotify for LaneDev {}
 
 /// What the group proofs run instead of `progress_one_step` under kani: a DONE
 /// request returns its cached result and changes nothing (the one-step
@@ -127,7 +108,7 @@ impl hal::TensorNotify for LaneDev {
 /// DONE with the clock's status once its finish bit is set.
 #[cfg(kani)]
 #[allow(dead_code)] // for the group harnesses listed at the end, not armed yet
-pub(crate) fn scripted_step<D: hal::ExecDevice + ?Sized>(
+pub(crate) fn scripted_step<D: crate::exec::ExecDevice + ?Sized>(
     this: &mut ExecRequest,
     dev: &mut D,
     _nq: &mut Notifications,
@@ -394,40 +375,21 @@ impl<A: Any> hal::Clock for FreshDev<A> {
     }
 }
 
-impl<A: Any> hal::CollectivesProxy for FreshDev<A> {
-    fn barrier_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-    fn network_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
-        Ok(true)
-    }
-}
+impl<A: Any> hal::CollectivesProxy for FreshDev<A> {}
 
-impl<A: Any> hal::FaultProbe for FreshDev<A> {
-    fn hbm_uncorrectable(&mut self, _: u8) -> Option<NrtStatus> {
-        None
-    }
-    fn dma_aborted(&mut self, _: u8) -> bool {
-        false
-    }
-    fn collectives_stuck(&mut self, _: u8) -> bool {
-        false
-    }
-}
+impl<A: Any> hal::FaultProbe for FreshDev<A> {}
 
-impl<A: Any> hal::EventSink for FreshDev<A> {
-    fn event(&mut self, e: &Event) {
-        if let Event::HeadWriteFailed { core, nq, .. } = e {
+impl<A: Any> hal::EventSink<ExecEvent> for FreshDev<A> {
+    fn event(&mut self, e: &ExecEvent) {
+        if let ExecEvent::HeadWriteFailed { core, nq, .. } = e {
             self.reported[usize::from(*core) % MAX_CORES][usize::from(*nq) % crate::nq::NQ_PER_CORE] = true;
         }
     }
 }
 
-impl<A: Any> hal::TensorNotify for FreshDev<A> {
-    fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {
-        None
-    }
-}
+impl<A: Any> crate::counters::CounterSink for FreshDev<A> {}
+
+impl<A: Any> hal::TensorNotify for FreshDev<A> {}
 
 /// `write_back_heads` (batched HEAD write-back at a request's completion,
 /// G-HEAD-BATCH, G-HEAD-FAIL): for any core count (0 to 3) and any INFER_STATUS

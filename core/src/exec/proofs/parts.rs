@@ -225,7 +225,7 @@ pub(crate) fn consume_core_keeps_its_frame<A: Any>(mut any: A, core: usize) {
 /// allows; `dev` and `nq` untouched (see the module docs).
 #[cfg(kani)]
 #[allow(dead_code)] // named only by the step harnesses' `kani::stub` attributes
-pub(crate) fn consume_core_stub<D: crate::hal::ExecDevice + ?Sized>(
+pub(crate) fn consume_core_stub<D: crate::exec::ExecDevice + ?Sized>(
     this: &mut ExecRequest,
     _dev: &mut D,
     nq: &mut Notifications,
@@ -372,7 +372,7 @@ pub(crate) fn consume_engine_keeps_its_frame<A: Any>(mut any: A, core: usize, en
 /// reads).
 #[cfg(kani)]
 #[allow(dead_code)] // named only by a harness's `kani::stub` attribute
-pub(crate) fn consume_engine_stub<D: crate::hal::ExecDevice + ?Sized>(
+pub(crate) fn consume_engine_stub<D: crate::exec::ExecDevice + ?Sized>(
     this: &mut ExecRequest,
     _dev: &mut D,
     nq: &mut Notifications,
@@ -453,7 +453,7 @@ pub(crate) fn postprocess_core_keeps_its_frame<A: Any>(mut any: A, core: usize) 
 /// frame; `dev` untouched (see the module docs).
 #[cfg(kani)]
 #[allow(dead_code)] // named only by the step harnesses' `kani::stub` attributes
-pub(crate) fn postprocess_core_stub<D: crate::hal::ExecDevice + ?Sized>(
+pub(crate) fn postprocess_core_stub<D: crate::exec::ExecDevice + ?Sized>(
     this: &mut ExecRequest,
     _dev: &mut D,
     _nq: &Notifications,
@@ -502,7 +502,7 @@ pub(crate) fn consume_error_block_keeps_its_frame<A: Any>(mut any: A, core: u8) 
 /// untouched (see the module docs).
 #[cfg(kani)]
 #[allow(dead_code)] // named only by the step harnesses' `kani::stub` attributes
-pub(crate) fn consume_error_block_stub<D: crate::hal::ExecDevice + ?Sized>(
+pub(crate) fn consume_error_block_stub<D: crate::exec::ExecDevice + ?Sized>(
     _dev: &mut D,
     _nq: &mut Notifications,
     c: u8,
@@ -600,7 +600,7 @@ pub(crate) fn finalize_keeps_its_contract<A: Any>(mut any: A, cores: u8) {
 /// them after FINALIZE; see the module docs).
 #[cfg(kani)]
 #[allow(dead_code)] // named only by the step harnesses' `kani::stub` attributes
-pub(crate) fn finalize_stub<D: crate::hal::ExecDevice + ?Sized>(
+pub(crate) fn finalize_stub<D: crate::exec::ExecDevice + ?Sized>(
     this: &mut ExecRequest,
     _dev: &mut D,
     _nq: &mut Notifications,

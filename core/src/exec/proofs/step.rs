@@ -25,7 +25,7 @@
 use core::cell::{Cell, RefCell};
 
 use crate::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
-use crate::event::Event;
+use crate::exec::ExecEvent;
 use crate::exec::{fatal, ts_slot, ExecConfig, ExecRequest, ExecState, Step, TpbEngState, MS_PER_TIMEOUT_S};
 use crate::hal::{self, ErrorKind, ErrorType};
 use crate::nq::{Notifications, SyncPoint, TsCal, ERROR_NQ, INFER_STATUS_NQS};
@@ -122,11 +122,13 @@ impl<A: Any> hal::FaultProbe for HavocDev<A> {
     }
 }
 
-impl<A: Any> hal::EventSink for HavocDev<A> {
-    fn event(&mut self, _: &Event) {
+impl<A: Any> hal::EventSink<ExecEvent> for HavocDev<A> {
+    fn event(&mut self, _: &ExecEvent) {
         self.events = self.events.saturating_add(1);
     }
 }
+
+impl<A: Any> crate::counters::CounterSink for HavocDev<A> {}
 
 impl<A: Any> hal::TensorNotify for HavocDev<A> {
     fn tensor_completed(&mut self, _: u8, _: u16) -> Option<(u16, u32)> {

@@ -1,0 +1,75 @@
+//! How loud an event is, and the one place events leave the core: the platform's
+//! sink, and the `log` facade (Linux) or defmt (a controller) when those features
+//! are on.
+//!
+//! Each layer has its own event type ([`ExecEvent`](crate::exec::ExecEvent),
+//! [`DmaEvent`](crate::dma::DmaEvent), [`DgeEvent`](crate::dge::DgeEvent)) and
+//! emits it through a [`EventSink<E>`](crate::hal::EventSink) of that type, so no
+//! layer needs to know the others' events; [`event::Event`](crate::event::Event)
+//! gathers them for a platform that wants one stream.
+
+use core::fmt;
+
+use crate::hal::EventSink;
+
+/// How loud an event is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Level {
+    /// Trace-level facts (a tensor completed, a custom notification).
+    Debug,
+    /// Worth knowing (a correctable ECC error).
+    Info,
+    /// Something is slow or odd but not failed.
+    Warn,
+    /// Something failed.
+    Error,
+}
+
+/// What the defmt route needs of an event: `defmt::Format` with the `defmt`
+/// feature, nothing without it.
+#[cfg(feature = "defmt")]
+pub trait DefmtFormat: defmt::Format {}
+#[cfg(feature = "defmt")]
+impl<T: defmt::Format + ?Sized> DefmtFormat for T {}
+
+/// What the defmt route needs of an event: `defmt::Format` with the `defmt`
+/// feature, nothing without it.
+#[cfg(not(feature = "defmt"))]
+pub trait DefmtFormat {}
+#[cfg(not(feature = "defmt"))]
+impl<T: ?Sized> DefmtFormat for T {}
+
+/// A layer's event: a small `Copy` value with a level, a machine-friendly kind
+/// and a message (`Display`, the seed's own text where it gives one).
+pub trait Traced: fmt::Display + DefmtFormat {
+    /// How loud the event is.
+    fn level(&self) -> Level;
+    /// A short machine-friendly name of the event's kind (`"barrier_wait"`).
+    fn kind(&self) -> &'static str;
+}
+
+/// Deliver an event to the sink, and to `log`/`defmt` when those features are on.
+#[inline]
+pub(crate) fn emit<E: Traced, S: EventSink<E> + ?Sized>(sink: &mut S, event: E) {
+    #[cfg(feature = "log")]
+    {
+        let lvl = match event.level() {
+            Level::Debug => log::Level::Debug,
+            Level::Info => log::Level::Info,
+            Level::Warn => log::Level::Warn,
+            Level::Error => log::Level::Error,
+        };
+        log::log!(lvl, "{}", event);
+    }
+    #[cfg(feature = "defmt")]
+    {
+        match event.level() {
+            Level::Debug => defmt::debug!("{}", event),
+            Level::Info => defmt::info!("{}", event),
+            Level::Warn => defmt::warn!("{}", event),
+            Level::Error => defmt::error!("{}", event),
+        }
+    }
+    sink.event(&event);
+}
