@@ -55,3 +55,9 @@ mod proofs;
 pub mod testutil;
 
 pub use status::NrtStatus;
+
+/// The README's Rust example ("Using the core"), compiled as a doctest by
+/// `cargo test`, so the first code a user copies cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
