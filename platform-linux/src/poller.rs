@@ -538,6 +538,51 @@ impl Shared {
     }
 }
 
+/// Why a poller, or a set of pollers, could not start. The text names the
+/// call and the reason (an OS error with its errno name); [`source`] is the
+/// OS error where there is one.
+///
+/// [`source`]: std::error::Error::source
+#[derive(Debug)]
+pub enum PollerError {
+    /// The wake eventfd could not be made.
+    Eventfd(std::io::Error),
+    /// The poller thread could not be started.
+    Thread(std::io::Error),
+    /// The poller thread could not be pinned to `cpu`.
+    Pin {
+        /// The CPU asked for ([`PollerConfig::cpu`]).
+        cpu: usize,
+        /// What `sched_setaffinity` answered.
+        source: std::io::Error,
+    },
+    /// The poller thread ended before it said it had started.
+    ThreadEnded,
+    /// A [`PollerSet`] of this shape is refused (the reason).
+    Shape(String),
+}
+
+impl std::fmt::Display for PollerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PollerError::Eventfd(e) => write!(f, "poller: eventfd: {e}{}", errno_suffix(e)),
+            PollerError::Thread(e) => write!(f, "poller: spawn: {e}{}", errno_suffix(e)),
+            PollerError::Pin { cpu, source } => write!(f, "poller: pin to CPU {cpu}: {source}{}", errno_suffix(source)),
+            PollerError::ThreadEnded => f.write_str("poller: the thread ended before it started"),
+            PollerError::Shape(why) => write!(f, "poller set: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for PollerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PollerError::Eventfd(e) | PollerError::Thread(e) | PollerError::Pin { source: e, .. } => Some(e),
+            PollerError::ThreadEnded | PollerError::Shape(_) => None,
+        }
+    }
+}
+
 /// Why a submission was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SubmitError {
@@ -563,8 +608,8 @@ impl<L: Lanes + Send + 'static> std::fmt::Debug for Poller<L> {
 impl<L: Lanes + Send + 'static> Poller<L> {
     /// Start a poller thread over `lanes`. Fails when the eventfd or the thread
     /// cannot be made, or the CPU cannot be pinned (the message names which).
-    pub fn spawn(lanes: L, cfg: PollerConfig) -> Result<Poller<L>, String> {
-        let wake = EventFd::new(false).map_err(|e| format!("poller: eventfd: {e}{}", errno_suffix(&e)))?;
+    pub fn spawn(lanes: L, cfg: PollerConfig) -> Result<Poller<L>, PollerError> {
+        let wake = EventFd::new(false).map_err(PollerError::Eventfd)?;
         let shared = Arc::new(Shared {
             queue: Mutex::new(VecDeque::new()),
             queued: AtomicU32::new(0),
@@ -575,15 +620,14 @@ impl<L: Lanes + Send + 'static> Poller<L> {
             origin: Instant::now(),
             alive: Arc::new(Alive(AtomicBool::new(true))),
         });
-        let (tx, rx) = std::sync::mpsc::channel::<Result<(), String>>();
+        let (tx, rx) = std::sync::mpsc::channel::<Result<(), PollerError>>();
         let sh = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("nrt-poller".into())
             .spawn(move || {
                 let _alive = AliveGuard(Arc::clone(&sh.alive));
                 let pinned = match cfg.cpu {
-                    Some(cpu) => sys::pin_current_thread(cpu)
-                        .map_err(|e| format!("poller: pin to CPU {cpu}: {e}{}", errno_suffix(&e))),
+                    Some(cpu) => sys::pin_current_thread(cpu).map_err(|source| PollerError::Pin { cpu, source }),
                     None => Ok(()),
                 };
                 if cfg.policy == WaitPolicy::Hybrid {
@@ -597,7 +641,7 @@ impl<L: Lanes + Send + 'static> Poller<L> {
                 }
                 (lanes, sys::thread_cpu_ns())
             })
-            .map_err(|e| format!("poller: spawn: {e}"))?;
+            .map_err(PollerError::Thread)?;
         let mut p =
             Poller { shared, thread: Some(thread), waiter_spin_for: cfg.waiter_spin_for, cpu_ns: 0, lanes: None };
         match rx.recv() {
@@ -608,7 +652,7 @@ impl<L: Lanes + Send + 'static> Poller<L> {
             }
             Err(_) => {
                 p.join();
-                Err("poller: the thread ended before it started".into())
+                Err(PollerError::ThreadEnded)
             }
         }
     }
@@ -708,7 +752,7 @@ impl<D: ExecDevice + Send + 'static> PollerSet<D> {
     /// One poller per device: `devices[d]` holds the lanes (logical cores) of
     /// device `d`. With [`PollerConfig::cpu`] set, poller `d` is pinned to CPU
     /// `cpu + d`.
-    pub fn per_device(devices: Vec<Vec<(D, Notifications)>>, cfg: PollerConfig) -> Result<PollerSet<D>, String> {
+    pub fn per_device(devices: Vec<Vec<(D, Notifications)>>, cfg: PollerConfig) -> Result<PollerSet<D>, PollerError> {
         let n = devices.len();
         PollerSet::blocks(devices, n, cfg)
     }
@@ -721,10 +765,10 @@ impl<D: ExecDevice + Send + 'static> PollerSet<D> {
         devices: Vec<Vec<(D, Notifications)>>,
         pollers: usize,
         cfg: PollerConfig,
-    ) -> Result<PollerSet<D>, String> {
+    ) -> Result<PollerSet<D>, PollerError> {
         let n = devices.len();
         if n == 0 || pollers == 0 || pollers > n {
-            return Err(format!("poller set: {pollers} pollers for {n} devices (1 to {n} needed)"));
+            return Err(PollerError::Shape(format!("{pollers} pollers for {n} devices (1 to {n} needed)")));
         }
         let mut route = Vec::with_capacity(n);
         let mut blocks: Vec<Vec<(D, Notifications)>> = (0..pollers).map(|_| Vec::new()).collect();
@@ -734,12 +778,12 @@ impl<D: ExecDevice + Send + 'static> PollerSet<D> {
             let first = u16::try_from(blocks[p].len()).ok();
             let count = u16::try_from(lanes.len()).ok();
             let (Some(first), Some(count)) = (first, count) else {
-                return Err(format!("poller set: device {d} has {} lanes, too many", lanes.len()));
+                return Err(PollerError::Shape(format!("device {d} has {} lanes, too many", lanes.len())));
             };
             if usize::from(first) + usize::from(count) > POLLER_CAPACITY {
-                return Err(format!(
-                    "poller set: poller {p} would hold more than its {POLLER_CAPACITY} lanes at device {d}: use more pollers"
-                ));
+                return Err(PollerError::Shape(format!(
+                    "poller {p} would hold more than its {POLLER_CAPACITY} lanes at device {d}: use more pollers"
+                )));
             }
             route.push((p, first, count));
             blocks[p].extend(lanes);

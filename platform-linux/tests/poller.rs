@@ -189,7 +189,10 @@ fn a_lane_that_does_not_exist_and_a_cpu_that_does_not_exist() {
     let err =
         Poller::spawn(VecLanes::<SimHost>(Vec::new()), PollerConfig { cpu: Some(100_000), ..PollerConfig::default() })
             .unwrap_err();
-    assert!(err.contains("pin to CPU 100000"), "{err}");
+    assert!(matches!(err, nrt_linux::poller::PollerError::Pin { cpu: 100_000, .. }), "{err:?}");
+    assert!(std::error::Error::source(&err).is_some(), "the OS error is its source");
+    let err = err.to_string();
+    assert!(err.contains("pin to CPU 100000") && err.contains("(EINVAL)"), "{err}");
     stop(devices, &shared);
 }
 
@@ -321,9 +324,9 @@ fn a_poller_set_in_blocks_and_its_refusals() {
     assert_eq!((set.poller_of(0), set.poller_of(1), set.poller_of(2)), (Some(0), Some(0), Some(1)));
     let (back, _) = set.shutdown();
     assert_eq!(back.len(), 3);
-    let err = PollerSet::blocks(back, 4, PollerConfig::default()).unwrap_err();
+    let err = PollerSet::blocks(back, 4, PollerConfig::default()).unwrap_err().to_string();
     assert!(err.contains("4 pollers for 3 devices"), "{err}");
-    let err = PollerSet::<SimHost>::per_device(Vec::new(), PollerConfig::default()).unwrap_err();
+    let err = PollerSet::<SimHost>::per_device(Vec::new(), PollerConfig::default()).unwrap_err().to_string();
     assert!(err.contains("0 pollers for 0 devices"), "{err}");
     stop(devices, &shared);
 }
