@@ -408,7 +408,6 @@ impl CoreChoice {
     pub fn origin(&self) -> String {
         match (&self.source, &self.value) {
             (Some(src @ Source::Env(_)), Some(v)) => format!(" (cores from {src}={v:?})"),
-            (Some(src @ Source::Env(_)), None) => format!(" (cores from {src})"),
             _ => String::new(),
         }
     }

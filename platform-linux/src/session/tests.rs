@@ -707,7 +707,7 @@ fn bring_up_calls(calls: &[String]) -> Vec<&str> {
 fn the_bring_up_runs_the_contracts_sequence_and_an_inference() {
     let (p, st) = fake_driver::install("seq");
     let mut s = Session::open(&p, cfg(Some(2))).unwrap();
-    assert_eq!((s.arch(), s.cores(), s.ring_entries()), (Arch::Sunda, 2, 64));
+    assert_eq!((s.arch(), s.first_core(), s.cores(), s.ring_entries()), (Arch::Sunda, 0, 2, 64));
     let r = s.run_inference().unwrap();
     assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done), "{:?}", r.events);
     assert!(r.staging.copy_verified, "the copy ran through the mapped rings");
@@ -1311,4 +1311,43 @@ fn a_run_off_the_device_is_refused_before_any_mark() {
     let m = validate_placement(Arch::Sunda, 2, 1).unwrap_err();
     assert!(m.starts_with("core 2 asked"), "{m}");
     assert!(validate_placement(Arch::Sunda, 255, 2).is_err(), "no overflow");
+}
+
+/// A session from the device's core 1 reads the simulator's status lines of
+/// the device's core 1 for its logical core 0: a barrier failure, then a
+/// network-proxy failure, raised on core 1 only (core 0's lines healthy),
+/// end its harvest with that status, reported on its core 0.
+#[test]
+fn a_session_from_core_1_reads_core_1s_status_lines() {
+    use nrt_core::event::Event;
+    for (line, name, code) in [
+        (Line::BarrierFail, "barrier", NrtStatus::ExecHwErrCollectives.code()),
+        (Line::NetproxyFail, "network proxy", NrtStatus::NetworkProxyFailure.code()),
+    ] {
+        let (p, st) = fake_driver::install(&format!("lines1-{}", line as usize));
+        let mut h = fake_driver::sim_hints(2);
+        h.lines[1][line as usize] = code;
+        st.borrow_mut().hints = Some(h);
+        let mut s = Session::open(&p, SessionConfig { first_core: 1, ..cfg(Some(1)) }).unwrap();
+        let r = s.run_inference().unwrap();
+        drop(s);
+        fake_driver::uninstall(&p);
+        assert_ne!(r.status, NrtStatus::Success, "{name}: {:?}", r.events);
+        let failed = r.events.iter().any(|e| match (line, e) {
+            (Line::BarrierFail, Event::BarrierProxyFailed { core, .. }) => *core == 0,
+            (Line::NetproxyFail, Event::NetworkProxyFailed { core, .. }) => *core == 0,
+            _ => false,
+        });
+        assert!(failed, "{name}: {:?}", r.events);
+        // The same lines on core 0 only: the session on core 1 does not see them.
+        let (p, st) = fake_driver::install(&format!("lines0-{}", line as usize));
+        let mut h = fake_driver::sim_hints(2);
+        h.lines[0][line as usize] = code;
+        st.borrow_mut().hints = Some(h);
+        let mut s = Session::open(&p, SessionConfig { first_core: 1, ..cfg(Some(1)) }).unwrap();
+        let r = s.run_inference().unwrap();
+        drop(s);
+        fake_driver::uninstall(&p);
+        assert_eq!(r.status, NrtStatus::Success, "{name} on core 0 only: {:?}", r.events);
+    }
 }
