@@ -174,8 +174,12 @@ const char *nrt_session_last_error(void);
 //
 // The runtime's environment variables fill what the arguments leave open
 // (an explicit argument beats its variable): `cores` 0 takes
-// `NEURON_RT_VISIBLE_CORES`, else `NEURON_RT_NUM_CORES`, else what the
-// simulator's hint query says, else 2 (a real driver refuses the query);
+// `NEURON_RT_VISIBLE_CORES` (one run of the device's own cores from any
+// core, `1` or `2-3`: the session's cores 0..n are the device's from the
+// first; a set with a gap, or past the device's cores, is refused), else
+// `NEURON_RT_NUM_CORES` (from core 0), else what the simulator's hint query
+// says, else 2 (a real driver refuses the query); an explicit `cores`
+// claims from core 0;
 // `timeout_s` [`NRT_TIMEOUT_FROM_ENV`] takes `NEURON_RT_EXEC_TIMEOUT`, else
 // the generation's documented default; `NEURON_RT_LOG_LEVEL[_<component>]`
 // sets what the library logs to standard error (`crate::config`). A bad

@@ -1,6 +1,7 @@
 /* nrt-core C ABI, the poller thread: one thread harvests many requests, each on
    its lane (an nrt_platform and its nrt_rings), and hands each completion to its
-   waiter without a syscall when the waiter spins. Include after nrt.h. */
+   waiter without a syscall when the waiter spins. Includes nrt.h (nrt_platform,
+   nrt_rings, NRT_TIMEOUT_FROM_ENV). */
 
 #ifndef NRT_POLLER_H
 #define NRT_POLLER_H
@@ -9,6 +10,7 @@
    UPDATE_HEADER=1 cargo test -p nrt-linux --test poller_c */
 
 #include <stdint.h>
+#include "nrt.h"
 
 // The poller spins between passes (a core of its own): `NRT_POLLER_SPIN`.
 #define NRT_POLLER_SPIN 0

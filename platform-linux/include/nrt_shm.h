@@ -8,6 +8,7 @@
    UPDATE_HEADER=1 cargo test -p nrt-linux --test header */
 
 #include <stdint.h>
+#include "nrt.h"
 
 // An attached shared-memory device.
 typedef struct nrt_shm nrt_shm;
@@ -25,11 +26,13 @@ const char *nrt_shm_last_error(void);
 // Attach to the device served at `path` (any bytes a file name may hold,
 // UTF-8 or not), waiting up to `wait_ms` for it to be ready. Null when it is
 // missing, stale or not a served device: the reason is printed on stderr and
-// left for [`nrt_shm_last_error`]. Reads `NEURON_RT_EXEC_TIMEOUT` (kept for
-// a harvest with `NRT_TIMEOUT_FROM_ENV`) and `NEURON_RT_LOG_LEVEL[_<component>]`
-// (not the core variables: the server's file fixes the cores); a bad value
-// of one of those is refused here too (the variable, the value and what is
-// accepted), before the file is opened. Close with [`nrt_shm_close`].
+// left for [`nrt_shm_last_error`]. Reads `NEURON_RT_LOG_LEVEL[_<component>]`
+// (a bad value is refused here, naming the variable, the value and what is
+// accepted, before the file is opened) and `NEURON_RT_EXEC_TIMEOUT`, kept
+// for a harvest with `NRT_TIMEOUT_FROM_ENV`: a bad value of it is refused by
+// such a harvest, not here, so a caller that passes explicit timeouts is not
+// refused for a variable it never uses. The core variables are not read (the
+// server's file fixes the cores). Close with [`nrt_shm_close`].
 //
 // # Safety
 // `path` is null or a NUL-terminated string.
@@ -41,8 +44,9 @@ struct nrt_shm *nrt_shm_attach(const char *path, uint32_t wait_ms);
 // generation's documented default), logged at `INFO`. A harvest that ends at
 // that budget logs it and its source at `ERROR`. Writes the `NRT_STATUS` to `*status`
 // and returns the one-step code (0 or 2), or -1 when `shm` is null, the
-// kickoff failed or the server died during the harvest (the reason is left
-// for [`nrt_shm_last_error`]).
+// timeout is `NRT_TIMEOUT_FROM_ENV` and the variable's value is refused
+// (nothing is kicked off), the kickoff failed or the server died during the
+// harvest (the reason is left for [`nrt_shm_last_error`]).
 //
 // # Safety
 // `shm` is a live pointer from [`nrt_shm_attach`]; `status` is null or writable.

@@ -13,8 +13,11 @@
 //!   "default=30 (inf1), default=600(trn1,inf2)").
 //! - `NEURON_RT_VISIBLE_CORES`: the exact NeuronCores the process reserves, a
 //!   single index or an inclusive range `a-b`; this binding also takes a comma
-//!   list of those (`0,1`, `0-1,3`). It takes precedence over
-//!   `NEURON_RT_NUM_CORES` (the guide's note 5).
+//!   list of those (`0,1`, `2,3`). It takes precedence over
+//!   `NEURON_RT_NUM_CORES` (the guide's note 5). The set must be one run of
+//!   consecutive cores, read as the opened device's own cores: the session's
+//!   logical cores `0..n` are the device's cores from the set's first
+//!   ([`resolve_cores`], G-ENV-VISIBLE-CORES).
 //! - `NEURON_RT_NUM_CORES`: how many NeuronCores to reserve, 1 to the cores of
 //!   the system; 0 (the default) is "all".
 //! - `NEURON_RT_LOG_LEVEL`: `ERROR`, `WARNING`, `INFO`, `DEBUG`, `TRACE` (and
@@ -381,44 +384,79 @@ impl core::fmt::Display for Budget {
     }
 }
 
-/// The cores a session claims: how many, from core 0, and where that came from.
+/// The cores a session claims: how many, from which core of the opened
+/// device, and where that came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CoreChoice {
-    /// Cores `0..count`; `None`: what the device says (the session's default).
+    /// The first core of the device the session claims (its logical core 0):
+    /// the lowest index of `NEURON_RT_VISIBLE_CORES`, else 0.
+    pub first: u8,
+    /// Cores `first..first + count`; `None`: what the device says (the
+    /// session's default).
     pub count: Option<u8>,
     /// Where it came from (`None`: nothing asked).
     pub source: Option<Source>,
+    /// The variable's value as set (`None`: not from a variable), for the
+    /// session's refusals of cores the device does not have.
+    pub value: Option<String>,
+}
+
+impl CoreChoice {
+    /// ` (cores from variable NEURON_RT_VISIBLE_CORES="2-3")` for an error
+    /// about the cores when they came from a variable (the variable and its
+    /// value), else empty.
+    pub fn origin(&self) -> String {
+        match (&self.source, &self.value) {
+            (Some(src @ Source::Env(_)), Some(v)) => format!(" (cores from {src}={v:?})"),
+            _ => String::new(),
+        }
+    }
 }
 
 /// The cores of a session: `--cores` (`flag`) beats `NEURON_RT_VISIBLE_CORES`,
 /// which beats `NEURON_RT_NUM_CORES` (0 is "all": the session's default).
-/// The indices are read as the opened device's own cores (the SDK's are
-/// host-wide; the driver's range mark is device-local), and the session
-/// claims that device's cores `0..n`, so a visible set must be `0..n` (`0`,
-/// `0-1`, `0,1`): any other set is refused, naming the variable and the value
-/// (G-ENV-VISIBLE-CORES).
+///
+/// The visible set must be one run of consecutive cores (`1`, `2-3`, `2,3`):
+/// the session claims its cores with one range mark, and its logical cores
+/// `0..n` are the device's cores `first..first + n`. A set with a gap (`0,2`)
+/// is refused, naming the variable and the value. The indices are read as the
+/// opened device's own cores (the driver's range mark is device-local); a set
+/// past the device's cores is refused when the session opens, where the arch
+/// is known (G-ENV-VISIBLE-CORES).
 pub fn resolve_cores(flag: Option<u8>, flag_name: &'static str, env: &RtEnv) -> Result<CoreChoice, EnvError> {
     if let Some(n) = flag {
-        return Ok(CoreChoice { count: Some(n), source: Some(Source::Flag(flag_name)) });
+        return Ok(CoreChoice { first: 0, count: Some(n), source: Some(Source::Flag(flag_name)), value: None });
     }
     if let Some((set, text)) = &env.visible_cores {
-        let n = set.count_ones();
-        // 0..n exactly: the lowest n bits.
-        let low = 1u64.checked_shl(n).map_or(u64::MAX, |b| b - 1);
-        if *set != low {
+        let first = set.trailing_zeros();
+        let run = set.checked_shr(first).unwrap_or(0);
+        // One run of ones from `first`: `run + 1` is a power of two.
+        if *set == 0 || run & run.wrapping_add(1) != 0 {
             return Err(refuse(
                 VISIBLE_CORES,
                 text,
-                "cores from NeuronCore 0 up (0, 0-1, 0,1), read as the opened device's own cores: this binding's session claims the opened device's cores 0..n (for another device's cores, open that device)",
+                "one run of consecutive NeuronCores (1, 2-3, 2,3), read as the opened device's own cores: this \
+                 binding's session claims its cores with one range mark, so a set with a gap is not taken",
             ));
         }
-        return Ok(CoreChoice { count: Some(n as u8), source: Some(Source::Env(VISIBLE_CORES)) });
+        return Ok(CoreChoice {
+            first: first as u8,
+            count: Some(set.count_ones() as u8),
+            source: Some(Source::Env(VISIBLE_CORES)),
+            value: Some(text.clone()),
+        });
     }
+    let value = env.num_cores.map(|n| n.to_string());
     match env.num_cores {
-        Some(0) | None => Ok(CoreChoice { count: None, source: env.num_cores.map(|_| Source::Env(NUM_CORES)) }),
-        Some(n) => {
-            Ok(CoreChoice { count: Some(n.min(u32::from(u8::MAX)) as u8), source: Some(Source::Env(NUM_CORES)) })
+        Some(0) | None => {
+            Ok(CoreChoice { first: 0, count: None, source: env.num_cores.map(|_| Source::Env(NUM_CORES)), value })
         }
+        Some(n) => Ok(CoreChoice {
+            first: 0,
+            count: Some(n.min(u32::from(u8::MAX)) as u8),
+            source: Some(Source::Env(NUM_CORES)),
+            value,
+        }),
     }
 }
 
@@ -611,33 +649,48 @@ mod tests {
 
     #[test]
     fn cores_come_from_the_flag_then_visible_cores_then_num_cores() {
-        let both = env(&[(VISIBLE_CORES, "0"), (NUM_CORES, "2")]).unwrap();
+        let both = env(&[(VISIBLE_CORES, "1"), (NUM_CORES, "2")]).unwrap();
         assert_eq!(
             resolve_cores(Some(2), "--cores", &both),
-            Ok(CoreChoice { count: Some(2), source: Some(Source::Flag("--cores")) })
+            Ok(CoreChoice { first: 0, count: Some(2), source: Some(Source::Flag("--cores")), value: None })
         );
         // VISIBLE_CORES takes precedence over NUM_CORES (the guide's note 5).
+        let c = resolve_cores(None, "--cores", &both).unwrap();
         assert_eq!(
-            resolve_cores(None, "--cores", &both),
-            Ok(CoreChoice { count: Some(1), source: Some(Source::Env(VISIBLE_CORES)) })
+            c,
+            CoreChoice { first: 1, count: Some(1), source: Some(Source::Env(VISIBLE_CORES)), value: Some("1".into()) }
         );
-        for (v, n) in [("0-1", 2), ("0,1", 2), ("1,0", 2), ("0", 1), ("0-63", 64)] {
+        assert_eq!(c.origin(), " (cores from variable NEURON_RT_VISIBLE_CORES=\"1\")");
+        for (v, first, n) in
+            [("0-1", 0, 2), ("0,1", 0, 2), ("1,0", 0, 2), ("0", 0, 1), ("0-63", 0, 64), ("1", 1, 1), ("2-3", 2, 2)]
+        {
             let e = env(&[(VISIBLE_CORES, v)]).unwrap();
-            assert_eq!(resolve_cores(None, "--cores", &e).map(|c| c.count), Ok(Some(n)), "{v}");
+            let c = resolve_cores(None, "--cores", &e).unwrap();
+            assert_eq!((c.first, c.count), (first, Some(n)), "{v}");
         }
-        for v in ["1", "2-3", "0,2"] {
+        for (v, first, n) in [("2,3", 2, 2), ("3,2", 2, 2), ("5-6,7", 5, 3), ("63", 63, 1)] {
+            let e = env(&[(VISIBLE_CORES, v)]).unwrap();
+            let c = resolve_cores(None, "--cores", &e).unwrap();
+            assert_eq!((c.first, c.count), (first, Some(n)), "{v}");
+        }
+        for v in ["0,2", "1,3-4", "0-1,3", "0,63"] {
             let e = env(&[(VISIBLE_CORES, v)]).unwrap();
             let err = resolve_cores(None, "--cores", &e).unwrap_err();
             assert_eq!((err.var.as_str(), err.value.as_str()), (VISIBLE_CORES, v));
-            assert!(err.accepted.contains("cores 0..n"), "{err}");
+            assert!(err.accepted.contains("one run of consecutive NeuronCores"), "{err}");
         }
         let one = env(&[(NUM_CORES, "1")]).unwrap();
-        assert_eq!(resolve_cores(None, "--cores", &one).map(|c| c.count), Ok(Some(1)));
+        let c = resolve_cores(None, "--cores", &one).unwrap();
+        assert_eq!((c.first, c.count), (0, Some(1)));
+        assert_eq!(c.origin(), " (cores from variable NEURON_RT_NUM_CORES=\"1\")");
         let all = env(&[(NUM_CORES, "0")]).unwrap();
         assert_eq!(
             resolve_cores(None, "--cores", &all),
-            Ok(CoreChoice { count: None, source: Some(Source::Env(NUM_CORES)) })
+            Ok(CoreChoice { first: 0, count: None, source: Some(Source::Env(NUM_CORES)), value: Some("0".into()) })
         );
-        assert_eq!(resolve_cores(None, "--cores", &RtEnv::default()), Ok(CoreChoice { count: None, source: None }));
+        let none = resolve_cores(None, "--cores", &RtEnv::default()).unwrap();
+        assert_eq!(none, CoreChoice { first: 0, count: None, source: None, value: None });
+        assert_eq!(none.origin(), "");
+        assert_eq!(resolve_cores(Some(1), "--cores", &both).unwrap().origin(), "", "a flag is not a variable");
     }
 }

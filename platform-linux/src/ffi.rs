@@ -571,8 +571,12 @@ pub(crate) fn c_env(call: &str, uses: crate::config::Uses) -> Result<crate::conf
 ///
 /// The runtime's environment variables fill what the arguments leave open
 /// (an explicit argument beats its variable): `cores` 0 takes
-/// `NEURON_RT_VISIBLE_CORES`, else `NEURON_RT_NUM_CORES`, else what the
-/// simulator's hint query says, else 2 (a real driver refuses the query);
+/// `NEURON_RT_VISIBLE_CORES` (one run of the device's own cores from any
+/// core, `1` or `2-3`: the session's cores 0..n are the device's from the
+/// first; a set with a gap, or past the device's cores, is refused), else
+/// `NEURON_RT_NUM_CORES` (from core 0), else what the simulator's hint query
+/// says, else 2 (a real driver refuses the query); an explicit `cores`
+/// claims from core 0;
 /// `timeout_s` [`NRT_TIMEOUT_FROM_ENV`] takes `NEURON_RT_EXEC_TIMEOUT`, else
 /// the generation's documented default; `NEURON_RT_LOG_LEVEL[_<component>]`
 /// sets what the library logs to standard error (`crate::config`). A bad
@@ -590,7 +594,7 @@ pub unsafe extern "C" fn nrt_session_open(
     ring_entries: u32,
     timeout_s: u32,
 ) -> *mut nrt_session {
-    use crate::config::{resolve_cores, Budget, Source};
+    use crate::config::{resolve_cores, Budget};
     if device.is_null() {
         session_fail("nrt_session_open: device is NULL".into());
         return std::ptr::null_mut();
@@ -614,6 +618,7 @@ pub unsafe extern "C" fn nrt_session_open(
     };
     let explicit = (timeout_s != NRT_TIMEOUT_FROM_ENV).then_some(timeout_s);
     let cfg = crate::session::SessionConfig {
+        first_core: choice.first,
         cores: choice.count,
         ring_entries: (ring_entries != 0).then_some(ring_entries),
         // The generation's default needs the arch, known once open: set below.
@@ -627,12 +632,7 @@ pub unsafe extern "C" fn nrt_session_open(
             Box::into_raw(Box::new(nrt_session { session, budget }))
         }
         Err(e) => {
-            let from = match &choice.source {
-                Some(src @ Source::Env(_)) if e.subject == crate::error::Subject::Cores => {
-                    format!(" (cores from {src})")
-                }
-                _ => String::new(),
-            };
+            let from = if e.subject == crate::error::Subject::Cores { choice.origin() } else { String::new() };
             session_fail(format!("nrt_session_open {}: {e}{from}", path.display()));
             std::ptr::null_mut()
         }

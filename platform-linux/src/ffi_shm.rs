@@ -22,8 +22,11 @@ use crate::time::DelayKind;
 /// An attached shared-memory device.
 pub struct nrt_shm {
     h: Harvester,
-    /// `NEURON_RT_EXEC_TIMEOUT` as [`nrt_shm_attach`] read it.
-    env_timeout_s: Option<u32>,
+    /// `NEURON_RT_EXEC_TIMEOUT` as [`nrt_shm_attach`] read it, or why its
+    /// value is refused: only a harvest that takes its timeout from it
+    /// (`NRT_TIMEOUT_FROM_ENV`) refuses it, so that a malformed value does not
+    /// refuse a caller whose explicit timeout never reads it.
+    env_timeout_s: Result<Option<u32>, crate::config::EnvError>,
 }
 
 thread_local! {
@@ -51,11 +54,13 @@ pub extern "C" fn nrt_shm_last_error() -> *const c_char {
 /// Attach to the device served at `path` (any bytes a file name may hold,
 /// UTF-8 or not), waiting up to `wait_ms` for it to be ready. Null when it is
 /// missing, stale or not a served device: the reason is printed on stderr and
-/// left for [`nrt_shm_last_error`]. Reads `NEURON_RT_EXEC_TIMEOUT` (kept for
-/// a harvest with `NRT_TIMEOUT_FROM_ENV`) and `NEURON_RT_LOG_LEVEL[_<component>]`
-/// (not the core variables: the server's file fixes the cores); a bad value
-/// of one of those is refused here too (the variable, the value and what is
-/// accepted), before the file is opened. Close with [`nrt_shm_close`].
+/// left for [`nrt_shm_last_error`]. Reads `NEURON_RT_LOG_LEVEL[_<component>]`
+/// (a bad value is refused here, naming the variable, the value and what is
+/// accepted, before the file is opened) and `NEURON_RT_EXEC_TIMEOUT`, kept
+/// for a harvest with `NRT_TIMEOUT_FROM_ENV`: a bad value of it is refused by
+/// such a harvest, not here, so a caller that passes explicit timeouts is not
+/// refused for a variable it never uses. The core variables are not read (the
+/// server's file fixes the cores). Close with [`nrt_shm_close`].
 ///
 /// # Safety
 /// `path` is null or a NUL-terminated string.
@@ -65,17 +70,19 @@ pub unsafe extern "C" fn nrt_shm_attach(path: *const c_char, wait_ms: u32) -> *m
         fail("nrt_shm_attach: path is NULL".into());
         return std::ptr::null_mut();
     }
-    let env = match crate::ffi::c_env("nrt_shm_attach", crate::config::Uses::TIMEOUT_AND_LOG) {
-        Ok(e) => e,
-        Err(m) => {
-            fail(m);
-            return std::ptr::null_mut();
-        }
-    };
+    // The log levels now; the timeout variable read, its refusal kept for a
+    // harvest that uses it (the timeout is the harvest's argument).
+    let logs = crate::config::Uses { timeout: false, ..crate::config::Uses::TIMEOUT_AND_LOG };
+    if let Err(m) = crate::ffi::c_env("nrt_shm_attach", logs) {
+        fail(m);
+        return std::ptr::null_mut();
+    }
+    let timeout = crate::config::Uses { timeout: true, cores: false, log: false };
+    let env_timeout_s = crate::config::RtEnv::from_process(timeout).map(|e| e.exec_timeout_s);
     // SAFETY: non-null and NUL-terminated by the caller's contract.
     let p = Path::new(OsStr::from_bytes(unsafe { CStr::from_ptr(path) }.to_bytes()));
     match Harvester::attach(p, Duration::from_millis(u64::from(wait_ms))) {
-        Ok(h) => Box::into_raw(Box::new(nrt_shm { h, env_timeout_s: env.exec_timeout_s })),
+        Ok(h) => Box::into_raw(Box::new(nrt_shm { h, env_timeout_s })),
         Err(e) => {
             fail(format!("nrt_shm_attach {}: {e}", p.display()));
             std::ptr::null_mut()
@@ -89,8 +96,9 @@ pub unsafe extern "C" fn nrt_shm_attach(path: *const c_char, wait_ms: u32) -> *m
 /// generation's documented default), logged at `INFO`. A harvest that ends at
 /// that budget logs it and its source at `ERROR`. Writes the `NRT_STATUS` to `*status`
 /// and returns the one-step code (0 or 2), or -1 when `shm` is null, the
-/// kickoff failed or the server died during the harvest (the reason is left
-/// for [`nrt_shm_last_error`]).
+/// timeout is `NRT_TIMEOUT_FROM_ENV` and the variable's value is refused
+/// (nothing is kicked off), the kickoff failed or the server died during the
+/// harvest (the reason is left for [`nrt_shm_last_error`]).
 ///
 /// # Safety
 /// `shm` is a live pointer from [`nrt_shm_attach`]; `status` is null or writable.
@@ -107,8 +115,16 @@ pub unsafe extern "C" fn nrt_shm_harvest(
         return -1;
     };
     let delay = if delay_kind == 0 { DelayKind::Libnrt } else { DelayKind::Adaptive };
-    let env = crate::config::RtEnv { exec_timeout_s: h.env_timeout_s, ..Default::default() };
     let explicit = (timeout_s != crate::ffi::NRT_TIMEOUT_FROM_ENV).then_some(timeout_s);
+    let exec_timeout_s = match (&h.env_timeout_s, explicit) {
+        (Ok(t), _) => *t,
+        (Err(_), Some(_)) => None,
+        (Err(e), None) => {
+            fail(format!("nrt_shm_harvest: {e}"));
+            return -1;
+        }
+    };
+    let env = crate::config::RtEnv { exec_timeout_s, ..Default::default() };
     let budget = crate::config::Budget::resolve_argument(explicit, "timeout_s of nrt_shm_harvest", &env, h.h.arch());
     log::info!("nrt_shm_harvest: {budget}");
     match h.h.harvest(budget.seconds, delay) {

@@ -42,6 +42,10 @@ pub struct MappedRings<R> {
     /// with ([`bind_initialised`](Self::bind_initialised)); by default the
     /// runtime index (G-NQ-SLOT).
     slots: [[u8; NQ_PER_CORE]; MAX_CORES],
+    /// The device's core that ring core 0 is: the rings are kept under the
+    /// caller's (logical) core index, and HEAD `(core, nq)` is written in the
+    /// NOTIFIC block of the device's core `first + core`.
+    first: u8,
     regs: R,
 }
 
@@ -49,7 +53,14 @@ impl<R: Registers> MappedRings<R> {
     /// No ring bound yet; HEADs are written through `regs`.
     pub fn new(arch: Arch, regs: R) -> Self {
         let slots = [core::array::from_fn(|i| i as u8); MAX_CORES];
-        MappedRings { arch, rings: Default::default(), slots, regs }
+        MappedRings { arch, rings: Default::default(), slots, regs, first: 0 }
+    }
+
+    /// The same, with ring core `c` the device's core `first + c` (the HEAD
+    /// registers are that core's).
+    pub fn with_first_core(mut self, first: u8) -> Self {
+        self.first = first;
+        self
     }
 
     /// Bind runtime ring `(core, nq)` to the ring the driver set up with `done`
@@ -165,7 +176,7 @@ impl<R: Registers<Error = LinuxError>> hal::NqRings for MappedRings<R> {
 
     fn write_head(&mut self, core: u8, nq: u8, head: u32) -> Result<(), LinuxError> {
         let slot = self.slots.get(usize::from(core)).and_then(|r| r.get(usize::from(nq))).copied().unwrap_or(nq);
-        let reg = nq_head_register(self.arch, core, slot).ok_or_else(|| {
+        let reg = nq_head_register(self.arch, self.first.saturating_add(core), slot).ok_or_else(|| {
             LinuxError::new(
                 "write HEAD",
                 format!("core {core} nq {nq}"),

@@ -100,7 +100,7 @@ fn a_bad_value_of_each_variable_is_refused_at_start_naming_it_the_value_and_what
         ("NEURON_RT_EXEC_TIMEOUT", "5s", "from 0 to 2147483647"),
         ("NEURON_RT_EXEC_TIMEOUT", "-1", "from 0 to 2147483647"),
         ("NEURON_RT_VISIBLE_CORES", "1-0", "inclusive range"),
-        ("NEURON_RT_VISIBLE_CORES", "2-3", "cores 0..n"),
+        ("NEURON_RT_VISIBLE_CORES", "0,2", "one run of consecutive NeuronCores"),
         ("NEURON_RT_NUM_CORES", "many", "from 1 to 64, or 0"),
         ("NEURON_RT_LOG_LEVEL", "LOUD", "ERROR, WARNING, INFO, DEBUG, TRACE, QUIET"),
         ("NEURON_RT_LOG_LEVEL_TDRV", "7", "ERROR, WARNING"),
@@ -178,7 +178,7 @@ fn visible_cores_and_num_cores_choose_the_cores_claimed_and_a_flag_beats_them() 
     let o = under_driver(&sim, "healthy-2core", &[], &[("NEURON_RT_NUM_CORES", "3")]);
     let (out, err) = text(&o);
     assert!(
-        err.contains("cores must be 1 to 2") && err.contains("(cores from variable NEURON_RT_NUM_CORES)"),
+        err.contains("cores must be 1 to 2") && err.contains("(cores from variable NEURON_RT_NUM_CORES=\"3\")"),
         "{out}{err}"
     );
 }
@@ -317,10 +317,13 @@ fn the_c_session_refuses_a_bad_variable_before_opening_the_device() {
         );
         assert!(!err.contains("/nonexistent"), "refused before the device is opened: {err}");
     }
-    // A visible set the session cannot claim (not from core 0), refused the same way.
-    let o = clean(&prog).args(["/nonexistent/neuron0"]).env("NEURON_RT_VISIBLE_CORES", "2-3").output().unwrap();
+    // A visible set the session cannot claim (a gap), refused the same way.
+    let o = clean(&prog).args(["/nonexistent/neuron0"]).env("NEURON_RT_VISIBLE_CORES", "0,2").output().unwrap();
     let (_, err) = text(&o);
-    assert!(err.contains("NEURON_RT_VISIBLE_CORES=\"2-3\" is refused") && err.contains("cores 0..n"), "{err}");
+    assert!(
+        err.contains("NEURON_RT_VISIBLE_CORES=\"0,2\" is refused") && err.contains("one run of consecutive"),
+        "{err}"
+    );
     // Without variables the same call reaches the device (and names it).
     let o = clean(&prog).args(["/nonexistent/neuron0", "0", "0", "env"]).output().unwrap();
     let (_, err) = text(&o);
@@ -365,7 +368,8 @@ fn the_c_session_takes_the_timeout_the_cores_and_the_log_level_from_the_variable
     assert_eq!(cores(&["2"], &[("NEURON_RT_VISIBLE_CORES", "0")]), 2, "the argument beats the variable");
     let (out, err) = run("healthy-2core", &["0"], &[("NEURON_RT_NUM_CORES", "3")]);
     assert!(
-        err.contains("nrt_session_open /dev/neuron0") && err.contains("(cores from variable NEURON_RT_NUM_CORES)"),
+        err.contains("nrt_session_open /dev/neuron0")
+            && err.contains("(cores from variable NEURON_RT_NUM_CORES=\"3\")"),
         "{out}{err}"
     );
     // NEURON_RT_LOG_LEVEL[_TDRV]: the library's lines on standard error.
@@ -586,4 +590,88 @@ fn nrt_request_new_takes_the_timeout_from_the_variable_and_refuses_bad_values() 
             "{var}={value}: {out}"
         );
     }
+}
+
+/// Under one `nrt-sim driver` (sunda, two cores): a session on
+/// `NEURON_RT_VISIBLE_CORES=1` runs an inference on the device's core 1 and
+/// lingers; while it holds core 1, a second process asking for core 1 is
+/// refused by the driver model's range mark (`EBUSY`, naming the holder's
+/// pid), and a third asking for core 0 runs on it (so the first marked core 1
+/// only); a monitor reads the first process's counters (one completion).
+const TWO_SESSIONS: &str = r#"
+ctl="$1"; dir="$2"
+NEURON_RT_VISIBLE_CORES=1 "$ctl" run --device /dev/neuron0 --json --linger-s 120 >"$dir/a.json" 2>"$dir/a.err" &
+pid=$!
+echo "$pid" >"$dir/a.pid"
+i=0
+while ! grep -q '"return_code"' "$dir/a.json" && [ $i -lt 600 ] && kill -0 $pid 2>/dev/null; do
+  sleep 0.1; i=$((i+1))
+done
+NEURON_RT_VISIBLE_CORES=1 "$ctl" run --device /dev/neuron0 --json >"$dir/b.json" 2>"$dir/b.err"
+echo "exit $?" >>"$dir/b.err"
+NEURON_RT_VISIBLE_CORES=0 "$ctl" run --device /dev/neuron0 --json >"$dir/c.json" 2>"$dir/c.err"
+echo "exit $?" >>"$dir/c.err"
+"$ctl" stats --device /dev/neuron0 --pid $pid --json >"$dir/stats.json" 2>"$dir/stats.err"
+kill $pid 2>/dev/null
+wait $pid
+exit 0
+"#;
+
+#[test]
+fn visible_cores_1_runs_on_the_devices_core_1_and_marks_only_it() {
+    need_user_notif!();
+    let sim = common::nrt_sim();
+    let dir = std::env::temp_dir().join(format!("nrt-env-core1-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ctl = nrtctl();
+    let o = clean(&sim)
+        .args(["driver", "--scenario", "healthy-2core", "--", "sh", "-c", TWO_SESSIONS, "sh"])
+        .arg(ctl.get_program())
+        .arg(&dir)
+        .output()
+        .expect("nrt-sim driver runs");
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+    let (a, a_err, b_err, c, c_err, stats) =
+        (read("a.json"), read("a.err"), read("b.err"), read("c.json"), read("c.err"), read("stats.json"));
+    let pid = read("a.pid").trim().to_string();
+    let _ = std::fs::remove_dir_all(&dir);
+    let ctx = format!(
+        "--- driver\n{}\n--- a\n{a}{a_err}\n--- b\n{b_err}\n--- c\n{c}{c_err}\n--- stats\n{stats}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(&a).unwrap_or_else(|e| panic!("{e}: {ctx}"));
+    assert_eq!(
+        (v["status"].as_u64(), v["cores_count"].as_u64(), v["first_core"].as_u64()),
+        (Some(0), Some(1), Some(1)),
+        "{ctx}"
+    );
+    assert!(
+        b_err.contains("NEURON_IOCTL_CRWL_NC_RANGE_MARK")
+            && b_err.contains("EBUSY")
+            && b_err.contains(&format!("core 1 are held by pid {pid}"))
+            && b_err.contains("exit 1"),
+        "{ctx}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&c).unwrap_or_else(|e| panic!("{e}: {ctx}"));
+    assert_eq!((v["status"].as_u64(), v["first_core"].as_u64()), (Some(0), Some(0)), "core 0 was free: {ctx}");
+    let v: serde_json::Value = serde_json::from_str(&stats).unwrap_or_else(|e| panic!("{e}: {ctx}"));
+    assert_eq!(v["execution_stats"]["execution_summary"]["completed"].as_u64(), Some(1), "{ctx}");
+}
+
+#[test]
+fn visible_cores_off_the_device_is_refused_at_open_naming_the_variable_and_the_value() {
+    need_user_notif!();
+    let sim = common::nrt_sim();
+    // Cores 1-2 of a two-core sunda: core 2 is not on the device.
+    let o = under_driver(&sim, "healthy-2core", &[], &[("NEURON_RT_VISIBLE_CORES", "1-2")]);
+    let (out, err) = text(&o);
+    assert!(
+        err.contains("cores 1-2 asked, off the device: a sunda device has 2 NeuronCores (0-1)")
+            && err.contains("(cores from variable NEURON_RT_VISIBLE_CORES=\"1-2\")"),
+        "{out}{err}"
+    );
+    let o = under_driver(&sim, "healthy-2core", &["--json"], &[("NEURON_RT_VISIBLE_CORES", "1")]);
+    let (out, err) = text(&o);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert_eq!((v["status"].as_u64(), v["first_core"].as_u64()), (Some(0), Some(1)), "{out}{err}");
 }

@@ -455,19 +455,23 @@ fn the_c_shm_harvest_takes_the_timeout_from_the_variable_and_refuses_bad_values(
     let lib = common::cargo_build(&["-p", "nrt-linux", "--lib"], "c-abi-sim").join("libnrt_linux.a");
     let prog = std::env::temp_dir().join(format!("nrt-c-shm-env-{}", std::process::id()));
     common::compile_c("shm_harvest.c", &lib, &prog);
-    // A bad value of a variable nrt_shm_attach reads: refused before the file is looked at.
-    for (var, value, accepted) in
-        [("NEURON_RT_EXEC_TIMEOUT", "5s", "from 0 to 2147483647"), ("NEURON_RT_LOG_LEVEL", "LOUD", "ERROR, WARNING")]
-    {
-        let o = common::without_rt_env(Command::new(&prog)).args(["/nonexistent/shm", "1"]).env(var, value).output();
-        let o = o.unwrap();
+    // A bad log level: refused by nrt_shm_attach before the file is looked at.
+    let (var, value) = ("NEURON_RT_LOG_LEVEL", "LOUD");
+    let o = common::without_rt_env(Command::new(&prog)).args(["/nonexistent/shm", "1"]).env(var, value).output();
+    let o = o.unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("nrt_shm_attach: {var}=\"{value}\" is refused")) && err.contains("ERROR, WARNING"));
+    assert!(!err.contains("not ready"), "{err}");
+    // A bad timeout is not the attach's to refuse (the timeout is each
+    // harvest's argument): the attach goes on to the file, with an explicit
+    // timeout and with NRT_TIMEOUT_FROM_ENV alike.
+    for timeout in ["5", "env"] {
+        let mut c = common::without_rt_env(Command::new(&prog));
+        let o = c.args(["/nonexistent/shm", "1", timeout]).env("NEURON_RT_EXEC_TIMEOUT", "5s").output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(1), "{err}");
-        assert!(
-            err.contains(&format!("nrt_shm_attach: {var}=\"{value}\" is refused")) && err.contains(accepted),
-            "{err}"
-        );
-        assert!(!err.contains("not ready"), "{err}");
+        assert!(err.contains("not ready") && !err.contains("is refused"), "{timeout}: {err}");
     }
     // NRT_TIMEOUT_FROM_ENV takes the variable; an explicit timeout beats it.
     let budget_of = |arg: &str, tag: &str, more: Option<(&str, &str)>| {
@@ -496,6 +500,33 @@ fn the_c_shm_harvest_takes_the_timeout_from_the_variable_and_refuses_bad_values(
     assert!(out.contains("nrt_shm_harvest: execution timeout 7 s (from variable NEURON_RT_EXEC_TIMEOUT)"), "{out}");
     let out = budget_of("3", "c-env-arg", None);
     assert!(out.contains("execution timeout 3 s (from argument timeout_s of nrt_shm_harvest)"), "{out}");
+    // An explicit timeout does not read the variable: a malformed one refuses nothing.
+    let out = budget_of("3", "c-env-bad-unused", Some(("NEURON_RT_EXEC_TIMEOUT", "soon")));
+    assert!(out.contains("execution timeout 3 s (from argument timeout_s of nrt_shm_harvest)"), "{out}");
+    assert!(!out.contains("is refused"), "{out}");
+    // NRT_TIMEOUT_FROM_ENV with a malformed variable: the harvest is refused
+    // (-1, nothing kicked off), naming the call, the variable and the value.
+    let path = shm_path("c-env-bad-used");
+    let mut server = common::spawn_server(&sim, &path, 1);
+    let mut host = common::without_rt_env(Command::new(&prog))
+        .arg(&path)
+        .args(["1", "env"])
+        .env("NEURON_RT_EXEC_TIMEOUT", "soon")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (hs, hout) = wait_bounded(&mut host, "the C program");
+    let _ = server.kill();
+    let _ = wait_bounded(&mut server, "nrt-sim serve");
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(hs.code(), Some(1), "{hout}");
+    assert!(
+        hout.contains("nrt_shm_harvest: NEURON_RT_EXEC_TIMEOUT=\"soon\" is refused")
+            && hout.contains("from 0 to 2147483647")
+            && hout.contains("inference 1: return -1"),
+        "{hout}"
+    );
     // A core variable is not read (the server's file fixes the cores): a malformed one changes nothing.
     let out = budget_of("env", "c-env-cores", Some(("NEURON_RT_NUM_CORES", "many")));
     assert!(out.contains("execution timeout 7 s") && !out.contains("NEURON_RT_NUM_CORES"), "{out}");

@@ -225,7 +225,7 @@ struct RunArgs {
     /// Entries per NQ ring, a power of two from 2 to 65536 [default: the simulator's hint, else 64].
     #[arg(long = "ring-entries", value_name = "N", value_parser = parse_ring_entries, allow_negative_numbers = true)]
     ring_entries: Option<u32>,
-    /// Physical cores, 1 or 2, claimed from core 0 [default: NEURON_RT_VISIBLE_CORES, else NEURON_RT_NUM_CORES, else the simulator's hint, else 2].
+    /// Physical cores, 1 or 2, claimed from core 0 [default: NEURON_RT_VISIBLE_CORES (from its first core), else NEURON_RT_NUM_CORES, else the simulator's hint, else 2].
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2), allow_negative_numbers = true)]
     cores: Option<u8>,
     /// The poll delay between harvest steps.
@@ -263,8 +263,8 @@ const RUN_ENV_HELP: &str = concat!(
     r#"Environment (a flag beats its variable; a bad value is refused at start):
   NEURON_RT_EXEC_TIMEOUT=SECONDS   execution timeout, 0 to 2147483647 [default: 600, the documented
                                    default of trn1/inf2]; every timeout message names the budget and its source
-  NEURON_RT_VISIBLE_CORES=LIST     the cores to claim: 0, 0-1 or 0,1 (the --device's own cores, claimed from 0);
-                                   takes precedence over NEURON_RT_NUM_CORES
+  NEURON_RT_VISIBLE_CORES=LIST     the cores to claim, one run of the --device's own cores: 1, 2-3 or 2,3 (not 0,2);
+                                   the report's cores 0..n are the device's from the first; beats NEURON_RT_NUM_CORES
   NEURON_RT_NUM_CORES=N            how many cores to claim, 0 for all
 "#,
     log_env_help!()
@@ -548,6 +548,7 @@ fn run(a: &RunArgs) -> ExitCode {
         }
     }
     let mut cfg = SessionConfig {
+        first_core: cores.first,
         cores: cores.count,
         ring_entries: a.ring_entries,
         // The generation's default needs the arch, known once open: set below.
@@ -575,7 +576,10 @@ fn run(a: &RunArgs) -> ExitCode {
                 ""
             };
             let from = match &cores.source {
-                Some(src) if e.subject == nrt_linux::error::Subject::Cores => format!(" (cores from {src})"),
+                Some(src @ nrt_linux::config::Source::Flag(_)) if e.subject == nrt_linux::error::Subject::Cores => {
+                    format!(" (cores from {src})")
+                }
+                _ if e.subject == nrt_linux::error::Subject::Cores => cores.origin(),
                 _ => String::new(),
             };
             errln!("nrtctl run: {e}{hint}{from}");
@@ -637,6 +641,15 @@ fn run(a: &RunArgs) -> ExitCode {
         code = ExitCode::FAILURE;
     }
     code
+}
+
+/// Which of the device's cores the session's cores `0..n` are.
+fn device_cores(session: &nrt_linux::session::Session) -> String {
+    let (first, n) = (session.first_core(), session.cores());
+    match n {
+        1 => format!("device cores: {first} (the report's core 0)"),
+        _ => format!("device cores: {first}-{} (the report's cores 0-{})", first + n - 1, n - 1),
+    }
 }
 
 /// `nrtctl stats`: process `--pid`'s datastore, read as a monitor reads it.
@@ -791,6 +804,8 @@ fn print_run(
         }
         if let Some(obj) = v.as_object_mut() {
             obj.insert("timeout_source".into(), serde_json::Value::String(budget.source.to_string()));
+            // The device's core that is the report's core 0.
+            obj.insert("first_core".into(), serde_json::Value::from(session.first_core()));
         }
         match serde_json::to_string_pretty(&v) {
             Ok(t) => outln!("{t}"),
@@ -803,6 +818,7 @@ fn print_run(
         }
         outp!("{}", nrt_abi::report::text_with_heading(&report, &heading));
         outln!("budget: {budget}");
+        outln!("{}", device_cores(session));
         if let (Some(sc), Some(verdict)) = (label, &verdict) {
             match verdict {
                 Ok(()) => outln!("\nscenario check: PASS (expected {} {})", sc.expected.code(), sc.expected.name()),
@@ -840,8 +856,9 @@ fn print_run(
     let s = r.status;
     if a.json {
         outln!(
-            "{{\n  \"arch\": \"{}\",\n  \"cores_count\": {cores},\n  \"ring_entries\": {ring_entries},\n  \"status\": {},\n  \"status_name\": \"{}\",\n  \"return_code\": {}\n}}",
+            "{{\n  \"arch\": \"{}\",\n  \"cores_count\": {cores},\n  \"first_core\": {},\n  \"ring_entries\": {ring_entries},\n  \"status\": {},\n  \"status_name\": \"{}\",\n  \"return_code\": {}\n}}",
             arch.name(),
+            session.first_core(),
             s.code(),
             s.name(),
             r.step.code()
@@ -854,6 +871,7 @@ fn print_run(
             budget.seconds
         );
         outln!("budget: {budget}");
+        outln!("{}", device_cores(session));
         outln!();
         outln!("status: {} {} ({})", s.code(), s.name(), s.description());
         outln!("one-step return: {} after {} steps", r.step.code(), r.steps);

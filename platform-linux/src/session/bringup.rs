@@ -44,6 +44,8 @@ impl Session {
                 .unwrap_or(cfg.fallback_ring_entries),
         };
         validate_cores(arch, cores).map_err(|why| refused(&dev, "session", why).about(Subject::Cores))?;
+        validate_placement(arch, cfg.first_core, cores)
+            .map_err(|why| refused(&dev, "session", why).about(Subject::Cores))?;
         validate(arch, cores, ring_entries).map_err(|why| refused(&dev, "session", why))?;
         let mut s = Session {
             dev,
@@ -51,6 +53,7 @@ impl Session {
             driver,
             compat,
             info,
+            first: cfg.first_core,
             cores,
             ring_entries,
             timeout_s: cfg.timeout_s,
@@ -101,13 +104,18 @@ impl Session {
         }
     }
 
-    /// Step 4: claim cores 0..cores with `CRWL_NC_RANGE_MARK` (the driver's
-    /// range marks: one process per core). Held by another process (`EBUSY`):
-    /// the error names the holder's pid and command.
+    /// Step 4: claim the device's cores `first..first + cores` with
+    /// `CRWL_NC_RANGE_MARK` (the driver's range marks: one process per core;
+    /// `start_nc_index`/`end_nc_index` are the device's own indices, and the
+    /// driver marks the first free run of `nc_count` in them: neuron_cdev.c
+    /// `ncdev_crwl_nc_range_mark`, neuron_crwl.c `ncrwl_nc_range_mark`; the
+    /// range is exactly the run, so it is that run or nothing). Held by
+    /// another process (`EBUSY`): the error names the holder's pid and command.
     fn claim_cores(&mut self) -> Result<(), LinuxError> {
         let n = u32::from(self.cores);
-        let want = (1u64 << n) - 1;
-        match self.dev.crwl_nc_range_mark(n, 0, n - 1) {
+        let first = u32::from(self.first);
+        let want = ((1u64 << n) - 1) << first;
+        match self.dev.crwl_nc_range_mark(n, first, first + n - 1) {
             Ok(got) => {
                 self.marked = got;
                 if got != want {
@@ -158,7 +166,8 @@ impl Session {
     /// It is recorded as held and downgraded like the others; left alone, the
     /// lock would stay set and every reader of the core would get `EBUSY`.
     fn enter_writers(&mut self) -> Result<(), LinuxError> {
-        for nc in 0..u32::from(self.cores) {
+        for core in 0..self.cores {
+            let nc = u32::from(self.physical(core));
             match self.dev.crwl_writer_enter(nc, self.uuid) {
                 Ok(()) => {}
                 Err(e) if e.errno() == Some(libc::EALREADY) => {
@@ -242,18 +251,21 @@ impl Session {
         // The device clock's origin: the simulator's (its hint), else none
         // (a real runtime pairs its clock with the device's otherwise).
         let origin = self.hints.map_or(0, |h| h.clock_origin_ns);
-        let rings = MappedRings::new(self.arch, bar);
+        let rings = MappedRings::new(self.arch, bar).with_first_core(self.first);
         let clock = MonotonicClock::new();
         let tensors = tensor_table().ok_or_else(|| {
             refused(&self.dev, "session", format!("a tensor table of {} outputs", simabi::MAX_OUTPUTS))
         })?;
-        self.device =
-            Some(DriverDevice::new(Arc::clone(&self.dev), rings, self.arch, self.hints.is_some(), clock, tensors));
+        let mut device =
+            DriverDevice::new(Arc::clone(&self.dev), rings, self.arch, self.hints.is_some(), clock, tensors);
+        device.first = self.first;
+        self.device = Some(device);
         // Device time (us since the model's origin) at host time 0.
         let dev_us = if origin == 0 { 0 } else { sys::monotonic_ns().saturating_sub(origin) / 1_000 };
         for core in 0..self.cores {
+            // The simulator's calibration is its (physical) core's.
             for eng in 0..ENGINES_PER_CORE {
-                self.nq.set_cal(core, eng, simabi::calibration(core, eng));
+                self.nq.set_cal(core, eng, simabi::calibration(self.physical(core), eng));
             }
             self.nq.set_sync_point(core, SyncPoint { dev_us, cpu_us: 0 });
         }
@@ -263,7 +275,8 @@ impl Session {
     pub(super) fn bind_rings(&mut self, ring_entries: u32) -> Result<(), LinuxError> {
         for core in 0..self.cores {
             for (nq, kind) in harvest_rings() {
-                let arg = ring_request(core, nq, kind, ring_entries);
+                // The NQs of the device's core; kept under the logical index.
+                let arg = ring_request(self.physical(core), nq, kind, ring_entries);
                 let prev =
                     self.ring_sizes.get(usize::from(core)).and_then(|r| r.get(usize::from(nq))).copied().flatten();
                 let (window, _) = map_ring(&self.dev, RingInit::for_size(arg, prev))?;

@@ -128,8 +128,16 @@ impl hal::Delay for ObservedDelay {
 /// BAR ioctls, the probes from the simulator's hint query (absent on a real
 /// driver), `CLOCK_MONOTONIC`; a device file whose calls keep failing is gone
 /// (G-DRV-GONE).
+///
+/// The harvest (core's `ExecRequest`) speaks of the session's logical cores
+/// `0..n`; this is where they become the device's: logical core `c` is the
+/// device's core `first + c` for the HEAD registers (`MappedRings`), the INTC
+/// cause registers, the simulator's status lines and the datastore's NC
+/// blocks. The rings and the RAM counters stay under the logical index.
 pub struct DriverDevice {
     pub(super) dev: Arc<NeuronDevice>,
+    /// The device's core that is the session's logical core 0.
+    pub(super) first: u8,
     pub(super) rings: MappedRings<DriverBar>,
     pub(super) arch: Arch,
     /// The hint query answered at bring-up: the probes are the simulator's.
@@ -181,6 +189,7 @@ impl DriverDevice {
     ) -> DriverDevice {
         DriverDevice {
             dev,
+            first: 0,
             rings,
             arch,
             sim,
@@ -233,21 +242,32 @@ impl DriverDevice {
         r
     }
 
+    /// The device's core that is logical core `core`.
+    fn physical(&self, core: u8) -> u8 {
+        self.first.saturating_add(core)
+    }
+
+    /// Status line `line` of the device's core `nc` from the hint query's answer.
+    fn line_of(h: Option<SimHints>, nc: u8, line: Line) -> u32 {
+        h.and_then(|h| h.lines.get(usize::from(nc)).and_then(|l| l.get(line as usize)).copied()).unwrap_or(0)
+    }
+
     fn gone_error(&self, what: &'static str, core: u8) -> LinuxError {
         let why = self.gone.clone().unwrap_or_default();
         LinuxError::new(what, format!("core {core}"), io::Error::new(io::ErrorKind::NotConnected, why))
     }
 
-    /// The simulator's status line `line` of `core` (`None` on a real driver:
-    /// the probe is absent, not read from BAR space).
+    /// The simulator's status line `line` of logical core `core` (the
+    /// device's core's line; `None` on a real driver: the probe is absent,
+    /// not read from BAR space).
     fn status(&mut self, line: Line, core: u8) -> Result<Option<NrtStatus>, LinuxError> {
         if !self.sim {
             return Ok(None);
         }
         let r = self.dev.sim_hints_call();
         let h = self.seen(r)?;
-        let v = h.and_then(|h| h.lines.get(usize::from(core)).and_then(|l| l.get(line as usize)).copied());
-        Ok(v.filter(|v| *v != 0).map(NrtStatus::from_code))
+        let v = Self::line_of(h, self.physical(core), line);
+        Ok((v != 0).then(|| NrtStatus::from_code(v)))
     }
 
     fn probe(&mut self, line: Line, core: u8) -> Option<NrtStatus> {
@@ -293,7 +313,7 @@ impl hal::NqRings for DriverDevice {
 
 impl hal::IntcCause for DriverDevice {
     fn read_cause(&mut self, core: u8, block: u32, line: u32) -> Result<u32, LinuxError> {
-        let off = simabi::intc_cause_offset(self.arch, core, block, line).ok_or_else(|| {
+        let off = simabi::intc_cause_offset(self.arch, self.physical(core), block, line).ok_or_else(|| {
             let e = io::Error::new(io::ErrorKind::InvalidInput, "no INTC cause register");
             LinuxError::new("INTC read", format!("core {core} block {block} line {line}"), e)
         })?;
@@ -319,11 +339,10 @@ impl hal::CollectivesProxy for DriverDevice {
             return Ok(true);
         }
         let r = self.dev.sim_hints_call();
+        let nc = self.physical(core);
         match self.seen(r) {
             Ok(h) => {
-                let line = |l: Line| {
-                    h.and_then(|h| h.lines.get(usize::from(core)).and_then(|w| w.get(l as usize)).copied()).unwrap_or(0)
-                };
+                let line = |l: Line| Self::line_of(h, nc, l);
                 match line(Line::BarrierFail) {
                     0 => Ok(line(Line::BarrierDone) != 0),
                     s => Err(NrtStatus::from_code(s)),
@@ -363,16 +382,18 @@ impl<E: Copy + Into<Event>> hal::EventSink<E> for DriverDevice {
 }
 
 impl nrt_core::counters::CounterSink for DriverDevice {
-    /// FINALIZE's counters: into the RAM block of the core, then that core's
-    /// block into the datastore at the driver's offsets (core `c` of the
-    /// session is the device's NC `c`: the session claims cores from 0).
+    /// FINALIZE's counters: into the RAM block of the logical core, then that
+    /// block into the datastore at the driver's offsets of the device's core
+    /// (`first + core`: the NC a monitor reads, as the driver's per-NC counters
+    /// are indexed by the device's cores).
     fn nc_counters(&mut self, core: u8, update: &NcUpdate) {
         let now = self.clock.now_ns();
         if !self.counters.apply(core, update, now) {
             return;
         }
+        let nc = usize::from(self.physical(core));
         if let (Some(ds), Some(block)) = (&self.datastore, self.counters.core(core)) {
-            if let Err(e) = ds.write_nc(usize::from(core), block) {
+            if let Err(e) = ds.write_nc(nc, block) {
                 self.datastore_error.get_or_insert(e);
             }
         }

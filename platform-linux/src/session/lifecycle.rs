@@ -127,6 +127,12 @@ impl Session {
     pub fn cores(&self) -> u8 {
         self.cores
     }
+    /// The device's core that is the session's logical core 0: the session
+    /// owns the device's cores `first_core()..first_core() + cores()`, and
+    /// its reports, events and [`Session::counters`] index them from 0.
+    pub fn first_core(&self) -> u8 {
+        self.first
+    }
     /// NQ ring entries.
     pub fn ring_entries(&self) -> u32 {
         self.ring_entries
@@ -160,7 +166,9 @@ impl Session {
     pub fn datastore(&self) -> Option<&crate::datastore::Datastore> {
         self.device.as_ref().and_then(|d| d.datastore.as_ref())
     }
-    /// The counters of the session's cores, as counted in this process.
+    /// The counters of the session's cores, as counted in this process, by
+    /// logical core (the datastore has them at the device's cores,
+    /// [`Session::first_core`] on).
     pub fn counters(&self) -> Option<&nrt_core::counters::NcCounters<MAX_CORES>> {
         self.device.as_ref().map(|d| &d.counters)
     }
@@ -195,6 +203,7 @@ impl Session {
         let staging = self.stage()?;
         let arch = self.arch;
         let cores = self.cores;
+        let first = self.first;
         let tensors = tensor_table().ok_or_else(|| {
             refused(&self.dev, "session", format!("a tensor table of {} outputs", simabi::MAX_OUTPUTS))
         })?;
@@ -206,12 +215,15 @@ impl Session {
         fence(Ordering::Release);
         d.rings.regs().write32(trigger, nrt_core::dma::doorbell::HOST_TRIGGER_VALUE)?;
         let kickoff_us = d.now_ns() / 1_000;
+        // The kickoff semaphore of each of the device's cores the session
+        // owns (`first + c`: the semaphores are the device's, by core).
         for c in 0..cores {
-            kickoff_infer(&mut Sema(&dev), u32::from(c), u32::from(c)).map_err(|e| {
+            let nc = u32::from(first) + u32::from(c);
+            kickoff_infer(&mut Sema(&dev), nc, nc).map_err(|e| {
                 LinuxError::new(
                     ioctl::SEMAPHORE_INCREMENT.name(),
                     dev.path().display().to_string(),
-                    io::Error::other(format!("core {c}: {e}")),
+                    io::Error::other(format!("core {nc}: {e}")),
                 )
             })?;
         }

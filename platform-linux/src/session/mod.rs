@@ -14,7 +14,10 @@
 //!    count, ring entries and clock origin of the simulated device, for what
 //!    the caller does not configure; a real driver refuses it, and then no
 //!    probe is read at all (absent, not read from BAR space);
-//! 4. `CRWL_NC_RANGE_MARK` of cores `0..cores`, through the process's one
+//! 4. `CRWL_NC_RANGE_MARK` of the device's cores `first..first + cores`
+//!    (`SessionConfig::first_core`: the session's logical cores `0..cores`
+//!    are those, in every later call, register, ring and counter of the
+//!    device; the harvest keeps the logical ones), through the process's one
 //!    write-only descriptor of the node (opened `O_WRONLY | O_CLOEXEC` at its
 //!    first mark, shared by its sessions, closed after the last one's unmark:
 //!    its close frees the process's marks, a killed process's included,
@@ -221,6 +224,11 @@ pub use nrt_abi::sim::udma_base;
 /// What a session is asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SessionConfig {
+    /// The device's core the session's logical core 0 is (its cores are
+    /// `first_core..first_core + cores`, claimed with one range mark); 0 by
+    /// default, the lowest index of `NEURON_RT_VISIBLE_CORES` from the
+    /// environment. A run past the device's cores is refused at open.
+    pub first_core: u8,
     /// Physical cores (1 or 2); `None`: what the simulator's hint query says
     /// (`nrt_abi::sim::SIM_HINTS`; a real driver refuses it), else
     /// [`fallback_cores`](Self::fallback_cores).
@@ -241,6 +249,7 @@ pub struct SessionConfig {
 impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
+            first_core: 0,
             cores: None,
             ring_entries: None,
             fallback_cores: DEFAULT_CORES,
@@ -254,8 +263,9 @@ impl Default for SessionConfig {
 impl SessionConfig {
     /// The default configuration with the runtime's variables, as
     /// `nrt_session_open(device, 0, 0, NRT_TIMEOUT_FROM_ENV)` reads them:
-    /// the cores from `NEURON_RT_VISIBLE_CORES`, else `NEURON_RT_NUM_CORES`
-    /// (unset or 0: the session's default), the timeout from
+    /// the cores from `NEURON_RT_VISIBLE_CORES` (one run of consecutive cores
+    /// of the opened device, from any core: `1`, `2-3`), else
+    /// `NEURON_RT_NUM_CORES` (unset or 0: the session's default), the timeout from
     /// `NEURON_RT_EXEC_TIMEOUT`, else the documented default, and
     /// `NEURON_RT_LOG_LEVEL[_<component>]` for the standard-error logger
     /// (lines prefixed `nrt:`, installed unless the program installed a `log`
@@ -275,6 +285,7 @@ impl SessionConfig {
         // knows (a test pins it), so it needs no arch before the device opens.
         let default = crate::config::default_exec_timeout_s(Arch::Sunda);
         Ok(SessionConfig {
+            first_core: cores.first,
             cores: cores.count,
             timeout_s: env.exec_timeout_s.unwrap_or(default),
             ..SessionConfig::default()
@@ -288,6 +299,30 @@ pub fn validate_cores(arch: Arch, cores: u8) -> Result<(), String> {
     let max = (MAX_CORES as u8).min(arch.nc_per_device());
     if !(1..=max).contains(&cores) {
         return Err(format!("cores must be 1 to {max}, got {cores}"));
+    }
+    Ok(())
+}
+
+/// Check that the run of `cores` cores from the device's core `first` is on
+/// the device: `arch` has `nc_per_device` cores, `0..nc_per_device` (the
+/// driver's range mark would take indices past them as the next device's
+/// cores: neuron_cdev.c `ncdev_crwl_nc_range_mark` adds
+/// `nc_per_device * device_index` and checks no upper bound of the device).
+pub fn validate_placement(arch: Arch, first: u8, cores: u8) -> Result<(), String> {
+    let have = arch.nc_per_device();
+    let end = u32::from(first) + u32::from(cores);
+    if end > u32::from(have) {
+        let asked = match cores {
+            1 => format!("core {first}"),
+            _ => format!("cores {first}-{}", end - 1),
+        };
+        return Err(format!(
+            "{asked} asked, off the device: a {} device has {} NeuronCores (0-{}), and the indices are read as the \
+             opened device's own cores",
+            arch.name(),
+            have,
+            have - 1
+        ));
     }
     Ok(())
 }
@@ -365,6 +400,10 @@ pub struct Session {
     driver: DriverInfo,
     compat: CompatibleVersion,
     info: DeviceInfo,
+    /// The device's core that is the session's logical core 0: logical core
+    /// `c` is the device's core `first + c` in every call to the driver and
+    /// every register, ring and counter of the device (`Session::physical`).
+    first: u8,
     cores: u8,
     ring_entries: u32,
     timeout_s: u32,
@@ -401,11 +440,19 @@ pub struct Session {
     closed: bool,
 }
 
+impl Session {
+    /// The device's core that is the session's logical core `core`.
+    pub(super) fn physical(&self, core: u8) -> u8 {
+        self.first.saturating_add(core)
+    }
+}
+
 impl core::fmt::Debug for Session {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Session")
             .field("device", &self.dev.path())
             .field("arch", &self.arch)
+            .field("first_core", &self.first)
             .field("cores", &self.cores)
             .field("ring_entries", &self.ring_entries)
             .finish()

@@ -207,6 +207,12 @@ mod fake_driver {
         pub datastore: Option<(u64, i32)>,
         /// The counters of NCs 0 and 1 as they were at the owner's release.
         pub released_datastore: Option<[[u64; 95]; 2]>,
+        /// Each range mark's `(nc_count, start_nc_index, end_nc_index)`.
+        pub marks: Vec<(u32, u32, u32)>,
+        /// Each kickoff's `(nc_id, semaphore_index)`.
+        pub kicks: Vec<(u32, u32)>,
+        /// Each NQ initialisation's `(nq_dev_id, engine_index)`.
+        pub nq_inits: Vec<(u32, u32)>,
     }
 
     impl State {
@@ -420,6 +426,7 @@ mod fake_driver {
                 }
                 c if c == io_::CRWL_NC_RANGE_MARK.code() => {
                     let (count, start, end) = (g32(a, 0), g32(a, 4), g32(a, 8));
+                    s.marks.push((count, start, end));
                     p64(a, 16, 0);
                     if start > end || end >= 8 {
                         return Err(libc::EINVAL);
@@ -521,6 +528,7 @@ mod fake_driver {
                 c if c == io_::NOTIFICATIONS_INIT_V2.code() || c == io_::NOTIFICATIONS_INIT_WITH_REALLOC_V2.code() => {
                     let realloc = c == io_::NOTIFICATIONS_INIT_WITH_REALLOC_V2.code();
                     let (key, size) = ((g32(a, 0), g32(a, 12)), g32(a, 16));
+                    s.nq_inits.push(key);
                     let force = realloc && g32(a, 32) == 1;
                     if force {
                         s.realloc_forced += 1;
@@ -550,6 +558,7 @@ mod fake_driver {
                 }
                 c if c == io_::SEMAPHORE_INCREMENT.code() => {
                     let nc = g32(a, 0);
+                    s.kicks.push((nc, g32(a, 4)));
                     if s.die_after_kickoffs.is_some() {
                         s.kickoffs += 1;
                     } else {
@@ -698,7 +707,7 @@ fn bring_up_calls(calls: &[String]) -> Vec<&str> {
 fn the_bring_up_runs_the_contracts_sequence_and_an_inference() {
     let (p, st) = fake_driver::install("seq");
     let mut s = Session::open(&p, cfg(Some(2))).unwrap();
-    assert_eq!((s.arch(), s.cores(), s.ring_entries()), (Arch::Sunda, 2, 64));
+    assert_eq!((s.arch(), s.first_core(), s.cores(), s.ring_entries()), (Arch::Sunda, 0, 2, 64));
     let r = s.run_inference().unwrap();
     assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done), "{:?}", r.events);
     assert!(r.staging.copy_verified, "the copy ran through the mapped rings");
@@ -1227,8 +1236,119 @@ fn the_environments_config_takes_the_cores_and_the_timeout_from_the_variables() 
         SessionConfig::from_rt_env(&env(&[("NEURON_RT_VISIBLE_CORES", "0-1"), ("NEURON_RT_NUM_CORES", "1")])).unwrap();
     assert_eq!(c.cores, Some(2), "VISIBLE_CORES beats NUM_CORES");
     assert_eq!(c.ring_entries, SessionConfig::default().ring_entries, "the rest is the default");
-    let e = SessionConfig::from_rt_env(&env(&[("NEURON_RT_VISIBLE_CORES", "2-3")])).unwrap_err();
-    assert_eq!((e.var.as_str(), e.value.as_str()), (VISIBLE_CORES, "2-3"));
+    assert_eq!(c.first_core, 0);
+    // A run from any core: its first is the session's logical core 0.
+    for (v, first, n) in [("1", 1, 1), ("2-3", 2, 2), ("2,3", 2, 2)] {
+        let c = SessionConfig::from_rt_env(&env(&[("NEURON_RT_VISIBLE_CORES", v)])).unwrap();
+        assert_eq!((c.first_core, c.cores), (first, Some(n)), "{v}");
+    }
+    // A set with a gap is refused, naming the variable and the value.
+    let e = SessionConfig::from_rt_env(&env(&[("NEURON_RT_VISIBLE_CORES", "0,2")])).unwrap_err();
+    assert_eq!((e.var.as_str(), e.value.as_str()), (VISIBLE_CORES, "0,2"));
+    assert!(e.accepted.contains("one run of consecutive NeuronCores"), "{e}");
     let d = SessionConfig::default();
-    assert_eq!((d.cores, d.timeout_s), (None, 5), "the default reads no variable");
+    assert_eq!((d.first_core, d.cores, d.timeout_s), (0, None, 5), "the default reads no variable");
+}
+
+/// A session from the device's core 1 (`NEURON_RT_VISIBLE_CORES=1`) speaks of
+/// the device's core 1 in every call and register: the range mark of 1..=1,
+/// the reset of that core only (the fake records a reset of a core not
+/// claimed as a bug), the writer enter, downgrade and reader exit of nc 1,
+/// the NQs of core 1, the kickoff semaphore 1 of core 1, HEAD in core 1's
+/// NOTIFIC block, the counters in the datastore's NC 1; the harvest itself
+/// speaks of its logical core 0.
+#[test]
+fn a_session_from_core_1_speaks_of_the_devices_core_1_to_the_driver() {
+    let (p, st) = fake_driver::install("first1");
+    let mut s = Session::open(&p, SessionConfig { first_core: 1, ..cfg(Some(1)) }).unwrap();
+    assert_eq!((s.first_core(), s.cores()), (1, 1));
+    let r = s.run_inference().unwrap();
+    assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done), "{:?}", r.events);
+    let ram = s.counters().and_then(|c| c.core(0)).map(|b| b.get(nrt_core::counters::id::INFER_COMPLETED));
+    assert_eq!(ram, Some(1), "the RAM counters are the logical core's");
+    s.close().unwrap();
+    fake_driver::uninstall(&p);
+    let st = st.borrow();
+    assert!(st.bugs.is_empty(), "{:?}", st.bugs);
+    assert_eq!(st.marks, [(1, 1, 1)]);
+    for call in ["CRWL_WRITER_ENTER", "CRWL_WRITER_DOWNGRADE", "CRWL_READER_EXIT"] {
+        let ncs: Vec<&str> = st.calls.iter().filter_map(|c| c.strip_prefix(&format!("NEURON_IOCTL_{call} "))).collect();
+        assert_eq!(ncs, ["1"], "{call}");
+    }
+    assert!(st.calls.iter().any(|c| c == "NEURON_IOCTL_CRWL_NC_RANGE_UNMARK 0x2"), "{:?}", st.calls);
+    let rings: Vec<(u32, u32)> = harvest_rings().iter().map(|(nq, _)| (1, u32::from(*nq))).collect();
+    assert_eq!(st.nq_inits, rings, "the NQs of the device's core 1");
+    assert_eq!(st.kicks, [(1, 1)], "the kickoff semaphore 1 of core 1");
+    for nq in INFER_STATUS_NQS {
+        let reg = nrt_core::arch::nq_head_register(Arch::Sunda, 1, nq).unwrap();
+        assert_eq!(st.heads.iter().rev().find(|(o, _)| *o == reg).map(|h| h.1), Some(32), "nq {nq}");
+        let core0 = nrt_core::arch::nq_head_register(Arch::Sunda, 0, nq).unwrap();
+        assert!(st.heads.iter().all(|(o, _)| *o != core0), "core 0's HEAD written: nq {nq}");
+    }
+    use nrt_core::counters::id;
+    let ds = st.released_datastore.expect("the session released its datastore");
+    assert_eq!((ds[1][id::INFER_COMPLETED], ds[1][id::INFERENCE_COUNT], ds[1][id::LATENCY_SAMPLES_WRITTEN]), (1, 1, 1));
+    assert_eq!(ds[1][id::LATENCY_DEVICE], r.request.out_info().tpb_duration_us[0]);
+    assert!(ds[0].iter().all(|v| *v == 0), "nothing at NC 0: {:?}", ds[0]);
+    assert_eq!(st.range_pids, [0; 8]);
+}
+
+/// A run past the device's cores (cores 1-2 of a two-core sunda) is refused at
+/// open, about the cores, naming them and the device's cores, before any mark.
+#[test]
+fn a_run_off_the_device_is_refused_before_any_mark() {
+    let (p, st) = fake_driver::install("offdev");
+    let e = Session::open(&p, SessionConfig { first_core: 1, ..cfg(Some(2)) }).unwrap_err();
+    fake_driver::uninstall(&p);
+    assert_eq!(e.subject, Subject::Cores);
+    let m = e.to_string();
+    assert!(m.contains("cores 1-2 asked, off the device: a sunda device has 2 NeuronCores (0-1)"), "{m}");
+    assert!(st.borrow().marks.is_empty(), "no mark made");
+    assert_eq!(validate_placement(Arch::Cayman, 2, 2), Ok(()));
+    assert_eq!(validate_placement(Arch::Cayman, 6, 2), Ok(()));
+    let m = validate_placement(Arch::Cayman, 7, 2).unwrap_err();
+    assert!(m.contains("cores 7-8 asked") && m.contains("8 NeuronCores (0-7)"), "{m}");
+    let m = validate_placement(Arch::Sunda, 2, 1).unwrap_err();
+    assert!(m.starts_with("core 2 asked"), "{m}");
+    assert!(validate_placement(Arch::Sunda, 255, 2).is_err(), "no overflow");
+}
+
+/// A session from the device's core 1 reads the simulator's status lines of
+/// the device's core 1 for its logical core 0: a barrier failure, then a
+/// network-proxy failure, raised on core 1 only (core 0's lines healthy),
+/// end its harvest with that status, reported on its core 0.
+#[test]
+fn a_session_from_core_1_reads_core_1s_status_lines() {
+    use nrt_core::event::Event;
+    use nrt_core::exec::ExecEvent;
+    for (line, name, code) in [
+        (Line::BarrierFail, "barrier", NrtStatus::ExecHwErrCollectives.code()),
+        (Line::NetproxyFail, "network proxy", NrtStatus::NetworkProxyFailure.code()),
+    ] {
+        let (p, st) = fake_driver::install(&format!("lines1-{}", line as usize));
+        let mut h = fake_driver::sim_hints(2);
+        h.lines[1][line as usize] = code;
+        st.borrow_mut().hints = Some(h);
+        let mut s = Session::open(&p, SessionConfig { first_core: 1, ..cfg(Some(1)) }).unwrap();
+        let r = s.run_inference().unwrap();
+        drop(s);
+        fake_driver::uninstall(&p);
+        assert_ne!(r.status, NrtStatus::Success, "{name}: {:?}", r.events);
+        let failed = r.events.iter().any(|e| match (line, e) {
+            (Line::BarrierFail, Event::Exec(ExecEvent::BarrierProxyFailed { core, .. })) => *core == 0,
+            (Line::NetproxyFail, Event::Exec(ExecEvent::NetworkProxyFailed { core, .. })) => *core == 0,
+            _ => false,
+        });
+        assert!(failed, "{name}: {:?}", r.events);
+        // The same lines on core 0 only: the session on core 1 does not see them.
+        let (p, st) = fake_driver::install(&format!("lines0-{}", line as usize));
+        let mut h = fake_driver::sim_hints(2);
+        h.lines[0][line as usize] = code;
+        st.borrow_mut().hints = Some(h);
+        let mut s = Session::open(&p, SessionConfig { first_core: 1, ..cfg(Some(1)) }).unwrap();
+        let r = s.run_inference().unwrap();
+        drop(s);
+        fake_driver::uninstall(&p);
+        assert_eq!(r.status, NrtStatus::Success, "{name} on core 0 only: {:?}", r.events);
+    }
 }
