@@ -392,7 +392,10 @@ fn hal_is_a_leaf_and_no_layer_imports_event() {
 // The checker itself, on sources written here.
 
 fn graph_of(files: &[(&str, &str)]) -> Graph {
-    let dir = std::env::temp_dir().join(format!("nrt-core-module-graph-{}-{}", std::process::id(), files.len()));
+    // One directory per call: the tests run in parallel threads of one process.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("nrt-core-module-graph-{}-{call}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     for (path, text) in files {
         let p = dir.join(path);
