@@ -211,7 +211,7 @@ fn reported_times(text: &str) -> Vec<(String, u32)> {
             let (name, rest) = l.strip_prefix("test ")?.split_once(" ... ")?;
             let t = rest.rsplit_once('<')?.1.strip_suffix("s>")?;
             let secs: f64 = t.parse().ok()?;
-            Some((name.to_string(), (secs * 1000.0).round().min(f64::from(u32::MAX)) as u32))
+            Some((listed_name(name).to_string(), (secs * 1000.0).round().min(f64::from(u32::MAX)) as u32))
         })
         .collect()
 }
@@ -275,8 +275,14 @@ fn shares(names: &[String], jobs: usize, measured: &[(String, u32)]) -> Vec<Vec<
 /// lines, whatever the result).
 fn reported_names(text: &str) -> Vec<String> {
     text.lines()
-        .filter_map(|l| l.strip_prefix("test ")?.split_once(" ... ").map(|(name, _)| name.to_string()))
+        .filter_map(|l| l.strip_prefix("test ")?.split_once(" ... ").map(|(name, _)| listed_name(name).to_string()))
         .collect()
+}
+
+/// The name a result line gives, as `--list` gives it: libtest reports a
+/// `#[should_panic]` test as `<name> - should panic`.
+fn listed_name(reported: &str) -> &str {
+    reported.strip_suffix(" - should panic").unwrap_or(reported)
 }
 
 /// Whether the shares reported every listed test exactly once: the names
@@ -548,6 +554,11 @@ mod tests {
         assert!(e.contains("never reported [\"a::y\"]") && e.contains("not listed [\"a::x\"]"), "{e}");
         let e = accounts_for(&listed, &names(&["a::x", "a::y", "b::z", "c::new"])).unwrap_err();
         assert!(e.contains("4 tests of the 3 listed") && e.contains("\"c::new\""), "{e}");
+        // A #[should_panic] test is reported with a suffix its listing does not have.
+        let out = "test a::x ... ok\ntest a::y - should panic ... ok <0.125s>\ntest b::z ... ok";
+        assert_eq!(reported_names(out), names(&["a::x", "a::y", "b::z"]));
+        assert!(accounts_for(&listed, &reported_names(out)).is_ok());
+        assert_eq!(reported_times(out), vec![("a::y".to_string(), 125)]);
     }
 
     #[test]
