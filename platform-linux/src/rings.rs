@@ -63,6 +63,11 @@ impl<R: Registers> MappedRings<R> {
         self
     }
 
+    /// The device's core that ring core 0 is ([`with_first_core`](Self::with_first_core)).
+    pub fn first_core(&self) -> u8 {
+        self.first
+    }
+
     /// Bind runtime ring `(core, nq)` to the ring the driver set up with `done`
     /// (the answered `NOTIFICATIONS_INIT_V2`): its HEAD is then written at the
     /// slot the driver programmed, `done.engine_index` (`driver-abi.md` point 5).

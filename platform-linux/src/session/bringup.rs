@@ -256,10 +256,9 @@ impl Session {
         let tensors = tensor_table().ok_or_else(|| {
             refused(&self.dev, "session", format!("a tensor table of {} outputs", simabi::MAX_OUTPUTS))
         })?;
-        let mut device =
-            DriverDevice::new(Arc::clone(&self.dev), rings, self.arch, self.hints.is_some(), clock, tensors);
-        device.first = self.first;
-        self.device = Some(device);
+        // The device's first core comes with its rings (`MappedRings::first_core`).
+        self.device =
+            Some(DriverDevice::new(Arc::clone(&self.dev), rings, self.arch, self.hints.is_some(), clock, tensors));
         // Device time (us since the model's origin) at host time 0.
         let dev_us = if origin == 0 { 0 } else { sys::monotonic_ns().saturating_sub(origin) / 1_000 };
         for core in 0..self.cores {

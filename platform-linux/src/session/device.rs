@@ -131,13 +131,11 @@ impl hal::Delay for ObservedDelay {
 ///
 /// The harvest (core's `ExecRequest`) speaks of the session's logical cores
 /// `0..n`; this is where they become the device's: logical core `c` is the
-/// device's core `first + c` for the HEAD registers (`MappedRings`), the INTC
+/// device's core `first + c` (`first`: its rings' `MappedRings::first_core`) for the HEAD registers (`MappedRings`), the INTC
 /// cause registers, the simulator's status lines and the datastore's NC
 /// blocks. The rings and the RAM counters stay under the logical index.
 pub struct DriverDevice {
     pub(super) dev: Arc<NeuronDevice>,
-    /// The device's core that is the session's logical core 0.
-    pub(super) first: u8,
     pub(super) rings: MappedRings<DriverBar>,
     pub(super) arch: Arch,
     /// The hint query answered at bring-up: the probes are the simulator's.
@@ -189,7 +187,6 @@ impl DriverDevice {
     ) -> DriverDevice {
         DriverDevice {
             dev,
-            first: 0,
             rings,
             arch,
             sim,
@@ -244,7 +241,7 @@ impl DriverDevice {
 
     /// The device's core that is logical core `core`.
     fn physical(&self, core: u8) -> u8 {
-        self.first.saturating_add(core)
+        self.rings.first_core().saturating_add(core)
     }
 
     /// Status line `line` of the device's core `nc` from the hint query's answer.

@@ -1317,6 +1317,20 @@ fn a_run_off_the_device_is_refused_before_any_mark() {
 /// the device's core 1 for its logical core 0: a barrier failure, then a
 /// network-proxy failure, raised on core 1 only (core 0's lines healthy),
 /// end its harvest with that status, reported on its core 0.
+/// One inference of a session on the device's core 1, with the simulator's
+/// status line `line` of device core `on` set to `code`.
+fn core_1_session_with_line(line: Line, on: usize, code: u32) -> Inference {
+    let (p, st) = fake_driver::install(&format!("lines{on}-{}", line as usize));
+    let mut h = fake_driver::sim_hints(2);
+    h.lines[on][line as usize] = code;
+    st.borrow_mut().hints = Some(h);
+    let mut s = Session::open(&p, SessionConfig { first_core: 1, ..cfg(Some(1)) }).unwrap();
+    let r = s.run_inference().unwrap();
+    drop(s);
+    fake_driver::uninstall(&p);
+    r
+}
+
 #[test]
 fn a_session_from_core_1_reads_core_1s_status_lines() {
     use nrt_core::event::Event;
@@ -1325,14 +1339,7 @@ fn a_session_from_core_1_reads_core_1s_status_lines() {
         (Line::BarrierFail, "barrier", NrtStatus::ExecHwErrCollectives.code()),
         (Line::NetproxyFail, "network proxy", NrtStatus::NetworkProxyFailure.code()),
     ] {
-        let (p, st) = fake_driver::install(&format!("lines1-{}", line as usize));
-        let mut h = fake_driver::sim_hints(2);
-        h.lines[1][line as usize] = code;
-        st.borrow_mut().hints = Some(h);
-        let mut s = Session::open(&p, SessionConfig { first_core: 1, ..cfg(Some(1)) }).unwrap();
-        let r = s.run_inference().unwrap();
-        drop(s);
-        fake_driver::uninstall(&p);
+        let r = core_1_session_with_line(line, 1, code);
         assert_ne!(r.status, NrtStatus::Success, "{name}: {:?}", r.events);
         let failed = r.events.iter().any(|e| match (line, e) {
             (Line::BarrierFail, Event::Exec(ExecEvent::BarrierProxyFailed { core, .. })) => *core == 0,
@@ -1341,14 +1348,7 @@ fn a_session_from_core_1_reads_core_1s_status_lines() {
         });
         assert!(failed, "{name}: {:?}", r.events);
         // The same lines on core 0 only: the session on core 1 does not see them.
-        let (p, st) = fake_driver::install(&format!("lines0-{}", line as usize));
-        let mut h = fake_driver::sim_hints(2);
-        h.lines[0][line as usize] = code;
-        st.borrow_mut().hints = Some(h);
-        let mut s = Session::open(&p, SessionConfig { first_core: 1, ..cfg(Some(1)) }).unwrap();
-        let r = s.run_inference().unwrap();
-        drop(s);
-        fake_driver::uninstall(&p);
+        let r = core_1_session_with_line(line, 0, code);
         assert_eq!(r.status, NrtStatus::Success, "{name} on core 0 only: {:?}", r.events);
     }
 }
