@@ -568,7 +568,7 @@ fn cmd_run(a: &RunArgs) -> ExitCode {
 
 /// Write `--trace` (trace-event JSON) and `--timeline-svg` of `t`, each if asked;
 /// the error names the file and the reason.
-fn write_pictures(a: &RunArgs, t: &nrt_trace::Trace, title: &str) -> Result<(), String> {
+fn write_pictures(a: &RunArgs, t: &nrt_trace::Trace, title: &str) -> Result<(), nrt_trace::WriteError> {
     if let Some(p) = &a.trace {
         nrt_trace::write_file("trace", p, &t.to_json().to_string())?;
     }

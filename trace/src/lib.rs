@@ -40,8 +40,8 @@
 //! There are no collectives (CC) spans: the report holds no collectives
 //! times (G-TRACE-CC).
 //!
-//! Writing a file ([`write_file`]) names the path and the reason (the errno
-//! name) of a failure.
+//! Writing a file ([`write_file`]) fails with a [`WriteError`] that names the
+//! path, the step and the reason (the errno name).
 
 use std::collections::BTreeMap;
 
@@ -429,15 +429,81 @@ pub fn errno_name(e: i32) -> &'static str {
     }
 }
 
+/// The step of [`write_file`] that failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteStep {
+    /// The non-blocking probe open of a FIFO (ENXIO: nobody reads it).
+    Open,
+    /// Creating (or truncating) the file.
+    Create,
+    /// Writing the text (EPIPE: a FIFO's reader went away).
+    Write,
+    /// Syncing the file to its device.
+    Fsync,
+}
+
+impl WriteStep {
+    /// The step's name in messages (`open`, `create`, `write`, `fsync`).
+    pub fn name(self) -> &'static str {
+        match self {
+            WriteStep::Open => "open",
+            WriteStep::Create => "create",
+            WriteStep::Write => "write",
+            WriteStep::Fsync => "fsync",
+        }
+    }
+}
+
+/// Why [`write_file`] failed: what was written, where, at which step, and the
+/// OS error (its [`source`](std::error::Error::source)). Its text is
+/// `writing the <what> to <path>: <step> failed: <OS error> (<errno name>)`.
+#[derive(Debug)]
+pub struct WriteError {
+    /// What the file is ("trace", "timeline SVG").
+    pub what: String,
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// The step that failed.
+    pub step: WriteStep,
+    /// The OS error.
+    pub source: std::io::Error,
+}
+
+impl WriteError {
+    /// The errno value of the failure, if the OS gave one.
+    pub fn errno(&self) -> Option<i32> {
+        self.source.raw_os_error()
+    }
+}
+
+impl core::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let name = self.errno().map_or("", errno_name);
+        write!(
+            f,
+            "writing the {} to {}: {} failed: {} ({name})",
+            self.what,
+            self.path.display(),
+            self.step.name(),
+            self.source
+        )
+    }
+}
+
+impl std::error::Error for WriteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
 /// Write `text` to `path` (`what` names it: "trace", "timeline SVG"); the
-/// error names what, the path and the reason with its errno name. A FIFO
-/// without a reader fails at once (ENXIO); a reader that goes away fails the
-/// write (EPIPE: Rust programs ignore SIGPIPE).
-pub fn write_file(what: &str, path: &std::path::Path, text: &str) -> Result<(), String> {
+/// error names what, the path, the step and the reason with its errno name. A
+/// FIFO without a reader fails at once (ENXIO); a reader that goes away fails
+/// the write (EPIPE: Rust programs ignore SIGPIPE).
+pub fn write_file(what: &str, path: &std::path::Path, text: &str) -> Result<(), WriteError> {
     use std::io::Write as _;
-    let fail = |op: &str, e: std::io::Error| {
-        let name = e.raw_os_error().map_or("", errno_name);
-        format!("writing the {what} to {}: {op} failed: {e} ({name})", path.display())
+    let fail = |step: WriteStep| {
+        move |source: std::io::Error| WriteError { what: what.into(), path: path.into(), step, source }
     };
     // A FIFO nobody reads would block the open for ever: a non-blocking open
     // first fails at once (ENXIO) and, where a reader is there, holds the FIFO
@@ -449,14 +515,14 @@ pub fn write_file(what: &str, path: &std::path::Path, text: &str) -> Result<(), 
                 .write(true)
                 .custom_flags(libc::O_NONBLOCK)
                 .open(path)
-                .map_err(|e| fail("open", e))?,
+                .map_err(fail(WriteStep::Open))?,
         )
     } else {
         None
     };
-    let mut f = std::fs::File::create(path).map_err(|e| fail("create", e))?;
-    f.write_all(text.as_bytes()).map_err(|e| fail("write", e))?;
-    f.sync_all().or_else(|e| if e.raw_os_error() == Some(22) { Ok(()) } else { Err(e) }).map_err(|e| fail("fsync", e))
+    let mut f = std::fs::File::create(path).map_err(fail(WriteStep::Create))?;
+    f.write_all(text.as_bytes()).map_err(fail(WriteStep::Write))?;
+    f.sync_all().or_else(|e| if e.raw_os_error() == Some(22) { Ok(()) } else { Err(e) }).map_err(fail(WriteStep::Fsync))
 }
 
 mod svg;

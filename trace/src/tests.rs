@@ -229,7 +229,7 @@ fn errno_names_are_the_conventional_ones() {
 #[test]
 fn a_device_that_cannot_be_synced_is_written_all_the_same() {
     // fsync of /dev/null is EINVAL: not an error for a file that is no file.
-    assert_eq!(write_file("trace", std::path::Path::new("/dev/null"), "{}"), Ok(()));
+    write_file("trace", std::path::Path::new("/dev/null"), "{}").expect("/dev/null takes the text");
 }
 
 /// A FIFO of this test's own, made with `mkfifo`.
@@ -245,7 +245,10 @@ fn fifo(name: &str) -> std::path::PathBuf {
 fn a_fifo_nobody_reads_fails_at_once_and_a_reader_that_leaves_is_epipe() {
     let p = fifo("noreader");
     let e = write_file("trace", &p, "{}").unwrap_err();
-    assert!(e.contains("ENXIO") && e.contains(&p.display().to_string()), "{e}");
+    assert!(matches!(e, WriteError { step: WriteStep::Open, .. }), "{e:?}");
+    assert_eq!(e.errno(), Some(libc::ENXIO));
+    let m = e.to_string();
+    assert!(m.contains("ENXIO") && m.contains(&p.display().to_string()), "{m}");
     let _ = std::fs::remove_file(&p);
 
     let p = fifo("leaves");
@@ -271,17 +274,31 @@ fn a_fifo_nobody_reads_fails_at_once_and_a_reader_that_leaves_is_epipe() {
     let big = "x".repeat(4 << 20);
     let e = write_file("timeline SVG", &p, &big).unwrap_err();
     assert!(t.join().unwrap_or(false), "the reader read a byte");
-    assert!(e.contains("EPIPE") && e.contains("write failed") && e.contains(&p.display().to_string()), "{e}");
+    assert_eq!((e.step, e.errno()), (WriteStep::Write, Some(libc::EPIPE)));
+    let m = e.to_string();
+    assert!(m.contains("EPIPE") && m.contains("write failed") && m.contains(&p.display().to_string()), "{m}");
     let _ = std::fs::remove_file(&p);
 }
 
 #[test]
 fn write_file_names_the_path_and_the_errno() {
     let e = write_file("trace", std::path::Path::new("/nonexistent-dir/x.json"), "{}").unwrap_err();
-    assert!(e.contains("/nonexistent-dir/x.json") && e.contains("ENOENT") && e.contains("trace"), "{e}");
+    assert!(matches!(e, WriteError { step: WriteStep::Create, .. }), "{e:?}");
+    assert_eq!(e.errno(), Some(libc::ENOENT));
+    let source = std::error::Error::source(&e).map(ToString::to_string);
+    assert_eq!(source, Some(std::io::Error::from_raw_os_error(libc::ENOENT).to_string()), "the OS error is the source");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "writing the trace to /nonexistent-dir/x.json: create failed: {} (ENOENT)",
+            std::io::Error::from_raw_os_error(libc::ENOENT)
+        )
+    );
     let dir = std::env::temp_dir();
     let e = write_file("timeline SVG", &dir, "<svg/>").unwrap_err();
-    assert!(e.contains("EISDIR") && e.contains("timeline SVG"), "{e}");
+    assert_eq!((e.step, e.errno(), e.what.as_str()), (WriteStep::Create, Some(libc::EISDIR), "timeline SVG"));
+    let m = e.to_string();
+    assert!(m.contains("EISDIR") && m.contains("timeline SVG"), "{m}");
     let p = dir.join(format!("nrt-trace-test-{}.json", std::process::id()));
     write_file("trace", &p, "{}").expect("a writable path");
     assert_eq!(std::fs::read_to_string(&p).ok().as_deref(), Some("{}"));

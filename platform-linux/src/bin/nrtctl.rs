@@ -757,7 +757,7 @@ fn picture_title(a: &RunArgs, label: Option<Label>) -> String {
 
 /// Write `--trace` and `--timeline-svg` (each file names its failure).
 #[cfg(feature = "sim")]
-fn write_pictures(a: &RunArgs, label: Option<Label>, pictures: &Pictures) -> Result<(), String> {
+fn write_pictures(a: &RunArgs, label: Option<Label>, pictures: &Pictures) -> Result<(), nrt_trace::WriteError> {
     let title = picture_title(a, label);
     a.trace.as_ref().map_or(Ok(()), |p| nrt_trace::write_file("trace", p, &pictures.to_json().to_string())).and_then(
         |()| {
@@ -769,7 +769,7 @@ fn write_pictures(a: &RunArgs, label: Option<Label>, pictures: &Pictures) -> Res
 }
 
 #[cfg(not(feature = "sim"))]
-fn write_pictures(_a: &RunArgs, _label: Option<Label>, _pictures: &Pictures) -> Result<(), String> {
+fn write_pictures(_a: &RunArgs, _label: Option<Label>, _pictures: &Pictures) -> Result<(), std::convert::Infallible> {
     Ok(())
 }
 
