@@ -19,9 +19,48 @@ pub enum RingKind {
     Error,
 }
 
+/// Why [`parse_hex`] refused its input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HexError {
+    /// A character that is neither a hex digit nor white space, at its
+    /// 1-based position among the input's characters.
+    NotHex {
+        /// The character.
+        ch: char,
+        /// Its position, from 1.
+        at: usize,
+    },
+    /// No hex digit at all.
+    Empty,
+    /// A count of digits that is not a whole number of entries (32 each).
+    Partial {
+        /// The digits given.
+        digits: usize,
+    },
+}
+
+impl core::fmt::Display for HexError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            HexError::NotHex { ch, at } => write!(f, "'{ch}' at character {at} is not a hex digit"),
+            HexError::Empty => f.write_str("no hex digits: give 32 hex digits (16 bytes) per entry, or '-' for stdin"),
+            HexError::Partial { digits } => write!(
+                f,
+                "{digits} hex digits is not a whole number of 16-byte entries (32 digits each): {} full entr{} and {} \
+                 digit(s) left over",
+                digits / 32,
+                if digits / 32 == 1 { "y" } else { "ies" },
+                digits % 32
+            ),
+        }
+    }
+}
+
+impl std::error::Error for HexError {}
+
 /// Parse hex digits into 16-byte entries; the error names the bad character or
 /// the bad length.
-pub fn parse_hex(input: &str) -> Result<Vec<[u8; 16]>, String> {
+pub fn parse_hex(input: &str) -> Result<Vec<[u8; 16]>, HexError> {
     let mut nibbles = Vec::new();
     for (i, ch) in input.chars().enumerate() {
         if ch.is_whitespace() {
@@ -29,20 +68,14 @@ pub fn parse_hex(input: &str) -> Result<Vec<[u8; 16]>, String> {
         }
         match ch.to_digit(16) {
             Some(d) => nibbles.push(d as u8),
-            None => return Err(format!("'{ch}' at character {} is not a hex digit", i + 1)),
+            None => return Err(HexError::NotHex { ch, at: i + 1 }),
         }
     }
     if nibbles.is_empty() {
-        return Err("no hex digits: give 32 hex digits (16 bytes) per entry, or '-' for stdin".into());
+        return Err(HexError::Empty);
     }
     if nibbles.len() % 32 != 0 {
-        return Err(format!(
-            "{} hex digits is not a whole number of 16-byte entries (32 digits each): {} full entr{} and {} digit(s) left over",
-            nibbles.len(),
-            nibbles.len() / 32,
-            if nibbles.len() / 32 == 1 { "y" } else { "ies" },
-            nibbles.len() % 32
-        ));
+        return Err(HexError::Partial { digits: nibbles.len() });
     }
     Ok(nibbles
         .chunks_exact(32)
@@ -189,9 +222,21 @@ mod tests {
         assert_eq!(e.len(), 1);
         assert_eq!(e[0][3], 0x84);
         assert_eq!(e[0][6], 0x02);
-        assert!(parse_hex("0g").unwrap_err().contains("'g' at character 2"));
-        assert!(parse_hex("00").unwrap_err().contains("2 hex digits"));
-        assert!(parse_hex("  ").unwrap_err().contains("no hex digits"));
+        let bad = parse_hex("0g").unwrap_err();
+        assert_eq!(bad, HexError::NotHex { ch: 'g', at: 2 });
+        assert_eq!(bad.to_string(), "'g' at character 2 is not a hex digit");
+        let short = parse_hex("00").unwrap_err();
+        assert_eq!(short, HexError::Partial { digits: 2 });
+        assert_eq!(
+            short.to_string(),
+            "2 hex digits is not a whole number of 16-byte entries (32 digits each): 0 full entries and 2 digit(s) \
+             left over"
+        );
+        let one_over = parse_hex(&"0".repeat(33)).unwrap_err();
+        assert!(one_over.to_string().contains(": 1 full entry and 1 digit(s) left over"), "{one_over}");
+        let none = parse_hex("  ").unwrap_err();
+        assert_eq!(none, HexError::Empty);
+        assert_eq!(none.to_string(), "no hex digits: give 32 hex digits (16 bytes) per entry, or '-' for stdin");
         let t = text(&e, RingKind::Infer);
         assert!(t.contains("subtype 2 START"), "{t}");
         assert!(t.contains("NQ-id tag 4 (INFER_STATUS PE)"), "{t}");
