@@ -211,7 +211,7 @@ fn the_named_scenarios_over_shm_pass_their_own_checks() {
                             Err(format!("{} rc {}", r.status.code(), r.return_code()))
                         }
                     }
-                    _ => s.evaluate(&r),
+                    _ => s.evaluate(&r).map_err(|m| m.to_string()),
                 };
                 (s.name, verdict)
             })

@@ -647,7 +647,8 @@ fn cmd_all(a: &RunArgs) -> ExitCode {
                 expected: s.expected,
                 expected_rc: s.expected_rc,
                 got: Ok((r.status, r.return_code())),
-                verdict: s.evaluate(&r),
+                // The table is text: the row keeps the mismatch's message.
+                verdict: s.evaluate(&r).map_err(|m| m.to_string()),
             },
             Err(e) => Row {
                 name: s.name,

@@ -59,17 +59,56 @@ impl Scenario {
     }
 
     /// Whether a run of this scenario shows what it must: the status, the return
-    /// code, and the scenario's evidence.
-    pub fn evaluate(&self, r: &RunReport) -> Result<(), String> {
+    /// code, and the scenario's evidence, checked in that order.
+    pub fn evaluate(&self, r: &RunReport) -> Result<(), Mismatch> {
         if r.status != self.expected {
-            return Err(format!("status {} {}, expected {}", r.status.code(), r.status.name(), self.expected.code()));
+            return Err(Mismatch::Status { got: r.status, expected: self.expected });
         }
         if r.return_code() != self.expected_rc {
-            return Err(format!("return code {}, expected {}", r.return_code(), self.expected_rc));
+            return Err(Mismatch::ReturnCode { got: r.return_code(), expected: self.expected_rc });
         }
-        (self.check)(r)
+        (self.check)(r).map_err(Mismatch::Evidence)
     }
 }
+
+/// How a run differs from what its scenario must show ([`Scenario::evaluate`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mismatch {
+    /// The run ended with another status. Its text: `status <code> <name>,
+    /// expected <code>`.
+    Status {
+        /// The run's status.
+        got: NrtStatus,
+        /// The scenario's.
+        expected: NrtStatus,
+    },
+    /// The status matched, the one-step return code did not. Its text:
+    /// `return code <got>, expected <expected>`.
+    ReturnCode {
+        /// The run's return code.
+        got: u8,
+        /// The scenario's.
+        expected: u8,
+    },
+    /// Status and return code matched; the evidence the scenario looks for is
+    /// missing (its text: what was looked for, `every engine COMPLETE`, `an
+    /// overflow probe (Timeout) reading bit 29 = true`, ...).
+    Evidence(String),
+}
+
+impl core::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Mismatch::Status { got, expected } => {
+                write!(f, "status {} {}, expected {}", got.code(), got.name(), expected.code())
+            }
+            Mismatch::ReturnCode { got, expected } => write!(f, "return code {got}, expected {expected}"),
+            Mismatch::Evidence(what) => f.write_str(what),
+        }
+    }
+}
+
+impl std::error::Error for Mismatch {}
 
 fn need(ok: bool, what: &str) -> Result<(), String> {
     if ok {
@@ -452,5 +491,34 @@ mod tests {
                 assert_eq!(Fault::parse(f).map(|f| f.to_string()).as_deref(), Ok(*f), "canonical");
             }
         }
+    }
+
+    /// A run is judged by its status, then its return code, then its
+    /// evidence; each refusal is its own variant, with the text the CLI and
+    /// the `--scenario all` table print.
+    #[test]
+    fn a_mismatch_names_the_status_the_return_code_or_the_missing_evidence() {
+        let healthy = find("healthy-1core").expect("the scenario");
+        let r = crate::run::run(&healthy.config()).expect("a run");
+        assert_eq!(healthy.evaluate(&r), Ok(()));
+
+        let hang = find("hang").expect("the scenario");
+        let e = hang.evaluate(&r).unwrap_err();
+        assert_eq!(e, Mismatch::Status { got: NrtStatus::Success, expected: NrtStatus::Timeout });
+        assert_eq!(e.to_string(), format!("status 0 NRT_SUCCESS, expected {}", NrtStatus::Timeout.code()));
+
+        let mut wrong_rc = r.clone();
+        wrong_rc.step = nrt_core::exec::Step::Error;
+        let e = healthy.evaluate(&wrong_rc).unwrap_err();
+        assert_eq!(e, Mismatch::ReturnCode { got: 2, expected: 0 });
+        assert_eq!(e.to_string(), "return code 2, expected 0");
+
+        let mut pending = r;
+        if let Some(engine) = pending.cores.first_mut().and_then(|c| c.engines.first_mut()) {
+            engine.state = TpbEngState::EndPending;
+        }
+        let e = healthy.evaluate(&pending).unwrap_err();
+        assert_eq!(e, Mismatch::Evidence("every engine COMPLETE".into()));
+        assert_eq!(e.to_string(), "every engine COMPLETE");
     }
 }
