@@ -90,6 +90,101 @@ impl hal::Error for LinuxError {
     }
 }
 
+/// Why the shape of a session (its cores, their place on the device, its ring
+/// entries) is refused: `session::validate_cores`, `validate_placement` and
+/// `validate`. A session that refuses it at open carries it inside its
+/// [`LinuxError`]'s source (an `InvalidInput` `io::Error`), where
+/// `get_ref().downcast_ref()` finds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShapeError {
+    /// The count of cores is 0 or past the harvest state's cores or the
+    /// device's. Its text: `cores must be 1 to <max>, got <got>`.
+    Cores {
+        /// The most this arch and the harvest state take.
+        max: u8,
+        /// The count asked.
+        got: u8,
+    },
+    /// The run of cores from `first` goes past the device's last core. Its
+    /// text: `core <first> asked` (or `cores <first>-<last> asked`)`, off the
+    /// device: a <arch> device has <n> NeuronCores (0-<n-1>), and the indices
+    /// are read as the opened device's own cores`.
+    OffDevice {
+        /// The device's generation.
+        arch: nrt_core::arch::Arch,
+        /// The device's core that would be the session's core 0.
+        first: u8,
+        /// The count of cores asked.
+        cores: u8,
+    },
+    /// The ring entries are not a power of two from 2 to the most the
+    /// binding maps. Its text: `ring entries must be a power of two from 2 to
+    /// <max>, got <got>`.
+    RingEntries {
+        /// The most (`session::MAX_RING_ENTRIES`).
+        max: u32,
+        /// The count asked.
+        got: u32,
+    },
+}
+
+impl fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ShapeError::Cores { max, got } => write!(f, "cores must be 1 to {max}, got {got}"),
+            ShapeError::OffDevice { arch, first, cores } => {
+                let have = arch.nc_per_device();
+                match cores {
+                    1 => write!(f, "core {first} asked")?,
+                    _ => write!(f, "cores {first}-{} asked", u32::from(first) + u32::from(cores) - 1)?,
+                }
+                write!(
+                    f,
+                    ", off the device: a {} device has {have} NeuronCores (0-{}), and the indices are read as the \
+                     opened device's own cores",
+                    arch.name(),
+                    have.saturating_sub(1)
+                )
+            }
+            ShapeError::RingEntries { max, got } => {
+                write!(f, "ring entries must be a power of two from 2 to {max}, got {got}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ShapeError {}
+
+/// The driver's `COMPATIBLE_VERSION` range does not hold this binding's
+/// runtime version for the device's arch (`session::check_compatible`). Its
+/// text names both: `incompatible driver: it serves runtime versions <min> to
+/// <max> on arch <type> (<name>), this binding speaks version <ours>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IncompatibleDriver {
+    /// The device's generation.
+    pub arch: nrt_core::arch::Arch,
+    /// The driver's range, as it answered.
+    pub driver: nrt_abi::ioctl::CompatibleVersion,
+    /// This binding's runtime version for `arch`.
+    pub ours: u32,
+}
+
+impl fmt::Display for IncompatibleDriver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "incompatible driver: it serves runtime versions {} to {} on arch {} ({}), this binding speaks version {}",
+            self.driver.min,
+            self.driver.max,
+            self.arch.arch_type(),
+            self.arch.name(),
+            self.ours
+        )
+    }
+}
+
+impl std::error::Error for IncompatibleDriver {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ impl Session {
             )
         })?;
         let compat = dev.compatible_version()?;
-        check_compatible(arch, compat).map_err(|why| refused(&dev, ioctl::COMPATIBLE_VERSION.name(), why))?;
+        check_compatible(arch, compat).map_err(|why| refused_as(&dev, ioctl::COMPATIBLE_VERSION.name(), why))?;
         let info = dev.device_info()?;
         if info.architecture != driver.architecture {
             return Err(refused(
@@ -43,10 +43,10 @@ impl Session {
                 .filter(|n| validate(arch, 1, *n).is_ok())
                 .unwrap_or(cfg.fallback_ring_entries),
         };
-        validate_cores(arch, cores).map_err(|why| refused(&dev, "session", why).about(Subject::Cores))?;
+        validate_cores(arch, cores).map_err(|why| refused_as(&dev, "session", why).about(Subject::Cores))?;
         validate_placement(arch, cfg.first_core, cores)
-            .map_err(|why| refused(&dev, "session", why).about(Subject::Cores))?;
-        validate(arch, cores, ring_entries).map_err(|why| refused(&dev, "session", why))?;
+            .map_err(|why| refused_as(&dev, "session", why).about(Subject::Cores))?;
+        validate(arch, cores, ring_entries).map_err(|why| refused_as(&dev, "session", why))?;
         let mut s = Session {
             dev,
             arch,

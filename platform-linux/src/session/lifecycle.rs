@@ -50,7 +50,7 @@ impl Session {
     /// inference fails with the reason.
     pub fn set_ring_entries(&mut self, ring_entries: u32) -> Result<(), LinuxError> {
         self.usable()?;
-        validate(self.arch, self.cores, ring_entries).map_err(|why| refused(&self.dev, "session", why))?;
+        validate(self.arch, self.cores, ring_entries).map_err(|why| refused_as(&self.dev, "session", why))?;
         if ring_entries == self.ring_entries {
             return Ok(());
         }

@@ -114,7 +114,7 @@ use nrt_core::NrtStatus;
 
 use crate::device::{IoctlBar, NeuronDevice};
 use crate::doorbell::{IoctlDoorbell, UdmaEngine};
-use crate::error::{LinuxError, Subject};
+use crate::error::{IncompatibleDriver, LinuxError, ShapeError, Subject};
 use crate::ioctl::{
     self, mem_type, nq_dev_type, nq_type, CompatibleVersion, DeviceInfo, DmaQueueInit, DriverInfo, MemAllocV2Mt,
     MemGetExtendedInfo, NotificationsInitV2,
@@ -294,11 +294,11 @@ impl SessionConfig {
 }
 
 /// Check the cores of a session on `arch`: 1 to the harvest state's cores,
-/// within the device.
-pub fn validate_cores(arch: Arch, cores: u8) -> Result<(), String> {
+/// within the device; else [`ShapeError::Cores`].
+pub fn validate_cores(arch: Arch, cores: u8) -> Result<(), ShapeError> {
     let max = (MAX_CORES as u8).min(arch.nc_per_device());
     if !(1..=max).contains(&cores) {
-        return Err(format!("cores must be 1 to {max}, got {cores}"));
+        return Err(ShapeError::Cores { max, got: cores });
     }
     Ok(())
 }
@@ -307,49 +307,34 @@ pub fn validate_cores(arch: Arch, cores: u8) -> Result<(), String> {
 /// the device: `arch` has `nc_per_device` cores, `0..nc_per_device` (the
 /// driver's range mark would take indices past them as the next device's
 /// cores: neuron_cdev.c `ncdev_crwl_nc_range_mark` adds
-/// `nc_per_device * device_index` and checks no upper bound of the device).
-pub fn validate_placement(arch: Arch, first: u8, cores: u8) -> Result<(), String> {
-    let have = arch.nc_per_device();
+/// `nc_per_device * device_index` and checks no upper bound of the device);
+/// else [`ShapeError::OffDevice`].
+pub fn validate_placement(arch: Arch, first: u8, cores: u8) -> Result<(), ShapeError> {
     let end = u32::from(first) + u32::from(cores);
-    if end > u32::from(have) {
-        let asked = match cores {
-            1 => format!("core {first}"),
-            _ => format!("cores {first}-{}", end - 1),
-        };
-        return Err(format!(
-            "{asked} asked, off the device: a {} device has {} NeuronCores (0-{}), and the indices are read as the \
-             opened device's own cores",
-            arch.name(),
-            have,
-            have - 1
-        ));
+    if end > u32::from(arch.nc_per_device()) {
+        return Err(ShapeError::OffDevice { arch, first, cores });
     }
     Ok(())
 }
 
-/// Check the cores and ring entries of a session on `arch`.
-pub fn validate(arch: Arch, cores: u8, ring_entries: u32) -> Result<(), String> {
+/// Check the cores and ring entries of a session on `arch`: the cores as
+/// [`validate_cores`], then [`ShapeError::RingEntries`].
+pub fn validate(arch: Arch, cores: u8, ring_entries: u32) -> Result<(), ShapeError> {
     validate_cores(arch, cores)?;
     if !ring_entries.is_power_of_two() || !(2..=MAX_RING_ENTRIES).contains(&ring_entries) {
-        return Err(format!("ring entries must be a power of two from 2 to {MAX_RING_ENTRIES}, got {ring_entries}"));
+        return Err(ShapeError::RingEntries { max: MAX_RING_ENTRIES, got: ring_entries });
     }
     Ok(())
 }
 
 /// Whether the driver's `COMPATIBLE_VERSION` range holds this binding's
-/// runtime version for `arch`; the refusal names both.
-pub fn check_compatible(arch: Arch, v: CompatibleVersion) -> Result<u32, String> {
+/// runtime version for `arch` (the version, if so); the refusal names both.
+pub fn check_compatible(arch: Arch, v: CompatibleVersion) -> Result<u32, IncompatibleDriver> {
     let ours = runtime_version(arch);
     if v.min <= ours && ours <= v.max {
         Ok(ours)
     } else {
-        Err(format!(
-            "incompatible driver: it serves runtime versions {} to {} on arch {} ({}), this binding speaks version {ours}",
-            v.min,
-            v.max,
-            arch.arch_type(),
-            arch.name()
-        ))
+        Err(IncompatibleDriver { arch, driver: v, ours })
     }
 }
 
@@ -389,6 +374,16 @@ fn staging_err<'a>(dev: &'a NeuronDevice, step: &'static str) -> impl Fn(DmaErro
 }
 
 fn refused(dev: &NeuronDevice, call: &'static str, why: String) -> LinuxError {
+    LinuxError::new(call, dev.path().display().to_string(), io::Error::new(io::ErrorKind::InvalidInput, why))
+}
+
+/// [`refused`] for a typed reason: the reason stays the `io::Error`'s inner
+/// error (`get_ref().downcast_ref()` finds it), its text the same.
+fn refused_as(
+    dev: &NeuronDevice,
+    call: &'static str,
+    why: impl std::error::Error + Send + Sync + 'static,
+) -> LinuxError {
     LinuxError::new(call, dev.path().display().to_string(), io::Error::new(io::ErrorKind::InvalidInput, why))
 }
 

@@ -6,10 +6,19 @@ use super::*;
 fn the_runtime_version_is_checked_against_both_ends_and_named() {
     assert_eq!(check_compatible(Arch::Sunda, CompatibleVersion { max: 7, min: 5 }), Ok(7));
     assert_eq!(check_compatible(Arch::Cayman, CompatibleVersion { max: 11, min: 10 }), Ok(11));
-    let e = check_compatible(Arch::Cayman, CompatibleVersion { max: 7, min: 5 }).unwrap_err();
-    assert!(e.contains("runtime versions 5 to 7") && e.contains("speaks version 11"), "{e}");
+    let old = CompatibleVersion { max: 7, min: 5 };
+    let e = check_compatible(Arch::Cayman, old).unwrap_err();
+    assert_eq!(e, IncompatibleDriver { arch: Arch::Cayman, driver: old, ours: 11 });
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "incompatible driver: it serves runtime versions 5 to 7 on arch {} (cayman), this binding speaks version 11",
+            Arch::Cayman.arch_type()
+        )
+    );
     let e = check_compatible(Arch::Sunda, CompatibleVersion { max: 11, min: 10 }).unwrap_err();
-    assert!(e.contains("10 to 11") && e.contains("version 7"), "{e}");
+    assert_eq!((e.arch, e.ours), (Arch::Sunda, 7));
+    assert!(e.to_string().contains("10 to 11") && e.to_string().contains("version 7"), "{e}");
 }
 
 #[test]
@@ -25,10 +34,15 @@ fn the_harvest_rings_and_their_requests_follow_the_contract() {
 fn cores_and_ring_entries_are_validated() {
     assert!(validate(Arch::Sunda, 2, 64).is_ok());
     assert!(validate(Arch::Cayman, 1, 2).is_ok());
-    assert!(validate(Arch::Sunda, 0, 64).unwrap_err().contains("cores must be 1 to 2"));
+    let e = validate(Arch::Sunda, 0, 64).unwrap_err();
+    assert_eq!(e, ShapeError::Cores { max: 2, got: 0 });
+    assert_eq!(e.to_string(), "cores must be 1 to 2, got 0");
+    assert_eq!(validate_cores(Arch::Sunda, 3), Err(ShapeError::Cores { max: 2, got: 3 }));
     assert!(validate(Arch::Cayman, 3, 64).is_err(), "the harvest state holds one logical core");
-    assert!(validate(Arch::Sunda, 1, 48).unwrap_err().contains("power of two"));
-    assert!(validate(Arch::Sunda, 1, 1 << 17).is_err());
+    let e = validate(Arch::Sunda, 1, 48).unwrap_err();
+    assert_eq!(e, ShapeError::RingEntries { max: MAX_RING_ENTRIES, got: 48 });
+    assert_eq!(e.to_string(), "ring entries must be a power of two from 2 to 65536, got 48");
+    assert!(matches!(validate(Arch::Sunda, 1, 1 << 17), Err(ShapeError::RingEntries { got: 0x2_0000, .. })));
 }
 
 #[test]
@@ -1303,14 +1317,26 @@ fn a_run_off_the_device_is_refused_before_any_mark() {
     assert_eq!(e.subject, Subject::Cores);
     let m = e.to_string();
     assert!(m.contains("cores 1-2 asked, off the device: a sunda device has 2 NeuronCores (0-1)"), "{m}");
+    let why = e.source.get_ref().and_then(|r| r.downcast_ref::<ShapeError>());
+    assert_eq!(why, Some(&ShapeError::OffDevice { arch: Arch::Sunda, first: 1, cores: 2 }), "the typed reason is kept");
     assert!(st.borrow().marks.is_empty(), "no mark made");
     assert_eq!(validate_placement(Arch::Cayman, 2, 2), Ok(()));
     assert_eq!(validate_placement(Arch::Cayman, 6, 2), Ok(()));
     let m = validate_placement(Arch::Cayman, 7, 2).unwrap_err();
-    assert!(m.contains("cores 7-8 asked") && m.contains("8 NeuronCores (0-7)"), "{m}");
+    assert_eq!(m, ShapeError::OffDevice { arch: Arch::Cayman, first: 7, cores: 2 });
+    assert_eq!(
+        m.to_string(),
+        "cores 7-8 asked, off the device: a cayman device has 8 NeuronCores (0-7), and the indices are read as the \
+         opened device's own cores"
+    );
     let m = validate_placement(Arch::Sunda, 2, 1).unwrap_err();
-    assert!(m.starts_with("core 2 asked"), "{m}");
-    assert!(validate_placement(Arch::Sunda, 255, 2).is_err(), "no overflow");
+    assert!(m.to_string().starts_with("core 2 asked"), "{m}");
+    assert_eq!(
+        validate_placement(Arch::Sunda, 255, 2),
+        Err(ShapeError::OffDevice { arch: Arch::Sunda, first: 255, cores: 2 }),
+        "no overflow"
+    );
+    assert!(validate_placement(Arch::Sunda, 255, 2).unwrap_err().to_string().starts_with("cores 255-256 asked"));
 }
 
 /// A session from the device's core 1 reads the simulator's status lines of
