@@ -17,7 +17,10 @@
 //!   argument alone (DMA engine and queue numbering, `DMA_QUEUE_INIT`'s ring
 //!   checks), each with its driver file and function; the driver model calls
 //!   them and kani proves them (`proofs.rs`);
-//! - `shm` (feature `shm`, std): the device file of `nrt-sim serve --shm PATH`,
+//! - `os` (feature `os`, std and libc): what the host programs need of Linux
+//!   beyond the ABI, written once for both: the monotonic clock and a shared
+//!   mapping reached through atomics;
+//! - `shm` (feature `shm`, std; takes `os`): the device file of `nrt-sim serve --shm PATH`,
 //!   its header and layout, mapped by the server and by `nrtctl harvest`;
 //! - `report` (feature `report`, std and serde_json): the report of one
 //!   inference and its text and JSON renderings, printed the same by
@@ -25,12 +28,14 @@
 //!
 //! The default build is `no_std` and has no dependency but `nrt-core` and
 //! `zerocopy`.
-#![cfg_attr(not(any(feature = "shm", feature = "report")), no_std)]
+#![cfg_attr(not(any(feature = "os", feature = "report")), no_std)]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod ioctl;
 pub mod nds;
+#[cfg(feature = "os")]
+pub mod os;
 #[cfg(any(kani, test))]
 mod proofs;
 #[cfg(feature = "report")]

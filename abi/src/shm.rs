@@ -75,9 +75,8 @@
 //! `nrtctl harvest`'s (`nrt-linux`'s `harvest`). Both use this one definition
 //! (`nrt_sim::shm` re-exports it), so neither crate depends on the other.
 //!
-//! `unsafe` in this crate lives here only: `memfd_create`, the seals' `fcntl`,
-//! the `mmap`, the views of mapped words as atomics, and `clock_gettime`, each
-//! with its `// SAFETY:` line.
+//! `unsafe` here: `memfd_create` and the seals' `fcntl`, each with its
+//! `// SAFETY:` line; the mapping and the clock are [`crate::os`]'s.
 
 #![allow(unsafe_code)]
 
@@ -86,8 +85,7 @@ use std::io::{Read as _, Write as _};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -95,6 +93,7 @@ use nrt_core::arch::{Arch, MAX_CORES};
 
 use nrt_core::nq::NQ_PER_CORE;
 
+use crate::os::{monotonic_ns, SharedMap};
 use crate::sim;
 
 /// `"NRTSHM01"` as a little-endian u64.
@@ -189,20 +188,6 @@ impl std::error::Error for ShmError {}
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ShmError {
     let what = what.into();
     move |error| ShmError::Io { what, error }
-}
-
-/// `CLOCK_MONOTONIC` in nanoseconds: a clock both processes read the same.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, exclusively borrowed timespec; CLOCK_MONOTONIC
-    // always exists on Linux, and the result is checked.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    let s = u64::try_from(ts.tv_sec).unwrap_or(0);
-    let ns = u64::try_from(ts.tv_nsec).unwrap_or(0);
-    s.saturating_mul(1_000_000_000).saturating_add(ns)
 }
 
 /// Arch from its type number (2, 3, 4).
@@ -311,17 +296,11 @@ pub fn bar_registers(arch: Arch) -> Vec<(&'static str, u64)> {
 }
 
 /// A shared, read-write mapping of a whole file, unmapped on drop. Words are
-/// handed out as atomics borrowed from the mapping.
+/// handed out as atomics borrowed from the mapping ([`SharedMap`]'s).
 #[derive(Debug)]
 pub struct ShmMap {
-    ptr: NonNull<u8>,
-    len: usize,
+    map: SharedMap,
 }
-
-// SAFETY: the mapping is plain shared memory reached only through atomics.
-unsafe impl Send for ShmMap {}
-// SAFETY: as above; every reference handed out is to an atomic.
-unsafe impl Sync for ShmMap {}
 
 impl ShmMap {
     fn map(file: &File, len: u64, name: &str) -> Result<ShmMap, ShmError> {
@@ -330,42 +309,19 @@ impl ShmMap {
         if len == 0 {
             return Err(ShmError::Corrupt(format!("{name}: an empty file")));
         }
-        // SAFETY: a fresh shared mapping at an address the kernel picks; fd and
-        // length are validated by the kernel and the result checked below.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(ShmError::Io {
-                what: format!("mmap of {len} bytes of {name}"),
-                error: std::io::Error::last_os_error(),
-            });
-        }
-        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| ShmError::Corrupt("mmap returned null".into()))?;
-        Ok(ShmMap { ptr, len })
+        let map = SharedMap::map(file, 0, len, libc::PROT_READ | libc::PROT_WRITE)
+            .map_err(|error| ShmError::Io { what: format!("mmap of {len} bytes of {name}"), error })?;
+        Ok(ShmMap { map })
     }
 
     /// The 8-byte word at `off` (8-aligned, inside the mapping).
     pub fn u64_at(&self, off: u64) -> Option<&AtomicU64> {
-        let o = self.checked(off, 8)?;
-        // SAFETY: `o..o+8` is inside the mapping and 8-aligned (page-aligned base),
-        // so it is a valid AtomicU64 for as long as `self` (the mapping) lives;
-        // every access to the file, in either process, is atomic.
-        Some(unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(o).cast::<u64>()) })
+        self.map.u64_at(off)
     }
 
     /// The 4-byte word at `off` (4-aligned, inside the mapping).
     pub fn u32_at(&self, off: u64) -> Option<&AtomicU32> {
-        let o = self.checked(off, 4)?;
-        // SAFETY: as in `u64_at`, for 4 bytes, 4-aligned.
-        Some(unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(o).cast::<u32>()) })
+        self.map.u32_at(off)
     }
 
     /// Copy `len` bytes from `src` to `dst` within the mapping, byte by byte
@@ -375,38 +331,12 @@ impl ShmMap {
     /// when `dst <= src`; the model never overlaps them.
     pub fn copy_bytes(&self, src: u64, dst: u64, len: u64) -> Option<()> {
         let n = usize::try_from(len).ok()?;
-        let (s, d) = (self.checked_bytes(src, n)?, self.checked_bytes(dst, n)?);
-        for i in 0..n {
-            // SAFETY: `s + i` and `d + i` are inside the mapping (checked
-            // above), so each is a valid AtomicU8 for as long as `self` lives;
-            // every access to the file is atomic.
-            let (from, to) = unsafe {
-                (AtomicU8::from_ptr(self.ptr.as_ptr().add(s + i)), AtomicU8::from_ptr(self.ptr.as_ptr().add(d + i)))
-            };
-            to.store(from.load(Ordering::Relaxed), Ordering::Relaxed);
+        let (from, to) = (self.map.bytes(src, n)?, self.map.bytes(dst, n)?);
+        for (f, t) in from.iter().zip(to) {
+            t.store(f.load(Ordering::Relaxed), Ordering::Relaxed);
         }
         std::sync::atomic::fence(Ordering::Release);
         Some(())
-    }
-
-    fn checked_bytes(&self, off: u64, len: usize) -> Option<usize> {
-        let o = usize::try_from(off).ok()?;
-        (o.checked_add(len)? <= self.len).then_some(o)
-    }
-
-    fn checked(&self, off: u64, size: usize) -> Option<usize> {
-        let o = usize::try_from(off).ok()?;
-        (o.checked_add(size)? <= self.len && o.is_multiple_of(size)).then_some(o)
-    }
-}
-
-impl Drop for ShmMap {
-    fn drop(&mut self) {
-        // SAFETY: exactly the pointer and length mmap returned; the borrows
-        // handed out end with `self`.
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
-        }
     }
 }
 
@@ -525,7 +455,7 @@ impl ShmFile {
     /// a file made by [`create`](Self::create) or opened).
     pub fn extra_region(&self) -> (u64, u64) {
         let start = page_up(self.layout.total_len());
-        (start, (self.map.len as u64).saturating_sub(start))
+        (start, (self.map.map.len() as u64).saturating_sub(start))
     }
 
     /// The last heartbeat, `CLOCK_MONOTONIC` ns.

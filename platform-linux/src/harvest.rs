@@ -37,8 +37,9 @@ use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use nrt_abi::os::monotonic_ns;
 use nrt_abi::report::{core_reports, Note, ReportConfig, RunReport};
-use nrt_abi::shm::{monotonic_ns, Line, ShmError, ShmFile, State, STALE_NS};
+use nrt_abi::shm::{Line, ShmError, ShmFile, State, STALE_NS};
 use nrt_abi::sim::{self as layout, FIRST_VAR_ID, MAX_OUTPUTS};
 use nrt_core::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
 use nrt_core::dma::doorbell::{kickoff_infer, set_host_trigger};

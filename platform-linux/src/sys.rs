@@ -6,8 +6,9 @@
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use nrt_abi::os::SharedMap;
 
 use crate::ioctl::{
     AppInfo, AppsInfoHeader, BarRw, Ioctl, MemAllocV2Mt, PlainArg, DEVICE_GET_ALL_APPS_INFO, MAX_PROCESS_PER_DEVICE,
@@ -184,26 +185,6 @@ pub(crate) fn close(file: File) {
     drop(file);
 }
 
-/// `CLOCK_MONOTONIC` in nanoseconds (the system's, not since an origin: the
-/// driver model publishes its device clock's origin on the same clock).
-pub fn monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
-}
-
-/// Clock `id` in nanoseconds; 0 if it cannot be read.
-fn clock_ns(id: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid out-pointer to a local timespec.
-    let rc = unsafe { libc::clock_gettime(id, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    u64::try_from(ts.tv_sec)
-        .unwrap_or(0)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(u64::try_from(ts.tv_nsec).unwrap_or(0))
-}
-
 /// A stand-in for the driver in this crate's unit tests: calls on a descriptor
 /// whose file is the one a test installed a [`fake::Driver`] for (on the
 /// calling thread) go to it instead of the kernel. Not compiled outside tests.
@@ -310,7 +291,7 @@ pub(crate) mod fake {
     }
 }
 
-/// A shared mapping of a file region, unmapped on drop. Every access is an
+/// A shared mapping of a file region (a [`SharedMap`]), unmapped on drop. Every access is an
 /// atomic load or store of an aligned 32- or 64-bit word, bounds-checked: an
 /// offset outside the mapping is an error, never a stray access.
 ///
@@ -327,17 +308,8 @@ pub(crate) mod fake {
 /// Acquire after a read) or from [`load64`](Mapping::load64)'s explicit order.
 #[derive(Debug)]
 pub struct Mapping {
-    ptr: NonNull<u8>,
-    len: usize,
+    map: SharedMap,
 }
-
-// SAFETY: the mapping is plain shared memory owned by this handle; moving the
-// handle to another thread moves nothing but the pointer.
-unsafe impl Send for Mapping {}
-// SAFETY: every access through `&self` is an atomic operation on an aligned
-// word inside the mapping (checked by `check`), so concurrent accesses from
-// several threads are race-free; no method hands out references into it.
-unsafe impl Sync for Mapping {}
 
 impl Mapping {
     /// Map `len` bytes of `file` at `offset` (a multiple of the page size), shared,
@@ -354,54 +326,27 @@ impl Mapping {
     }
 
     fn map_prot(file: &File, offset: u64, len: usize, prot: libc::c_int) -> io::Result<Mapping> {
-        if len == 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "mmap of 0 bytes"));
-        }
-        let off = libc::off_t::try_from(offset)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "mmap offset too large"))?;
-        // SAFETY: a fresh mapping (no fixed address); the kernel validates fd,
-        // offset and length; the result is checked against MAP_FAILED.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, file.as_raw_fd(), off) };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
-        Ok(Mapping { ptr, len })
+        Ok(Mapping { map: SharedMap::map(file, offset, len, prot)? })
     }
 
     /// Length in bytes.
     pub fn len(&self) -> usize {
-        self.len
+        self.map.len()
     }
 
     /// `true` when empty (never: `map` refuses 0 bytes).
     pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    fn check(&self, off: u64, size: usize) -> io::Result<usize> {
-        let o = usize::try_from(off).map_err(|_| oob(off))?;
-        if o.checked_add(size).is_none_or(|end| end > self.len) || !o.is_multiple_of(size.clamp(1, 8)) {
-            return Err(oob(off));
-        }
-        Ok(o)
+        self.map.is_empty()
     }
 
     /// The 32-bit word at `off` (4-aligned, inside the mapping, checked).
     fn word32(&self, off: u64) -> io::Result<&AtomicU32> {
-        let o = self.check(off, 4)?;
-        // SAFETY: `o..o+4` is inside the mapping and 4-aligned (the mapping is
-        // page-aligned), so it is a valid `AtomicU32` for as long as `self`
-        // lives (the borrow cannot outlive the mapping); every access this
-        // process makes to the mapping is atomic (see the type's docs).
-        Ok(unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(o).cast::<u32>()) })
+        self.map.u32_at(off).ok_or_else(|| oob(off))
     }
 
     /// The 64-bit word at `off` (8-aligned, inside the mapping, checked).
     fn word64(&self, off: u64) -> io::Result<&AtomicU64> {
-        let o = self.check(off, 8)?;
-        // SAFETY: as in `word32`, for 8 bytes, 8-aligned.
-        Ok(unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(o).cast::<u64>()) })
+        self.map.u64_at(off).ok_or_else(|| oob(off))
     }
 
     /// 32-bit read at `off` (4-aligned, inside the mapping); `Relaxed`.
@@ -447,17 +392,6 @@ impl Mapping {
     pub fn store32(&self, off: u64, v: u32, order: Ordering) -> io::Result<()> {
         self.word32(off)?.store(v, order);
         Ok(())
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: `ptr`/`len` are exactly what mmap returned; the word
-        // references handed out by `word32`/`word64` borrow `self` and are private
-        // to the accessors, so none outlives the mapping.
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
-        }
     }
 }
 
@@ -732,5 +666,5 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
 /// CPU time of the calling thread, nanoseconds (`CLOCK_THREAD_CPUTIME_ID`); 0
 /// if the clock cannot be read.
 pub fn thread_cpu_ns() -> u64 {
-    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+    nrt_abi::os::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }

@@ -24,7 +24,8 @@ use crate::layout::ENTRY_BYTES;
 use crate::program::ProgramSpec;
 use crate::run::{SimConfig, SimError};
 use crate::shared::Shared;
-use crate::shm::{monotonic_ns, ShmError, ShmFile, ShmLayout, State};
+use crate::shm::{ShmError, ShmFile, ShmLayout, State};
+use nrt_abi::os::monotonic_ns;
 
 /// What to serve.
 #[derive(Clone, Debug)]

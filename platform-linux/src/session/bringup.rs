@@ -260,7 +260,7 @@ impl Session {
         self.device =
             Some(DriverDevice::new(Arc::clone(&self.dev), rings, self.arch, self.hints.is_some(), clock, tensors));
         // Device time (us since the model's origin) at host time 0.
-        let dev_us = if origin == 0 { 0 } else { sys::monotonic_ns().saturating_sub(origin) / 1_000 };
+        let dev_us = if origin == 0 { 0 } else { nrt_abi::os::monotonic_ns().saturating_sub(origin) / 1_000 };
         for core in 0..self.cores {
             // The simulator's calibration is its (physical) core's.
             for eng in 0..ENGINES_PER_CORE {

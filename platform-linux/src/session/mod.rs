@@ -120,7 +120,7 @@ use crate::ioctl::{
     MemGetExtendedInfo, NotificationsInitV2,
 };
 use crate::rings::{map_ring, MappedRings, RingInit};
-use crate::sys::{self, Mapping};
+use crate::sys::Mapping;
 use crate::time::{AnyDelay, DelayKind, MonotonicClock};
 use nrt_abi::sim::SimHints;
 
@@ -176,7 +176,7 @@ fn session_uuid() -> [u8; 32] {
     let mut u = [0u8; 32];
     u[..4].copy_from_slice(b"nrtL");
     u[4..8].copy_from_slice(&std::process::id().to_le_bytes());
-    u[8..16].copy_from_slice(&sys::monotonic_ns().to_le_bytes());
+    u[8..16].copy_from_slice(&nrt_abi::os::monotonic_ns().to_le_bytes());
     u[16..24].copy_from_slice(&NEXT.fetch_add(1, Ordering::Relaxed).to_le_bytes());
     u
 }

@@ -31,7 +31,8 @@ use crate::layout::ENTRY_BYTES;
 use crate::program::ProgramSpec;
 use crate::run::SimConfig;
 use crate::shared::Shared;
-use crate::shm::{monotonic_ns, ShmError, ShmFile, ShmLayout, State};
+use crate::shm::{ShmError, ShmFile, ShmLayout, State};
+use nrt_abi::os::monotonic_ns;
 
 /// Bytes of the chunk region (sparse: untouched pages cost nothing): room for
 /// every ring and buffer a bring-up allocates.
