@@ -18,8 +18,9 @@
 //!   checks), each with its driver file and function; the driver model calls
 //!   them and kani proves them (`proofs.rs`);
 //! - `os` (feature `os`, std and libc): what the host programs need of Linux
-//!   beyond the ABI, written once for both: the monotonic clock and a shared
-//!   mapping reached through atomics;
+//!   beyond the ABI, written once for both: the monotonic clock, a shared
+//!   mapping reached through atomics, and standard output for a reader that
+//!   may go away (`| head`), with its `outln!`/`outp!`/`errln!` macros;
 //! - `shm` (feature `shm`, std; takes `os`): the device file of `nrt-sim serve --shm PATH`,
 //!   its header and layout, mapped by the server and by `nrtctl harvest`;
 //! - `report` (feature `report`, std and serde_json): the report of one

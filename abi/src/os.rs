@@ -1,10 +1,10 @@
 //! What the host programs need of Linux beyond the ABI, written once (feature
 //! `os`: std and libc): the monotonic clock the server and a host in another
-//! process read the same, and a shared mapping of a file reached only through
-//! atomics.
+//! process read the same, a shared mapping of a file reached only through
+//! atomics, and standard output for a reader that may go away.
 //!
 //! They are here because this is the lowest crate that both the binding
-//! (`nrt-linux`, its `sys` mappings) and the simulator (`nrt-sim`,
+//! (`nrt-linux`, its `sys` mappings and `nrtctl`) and the simulator (`nrt-sim`,
 //! and [`crate::shm`]'s device file) depend on; neither of those depends on
 //! the other. The default build leaves this module out and stays `no_std`.
 //!
@@ -136,6 +136,90 @@ impl Drop for SharedMap {
             libc::munmap(self.ptr.as_ptr().cast(), self.len);
         }
     }
+}
+
+/// Standard output for a reader that may go away (`| head`): a closed pipe
+/// silently discards the rest of the output and the program carries on to its
+/// own exit status (no panic, no SIGPIPE death: Rust programs ignore SIGPIPE,
+/// and nothing here panics on a failed write); any other write error is kept
+/// and reported once, at exit ([`failure`](stdout::failure)). Standard error
+/// is written the same way, its errors ignored. `nrtctl` and `nrt-sim` print
+/// through it, with the macros [`outln!`](crate::outln), [`outp!`](crate::outp)
+/// and [`errln!`](crate::errln).
+pub mod stdout {
+    use std::io::{self, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::OnceLock;
+
+    static CLOSED: AtomicBool = AtomicBool::new(false);
+    static FAILED: OnceLock<String> = OnceLock::new();
+
+    /// Write `text` to standard output, unless it is closed.
+    pub fn print(text: &str) {
+        print_bytes(text.as_bytes());
+    }
+
+    fn print_bytes(bytes: &[u8]) {
+        if CLOSED.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut o = io::stdout().lock();
+        if let Err(e) = o.write_all(bytes).and_then(|()| o.flush()) {
+            CLOSED.store(true, Ordering::Relaxed);
+            if e.kind() != io::ErrorKind::BrokenPipe {
+                let _ = FAILED.set(e.to_string());
+            }
+        }
+    }
+
+    /// Write `text` to standard error, ignoring a failure (there is nowhere
+    /// left to report it).
+    pub fn eprint(text: &str) {
+        let _ = io::stderr().lock().write_all(text.as_bytes());
+    }
+
+    /// Whether standard output has closed (a reader gone, or a write failed):
+    /// a loop that prints stops.
+    pub fn closed() -> bool {
+        CLOSED.load(Ordering::Relaxed)
+    }
+
+    /// The write error standard output had, other than a closed pipe.
+    pub fn failure() -> Option<&'static str> {
+        FAILED.get().map(String::as_str)
+    }
+
+    /// Standard output as an `io::Write` (for code that takes a writer).
+    pub struct Stdout;
+
+    impl Write for Stdout {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            print_bytes(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+}
+
+/// `println!` through [`stdout`].
+#[macro_export]
+macro_rules! outln {
+    () => { $crate::os::stdout::print("\n") };
+    ($($a:tt)*) => { $crate::os::stdout::print(&format!("{}\n", format_args!($($a)*))) };
+}
+
+/// `print!` through [`stdout`].
+#[macro_export]
+macro_rules! outp {
+    ($($a:tt)*) => { $crate::os::stdout::print(&format!($($a)*)) };
+}
+
+/// `eprintln!` through [`stdout`].
+#[macro_export]
+macro_rules! errln {
+    ($($a:tt)*) => { $crate::os::stdout::eprint(&format!("{}\n", format_args!($($a)*))) };
 }
 
 #[cfg(test)]

@@ -23,77 +23,10 @@ use nrt_sim::report::{self, Row};
 use nrt_sim::scenario::{self, Scenario, SCENARIOS};
 use nrt_sim::{run, Fault, SimConfig, SimError};
 
-/// Standard output for a reader that may go away (`| head`): a closed pipe
-/// silently discards the rest of the output and the command carries on to its
-/// own exit status (no panic, no SIGPIPE death); any other write error is kept
-/// and reported once, at exit. Standard error is written the same way, its
-/// errors ignored.
-mod out {
-    use std::io::{self, Write};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::OnceLock;
-
-    static CLOSED: AtomicBool = AtomicBool::new(false);
-    static FAILED: OnceLock<String> = OnceLock::new();
-
-    /// Write `text` to standard output, unless it is closed.
-    pub fn print(text: &str) {
-        print_bytes(text.as_bytes());
-    }
-
-    fn print_bytes(bytes: &[u8]) {
-        if CLOSED.load(Ordering::Relaxed) {
-            return;
-        }
-        let mut o = io::stdout().lock();
-        if let Err(e) = o.write_all(bytes).and_then(|()| o.flush()) {
-            CLOSED.store(true, Ordering::Relaxed);
-            if e.kind() != io::ErrorKind::BrokenPipe {
-                let _ = FAILED.set(e.to_string());
-            }
-        }
-    }
-
-    /// Write `text` to standard error, ignoring a failure (there is nowhere left
-    /// to report it).
-    pub fn eprint(text: &str) {
-        let _ = io::stderr().lock().write_all(text.as_bytes());
-    }
-
-    /// The write error standard output had, other than a closed pipe.
-    pub fn failure() -> Option<&'static str> {
-        FAILED.get().map(String::as_str)
-    }
-
-    /// Standard output as an `io::Write` (for code that takes a writer).
-    pub struct Stdout;
-
-    impl Write for Stdout {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            print_bytes(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-}
-
-/// `println!` through [`out`].
-macro_rules! outln {
-    () => { out::print("\n") };
-    ($($a:tt)*) => { out::print(&format!("{}\n", format_args!($($a)*))) };
-}
-
-/// `print!` through [`out`].
-macro_rules! outp {
-    ($($a:tt)*) => { out::print(&format!($($a)*)) };
-}
-
-/// `eprintln!` through [`out`].
-macro_rules! errln {
-    ($($a:tt)*) => { out::eprint(&format!("{}\n", format_args!($($a)*))) };
-}
+// Standard output for a reader that may go away (`| head`): a closed pipe
+// discards the rest quietly, another write error is reported at exit.
+use nrt_abi::os::stdout as out;
+use nrt_abi::{errln, outln, outp};
 
 #[derive(Parser, Debug)]
 #[command(name = "nrt-sim", version, about = "A simulated Neuron device driven by nrt-core: runs, scenarios, decoding")]

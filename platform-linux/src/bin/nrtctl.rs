@@ -76,71 +76,12 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use nrt_linux::device::{list_devices, NeuronDevice};
 
-/// Standard output for a reader that may go away (`| head`): a closed pipe
-/// silently discards the rest of the output and the command carries on to its
-/// own exit status (no panic, no SIGPIPE death); any other write error is kept
-/// and reported once, at exit. Standard error is written the same way, its
-/// errors ignored.
-mod out {
-    use std::io::{self, Write};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::OnceLock;
-
-    static CLOSED: AtomicBool = AtomicBool::new(false);
-    static FAILED: OnceLock<String> = OnceLock::new();
-
-    /// Write `text` to standard output, unless it is closed.
-    pub fn print(text: &str) {
-        print_bytes(text.as_bytes());
-    }
-
-    fn print_bytes(bytes: &[u8]) {
-        if CLOSED.load(Ordering::Relaxed) {
-            return;
-        }
-        let mut o = io::stdout().lock();
-        if let Err(e) = o.write_all(bytes).and_then(|()| o.flush()) {
-            CLOSED.store(true, Ordering::Relaxed);
-            if e.kind() != io::ErrorKind::BrokenPipe {
-                let _ = FAILED.set(e.to_string());
-            }
-        }
-    }
-
-    /// Write `text` to standard error, ignoring a failure (there is nowhere left
-    /// to report it).
-    pub fn eprint(text: &str) {
-        let _ = io::stderr().lock().write_all(text.as_bytes());
-    }
-
-    /// Whether standard output has closed (a reader gone): a loop that prints
-    /// stops.
-    #[cfg_attr(not(feature = "sim"), allow(dead_code))]
-    pub fn closed() -> bool {
-        CLOSED.load(Ordering::Relaxed)
-    }
-
-    /// The write error standard output had, other than a closed pipe.
-    pub fn failure() -> Option<&'static str> {
-        FAILED.get().map(String::as_str)
-    }
-}
-/// `println!` through [`out`].
-macro_rules! outln {
-    () => { out::print("\n") };
-    ($($a:tt)*) => { out::print(&format!("{}\n", format_args!($($a)*))) };
-}
-
-/// `print!` through [`out`].
-#[cfg_attr(not(feature = "sim"), allow(unused_macros))]
-macro_rules! outp {
-    ($($a:tt)*) => { out::print(&format!($($a)*)) };
-}
-
-/// `eprintln!` through [`out`].
-macro_rules! errln {
-    ($($a:tt)*) => { out::eprint(&format!("{}\n", format_args!($($a)*))) };
-}
+// Standard output for a reader that may go away (`| head`): a closed pipe
+// discards the rest quietly, another write error is reported at exit.
+use nrt_abi::os::stdout as out;
+#[cfg_attr(not(feature = "sim"), allow(unused_imports))]
+use nrt_abi::outp;
+use nrt_abi::{errln, outln};
 
 #[derive(Parser)]
 #[command(name = "nrtctl", about = "Neuron device operations through the driver's ioctls")]
