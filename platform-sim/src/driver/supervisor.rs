@@ -70,7 +70,7 @@ use super::model::{self, LogLine, MemFault, Model, Refusal, TargetMem, Violation
 use super::DeviceEngine;
 use crate::report::Row;
 use crate::run::SimConfig;
-use crate::scenario::SCENARIOS;
+use crate::scenario::{Mismatch, SCENARIOS};
 use crate::shm::ShmError;
 
 /// Exit status when a kernel BUG fails a `--strict` run.
@@ -1540,14 +1540,15 @@ pub fn run_all(base: &DriverConfig, out: &mut dyn std::io::Write) -> (Vec<Row>, 
                         verdict: if st == s.expected {
                             Err("no one-step return code in COMMAND's output".into())
                         } else {
-                            Err(format!("status {} {}, expected {}", st.code(), st.name(), s.expected.code()))
+                            Err(Mismatch::Status { got: st, expected: s.expected }.to_string())
                         },
                     },
                     Some((st, Some(rc))) => {
+                        // The table is text: the row keeps the mismatch's message.
                         let verdict = if st != s.expected {
-                            Err(format!("status {} {}, expected {}", st.code(), st.name(), s.expected.code()))
+                            Err(Mismatch::Status { got: st, expected: s.expected }.to_string())
                         } else if rc != s.expected_rc {
-                            Err(format!("return code {rc}, expected {}", s.expected_rc))
+                            Err(Mismatch::ReturnCode { got: rc, expected: s.expected_rc }.to_string())
                         } else {
                             Ok(())
                         };
