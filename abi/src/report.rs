@@ -536,8 +536,13 @@ fn event_json(e: &Event) -> Value {
     json!({"kind": e.kind(), "level": level_name(e.level()), "message": e.to_string()})
 }
 
+/// The run's error or the reason a row failed, kept as the error it is (a
+/// run's own error, a scenario's mismatch, a driver's refusal) and printed
+/// by its `Display`.
+pub type RowError = Box<dyn std::error::Error + Send + Sync>;
+
 /// One row of the `--scenario all` table.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Row {
     /// The scenario.
     pub name: &'static str,
@@ -546,9 +551,9 @@ pub struct Row {
     /// Expected return code.
     pub expected_rc: u8,
     /// What the run gave (status, return code), or the run's error.
-    pub got: Result<(NrtStatus, u8), String>,
+    pub got: Result<(NrtStatus, u8), RowError>,
     /// `Ok` when it passed, else why not.
-    pub verdict: Result<(), String>,
+    pub verdict: Result<(), RowError>,
 }
 
 /// The `--scenario all` table as text.
@@ -584,9 +589,9 @@ pub fn table_json(rows: &[Row]) -> Value {
             "got": row.got.as_ref().ok().map(|g| g.0.code()),
             "got_name": row.got.as_ref().ok().map(|g| g.0.name()),
             "return_code": row.got.as_ref().ok().map(|g| g.1),
-            "error": row.got.as_ref().err(),
+            "error": row.got.as_ref().err().map(ToString::to_string),
             "pass": row.verdict.is_ok(),
-            "reason": row.verdict.as_ref().err(),
+            "reason": row.verdict.as_ref().err().map(ToString::to_string),
         })).collect::<Vec<_>>(),
         "passed": rows.len() - failed,
         "failed": failed,
@@ -620,5 +625,62 @@ mod cc_tests {
         }
         assert!(done && st.is_success(), "{st:?}");
         assert_eq!(cc_times_us(&req, 0), (Some(0), None));
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    /// A typed reason, as a scenario's mismatch is one.
+    #[derive(Debug, PartialEq)]
+    struct Why(&'static str);
+
+    impl core::fmt::Display for Why {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Why {}
+
+    /// The table prints each reason by its `Display`, the same in text and
+    /// JSON, and the row keeps the reason's type for a caller that looks.
+    #[test]
+    fn a_rows_reasons_stay_typed_and_print_by_their_text() {
+        let rows = [
+            Row {
+                name: "a",
+                expected: NrtStatus::Success,
+                expected_rc: 0,
+                got: Ok((NrtStatus::Success, 0)),
+                verdict: Ok(()),
+            },
+            Row {
+                name: "b",
+                expected: NrtStatus::Timeout,
+                expected_rc: 2,
+                got: Ok((NrtStatus::Success, 0)),
+                verdict: Err(Box::new(Why("status 0 NRT_SUCCESS, expected 5"))),
+            },
+            Row {
+                name: "c",
+                expected: NrtStatus::Success,
+                expected_rc: 0,
+                got: Err(Box::new(Why("no device"))),
+                verdict: Err("the run failed".into()),
+            },
+        ];
+        let why = rows[1].verdict.as_ref().err().and_then(|e| e.downcast_ref::<Why>());
+        assert_eq!(why, Some(&Why("status 0 NRT_SUCCESS, expected 5")));
+        let t = table_text(&rows);
+        assert!(t.contains("FAIL (status 0 NRT_SUCCESS, expected 5)"), "{t}");
+        assert!(t.contains("error: no device") && t.contains("FAIL (the run failed)"), "{t}");
+        assert!(t.ends_with("3 scenarios: 1 passed, 2 failed\n"), "{t}");
+        let j = table_json(&rows);
+        assert_eq!(j["scenarios"][1]["reason"], "status 0 NRT_SUCCESS, expected 5");
+        assert_eq!(j["scenarios"][2]["error"], "no device");
+        assert!(j["scenarios"][0]["reason"].is_null() && j["scenarios"][0]["error"].is_null());
+        assert_eq!((j["passed"].as_u64(), j["failed"].as_u64()), (Some(1), Some(2)));
     }
 }

@@ -580,14 +580,13 @@ fn cmd_all(a: &RunArgs) -> ExitCode {
                 expected: s.expected,
                 expected_rc: s.expected_rc,
                 got: Ok((r.status, r.return_code())),
-                // The table is text: the row keeps the mismatch's message.
-                verdict: s.evaluate(&r).map_err(|m| m.to_string()),
+                verdict: s.evaluate(&r).map_err(Into::into),
             },
             Err(e) => Row {
                 name: s.name,
                 expected: s.expected,
                 expected_rc: s.expected_rc,
-                got: Err(e.to_string()),
+                got: Err(e.into()),
                 verdict: Err("the run failed".into()),
             },
         };

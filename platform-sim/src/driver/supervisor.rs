@@ -1529,26 +1529,25 @@ pub fn run_all(base: &DriverConfig, out: &mut dyn std::io::Write) -> (Vec<Row>, 
                         name: s.name,
                         expected: s.expected,
                         expected_rc: s.expected_rc,
-                        got: Err(bugs.join("; ")),
+                        got: Err(bugs.join("; ").into()),
                         verdict: Err("kernel BUG".into()),
                     },
                     Some((st, None)) => Row {
                         name: s.name,
                         expected: s.expected,
                         expected_rc: s.expected_rc,
-                        got: Err(format!("{} {} (no return code printed)", st.code(), st.name())),
+                        got: Err(format!("{} {} (no return code printed)", st.code(), st.name()).into()),
                         verdict: if st == s.expected {
                             Err("no one-step return code in COMMAND's output".into())
                         } else {
-                            Err(Mismatch::Status { got: st, expected: s.expected }.to_string())
+                            Err(Mismatch::Status { got: st, expected: s.expected }.into())
                         },
                     },
                     Some((st, Some(rc))) => {
-                        // The table is text: the row keeps the mismatch's message.
                         let verdict = if st != s.expected {
-                            Err(Mismatch::Status { got: st, expected: s.expected }.to_string())
+                            Err(Mismatch::Status { got: st, expected: s.expected }.into())
                         } else if rc != s.expected_rc {
-                            Err(Mismatch::ReturnCode { got: rc, expected: s.expected_rc }.to_string())
+                            Err(Mismatch::ReturnCode { got: rc, expected: s.expected_rc }.into())
                         } else {
                             Ok(())
                         };
@@ -1564,7 +1563,7 @@ pub fn run_all(base: &DriverConfig, out: &mut dyn std::io::Write) -> (Vec<Row>, 
                         name: s.name,
                         expected: s.expected,
                         expected_rc: s.expected_rc,
-                        got: Err(format!("no status line in COMMAND's output ({:?})", o.exit)),
+                        got: Err(format!("no status line in COMMAND's output ({:?})", o.exit).into()),
                         verdict: Err("no status".into()),
                     },
                 }
@@ -1573,7 +1572,7 @@ pub fn run_all(base: &DriverConfig, out: &mut dyn std::io::Write) -> (Vec<Row>, 
                 name: s.name,
                 expected: s.expected,
                 expected_rc: s.expected_rc,
-                got: Err(e.to_string()),
+                got: Err(e.into()),
                 verdict: Err("the run failed".into()),
             },
         };
