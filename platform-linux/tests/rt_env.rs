@@ -658,6 +658,33 @@ fn visible_cores_1_runs_on_the_devices_core_1_and_marks_only_it() {
     assert_eq!(v["execution_stats"]["execution_summary"]["completed"].as_u64(), Some(1), "{ctx}");
 }
 
+/// A session on one core of the two-core simulated device (`=1`, and `=0`)
+/// gets every one of its inferences played: the device re-arms that core
+/// after each, though the other core is never kicked off.
+#[test]
+fn visible_cores_1_or_0_runs_every_inference_of_the_session() {
+    need_user_notif!();
+    let sim = common::nrt_sim();
+    for core in ["1", "0"] {
+        let args = ["--json", "--inferences", "3", "--timeout-s", "5"];
+        let o = under_driver(&sim, "healthy-2core", &args, &[("NEURON_RT_VISIBLE_CORES", core)]);
+        let (out, err) = text(&o);
+        let reports: Vec<serde_json::Value> =
+            serde_json::Deserializer::from_str(&out).into_iter().collect::<Result<_, _>>().unwrap_or_default();
+        assert_eq!(reports.len(), 3, "core {core}: {out}{err}");
+        for (i, v) in reports.iter().enumerate() {
+            assert_eq!(
+                (v["status"].as_u64(), v["cores_count"].as_u64(), v["first_core"].as_u64()),
+                (Some(0), Some(1), core.parse().ok()),
+                "core {core}, inference {}: {out}{err}",
+                i + 1
+            );
+        }
+        assert!(err.contains("3 inference(s) played"), "core {core}: {err}");
+        assert_eq!(o.status.code(), Some(0), "core {core}: {out}{err}");
+    }
+}
+
 #[test]
 fn visible_cores_off_the_device_is_refused_at_open_naming_the_variable_and_the_value() {
     need_user_notif!();
