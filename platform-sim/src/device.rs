@@ -147,8 +147,9 @@ impl Device {
     }
 
     /// Whether an inference was played since the last call that said so: some
-    /// core was kicked off and played out since, no core is still playing, and
-    /// nothing is left scheduled. A core plays out, and re-arms on its own,
+    /// core was kicked off and played out since, and nothing is left
+    /// scheduled (so no core is still playing: a core still playing has
+    /// actions scheduled, else the step re-armed it). A core plays out, and re-arms on its own,
     /// when nothing of its programs is left ([`Device::step`]); an inference
     /// is every core kicked off until the device is quiet again: both cores of
     /// a two-core session (kicked off together, the first done only after the
@@ -156,7 +157,7 @@ impl Device {
     /// core of a session on part of the device. Once true, false until another
     /// core has played out.
     pub fn take_inference_played(&mut self) -> bool {
-        if self.played == 0 || self.cores_started() > 0 || !self.sched.is_empty() {
+        if self.played == 0 || !self.sched.is_empty() {
             return false;
         }
         self.played = 0;
@@ -617,6 +618,21 @@ mod tests {
         let mut out = vec![0u8; n];
         dev.shared().dram_read(layout::COPY_DST_ADDR, &mut out).unwrap();
         out
+    }
+
+    /// [`Device::rearm`] re-arms a core still playing: its next kickoff is
+    /// taken at once (the host run's), where the core alone would wait until
+    /// its programs are played out.
+    #[test]
+    fn rearm_takes_the_next_kickoff_of_a_core_still_playing() {
+        let mut dev = two_cores();
+        kick(&mut dev, 0, 0);
+        kick(&mut dev, 0, 1_000);
+        assert_eq!(kickoffs(&dev), [(0, 0)], "the second waits while core 0 plays");
+        dev.rearm();
+        assert_eq!(dev.cores_started(), 0);
+        dev.step(2_000);
+        assert_eq!(kickoffs(&dev), [(0, 0), (0, 2_000)], "taken once re-armed");
     }
 
     /// A two-core device with the default programs, its host trigger set.
