@@ -167,16 +167,19 @@ int nrt_decode_entry(const uint8_t *bytes, struct nrt_entry *out);
 // those on the thread.
 const char *nrt_session_last_error(void);
 
-// Bring up a session on the device node `device` (`"/dev/neuron0"`): driver
+// Bring up a session on the device node `device` (`"/dev/neuron0"`; null: the
+// device of `NEURON_RT_VISIBLE_CORES`'s cores, else `/dev/neuron0`): driver
 // and device info, the version check, `cores` cores owned and reset, DMA ring
 // memory and queue, NQ rings of `ring_entries` entries (0: the simulator's
 // hint, else 64), the model's `timeout_s`.
 //
 // The runtime's environment variables fill what the arguments leave open
 // (an explicit argument beats its variable): `cores` 0 takes
-// `NEURON_RT_VISIBLE_CORES` (one run of the device's own cores from any
-// core, `1` or `2-3`: the session's cores 0..n are the device's from the
-// first; a set with a gap, or past the device's cores, is refused), else
+// `NEURON_RT_VISIBLE_CORES` (one run of one device's cores, `1` or `2-3`,
+// numbered across the host: index i is core i % C of device i / C, C the
+// cores of a device; the session's cores 0..n are that device's from the
+// first; a set with a gap, over two devices, or, with `device` given, on
+// another device, is refused), else
 // `NEURON_RT_NUM_CORES` (from core 0), else what the simulator's hint query
 // says, else 2 (a real driver refuses the query); an explicit `cores`
 // claims from core 0;

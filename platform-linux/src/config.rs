@@ -14,10 +14,13 @@
 //! - `NEURON_RT_VISIBLE_CORES`: the exact NeuronCores the process reserves, a
 //!   single index or an inclusive range `a-b`; this binding also takes a comma
 //!   list of those (`0,1`, `2,3`). It takes precedence over
-//!   `NEURON_RT_NUM_CORES` (the guide's note 5). The set must be one run of
-//!   consecutive cores, read as the opened device's own cores: the session's
-//!   logical cores `0..n` are the device's cores from the set's first
-//!   ([`resolve_cores`], G-ENV-VISIBLE-CORES).
+//!   `NEURON_RT_NUM_CORES` (the guide's note 5). The indices are the host's:
+//!   "the NeuronCore index ... starts from 0 and ends at (number of Neuron
+//!   devices * number of NeuronCores) - 1" (note 3), so index `i` is core
+//!   `i % nc_per_device` of device `i / nc_per_device` ([`device_of_run`]).
+//!   The set must be one run of consecutive cores on one device: the
+//!   session's logical cores `0..n` are that device's cores from the set's
+//!   first ([`resolve_cores`], G-ENV-VISIBLE-CORES).
 //! - `NEURON_RT_NUM_CORES`: how many NeuronCores to reserve, 1 to the cores of
 //!   the system; 0 (the default) is "all".
 //! - `NEURON_RT_LOG_LEVEL`: `ERROR`, `WARNING`, `INFO`, `DEBUG`, `TRACE` (and
@@ -402,6 +405,13 @@ pub struct CoreChoice {
 }
 
 impl CoreChoice {
+    /// Whether `first` is a host-wide index (the cores came from
+    /// `NEURON_RT_VISIBLE_CORES`): the session then opens, or checks, the
+    /// device the run is on ([`device_of_run`]).
+    pub fn host_wide(&self) -> bool {
+        self.source == Some(Source::Env(VISIBLE_CORES))
+    }
+
     /// ` (cores from variable NEURON_RT_VISIBLE_CORES="2-3")` for an error
     /// about the cores when they came from a variable (the variable and its
     /// value), else empty.
@@ -413,16 +423,47 @@ impl CoreChoice {
     }
 }
 
+/// The device a host-wide run of `count` cores from index `first` is on, and
+/// that device's own first core, on a host whose devices have
+/// `nc_per_device` cores each: index `i` is core `i % nc_per_device` of device
+/// `i / nc_per_device` (the SDK's numbering; the driver's range mark adds
+/// `nc_per_device * device_index` to the device's own indices, neuron_cdev.c
+/// `ncdev_crwl_nc_range_mark`). A run over two devices is refused: a session
+/// is one device (G-ENV-VISIBLE-CORES).
+pub fn device_of_run(first: u32, count: u32, nc_per_device: u8) -> Result<(u32, u8), String> {
+    let per = u32::from(nc_per_device.max(1));
+    let last = first + count.max(1) - 1;
+    let (device, last_device) = (first / per, last / per);
+    let local = (first % per) as u8;
+    if device != last_device {
+        return Err(format!(
+            "cores {first}-{last} are on devices {device} to {last_device} (host-wide index i is core i % {per} of              device i / {per}): a session is one device, so its cores must be on one"
+        ));
+    }
+    Ok((device, local))
+}
+
+/// What a host-wide run means, for messages: `core 2 (device 1's core 0)`,
+/// `cores 2-3 (device 1's cores 0-1)`.
+pub fn describe_run(first: u32, count: u32, nc_per_device: u8) -> String {
+    let per = u32::from(nc_per_device.max(1));
+    let (d, l) = (first / per, first % per);
+    match count {
+        0 | 1 => format!("core {first} (device {d}'s core {l})"),
+        n => format!("cores {first}-{} (device {d}'s cores {l}-{})", first + n - 1, l + n - 1),
+    }
+}
+
 /// The cores of a session: `--cores` (`flag`) beats `NEURON_RT_VISIBLE_CORES`,
 /// which beats `NEURON_RT_NUM_CORES` (0 is "all": the session's default).
 ///
 /// The visible set must be one run of consecutive cores (`1`, `2-3`, `2,3`):
 /// the session claims its cores with one range mark, and its logical cores
-/// `0..n` are the device's cores `first..first + n`. A set with a gap (`0,2`)
-/// is refused, naming the variable and the value. The indices are read as the
-/// opened device's own cores (the driver's range mark is device-local); a set
-/// past the device's cores is refused when the session opens, where the arch
-/// is known (G-ENV-VISIBLE-CORES).
+/// `0..n` are the device's cores from the first. A set with a gap (`0,2`)
+/// is refused, naming the variable and the value. The indices are host-wide
+/// ([`CoreChoice::host_wide`]): which device they are on, and which of its
+/// cores, is known once a device says its arch, so the session places them
+/// when it opens ([`device_of_run`], G-ENV-VISIBLE-CORES).
 pub fn resolve_cores(flag: Option<u8>, flag_name: &'static str, env: &RtEnv) -> Result<CoreChoice, EnvError> {
     if let Some(n) = flag {
         return Ok(CoreChoice { first: 0, count: Some(n), source: Some(Source::Flag(flag_name)), value: None });
@@ -435,7 +476,7 @@ pub fn resolve_cores(flag: Option<u8>, flag_name: &'static str, env: &RtEnv) -> 
             return Err(refuse(
                 VISIBLE_CORES,
                 text,
-                "one run of consecutive NeuronCores (1, 2-3, 2,3), read as the opened device's own cores: this \
+                "one run of consecutive NeuronCores (1, 2-3, 2,3), host-wide indices of one device's cores: this \
                  binding's session claims its cores with one range mark, so a set with a gap is not taken",
             ));
         }
@@ -505,6 +546,29 @@ mod tests {
             assert_eq!((e.var.as_str(), e.value.as_str()), (VISIBLE_CORES, bad));
             assert!(e.accepted.contains("inclusive range"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_host_wide_run_is_on_the_device_of_its_index() {
+        // Two cores per device (sunda): index i is core i % 2 of device i / 2.
+        assert_eq!(device_of_run(0, 2, 2), Ok((0, 0)));
+        assert_eq!(device_of_run(1, 1, 2), Ok((0, 1)));
+        assert_eq!(device_of_run(2, 1, 2), Ok((1, 0)));
+        assert_eq!(device_of_run(3, 1, 2), Ok((1, 1)));
+        assert_eq!(device_of_run(2, 2, 2), Ok((1, 0)));
+        assert_eq!(device_of_run(63, 1, 2), Ok((31, 1)));
+        // Eight per device (cayman, mariana).
+        assert_eq!(device_of_run(7, 1, 8), Ok((0, 7)));
+        assert_eq!(device_of_run(8, 2, 8), Ok((1, 0)));
+        assert_eq!(device_of_run(13, 3, 8), Ok((1, 5)));
+        for (first, count, per, devices) in
+            [(1, 2, 2, "0 to 1"), (3, 2, 2, "1 to 2"), (7, 2, 8, "0 to 1"), (0, 5, 2, "0 to 2")]
+        {
+            let e = device_of_run(first, count, per).unwrap_err();
+            assert!(e.contains(&format!("are on devices {devices}")) && e.contains("a session is one device"), "{e}");
+        }
+        assert_eq!(describe_run(2, 1, 2), "core 2 (device 1's core 0)");
+        assert_eq!(describe_run(10, 2, 8), "cores 10-11 (device 1's cores 2-3)");
     }
 
     #[test]
@@ -661,6 +725,9 @@ mod tests {
             CoreChoice { first: 1, count: Some(1), source: Some(Source::Env(VISIBLE_CORES)), value: Some("1".into()) }
         );
         assert_eq!(c.origin(), " (cores from variable NEURON_RT_VISIBLE_CORES=\"1\")");
+        assert!(c.host_wide(), "the variable's indices are the host's");
+        assert!(!resolve_cores(Some(2), "--cores", &both).unwrap().host_wide());
+        assert!(!resolve_cores(None, "--cores", &env(&[(NUM_CORES, "1")]).unwrap()).unwrap().host_wide());
         for (v, first, n) in
             [("0-1", 0, 2), ("0,1", 0, 2), ("1,0", 0, 2), ("0", 0, 1), ("0-63", 0, 64), ("1", 1, 1), ("2-3", 2, 2)]
         {

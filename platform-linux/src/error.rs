@@ -107,8 +107,7 @@ pub enum ShapeError {
     },
     /// The run of cores from `first` goes past the device's last core. Its
     /// text: `core <first> asked` (or `cores <first>-<last> asked`)`, off the
-    /// device: a <arch> device has <n> NeuronCores (0-<n-1>), and the indices
-    /// are read as the opened device's own cores`.
+    /// device: a <arch> device has <n> NeuronCores (0-<n-1>)`.
     OffDevice {
         /// The device's generation.
         arch: nrt_core::arch::Arch,
@@ -140,8 +139,7 @@ impl fmt::Display for ShapeError {
                 }
                 write!(
                     f,
-                    ", off the device: a {} device has {have} NeuronCores (0-{}), and the indices are read as the \
-                     opened device's own cores",
+                    ", off the device: a {} device has {have} NeuronCores (0-{})",
                     arch.name(),
                     have.saturating_sub(1)
                 )

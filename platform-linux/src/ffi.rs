@@ -564,16 +564,19 @@ pub(crate) fn c_env(call: &str, uses: crate::config::Uses) -> Result<crate::conf
     Ok(env)
 }
 
-/// Bring up a session on the device node `device` (`"/dev/neuron0"`): driver
+/// Bring up a session on the device node `device` (`"/dev/neuron0"`; null: the
+/// device of `NEURON_RT_VISIBLE_CORES`'s cores, else `/dev/neuron0`): driver
 /// and device info, the version check, `cores` cores owned and reset, DMA ring
 /// memory and queue, NQ rings of `ring_entries` entries (0: the simulator's
 /// hint, else 64), the model's `timeout_s`.
 ///
 /// The runtime's environment variables fill what the arguments leave open
 /// (an explicit argument beats its variable): `cores` 0 takes
-/// `NEURON_RT_VISIBLE_CORES` (one run of the device's own cores from any
-/// core, `1` or `2-3`: the session's cores 0..n are the device's from the
-/// first; a set with a gap, or past the device's cores, is refused), else
+/// `NEURON_RT_VISIBLE_CORES` (one run of one device's cores, `1` or `2-3`,
+/// numbered across the host: index i is core i % C of device i / C, C the
+/// cores of a device; the session's cores 0..n are that device's from the
+/// first; a set with a gap, over two devices, or, with `device` given, on
+/// another device, is refused), else
 /// `NEURON_RT_NUM_CORES` (from core 0), else what the simulator's hint query
 /// says, else 2 (a real driver refuses the query); an explicit `cores`
 /// claims from core 0;
@@ -595,13 +598,11 @@ pub unsafe extern "C" fn nrt_session_open(
     timeout_s: u32,
 ) -> *mut nrt_session {
     use crate::config::{resolve_cores, Budget};
-    if device.is_null() {
-        session_fail("nrt_session_open: device is NULL".into());
-        return std::ptr::null_mut();
-    }
-    // SAFETY: non-null and NUL-terminated by the caller's contract.
-    let bytes = unsafe { std::ffi::CStr::from_ptr(device) }.to_bytes();
-    let path = std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes));
+    let path = (!device.is_null()).then(|| {
+        // SAFETY: non-null and NUL-terminated by the caller's contract.
+        let bytes = unsafe { std::ffi::CStr::from_ptr(device) }.to_bytes();
+        std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes))
+    });
     let env = match c_env("nrt_session_open", crate::config::Uses::ALL) {
         Ok(e) => e,
         Err(m) => {
@@ -619,13 +620,18 @@ pub unsafe extern "C" fn nrt_session_open(
     let explicit = (timeout_s != NRT_TIMEOUT_FROM_ENV).then_some(timeout_s);
     let cfg = crate::session::SessionConfig {
         first_core: choice.first,
+        host_wide: choice.host_wide(),
         cores: choice.count,
         ring_entries: (ring_entries != 0).then_some(ring_entries),
         // The generation's default needs the arch, known once open: set below.
         timeout_s: explicit.or(env.exec_timeout_s).unwrap_or(0),
         ..crate::session::SessionConfig::default()
     };
-    match crate::session::Session::open(path, cfg) {
+    let opened = match path {
+        Some(p) => crate::session::Session::open(p, cfg),
+        None => crate::session::Session::open_chosen(cfg),
+    };
+    match opened {
         Ok(mut session) => {
             let budget = Budget::resolve_argument(explicit, "timeout_s of nrt_session_open", &env, session.arch());
             session.set_timeout_s(budget.seconds);
@@ -633,7 +639,8 @@ pub unsafe extern "C" fn nrt_session_open(
         }
         Err(e) => {
             let from = if e.subject == crate::error::Subject::Cores { choice.origin() } else { String::new() };
-            session_fail(format!("nrt_session_open {}: {e}{from}", path.display()));
+            let on = path.map_or_else(|| "(device chosen)".into(), |p| p.display().to_string());
+            session_fail(format!("nrt_session_open {on}: {e}{from}"));
             std::ptr::null_mut()
         }
     }

@@ -127,6 +127,12 @@ fn run_help_lists_the_variables() {
     ] {
         assert!(out.contains(v), "{v} missing from:\n{out}");
     }
+    // The host-wide numbering and the device it chooses.
+    for rule in
+        ["index i is core i % C of /dev/neuron<i / C>", "without --device that device is opened", "over two devices"]
+    {
+        assert!(out.contains(rule), "{rule} missing from:\n{out}");
+    }
 }
 
 #[test]
@@ -328,6 +334,43 @@ fn the_c_session_refuses_a_bad_variable_before_opening_the_device() {
     let o = clean(&prog).args(["/nonexistent/neuron0", "0", "0", "env"]).output().unwrap();
     let (_, err) = text(&o);
     assert!(err.contains("/nonexistent/neuron0") && err.contains("ENOENT"), "{err}");
+}
+
+/// `nrt_session_open(NULL, ...)` opens the device of `NEURON_RT_VISIBLE_CORES`'s
+/// cores (`=1`: `/dev/neuron0`'s core 1; `=2`: `/dev/neuron1`, which the driver
+/// model does not serve); with a device given, a set on another is refused,
+/// naming the variable, its value, the device and what the set means.
+#[test]
+fn the_c_session_without_a_device_opens_the_visible_cores_device() {
+    need_user_notif!();
+    let sim = common::nrt_sim();
+    let prog = c_program("session.c");
+    let run = |device: &str, set: &str| {
+        let o = program_under_driver(
+            &sim,
+            "healthy-2core",
+            &prog,
+            &[device, "0", "0", "env"],
+            &[("NEURON_RT_VISIBLE_CORES", set)],
+        );
+        let (out, err) = text(&o);
+        (o.status.code(), out, err)
+    };
+    let (code, out, err) = run("-", "1");
+    assert!(out.contains("cores: 1") && out.contains("status: 0 NRT_SUCCESS"), "{out}{err}");
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (code, out, err) = run("-", "2");
+    assert!(err.contains("nrt_session_open (device chosen): open on /dev/neuron1 failed: ENOENT"), "{out}{err}");
+    assert_eq!(code, Some(1), "{out}{err}");
+    let (code, out, err) = run("/dev/neuron0", "2");
+    assert!(
+        err.contains("nrt_session_open /dev/neuron0:")
+            && err.contains("core 2 (device 1's core 0) asked")
+            && err.contains("that is /dev/neuron1, and this is device 0")
+            && err.contains("(cores from variable NEURON_RT_VISIBLE_CORES=\"2\")"),
+        "{out}{err}"
+    );
+    assert_eq!(code, Some(1), "{out}{err}");
 }
 
 #[test]
@@ -658,18 +701,106 @@ fn visible_cores_1_runs_on_the_devices_core_1_and_marks_only_it() {
     assert_eq!(v["execution_stats"]["execution_summary"]["completed"].as_u64(), Some(1), "{ctx}");
 }
 
+/// `nrtctl run` without `--device` opens the device of the set's cores:
+/// `=1` is `/dev/neuron0`'s core 1 (the driver model's device), `=0-1` its
+/// two cores, `=2` `/dev/neuron1`'s core 0, which the model does not serve
+/// (`ENOENT`); `=1-2` is over two devices and refused; a bad value is
+/// refused before any device is opened. Without the variable, `/dev/neuron0`.
+#[test]
+fn without_a_device_the_visible_cores_choose_it() {
+    need_user_notif!();
+    let sim = common::nrt_sim();
+    let run = |env: &[(&str, &str)]| {
+        let ctl = nrtctl();
+        let mut c = clean(&sim);
+        c.args(["driver", "--scenario", "healthy-2core", "--"]).arg(ctl.get_program()).args(["run", "--json"]);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let o = c.output().expect("nrt-sim driver runs");
+        let (out, err) = text(&o);
+        (o.status.code(), out, err)
+    };
+    for (set, first, n) in [(Some("1"), 1, 1), (Some("0-1"), 0, 2), (None, 0, 2)] {
+        let env: Vec<(&str, &str)> = set.map(|v| ("NEURON_RT_VISIBLE_CORES", v)).into_iter().collect();
+        let (code, out, err) = run(&env);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{set:?}: {e}: {out}{err}"));
+        assert_eq!(
+            (v["status"].as_u64(), v["first_core"].as_u64(), v["cores_count"].as_u64(), code),
+            (Some(0), Some(first), Some(n), Some(0)),
+            "{set:?}: {out}{err}"
+        );
+    }
+    let (code, out, err) = run(&[("NEURON_RT_VISIBLE_CORES", "2")]);
+    assert!(err.contains("open on /dev/neuron1 failed: ENOENT"), "the set's device, device 1: {out}{err}");
+    assert_eq!(code, Some(1), "{out}{err}");
+    let (code, out, err) = run(&[("NEURON_RT_VISIBLE_CORES", "1-2")]);
+    assert!(
+        err.contains("cores 1-2 are on devices 0 to 1") && err.contains("NEURON_RT_VISIBLE_CORES=\"1-2\""),
+        "{out}{err}"
+    );
+    assert_eq!(code, Some(1), "{out}{err}");
+    let (code, out, err) = run(&[("NEURON_RT_VISIBLE_CORES", "2-")]);
+    assert!(err.contains("NEURON_RT_VISIBLE_CORES=\"2-\"") && err.contains("inclusive range"), "{out}{err}");
+    assert!(err.contains("nrt-sim driver: 0 open(s)"), "refused before any open: {err}");
+    assert_eq!(code, Some(2), "{out}{err}");
+}
+
+/// A session on one core of the two-core simulated device (`=1`, and `=0`)
+/// gets every one of its inferences played: the device re-arms that core
+/// after each, though the other core is never kicked off.
+#[test]
+fn visible_cores_1_or_0_runs_every_inference_of_the_session() {
+    need_user_notif!();
+    let sim = common::nrt_sim();
+    for core in ["1", "0"] {
+        let args = ["--json", "--inferences", "3", "--timeout-s", "5"];
+        let o = under_driver(&sim, "healthy-2core", &args, &[("NEURON_RT_VISIBLE_CORES", core)]);
+        let (out, err) = text(&o);
+        let reports: Vec<serde_json::Value> =
+            serde_json::Deserializer::from_str(&out).into_iter().collect::<Result<_, _>>().unwrap_or_default();
+        assert_eq!(reports.len(), 3, "core {core}: {out}{err}");
+        for (i, v) in reports.iter().enumerate() {
+            assert_eq!(
+                (v["status"].as_u64(), v["cores_count"].as_u64(), v["first_core"].as_u64()),
+                (Some(0), Some(1), core.parse().ok()),
+                "core {core}, inference {}: {out}{err}",
+                i + 1
+            );
+        }
+        assert!(err.contains("3 inference(s) played"), "core {core}: {err}");
+        assert_eq!(o.status.code(), Some(0), "core {core}: {out}{err}");
+    }
+}
+
 #[test]
 fn visible_cores_off_the_device_is_refused_at_open_naming_the_variable_and_the_value() {
     need_user_notif!();
     let sim = common::nrt_sim();
-    // Cores 1-2 of a two-core sunda: core 2 is not on the device.
+    // Cores 1-2 of a sunda host (two cores a device): device 0's core 1 and
+    // device 1's core 0, two devices.
     let o = under_driver(&sim, "healthy-2core", &[], &[("NEURON_RT_VISIBLE_CORES", "1-2")]);
     let (out, err) = text(&o);
     assert!(
-        err.contains("cores 1-2 asked, off the device: a sunda device has 2 NeuronCores (0-1)")
+        err.contains("/dev/neuron0")
+            && err.contains("cores 1-2 are on devices 0 to 1")
+            && err.contains("a session is one device")
             && err.contains("(cores from variable NEURON_RT_VISIBLE_CORES=\"1-2\")"),
         "{out}{err}"
     );
+    // Core 2 is device 1's core 0: refused on the --device /dev/neuron0, naming
+    // the variable, its value, the device and what the set means.
+    let o = under_driver(&sim, "healthy-2core", &[], &[("NEURON_RT_VISIBLE_CORES", "2")]);
+    let (out, err) = text(&o);
+    assert!(
+        err.contains("/dev/neuron0")
+            && err.contains("core 2 (device 1's core 0) asked, host-wide on sunda")
+            && err.contains("that is /dev/neuron1, and this is device 0")
+            && err.contains("(cores from variable NEURON_RT_VISIBLE_CORES=\"2\")")
+            && !err.contains("CRWL_NC_RANGE_MARK"),
+        "refused before any mark: {out}{err}"
+    );
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
     let o = under_driver(&sim, "healthy-2core", &["--json"], &[("NEURON_RT_VISIBLE_CORES", "1")]);
     let (out, err) = text(&o);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));

@@ -60,12 +60,18 @@ pub struct Device {
     sched: BTreeMap<(u64, u64), Action>,
     seq: u64,
     armed: bool,
+    /// Each core's kickoff taken and not yet played out (see [`Device::step`]).
     started: [bool; MAX_CORES],
+    /// Scheduled actions of each core still to run.
+    pending: [u32; MAX_CORES],
+    /// Cores played out since the last inference was counted (bit `c`: core `c`).
+    played: u8,
     queues: [Vec<QueueState>; 2],
     notes: Vec<Note>,
     notes_dropped: u32,
     stats: DeviceStats,
-    clear_at_kickoff: bool,
+    /// Clear the core's per-inference lines when its next kickoff is taken.
+    clear_at_kickoff: [bool; MAX_CORES],
     /// Scheduled actions run so far (with `seq` and `armed`: whether a step did anything).
     executed: u64,
 }
@@ -99,11 +105,13 @@ impl Device {
             seq: 0,
             armed: false,
             started: [false; MAX_CORES],
+            pending: [0; MAX_CORES],
+            played: 0,
             queues: [vec![q; UDMA_QUEUES], vec![q; UDMA_QUEUES]],
             notes: Vec::new(),
             notes_dropped: 0,
             stats: DeviceStats::default(),
-            clear_at_kickoff: false,
+            clear_at_kickoff: [false; MAX_CORES],
             executed: 0,
         }
     }
@@ -133,37 +141,73 @@ impl Device {
         (std::mem::take(&mut self.notes), std::mem::replace(&mut self.notes_dropped, 0))
     }
 
-    /// Cores kicked off in the current inference.
+    /// Cores whose kickoff was taken and whose programs are still playing.
     pub fn cores_started(&self) -> u8 {
         self.started.iter().take(usize::from(self.cores)).filter(|s| **s).count() as u8
     }
 
-    /// The current inference has been played out: every core was kicked off and
-    /// nothing is left scheduled.
-    pub fn inference_played(&self) -> bool {
-        self.cores_started() == self.cores && self.sched.is_empty()
+    /// Whether an inference was played since the last call that said so: some
+    /// core was kicked off and played out since, and nothing is left
+    /// scheduled (so no core is still playing: a core still playing has
+    /// actions scheduled, else the step re-armed it). A core plays out, and re-arms on its own,
+    /// when nothing of its programs is left ([`Device::step`]); an inference
+    /// is every core kicked off until the device is quiet again: both cores of
+    /// a two-core session (kicked off together, the first done only after the
+    /// second started: the programs run for tens of microseconds), the one
+    /// core of a session on part of the device. Once true, false until another
+    /// core has played out.
+    pub fn take_inference_played(&mut self) -> bool {
+        if self.played == 0 || !self.sched.is_empty() {
+            return false;
+        }
+        self.played = 0;
+        true
     }
 
-    /// Get ready for the next inference (`nrt-sim serve`): the next kickoff of each
-    /// core starts its programs again. The per-inference lines (barrier done, HBM,
-    /// DMA abort, the INTC cause lines) are cleared when that kickoff is taken, not
-    /// now: the host may still be harvesting (and reading them) until then.
+    /// Re-arm every core now (the host run, which kicks the next inference
+    /// off as soon as its host harvested the last, whatever is left
+    /// scheduled): the next kickoff of each core starts its programs again.
+    /// A core re-arms on its own once played out ([`Device::step`]); this
+    /// does it for the cores still playing too.
     pub fn rearm(&mut self) {
-        self.started = [false; MAX_CORES];
-        self.clear_at_kickoff = true;
+        for core in 0..MAX_CORES {
+            self.rearm_core(core);
+        }
     }
 
-    fn clear_inference_lines(&mut self) {
-        let sh = Arc::clone(&self.shared);
-        for core in 0..MAX_CORES as u8 {
-            for line in [Line::BarrierDone, Line::Hbm, Line::DmaAbort] {
-                sh.set_line(line, core, 0);
+    /// Re-arm `core` for its next kickoff. Its per-inference lines (barrier
+    /// done, HBM, DMA abort, its INTC cause lines) are cleared when that
+    /// kickoff is taken, not now: the host may still be harvesting (and
+    /// reading them) until then.
+    fn rearm_core(&mut self, core: usize) {
+        if let (Some(s), Some(c)) = (self.started.get_mut(core), self.clear_at_kickoff.get_mut(core)) {
+            *s = false;
+            *c = true;
+        }
+    }
+
+    /// Re-arm each core that was kicked off and has nothing left scheduled,
+    /// independently of the other core, and count it as played.
+    fn rearm_played_cores(&mut self) {
+        for core in 0..MAX_CORES {
+            let played_out =
+                self.started.get(core).copied().unwrap_or(false) && self.pending.get(core).copied().unwrap_or(0) == 0;
+            if played_out {
+                self.rearm_core(core);
+                self.played |= 1 << core;
             }
-            for block in 0..crate::layout::INTC_BLOCKS {
-                for l in 0..crate::layout::INTC_LINES {
-                    if let Some(off) = crate::layout::intc_cause_offset(sh.arch(), core, block, l) {
-                        let _ = sh.bar_write(off, 0);
-                    }
+        }
+    }
+
+    fn clear_inference_lines(&mut self, core: u8) {
+        let sh = Arc::clone(&self.shared);
+        for line in [Line::BarrierDone, Line::Hbm, Line::DmaAbort] {
+            sh.set_line(line, core, 0);
+        }
+        for block in 0..crate::layout::INTC_BLOCKS {
+            for l in 0..crate::layout::INTC_LINES {
+                if let Some(off) = crate::layout::intc_cause_offset(sh.arch(), core, block, l) {
+                    let _ = sh.bar_write(off, 0);
                 }
             }
         }
@@ -184,10 +228,16 @@ impl Device {
 
     fn schedule(&mut self, t: u64, action: Action) {
         self.seq += 1;
+        if let Some(n) = action_core(&action).and_then(|c| self.pending.get_mut(usize::from(c))) {
+            *n += 1;
+        }
         self.sched.insert((t, self.seq), action);
     }
 
-    /// One device step at CPU time `now` (see the module docs).
+    /// One device step at CPU time `now` (see the module docs); at its end,
+    /// each core kicked off with nothing of its own left scheduled has played
+    /// its kickoff out and re-arms for its next one, whatever the other core
+    /// is doing ([`Device::take_inference_played`] counts the inferences).
     pub fn step(&mut self, now: u64) {
         self.sample_inputs(now);
         self.sync_heads();
@@ -198,8 +248,12 @@ impl Device {
             }
             let ((t, _), action) = entry.remove_entry();
             self.executed += 1;
+            if let Some(n) = action_core(&action).and_then(|c| self.pending.get_mut(usize::from(c))) {
+                *n = n.saturating_sub(1);
+            }
             self.execute(t, action);
         }
+        self.rearm_played_cores();
     }
 
     /// Deterministic mode: let `us` microseconds of virtual time pass. Steps at the
@@ -266,8 +320,8 @@ impl Device {
                 continue;
             }
             sema.fetch_sub(1, Ordering::AcqRel);
-            if std::mem::take(&mut self.clear_at_kickoff) {
-                self.clear_inference_lines();
+            if self.clear_at_kickoff.get_mut(c).is_some_and(std::mem::take) {
+                self.clear_inference_lines(core);
             }
             if let Some(s) = self.started.get_mut(c) {
                 *s = true;
@@ -481,6 +535,17 @@ impl Device {
     }
 }
 
+/// The core a scheduled action belongs to (`None`: the DMA engine's, shared).
+fn action_core(action: &Action) -> Option<u8> {
+    match *action {
+        Action::Record { core, .. }
+        | Action::RaiseOverflow { core }
+        | Action::BarrierClear { core }
+        | Action::Hbm { core, .. } => Some(core),
+        Action::DmaRun { .. } => None,
+    }
+}
+
 fn describe(core: u8, nq: u8, label: Label) -> String {
     match label {
         Label::Infer(engine, what) => format!("core {core} {} NQ {nq}: {what}", engine.name()),
@@ -553,6 +618,160 @@ mod tests {
         let mut out = vec![0u8; n];
         dev.shared().dram_read(layout::COPY_DST_ADDR, &mut out).unwrap();
         out
+    }
+
+    /// [`Device::rearm`] re-arms a core still playing: its next kickoff is
+    /// taken at once (the host run's), where the core alone would wait until
+    /// its programs are played out.
+    #[test]
+    fn rearm_takes_the_next_kickoff_of_a_core_still_playing() {
+        let mut dev = two_cores();
+        kick(&mut dev, 0, 0);
+        kick(&mut dev, 0, 1_000);
+        assert_eq!(kickoffs(&dev), [(0, 0)], "the second waits while core 0 plays");
+        dev.rearm();
+        assert_eq!(dev.cores_started(), 0);
+        dev.step(2_000);
+        assert_eq!(kickoffs(&dev), [(0, 0), (0, 2_000)], "taken once re-armed");
+    }
+
+    /// A two-core device with the default programs, its host trigger set.
+    fn two_cores() -> Device {
+        let shared = Arc::new(Shared::new(Arch::Sunda, 64 * layout::ENTRY_BYTES));
+        let spec = ProgramSpec { arch: Arch::Sunda, ring_entries: 64, seed: 7, faults: vec![], extras: vec![] };
+        shared.host_trigger().store(HOST_TRIGGER_VALUE, Ordering::Release);
+        Device::new(shared, spec, 2)
+    }
+
+    /// Kick `core` off at `now` (its kickoff semaphore, as the host writes it).
+    fn kick(dev: &mut Device, core: u8, now: u64) {
+        dev.shared().sema(u32::from(core), u32::from(core)).unwrap().fetch_add(1, Ordering::AcqRel);
+        dev.step(now);
+    }
+
+    /// The kickoffs the device took, as `(core, time)`.
+    fn kickoffs(dev: &Device) -> Vec<(u8, u64)> {
+        dev.notes()
+            .iter()
+            .filter(|n| n.text.contains("kickoff semaphore"))
+            .map(|n| (n.text.as_bytes()[5] - b'0', n.t_ns))
+            .collect()
+    }
+
+    /// Step from `from` in 1 ms steps until an inference was played (at most
+    /// 1 s of device time: the programs last under 1 ms); the time it was.
+    fn play_out(dev: &mut Device, from: u64) -> Option<u64> {
+        (1..=1_000u64).map(|k| from + k * 1_000_000).find(|&t| {
+            dev.step(t);
+            dev.take_inference_played()
+        })
+    }
+
+    /// On the two-core device, a host on core 1 only gets each of its
+    /// kickoffs played: core 1 re-arms once its programs are played out, the
+    /// other core never kicked off; each is one inference.
+    #[test]
+    fn a_core_kicked_off_alone_re_arms_for_each_of_its_kickoffs() {
+        for core in [0u8, 1] {
+            let mut dev = two_cores();
+            let mut now = 0;
+            for k in 1..=3u64 {
+                kick(&mut dev, core, now);
+                assert_eq!(dev.cores_started(), 1, "core {core}, kickoff {k}: taken");
+                now = play_out(&mut dev, now).unwrap_or_else(|| panic!("core {core}, kickoff {k} not played"));
+                assert_eq!(dev.cores_started(), 0, "core {core}: re-armed");
+                assert_eq!(kickoffs(&dev).len() as u64, k, "core {core}: {:?}", dev.notes());
+            }
+            assert!(kickoffs(&dev).iter().all(|(c, _)| *c == core), "{:?}", dev.notes());
+            assert!(!dev.take_inference_played(), "counted once each");
+        }
+    }
+
+    /// A core that has played out re-arms while the other is still playing:
+    /// its next kickoff starts at once, not when the other is done. Each
+    /// core's per-inference lines are cleared at its own next kickoff, not at
+    /// the other core's.
+    #[test]
+    fn a_played_out_core_re_arms_while_the_other_is_playing() {
+        let mut dev = two_cores();
+        kick(&mut dev, 0, 0);
+        kick(&mut dev, 1, 0);
+        assert!(play_out(&mut dev, 0).is_some());
+        dev.shared().set_line(Line::Hbm, 0, 1201);
+        dev.shared().set_line(Line::Hbm, 1, 1205);
+        let t0 = 10_000_000;
+        for core in [0, 1] {
+            dev.shared().sema(core, core).unwrap().fetch_add(1, Ordering::AcqRel);
+        }
+        dev.step(t0);
+        assert_eq!(dev.cores_started(), 2);
+        assert_eq!((dev.shared().get_line(Line::Hbm, 0), dev.shared().get_line(Line::Hbm, 1)), (0, 0));
+        // 1 us steps (1 s at most) until one core is done and the other still plays.
+        let t = (1..=1_000_000u64).map(|i| t0 + i * 1_000).find(|&t| {
+            dev.step(t);
+            dev.cores_started() == 1
+        });
+        let t = t.expect("one core finished before the other (seed 7)");
+        // The core not still playing.
+        let done = u8::from(dev.started[0]);
+        assert!(!dev.started[usize::from(done)], "core {done} is the one done");
+        dev.shared().set_line(Line::Hbm, 1 - done, 1201);
+        kick(&mut dev, done, t);
+        assert_eq!(dev.cores_started(), 2, "core {done}'s next kickoff taken while core {} plays", 1 - done);
+        assert_eq!(kickoffs(&dev).last(), Some(&(done, t)));
+        assert_eq!(dev.shared().get_line(Line::Hbm, 1 - done), 1201, "the playing core's line untouched");
+        assert!(!dev.take_inference_played(), "both still playing");
+        assert!(play_out(&mut dev, t).is_some());
+        assert_eq!(dev.cores_started(), 0);
+    }
+
+    /// Core 1's lines stay until core 1's own kickoff: a kickoff of core 0
+    /// clears only core 0's.
+    #[test]
+    fn a_kickoff_clears_only_its_cores_lines() {
+        let mut dev = two_cores();
+        kick(&mut dev, 0, 0);
+        kick(&mut dev, 1, 0);
+        assert!(play_out(&mut dev, 0).is_some());
+        dev.shared().set_line(Line::Hbm, 0, 1201);
+        dev.shared().set_line(Line::Hbm, 1, 1205);
+        kick(&mut dev, 0, 10_000_000);
+        assert_eq!((dev.shared().get_line(Line::Hbm, 0), dev.shared().get_line(Line::Hbm, 1)), (0, 1205));
+        kick(&mut dev, 1, 10_001_000);
+        assert_eq!(dev.shared().get_line(Line::Hbm, 1), 0);
+    }
+
+    /// Both cores kicked off together play one inference, counted once both
+    /// are played out and nothing is left scheduled, as the serve loop counts
+    /// it; then both take their next kickoff.
+    #[test]
+    fn two_cores_kicked_off_together_are_one_inference() {
+        let mut dev = two_cores();
+        let mut now = 0;
+        for k in 1..=2 {
+            for core in [0, 1] {
+                dev.shared().sema(core, core).unwrap().fetch_add(1, Ordering::AcqRel);
+            }
+            dev.step(now);
+            assert_eq!(dev.cores_started(), 2, "inference {k}");
+            let mut counted = 0;
+            let mut last = now;
+            // 1 us steps over 1 s at most: the first step where both are done.
+            for t in (1..=1_000_000u64).map(|i| now + i * 1_000) {
+                let was_playing = dev.cores_started();
+                dev.step(t);
+                if dev.take_inference_played() {
+                    counted += 1;
+                    assert_eq!(was_playing, 1, "counted at the step where the second core finished");
+                    assert!(dev.next_event_ns().is_none());
+                    last = t;
+                    break;
+                }
+            }
+            assert_eq!(counted, 1, "inference {k}: {:?}", dev.notes());
+            now = last + 1_000_000;
+        }
+        assert_eq!(kickoffs(&dev).len(), 4);
     }
 
     /// The DMA engine takes the first lap with ring id 1 and each later lap with

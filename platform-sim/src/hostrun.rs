@@ -399,7 +399,7 @@ fn run_poller(
             lane.done += 1;
             lane.in_flight = false;
             if lane.done < cfg.inferences {
-                // The device finishes playing what it scheduled, then re-arms.
+                // Every core re-arms now: the next kickoff is taken whatever is still scheduled.
                 lane.device.rearm();
                 kickoff(lane, cfg.lnc)?;
                 group

@@ -6,8 +6,11 @@
 //! is in the header) exactly as the threaded mode does: each loop samples the
 //! host's inputs (host trigger, kickoff semaphores, HEAD words) and runs the
 //! engines' programs (START / CC / END with device timestamps, and the faults of
-//! the configuration). When every core was kicked off and nothing is left
-//! scheduled, the inference is played: the device re-arms for the next kickoff.
+//! the configuration). Each core whose programs have played out re-arms for
+//! its next kickoff on its own, so a host on part of the device's cores
+//! (`NEURON_RT_VISIBLE_CORES=1`) gets every inference played; once no core is
+//! playing and nothing is left scheduled, the inference is counted and its
+//! notes printed ([`Device::take_inference_played`]).
 //!
 //! It stops when the host sets the header's shutdown flag, or after `inferences`
 //! inferences once the host has harvested them all, or (an error) when nothing
@@ -157,11 +160,11 @@ fn serve_loop(
         }
         let now = monotonic_ns().saturating_sub(origin);
         device.step(now);
-        if device.inference_played() {
+        // Each core re-armed in the step once played out; count the inference.
+        if device.take_inference_played() {
             played = played.saturating_add(1);
             file.set_played(played);
             report_inference(out, device, played);
-            device.rearm();
         }
         let harvested = file.harvested();
         if cfg.inferences.is_some_and(|n| played >= n && harvested >= n) {

@@ -149,11 +149,15 @@ struct StatsArgs {
     count: Option<u32>,
 }
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 struct RunArgs {
-    /// Device node.
-    #[arg(long, default_value = "/dev/neuron0")]
-    device: std::path::PathBuf,
+    /// Device node [default: the device of NEURON_RT_VISIBLE_CORES's cores, /dev/neuron<i / cores per device> for
+    /// index i, else /dev/neuron0]; given, NEURON_RT_VISIBLE_CORES must name cores of this device.
+    #[arg(long)]
+    device: Option<std::path::PathBuf>,
+    /// The device node the session opened (`--device`, or the one chosen).
+    #[arg(skip)]
+    opened: std::path::PathBuf,
     /// Label the run with a named scenario (its expected status is checked).
     #[arg(long, value_name = "NAME")]
     scenario: Option<String>,
@@ -204,7 +208,10 @@ const RUN_ENV_HELP: &str = concat!(
     r#"Environment (a flag beats its variable; a bad value is refused at start):
   NEURON_RT_EXEC_TIMEOUT=SECONDS   execution timeout, 0 to 2147483647 [default: 600, the documented
                                    default of trn1/inf2]; every timeout message names the budget and its source
-  NEURON_RT_VISIBLE_CORES=LIST     the cores to claim, one run of the --device's own cores: 1, 2-3 or 2,3 (not 0,2);
+  NEURON_RT_VISIBLE_CORES=LIST     the cores to claim, one run of one device's cores: 1, 2-3 or 2,3 (not 0,2), numbered
+                                   across the host: index i is core i % C of /dev/neuron<i / C>, C the cores of a device
+                                   (2 on trn1/inf2); without --device that device is opened, with --device a set on
+                                   another device is refused, as is a set over two devices (a session is one device);
                                    the report's cores 0..n are the device's from the first; beats NEURON_RT_NUM_CORES
   NEURON_RT_NUM_CORES=N            how many cores to claim, 0 for all
 "#,
@@ -504,7 +511,12 @@ fn run(a: &RunArgs) -> ExitCode {
         cfg.fallback_cores = s.cores;
         cfg.fallback_ring_entries = s.ring_entries;
     }
-    let mut session = match Session::open(&a.device, cfg) {
+    cfg.host_wide = cores.host_wide();
+    let opened = match &a.device {
+        Some(path) => Session::open(path, cfg),
+        None => Session::open_chosen(cfg),
+    };
+    let mut session = match opened {
         Ok(mut s) => {
             // The trace's counters: the times of each poll pass and HEAD write.
             s.observe_harvests(a.trace.is_some() || a.timeline_svg.is_some());
@@ -527,6 +539,7 @@ fn run(a: &RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let a = &RunArgs { opened: session.path().to_path_buf(), ..a.clone() };
     let budget = Budget::resolve(a.timeout_s, "--timeout-s", &env, session.arch());
     session.set_timeout_s(budget.seconds);
     if let Some(e) = session.datastore_error() {
@@ -691,8 +704,8 @@ type Pictures = ();
 #[cfg_attr(not(feature = "sim"), allow(dead_code))]
 fn picture_title(a: &RunArgs, label: Option<Label>) -> String {
     match label {
-        Some(sc) => format!("nrtctl run --device {} (scenario {})", a.device.display(), sc.name),
-        None => format!("nrtctl run --device {}", a.device.display()),
+        Some(sc) => format!("nrtctl run --device {} (scenario {})", a.opened.display(), sc.name),
+        None => format!("nrtctl run --device {}", a.opened.display()),
     }
 }
 
@@ -753,7 +766,7 @@ fn print_run(
             Err(e) => errln!("nrtctl run: JSON rendering failed: {e}"),
         }
     } else {
-        let mut heading = format!("nrtctl run --device {}", a.device.display());
+        let mut heading = format!("nrtctl run --device {}", a.opened.display());
         if let Some(sc) = label {
             heading.push_str(&format!(": scenario {}: {}", sc.name, sc.description));
         }
@@ -805,7 +818,7 @@ fn print_run(
             r.step.code()
         );
     } else {
-        outln!("nrtctl run --device {}", a.device.display());
+        outln!("nrtctl run --device {}", a.opened.display());
         outln!(
             "  arch {}, {cores} core(s), timeout {} s, NQ rings of {ring_entries} entries",
             arch.name(),

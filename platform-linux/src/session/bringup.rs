@@ -2,19 +2,86 @@
 
 use super::*;
 
+/// The driver's information and the arch it names.
+fn arch_of(dev: &NeuronDevice) -> Result<(DriverInfo, Arch), LinuxError> {
+    let driver = dev.driver_info()?;
+    let arch = u8::try_from(driver.architecture).ok().and_then(Arch::from_arch_type).ok_or_else(|| {
+        refused(
+            dev,
+            ioctl::DRIVER_INFO_GET.name(),
+            format!("unknown architecture {} (this binding knows 2, 3 and 4)", driver.architecture),
+        )
+    })?;
+    Ok((driver, arch))
+}
+
+/// The device index of a node, the `N` of its name `neuronN` (the driver's
+/// nodes, `/dev/neuron0`..), after symlinks; `None` for another name.
+pub(crate) fn device_index(path: &std::path::Path) -> Option<u32> {
+    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let name = real.file_name()?.to_str()?;
+    let n = name.strip_prefix("neuron")?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    n.parse().ok()
+}
+
+/// The opened device's own first core of a host-wide run of `cores` from
+/// index `first` ([`crate::config::device_of_run`]): refused when the run is
+/// over two devices, or on another device than `dev` (its index from its
+/// name, [`device_index`]; a node named otherwise cannot be checked and is
+/// refused too).
+fn place_host_wide(dev: &NeuronDevice, arch: Arch, first: u8, cores: u8) -> Result<u8, String> {
+    let per = arch.nc_per_device();
+    let (first, n) = (u32::from(first), u32::from(cores));
+    let (device, local) = crate::config::device_of_run(first, n, per).map_err(|e| format!("{e} ({})", arch.name()))?;
+    let what = crate::config::describe_run(first, n, per);
+    match device_index(dev.path()) {
+        Some(d) if d == device => Ok(local),
+        Some(d) => Err(format!(
+            "{what} asked, host-wide on {} ({per} NeuronCores a device): that is /dev/neuron{device}, and this is \
+             device {d}",
+            arch.name()
+        )),
+        None => Err(format!(
+            "{what} asked, host-wide on {} ({per} NeuronCores a device): that is /dev/neuron{device}, and this \
+             node's device index is not known (its name is not neuronN)",
+            arch.name()
+        )),
+    }
+}
+
 impl Session {
     /// Bring up `cfg.cores` cores of the device at `path` (steps 1-8). On any
     /// failure, what was acquired is released before the error returns.
     pub fn open(path: impl AsRef<std::path::Path>, cfg: SessionConfig) -> Result<Session, LinuxError> {
-        let dev = Arc::new(NeuronDevice::open(path)?);
-        let driver = dev.driver_info()?;
-        let arch = u8::try_from(driver.architecture).ok().and_then(Arch::from_arch_type).ok_or_else(|| {
-            refused(
-                &dev,
-                ioctl::DRIVER_INFO_GET.name(),
-                format!("unknown architecture {} (this binding knows 2, 3 and 4)", driver.architecture),
-            )
-        })?;
+        Session::open_on(NeuronDevice::open(path)?, cfg)
+    }
+
+    /// [`Session::open`] on the device no caller named: with host-wide cores
+    /// ([`SessionConfig::host_wide`]), the device they are on,
+    /// `/dev/neuron{first_core / nc_per_device}`; else `/dev/neuron0`. The
+    /// cores per device are the arch's, which `/dev/neuron0` tells (a host's
+    /// devices are one generation): it is opened first, and kept when the
+    /// cores are its own (G-ENV-VISIBLE-CORES).
+    pub fn open_chosen(cfg: SessionConfig) -> Result<Session, LinuxError> {
+        let first = NeuronDevice::open("/dev/neuron0")?;
+        if !cfg.host_wide {
+            return Session::open_on(first, cfg);
+        }
+        let (_, arch) = arch_of(&first)?;
+        let device = u32::from(cfg.first_core) / u32::from(arch.nc_per_device());
+        if device == 0 {
+            return Session::open_on(first, cfg);
+        }
+        drop(first);
+        Session::open(format!("/dev/neuron{device}"), cfg)
+    }
+
+    fn open_on(dev: NeuronDevice, mut cfg: SessionConfig) -> Result<Session, LinuxError> {
+        let dev = Arc::new(dev);
+        let (driver, arch) = arch_of(&dev)?;
         let compat = dev.compatible_version()?;
         check_compatible(arch, compat).map_err(|why| refused_as(&dev, ioctl::COMPATIBLE_VERSION.name(), why))?;
         let info = dev.device_info()?;
@@ -44,6 +111,10 @@ impl Session {
                 .unwrap_or(cfg.fallback_ring_entries),
         };
         validate_cores(arch, cores).map_err(|why| refused_as(&dev, "session", why).about(Subject::Cores))?;
+        if cfg.host_wide {
+            cfg.first_core = place_host_wide(&dev, arch, cfg.first_core, cores)
+                .map_err(|why| refused(&dev, "session", why).about(Subject::Cores))?;
+        }
         validate_placement(arch, cfg.first_core, cores)
             .map_err(|why| refused_as(&dev, "session", why).about(Subject::Cores))?;
         validate(arch, cores, ring_entries).map_err(|why| refused_as(&dev, "session", why))?;

@@ -226,9 +226,16 @@ pub use nrt_abi::sim::udma_base;
 pub struct SessionConfig {
     /// The device's core the session's logical core 0 is (its cores are
     /// `first_core..first_core + cores`, claimed with one range mark); 0 by
-    /// default, the lowest index of `NEURON_RT_VISIBLE_CORES` from the
-    /// environment. A run past the device's cores is refused at open.
+    /// default. A run past the device's cores is refused at open. With
+    /// [`host_wide`](Self::host_wide), a host-wide index instead.
     pub first_core: u8,
+    /// `first_core` is a host-wide NeuronCore index (the lowest of
+    /// `NEURON_RT_VISIBLE_CORES`, from the environment): index `i` is core
+    /// `i % nc_per_device` of device `i / nc_per_device`. At open the session
+    /// takes that device's own core, and refuses a device that is another
+    /// (the `N` of `/dev/neuronN`), or a run over two devices;
+    /// [`Session::open_chosen`] opens the run's device. False by default.
+    pub host_wide: bool,
     /// Physical cores (1 or 2); `None`: what the simulator's hint query says
     /// (`nrt_abi::sim::SIM_HINTS`; a real driver refuses it), else
     /// [`fallback_cores`](Self::fallback_cores).
@@ -250,6 +257,7 @@ impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
             first_core: 0,
+            host_wide: false,
             cores: None,
             ring_entries: None,
             fallback_cores: DEFAULT_CORES,
@@ -263,8 +271,8 @@ impl Default for SessionConfig {
 impl SessionConfig {
     /// The default configuration with the runtime's variables, as
     /// `nrt_session_open(device, 0, 0, NRT_TIMEOUT_FROM_ENV)` reads them:
-    /// the cores from `NEURON_RT_VISIBLE_CORES` (one run of consecutive cores
-    /// of the opened device, from any core: `1`, `2-3`), else
+    /// the cores from `NEURON_RT_VISIBLE_CORES` (one run of consecutive cores,
+    /// host-wide indices of one device's cores: `1`, `2-3`), else
     /// `NEURON_RT_NUM_CORES` (unset or 0: the session's default), the timeout from
     /// `NEURON_RT_EXEC_TIMEOUT`, else the documented default, and
     /// `NEURON_RT_LOG_LEVEL[_<component>]` for the standard-error logger
@@ -286,6 +294,7 @@ impl SessionConfig {
         let default = crate::config::default_exec_timeout_s(Arch::Sunda);
         Ok(SessionConfig {
             first_core: cores.first,
+            host_wide: cores.host_wide(),
             cores: cores.count,
             timeout_s: env.exec_timeout_s.unwrap_or(default),
             ..SessionConfig::default()

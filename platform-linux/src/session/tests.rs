@@ -667,7 +667,11 @@ mod fake_driver {
 
     /// A device node (a temp file) served by a fresh fake on this thread.
     pub fn install(name: &str) -> (std::path::PathBuf, Rc<RefCell<State>>) {
-        let p = std::env::temp_dir().join(format!("nrt-fake-neuron-{}-{name}", std::process::id()));
+        install_at(std::env::temp_dir().join(format!("nrt-fake-neuron-{}-{name}", std::process::id())))
+    }
+
+    /// [`install`] at the path `p` (its directory exists).
+    pub fn install_at(p: std::path::PathBuf) -> (std::path::PathBuf, Rc<RefCell<State>>) {
         let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
         f.set_len(FILE_LEN).unwrap();
         let state = Rc::new(RefCell::new(State {
@@ -1254,7 +1258,7 @@ fn the_environments_config_takes_the_cores_and_the_timeout_from_the_variables() 
     // A run from any core: its first is the session's logical core 0.
     for (v, first, n) in [("1", 1, 1), ("2-3", 2, 2), ("2,3", 2, 2)] {
         let c = SessionConfig::from_rt_env(&env(&[("NEURON_RT_VISIBLE_CORES", v)])).unwrap();
-        assert_eq!((c.first_core, c.cores), (first, Some(n)), "{v}");
+        assert_eq!((c.first_core, c.host_wide, c.cores), (first, true, Some(n)), "{v}");
     }
     // A set with a gap is refused, naming the variable and the value.
     let e = SessionConfig::from_rt_env(&env(&[("NEURON_RT_VISIBLE_CORES", "0,2")])).unwrap_err();
@@ -1326,8 +1330,7 @@ fn a_run_off_the_device_is_refused_before_any_mark() {
     assert_eq!(m, ShapeError::OffDevice { arch: Arch::Cayman, first: 7, cores: 2 });
     assert_eq!(
         m.to_string(),
-        "cores 7-8 asked, off the device: a cayman device has 8 NeuronCores (0-7), and the indices are read as the \
-         opened device's own cores"
+        "cores 7-8 asked, off the device: a cayman device has 8 NeuronCores (0-7)"
     );
     let m = validate_placement(Arch::Sunda, 2, 1).unwrap_err();
     assert!(m.to_string().starts_with("core 2 asked"), "{m}");
@@ -1337,6 +1340,55 @@ fn a_run_off_the_device_is_refused_before_any_mark() {
         "no overflow"
     );
     assert!(validate_placement(Arch::Sunda, 255, 2).unwrap_err().to_string().starts_with("cores 255-256 asked"));
+}
+
+/// With host-wide cores (`NEURON_RT_VISIBLE_CORES`'s reading), index `i` is
+/// core `i % 2` of device `i / 2` on sunda: a node named `neuron1` takes
+/// index 2 as its core 0 and 3 as its core 1; index 1 (device 0's) is refused
+/// on it, naming the device the set means and this one; a run over two
+/// devices is refused on either; a node whose name says no index is refused.
+/// Each refusal is about the cores and comes before any mark.
+#[test]
+fn host_wide_cores_are_placed_on_the_device_of_their_index() {
+    let dir = std::env::temp_dir().join(format!("nrt-fake-host-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let host = |first: u8, n: u8| SessionConfig { first_core: first, host_wide: true, ..cfg(Some(n)) };
+    for (first, n, local) in [(2, 1, 0), (3, 1, 1), (2, 2, 0)] {
+        let (p, st) = fake_driver::install_at(dir.join("neuron1"));
+        let s = Session::open(&p, host(first, n)).unwrap();
+        assert_eq!((s.first_core(), s.cores()), (local, n), "index {first}");
+        s.close().unwrap();
+        fake_driver::uninstall(&p);
+        assert_eq!(st.borrow().marks, [(u32::from(n), u32::from(local), u32::from(local + n - 1))], "index {first}");
+    }
+    let refused = |name: &str, first: u8, n: u8| {
+        let (p, st) = fake_driver::install_at(dir.join(name));
+        let e = Session::open(&p, host(first, n)).unwrap_err();
+        fake_driver::uninstall(&p);
+        assert_eq!(e.subject, Subject::Cores, "{e}");
+        assert!(st.borrow().marks.is_empty(), "no mark made: {e}");
+        e.to_string()
+    };
+    let m = refused("neuron1", 1, 1);
+    assert!(m.contains("core 1 (device 0's core 1) asked") && m.contains("/dev/neuron0, and this is device 1"), "{m}");
+    let m = refused("neuron0", 2, 1);
+    assert!(m.contains("core 2 (device 1's core 0) asked") && m.contains("/dev/neuron1, and this is device 0"), "{m}");
+    for name in ["neuron0", "neuron1"] {
+        let m = refused(name, 1, 2);
+        assert!(m.contains("cores 1-2 are on devices 0 to 1") && m.contains("a session is one device"), "{m}");
+    }
+    let m = refused("not-a-node", 0, 1);
+    assert!(m.contains("that is /dev/neuron0, and this node's device index is not known"), "{m}");
+    // Without the host-wide reading the index is the device's own, as before.
+    let (p, _) = fake_driver::install_at(dir.join("neuron1"));
+    let s = Session::open(&p, SessionConfig { first_core: 1, ..cfg(Some(1)) }).unwrap();
+    assert_eq!(s.first_core(), 1);
+    s.close().unwrap();
+    fake_driver::uninstall(&p);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(super::bringup::device_index(std::path::Path::new("/dev/neuron12")), Some(12));
+    assert_eq!(super::bringup::device_index(std::path::Path::new("/dev/neuron")), None);
+    assert_eq!(super::bringup::device_index(std::path::Path::new("/dev/neuron1x")), None);
 }
 
 /// A session from the device's core 1 reads the simulator's status lines of

@@ -1,7 +1,8 @@
 /* A C program doing a runtime's bring-up through the C ABI: open a session on
  * a Neuron device node (the driver, or `nrt-sim driver` playing it), run one
  * inference, print its status as `nrt-sim run` prints its status line, close.
- * Usage: session DEVICE [CORES [RING_ENTRIES [TIMEOUT_S]]] (0: the model's;
+ * Usage: session DEVICE [CORES [RING_ENTRIES [TIMEOUT_S]]] (DEVICE `-`: NULL,
+ * the device of NEURON_RT_VISIBLE_CORES's cores; 0: the model's;
  * CORES 0 and TIMEOUT_S `env`: the NEURON_RT_* variables' or the default).
  * Exits 0 when the inference ran (whatever its status), 1 when a call failed
  * (the reason from nrt_session_last_error), 2 for a usage error. */
@@ -23,7 +24,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "the NULL checks failed\n");
         return 1;
     }
-    nrt_session *s = nrt_session_open(argv[1], cores, entries, timeout_s);
+    const char *device = strcmp(argv[1], "-") == 0 ? NULL : argv[1];
+    nrt_session *s = nrt_session_open(device, cores, entries, timeout_s);
     if (!s) {
         const char *why = nrt_session_last_error();
         fprintf(stderr, "session: %s\n", why ? why : "(no reason recorded)");

@@ -74,16 +74,16 @@ impl DeviceEngine {
         let thread = std::thread::Builder::new()
             .name("nrt-sim-device".into())
             .spawn(move || {
-                // The serve loop's device part: sample, step, re-arm after each inference.
+                // The serve loop's device part: sample, step (each core re-arms
+                // once played out), count each inference played.
                 let mut played = 0u32;
                 while !s.load(Ordering::Acquire) {
                     f.heartbeat();
                     let now = monotonic_ns().saturating_sub(origin);
                     device.step(now);
-                    if device.inference_played() {
+                    if device.take_inference_played() {
                         played = played.saturating_add(1);
                         f.set_played(played);
-                        device.rearm();
                     }
                     match device.next_event_ns() {
                         Some(t) if t <= now.saturating_add(200_000) => std::thread::yield_now(),
