@@ -14,6 +14,7 @@
 //! 3. **Harvest**: `exec_wait_round_robin`'s loop over an `ExecRequest`, with the rings
 //!    bound and each engine's timestamp calibration and sync point set.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use nrt_core::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
@@ -25,8 +26,7 @@ use nrt_core::dma::{
 };
 use nrt_core::dma::{UdmaLayout, VRing};
 use nrt_core::event::Event;
-use nrt_core::exec::driver::SYNC_POLL_DELAY_US;
-use nrt_core::exec::{ExecConfig, ExecRequest, ExecState, Step, SyncWait, TpbEngState};
+use nrt_core::exec::{exec_wait_with, ExecConfig, ExecRequest, ExecState, SyncWait, TpbEngState, WaitHooks};
 use nrt_core::hal::{Clock, Delay, DeviceMemory, EventSink, Registers};
 use nrt_core::nq::Notifications;
 use nrt_core::NrtStatus;
@@ -265,38 +265,52 @@ fn drive<W: HostDelay>(cfg: &SimConfig, host: &mut SimHost, delay: &mut W) -> Re
     })
 }
 
-/// `exec_wait_round_robin`'s loop (step; while in flight, wait
-/// [`SYNC_POLL_DELAY_US`] and step), telling the wait before each delay when the
-/// host next acts on its own ([`host_deadline`]), so that the virtual clock
-/// skips idle time up to it (a 4294967295 s timeout is a few dozen steps, not
-/// 4 * 10^12 quanta) while every observation of the harvest stays where it was.
+/// Core's harvest loop ([`exec_wait_with`]) with the simulator's hooks
+/// ([`SimHooks`]): each pass's time kept for the trace, and the wait told
+/// before each delay when the host next acts on its own ([`host_deadline`]), so
+/// that the virtual clock skips idle time up to it (a 4294967295 s timeout is a
+/// few dozen steps, not 4 * 10^12 quanta) while every observation of the
+/// harvest stays where it was.
 fn wait_round_robin<W: HostDelay>(
     req: &mut ExecRequest,
     host: &mut SimHost,
     nq: &mut Notifications,
     delay: &mut W,
 ) -> SyncWait {
-    let mut status = NrtStatus::Success;
-    let mut clocks = StateClocks::default();
-    let mut mark = Progress::of(req, nq, host);
-    observe_pass(host);
-    let mut step = req.progress_one_step(host, nq, &mut status);
-    let mut steps = 1u64;
-    while step == Step::InFlight {
-        clocks.observe(req.state(), host.now_ns());
+    let mut hooks = SimHooks { clocks: StateClocks::default(), mark: Progress::of(req, nq, host) };
+    let w = exec_wait_with(req, host, nq, delay, &mut hooks);
+    delay.set_host_deadline(None);
+    w
+}
+
+/// The simulator's additions to core's harvest loop.
+struct SimHooks {
+    clocks: StateClocks,
+    /// What the last look before a delay saw.
+    mark: Progress,
+}
+
+impl<W: HostDelay> WaitHooks<SimHost, W> for SimHooks {
+    fn before_step(&mut self, _: &ExecRequest, host: &mut SimHost, _: &Notifications) {
+        observe_pass(host);
+    }
+
+    fn before_delay(
+        &mut self,
+        req: &ExecRequest,
+        host: &mut SimHost,
+        nq: &Notifications,
+        delay: &mut W,
+    ) -> ControlFlow<NrtStatus> {
+        self.clocks.observe(req.state(), host.now_ns());
         // Only a step that changed nothing lets the clock skip to the deadline:
         // after a state change or a consumed record, the next step has work.
         let now_mark = Progress::of(req, nq, host);
-        let idle = now_mark == mark;
-        mark = now_mark;
-        delay.set_host_deadline(host_deadline(req, &clocks).filter(|_| idle));
-        delay.delay_us(SYNC_POLL_DELAY_US);
-        observe_pass(host);
-        step = req.progress_one_step(host, nq, &mut status);
-        steps = steps.saturating_add(1);
+        let idle = now_mark == self.mark;
+        self.mark = now_mark;
+        delay.set_host_deadline(host_deadline(req, &self.clocks).filter(|_| idle));
+        ControlFlow::Continue(())
     }
-    delay.set_host_deadline(None);
-    SyncWait { status, step, steps }
 }
 
 /// Keep the time of the harvest step about to be made (the trace's poll-pass counter).
