@@ -848,7 +848,7 @@ impl<D: ?Sized, W: ?Sized> WaitHooks<D, W> for LogHooks {
     }
     fn step_now(&mut self, _: &ExecRequest, _: &mut D, _: &Notifications) -> bool {
         self.looks += 1;
-        self.looks % self.step_every.max(1) == 0
+        self.looks.is_multiple_of(self.step_every.max(1))
     }
 }
 
