@@ -17,10 +17,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nrt_core::arch::{nq_head_register, Arch};
-use nrt_core::exec::driver::WATCH_STEP_EVERY;
 use nrt_core::exec::finalize_parts;
-use nrt_core::exec::{exec_wait_round_robin, exec_wait_watching, ExecConfig, ExecRequest, Step};
-use nrt_core::hal::Delay as _;
+use nrt_core::exec::{
+    exec_wait_round_robin, exec_wait_watching, exec_wait_with, ExecConfig, ExecDevice, ExecRequest, Step, WaitHooks,
+    Watch,
+};
 use nrt_core::nq::ring::NqProducer;
 use nrt_core::nq::{Notifications, RawEntry, Subtype, ERROR_NQ, INFER_STATUS_NQS};
 use nrt_core::NrtStatus;
@@ -31,6 +32,57 @@ use nrt_linux::time::{AnyDelay, DelayKind};
 use serde_json::json;
 
 use crate::{spin_for, thread_cpu_ns, write_json, Pct};
+
+/// The timed run's additions to core's harvest loop: a clock read around each
+/// step (the last step's, the one before it, and the gap between them), a
+/// copy of the request and notifications before each step (taken outside the
+/// timed step, to run the final step again), and, watching, the look of
+/// `exec_wait_watching` between steps.
+struct Timed<'c> {
+    now: &'c dyn Fn() -> u64,
+    copies: bool,
+    watch: Option<Watch>,
+    first: bool,
+    t0: u64,
+    t1: u64,
+    prev: (u64, u64),
+    gap: u64,
+    before: Option<(ExecRequest, Notifications)>,
+}
+
+impl<'c> Timed<'c> {
+    fn new(now: &'c dyn Fn() -> u64, copies: bool, watching: bool) -> Timed<'c> {
+        let watch = watching.then(Watch::default);
+        Timed { now, copies, watch, first: true, t0: 0, t1: 0, prev: (0, 0), gap: 0, before: None }
+    }
+}
+
+impl<D: ExecDevice + ?Sized, W: ?Sized> WaitHooks<D, W> for Timed<'_> {
+    fn before_step(&mut self, req: &ExecRequest, _: &mut D, nq: &Notifications) {
+        if !self.first {
+            self.prev = (self.t0, self.t1);
+        }
+        if self.copies {
+            self.before = Some((req.clone(), nq.clone()));
+        }
+        self.t0 = (self.now)();
+        if !self.first {
+            self.gap = self.t0 - self.t1;
+        }
+        self.first = false;
+    }
+
+    fn after_step(&mut self, _: &ExecRequest, _: &mut D, _: &Notifications, _: Step) {
+        self.t1 = (self.now)();
+    }
+
+    fn step_now(&mut self, req: &ExecRequest, dev: &mut D, nq: &Notifications) -> bool {
+        match &mut self.watch {
+            Some(w) => WaitHooks::<D, W>::step_now(w, req, dev, nq),
+            None => true,
+        }
+    }
+}
 
 const RING: u32 = 4096;
 const BAR_LEN: usize = 0x30C4_0000;
@@ -172,37 +224,12 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
         let c0 = thread_cpu_ns();
         kick.store(i, Ordering::Release);
         let (w, marks) = if timed {
-            // `exec_wait_round_robin`'s loop with a clock read around each step.
-            let mut status = NrtStatus::Success;
-            // A copy of the request and notifications before each step (taken
-            // outside the timed step), to run the final step again below.
+            // Core's harvest loop with a clock read around each step.
             let events0 = dev.events.len();
-            let mut before = copies.then(|| (req.clone(), nq.clone()));
-            let (mut n_steps, mut t0, mut prev, mut gap) = (1u64, now(), (0u64, 0u64), 0u64);
-            let mut step = req.progress_one_step(&mut dev, &mut nq, &mut status);
-            let mut t1 = now();
-            let mut delays = 0u32;
-            while step == Step::InFlight {
-                delay.delay_us(nrt_core::exec::driver::SYNC_POLL_DELAY_US);
-                delays += 1;
-                // The adaptive driver's look between steps (`exec_wait_watching`).
-                if watching && delays < WATCH_STEP_EVERY && !req.may_progress(&mut dev, &nq) {
-                    continue;
-                }
-                delays = 0;
-                prev = (t0, t1);
-                if copies {
-                    before = Some((req.clone(), nq.clone()));
-                }
-                t0 = now();
-                gap = t0 - t1;
-                step = req.progress_one_step(&mut dev, &mut nq, &mut status);
-                t1 = now();
-                n_steps += 1;
-            }
-            if nq.head_batching() {
-                nrt_core::exec::group::write_back_heads(&mut dev, &mut nq, req.tpb_count());
-            }
+            let mut h = Timed::new(&now, copies, watching);
+            let w = exec_wait_with(&mut req, &mut dev, &mut nq, &mut delay, &mut h);
+            let (step, status) = (w.step, w.status);
+            let Timed { t0, t1, prev, gap, before, .. } = h;
             let t_ret = now();
             let events = dev.events.len() - events0;
             let parts = match before {
@@ -233,7 +260,7 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
                 }
                 None => [0, 0, 0, 0, events as u64],
             };
-            (nrt_core::exec::SyncWait { status, step, steps: n_steps }, Some((t0, t1, prev, gap, t_ret, parts)))
+            (w, Some((t0, t1, prev, gap, t_ret, parts)))
         } else {
             let w = if watching {
                 exec_wait_watching(&mut req, &mut dev, &mut nq, &mut delay)

@@ -45,8 +45,7 @@ use std::time::{Duration, Instant};
 use nrt_core::arch::{Arch, ENGINES_PER_CORE};
 use nrt_core::event::Event;
 use nrt_core::exec::driver::SYNC_POLL_DELAY_US;
-use nrt_core::exec::{ExecConfig, ExecRequest, Lanes, PollGroup, Step};
-use nrt_core::hal::Delay as _;
+use nrt_core::exec::{exec_wait_with, ExecConfig, ExecRequest, Lanes, PollGroup, Step, SyncWait, WaitHooks};
 use nrt_core::hal::{self, ErrorKind, ErrorType};
 use nrt_core::nq::ring::NqProducer;
 use nrt_core::nq::{Notifications, RawEntry, Subtype, INFER_STATUS_NQS};
@@ -154,6 +153,26 @@ impl<E: Copy + Into<Event>> hal::EventSink<E> for LaneDev {
 impl nrt_core::counters::CounterSink for LaneDev {}
 
 impl hal::TensorNotify for LaneDev {}
+
+/// The hook that abandons a lane's wait once the bench raises the flag (the
+/// device has stopped: the request would never complete).
+struct Abort<'a>(&'a AtomicBool);
+
+impl<D: ?Sized, W: ?Sized> WaitHooks<D, W> for Abort<'_> {
+    fn before_delay(
+        &mut self,
+        _: &ExecRequest,
+        _: &mut D,
+        _: &Notifications,
+        _: &mut W,
+    ) -> std::ops::ControlFlow<NrtStatus> {
+        if self.0.load(Ordering::Relaxed) {
+            std::ops::ControlFlow::Break(NrtStatus::Invalid)
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+}
 
 fn notifications(head_batching: bool) -> Notifications {
     let mut nq = Notifications::new();
@@ -302,14 +321,10 @@ fn measure(devices: usize, cores_per_device: usize, secs: f64, work: Duration, j
                         let mut req = ExecRequest::new(cfg);
                         m.kick(origin);
                         let mut delay = AnyDelay::new(kind);
-                        // `exec_wait_round_robin`'s loop, which the bench can abandon
-                        // when the device has stopped.
-                        let mut status = NrtStatus::Success;
-                        let mut step = req.progress_one_step(&mut dev, &mut nq, &mut status);
-                        while step == Step::InFlight && !abort.load(Ordering::Relaxed) {
-                            delay.delay_us(SYNC_POLL_DELAY_US);
-                            step = req.progress_one_step(&mut dev, &mut nq, &mut status);
-                        }
+                        // Core's harvest loop, which the bench abandons when the
+                        // device has stopped.
+                        let SyncWait { status, step, .. } =
+                            exec_wait_with(&mut req, &mut dev, &mut nq, &mut delay, &mut Abort(&abort));
                         if step == Step::InFlight {
                             break;
                         }

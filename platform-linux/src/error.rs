@@ -4,6 +4,7 @@
 use std::fmt;
 use std::io;
 
+use nrt_core::dma::{DmaError, SubmitError};
 use nrt_core::hal::{self, ErrorKind};
 
 use crate::sys::errno_name;
@@ -59,6 +60,12 @@ impl LinuxError {
     pub fn errno(&self) -> Option<i32> {
         self.source.raw_os_error()
     }
+
+    /// The step of core's DMA submit sequence that failed, and core's error,
+    /// when this is a DMA staging failure (the same value is the `source()`).
+    pub fn dma(&self) -> Option<&SubmitError> {
+        self.source.get_ref().and_then(|e| e.downcast_ref::<SubmitError>())
+    }
 }
 
 impl fmt::Display for LinuxError {
@@ -76,12 +83,23 @@ impl fmt::Display for LinuxError {
 
 impl std::error::Error for LinuxError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
+        match self.dma() {
+            Some(e) => Some(e),
+            None => Some(&self.source),
+        }
     }
 }
 
 impl hal::Error for LinuxError {
     fn kind(&self) -> ErrorKind {
+        // A DMA step's error is core's, not the OS's: a platform call's failure
+        // keeps the kind the platform gave, anything else is `Other`.
+        if let Some(e) = self.dma() {
+            return match e.error {
+                DmaError::Platform(kind) => kind,
+                _ => ErrorKind::Other,
+            };
+        }
         match self.source.kind() {
             io::ErrorKind::InvalidInput => ErrorKind::OutOfRange,
             io::ErrorKind::NotFound => ErrorKind::NotMapped,

@@ -18,14 +18,14 @@
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CString};
+use std::ops::ControlFlow;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use nrt_core::arch::Arch;
 use nrt_core::event::Event;
-use nrt_core::exec::driver::SYNC_POLL_DELAY_US;
-use nrt_core::exec::{ExecConfig, ExecRequest, ExecState, Step};
-use nrt_core::hal::{self, Delay, ErrorKind, ErrorType};
+use nrt_core::exec::{exec_wait_with, ExecConfig, ExecRequest, ExecState, Step, WaitHooks};
+use nrt_core::hal::{self, ErrorKind, ErrorType};
 use nrt_core::nq::{Notification, Notifications};
 use nrt_core::NrtStatus;
 
@@ -380,8 +380,8 @@ pub unsafe extern "C" fn nrt_wait(
     status.code()
 }
 
-/// `exec_wait_round_robin`'s loop (step; while in flight, delay and step), with
-/// the two clock checks of [`nrt_wait`] between steps. Returns the status and the
+/// Core's harvest loop ([`exec_wait_with`]) with the two clock checks of
+/// [`nrt_wait`] between steps ([`ClockChecks`]). Returns the status and the
 /// steps taken.
 fn wait_bounded(
     req: &mut ExecRequest,
@@ -389,26 +389,47 @@ fn wait_bounded(
     rings: &mut Notifications,
     delay: &mut AnyDelay,
 ) -> (NrtStatus, u64) {
-    let mut status = NrtStatus::Success;
-    let mut steps = 0u64;
-    // When `now_ns` last moved, and when the cores' budget started, by our clock.
-    let mut moved_at = Instant::now();
-    let mut core_since: Option<Instant> = None;
     let budget =
         Duration::from_secs(u64::from(req.config().timeout_s)) + Duration::from_nanos(NRT_WAIT_BUDGET_GRACE_NS);
-    loop {
-        // Read before the step: a clock running at real time has then always
-        // seen at least as much of the budget as we have, and the core's own
-        // timeout fires first.
-        let before = Instant::now();
-        let step = req.progress_one_step(dev, rings, &mut status);
-        steps = steps.saturating_add(1);
-        if step != Step::InFlight {
-            return (status, steps);
-        }
+    let now = Instant::now();
+    let mut checks = ClockChecks { budget, steps: 0, before: now, moved_at: now, core_since: None };
+    let w = exec_wait_with(req, dev, rings, delay, &mut checks);
+    (w.status, w.steps)
+}
+
+/// [`nrt_wait`]'s checks of the platform's clock against the process's own.
+struct ClockChecks {
+    /// The model's budget plus [`NRT_WAIT_BUDGET_GRACE_NS`].
+    budget: Duration,
+    /// Steps taken (for the events' text).
+    steps: u64,
+    /// Read just before the last step: a clock running at real time has then
+    /// always seen at least as much of the budget as we have, and the core's
+    /// own timeout fires first.
+    before: Instant,
+    /// When `now_ns` last moved, by our clock.
+    moved_at: Instant,
+    /// When the cores' budget started, by our clock.
+    core_since: Option<Instant>,
+}
+
+impl WaitHooks<CPlatform, AnyDelay> for ClockChecks {
+    fn before_step(&mut self, _: &ExecRequest, _: &mut CPlatform, _: &Notifications) {
+        self.before = Instant::now();
+        self.steps = self.steps.saturating_add(1);
+    }
+
+    fn before_delay(
+        &mut self,
+        req: &ExecRequest,
+        dev: &mut CPlatform,
+        _: &Notifications,
+        _: &mut AnyDelay,
+    ) -> ControlFlow<NrtStatus> {
+        let (before, steps) = (self.before, self.steps);
         if dev.clock_moved.replace(false) {
-            moved_at = before;
-        } else if before.duration_since(moved_at) >= Duration::from_nanos(NRT_WAIT_CLOCK_STALL_NS) {
+            self.moved_at = before;
+        } else if before.duration_since(self.moved_at) >= Duration::from_nanos(NRT_WAIT_CLOCK_STALL_NS) {
             let msg = format!(
                 "nrt_wait: the platform's now_ns returned no value past {} ns for {} ms of CLOCK_MONOTONIC ({steps} steps); \
                  no timeout can fire on it, so the wait stops with the request in flight",
@@ -416,11 +437,11 @@ fn wait_bounded(
                 NRT_WAIT_CLOCK_STALL_NS / 1_000_000
             );
             c_event(dev, "clock_stalled", &msg);
-            return (NrtStatus::Invalid, steps);
+            return ControlFlow::Break(NrtStatus::Invalid);
         }
-        match core_since {
-            None if req.state() == ExecState::WaitCore => core_since = Some(Instant::now()),
-            Some(t) if before.duration_since(t) >= budget => {
+        match self.core_since {
+            None if req.state() == ExecState::WaitCore => self.core_since = Some(Instant::now()),
+            Some(t) if before.duration_since(t) >= self.budget => {
                 let msg = format!(
                     "nrt_wait: the platform's now_ns advanced too slowly: the cores were polled for {} ms of \
                      CLOCK_MONOTONIC ({steps} steps) and the model's {} s budget has not run out on it \
@@ -429,11 +450,11 @@ fn wait_bounded(
                     req.config().timeout_s
                 );
                 c_event(dev, "clock_behind", &msg);
-                return (NrtStatus::Invalid, steps);
+                return ControlFlow::Break(NrtStatus::Invalid);
             }
             _ => {}
         }
-        delay.delay_us(SYNC_POLL_DELAY_US);
+        ControlFlow::Continue(())
     }
 }
 

@@ -3,30 +3,31 @@
 //!
 //! [`run`] is the library form of `nrt-sim run`:
 //!
-//! 1. **Staging** (descriptor-handoff seed §1-§5): build a 4 KiB copy and the
-//!    completion-marker copy with `append_descs`, lower them into rings backed by
-//!    device DRAM (`create_prings`), program the UDMA queue banks as the driver
-//!    would, reserve, set and stage the per-inference descriptors through the
-//!    `SwDmaQueue` cursors, ring the tail-increment doorbells (S2M then M2S), and
-//!    wait on the completion handle; then check the copy.
+//! 1. **Staging** (descriptor-handoff seed §1-§5), core's `dma::submit`: build
+//!    a 4 KiB copy and the completion-marker copy, lower them into rings backed
+//!    by device DRAM, program the UDMA queue banks as the driver would (the
+//!    simulator's `SubmitTarget::device_heads`), reserve, set and stage the
+//!    per-inference descriptors through the `SwDmaQueue` cursors, ring the
+//!    tail-increment doorbells (S2M then M2S), and wait on the completion
+//!    handle; then check the copy.
 //! 2. **Kickoff**: the top-SP host trigger (doorbell B), then one kickoff
 //!    semaphore per core (doorbell C); the device starts the engines' programs.
-//! 3. **Harvest**: `exec_wait_round_robin`'s loop over an `ExecRequest`, with the rings
+//! 3. **Harvest**: core's harvest loop (`exec_wait_with`) over an `ExecRequest`, with the rings
 //!    bound and each engine's timestamp calibration and sync point set.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use nrt_core::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
-use nrt_core::dma::build::{append_descs, Transfer, OP_COPY};
-use nrt_core::dma::doorbell::{kickoff_infer, ring_tail_inc, set_host_trigger};
-use nrt_core::dma::queue::reserve_descriptors;
+use nrt_core::dma::build::{Transfer, OP_COPY};
+use nrt_core::dma::doorbell::{kickoff_infer, set_host_trigger};
+use nrt_core::dma::UdmaLayout;
 use nrt_core::dma::{
-    Bd, CompletionHandle, DeviceHead, Direction, DmaError, DmaEvent, PlatformType, SwDmaQueue, UdmaCopyWriter,
+    submit, CompletionHandle, DeviceHead, Direction, DmaError, DmaEvent, PRing, PlatformType, Submission,
+    SubmitBuffers, SubmitError, SubmitStep, SubmitTarget, SwDmaQueue,
 };
-use nrt_core::dma::{UdmaLayout, VRing};
 use nrt_core::event::Event;
-use nrt_core::exec::driver::SYNC_POLL_DELAY_US;
-use nrt_core::exec::{ExecConfig, ExecRequest, ExecState, Step, SyncWait, TpbEngState};
+use nrt_core::exec::{exec_wait_with, ExecConfig, ExecRequest, ExecState, SyncWait, TpbEngState, WaitHooks};
 use nrt_core::hal::{Clock, Delay, DeviceMemory, EventSink, Registers};
 use nrt_core::nq::Notifications;
 use nrt_core::NrtStatus;
@@ -265,38 +266,52 @@ fn drive<W: HostDelay>(cfg: &SimConfig, host: &mut SimHost, delay: &mut W) -> Re
     })
 }
 
-/// `exec_wait_round_robin`'s loop (step; while in flight, wait
-/// [`SYNC_POLL_DELAY_US`] and step), telling the wait before each delay when the
-/// host next acts on its own ([`host_deadline`]), so that the virtual clock
-/// skips idle time up to it (a 4294967295 s timeout is a few dozen steps, not
-/// 4 * 10^12 quanta) while every observation of the harvest stays where it was.
+/// Core's harvest loop ([`exec_wait_with`]) with the simulator's hooks
+/// ([`SimHooks`]): each pass's time kept for the trace, and the wait told
+/// before each delay when the host next acts on its own ([`host_deadline`]), so
+/// that the virtual clock skips idle time up to it (a 4294967295 s timeout is a
+/// few dozen steps, not 4 * 10^12 quanta) while every observation of the
+/// harvest stays where it was.
 fn wait_round_robin<W: HostDelay>(
     req: &mut ExecRequest,
     host: &mut SimHost,
     nq: &mut Notifications,
     delay: &mut W,
 ) -> SyncWait {
-    let mut status = NrtStatus::Success;
-    let mut clocks = StateClocks::default();
-    let mut mark = Progress::of(req, nq, host);
-    observe_pass(host);
-    let mut step = req.progress_one_step(host, nq, &mut status);
-    let mut steps = 1u64;
-    while step == Step::InFlight {
-        clocks.observe(req.state(), host.now_ns());
+    let mut hooks = SimHooks { clocks: StateClocks::default(), mark: Progress::of(req, nq, host) };
+    let w = exec_wait_with(req, host, nq, delay, &mut hooks);
+    delay.set_host_deadline(None);
+    w
+}
+
+/// The simulator's additions to core's harvest loop.
+struct SimHooks {
+    clocks: StateClocks,
+    /// What the last look before a delay saw.
+    mark: Progress,
+}
+
+impl<W: HostDelay> WaitHooks<SimHost, W> for SimHooks {
+    fn before_step(&mut self, _: &ExecRequest, host: &mut SimHost, _: &Notifications) {
+        observe_pass(host);
+    }
+
+    fn before_delay(
+        &mut self,
+        req: &ExecRequest,
+        host: &mut SimHost,
+        nq: &Notifications,
+        delay: &mut W,
+    ) -> ControlFlow<NrtStatus> {
+        self.clocks.observe(req.state(), host.now_ns());
         // Only a step that changed nothing lets the clock skip to the deadline:
         // after a state change or a consumed record, the next step has work.
         let now_mark = Progress::of(req, nq, host);
-        let idle = now_mark == mark;
-        mark = now_mark;
-        delay.set_host_deadline(host_deadline(req, &clocks).filter(|_| idle));
-        delay.delay_us(SYNC_POLL_DELAY_US);
-        observe_pass(host);
-        step = req.progress_one_step(host, nq, &mut status);
-        steps = steps.saturating_add(1);
+        let idle = now_mark == self.mark;
+        self.mark = now_mark;
+        delay.set_host_deadline(host_deadline(req, &self.clocks).filter(|_| idle));
+        ControlFlow::Continue(())
     }
-    delay.set_host_deadline(None);
-    SyncWait { status, step, steps }
 }
 
 /// Keep the time of the harvest step about to be made (the trace's poll-pass counter).
@@ -373,31 +388,57 @@ fn host_deadline(req: &ExecRequest, clocks: &StateClocks) -> Option<u64> {
 }
 
 /// BAR0 offset of the staging queue's bank in direction `dir`.
-fn queue_bank(arch: Arch, dir: Direction) -> Result<u64, SimError> {
+fn queue_bank(arch: Arch, dir: Direction) -> Result<u64, SubmitError> {
     let map = UdmaLayout::of(arch);
     Ok(layout::udma_base(arch, layout::SIM_UDMA_ENGINE)
         + map.block_offset(dir)
-        + map.queue_offset(layout::SIM_UDMA_QUEUE).map_err(staging_err("queue bank"))?)
+        + map
+            .queue_offset(layout::SIM_UDMA_QUEUE)
+            .map_err(|e| SubmitError::at(SubmitStep::Platform("queue bank"), e))?)
 }
 
 /// Where the device is in the staging queue's ring of direction `dir`: its head
 /// pointer register (G-DMA-AVAIL).
-fn device_head(host: &mut SimHost, arch: Arch, dir: Direction) -> Result<DeviceHead, SimError> {
+fn device_head(host: &mut SimHost, arch: Arch, dir: Direction) -> Result<DeviceHead, SubmitError> {
     let reg = host
         .read32(queue_bank(arch, dir)? + udma::HEAD_PTR)
-        .map_err(|e| SimError::Staging { step: "head pointer", error: DmaError::Platform(e) })?;
+        .map_err(|e| SubmitError::at(SubmitStep::Platform("head pointer"), DmaError::Platform(e)))?;
     Ok(DeviceHead::from_head_ptr(reg))
 }
 
 /// Program a UDMA queue bank's ring base and length (the driver's `DMA_QUEUE_INIT`).
-fn program_queue(host: &mut SimHost, arch: Arch, dir: Direction, ring: u64, depth: u32) -> Result<(), SimError> {
+fn program_queue(host: &mut SimHost, arch: Arch, dir: Direction, ring: u64, depth: u32) -> Result<(), SubmitError> {
     let bank = queue_bank(arch, dir)?;
     let regs = [(udma::RING_BASE_LO, ring as u32), (udma::RING_BASE_HI, (ring >> 32) as u32), (udma::RING_LEN, depth)];
     for (reg, v) in regs {
         host.write32(bank + reg, v)
-            .map_err(|e| SimError::Staging { step: "queue init", error: DmaError::Platform(e) })?;
+            .map_err(|e| SubmitError::at(SubmitStep::Platform("queue init"), DmaError::Platform(e)))?;
     }
     Ok(())
+}
+
+/// The simulator programs the staging queue's banks once the rings are
+/// lowered (the driver's `DMA_QUEUE_INIT`), and reads where the device is from
+/// their head pointers.
+impl SubmitTarget for SimHost {
+    fn device_heads(
+        &mut self,
+        plan: &Submission,
+        tx: &PRing<'_>,
+        rx: &PRing<'_>,
+        _: &SwDmaQueue,
+        _: &SwDmaQueue,
+    ) -> Result<(DeviceHead, DeviceHead), SubmitError> {
+        program_queue(self, plan.arch, Direction::Tx, tx.dev_addr(), tx.depth())?;
+        program_queue(self, plan.arch, Direction::Rx, rx.dev_addr(), rx.depth())?;
+        Ok((device_head(self, plan.arch, Direction::Tx)?, device_head(self, plan.arch, Direction::Rx)?))
+    }
+}
+
+impl From<SubmitError> for SimError {
+    fn from(e: SubmitError) -> SimError {
+        SimError::Staging { step: e.step.name(), error: e.error }
+    }
 }
 
 fn stage<W: Delay>(
@@ -412,66 +453,31 @@ fn stage<W: Delay>(
     let src: Vec<u8> = (0..COPY_BYTES).map(|_| (rng.next_u64() & 0xFF) as u8).collect();
     host.copy_in(layout::COPY_SRC_ADDR, &src).map_err(platform("source fill"))?;
     host.copy_in(layout::DONE_WORD_ADDR, &layout::DONE_WORD.to_le_bytes()).map_err(platform("marker word"))?;
+    let mut txq = SwDmaQueue::new(STAGING_RING_DEPTH as u32).map_err(staging_err("tx queue"))?;
+    let mut rxq = SwDmaQueue::new(STAGING_RING_DEPTH as u32).map_err(staging_err("rx queue"))?;
     let handle = CompletionHandle::new(layout::COMPLETION_HANDLE_ADDR);
-    handle.arm(host).map_err(staging_err("arm completion handle"))?;
-
-    let mut tx_img = [Bd::ZERO; STAGING_RING_DEPTH];
-    let mut rx_img = [Bd::ZERO; STAGING_RING_DEPTH];
-    let mut txp = [[Bd::ZERO; PAGE_BDS]; 2];
-    let mut rxp = [[Bd::ZERO; PAGE_BDS]; 2];
-    let mut vring: VRing<'_, PAGE_BDS> = VRing::new(&mut txp, &mut rxp);
-    // 1024 elements of 4 bytes in 256-element BDs: four 1 KiB descriptors.
-    let data = Transfer {
-        op: OP_COPY,
-        elem_count: (COPY_BYTES / 4) as u32,
-        granule: 256,
-        elem_bytes: 4,
-        src: layout::COPY_SRC_ADDR,
-        dst: layout::COPY_DST_ADDR,
+    let plan = Submission {
+        arch,
+        // 1024 elements of 4 bytes in 256-element BDs: four 1 KiB descriptors.
+        data: Transfer {
+            op: OP_COPY,
+            elem_count: (COPY_BYTES / 4) as u32,
+            granule: 256,
+            elem_bytes: 4,
+            src: layout::COPY_SRC_ADDR,
+            dst: layout::COPY_DST_ADDR,
+        },
+        handle,
+        done_word: layout::DONE_WORD_ADDR,
+        engine_base: layout::udma_base(arch, layout::SIM_UDMA_ENGINE),
+        queue: layout::SIM_UDMA_QUEUE,
+        write_barrier: false,
+        platform: PlatformType::HARDWARE,
     };
-    let a = append_descs(&mut vring, arch, &data, &mut UdmaCopyWriter).map_err(staging_err("append data"))?;
-    // The completion marker: one 4-byte copy over the handle's sentinel.
-    let marker = Transfer {
-        op: OP_COPY,
-        elem_count: 1,
-        granule: 1,
-        elem_bytes: 4,
-        src: layout::DONE_WORD_ADDR,
-        dst: layout::COMPLETION_HANDLE_ADDR,
-    };
-    let b = append_descs(&mut vring, arch, &marker, &mut UdmaCopyWriter).map_err(staging_err("append marker"))?;
-    let n = a.tx.ndesc + b.tx.ndesc;
-    vring.create_prings(host, &mut Collect(events), &mut tx_img, &mut rx_img).map_err(staging_err("lower"))?;
-    let (tx, rx) = vring.rings_mut().map_err(staging_err("rings"))?;
-    let rings = (tx.dev_addr(), rx.dev_addr());
-    program_queue(host, arch, Direction::Tx, tx.dev_addr(), tx.depth())?;
-    program_queue(host, arch, Direction::Rx, rx.dev_addr(), rx.depth())?;
-    let mut txq = SwDmaQueue::for_ring(tx).map_err(staging_err("tx queue"))?;
-    let mut rxq = SwDmaQueue::for_ring(rx).map_err(staging_err("rx queue"))?;
-    let (th, rh) = (device_head(host, arch, Direction::Tx)?, device_head(host, arch, Direction::Rx)?);
-    let (rt, rr) = reserve_descriptors(&mut txq, &mut rxq, th, rh, n).map_err(staging_err("reserve"))?;
-    let tx_bds: Vec<Bd> = tx.image().iter().take(n as usize).copied().collect();
-    let rx_bds: Vec<Bd> = rx.image().iter().take(n as usize).copied().collect();
-    tx.set_descriptors(&rt, &tx_bds).map_err(staging_err("set tx"))?;
-    rx.set_descriptors(&rr, &rx_bds).map_err(staging_err("set rx"))?;
-    tx.stage(host, &rt).map_err(staging_err("stage tx"))?;
-    rx.stage(host, &rr).map_err(staging_err("stage rx"))?;
-    let depth = tx.depth();
-
-    // Doorbell A: S2M first, then M2S (driver §5, M2M copy).
-    let base = layout::udma_base(arch, layout::SIM_UDMA_ENGINE);
-    let map = UdmaLayout::of(arch);
-    let q = layout::SIM_UDMA_QUEUE;
-    let doorbells = (
-        map.tail_inc_offset(base, q, Direction::Tx).map_err(staging_err("doorbell offset"))?,
-        map.tail_inc_offset(base, q, Direction::Rx).map_err(staging_err("doorbell offset"))?,
-    );
+    let mut bufs = StagingBuffers::new();
     let mut fence = host.fence();
-    ring_tail_inc(host, &mut fence, arch, base, q, Direction::Rx, n).map_err(staging_err("doorbell rx"))?;
-    ring_tail_inc(host, &mut fence, arch, base, q, Direction::Tx, n).map_err(staging_err("doorbell tx"))?;
-    handle
-        .wait(host, delay, &mut Collect(events), n, PlatformType::HARDWARE)
-        .map_err(staging_err("completion wait"))?;
+    // Doorbell A: S2M first, then M2S (driver §5, M2M copy).
+    let done = submit(host, &mut fence, delay, &mut Collect(events), &plan, (&mut txq, &mut rxq), &mut bufs)?;
     let handle_polls = events.iter().rev().find_map(|e| match e {
         Event::Dma(DmaEvent::Completed { polls, .. }) => Some(*polls),
         _ => None,
@@ -479,10 +485,10 @@ fn stage<W: Delay>(
     let mut dst = vec![0u8; COPY_BYTES];
     host.copy_out(layout::COPY_DST_ADDR, &mut dst).map_err(platform("copy check"))?;
     Ok(StagingReport {
-        descriptors: n,
-        ring_depth: depth,
-        rings,
-        doorbells,
+        descriptors: done.descriptors,
+        ring_depth: done.ring_depth,
+        rings: done.rings,
+        doorbells: done.doorbells,
         handle: handle.addr(),
         handle_polls,
         copy_bytes: COPY_BYTES,
@@ -491,11 +497,18 @@ fn stage<W: Delay>(
     })
 }
 
+/// The staging submission's storage: two vring pages of [`PAGE_BDS`] per
+/// direction, rings of [`STAGING_RING_DEPTH`].
+type StagingBuffers = SubmitBuffers<PAGE_BDS, 2, STAGING_RING_DEPTH>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::host::Handoff;
     use crate::shm::Line;
+    use nrt_core::dma::build::append_descs;
+    use nrt_core::dma::doorbell::ring_tail_inc;
+    use nrt_core::dma::{Bd, UdmaCopyWriter, VRing};
     use nrt_core::nq::Engine;
 
     /// The wait before the skip to the host's deadline: every idle step moves the

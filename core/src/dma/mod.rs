@@ -42,6 +42,7 @@ pub mod doorbell;
 pub mod handle;
 pub mod pring;
 pub mod queue;
+pub mod submit;
 pub mod vring;
 
 pub use bd::{Bd, LenCtrl};
@@ -50,6 +51,7 @@ pub use doorbell::{UdmaLayout, HOST_TRIGGER_OFFSET, TOPSP_ENGINE};
 pub use handle::{CompletionHandle, PlatformType, COMPLETION_SENTINEL};
 pub use pring::{PRing, RingBacking, SemaTable};
 pub use queue::{DeviceHead, Reservation, SwDmaQueue};
+pub use submit::{submit, Submission, SubmitBuffers, SubmitError, SubmitStep, SubmitTarget, Submitted};
 pub use vring::{addr_rewrite, DescBlock, Relocation, VRing};
 
 /// A DMA direction.
@@ -228,6 +230,8 @@ impl DmaError {
         DmaError::Platform(e.kind())
     }
 }
+
+impl core::error::Error for DmaError {}
 
 impl fmt::Display for DmaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -6,11 +6,16 @@
 //! - [`exec_wait_watching`], the same loop taking a step only when a cheap
 //!   look at the rings finds a fresh record (or every
 //!   [`WATCH_STEP_EVERY`] delays).
+//! - [`exec_wait_with`], the one loop both run: the same steps and delays,
+//!   with a caller's [`WaitHooks`] around them (a pass counter, a clock
+//!   check that may abandon the wait, a look before stepping).
 //! - [`ExecUnit::step`], the async execution-unit worker step (`tpb_xu_step`):
 //!   drives the same machine from a worker, degrades the unit to FATAL_SHUTDOWN on
 //!   a 2, answers 101 once fatal, and on completion runs
 //!   `tpb_xu_base_report_complete`: consume one has-work, publish the status,
 //!   pop the request (which signals its mark-complete), in that order.
+
+use core::ops::ControlFlow;
 
 use super::{ExecConfig, ExecDevice, ExecEvent, ExecRequest, Step};
 use crate::hal::Delay;
@@ -27,7 +32,8 @@ pub const SYNC_POLL_DELAY_US: u32 = 1;
 pub struct SyncWait {
     /// The request's status.
     pub status: NrtStatus,
-    /// The final one-step code (0 or 2).
+    /// The final one-step code: 0 or 2, or 1 when [`WaitHooks::before_delay`]
+    /// abandoned the wait with the request in flight.
     pub step: Step,
     /// Calls of `progress_one_step`.
     pub steps: u64,
@@ -44,33 +50,101 @@ pub fn exec_wait_round_robin<D: ExecDevice + ?Sized, W: Delay + ?Sized>(
     nq: &mut Notifications,
     delay: &mut W,
 ) -> SyncWait {
-    wait_stepping_when(req, dev, nq, delay, |_, _, _| true)
+    exec_wait_with(req, dev, nq, delay, &mut NoHooks)
 }
 
-/// The sync drivers' loop: a step, then, until the request is done, a delay
-/// and a step whenever `step_now` says so (it is asked after every delay);
-/// the batched HEADs written back at the end.
-fn wait_stepping_when<D: ExecDevice + ?Sized, W: Delay + ?Sized>(
+/// What a caller adds to the harvest loop of [`exec_wait_with`]. Every method
+/// has a default that adds nothing, so [`NoHooks`] is the seed's
+/// `exec_wait_round_robin`.
+///
+/// `D` is the device the loop steps, `W` its delay: a hook may look at both
+/// (a simulator tells its delay how far it may skip).
+pub trait WaitHooks<D: ?Sized, W: ?Sized> {
+    /// Just before each step, the first included (a trace's pass counter, a
+    /// clock read).
+    fn before_step(&mut self, _req: &ExecRequest, _dev: &mut D, _nq: &Notifications) {}
+
+    /// Just after each step, with its code.
+    fn after_step(&mut self, _req: &ExecRequest, _dev: &mut D, _nq: &Notifications, _step: Step) {}
+
+    /// Before each delay, while the request is in flight: go on
+    /// (`Continue`), or abandon the wait with a status (`Break`). An abandoned
+    /// request is left in flight: it may be stepped on, or dropped. Default:
+    /// go on (the request's own timeout ends the wait).
+    fn before_delay(
+        &mut self,
+        _req: &ExecRequest,
+        _dev: &mut D,
+        _nq: &Notifications,
+        _delay: &mut W,
+    ) -> ControlFlow<NrtStatus> {
+        ControlFlow::Continue(())
+    }
+
+    /// After each delay: whether to step now, or wait another delay first.
+    /// Default: step after every delay.
+    fn step_now(&mut self, _req: &ExecRequest, _dev: &mut D, _nq: &Notifications) -> bool {
+        true
+    }
+}
+
+/// The hooks that add nothing: [`exec_wait_with`] is then
+/// [`exec_wait_round_robin`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NoHooks;
+
+impl<D: ?Sized, W: ?Sized> WaitHooks<D, W> for NoHooks {}
+
+/// The one harvest loop every sync driver runs: a step; then, while the
+/// request is in flight, [`WaitHooks::before_delay`] (which may abandon the
+/// wait), a delay of [`SYNC_POLL_DELAY_US`], and a step whenever
+/// [`WaitHooks::step_now`] says so; each step between
+/// [`WaitHooks::before_step`] and [`WaitHooks::after_step`]. When the request
+/// is done and the rings batch their HEADs, the HEADs are written back once
+/// (G-HEAD-BATCH), as after any completed request.
+///
+/// Returns the status, the final step code and the steps taken. An abandoned
+/// wait returns [`Step::InFlight`] with the hook's status and writes no HEAD
+/// back (the request may still be stepped on).
+///
+/// Allocates nothing and blocks only in `delay`. Terminates when the request
+/// does (at the latest at the core timeout, as long as the platform's clock
+/// advances) or when the hooks abandon it.
+pub fn exec_wait_with<D, W, H>(
     req: &mut ExecRequest,
     dev: &mut D,
     nq: &mut Notifications,
     delay: &mut W,
-    mut step_now: impl FnMut(&mut ExecRequest, &mut D, &mut Notifications) -> bool,
-) -> SyncWait {
+    hooks: &mut H,
+) -> SyncWait
+where
+    D: ExecDevice + ?Sized,
+    W: Delay + ?Sized,
+    H: WaitHooks<D, W> + ?Sized,
+{
     let mut status = NrtStatus::Success;
-    let mut steps = 1u64;
-    let mut step = req.progress_one_step(dev, nq, &mut status);
-    while step == Step::InFlight {
-        delay.delay_us(SYNC_POLL_DELAY_US);
-        if step_now(req, dev, nq) {
-            step = req.progress_one_step(dev, nq, &mut status);
-            steps = steps.saturating_add(1);
+    let mut steps = 0u64;
+    loop {
+        hooks.before_step(req, dev, nq);
+        let step = req.progress_one_step(dev, nq, &mut status);
+        steps = steps.saturating_add(1);
+        hooks.after_step(req, dev, nq, step);
+        if step != Step::InFlight {
+            if nq.head_batching() {
+                super::group::write_back_heads(dev, nq, req.tpb_count());
+            }
+            return SyncWait { status, step, steps };
+        }
+        loop {
+            if let ControlFlow::Break(why) = hooks.before_delay(req, dev, nq, delay) {
+                return SyncWait { status: why, step: Step::InFlight, steps };
+            }
+            delay.delay_us(SYNC_POLL_DELAY_US);
+            if hooks.step_now(req, dev, nq) {
+                break;
+            }
         }
     }
-    if nq.head_batching() {
-        super::group::write_back_heads(dev, nq, req.tpb_count());
-    }
-    SyncWait { status, step, steps }
 }
 
 /// [`exec_wait_watching`]: at most this many delays pass between two steps.
@@ -94,15 +168,26 @@ pub fn exec_wait_watching<D: ExecDevice + ?Sized, W: Delay + ?Sized>(
     nq: &mut Notifications,
     delay: &mut W,
 ) -> SyncWait {
-    let mut delays = 0u32;
-    wait_stepping_when(req, dev, nq, delay, |req, dev, nq| {
-        delays += 1;
-        if delays < WATCH_STEP_EVERY && !req.may_progress(dev, nq) {
+    exec_wait_with(req, dev, nq, delay, &mut Watch::default())
+}
+
+/// The hooks of [`exec_wait_watching`]: step after a delay only when
+/// [`ExecRequest::may_progress`] says so, or when [`WATCH_STEP_EVERY`] delays
+/// have passed since the last step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Watch {
+    delays: u32,
+}
+
+impl<D: ExecDevice + ?Sized, W: ?Sized> WaitHooks<D, W> for Watch {
+    fn step_now(&mut self, req: &ExecRequest, dev: &mut D, nq: &Notifications) -> bool {
+        self.delays += 1;
+        if self.delays < WATCH_STEP_EVERY && !req.may_progress(dev, nq) {
             return false;
         }
-        delays = 0;
+        self.delays = 0;
         true
-    })
+    }
 }
 
 /// Health of an execution unit (`xu->health_status`).

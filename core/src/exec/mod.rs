@@ -35,7 +35,8 @@ pub mod tensor;
 
 pub use device::ExecDevice;
 pub use driver::{
-    exec_wait_round_robin, exec_wait_watching, ExecUnit, SyncWait, XuHealth, XuQueue, XuSignalError, XuStep, XuWork,
+    exec_wait_round_robin, exec_wait_watching, exec_wait_with, ExecUnit, NoHooks, SyncWait, WaitHooks, Watch, XuHealth,
+    XuQueue, XuSignalError, XuStep, XuWork,
 };
 pub use event::{ExecEvent, ProbeReason};
 #[cfg(any(test, feature = "test-utils"))]

@@ -312,8 +312,9 @@ impl Session {
             _pad: 0,
         })?;
         self.queues.push((STAGING_ENGINE, STAGING_QUEUE));
-        self.txq = Some(SwDmaQueue::new(STAGING_RING_DEPTH).map_err(|e| self.dma_error("queue", e))?);
-        self.rxq = Some(SwDmaQueue::new(STAGING_RING_DEPTH).map_err(|e| self.dma_error("queue", e))?);
+        let queue_err = |e| staging_err(&self.dev, SubmitError::at(SubmitStep::Platform("queue"), e));
+        self.txq = Some(SwDmaQueue::new(STAGING_RING_DEPTH).map_err(queue_err)?);
+        self.rxq = Some(SwDmaQueue::new(STAGING_RING_DEPTH).map_err(queue_err)?);
         Ok(())
     }
 

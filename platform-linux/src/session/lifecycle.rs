@@ -91,18 +91,6 @@ impl Session {
         }
     }
 
-    pub(super) fn dma_error(&self, step: &str, e: DmaError) -> LinuxError {
-        let kind = match e {
-            DmaError::Timeout => io::ErrorKind::TimedOut,
-            _ => io::ErrorKind::InvalidInput,
-        };
-        LinuxError::new(
-            "DMA staging",
-            self.dev.path().display().to_string(),
-            io::Error::new(kind, format!("{step}: {e}")),
-        )
-    }
-
     /// The device node.
     pub fn path(&self) -> &std::path::Path {
         self.dev.path()

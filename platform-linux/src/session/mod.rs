@@ -98,13 +98,11 @@ use std::sync::Arc;
 
 use nrt_abi::sim::{self as simabi, Line};
 use nrt_core::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
-use nrt_core::dma::build::{append_descs, Transfer, OP_COPY};
-use nrt_core::dma::doorbell::{kickoff_infer, ring_tail_inc};
+use nrt_core::dma::build::{Transfer, OP_COPY};
+use nrt_core::dma::doorbell::kickoff_infer;
 use nrt_core::dma::pring::RingBacking;
-use nrt_core::dma::queue::reserve_descriptors;
 use nrt_core::dma::{
-    Bd, CompletionHandle, DeviceHead, Direction, DmaError, DmaEvent, PlatformType, SwDmaQueue, UdmaCopyWriter,
-    UdmaLayout, VRing,
+    CompletionHandle, Direction, DmaError, DmaEvent, PlatformType, SubmitError, SubmitStep, SwDmaQueue,
 };
 use nrt_core::event::Event;
 use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, Step, TensorCompletions, TensorWaker};
@@ -131,7 +129,7 @@ pub use lifecycle::Inference;
 pub use report::run_report;
 use staging::Chunk;
 #[cfg(test)]
-use staging::{lower_staging, ChunkMemory};
+use staging::{submit_staging, ChunkMemory};
 pub use staging::{Staging, M2S_WRITE_BARRIER};
 
 /// How this session holds a core's CRWL lock.
@@ -371,15 +369,15 @@ pub fn ring_request(core: u8, nq: u8, kind: u32, ring_entries: u32) -> Notificat
     }
 }
 
-/// A core DMA error of staging step `step`, as a [`LinuxError`] naming the device.
-fn staging_err<'a>(dev: &'a NeuronDevice, step: &'static str) -> impl Fn(DmaError) -> LinuxError + 'a {
-    move |e| {
-        let kind = match e {
-            DmaError::Timeout => io::ErrorKind::TimedOut,
-            _ => io::ErrorKind::InvalidInput,
-        };
-        LinuxError::new("DMA staging", dev.path().display().to_string(), io::Error::new(kind, format!("{step}: {e}")))
-    }
+/// A failed step of core's submit sequence (or of the staging queue's set-up),
+/// as a [`LinuxError`] naming the device; the step and core's error stay
+/// reachable ([`LinuxError::dma`], and its `source()`).
+fn staging_err(dev: &NeuronDevice, e: SubmitError) -> LinuxError {
+    let kind = match e.error {
+        DmaError::Timeout => io::ErrorKind::TimedOut,
+        _ => io::ErrorKind::InvalidInput,
+    };
+    LinuxError::new("DMA staging", dev.path().display().to_string(), io::Error::new(kind, e))
 }
 
 fn refused(dev: &NeuronDevice, call: &'static str, why: String) -> LinuxError {

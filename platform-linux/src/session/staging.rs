@@ -2,6 +2,7 @@
 //! and ring backing, and the copy and its completion marker lowered into them.
 
 use super::*;
+use nrt_core::dma::{submit, Submission, SubmitBuffers, SubmitError, SubmitStep, SubmitTarget, Submitted};
 
 /// One chunk of host memory the driver allocated, and its mapping.
 #[derive(Debug)]
@@ -113,68 +114,124 @@ pub struct Staging {
     pub events: Vec<Event>,
 }
 
-/// The staging copy of step 9 into the mapped chunks: fill the buffer (source,
-/// cleared destination, done word), arm the completion handle, build the copy
-/// and its marker with core's `append_descs`, lower them into the rings
-/// (`create_prings` over the TX and RX chunks), reserve, set and stage them at
-/// the queue cursors. Returns the descriptors per direction, the rings'
-/// addresses and their depth.
-/// `meta_ctrl` bit 26 of an M2S descriptor: the write barrier
-/// (udma/udma_m2m.c: `struct sdma_cme_desc_word`, `write_barrier`).
-pub const M2S_WRITE_BARRIER: u32 = 1 << 26;
+/// `meta_ctrl` bit 26 of an M2S descriptor: the write barrier, which the
+/// staging copy sets on its last data descriptor (defined in core's submit
+/// sequence).
+pub use nrt_core::dma::submit::M2S_WRITE_BARRIER;
 
-pub(super) fn lower_staging(
+/// The staging submission's storage: two vring pages of [`PAGE_BDS`] per
+/// direction, rings of [`STAGING_RING_DEPTH`].
+type StagingBuffers = SubmitBuffers<PAGE_BDS, 2, { STAGING_RING_DEPTH as usize }>;
+
+/// The device as core's submit sequence sees it: the mapped chunks for memory,
+/// `doorbell` for the tail-increment registers; the device is caught up with
+/// the queues (the default [`SubmitTarget::device_heads`]: the driver
+/// programmed the queue at bring-up, and every staging copy completes or
+/// leaves the session unusable).
+struct StagingTarget<'m, 'c, R> {
+    mem: &'m mut ChunkMemory<'c>,
+    doorbell: &'m mut R,
+}
+
+impl<R> ErrorType for StagingTarget<'_, '_, R> {
+    type Error = LinuxError;
+}
+
+impl<R> hal::DeviceMemory for StagingTarget<'_, '_, R> {
+    fn copy_in(&mut self, addr: u64, data: &[u8]) -> Result<(), LinuxError> {
+        self.mem.copy_in(addr, data)
+    }
+    fn copy_out(&mut self, addr: u64, out: &mut [u8]) -> Result<(), LinuxError> {
+        self.mem.copy_out(addr, out)
+    }
+}
+
+impl<R> RingBacking for StagingTarget<'_, '_, R> {
+    fn alloc_ring(&mut self, dir: Direction, depth: u32) -> Result<u64, LinuxError> {
+        self.mem.alloc_ring(dir, depth)
+    }
+}
+
+impl<R: hal::Registers<Error = LinuxError>> hal::Registers for StagingTarget<'_, '_, R> {
+    fn read32(&mut self, offset: u64) -> Result<u32, LinuxError> {
+        self.doorbell.read32(offset)
+    }
+    fn write32(&mut self, offset: u64, value: u32) -> Result<(), LinuxError> {
+        self.doorbell.write32(offset, value)
+    }
+}
+
+impl<R: hal::Registers<Error = LinuxError>> SubmitTarget for StagingTarget<'_, '_, R> {}
+
+/// The staging copy of step 9 into the mapped chunks: fill the buffer (source,
+/// cleared destination, done word), then core's submit sequence: arm the
+/// completion handle, build the copy and its marker, lower them into the rings
+/// (over the TX and RX chunks), reserve, set (the write barrier on the last
+/// data descriptor before the marker's, as the driver's own memcpy does) and
+/// stage them at the queue cursors, ring S2M then M2S through `doorbell`, and
+/// poll the marker through `delay`. A marker that does not arrive within core's
+/// budget is reported (no `Completed` event in `events`), not fatal: the
+/// caller checks the copy.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn submit_staging<R: hal::Registers<Error = LinuxError>, W: hal::Delay>(
     mem: &mut ChunkMemory<'_>,
+    doorbell: &mut R,
+    delay: &mut W,
     arch: Arch,
     buf: u64,
     src: &[u8],
     (txq, rxq): (&mut SwDmaQueue, &mut SwDmaQueue),
     events: &mut Vec<Event>,
-) -> Result<(u32, (u64, u64), u32), LinuxError> {
-    let dev = mem.dev;
+) -> Result<Submitted, StagingFailure> {
     let (src_addr, dst_addr) = (buf, buf + COPY_BYTES as u64);
     let (handle_addr, done_addr) = (buf + 2 * COPY_BYTES as u64, buf + 2 * COPY_BYTES as u64 + 0x100);
-    let mut tx_img = vec![Bd::ZERO; STAGING_RING_DEPTH as usize];
-    let mut rx_img = vec![Bd::ZERO; STAGING_RING_DEPTH as usize];
-    let mut txp = [[Bd::ZERO; PAGE_BDS]; 2];
-    let mut rxp = [[Bd::ZERO; PAGE_BDS]; 2];
     hal::DeviceMemory::copy_in(mem, src_addr, src)?;
     hal::DeviceMemory::copy_in(mem, dst_addr, &vec![0; src.len()])?;
     hal::DeviceMemory::copy_in(mem, done_addr, &DONE_WORD.to_le_bytes())?;
-    CompletionHandle::new(handle_addr).arm(mem).map_err(staging_err(dev, "arm completion handle"))?;
-    let mut vring: VRing<'_, PAGE_BDS> = VRing::new(&mut txp, &mut rxp);
-    // 1024 elements of 4 bytes in 256-element BDs: four 1 KiB descriptors.
-    let data = Transfer {
-        op: OP_COPY,
-        elem_count: (src.len() / 4) as u32,
-        granule: 256,
-        elem_bytes: 4,
-        src: src_addr,
-        dst: dst_addr,
+    let plan = Submission {
+        arch,
+        // 1024 elements of 4 bytes in 256-element BDs: four 1 KiB descriptors.
+        data: Transfer {
+            op: OP_COPY,
+            elem_count: (src.len() / 4) as u32,
+            granule: 256,
+            elem_bytes: 4,
+            src: src_addr,
+            dst: dst_addr,
+        },
+        handle: CompletionHandle::new(handle_addr),
+        done_word: done_addr,
+        engine_base: udma_base(arch, STAGING_ENGINE),
+        queue: STAGING_QUEUE,
+        // neuron_dma.c `ndma_memcpy_chunks`, barrier type from v2/v3
+        // `ndma_get_m2m_barrier_type_*`.
+        write_barrier: true,
+        platform: PlatformType::HARDWARE,
     };
-    let a = append_descs(&mut vring, arch, &data, &mut UdmaCopyWriter).map_err(staging_err(dev, "append data"))?;
-    let marker = Transfer { op: OP_COPY, elem_count: 1, granule: 1, elem_bytes: 4, src: done_addr, dst: handle_addr };
-    let b = append_descs(&mut vring, arch, &marker, &mut UdmaCopyWriter).map_err(staging_err(dev, "append marker"))?;
-    let n = a.tx.ndesc + b.tx.ndesc;
-    vring.create_prings(mem, &mut Collect(events), &mut tx_img, &mut rx_img).map_err(staging_err(dev, "lower"))?;
-    let (tx, rx) = vring.rings_mut().map_err(staging_err(dev, "rings"))?;
-    let (th, rh) = (DeviceHead::caught_up(txq), DeviceHead::caught_up(rxq));
-    let (rt, rr) = reserve_descriptors(txq, rxq, th, rh, n).map_err(staging_err(dev, "reserve"))?;
-    let mut tx_bds: Vec<Bd> = tx.image().iter().take(n as usize).copied().collect();
-    // The write barrier on the last data descriptor before the completion
-    // marker's, so the marker cannot land before the data (the driver's own
-    // memcpy does the same: neuron_dma.c `ndma_memcpy_chunks`, barrier type
-    // from v2/v3 `ndma_get_m2m_barrier_type_*`; udma/udma_m2m.c sets
-    // `sdma_cme_desc_word.write_barrier`, meta_ctrl bit 26).
-    if let Some(last) = a.tx.ndesc.checked_sub(1).and_then(|i| tx_bds.get_mut(i as usize)) {
-        last.meta_ctrl.set(last.meta_ctrl.get() | M2S_WRITE_BARRIER);
+    let mut bufs = Box::new(StagingBuffers::new());
+    let mut target = StagingTarget { mem, doorbell };
+    match submit(&mut target, &mut Fence, delay, &mut Collect(events), &plan, (txq, rxq), &mut bufs) {
+        Ok(done) => Ok(done),
+        // The marker within core's budget; a device that did not copy is reported, not fatal.
+        Err(SubmitError { step: SubmitStep::Wait, rung: Some(done), .. }) => Ok(done),
+        Err(e) => Err(StagingFailure::Submit(e)),
     }
-    let rx_bds: Vec<Bd> = rx.image().iter().take(n as usize).copied().collect();
-    tx.set_descriptors(&rt, &tx_bds).map_err(staging_err(dev, "set tx"))?;
-    rx.set_descriptors(&rr, &rx_bds).map_err(staging_err(dev, "set rx"))?;
-    tx.stage(mem, &rt).map_err(staging_err(dev, "stage tx"))?;
-    rx.stage(mem, &rr).map_err(staging_err(dev, "stage rx"))?;
-    Ok((n, (tx.dev_addr(), rx.dev_addr()), tx.depth()))
+}
+
+/// Why [`submit_staging`] failed: filling the buffer, or a step of core's
+/// submit sequence.
+#[derive(Debug)]
+pub(super) enum StagingFailure {
+    /// A copy into the chunks.
+    Fill(LinuxError),
+    /// A step of the sequence.
+    Submit(SubmitError),
+}
+
+impl From<LinuxError> for StagingFailure {
+    fn from(e: LinuxError) -> StagingFailure {
+        StagingFailure::Fill(e)
+    }
 }
 
 impl Session {
@@ -192,33 +249,29 @@ impl Session {
             (Some(t), Some(r)) => (t, r),
             _ => return Err(refused(&self.dev, "staging", "the queue was not initialised".into())),
         };
-        let handle = CompletionHandle::new(handle_addr);
-        let (n, rings, depth) = {
+        let (arch_base, mut delay) = (udma_base(arch, STAGING_ENGINE), AnyDelay::new(DelayKind::Libnrt));
+        let result = {
             let mut mem = ChunkMemory { dev: &self.dev, chunks: &self.chunks };
-            lower_staging(&mut mem, arch, buf, &src, (&mut txq, &mut rxq), &mut events)?
+            let mut db =
+                IoctlDoorbell::new(&self.dev, arch, vec![UdmaEngine { eng_id: STAGING_ENGINE, base: arch_base }]);
+            submit_staging(&mut mem, &mut db, &mut delay, arch, buf, &src, (&mut txq, &mut rxq), &mut events)
         };
-        self.txq = Some(txq);
-        self.rxq = Some(rxq);
-        // The doorbells: S2M, then M2S, through one DMA_QUEUE_COPY_START.
-        let base = udma_base(arch, STAGING_ENGINE);
-        let map = UdmaLayout::of(arch);
-        let doorbells = (
-            map.tail_inc_offset(base, STAGING_QUEUE, Direction::Tx)
-                .map_err(staging_err(&self.dev, "doorbell offset"))?,
-            map.tail_inc_offset(base, STAGING_QUEUE, Direction::Rx)
-                .map_err(staging_err(&self.dev, "doorbell offset"))?,
-        );
-        {
-            let mut db = IoctlDoorbell::new(&self.dev, arch, vec![UdmaEngine { eng_id: STAGING_ENGINE, base }]);
-            for dir in [Direction::Rx, Direction::Tx] {
-                ring_tail_inc(&mut db, &mut Fence, arch, base, STAGING_QUEUE, dir, n)
-                    .map_err(|e| self.dma_error("doorbell", e))?;
-            }
+        // The cursors advance once the descriptors are staged: a doorbell that
+        // fails leaves them past the staged slots.
+        let staged = match &result {
+            Ok(_) => true,
+            Err(StagingFailure::Submit(e)) => matches!(e.step, SubmitStep::DoorbellOffset | SubmitStep::Doorbell(_)),
+            Err(StagingFailure::Fill(_)) => false,
+        };
+        if staged {
+            self.txq = Some(txq);
+            self.rxq = Some(rxq);
         }
+        let done = result.map_err(|e| match e {
+            StagingFailure::Fill(e) => e,
+            StagingFailure::Submit(e) => staging_err(&self.dev, e),
+        })?;
         let mut mem = ChunkMemory { dev: &self.dev, chunks: &self.chunks };
-        let mut delay = AnyDelay::new(DelayKind::Libnrt);
-        // The marker within core's budget; a device that did not copy is reported, not fatal.
-        let _ = handle.wait(&mut mem, &mut delay, &mut Collect(&mut events), n, PlatformType::HARDWARE);
         let handle_polls = events.iter().rev().find_map(|e| match e {
             Event::Dma(DmaEvent::Completed { polls, .. }) => Some(*polls),
             _ => None,
@@ -226,11 +279,11 @@ impl Session {
         let mut dst = vec![0u8; COPY_BYTES];
         hal::DeviceMemory::copy_out(&mut mem, dst_addr, &mut dst)?;
         Ok(Staging {
-            descriptors: n,
-            ring_depth: depth,
-            rings,
-            doorbells,
-            handle: handle.addr(),
+            descriptors: done.descriptors,
+            ring_depth: done.ring_depth,
+            rings: done.rings,
+            doorbells: done.doorbells,
+            handle: handle_addr,
             handle_polls,
             copy_bytes: COPY_BYTES,
             copy_verified: dst == src,

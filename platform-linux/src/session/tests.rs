@@ -1,6 +1,7 @@
 //! The session against a driver in this process (`sys::fake`).
 
 use super::*;
+use nrt_core::dma::Bd;
 
 #[test]
 fn the_runtime_version_is_checked_against_both_ends_and_named() {
@@ -80,6 +81,31 @@ fn bd_at(map: &Mapping, slot: u64) -> Bd {
     Bd::new(nrt_core::dma::LenCtrl::from_bits(w(0)), w(1), addr)
 }
 
+/// Doorbell registers that keep what is written and ring nothing.
+#[derive(Default)]
+struct NoDoorbell(Vec<(u64, u32)>);
+
+impl ErrorType for NoDoorbell {
+    type Error = LinuxError;
+}
+
+impl hal::Registers for NoDoorbell {
+    fn read32(&mut self, _: u64) -> Result<u32, LinuxError> {
+        Ok(0)
+    }
+    fn write32(&mut self, offset: u64, value: u32) -> Result<(), LinuxError> {
+        self.0.push((offset, value));
+        Ok(())
+    }
+}
+
+/// A delay that does not wait (the marker never lands in these chunks).
+struct NoDelay;
+
+impl hal::Delay for NoDelay {
+    fn delay_us(&mut self, _: u32) {}
+}
+
 /// The staging of step 9 lands in the mapped chunks: the buffer filled and
 /// the handle armed, five copy descriptors per ring at the chunks' physical
 /// addresses (four 1 KiB data BDs, then the 4-byte marker), at the queue
@@ -95,9 +121,22 @@ fn staging_lowers_the_copy_and_its_marker_into_the_mapped_rings() {
     let (mut txq, mut rxq) =
         (SwDmaQueue::new(STAGING_RING_DEPTH).unwrap(), SwDmaQueue::new(STAGING_RING_DEPTH).unwrap());
     let mut events = Vec::new();
-    let (n, rings, depth) =
-        lower_staging(&mut mem, Arch::Sunda, 0x30_0000, &src, (&mut txq, &mut rxq), &mut events).unwrap();
-    assert_eq!((n, rings, depth), (5, (0x10_0000, 0x20_0000), STAGING_RING_DEPTH));
+    let mut db = NoDoorbell::default();
+    let s = submit_staging(
+        &mut mem,
+        &mut db,
+        &mut NoDelay,
+        Arch::Sunda,
+        0x30_0000,
+        &src,
+        (&mut txq, &mut rxq),
+        &mut events,
+    )
+    .unwrap();
+    assert_eq!((s.descriptors, s.rings, s.ring_depth), (5, (0x10_0000, 0x20_0000), STAGING_RING_DEPTH));
+    // Rung S2M, then M2S, five descriptors each; the marker never landed.
+    assert_eq!(db.0, [(s.doorbells.1, 5), (s.doorbells.0, 5)]);
+    assert!(!events.iter().any(|e| matches!(e, Event::Dma(DmaEvent::Completed { .. }))));
     let (tx, rx, buf) =
         (chunks[0].map.as_ref().unwrap(), chunks[1].map.as_ref().unwrap(), chunks[2].map.as_ref().unwrap());
     for i in 0..4u64 {
@@ -115,7 +154,8 @@ fn staging_lowers_the_copy_and_its_marker_into_the_mapped_rings() {
     assert_eq!(buf.load32(0x2100, Ordering::Relaxed).unwrap(), DONE_WORD);
     assert_eq!((txq.next_desc_idx(), rxq.next_desc_idx()), (5, 5));
     // A second inference goes to the next slots.
-    lower_staging(&mut mem, Arch::Sunda, 0x30_0000, &src, (&mut txq, &mut rxq), &mut events).unwrap();
+    submit_staging(&mut mem, &mut db, &mut NoDelay, Arch::Sunda, 0x30_0000, &src, (&mut txq, &mut rxq), &mut events)
+        .unwrap();
     assert_eq!(bd_at(tx, 9).addr(), 0x30_2100);
     assert_eq!(txq.next_desc_idx(), 10);
     // Memory outside every chunk is refused, naming it.
@@ -1429,4 +1469,28 @@ fn a_session_from_core_1_reads_core_1s_status_lines() {
         let r = core_1_session_with_line(line, 0, code);
         assert_eq!(r.status, NrtStatus::Success, "{name} on core 0 only: {:?}", r.events);
     }
+}
+
+/// A failed staging step keeps its message ("DMA staging on <dev> failed:
+/// <step>: <core's error>"), and core's typed error stays reachable: as
+/// `LinuxError::dma`, as the `source()`, and in the kind core sees.
+#[test]
+fn a_staging_failure_keeps_its_message_and_cores_typed_error() {
+    let dev = NeuronDevice::open("/dev/null").unwrap();
+    let io_err = DmaError::Platform(hal::ErrorKind::Io);
+    let e = staging_err(&dev, SubmitError::at(SubmitStep::Stage(Direction::Tx), io_err));
+    assert_eq!(e.to_string(), format!("DMA staging on /dev/null failed: stage tx: {io_err}"));
+    assert_eq!(e.dma(), Some(&SubmitError::at(SubmitStep::Stage(Direction::Tx), io_err)));
+    let source = std::error::Error::source(&e).expect("a source");
+    assert_eq!(source.downcast_ref::<SubmitError>().map(|s| s.step), Some(SubmitStep::Stage(Direction::Tx)));
+    assert_eq!(source.source().map(|s| s.to_string()), Some(io_err.to_string()), "core's error under the step");
+    assert_eq!(hal::Error::kind(&e), hal::ErrorKind::Io, "the platform's kind, not OutOfRange");
+    let t = staging_err(&dev, SubmitError::at(SubmitStep::Platform("queue"), DmaError::BadRingDepth(0)));
+    assert_eq!(t.source.kind(), io::ErrorKind::InvalidInput);
+    assert_eq!(hal::Error::kind(&t), hal::ErrorKind::Other);
+    assert!(t.to_string().ends_with(&format!("queue: {}", DmaError::BadRingDepth(0))), "{t}");
+    let w = staging_err(&dev, SubmitError::at(SubmitStep::Wait, DmaError::Timeout));
+    assert_eq!(w.source.kind(), io::ErrorKind::TimedOut);
+    // Any other error has none.
+    assert_eq!(refused(&dev, "staging", "no buffer".into()).dma(), None);
 }
