@@ -392,7 +392,7 @@ impl Mapping {
 
     /// Atomic 64-bit load with the given ordering (for the word that carries a
     /// ring entry's phase bit). On a read-only mapping: a `Relaxed` load, then
-    /// a fence of the order asked ([`fence_after_load`]).
+    /// a fence of the order asked.
     pub fn load64(&self, off: u64, order: Ordering) -> io::Result<u64> {
         match self.map.access() {
             Access::ReadWrite => Ok(self.word64(off)?.load(order)),
