@@ -17,7 +17,7 @@ use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 /// Clock `id` in nanoseconds; 0 if it cannot be read.
 pub fn clock_ns(id: libc::clockid_t) -> u64 {
@@ -39,38 +39,90 @@ pub fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
 }
 
+/// How a [`SharedMap`] may be used: read and written, or only read (a
+/// monitor's view of memory another process writes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// `PROT_READ | PROT_WRITE`: the words are handed out as atomics.
+    ReadWrite,
+    /// `PROT_READ`: a store would fault, so no atomic is handed out; only
+    /// [`load_u32`](SharedMap::load_u32) and [`load_u64`](SharedMap::load_u64)
+    /// (`Relaxed` loads, the only atomic accesses Rust allows on read-only
+    /// memory) read it.
+    ReadOnly,
+}
+
 /// A shared mapping (`MAP_SHARED`) of a region of a file, unmapped on drop.
 /// Its words are reached only as atomics borrowed from the mapping, each
 /// bounds- and alignment-checked: another process (or the device) writes the
 /// same memory concurrently, and an atomic access to it is no data race.
 ///
-/// A mapping made without `PROT_WRITE` hands out the same atomics: a store
-/// through one faults, so its users only load.
+/// A [read-only](Access::ReadOnly) mapping hands out no atomic (a store
+/// through one would fault, and Rust allows on read-only memory only small
+/// `Relaxed` loads): it is read with [`load_u32`](SharedMap::load_u32) and
+/// [`load_u64`](SharedMap::load_u64), and a reader that needs Acquire puts an
+/// Acquire fence after the load.
+///
+/// # One size per word
+///
+/// Rust's memory model makes racing atomic accesses of different sizes to
+/// overlapping bytes undefined behaviour. The rule this type relies on: each
+/// word of the mapping is accessed at one size only (a 64-bit word through
+/// [`u64_at`](SharedMap::u64_at) / [`load_u64`](SharedMap::load_u64), never
+/// also through [`u32_at`](SharedMap::u32_at) or [`bytes`](SharedMap::bytes)
+/// while another thread may access it). Every user keeps to it: each field of
+/// the shared file and the driver's memory has one width. It is not enforced:
+/// the other side is often another process, which no check here can see, and
+/// a per-word record in this process would cost a lookup on every access.
+/// Accesses of different sizes that cannot race (ordered by happens-before,
+/// as in one thread) are allowed.
+///
+/// # A file shrunk under the mapping
+///
+/// If the mapped file is truncated while mapped, an access past its new end
+/// raises `SIGBUS` and kills the process, as with any mapping (memmap2's
+/// `Mmap::map` documents the same). Choice: [`map`](SharedMap::map) is
+/// nevertheless a safe function. memmap2's is `unsafe` because it hands out
+/// `&[u8]`, whose contents must not change under it; here every view is an
+/// atomic, so a concurrent writer is no undefined behaviour, and a shrunk
+/// file ends the process with a signal before any byte is read or written
+/// (a crash, like a stack overflow, not a wrong value). The files mapped here
+/// are a device's memory (its length fixed by the driver) and `nrt-sim`'s
+/// device file (a memfd sealed against shrinking, `F_SEAL_SHRINK`, which
+/// [`crate::shm`] checks when it opens one).
 #[derive(Debug)]
 pub struct SharedMap {
     ptr: NonNull<u8>,
     len: usize,
+    access: Access,
 }
 
 // SAFETY: the mapping is plain shared memory owned by this handle; moving it
 // to another thread moves nothing but the pointer.
 unsafe impl Send for SharedMap {}
-// SAFETY: every reference handed out through `&self` is to an atomic inside
-// the mapping (checked), so concurrent accesses from several threads are
-// race-free.
+// SAFETY: everything reached through `&self` is an atomic access inside the
+// mapping (checked), so concurrent accesses from several threads are no data
+// race, provided each word is accessed at one size (the rule in the type's
+// doc: racing accesses of different sizes to the same bytes are undefined
+// behaviour); and a read-only mapping is only loaded, `Relaxed`.
 unsafe impl Sync for SharedMap {}
 
 impl SharedMap {
     /// Map `len` bytes of `file` from `offset` (a multiple of the page size),
-    /// shared, with protection `prot` (`libc::PROT_READ`, with or without
-    /// `libc::PROT_WRITE`). 0 bytes or an offset past `off_t` are refused
-    /// (`InvalidInput`); the kernel's refusal is its OS error.
-    pub fn map(file: &File, offset: u64, len: usize, prot: libc::c_int) -> io::Result<SharedMap> {
+    /// shared, with `access`. 0 bytes or an offset past `off_t` are refused
+    /// (`InvalidInput`); the kernel's refusal is its OS error (`EACCES` for
+    /// [`ReadWrite`](Access::ReadWrite) of a file opened read-only). See the
+    /// type's doc for a file that shrinks under the mapping (`SIGBUS`).
+    pub fn map(file: &File, offset: u64, len: usize, access: Access) -> io::Result<SharedMap> {
         if len == 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "mmap of 0 bytes"));
         }
         let off = libc::off_t::try_from(offset)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "mmap offset too large"))?;
+        let prot = match access {
+            Access::ReadWrite => libc::PROT_READ | libc::PROT_WRITE,
+            Access::ReadOnly => libc::PROT_READ,
+        };
         // SAFETY: a fresh mapping at an address the kernel picks (no fixed
         // address); the kernel validates fd, offset and length; the result is
         // checked against MAP_FAILED.
@@ -79,7 +131,12 @@ impl SharedMap {
             return Err(io::Error::last_os_error());
         }
         let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
-        Ok(SharedMap { ptr, len })
+        Ok(SharedMap { ptr, len, access })
+    }
+
+    /// How it was mapped.
+    pub fn access(&self) -> Access {
+        self.access
     }
 
     /// Length in bytes (never 0).
@@ -99,24 +156,69 @@ impl SharedMap {
         (o.checked_add(size)? <= self.len && o.is_multiple_of(size.clamp(1, 8))).then_some(o)
     }
 
-    /// The 4-byte word at `off` (4-aligned, inside the mapping).
-    pub fn u32_at(&self, off: u64) -> Option<&AtomicU32> {
+    /// The 4-byte word at `off` as an atomic, any access to it: inside the
+    /// mapping, 4-aligned, not checked for [`Access`].
+    fn word32(&self, off: u64) -> Option<&AtomicU32> {
         let o = self.checked(off, 4)?;
         // SAFETY: `o..o+4` is inside the mapping and 4-aligned (the mapping
         // is page-aligned), so it is a valid AtomicU32 for as long as `self`
-        // (the mapping) lives: the borrow cannot outlive it.
+        // (the mapping) lives: the borrow cannot outlive it. The callers
+        // store through it only on a read-write mapping (`u32_at`) and load
+        // a read-only one only `Relaxed` (`load_u32`).
         Some(unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(o).cast::<u32>()) })
     }
 
-    /// The 8-byte word at `off` (8-aligned, inside the mapping).
-    pub fn u64_at(&self, off: u64) -> Option<&AtomicU64> {
+    /// As [`word32`](SharedMap::word32), for 8 bytes, 8-aligned.
+    fn word64(&self, off: u64) -> Option<&AtomicU64> {
         let o = self.checked(off, 8)?;
-        // SAFETY: as in `u32_at`, for 8 bytes, 8-aligned.
+        // SAFETY: as in `word32`, for 8 bytes, 8-aligned.
         Some(unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(o).cast::<u64>()) })
     }
 
-    /// The `len` bytes at `off`, as atomics, if all are inside the mapping.
+    /// The 4-byte word at `off` (4-aligned, inside the mapping) of a
+    /// [read-write](Access::ReadWrite) mapping; `None` on a read-only one
+    /// (read it with [`load_u32`](SharedMap::load_u32)).
+    pub fn u32_at(&self, off: u64) -> Option<&AtomicU32> {
+        self.writable()?;
+        self.word32(off)
+    }
+
+    /// The 8-byte word at `off` (8-aligned, inside the mapping) of a
+    /// read-write mapping; `None` on a read-only one.
+    pub fn u64_at(&self, off: u64) -> Option<&AtomicU64> {
+        self.writable()?;
+        self.word64(off)
+    }
+
+    /// The 4-byte word at `off` (4-aligned, inside the mapping), loaded
+    /// `Relaxed`, of any mapping. A reader that needs Acquire follows it with
+    /// `fence(Ordering::Acquire)`.
+    pub fn load_u32(&self, off: u64) -> Option<u32> {
+        Some(self.word32(off)?.load(Ordering::Relaxed))
+    }
+
+    /// The 8-byte word at `off` (8-aligned, inside the mapping), loaded
+    /// `Relaxed`. Of a read-only mapping only on a 64-bit target: Rust allows
+    /// a `Relaxed` load of read-only memory up to 8 bytes on the 64-bit
+    /// targets (x86_64, aarch64, ...) and up to 4 on the 32-bit ones, so there
+    /// it is `None` (choice: refused rather than loaded as two halves, which
+    /// could tear).
+    pub fn load_u64(&self, off: u64) -> Option<u64> {
+        if self.access == Access::ReadOnly && !cfg!(target_pointer_width = "64") {
+            return None;
+        }
+        Some(self.word64(off)?.load(Ordering::Relaxed))
+    }
+
+    /// `Some` when the mapping may be written.
+    fn writable(&self) -> Option<()> {
+        (self.access == Access::ReadWrite).then_some(())
+    }
+
+    /// The `len` bytes at `off`, as atomics, if all are inside the mapping
+    /// and it is read-write (`None` on a read-only one).
     pub fn bytes(&self, off: u64, len: usize) -> Option<&[AtomicU8]> {
+        self.writable()?;
         let o = usize::try_from(off).ok()?;
         if o.checked_add(len)? > self.len {
             return None;
@@ -207,25 +309,24 @@ pub mod stdout {
 #[macro_export]
 macro_rules! outln {
     () => { $crate::os::stdout::print("\n") };
-    ($($a:tt)*) => { $crate::os::stdout::print(&format!("{}\n", format_args!($($a)*))) };
+    ($($a:tt)*) => { $crate::os::stdout::print(&::std::format!("{}\n", ::std::format_args!($($a)*))) };
 }
 
 /// `print!` through [`stdout`].
 #[macro_export]
 macro_rules! outp {
-    ($($a:tt)*) => { $crate::os::stdout::print(&format!($($a)*)) };
+    ($($a:tt)*) => { $crate::os::stdout::print(&::std::format!($($a)*)) };
 }
 
 /// `eprintln!` through [`stdout`].
 #[macro_export]
 macro_rules! errln {
-    ($($a:tt)*) => { $crate::os::stdout::eprint(&format!("{}\n", format_args!($($a)*))) };
+    ($($a:tt)*) => { $crate::os::stdout::eprint(&::std::format!("{}\n", ::std::format_args!($($a)*))) };
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::Ordering;
 
     /// A file of `len` zero bytes of this test's own.
     fn file(name: &str, len: u64) -> (std::path::PathBuf, File) {
@@ -240,22 +341,49 @@ mod tests {
     #[test]
     fn a_shared_map_hands_out_only_aligned_words_inside_it() {
         let (p, f) = file("words", 4096);
-        let a = SharedMap::map(&f, 0, 4096, libc::PROT_READ | libc::PROT_WRITE).expect("mapped");
-        let b = SharedMap::map(&f, 0, 4096, libc::PROT_READ).expect("mapped again");
-        assert_eq!((a.len(), a.is_empty()), (4096, false));
+        let a = SharedMap::map(&f, 0, 4096, Access::ReadWrite).expect("mapped");
+        let b = SharedMap::map(&f, 0, 4096, Access::ReadWrite).expect("mapped again");
+        assert_eq!((a.len(), a.is_empty(), a.access()), (4096, false, Access::ReadWrite));
         a.u64_at(8).expect("inside").store(0x1122_3344_5566_7788, Ordering::Relaxed);
         assert_eq!(b.u64_at(8).map(|w| w.load(Ordering::Relaxed)), Some(0x1122_3344_5566_7788));
+        // Of another size than the store, but ordered after it (one thread): no race.
         assert_eq!(b.u32_at(8).map(|w| w.load(Ordering::Relaxed)), Some(0x5566_7788), "little-endian");
+        assert_eq!((b.load_u64(8), b.load_u32(12)), (Some(0x1122_3344_5566_7788), Some(0x1122_3344)));
         assert!(a.u64_at(4).is_none() && a.u32_at(2).is_none(), "misaligned");
+        assert!(a.load_u64(4).is_none() && a.load_u32(2).is_none(), "misaligned");
         assert!(a.u64_at(4088).is_some() && a.u64_at(4096).is_none() && a.u32_at(4094).is_none(), "the end");
+        assert!(a.load_u64(4088).is_some() && a.load_u64(4096).is_none() && a.load_u32(4094).is_none(), "the end");
         assert!(a.u64_at(u64::MAX - 7).is_none(), "no overflow");
         assert_eq!(a.bytes(4090, 6).map(<[_]>::len), Some(6));
         assert!(a.bytes(4090, 7).is_none() && a.bytes(4096, 0).is_some() && a.bytes(1, usize::MAX).is_none());
         drop((a, b));
-        let e = SharedMap::map(&f, 0, 0, libc::PROT_READ).unwrap_err();
+        let e = SharedMap::map(&f, 0, 0, Access::ReadOnly).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
-        let e = SharedMap::map(&f, 1, 4096, libc::PROT_READ).unwrap_err();
+        let e = SharedMap::map(&f, 1, 4096, Access::ReadOnly).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "an offset off a page is the kernel's refusal");
+        let _ = std::fs::remove_file(&p);
+    }
+
+    /// A read-only mapping gives no atomic to store through (no `&Atomic*`,
+    /// no bytes), only the `Relaxed` loads, and they see a writer's stores.
+    #[test]
+    fn a_read_only_map_is_only_loaded() {
+        let (p, f) = file("ro", 4096);
+        let w = SharedMap::map(&f, 0, 4096, Access::ReadWrite).expect("mapped");
+        let r = SharedMap::map(&f, 0, 4096, Access::ReadOnly).expect("mapped read-only");
+        assert_eq!(r.access(), Access::ReadOnly);
+        assert!(r.u32_at(0).is_none() && r.u64_at(8).is_none() && r.bytes(0, 1).is_none(), "no store possible");
+        w.u32_at(0).expect("writable").store(0xA5A5_0001, Ordering::Release);
+        w.u64_at(8).expect("writable").store(u64::MAX - 1, Ordering::Release);
+        assert_eq!(r.load_u32(0), Some(0xA5A5_0001));
+        let want = if cfg!(target_pointer_width = "64") { Some(u64::MAX - 1) } else { None };
+        assert_eq!(r.load_u64(8), want);
+        assert!(r.load_u32(4096).is_none() && r.load_u32(1).is_none(), "still bounds- and alignment-checked");
+        drop((w, r));
+        let ro = File::open(&p).expect("opened read-only");
+        let e = SharedMap::map(&ro, 0, 4096, Access::ReadWrite).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EACCES), "read-write of a file opened read-only");
+        assert!(SharedMap::map(&ro, 0, 4096, Access::ReadOnly).is_ok());
         let _ = std::fs::remove_file(&p);
     }
 

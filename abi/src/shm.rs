@@ -93,7 +93,7 @@ use nrt_core::arch::{Arch, MAX_CORES};
 
 use nrt_core::nq::NQ_PER_CORE;
 
-use crate::os::{monotonic_ns, SharedMap};
+use crate::os::{monotonic_ns, Access, SharedMap};
 use crate::sim;
 
 /// `"NRTSHM01"` as a little-endian u64.
@@ -309,7 +309,7 @@ impl ShmMap {
         if len == 0 {
             return Err(ShmError::Corrupt(format!("{name}: an empty file")));
         }
-        let map = SharedMap::map(file, 0, len, libc::PROT_READ | libc::PROT_WRITE)
+        let map = SharedMap::map(file, 0, len, Access::ReadWrite)
             .map_err(|error| ShmError::Io { what: format!("mmap of {len} bytes of {name}"), error })?;
         Ok(ShmMap { map })
     }

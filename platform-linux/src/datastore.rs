@@ -170,7 +170,9 @@ impl Datastore {
     pub fn read_nc(&self, nc: usize) -> Result<NcValues, LinuxError> {
         let map = self.mapping()?;
         let mut out = [0u64; id::TOTAL_NC_COUNTER_COUNT];
-        // The sample count first, with Acquire: the samples it counts are written.
+        // The sample count first, with Acquire: the samples it counts are
+        // written. A monitor's mapping is read-only: `load64` loads it
+        // `Relaxed` with an Acquire fence after, the load Rust allows there.
         for c in core::iter::once(id::LATENCY_SAMPLES_WRITTEN).chain(0..id::TOTAL_NC_COUNTER_COUNT) {
             let Some(off) = nds::nc_counter_offset(nc, c) else { continue };
             let order = if c == id::LATENCY_SAMPLES_WRITTEN { Ordering::Acquire } else { Ordering::Relaxed };

@@ -124,8 +124,9 @@ pub enum ShapeError {
         got: u8,
     },
     /// The run of cores from `first` goes past the device's last core. Its
-    /// text: `core <first> asked` (or `cores <first>-<last> asked`)`, off the
-    /// device: a <arch> device has <n> NeuronCores (0-<n-1>)`.
+    /// text: `core <first> asked, off the device: a <arch> device has <n>
+    /// NeuronCores (0-<n-1>)`, with `cores <first>-<last> asked` for a run of
+    /// more than one.
     OffDevice {
         /// The device's generation.
         arch: nrt_core::arch::Arch,
@@ -153,7 +154,7 @@ impl fmt::Display for ShapeError {
                 let have = arch.nc_per_device();
                 match cores {
                     1 => write!(f, "core {first} asked")?,
-                    _ => write!(f, "cores {first}-{} asked", u32::from(first) + u32::from(cores) - 1)?,
+                    _ => write!(f, "cores {first}-{} asked", (u32::from(first) + u32::from(cores)).saturating_sub(1))?,
                 }
                 write!(
                     f,
@@ -204,6 +205,13 @@ impl std::error::Error for IncompatibleDriver {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A hand-built run of no cores still prints (no overflow at `first + cores - 1`).
+    #[test]
+    fn an_off_device_run_of_no_cores_prints() {
+        let e = ShapeError::OffDevice { arch: nrt_core::arch::Arch::Sunda, first: 0, cores: 0 };
+        assert!(e.to_string().starts_with("cores 0-0 asked, off the device: a sunda device has 2 NeuronCores"), "{e}");
+    }
 
     #[test]
     fn every_errno_prints_by_name_or_number() {

@@ -6,9 +6,9 @@
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
-use nrt_abi::os::SharedMap;
+use nrt_abi::os::{Access, SharedMap};
 
 use crate::ioctl::{
     AppInfo, AppsInfoHeader, BarRw, Ioctl, MemAllocV2Mt, PlainArg, DEVICE_GET_ALL_APPS_INFO, MAX_PROCESS_PER_DEVICE,
@@ -306,6 +306,11 @@ pub(crate) mod fake {
 /// sees. The plain accessors are `Relaxed`; ordering with other memory comes
 /// from the callers' fences (`bar.rs`: Release before a register write,
 /// Acquire after a read) or from [`load64`](Mapping::load64)'s explicit order.
+///
+/// A [read-only](Mapping::map_read_only) mapping is only loaded, `Relaxed`
+/// (the only atomic access Rust allows on read-only memory), with a fence
+/// after the load where an order stronger than `Relaxed` is asked; a write
+/// to it is an error (`PermissionDenied`), never a fault.
 #[derive(Debug)]
 pub struct Mapping {
     map: SharedMap,
@@ -315,18 +320,18 @@ impl Mapping {
     /// Map `len` bytes of `file` at `offset` (a multiple of the page size), shared,
     /// read-write.
     pub fn map(file: &File, offset: u64, len: usize) -> io::Result<Mapping> {
-        Mapping::map_prot(file, offset, len, libc::PROT_READ | libc::PROT_WRITE)
+        Mapping::map_access(file, offset, len, Access::ReadWrite)
     }
 
-    /// [`map`](Mapping::map), read-only: a write through it is refused by the
-    /// MMU (a monitor's view of another process's datastore). Only the read
-    /// accessors may be used on it.
+    /// [`map`](Mapping::map), read-only (a monitor's view of another
+    /// process's datastore): the reads work as on any mapping, a write is
+    /// refused (`PermissionDenied`) before it reaches the memory.
     pub fn map_read_only(file: &File, offset: u64, len: usize) -> io::Result<Mapping> {
-        Mapping::map_prot(file, offset, len, libc::PROT_READ)
+        Mapping::map_access(file, offset, len, Access::ReadOnly)
     }
 
-    fn map_prot(file: &File, offset: u64, len: usize, prot: libc::c_int) -> io::Result<Mapping> {
-        Ok(Mapping { map: SharedMap::map(file, offset, len, prot)? })
+    fn map_access(file: &File, offset: u64, len: usize, access: Access) -> io::Result<Mapping> {
+        Ok(Mapping { map: SharedMap::map(file, offset, len, access)? })
     }
 
     /// Length in bytes.
@@ -339,19 +344,33 @@ impl Mapping {
         self.map.is_empty()
     }
 
-    /// The 32-bit word at `off` (4-aligned, inside the mapping, checked).
+    /// The 32-bit word at `off` (4-aligned, inside the mapping, checked) of
+    /// a read-write mapping, to store through.
     fn word32(&self, off: u64) -> io::Result<&AtomicU32> {
+        self.writable(off)?;
         self.map.u32_at(off).ok_or_else(|| oob(off))
     }
 
-    /// The 64-bit word at `off` (8-aligned, inside the mapping, checked).
+    /// The 64-bit word at `off` (8-aligned, inside the mapping, checked) of
+    /// a read-write mapping, to store through.
     fn word64(&self, off: u64) -> io::Result<&AtomicU64> {
+        self.writable(off)?;
         self.map.u64_at(off).ok_or_else(|| oob(off))
+    }
+
+    fn writable(&self, off: u64) -> io::Result<()> {
+        match self.map.access() {
+            Access::ReadWrite => Ok(()),
+            Access::ReadOnly => Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("write at offset 0x{off:x} of a read-only mapping"),
+            )),
+        }
     }
 
     /// 32-bit read at `off` (4-aligned, inside the mapping); `Relaxed`.
     pub fn read32(&self, off: u64) -> io::Result<u32> {
-        Ok(self.word32(off)?.load(Ordering::Relaxed))
+        self.map.load_u32(off).ok_or_else(|| oob(off))
     }
 
     /// 32-bit write at `off`; `Relaxed`.
@@ -362,7 +381,7 @@ impl Mapping {
 
     /// 64-bit read at `off` (8-aligned); `Relaxed`.
     pub fn read64(&self, off: u64) -> io::Result<u64> {
-        Ok(self.word64(off)?.load(Ordering::Relaxed))
+        self.map.load_u64(off).ok_or_else(|| oob(off))
     }
 
     /// 64-bit write at `off`; `Relaxed`.
@@ -372,9 +391,17 @@ impl Mapping {
     }
 
     /// Atomic 64-bit load with the given ordering (for the word that carries a
-    /// ring entry's phase bit).
+    /// ring entry's phase bit). On a read-only mapping: a `Relaxed` load, then
+    /// a fence of the order asked.
     pub fn load64(&self, off: u64, order: Ordering) -> io::Result<u64> {
-        Ok(self.word64(off)?.load(order))
+        match self.map.access() {
+            Access::ReadWrite => Ok(self.word64(off)?.load(order)),
+            Access::ReadOnly => {
+                let v = self.map.load_u64(off).ok_or_else(|| oob(off))?;
+                fence_after_load(order);
+                Ok(v)
+            }
+        }
     }
 
     /// Atomic 64-bit store.
@@ -383,15 +410,36 @@ impl Mapping {
         Ok(())
     }
 
-    /// Atomic 32-bit load.
+    /// Atomic 32-bit load (on a read-only mapping as in
+    /// [`load64`](Mapping::load64)).
     pub fn load32(&self, off: u64, order: Ordering) -> io::Result<u32> {
-        Ok(self.word32(off)?.load(order))
+        match self.map.access() {
+            Access::ReadWrite => Ok(self.word32(off)?.load(order)),
+            Access::ReadOnly => {
+                let v = self.map.load_u32(off).ok_or_else(|| oob(off))?;
+                fence_after_load(order);
+                Ok(v)
+            }
+        }
     }
 
     /// Atomic 32-bit store.
     pub fn store32(&self, off: u64, v: u32, order: Ordering) -> io::Result<()> {
         self.word32(off)?.store(v, order);
         Ok(())
+    }
+}
+
+/// What a load of `order` orders, for a `Relaxed` load just made of
+/// read-only memory: an Acquire fence after it (a Release store the load read
+/// from then happens-before what follows), `SeqCst` a `SeqCst` fence.
+/// `Relaxed` needs none. Choice: a load asked `Release` or `AcqRel` (which
+/// `AtomicU64::load` refuses with a panic) gets the Acquire fence, not a panic.
+fn fence_after_load(order: Ordering) {
+    match order {
+        Ordering::Relaxed => {}
+        Ordering::SeqCst => fence(Ordering::SeqCst),
+        _ => fence(Ordering::Acquire),
     }
 }
 
@@ -667,4 +715,40 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
 /// if the clock cannot be read.
 pub fn thread_cpu_ns() -> u64 {
     nrt_abi::os::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A read-only mapping reads what a read-write one of the same file wrote,
+    /// at every order asked (a `Relaxed` load and a fence underneath), and
+    /// refuses every write with an error instead of faulting.
+    #[test]
+    fn a_read_only_mapping_reads_and_refuses_writes() {
+        let p = std::env::temp_dir().join(format!("nrt-linux-sys-ro-{}", std::process::id()));
+        let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
+        f.set_len(4096).unwrap();
+        let w = Mapping::map(&f, 0, 4096).unwrap();
+        let r = Mapping::map_read_only(&f, 0, 4096).unwrap();
+        std::fs::remove_file(&p).unwrap();
+        w.store64(8, 0x0102_0304_0506_0708, Ordering::Release).unwrap();
+        w.write32(4, 7).unwrap();
+        assert_eq!(r.load64(8, Ordering::Acquire).unwrap(), 0x0102_0304_0506_0708);
+        assert_eq!(r.load64(8, Ordering::SeqCst).unwrap(), 0x0102_0304_0506_0708);
+        assert_eq!(
+            (r.read64(8).unwrap(), r.read32(4).unwrap(), r.load32(4, Ordering::Acquire).unwrap()),
+            (0x0102_0304_0506_0708, 7, 7)
+        );
+        for e in [
+            r.write32(4, 1).unwrap_err(),
+            r.write64(8, 1).unwrap_err(),
+            r.store32(4, 1, Ordering::Release).unwrap_err(),
+            r.store64(8, 1, Ordering::Release).unwrap_err(),
+        ] {
+            assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
+        }
+        assert_eq!(r.load64(4096, Ordering::Acquire).unwrap_err().kind(), io::ErrorKind::InvalidInput, "outside");
+        assert_eq!(w.read32(4).unwrap(), 7, "nothing written through the read-only one");
+    }
 }

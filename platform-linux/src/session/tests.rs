@@ -1060,7 +1060,36 @@ fn an_incompatible_driver_is_refused_before_any_core_is_taken() {
     fake_driver::uninstall(&p);
     assert_eq!(e.call, "NEURON_IOCTL_COMPATIBLE_VERSION");
     assert!(e.to_string().contains("runtime versions 10 to 11") && e.to_string().contains("version 7"), "{e}");
+    let want = IncompatibleDriver { arch: Arch::Sunda, driver: CompatibleVersion { max: 11, min: 10 }, ours: 7 };
+    assert_eq!(reason::<IncompatibleDriver>(&e), Some(&want), "the typed reason is kept");
     assert!(!st.borrow().calls.iter().any(|c| c.contains("CRWL")), "{:?}", st.borrow().calls);
+}
+
+/// The typed reason a refusal keeps inside its `io::Error`, if it is a `T`.
+fn reason<T: std::error::Error + 'static>(e: &LinuxError) -> Option<&T> {
+    e.source.get_ref().and_then(|r| r.downcast_ref::<T>())
+}
+
+/// Too many cores, or ring entries off the powers of two, are refused at open
+/// (and ring entries at a resize) with the typed [`ShapeError`] kept inside
+/// the error, its text the same, before any core is marked.
+#[test]
+fn a_bad_shape_is_refused_at_open_with_its_typed_reason() {
+    let (p, st) = fake_driver::install("shape");
+    let e = Session::open(&p, cfg(Some(3))).unwrap_err();
+    assert_eq!((e.call, e.subject), ("session", Subject::Cores), "{e}");
+    assert_eq!(reason::<ShapeError>(&e), Some(&ShapeError::Cores { max: 2, got: 3 }), "{e}");
+    assert!(e.to_string().contains("cores must be 1 to 2, got 3"), "{e}");
+    let e = Session::open(&p, SessionConfig { ring_entries: Some(48), ..cfg(Some(1)) }).unwrap_err();
+    assert_eq!(e.call, "session", "{e}");
+    assert_eq!(reason::<ShapeError>(&e), Some(&ShapeError::RingEntries { max: MAX_RING_ENTRIES, got: 48 }), "{e}");
+    assert!(st.borrow().marks.is_empty(), "no mark made");
+    let mut s = Session::open(&p, cfg(Some(1))).unwrap();
+    let e = s.set_ring_entries(48).unwrap_err();
+    assert_eq!(reason::<ShapeError>(&e), Some(&ShapeError::RingEntries { max: MAX_RING_ENTRIES, got: 48 }), "{e}");
+    assert_eq!(s.ring_entries(), 64, "the size is kept");
+    drop(s);
+    fake_driver::uninstall(&p);
 }
 
 /// Positive returns are errors naming the call and the value: NC_RESET's +1
@@ -1361,7 +1390,7 @@ fn a_run_off_the_device_is_refused_before_any_mark() {
     assert_eq!(e.subject, Subject::Cores);
     let m = e.to_string();
     assert!(m.contains("cores 1-2 asked, off the device: a sunda device has 2 NeuronCores (0-1)"), "{m}");
-    let why = e.source.get_ref().and_then(|r| r.downcast_ref::<ShapeError>());
+    let why = reason::<ShapeError>(&e);
     assert_eq!(why, Some(&ShapeError::OffDevice { arch: Arch::Sunda, first: 1, cores: 2 }), "the typed reason is kept");
     assert!(st.borrow().marks.is_empty(), "no mark made");
     assert_eq!(validate_placement(Arch::Cayman, 2, 2), Ok(()));
