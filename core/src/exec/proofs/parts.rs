@@ -209,11 +209,14 @@ pub(crate) fn consume_core_keeps_its_frame<A: Any>(mut any: A, core: usize) {
         "consume_core changed another ring"
     );
     assert_eq!(dev.now.get(), now, "consume_core read the clock");
-    let moved = (0..ENGINES_PER_CORE).any(|e| req.tpb_exec_state[core][e] != before.tpb_exec_state[core][e]);
+    // Index loops, not `any()`: see `step::any_request` on iterator adaptors.
+    let (mut moved, mut completes) = (false, false);
+    for e in 0..ENGINES_PER_CORE {
+        let (was, now) = (before.tpb_exec_state[core][e], req.tpb_exec_state[core][e]);
+        moved |= now != was;
+        completes |= now == TpbEngState::Complete && was != TpbEngState::Complete;
+    }
     cover!(r.is_ok() && moved, "consume: an engine moved on");
-    let completes = (0..ENGINES_PER_CORE).any(|e| {
-        req.tpb_exec_state[core][e] == TpbEngState::Complete && before.tpb_exec_state[core][e] != TpbEngState::Complete
-    });
     cover!(r.is_ok() && completes, "consume: an engine completes");
     cover!(r == Err(NrtStatus::ExecSwNqOverflow), "consume: an out-of-order record on an overflowed queue (1204)");
     cover!(r == Err(NrtStatus::Failure), "consume: a failed read or a bad record (1)");
@@ -586,7 +589,10 @@ pub(crate) fn finalize_keeps_its_contract<A: Any>(mut any: A, cores: u8) {
         assert!(stub_can_give_cause(&req.out_info.timeout_cause[c]), "a timeout cause the stub cannot give");
     }
     assert_eq!(dev.now.get(), now, "FINALIZE read the clock");
-    let timed_out = (0..usize::from(cores)).any(|c| before.out_info.exec_rets[c] == NrtStatus::Timeout);
+    let mut timed_out = false;
+    for c in 0..MAX_CORES {
+        timed_out |= c < usize::from(cores) && before.out_info.exec_rets[c] == NrtStatus::Timeout;
+    }
     cover!(step == Step::Done && out.is_success(), "finalize: a clean 0");
     cover!(step == Step::Done && !out.is_success(), "finalize: 0 with a status the error sweep set");
     cover!(step == Step::Error && out == NrtStatus::Failure, "finalize: 2, failed but no status: 1");

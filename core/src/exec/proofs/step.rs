@@ -229,9 +229,15 @@ pub(crate) fn any_request<A: Any>(any: &mut A, state: ExecState, cores: Option<u
             r.network_proxy_done = [any.bool(), any.bool()];
             r.core_start_ns = any.u64();
             r.timeout_ms = MS_PER_TIMEOUT_S * u64::from(r.cfg.timeout_s);
-            // Over both cores with a guard, not `0..n`: a loop bound the solver
-            // knows only as 1 or 2 would be unwound to the harness's limit.
-            for core in (0..MAX_CORES).filter(|c| *c < n) {
+            // Over both cores with a guard inside, not `0..n` and not an
+            // iterator adaptor: a loop bound the solver knows only as 1 or 2
+            // (and `filter`'s inner `find` loop, whose range it does not see as
+            // constant) would be unwound to the harness's limit, 14, each
+            // iteration with the nested loops below it.
+            for core in 0..MAX_CORES {
+                if core >= n {
+                    continue;
+                }
                 for eng in 0..ENGINES_PER_CORE {
                     r.tpb_exec_state[core][eng] = any_substate(any);
                 }
