@@ -52,7 +52,7 @@ struct Timed<'c> {
 
 impl<'c> Timed<'c> {
     fn new(now: &'c dyn Fn() -> u64, copies: bool, watching: bool) -> Timed<'c> {
-        let watch = watching.then(Watch::default);
+        let watch = watching.then_some(Watch);
         Timed { now, copies, watch, first: true, t0: 0, t1: 0, prev: (0, 0), gap: 0, before: None }
     }
 }

@@ -82,7 +82,9 @@ pub trait WaitHooks<D: ?Sized, W: ?Sized> {
     }
 
     /// After each delay: whether to step now, or wait another delay first.
-    /// Default: step after every delay.
+    /// The loop steps after [`WATCH_STEP_EVERY`] delays in a row whatever this
+    /// says, so the request's own timeout is always seen. Default: step after
+    /// every delay.
     fn step_now(&mut self, _req: &ExecRequest, _dev: &mut D, _nq: &Notifications) -> bool {
         true
     }
@@ -98,14 +100,17 @@ impl<D: ?Sized, W: ?Sized> WaitHooks<D, W> for NoHooks {}
 /// The one harvest loop every sync driver runs: a step; then, while the
 /// request is in flight, [`WaitHooks::before_delay`] (which may abandon the
 /// wait), a delay of [`SYNC_POLL_DELAY_US`], and a step whenever
-/// [`WaitHooks::step_now`] says so; each step between
+/// [`WaitHooks::step_now`] says so, and at the latest after
+/// [`WATCH_STEP_EVERY`] delays in a row; each step between
 /// [`WaitHooks::before_step`] and [`WaitHooks::after_step`]. When the request
-/// is done and the rings batch their HEADs, the HEADs are written back once
-/// (G-HEAD-BATCH), as after any completed request.
+/// is done, or the wait is abandoned, and the rings batch their HEADs, the
+/// HEADs are written back once (G-HEAD-BATCH): that hands back only records
+/// already consumed, so a request left in flight loses nothing, and its
+/// caller need not remember to write them back.
 ///
 /// Returns the status, the final step code and the steps taken. An abandoned
-/// wait returns [`Step::InFlight`] with the hook's status and writes no HEAD
-/// back (the request may still be stepped on).
+/// wait returns [`Step::InFlight`] with the hook's status (the request may
+/// still be stepped on).
 ///
 /// Allocates nothing and blocks only in `delay`. Terminates when the request
 /// does (at the latest at the core timeout, as long as the platform's clock
@@ -135,19 +140,27 @@ where
             }
             return SyncWait { status, step, steps };
         }
+        let mut delays = 0u32;
         loop {
             if let ControlFlow::Break(why) = hooks.before_delay(req, dev, nq, delay) {
+                if nq.head_batching() {
+                    super::group::write_back_heads(dev, nq, req.tpb_count());
+                }
                 return SyncWait { status: why, step: Step::InFlight, steps };
             }
             delay.delay_us(SYNC_POLL_DELAY_US);
-            if hooks.step_now(req, dev, nq) {
+            delays = delays.saturating_add(1);
+            // `step_now` is asked after every delay (a hook may count them),
+            // but cannot hold the step back past WATCH_STEP_EVERY delays.
+            if hooks.step_now(req, dev, nq) || delays >= WATCH_STEP_EVERY {
                 break;
             }
         }
     }
 }
 
-/// [`exec_wait_watching`]: at most this many delays pass between two steps.
+/// At most this many delays pass between two steps of [`exec_wait_with`]
+/// (and so of [`exec_wait_watching`]), whatever its hooks say.
 pub const WATCH_STEP_EVERY: u32 = 16;
 
 /// The sync driver with a cheap look between steps (G-SYNC-WATCH): poll `req`
@@ -168,25 +181,18 @@ pub fn exec_wait_watching<D: ExecDevice + ?Sized, W: Delay + ?Sized>(
     nq: &mut Notifications,
     delay: &mut W,
 ) -> SyncWait {
-    exec_wait_with(req, dev, nq, delay, &mut Watch::default())
+    exec_wait_with(req, dev, nq, delay, &mut Watch)
 }
 
 /// The hooks of [`exec_wait_watching`]: step after a delay only when
-/// [`ExecRequest::may_progress`] says so, or when [`WATCH_STEP_EVERY`] delays
-/// have passed since the last step.
+/// [`ExecRequest::may_progress`] says so (the loop itself steps after
+/// [`WATCH_STEP_EVERY`] delays in a row whatever a hook says).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Watch {
-    delays: u32,
-}
+pub struct Watch;
 
 impl<D: ExecDevice + ?Sized, W: ?Sized> WaitHooks<D, W> for Watch {
     fn step_now(&mut self, req: &ExecRequest, dev: &mut D, nq: &Notifications) -> bool {
-        self.delays += 1;
-        if self.delays < WATCH_STEP_EVERY && !req.may_progress(dev, nq) {
-            return false;
-        }
-        self.delays = 0;
-        true
+        req.may_progress(dev, nq)
     }
 }
 

@@ -2,6 +2,7 @@
 //! batched HEAD write-back at the end.
 
 use super::*;
+use crate::exec::driver::WATCH_STEP_EVERY;
 use crate::hal::Delay;
 use crate::testutil::CountingDelay;
 use core::ops::ControlFlow;
@@ -213,4 +214,33 @@ fn the_watching_driver_steps_at_a_bounded_interval_and_ends_at_the_timeout() {
         d.calls,
         w.steps
     );
+}
+
+#[test]
+fn a_hook_that_never_says_step_cannot_hold_the_step_back() {
+    // `step_now` says "not yet" at every look (but the 2^32-th): the loop
+    // still steps after every WATCH_STEP_EVERY delays, and so sees the
+    // request's own timeout (without that, CountingDelay's bound fails it).
+    let mut r = timed_out_with_a_held_read(1);
+    let mut h = LogHooks { step_every: u32::MAX, ..LogHooks::default() };
+    let mut d = count_delays();
+    let w = exec_wait_with(&mut r.req, &mut *r.dev, &mut r.nq, &mut d, &mut h);
+    assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::Error));
+    assert!(w.steps > 1, "{w:?}");
+    assert_eq!(u64::from(d.calls), (w.steps - 1) * u64::from(WATCH_STEP_EVERY), "a step every WATCH_STEP_EVERY delays");
+    assert_eq!(h.looks, d.calls, "step_now is still asked after every delay");
+}
+
+#[test]
+fn an_abandoned_wait_hands_back_the_reads_it_held() {
+    let mut r = timed_out_with_a_held_read(1);
+    let before = r.dev.head_writes;
+    // INIT, WAIT_BARRIER_PROXY, then a WAIT_CORE step that reads the START and
+    // holds it back (batched, the engine not COMPLETE); abandoned after it.
+    let mut h = LogHooks { abandon_at: Some(3), ..LogHooks::default() };
+    let w = exec_wait_with(&mut r.req, &mut *r.dev, &mut r.nq, &mut count_delays(), &mut h);
+    assert_eq!(w, SyncWait { status: NrtStatus::Invalid, step: Step::InFlight, steps: 3 });
+    assert_eq!(r.req.state(), ExecState::WaitCore, "left in flight");
+    assert_eq!(unacked(&r.nq), 0, "the START read is handed back");
+    assert!(r.dev.head_writes > before);
 }
