@@ -476,7 +476,8 @@ fn stage<W: Delay>(
     };
     let mut bufs = StagingBuffers::new();
     let mut fence = host.fence();
-    // Doorbell A: S2M first, then M2S (driver §5, M2M copy).
+    // Doorbell A: S2M first, then M2S (the driver's M2M copy,
+    // udma/udma_m2m.c `udma_m2m_copy_start`, adds RX before TX).
     let done = submit(host, &mut fence, delay, &mut Collect(events), &plan, (&mut txq, &mut rxq), &mut bufs)?;
     let handle_polls = events.iter().rev().find_map(|e| match e {
         Event::Dma(DmaEvent::Completed { polls, .. }) => Some(*polls),

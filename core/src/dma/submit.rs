@@ -6,7 +6,8 @@
 //! the platform where the device is ([`SubmitTarget::device_heads`], where a
 //! platform also programs its queue banks), reserves, sets and stages the
 //! descriptors at the queue cursors, rings the tail-increment doorbells (S2M
-//! then M2S, as the driver's M2M copy does) and waits on the handle. Every
+//! then M2S, the driver's order: udma/udma_m2m.c `udma_m2m_copy_start`
+//! adds the RX queue's descriptors before the TX queue's) and waits on the handle. Every
 //! failure names its step ([`SubmitError`]).
 
 use core::fmt;

@@ -49,10 +49,11 @@
 //!     offsets (a failed acquire is a warning, [`Session::datastore_error`]:
 //!     the counters stay in RAM); its mapping goes and `RELEASE_NEURON_DS`
 //!     clears it first at teardown;
-//! 11. the inference: a 4 KiB copy and its completion marker built with core's
-//!     `append_descs`, the write barrier (meta_ctrl bit 26) on the last data
-//!     descriptor, lowered into the mapped rings (`create_prings`, the
-//!     `SwDmaQueue` cursors), rung with core's `ring_tail_inc` (S2M, then M2S)
+//! 11. the inference: a 4 KiB copy and its completion marker submitted
+//!     through core's one sequence, `dma::submit` (built with `append_descs`,
+//!     the write barrier, meta_ctrl bit 26, on the last data descriptor,
+//!     lowered into the mapped rings, reserved at the `SwDmaQueue` cursors,
+//!     rung S2M, then M2S)
 //!     through [`IoctlDoorbell`]: one `DMA_QUEUE_COPY_START` with TX and RX
 //!     (never `rx == 0`, never before step 8: points 1 and 2); the completion
 //!     marker polled in the mapped buffer; the top-SP host trigger (`BAR_WRITE`

@@ -126,8 +126,10 @@ type StagingBuffers = SubmitBuffers<PAGE_BDS, 2, { STAGING_RING_DEPTH as usize }
 /// The device as core's submit sequence sees it: the mapped chunks for memory,
 /// `doorbell` for the tail-increment registers; the device is caught up with
 /// the queues (the default [`SubmitTarget::device_heads`]: the driver
-/// programmed the queue at bring-up, and every staging copy completes or
-/// leaves the session unusable).
+/// programmed the queue at bring-up, and a staging copy normally completes
+/// before the next is submitted; one whose marker wait timed out is reported
+/// as a warning, and the next copy still takes the device as caught up with
+/// it: not checked against the device's head registers).
 struct StagingTarget<'m, 'c, R> {
     mem: &'m mut ChunkMemory<'c>,
     doorbell: &'m mut R,

@@ -1397,10 +1397,7 @@ fn a_run_off_the_device_is_refused_before_any_mark() {
     assert_eq!(validate_placement(Arch::Cayman, 6, 2), Ok(()));
     let m = validate_placement(Arch::Cayman, 7, 2).unwrap_err();
     assert_eq!(m, ShapeError::OffDevice { arch: Arch::Cayman, first: 7, cores: 2 });
-    assert_eq!(
-        m.to_string(),
-        "cores 7-8 asked, off the device: a cayman device has 8 NeuronCores (0-7)"
-    );
+    assert_eq!(m.to_string(), "cores 7-8 asked, off the device: a cayman device has 8 NeuronCores (0-7)");
     let m = validate_placement(Arch::Sunda, 2, 1).unwrap_err();
     assert!(m.to_string().starts_with("core 2 asked"), "{m}");
     assert_eq!(
