@@ -11,7 +11,10 @@ pub struct Inference {
     pub step: Step,
     /// Calls of `progress_one_step`.
     pub steps: u64,
-    /// Harvest time, ns.
+    /// Harvest time, ns: from the kickoff (the host trigger's write,
+    /// [`kickoff_us`](Self::kickoff_us)) to the harvest's end, its last HEAD
+    /// write-back included, so the trace's harvest span, which starts at the
+    /// kickoff, holds every pass and write-back.
     pub elapsed_ns: u64,
     /// The kickoff time on the session's clock, us.
     pub kickoff_us: u64,
@@ -202,7 +205,8 @@ impl Session {
         // trigger), written here so that a failed BAR_WRITE keeps its errno.
         fence(Ordering::Release);
         d.rings.regs().write32(trigger, nrt_core::dma::doorbell::HOST_TRIGGER_VALUE)?;
-        let kickoff_us = d.now_ns() / 1_000;
+        let kickoff_ns = d.now_ns();
+        let kickoff_us = kickoff_ns / 1_000;
         // The kickoff semaphore of each of the device's cores the session
         // owns (`first + c`: the semaphores are the device's, by core).
         for c in 0..cores {
@@ -226,7 +230,7 @@ impl Session {
             observe: self.observe,
         };
         let w = exec_wait_round_robin(&mut req, d, &mut self.nq, &mut delay);
-        let elapsed_ns = d.now_ns().saturating_sub(t0);
+        let elapsed_ns = d.now_ns().saturating_sub(kickoff_ns);
         if let Some(why) = d.gone() {
             // As the shared-memory path's G-SHM-GONE: the request is abandoned.
             let e = io::Error::new(
