@@ -702,17 +702,27 @@ answer); an external Kissat binary (`--solver bin=kissat`) is not installed.
 
 ## Where a harness's time goes
 
-Measured on `prove_consume_engine_0_keeps_its_frame` (CBMC's own timings,
-`--output-format regular`, load 4 to 6): symbolic execution 69 to 105 s (645,724
-steps), the conversion to SAT 10 to 21 s (1.9 million variables, 4.8 million
-clauses), then one solver call per `kani::cover!` found (5 to 140 s each) and a
-last call that proves every assertion (18 s). The covers are not the cost: the
-same harness with its five covers replaced by one (their outcomes shown instead
-by concrete inputs) took 400 s of verification against 338 s (the whole
-`cargo kani` run, its build included, 515 s of user CPU both times), because
-its last call, with none of the clauses the cover searches had learnt, took
-197 s instead of 18 s.
-So the covers stay where they are, in each harness.
+Most of it went, until 2026-12-02, to one loop of the proofs' own request
+generator (`exec::proofs::step::any_request`): `for core in
+(0..MAX_CORES).filter(|c| *c < n)`. CBMC does not see the range inside
+`filter`'s `find` as constant, so that loop, and every loop nested in it (the
+five engines, the 13 timestamp slots), was unwound to the harness's limit of
+14 instead of 2. Written as an index loop with the guard inside, on
+`prove_consume_engine_0_keeps_its_frame` for core 0 alone (CBMC's own counts,
+`--output-format regular`, the same loaded machine, load 4 to 7): 413,004
+symbolic-execution steps, 1.58 million variables and 4.28 million clauses before;
+176,984 steps, 359 thousand variables and 436 thousand clauses after; 423 s of
+verification before, 36 s after. The harness loops of the proofs are index
+loops over constant bounds for this reason (a slice iterator or an adaptor such
+as `any`, `all` or `filter` is bounded only by the unwind limit). The whole
+stage went from 1,884 s to 557 s, both on a quiet machine (the fresh-clone CI
+runs at 7ff6cb4 and c406e10).
+
+The covers are not the cost: on the same harness before that change, its five
+covers replaced by one (their outcomes shown instead by concrete inputs) took
+400 s of verification against 338 s, because its last call, with none of the
+clauses the cover searches had learnt, took 197 s instead of 18 s. So the
+covers stay where they are, in each harness.
 
 ";
 
