@@ -219,8 +219,11 @@ pub trait SubmitTarget: DeviceMemory + RingBacking + Registers {
 /// S2M, then M2S, through `fence`; wait on the handle through `delay`. Events
 /// go to `sink`.
 ///
-/// Stops at the first failure, naming its step. Allocates nothing; blocks only
-/// in `delay`, at most the handle's poll budget.
+/// Stops at the first failure, naming its step. The cursors stay where they
+/// were when the reservation is refused or a set or stage fails (nothing was
+/// handed to the device), and stay advanced past the staged slots from the
+/// doorbells on (the device may have them). Allocates nothing; blocks only in
+/// `delay`, at most the handle's poll budget.
 pub fn submit<P, F, W, S, const PAGE: usize, const PAGES: usize, const DEPTH: usize>(
     dev: &mut P,
     fence: &mut F,
@@ -255,22 +258,31 @@ where
     vring.create_prings(dev, sink, tx_image, rx_image).map_err(at(SubmitStep::Lower))?;
     let (tx, rx) = vring.rings_mut().map_err(at(SubmitStep::Rings))?;
     let (th, rh) = dev.device_heads(plan, tx, rx, txq, rxq)?;
+    let cursors = (*txq, *rxq);
     let (rt, rr) = reserve_descriptors(txq, rxq, th, rh, n).map_err(at(SubmitStep::Reserve))?;
-    let too_many = DmaError::TooMany { requested: u64::from(n), max: DEPTH as u64 };
-    for (ring, res, dir) in [(&mut *tx, &rt, Direction::Tx), (&mut *rx, &rr, Direction::Rx)] {
-        // The first `n` slots of the lowered image, at the reserved slots.
-        let bds = scratch.get_mut(..n as usize).ok_or(SubmitError::at(SubmitStep::Set(dir), too_many))?;
-        let built = ring.image().get(..n as usize).ok_or(SubmitError::at(SubmitStep::Set(dir), too_many))?;
-        bds.copy_from_slice(built);
-        if plan.write_barrier && dir == Direction::Tx {
-            if let Some(last) = a.tx.ndesc.checked_sub(1).and_then(|i| bds.get_mut(i as usize)) {
-                last.meta_ctrl.set(last.meta_ctrl.get() | M2S_WRITE_BARRIER);
+    let staged = (|| {
+        let too_many = DmaError::TooMany { requested: u64::from(n), max: DEPTH as u64 };
+        for (ring, res, dir) in [(&mut *tx, &rt, Direction::Tx), (&mut *rx, &rr, Direction::Rx)] {
+            // The first `n` slots of the lowered image, at the reserved slots.
+            let bds = scratch.get_mut(..n as usize).ok_or(SubmitError::at(SubmitStep::Set(dir), too_many))?;
+            let built = ring.image().get(..n as usize).ok_or(SubmitError::at(SubmitStep::Set(dir), too_many))?;
+            bds.copy_from_slice(built);
+            if plan.write_barrier && dir == Direction::Tx {
+                if let Some(last) = a.tx.ndesc.checked_sub(1).and_then(|i| bds.get_mut(i as usize)) {
+                    last.meta_ctrl.set(last.meta_ctrl.get() | M2S_WRITE_BARRIER);
+                }
             }
+            ring.set_descriptors(res, bds).map_err(at(SubmitStep::Set(dir)))?;
         }
-        ring.set_descriptors(res, bds).map_err(at(SubmitStep::Set(dir)))?;
+        tx.stage(dev, &rt).map_err(at(SubmitStep::Stage(Direction::Tx)))?;
+        rx.stage(dev, &rr).map_err(at(SubmitStep::Stage(Direction::Rx)))
+    })();
+    if let Err(e) = staged {
+        // Nothing is staged on both rings: the reservation is handed back, so
+        // the next submission takes the same slots.
+        (*txq, *rxq) = cursors;
+        return Err(e);
     }
-    tx.stage(dev, &rt).map_err(at(SubmitStep::Stage(Direction::Tx)))?;
-    rx.stage(dev, &rr).map_err(at(SubmitStep::Stage(Direction::Rx)))?;
     let map = UdmaLayout::of(arch);
     let (base, q) = (plan.engine_base, plan.queue);
     let doorbells = (

@@ -258,17 +258,11 @@ impl Session {
                 IoctlDoorbell::new(&self.dev, arch, vec![UdmaEngine { eng_id: STAGING_ENGINE, base: arch_base }]);
             submit_staging(&mut mem, &mut db, &mut delay, arch, buf, &src, (&mut txq, &mut rxq), &mut events)
         };
-        // The cursors advance once the descriptors are staged: a doorbell that
-        // fails leaves them past the staged slots.
-        let staged = match &result {
-            Ok(_) => true,
-            Err(StagingFailure::Submit(e)) => matches!(e.step, SubmitStep::DoorbellOffset | SubmitStep::Doorbell(_)),
-            Err(StagingFailure::Fill(_)) => false,
-        };
-        if staged {
-            self.txq = Some(txq);
-            self.rxq = Some(rxq);
-        }
+        // Core's sequence leaves the cursors where they must be: handed back
+        // when nothing was staged, past the staged slots from the doorbells on
+        // (a failed fill never reached it, and left them as they were).
+        self.txq = Some(txq);
+        self.rxq = Some(rxq);
         let done = result.map_err(|e| match e {
             StagingFailure::Fill(e) => e,
             StagingFailure::Submit(e) => staging_err(&self.dev, e),

@@ -205,7 +205,8 @@ fn a_failing_platform_call_names_its_step() {
     for k in 1..=calls {
         let mut dev = Dev { fail_at: Some(k), ..Dev::default() };
         dev.mem.insert(DONE, 1);
-        let r = run(&mut dev, &plan(), &mut queues());
+        let mut q = queues();
+        let r = run(&mut dev, &plan(), &mut q);
         if k == calls {
             // The re-arm's sentinel write, which the wait tries once more.
             assert!(r.is_ok() && dev.calls == calls + 1, "{r:?}");
@@ -215,6 +216,10 @@ fn a_failing_platform_call_names_its_step() {
         assert_eq!(e.error, DmaError::Platform(ErrorKind::Io), "call {k}");
         assert_eq!(e.rung.is_some(), e.step == SubmitStep::Wait, "call {k}");
         assert_eq!(dev.calls, k, "call {k}: nothing after the failure");
+        // Handed back before the doorbells, kept from them on.
+        let kept = matches!(e.step, SubmitStep::Doorbell(_) | SubmitStep::Wait);
+        let want = if kept { 5 } else { 0 };
+        assert_eq!((q.0.next_desc_idx(), q.1.next_desc_idx()), (want, want), "call {k}: {:?}", e.step);
         if steps.last() != Some(&e.step) {
             steps.push(e.step);
         }
