@@ -129,9 +129,9 @@ pub use lifecycle::Inference;
 #[cfg(feature = "sim")]
 pub use report::run_report;
 use staging::Chunk;
+pub use staging::Staging;
 #[cfg(test)]
 use staging::{submit_staging, ChunkMemory};
-pub use staging::{Staging, M2S_WRITE_BARRIER};
 
 /// How this session holds a core's CRWL lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -114,11 +114,6 @@ pub struct Staging {
     pub events: Vec<Event>,
 }
 
-/// `meta_ctrl` bit 26 of an M2S descriptor: the write barrier, which the
-/// staging copy sets on its last data descriptor (defined in core's submit
-/// sequence).
-pub use nrt_core::dma::submit::M2S_WRITE_BARRIER;
-
 /// The staging submission's storage: two vring pages of [`PAGE_BDS`] per
 /// direction, rings of [`STAGING_RING_DEPTH`].
 type StagingBuffers = SubmitBuffers<PAGE_BDS, 2, { STAGING_RING_DEPTH as usize }>;

@@ -1,6 +1,7 @@
 //! The session against a driver in this process (`sys::fake`).
 
 use super::*;
+use nrt_core::dma::submit::M2S_WRITE_BARRIER;
 use nrt_core::dma::Bd;
 
 #[test]
