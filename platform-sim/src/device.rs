@@ -687,18 +687,25 @@ mod tests {
         }
     }
 
-    /// A core that has played out re-arms while the other is still playing:
-    /// its next kickoff starts at once, not when the other is done. Each
-    /// core's per-inference lines are cleared at its own next kickoff, not at
-    /// the other core's.
-    #[test]
-    fn a_played_out_core_re_arms_while_the_other_is_playing() {
+    /// A two-core device that played one inference on both cores and was left
+    /// with an HBM line set on each (1201 on core 0, 1205 on core 1).
+    fn played_with_hbm_lines() -> Device {
         let mut dev = two_cores();
         kick(&mut dev, 0, 0);
         kick(&mut dev, 1, 0);
         assert!(play_out(&mut dev, 0).is_some());
         dev.shared().set_line(Line::Hbm, 0, 1201);
         dev.shared().set_line(Line::Hbm, 1, 1205);
+        dev
+    }
+
+    /// A core that has played out re-arms while the other is still playing:
+    /// its next kickoff starts at once, not when the other is done. Each
+    /// core's per-inference lines are cleared at its own next kickoff, not at
+    /// the other core's.
+    #[test]
+    fn a_played_out_core_re_arms_while_the_other_is_playing() {
+        let mut dev = played_with_hbm_lines();
         let t0 = 10_000_000;
         for core in [0, 1] {
             dev.shared().sema(core, core).unwrap().fetch_add(1, Ordering::AcqRel);
@@ -729,12 +736,7 @@ mod tests {
     /// clears only core 0's.
     #[test]
     fn a_kickoff_clears_only_its_cores_lines() {
-        let mut dev = two_cores();
-        kick(&mut dev, 0, 0);
-        kick(&mut dev, 1, 0);
-        assert!(play_out(&mut dev, 0).is_some());
-        dev.shared().set_line(Line::Hbm, 0, 1201);
-        dev.shared().set_line(Line::Hbm, 1, 1205);
+        let mut dev = played_with_hbm_lines();
         kick(&mut dev, 0, 10_000_000);
         assert_eq!((dev.shared().get_line(Line::Hbm, 0), dev.shared().get_line(Line::Hbm, 1)), (0, 1205));
         kick(&mut dev, 1, 10_001_000);
