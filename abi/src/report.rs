@@ -615,15 +615,14 @@ mod cc_tests {
         dev.record(0, 0, Subtype::CC_START, 5_000);
         dev.run_all(1, 2_000_000, 3_000_000);
         let mut req = ExecRequest::new(ExecConfig::new(Arch::Sunda, 1, 5));
-        let mut st = NrtStatus::Other(0);
-        let mut done = false;
+        let mut st = None;
         for _ in 0..64 {
-            if req.progress_one_step(&mut dev, &mut nq, &mut st) != Step::InFlight {
-                done = true;
+            st = req.progress_one_step(&mut dev, &mut nq).status();
+            if st.is_some() {
                 break;
             }
         }
-        assert!(done && st.is_success(), "{st:?}");
+        assert_eq!(st, Some(NrtStatus::Success));
         assert_eq!(cc_times_us(&req, 0), (Some(0), None));
     }
 }

@@ -235,11 +235,14 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
             let parts = match before {
                 Some((mut r, mut n)) => {
                     // The final step again, warm: the same records, the same HEAD values.
-                    let mut st = NrtStatus::Success;
                     let w0 = now();
-                    let again = r.progress_one_step(&mut dev, &mut n, &mut st);
+                    let again = r.progress_one_step(&mut dev, &mut n);
                     let warm = now() - w0;
-                    assert_eq!((again, st), (step, status), "the final step, run again, ends the same");
+                    assert_eq!(
+                        (again, again.status()),
+                        (step, Some(status)),
+                        "the final step, run again, ends the same"
+                    );
                     // FINALIZE's pieces, each on a copy of the finished request.
                     let mut r = req.clone();
                     let p0 = now();
@@ -274,7 +277,7 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
             None => now(),
         };
         let c1 = thread_cpu_ns();
-        assert_eq!((w.status, w.step), (NrtStatus::Success, Step::Done), "inference {i}");
+        assert_eq!((w.status, w.step), (NrtStatus::Success, Step::Done(NrtStatus::Success)), "inference {i}");
         while done_gen.load(Ordering::Acquire) < i {
             std::hint::spin_loop();
         }

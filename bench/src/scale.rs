@@ -332,7 +332,7 @@ fn measure(devices: usize, cores_per_device: usize, secs: f64, work: Duration, j
                         if let Some(end) = end_of(&m, &req) {
                             lat.push(seen.saturating_sub(end) as f64);
                         }
-                        if (step, status) == (Step::Done, NrtStatus::Success) {
+                        if (step, status) == (Step::Done(NrtStatus::Success), NrtStatus::Success) {
                             ok += 1;
                         } else {
                             bad += 1;
@@ -448,7 +448,7 @@ fn poller(
                     lat.push(seen.saturating_sub(end) as f64);
                 }
                 k[l] += 1;
-                if (step, status) == (Step::Done, NrtStatus::Success) {
+                if (step, status) == (Step::Done(NrtStatus::Success), NrtStatus::Success) {
                     ok += 1;
                 } else {
                     bad += 1;

@@ -12,7 +12,7 @@ use nrt_core::exec::ExecConfig;
 use nrt_core::hal::{self, ErrorKind, ErrorType};
 use nrt_core::nq::Notifications;
 use nrt_core::testutil::FakeDevice;
-use nrt_core::NrtStatus;
+use nrt_core::{NrtError, NrtStatus};
 use nrt_linux::time::DelayKind;
 use nrt_linux::xu::XuPool;
 use serde_json::json;
@@ -46,7 +46,7 @@ impl hal::Clock for Instant1 {
     }
 }
 impl hal::CollectivesProxy for Instant1 {
-    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtError> {
         let t = self.0.now.get();
         for eng in 0..5 {
             self.0.start(core, eng, t);
@@ -55,7 +55,7 @@ impl hal::CollectivesProxy for Instant1 {
         self.0.advance_ns(10);
         Ok(true)
     }
-    fn network_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
+    fn network_status(&mut self, _: u8) -> Result<bool, NrtError> {
         Ok(true)
     }
 }

@@ -149,12 +149,11 @@ fn empty_sweep(c: &mut Criterion) {
             let mut dev = BenchDev::new();
             let mut nq = notifications();
             let mut req = ExecRequest::new(ExecConfig::new(Arch::Sunda, cores, 5));
-            let mut out = NrtStatus::Success;
-            req.progress_one_step(&mut dev, &mut nq, &mut out);
-            req.progress_one_step(&mut dev, &mut nq, &mut out);
+            req.progress_one_step(&mut dev, &mut nq);
+            req.progress_one_step(&mut dev, &mut nq);
             assert_eq!(req.state(), ExecState::WaitCore);
             b.iter(|| {
-                let s = req.progress_one_step(black_box(&mut dev), &mut nq, &mut out);
+                let s = req.progress_one_step(black_box(&mut dev), &mut nq);
                 debug_assert_eq!(s, Step::InFlight);
                 black_box(s)
             })
@@ -179,15 +178,14 @@ fn full_harvest(c: &mut Criterion) {
                     )
                 },
                 |(dev, nq, req)| {
-                    let mut out = NrtStatus::Success;
                     let mut s = Step::InFlight;
                     let mut steps = 0;
                     while s == Step::InFlight && steps < 8 {
-                        s = req.progress_one_step(dev, nq, &mut out);
+                        s = req.progress_one_step(dev, nq);
                         steps += 1;
                     }
-                    debug_assert_eq!((s, out), (Step::Done, NrtStatus::Success));
-                    black_box((s, out))
+                    debug_assert_eq!(s, Step::Done(NrtStatus::Success));
+                    black_box(s)
                 },
                 BatchSize::SmallInput,
             )
@@ -209,15 +207,14 @@ fn group_empty_pass(c: &mut Criterion) {
             let mut lanes = lanes(n);
             let mut reqs: Vec<ExecRequest> =
                 (0..n).map(|_| ExecRequest::new(ExecConfig::new(Arch::Sunda, 2, 5))).collect();
-            let mut out = NrtStatus::Success;
             for ((dev, nq), req) in lanes.iter_mut().zip(reqs.iter_mut()) {
-                req.progress_one_step(dev, nq, &mut out);
-                req.progress_one_step(dev, nq, &mut out);
+                req.progress_one_step(dev, nq);
+                req.progress_one_step(dev, nq);
                 assert_eq!(req.state(), ExecState::WaitCore);
             }
             b.iter(|| {
                 for ((dev, nq), req) in lanes.iter_mut().zip(reqs.iter_mut()) {
-                    black_box(req.progress_one_step(black_box(dev), nq, &mut out));
+                    black_box(req.progress_one_step(black_box(dev), nq));
                 }
             })
         });

@@ -41,7 +41,7 @@
 //!   visible in its code, never a silent default; a platform that has the
 //!   feature implements the methods.
 
-use crate::status::NrtStatus;
+use crate::status::{NrtError, NrtStatus};
 
 /// What went wrong in a platform call, for the core to classify.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,30 +199,32 @@ impl<T: DeviceMemory + ?Sized> DeviceMemory for &mut T {
 /// Status of the collectives proxy tasks (`enc_check_proxy_barrier_task_status`,
 /// `enc_check_proxy_network_task_status`).
 ///
-/// `Ok(true)` when the task is done, `Ok(false)` while it is pending, `Err(status)`
-/// when it failed: the harvest finalizes with that status.
+/// `Ok(true)` when the task is done, `Ok(false)` while it is pending, `Err(error)`
+/// when it failed: the harvest finalizes with that status. A platform whose
+/// source reports a failure without a status builds the error with
+/// [`NrtError::failed`] (`NRT_FAILURE`).
 ///
 /// Each method defaults to "done" (`Ok(true)`): the answer for a platform with no
 /// collectives engine, which declares that by an empty
 /// `impl CollectivesProxy for P {}`. A platform with one implements both.
 pub trait CollectivesProxy {
     /// The collectives barrier of physical core `core`.
-    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtError> {
         let _ = core;
         Ok(true)
     }
     /// The network proxy of physical core `core`.
-    fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+    fn network_status(&mut self, core: u8) -> Result<bool, NrtError> {
         let _ = core;
         Ok(true)
     }
 }
 
 impl<T: CollectivesProxy + ?Sized> CollectivesProxy for &mut T {
-    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtError> {
         T::barrier_status(self, core)
     }
-    fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+    fn network_status(&mut self, core: u8) -> Result<bool, NrtError> {
         T::network_status(self, core)
     }
 }

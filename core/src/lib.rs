@@ -54,7 +54,7 @@ mod proofs;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testutil;
 
-pub use status::NrtStatus;
+pub use status::{NrtError, NrtStatus};
 
 /// The README's Rust example ("Using the core"), compiled as a doctest by
 /// `cargo test`, so the first code a user copies cannot drift from the API.

@@ -162,6 +162,64 @@ impl defmt::Format for NrtStatus {
     }
 }
 
+/// A status that is not `NRT_SUCCESS`: the error of a call that failed.
+///
+/// [`NrtStatus`] includes success, so a `Result<_, NrtStatus>` can say "failed,
+/// with success"; this type cannot. It is built by [`NrtError::new`], which
+/// refuses success, or by [`NrtError::failed`], which takes a call already known
+/// to have failed and gives a status left at success the generic failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct NrtError(NrtStatus);
+
+impl NrtError {
+    /// `NRT_FAILURE` (1), the non-specific failure.
+    pub const FAILURE: NrtError = NrtError(NrtStatus::Failure);
+
+    /// The error of `status`; `None` for `NRT_SUCCESS`.
+    pub const fn new(status: NrtStatus) -> Option<NrtError> {
+        if status.is_success() {
+            None
+        } else {
+            Some(NrtError(status))
+        }
+    }
+
+    /// The error of a call that failed with `status`. A failure whose status
+    /// is still `NRT_SUCCESS` ("failed but error not set", completion-engine
+    /// seed §4) is `NRT_FAILURE`.
+    pub const fn failed(status: NrtStatus) -> NrtError {
+        match NrtError::new(status) {
+            Some(e) => e,
+            None => NrtError::FAILURE,
+        }
+    }
+
+    /// The status; never `NRT_SUCCESS`.
+    pub const fn status(self) -> NrtStatus {
+        self.0
+    }
+
+    /// The numeric value, as the C API returns it; never 0.
+    pub const fn code(self) -> u32 {
+        self.0.code()
+    }
+}
+
+impl From<NrtError> for NrtStatus {
+    fn from(e: NrtError) -> NrtStatus {
+        e.0
+    }
+}
+
+impl fmt::Display for NrtError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl core::error::Error for NrtError {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,6 +295,28 @@ mod tests {
         for (code, p) in cases {
             assert_eq!(NrtStatus::from_code(*code).priority(), *p, "code {code}");
         }
+    }
+
+    #[test]
+    fn an_error_is_never_success() {
+        assert_eq!(NrtError::new(NrtStatus::Success), None);
+        assert_eq!(NrtError::new(NrtStatus::Other(0)), None, "a hand-made 0 is success too");
+        assert_eq!(NrtError::failed(NrtStatus::Success), NrtError::FAILURE);
+        assert_eq!(NrtError::FAILURE.status(), NrtStatus::Failure);
+        let others = NrtStatus::ALL.iter().copied().chain([NrtStatus::Other(8), NrtStatus::Other(u32::MAX)]);
+        for s in others.filter(|s| !s.is_success()) {
+            let e = NrtError::new(s).expect("a failure status is an error");
+            assert_eq!((e.status(), e.code()), (s, s.code()));
+            assert_eq!(NrtError::failed(s), e, "failed keeps a status that is set");
+            assert_eq!(NrtStatus::from(e), s);
+            assert_eq!(std::format!("{e}"), std::format!("{s}"));
+        }
+        for code in 0..=2000 {
+            for e in [NrtError::new(NrtStatus::from_code(code)), Some(NrtError::failed(NrtStatus::from_code(code)))] {
+                assert!(e.is_none_or(|e| !e.status().is_success() && e.code() != 0), "code {code}: {e:?}");
+            }
+        }
+        let _: &dyn core::error::Error = &NrtError::FAILURE;
     }
 
     #[test]

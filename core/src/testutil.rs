@@ -17,7 +17,7 @@ use crate::hal::{self, ErrorKind, ErrorType};
 use crate::nq::entry::ENTRY_SIZE;
 use crate::nq::ring::NqProducer;
 use crate::nq::{ErrorEntry, Notifications, RawEntry, Subtype, ERROR_NQ, INFER_STATUS_NQS, NQ_PER_CORE};
-use crate::status::NrtStatus;
+use crate::status::{NrtError, NrtStatus};
 
 /// Largest ring the fake holds: 4 KiB, 256 entries.
 pub const FAKE_RING_BYTES_MAX: usize = 4096;
@@ -52,9 +52,9 @@ pub struct FakeDevice {
     /// Barrier of each core clears at this time (ns); `u64::MAX` never.
     pub barrier_done_at_ns: [u64; MAX_CORES],
     /// Barrier proxy failure per core.
-    pub barrier_fail: [Option<NrtStatus>; MAX_CORES],
+    pub barrier_fail: [Option<NrtError>; MAX_CORES],
     /// Network proxy failure per core.
-    pub network_fail: [Option<NrtStatus>; MAX_CORES],
+    pub network_fail: [Option<NrtError>; MAX_CORES],
     /// HBM UE to report at the timeout path, per core.
     pub hbm: [Option<NrtStatus>; MAX_CORES],
     /// DMA abort per core.
@@ -301,14 +301,14 @@ impl hal::Delay for FakeDevice {
 }
 
 impl hal::CollectivesProxy for FakeDevice {
-    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtError> {
         let c = usize::from(core);
         if let Some(Some(s)) = self.barrier_fail.get(c) {
             return Err(*s);
         }
         Ok(self.now.get() >= self.barrier_done_at_ns.get(c).copied().unwrap_or(0))
     }
-    fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+    fn network_status(&mut self, core: u8) -> Result<bool, NrtError> {
         match self.network_fail.get(usize::from(core)) {
             Some(Some(s)) => Err(*s),
             _ => Ok(true),

@@ -24,10 +24,10 @@ use std::time::{Duration, Instant};
 
 use nrt_core::arch::Arch;
 use nrt_core::event::Event;
-use nrt_core::exec::{exec_wait_with, ExecConfig, ExecRequest, ExecState, Step, WaitHooks};
+use nrt_core::exec::{exec_wait_with, ExecConfig, ExecRequest, ExecState, WaitHooks};
 use nrt_core::hal::{self, ErrorKind, ErrorType};
 use nrt_core::nq::{Notification, Notifications};
-use nrt_core::NrtStatus;
+use nrt_core::{NrtError, NrtStatus};
 
 use crate::time::{AnyDelay, DelayKind};
 
@@ -157,22 +157,23 @@ fn proxy(
     f: Option<unsafe extern "C" fn(*mut c_void, u8, *mut u32) -> c_int>,
     ctx: *mut c_void,
     core: u8,
-) -> Result<bool, NrtStatus> {
+) -> Result<bool, NrtError> {
     let Some(f) = f else { return Ok(true) };
     let mut st = 0u32;
     // SAFETY: `&mut st` is a valid u32 for the call.
     match unsafe { f(ctx, core, &mut st) } {
         1 => Ok(true),
         0 => Ok(false),
-        _ => Err(NrtStatus::from_code(if st == 0 { NrtStatus::Failure.code() } else { st })),
+        // A failure that left `*st` at 0 is the generic NRT_FAILURE.
+        _ => Err(NrtError::failed(NrtStatus::from_code(st))),
     }
 }
 
 impl hal::CollectivesProxy for CPlatform {
-    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtError> {
         proxy(self.p.barrier_status, self.p.ctx, core)
     }
-    fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+    fn network_status(&mut self, core: u8) -> Result<bool, NrtError> {
         proxy(self.p.network_status, self.p.ctx, core)
     }
 }
@@ -314,9 +315,8 @@ pub unsafe extern "C" fn nrt_progress_one_step(
         return -1;
     }
     let mut dev = CPlatform::new(*p);
-    let mut out = NrtStatus::Success;
-    let step = req.0.progress_one_step(&mut dev, &mut rings.0, &mut out);
-    if step != Step::InFlight {
+    let step = req.0.progress_one_step(&mut dev, &mut rings.0);
+    if let Some(out) = step.status() {
         // SAFETY: null-checked; the caller guarantees it is writable.
         if let Some(s) = unsafe { status.as_mut() } {
             *s = out.code();

@@ -257,9 +257,9 @@ pub unsafe extern "C" fn nrt_poller_submit(
 pub unsafe extern "C" fn nrt_ticket_wait(t: *const nrt_ticket, status: *mut u32) -> c_int {
     // SAFETY: null-checked; live per the contract.
     let Some(t) = (unsafe { t.as_ref() }) else { return -1 };
-    let (step, st) = t.ticket.wait();
+    let step = t.ticket.wait();
     // SAFETY: `status` is null or writable per the contract.
-    unsafe { finished(t, "nrt_ticket_wait", step, st, status) }
+    unsafe { finished(t, "nrt_ticket_wait", step, status) }
 }
 
 /// The end of a ticket's request, seen by `call`: the first caller that sees
@@ -269,13 +269,9 @@ pub unsafe extern "C" fn nrt_ticket_wait(t: *const nrt_ticket, status: *mut u32)
 ///
 /// # Safety
 /// `status` is null or writable.
-unsafe fn finished(
-    t: &nrt_ticket,
-    call: &str,
-    step: nrt_core::exec::Step,
-    st: nrt_core::NrtStatus,
-    status: *mut u32,
-) -> c_int {
+unsafe fn finished(t: &nrt_ticket, call: &str, step: nrt_core::exec::Step, status: *mut u32) -> c_int {
+    // A ticket answers only finished steps, which carry a status.
+    let st = step.status().unwrap_or(nrt_core::NrtStatus::Success);
     if matches!(st, nrt_core::NrtStatus::Timeout | nrt_core::NrtStatus::ExecSwNqOverflow)
         && !t.told.swap(true, std::sync::atomic::Ordering::Relaxed)
     {
@@ -304,9 +300,9 @@ unsafe fn finished(
 pub unsafe extern "C" fn nrt_ticket_poll(t: *const nrt_ticket, status: *mut u32) -> c_int {
     // SAFETY: null-checked; live per the contract.
     let Some(t) = (unsafe { t.as_ref() }) else { return -1 };
-    let Some((step, st)) = t.ticket.poll() else { return 1 };
+    let Some(step) = t.ticket.poll() else { return 1 };
     // SAFETY: `status` is null or writable per the contract.
-    unsafe { finished(t, "nrt_ticket_poll", step, st, status) }
+    unsafe { finished(t, "nrt_ticket_poll", step, status) }
 }
 
 /// Free a ticket (null is ignored); the request itself runs on.

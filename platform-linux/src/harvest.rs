@@ -49,7 +49,7 @@ use nrt_core::exec::TensorWaker;
 use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, TensorCompletions};
 use nrt_core::hal::{self, Clock, ErrorKind, ErrorType, Registers};
 use nrt_core::nq::{Notifications, SyncPoint, NQ_PER_CORE};
-use nrt_core::NrtStatus;
+use nrt_core::{NrtError, NrtStatus};
 
 use crate::bar::MappedBar;
 use crate::error::LinuxError;
@@ -273,28 +273,25 @@ impl ShmDevice {
         Ok(kickoff_us)
     }
 
-    fn status(&self, line: Line, core: u8) -> Option<NrtStatus> {
-        match self.file.line(line, core).map_or(0, |w| w.load(Ordering::Acquire)) {
-            0 => None,
-            code => Some(NrtStatus::from_code(code)),
-        }
+    fn status(&self, line: Line, core: u8) -> Option<NrtError> {
+        NrtError::new(NrtStatus::from_code(self.file.line(line, core).map_or(0, |w| w.load(Ordering::Acquire))))
     }
 }
 
 impl hal::CollectivesProxy for ShmDevice {
-    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtError> {
         // The one wait that is never fatal by itself (seed §1): a gone server ends it.
         if !self.alive() {
-            return Err(NrtStatus::HwError);
+            return Err(NrtError::failed(NrtStatus::HwError));
         }
         if let Some(s) = self.status(Line::BarrierFail, core) {
             return Err(s);
         }
         Ok(self.file.line(Line::BarrierDone, core).is_some_and(|w| w.load(Ordering::Acquire) != 0))
     }
-    fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+    fn network_status(&mut self, core: u8) -> Result<bool, NrtError> {
         if !self.alive() {
-            return Err(NrtStatus::HwError);
+            return Err(NrtError::failed(NrtStatus::HwError));
         }
         self.status(Line::NetproxyFail, core).map_or(Ok(true), Err)
     }
@@ -302,7 +299,7 @@ impl hal::CollectivesProxy for ShmDevice {
 
 impl hal::FaultProbe for ShmDevice {
     fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus> {
-        self.status(Line::Hbm, core)
+        self.status(Line::Hbm, core).map(NrtError::status)
     }
     fn dma_aborted(&mut self, core: u8) -> bool {
         self.status(Line::DmaAbort, core).is_some()

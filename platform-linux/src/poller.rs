@@ -410,16 +410,17 @@ pub struct Ticket {
 }
 
 impl Ticket {
-    /// The result once the request completed: the step code and the status.
-    pub fn try_result(&self) -> Option<(Step, NrtStatus)> {
+    /// The result once the request completed: [`Step::Done`] or
+    /// [`Step::Error`] with the status.
+    pub fn try_result(&self) -> Option<Step> {
         if !self.handoff.done.load(Ordering::SeqCst) {
             return None;
         }
-        let step = match self.handoff.step.load(Ordering::Acquire) {
-            0 => Step::Done,
-            _ => Step::Error,
-        };
-        Some((step, NrtStatus::from_code(self.handoff.status.load(Ordering::Acquire))))
+        let status = NrtStatus::from_code(self.handoff.status.load(Ordering::Acquire));
+        Some(match self.handoff.step.load(Ordering::Acquire) {
+            0 => Step::Done(status),
+            _ => Step::failed(status),
+        })
     }
 
     /// When the poller saw the completion, ns since [`Poller::origin`].
@@ -430,13 +431,13 @@ impl Ticket {
     /// Look without waiting: the result, `NRT_EXEC_UNIT_UNRECOVERABLE` (101)
     /// when the poller thread ended without answering (it died,
     /// G-POLLER-CLOSE), or `None` while in flight.
-    pub fn poll(&self) -> Option<(Step, NrtStatus)> {
+    pub fn poll(&self) -> Option<Step> {
         if let Some(r) = self.try_result() {
             return Some(r);
         }
         if !self.alive.0.load(Ordering::SeqCst) {
             // It may have answered just before it ended.
-            return Some(self.try_result().unwrap_or((Step::Error, NrtStatus::ExecUnitUnrecoverable)));
+            return Some(self.try_result().unwrap_or(Step::failed(NrtStatus::ExecUnitUnrecoverable)));
         }
         None
     }
@@ -444,7 +445,7 @@ impl Ticket {
     /// Wait for the result: spin (no syscall) for the configured time, then
     /// sleep on an eventfd the poller writes only for sleepers. Returns 101
     /// (`NRT_EXEC_UNIT_UNRECOVERABLE`) if the poller thread died.
-    pub fn wait(&self) -> (Step, NrtStatus) {
+    pub fn wait(&self) -> Step {
         let t0 = Instant::now();
         loop {
             if let Some(r) = self.poll() {
@@ -713,7 +714,7 @@ impl<L: Lanes + Send + 'static> Poller<L> {
         // died): never started, answered NRT_CLOSED (G-LINUX-CLOSE).
         let left: Vec<Pending> = self.shared.queue().drain(..).collect();
         for p in left {
-            answer(&self.shared, &p.handoff, Step::Error, NrtStatus::Closed);
+            answer(&self.shared, &p.handoff, Step::failed(NrtStatus::Closed));
         }
     }
 
@@ -839,8 +840,9 @@ impl<D: ExecDevice + Send + 'static> PollerSet<D> {
     }
 }
 
-fn answer(sh: &Shared, h: &Handoff, step: Step, status: NrtStatus) {
-    h.status.store(status.code(), Ordering::Release);
+/// Hand a finished request's result to its waiter.
+fn answer(sh: &Shared, h: &Handoff, step: Step) {
+    h.status.store(step.status().map_or(0, NrtStatus::code), Ordering::Release);
     h.step.store(step.code(), Ordering::Release);
     h.noticed_ns.store(u64::try_from(sh.origin.elapsed().as_nanos()).unwrap_or(u64::MAX), Ordering::Release);
     h.done.store(true, Ordering::SeqCst);
@@ -887,7 +889,7 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
                 for (slot, h) in handoffs.iter_mut().enumerate() {
                     if let Some(h) = h.take() {
                         group.remove(slot);
-                        answer(sh, &h, Step::Error, NrtStatus::Closed);
+                        answer(sh, &h, Step::failed(NrtStatus::Closed));
                     }
                 }
             }
@@ -895,7 +897,7 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
         if closing {
             // Not yet started: answered NRT_CLOSED (G-LINUX-CLOSE).
             for p in backlog.drain(..) {
-                answer(sh, &p.handoff, Step::Error, NrtStatus::Closed);
+                answer(sh, &p.handoff, Step::failed(NrtStatus::Closed));
             }
         }
         // Start what the free lanes can take, in submission order per lane
@@ -938,7 +940,7 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
         let pass_ns = now_ns(sh);
         let pass = group.poll_due(lanes, pass_ns, |c, _req: &ExecRequest| {
             if let Some(h) = handoffs.get_mut(c.slot).and_then(Option::take) {
-                answer(sh, &h, c.step, c.status);
+                answer(sh, &h, c.step);
             }
             if let Some(t) = timeouts_s.get_mut(c.slot) {
                 *t = 0;

@@ -95,7 +95,7 @@ fn a_device_thread_plays_records_into_mapped_rings_and_the_harvest_sees_them() {
     let w = exec_wait_round_robin(&mut req, &mut dev, &mut nq, &mut AdaptiveDelay::default());
     stop.store(true, Ordering::Release);
     assert_eq!(device.join().unwrap(), 40);
-    assert_eq!((w.status, w.step), (NrtStatus::Success, Step::Done), "events: {:?}", dev.events);
+    assert_eq!((w.status, w.step), (NrtStatus::Success, Step::Done(NrtStatus::Success)), "events: {:?}", dev.events);
     assert!(w.steps > 3, "the harvest polled while the device worked ({} steps)", w.steps);
     // HEAD went back through the mapped BAR at the driver's offsets: 4 records each.
     for core in 0..2u8 {

@@ -106,12 +106,12 @@ fn one_poller_harvests_many_lanes_with_faults_on_some() {
         .collect();
     let got: Vec<_> = tickets.iter().map(|t| t.wait()).collect();
     let want = [
-        (Step::Done, NrtStatus::Success),
-        (Step::Done, NrtStatus::Success),
-        (Step::Error, NrtStatus::Timeout),
-        (Step::Done, NrtStatus::Success),
-        (Step::Done, NrtStatus::ExecCompletedWithNumErr),
-        (Step::Done, NrtStatus::Success),
+        Step::Done(NrtStatus::Success),
+        Step::Done(NrtStatus::Success),
+        Step::failed(NrtStatus::Timeout),
+        Step::Done(NrtStatus::Success),
+        Step::Done(NrtStatus::ExecCompletedWithNumErr),
+        Step::Done(NrtStatus::Success),
     ];
     assert_eq!(got, want);
     let st = settled(&poller, 6);
@@ -133,7 +133,7 @@ fn a_spinning_waiter_gets_its_completion_without_the_eventfd() {
     }
     let tickets: Vec<_> = (0..3).map(|i| poller.submit(i, ExecConfig::new(Arch::Sunda, 2, 5)).unwrap()).collect();
     for t in &tickets {
-        assert_eq!(t.wait(), (Step::Done, NrtStatus::Success));
+        assert_eq!(t.wait(), Step::Done(NrtStatus::Success));
         assert!(t.noticed_ns().is_some());
     }
     let st = settled(&poller, 3);
@@ -151,7 +151,7 @@ fn a_sleeping_waiter_is_woken_by_its_eventfd() {
     kickoff(&shared[0], origin);
     let t = poller.submit(0, ExecConfig::new(Arch::Sunda, 2, 1)).unwrap();
     let t0 = Instant::now();
-    assert_eq!(t.wait(), (Step::Error, NrtStatus::Timeout));
+    assert_eq!(t.wait(), Step::failed(NrtStatus::Timeout));
     assert!(t0.elapsed() < Duration::from_secs(10));
     let st = settled(&poller, 1);
     assert_eq!((st.completions, st.eventfd_wakes), (1, 1));
@@ -174,8 +174,8 @@ fn shutdown_finishes_the_request_in_flight_and_closes_the_queued_one() {
         std::thread::yield_now();
     }
     let (_, _) = poller.shutdown();
-    assert_eq!(first.try_result(), Some((Step::Error, NrtStatus::Timeout)));
-    assert_eq!(second.try_result(), Some((Step::Error, NrtStatus::Closed)));
+    assert_eq!(first.try_result(), Some(Step::failed(NrtStatus::Timeout)));
+    assert_eq!(second.try_result(), Some(Step::failed(NrtStatus::Closed)));
     stop(devices, &shared);
 }
 
@@ -184,7 +184,7 @@ fn a_lane_that_does_not_exist_and_a_cpu_that_does_not_exist() {
     let SimLanes { lanes, shared, devices, .. } = sim_lanes(1, &[]);
     let poller = Poller::spawn(lanes, PollerConfig { cpu: Some(0), ..PollerConfig::default() }).unwrap();
     let t = poller.submit(9, ExecConfig::new(Arch::Sunda, 2, 1)).unwrap();
-    assert_eq!(t.wait(), (Step::Error, NrtStatus::InvalidHandle));
+    assert_eq!(t.wait(), Step::failed(NrtStatus::InvalidHandle));
     drop(poller);
     let err =
         Poller::spawn(VecLanes::<SimHost>(Vec::new()), PollerConfig { cpu: Some(100_000), ..PollerConfig::default() })
@@ -217,7 +217,7 @@ fn shutdown_is_bounded_when_a_device_clock_stalls() {
     let t1 = Instant::now();
     let _ = poller.shutdown();
     let took = t1.elapsed();
-    assert_eq!(t.try_result(), Some((Step::Error, NrtStatus::Closed)));
+    assert_eq!(t.try_result(), Some(Step::failed(NrtStatus::Closed)));
     assert!(took >= Duration::from_secs(2) && took < Duration::from_secs(10), "{took:?}: the 1 s timeout + 1 s grace");
 }
 
@@ -237,9 +237,9 @@ fn a_waiter_is_answered_101_when_the_poller_thread_dies() {
         Poller::spawn(Exploding, PollerConfig { waiter_spin_for: Duration::ZERO, ..PollerConfig::default() }).unwrap();
     let t = poller.submit(0, ExecConfig::new(Arch::Sunda, 2, 1)).unwrap();
     let t0 = Instant::now();
-    assert_eq!(t.wait(), (Step::Error, NrtStatus::ExecUnitUnrecoverable));
+    assert_eq!(t.wait(), Step::failed(NrtStatus::ExecUnitUnrecoverable));
     assert!(t0.elapsed() < Duration::from_secs(10));
-    assert_eq!(t.poll(), Some((Step::Error, NrtStatus::ExecUnitUnrecoverable)));
+    assert_eq!(t.poll(), Some(Step::failed(NrtStatus::ExecUnitUnrecoverable)));
     let (lanes, _) = poller.shutdown();
     assert!(lanes.is_none(), "the lanes died with the thread");
 }
@@ -262,7 +262,7 @@ fn requests_queued_on_one_lane_run_in_turn() {
     let cfg = ExecConfig::new(Arch::Sunda, 1, 5);
     let tickets: Vec<_> = [0u16, 0, 1, 0, 0].iter().map(|&l| poller.submit(l, cfg).unwrap()).collect();
     for t in &tickets[..4] {
-        assert_eq!(t.wait(), (Step::Done, NrtStatus::Success));
+        assert_eq!(t.wait(), Step::Done(NrtStatus::Success));
     }
     // The fourth on lane 0 has no records: never done. At shutdown it is
     // either not started yet (answered NRT_CLOSED at once) or in flight with a
@@ -270,7 +270,7 @@ fn requests_queued_on_one_lane_run_in_turn() {
     // 5 s + 1 s of the process clock).
     assert_eq!(tickets[4].poll(), None);
     let (lanes, _) = poller.shutdown();
-    assert_eq!(tickets[4].poll(), Some((Step::Error, NrtStatus::Closed)));
+    assert_eq!(tickets[4].poll(), Some(Step::failed(NrtStatus::Closed)));
     let lanes = lanes.unwrap();
     assert_eq!(lanes.0[0].0.head_writes, 15, "batched: one per ring per inference, 3 inferences");
 }
@@ -295,17 +295,17 @@ fn a_poller_set_runs_one_poller_per_device_and_routes_by_device() {
         .collect();
     let got: Vec<_> = tickets.iter().map(|t| t.wait()).collect();
     let want = [
-        (Step::Done, NrtStatus::Success),
-        (Step::Done, NrtStatus::Success),
-        (Step::Error, NrtStatus::Timeout),
-        (Step::Done, NrtStatus::Success),
-        (Step::Done, NrtStatus::Success),
-        (Step::Done, NrtStatus::ExecCompletedWithNumErr),
+        Step::Done(NrtStatus::Success),
+        Step::Done(NrtStatus::Success),
+        Step::failed(NrtStatus::Timeout),
+        Step::Done(NrtStatus::Success),
+        Step::Done(NrtStatus::Success),
+        Step::Done(NrtStatus::ExecCompletedWithNumErr),
     ];
     assert_eq!(got, want);
     // A device or a lane that does not exist: answered, not lost.
-    assert_eq!(set.submit(3, 0, cfg).unwrap().wait(), (Step::Error, NrtStatus::InvalidHandle));
-    assert_eq!(set.submit(0, 2, cfg).unwrap().wait(), (Step::Error, NrtStatus::InvalidHandle));
+    assert_eq!(set.submit(3, 0, cfg).unwrap().wait(), Step::failed(NrtStatus::InvalidHandle));
+    assert_eq!(set.submit(0, 2, cfg).unwrap().wait(), Step::failed(NrtStatus::InvalidHandle));
     let completions: u64 = set.stats().iter().map(|s| s.completions).sum();
     assert!(completions >= 6, "{completions}");
     let (back, cpu_ns) = set.shutdown();

@@ -64,7 +64,7 @@ fn play(name: &str, faults: &[&str], ring_entries: u32, n: u32, timeout_s: u32) 
 #[test]
 fn a_healthy_inference_over_shm_succeeds_with_every_engine_timed() {
     let r = play("healthy", &[], 64, 1, 5).remove(0);
-    assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done), "events: {:?}", r.events);
+    assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done(NrtStatus::Success)), "events: {:?}", r.events);
     for core in &r.cores {
         for e in &core.engines {
             assert_eq!(e.state, TpbEngState::Complete);
@@ -87,14 +87,14 @@ fn a_healthy_inference_over_shm_succeeds_with_every_engine_timed() {
 #[test]
 fn a_hang_over_shm_times_out_with_5() {
     let r = play("hang", &["hang:core=1,engine=PE"], 64, 1, 1).remove(0);
-    assert_eq!((r.status, r.step), (NrtStatus::Timeout, Step::Error));
+    assert_eq!((r.status, r.step), (NrtStatus::Timeout, Step::failed(NrtStatus::Timeout)));
     assert!(r.elapsed_ns >= 1_000_000_000);
 }
 
 #[test]
 fn a_dropped_end_with_overflow_over_shm_reads_intc_bit_29_and_gives_1204() {
     let r = play("drop-end", &["drop:core=0,engine=ACT,record=end,overflow"], 64, 1, 1).remove(0);
-    assert_eq!((r.status.code(), r.step), (1204, Step::Error), "events: {:?}", r.events);
+    assert!(matches!((r.status.code(), r.step), (1204, Step::Error(_))), "events: {:?}", r.events);
     assert!(r.cores[0].fatal.contains(&"overflow"), "{:?}", r.cores[0].fatal);
     assert!(r.events.iter().any(|e| e.to_string().contains("0x20000000")), "INTC read through the BAR: {:?}", r.events);
 }
@@ -111,7 +111,7 @@ fn three_inferences_lap_small_rings_and_each_succeeds() {
     // 8-entry rings, 4 records on SP per inference: the second and third
     // inferences write across the lap boundary (phase flips) with HEAD sampled.
     for r in play("laps", &[], 8, 3, 5) {
-        assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done), "events: {:?}", r.events);
+        assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done(NrtStatus::Success)), "events: {:?}", r.events);
     }
 }
 
@@ -336,7 +336,7 @@ fn a_peer_that_truncates_the_file_after_attach_does_not_crash_the_harvester() {
     assert_eq!(e.raw_os_error(), Some(libc::EPERM), "{e}");
     // The harvester keeps working on its sealed mapping (no SIGBUS).
     let r = h.harvest(5, DelayKind::Adaptive).expect("harvest 2");
-    assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done), "events: {:?}", r.events);
+    assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done(NrtStatus::Success)), "events: {:?}", r.events);
     let summary = server.join().unwrap().expect("serve");
     assert_eq!((summary.played, summary.harvested), (2, 2));
 }
@@ -371,7 +371,12 @@ fn the_wake_log_of_one_inference_is_bounded() {
     let mut sim = SimConfig { ring_entries: 1024, ..SimConfig::default() };
     sim.extras.push(Extra::TensorStream { core: 0, engine: nrt_core::nq::Engine::Act, var_ids });
     let r = play_config("tensor-bounded", sim, 1).remove(0);
-    assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done), "events: {:?}", r.events.len());
+    assert_eq!(
+        (r.status, r.step),
+        (NrtStatus::Success, Step::Done(NrtStatus::Success)),
+        "events: {:?}",
+        r.events.len()
+    );
     assert_eq!(r.events_of("tensor_completed").count(), n, "every completion was harvested");
     assert_eq!(r.wakes.len(), WAKE_LOG_CAP, "the log keeps {WAKE_LOG_CAP}");
     assert_eq!(r.wakes.last(), Some(&(7, WAKE_LOG_CAP as u32 / 8)));

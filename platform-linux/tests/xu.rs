@@ -10,7 +10,7 @@ use nrt_core::exec::{ExecConfig, XuHealth};
 use nrt_core::hal::{self, ErrorKind, ErrorType};
 use nrt_core::nq::{ErrorEntry, Notifications};
 use nrt_core::testutil::FakeDevice;
-use nrt_core::NrtStatus;
+use nrt_core::{NrtError, NrtStatus};
 use nrt_linux::time::DelayKind;
 use nrt_linux::xu::{SubmitError, XuPool};
 
@@ -63,7 +63,7 @@ impl hal::Clock for ScriptDevice {
     }
 }
 impl hal::CollectivesProxy for ScriptDevice {
-    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtError> {
         if core == 0 {
             let p = self.programs.lock().unwrap().pop_front().expect("a program per request");
             let t = self.dev.now.get() + self.clock.now_ns();
@@ -79,7 +79,7 @@ impl hal::CollectivesProxy for ScriptDevice {
         }
         Ok(true)
     }
-    fn network_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
+    fn network_status(&mut self, _: u8) -> Result<bool, NrtError> {
         Ok(true)
     }
 }

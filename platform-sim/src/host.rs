@@ -16,7 +16,7 @@ use nrt_core::dma::{Direction, RingBacking};
 use nrt_core::event::Event;
 use nrt_core::exec::{TensorCompletions, TensorWaker};
 use nrt_core::hal::{self, ErrorKind, ErrorType};
-use nrt_core::NrtStatus;
+use nrt_core::{NrtError, NrtStatus};
 
 use crate::device::Device;
 use crate::layout;
@@ -211,16 +211,16 @@ fn status_line(shared: &Shared, line: Line, core: u8) -> Option<NrtStatus> {
 }
 
 impl hal::CollectivesProxy for SimHost {
-    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
-        if let Some(s) = status_line(&self.shared, Line::BarrierFail, core) {
-            return Err(s);
+    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtError> {
+        if let Some(e) = status_line(&self.shared, Line::BarrierFail, core).and_then(NrtError::new) {
+            return Err(e);
         }
         Ok(self.shared.get_line(Line::BarrierDone, core) != 0)
     }
 
-    fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
-        match status_line(&self.shared, Line::NetproxyFail, core) {
-            Some(s) => Err(s),
+    fn network_status(&mut self, core: u8) -> Result<bool, NrtError> {
+        match status_line(&self.shared, Line::NetproxyFail, core).and_then(NrtError::new) {
+            Some(e) => Err(e),
             None => Ok(true),
         }
     }

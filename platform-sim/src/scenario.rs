@@ -508,7 +508,7 @@ mod tests {
         assert_eq!(e.to_string(), format!("status 0 NRT_SUCCESS, expected {}", NrtStatus::Timeout.code()));
 
         let mut wrong_rc = r.clone();
-        wrong_rc.step = nrt_core::exec::Step::Error;
+        wrong_rc.step = nrt_core::exec::Step::failed(NrtStatus::Failure);
         let e = healthy.evaluate(&wrong_rc).unwrap_err();
         assert_eq!(e, Mismatch::ReturnCode { got: 2, expected: 0 });
         assert_eq!(e.to_string(), "return code 2, expected 0");

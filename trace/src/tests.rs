@@ -22,7 +22,7 @@ fn report() -> RunReport {
     RunReport {
         config: ReportConfig { faults: vec!["nan:core=1".into()], ..ReportConfig::default() },
         status: NrtStatus::ExecCompletedWithNumErr,
-        step: Step::Done,
+        step: Step::Done(NrtStatus::ExecCompletedWithNumErr),
         steps: 3,
         elapsed_ns: 80_000,
         timeout_ms: 5_000,

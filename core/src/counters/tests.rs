@@ -6,6 +6,7 @@ use super::*;
 use crate::arch::Arch;
 use crate::exec::{ExecConfig, ExecRequest, Step};
 use crate::nq::{ErrorEntry, Notifications};
+use crate::status::NrtError;
 use crate::testutil::{FakeDevice, INTC_OVERFLOW};
 
 const RING: u32 = 1024;
@@ -152,21 +153,19 @@ impl Rig {
             req: ExecRequest::new(ExecConfig::new(Arch::Sunda, cores, 5)),
         }
     }
-    fn step(&mut self) -> (Step, NrtStatus) {
-        let mut out = NrtStatus::Other(0xDEAD);
-        let s = self.req.progress_one_step(&mut *self.dev, &mut self.nq, &mut out);
-        (s, out)
+    fn step(&mut self) -> Step {
+        self.req.progress_one_step(&mut *self.dev, &mut self.nq)
     }
     /// Step to DONE, advancing the clock 1 ms per step and, after `time_out_at`
     /// steps, past the budget.
-    fn finish(&mut self, time_out_at: u32) -> (Step, NrtStatus) {
+    fn finish(&mut self, time_out_at: u32) -> Step {
         for i in 0..64 {
             if i == time_out_at {
                 self.dev.advance_ms(5_000);
             }
             self.dev.advance_ms(1);
             let r = self.step();
-            if r.0 != Step::InFlight {
+            if r != Step::InFlight {
                 return r;
             }
         }
@@ -273,7 +272,7 @@ fn finalize_counts_each_seed_status_once() {
         ),
         (
             "network proxy",
-            |d| d.network_fail[0] = Some(NrtStatus::NetworkProxyFailure),
+            |d| d.network_fail[0] = NrtError::new(NrtStatus::NetworkProxyFailure),
             99,
             NrtStatus::NetworkProxyFailure,
             &[INFER_COMPLETED_WITH_ERR, ERR_RT],
@@ -282,8 +281,8 @@ fn finalize_counts_each_seed_status_once() {
     for (name, setup, time_out_at, status, want) in cases {
         let mut r = Rig::new(1);
         setup(&mut r.dev);
-        let (_, got) = r.finish(*time_out_at);
-        assert_eq!(got, *status, "{name}");
+        let got = r.finish(*time_out_at).status();
+        assert_eq!(got, Some(*status), "{name}");
         assert_eq!(r.dev.counter_updates.len(), 1, "{name}: one update per core");
         let (core, u) = r.dev.counter_updates[0];
         assert_eq!((core, u.status), (0, *status), "{name}");
@@ -309,9 +308,9 @@ fn device_latency_is_the_cores_duration_and_total_runs_from_init() {
     r.dev.run_all(2, 1_000_000, 4_000_000);
     let t_init = r.dev.now.get() + 1_000_000; // finish() advances 1 ms before the INIT step
     let reads_before = r.dev.now.get();
-    let (s, st) = r.finish(99);
+    let s = r.finish(99);
     assert!(r.dev.now.get() > reads_before);
-    assert_eq!((s, st), (Step::Done, NrtStatus::Success));
+    assert_eq!(s, Step::Done(NrtStatus::Success));
     let t_end = r.dev.now.get();
     assert_eq!(r.dev.counter_updates.len(), 2);
     for (core, u) in r.dev.counter_updates.iter() {
@@ -332,8 +331,8 @@ fn a_core_that_finished_cleanly_beside_one_that_timed_out_counts_completed() {
         r.dev.start(1, e, 1_000_000);
         r.dev.end(1, e, 2_000_000);
     }
-    let (_, st) = r.finish(2);
-    assert_eq!(st, NrtStatus::Timeout);
+    let st = r.finish(2).status();
+    assert_eq!(st, Some(NrtStatus::Timeout));
     assert_eq!((r.counted(0, INFER_TIMED_OUT), r.counted(0, INFER_COMPLETED)), (1, 0));
     assert_eq!((r.counted(1, INFER_TIMED_OUT), r.counted(1, INFER_COMPLETED)), (0, 1));
 }
@@ -345,8 +344,8 @@ fn a_core_cut_short_by_another_cores_failure_counts_the_requests_status() {
     // own but never ran: it counts the request's failure, not a completion.
     let mut r = Rig::new(2);
     r.nq = Notifications::new();
-    let (s, st) = r.finish(99);
-    assert_eq!((s, st), (Step::Error, NrtStatus::Failure));
+    let s = r.finish(99);
+    assert_eq!(s, Step::failed(NrtStatus::Failure));
     assert_eq!((r.counted(0, GENERIC_FAIL), r.counted(0, ERR_GENERIC)), (1, 1));
     assert_eq!((r.counted(1, GENERIC_FAIL), r.counted(1, INFER_COMPLETED)), (1, 0));
     assert_eq!(r.dev.counter_updates[1].1.status, NrtStatus::Failure);
@@ -402,8 +401,8 @@ fn two_cores_count_their_own_status() {
     let mut r = Rig::new(2);
     r.dev.error(1, ErrorEntry::new(1, 0, 0, 1000));
     r.dev.run_all(2, 1_000_000, 4_000_000);
-    let (_, st) = r.finish(99);
-    assert_eq!(st, NrtStatus::ExecCompletedWithNumErr, "the worst of the cores");
+    let st = r.finish(99).status();
+    assert_eq!(st, Some(NrtStatus::ExecCompletedWithNumErr), "the worst of the cores");
     assert_eq!(r.counted(0, INFER_COMPLETED), 1);
     assert_eq!(r.counted(0, INFER_COMPLETED_WITH_NUM_ERR), 0);
     assert_eq!(r.counted(1, INFER_COMPLETED_WITH_NUM_ERR), 1);

@@ -127,14 +127,13 @@ where
     W: Delay + ?Sized,
     H: WaitHooks<D, W> + ?Sized,
 {
-    let mut status = NrtStatus::Success;
     let mut steps = 0u64;
     loop {
         hooks.before_step(req, dev, nq);
-        let step = req.progress_one_step(dev, nq, &mut status);
+        let step = req.progress_one_step(dev, nq);
         steps = steps.saturating_add(1);
         hooks.after_step(req, dev, nq, step);
-        if step != Step::InFlight {
+        if let Some(status) = step.status() {
             if nq.head_batching() {
                 super::group::write_back_heads(dev, nq, req.tpb_count());
             }
@@ -313,15 +312,15 @@ impl ExecUnit {
                 self.current = ExecRequest::new(work.config);
                 self.initialized = true;
             }
-            let mut out = NrtStatus::Success;
-            match self.current.progress_one_step(dev, nq, &mut out) {
+            let out = match self.current.progress_one_step(dev, nq) {
                 Step::InFlight => return XuStep::InFlight,
-                Step::Error => {
+                Step::Error(e) => {
                     self.health = XuHealth::FatalShutdown;
-                    emit(dev, ExecEvent::XuFatalShutdown { status: out });
+                    emit(dev, ExecEvent::XuFatalShutdown { status: e.status() });
+                    e.status()
                 }
-                Step::Done => {}
-            }
+                Step::Done(s) => s,
+            };
             if nq.head_batching() {
                 super::group::write_back_heads(dev, nq, self.current.tpb_count());
             }

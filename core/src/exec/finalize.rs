@@ -7,7 +7,7 @@ use crate::counters::NcUpdate;
 use crate::nq::entry::ENTRY_SIZE;
 use crate::nq::error::ERROR_SUBTYPE_COUNT;
 use crate::nq::{Engine, ErrorClass, ErrorEntry, ErrorRecord, Notifications, TsCal, ERROR_NQ};
-use crate::status::NrtStatus;
+use crate::status::{NrtError, NrtStatus};
 use crate::trace::emit;
 
 /// More pending error records than this draws the "unusually large number of
@@ -74,13 +74,13 @@ pub(crate) fn rescale_post(cal: &TsCal, device_ts: u64, r: &Option<u64>) -> bool
 }
 
 impl ExecRequest {
-    /// Post-process, sweep errors, reconcile; the request becomes DONE.
+    /// Post-process, sweep errors, reconcile; the request becomes DONE. `fault`
+    /// is what ended the harvest early (`None`: every core completed).
     pub(super) fn finalize<D: ExecDevice + ?Sized>(
         &mut self,
         dev: &mut D,
         nq: &mut Notifications,
-        status: NrtStatus,
-        out: &mut NrtStatus,
+        fault: Option<NrtError>,
     ) -> Step {
         self.postprocess(dev, nq);
         self.process_errors(dev, nq);
@@ -89,22 +89,17 @@ impl ExecRequest {
             best = best.worst(*r);
         }
         // As the seed: a clean harvest returns 0 even when the error sweep set a
-        // status (a NaN gives 0 with 1003 in `out`); only a faulted harvest
-        // returns 2 (G-RET0). Every FINALIZE ends in DONE, fault paths included,
-        // so that DONE is terminal (G-DONE).
-        let step = if status.is_success() {
-            Step::Done
-        } else if !best.is_success() {
-            Step::Error
-        } else {
-            // "Failed but error not set": a generic failure.
-            best = NrtStatus::Failure;
-            Step::Error
+        // status (a NaN gives 0 with 1003); only a faulted harvest returns 2
+        // (G-RET0), with a generic failure when no core has a status ("failed
+        // but error not set"). Every FINALIZE ends in DONE, fault paths
+        // included, so that DONE is terminal (G-DONE).
+        let step = match fault {
+            None => Step::Done(best),
+            Some(_) => Step::Error(NrtError::failed(best)),
         };
         self.state = ExecState::Done;
-        self.result = (step, best);
-        *out = best;
-        self.count(dev, step, best);
+        self.result = step;
+        self.count(dev, step);
         step
     }
 
@@ -118,10 +113,11 @@ impl ExecRequest {
     /// failed counts its success (G-NDS-MAP).
     /// FINALIZE reads no clock: the update carries the request's start (the
     /// INIT step), and the platform ends the total latency on its own clock.
-    fn count<D: ExecDevice + ?Sized>(&self, dev: &mut D, step: Step, best: NrtStatus) {
+    fn count<D: ExecDevice + ?Sized>(&self, dev: &mut D, step: Step) {
+        let best = step.status().unwrap_or(NrtStatus::Success);
         for core in 0..self.tpb_count() {
             let own = self.out_info.exec_rets.get(core).copied().unwrap_or(best);
-            let cut_short = own.is_success() && step == Step::Error && !self.core_complete(core);
+            let cut_short = own.is_success() && matches!(step, Step::Error(_)) && !self.core_complete(core);
             let status = if cut_short { best } else { own };
             let err = self.out_info.err.get(core).copied().flatten();
             let update = NcUpdate {
@@ -371,8 +367,7 @@ pub mod parts {
 
     /// The per-core counter update of the request's cached result.
     pub fn count<D: ExecDevice + ?Sized>(req: &ExecRequest, dev: &mut D) {
-        let (step, best) = req.result;
-        req.count(dev, step, best);
+        req.count(dev, req.result);
     }
 }
 

@@ -132,7 +132,7 @@ pub struct Completion {
     pub token: u64,
     /// The final one-step code: [`Step::Done`] or [`Step::Error`].
     pub step: Step,
-    /// The request's status (`*out`).
+    /// The request's status (the step's).
     pub status: NrtStatus,
 }
 
@@ -402,19 +402,15 @@ impl<const N: usize> PollGroup<N> {
                 }
             }
             pass.stepped += 1;
-            let mut status = NrtStatus::Success;
             let step = match lanes.lane(slot.lane) {
                 Some((dev, nq)) => {
-                    let step = slot.req.progress_one_step(dev, nq, &mut status);
+                    let step = slot.req.progress_one_step(dev, nq);
                     if step != Step::InFlight && nq.head_batching() {
                         write_back_heads(dev, nq, slot.req.tpb_count());
                     }
                     step
                 }
-                None => {
-                    status = NrtStatus::InvalidHandle;
-                    Step::Error
-                }
+                None => Step::failed(NrtStatus::InvalidHandle),
             };
             let hist = self.hist.get_mut(idx);
             if step == Step::InFlight {
@@ -426,9 +422,10 @@ impl<const N: usize> PollGroup<N> {
                 i += 1;
                 continue;
             }
-            if let (Some(now), Some(kick), Some(h), Step::Done) = (now, slot.kick_ns, hist, step) {
+            if let (Some(now), Some(kick), Some(h), Step::Done(_)) = (now, slot.kick_ns, hist, step) {
                 h.est.learn(now.saturating_sub(kick));
             }
+            let status = step.status().unwrap_or(NrtStatus::Success);
             let c = Completion { slot: idx, lane: slot.lane, token: slot.token, step, status };
             done(&c, &slot.req);
             pass.completed += 1;

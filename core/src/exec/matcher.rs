@@ -19,7 +19,7 @@ use super::{fatal, ts_slot, ExecDevice, ExecEvent, ExecRequest, ProbeReason, Tpb
 use crate::hal::Error as _;
 use crate::nq::entry::{CAYMAN_CUSTOM_NQ_TAG, CAYMAN_FIXUP_ENGINE_INDEX, ENTRY_SIZE};
 use crate::nq::{CustomKind, Engine, Notification, Notifications, RawEntry, Subtype};
-use crate::status::NrtStatus;
+use crate::status::{NrtError, NrtStatus};
 use crate::trace::emit;
 
 /// The INTC error-trigger cause register, line 61 (seed §5): bit 29 says the
@@ -91,7 +91,7 @@ impl ExecRequest {
         dev: &mut D,
         nq: &mut Notifications,
         core: usize,
-    ) -> Result<(), NrtStatus> {
+    ) -> Result<(), NrtError> {
         // An index loop (a constant bound for the model checker, where a slice
         // iterator's end is a pointer it can bound only by its unwind limit).
         for eng in 0..Engine::ALL.len() {
@@ -118,13 +118,13 @@ impl ExecRequest {
         core: usize,
         eng: usize,
         engine: Engine,
-    ) -> Result<(), NrtStatus> {
+    ) -> Result<(), NrtError> {
         let c = core as u8;
         let Some(&nq_id) = nq.infer_status_nqs().get(eng) else {
-            return Err(NrtStatus::Failure);
+            return Err(NrtError::FAILURE);
         };
         let Some(ring) = nq.ring_mut(c, nq_id) else {
-            return Err(NrtStatus::Failure);
+            return Err(NrtError::FAILURE);
         };
         let mut cursor = *ring;
         let limit = cursor.batch_limit(READS_PER_ENGINE_PER_SWEEP);
@@ -137,7 +137,7 @@ impl ExecRequest {
                 Ok(false) => break,
                 Err(e) => {
                     emit(dev, ExecEvent::RingReadFailed { core: c, nq: nq_id, kind: e.kind() });
-                    result = Err(NrtStatus::Failure);
+                    result = Err(NrtError::FAILURE);
                     break;
                 }
             }
@@ -178,7 +178,7 @@ impl ExecRequest {
         engine: Engine,
         nq_id: u8,
         bytes: &[u8; ENTRY_SIZE],
-    ) -> Result<(), NrtStatus> {
+    ) -> Result<(), NrtError> {
         let c = core as u8;
         let eng = engine.index();
         let raw = RawEntry::from_array(bytes);
@@ -197,9 +197,9 @@ impl ExecRequest {
                 if sub != TpbEngState::StartPending {
                     return Err(if self.probe_overflow(dev, core, ProbeReason::OutOfOrderStart) {
                         self.set_fatal(core, fatal::OVERFLOW);
-                        NrtStatus::ExecSwNqOverflow
+                        NrtError::failed(NrtStatus::ExecSwNqOverflow)
                     } else {
-                        NrtStatus::Failure
+                        NrtError::FAILURE
                     });
                 }
                 // libnrt also records an NC_TIMESTAMP_SYNC trace here; we do not
@@ -211,9 +211,9 @@ impl ExecRequest {
                 if sub != TpbEngState::EndPending {
                     return Err(if self.probe_overflow(dev, core, ProbeReason::OutOfOrderEnd) {
                         self.set_fatal(core, fatal::END_OVERFLOW);
-                        NrtStatus::ExecSwNqOverflow
+                        NrtError::failed(NrtStatus::ExecSwNqOverflow)
                     } else {
-                        NrtStatus::Failure
+                        NrtError::FAILURE
                     });
                 }
                 self.keep_latest(core, ts_slot::end(eng), ts);
@@ -255,13 +255,13 @@ impl ExecRequest {
                     }
                     CustomKind::Invalid { sub_id } => {
                         emit(dev, ExecEvent::BadCustomSubId { core: c, engine, sub_id });
-                        return Err(NrtStatus::Failure);
+                        return Err(NrtError::FAILURE);
                     }
                 }
             }
             Subtype::Unexpected(subtype) => {
                 emit(dev, ExecEvent::UnexpectedNotification { core: c, engine, debug_hint: n.debug_hint, subtype });
-                return Err(NrtStatus::Failure);
+                return Err(NrtError::FAILURE);
             }
         }
         Ok(())

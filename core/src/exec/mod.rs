@@ -3,13 +3,14 @@
 //!
 //! [`ExecRequest`] is one request's harvest state, the counterpart of libnrt's
 //! 472-byte `exec_request_state_t`. [`ExecRequest::progress_one_step`] advances it
-//! by one non-blocking step and returns the seed's contract:
+//! by one non-blocking step and returns the seed's contract, the C return code
+//! with the status the C call writes to `*out`:
 //!
 //! | return | [`Step`] | meaning |
 //! |---|---|---|
 //! | 1 | `InFlight` | not done: sleep and call again |
-//! | 0 | `Done` | complete; `*out` holds the reconciled status (the error sweep may still have set one, e.g. 1003 for a NaN) |
-//! | 2 | `Error` | done with an error, `*out` holds the highest-priority status (never `NRT_SUCCESS`) |
+//! | 0 | `Done(status)` | complete, with the reconciled status (the error sweep may still have set one, e.g. 1003 for a NaN) |
+//! | 2 | `Error(error)` | done with an error, the highest-priority status (an [`NrtError`], never `NRT_SUCCESS`) |
 //!
 //! The machine: `INIT` arms the barrier wait (120 s, doubling, never fatal) ->
 //! `WAIT_BARRIER_PROXY` gates on the collectives barrier, then checks the
@@ -48,7 +49,7 @@ pub use tensor::{NoWake, TensorCompletions, TensorWaker};
 
 use crate::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
 use crate::nq::{ErrorClass, Notifications};
-use crate::status::NrtStatus;
+use crate::status::{NrtError, NrtStatus};
 use crate::trace::emit;
 
 /// First barrier-wait warning threshold, seconds; it doubles at each warning
@@ -165,23 +166,43 @@ impl TpbEngState {
     }
 }
 
-/// The one-step return code.
+/// What one step returns: in flight, or done with the request's status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
 pub enum Step {
-    /// 0: done; the status is in `out`.
-    Done = 0,
     /// 1: in flight; call again.
-    InFlight = 1,
-    /// 2: done with an error; the status is in `out`.
-    Error = 2,
+    InFlight,
+    /// 0: done, with the reconciled status. A clean harvest is done even when
+    /// the error sweep set a status (a NaN: 1003, G-RET0), so it may not be
+    /// `NRT_SUCCESS`.
+    Done(NrtStatus),
+    /// 2: done with an error: the highest-priority status.
+    Error(NrtError),
 }
 
 impl Step {
-    /// The C integer (0, 1 or 2).
+    /// Done with an error: `Step::Error(NrtError::failed(status))` (a status
+    /// left at `NRT_SUCCESS` is `NRT_FAILURE`).
+    pub const fn failed(status: NrtStatus) -> Step {
+        Step::Error(NrtError::failed(status))
+    }
+
+    /// The C integer: 1 in flight, 0 done, 2 done with an error.
     pub const fn code(self) -> u8 {
-        self as u8
+        match self {
+            Step::Done(_) => 0,
+            Step::InFlight => 1,
+            Step::Error(_) => 2,
+        }
+    }
+
+    /// The status once done (what the C call writes to `*out`); `None` in flight.
+    pub const fn status(self) -> Option<NrtStatus> {
+        match self {
+            Step::InFlight => None,
+            Step::Done(s) => Some(s),
+            Step::Error(e) => Some(e.status()),
+        }
     }
 }
 
@@ -304,7 +325,7 @@ pub struct ExecRequest {
     exec_fatal_status: [[bool; fatal::COUNT]; MAX_CORES],
     out_info: OutInfo,
     /// The cached result once DONE.
-    result: (Step, NrtStatus),
+    result: Step,
 }
 
 const _: () = assert!(core::mem::size_of::<ExecRequest>() <= LIBNRT_EXEC_REQUEST_STATE_SIZE);
@@ -334,7 +355,7 @@ impl ExecRequest {
             ts_is_cpu: false,
             exec_fatal_status: [[false; fatal::COUNT]; MAX_CORES],
             out_info: OutInfo::EMPTY,
-            result: (Step::InFlight, NrtStatus::Success),
+            result: Step::InFlight,
         }
     }
 
@@ -419,23 +440,18 @@ impl ExecRequest {
         &self.out_info
     }
 
-    /// The final result once DONE: the step code and the status.
-    pub fn result(&self) -> Option<(Step, NrtStatus)> {
+    /// The final result once DONE: [`Step::Done`] or [`Step::Error`] with the status.
+    pub fn result(&self) -> Option<Step> {
         (self.state == ExecState::Done).then_some(self.result)
     }
 
     /// `exec_request_progress_one_step`: advance by one non-blocking step.
     ///
     /// Returns [`Step::InFlight`] (1) while the request is in flight,
-    /// [`Step::Done`] (0) or [`Step::Error`] (2) once it is DONE, with the status in
-    /// `out`. A DONE request is terminal: further calls return the same result and
+    /// [`Step::Done`] (0) or [`Step::Error`] (2) with the status once it is DONE.
+    /// A DONE request is terminal: further calls return the same result and
     /// change nothing.
-    pub fn progress_one_step<D: ExecDevice + ?Sized>(
-        &mut self,
-        dev: &mut D,
-        nq: &mut Notifications,
-        out: &mut NrtStatus,
-    ) -> Step {
+    pub fn progress_one_step<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) -> Step {
         match self.state {
             ExecState::Init => {
                 self.state = ExecState::WaitBarrierProxy;
@@ -443,21 +459,13 @@ impl ExecRequest {
                 self.barrier_start_ns = dev.now_ns();
                 Step::InFlight
             }
-            ExecState::WaitBarrierProxy => self.step_wait_barrier(dev, nq, out),
-            ExecState::WaitCore => self.step_wait_core(dev, nq, out),
-            ExecState::Done => {
-                *out = self.result.1;
-                self.result.0
-            }
+            ExecState::WaitBarrierProxy => self.step_wait_barrier(dev, nq),
+            ExecState::WaitCore => self.step_wait_core(dev, nq),
+            ExecState::Done => self.result,
         }
     }
 
-    fn step_wait_barrier<D: ExecDevice + ?Sized>(
-        &mut self,
-        dev: &mut D,
-        nq: &mut Notifications,
-        out: &mut NrtStatus,
-    ) -> Step {
+    fn step_wait_barrier<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) -> Step {
         let n = self.tpb_count();
         for (core, done) in self.proxy_done.iter_mut().enumerate().take(n) {
             if *done {
@@ -466,12 +474,11 @@ impl ExecRequest {
             let c = core as u8;
             match dev.barrier_status(c) {
                 Ok(d) => *done = d,
-                Err(status) => {
-                    let status = failed_status(status);
+                Err(e) => {
                     self.set_fatal(core, fatal::BARRIER_PROXY);
-                    self.set_core_status(core, status);
-                    emit(dev, ExecEvent::BarrierProxyFailed { core: c, status });
-                    return self.finalize(dev, nq, status, out);
+                    self.set_core_status(core, e.status());
+                    emit(dev, ExecEvent::BarrierProxyFailed { core: c, status: e.status() });
+                    return self.finalize(dev, nq, Some(e));
                 }
             }
         }
@@ -496,11 +503,10 @@ impl ExecRequest {
                 dev,
                 ExecEvent::NqCountMismatch { got: got.min(u8::MAX as usize) as u8, expected: ENGINES_PER_CORE as u8 },
             );
-            let status = NrtStatus::Failure;
             for core in 0..n {
-                self.set_core_status(core, status);
+                self.set_core_status(core, NrtStatus::Failure);
             }
-            return self.finalize(dev, nq, status, out);
+            return self.finalize(dev, nq, Some(NrtError::FAILURE));
         }
         for core in 0..n {
             for &id in nq.infer_status_nqs() {
@@ -508,7 +514,7 @@ impl ExecRequest {
                 if !ring.is_bound() {
                     emit(dev, ExecEvent::BadRing { core: core as u8, nq: id, size_bytes: ring.size_bytes() });
                     self.set_core_status(core, NrtStatus::Failure);
-                    return self.finalize(dev, nq, NrtStatus::Failure, out);
+                    return self.finalize(dev, nq, Some(NrtError::FAILURE));
                 }
             }
         }
@@ -521,12 +527,7 @@ impl ExecRequest {
         Step::InFlight
     }
 
-    fn step_wait_core<D: ExecDevice + ?Sized>(
-        &mut self,
-        dev: &mut D,
-        nq: &mut Notifications,
-        out: &mut NrtStatus,
-    ) -> Step {
+    fn step_wait_core<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) -> Step {
         let n = self.tpb_count();
         for core in 0..n {
             let c = core as u8;
@@ -537,25 +538,24 @@ impl ExecRequest {
                             *slot = d;
                         }
                     }
-                    Err(status) => {
-                        let status = failed_status(status);
+                    Err(e) => {
                         self.set_fatal(core, fatal::NETWORK_PROXY);
-                        self.set_core_status(core, status);
-                        emit(dev, ExecEvent::NetworkProxyFailed { core: c, status });
-                        return self.finalize(dev, nq, status, out);
+                        self.set_core_status(core, e.status());
+                        emit(dev, ExecEvent::NetworkProxyFailed { core: c, status: e.status() });
+                        return self.finalize(dev, nq, Some(e));
                     }
                 }
             }
-            if let Err(status) = self.consume_core(dev, nq, core) {
-                self.set_core_status(core, status);
-                return self.finalize(dev, nq, status, out);
+            if let Err(e) = self.consume_core(dev, nq, core) {
+                self.set_core_status(core, e.status());
+                return self.finalize(dev, nq, Some(e));
             }
         }
 
         // End of sweep: completeness and the budget.
         let elapsed_ms = dev.now_ns().saturating_sub(self.core_start_ns) / 1_000_000;
         let mut all_done = true;
-        let mut status: Option<NrtStatus> = None;
+        let mut fault: Option<NrtError> = None;
         // Engines that completed during this sweep count as done here; the seed
         // counts COMPLETE only at the top of its per-engine loop, which would need
         // one more sweep and could time out an engine whose END arrived in the
@@ -569,21 +569,21 @@ impl ExecRequest {
                 let c = core as u8;
                 let st = if self.probe_overflow(dev, core, ProbeReason::Timeout) {
                     self.set_fatal(core, fatal::OVERFLOW);
-                    NrtStatus::ExecSwNqOverflow
+                    NrtError::failed(NrtStatus::ExecSwNqOverflow)
                 } else {
                     self.set_fatal(core, fatal::TIMEOUT);
-                    NrtStatus::Timeout
+                    NrtError::failed(NrtStatus::Timeout)
                 };
-                self.set_core_status(core, st);
-                emit(dev, ExecEvent::CoreTimeout { core: c, elapsed_ms, timeout_ms: self.timeout_ms, status: st });
-                status = Some(st);
+                self.set_core_status(core, st.status());
+                emit(
+                    dev,
+                    ExecEvent::CoreTimeout { core: c, elapsed_ms, timeout_ms: self.timeout_ms, status: st.status() },
+                );
+                fault = Some(st);
             }
         }
-        if let Some(st) = status {
-            return self.finalize(dev, nq, st, out);
-        }
-        if all_done {
-            return self.finalize(dev, nq, NrtStatus::Success, out);
+        if fault.is_some() || all_done {
+            return self.finalize(dev, nq, fault);
         }
         Step::InFlight
     }
@@ -603,15 +603,6 @@ impl ExecRequest {
         if let Some(r) = self.out_info.exec_rets.get_mut(core) {
             *r = r.worst(status);
         }
-    }
-}
-
-/// A proxy that reports failure with `NRT_SUCCESS` still failed: make it generic.
-fn failed_status(status: NrtStatus) -> NrtStatus {
-    if status.is_success() {
-        NrtStatus::Failure
-    } else {
-        status
     }
 }
 

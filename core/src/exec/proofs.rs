@@ -18,7 +18,7 @@ use crate::nq::entry::{RawEntry, ENTRY_SIZE};
 use crate::nq::ring::NqProducer;
 use crate::nq::{Engine, ErrorEntry, Notifications, Subtype, ERROR_NQ, INFER_STATUS_NQS, NQ_PER_CORE};
 use crate::proofs::{cover, Any};
-use crate::status::NrtStatus;
+use crate::status::{NrtError, NrtStatus};
 
 /// INTC cause bit 29, the software NQ overflow (seed §5).
 const OVERFLOW_BIT: u32 = 1 << super::INTC_SW_NQ_OVERFLOW_BIT;
@@ -136,7 +136,7 @@ pub(crate) fn matcher_never_regresses_and_probes_out_of_order<D: crate::exec::Ex
     if out_of_order {
         assert_eq!(probes, 1, "an out-of-order record probes the INTC exactly once");
         let want = if intc_bit { NrtStatus::ExecSwNqOverflow } else { NrtStatus::Failure };
-        assert_eq!(r, Err(want));
+        assert_eq!(r, Err(NrtError::failed(want)));
         assert_eq!(after, before, "an out-of-order record moves nothing");
         let flag = if subtype == Subtype::START { super::fatal::OVERFLOW } else { super::fatal::END_OVERFLOW };
         assert_eq!(req.fatal_flag(0, flag), intc_bit);
@@ -161,13 +161,13 @@ pub(crate) fn matcher_never_regresses_and_probes_out_of_order<D: crate::exec::Ex
             cover!(invalid, "matcher: invalid custom sub-id");
             assert_eq!(r.is_err(), invalid);
             if let Err(st) = r {
-                assert_eq!(st, NrtStatus::Failure);
+                assert_eq!(st.status(), NrtStatus::Failure);
             }
             assert_eq!(after, before);
         }
         Subtype::Unexpected(_) => {
             cover!(true, "matcher: unexpected subtype");
-            assert_eq!(r, Err(NrtStatus::Failure));
+            assert_eq!(r, Err(NrtError::FAILURE));
             assert_eq!(after, before);
         }
     }
@@ -304,21 +304,22 @@ impl<A: Any> hal::Clock for AnyDev<A> {
     }
 }
 
-fn proxy<A: Any>(dev: &AnyDev<A>) -> Result<bool, NrtStatus> {
+fn proxy<A: Any>(dev: &AnyDev<A>) -> Result<bool, NrtError> {
     match dev.draw() {
         0x00..=0xDF => Ok(true),
         0xE0..=0xF7 => Ok(false),
-        0xF8..=0xF9 => Err(NrtStatus::Success),
-        0xFA..=0xFB => Err(NrtStatus::Timeout),
-        _ => Err(NrtStatus::Failure),
+        // A source that failed without setting a status.
+        0xF8..=0xF9 => Err(NrtError::failed(NrtStatus::Success)),
+        0xFA..=0xFB => Err(NrtError::failed(NrtStatus::Timeout)),
+        _ => Err(NrtError::FAILURE),
     }
 }
 
 impl<A: Any> hal::CollectivesProxy for AnyDev<A> {
-    fn barrier_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
+    fn barrier_status(&mut self, _: u8) -> Result<bool, NrtError> {
         proxy(self)
     }
-    fn network_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
+    fn network_status(&mut self, _: u8) -> Result<bool, NrtError> {
         proxy(self)
     }
 }
@@ -389,12 +390,12 @@ pub(crate) fn progress_one_step_returns_0_1_2_and_done_is_terminal<A: Any>(mut a
     let mut dev = AnyDev::new(any, ring_size);
     let mut req = ExecRequest::new(ExecConfig::new(arch, tpb_count, timeout_s));
     assert!((1..=MAX_CORES).contains(&req.tpb_count()));
-    let mut done: Option<(Step, NrtStatus)> = None;
+    let mut done: Option<Step> = None;
     let mut prev = req.tpb_exec_state;
     for _ in 0..steps {
         let was = req.state;
-        let mut out = NrtStatus::Other(0xDEAD);
-        let s = req.progress_one_step(&mut dev, &mut nq, &mut out);
+        let s = req.progress_one_step(&mut dev, &mut nq);
+        let out = s.status().unwrap_or(NrtStatus::Other(0xDEAD));
         assert!(s.code() <= 2);
         assert!(req.state as u8 >= was as u8, "the machine moved backwards");
         match s {
@@ -402,10 +403,10 @@ pub(crate) fn progress_one_step_returns_0_1_2_and_done_is_terminal<A: Any>(mut a
                 assert_ne!(req.state, ExecState::Done);
                 assert!(done.is_none(), "1 after DONE");
             }
-            Step::Done | Step::Error => {
+            Step::Done(_) | Step::Error(_) => {
                 assert_eq!(req.state, ExecState::Done);
-                assert_eq!(req.result(), Some((s, out)));
-                if s == Step::Error {
+                assert_eq!(req.result(), Some(s));
+                if matches!(s, Step::Error(_)) {
                     assert!(!out.is_success(), "2 with NRT_SUCCESS");
                 }
             }
@@ -413,16 +414,16 @@ pub(crate) fn progress_one_step_returns_0_1_2_and_done_is_terminal<A: Any>(mut a
         match done {
             Some(d) => {
                 cover!(true, "progress: a DONE request stepped again");
-                assert_eq!((s, out), d, "DONE is not terminal");
+                assert_eq!(s, d, "DONE is not terminal");
                 assert_eq!(req.tpb_exec_state, prev);
             }
             None if s != Step::InFlight => {
-                cover!(s == Step::Done && out.is_success(), "progress: DONE with 0 and success");
-                cover!(s == Step::Error, "progress: DONE with 2");
+                cover!(matches!(s, Step::Done(_)) && out.is_success(), "progress: DONE with 0 and success");
+                cover!(matches!(s, Step::Error(_)), "progress: DONE with 2");
                 cover!(out == NrtStatus::Timeout, "progress: timeout (5)");
                 cover!(out == NrtStatus::ExecSwNqOverflow, "progress: overflow (1204)");
                 cover!(was == ExecState::WaitCore, "progress: DONE from WAIT_CORE");
-                done = Some((s, out));
+                done = Some(s);
             }
             None => {}
         }
@@ -448,9 +449,8 @@ pub(crate) fn timeout_ms_never_overflows(timeout_s: u32) {
     assert!(nq.bind_core(0, 32).is_ok());
     let mut dev = AnyDev::new(crate::proofs::Zeros, 32);
     let mut req = ExecRequest::new(ExecConfig::new(Arch::Sunda, 1, timeout_s));
-    let mut out = NrtStatus::Success;
-    assert_eq!(req.progress_one_step(&mut dev, &mut nq, &mut out), Step::InFlight);
-    assert_eq!(req.progress_one_step(&mut dev, &mut nq, &mut out), Step::InFlight);
+    assert_eq!(req.progress_one_step(&mut dev, &mut nq), Step::InFlight);
+    assert_eq!(req.progress_one_step(&mut dev, &mut nq), Step::InFlight);
     assert_eq!(req.state(), ExecState::WaitCore);
     assert_eq!(u128::from(req.timeout_ms()), 1000 * u128::from(timeout_s));
     cover!(timeout_s == u32::MAX, "timeout: the largest timeout");

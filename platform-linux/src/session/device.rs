@@ -257,17 +257,17 @@ impl DriverDevice {
     /// The simulator's status line `line` of logical core `core` (the
     /// device's core's line; `None` on a real driver: the probe is absent,
     /// not read from BAR space).
-    fn status(&mut self, line: Line, core: u8) -> Result<Option<NrtStatus>, LinuxError> {
+    fn status(&mut self, line: Line, core: u8) -> Result<Option<NrtError>, LinuxError> {
         if !self.sim {
             return Ok(None);
         }
         let r = self.dev.sim_hints_call();
         let h = self.seen(r)?;
         let v = Self::line_of(h, self.physical(core), line);
-        Ok((v != 0).then(|| NrtStatus::from_code(v)))
+        Ok(NrtError::new(NrtStatus::from_code(v)))
     }
 
-    fn probe(&mut self, line: Line, core: u8) -> Option<NrtStatus> {
+    fn probe(&mut self, line: Line, core: u8) -> Option<NrtError> {
         match self.status(line, core) {
             Ok(s) => s,
             Err(e) => {
@@ -326,10 +326,10 @@ impl hal::Clock for DriverDevice {
 }
 
 impl hal::CollectivesProxy for DriverDevice {
-    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+    fn barrier_status(&mut self, core: u8) -> Result<bool, NrtError> {
         // The barrier wait is never fatal by itself: a device that is gone ends it.
         if self.gone.is_some() {
-            return Err(NrtStatus::HwError);
+            return Err(NrtError::failed(NrtStatus::HwError));
         }
         if !self.sim {
             // No collectives hook on this path: nothing to wait for.
@@ -342,22 +342,22 @@ impl hal::CollectivesProxy for DriverDevice {
                 let line = |l: Line| Self::line_of(h, nc, l);
                 match line(Line::BarrierFail) {
                     0 => Ok(line(Line::BarrierDone) != 0),
-                    s => Err(NrtStatus::from_code(s)),
+                    s => Err(NrtError::failed(NrtStatus::from_code(s))),
                 }
             }
             Err(e) => {
                 self.probe_error.get_or_insert(e);
                 if self.gone.is_some() {
-                    Err(NrtStatus::HwError)
+                    Err(NrtError::failed(NrtStatus::HwError))
                 } else {
                     Ok(false)
                 }
             }
         }
     }
-    fn network_status(&mut self, core: u8) -> Result<bool, NrtStatus> {
+    fn network_status(&mut self, core: u8) -> Result<bool, NrtError> {
         if self.gone.is_some() {
-            return Err(NrtStatus::HwError);
+            return Err(NrtError::failed(NrtStatus::HwError));
         }
         self.probe(Line::NetproxyFail, core).map_or(Ok(true), Err)
     }
@@ -365,7 +365,7 @@ impl hal::CollectivesProxy for DriverDevice {
 
 impl hal::FaultProbe for DriverDevice {
     fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus> {
-        self.probe(Line::Hbm, core)
+        self.probe(Line::Hbm, core).map(NrtError::status)
     }
     fn dma_aborted(&mut self, core: u8) -> bool {
         self.probe(Line::DmaAbort, core).is_some()

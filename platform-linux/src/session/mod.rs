@@ -109,7 +109,7 @@ use nrt_core::event::Event;
 use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, Step, TensorCompletions, TensorWaker};
 use nrt_core::hal::{self, Clock, ErrorType, Registers};
 use nrt_core::nq::{Notifications, SyncPoint, ERROR_NQ, INFER_STATUS_NQS, NQ_PER_CORE};
-use nrt_core::NrtStatus;
+use nrt_core::{NrtError, NrtStatus};
 
 use crate::device::{IoctlBar, NeuronDevice};
 use crate::doorbell::{IoctlDoorbell, UdmaEngine};

@@ -768,7 +768,7 @@ fn the_bring_up_runs_the_contracts_sequence_and_an_inference() {
     let mut s = Session::open(&p, cfg(Some(2))).unwrap();
     assert_eq!((s.arch(), s.first_core(), s.cores(), s.ring_entries()), (Arch::Sunda, 0, 2, 64));
     let r = s.run_inference().unwrap();
-    assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done), "{:?}", r.events);
+    assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done(NrtStatus::Success)), "{:?}", r.events);
     assert!(r.staging.copy_verified, "the copy ran through the mapped rings");
     assert!(r.staging.handle_polls.is_some(), "the marker arrived");
     assert_eq!(r.staging.descriptors, 5);
@@ -1351,7 +1351,7 @@ fn a_session_from_core_1_speaks_of_the_devices_core_1_to_the_driver() {
     let mut s = Session::open(&p, SessionConfig { first_core: 1, ..cfg(Some(1)) }).unwrap();
     assert_eq!((s.first_core(), s.cores()), (1, 1));
     let r = s.run_inference().unwrap();
-    assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done), "{:?}", r.events);
+    assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done(NrtStatus::Success)), "{:?}", r.events);
     let ram = s.counters().and_then(|c| c.core(0)).map(|b| b.get(nrt_core::counters::id::INFER_COMPLETED));
     assert_eq!(ram, Some(1), "the RAM counters are the logical core's");
     s.close().unwrap();

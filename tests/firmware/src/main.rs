@@ -269,7 +269,7 @@ fn case(
     cfg: ExecConfig,
     tick_ns: u64,
     setup: impl FnOnce(&mut RamDevice),
-    want: (Step, NrtStatus),
+    want: Step,
     stack_max: &mut usize,
 ) -> bool {
     dev.reset(tick_ns);
@@ -284,15 +284,16 @@ fn case(
     let mut req = ExecRequest::new(cfg);
     let (w, stack) = measured(|| harvest(&mut req, dev, &mut nq));
     *stack_max = (*stack_max).max(stack);
-    let ok = (w.step, w.status) == want;
+    let want_status = want.status().unwrap_or(NrtStatus::Success);
+    let ok = w.step == want && w.status == want_status;
     println!(
         "case {}: step {} status {} ({}) expected {} ({}): {} [steps {}, events {}, dropped {}, harvest stack {} B]",
         name,
         w.step.code(),
         w.status.code(),
         w.status.name(),
-        want.1.code(),
-        want.1.name(),
+        want_status.code(),
+        want_status.name(),
         if ok { "ok" } else { "WRONG" },
         w.steps,
         dev.events,
@@ -318,7 +319,7 @@ fn main() -> ! {
     let two = ExecConfig::new(Arch::Sunda, 2, 5);
 
     // Completion-engine seed §1-§3: every engine of both cores STARTs and ENDs.
-    ok &= case(dev, "healthy 2x5", two, 1_000, |d| d.run_all(2, None), (Step::Done, NrtStatus::Success), &mut stack);
+    ok &= case(dev, "healthy 2x5", two, 1_000, |d| d.run_all(2, None), Step::Done(NrtStatus::Success), &mut stack);
 
     // §5: an engine never ENDs, the INTC says no overflow: NRT_TIMEOUT (5) once
     // 1000 * timeout_s ms have passed (10 ms per clock read).
@@ -328,7 +329,7 @@ fn main() -> ! {
         ExecConfig::new(Arch::Sunda, 2, 1),
         10_000_000,
         |d| d.run_all(2, Some((1, 3))),
-        (Step::Error, NrtStatus::Timeout),
+        Step::failed(NrtStatus::Timeout),
         &mut stack,
     );
 
@@ -344,7 +345,7 @@ fn main() -> ! {
             while d.record(0, 0, Subtype::CC_START, 500) {}
             d.run_all(2, None);
         },
-        (Step::Error, NrtStatus::ExecSwNqOverflow),
+        Step::failed(NrtStatus::ExecSwNqOverflow),
         &mut stack,
     );
 
@@ -360,7 +361,7 @@ fn main() -> ! {
             d.record(0, 1, Subtype::END, 9_000);
             d.run_all(2, Some((0, 1)));
         },
-        (Step::Error, NrtStatus::ExecSwNqOverflow),
+        Step::failed(NrtStatus::ExecSwNqOverflow),
         &mut stack,
     );
 
@@ -375,7 +376,7 @@ fn main() -> ! {
             d.run_all(2, None);
             d.push(1, ERROR_NQ, ErrorEntry::new(1, 0, 0, 7_000).to_array());
         },
-        (Step::Done, NrtStatus::ExecCompletedWithNumErr),
+        Step::Done(NrtStatus::ExecCompletedWithNumErr),
         &mut stack,
     );
 

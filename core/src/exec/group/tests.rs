@@ -5,6 +5,7 @@ use super::*;
 use crate::arch::Arch;
 use crate::exec::{exec_wait_round_robin, fatal};
 use crate::nq::{ErrorEntry, Subtype, INFER_STATUS_NQS};
+use crate::status::NrtError;
 use crate::testutil::{CountingDelay, FakeDevice, INTC_OVERFLOW};
 
 const RING: u32 = 1024; // 64 entries
@@ -35,11 +36,11 @@ fn scenario(i: usize, ring: u32) -> (Box<FakeDevice>, Notifications, ExecConfig)
     match i {
         0 => d.run_all(2, 100, 200),
         1 => {
-            d.barrier_fail[0] = Some(NrtStatus::ExecHwErrCollectives);
+            d.barrier_fail[0] = NrtError::new(NrtStatus::ExecHwErrCollectives);
             d.run_all(2, 100, 200);
         }
         2 => {
-            d.network_fail[1] = Some(NrtStatus::NetworkProxyFailure);
+            d.network_fail[1] = NrtError::new(NrtStatus::NetworkProxyFailure);
             d.run_all(2, 100, 200);
         }
         3 => {
@@ -183,7 +184,8 @@ fn group_outcomes(ring: u32, batching: bool, which: &[usize]) -> Vec<Outcome> {
         .map(|(i, g)| {
             let (c, r) = g.unwrap();
             assert_eq!((c.lane, c.token, c.slot), (i as u16, 1000 + i as u64, i));
-            assert_eq!(r.result(), Some((c.step, c.status)), "the completion is the request's DONE result");
+            assert_eq!(r.result(), Some(c.step), "the completion is the request's DONE result");
+            assert_eq!(c.step.status(), Some(c.status), "the completion's status is its step's");
             outcome(c.step, c.status, &r, &host.lanes[i].0)
         })
         .collect()
@@ -194,19 +196,20 @@ fn a_group_gives_exactly_the_statuses_of_separate_sync_drivers() {
     let which = scenarios();
     let sync = sync_outcomes(RING, false, which);
     // The scenarios cover every ending: 0, 0 with a status, and 2 with each fault.
-    let want: [(Step, NrtStatus); SCENARIOS] = [
-        (Step::Done, NrtStatus::Success),
-        (Step::Error, NrtStatus::ExecHwErrCollectives),
-        (Step::Error, NrtStatus::NetworkProxyFailure),
-        (Step::Error, NrtStatus::Timeout),
-        (Step::Error, NrtStatus::ExecSwNqOverflow),
-        (Step::Done, NrtStatus::ExecCompletedWithNumErr),
-        (Step::Error, NrtStatus::Failure),
-        (Step::Done, NrtStatus::Success),
-        (Step::Error, NrtStatus::ExecHwErrHbmUe),
-        (Step::Done, NrtStatus::Success),
+    let want: [Step; SCENARIOS] = [
+        Step::Done(NrtStatus::Success),
+        Step::failed(NrtStatus::ExecHwErrCollectives),
+        Step::failed(NrtStatus::NetworkProxyFailure),
+        Step::failed(NrtStatus::Timeout),
+        Step::failed(NrtStatus::ExecSwNqOverflow),
+        Step::Done(NrtStatus::ExecCompletedWithNumErr),
+        Step::failed(NrtStatus::Failure),
+        Step::Done(NrtStatus::Success),
+        Step::failed(NrtStatus::ExecHwErrHbmUe),
+        Step::Done(NrtStatus::Success),
     ];
-    let seen: Vec<_> = sync.iter().map(|o| (o.step, o.status)).collect();
+    assert!(sync.iter().all(|o| o.step.status() == Some(o.status)), "a wait's status is its step's");
+    let seen: Vec<_> = sync.iter().map(|o| o.step).collect();
     assert_eq!(seen, which.iter().map(|&i| want[i]).collect::<Vec<_>>());
     let group = group_outcomes(RING, false, which);
     for (i, (s, g)) in sync.iter().zip(&group).enumerate() {
@@ -253,7 +256,7 @@ fn slots_are_reused_and_lanes_refuse_a_second_request() {
     }
     assert_eq!(done.len(), 1);
     assert_eq!((done[0].lane, done[0].token, done[0].slot), (1, 12, 1));
-    assert_eq!((done[0].step, done[0].status), (Step::Done, NrtStatus::Success));
+    assert_eq!((done[0].step, done[0].status), (Step::Done(NrtStatus::Success), NrtStatus::Success));
     assert_eq!(g.in_flight(), 1);
     assert!(g.request(1).is_none(), "the finished request left the group");
 
@@ -263,7 +266,8 @@ fn slots_are_reused_and_lanes_refuse_a_second_request() {
     let p = g.poll(&mut host, |c, _| done.push(*c));
     assert_eq!((p.stepped, p.completed), (2, 1));
     assert_eq!(done[0].token, 14);
-    assert_eq!((done[0].step, done[0].status), (Step::Error, NrtStatus::InvalidHandle));
+    let invalid = NrtStatus::InvalidHandle;
+    assert_eq!((done[0].step, done[0].status), (Step::failed(invalid), invalid));
 
     // A request taken out is never reported, and its slot and lane are free.
     assert_eq!(g.insert(2, cfg, 15), Ok(1));
@@ -367,14 +371,14 @@ fn batched_heads_keep_the_ring_protocol_over_many_laps() {
                 d.dropped -= 1;
                 d.intc_cause[0] = 0;
             }
-            g.poll(&mut host, |c, _| result = Some((c.step, c.status)));
+            g.poll(&mut host, |c, _| result = Some(c.step));
             if result.is_some() {
                 break;
             }
         }
         assert_eq!(
             result,
-            Some((Step::Done, NrtStatus::Success)),
+            Some(Step::Done(NrtStatus::Success)),
             "ring {ring}: sent {sent}, {:?} {:?}",
             g.request(0).map(|r| (0..5).map(|e| r.substate(0, e)).collect::<Vec<_>>()),
             host.lanes[0].1.ring(0, 4)
@@ -613,7 +617,7 @@ fn a_lane_learns_from_its_done_requests_and_keeps_its_estimate_across_slots() {
     let mut n = 0;
     for t in [41_000u64, 81_000] {
         g.poll_due(&mut host, t, |c, _| {
-            assert_eq!((c.step, c.status, t), (Step::Done, NrtStatus::Success, 81_000));
+            assert_eq!((c.step, c.status, t), (Step::Done(NrtStatus::Success), NrtStatus::Success, 81_000));
             n += 1;
         });
     }

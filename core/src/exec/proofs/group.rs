@@ -112,11 +112,9 @@ pub(crate) fn scripted_step<D: crate::exec::ExecDevice + ?Sized>(
     this: &mut ExecRequest,
     dev: &mut D,
     _nq: &mut Notifications,
-    out: &mut NrtStatus,
 ) -> Step {
     if this.state == crate::exec::ExecState::Done {
-        *out = this.result.1;
-        return this.result.0;
+        return this.result;
     }
     let t = dev.now_ns();
     this.core_start_ns = t;
@@ -124,10 +122,9 @@ pub(crate) fn scripted_step<D: crate::exec::ExecDevice + ?Sized>(
         return Step::InFlight;
     }
     let status = NrtStatus::from_code((t >> 32) as u32 & 0x7FFF_FFFF);
-    let step = if status.is_success() { Step::Done } else { Step::Error };
+    let step = if status.is_success() { Step::Done(status) } else { Step::failed(status) };
     this.state = crate::exec::ExecState::Done;
-    this.result = (step, status);
-    *out = status;
+    this.result = step;
     step
 }
 
@@ -160,9 +157,8 @@ fn alone(dev: &LaneDev, nq: &Notifications) -> Option<(u32, Step, NrtStatus, Exe
     let (mut dev, mut nq) = (dev.clone(), nq_copy(nq));
     let mut req = ExecRequest::new(cfg());
     for k in 0..ALONE_STEPS {
-        let mut status = NrtStatus::Success;
-        let step = req.progress_one_step(&mut dev, &mut nq, &mut status);
-        if step != Step::InFlight {
+        let step = req.progress_one_step(&mut dev, &mut nq);
+        if let Some(status) = step.status() {
             return Some((k as u32 + 1, step, status, req));
         }
     }
@@ -251,7 +247,7 @@ pub(crate) fn group_reuses_a_slot_only_after_its_request_is_done<A: Any>(mut any
                 for c in done.iter().flatten() {
                     let h = held.get(c.slot).and_then(|h| h.as_ref());
                     assert!(h.is_some_and(|h| h.lane == c.lane && h.token == c.token), "reported from another slot");
-                    assert!(matches!(c.step, Step::Done | Step::Error), "reported while in flight");
+                    assert!(matches!(c.step, Step::Done(_) | Step::Error(_)), "reported while in flight");
                     held[c.slot] = None;
                 }
             }
@@ -315,7 +311,7 @@ pub(crate) fn group_ends_each_request_as_alone<A: Any>(mut any: A, ops: usize) {
                 assert!(c.step == *step && c.status == *status, "a request ended otherwise than alone");
                 assert!(same(r, req), "a request's final state differs from alone");
                 ended = true;
-                failed |= c.step == Step::Error;
+                failed |= matches!(c.step, Step::Error(_));
             }
         }
         for h in held.iter().flatten() {
@@ -469,7 +465,8 @@ pub(crate) fn group_missing_lane_fails_the_request<A: Any>(mut any: A) {
     });
     assert_eq!(pass.stepped, 2, "both requests stepped");
     let c = got.expect("the request on a missing lane finishes at once");
-    assert!(c.step == Step::Error && c.status == NrtStatus::InvalidHandle, "it fails with NRT_INVALID_HANDLE");
+    let invalid = NrtStatus::InvalidHandle;
+    assert!(c.step == Step::failed(invalid) && c.status == invalid, "it fails with NRT_INVALID_HANDLE");
     assert_eq!(pass.completed, 1 + others);
     assert!(!group.lane_busy(missing) && group.in_flight() == 1 - others);
     cover!(first, "lane: the missing lane first in the group");

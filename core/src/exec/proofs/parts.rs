@@ -68,7 +68,7 @@ use crate::exec::{ts_slot, ExecRequest, ExecState, Step, TpbEngState};
 use crate::nq::ErrorClass;
 use crate::nq::{Engine, Notifications, NqRing, TsCal, ERROR_NQ, INFER_STATUS_NQS, NQ_PER_CORE};
 use crate::proofs::{cover, Any};
-use crate::status::NrtStatus;
+use crate::status::{NrtError, NrtStatus};
 
 /// What the frame proofs compare of a [`Notifications`]: every ring, the
 /// calibrations and sync points, the INFER_STATUS ids and the subscriber queue's
@@ -134,7 +134,7 @@ pub(super) fn consume_core_post(
     before: &ExecRequest,
     after: &ExecRequest,
     core: usize,
-    result: Result<(), NrtStatus>,
+    result: Result<(), NrtError>,
 ) -> bool {
     let mut framed = before.clone();
     framed.tpb_exec_state[core] = after.tpb_exec_state[core];
@@ -147,7 +147,7 @@ pub(super) fn consume_core_post(
     }
     let flags = match result {
         Ok(()) => eq(&after.exec_fatal_status[core], &before.exec_fatal_status[core]),
-        Err(st) => !st.is_success(),
+        Err(st) => !st.status().is_success(),
     };
     same(&framed, after) && monotone && flags
 }
@@ -203,7 +203,7 @@ pub(crate) fn consume_core_keeps_its_frame<A: Any>(mut any: A, core: usize) {
     let r = req.consume_core(&mut dev, &mut nq, core);
     assert!(consume_core_post(&before, &req, core, r), "consume_core left its frame");
     #[cfg(test)]
-    assert!(r.err().is_none_or(stub_can_give), "a status the stub of consume_core cannot give");
+    assert!(r.err().is_none_or(|e| stub_can_give(e.status())), "a status the stub of consume_core cannot give");
     assert!(
         nq_frame(&nq_before, &view(&nq), core as u8, &INFER_STATUS_NQS, false),
         "consume_core changed another ring"
@@ -218,6 +218,7 @@ pub(crate) fn consume_core_keeps_its_frame<A: Any>(mut any: A, core: usize) {
     }
     cover!(r.is_ok() && moved, "consume: an engine moved on");
     cover!(r.is_ok() && completes, "consume: an engine completes");
+    let r = r.map_err(NrtError::status);
     cover!(r == Err(NrtStatus::ExecSwNqOverflow), "consume: an out-of-order record on an overflowed queue (1204)");
     cover!(r == Err(NrtStatus::Failure), "consume: a failed read or a bad record (1)");
     cover!(core == 1, "consume: the second core");
@@ -233,7 +234,7 @@ pub(crate) fn consume_core_stub<D: crate::exec::ExecDevice + ?Sized>(
     _dev: &mut D,
     nq: &mut Notifications,
     core: usize,
-) -> Result<(), NrtStatus> {
+) -> Result<(), NrtError> {
     assert!(consume_core_pre(this, nq, core), "consume_core called outside its proved domain");
     let before = this.clone();
     let mut any = crate::proofs::KaniAny;
@@ -243,7 +244,7 @@ pub(crate) fn consume_core_stub<D: crate::exec::ExecDevice + ?Sized>(
     this.vcore_notif_ts[core] = kani::any();
     this.slot_engine[core] = kani::any();
     this.exec_fatal_status[core] = kani::any();
-    let r = if kani::any() { Ok(()) } else { Err(NrtStatus::from_code(kani::any())) };
+    let r = if kani::any() { Ok(()) } else { Err(NrtError::failed(NrtStatus::from_code(kani::any()))) };
     kani::assume(consume_core_post(&before, this, core, r));
     r
 }
@@ -255,7 +256,7 @@ pub(super) fn consume_engine_post(
     after: &ExecRequest,
     core: usize,
     eng: usize,
-    result: Result<(), NrtStatus>,
+    result: Result<(), NrtError>,
 ) -> bool {
     let mut others = true;
     for e in 0..ENGINES_PER_CORE {
@@ -286,7 +287,7 @@ pub(super) fn consume_engine_stub_allows(
     after: &ExecRequest,
     core: usize,
     eng: usize,
-    result: Result<(), NrtStatus>,
+    result: Result<(), NrtError>,
 ) -> bool {
     let mut framed = before.clone();
     framed.tpb_exec_state[core][eng] = after.tpb_exec_state[core][eng];
@@ -302,7 +303,7 @@ pub(super) fn consume_engine_stub_allows(
     };
     let result = match result {
         Ok(()) => eq(&after.exec_fatal_status[core], &before.exec_fatal_status[core]),
-        Err(st) => !st.is_success() && stub_can_give(st),
+        Err(st) => !st.status().is_success() && stub_can_give(st.status()),
     };
     same(&framed, after) && substate && result
 }
@@ -362,6 +363,7 @@ pub(crate) fn consume_engine_keeps_its_frame<A: Any>(mut any: A, core: usize, en
         "engine: START matched"
     );
     cover!(r.is_ok() && after == TpbEngState::Complete, "engine: END matched, the engine completes");
+    let r = r.map_err(NrtError::status);
     cover!(r == Err(NrtStatus::ExecSwNqOverflow), "engine: an out-of-order record on an overflowed queue (1204)");
     cover!(r == Err(NrtStatus::Failure), "engine: a failed read or a bad record (1)");
     cover!(r.is_ok() && after == before.tpb_exec_state[core][eng], "engine: nothing new");
@@ -382,7 +384,7 @@ pub(crate) fn consume_engine_stub<D: crate::exec::ExecDevice + ?Sized>(
     core: usize,
     eng: usize,
     engine: Engine,
-) -> Result<(), NrtStatus> {
+) -> Result<(), NrtError> {
     assert!(consume_engine_pre(this, nq, core, eng, engine), "consume_engine called outside its proved domain");
     // Built to satisfy `consume_engine_post` by construction (no copy of the
     // request and no comparison for the solver): only the frame is written; the
@@ -405,9 +407,7 @@ pub(crate) fn consume_engine_stub<D: crate::exec::ExecDevice + ?Sized>(
         return Ok(());
     }
     this.exec_fatal_status[core] = kani::any();
-    let st = NrtStatus::from_code(kani::any());
-    kani::assume(!st.is_success());
-    Err(st)
+    Err(NrtError::failed(NrtStatus::from_code(kani::any())))
 }
 
 /// The guarantee of `postprocess_core(core)`: only `core`'s timestamp slots and
@@ -520,19 +520,13 @@ pub(crate) fn consume_error_block_stub<D: crate::exec::ExecDevice + ?Sized>(
     (NrtStatus::from_code(kani::any()), class)
 }
 
-/// The guarantee of `finalize(status)`: the request is DONE with its timestamps
-/// in CPU time, the return is 0 exactly when `status` is `NRT_SUCCESS` (else 2),
-/// `*out` is the cached status, a 2 never carries `NRT_SUCCESS`; and only the
+/// The guarantee of `finalize(fault)`: the request is DONE with its timestamps
+/// in CPU time, the return is 0 exactly when there is no `fault` (else 2), the
+/// return is the cached result, a 2 never carries `NRT_SUCCESS`; and only the
 /// state, the timestamps (and which slots held a record), `out_info` and the
 /// cached result change (substates,
 /// fatal flags, configuration, the barrier and core clocks stay).
-pub(super) fn finalize_post(
-    before: &ExecRequest,
-    after: &ExecRequest,
-    status: NrtStatus,
-    step: Step,
-    out: NrtStatus,
-) -> bool {
+pub(super) fn finalize_post(before: &ExecRequest, after: &ExecRequest, fault: Option<NrtError>, step: Step) -> bool {
     let mut framed = before.clone();
     framed.state = after.state;
     framed.ts_is_cpu = after.ts_is_cpu;
@@ -540,19 +534,23 @@ pub(super) fn finalize_post(
     framed.vcore_notif_ts = after.vcore_notif_ts;
     framed.out_info = after.out_info;
     framed.result = after.result;
-    let want = if status.is_success() { Step::Done } else { Step::Error };
+    let want = matches!((fault, step), (None, Step::Done(_)) | (Some(_), Step::Error(_)));
+    let error_not_success = match step {
+        Step::Error(e) => !e.status().is_success(),
+        _ => true,
+    };
     same(&framed, after)
         && after.state == ExecState::Done
         && after.ts_is_cpu
-        && step == want
-        && after.result == (step, out)
-        && (step == Step::Done || !out.is_success())
+        && want
+        && after.result == step
+        && error_not_success
 }
 
 /// FINALIZE over one or two cores (`cores`) keeps [`finalize_post`], for any
 /// request its callers can pass: the WAIT_BARRIER_PROXY and WAIT_CORE steps call
 /// it before the timestamps are in CPU time, with any substates and timestamps,
-/// any statuses and fatal flags already set on any core, and any `status`; it
+/// any statuses and fatal flags already set on any core, and any `fault`; it
 /// reads of the request only the core count, the statuses and (through its
 /// per-core pieces) the timestamps, which are drawn freely here. Against any
 /// device; it never reads the clock. Under kani its per-core pieces are their
@@ -573,15 +571,15 @@ pub(crate) fn finalize_keeps_its_contract<A: Any>(mut any: A, cores: u8) {
             req.exec_fatal_status[c][f] = any.bool();
         }
     }
-    let status = if any.bool() { NrtStatus::Success } else { NrtStatus::from_code(any.u32()) };
+    let fault = if any.bool() { None } else { NrtError::new(NrtStatus::from_code(any.u32())) };
     let ring_size = ring_size(&mut any);
     let mut nq = bound_notifications(&mut any, ring_size);
     let before = req.clone();
     let now = any.u64();
     let mut dev = HavocDev::new(any, now, ring_size);
-    let mut out = NrtStatus::Other(0xDEAD);
-    let step = req.finalize(&mut dev, &mut nq, status, &mut out);
-    assert!(finalize_post(&before, &req, status, step, out), "FINALIZE broke its contract");
+    let step = req.finalize(&mut dev, &mut nq, fault);
+    let out = step.status().unwrap_or(NrtStatus::Other(0xDEAD));
+    assert!(finalize_post(&before, &req, fault, step), "FINALIZE broke its contract");
     #[cfg(test)]
     for c in 0..MAX_CORES {
         // Every value the stub of FINALIZE draws anew is one it can draw.
@@ -593,9 +591,10 @@ pub(crate) fn finalize_keeps_its_contract<A: Any>(mut any: A, cores: u8) {
     for c in 0..MAX_CORES {
         timed_out |= c < usize::from(cores) && before.out_info.exec_rets[c] == NrtStatus::Timeout;
     }
-    cover!(step == Step::Done && out.is_success(), "finalize: a clean 0");
-    cover!(step == Step::Done && !out.is_success(), "finalize: 0 with a status the error sweep set");
-    cover!(step == Step::Error && out == NrtStatus::Failure, "finalize: 2, failed but no status: 1");
+    let done = matches!(step, Step::Done(_));
+    cover!(done && out.is_success(), "finalize: a clean 0");
+    cover!(done && !out.is_success(), "finalize: 0 with a status the error sweep set");
+    cover!(matches!(step, Step::Error(_)) && out == NrtStatus::Failure, "finalize: 2, failed but no status: 1");
     cover!(timed_out && out != NrtStatus::Timeout, "finalize: a timeout classified as a hardware fault");
     cover!(cores == 2 && timed_out && out == NrtStatus::Timeout, "finalize: two cores, the hang wins");
 }
@@ -610,8 +609,7 @@ pub(crate) fn finalize_stub<D: crate::exec::ExecDevice + ?Sized>(
     this: &mut ExecRequest,
     _dev: &mut D,
     _nq: &mut Notifications,
-    status: NrtStatus,
-    out: &mut NrtStatus,
+    fault: Option<NrtError>,
 ) -> Step {
     let before = this.clone();
     this.state = ExecState::Done;
@@ -636,10 +634,9 @@ pub(crate) fn finalize_stub<D: crate::exec::ExecDevice + ?Sized>(
         };
     }
     let best = NrtStatus::from_code(kani::any());
-    let step = if kani::any() { Step::Done } else { Step::Error };
-    this.result = (step, best);
-    *out = best;
-    kani::assume(finalize_post(&before, this, status, step, best));
+    let step = if kani::any() { Step::Done(best) } else { Step::Error(NrtError::failed(best)) };
+    this.result = step;
+    kani::assume(finalize_post(&before, this, fault, step));
     step
 }
 
@@ -827,10 +824,10 @@ mod tests {
         assert!(consume_engine_stub_allows(&before, &ok, core, eng, Ok(())));
         let mut flagged = before.clone();
         flagged.exec_fatal_status[core][0] = !flagged.exec_fatal_status[core][0];
-        assert!(consume_engine_stub_allows(&before, &flagged, core, eng, Err(NrtStatus::Failure)));
+        assert!(consume_engine_stub_allows(&before, &flagged, core, eng, Err(NrtError::FAILURE)));
         assert!(!consume_engine_stub_allows(&before, &flagged, core, eng, Ok(())), "flags changed on Ok");
-        assert!(!consume_engine_stub_allows(&before, &ok, core, eng, Err(NrtStatus::Success)), "Err(0)");
-        assert!(!consume_engine_stub_allows(&before, &ok, core, eng, Err(NrtStatus::Other(1))), "not a draw");
+        let other = Err(NrtError::failed(NrtStatus::Other(1)));
+        assert!(!consume_engine_stub_allows(&before, &ok, core, eng, other), "not a draw");
         let mut other_core = before.clone();
         other_core.vcore_notif_ts[0][0] ^= 1;
         assert!(!consume_engine_stub_allows(&before, &other_core, core, eng, Ok(())), "another core");

@@ -30,7 +30,7 @@ use crate::exec::{fatal, ts_slot, ExecConfig, ExecRequest, ExecState, Step, TpbE
 use crate::hal::{self, ErrorKind, ErrorType};
 use crate::nq::{Notifications, SyncPoint, TsCal, ERROR_NQ, INFER_STATUS_NQS};
 use crate::proofs::{cover, Any};
-use crate::status::NrtStatus;
+use crate::status::{NrtError, NrtStatus};
 
 /// A device whose every answer is drawn from an [`Any`] (see the module docs).
 pub(crate) struct HavocDev<A: Any> {
@@ -92,19 +92,19 @@ impl<A: Any> hal::Clock for HavocDev<A> {
     }
 }
 
-fn proxy<A: Any>(dev: &HavocDev<A>) -> Result<bool, NrtStatus> {
+fn proxy<A: Any>(dev: &HavocDev<A>) -> Result<bool, NrtError> {
     let mut any = dev.any.borrow_mut();
     match any.u8() {
         0x00..=0xDF => Ok(any.bool()),
-        _ => Err(NrtStatus::from_code(any.u32())),
+        _ => Err(NrtError::failed(NrtStatus::from_code(any.u32()))),
     }
 }
 
 impl<A: Any> hal::CollectivesProxy for HavocDev<A> {
-    fn barrier_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
+    fn barrier_status(&mut self, _: u8) -> Result<bool, NrtError> {
         proxy(self)
     }
-    fn network_status(&mut self, _: u8) -> Result<bool, NrtStatus> {
+    fn network_status(&mut self, _: u8) -> Result<bool, NrtError> {
         proxy(self)
     }
 }
@@ -165,7 +165,7 @@ pub(crate) fn reachable(r: &ExecRequest) -> bool {
     // Index loops over constant bounds, not `iter().all()`: the solver bounds a
     // slice iterator's loop only by the unwind limit (14), an index loop by its
     // constant, and this runs several times per step harness.
-    let mut quiet = r.result == (Step::InFlight, NrtStatus::Success) && !r.ts_is_cpu;
+    let mut quiet = r.result == Step::InFlight && !r.ts_is_cpu;
     let mut fresh = true;
     let mut none_done = true;
     let mut harvested_done = true;
@@ -195,8 +195,11 @@ pub(crate) fn reachable(r: &ExecRequest) -> bool {
         }
         ExecState::Done => {
             r.ts_is_cpu
-                && matches!(r.result.0, Step::Done | Step::Error)
-                && (r.result.0 == Step::Done || !r.result.1.is_success())
+                && match r.result {
+                    Step::InFlight => false,
+                    Step::Done(_) => true,
+                    Step::Error(e) => !e.status().is_success(),
+                }
         }
     };
     cores_ok && state_ok
@@ -265,8 +268,11 @@ pub(crate) fn any_request<A: Any>(any: &mut A, state: ExecState, cores: Option<u
             }
             r.ts_is_cpu = true;
             let status = NrtStatus::from_code(any.u32());
-            let step = if status.is_success() || any.bool() { Step::Done } else { Step::Error };
-            r.result = (step, status);
+            r.result = if status.is_success() || any.bool() {
+                Step::Done(status)
+            } else {
+                Step::Error(NrtError::failed(status))
+            };
         }
     }
     r
@@ -340,7 +346,8 @@ pub(super) fn same(a: &ExecRequest, b: &ExecRequest) -> bool {
         && a.result == b.result
 }
 
-/// What one call did: the request before and after, the return and `*out`.
+/// What one call did: the request before and after, the return and its status
+/// (`Other(0xDEAD)` in flight).
 pub(crate) struct Stepped {
     before: ExecRequest,
     after: ExecRequest,
@@ -351,8 +358,8 @@ pub(crate) struct Stepped {
 /// The inductive step common to every state (seed §1, the one-step contract):
 /// from any request in state `from` satisfying [`reachable`], against any device
 /// behaviour, one call of `progress_one_step` returns 1 and leaves the request
-/// before DONE, or returns 0 or 2 with the request DONE, `*out` the cached status
-/// and 2 never with `NRT_SUCCESS`; never moves the machine backwards; and leaves a
+/// before DONE, or returns 0 or 2 with the request DONE, the return the cached
+/// result and 2 never with `NRT_SUCCESS`; never moves the machine backwards; and leaves a
 /// request that satisfies [`reachable`] again. The per-state properties below add
 /// what is particular to each state, and their own covers (each harness runs one
 /// state, so each cover must be reachable in it).
@@ -377,7 +384,6 @@ fn step_once<A: Any>(mut any: A, from: ExecState, rings: bool, cores: Option<u8>
     let mut nq = if rings { bound_notifications(&mut any, ring_size) } else { Notifications::new() };
     let before = req.clone();
     let mut dev = HavocDev::new(any, before.core_start_ns.max(before.barrier_start_ns), ring_size);
-    let mut out = NrtStatus::Other(0xDEAD);
     // The ring table: as bound (WAIT_CORE's invariant: the transition checked it),
     // or, before that transition, one INFER_STATUS ring too few or a ring left
     // unbound (an INFER_STATUS ring, or the error ring, of the request's last
@@ -387,7 +393,7 @@ fn step_once<A: Any>(mut any: A, from: ExecState, rings: bool, cores: Option<u8>
     // bound itself.
     let table = if rings && from == ExecState::WaitBarrierProxy { dev.any.borrow_mut().u8() } else { 0 };
     let last = (req.tpb_count() - 1) as u8;
-    let mut step_with = |nq: &mut Notifications| req.progress_one_step(&mut dev, nq, &mut out);
+    let mut step_with = |nq: &mut Notifications| req.progress_one_step(&mut dev, nq);
     let step = match table {
         0xF0..=0xF7 => {
             assert!(nq.set_infer_status_nqs(&INFER_STATUS_NQS[..INFER_STATUS_NQS.len() - 1]).is_ok());
@@ -407,14 +413,15 @@ fn step_once<A: Any>(mut any: A, from: ExecState, rings: bool, cores: Option<u8>
         }
         _ => step_with(&mut nq),
     };
+    let out = step.status().unwrap_or(NrtStatus::Other(0xDEAD));
     assert!(step.code() <= 2);
     assert!(req.state as u8 >= from as u8, "the machine moved backwards");
     match step {
         Step::InFlight => assert_ne!(req.state, ExecState::Done, "1 from a DONE request"),
-        Step::Done | Step::Error => {
+        Step::Done(_) | Step::Error(_) => {
             assert_eq!(req.state, ExecState::Done, "0 or 2 before DONE");
-            assert_eq!(req.result(), Some((step, out)), "*out is not the cached status");
-            assert!(step == Step::Done || !out.is_success(), "2 with NRT_SUCCESS");
+            assert_eq!(req.result(), Some(step), "the return is not the cached result");
+            assert!(matches!(step, Step::Done(_)) || !out.is_success(), "2 with NRT_SUCCESS");
         }
     }
     assert!(reachable(&req), "one step left a request the invariant does not hold for");
@@ -437,10 +444,10 @@ pub(crate) fn step_from_init_keeps_the_contract<A: Any>(any: A) {
 /// count, so that each solver run stays inside its budget.
 pub(crate) fn step_from_wait_barrier_keeps_the_contract<A: Any>(any: A, cores: Option<u8>) {
     let r = step_once(any, ExecState::WaitBarrierProxy, true, cores);
-    assert!(r.step != Step::Done, "the barrier wait finished a request with 0");
+    assert!(!matches!(r.step, Step::Done(_)), "the barrier wait finished a request with 0");
     cover!(r.after.state == ExecState::WaitBarrierProxy, "barrier: still waiting");
     cover!(r.after.state == ExecState::WaitCore, "barrier: cleared, on to WAIT_CORE");
-    cover!(r.step == Step::Error, "barrier: a proxy failure or a bad ring table ends it with 2");
+    cover!(matches!(r.step, Step::Error(_)), "barrier: a proxy failure or a bad ring table ends it with 2");
 }
 
 /// WAIT_CORE: no engine's substate moves backwards (seed §2: the substates are
@@ -455,9 +462,9 @@ pub(crate) fn step_from_wait_core_keeps_the_contract<A: Any>(any: A, cores: Opti
         }
     }
     cover!(r.step == Step::InFlight, "core: still in flight");
-    cover!(r.step == Step::Done && r.out.is_success(), "core: DONE with 0 and success");
-    cover!(r.step == Step::Done && !r.out.is_success(), "core: 0 with a status the error sweep set");
-    cover!(r.step == Step::Error, "core: DONE with 2");
+    cover!(matches!(r.step, Step::Done(_)) && r.out.is_success(), "core: DONE with 0 and success");
+    cover!(matches!(r.step, Step::Done(_)) && !r.out.is_success(), "core: 0 with a status the error sweep set");
+    cover!(matches!(r.step, Step::Error(_)), "core: DONE with 2");
     cover!(r.out == NrtStatus::Timeout, "core: timeout (5)");
     cover!(r.out == NrtStatus::ExecSwNqOverflow, "core: overflow (1204)");
 }
@@ -466,10 +473,10 @@ pub(crate) fn step_from_wait_core_keeps_the_contract<A: Any>(any: A, cores: Opti
 /// nothing.
 pub(crate) fn step_from_done_keeps_the_contract<A: Any>(any: A) {
     let r = step_once(any, ExecState::Done, false, None);
-    assert_eq!((r.step, r.out), r.before.result, "DONE is not terminal");
+    assert_eq!(r.step, r.before.result, "DONE is not terminal");
     assert!(same(&r.after, &r.before), "a DONE request changed");
-    cover!(r.step == Step::Done, "done: the cached 0 again");
-    cover!(r.step == Step::Error, "done: the cached 2 again");
+    cover!(matches!(r.step, Step::Done(_)), "done: the cached 0 again");
+    cover!(matches!(r.step, Step::Error(_)), "done: the cached 2 again");
 }
 
 /// The base case: a new request, whatever its configuration, satisfies

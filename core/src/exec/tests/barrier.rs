@@ -11,7 +11,7 @@ fn barrier_warns_at_120_240_480_seconds_and_never_fails() {
     let t0 = r.dev.now.get();
     let at = |r: &mut Rig, s: u64| {
         r.dev.now.set(t0 + s * 1_000_000_000);
-        assert_eq!(r.step().0, Step::InFlight);
+        assert_eq!(r.step(), Step::InFlight);
         r.dev.count("barrier_wait")
     };
     assert_eq!(at(&mut r, 119), 0);
@@ -36,10 +36,10 @@ fn barrier_warns_at_120_240_480_seconds_and_never_fails() {
     assert_eq!(r.req.state(), ExecState::WaitBarrierProxy);
     // The barrier clears; the core budget starts only now.
     r.dev.barrier_done_at_ns = [0; 2];
-    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.step(), Step::InFlight);
     assert_eq!(r.req.state(), ExecState::WaitCore);
     r.dev.run_all(1, 1, 2);
-    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.step(), Step::Done(NrtStatus::Success));
 }
 
 #[test]
@@ -52,32 +52,32 @@ fn barrier_of_300_s_gives_two_warnings_and_success() {
         r.dev.advance_ms(10_000);
         r.step();
     }
-    let (s, st) = r.finish();
-    assert_eq!((s, st), (Step::Done, NrtStatus::Success));
+    let s = r.finish();
+    assert_eq!(s, Step::Done(NrtStatus::Success));
     assert_eq!(r.dev.count("barrier_wait"), 2);
 }
 
 #[test]
 fn barrier_and_network_proxy_failures_finalize_with_their_status() {
     let mut r = Rig::new(2, 5);
-    r.dev.barrier_fail[1] = Some(NrtStatus::ExecHwErrCollectives);
+    r.dev.barrier_fail[1] = NrtError::new(NrtStatus::ExecHwErrCollectives);
     r.step();
-    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecHwErrCollectives));
+    assert_eq!(r.step(), Step::failed(NrtStatus::ExecHwErrCollectives));
     assert!(r.req.fatal_flag(1, fatal::BARRIER_PROXY));
     assert_eq!(r.dev.count("barrier_proxy_failed"), 1);
 
     let mut r = Rig::new(2, 5);
-    r.dev.network_fail[0] = Some(NrtStatus::NetworkProxyFailure);
+    r.dev.network_fail[0] = NrtError::new(NrtStatus::NetworkProxyFailure);
     r.enter_wait_core();
-    assert_eq!(r.step(), (Step::Error, NrtStatus::NetworkProxyFailure));
+    assert_eq!(r.step(), Step::failed(NrtStatus::NetworkProxyFailure));
     assert!(r.req.fatal_flag(0, fatal::NETWORK_PROXY));
     assert_eq!(r.req.out_info().exec_rets[0], NrtStatus::NetworkProxyFailure);
 
     // A proxy that fails with "success" is still a failure.
     let mut r = Rig::new(1, 5);
-    r.dev.barrier_fail[0] = Some(NrtStatus::Success);
+    r.dev.barrier_fail[0] = Some(NrtError::failed(NrtStatus::Success));
     r.step();
-    assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
+    assert_eq!(r.step(), Step::failed(NrtStatus::Failure));
 }
 
 #[test]
@@ -86,17 +86,17 @@ fn the_core_budget_starts_when_the_barrier_clears_not_at_init() {
     let mut r = Rig::new(1, 5);
     let t0 = r.dev.now.get();
     r.dev.barrier_done_at_ns = [t0 + 300_000_000_000; 2];
-    assert_eq!(r.step().0, Step::InFlight); // INIT at t0
+    assert_eq!(r.step(), Step::InFlight); // INIT at t0
     r.dev.now.set(t0 + 300_000_000_000);
-    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.step(), Step::InFlight);
     assert_eq!(r.req.state(), ExecState::WaitCore);
     // Right after the barrier: 300 s since INIT, 0 s of the core budget.
-    assert_eq!(r.step(), (Step::InFlight, NrtStatus::Other(0xDEAD)));
+    assert_eq!(r.step(), Step::InFlight);
     r.dev.advance_ms(4_999);
-    assert_eq!(r.step().0, Step::InFlight, "4.999 s of the 5 s budget");
+    assert_eq!(r.step(), Step::InFlight, "4.999 s of the 5 s budget");
     assert_eq!(r.dev.count("core_timeout"), 0);
     r.dev.advance_ms(1);
-    assert_eq!(r.step(), (Step::Error, NrtStatus::Timeout));
+    assert_eq!(r.step(), Step::failed(NrtStatus::Timeout));
     assert!(r
         .dev
         .events
@@ -110,7 +110,7 @@ fn barrier_wait_event_reports_whole_seconds_waited() {
     r.dev.barrier_done_at_ns = [u64::MAX; 2];
     r.step();
     r.dev.advance_ns(125_700_000_000);
-    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.step(), Step::InFlight);
     assert_eq!(
         r.dev.events_of("barrier_wait").collect::<Vec<_>>(),
         [&Event::Exec(ExecEvent::BarrierWait { waited_s: 125, threshold_s: 120 })]

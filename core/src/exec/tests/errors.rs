@@ -29,7 +29,7 @@ fn error_classes_map_to_the_seed_statuses() {
     for &(sub, want, ev) in cases {
         let mut r = with_error(&[ErrorEntry::new(sub, 0, 77, 1000)], true);
         // Clean completion: return 0 even with an error status (seed FINALIZE).
-        assert_eq!(r.step(), (Step::Done, want), "subtype {sub}");
+        assert_eq!(r.step(), Step::Done(want), "subtype {sub}");
         assert_eq!(r.dev.count("error_record"), 1);
         if !ev.is_empty() {
             assert_eq!(r.dev.count(ev), 1, "{ev}");
@@ -48,7 +48,7 @@ fn error_classes_map_to_the_seed_statuses() {
 fn error_sweep_dedups_per_subtype_but_keeps_every_record() {
     let nan = ErrorEntry::new(1, 0, 0, 1);
     let mut r = with_error(&[nan, nan, nan, ErrorEntry::new(2, 0, 0, 2), nan], true);
-    assert_eq!(r.step(), (Step::Done, NrtStatus::ExecCompletedWithErr), "1004 is critical, 1003 medium");
+    assert_eq!(r.step(), Step::Done(NrtStatus::ExecCompletedWithErr), "1004 is critical, 1003 medium");
     assert_eq!(r.dev.count("error_record"), 2);
     assert_eq!(r.nq.errors_len(), 5);
     assert_eq!(r.req.out_info().err[0], Some(ErrorClass::Numerical));
@@ -58,7 +58,7 @@ fn error_sweep_dedups_per_subtype_but_keeps_every_record() {
 fn unusually_large_error_count_warns() {
     let es: Vec<ErrorEntry> = (0..40).map(|i| ErrorEntry::new(3, 0, 0, i)).collect();
     let mut r = with_error(&es, true);
-    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.step(), Step::Done(NrtStatus::Success));
     assert!(r.dev.events.iter().any(|e| matches!(e, Event::Exec(ExecEvent::ErrorCountLarge { count: 40, .. }))));
     let mut r = with_error(&es[..32], true);
     r.step();
@@ -69,7 +69,7 @@ fn unusually_large_error_count_warns() {
 fn errors_are_swept_on_the_fault_path_too() {
     let mut r = with_error(&[ErrorEntry::new(4, 0, 0, 1)], false);
     r.dev.advance_ms(5_000);
-    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecHwErrNcUe), "1202 critical beats 5 high");
+    assert_eq!(r.step(), Step::failed(NrtStatus::ExecHwErrNcUe), "1202 critical beats 5 high");
     assert!(r.req.fatal_flag(0, fatal::TIMEOUT));
 }
 
@@ -82,7 +82,7 @@ fn error_record_timestamps_are_device_ns_over_1000_on_the_sync_point() {
     assert!(r.dev.error(0, ErrorEntry::new(1, 0, 0, 5_000_000)));
     r.dev.run_all(1, 1, 2);
     r.enter_wait_core();
-    assert_eq!(r.step(), (Step::Done, NrtStatus::ExecCompletedWithNumErr));
+    assert_eq!(r.step(), Step::Done(NrtStatus::ExecCompletedWithNumErr));
     // 5_000_000 / 1000 = 5000 us device; minus the sync point's 1000, plus 7 s.
     let want = 7_000_000 + 5_000 - 1_000;
     assert!(
@@ -107,7 +107,7 @@ fn a_full_error_subscriber_ring_drops_the_oldest_and_says_so() {
     }
     r.dev.run_all(1, 1, 2);
     r.enter_wait_core();
-    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.step(), Step::Done(NrtStatus::Success));
     let dropped: Vec<u32> = r
         .dev
         .events_of("error_subscriber_overrun")
@@ -127,7 +127,7 @@ fn a_full_error_ring_is_swept_one_lap_less_one() {
     // (G-HEAD), so the sweep at FINALIZE takes 63 and counts 63.
     let es: Vec<ErrorEntry> = (0..64).map(|i| ErrorEntry::new(3, 0, 0, i)).collect();
     let mut r = with_error(&es, true);
-    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.step(), Step::Done(NrtStatus::Success));
     assert!(
         r.dev.events.contains(&Event::Exec(ExecEvent::ErrorCountLarge { core: 0, count: 63 })),
         "{:?}",
@@ -140,7 +140,7 @@ fn a_full_error_ring_is_swept_one_lap_less_one() {
 #[test]
 fn the_error_sweep_hands_its_records_back() {
     let mut r = with_error(&[ErrorEntry::new(3, 0, 0, 1), ErrorEntry::new(3, 0, 0, 2)], true);
-    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.step(), Step::Done(NrtStatus::Success));
     assert_eq!(r.dev.head_writes, 6, "five engine rings and the error ring");
     assert_eq!(r.nq.ring(0, crate::nq::ERROR_NQ).unwrap().unacked(), 0, "the device knows both were read");
 }

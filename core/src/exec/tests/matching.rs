@@ -9,7 +9,7 @@ fn an_engine_completing_in_the_last_sweep_is_not_timed_out() {
     r.enter_wait_core();
     r.dev.advance_ms(5_000);
     r.dev.run_all(1, 1, 2);
-    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.step(), Step::Done(NrtStatus::Success));
 }
 
 #[test]
@@ -17,11 +17,11 @@ fn timeout_fires_exactly_at_the_boundary() {
     let mut r = Rig::new(1, 5);
     r.enter_wait_core();
     r.dev.advance_ms(4_999);
-    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.step(), Step::InFlight);
     assert_eq!(r.dev.intc_reads, 0);
     r.dev.advance_ms(1);
-    let (s, st) = r.step();
-    assert_eq!((s, st), (Step::Error, NrtStatus::Timeout));
+    let s = r.step();
+    assert_eq!(s, Step::failed(NrtStatus::Timeout));
     assert_eq!(s.code(), 2);
     assert!(r.req.fatal_flag(0, fatal::TIMEOUT));
     assert!(!r.req.fatal_flag(0, fatal::OVERFLOW));
@@ -38,14 +38,14 @@ fn timeout_with_intc_bit_29_is_an_overflow() {
     r.step();
     assert_eq!(r.req.substate(0, 0), Some(TpbEngState::EndPending));
     r.dev.advance_ms(5_000);
-    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecSwNqOverflow));
+    assert_eq!(r.step(), Step::failed(NrtStatus::ExecSwNqOverflow));
     assert!(r.req.fatal_flag(0, fatal::OVERFLOW));
     // Other bits do not count.
     let mut r = Rig::new(1, 5);
     r.dev.intc_cause[0] = !INTC_OVERFLOW;
     r.enter_wait_core();
     r.dev.advance_ms(5_000);
-    assert_eq!(r.step(), (Step::Error, NrtStatus::Timeout));
+    assert_eq!(r.step(), Step::failed(NrtStatus::Timeout));
 }
 
 #[test]
@@ -60,15 +60,13 @@ fn a_real_ring_overflow_is_reported_as_1204() {
         assert!(!dev.end(0, e, 3), "no room: dropped");
     }
     assert_eq!(dev.intc_cause[0] & INTC_OVERFLOW, INTC_OVERFLOW);
-    let mut out = NrtStatus::Success;
     let mut s = Step::InFlight;
     for _ in 0..8 {
-        s = req.progress_one_step(&mut *dev, &mut nq, &mut out);
+        s = req.progress_one_step(&mut *dev, &mut nq);
     }
     assert_eq!(s, Step::InFlight);
     dev.advance_ms(5_000);
-    assert_eq!(req.progress_one_step(&mut *dev, &mut nq, &mut out), Step::Error);
-    assert_eq!(out, NrtStatus::ExecSwNqOverflow);
+    assert_eq!(req.progress_one_step(&mut *dev, &mut nq), Step::failed(NrtStatus::ExecSwNqOverflow));
 }
 
 #[test]
@@ -79,7 +77,7 @@ fn out_of_order_start_probes_the_intc() {
         r.dev.start(0, 1, 10);
         r.dev.start(0, 1, 11);
         r.enter_wait_core();
-        assert_eq!(r.step(), (Step::Error, want));
+        assert_eq!(r.step(), Step::failed(want));
         assert_eq!(r.dev.intc_reads, 1);
         assert_eq!(r.req.fatal_flag(0, fatal::OVERFLOW), bit != 0);
         let probe = r.dev.events_of("overflow_probe").next().copied();
@@ -97,7 +95,7 @@ fn end_without_start_probes_the_intc() {
         r.dev.intc_cause[0] = bit;
         r.dev.end(0, 3, 10);
         r.enter_wait_core();
-        assert_eq!(r.step(), (Step::Error, want));
+        assert_eq!(r.step(), Step::failed(want));
         assert_eq!(r.req.fatal_flag(0, fatal::END_OVERFLOW), bit != 0);
     }
 }
@@ -108,7 +106,7 @@ fn unexpected_subtypes_fail_with_generic_status() {
         let mut r = Rig::new(1, 5);
         r.dev.record(0, 2, sub, 1);
         r.enter_wait_core();
-        assert_eq!(r.step(), (Step::Error, NrtStatus::Failure), "subtype {sub}");
+        assert_eq!(r.step(), Step::failed(NrtStatus::Failure), "subtype {sub}");
         let ev = r.dev.events_of("unexpected_notification").next().copied();
         assert!(
             matches!(ev, Some(Event::Exec(ExecEvent::UnexpectedNotification { engine: Engine::Pool, subtype, .. })) if subtype == sub)
@@ -125,11 +123,11 @@ fn sixteen_entries_per_engine_per_sweep() {
     }
     r.dev.run_all(1, 1000, 2000);
     r.enter_wait_core();
-    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.step(), Step::InFlight);
     assert_eq!(r.nq.ring(0, 4).unwrap().cursor(), 16 * 16, "16 records read from PE");
     assert_eq!(r.nq.ring(0, 5).unwrap().cursor(), 2 * 16, "ACT: START and END");
     assert_eq!(r.req.substate(0, 0), Some(TpbEngState::StartPending));
-    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.step(), Step::Done(NrtStatus::Success));
     assert_eq!(r.nq.ring(0, 4).unwrap().cursor(), 22 * 16);
 }
 
@@ -139,7 +137,7 @@ fn reading_stops_at_complete_leaving_later_records() {
     r.dev.run_all(1, 1, 2);
     r.dev.record(0, 0, Subtype::CC_END, 3);
     r.enter_wait_core();
-    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.step(), Step::Done(NrtStatus::Success));
     assert_eq!(r.nq.ring(0, 4).unwrap().cursor(), 2 * 16);
 }
 
@@ -152,7 +150,7 @@ fn nq_tag_mismatch_is_reported_only() {
     assert!(r.dev.push_raw(0, 8, e.to_array()));
     r.dev.run_all(1, 1, 2);
     r.enter_wait_core();
-    assert_eq!(r.finish(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.finish(), Step::Done(NrtStatus::Success));
     assert_eq!(r.nq.ring(0, 8).unwrap().cursor(), 3 * 16, "the mismatched record was read");
     let got: Vec<&Event> = r.dev.events_of("nq_tag_mismatch").collect();
     assert_eq!(got, [&Event::Exec(ExecEvent::NqTagMismatch { core: 0, engine: Engine::Sp, tag: 31, expected: 8 })]);
@@ -169,7 +167,7 @@ fn intc_read_failure_counts_as_no_overflow() {
     r.dev.intc_cause[0] = INTC_OVERFLOW;
     r.enter_wait_core();
     r.dev.advance_ms(5_000);
-    assert_eq!(r.step(), (Step::Error, NrtStatus::Timeout));
+    assert_eq!(r.step(), Step::failed(NrtStatus::Timeout));
     assert_eq!(r.dev.count("intc_read_failed"), 1);
 }
 
@@ -179,7 +177,7 @@ fn the_overflow_probe_reads_the_error_trigger_block_of_the_cores_tpb() {
     r.req = ExecRequest::new(ExecConfig { tpb_idx: [3, 7], ..ExecConfig::new(Arch::Sunda, 2, 5) });
     r.enter_wait_core();
     r.dev.advance_ms(5_000);
-    assert_eq!(r.step(), (Step::Error, NrtStatus::Timeout));
+    assert_eq!(r.step(), Step::failed(NrtStatus::Timeout));
     assert_eq!(&r.dev.intc_blocks[..], &[(0, 3), (1, 7)], "block = the device TPB index (G-ERRTRIG)");
     assert_eq!((errtrig_block_of_tpb(0), errtrig_block_of_tpb(9)), (0, 9));
 }
@@ -191,10 +189,10 @@ fn an_engine_that_started_in_one_sweep_ends_in_a_later_one() {
         r.dev.start(0, e, 10);
     }
     r.enter_wait_core();
-    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.step(), Step::InFlight);
     for e in 0..5 {
         assert_eq!(r.req.substate(0, e), Some(TpbEngState::EndPending));
         r.dev.end(0, e, 20);
     }
-    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.step(), Step::Done(NrtStatus::Success));
 }

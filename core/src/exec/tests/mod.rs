@@ -37,24 +37,22 @@ impl Rig {
         }
     }
 
-    fn step(&mut self) -> (Step, NrtStatus) {
-        let mut out = NrtStatus::Other(0xDEAD);
-        let s = self.req.progress_one_step(&mut *self.dev, &mut self.nq, &mut out);
-        (s, out)
+    fn step(&mut self) -> Step {
+        self.req.progress_one_step(&mut *self.dev, &mut self.nq)
     }
 
     /// INIT and the barrier transition: two steps, landing in WAIT_CORE.
     fn enter_wait_core(&mut self) {
-        assert_eq!(self.step().0, Step::InFlight);
+        assert_eq!(self.step(), Step::InFlight);
         assert_eq!(self.req.state(), ExecState::WaitBarrierProxy);
-        assert_eq!(self.step().0, Step::InFlight);
+        assert_eq!(self.step(), Step::InFlight);
         assert_eq!(self.req.state(), ExecState::WaitCore);
     }
 
-    fn finish(&mut self) -> (Step, NrtStatus) {
+    fn finish(&mut self) -> Step {
         for _ in 0..64 {
             let r = self.step();
-            if r.0 != Step::InFlight {
+            if r != Step::InFlight {
                 return r;
             }
         }

@@ -12,7 +12,7 @@ fn request_state_fits_libnrt_size() {
 fn init_arms_the_barrier_wait() {
     let mut r = Rig::new(1, 5);
     assert_eq!(r.req.state(), ExecState::Init);
-    let (s, _) = r.step();
+    let s = r.step();
     assert_eq!(s, Step::InFlight);
     assert_eq!(s.code(), 1);
     assert_eq!(r.req.state(), ExecState::WaitBarrierProxy);
@@ -44,8 +44,8 @@ fn healthy_one_and_two_cores_finish_in_three_steps_without_reading_the_intc() {
         let mut r = Rig::new(cores, 5);
         r.dev.run_all(cores, 10_000, 20_000);
         r.enter_wait_core();
-        let (s, st) = r.step();
-        assert_eq!((s, st), (Step::Done, NrtStatus::Success), "cores={cores}");
+        let s = r.step();
+        assert_eq!(s, Step::Done(NrtStatus::Success), "cores={cores}");
         assert_eq!(s.code(), 0);
         assert_eq!(r.req.state(), ExecState::Done);
         for c in 0..cores as usize {
@@ -65,7 +65,7 @@ fn done_is_terminal() {
     r.dev.start(0, 0, 1);
     r.enter_wait_core();
     let first = r.step();
-    assert_eq!(first, (Step::Error, NrtStatus::Failure));
+    assert_eq!(first, Step::failed(NrtStatus::Failure));
     let reads = r.dev.slot_reads;
     let events = r.dev.events.len();
     r.dev.run_all(1, 1, 2);
@@ -82,20 +82,20 @@ fn ring_table_problems_fail_cleanly() {
     let mut r = Rig::new(1, 5);
     r.nq.set_infer_status_nqs(&[4, 5, 6, 7]).unwrap();
     r.step();
-    assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
+    assert_eq!(r.step(), Step::failed(NrtStatus::Failure));
     assert_eq!(r.dev.count("nq_count_mismatch"), 1);
 
     let mut r = Rig::new(2, 5);
     r.nq = Notifications::new();
     r.nq.bind_core(0, RING).unwrap();
     r.step();
-    assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
+    assert_eq!(r.step(), Step::failed(NrtStatus::Failure));
     assert_eq!(r.dev.count("bad_ring"), 1);
 
     let mut r = Rig::new(1, 5);
     r.dev.fail_ring = Some((0, 6));
     r.enter_wait_core();
-    assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
+    assert_eq!(r.step(), Step::failed(NrtStatus::Failure));
     assert_eq!(r.dev.count("ring_read_failed"), 1);
 }
 
@@ -120,7 +120,7 @@ fn a_batch_that_fails_hands_its_reads_back_at_once_under_batching() {
     r.dev.start(0, 0, 2);
     r.enter_wait_core();
     let before = r.dev.head_writes;
-    assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
+    assert_eq!(r.step(), Step::failed(NrtStatus::Failure));
     assert_eq!(r.dev.head_writes - before, 1, "the failed ring's HEAD, written in the step");
 }
 
@@ -148,11 +148,11 @@ fn names_of_states_and_engines() {
 fn nothing_read_nothing_handed_back_and_no_result_in_flight() {
     let mut r = Rig::new(2, 5);
     r.enter_wait_core();
-    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.step(), Step::InFlight);
     assert_eq!(r.dev.head_writes, 0, "no HEAD write for a ring nothing was read from");
     assert_eq!(r.req.result(), None);
     r.dev.start(1, 3, 1);
-    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.step(), Step::InFlight);
     assert_eq!(r.dev.head_writes, 1, "only core 1 DVE's ring");
     assert_eq!(r.req.result(), None);
 }
@@ -172,7 +172,7 @@ fn may_progress_says_whether_a_step_could_read_anything_and_changes_nothing() {
     assert_eq!(r.dev.slot_reads - reads, 10, "stops at the fresh one");
     assert!(r.req.may_progress(&mut *r.dev, &r.nq), "it consumed nothing");
     assert_eq!(r.dev.head_writes, heads, "it wrote no HEAD");
-    assert_eq!(r.step(), (Step::InFlight, NrtStatus::Other(0xDEAD)), "the step takes the START");
+    assert_eq!(r.step(), Step::InFlight, "the step takes the START");
     assert_eq!(r.req.substate(1, ENGINES_PER_CORE - 1), Some(TpbEngState::EndPending));
     assert!(!r.req.may_progress(&mut *r.dev, &r.nq), "the START is consumed");
     // Every engine started and the last one ended: COMPLETE engines are
@@ -183,7 +183,7 @@ fn may_progress_says_whether_a_step_could_read_anything_and_changes_nothing() {
         }
     }
     r.dev.end(1, ENGINES_PER_CORE - 1, 2);
-    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.step(), Step::InFlight);
     assert_eq!(r.req.substate(1, ENGINES_PER_CORE - 1), Some(TpbEngState::Complete));
     let reads = r.dev.slot_reads;
     assert!(!r.req.may_progress(&mut *r.dev, &r.nq));
@@ -197,12 +197,23 @@ fn may_progress_says_whether_a_step_could_read_anything_and_changes_nothing() {
             }
         }
     }
-    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.step(), Step::Done(NrtStatus::Success));
     assert!(r.req.may_progress(&mut *r.dev, &r.nq), "DONE: a step answers at once");
     // A ring it cannot read: let the step report it.
     let mut r = Rig::new(1, 5);
     r.enter_wait_core();
     r.dev.fail_ring = Some((0, crate::nq::INFER_STATUS_NQS[0]));
     assert!(r.req.may_progress(&mut *r.dev, &r.nq));
-    assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
+    assert_eq!(r.step(), Step::failed(NrtStatus::Failure));
+}
+
+#[test]
+fn a_step_carries_its_c_code_and_its_status() {
+    let nan = NrtStatus::ExecCompletedWithNumErr;
+    assert_eq!((Step::InFlight.code(), Step::InFlight.status()), (1, None));
+    assert_eq!((Step::Done(nan).code(), Step::Done(nan).status()), (0, Some(nan)), "0 with a status set");
+    let timeout = Step::failed(NrtStatus::Timeout);
+    assert_eq!((timeout.code(), timeout.status()), (2, Some(NrtStatus::Timeout)));
+    let unset = Step::failed(NrtStatus::Success);
+    assert_eq!((unset.code(), unset.status()), (2, Some(NrtStatus::Failure)), "failed but error not set");
 }

@@ -9,7 +9,7 @@ fn priority_reconciles_the_cores() {
     r.dev.run_all(2, 1, 2);
     r.dev.error(1, ErrorEntry::new(1, 0, 0, 5));
     r.enter_wait_core();
-    assert_eq!(r.step(), (Step::Done, NrtStatus::ExecCompletedWithNumErr));
+    assert_eq!(r.step(), Step::Done(NrtStatus::ExecCompletedWithNumErr));
     assert_eq!(r.req.out_info().exec_rets, [NrtStatus::Success, NrtStatus::ExecCompletedWithNumErr]);
 
     // Core 0 hangs (5, high), core 1 has an uncorrectable ECC (1202, critical).
@@ -21,7 +21,7 @@ fn priority_reconciles_the_cores() {
     r.dev.error(1, ErrorEntry::new(4, 0, 0, 5));
     r.enter_wait_core();
     r.dev.advance_ms(5_000);
-    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecHwErrNcUe));
+    assert_eq!(r.step(), Step::failed(NrtStatus::ExecHwErrNcUe));
     assert_eq!(r.req.out_info().exec_rets, [NrtStatus::Timeout, NrtStatus::ExecHwErrNcUe]);
 }
 
@@ -58,7 +58,7 @@ fn timeout_is_classified_hbm_then_dma_then_collectives_then_hang_on_compute() {
         r.enter_wait_core();
         r.dev.advance_ms(5_000);
         let ctx = (hbm, abort, cc);
-        assert_eq!(r.step(), (Step::Error, want), "{ctx:?}");
+        assert_eq!(r.step(), Step::failed(want), "{ctx:?}");
         assert_eq!(r.req.out_info().exec_rets[0], want, "{ctx:?}");
         assert_eq!(r.req.out_info().timeout_cause, [Some(cause), None], "{ctx:?}");
         let probes: Vec<&str> = r
@@ -90,7 +90,7 @@ fn fault_probes_are_not_asked_on_a_clean_run_or_an_overflow() {
     r.dev.collectives_stuck[0] = true;
     r.dev.run_all(1, 1, 2);
     r.enter_wait_core();
-    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.step(), Step::Done(NrtStatus::Success));
     assert!(r.dev.fault_probes.is_empty());
     assert_eq!(r.req.out_info().timeout_cause, [None, None]);
 
@@ -103,7 +103,7 @@ fn fault_probes_are_not_asked_on_a_clean_run_or_an_overflow() {
     r.dev.intc_cause[0] = INTC_OVERFLOW;
     r.enter_wait_core();
     r.dev.advance_ms(5_000);
-    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecSwNqOverflow));
+    assert_eq!(r.step(), Step::failed(NrtStatus::ExecSwNqOverflow));
     assert!(r.dev.fault_probes.is_empty(), "{:?}", r.dev.fault_probes);
     assert_eq!(r.req.out_info().timeout_cause, [None, None]);
     assert_eq!(r.dev.count("hw_fault") + r.dev.count("hang_on_compute"), 0);
@@ -114,7 +114,7 @@ fn fault_probes_are_not_asked_on_a_clean_run_or_an_overflow() {
     r.dev.intc_cause[0] = INTC_OVERFLOW;
     r.dev.end(0, 0, 1);
     r.enter_wait_core();
-    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecSwNqOverflow));
+    assert_eq!(r.step(), Step::failed(NrtStatus::ExecSwNqOverflow));
     assert!(r.dev.fault_probes.is_empty());
 }
 
@@ -125,7 +125,7 @@ fn both_cores_pending_at_the_timeout_are_both_probed_and_classified() {
     r.dev.hbm[1] = Some(NrtStatus::ExecHwErrRepairableHbmUe);
     r.enter_wait_core();
     r.dev.advance_ms(5_000);
-    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecHwErrRepairableHbmUe));
+    assert_eq!(r.step(), Step::failed(NrtStatus::ExecHwErrRepairableHbmUe));
     assert_eq!(r.req.out_info().exec_rets, [NrtStatus::Timeout, NrtStatus::ExecHwErrRepairableHbmUe]);
     assert!(r.req.fatal_flag(0, fatal::TIMEOUT) && r.req.fatal_flag(1, fatal::TIMEOUT));
     assert_eq!(r.dev.count("core_timeout"), 2);
@@ -144,14 +144,14 @@ fn cross_core_ties_keep_core_0s_status() {
     r.dev.intc_cause[1] = INTC_OVERFLOW;
     r.enter_wait_core();
     r.dev.advance_ms(5_000);
-    assert_eq!(r.step(), (Step::Error, NrtStatus::Timeout));
+    assert_eq!(r.step(), Step::failed(NrtStatus::Timeout));
     assert_eq!(r.req.out_info().exec_rets, [NrtStatus::Timeout, NrtStatus::ExecSwNqOverflow]);
     // And the other way round.
     let mut r = Rig::new(2, 5);
     r.dev.intc_cause[0] = INTC_OVERFLOW;
     r.enter_wait_core();
     r.dev.advance_ms(5_000);
-    assert_eq!(r.step(), (Step::Error, NrtStatus::ExecSwNqOverflow));
+    assert_eq!(r.step(), Step::failed(NrtStatus::ExecSwNqOverflow));
     assert_eq!(r.req.out_info().exec_rets, [NrtStatus::ExecSwNqOverflow, NrtStatus::Timeout]);
 }
 
@@ -196,10 +196,8 @@ fn the_collectives_probe_defaults_to_no_fault_and_forwards_through_mut_refs() {
     r.dev.collectives_stuck[1] = true;
     r.enter_wait_core();
     r.dev.advance_ms(5_000);
-    let mut out = NrtStatus::Success;
     let mut lent = &mut *r.dev;
-    assert_eq!(r.req.progress_one_step(&mut lent, &mut r.nq, &mut out), Step::Error);
-    assert_eq!(out, NrtStatus::ExecHwErrCollectives);
+    assert_eq!(r.req.progress_one_step(&mut lent, &mut r.nq), Step::failed(NrtStatus::ExecHwErrCollectives));
     assert_eq!(r.req.out_info().timeout_cause, [Some(TimeoutCause::HangOnCompute), Some(TimeoutCause::Collectives)]);
 }
 
@@ -209,7 +207,7 @@ fn finalize_parts_run_finalizes_pieces_on_a_copy() {
     r.nq.set_sync_point(0, crate::nq::SyncPoint { dev_us: 0, cpu_us: 5_000_000 });
     r.dev.run_all(2, 4_000, 9_000);
     r.enter_wait_core();
-    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.step(), Step::Done(NrtStatus::Success));
     assert_eq!(r.req.engine_times_us(0, 0), (Some(5_000_004), Some(5_000_009)));
     assert_eq!(r.req.engine_times_us(1, 0), (Some(4), Some(9)));
     assert_eq!(r.dev.counter_updates.len(), 2, "FINALIZE counted both cores");

@@ -13,8 +13,8 @@ fn custom_records_tensor_completion_and_diagnostics() {
     r.dev.custom(0, 1, 3, 9, 6); // a diagnostic
     r.dev.run_all(1, 10, 20);
     r.enter_wait_core();
-    let (s, st) = r.finish();
-    assert_eq!((s, st), (Step::Done, NrtStatus::Success));
+    let s = r.finish();
+    assert_eq!(s, Step::Done(NrtStatus::Success));
     assert_eq!(&r.dev.wakes[..], &[(1, 1), (0, 1), (1, 2)], "waiters woken in order");
     assert_eq!(r.dev.tensors.count(1), 2);
     assert_eq!(r.dev.count("tensor_completed"), 3);
@@ -27,7 +27,7 @@ fn invalid_custom_sub_id_fails() {
     let mut r = Rig::new(1, 5);
     r.dev.custom(0, 0, 11, 0, 1);
     r.enter_wait_core();
-    assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
+    assert_eq!(r.step(), Step::failed(NrtStatus::Failure));
     assert_eq!(r.dev.count("bad_custom_sub_id"), 1);
 }
 
@@ -62,7 +62,7 @@ fn a_custom_sub_id_is_the_u16_at_4_so_byte_5_counts() {
     assert_eq!((bytes[4], bytes[5]), (7, 1));
     r.dev.push_raw(0, 4, bytes);
     r.enter_wait_core();
-    assert_eq!(r.step(), (Step::Error, NrtStatus::Failure));
+    assert_eq!(r.step(), Step::failed(NrtStatus::Failure));
     assert!(r.dev.events.contains(&Event::Exec(ExecEvent::BadCustomSubId {
         core: 0,
         engine: Engine::Pe,

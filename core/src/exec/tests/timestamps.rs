@@ -31,7 +31,7 @@ fn timestamps_are_rescaled_on_known_numbers() {
         r.dev.end(0, e, 1_200_000);
     }
     r.enter_wait_core();
-    assert_eq!(r.step().0, Step::Done);
+    assert!(matches!(r.step(), Step::Done(_)));
     assert!(r.req.timestamps_are_cpu_us());
     assert_eq!(r.req.engine_times_us(0, 0), (Some(5_000_002), Some(5_001_000)));
     // identity calibration on ACT: 1_000_000 ns -> 1000 us
@@ -52,7 +52,7 @@ fn a_record_that_rescales_to_0_is_still_recorded() {
     r.dev.run_all(1, 2_000_000, 3_000_000);
     assert!(!r.req.ts_recorded(0, ts_slot::CC_START), "nothing kept before a step");
     r.enter_wait_core();
-    assert_eq!(r.step().0, Step::Done);
+    assert!(matches!(r.step(), Step::Done(_)));
     assert!(r.req.timestamps_are_cpu_us());
     assert_eq!(r.req.notif_ts(0, ts_slot::CC_START), Some(0), "rescaled (and clamped) to 0 us");
     assert!(r.req.ts_recorded(0, ts_slot::CC_START), "a record at 0 us is a record");
@@ -68,7 +68,7 @@ fn zero_actual_increment_is_reported_not_divided() {
     r.nq.set_cal(0, 2, TsCal { init_timestamp: 0, actual_timestamp_inc: 0, expected_timestamp_inc: 1 });
     r.dev.run_all(1, 5_000, 9_000);
     r.enter_wait_core();
-    assert_eq!(r.step().0, Step::Done);
+    assert!(matches!(r.step(), Step::Done(_)));
     assert_eq!(r.dev.count("timestamp_cal_invalid"), 1);
     assert_eq!(r.req.engine_times_us(0, 2), (Some(5), Some(9)));
 }
@@ -83,7 +83,7 @@ fn cc_and_tensor_slots_use_the_calibration_of_the_ring_that_carried_them() {
     r.dev.custom(0, 4, 7, 100, 6_000_000); // tensor on SP: 3000 us
     r.dev.run_all(1, 1_000, 2_000);
     r.enter_wait_core();
-    assert_eq!(r.finish().0, Step::Done);
+    assert!(matches!(r.finish(), Step::Done(_)));
     assert_eq!(r.req.notif_ts(0, ts_slot::CC_START), Some(2000));
     assert_eq!(r.req.notif_ts(0, ts_slot::CC_END), Some(3000));
     assert_eq!(r.req.notif_ts(0, ts_slot::TENSOR), Some(3000));
@@ -96,11 +96,11 @@ fn engine_times_are_given_only_once_finalized_and_only_for_what_was_seen() {
     r.dev.end(0, 0, 4_000_000);
     r.dev.start(0, 1, 3_000_000); // ACT never ends
     r.enter_wait_core();
-    assert_eq!(r.step().0, Step::InFlight);
+    assert_eq!(r.step(), Step::InFlight);
     assert!(!r.req.timestamps_are_cpu_us());
     assert_eq!(r.req.engine_times_us(0, 0), (None, None), "raw device units are not given as times");
     r.dev.advance_ms(5_000);
-    assert_eq!(r.step(), (Step::Error, NrtStatus::Timeout));
+    assert_eq!(r.step(), Step::failed(NrtStatus::Timeout));
     assert!(r.req.timestamps_are_cpu_us());
     assert_eq!(r.req.engine_times_us(0, 0), (Some(3_000), Some(4_000)));
     assert_eq!(r.req.engine_times_us(0, 1), (Some(3_000), None), "started, never ended");
@@ -125,7 +125,7 @@ fn a_slot_keeps_the_calibration_of_its_kept_record_not_of_a_later_or_tied_one() 
     r.dev.record(0, 4, Subtype::CC_END, 2_000_000); // earlier: not kept
     r.dev.run_all(1, 1_000, 2_000);
     r.enter_wait_core();
-    assert_eq!(r.finish().0, Step::Done);
+    assert!(matches!(r.finish(), Step::Done(_)));
     assert_eq!(r.req.notif_ts(0, ts_slot::CC_START), Some(1000), "PE's value on PE's clock");
     assert_eq!(r.req.notif_ts(0, ts_slot::CC_END), Some(3000));
     assert_eq!(r.req.notif_ts(0, ts_slot::TENSOR), Some(6000));
@@ -140,7 +140,7 @@ fn the_duration_spans_only_engines_with_both_start_and_end() {
     r.dev.end(0, 2, 9_000_000); // POOL ends without a START: out of order
     r.enter_wait_core();
     r.dev.advance_ms(5_000);
-    assert_eq!(r.step().0, Step::Error);
+    assert!(matches!(r.step(), Step::Error(_)));
     assert_eq!(r.req.out_info().tpb_duration_us[0], 1_000, "PE's 3000..4000 us only");
 }
 
@@ -159,7 +159,7 @@ fn every_engines_start_and_end_use_that_engines_calibration() {
         r.dev.end(0, e as usize, u64::from(e + 1) * 2_000_000);
     }
     r.enter_wait_core();
-    assert_eq!(r.step(), (Step::Done, NrtStatus::Success));
+    assert_eq!(r.step(), Step::Done(NrtStatus::Success));
     for e in 0..5 {
         assert_eq!(r.req.engine_times_us(0, e), (Some(1000), Some(2000)), "engine {e}");
     }

@@ -21,7 +21,7 @@ fn sync_driver_polls_until_done() {
         }
     }
     let w = exec_wait_round_robin(&mut r.req, &mut *r.dev, &mut r.nq, &mut F(&mut d));
-    assert_eq!(w, SyncWait { status: NrtStatus::Success, step: Step::Done, steps: 3 });
+    assert_eq!(w, SyncWait { status: NrtStatus::Success, step: Step::Done(NrtStatus::Success), steps: 3 });
 }
 
 #[test]
@@ -35,7 +35,7 @@ fn sync_driver_ends_at_the_timeout_on_a_hang() {
     // Counts the polls, and fails the test (rather than hang it) should the
     // harvest never reach its timeout.
     let w = exec_wait_round_robin(&mut r.req, &mut *r.dev, &mut r.nq, &mut CountingDelay::new(100_000));
-    assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::Error));
+    assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::failed(NrtStatus::Timeout)));
     assert!(w.steps > fewest && w.steps < most, "{}", w.steps);
 }
 
@@ -63,19 +63,19 @@ fn timed_out_with_a_held_read(cores: u8) -> Rig {
 fn the_loop_writes_the_batched_heads_back_once_the_request_is_done() {
     let mut r = timed_out_with_a_held_read(1);
     let w = exec_wait_with(&mut r.req, &mut *r.dev, &mut r.nq, &mut count_delays(), &mut NoHooks);
-    assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::Error));
+    assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::failed(NrtStatus::Timeout)));
     assert_eq!(unacked(&r.nq), 0, "every read handed back at the end");
     // The same harvest by hand keeps the read (the loop's write-back is what
     // hands it back).
     let mut m = timed_out_with_a_held_read(1);
-    let mut end = (Step::InFlight, NrtStatus::Success);
+    let mut end = Step::InFlight;
     for _ in 0..1_000 {
         end = m.step();
-        if end.0 != Step::InFlight {
+        if end != Step::InFlight {
             break;
         }
     }
-    assert_eq!(end, (Step::Error, NrtStatus::Timeout));
+    assert_eq!(end, Step::failed(NrtStatus::Timeout));
     assert_eq!(unacked(&m.nq), 1, "a step alone keeps the batch");
     assert_eq!(r.dev.head_writes, m.dev.head_writes + 1);
 }
@@ -120,9 +120,9 @@ fn the_loop_calls_each_hook_around_each_step_and_delay() {
     let mut d = count_delays();
     let mut h = LogHooks { step_every: 3, ..LogHooks::default() };
     let w = exec_wait_with(&mut r.req, &mut *r.dev, &mut r.nq, &mut d, &mut h);
-    assert_eq!(w, SyncWait { status: NrtStatus::Success, step: Step::Done, steps: 3 });
+    assert_eq!(w, SyncWait { status: NrtStatus::Success, step: Step::Done(NrtStatus::Success), steps: 3 });
     assert_eq!(h.before, 3, "one pass hook per step");
-    assert_eq!(h.after, [Step::InFlight, Step::InFlight, Step::Done]);
+    assert_eq!(h.after, [Step::InFlight, Step::InFlight, Step::Done(NrtStatus::Success)]);
     // Two waits between the three steps, each three delays long: the hook said
     // "not yet" twice, then "step".
     assert_eq!((d.calls, h.delays, h.looks), (6, 6, 6));
@@ -141,7 +141,7 @@ fn a_hook_abandons_the_wait_with_its_status_and_the_request_goes_on_after() {
     let writes = r.dev.head_writes;
     r.dev.run_all(1, 1, 2);
     let w = exec_wait_round_robin(&mut r.req, &mut *r.dev, &mut r.nq, &mut d);
-    assert_eq!((w.status, w.step), (NrtStatus::Success, Step::Done));
+    assert_eq!((w.status, w.step), (NrtStatus::Success, Step::Done(NrtStatus::Success)));
     assert!(r.dev.head_writes > writes);
     assert_eq!(unacked(&r.nq), 0);
 }
@@ -153,7 +153,7 @@ fn the_loop_ends_at_the_requests_timeout_with_hooks_that_never_abandon() {
     r.dev.auto_advance_ns = ms * 1_000_000;
     let mut h = LogHooks::default();
     let w = exec_wait_with(&mut r.req, &mut *r.dev, &mut r.nq, &mut CountingDelay::new(100_000), &mut h);
-    assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::Error));
+    assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::failed(NrtStatus::Timeout)));
     assert_eq!(u64::from(h.before), w.steps);
     assert_eq!(u64::from(h.delays), w.steps - 1);
 }
@@ -171,7 +171,7 @@ fn sync_driver_sleeps_1_us_between_steps() {
     }
     let mut log = Log(Vec::new());
     let w = exec_wait_round_robin(&mut r.req, &mut *r.dev, &mut r.nq, &mut log);
-    assert_eq!((w.status, w.step, w.steps), (NrtStatus::Success, Step::Done, 3));
+    assert_eq!((w.status, w.step, w.steps), (NrtStatus::Success, Step::Done(NrtStatus::Success), 3));
     assert_eq!(log.0, [1, 1], "usleep(1) between steps, none after the last (seed §1)");
 }
 
@@ -190,7 +190,7 @@ fn the_watching_driver_ends_as_the_sync_driver_does() {
     let wa = exec_wait_round_robin(&mut a.req, &mut *a.dev, &mut a.nq, &mut count_delays());
     let mut d = count_delays();
     let wb = exec_wait_watching(&mut b.req, &mut *b.dev, &mut b.nq, &mut d);
-    assert_eq!(wa, SyncWait { status: NrtStatus::Success, step: Step::Done, steps: 3 });
+    assert_eq!(wa, SyncWait { status: NrtStatus::Success, step: Step::Done(NrtStatus::Success), steps: 3 });
     assert_eq!(wb, wa);
     assert_eq!(d.calls, 2, "a delay between steps, none after the last");
     assert_eq!(a.req.out_info(), b.req.out_info());
@@ -203,7 +203,7 @@ fn the_watching_driver_steps_at_a_bounded_interval_and_ends_at_the_timeout() {
     r.dev.auto_advance_ns = ms * 1_000_000;
     let mut d = count_delays();
     let w = exec_wait_watching(&mut r.req, &mut *r.dev, &mut r.nq, &mut d);
-    assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::Error));
+    assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::failed(NrtStatus::Timeout)));
     assert!(w.steps > fewest, "{}", w.steps);
     // Init and the barrier step at once (no look skips them); then one step
     // per WATCH_STEP_EVERY delays, exactly.
@@ -225,7 +225,7 @@ fn a_hook_that_never_says_step_cannot_hold_the_step_back() {
     let mut h = LogHooks { step_every: u32::MAX, ..LogHooks::default() };
     let mut d = count_delays();
     let w = exec_wait_with(&mut r.req, &mut *r.dev, &mut r.nq, &mut d, &mut h);
-    assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::Error));
+    assert_eq!((w.status, w.step), (NrtStatus::Timeout, Step::failed(NrtStatus::Timeout)));
     assert!(w.steps > 1, "{w:?}");
     assert_eq!(u64::from(d.calls), (w.steps - 1) * u64::from(WATCH_STEP_EVERY), "a step every WATCH_STEP_EVERY delays");
     assert_eq!(h.looks, d.calls, "step_now is still asked after every delay");
