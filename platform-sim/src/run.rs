@@ -131,6 +131,19 @@ impl SimConfig {
         }
     }
 
+    /// What the device builds its programs from: arch, ring entries, seed,
+    /// faults and extras (a host of several devices varies the seed and the
+    /// faults per device).
+    pub fn program_spec(&self) -> ProgramSpec {
+        ProgramSpec {
+            arch: self.arch,
+            ring_entries: self.ring_entries,
+            seed: self.seed,
+            faults: self.faults.clone(),
+            extras: self.extras.clone(),
+        }
+    }
+
     /// Check the configuration.
     pub fn validate(&self) -> Result<(), SimError> {
         if !(1..=MAX_CORES as u8).contains(&self.cores) {
@@ -182,14 +195,7 @@ pub type RunCounters = nrt_core::counters::NcCounters<{ nrt_core::arch::MAX_CORE
 pub fn run_counted(cfg: &SimConfig) -> Result<(RunReport, RunCounters), SimError> {
     cfg.validate()?;
     let shared = Arc::new(Shared::new(cfg.arch, cfg.ring_entries * layout::ENTRY_BYTES));
-    let spec = ProgramSpec {
-        arch: cfg.arch,
-        ring_entries: cfg.ring_entries,
-        seed: cfg.seed,
-        faults: cfg.faults.clone(),
-        extras: cfg.extras.clone(),
-    };
-    let device = Device::new(Arc::clone(&shared), spec, cfg.cores);
+    let device = Device::new(Arc::clone(&shared), cfg.program_spec(), cfg.cores);
     if cfg.threaded {
         let origin = std::time::Instant::now();
         let thread = std::thread::spawn(move || device.run_threaded(origin));
@@ -526,14 +532,7 @@ mod tests {
 
     fn run_polling(cfg: &SimConfig) -> RunReport {
         let shared = Arc::new(Shared::new(cfg.arch, cfg.ring_entries * layout::ENTRY_BYTES));
-        let spec = ProgramSpec {
-            arch: cfg.arch,
-            ring_entries: cfg.ring_entries,
-            seed: cfg.seed,
-            faults: cfg.faults.clone(),
-            extras: cfg.extras.clone(),
-        };
-        let device = Device::new(Arc::clone(&shared), spec, cfg.cores);
+        let device = Device::new(Arc::clone(&shared), cfg.program_spec(), cfg.cores);
         let mut host = SimHost::new(Arc::clone(&shared), HostClock::Virtual);
         let mut delay = Polling(VirtualDelay::new(device));
         let r = drive(cfg, &mut host, &mut delay).unwrap();
@@ -584,14 +583,7 @@ mod tests {
 
     fn rig(cfg: &SimConfig) -> (Arc<Shared>, SimHost, VirtualDelay) {
         let shared = Arc::new(Shared::new(cfg.arch, cfg.ring_entries * layout::ENTRY_BYTES));
-        let spec = ProgramSpec {
-            arch: cfg.arch,
-            ring_entries: cfg.ring_entries,
-            seed: cfg.seed,
-            faults: vec![],
-            extras: vec![],
-        };
-        let device = Device::new(Arc::clone(&shared), spec, cfg.cores);
+        let device = Device::new(Arc::clone(&shared), cfg.program_spec(), cfg.cores);
         let host = SimHost::new(Arc::clone(&shared), HostClock::Virtual);
         (shared, host, VirtualDelay::new(device))
     }
