@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use nrt_core::arch::Arch;
 use nrt_sim::decode::{self, RingKind};
-use nrt_sim::report::{self, Row};
+use nrt_sim::report;
 use nrt_sim::scenario::{self, Scenario, SCENARIOS};
 use nrt_sim::{run, Fault, SimConfig, SimError};
 
@@ -553,20 +553,8 @@ fn cmd_all(a: &RunArgs) -> ExitCode {
             cfg.threaded = false;
         }
         let row = match run(&cfg) {
-            Ok(r) => Row {
-                name: s.name,
-                expected: s.expected,
-                expected_rc: s.expected_rc,
-                got: Ok((r.status, r.return_code())),
-                verdict: s.evaluate(&r).map_err(Into::into),
-            },
-            Err(e) => Row {
-                name: s.name,
-                expected: s.expected,
-                expected_rc: s.expected_rc,
-                got: Err(e.into()),
-                verdict: Err("the run failed".into()),
-            },
+            Ok(r) => s.row(Ok((r.status, r.return_code())), s.evaluate(&r).map_err(Into::into)),
+            Err(e) => s.failed_row(e),
         };
         rows.push(row);
     }
