@@ -75,17 +75,11 @@ pub struct SimConfig {
 }
 
 impl Default for SimConfig {
+    /// `nrt-sim run`'s defaults, which a report's configuration starts from too
+    /// ([`ReportConfig::default`]), with no faults and no extras.
     fn default() -> Self {
-        SimConfig {
-            arch: Arch::Sunda,
-            cores: 2,
-            timeout_s: 5,
-            seed: 0,
-            ring_entries: 64,
-            threaded: false,
-            faults: Vec::new(),
-            extras: Vec::new(),
-        }
+        let ReportConfig { arch, cores, timeout_s, seed, ring_entries, threaded, faults: _ } = ReportConfig::default();
+        SimConfig { arch, cores, timeout_s, seed, ring_entries, threaded, faults: Vec::new(), extras: Vec::new() }
     }
 }
 
