@@ -63,14 +63,8 @@ struct DriverArgs {
     /// Play a named scenario's device, or `all`: COMMAND once per scenario, with the table of `nrt-sim run`.
     #[arg(long, value_name = "NAME")]
     scenario: Option<String>,
-    /// Inject a fault (repeatable), e.g. `hang:core=0,engine=DVE`.
-    #[arg(long = "inject", value_name = "SPEC", value_parser = parse_fault)]
-    inject: Vec<Fault>,
-    /// Physical cores [default: 2].
-    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2), allow_negative_numbers = true)]
-    cores: Option<u8>,
     #[command(flatten)]
-    device: DeviceArgs,
+    play: PlayArgs,
     /// Kill COMMAND after this many seconds (exit 124).
     #[arg(long = "limit-s", value_name = "N", default_value_t = 120, allow_negative_numbers = true)]
     limit_s: u64,
@@ -90,14 +84,8 @@ struct ServeArgs {
     /// Start from a named scenario's device (its faults, extras, arch, cores, ring size).
     #[arg(long, value_name = "NAME")]
     scenario: Option<String>,
-    /// Inject a fault (repeatable), e.g. `hang:core=0,engine=DVE`.
-    #[arg(long = "inject", value_name = "SPEC", value_parser = parse_fault)]
-    inject: Vec<Fault>,
-    /// Physical cores [default: 2].
-    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2), allow_negative_numbers = true)]
-    cores: Option<u8>,
     #[command(flatten)]
-    device: DeviceArgs,
+    play: PlayArgs,
     /// Stop after N inferences have been played and harvested.
     #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "forever", allow_negative_numbers = true)]
     inferences: u32,
@@ -107,6 +95,19 @@ struct ServeArgs {
     /// Exit with an error when nothing happened for N seconds (0: wait forever).
     #[arg(long = "idle-timeout-s", value_name = "N", default_value_t = 0, allow_negative_numbers = true)]
     idle_timeout_s: u64,
+}
+
+/// The device `serve` and `driver` play, over the named scenario's (if any).
+#[derive(Args, Debug)]
+struct PlayArgs {
+    /// Inject a fault (repeatable), e.g. `hang:core=0,engine=DVE`.
+    #[arg(long = "inject", value_name = "SPEC", value_parser = parse_fault)]
+    inject: Vec<Fault>,
+    /// Physical cores [default: 2].
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2), allow_negative_numbers = true)]
+    cores: Option<u8>,
+    #[command(flatten)]
+    device: DeviceArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -267,13 +268,14 @@ fn dispatch(cli: Cli) -> ExitCode {
 fn cmd_driver(a: &DriverArgs) -> ExitCode {
     use nrt_sim::driver::supervisor::{self, DriverConfig, Exit};
     let all = a.scenario.as_deref() == Some("all");
-    if all && (!a.inject.is_empty() || a.cores.is_some() || a.device.arch.is_some() || a.device.ring_entries.is_some())
+    let p = &a.play;
+    if all && (!p.inject.is_empty() || p.cores.is_some() || p.device.arch.is_some() || p.device.ring_entries.is_some())
     {
         return usage_error(
             "--inject, --cores, --arch and --ring-entries do not combine with --scenario all (each scenario sets its own)",
         );
     }
-    let cfg = match played_config(a.scenario.as_deref().filter(|_| !all), a.cores, &a.device, &a.inject) {
+    let cfg = match played_config(a.scenario.as_deref().filter(|_| !all), p) {
         Ok(cfg) => cfg,
         Err(code) => return code,
     };
@@ -328,7 +330,7 @@ fn cmd_driver(a: &DriverArgs) -> ExitCode {
 }
 
 fn cmd_serve(a: &ServeArgs) -> ExitCode {
-    let cfg = match played_config(a.scenario.as_deref(), a.cores, &a.device, &a.inject) {
+    let cfg = match played_config(a.scenario.as_deref(), &a.play) {
         Ok(cfg) => cfg,
         Err(code) => return code,
     };
@@ -350,12 +352,7 @@ fn cmd_serve(a: &ServeArgs) -> ExitCode {
 /// The device `serve` and `driver` play, checked: the named scenario's (else
 /// the default), with the flags over it and the injected faults added. A usage
 /// error is printed and its exit status returned.
-fn played_config(
-    scenario: Option<&str>,
-    cores: Option<u8>,
-    device: &DeviceArgs,
-    inject: &[Fault],
-) -> Result<SimConfig, ExitCode> {
+fn played_config(scenario: Option<&str>, p: &PlayArgs) -> Result<SimConfig, ExitCode> {
     let mut cfg = SimConfig::default();
     if let Some(name) = scenario {
         match scenario::find(name) {
@@ -363,13 +360,13 @@ fn played_config(
             None => return Err(usage_error(&format!("unknown scenario '{name}' (see `nrt-sim scenarios`)"))),
         }
     }
-    if let Some(c) = cores {
+    if let Some(c) = p.cores {
         cfg.cores = c;
     }
-    device.apply(&mut cfg);
+    p.device.apply(&mut cfg);
     // The device plays on its own thread, against the real clock.
     cfg.threaded = true;
-    cfg.faults.extend(inject.iter().copied());
+    cfg.faults.extend(p.inject.iter().copied());
     cfg.validate().map_err(|e| usage_error(&e.to_string()))?;
     Ok(cfg)
 }
