@@ -1,6 +1,6 @@
 //! The driver's argument rules that are functions of the argument alone: the
 //! DMA engine and queue numbering the public driver checks a request against
-//! and walks at a process's exit (facts only, each with its driver file and
+//! and walks at a process's exit, and the runtime versions it serves (facts only, each with its driver file and
 //! function and the rule id the driver model gives it in
 //! `docs/driver-conformance.md`).
 //!
@@ -10,6 +10,8 @@
 //! and both the model and a host see one definition.
 
 use nrt_core::arch::Arch;
+
+use crate::ioctl::CompatibleVersion;
 
 /// DMA engines per device (`NUM_DMA_ENG_PER_DEVICE`, neuron_ring.h): DMAQ-3
 /// refuses an `eng_id` at or past it.
@@ -22,12 +24,21 @@ pub const UDMA_MIN_Q_SIZE: u32 = 32;
 /// Largest ring, descriptors (`UDMA_MAX_Q_SIZE`, udma/udma.h).
 pub const UDMA_MAX_Q_SIZE: u32 = (1 << 24) - 16;
 
-/// Cores per device the driver knows for `arch` (`V2_NC_PER_DEVICE` 2,
-/// `V3_NC_PER_DEVICE` 8; v2|v3/address_map.h; mariana as v3).
+/// Cores per device the driver knows for `arch`: core's
+/// [`Arch::nc_per_device`] (`V2_NC_PER_DEVICE` 2, `V3_NC_PER_DEVICE` 8), as the
+/// `u32` the driver's arguments carry.
 pub const fn nc_per_device(arch: Arch) -> u32 {
+    arch.nc_per_device() as u32
+}
+
+/// INFO-4: the runtime versions the driver serves for `arch`, as
+/// `COMPATIBLE_VERSION` answers them (`ncdev_compatible_version`:
+/// `V2_RT_{MAX,MIN}_COMPATIBLE_VERSION` 7/5 in v2/neuron_dhal_v2.c, `V3_...`
+/// 11/10 in v3/neuron_dhal_v3.c; mariana: v3's, G-DRV-ARCH4).
+pub const fn compatible_version(arch: Arch) -> CompatibleVersion {
     match arch {
-        Arch::Sunda => 2,
-        Arch::Cayman | Arch::Mariana => 8,
+        Arch::Sunda => CompatibleVersion { max: 7, min: 5 },
+        Arch::Cayman | Arch::Mariana => CompatibleVersion { max: 11, min: 10 },
     }
 }
 

@@ -73,6 +73,15 @@ impl Arch {
         }
     }
 
+    /// Whether the runtime's cayman fixup rewrites the NQ-id tag of a custom
+    /// record from engine index `eng` (`arch > 2 && eng == 2`: completion-engine
+    /// seed §2 QUIRK, to [`CAYMAN_CUSTOM_NQ_TAG`](crate::nq::entry::CAYMAN_CUSTOM_NQ_TAG);
+    /// the index is [`CAYMAN_FIXUP_ENGINE_INDEX`](crate::nq::entry::CAYMAN_FIXUP_ENGINE_INDEX),
+    /// G-CAYMAN-ENG).
+    pub const fn cayman_fixup_applies(self, eng: usize) -> bool {
+        self.arch_type() > 2 && eng == crate::nq::entry::CAYMAN_FIXUP_ENGINE_INDEX
+    }
+
     /// NeuronCores per device (the physical cores [`notific_base`](Self::notific_base)
     /// maps): v2 2, v3 and v4 8 (driver `V2_NC_PER_DEVICE`, `V3_NC_PER_DEVICE`).
     pub const fn nc_per_device(self) -> u8 {
@@ -134,6 +143,16 @@ mod tests {
         }
         assert_eq!(Arch::Sunda.arch_type(), 2);
         assert_eq!(Arch::from_arch_type(1), None);
+    }
+
+    #[test]
+    fn the_cayman_fixup_is_engine_index_2_past_sunda() {
+        for eng in 0..ENGINES_PER_CORE {
+            assert!(!Arch::Sunda.cayman_fixup_applies(eng), "sunda {eng}");
+            for arch in [Arch::Cayman, Arch::Mariana] {
+                assert_eq!(arch.cayman_fixup_applies(eng), eng == 2, "{arch:?} {eng}");
+            }
+        }
     }
 
     #[test]

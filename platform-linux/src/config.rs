@@ -430,18 +430,41 @@ impl CoreChoice {
 /// `nc_per_device * device_index` to the device's own indices, neuron_cdev.c
 /// `ncdev_crwl_nc_range_mark`). A run over two devices is refused: a session
 /// is one device (G-ENV-VISIBLE-CORES).
-pub fn device_of_run(first: u32, count: u32, nc_per_device: u8) -> Result<(u32, u8), String> {
+pub fn device_of_run(first: u32, count: u32, nc_per_device: u8) -> Result<(u32, u8), SplitRun> {
     let per = u32::from(nc_per_device.max(1));
     let last = first + count.max(1) - 1;
     let (device, last_device) = (first / per, last / per);
     let local = (first % per) as u8;
     if device != last_device {
-        return Err(format!(
-            "cores {first}-{last} are on devices {device} to {last_device} (host-wide index i is core i % {per} of              device i / {per}): a session is one device, so its cores must be on one"
-        ));
+        return Err(SplitRun { first, last, per, devices: (device, last_device) });
     }
     Ok((device, local))
 }
+
+/// A host-wide run of cores over two or more devices ([`device_of_run`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SplitRun {
+    /// The run's first host-wide core index.
+    pub first: u32,
+    /// Its last.
+    pub last: u32,
+    /// Cores per device.
+    pub per: u32,
+    /// The devices of the first and the last core.
+    pub devices: (u32, u32),
+}
+
+impl core::fmt::Display for SplitRun {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let SplitRun { first, last, per, devices: (device, last_device) } = *self;
+        write!(
+            f,
+            "cores {first}-{last} are on devices {device} to {last_device} (host-wide index i is core i % {per} of              device i / {per}): a session is one device, so its cores must be on one"
+        )
+    }
+}
+
+impl std::error::Error for SplitRun {}
 
 /// What a host-wide run means, for messages: `core 2 (device 1's core 0)`,
 /// `cores 2-3 (device 1's cores 0-1)`.
@@ -564,7 +587,7 @@ mod tests {
         for (first, count, per, devices) in
             [(1, 2, 2, "0 to 1"), (3, 2, 2, "1 to 2"), (7, 2, 8, "0 to 1"), (0, 5, 2, "0 to 2")]
         {
-            let e = device_of_run(first, count, per).unwrap_err();
+            let e = device_of_run(first, count, per).unwrap_err().to_string();
             assert!(e.contains(&format!("are on devices {devices}")) && e.contains("a session is one device"), "{e}");
         }
         assert_eq!(describe_run(2, 1, 2), "core 2 (device 1's core 0)");

@@ -33,7 +33,7 @@ use nrt_core::NrtStatus;
 use crate::device::Device;
 use crate::host::{HostClock, SimHost};
 use crate::layout;
-use crate::program::{self, ProgramSpec};
+use crate::program;
 use crate::run::{core_reports, CoreReport, SimConfig, SimError};
 use crate::shared::Shared;
 
@@ -265,13 +265,11 @@ fn new_lane(cfg: &HostConfig, device_index: u16, core: u8) -> Result<SimLane, Si
     let sim = &cfg.sim;
     let shared = Arc::new(Shared::new(sim.arch, sim.ring_entries * layout::ENTRY_BYTES));
     let lane_no = u64::from(device_index) * u64::from(MAX_LOGICAL_CORES) + u64::from(core);
-    let spec = ProgramSpec {
-        arch: sim.arch,
-        ring_entries: sim.ring_entries,
-        seed: sim.seed.wrapping_add(lane_no),
-        faults: if cfg.faulty(device_index) { sim.faults.clone() } else { Vec::new() },
-        extras: sim.extras.clone(),
-    };
+    let mut spec = sim.program_spec();
+    spec.seed = spec.seed.wrapping_add(lane_no);
+    if !cfg.faulty(device_index) {
+        spec.faults.clear();
+    }
     let device = Device::new(Arc::clone(&shared), spec, cfg.lnc);
     let mut host = SimHost::new(shared, HostClock::Virtual);
     let mut nq = Notifications::new();

@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use nrt_core::arch::Arch;
 use nrt_sim::decode::{self, RingKind};
-use nrt_sim::report::{self, Row};
+use nrt_sim::report;
 use nrt_sim::scenario::{self, Scenario, SCENARIOS};
 use nrt_sim::{run, Fault, SimConfig, SimError};
 
@@ -63,21 +63,8 @@ struct DriverArgs {
     /// Play a named scenario's device, or `all`: COMMAND once per scenario, with the table of `nrt-sim run`.
     #[arg(long, value_name = "NAME")]
     scenario: Option<String>,
-    /// Inject a fault (repeatable), e.g. `hang:core=0,engine=DVE`.
-    #[arg(long = "inject", value_name = "SPEC", value_parser = parse_fault)]
-    inject: Vec<Fault>,
-    /// Entries per NQ ring, a power of two from 2 to 65536 [default: 64].
-    #[arg(long = "ring-entries", value_name = "N", value_parser = parse_ring_entries, allow_negative_numbers = true)]
-    ring_entries: Option<u32>,
-    /// Physical cores [default: 2].
-    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2), allow_negative_numbers = true)]
-    cores: Option<u8>,
-    /// Device generation [default: sunda].
-    #[arg(long, value_enum)]
-    arch: Option<ArchArg>,
-    /// Seed of every random choice [default: 0].
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    seed: Option<u64>,
+    #[command(flatten)]
+    play: PlayArgs,
     /// Kill COMMAND after this many seconds (exit 124).
     #[arg(long = "limit-s", value_name = "N", default_value_t = 120, allow_negative_numbers = true)]
     limit_s: u64,
@@ -97,21 +84,8 @@ struct ServeArgs {
     /// Start from a named scenario's device (its faults, extras, arch, cores, ring size).
     #[arg(long, value_name = "NAME")]
     scenario: Option<String>,
-    /// Inject a fault (repeatable), e.g. `hang:core=0,engine=DVE`.
-    #[arg(long = "inject", value_name = "SPEC", value_parser = parse_fault)]
-    inject: Vec<Fault>,
-    /// Physical cores [default: 2].
-    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2), allow_negative_numbers = true)]
-    cores: Option<u8>,
-    /// Device generation [default: sunda].
-    #[arg(long, value_enum)]
-    arch: Option<ArchArg>,
-    /// Seed of every random choice [default: 0].
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    seed: Option<u64>,
-    /// Entries per NQ ring, a power of two from 2 to 65536 [default: 64].
-    #[arg(long = "ring-entries", value_name = "N", value_parser = parse_ring_entries, allow_negative_numbers = true)]
-    ring_entries: Option<u32>,
+    #[command(flatten)]
+    play: PlayArgs,
     /// Stop after N inferences have been played and harvested.
     #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "forever", allow_negative_numbers = true)]
     inferences: u32,
@@ -121,6 +95,19 @@ struct ServeArgs {
     /// Exit with an error when nothing happened for N seconds (0: wait forever).
     #[arg(long = "idle-timeout-s", value_name = "N", default_value_t = 0, allow_negative_numbers = true)]
     idle_timeout_s: u64,
+}
+
+/// The device `serve` and `driver` play, over the named scenario's (if any).
+#[derive(Args, Debug)]
+struct PlayArgs {
+    /// Inject a fault (repeatable), e.g. `hang:core=0,engine=DVE`.
+    #[arg(long = "inject", value_name = "SPEC", value_parser = parse_fault)]
+    inject: Vec<Fault>,
+    /// Physical cores [default: 2].
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2), allow_negative_numbers = true)]
+    cores: Option<u8>,
+    #[command(flatten)]
+    device: DeviceArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -136,6 +123,39 @@ enum RingArg {
     Error,
 }
 
+/// The device settings `run`, `serve` and `driver` share: each one given
+/// replaces the scenario's (or the default) value.
+#[derive(Args, Clone, Debug)]
+struct DeviceArgs {
+    /// Device generation [default: sunda].
+    #[arg(long, value_enum)]
+    arch: Option<ArchArg>,
+    /// Seed of every random choice [default: 0].
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    seed: Option<u64>,
+    /// Entries per NQ ring, a power of two from 2 to 65536 [default: 64].
+    #[arg(long = "ring-entries", value_name = "N", value_parser = parse_ring_entries, allow_negative_numbers = true)]
+    ring_entries: Option<u32>,
+}
+
+impl DeviceArgs {
+    fn apply(&self, cfg: &mut SimConfig) {
+        if let Some(arch) = self.arch {
+            cfg.arch = match arch {
+                ArchArg::Sunda => Arch::Sunda,
+                ArchArg::Cayman => Arch::Cayman,
+                ArchArg::Mariana => Arch::Mariana,
+            };
+        }
+        if let Some(s) = self.seed {
+            cfg.seed = s;
+        }
+        if let Some(n) = self.ring_entries {
+            cfg.ring_entries = n;
+        }
+    }
+}
+
 #[derive(Args, Clone, Debug)]
 struct RunArgs {
     /// A named scenario (see `nrt-sim scenarios`), or `all` for the table of every one.
@@ -148,9 +168,8 @@ struct RunArgs {
     /// logical cores per device [default: 4].
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=8), allow_negative_numbers = true)]
     cores: Option<u8>,
-    /// Device generation [default: sunda].
-    #[arg(long, value_enum)]
-    arch: Option<ArchArg>,
+    #[command(flatten)]
+    device: DeviceArgs,
     /// Play a host of N devices, every logical core harvested through poll groups.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64), allow_negative_numbers = true)]
     devices: Option<u16>,
@@ -173,12 +192,6 @@ struct RunArgs {
     /// The model's timeout in seconds [default: 5].
     #[arg(long = "timeout-s", value_name = "N", allow_negative_numbers = true)]
     timeout_s: Option<u32>,
-    /// Seed of every random choice [default: 0].
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    seed: Option<u64>,
-    /// Entries per NQ ring, a power of two from 2 to 65536 [default: 64].
-    #[arg(long = "ring-entries", value_name = "N", value_parser = parse_ring_entries, allow_negative_numbers = true)]
-    ring_entries: Option<u32>,
     /// Run the device on its own thread against the real clock.
     #[arg(long)]
     threaded: bool,
@@ -255,42 +268,17 @@ fn dispatch(cli: Cli) -> ExitCode {
 fn cmd_driver(a: &DriverArgs) -> ExitCode {
     use nrt_sim::driver::supervisor::{self, DriverConfig, Exit};
     let all = a.scenario.as_deref() == Some("all");
-    if all && (!a.inject.is_empty() || a.cores.is_some() || a.arch.is_some() || a.ring_entries.is_some()) {
+    let p = &a.play;
+    if all && (!p.inject.is_empty() || p.cores.is_some() || p.device.arch.is_some() || p.device.ring_entries.is_some())
+    {
         return usage_error(
             "--inject, --cores, --arch and --ring-entries do not combine with --scenario all (each scenario sets its own)",
         );
     }
-    let mut cfg = SimConfig::default();
-    if let Some(name) = a.scenario.as_deref().filter(|_| !all) {
-        match scenario::find(name) {
-            Some(s) => s.apply(&mut cfg),
-            None => return usage_error(&format!("unknown scenario '{name}' (see `nrt-sim scenarios`)")),
-        }
-    }
-    let run_like = RunArgs {
-        scenario: None,
-        inject: Vec::new(),
-        cores: a.cores,
-        arch: a.arch,
-        timeout_s: None,
-        seed: a.seed,
-        ring_entries: a.ring_entries,
-        threaded: true,
-        json: false,
-        devices: None,
-        inferences: None,
-        pollers: None,
-        lnc: None,
-        fault_devices: Vec::new(),
-        head_every_sweep: false,
-        trace: None,
-        timeline_svg: None,
+    let cfg = match played_config(a.scenario.as_deref().filter(|_| !all), p) {
+        Ok(cfg) => cfg,
+        Err(code) => return code,
     };
-    overrides(&run_like, &mut cfg);
-    cfg.faults.extend(a.inject.iter().copied());
-    if let Err(e) = cfg.validate() {
-        return usage_error(&e.to_string());
-    }
     let dc = DriverConfig {
         sim: cfg,
         strict: !a.log_violations,
@@ -342,37 +330,10 @@ fn cmd_driver(a: &DriverArgs) -> ExitCode {
 }
 
 fn cmd_serve(a: &ServeArgs) -> ExitCode {
-    let mut cfg = SimConfig::default();
-    if let Some(name) = a.scenario.as_deref() {
-        match scenario::find(name) {
-            Some(s) => s.apply(&mut cfg),
-            None => return usage_error(&format!("unknown scenario '{name}' (see `nrt-sim scenarios`)")),
-        }
-    }
-    let run_like = RunArgs {
-        scenario: None,
-        inject: Vec::new(),
-        cores: a.cores,
-        arch: a.arch,
-        timeout_s: None,
-        seed: a.seed,
-        ring_entries: a.ring_entries,
-        threaded: true,
-        json: false,
-        devices: None,
-        inferences: None,
-        pollers: None,
-        lnc: None,
-        fault_devices: Vec::new(),
-        head_every_sweep: false,
-        trace: None,
-        timeline_svg: None,
+    let cfg = match played_config(a.scenario.as_deref(), &a.play) {
+        Ok(cfg) => cfg,
+        Err(code) => return code,
     };
-    overrides(&run_like, &mut cfg);
-    cfg.faults.extend(a.inject.iter().copied());
-    if let Err(e) = cfg.validate() {
-        return usage_error(&e.to_string());
-    }
     let serve_cfg = nrt_sim::serve::ServeConfig {
         path: a.shm.clone(),
         sim: cfg,
@@ -388,27 +349,39 @@ fn cmd_serve(a: &ServeArgs) -> ExitCode {
     }
 }
 
-fn overrides(a: &RunArgs, cfg: &mut SimConfig) {
-    if let Some(c) = a.cores {
+/// The device `serve` and `driver` play, checked: the named scenario's (else
+/// the default), with the flags over it and the injected faults added. A usage
+/// error is printed and its exit status returned.
+fn played_config(scenario: Option<&str>, p: &PlayArgs) -> Result<SimConfig, ExitCode> {
+    let mut cfg = SimConfig::default();
+    if let Some(name) = scenario {
+        match scenario::find(name) {
+            Some(s) => s.apply(&mut cfg),
+            None => return Err(usage_error(&format!("unknown scenario '{name}' (see `nrt-sim scenarios`)"))),
+        }
+    }
+    if let Some(c) = p.cores {
         cfg.cores = c;
     }
-    if let Some(arch) = a.arch {
-        cfg.arch = match arch {
-            ArchArg::Sunda => Arch::Sunda,
-            ArchArg::Cayman => Arch::Cayman,
-            ArchArg::Mariana => Arch::Mariana,
-        };
+    p.device.apply(&mut cfg);
+    // The device plays on its own thread, against the real clock.
+    cfg.threaded = true;
+    cfg.faults.extend(p.inject.iter().copied());
+    cfg.validate().map_err(|e| usage_error(&e.to_string()))?;
+    Ok(cfg)
+}
+
+impl RunArgs {
+    /// The flags over `cfg` (a scenario's or the default), all but `--cores`,
+    /// which counts physical cores of one run but logical cores per device
+    /// with `--devices`.
+    fn apply(&self, cfg: &mut SimConfig) {
+        self.device.apply(cfg);
+        if let Some(t) = self.timeout_s {
+            cfg.timeout_s = t;
+        }
+        cfg.threaded = self.threaded;
     }
-    if let Some(t) = a.timeout_s {
-        cfg.timeout_s = t;
-    }
-    if let Some(s) = a.seed {
-        cfg.seed = s;
-    }
-    if let Some(n) = a.ring_entries {
-        cfg.ring_entries = n;
-    }
-    cfg.threaded = a.threaded;
 }
 
 fn print_json(v: &serde_json::Value) {
@@ -453,7 +426,10 @@ fn cmd_run(a: &RunArgs) -> ExitCode {
     if let Some(s) = scenario {
         s.apply(&mut cfg);
     }
-    overrides(a, &mut cfg);
+    if let Some(c) = a.cores {
+        cfg.cores = c;
+    }
+    a.apply(&mut cfg);
     cfg.faults.extend(a.inject.iter().copied());
     let (report, counters) = match nrt_sim::run::run_counted(&cfg) {
         Ok(r) => r,
@@ -517,8 +493,7 @@ fn cmd_host(a: &RunArgs) -> ExitCode {
         return usage_error("--scenario does not combine with --devices (use --inject and --fault-devices)");
     }
     let mut sim = SimConfig::default();
-    let run_like = RunArgs { cores: None, ..a.clone() };
-    overrides(&run_like, &mut sim);
+    a.apply(&mut sim);
     sim.faults.extend(a.inject.iter().copied());
     let defaults = nrt_sim::hostrun::HostConfig::default();
     let cfg = nrt_sim::hostrun::HostConfig {
@@ -563,32 +538,20 @@ fn cmd_all(a: &RunArgs) -> ExitCode {
     if !a.inject.is_empty() {
         return usage_error("--inject does not combine with --scenario all (each scenario sets its own faults)");
     }
-    if a.cores.is_some() || a.arch.is_some() || a.ring_entries.is_some() {
+    if a.cores.is_some() || a.device.arch.is_some() || a.device.ring_entries.is_some() {
         return usage_error("--cores, --arch and --ring-entries do not combine with --scenario all");
     }
     let mut rows = Vec::new();
     for s in SCENARIOS {
         let mut cfg = s.config();
-        overrides(a, &mut cfg);
+        a.apply(&mut cfg);
         if cfg.threaded && s.name == "barrier-300s" {
             // 300 s of real time: the row is checked in deterministic mode.
             cfg.threaded = false;
         }
         let row = match run(&cfg) {
-            Ok(r) => Row {
-                name: s.name,
-                expected: s.expected,
-                expected_rc: s.expected_rc,
-                got: Ok((r.status, r.return_code())),
-                verdict: s.evaluate(&r).map_err(Into::into),
-            },
-            Err(e) => Row {
-                name: s.name,
-                expected: s.expected,
-                expected_rc: s.expected_rc,
-                got: Err(e.into()),
-                verdict: Err("the run failed".into()),
-            },
+            Ok(r) => s.row(Ok((r.status, r.return_code())), s.evaluate(&r).map_err(Into::into)),
+            Err(e) => s.failed_row(e),
         };
         rows.push(row);
     }

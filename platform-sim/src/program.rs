@@ -178,6 +178,18 @@ fn infer(core: u8, eng: usize, subtype: u16, sub_id: u16, payload: u16, hint: u8
     e.to_array()
 }
 
+/// A custom record of engine `eng`, with the stale NQ-id tag the engine stamps
+/// where the runtime's cayman fixup overwrites it.
+fn custom_entry(arch: Arch, core: u8, eng: usize, sub_id: u16, payload: u16, t: u64) -> [u8; 16] {
+    let entry = infer(core, eng, Subtype::CUSTOM, sub_id, payload, 0, t);
+    if !arch.cayman_fixup_applies(eng) {
+        return entry;
+    }
+    let mut raw = *RawEntry::from_array(&entry);
+    raw.set_nq_tag(CAYMAN_STALE_CUSTOM_TAG);
+    raw.to_array()
+}
+
 fn nq_of(eng: usize) -> u8 {
     INFER_STATUS_NQS.get(eng).copied().unwrap_or(0)
 }
@@ -215,12 +227,7 @@ pub fn core_program(spec: &ProgramSpec, core: u8, t0: u64) -> Vec<Item> {
         items.push(Item { prio: 1, kind: Kind::End(eng), ..rec(end, Subtype::END, "END") });
     }
     let custom = |eng: usize, t: u64, sub_id: u16, payload: u16, label: &'static str| {
-        let mut entry = infer(core, eng, Subtype::CUSTOM, sub_id, payload, 0, t);
-        if spec.arch.arch_type() > 2 && eng == nrt_core::nq::entry::CAYMAN_FIXUP_ENGINE_INDEX {
-            let mut raw = *RawEntry::from_array(&entry);
-            raw.set_nq_tag(CAYMAN_STALE_CUSTOM_TAG);
-            entry = raw.to_array();
-        }
+        let entry = custom_entry(spec.arch, core, eng, sub_id, payload, t);
         let engine = Engine::from_index(eng).unwrap_or(Engine::Pe);
         Action::Record { core, nq: nq_of(eng), entry, fate: Fate::Write, label: Label::Infer(engine, label) }
     };
@@ -327,12 +334,7 @@ fn apply_fault(
             let burst = spec.ring_entries.saturating_mul(2).saturating_add(2);
             for i in 0..burst {
                 let payload = (i & 0xFFFF) as u16;
-                let mut entry = infer(core, engine.index(), Subtype::CUSTOM, 0, payload, 0, e);
-                if spec.arch.arch_type() > 2 && engine.index() == nrt_core::nq::entry::CAYMAN_FIXUP_ENGINE_INDEX {
-                    let mut raw = *RawEntry::from_array(&entry);
-                    raw.set_nq_tag(CAYMAN_STALE_CUSTOM_TAG);
-                    entry = raw.to_array();
-                }
+                let entry = custom_entry(spec.arch, core, engine.index(), 0, payload, e);
                 let label = Label::Infer(engine, "CUSTOM (burst)");
                 items.push(other(
                     e,

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-pub use nrt_abi::report::{table_json, table_text, text_with_heading, Row, TIMELINE_COLUMNS};
+pub use nrt_abi::report::{table_json, table_text, text_with_heading, Row, RowError, TIMELINE_COLUMNS};
 
 use crate::run::RunReport;
 use crate::scenario::Scenario;

@@ -75,17 +75,11 @@ pub struct SimConfig {
 }
 
 impl Default for SimConfig {
+    /// `nrt-sim run`'s defaults, which a report's configuration starts from too
+    /// ([`ReportConfig::default`]), with no faults and no extras.
     fn default() -> Self {
-        SimConfig {
-            arch: Arch::Sunda,
-            cores: 2,
-            timeout_s: 5,
-            seed: 0,
-            ring_entries: 64,
-            threaded: false,
-            faults: Vec::new(),
-            extras: Vec::new(),
-        }
+        let ReportConfig { arch, cores, timeout_s, seed, ring_entries, threaded, faults: _ } = ReportConfig::default();
+        SimConfig { arch, cores, timeout_s, seed, ring_entries, threaded, faults: Vec::new(), extras: Vec::new() }
     }
 }
 
@@ -128,6 +122,19 @@ impl SimConfig {
             ring_entries: self.ring_entries,
             threaded: self.threaded,
             faults: self.faults.iter().map(|f| f.to_string()).collect(),
+        }
+    }
+
+    /// What the device builds its programs from: arch, ring entries, seed,
+    /// faults and extras (a host of several devices varies the seed and the
+    /// faults per device).
+    pub fn program_spec(&self) -> ProgramSpec {
+        ProgramSpec {
+            arch: self.arch,
+            ring_entries: self.ring_entries,
+            seed: self.seed,
+            faults: self.faults.clone(),
+            extras: self.extras.clone(),
         }
     }
 
@@ -182,14 +189,7 @@ pub type RunCounters = nrt_core::counters::NcCounters<{ nrt_core::arch::MAX_CORE
 pub fn run_counted(cfg: &SimConfig) -> Result<(RunReport, RunCounters), SimError> {
     cfg.validate()?;
     let shared = Arc::new(Shared::new(cfg.arch, cfg.ring_entries * layout::ENTRY_BYTES));
-    let spec = ProgramSpec {
-        arch: cfg.arch,
-        ring_entries: cfg.ring_entries,
-        seed: cfg.seed,
-        faults: cfg.faults.clone(),
-        extras: cfg.extras.clone(),
-    };
-    let device = Device::new(Arc::clone(&shared), spec, cfg.cores);
+    let device = Device::new(Arc::clone(&shared), cfg.program_spec(), cfg.cores);
     if cfg.threaded {
         let origin = std::time::Instant::now();
         let thread = std::thread::spawn(move || device.run_threaded(origin));
@@ -526,14 +526,7 @@ mod tests {
 
     fn run_polling(cfg: &SimConfig) -> RunReport {
         let shared = Arc::new(Shared::new(cfg.arch, cfg.ring_entries * layout::ENTRY_BYTES));
-        let spec = ProgramSpec {
-            arch: cfg.arch,
-            ring_entries: cfg.ring_entries,
-            seed: cfg.seed,
-            faults: cfg.faults.clone(),
-            extras: cfg.extras.clone(),
-        };
-        let device = Device::new(Arc::clone(&shared), spec, cfg.cores);
+        let device = Device::new(Arc::clone(&shared), cfg.program_spec(), cfg.cores);
         let mut host = SimHost::new(Arc::clone(&shared), HostClock::Virtual);
         let mut delay = Polling(VirtualDelay::new(device));
         let r = drive(cfg, &mut host, &mut delay).unwrap();
@@ -584,14 +577,7 @@ mod tests {
 
     fn rig(cfg: &SimConfig) -> (Arc<Shared>, SimHost, VirtualDelay) {
         let shared = Arc::new(Shared::new(cfg.arch, cfg.ring_entries * layout::ENTRY_BYTES));
-        let spec = ProgramSpec {
-            arch: cfg.arch,
-            ring_entries: cfg.ring_entries,
-            seed: cfg.seed,
-            faults: vec![],
-            extras: vec![],
-        };
-        let device = Device::new(Arc::clone(&shared), spec, cfg.cores);
+        let device = Device::new(Arc::clone(&shared), cfg.program_spec(), cfg.cores);
         let host = SimHost::new(Arc::clone(&shared), HostClock::Virtual);
         (shared, host, VirtualDelay::new(device))
     }

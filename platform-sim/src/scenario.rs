@@ -16,6 +16,7 @@ use nrt_core::NrtStatus;
 
 use crate::fault::{Fault, RecordKind};
 use crate::program::Extra;
+use crate::report::{Row, RowError};
 use crate::run::{RunReport, SimConfig};
 
 /// One named scenario.
@@ -61,13 +62,32 @@ impl Scenario {
     /// Whether a run of this scenario shows what it must: the status, the return
     /// code, and the scenario's evidence, checked in that order.
     pub fn evaluate(&self, r: &RunReport) -> Result<(), Mismatch> {
-        if r.status != self.expected {
-            return Err(Mismatch::Status { got: r.status, expected: self.expected });
-        }
-        if r.return_code() != self.expected_rc {
-            return Err(Mismatch::ReturnCode { got: r.return_code(), expected: self.expected_rc });
-        }
+        self.check_status(r.status, r.return_code())?;
         (self.check)(r).map_err(Mismatch::Evidence)
+    }
+
+    /// Whether a run that ended with `status` and return code `rc` ended as this
+    /// scenario must, the status checked first (the evidence aside: a run whose
+    /// report is not at hand, such as a command's under the driver model).
+    pub fn check_status(&self, status: NrtStatus, rc: u8) -> Result<(), Mismatch> {
+        if status != self.expected {
+            return Err(Mismatch::Status { got: status, expected: self.expected });
+        }
+        if rc != self.expected_rc {
+            return Err(Mismatch::ReturnCode { got: rc, expected: self.expected_rc });
+        }
+        Ok(())
+    }
+
+    /// This scenario's row of the `--scenario all` table: what the run gave and
+    /// the verdict.
+    pub fn row(&self, got: Result<(NrtStatus, u8), RowError>, verdict: Result<(), RowError>) -> Row {
+        Row { name: self.name, expected: self.expected, expected_rc: self.expected_rc, got, verdict }
+    }
+
+    /// The row of a run of this scenario that could not be done (`e` says why).
+    pub fn failed_row(&self, e: impl Into<RowError>) -> Row {
+        self.row(Err(e.into()), Err("the run failed".into()))
     }
 }
 

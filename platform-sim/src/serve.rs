@@ -24,7 +24,6 @@ use std::time::{Duration, Instant};
 
 use crate::device::{Device, DeviceStats};
 use crate::layout::ENTRY_BYTES;
-use crate::program::ProgramSpec;
 use crate::run::{SimConfig, SimError};
 use crate::shared::Shared;
 use crate::shm::{ShmError, ShmFile, ShmLayout, State};
@@ -97,14 +96,7 @@ pub fn serve(cfg: &ServeConfig, out: &mut dyn Write) -> Result<ServeSummary, Ser
     let layout = ShmLayout::new(sim.arch, sim.cores, sim.ring_entries * ENTRY_BYTES).map_err(ServeError::Shm)?;
     let faults: Vec<String> = sim.faults.iter().map(|f| f.to_string()).collect();
     let file = Arc::new(ShmFile::create(&cfg.path, layout, sim.seed, &faults.join(" ")).map_err(ServeError::Shm)?);
-    let spec = ProgramSpec {
-        arch: sim.arch,
-        ring_entries: sim.ring_entries,
-        seed: sim.seed,
-        faults: sim.faults.clone(),
-        extras: sim.extras.clone(),
-    };
-    let mut device = Device::new(Arc::new(Shared::over_shm(Arc::clone(&file))), spec, sim.cores);
+    let mut device = Device::new(Arc::new(Shared::over_shm(Arc::clone(&file))), sim.program_spec(), sim.cores);
     let origin = monotonic_ns();
     file.publish(origin).map_err(ServeError::Shm)?;
     let result = serve_loop(cfg, &file, &mut device, origin, out);

@@ -182,13 +182,10 @@ fn session_uuid() -> [u8; 32] {
 
 /// The runtime version this binding speaks to a driver of `arch`
 /// (`COMPATIBLE_VERSION` must hold it): the newest the public driver at
-/// fca19f7 serves for the arch (`V2_RT_MAX_COMPATIBLE_VERSION` 7,
-/// `V3_RT_MAX_COMPATIBLE_VERSION` 11; v4 shares v3's).
+/// fca19f7 serves for the arch (the top of [`nrt_abi::rules::compatible_version`]:
+/// v2 7, v3 and v4 11).
 pub const fn runtime_version(arch: Arch) -> u32 {
-    match arch {
-        Arch::Sunda => 7,
-        Arch::Cayman | Arch::Mariana => 11,
-    }
+    nrt_abi::rules::compatible_version(arch).max
 }
 
 /// The DMA engine of the staging queue (engine 0 of NC0, as the simulator's).

@@ -28,7 +28,6 @@ use std::time::Duration;
 
 use crate::device::{Device, DeviceStats};
 use crate::layout::ENTRY_BYTES;
-use crate::program::ProgramSpec;
 use crate::run::SimConfig;
 use crate::shared::Shared;
 use crate::shm::{ShmError, ShmFile, ShmLayout, State};
@@ -59,14 +58,7 @@ impl DeviceEngine {
             &faults.join(" "),
             CHUNK_REGION_BYTES,
         )?);
-        let spec = ProgramSpec {
-            arch: sim.arch,
-            ring_entries: sim.ring_entries,
-            seed: sim.seed,
-            faults: sim.faults.clone(),
-            extras: sim.extras.clone(),
-        };
-        let mut device = Device::new(Arc::new(Shared::over_shm(Arc::clone(&file))), spec, sim.cores);
+        let mut device = Device::new(Arc::new(Shared::over_shm(Arc::clone(&file))), sim.program_spec(), sim.cores);
         let origin = monotonic_ns();
         file.mark_ready(origin);
         let stop = Arc::new(AtomicBool::new(false));

@@ -1525,56 +1525,23 @@ pub fn run_all(base: &DriverConfig, out: &mut dyn std::io::Write) -> (Vec<Row>, 
             Ok(o) => {
                 let bugs: Vec<String> = o.kernel_bugs().iter().map(|v| v.to_string()).collect();
                 match parse_status(&o.stdout) {
-                    _ if cfg.strict && !bugs.is_empty() => Row {
-                        name: s.name,
-                        expected: s.expected,
-                        expected_rc: s.expected_rc,
-                        got: Err(bugs.join("; ").into()),
-                        verdict: Err("kernel BUG".into()),
-                    },
-                    Some((st, None)) => Row {
-                        name: s.name,
-                        expected: s.expected,
-                        expected_rc: s.expected_rc,
-                        got: Err(format!("{} {} (no return code printed)", st.code(), st.name()).into()),
-                        verdict: if st == s.expected {
+                    _ if cfg.strict && !bugs.is_empty() => s.row(Err(bugs.join("; ").into()), Err("kernel BUG".into())),
+                    Some((st, None)) => s.row(
+                        Err(format!("{} {} (no return code printed)", st.code(), st.name()).into()),
+                        if st == s.expected {
                             Err("no one-step return code in COMMAND's output".into())
                         } else {
                             Err(Mismatch::Status { got: st, expected: s.expected }.into())
                         },
-                    },
-                    Some((st, Some(rc))) => {
-                        let verdict = if st != s.expected {
-                            Err(Mismatch::Status { got: st, expected: s.expected }.into())
-                        } else if rc != s.expected_rc {
-                            Err(Mismatch::ReturnCode { got: rc, expected: s.expected_rc }.into())
-                        } else {
-                            Ok(())
-                        };
-                        Row {
-                            name: s.name,
-                            expected: s.expected,
-                            expected_rc: s.expected_rc,
-                            got: Ok((st, rc)),
-                            verdict,
-                        }
-                    }
-                    None => Row {
-                        name: s.name,
-                        expected: s.expected,
-                        expected_rc: s.expected_rc,
-                        got: Err(format!("no status line in COMMAND's output ({:?})", o.exit).into()),
-                        verdict: Err("no status".into()),
-                    },
+                    ),
+                    Some((st, Some(rc))) => s.row(Ok((st, rc)), s.check_status(st, rc).map_err(Into::into)),
+                    None => s.row(
+                        Err(format!("no status line in COMMAND's output ({:?})", o.exit).into()),
+                        Err("no status".into()),
+                    ),
                 }
             }
-            Err(e) => Row {
-                name: s.name,
-                expected: s.expected,
-                expected_rc: s.expected_rc,
-                got: Err(e.into()),
-                verdict: Err("the run failed".into()),
-            },
+            Err(e) => s.failed_row(e),
         };
         rows.push(row);
     }

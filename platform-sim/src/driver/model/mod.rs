@@ -216,14 +216,8 @@ pub const fn dram_channels(arch: Arch) -> u32 {
     }
 }
 
-/// `{max, min}` runtime versions (`V2_RT_{MAX,MIN}_COMPATIBLE_VERSION` 7/5 in
-/// v2/neuron_dhal_v2.c, `V3_...` 11/10 in v3/neuron_dhal_v3.c; mariana: v3's, G-DRV-ARCH4).
-pub const fn compatible_version(arch: Arch) -> (u32, u32) {
-    match arch {
-        Arch::Sunda => (7, 5),
-        Arch::Cayman | Arch::Mariana => (11, 10),
-    }
-}
+// The runtime versions the driver serves for `arch` (INFO-4), in `nrt_abi::rules`.
+pub use nrt_abi::rules::compatible_version;
 
 /// One line of the model's log.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -649,8 +643,7 @@ impl Model {
             }
             R::CompatibleVersion(v) => {
                 // INFO-4: ncdev_compatible_version.
-                let (max, min) = compatible_version(self.arch);
-                *v = abi::CompatibleVersion { max, min };
+                *v = compatible_version(self.arch);
                 Ok(0)
             }
             R::CrwlReaderEnter(c) => self.crwl_reader_enter(pid, name, c),

@@ -116,13 +116,11 @@ impl Model {
 /// `V2_PCIE_BAR0_TPB_0_SIZE` 0x400_0000; `nc_get_event_addr_v3`:
 /// `V3_PCIE_BAR0_TPB_0_OFFSET` 0xD000_0000 + `nc` x `V3_PCIE_BAR0_TPB_DIST`
 /// 0x400_0000; both + `MMAP_NC_EVENT_OFFSET` 0x270_0000 + 4 x `index`;
-/// v2|v3/address_map.h, neuron_core.h `NC_EVENT_SIZE`; mariana as v3).
+/// v2|v3/address_map.h, neuron_core.h `NC_EVENT_SIZE`; mariana as v3): the
+/// start of the core's semaphore/event page ([`nrt_abi::sim::sema_page`]) +
+/// 4 x `index`.
 pub fn event_offset(arch: Arch, nc: u32, index: u32) -> u64 {
-    let tpb0 = match arch {
-        Arch::Sunda => 0,
-        Arch::Cayman | Arch::Mariana => 0xD000_0000u64,
-    };
-    tpb0 + u64::from(nc) * 0x400_0000 + 0x270_0000 + 4 * u64::from(index)
+    nrt_abi::sim::sema_page(arch, nc) + 4 * u64::from(index)
 }
 
 /// The block of BAR0 that offset `off` (inside the BAR) falls in, for an
