@@ -665,12 +665,14 @@ construction, has its exact range written as `consume_engine_stub_allows`, and
 shows the check can fail); and every status and timeout cause the real pieces
 return is checked, in the same tests, to be one the stubs' draws can give.
 
-The poll group's properties (`exec/proofs/group.rs`: a slot reused only after its
-request is done, capacity never exceeded, a request ends as it does alone, batched
-HEAD write-back) run as `cargo test` tests against the real `progress_one_step`; their
-kani harnesses (each request's step a scripted `kani::stub`) are written but not
-armed: CBMC gave no verdict within 7 to 16 minutes on a loaded machine, and an armed
-harness that cannot finish would stop CI at kani's timeout.
+The poll group's batched HEAD write-back (`write_back_heads`: HEAD written once for
+exactly the rings with reads to hand back, a failed write kept and reported) is a
+kani harness (`exec/proofs/group.rs`). The group's own properties (a slot reused
+only after its request is done, capacity never exceeded, a request ends as it does
+alone, a missing lane fails its request) run as `cargo test` tests against the real
+`progress_one_step`; their kani harnesses (each request's step a scripted
+`kani::stub`) are written but not armed: CBMC gave no verdict within 5 to 16
+minutes, and an armed harness that cannot finish would stop CI at kani's timeout.
 
 ## nrt-abi's harnesses
 

@@ -282,7 +282,12 @@ impl<const N: usize> PollGroup<N> {
 
     /// The estimate of `lane`, if the group has learnt one and keeps it.
     pub fn estimate(&self, lane: u16) -> Option<Estimate> {
-        self.hist.iter().find(|h| h.lane == Some(lane) && h.est.samples > 0).map(|h| h.est)
+        for i in 0..N {
+            if let Some(h) = self.hist.get(i).filter(|h| h.lane == Some(lane) && h.est.samples > 0) {
+                return Some(h.est);
+            }
+        }
+        None
     }
 
     /// Slots in all.
@@ -302,7 +307,12 @@ impl<const N: usize> PollGroup<N> {
 
     /// `true` when `lane` has a request in flight.
     pub fn lane_busy(&self, lane: u16) -> bool {
-        self.live_slots().any(|s| s.lane == lane)
+        for i in 0..N {
+            if self.live_slot(i).is_some_and(|s| s.lane == lane) {
+                return true;
+            }
+        }
+        false
     }
 
     /// The in-flight request in `slot`, if any.
@@ -310,8 +320,27 @@ impl<const N: usize> PollGroup<N> {
         self.slots.get(slot)?.as_ref().map(|s| &s.req)
     }
 
-    fn live_slots(&self) -> impl Iterator<Item = &Slot> + '_ {
-        self.live.iter().take(self.in_flight).filter_map(|&i| self.slots.get(i).and_then(|s| s.as_ref()))
+    /// The slot `live[i]` names, for `i < in_flight`.
+    ///
+    /// The group's loops run over `0..N` and ask this (or test a slot
+    /// directly), rather than walk iterator adaptors: a constant bound is what
+    /// kani unwinds them by.
+    fn live_slot(&self, i: usize) -> Option<&Slot> {
+        if i >= self.in_flight {
+            return None;
+        }
+        self.live.get(i).and_then(|&idx| self.slots.get(idx)).and_then(|s| s.as_ref())
+    }
+
+    /// The first free slot whose history `pick` accepts.
+    fn free_slot(&self, pick: impl Fn(&History) -> bool) -> Option<usize> {
+        for i in 0..N {
+            let free = self.slots.get(i).is_some_and(|s| s.is_none());
+            if free && self.hist.get(i).is_some_and(&pick) {
+                return Some(i);
+            }
+        }
+        None
     }
 
     /// Start harvesting a request for `cfg` on `lane` (`exec_request_init_state`);
@@ -322,10 +351,9 @@ impl<const N: usize> PollGroup<N> {
         }
         // A free slot that holds the lane's estimate; else a free one with no
         // estimate; else the first free one (its estimate is forgotten).
-        let is_free = |i: &usize| self.slots.get(*i).is_some_and(|s| s.is_none());
-        let of_lane = (0..N).filter(is_free).find(|&i| self.hist.get(i).is_some_and(|h| h.lane == Some(lane)));
-        let blank = || (0..N).filter(is_free).find(|&i| self.hist.get(i).is_some_and(|h| h.lane.is_none()));
-        let Some(free) = of_lane.or_else(blank).or_else(|| (0..N).find(is_free)) else {
+        let of_lane = self.free_slot(|h| h.lane == Some(lane));
+        let blank = || self.free_slot(|h| h.lane.is_none());
+        let Some(free) = of_lane.or_else(blank).or_else(|| self.free_slot(|_| true)) else {
             return Err(GroupError::Full);
         };
         let (Some(slot), Some(live), Some(hist)) =
@@ -375,7 +403,13 @@ impl<const N: usize> PollGroup<N> {
     /// is in flight. Never later than [`Schedule::sweep_bound_ns`] after the
     /// last due-first pass that stepped each request.
     pub fn earliest_due_ns(&self) -> Option<u64> {
-        self.live_slots().map(|s| s.next_ns).min()
+        let mut earliest: Option<u64> = None;
+        for i in 0..N {
+            if let Some(s) = self.live_slot(i) {
+                earliest = Some(earliest.map_or(s.next_ns, |e| e.min(s.next_ns)));
+            }
+        }
+        earliest
     }
 
     fn pass<L, F>(&mut self, lanes: &mut L, now: Option<u64>, mut done: F) -> Pass
@@ -442,7 +476,14 @@ impl<const N: usize> PollGroup<N> {
     /// Its rings are not handed back: the next request on the lane reads on
     /// from where this one stopped.
     pub fn remove(&mut self, slot: usize) -> Option<(u16, u64)> {
-        let i = self.live.iter().take(self.in_flight).position(|&s| s == slot)?;
+        let mut at = None;
+        for i in 0..N {
+            if i < self.in_flight && self.live.get(i) == Some(&slot) {
+                at = Some(i);
+                break;
+            }
+        }
+        let i = at?;
         let taken = self.slots.get_mut(slot)?.take()?;
         self.unlink(i);
         Some((taken.lane, taken.token))
@@ -485,9 +526,14 @@ fn next_step_ns(sched: &Schedule, est: &Estimate, kick: u64, now: u64) -> u64 {
 /// completion). A failed write is reported and left to the next batch
 /// (G-HEAD-FAIL).
 pub fn write_back_heads<D: ExecDevice + ?Sized>(dev: &mut D, nq: &mut Notifications, cores: usize) {
-    for core in 0..cores.min(crate::arch::MAX_CORES) {
+    // Loops over constant bounds, left early: kani unwinds them by the bound,
+    // not by its unwind limit.
+    for core in 0..crate::arch::MAX_CORES {
+        if core >= cores {
+            break;
+        }
         let c = core as u8;
-        for k in 0..nq.infer_status_nqs().len() {
+        for k in 0..crate::nq::MAX_INFER_STATUS_NQS {
             let Some(&id) = nq.infer_status_nqs().get(k) else { break };
             let Some(ring) = nq.ring_mut(c, id) else { continue };
             if ring.unacked() == 0 {

@@ -30,6 +30,10 @@ pub const INFER_STATUS_NQS: [u8; crate::arch::ENGINES_PER_CORE] = [4, 5, 6, 7, 8
 /// Runtime NQ indices per core that a [`Notifications`] table holds (0..=8).
 pub const NQ_PER_CORE: usize = 9;
 
+/// Most INFER_STATUS ring ids a [`Notifications`] holds
+/// ([`Notifications::set_infer_status_nqs`] refuses more).
+pub const MAX_INFER_STATUS_NQS: usize = 8;
+
 /// A TPB engine, in the runtime's order (`seed-vs-driver.md` point 7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

@@ -311,7 +311,7 @@ pub struct ErrorRecord {
 #[derive(Clone, Debug)]
 pub struct Notifications {
     rings: [[NqRing; super::NQ_PER_CORE]; MAX_CORES],
-    infer_status_nqs: heapless::Vec<u8, 8>,
+    infer_status_nqs: heapless::Vec<u8, { super::MAX_INFER_STATUS_NQS }>,
     cal: [[TsCal; ENGINES_PER_CORE]; MAX_CORES],
     sync: [SyncPoint; MAX_CORES],
     errors: Deque<ErrorRecord, ERROR_SUBSCRIBER_DEPTH>,
@@ -389,7 +389,8 @@ impl Notifications {
         &self.infer_status_nqs
     }
 
-    /// Replace the INFER_STATUS ring ids (at most 8; a platform whose ring table
+    /// Replace the INFER_STATUS ring ids (at most
+    /// [`MAX_INFER_STATUS_NQS`](super::MAX_INFER_STATUS_NQS); a platform whose ring table
     /// does not have one ring per engine makes the WAIT_CORE transition fail).
     /// Duplicates, the error ring and ids outside the table are refused: two
     /// engines must never share a cursor.

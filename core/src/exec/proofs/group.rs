@@ -8,8 +8,8 @@
 //! the group exactly as the same request driven alone on the same lane: after
 //! the same number of steps, with the same step code, status and final request.
 //!
-//! The kani harnesses over these bodies are written but not armed yet (see
-//! the end of this file). For kani the request's own step is a scripted one
+//! One kani harness is armed (`write_back_heads`); the group's three are
+//! written but not armed yet (see the end of this file). For kani the request's own step is a scripted one
 //! ([`scripted_step`]):
 //! deterministic in the request and in its lane's device, whose clock tells it
 //! when to finish and with which status, so a request stepped on the wrong
@@ -474,25 +474,32 @@ pub(crate) fn group_missing_lane_fails_the_request<A: Any>(mut any: A) {
 }
 
 // The unwind bounds, each the longest loop of its harness plus one (kani's
-// unwinding assertions fail a proof whose loop needed more): the group's slot
-// and lane loops run at most N + 1 = 3 times (slice iterators are bounded only
-// by the unwind limit, so it is kept as low as that), a pass's loop at most
-// 2 * N = 4, the operations 5 (4 for the comparison with driving alone, which
-// adds `same` over the 13 timestamp slots of a core: 14), the new
-// notification state's 5 INFER_STATUS ids, the rings 9 per core.
-
-// Not armed as kani harnesses yet. Tried on a machine at load 5 to 12 (2
-// vCPUs): `prove_group_missing_lane_fails_the_request` gave no verdict in 16
-// minutes of CBMC (its memory past 2 GB and growing: the symbolic execution of
-// the group's slot arrays of whole requests and lanes of whole notification
-// states, not the solver), `prove_write_back_heads_hands_back_exactly_the_reads`
-// none in 7; the other two were not reached. Armed unverified, they could stop
-// CI at kani's timeout. Their bodies run as tests (`cargo test`, against the
-// real `progress_one_step`). The harnesses they would be, with the bounds tried:
-// - `prove_group_reuses_a_slot_only_after_its_request_is_done()`: unwind 6, 5 operations, the scripted step.
+// unwinding assertions fail a proof whose loop needed more). The group's slot
+// and lane loops, and `write_back_heads`'s, run over constant ranges
+// (`0..N`, `0..MAX_CORES`, `0..MAX_INFER_STATUS_NQS`), which kani unwinds by
+// their bound, not by the unwind limit. A pass's loop runs at most 2 * N = 4
+// times, the operations as many as the harness gives.
+//
+// Armed: `prove_write_back_heads_hands_back_exactly_the_reads` (verified in
+// 62 s on the 2-vCPU machine at load 2 to 3, beside other builds).
+//
+// Not armed yet, with the bounds they would take: a harness that kani's
+// backstop stops would fail CI, so each is armed only once it has been seen
+// to verify. `prove_group_missing_lane_fails_the_request` (unwind 6, the
+// scripted step) still gave no verdict after 5 minutes of CBMC at load 2 to 3
+// with the constant-bound slot loops; the other two were not reached. Their
+// bodies run as tests (`cargo test`, against the real `progress_one_step`).
+// - `prove_group_reuses_a_slot_only_after_its_request_is_done()`: unwind 6, 5 operations,
+//   `#[kani::stub(ExecRequest::progress_one_step, scripted_step)]`.
 // - `prove_group_ends_each_request_as_alone()`: unwind 14, 4 operations, the scripted step.
-// - `prove_write_back_heads_hands_back_exactly_the_reads()`: unwind 10.
 // - `prove_group_missing_lane_fails_the_request()`: unwind 6, the scripted step.
+
+#[cfg(kani)]
+#[kani::proof]
+#[kani::unwind(10)]
+fn prove_write_back_heads_hands_back_exactly_the_reads() {
+    write_back_heads_hands_back_exactly_the_reads(crate::proofs::KaniAny);
+}
 
 #[cfg(test)]
 mod tests {
