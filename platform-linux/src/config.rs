@@ -459,7 +459,7 @@ impl core::fmt::Display for SplitRun {
         let SplitRun { first, last, per, devices: (device, last_device) } = *self;
         write!(
             f,
-            "cores {first}-{last} are on devices {device} to {last_device} (host-wide index i is core i % {per} of              device i / {per}): a session is one device, so its cores must be on one"
+            "cores {first}-{last} are on devices {device} to {last_device} (host-wide index i is core i % {per} of device i / {per}): a session is one device, so its cores must be on one"
         )
     }
 }

@@ -17,7 +17,7 @@
 
 use super::{fatal, ts_slot, ExecDevice, ExecEvent, ExecRequest, ProbeReason, TpbEngState, READS_PER_ENGINE_PER_SWEEP};
 use crate::hal::Error as _;
-use crate::nq::entry::{CAYMAN_CUSTOM_NQ_TAG, CAYMAN_FIXUP_ENGINE_INDEX, ENTRY_SIZE};
+use crate::nq::entry::{CAYMAN_CUSTOM_NQ_TAG, ENTRY_SIZE};
 use crate::nq::{CustomKind, Engine, Notification, Notifications, RawEntry, Subtype};
 use crate::status::{NrtError, NrtStatus};
 use crate::trace::emit;
@@ -231,7 +231,7 @@ impl ExecRequest {
             }
             Subtype::Custom => {
                 let mut n = n;
-                if self.cfg.arch.arch_type() > 2 && eng == CAYMAN_FIXUP_ENGINE_INDEX {
+                if self.cfg.arch.cayman_fixup_applies(eng) {
                     // The cayman engine emits custom records with a stale NQ-id
                     // (seed §2 QUIRK): data[3] = (data[3] & 0xE0) | 0xE.
                     let mut fixed = *raw;
