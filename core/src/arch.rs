@@ -76,10 +76,9 @@ impl Arch {
     /// Whether the runtime's cayman fixup rewrites the NQ-id tag of a custom
     /// record from engine index `eng` (`arch > 2 && eng == 2`: completion-engine
     /// seed §2 QUIRK, to [`CAYMAN_CUSTOM_NQ_TAG`](crate::nq::entry::CAYMAN_CUSTOM_NQ_TAG);
-    /// the index is [`CAYMAN_FIXUP_ENGINE_INDEX`](crate::nq::entry::CAYMAN_FIXUP_ENGINE_INDEX),
-    /// G-CAYMAN-ENG).
+    /// the index is [`CAYMAN_FIXUP_ENGINE_INDEX`], G-CAYMAN-ENG).
     pub const fn cayman_fixup_applies(self, eng: usize) -> bool {
-        self.arch_type() > 2 && eng == crate::nq::entry::CAYMAN_FIXUP_ENGINE_INDEX
+        self.arch_type() > 2 && eng == CAYMAN_FIXUP_ENGINE_INDEX
     }
 
     /// NeuronCores per device (the physical cores [`notific_base`](Self::notific_base)
@@ -91,6 +90,12 @@ impl Arch {
         }
     }
 }
+
+/// Engine index the cayman custom-record fixup applies to. The seed's text says
+/// "on DVE (eng == 2)", but index 2 is POOL in the runtime's order; the binary
+/// compares `eng == 2`, so we keep the comparison (`seed-vs-driver.md` point 7,
+/// `docs/spec-gaps.md` G-CAYMAN-ENG).
+pub const CAYMAN_FIXUP_ENGINE_INDEX: usize = 2;
 
 /// Physical cores of a logical core: the harvest state is sized for two even on
 /// one-core models (completion-engine seed §7 GOTCHA).

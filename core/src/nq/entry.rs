@@ -84,12 +84,6 @@ pub const ENTRY_SIZE: usize = 16;
 /// The NQ-id tag the cayman DVE fixup forces (`data[3] = (data[3] & 0xE0) | 0xE`, seed §2 QUIRK).
 pub const CAYMAN_CUSTOM_NQ_TAG: u8 = 0xE;
 
-/// Engine index the cayman custom-record fixup applies to. The seed's text says
-/// "on DVE (eng == 2)", but index 2 is POOL in the runtime's order; the binary
-/// compares `eng == 2`, so we keep the comparison (`seed-vs-driver.md` point 7,
-/// `docs/spec-gaps.md` G-CAYMAN-ENG).
-pub const CAYMAN_FIXUP_ENGINE_INDEX: usize = 2;
-
 /// Custom-notification sub-id of a tensor completion (seed §3.1).
 pub const SUB_ID_TENSOR_COMPLETION: u16 = 7;
 
