@@ -323,7 +323,7 @@ fn measure(devices: usize, cores_per_device: usize, secs: f64, work: Duration, j
                         let mut delay = AnyDelay::new(kind);
                         // Core's harvest loop, which the bench abandons when the
                         // device has stopped.
-                        let SyncWait { status, step, .. } =
+                        let SyncWait { step, .. } =
                             exec_wait_with(&mut req, &mut dev, &mut nq, &mut delay, &mut Abort(&abort));
                         if step == Step::InFlight {
                             break;
@@ -332,7 +332,7 @@ fn measure(devices: usize, cores_per_device: usize, secs: f64, work: Duration, j
                         if let Some(end) = end_of(&m, &req) {
                             lat.push(seen.saturating_sub(end) as f64);
                         }
-                        if (step, status) == (Step::Done(NrtStatus::Success), NrtStatus::Success) {
+                        if step == Step::Done(NrtStatus::Success) {
                             ok += 1;
                         } else {
                             bad += 1;
@@ -429,26 +429,26 @@ fn poller(
     let mut k = vec![0u64; block.len()];
     let mut reqs: Vec<ExecRequest> = vec![ExecRequest::new(cfg); block.len()];
     let (mut lat, mut ok, mut bad) = (Vec::new(), 0u64, 0u64);
-    let mut done: Vec<(u16, Step, NrtStatus)> = Vec::with_capacity(128);
+    let mut done: Vec<(u16, Step)> = Vec::with_capacity(128);
     let mut last_event = Instant::now();
     while !stop.load(Ordering::Acquire) {
         done.clear();
         let pass_ns = now();
         group.poll_due(&mut lanes, pass_ns, |c, r| {
-            done.push((c.lane, c.step, c.status));
+            done.push((c.lane, c.step));
             if let Some(slot) = reqs.get_mut(usize::from(c.lane)) {
                 *slot = r.clone();
             }
         });
         if !done.is_empty() {
             let seen = now();
-            for &(lane, step, status) in &done {
+            for &(lane, step) in &done {
                 let l = usize::from(lane);
                 if let Some(end) = reqs.get(l).and_then(|r| end_of(&block[l], r)) {
                     lat.push(seen.saturating_sub(end) as f64);
                 }
                 k[l] += 1;
-                if (step, status) == (Step::Done(NrtStatus::Success), NrtStatus::Success) {
+                if step == Step::Done(NrtStatus::Success) {
                     ok += 1;
                 } else {
                     bad += 1;

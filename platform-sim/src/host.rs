@@ -203,32 +203,27 @@ impl hal::Clock for SimHost {
     }
 }
 
-fn status_line(shared: &Shared, line: Line, core: u8) -> Option<NrtStatus> {
-    match shared.get_line(line, core) {
-        0 => None,
-        code => Some(NrtStatus::from_code(code)),
-    }
+/// A status line's failure: `None` while it holds 0 (success).
+fn status_line(shared: &Shared, line: Line, core: u8) -> Option<NrtError> {
+    NrtError::new(NrtStatus::from_code(shared.get_line(line, core)))
 }
 
 impl hal::CollectivesProxy for SimHost {
     fn barrier_status(&mut self, core: u8) -> Result<bool, NrtError> {
-        if let Some(e) = status_line(&self.shared, Line::BarrierFail, core).and_then(NrtError::new) {
+        if let Some(e) = status_line(&self.shared, Line::BarrierFail, core) {
             return Err(e);
         }
         Ok(self.shared.get_line(Line::BarrierDone, core) != 0)
     }
 
     fn network_status(&mut self, core: u8) -> Result<bool, NrtError> {
-        match status_line(&self.shared, Line::NetproxyFail, core).and_then(NrtError::new) {
-            Some(e) => Err(e),
-            None => Ok(true),
-        }
+        status_line(&self.shared, Line::NetproxyFail, core).map_or(Ok(true), Err)
     }
 }
 
 impl hal::FaultProbe for SimHost {
     fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus> {
-        status_line(&self.shared, Line::Hbm, core)
+        status_line(&self.shared, Line::Hbm, core).map(NrtError::status)
     }
 
     fn dma_aborted(&mut self, core: u8) -> bool {

@@ -384,13 +384,13 @@ fn run_poller(
         steps += pass.stepped as u64;
         for (c, cores) in finished.drain(..) {
             let Some(lane) = lanes.0.get_mut(usize::from(c.lane)) else { continue };
-            lane.results.push((c.step, c.status));
+            lane.results.push((c.step, c.status()));
             if keep_times {
                 let now_us = lane.host.now_ns() / 1_000;
                 lane.times.push(InferenceTimes {
                     kickoff_us: lane.kickoff_us,
                     harvest_us: now_us.saturating_sub(lane.kickoff_us),
-                    status: c.status,
+                    status: c.status(),
                     cores,
                 });
             }

@@ -130,10 +130,19 @@ pub struct Completion {
     pub lane: u16,
     /// The caller's token given at [`PollGroup::insert`].
     pub token: u64,
-    /// The final one-step code: [`Step::Done`] or [`Step::Error`].
+    /// How it ended: [`Step::Done`] or [`Step::Error`], with its status.
     pub step: Step,
-    /// The request's status (the step's).
-    pub status: NrtStatus,
+}
+
+impl Completion {
+    /// The request's status (its step's).
+    pub const fn status(&self) -> NrtStatus {
+        match self.step.status() {
+            Some(s) => s,
+            // A completion is never in flight.
+            None => NrtStatus::Success,
+        }
+    }
 }
 
 /// What one pass did.
@@ -459,8 +468,7 @@ impl<const N: usize> PollGroup<N> {
             if let (Some(now), Some(kick), Some(h), Step::Done(_)) = (now, slot.kick_ns, hist, step) {
                 h.est.learn(now.saturating_sub(kick));
             }
-            let status = step.status().unwrap_or(NrtStatus::Success);
-            let c = Completion { slot: idx, lane: slot.lane, token: slot.token, step, status };
+            let c = Completion { slot: idx, lane: slot.lane, token: slot.token, step };
             done(&c, &slot.req);
             pass.completed += 1;
             if let Some(s) = self.slots.get_mut(idx) {

@@ -185,8 +185,8 @@ fn group_outcomes(ring: u32, batching: bool, which: &[usize]) -> Vec<Outcome> {
             let (c, r) = g.unwrap();
             assert_eq!((c.lane, c.token, c.slot), (i as u16, 1000 + i as u64, i));
             assert_eq!(r.result(), Some(c.step), "the completion is the request's DONE result");
-            assert_eq!(c.step.status(), Some(c.status), "the completion's status is its step's");
-            outcome(c.step, c.status, &r, &host.lanes[i].0)
+            assert_eq!(c.step.status(), Some(c.status()), "the completion's status is its step's");
+            outcome(c.step, c.status(), &r, &host.lanes[i].0)
         })
         .collect()
 }
@@ -256,7 +256,7 @@ fn slots_are_reused_and_lanes_refuse_a_second_request() {
     }
     assert_eq!(done.len(), 1);
     assert_eq!((done[0].lane, done[0].token, done[0].slot), (1, 12, 1));
-    assert_eq!((done[0].step, done[0].status), (Step::Done(NrtStatus::Success), NrtStatus::Success));
+    assert_eq!((done[0].step, done[0].status()), (Step::Done(NrtStatus::Success), NrtStatus::Success));
     assert_eq!(g.in_flight(), 1);
     assert!(g.request(1).is_none(), "the finished request left the group");
 
@@ -267,7 +267,7 @@ fn slots_are_reused_and_lanes_refuse_a_second_request() {
     assert_eq!((p.stepped, p.completed), (2, 1));
     assert_eq!(done[0].token, 14);
     let invalid = NrtStatus::InvalidHandle;
-    assert_eq!((done[0].step, done[0].status), (Step::failed(invalid), invalid));
+    assert_eq!((done[0].step, done[0].status()), (Step::failed(invalid), invalid));
 
     // A request taken out is never reported, and its slot and lane are free.
     assert_eq!(g.insert(2, cfg, 15), Ok(1));
@@ -280,7 +280,7 @@ fn slots_are_reused_and_lanes_refuse_a_second_request() {
     for _ in 0..2 {
         g.poll(&mut host, |c, _| done.push(*c));
     }
-    assert_eq!(done.iter().map(|c| (c.token, c.status)).collect::<Vec<_>>(), [(10, NrtStatus::Success)]);
+    assert_eq!(done.iter().map(|c| (c.token, c.status())).collect::<Vec<_>>(), [(10, NrtStatus::Success)]);
     assert!(g.is_empty());
 }
 
@@ -407,7 +407,7 @@ fn a_faulted_request_hands_its_rings_back_at_completion() {
             g.insert(0, cfg, 0).unwrap();
             let mut r = None;
             while r.is_none() {
-                g.poll(&mut host, |c, _| r = Some(c.status));
+                g.poll(&mut host, |c, _| r = Some(c.status()));
             }
             assert_eq!(r, Some(NrtStatus::Timeout));
             d = host.lanes.pop().unwrap().0;
@@ -548,7 +548,7 @@ fn due_first_outcomes(
         .enumerate()
         .map(|(i, g)| {
             let (c, r) = g.unwrap();
-            outcome(c.step, c.status, &r, &lanes.host.lanes[i].0)
+            outcome(c.step, c.status(), &r, &lanes.host.lanes[i].0)
         })
         .collect();
     (outcomes, lanes.asked, sums)
@@ -617,7 +617,7 @@ fn a_lane_learns_from_its_done_requests_and_keeps_its_estimate_across_slots() {
     let mut n = 0;
     for t in [41_000u64, 81_000] {
         g.poll_due(&mut host, t, |c, _| {
-            assert_eq!((c.step, c.status, t), (Step::Done(NrtStatus::Success), NrtStatus::Success, 81_000));
+            assert_eq!((c.step, c.status(), t), (Step::Done(NrtStatus::Success), NrtStatus::Success, 81_000));
             n += 1;
         });
     }
@@ -642,7 +642,7 @@ fn a_lane_learns_from_its_done_requests_and_keeps_its_estimate_across_slots() {
     assert_eq!(g.insert(8, cfg, 4), Ok(0));
     assert_eq!(g.estimate(2), None, "lane 2's estimate went with slot 0");
     let mut seen = Vec::new();
-    g.poll_due(&mut host, 200_000, |c, _| seen.push((c.lane, c.status)));
+    g.poll_due(&mut host, 200_000, |c, _| seen.push((c.lane, c.status())));
     assert_eq!(seen, [(9, NrtStatus::InvalidHandle), (8, NrtStatus::InvalidHandle)]);
     assert_eq!((g.estimate(9), g.estimate(8)), (None, None));
     assert_eq!(g.insert(5, cfg, 5), Ok(0));
@@ -673,7 +673,7 @@ fn a_group_over_a_slice_or_a_borrowed_lanes_ends_requests_as_alone() {
     let blank = FakeDevice::new(Arch::Sunda, RING);
     let mut got: Vec<Option<Outcome>> = (0..3).map(|_| None).collect();
     for _ in 0..100 {
-        g.poll(&mut v[..], |c, r| got[usize::from(c.lane)] = Some(outcome(c.step, c.status, r, &blank)));
+        g.poll(&mut v[..], |c, r| got[usize::from(c.lane)] = Some(outcome(c.step, c.status(), r, &blank)));
     }
     for (i, o) in got.iter().enumerate() {
         let o = o.as_ref().expect("finished");
@@ -692,14 +692,14 @@ fn a_group_over_a_slice_or_a_borrowed_lanes_ends_requests_as_alone() {
     let mut borrowed = &mut host;
     let mut got = vec![None; 3];
     for _ in 0..100 {
-        g.poll_due(&mut borrowed, 0, |c, r| got[usize::from(c.lane)] = Some((c.step, c.status, *r.out_info())));
+        g.poll_due(&mut borrowed, 0, |c, r| got[usize::from(c.lane)] = Some((c.step, c.status(), *r.out_info())));
     }
     let want: Vec<_> = sync.iter().map(|o| Some((o.step, o.status, o.out))).collect();
     assert_eq!(got, want);
     // A lane past the slice's end fails cleanly.
     g.insert(3, ExecConfig::new(Arch::Sunda, 1, 1), 0).unwrap();
     let mut r = None;
-    g.poll(&mut v[..], |c, _| r = Some(c.status));
+    g.poll(&mut v[..], |c, _| r = Some(c.status()));
     assert_eq!(r, Some(NrtStatus::InvalidHandle));
 }
 

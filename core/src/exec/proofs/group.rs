@@ -308,7 +308,7 @@ pub(crate) fn group_ends_each_request_as_alone<A: Any>(mut any: A, ops: usize) {
             let Some(h) = held[c.slot].take() else { panic!("a completion from a free slot") };
             if let Some((steps, step, status, req)) = &h.alone {
                 assert_eq!(h.stepped, *steps, "a request ended after another number of steps than alone");
-                assert!(c.step == *step && c.status == *status, "a request ended otherwise than alone");
+                assert!(c.step == *step && c.status() == *status, "a request ended otherwise than alone");
                 assert!(same(r, req), "a request's final state differs from alone");
                 ended = true;
                 failed |= matches!(c.step, Step::Error(_));
@@ -466,7 +466,7 @@ pub(crate) fn group_missing_lane_fails_the_request<A: Any>(mut any: A) {
     assert_eq!(pass.stepped, 2, "both requests stepped");
     let c = got.expect("the request on a missing lane finishes at once");
     let invalid = NrtStatus::InvalidHandle;
-    assert!(c.step == Step::failed(invalid) && c.status == invalid, "it fails with NRT_INVALID_HANDLE");
+    assert!(c.step == Step::failed(invalid) && c.status() == invalid, "it fails with NRT_INVALID_HANDLE");
     assert_eq!(pass.completed, 1 + others);
     assert!(!group.lane_busy(missing) && group.in_flight() == 1 - others);
     cover!(first, "lane: the missing lane first in the group");

@@ -216,9 +216,6 @@ pub const fn dram_channels(arch: Arch) -> u32 {
     }
 }
 
-// The runtime versions the driver serves for `arch` (INFO-4), in `nrt_abi::rules`.
-pub use nrt_abi::rules::compatible_version;
-
 /// One line of the model's log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogLine {
@@ -643,7 +640,7 @@ impl Model {
             }
             R::CompatibleVersion(v) => {
                 // INFO-4: ncdev_compatible_version.
-                *v = compatible_version(self.arch);
+                *v = nrt_abi::rules::compatible_version(self.arch);
                 Ok(0)
             }
             R::CrwlReaderEnter(c) => self.crwl_reader_enter(pid, name, c),
