@@ -37,7 +37,8 @@
 //!   [`PollerConfig::recheck`] (so a late one costs one wake-up per recheck,
 //!   not a spin). A submission wakes the sleeping thread (its eventfd).
 //! - [`WaitPolicy::Spin`] (for a core the poller owns, e.g. pinned with
-//!   [`PollerConfig::cpu`]): it **spins** between passes while work is in
+//!   [`PollerConfig::cpu`]): each pass steps every due request (no recheck
+//!   interval), and it **spins** between passes while work is in
 //!   flight, for [`PollerConfig::spin_for`] after the last submission or
 //!   completion; then **yields** until [`PollerConfig::yield_for`]; then
 //!   **sleeps** [`PollerConfig::sleep_us`] between passes. A request whose
@@ -197,7 +198,10 @@ pub struct PollerConfig {
     /// wake-ups (less CPU); a bound within the lead plus the batch window gives
     /// the batch-window spacing.
     pub notice_bound: Duration,
-    /// A due request still in flight is stepped again after this long.
+    /// Hybrid and sleep: a due request still in flight is stepped again
+    /// after this long. A spinning poller owns its core and steps every due
+    /// request at every pass (its schedule's recheck is 0: a completion is
+    /// noticed within one pass, not within a recheck).
     pub recheck: Duration,
     /// Every request in flight is stepped at least this often.
     pub sweep_bound: Duration,
@@ -296,7 +300,8 @@ impl PollerConfig {
     /// The group's schedule for this configuration.
     pub fn schedule(&self) -> Schedule {
         let ahead_ns = if self.policy == WaitPolicy::Hybrid { ns(self.hybrid_batch) } else { 0 };
-        Schedule { sweep_bound_ns: ns(self.sweep_bound), recheck_ns: ns(self.recheck), ahead_ns }
+        let recheck_ns = if self.policy == WaitPolicy::Spin { 0 } else { ns(self.recheck) };
+        Schedule { sweep_bound_ns: ns(self.sweep_bound), recheck_ns, ahead_ns }
     }
 }
 
@@ -1142,7 +1147,9 @@ mod tests {
         assert_eq!(c.schedule(), Schedule { sweep_bound_ns: 900_000, recheck_ns: 7_000, ahead_ns: 20_000 });
         let s = PollerConfig { policy: WaitPolicy::Sleep, ..c };
         assert_eq!(s.schedule().ahead_ns, 0, "only a hybrid poller batches");
-        assert_eq!(PollerConfig { policy: WaitPolicy::Spin, ..c }.schedule().ahead_ns, 0);
+        assert_eq!(s.schedule().recheck_ns, 7_000, "a sleeping poller rechecks as asked");
+        let spin = PollerConfig { policy: WaitPolicy::Spin, ..c }.schedule();
+        assert_eq!((spin.ahead_ns, spin.recheck_ns), (0, 0), "a spinning poller steps every due request every pass");
         let huge = PollerConfig { sweep_bound: Duration::MAX, ..c };
         assert_eq!(huge.schedule().sweep_bound_ns, u64::MAX);
     }

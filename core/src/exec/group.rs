@@ -41,7 +41,8 @@
 //!   while in flight, it is stepped again every [`Schedule::recheck_ns`] (or
 //!   a quarter of its deviation, when longer: a lane whose times scatter is
 //!   looked at less often, which keeps a starved poller from spending every
-//!   pass on it).
+//!   pass on it); a recheck of 0 steps it at every pass while it is due (a
+//!   poller spinning on a core of its own).
 //! - Whatever the estimate, every request in flight is stepped at least once
 //!   per [`Schedule::sweep_bound_ns`] of the clock (default
 //!   [`DEFAULT_SWEEP_BOUND_NS`], 1 ms), provided passes are made at least as
@@ -177,7 +178,8 @@ pub struct Schedule {
     /// Every request in flight is stepped at least this often (ns).
     pub sweep_bound_ns: u64,
     /// A due request still in flight is stepped again after this long (ns;
-    /// capped by `sweep_bound_ns`).
+    /// capped by `sweep_bound_ns`), or a quarter of its lane's deviation when
+    /// that is longer; 0: at every pass while it is due (no widening).
     pub recheck_ns: u64,
     /// A pass also steps the requests due within this long after its clock
     /// (ns): a poller that wakes a little early still takes them.
@@ -523,8 +525,10 @@ fn next_step_ns(sched: &Schedule, est: &Estimate, kick: u64, now: u64) -> u64 {
     // A pass takes what is due within `ahead_ns` of it: such a request is
     // past its due time for this purpose.
     // Past it, the recheck widens with the lane's spread: a lane whose
-    // durations scatter widely is looked at less often per inference.
-    let recheck = sched.recheck_ns.max(est.spread_ns / 4);
+    // durations scatter widely is looked at less often per inference. A
+    // recheck of 0 is "every pass" (a poller that spins on a core of its own
+    // steps each due request at every pass: nothing to save by waiting).
+    let recheck = if sched.recheck_ns == 0 { 0 } else { sched.recheck_ns.max(est.spread_ns / 4) };
     let next = if now.saturating_add(sched.ahead_ns) < due { due } else { now.saturating_add(recheck) };
     next.min(bound)
 }

@@ -477,6 +477,10 @@ fn the_next_step_follows_the_estimate_within_the_sweep_bound() {
     let ahead = Schedule { ahead_ns: 100, ..sched };
     assert_eq!(next_step_ns(&ahead, &est, 100, 399), 500, "due later than the pass's window: at its time");
     assert_eq!(next_step_ns(&ahead, &est, 100, 400), 430, "due within the window: as if past it");
+    let every_pass = Schedule { recheck_ns: 0, ..sched };
+    assert_eq!(next_step_ns(&every_pass, &est, 100, 150), 500, "recheck 0: before its due time, still at it");
+    assert_eq!(next_step_ns(&every_pass, &est, 100, 500), 500, "recheck 0, past its due time: the next pass");
+    assert_eq!(next_step_ns(&every_pass, &wide, 100, 200), 200, "recheck 0: the spread does not widen it");
     let slow = Schedule { sweep_bound_ns: 20, recheck_ns: 30, ahead_ns: 0 };
     assert_eq!(next_step_ns(&slow, &est, 100, 600), 620, "a recheck capped by the bound");
     assert_eq!(next_step_ns(&sched, &long, u64::MAX - 5, u64::MAX - 2), u64::MAX, "saturates");
