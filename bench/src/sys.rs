@@ -8,11 +8,10 @@
 //! whatever the thread's CPU clock says).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nrt_linux::device::NeuronDevice;
-use nrt_linux::poller::set_timer_slack_1ns;
+use nrt_linux::poller::{set_timer_slack_1ns, PollerConfig};
 use nrt_linux::sys::pin_current_thread;
 use serde_json::json;
 
@@ -42,11 +41,12 @@ pub fn run() {
     println!("OS floor: ioctl round trip (ENOTTY) p50 {:.0} ns p99 {:.0} ns; usleep(1) lasts p50 {:.1} us (p99 {:.1} us) and costs {:.1} us of CPU (p50)",
         ioctl.p50, ioctl.p99, wall.p50 / 1e3, wall.p99 / 1e3, cpu.p50 / 1e3);
     let w = wake_cost(HYBRID_SLEEP);
+    let slice_ns = PollerConfig::default().hybrid_slice_ns();
     println!(
         "OS floor: a {} us sleep at 1 ns timer slack (the hybrid poller's) overshoots p50 {:.1} us (p99 {:.1} us), \
          costs its thread {:.1} us of CPU (p50), and takes {:.1} us from a thread counting on the same CPU \
-         ({} wake-ups; that thread kept {:.0} % of its count): a poller waking every 40 us pays {:.2} core for its \
-         wake-ups alone (spinning: 1.00)",
+         ({} wake-ups; that thread kept {:.0} % of its count): a hybrid poller waking once per {} us slice pays {:.2} \
+         core for its wake-ups alone (spinning: 1.00)",
         HYBRID_SLEEP.as_micros(),
         w.overshoot.p50 / 1e3,
         w.overshoot.p99 / 1e3,
@@ -54,7 +54,8 @@ pub fn run() {
         w.neighbour_loss_ns / 1e3,
         w.wakes,
         w.neighbour_kept * 100.0,
-        w.neighbour_loss_ns / 40_000.0,
+        slice_ns / 1000,
+        w.neighbour_loss_ns / slice_ns as f64,
     );
     write_json(
         "sys",
@@ -65,8 +66,10 @@ pub fn run() {
     );
 }
 
-/// The hybrid poller's typical sleep between passes (a 40 us slice less its
-/// lead and a pass).
+/// The hybrid poller's typical sleep between passes: its default slice
+/// (`PollerConfig::hybrid_slice_ns`, 40 us) less its 10 us lead and a pass;
+/// the instrumented run of BENCHMARKS.md "2026-12-02" asked for 28 us on
+/// average.
 const HYBRID_SLEEP: Duration = Duration::from_micros(20);
 
 /// How long each half of the neighbour measurement runs.
@@ -84,18 +87,26 @@ struct WakeCost {
     wakes: u64,
 }
 
-/// Counts on `cpu` for `run`, returning the count.
+/// Counts on `cpu` for `run` on a thread of its own (the caller's affinity
+/// stays as it was: `nrt-bench all` spawns the scale shapes from it next),
+/// returning the count. `started` is set when the count begins.
 fn count_on(cpu: usize, run: Duration, started: &AtomicBool) -> u64 {
-    let _ = pin_current_thread(cpu);
-    started.store(true, Ordering::Release);
-    let t = Instant::now();
-    let mut n = 0u64;
-    while t.elapsed() < run {
-        for _ in 0..1000 {
-            n = std::hint::black_box(n + 1);
-        }
-    }
-    n
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let _ = pin_current_thread(cpu);
+            started.store(true, Ordering::Release);
+            let t = Instant::now();
+            let mut n = 0u64;
+            while t.elapsed() < run {
+                for _ in 0..1000 {
+                    n = std::hint::black_box(n + 1);
+                }
+            }
+            n
+        })
+        .join()
+        .unwrap_or(0)
+    })
 }
 
 /// Sleeps of `sleep` with 1 ns timer slack, alone for their overshoot and
@@ -115,14 +126,10 @@ fn wake_cost(sleep: Duration) -> WakeCost {
             }
         });
     });
-    let started = AtomicBool::new(false);
-    let alone = count_on(cpu_id, NEIGHBOUR_RUN, &started);
-    let stop = Arc::new(AtomicBool::new(false));
-    let wakes = Arc::new(AtomicU64::new(0));
-    let started = AtomicBool::new(false);
+    let alone = count_on(cpu_id, NEIGHBOUR_RUN, &AtomicBool::new(false));
+    let (stop, wakes, started) = (AtomicBool::new(false), AtomicU64::new(0), AtomicBool::new(false));
     let beside = std::thread::scope(|s| {
-        let (stop, wakes, started) = (&stop, &wakes, &started);
-        s.spawn(move || {
+        s.spawn(|| {
             let _ = pin_current_thread(cpu_id);
             set_timer_slack_1ns();
             // Bounded: the counter's run ends by its own clock, then `stop`.
@@ -135,7 +142,7 @@ fn wake_cost(sleep: Duration) -> WakeCost {
                 wakes.fetch_add(1, Ordering::Relaxed);
             }
         });
-        let n = count_on(cpu_id, NEIGHBOUR_RUN, started);
+        let n = count_on(cpu_id, NEIGHBOUR_RUN, &started);
         stop.store(true, Ordering::Release);
         n
     });
