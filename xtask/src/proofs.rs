@@ -665,14 +665,17 @@ construction, has its exact range written as `consume_engine_stub_allows`, and
 shows the check can fail); and every status and timeout cause the real pieces
 return is checked, in the same tests, to be one the stubs' draws can give.
 
-The poll group's batched HEAD write-back (`write_back_heads`: HEAD written once for
-exactly the rings with reads to hand back, a failed write kept and reported) is a
-kani harness (`exec/proofs/group.rs`). The group's own properties (a slot reused
-only after its request is done, capacity never exceeded, a request ends as it does
-alone, a missing lane fails its request) run as `cargo test` tests against the real
-`progress_one_step`; their kani harnesses (each request's step a scripted
-`kani::stub`) are written but not armed: CBMC gave no verdict within 5 to 16
-minutes, and an armed harness that cannot finish would stop CI at kani's timeout.
+The poll group (`exec/proofs/group.rs`) is generic over what it holds
+(`exec::group::Harvest`, the one-step contract; `ExecRequest` by default) and never
+looks inside a request, so its own properties are proved over a request of a few
+words, `Scripted`, whose step reads its lane's clock and finishes when and how that
+lane's device says: a slot is reused only after its request is done, capacity is
+never exceeded and the refusals are exact, a request ends as the same request driven
+alone (same steps, step code, status and final state), a missing lane fails its
+request. The same bodies run as `cargo test` tests with the real `ExecRequest` too.
+The batched HEAD write-back a finishing `ExecRequest` makes (`write_back_heads`:
+HEAD written once for exactly the rings with reads to hand back, a failed write kept
+and reported) has its own harness.
 
 ## nrt-abi's harnesses
 

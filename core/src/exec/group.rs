@@ -93,6 +93,47 @@ impl<L: Lanes + ?Sized> Lanes for &mut L {
     }
 }
 
+/// What a poll group holds: a request with the one-step contract.
+///
+/// [`ExecRequest`] is the one every platform harvests, and the group's
+/// default. The group's own bookkeeping (slots, lanes, due times, reports)
+/// never looks inside a request: it calls these three methods, so it is one
+/// piece of code over any request that keeps the contract, and is proved
+/// (kani, `exec/proofs/group.rs`) over a small scripted one.
+///
+/// # For implementers
+///
+/// `step` is `progress_one_step`: non-blocking; [`Step::InFlight`] while in
+/// flight; once it returns [`Step::Done`] or [`Step::Error`] the request is
+/// terminal (every later call returns the same and changes nothing).
+pub trait Harvest {
+    /// What [`PollGroup::insert`] builds a request from.
+    type Config;
+    /// A request in INIT (`exec_request_init_state`).
+    fn start(cfg: Self::Config) -> Self;
+    /// One non-blocking step on its lane; the step that finishes the request
+    /// also hands its lane's rings back to the device where the lane batches
+    /// HEAD write-backs (what [`write_back_heads`] does for an [`ExecRequest`]).
+    fn step<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) -> Step;
+}
+
+/// `progress_one_step`; when the lane's notifications batch HEAD write-backs,
+/// the step that finishes the request hands back the rings it read before
+/// the group reports it (G-HEAD-BATCH).
+impl Harvest for ExecRequest {
+    type Config = ExecConfig;
+    fn start(cfg: ExecConfig) -> ExecRequest {
+        ExecRequest::new(cfg)
+    }
+    fn step<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) -> Step {
+        let step = self.progress_one_step(dev, nq);
+        if step != Step::InFlight && nq.head_batching() {
+            write_back_heads(dev, nq, self.tpb_count());
+        }
+        step
+    }
+}
+
 /// Why [`PollGroup::insert`] refused a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -240,8 +281,8 @@ struct History {
 }
 
 #[derive(Clone, Debug)]
-struct Slot {
-    req: ExecRequest,
+struct Slot<R> {
+    req: R,
     lane: u16,
     token: u64,
     /// The clock of the first due-first pass that saw the request.
@@ -250,10 +291,11 @@ struct Slot {
     next_ns: u64,
 }
 
-/// Up to `N` in-flight requests, stepped in turn by one poller.
+/// Up to `N` in-flight requests (each an `R`, by default an [`ExecRequest`]),
+/// stepped in turn by one poller.
 #[derive(Clone, Debug)]
-pub struct PollGroup<const N: usize> {
-    slots: [Option<Slot>; N],
+pub struct PollGroup<const N: usize, R: Harvest = ExecRequest> {
+    slots: [Option<Slot<R>>; N],
     /// `hist[i]`: the estimate of the lane slot `i` last held.
     hist: [History; N],
     schedule: Schedule,
@@ -263,17 +305,17 @@ pub struct PollGroup<const N: usize> {
     in_flight: usize,
 }
 
-impl<const N: usize> Default for PollGroup<N> {
+impl<const N: usize, R: Harvest> Default for PollGroup<N, R> {
     fn default() -> Self {
         PollGroup::new()
     }
 }
 
-impl<const N: usize> PollGroup<N> {
+impl<const N: usize, R: Harvest> PollGroup<N, R> {
     /// An empty group.
-    pub fn new() -> PollGroup<N> {
+    pub fn new() -> PollGroup<N, R> {
         PollGroup {
-            slots: core::array::from_fn(|_| None),
+            slots: [const { None }; N],
             hist: [History::default(); N],
             schedule: Schedule::default(),
             live: [0; N],
@@ -327,7 +369,7 @@ impl<const N: usize> PollGroup<N> {
     }
 
     /// The in-flight request in `slot`, if any.
-    pub fn request(&self, slot: usize) -> Option<&ExecRequest> {
+    pub fn request(&self, slot: usize) -> Option<&R> {
         self.slots.get(slot)?.as_ref().map(|s| &s.req)
     }
 
@@ -336,7 +378,7 @@ impl<const N: usize> PollGroup<N> {
     /// The group's loops run over `0..N` and ask this (or test a slot
     /// directly), rather than walk iterator adaptors: a constant bound is what
     /// kani unwinds them by.
-    fn live_slot(&self, i: usize) -> Option<&Slot> {
+    fn live_slot(&self, i: usize) -> Option<&Slot<R>> {
         if i >= self.in_flight {
             return None;
         }
@@ -356,7 +398,7 @@ impl<const N: usize> PollGroup<N> {
 
     /// Start harvesting a request for `cfg` on `lane` (`exec_request_init_state`);
     /// `token` comes back in its [`Completion`]. Returns the slot.
-    pub fn insert(&mut self, lane: u16, cfg: ExecConfig, token: u64) -> Result<usize, GroupError> {
+    pub fn insert(&mut self, lane: u16, cfg: R::Config, token: u64) -> Result<usize, GroupError> {
         if self.lane_busy(lane) {
             return Err(GroupError::LaneBusy);
         }
@@ -375,7 +417,7 @@ impl<const N: usize> PollGroup<N> {
         if hist.lane != Some(lane) {
             *hist = History { lane: Some(lane), est: Estimate::default() };
         }
-        *slot = Some(Slot { req: ExecRequest::new(cfg), lane, token, kick_ns: None, next_ns: 0 });
+        *slot = Some(Slot { req: R::start(cfg), lane, token, kick_ns: None, next_ns: 0 });
         *live = free;
         self.in_flight += 1;
         Ok(free)
@@ -384,14 +426,14 @@ impl<const N: usize> PollGroup<N> {
     /// One pass: step every in-flight request once (non-blocking), report each
     /// that finished to `done` with its final state, and free its slot.
     ///
-    /// When the lane's notifications batch HEAD write-backs, the rings the
-    /// finished request read are handed back before it is reported
-    /// (G-HEAD-BATCH). A request whose lane does not exist finishes with
+    /// When the lane's notifications batch HEAD write-backs, the step that
+    /// finishes a request hands back the rings it read, before it is reported
+    /// ([`Harvest::step`], G-HEAD-BATCH). A request whose lane does not exist finishes with
     /// [`Step::Error`] and `NRT_INVALID_HANDLE` (G-GROUP-LANE).
     pub fn poll<L, F>(&mut self, lanes: &mut L, done: F) -> Pass
     where
         L: Lanes + ?Sized,
-        F: FnMut(&Completion, &ExecRequest),
+        F: FnMut(&Completion, &R),
     {
         self.pass(lanes, None, done)
     }
@@ -403,7 +445,7 @@ impl<const N: usize> PollGroup<N> {
     pub fn poll_due<L, F>(&mut self, lanes: &mut L, now_ns: u64, done: F) -> Pass
     where
         L: Lanes + ?Sized,
-        F: FnMut(&Completion, &ExecRequest),
+        F: FnMut(&Completion, &R),
     {
         self.pass(lanes, Some(now_ns), done)
     }
@@ -426,7 +468,7 @@ impl<const N: usize> PollGroup<N> {
     fn pass<L, F>(&mut self, lanes: &mut L, now: Option<u64>, mut done: F) -> Pass
     where
         L: Lanes + ?Sized,
-        F: FnMut(&Completion, &ExecRequest),
+        F: FnMut(&Completion, &R),
     {
         let mut pass = Pass::default();
         let sched = self.schedule;
@@ -448,13 +490,7 @@ impl<const N: usize> PollGroup<N> {
             }
             pass.stepped += 1;
             let step = match lanes.lane(slot.lane) {
-                Some((dev, nq)) => {
-                    let step = slot.req.progress_one_step(dev, nq);
-                    if step != Step::InFlight && nq.head_batching() {
-                        write_back_heads(dev, nq, slot.req.tpb_count());
-                    }
-                    step
-                }
+                Some((dev, nq)) => slot.req.step(dev, nq),
                 None => Step::failed(NrtStatus::InvalidHandle),
             };
             let hist = self.hist.get_mut(idx);

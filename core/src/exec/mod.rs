@@ -43,7 +43,7 @@ pub use event::{ExecEvent, ProbeReason};
 #[cfg(any(test, feature = "test-utils"))]
 #[doc(hidden)]
 pub use finalize::parts as finalize_parts;
-pub use group::{Completion, Estimate, GroupError, Lanes, Pass, PollGroup, Schedule};
+pub use group::{Completion, Estimate, GroupError, Harvest, Lanes, Pass, PollGroup, Schedule};
 pub use matcher::{errtrig_block_of_tpb, IntcCauseLine61};
 pub use tensor::{NoWake, TensorCompletions, TensorWaker};
 

@@ -329,14 +329,10 @@ impl Default for Notifications {
 impl Notifications {
     /// No ring bound; INFER_STATUS ids {4,5,6,7,8}; identity calibration.
     pub fn new() -> Notifications {
-        let mut ids = heapless::Vec::new();
-        for id in super::INFER_STATUS_NQS {
-            // Capacity 8 holds the five ids.
-            let _ = ids.push(id);
-        }
         Notifications {
             rings: [[NqRing::UNBOUND; super::NQ_PER_CORE]; MAX_CORES],
-            infer_status_nqs: ids,
+            // The five ids in a capacity of 8 (checked when this compiles).
+            infer_status_nqs: heapless::Vec::from_array(super::INFER_STATUS_NQS),
             cal: [[TsCal::IDENTITY; ENGINES_PER_CORE]; MAX_CORES],
             sync: [SyncPoint::default(); MAX_CORES],
             errors: Deque::new(),

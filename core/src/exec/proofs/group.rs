@@ -8,23 +8,26 @@
 //! the group exactly as the same request driven alone on the same lane: after
 //! the same number of steps, with the same step code, status and final request.
 //!
-//! One kani harness is armed (`write_back_heads`); the group's three are
-//! written but not armed yet (see the end of this file). For kani the request's own step is a scripted one
-//! ([`scripted_step`]):
-//! deterministic in the request and in its lane's device, whose clock tells it
-//! when to finish and with which status, so a request stepped on the wrong
-//! lane, twice in a pass, or after it finished, ends differently than alone.
-//! The real `progress_one_step` is proved on its own (`step.rs`, every call of
-//! every harvest), and would make the group's solver run the whole machine per
-//! request per pass. Under `cargo test` the same bodies drive the real
-//! `progress_one_step` against the same lane devices.
+//! The group is generic over what it holds ([`Harvest`]) and never looks inside
+//! a request, so its bookkeeping is proved over a small request of its own,
+//! [`Scripted`]: deterministic in its lane's device, whose clock tells it when
+//! to finish and with which status, and which keeps every clock answer it read.
+//! A request stepped on the wrong lane, twice in a pass, or after it finished
+//! therefore ends differently than alone. The real `progress_one_step` is
+//! proved on its own (`step.rs`, every call of every harvest); under `cargo
+//! test` the same bodies run again with the real [`ExecRequest`] on the same
+//! lane devices.
+
+// Index loops over constant ranges, not iterator adaptors: kani unwinds them
+// by their bound.
+#![allow(clippy::needless_range_loop)]
 
 use core::cell::Cell;
 
 use crate::arch::{Arch, MAX_CORES};
-use crate::exec::group::{write_back_heads, Completion, GroupError, PollGroup};
+use crate::exec::group::{write_back_heads, Completion, GroupError, Harvest, Lanes, PollGroup};
 use crate::exec::ExecEvent;
-use crate::exec::{ExecConfig, ExecRequest, Step};
+use crate::exec::{ExecConfig, ExecDevice, ExecRequest, Step};
 use crate::hal::{self, ErrorKind, ErrorType};
 use crate::nq::{Notifications, INFER_STATUS_NQS};
 use crate::proofs::{cover, Any};
@@ -42,22 +45,31 @@ const LANES: usize = 3;
 /// ends on the first, second or third pass.
 const MAX_DONE_AT: u8 = 2;
 
-/// One lane's device: its clock answers `done bit | status | lane | reads`, so
-/// every answer names the lane and how many times it was read; its rings are
+/// The statuses a lane's request ends with: success, a NaN, a timeout and a
+/// status this project does not name. The group never looks at a status;
+/// these four, each ending clean (`Done`) or faulted (`Error`), tell one
+/// request's end from another's.
+const STATUSES: [NrtStatus; 4] =
+    [NrtStatus::Success, NrtStatus::ExecCompletedWithNumErr, NrtStatus::Timeout, NrtStatus::Other(0x7FFF_0001)];
+
+/// One lane's device: its clock answers `done bit | status | lane | clean bit |
+/// reads`, so every answer names the lane and how many times it was read; its rings are
 /// empty (every slot stale), its proxies healthy, its probes quiet.
 #[derive(Clone)]
 pub(crate) struct LaneDev {
     lane: u16,
     reads: Cell<u64>,
     done_at: u8,
-    code: u32,
+    /// Index of its status in [`STATUSES`].
+    code: u8,
+    clean: bool,
 }
 
 impl LaneDev {
     fn new<A: Any>(any: &mut A, lane: u16) -> LaneDev {
         let done_at = any.u8() % (MAX_DONE_AT + 1);
-        let code = if any.bool() { 0 } else { any.u32() & 0x7FFF_FFFF };
-        LaneDev { lane, reads: Cell::new(0), done_at, code }
+        let code = any.u8() % STATUSES.len() as u8;
+        LaneDev { lane, reads: Cell::new(0), done_at, code, clean: any.bool() }
     }
 }
 
@@ -86,7 +98,7 @@ impl hal::Clock for LaneDev {
         let k = self.reads.get();
         self.reads.set(k.wrapping_add(1));
         let done = u64::from(k >= u64::from(self.done_at)) << 63;
-        done | u64::from(self.code) << 32 | u64::from(self.lane) << 16 | (k & 0xFFFF)
+        done | u64::from(self.code) << 32 | u64::from(self.lane) << 16 | u64::from(self.clean) << 15 | (k & 0x7FFF)
     }
 }
 
@@ -102,46 +114,117 @@ impl crate::counters::CounterSink for LaneDev {}
 
 impl hal::TensorNotify for LaneDev {}
 
-/// What the group proofs run instead of `progress_one_step` under kani: a DONE
-/// request returns its cached result and changes nothing (the one-step
-/// contract); otherwise one clock read of its lane, kept in the request, and
-/// DONE with the clock's status once its finish bit is set.
-#[cfg(kani)]
-#[allow(dead_code)] // for the group harnesses listed at the end, not armed yet
-pub(crate) fn scripted_step<D: crate::exec::ExecDevice + ?Sized>(
-    this: &mut ExecRequest,
-    dev: &mut D,
-    _nq: &mut Notifications,
-) -> Step {
-    if this.state == crate::exec::ExecState::Done {
-        return this.result;
-    }
-    let t = dev.now_ns();
-    this.core_start_ns = t;
-    if t >> 63 == 0 {
-        return Step::InFlight;
-    }
-    let status = NrtStatus::from_code((t >> 32) as u32 & 0x7FFF_FFFF);
-    let step = if status.is_success() { Step::Done(status) } else { Step::failed(status) };
-    this.state = crate::exec::ExecState::Done;
-    this.result = step;
-    step
+/// A request of the group proofs: what the group is proved over.
+pub(crate) trait Proved: Harvest + Clone {
+    /// The configuration of every request here.
+    fn cfg() -> Self::Config;
+    /// `true` when two requests are in the same state.
+    fn same_as(&self, other: &Self) -> bool;
 }
 
-/// The configuration of every request here (one core: the group does not look
-/// inside a request).
-fn cfg() -> ExecConfig {
-    ExecConfig::new(Arch::Sunda, 1, 1)
+/// The real request, one core (the group does not look inside a request).
+impl Proved for ExecRequest {
+    fn cfg() -> ExecConfig {
+        ExecConfig::new(Arch::Sunda, 1, 1)
+    }
+    fn same_as(&self, other: &Self) -> bool {
+        same(self, other)
+    }
 }
 
-/// A copy of a lane's notification state for a request driven alone. Under
-/// kani the scripted step never reads it, and cloning the 64-record subscriber
-/// queue is a loop bounded only by the unwind limit: a new one then.
-fn nq_copy(nq: &Notifications) -> Notifications {
-    if cfg!(kani) {
-        Notifications::new()
-    } else {
-        nq.clone()
+/// The scripted request: each step reads its lane's clock once and folds the
+/// answer (which names the lane and how often it was read) into `seen`; from
+/// the first answer with the finish bit set it is DONE with the clock's status
+/// (`Done` when the clean bit is set, else `Error`), and then returns that
+/// result and changes nothing (the one-step contract). Its state is a few words, so the solver carries two of them
+/// through a pass where it could not carry two whole [`ExecRequest`]s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Scripted {
+    seen: u64,
+    steps: u32,
+    result: Option<Step>,
+}
+
+impl Harvest for Scripted {
+    type Config = ();
+    fn start((): ()) -> Scripted {
+        Scripted { seen: 0, steps: 0, result: None }
+    }
+    fn step<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, _nq: &mut Notifications) -> Step {
+        if let Some(done) = self.result {
+            return done;
+        }
+        let t = dev.now_ns();
+        self.seen = self.seen.rotate_left(17) ^ t;
+        self.steps = self.steps.wrapping_add(1);
+        if t >> 63 == 0 {
+            return Step::InFlight;
+        }
+        let status = STATUSES[(t >> 32) as usize % STATUSES.len()];
+        let clean = t & 1 << 15 != 0;
+        let step = if clean { Step::Done(status) } else { Step::failed(status) };
+        self.result = Some(step);
+        step
+    }
+}
+
+impl Proved for Scripted {
+    fn cfg() {}
+    fn same_as(&self, other: &Self) -> bool {
+        self == other
+    }
+}
+
+/// The lanes of the group proofs: a device each, and one notification state
+/// lent with every lane. The devices' rings are empty (every slot stale), so no
+/// request ever consumes a record and a lane's notification state is only
+/// read; one for all keeps the solver's lanes a few words each. `scratch` is
+/// the notification state of a request driven alone.
+pub(crate) struct ProofLanes<const K: usize> {
+    devs: [LaneDev; K],
+    nq: Notifications,
+    scratch: Notifications,
+}
+
+impl<const K: usize> ProofLanes<K> {
+    fn new<A: Any>(any: &mut A) -> ProofLanes<K> {
+        let devs = core::array::from_fn(|lane| LaneDev::new(any, lane as u16));
+        ProofLanes { devs, nq: Notifications::new(), scratch: Notifications::new() }
+    }
+
+    /// The same request driven alone on a copy of lane `lane`: the steps it
+    /// took, its step code and status, and the final request; `None` when it
+    /// did not finish within [`ALONE_STEPS`] or there is no such lane.
+    fn alone<R: Proved>(&mut self, lane: u16) -> Option<(u32, Step, NrtStatus, R)> {
+        let mut dev = self.devs.get(usize::from(lane))?.clone();
+        // Under kani the scripted request never reads it: no copy of the
+        // 64-record subscriber queue (a loop bounded only by the unwind limit).
+        if !cfg!(kani) {
+            self.scratch = self.nq.clone();
+        }
+        let mut req = R::start(R::cfg());
+        for k in 0..ALONE_STEPS {
+            let step = req.step(&mut dev, &mut self.scratch);
+            if let Some(status) = step.status() {
+                return Some((k as u32 + 1, step, status, req));
+            }
+        }
+        None
+    }
+}
+
+impl<const K: usize> Lanes for ProofLanes<K> {
+    type Dev = LaneDev;
+    fn lane(&mut self, lane: u16) -> Option<(&mut LaneDev, &mut Notifications)> {
+        // Each device by a constant index: the solver then knows which
+        // object a lane's device is (a symbolic index into the array would
+        // make every access through it a case split over the whole array).
+        for i in 0..K {
+            if usize::from(lane) == i {
+                return self.devs.get_mut(i).map(|d| (d, &mut self.nq));
+            }
+        }
+        None
     }
 }
 
@@ -150,41 +233,35 @@ fn nq_copy(nq: &Notifications) -> Notifications {
 /// compared only while it has not finished).
 const ALONE_STEPS: usize = if cfg!(kani) { MAX_DONE_AT as usize + 1 } else { 16 };
 
-/// The same request driven alone on a copy of the lane: the steps it took, its
-/// step code and status, and the final request; `None` when it did not finish
-/// within [`ALONE_STEPS`].
-fn alone(dev: &LaneDev, nq: &Notifications) -> Option<(u32, Step, NrtStatus, ExecRequest)> {
-    let (mut dev, mut nq) = (dev.clone(), nq_copy(nq));
-    let mut req = ExecRequest::new(cfg());
-    for k in 0..ALONE_STEPS {
-        let step = req.progress_one_step(&mut dev, &mut nq);
-        if let Some(status) = step.status() {
-            return Some((k as u32 + 1, step, status, req));
-        }
-    }
-    None
-}
-
 /// A slot of the model: the request's lane and token, how many passes stepped
 /// it, and how it ends alone.
 #[derive(Clone)]
-struct Held {
+struct Held<R> {
     lane: u16,
     token: u64,
     stepped: u32,
-    alone: Option<(u32, Step, NrtStatus, ExecRequest)>,
+    alone: Option<(u32, Step, NrtStatus, R)>,
+}
+
+/// `true` when the model holds a request on `lane`.
+fn holds_lane<R>(held: &[Option<Held<R>>; N], lane: u16) -> bool {
+    let mut any = false;
+    for s in 0..N {
+        any |= held[s].as_ref().is_some_and(|h| h.lane == lane);
+    }
+    any
 }
 
 /// The group and the model agree on what is held: the count, each slot, each lane.
-fn agrees(group: &PollGroup<N>, held: &[Option<Held>; N]) -> bool {
+fn agrees<R: Proved>(group: &PollGroup<N, R>, held: &[Option<Held<R>>; N]) -> bool {
     let mut count = 0;
     let mut ok = true;
-    for (s, h) in held.iter().enumerate() {
-        count += usize::from(h.is_some());
-        ok &= group.request(s).is_some() == h.is_some();
+    for s in 0..N {
+        count += usize::from(held[s].is_some());
+        ok &= group.request(s).is_some() == held[s].is_some();
     }
     for lane in 0..LANES as u16 {
-        ok &= group.lane_busy(lane) == held.iter().any(|h| h.as_ref().is_some_and(|h| h.lane == lane));
+        ok &= group.lane_busy(lane) == holds_lane(held, lane);
     }
     ok && group.in_flight() == count && count <= N && group.capacity() == N
 }
@@ -198,23 +275,19 @@ fn agrees(group: &PollGroup<N>, held: &[Option<Held>; N]) -> bool {
 /// its own lane and token, and frees that slot; a removal gives back exactly
 /// what the slot held; in-flight count, slots and busy lanes always agree with
 /// the model, within capacity.
-pub(crate) fn group_reuses_a_slot_only_after_its_request_is_done<A: Any>(mut any: A, ops: usize) {
-    let mut lanes: [(LaneDev, Notifications); LANES] = [
-        (LaneDev::new(&mut any, 0), Notifications::new()),
-        (LaneDev::new(&mut any, 1), Notifications::new()),
-        (LaneDev::new(&mut any, 2), Notifications::new()),
-    ];
-    let mut group = PollGroup::<N>::new();
-    let mut held: [Option<Held>; N] = [None, None];
+pub(crate) fn group_reuses_a_slot_only_after_its_request_is_done<R: Proved, A: Any>(mut any: A, ops: usize) {
+    let mut lanes = ProofLanes::<LANES>::new(&mut any);
+    let mut group = PollGroup::<N, R>::new();
+    let mut held: [Option<Held<R>>; N] = [None, None];
     let (mut reused, mut full, mut busy, mut removed) = (false, false, false, false);
     let mut ever: [bool; N] = [false; N];
     for op in 0..ops {
         match any.u8() % 3 {
             0 => {
                 let lane = (any.u8() % LANES as u8) as u16;
-                let lane_busy = held.iter().any(|h| h.as_ref().is_some_and(|h| h.lane == lane));
-                let all_held = held.iter().all(|h| h.is_some());
-                match group.insert(lane, cfg(), op as u64) {
+                let lane_busy = holds_lane(&held, lane);
+                let all_held = held[0].is_some() && held[1].is_some();
+                match group.insert(lane, R::cfg(), op as u64) {
                     Err(GroupError::LaneBusy) => {
                         assert!(lane_busy, "LaneBusy for a free lane");
                         busy = true;
@@ -236,7 +309,7 @@ pub(crate) fn group_reuses_a_slot_only_after_its_request_is_done<A: Any>(mut any
                 let in_flight = group.in_flight();
                 let mut done: [Option<Completion>; N] = [None; N];
                 let mut reports = 0usize;
-                let pass = group.poll(&mut lanes[..], |c, _| {
+                let pass = group.poll(&mut lanes, |c, _| {
                     if let Some(d) = done.get_mut(reports) {
                         *d = Some(*c);
                     }
@@ -244,7 +317,8 @@ pub(crate) fn group_reuses_a_slot_only_after_its_request_is_done<A: Any>(mut any
                 });
                 assert_eq!(pass.stepped, in_flight, "a pass steps every request in flight once");
                 assert_eq!(pass.completed, reports, "each finished request is reported once");
-                for c in done.iter().flatten() {
+                for d in 0..N {
+                    let Some(c) = &done[d] else { continue };
                     let h = held.get(c.slot).and_then(|h| h.as_ref());
                     assert!(h.is_some_and(|h| h.lane == c.lane && h.token == c.token), "reported from another slot");
                     assert!(matches!(c.step, Step::Done(_) | Step::Error(_)), "reported while in flight");
@@ -273,50 +347,48 @@ pub(crate) fn group_reuses_a_slot_only_after_its_request_is_done<A: Any>(mut any
 /// request driven alone from the same lane state: after as many steps (one per
 /// pass), with the same step code and status, and the same final request; and
 /// while it has not finished alone it is not reported in the group.
-pub(crate) fn group_ends_each_request_as_alone<A: Any>(mut any: A, ops: usize) {
-    let mut lanes: [(LaneDev, Notifications); LANES] = [
-        (LaneDev::new(&mut any, 0), Notifications::new()),
-        (LaneDev::new(&mut any, 1), Notifications::new()),
-        (LaneDev::new(&mut any, 2), Notifications::new()),
-    ];
-    let mut group = PollGroup::<N>::new();
-    let mut held: [Option<Held>; N] = [None, None];
+pub(crate) fn group_ends_each_request_as_alone<R: Proved, A: Any>(mut any: A, ops: usize) {
+    let mut lanes = ProofLanes::<LANES>::new(&mut any);
+    let mut group = PollGroup::<N, R>::new();
+    let mut held: [Option<Held<R>>; N] = [None, None];
     let (mut ended, mut two, mut failed) = (false, false, false);
     for op in 0..ops {
         if any.bool() {
             let lane = any.u8() % LANES as u8;
-            let (dev, nq) = &lanes[usize::from(lane)];
-            let expect = alone(dev, nq);
-            if let Ok(s) = group.insert(u16::from(lane), cfg(), op as u64) {
+            let expect = lanes.alone::<R>(u16::from(lane));
+            if let Ok(s) = group.insert(u16::from(lane), R::cfg(), op as u64) {
                 held[s] = Some(Held { lane: u16::from(lane), token: op as u64, stepped: 0, alone: expect });
             }
             continue;
         }
-        let mut got: [Option<(Completion, ExecRequest)>; N] = [None, None];
+        let mut got: [Option<(Completion, R)>; N] = [None, None];
         let mut reports = 0usize;
-        group.poll(&mut lanes[..], |c, r| {
+        group.poll(&mut lanes, |c, r| {
             if let Some(g) = got.get_mut(reports) {
                 *g = Some((*c, r.clone()));
             }
             reports += 1;
         });
-        for h in held.iter_mut().flatten() {
-            h.stepped += 1;
+        for s in 0..N {
+            if let Some(h) = &mut held[s] {
+                h.stepped += 1;
+            }
         }
         two |= reports == 2;
-        for (c, r) in got.iter().flatten() {
+        for g in 0..N {
+            let Some((c, r)) = &got[g] else { continue };
             let Some(h) = held[c.slot].take() else { panic!("a completion from a free slot") };
             if let Some((steps, step, status, req)) = &h.alone {
                 assert_eq!(h.stepped, *steps, "a request ended after another number of steps than alone");
                 assert!(c.step == *step && c.status() == *status, "a request ended otherwise than alone");
-                assert!(same(r, req), "a request's final state differs from alone");
+                assert!(r.same_as(req), "a request's final state differs from alone");
                 ended = true;
                 failed |= matches!(c.step, Step::Error(_));
             }
         }
-        for h in held.iter().flatten() {
-            if let Some((steps, ..)) = &h.alone {
-                assert!(h.stepped < *steps, "a request finished alone by now is still in the group");
+        for s in 0..N {
+            if let Some(Held { alone: Some((steps, ..)), stepped, .. }) = &held[s] {
+                assert!(*stepped < *steps, "a request finished alone by now is still in the group");
             }
         }
     }
@@ -394,7 +466,6 @@ impl<A: Any> hal::TensorNotify for FreshDev<A> {}
 /// back, at the ring's read pointer, and for no other ring; a ring whose write
 /// succeeded then has nothing unreported, one whose write failed keeps its reads
 /// for the next batch and is reported (`HeadWriteFailed` with its core and ring).
-#[allow(clippy::needless_range_loop)] // index loops: constant bounds for the solver
 pub(crate) fn write_back_heads_hands_back_exactly_the_reads<A: Any>(mut any: A) {
     let mut nq = Notifications::new();
     let cores = usize::from(any.u8() % 4);
@@ -447,16 +518,16 @@ pub(crate) fn write_back_heads_hands_back_exactly_the_reads<A: Any>(mut any: A) 
 /// A request whose lane does not exist finishes on its first pass with
 /// `Step::Error` and `NRT_INVALID_HANDLE` (G-GROUP-LANE), and the others in the
 /// same pass are stepped as usual.
-pub(crate) fn group_missing_lane_fails_the_request<A: Any>(mut any: A) {
-    let mut lanes: [(LaneDev, Notifications); 1] = [(LaneDev::new(&mut any, 0), Notifications::new())];
-    let mut group = PollGroup::<N>::new();
+pub(crate) fn group_missing_lane_fails_the_request<R: Proved, A: Any>(mut any: A) {
+    let mut lanes = ProofLanes::<1>::new(&mut any);
+    let mut group = PollGroup::<N, R>::new();
     let missing = 1 + u16::from(any.u8());
     let first = any.bool();
     let (a, b) = if first { (missing, 0) } else { (0, missing) };
-    assert!(group.insert(a, cfg(), 1).is_ok() && group.insert(b, cfg(), 2).is_ok());
+    assert!(group.insert(a, R::cfg(), 1).is_ok() && group.insert(b, R::cfg(), 2).is_ok());
     let mut got: Option<Completion> = None;
     let mut others = 0;
-    let pass = group.poll(&mut lanes[..], |c, _| {
+    let pass = group.poll(&mut lanes, |c, _| {
         if c.lane == missing {
             got = Some(*c);
         } else {
@@ -475,30 +546,40 @@ pub(crate) fn group_missing_lane_fails_the_request<A: Any>(mut any: A) {
 
 // The unwind bounds, each the longest loop of its harness plus one (kani's
 // unwinding assertions fail a proof whose loop needed more). The group's slot
-// and lane loops, and `write_back_heads`'s, run over constant ranges
-// (`0..N`, `0..MAX_CORES`, `0..MAX_INFER_STATUS_NQS`), which kani unwinds by
-// their bound, not by the unwind limit. A pass's loop runs at most 2 * N = 4
-// times, the operations as many as the harness gives.
-//
-// Armed: `prove_write_back_heads_hands_back_exactly_the_reads` (verified in
-// 62 s on the 2-vCPU machine at load 2 to 3, beside other builds).
-//
-// Not armed yet, with the bounds they would take: a harness that kani's
-// backstop stops would fail CI, so each is armed only once it has been seen
-// to verify. `prove_group_missing_lane_fails_the_request` (unwind 6, the
-// scripted step) still gave no verdict after 5 minutes of CBMC at load 2 to 3
-// with the constant-bound slot loops; the other two were not reached. Their
-// bodies run as tests (`cargo test`, against the real `progress_one_step`).
-// - `prove_group_reuses_a_slot_only_after_its_request_is_done()`: unwind 6, 5 operations,
-//   `#[kani::stub(ExecRequest::progress_one_step, scripted_step)]`.
-// - `prove_group_ends_each_request_as_alone()`: unwind 14, 4 operations, the scripted step.
-// - `prove_group_missing_lane_fails_the_request()`: unwind 6, the scripted step.
+// and lane loops run over constant ranges (`0..N`, `0..K`), which kani unwinds
+// by their bound; a pass's loop runs at most 2 * N = 4 times (each iteration
+// advances or unlinks); a request driven alone at most `ALONE_STEPS` = 3;
+// `Notifications::new` has no loop. So 5 covers every loop of the group
+// harnesses, the operations' included: each makes 4 operations, which reach
+// a slot reused, a full group, a busy lane and a removal, and two requests
+// ending in one pass, one of them failed. Longer sequences run as tests.
 
 #[cfg(kani)]
 #[kani::proof]
 #[kani::unwind(10)]
 fn prove_write_back_heads_hands_back_exactly_the_reads() {
     write_back_heads_hands_back_exactly_the_reads(crate::proofs::KaniAny);
+}
+
+#[cfg(kani)]
+#[kani::proof]
+#[kani::unwind(5)]
+fn prove_group_reuses_a_slot_only_after_its_request_is_done() {
+    group_reuses_a_slot_only_after_its_request_is_done::<Scripted, _>(crate::proofs::KaniAny, 4);
+}
+
+#[cfg(kani)]
+#[kani::proof]
+#[kani::unwind(5)]
+fn prove_group_ends_each_request_as_alone() {
+    group_ends_each_request_as_alone::<Scripted, _>(crate::proofs::KaniAny, 4);
+}
+
+#[cfg(kani)]
+#[kani::proof]
+#[kani::unwind(5)]
+fn prove_group_missing_lane_fails_the_request() {
+    group_missing_lane_fails_the_request::<Scripted, _>(crate::proofs::KaniAny);
 }
 
 #[cfg(test)]
@@ -512,7 +593,8 @@ mod tests {
         reset_covers();
         proptest!(ProptestConfig::with_cases(cases(1024)),
         |(bytes in proptest::collection::vec(any::<u8>(), 0..64), ops in 0usize..12)| {
-            group_reuses_a_slot_only_after_its_request_is_done(Bytes::new(&bytes), ops);
+            group_reuses_a_slot_only_after_its_request_is_done::<ExecRequest, _>(Bytes::new(&bytes), ops);
+            group_reuses_a_slot_only_after_its_request_is_done::<Scripted, _>(Bytes::new(&bytes), ops);
         });
         assert_covered(4);
     }
@@ -522,7 +604,8 @@ mod tests {
         reset_covers();
         proptest!(ProptestConfig::with_cases(cases(512)),
         |(bytes in proptest::collection::vec(any::<u8>(), 0..64), ops in 0usize..12)| {
-            group_ends_each_request_as_alone(Bytes::new(&bytes), ops);
+            group_ends_each_request_as_alone::<ExecRequest, _>(Bytes::new(&bytes), ops);
+            group_ends_each_request_as_alone::<Scripted, _>(Bytes::new(&bytes), ops);
         });
         assert_covered(3);
     }
@@ -542,7 +625,8 @@ mod tests {
         reset_covers();
         proptest!(ProptestConfig::with_cases(cases(256)),
         |(bytes in proptest::collection::vec(any::<u8>(), 0..16))| {
-            group_missing_lane_fails_the_request(Bytes::new(&bytes));
+            group_missing_lane_fails_the_request::<ExecRequest, _>(Bytes::new(&bytes));
+            group_missing_lane_fails_the_request::<Scripted, _>(Bytes::new(&bytes));
         });
         assert_covered(2);
     }
