@@ -252,6 +252,20 @@ pub(crate) fn consume_core_keeps_its_frame<A: Any>(mut any: A, core: usize) {
     cover!(r == Err(NrtStatus::ExecSwNqOverflow), "consume: an out-of-order record on an overflowed queue (1204)");
     cover!(r == Err(NrtStatus::Failure), "consume: a failed read or a bad record (1)");
     cover!(core == 1, "consume: the second core");
+    // As in the engine's property: outcomes the tie to the stub needs reached.
+    #[cfg(test)]
+    {
+        let mut start_to_complete = false;
+        for e in 0..ENGINES_PER_CORE {
+            start_to_complete |= before.tpb_exec_state[core][e] == TpbEngState::StartPending
+                && req.tpb_exec_state[core][e] == TpbEngState::Complete;
+        }
+        crate::proofs::hit(start_to_complete, "consume: an engine from START_PENDING to COMPLETE in one sweep");
+        crate::proofs::hit(
+            !eq(&before.slot_engine[core], &req.slot_engine[core]),
+            "consume: a CC or tensor record moved a slot engine",
+        );
+    }
 }
 
 /// Every value the stub of `consume_core` draws: the core's new substates,
@@ -404,6 +418,20 @@ pub(crate) fn consume_engine_keeps_its_frame<A: Any>(mut any: A, core: usize, en
     cover!(r == Err(NrtStatus::ExecSwNqOverflow), "engine: an out-of-order record on an overflowed queue (1204)");
     cover!(r == Err(NrtStatus::Failure), "engine: a failed read or a bad record (1)");
     cover!(r.is_ok() && after == before.tpb_exec_state[core][eng], "engine: nothing new");
+    // Outcomes the tie to the stub needs the tests' inputs to reach (the proofs
+    // need no such cover: their 2-entry rings read one record per batch).
+    #[cfg(test)]
+    {
+        let was = before.tpb_exec_state[core][eng];
+        crate::proofs::hit(
+            was == TpbEngState::StartPending && after == TpbEngState::Complete,
+            "engine: START and END in one batch",
+        );
+        crate::proofs::hit(
+            !eq(&before.slot_engine[core], &req.slot_engine[core]),
+            "engine: a CC or tensor record moved a slot engine",
+        );
+    }
 }
 
 /// Every value the stub of `consume_engine` draws: the engine's new substate,
@@ -778,6 +806,17 @@ pub(crate) fn finalize_keeps_its_contract<A: Any>(mut any: A, cores: u8) {
     cover!(matches!(step, Step::Error(_)) && out == NrtStatus::Failure, "finalize: 2, failed but no status: 1");
     cover!(timed_out && out != NrtStatus::Timeout, "finalize: a timeout classified as a hardware fault");
     cover!(cores == 2 && timed_out && out == NrtStatus::Timeout, "finalize: two cores, the hang wins");
+    // Outcomes the tie to the stub needs the tests' inputs to reach: each
+    // timeout cause (the proofs need no such cover: the stub of FINALIZE draws
+    // every cause).
+    #[cfg(test)]
+    for c in 0..MAX_CORES {
+        let cause = req.out_info.timeout_cause[c];
+        crate::proofs::hit(matches!(cause, Some(TimeoutCause::HbmUe(_))), "finalize: a timeout on an HBM UE");
+        crate::proofs::hit(cause == Some(TimeoutCause::DmaAbort), "finalize: a timeout on a DMA abort");
+        crate::proofs::hit(cause == Some(TimeoutCause::Collectives), "finalize: a timeout in collectives");
+        crate::proofs::hit(cause == Some(TimeoutCause::HangOnCompute), "finalize: a timeout, a hang on compute");
+    }
 }
 
 /// Every value the stub of FINALIZE draws: which slots held a record, the
@@ -1067,6 +1106,45 @@ mod tests {
             let mut bytes = prefix;
             while bytes.len() < 1200 {
                 bytes.extend_from_slice(&unit);
+            }
+            property(Bytes::new(&bytes));
+        });
+        // A repeated sequence of read answers, each "no failure" then a record
+        // with the phase bit set and subtype START, END, CUSTOM, CC_START or
+        // CC_END (the rest drawn), at any alignment: several records in one
+        // batch (START then END: an engine from START_PENDING to COMPLETE in
+        // one call) and the CC and tensor records that move a slot engine,
+        // outcomes the stubs must give and the patterns above almost never
+        // reach.
+        proptest!(ProptestConfig::with_cases(cases(2048)),
+        |(records in proptest::collection::vec((0usize..5, any::<[u8; 16]>()), 1..6),
+          prefix in proptest::collection::vec(any::<u8>(), 0..17))| {
+            let mut bytes = prefix;
+            while bytes.len() < 1200 {
+                for (kind, record) in &records {
+                    let mut unit = [0u8; 17];
+                    unit[1..].copy_from_slice(record);
+                    unit[1 + 3] |= 0x80;
+                    unit[1 + 6] = [2, 3, 6, 7, 8][*kind];
+                    unit[1 + 7] = 0;
+                    bytes.extend_from_slice(&unit);
+                }
+            }
+            property(Bytes::new(&bytes));
+        });
+        // A repeated sequence of "a byte, then a named status code" (a fault
+        // probe's "found" and its status, a proxy's failure), at any alignment:
+        // the statuses a random u32 almost never is (an HBM UE outranking a
+        // timeout, say).
+        proptest!(ProptestConfig::with_cases(cases(2048)),
+        |(units in proptest::collection::vec((any::<u8>(), 0..NrtStatus::ALL.len()), 1..6),
+          prefix in proptest::collection::vec(any::<u8>(), 0..5))| {
+            let mut bytes = prefix;
+            while bytes.len() < 1200 {
+                for (flag, status) in &units {
+                    bytes.push(*flag);
+                    bytes.extend_from_slice(&NrtStatus::ALL[*status].code().to_le_bytes());
+                }
             }
             property(Bytes::new(&bytes));
         });
