@@ -418,8 +418,10 @@ pub(crate) fn consume_engine_keeps_its_frame<A: Any>(mut any: A, core: usize, en
     cover!(r == Err(NrtStatus::ExecSwNqOverflow), "engine: an out-of-order record on an overflowed queue (1204)");
     cover!(r == Err(NrtStatus::Failure), "engine: a failed read or a bad record (1)");
     cover!(r.is_ok() && after == before.tpb_exec_state[core][eng], "engine: nothing new");
-    // Outcomes the tie to the stub needs the tests' inputs to reach (the proofs
-    // need no such cover: their 2-entry rings read one record per batch).
+    // Outcomes the tie to the stub needs the tests' inputs to reach, recorded
+    // for `assert_covered` only: the proofs need no such cover (their stubs
+    // draw every slot engine, and their 2-entry rings read one record per
+    // batch, so START and END never meet in one).
     #[cfg(test)]
     {
         let was = before.tpb_exec_state[core][eng];
