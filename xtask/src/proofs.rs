@@ -656,14 +656,27 @@ hand-written `kani::stub`s, because kani's contracts cannot state those layers:
 - the frame predicates compare the whole request before and after: an `old()` copy
   of the whole request per call, carried through every layer above.
 
-What ties each stub to its proof instead: the proof of each layer asserts the very
-predicate its stub assumes (`consume_core_post`, `finalize_post`,
-`postprocess_core_post`); the engine's stub, built to satisfy its predicate by
-construction, has its exact range written as `consume_engine_stub_allows`, and
-`cargo test` checks every real batch against it on generated inputs (in
-`consume_engine_N_keeps_its_frame_tests`; `consume_engine_stub_allows_only_what_the_stub_produces`
-shows the check can fail); and every status and timeout cause the real pieces
-return is checked, in the same tests, to be one the stubs' draws can give.
+What ties each stub to its proof and to the real function instead: each stub is a
+plain function, `*_stub_from`, compiled for the tests as for kani, that applies one
+choice (a struct of every value the stub draws: new substates, timestamps, fatal
+flags, statuses as codes, error classes as error records, timeout causes) and
+returns `None` for a choice outside the layer's guarantee; the `kani::stub` draws
+any choice, asserts the precondition its layer's proof assumed, and assumes the
+choice allowed. Kani checks the stubs against the proved predicates: the proof of
+each layer asserts the predicate its stub allows (`consume_engine_post`,
+`consume_core_post`, `postprocess_core_post`, `finalize_post`), which
+`consume_core_stub_from` and `finalize_stub_from` evaluate and the other stubs
+satisfy by construction. `cargo test` checks the stubs against the real functions:
+in each layer's property (`consume_engine_N_keeps_its_frame_tests`,
+`consume_core_keeps_its_frame_tests`, `postprocess_core_keeps_its_frame_tests`,
+`consume_error_block_keeps_its_frame_tests`, `finalize_keeps_its_contract_tests`),
+the real function's outcome on each generated input is read back as a choice, and
+the stub's own `*_stub_from`, run on a copy of the request before the call, must
+allow it and give exactly the real request (every field) and the real return
+(statuses, the error sweep's first error class, timeout causes included), so a
+stub narrower than the real function (one that promises more than the function
+keeps) fails a test; one `*_tie_rejects_what_the_stub_cannot_give` test per stub
+shows the check failing.
 
 The poll group (`exec/proofs/group.rs`) is generic over what it holds
 (`exec::group::Harvest`, the one-step contract; `ExecRequest` by default) and never

@@ -14,12 +14,46 @@
 //! request its callers can pass it, against any device ([`HavocDev`]): it
 //! writes only its own core's part of the request (its frame), it moves no
 //! engine's substate backwards, and what it returns is what the step relies on.
-//! The `*_stub` functions are those guarantees and nothing more: each asserts
-//! the precondition its proof assumed (so a caller outside the proved domain
-//! fails the step proof), then sets its frame to ANY value the guarantee allows
-//! (`kani::any` under `kani::assume` of the same predicate the proof asserts).
-//! A step proof with the stubs in place therefore covers every behaviour of the
-//! real pieces, and more.
+//! The `*_stub` functions are those guarantees and nothing more. Each is two
+//! functions:
+//!
+//! - `*_stub_from`, plain Rust compiled for the tests as for kani, applies one
+//!   *choice* to the request and returns what the piece returns, or `None` for
+//!   a choice the guarantee does not allow. A choice (`EngineChoice`,
+//!   `CoreChoice`, `RescaleChoice`, `ErrorSweepChoice`, `FinalizeChoice`) holds
+//!   every value the stub draws: the new substates, timestamps, slot engines,
+//!   fatal flags and durations, each status as its code
+//!   (`NrtStatus::from_code`), each error class as an error record (the class
+//!   is the decoder's, `ErrorEntry::class`), each timeout cause as a selector;
+//! - the stub the harnesses name asserts the precondition its proof assumed (so
+//!   a caller outside the proved domain fails the step proof), draws ANY choice
+//!   (`kani::any`), assumes `*_stub_from` allows it, and returns what it gives.
+//!
+//! A step proof with the stubs in place therefore covers every behaviour the
+//! stubs allow. That these include every behaviour of the real pieces is
+//! checked twice:
+//!
+//! - by kani, against the proved predicate: the proof of each piece asserts
+//!   the predicate of its stub ([`consume_engine_post`],
+//!   [`consume_core_post`], `postprocess_core_post`, [`finalize_post`]);
+//!   [`consume_core_stub_from`] and [`finalize_stub_from`] allow a choice
+//!   exactly when the outcome satisfies it, [`consume_engine_stub_from`] and
+//!   [`postprocess_core_stub_from`] satisfy it by construction and reach every
+//!   outcome it allows; but for statuses and error classes, which the stubs
+//!   draw as codes and records, so only those that `from_code` and the decoder
+//!   give (the error sweep's proof asserts nothing of what it returns: its
+//!   stub returns any of those);
+//! - by `cargo test`, against the real function: in each piece's property
+//!   (`*_keeps_its_frame`, `finalize_keeps_its_contract`), whenever it runs as
+//!   a test, the real piece's outcome is read back as a choice
+//!   (`*_stub_gives`), and `*_stub_from`, run on a copy of the request before
+//!   the call, must allow it and give exactly the real request, in every
+//!   field, and the real return (the error sweep: its status and first class).
+//!   This runs the stub's own code, on every generated input of the property;
+//!   a stub narrowed below the real function (a status, a substate move, a
+//!   timeout cause or an error class it cannot give, a field it does not
+//!   write) fails it, and each `*_tie_rejects_what_the_stub_cannot_give` test
+//!   shows the check failing on outcomes the stub cannot give.
 //!
 //! Why these are `kani::stub`s and not function contracts (`requires`,
 //! `ensures`, `modifies` proved by `proof_for_contract` and used through
@@ -30,15 +64,7 @@
 //! "never reads the clock" can no longer be shown) and their ring size (so the
 //! in-ring read check fails); and the frame predicates compare the whole
 //! request before and after, an `old()` copy of the whole request per call
-//! that kani would carry through every layer. So the stubs stay, and what ties
-//! each to its proof is checked twice: the proof asserts the very predicate the
-//! stub assumes (`consume_core_post`, `finalize_post`, `postprocess_core_post`),
-//! or, for the stubs built to satisfy it by construction, `cargo test` checks
-//! the real piece against the stub's own range on generated inputs
-//! ([`consume_engine_stub_allows`], asserted in the body of the engine's proof
-//! whenever it runs as a test); and every status and timeout cause the real
-//! pieces return is one the stubs' draws can give ([`stub_can_give`],
-//! [`stub_can_give_cause`], asserted likewise). The function contracts of the
+//! that kani would carry through every layer. The function contracts of the
 //! project are on the leaves, where the arguments are plain values
 //! (`finalize::rescale_ns`, the NQ producer's `push` and `on_head_write`).
 //!
@@ -47,14 +73,17 @@
 //! - they do not call the device: the proofs show each piece leaves
 //!   [`HavocDev`]'s clock where it was, and its other answers are fresh draws
 //!   independent of earlier calls, so the rest of the step sees the same device
-//!   either way (but for the count of events, which no property reads);
+//!   either way; what else the real pieces hand the device, events (counted by
+//!   [`HavocDev`]) and FINALIZE's counter updates (`CounterSink`, which
+//!   [`HavocDev`] ignores), no later call in the step and no step property
+//!   reads (the counters' own tests check what FINALIZE counts);
 //! - they do not change `nq`: the proofs show each piece changes in `nq` only its
 //!   own rings (an engine's batch its INFER_STATUS ring, the error sweep its
 //!   core's error ring and the subscriber queue, the rescale nothing), and
 //!   nothing later in the same step reads those: each engine of each core is
 //!   swept once per step from its own ring, FINALIZE reads the sync points, the
-//!   calibrations and each core's error ring once, and nothing after FINALIZE
-//!   reads `nq`. The step proofs do not
+//!   calibrations and each core's error ring once, nothing reads the subscriber
+//!   queue, and nothing after FINALIZE reads `nq`. The step proofs do not
 //!   carry `nq` from one step to the next (the ring cursor's own proofs,
 //!   `nq::ring::proofs`, cover the rings across calls).
 
@@ -63,10 +92,11 @@ use super::step::any_substate;
 use super::step::{any_request, bound_notifications, eq, ring_size, same, HavocDev};
 use crate::arch::{ENGINES_PER_CORE, MAX_CORES};
 use crate::exec::finalize::consume_error_block;
-use crate::exec::{ts_slot, ExecRequest, ExecState, Step, TpbEngState};
-#[cfg(kani)]
-use crate::nq::ErrorClass;
-use crate::nq::{Engine, Notifications, NqRing, TsCal, ERROR_NQ, INFER_STATUS_NQS, NQ_PER_CORE};
+use crate::exec::{fatal, ts_slot, ExecRequest, ExecState, Step, TimeoutCause, TpbEngState};
+use crate::nq::entry::ENTRY_SIZE;
+use crate::nq::{
+    Engine, ErrorClass, ErrorEntry, Notifications, NqRing, TsCal, ERROR_NQ, INFER_STATUS_NQS, NQ_PER_CORE,
+};
 use crate::proofs::{cover, Any};
 use crate::status::{NrtError, NrtStatus};
 
@@ -203,7 +233,7 @@ pub(crate) fn consume_core_keeps_its_frame<A: Any>(mut any: A, core: usize) {
     let r = req.consume_core(&mut dev, &mut nq, core);
     assert!(consume_core_post(&before, &req, core, r), "consume_core left its frame");
     #[cfg(test)]
-    assert!(r.err().is_none_or(|e| stub_can_give(e.status())), "a status the stub of consume_core cannot give");
+    assert!(consume_core_stub_gives(&before, &req, core, r), "a sweep the stub of consume_core cannot give");
     assert!(
         nq_frame(&nq_before, &view(&nq), core as u8, &INFER_STATUS_NQS, false),
         "consume_core changed another ring"
@@ -222,13 +252,83 @@ pub(crate) fn consume_core_keeps_its_frame<A: Any>(mut any: A, core: usize) {
     cover!(r == Err(NrtStatus::ExecSwNqOverflow), "consume: an out-of-order record on an overflowed queue (1204)");
     cover!(r == Err(NrtStatus::Failure), "consume: a failed read or a bad record (1)");
     cover!(core == 1, "consume: the second core");
+    // As in the engine's property: outcomes the tie to the stub needs reached.
+    #[cfg(test)]
+    {
+        let mut start_to_complete = false;
+        for e in 0..ENGINES_PER_CORE {
+            start_to_complete |= before.tpb_exec_state[core][e] == TpbEngState::StartPending
+                && req.tpb_exec_state[core][e] == TpbEngState::Complete;
+        }
+        crate::proofs::hit(start_to_complete, "consume: an engine from START_PENDING to COMPLETE in one sweep");
+        crate::proofs::hit(
+            !eq(&before.slot_engine[core], &req.slot_engine[core]),
+            "consume: a CC or tensor record moved a slot engine",
+        );
+    }
+}
+
+/// Every value the stub of `consume_core` draws: the core's new substates,
+/// timestamps, slot engines and fatal flags, whether it succeeds, and the
+/// status code of an error.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CoreChoice {
+    substates: [TpbEngState; ENGINES_PER_CORE],
+    ts: [u64; ts_slot::COUNT],
+    slot_engine: [u8; 3],
+    fatal: [bool; fatal::COUNT],
+    ok: bool,
+    code: u32,
+}
+
+/// The stub of `consume_core` for one choice: writes the choice into `core`'s
+/// frame and returns `Ok` or the error of the status code, or `None` when the
+/// outcome is not one [`consume_core_post`] allows (the step proofs never see
+/// such a choice; `this` is then left part-written).
+pub(super) fn consume_core_stub_from(
+    this: &mut ExecRequest,
+    core: usize,
+    c: &CoreChoice,
+) -> Option<Result<(), NrtError>> {
+    let before = this.clone();
+    this.tpb_exec_state[core] = c.substates;
+    this.vcore_notif_ts[core] = c.ts;
+    this.slot_engine[core] = c.slot_engine;
+    this.exec_fatal_status[core] = c.fatal;
+    let r = if c.ok { Ok(()) } else { Err(NrtError::failed(NrtStatus::from_code(c.code))) };
+    consume_core_post(&before, this, core, r).then_some(r)
+}
+
+/// The stub of `consume_core` gives the outcome `(after, r)` from `before`:
+/// the choice read off the outcome, applied to a copy of `before`, is allowed
+/// and gives `after` in every field and `r`. (`cargo test` runs it on every
+/// real sweep, in [`consume_core_keeps_its_frame`].)
+#[cfg(test)]
+pub(super) fn consume_core_stub_gives(
+    before: &ExecRequest,
+    after: &ExecRequest,
+    core: usize,
+    r: Result<(), NrtError>,
+) -> bool {
+    let c = CoreChoice {
+        substates: after.tpb_exec_state[core],
+        ts: after.vcore_notif_ts[core],
+        slot_engine: after.slot_engine[core],
+        fatal: after.exec_fatal_status[core],
+        ok: r.is_ok(),
+        code: r.err().map_or(0, NrtError::code),
+    };
+    let mut stubbed = before.clone();
+    consume_core_stub_from(&mut stubbed, core, &c) == Some(r) && same(&stubbed, after)
 }
 
 /// What the step proofs run instead of `consume_core`: its precondition checked,
-/// then ANY result and ANY new value of its frame that [`consume_core_post`]
-/// allows; `dev` and `nq` untouched (see the module docs).
+/// then ANY choice [`consume_core_stub_from`] allows (ANY result and ANY new
+/// value of its frame that [`consume_core_post`] allows); `dev` and `nq`
+/// untouched (see the module docs).
 #[cfg(kani)]
 #[allow(dead_code)] // named only by the step harnesses' `kani::stub` attributes
+#[allow(clippy::needless_range_loop)] // an index loop: a constant bound for the solver
 pub(crate) fn consume_core_stub<D: crate::exec::ExecDevice + ?Sized>(
     this: &mut ExecRequest,
     _dev: &mut D,
@@ -236,17 +336,21 @@ pub(crate) fn consume_core_stub<D: crate::exec::ExecDevice + ?Sized>(
     core: usize,
 ) -> Result<(), NrtError> {
     assert!(consume_core_pre(this, nq, core), "consume_core called outside its proved domain");
-    let before = this.clone();
-    let mut any = crate::proofs::KaniAny;
+    let mut substates = [TpbEngState::StartPending; ENGINES_PER_CORE];
     for e in 0..ENGINES_PER_CORE {
-        this.tpb_exec_state[core][e] = any_substate(&mut any);
+        substates[e] = any_substate(&mut crate::proofs::KaniAny);
     }
-    this.vcore_notif_ts[core] = kani::any();
-    this.slot_engine[core] = kani::any();
-    this.exec_fatal_status[core] = kani::any();
-    let r = if kani::any() { Ok(()) } else { Err(NrtError::failed(NrtStatus::from_code(kani::any()))) };
-    kani::assume(consume_core_post(&before, this, core, r));
-    r
+    let c = CoreChoice {
+        substates,
+        ts: kani::any(),
+        slot_engine: kani::any(),
+        fatal: kani::any(),
+        ok: kani::any(),
+        code: kani::any(),
+    };
+    let r = consume_core_stub_from(this, core, &c);
+    kani::assume(r.is_some());
+    r.unwrap_or(Err(NrtError::FAILURE))
 }
 
 /// The guarantee of `consume_engine(core, eng)`: as [`consume_core_post`], and
@@ -274,59 +378,6 @@ fn consume_engine_pre(r: &ExecRequest, nq: &Notifications, core: usize, eng: usi
         && consume_core_pre(r, nq, core)
 }
 
-/// What [`consume_engine_stub`] can produce, exactly (it is built to satisfy
-/// [`consume_engine_post`] by construction, so this mirrors its body): only
-/// the frame changes; the engine's substate from START_PENDING to any, from
-/// END_PENDING to END_PENDING or COMPLETE, COMPLETE stays; an `Ok` keeps the
-/// fatal flags; an `Err` carries a status other than `NRT_SUCCESS` that the
-/// stub's draw can give, with any fatal flags. `cargo test` checks every real
-/// batch against it (in [`consume_engine_keeps_its_frame`]).
-#[cfg_attr(not(test), allow(dead_code))] // checked by `cargo test` (see above)
-pub(super) fn consume_engine_stub_allows(
-    before: &ExecRequest,
-    after: &ExecRequest,
-    core: usize,
-    eng: usize,
-    result: Result<(), NrtError>,
-) -> bool {
-    let mut framed = before.clone();
-    framed.tpb_exec_state[core][eng] = after.tpb_exec_state[core][eng];
-    framed.vcore_notif_ts[core] = after.vcore_notif_ts[core];
-    framed.slot_engine[core] = after.slot_engine[core];
-    framed.exec_fatal_status[core] = after.exec_fatal_status[core];
-    let was = before.tpb_exec_state[core][eng];
-    let now = after.tpb_exec_state[core][eng];
-    let substate = match was {
-        TpbEngState::StartPending => true,
-        TpbEngState::EndPending => now != TpbEngState::StartPending,
-        TpbEngState::Complete => now == TpbEngState::Complete,
-    };
-    let result = match result {
-        Ok(()) => eq(&after.exec_fatal_status[core], &before.exec_fatal_status[core]),
-        Err(st) => !st.status().is_success() && stub_can_give(st.status()),
-    };
-    same(&framed, after) && substate && result
-}
-
-/// The stubs draw statuses as `NrtStatus::from_code(any u32)`: `st` is one of
-/// those (every named status, and `Other` of a code that names none).
-#[cfg_attr(not(test), allow(dead_code))] // checked by `cargo test` (see above)
-pub(super) fn stub_can_give(st: NrtStatus) -> bool {
-    NrtStatus::from_code(st.code()) == st
-}
-
-/// The timeout causes [`finalize_stub`] draws, by an exhaustive match with no
-/// wildcard: a new cause does not compile here until the stub draws it too.
-#[cfg_attr(not(test), allow(dead_code))] // checked by `cargo test` (see above)
-pub(super) fn stub_can_give_cause(c: &Option<crate::exec::TimeoutCause>) -> bool {
-    use crate::exec::TimeoutCause;
-    match c {
-        None => true,
-        Some(TimeoutCause::HbmUe(st)) => stub_can_give(*st),
-        Some(TimeoutCause::DmaAbort | TimeoutCause::Collectives | TimeoutCause::HangOnCompute) => true,
-    }
-}
-
 /// `consume_engine` keeps its frame (see [`consume_engine_post`]), changes in
 /// `nq` only its engine's ring, and never reads the clock; for any engine not
 /// COMPLETE of any core of any WAIT_CORE request, with any substates and any
@@ -352,9 +403,9 @@ pub(crate) fn consume_engine_keeps_its_frame<A: Any>(mut any: A, core: usize, en
     let mut dev = HavocDev::new(any, now, ring_size);
     let r = req.consume_engine(&mut dev, &mut nq, core, eng, engine);
     assert!(consume_engine_post(&before, &req, core, eng, r), "consume_engine left its frame");
-    // The stub the proof of `consume_core` runs instead covers this batch.
+    // The stub the proof of `consume_core` runs instead gives this batch.
     #[cfg(test)]
-    assert!(consume_engine_stub_allows(&before, &req, core, eng, r), "a batch its stub cannot produce");
+    assert!(consume_engine_stub_gives(&before, &req, core, eng, r), "a batch its stub cannot give");
     assert!(nq_frame(&nq_before, &view(&nq), core as u8, &[INFER_STATUS_NQS[eng]], false), "another ring changed");
     assert_eq!(dev.now.get(), now, "consume_engine read the clock");
     let after = req.tpb_exec_state[core][eng];
@@ -367,14 +418,94 @@ pub(crate) fn consume_engine_keeps_its_frame<A: Any>(mut any: A, core: usize, en
     cover!(r == Err(NrtStatus::ExecSwNqOverflow), "engine: an out-of-order record on an overflowed queue (1204)");
     cover!(r == Err(NrtStatus::Failure), "engine: a failed read or a bad record (1)");
     cover!(r.is_ok() && after == before.tpb_exec_state[core][eng], "engine: nothing new");
+    // Outcomes the tie to the stub needs the tests' inputs to reach, recorded
+    // for `assert_covered` only: the proofs need no such cover (their stubs
+    // draw every slot engine, and their 2-entry rings read one record per
+    // batch, so START and END never meet in one).
+    #[cfg(test)]
+    {
+        let was = before.tpb_exec_state[core][eng];
+        crate::proofs::hit(
+            was == TpbEngState::StartPending && after == TpbEngState::Complete,
+            "engine: START and END in one batch",
+        );
+        crate::proofs::hit(
+            !eq(&before.slot_engine[core], &req.slot_engine[core]),
+            "engine: a CC or tensor record moved a slot engine",
+        );
+    }
+}
+
+/// Every value the stub of `consume_engine` draws: the engine's new substate,
+/// the core's new timestamps and slot engines, whether it succeeds, and, for an
+/// error, the core's fatal flags and the status code.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct EngineChoice {
+    substate: TpbEngState,
+    ts: [u64; ts_slot::COUNT],
+    slot_engine: [u8; 3],
+    ok: bool,
+    fatal: [bool; fatal::COUNT],
+    code: u32,
+}
+
+/// The stub of `consume_engine` for one choice, built to satisfy
+/// [`consume_engine_post`] by construction (no copy of the request and no
+/// comparison for the solver): only the frame is written; the engine's substate
+/// stays or moves forward, to any later one (`None` for a choice that moves it
+/// back, before anything is written); the fatal flags change only with an
+/// error, whose status is never `NRT_SUCCESS` (`NrtError`).
+pub(super) fn consume_engine_stub_from(
+    this: &mut ExecRequest,
+    core: usize,
+    eng: usize,
+    c: &EngineChoice,
+) -> Option<Result<(), NrtError>> {
+    let forward = match this.tpb_exec_state[core][eng] {
+        TpbEngState::StartPending => true,
+        TpbEngState::EndPending => c.substate != TpbEngState::StartPending,
+        TpbEngState::Complete => c.substate == TpbEngState::Complete,
+    };
+    if !forward {
+        return None;
+    }
+    this.tpb_exec_state[core][eng] = c.substate;
+    this.vcore_notif_ts[core] = c.ts;
+    this.slot_engine[core] = c.slot_engine;
+    if c.ok {
+        return Some(Ok(()));
+    }
+    this.exec_fatal_status[core] = c.fatal;
+    Some(Err(NrtError::failed(NrtStatus::from_code(c.code))))
+}
+
+/// The stub of `consume_engine` gives the outcome `(after, r)` from `before`
+/// (as [`consume_core_stub_gives`]; `cargo test` runs it on every real batch,
+/// in [`consume_engine_keeps_its_frame`]).
+#[cfg(test)]
+pub(super) fn consume_engine_stub_gives(
+    before: &ExecRequest,
+    after: &ExecRequest,
+    core: usize,
+    eng: usize,
+    r: Result<(), NrtError>,
+) -> bool {
+    let c = EngineChoice {
+        substate: after.tpb_exec_state[core][eng],
+        ts: after.vcore_notif_ts[core],
+        slot_engine: after.slot_engine[core],
+        ok: r.is_ok(),
+        fatal: after.exec_fatal_status[core],
+        code: r.err().map_or(0, NrtError::code),
+    };
+    let mut stubbed = before.clone();
+    consume_engine_stub_from(&mut stubbed, core, eng, &c) == Some(r) && same(&stubbed, after)
 }
 
 /// What the proof of `consume_core` runs instead of `consume_engine`: its
-/// precondition checked, then ANY result and ANY new value of its frame that
-/// [`consume_engine_post`] allows (exactly [`consume_engine_stub_allows`]: keep
-/// the two in step); `dev` and `nq` untouched (see the module
-/// docs: an engine's batch changes only its own ring, which no other engine
-/// reads).
+/// precondition checked, then ANY choice [`consume_engine_stub_from`] allows;
+/// `dev` and `nq` untouched (see the module docs: an engine's batch changes
+/// only its own ring, which no other engine reads).
 #[cfg(kani)]
 #[allow(dead_code)] // named only by a harness's `kani::stub` attribute
 pub(crate) fn consume_engine_stub<D: crate::exec::ExecDevice + ?Sized>(
@@ -386,28 +517,17 @@ pub(crate) fn consume_engine_stub<D: crate::exec::ExecDevice + ?Sized>(
     engine: Engine,
 ) -> Result<(), NrtError> {
     assert!(consume_engine_pre(this, nq, core, eng, engine), "consume_engine called outside its proved domain");
-    // Built to satisfy `consume_engine_post` by construction (no copy of the
-    // request and no comparison for the solver): only the frame is written; the
-    // engine's substate stays or moves forward, to any later one; the fatal
-    // flags change only with an error, which never carries `NRT_SUCCESS`.
-    this.tpb_exec_state[core][eng] = match this.tpb_exec_state[core][eng] {
-        TpbEngState::StartPending => any_substate(&mut crate::proofs::KaniAny),
-        TpbEngState::EndPending => {
-            if kani::any() {
-                TpbEngState::EndPending
-            } else {
-                TpbEngState::Complete
-            }
-        }
-        TpbEngState::Complete => TpbEngState::Complete,
+    let c = EngineChoice {
+        substate: any_substate(&mut crate::proofs::KaniAny),
+        ts: kani::any(),
+        slot_engine: kani::any(),
+        ok: kani::any(),
+        fatal: kani::any(),
+        code: kani::any(),
     };
-    this.vcore_notif_ts[core] = kani::any();
-    this.slot_engine[core] = kani::any();
-    if kani::any() {
-        return Ok(());
-    }
-    this.exec_fatal_status[core] = kani::any();
-    Err(NrtError::failed(NrtStatus::from_code(kani::any())))
+    let r = consume_engine_stub_from(this, core, eng, &c);
+    kani::assume(r.is_some());
+    r.unwrap_or(Err(NrtError::FAILURE))
 }
 
 /// The guarantee of `postprocess_core(core)`: only `core`'s timestamp slots and
@@ -446,14 +566,45 @@ pub(crate) fn postprocess_core_keeps_its_frame<A: Any>(mut any: A, core: usize) 
     let mut dev = HavocDev::new(any, now, 32);
     req.postprocess_core(&mut dev, &nq, core);
     assert!(postprocess_core_post(&before, &req, core), "postprocess_core left its frame");
+    #[cfg(test)]
+    assert!(postprocess_core_stub_gives(&before, &req, core), "a rescale the stub of postprocess_core cannot give");
     assert_eq!(dev.now.get(), now, "postprocess_core read the clock");
     cover!(nonzero >= 2 && req.out_info.tpb_duration_us[core] > 0, "postprocess: a core with a duration");
     cover!(nonzero > 0 && uncalibrated && dev.events > 0, "postprocess: a slot without calibration, reported");
     cover!(core == 1, "postprocess: the second core");
 }
 
-/// What the step proofs run instead of `postprocess_core`: ANY new value of its
-/// frame; `dev` untouched (see the module docs).
+/// Every value the stub of `postprocess_core` draws: the core's new timestamp
+/// slots and duration.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RescaleChoice {
+    ts: [u64; ts_slot::COUNT],
+    duration: u64,
+}
+
+/// The stub of `postprocess_core` for one choice: writes it into `core`'s
+/// frame. Every choice is allowed ([`postprocess_core_post`] holds of each by
+/// construction).
+pub(super) fn postprocess_core_stub_from(this: &mut ExecRequest, core: usize, c: &RescaleChoice) {
+    this.vcore_notif_ts[core] = c.ts;
+    this.out_info.tpb_duration_us[core] = c.duration;
+}
+
+/// The stub of `postprocess_core` gives `after` from `before` (as
+/// [`consume_core_stub_gives`]; `cargo test` runs it on every real rescale, in
+/// [`postprocess_core_keeps_its_frame`]).
+#[cfg(test)]
+pub(super) fn postprocess_core_stub_gives(before: &ExecRequest, after: &ExecRequest, core: usize) -> bool {
+    let c = RescaleChoice { ts: after.vcore_notif_ts[core], duration: after.out_info.tpb_duration_us[core] };
+    let mut stubbed = before.clone();
+    postprocess_core_stub_from(&mut stubbed, core, &c);
+    same(&stubbed, after)
+}
+
+/// What the step proofs run instead of `postprocess_core`: its precondition
+/// checked (a core of the request's arrays: its proof draws every field it
+/// reads), then ANY choice [`postprocess_core_stub_from`] allows; `dev`
+/// untouched (see the module docs).
 #[cfg(kani)]
 #[allow(dead_code)] // named only by the step harnesses' `kani::stub` attributes
 pub(crate) fn postprocess_core_stub<D: crate::exec::ExecDevice + ?Sized>(
@@ -463,8 +614,18 @@ pub(crate) fn postprocess_core_stub<D: crate::exec::ExecDevice + ?Sized>(
     core: usize,
 ) {
     assert!(core < MAX_CORES, "postprocess_core called outside its proved domain");
-    this.vcore_notif_ts[core] = kani::any();
-    this.out_info.tpb_duration_us[core] = kani::any();
+    postprocess_core_stub_from(this, core, &RescaleChoice { ts: kani::any(), duration: kani::any() });
+}
+
+/// Where FINALIZE calls `consume_error_block`, and so what its proof assumes:
+/// a core, its error ring unbound or freshly bound (cursor at 0, 2 entries
+/// under kani).
+fn consume_error_block_pre(nq: &Notifications, core: u8) -> bool {
+    usize::from(core) < MAX_CORES
+        && nq.ring(core, ERROR_NQ).is_some_and(|ring| {
+            *ring == NqRing::UNBOUND
+                || (NqRing::new(ring.size_bytes()).ok() == Some(*ring) && (!cfg!(kani) || ring.size_bytes() == 32))
+        })
 }
 
 /// `consume_error_block` (the error-ring sweep of one core) changes in `nq` only
@@ -486,13 +647,15 @@ pub(crate) fn consume_error_block_keeps_its_frame<A: Any>(mut any: A, core: u8) 
         if let Some(r) = nq.ring_mut(core, ERROR_NQ) {
             *r = NqRing::UNBOUND;
         }
+        assert!(consume_error_block_pre(&nq, core));
         consume_error_block(&mut dev, &mut nq, core)
     } else {
+        assert!(consume_error_block_pre(&nq, core));
         consume_error_block(&mut dev, &mut nq, core)
     };
     assert!(nq_frame(&nq_before, &view(&nq), core, &[ERROR_NQ], true), "the error sweep changed another ring");
     #[cfg(test)]
-    assert!(stub_can_give(st), "a status the stub of the error sweep cannot give");
+    assert!(consume_error_block_stub_gives(st, class), "a sweep result the stub of the error sweep cannot give");
     assert_eq!(dev.now.get(), now, "the error sweep read the clock");
     cover!(unbound && st.is_success() && class.is_none(), "errors: an unbound ring is skipped");
     cover!(!unbound && class.is_some() && !st.is_success(), "errors: a record with a status");
@@ -500,24 +663,59 @@ pub(crate) fn consume_error_block_keeps_its_frame<A: Any>(mut any: A, core: u8) 
     cover!(core == 1, "errors: the second core");
 }
 
-/// What the step proofs run instead of `consume_error_block`: ANY status, and no
-/// first class or ANY class the error-record decoder gives; `dev` and `nq`
-/// untouched (see the module docs).
+/// Every value the stub of `consume_error_block` draws: the status code, and
+/// no first class or the error record whose class it is.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ErrorSweepChoice {
+    code: u32,
+    record: Option<[u8; ENTRY_SIZE]>,
+}
+
+/// The stub of `consume_error_block` for one choice: the status of the code,
+/// and the class the error-record decoder gives the record. Every choice is
+/// allowed (the step's properties hold for any status and any first class).
+pub(super) fn consume_error_block_stub_from(c: &ErrorSweepChoice) -> (NrtStatus, Option<ErrorClass>) {
+    (NrtStatus::from_code(c.code), c.record.as_ref().map(|raw| ErrorEntry::from_array(raw).class()))
+}
+
+/// An error record of class `class`: the first subtype that gives it, or a
+/// record of another class when none does (the tie that asks for it then
+/// fails).
+#[cfg(test)]
+fn record_of_class(class: ErrorClass) -> [u8; ENTRY_SIZE] {
+    let mut raw = [0; ENTRY_SIZE];
+    for subtype in 0..=crate::nq::error::ERROR_SUBTYPE_COUNT as u16 {
+        raw = ErrorEntry::new(subtype, 0, 0, 0).to_array();
+        if ErrorEntry::from_array(&raw).class() == class {
+            break;
+        }
+    }
+    raw
+}
+
+/// The stub of `consume_error_block` gives the sweep's result `(st, class)`
+/// (its status and first class; `cargo test` runs it on every real sweep, in
+/// [`consume_error_block_keeps_its_frame`]).
+#[cfg(test)]
+pub(super) fn consume_error_block_stub_gives(st: NrtStatus, class: Option<ErrorClass>) -> bool {
+    let c = ErrorSweepChoice { code: st.code(), record: class.map(record_of_class) };
+    consume_error_block_stub_from(&c) == (st, class)
+}
+
+/// What the step proofs run instead of `consume_error_block`: its precondition
+/// checked, then ANY choice [`consume_error_block_stub_from`] allows (ANY
+/// status, and no first class or ANY class the error-record decoder gives);
+/// `dev` and `nq` untouched (see the module docs).
 #[cfg(kani)]
 #[allow(dead_code)] // named only by the step harnesses' `kani::stub` attributes
 pub(crate) fn consume_error_block_stub<D: crate::exec::ExecDevice + ?Sized>(
     _dev: &mut D,
-    _nq: &mut Notifications,
+    nq: &mut Notifications,
     c: u8,
 ) -> (NrtStatus, Option<ErrorClass>) {
-    assert!(usize::from(c) < MAX_CORES, "consume_error_block called outside its proved domain");
-    let class = if kani::any() {
-        let raw: [u8; crate::nq::entry::ENTRY_SIZE] = kani::any();
-        Some(crate::nq::ErrorEntry::from_array(&raw).class())
-    } else {
-        None
-    };
-    (NrtStatus::from_code(kani::any()), class)
+    assert!(consume_error_block_pre(nq, c), "consume_error_block called outside its proved domain");
+    let record = if kani::any() { Some(kani::any()) } else { None };
+    consume_error_block_stub_from(&ErrorSweepChoice { code: kani::any(), record })
 }
 
 /// The guarantee of `finalize(fault)`: the request is DONE with its timestamps
@@ -547,6 +745,18 @@ pub(super) fn finalize_post(before: &ExecRequest, after: &ExecRequest, fault: Op
         && error_not_success
 }
 
+/// Where FINALIZE is called (the steps from WAIT_BARRIER_PROXY and WAIT_CORE),
+/// and so what its proof assumes: one or two cores, the timestamps still
+/// device timestamps. Of the request it reads only the core count, the
+/// statuses and (through its per-core pieces) the timestamps and slot engines,
+/// which its proof draws freely; the fields it does not read it leaves as they
+/// were (its frame), whatever they are.
+fn finalize_pre(r: &ExecRequest) -> bool {
+    (1..=MAX_CORES).contains(&r.tpb_count())
+        && !r.ts_is_cpu
+        && matches!(r.state, ExecState::WaitBarrierProxy | ExecState::WaitCore)
+}
+
 /// FINALIZE over one or two cores (`cores`) keeps [`finalize_post`], for any
 /// request its callers can pass: the WAIT_BARRIER_PROXY and WAIT_CORE steps call
 /// it before the timestamps are in CPU time, with any substates and timestamps,
@@ -572,8 +782,13 @@ pub(crate) fn finalize_keeps_its_contract<A: Any>(mut any: A, cores: u8) {
         }
     }
     let fault = if any.bool() { None } else { NrtError::new(NrtStatus::from_code(any.u32())) };
+    // Called from the barrier wait or the core wait (it reads neither state).
+    if any.bool() {
+        req.state = ExecState::WaitBarrierProxy;
+    }
     let ring_size = ring_size(&mut any);
     let mut nq = bound_notifications(&mut any, ring_size);
+    assert!(finalize_pre(&req));
     let before = req.clone();
     let now = any.u64();
     let mut dev = HavocDev::new(any, now, ring_size);
@@ -581,11 +796,7 @@ pub(crate) fn finalize_keeps_its_contract<A: Any>(mut any: A, cores: u8) {
     let out = step.status().unwrap_or(NrtStatus::Other(0xDEAD));
     assert!(finalize_post(&before, &req, fault, step), "FINALIZE broke its contract");
     #[cfg(test)]
-    for c in 0..MAX_CORES {
-        // Every value the stub of FINALIZE draws anew is one it can draw.
-        assert!(stub_can_give(out) && stub_can_give(req.out_info.exec_rets[c]), "a status the stub cannot give");
-        assert!(stub_can_give_cause(&req.out_info.timeout_cause[c]), "a timeout cause the stub cannot give");
-    }
+    assert!(finalize_stub_gives(&before, &req, fault, step), "a FINALIZE its stub cannot give");
     assert_eq!(dev.now.get(), now, "FINALIZE read the clock");
     let mut timed_out = false;
     for c in 0..MAX_CORES {
@@ -597,47 +808,138 @@ pub(crate) fn finalize_keeps_its_contract<A: Any>(mut any: A, cores: u8) {
     cover!(matches!(step, Step::Error(_)) && out == NrtStatus::Failure, "finalize: 2, failed but no status: 1");
     cover!(timed_out && out != NrtStatus::Timeout, "finalize: a timeout classified as a hardware fault");
     cover!(cores == 2 && timed_out && out == NrtStatus::Timeout, "finalize: two cores, the hang wins");
+    // Outcomes the tie to the stub needs the tests' inputs to reach: each
+    // timeout cause (the proofs need no such cover: the stub of FINALIZE draws
+    // every cause).
+    #[cfg(test)]
+    for c in 0..MAX_CORES {
+        let cause = req.out_info.timeout_cause[c];
+        crate::proofs::hit(matches!(cause, Some(TimeoutCause::HbmUe(_))), "finalize: a timeout on an HBM UE");
+        crate::proofs::hit(cause == Some(TimeoutCause::DmaAbort), "finalize: a timeout on a DMA abort");
+        crate::proofs::hit(cause == Some(TimeoutCause::Collectives), "finalize: a timeout in collectives");
+        crate::proofs::hit(cause == Some(TimeoutCause::HangOnCompute), "finalize: a timeout, a hang on compute");
+    }
 }
 
-/// What the step proofs run instead of `finalize`: ANY new timestamps and
+/// Every value the stub of FINALIZE draws: which slots held a record, the
+/// timestamps, and per core the status code, the duration, no first error
+/// class or the error record whose class it is, and the timeout cause (`0`
+/// none, `1` an HBM UE with the code `hbm`, `2` a DMA abort, `3` collectives,
+/// any other a hang on compute); then the status code of the return and
+/// whether it is 0 (else 2).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FinalizeChoice {
+    ts_recorded: [u16; MAX_CORES],
+    ts: [[u64; ts_slot::COUNT]; MAX_CORES],
+    rets: [u32; MAX_CORES],
+    durations: [u64; MAX_CORES],
+    records: [Option<[u8; ENTRY_SIZE]>; MAX_CORES],
+    causes: [u8; MAX_CORES],
+    hbm: [u32; MAX_CORES],
+    best: u32,
+    done: bool,
+}
+
+/// The stub of FINALIZE for one choice: the request DONE with the choice's
+/// timestamps (in CPU time) and `out_info`, the return of the choice cached;
+/// `None` when the outcome is not one [`finalize_post`] allows (the step
+/// proofs never see such a choice; `this` is then left part-written).
+#[allow(clippy::needless_range_loop)] // an index loop: a constant bound for the solver
+pub(super) fn finalize_stub_from(this: &mut ExecRequest, fault: Option<NrtError>, c: &FinalizeChoice) -> Option<Step> {
+    let before = this.clone();
+    this.state = ExecState::Done;
+    this.ts_is_cpu = true;
+    this.ts_recorded = c.ts_recorded;
+    this.vcore_notif_ts = c.ts;
+    for core in 0..MAX_CORES {
+        this.out_info.exec_rets[core] = NrtStatus::from_code(c.rets[core]);
+        this.out_info.tpb_duration_us[core] = c.durations[core];
+        this.out_info.err[core] = c.records[core].as_ref().map(|raw| ErrorEntry::from_array(raw).class());
+        this.out_info.timeout_cause[core] = match c.causes[core] {
+            0 => None,
+            1 => Some(TimeoutCause::HbmUe(NrtStatus::from_code(c.hbm[core]))),
+            2 => Some(TimeoutCause::DmaAbort),
+            3 => Some(TimeoutCause::Collectives),
+            _ => Some(TimeoutCause::HangOnCompute),
+        };
+    }
+    let best = NrtStatus::from_code(c.best);
+    let step = if c.done { Step::Done(best) } else { Step::Error(NrtError::failed(best)) };
+    this.result = step;
+    finalize_post(&before, this, fault, step).then_some(step)
+}
+
+/// The stub of FINALIZE gives the outcome `(after, step)` from `before` (as
+/// [`consume_core_stub_gives`]; `cargo test` runs it on every real FINALIZE,
+/// in [`finalize_keeps_its_contract`]). The timeout causes are read by an
+/// exhaustive match with no wildcard: a new cause does not compile here until
+/// the stub gives it too.
+#[cfg(test)]
+pub(super) fn finalize_stub_gives(
+    before: &ExecRequest,
+    after: &ExecRequest,
+    fault: Option<NrtError>,
+    step: Step,
+) -> bool {
+    let mut c = FinalizeChoice {
+        ts_recorded: after.ts_recorded,
+        ts: after.vcore_notif_ts,
+        rets: [0; MAX_CORES],
+        durations: after.out_info.tpb_duration_us,
+        records: [None; MAX_CORES],
+        causes: [0; MAX_CORES],
+        hbm: [0; MAX_CORES],
+        best: step.status().map_or(0, NrtStatus::code),
+        done: matches!(step, Step::Done(_)),
+    };
+    for core in 0..MAX_CORES {
+        c.rets[core] = after.out_info.exec_rets[core].code();
+        c.records[core] = after.out_info.err[core].map(record_of_class);
+        (c.causes[core], c.hbm[core]) = match after.out_info.timeout_cause[core] {
+            None => (0, 0),
+            Some(TimeoutCause::HbmUe(st)) => (1, st.code()),
+            Some(TimeoutCause::DmaAbort) => (2, 0),
+            Some(TimeoutCause::Collectives) => (3, 0),
+            Some(TimeoutCause::HangOnCompute) => (4, 0),
+        };
+    }
+    let mut stubbed = before.clone();
+    finalize_stub_from(&mut stubbed, fault, &c) == Some(step) && same(&stubbed, after)
+}
+
+/// What the step proofs run instead of `finalize`: its precondition checked,
+/// then ANY choice [`finalize_stub_from`] allows (ANY new timestamps and
 /// `out_info`, and the DONE state, return and cached status that
-/// [`finalize_post`] allows; `dev` and `nq` untouched (nothing in the step reads
-/// them after FINALIZE; see the module docs).
+/// [`finalize_post`] allows); `dev` and `nq` untouched (nothing in the step
+/// reads them after FINALIZE; see the module docs).
 #[cfg(kani)]
 #[allow(dead_code)] // named only by the step harnesses' `kani::stub` attributes
+#[allow(clippy::needless_range_loop)] // an index loop: a constant bound for the solver
 pub(crate) fn finalize_stub<D: crate::exec::ExecDevice + ?Sized>(
     this: &mut ExecRequest,
     _dev: &mut D,
     _nq: &mut Notifications,
     fault: Option<NrtError>,
 ) -> Step {
-    let before = this.clone();
-    this.state = ExecState::Done;
-    this.ts_is_cpu = true;
-    this.ts_recorded = kani::any();
-    this.vcore_notif_ts = kani::any();
-    for c in 0..MAX_CORES {
-        this.out_info.exec_rets[c] = NrtStatus::from_code(kani::any());
-        this.out_info.tpb_duration_us[c] = kani::any();
-        this.out_info.err[c] = if kani::any() {
-            let raw: [u8; crate::nq::entry::ENTRY_SIZE] = kani::any();
-            Some(crate::nq::ErrorEntry::from_array(&raw).class())
-        } else {
-            None
-        };
-        this.out_info.timeout_cause[c] = match kani::any::<u8>() {
-            0 => None,
-            1 => Some(crate::exec::TimeoutCause::HbmUe(NrtStatus::from_code(kani::any()))),
-            2 => Some(crate::exec::TimeoutCause::DmaAbort),
-            3 => Some(crate::exec::TimeoutCause::Collectives),
-            _ => Some(crate::exec::TimeoutCause::HangOnCompute),
-        };
+    assert!(finalize_pre(this), "finalize called outside its proved domain");
+    let mut records = [None; MAX_CORES];
+    for core in 0..MAX_CORES {
+        records[core] = if kani::any() { Some(kani::any()) } else { None };
     }
-    let best = NrtStatus::from_code(kani::any());
-    let step = if kani::any() { Step::Done(best) } else { Step::Error(NrtError::failed(best)) };
-    this.result = step;
-    kani::assume(finalize_post(&before, this, fault, step));
-    step
+    let c = FinalizeChoice {
+        ts_recorded: kani::any(),
+        ts: kani::any(),
+        rets: kani::any(),
+        durations: kani::any(),
+        records,
+        causes: kani::any(),
+        hbm: kani::any(),
+        best: kani::any(),
+        done: kani::any(),
+    };
+    let step = finalize_stub_from(this, fault, &c);
+    kani::assume(step.is_some());
+    step.unwrap_or(Step::InFlight)
 }
 
 // The harnesses. Unwind 14: the longest loop is over the 13 timestamp slots of a
@@ -809,35 +1111,93 @@ mod tests {
             }
             property(Bytes::new(&bytes));
         });
+        // A repeated sequence of read answers, each "no failure" then a record
+        // with the phase bit set and subtype START, END, CUSTOM, CC_START or
+        // CC_END (the rest drawn), at any alignment: several records in one
+        // batch (START then END: an engine from START_PENDING to COMPLETE in
+        // one call) and the CC and tensor records that move a slot engine,
+        // outcomes the stubs must give and the patterns above almost never
+        // reach.
+        proptest!(ProptestConfig::with_cases(cases(2048)),
+        |(records in proptest::collection::vec((0usize..5, any::<[u8; 16]>()), 1..6),
+          prefix in proptest::collection::vec(any::<u8>(), 0..17))| {
+            let mut bytes = prefix;
+            while bytes.len() < 1200 {
+                for (kind, record) in &records {
+                    let mut unit = [0u8; 17];
+                    unit[1..].copy_from_slice(record);
+                    unit[1 + 3] |= 0x80;
+                    unit[1 + 6] = [2, 3, 6, 7, 8][*kind];
+                    unit[1 + 7] = 0;
+                    bytes.extend_from_slice(&unit);
+                }
+            }
+            property(Bytes::new(&bytes));
+        });
+        // A repeated sequence of "a byte, then a named status code" (a fault
+        // probe's "found" and its status, a proxy's failure), at any alignment:
+        // the statuses a random u32 almost never is (an HBM UE outranking a
+        // timeout, say).
+        proptest!(ProptestConfig::with_cases(cases(2048)),
+        |(units in proptest::collection::vec((any::<u8>(), 0..NrtStatus::ALL.len()), 1..6),
+          prefix in proptest::collection::vec(any::<u8>(), 0..5))| {
+            let mut bytes = prefix;
+            while bytes.len() < 1200 {
+                for (flag, status) in &units {
+                    bytes.push(*flag);
+                    bytes.extend_from_slice(&NrtStatus::ALL[*status].code().to_le_bytes());
+                }
+            }
+            property(Bytes::new(&bytes));
+        });
         assert_covered(min_covers);
     }
 
-    /// The tie between the engine's stub and the real batch can fail: the
-    /// stub's range rejects every outcome the stub cannot produce.
+    /// `request` with the substate of `(core, eng)` changed to a different one.
+    fn other_substate(request: &ExecRequest, core: usize, eng: usize) -> ExecRequest {
+        let mut r = request.clone();
+        r.tpb_exec_state[core][eng] = match r.tpb_exec_state[core][eng] {
+            TpbEngState::Complete => TpbEngState::EndPending,
+            _ => TpbEngState::Complete,
+        };
+        r
+    }
+
+    /// A status whose code names another status: no draw of a status code
+    /// gives it.
+    const NOT_A_DRAW: NrtStatus = NrtStatus::Other(1);
+
+    /// The tie of the engine's stub to the real batch can fail: it holds of a
+    /// real batch (a failed read), and rejects every outcome the stub cannot
+    /// give; the stub rejects a choice that moves the substate back, and
+    /// writes nothing then.
     #[test]
-    fn consume_engine_stub_allows_only_what_the_stub_produces() {
-        let mut any = Bytes::new(&[]);
-        let before = any_request(&mut any, ExecState::WaitCore, Some(2));
+    fn consume_engine_tie_rejects_what_the_stub_cannot_give() {
         let (core, eng) = (1, 3);
-        let mut ok = before.clone();
-        ok.vcore_notif_ts[core][0] = 7;
-        assert!(consume_engine_stub_allows(&before, &ok, core, eng, Ok(())));
+        let bytes = [0xFF; 600];
+        let mut any = Bytes::new(&bytes);
+        let mut before = any_request(&mut any, ExecState::WaitCore, Some(2));
+        before.tpb_exec_state[core][eng] = TpbEngState::StartPending;
+        let mut nq = bound_notifications(&mut any, 32);
+        let mut after = before.clone();
+        let mut dev = HavocDev::new(any, 0, 32);
+        let r = after.consume_engine(&mut dev, &mut nq, core, eng, Engine::Dve);
+        assert_eq!(r, Err(NrtError::FAILURE), "every read fails on this device");
+        assert!(consume_engine_stub_gives(&before, &after, core, eng, r), "the real batch");
+
         let mut flagged = before.clone();
         flagged.exec_fatal_status[core][0] = !flagged.exec_fatal_status[core][0];
-        assert!(consume_engine_stub_allows(&before, &flagged, core, eng, Err(NrtError::FAILURE)));
-        assert!(!consume_engine_stub_allows(&before, &flagged, core, eng, Ok(())), "flags changed on Ok");
-        let other = Err(NrtError::failed(NrtStatus::Other(1)));
-        assert!(!consume_engine_stub_allows(&before, &ok, core, eng, other), "not a draw");
+        assert!(consume_engine_stub_gives(&before, &flagged, core, eng, Err(NrtError::FAILURE)));
+        assert!(!consume_engine_stub_gives(&before, &flagged, core, eng, Ok(())), "flags changed on Ok");
+        assert!(!consume_engine_stub_gives(&before, &after, core, eng, Err(NrtError::failed(NOT_A_DRAW))), "a status");
         let mut other_core = before.clone();
         other_core.vcore_notif_ts[0][0] ^= 1;
-        assert!(!consume_engine_stub_allows(&before, &other_core, core, eng, Ok(())), "another core");
-        let mut other_engine = before.clone();
-        other_engine.tpb_exec_state[core][eng - 1] = if before.tpb_exec_state[core][eng - 1] == TpbEngState::Complete {
-            TpbEngState::EndPending
-        } else {
-            TpbEngState::Complete
-        };
-        assert!(!consume_engine_stub_allows(&before, &other_engine, core, eng, Ok(())), "another engine");
+        assert!(!consume_engine_stub_gives(&before, &other_core, core, eng, Ok(())), "another core");
+        let other_engine = other_substate(&before, core, eng - 1);
+        assert!(!consume_engine_stub_gives(&before, &other_engine, core, eng, Ok(())), "another engine");
+        let mut state = before.clone();
+        state.state = ExecState::Done;
+        assert!(!consume_engine_stub_gives(&before, &state, core, eng, Ok(())), "outside the frame");
         for (was, now, allowed) in [
             (TpbEngState::StartPending, TpbEngState::Complete, true),
             (TpbEngState::EndPending, TpbEngState::Complete, true),
@@ -847,12 +1207,156 @@ mod tests {
             let (mut b, mut a) = (before.clone(), before.clone());
             b.tpb_exec_state[core][eng] = was;
             a.tpb_exec_state[core][eng] = now;
-            assert_eq!(consume_engine_stub_allows(&b, &a, core, eng, Ok(())), allowed, "{was:?} -> {now:?}");
+            assert_eq!(consume_engine_stub_gives(&b, &a, core, eng, Ok(())), allowed, "{was:?} -> {now:?}");
         }
-        let mut state = before.clone();
-        state.state = ExecState::Done;
-        assert!(!consume_engine_stub_allows(&before, &state, core, eng, Ok(())), "outside the frame");
-        assert!(stub_can_give(NrtStatus::Other(0xDEAD)) && !stub_can_give(NrtStatus::Other(0)));
+
+        let mut b = before.clone();
+        b.tpb_exec_state[core][eng] = TpbEngState::EndPending;
+        let back = EngineChoice {
+            substate: TpbEngState::StartPending,
+            ts: [1; ts_slot::COUNT],
+            slot_engine: [1; 3],
+            ok: true,
+            fatal: [true; fatal::COUNT],
+            code: 5,
+        };
+        let mut stubbed = b.clone();
+        assert_eq!(consume_engine_stub_from(&mut stubbed, core, eng, &back), None, "a substate moved back");
+        assert!(same(&stubbed, &b), "a rejected choice wrote the request");
+    }
+
+    /// The tie of the sweep's stub to the real sweep can fail: it holds of a
+    /// real sweep (its first batch fails), and rejects every outcome the stub
+    /// cannot give.
+    #[test]
+    fn consume_core_tie_rejects_what_the_stub_cannot_give() {
+        let core = 1;
+        let bytes = [0xFF; 600];
+        let mut any = Bytes::new(&bytes);
+        let before = any_request(&mut any, ExecState::WaitCore, Some(2));
+        let mut nq = bound_notifications(&mut any, 32);
+        let mut after = before.clone();
+        let mut dev = HavocDev::new(any, 0, 32);
+        let r = after.consume_core(&mut dev, &mut nq, core);
+        assert_eq!(r, Err(NrtError::FAILURE), "every read fails on this device");
+        assert!(consume_core_stub_gives(&before, &after, core, r), "the real sweep");
+
+        let mut forward = before.clone();
+        forward.tpb_exec_state[core] = [TpbEngState::Complete; ENGINES_PER_CORE];
+        forward.exec_fatal_status[core][1] = !forward.exec_fatal_status[core][1];
+        assert!(consume_core_stub_gives(&before, &forward, core, Err(NrtError::FAILURE)));
+        assert!(!consume_core_stub_gives(&before, &forward, core, Ok(())), "flags changed on Ok");
+        assert!(!consume_core_stub_gives(&before, &after, core, Err(NrtError::failed(NOT_A_DRAW))), "a status");
+        let mut back = before.clone();
+        back.tpb_exec_state[core][2] = TpbEngState::Complete;
+        let back_after = {
+            let mut a = back.clone();
+            a.tpb_exec_state[core][2] = TpbEngState::StartPending;
+            a
+        };
+        assert!(!consume_core_stub_gives(&back, &back_after, core, Ok(())), "a substate moved back");
+        let other_core = other_substate(&before, 0, 0);
+        assert!(!consume_core_stub_gives(&before, &other_core, core, Ok(())), "another core");
+        let mut clock = before.clone();
+        clock.core_start_ns ^= 1;
+        assert!(!consume_core_stub_gives(&before, &clock, core, Ok(())), "outside the frame");
+    }
+
+    /// The tie of the rescale's stub to the real rescale can fail: it holds of
+    /// a real rescale, and rejects a write outside the core's timestamps and
+    /// duration.
+    #[test]
+    fn postprocess_core_tie_rejects_what_the_stub_cannot_give() {
+        let core = 0;
+        let mut any = Bytes::new(&[]);
+        let mut before = any_request(&mut any, ExecState::WaitCore, Some(2));
+        before.vcore_notif_ts[core] = [3_000_000; ts_slot::COUNT];
+        before.vcore_notif_ts[core][ts_slot::end(0)] = 9_000_000;
+        let nq = Notifications::new();
+        let mut after = before.clone();
+        let mut dev = HavocDev::new(any, 0, 32);
+        after.postprocess_core(&mut dev, &nq, core);
+        assert_eq!(after.out_info.tpb_duration_us[core], 6_000, "a real rescale: 3 ms to 9 ms");
+        assert!(postprocess_core_stub_gives(&before, &after, core), "the real rescale");
+
+        let mut other_core = after.clone();
+        other_core.vcore_notif_ts[1][0] ^= 1;
+        assert!(!postprocess_core_stub_gives(&before, &other_core, core), "another core's timestamps");
+        let mut other_duration = after.clone();
+        other_duration.out_info.tpb_duration_us[1] ^= 1;
+        assert!(!postprocess_core_stub_gives(&before, &other_duration, core), "another core's duration");
+        let mut recorded = after.clone();
+        recorded.ts_recorded[core] ^= 1;
+        assert!(!postprocess_core_stub_gives(&before, &recorded, core), "outside the frame");
+    }
+
+    /// The tie of the error sweep's stub to the real sweep can fail: it holds
+    /// of a real sweep (a record of each class in turn), and rejects a status
+    /// no draw gives; every class is the class of some record.
+    #[test]
+    fn consume_error_block_tie_rejects_what_the_stub_cannot_give() {
+        for subtype in 0..=crate::nq::error::ERROR_SUBTYPE_COUNT as u16 {
+            let mut nq = bound_notifications(&mut Bytes::new(&[]), 32);
+            let mut record = ErrorEntry::new(subtype, 0, 0, 0).to_array();
+            record[crate::nq::entry::field::TAG] |= crate::nq::entry::field::PHASE_BIT;
+            // Every read succeeds and answers the record.
+            let mut bytes = Vec::new();
+            for _ in 0..4 {
+                bytes.push(0u8);
+                bytes.extend_from_slice(&record);
+            }
+            let mut dev = HavocDev::new(Bytes::new(&bytes), 0, 32);
+            let (st, class) = consume_error_block(&mut dev, &mut nq, 0);
+            let want = ErrorEntry::from_array(&record).class();
+            assert_eq!(class, Some(want), "subtype {subtype}: the sweep read its record");
+            assert!(consume_error_block_stub_gives(st, class), "subtype {subtype}: the real sweep");
+            assert!(ErrorEntry::from_array(&record_of_class(want)).class() == want);
+        }
+        assert!(consume_error_block_stub_gives(NrtStatus::Success, None));
+        assert!(!consume_error_block_stub_gives(NOT_A_DRAW, None), "a status");
+        assert!(!consume_error_block_stub_gives(NOT_A_DRAW, Some(ErrorClass::Oob)), "a status, with a class");
+    }
+
+    /// The tie of FINALIZE's stub to the real FINALIZE can fail: it holds of a
+    /// real FINALIZE, and rejects every outcome the stub cannot give; the
+    /// precondition its stub asserts rejects a request outside the proved
+    /// domain.
+    #[test]
+    fn finalize_tie_rejects_what_the_stub_cannot_give() {
+        let mut any = Bytes::new(&[]);
+        let mut before = any_request(&mut any, ExecState::WaitCore, Some(2));
+        before.out_info.exec_rets[1] = NrtStatus::Timeout;
+        let mut nq = bound_notifications(&mut any, 32);
+        assert!(finalize_pre(&before));
+        let mut after = before.clone();
+        let mut dev = HavocDev::new(any, 0, 32);
+        let fault = Some(NrtError::failed(NrtStatus::Timeout));
+        let step = after.finalize(&mut dev, &mut nq, fault);
+        assert_eq!(after.out_info.timeout_cause[1], Some(TimeoutCause::HangOnCompute), "a quiet device: a hang");
+        assert!(finalize_stub_gives(&before, &after, fault, step), "the real FINALIZE");
+
+        assert!(!finalize_stub_gives(&before, &after, None, step), "2 without a fault");
+        assert!(!finalize_stub_gives(&before, &after, fault, Step::InFlight), "1 from FINALIZE");
+        let substates = other_substate(&after, 0, 0);
+        assert!(!finalize_stub_gives(&before, &substates, fault, step), "outside the frame");
+        let mut hbm = after.clone();
+        hbm.out_info.timeout_cause[1] = Some(TimeoutCause::HbmUe(NrtStatus::ExecHwErrHbmUe));
+        assert!(finalize_stub_gives(&before, &hbm, fault, step), "another cause");
+        hbm.out_info.timeout_cause[1] = Some(TimeoutCause::HbmUe(NOT_A_DRAW));
+        assert!(!finalize_stub_gives(&before, &hbm, fault, step), "a cause's status");
+        let mut rets = after.clone();
+        rets.out_info.exec_rets[0] = NOT_A_DRAW;
+        assert!(!finalize_stub_gives(&before, &rets, fault, step), "a core's status");
+        let mut device_time = after.clone();
+        device_time.ts_is_cpu = false;
+        assert!(!finalize_stub_gives(&before, &device_time, fault, step), "timestamps left in device time");
+
+        let mut done = before.clone();
+        done.state = ExecState::Done;
+        assert!(!finalize_pre(&done), "a DONE request");
+        let mut cpu = before.clone();
+        cpu.ts_is_cpu = true;
+        assert!(!finalize_pre(&cpu), "timestamps already in CPU time");
     }
 
     #[test]
