@@ -261,6 +261,11 @@ impl NcCounterBlock {
         NcCounterBlock { values: [0; id::TOTAL_NC_COUNTER_COUNT] }
     }
 
+    /// A block holding `values`, by id (counters read back out of a datastore).
+    pub const fn from_values(values: [u64; id::TOTAL_NC_COUNTER_COUNT]) -> NcCounterBlock {
+        NcCounterBlock { values }
+    }
+
     /// Counter `id` (0 for an id past the block, as the driver's
     /// `get_neuroncore_counter_value` answers an invalid one).
     pub fn get(&self, id: usize) -> u64 {

@@ -46,13 +46,15 @@ impl core::fmt::Debug for Datastore {
 }
 
 impl Datastore {
-    /// This process's datastore: acquired (pid 0), mapped, its header written.
+    /// This process's datastore: acquired (pid 0), mapped, its header written
+    /// (`nds_header_t`: [`nds::NDS_SIGNATURE`] at [`nds::NDS_SIGNATURE_OFFSET`],
+    /// [`nds::NDS_VERSION`] at [`nds::NDS_VERSION_OFFSET`]).
     pub fn own(dev: Arc<NeuronDevice>) -> Result<Datastore, LinuxError> {
         let ds = Datastore::acquire(dev, 0)?;
         let map = ds.mapping()?;
         let sig = u32::from_le_bytes(nds::NDS_SIGNATURE);
-        map.write32(0, sig)
-            .and_then(|()| map.write32(4, nds::NDS_VERSION as u32))
+        map.write32(nds::NDS_SIGNATURE_OFFSET as u64, sig)
+            .and_then(|()| map.write32(nds::NDS_VERSION_OFFSET as u64, nds::NDS_VERSION as u32))
             .map_err(|e| ds.err("datastore header write", e))?;
         Ok(ds)
     }
@@ -160,8 +162,8 @@ impl Datastore {
     /// The header's signature and version.
     pub fn header(&self) -> Result<([u8; 4], i32), LinuxError> {
         let map = self.mapping()?;
-        let sig = map.read32(0).map_err(|e| self.err("datastore read", e))?;
-        let ver = map.read32(4).map_err(|e| self.err("datastore read", e))?;
+        let sig = map.read32(nds::NDS_SIGNATURE_OFFSET as u64).map_err(|e| self.err("datastore read", e))?;
+        let ver = map.read32(nds::NDS_VERSION_OFFSET as u64).map_err(|e| self.err("datastore read", e))?;
         Ok((sig.to_le_bytes(), ver as i32))
     }
 

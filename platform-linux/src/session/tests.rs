@@ -1521,3 +1521,50 @@ fn a_staging_failure_keeps_its_message_and_cores_typed_error() {
     // Any other error has none.
     assert_eq!(refused(&dev, "staging", "no buffer".into()).dma(), None);
 }
+
+/// What [`crate::datastore::Datastore::own`] and `write_nc` put in the
+/// driver's memory, read back word by word: the header's signature at
+/// `nds::NDS_SIGNATURE_OFFSET` (0) and its version at `nds::NDS_VERSION_OFFSET`
+/// (4), `nds_header_t`'s layout; each counter below `id::WRITTEN_END` of each
+/// of the 16 NCs at `nds::nc_counter_offset` (the header's macros, checked for
+/// every (NC, id) by nrt-abi's `every_counter_offset_is_the_header_macros`);
+/// and no other word of the datastore written.
+#[test]
+fn the_datastore_header_and_every_written_counter_land_on_the_driver_headers_words() {
+    use nrt_abi::nds;
+    use nrt_core::counters::{id, NcCounterBlock};
+    let (p, st) = fake_driver::install("dswords");
+    let dev = Arc::new(NeuronDevice::open(&p).unwrap());
+    let ds = crate::datastore::Datastore::own(dev).unwrap();
+    let value = |nc: usize, c: usize| ((nc as u64 + 1) << 32) | (c as u64 + 1);
+    for nc in 0..nds::NDS_NC_MAX {
+        let block = NcCounterBlock::from_values(std::array::from_fn(|c| value(nc, c)));
+        ds.write_nc(nc, &block).unwrap();
+    }
+    assert_eq!(ds.header().unwrap(), (*b"nds\0", 1));
+    let (off, _) = st.borrow().datastore.expect("acquired");
+    let mut want = std::collections::HashMap::new();
+    for nc in 0..nds::NDS_NC_MAX {
+        for c in 0..id::WRITTEN_END {
+            want.insert(nds::nc_counter_offset(nc, c).unwrap(), value(nc, c));
+        }
+    }
+    {
+        let s = st.borrow();
+        let m = s.map.as_ref().unwrap();
+        let word32 = |o: usize| m.load32(off + o as u64, Ordering::Acquire).unwrap();
+        assert_eq!(word32(0).to_le_bytes(), [b'n', b'd', b's', 0], "the signature at offset 0");
+        assert_eq!(word32(4), 1, "the version at offset 4");
+        for o in (nds::NDS_HEADER_SIZE..io_size()).step_by(8) {
+            let got = m.load64(off + o as u64, Ordering::Acquire).unwrap();
+            assert_eq!(got, want.get(&o).copied().unwrap_or(0), "the word at offset {o}");
+        }
+    }
+    assert_eq!(want.len(), nds::NDS_NC_MAX * id::WRITTEN_END, "every written word is its own");
+    drop(ds);
+    fake_driver::uninstall(&p);
+}
+
+fn io_size() -> usize {
+    crate::ioctl::NEURON_DATASTORE_SIZE as usize
+}
