@@ -49,8 +49,9 @@ pub mod id {
     /// `NDS_NC_COUNTER_ERR_NUMERICAL`.
     pub const ERR_NUMERICAL: usize = 8;
     /// `NDS_NC_COUNTER_ERR_MODEL` (neuron-monitor's `error_summary.model`).
-    /// Never incremented (G-NDS-UNWRITTEN): [`counters_for`] maps no status to
-    /// it, none of the seeds' statuses or error classes being the model's.
+    /// Never incremented (G-NDS-UNWRITTEN): [`counters_for`](super::counters_for)
+    /// maps no status to it, none of the seeds' statuses or error classes
+    /// being the model's.
     pub const ERR_MODEL: usize = 9;
     /// `NDS_NC_COUNTER_ERR_TRANSIENT`.
     pub const ERR_TRANSIENT: usize = 10;

@@ -29,7 +29,9 @@
 // An opaque harvest request.
 typedef struct nrt_request nrt_request;
 
-// Opaque ring state (cursors, calibration) of a device, shared by its requests.
+// Opaque ring state (cursors, calibration) of a device, shared by its
+// requests, and where their counters go ([`nrt_rings_count_into`]; nowhere
+// by default).
 typedef struct nrt_rings nrt_rings;
 
 // An open bring-up session (`nrt_session_open`): cores of a Neuron device
@@ -102,6 +104,21 @@ void nrt_request_free(struct nrt_request *req);
 
 // New ring state with no ring bound. Free with [`nrt_rings_free`].
 struct nrt_rings *nrt_rings_new(void);
+
+// Count every request harvested on `rings` from now on (by [`nrt_wait`],
+// [`nrt_progress_one_step`], or a poller made from them afterwards) in
+// `session`'s process datastore, as the session's own inferences are: the
+// rings' core `c` at the device's core `first + c` of the session's cores
+// (a core past the session's is not counted), added to whatever else of the
+// process counts there (the monitor reads one datastore per process). The
+// rings keep the datastore while they live, also after the session is
+// closed. Returns 0, or -1 for a null argument or a session without a
+// datastore (the reason for [`nrt_session_last_error`]).
+//
+// # Safety
+// `rings` is null or a live pointer from [`nrt_rings_new`]; `session` is
+// null or a live pointer from [`nrt_session_open`].
+int nrt_rings_count_into(struct nrt_rings *rings, const struct nrt_session *session);
 
 // Bind ring `(core, nq)` of `size_bytes` (a power of two, at least 32). Returns
 // 0, or -1 for a bad size, index or null pointer.

@@ -10,13 +10,22 @@
 //! datastore's chunk is device-lifespan, neuron_mmap.c `nmmap_mem`). Dropping either unmaps it, then releases it
 //! (`RELEASE_NEURON_DS`): the owner's release clears and zeroes it, a monitor's
 //! changes nothing (neuron_ds.c `neuron_ds_release_pid`).
+//!
+//! The driver keeps one datastore per process and device, with no count of
+//! its users: the owner's first release clears it. So a process counts
+//! through one [`ProcessCounters`] per device node ([`ProcessCounters::of`]:
+//! acquired once, released when the last user lets go), whose RAM blocks are
+//! the only copy it writes from: a session's own harvest, a poller's or an
+//! XU unit's, and a C runtime's rings ([`CounterTarget`]) add into the same
+//! counters, and none overwrites another's.
 
 use std::io;
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use nrt_abi::nds;
-use nrt_core::counters::{id, NcCounterBlock};
+use nrt_core::counters::{id, NcCounterBlock, NcUpdate};
 
 use crate::device::NeuronDevice;
 use crate::error::LinuxError;
@@ -198,5 +207,122 @@ impl Drop for Datastore {
         if let Err(e) = self.dev.release_neuron_ds(self.pid) {
             log::warn!("datastore release: {e}");
         }
+    }
+}
+
+/// This process's counters on one device: its datastore, acquired once per
+/// process and device node, and the RAM blocks of the datastore's 16 NCs it
+/// writes from, shared by every harvest of the process on the device (see the
+/// module's documentation). Released (unmapped, `RELEASE_NEURON_DS`) when the
+/// last holder drops it.
+pub struct ProcessCounters {
+    ds: Datastore,
+    blocks: Mutex<Vec<NcCounterBlock>>,
+}
+
+impl core::fmt::Debug for ProcessCounters {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ProcessCounters").field("datastore", &self.ds).finish()
+    }
+}
+
+/// The live [`ProcessCounters`] of this process, by device node and pid (a
+/// forked child is another process: the driver gives it a datastore of its
+/// own).
+fn registry() -> MutexGuard<'static, Vec<(PathBuf, u32, Weak<ProcessCounters>)>> {
+    static REGISTRY: Mutex<Vec<(PathBuf, u32, Weak<ProcessCounters>)>> = Mutex::new(Vec::new());
+    REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl ProcessCounters {
+    /// This process's counters on the device `dev` opened: the live ones of
+    /// its node if some harvest of the process holds them, else its datastore
+    /// acquired ([`Datastore::own`]) with every counter 0.
+    pub fn of(dev: &Arc<NeuronDevice>) -> Result<Arc<ProcessCounters>, LinuxError> {
+        let pid = std::process::id();
+        let mut reg = registry();
+        reg.retain(|(_, _, w)| w.strong_count() > 0);
+        let live = reg.iter().find(|(path, p, _)| path == dev.path() && *p == pid).and_then(|(_, _, w)| w.upgrade());
+        if let Some(c) = live {
+            return Ok(c);
+        }
+        let ds = Datastore::own(Arc::clone(dev))?;
+        let c = Arc::new(ProcessCounters { ds, blocks: Mutex::new(vec![NcCounterBlock::new(); nds::NDS_NC_MAX]) });
+        reg.push((dev.path().to_path_buf(), pid, Arc::downgrade(&c)));
+        Ok(c)
+    }
+
+    fn blocks(&self) -> MutexGuard<'_, Vec<NcCounterBlock>> {
+        self.blocks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Count `update` on the datastore's NC `nc` at `now_ns` (the clock the
+    /// update's start was read on): into the RAM block, then the block into
+    /// the datastore ([`Datastore::write_nc`]), under one lock, so that
+    /// concurrent harvests of the process add up. An NC past the datastore's
+    /// 16 is refused, naming it.
+    pub fn count(&self, nc: usize, update: &NcUpdate, now_ns: u64) -> Result<(), LinuxError> {
+        let mut blocks = self.blocks();
+        let Some(block) = blocks.get_mut(nc) else {
+            let why = format!("NC {nc}: the datastore has counters for NCs 0 to {}", nds::NDS_NC_MAX - 1);
+            return Err(self.ds.err("datastore write", io::Error::new(io::ErrorKind::InvalidInput, why)));
+        };
+        block.apply(update, now_ns);
+        self.ds.write_nc(nc, block)
+    }
+
+    /// NC `nc`'s counters as this process counted them (`None` past NC 15).
+    pub fn block(&self, nc: usize) -> Option<NcCounterBlock> {
+        self.blocks().get(nc).copied()
+    }
+
+    /// The datastore the counters are written to.
+    pub fn datastore(&self) -> &Datastore {
+        &self.ds
+    }
+}
+
+/// Where a harvest's counters go: a [`ProcessCounters`] and the datastore NCs
+/// of the harvest's cores (core `c` is NC `first_nc + c`; a core at or past
+/// `cores` is not this target's and is not counted). A session hands out its
+/// own ([`crate::session::Session::counter_target`]); a poller's or an XU
+/// unit's device holds one ([`crate::rings::MappedDevice::counters`], and
+/// for C, `nrt_rings_count_into`).
+#[derive(Clone, Debug)]
+pub struct CounterTarget {
+    counters: Arc<ProcessCounters>,
+    first_nc: u8,
+    cores: u8,
+}
+
+impl CounterTarget {
+    /// Cores `0..cores` of a harvest counted at NCs `first_nc..first_nc + cores`.
+    pub fn new(counters: Arc<ProcessCounters>, first_nc: u8, cores: u8) -> CounterTarget {
+        CounterTarget { counters, first_nc, cores }
+    }
+
+    /// Count `update` of the harvest's core `core` at `now_ns`: `Ok(false)`
+    /// for a core that is not the target's (nothing written).
+    pub fn count(&self, core: u8, update: &NcUpdate, now_ns: u64) -> Result<bool, LinuxError> {
+        if core >= self.cores {
+            return Ok(false);
+        }
+        let nc = usize::from(self.first_nc) + usize::from(core);
+        self.counters.count(nc, update, now_ns).map(|()| true)
+    }
+
+    /// The datastore NC of the harvest's core 0.
+    pub fn first_nc(&self) -> u8 {
+        self.first_nc
+    }
+
+    /// The harvest's cores counted.
+    pub fn cores(&self) -> u8 {
+        self.cores
+    }
+
+    /// The process's counters this target writes into.
+    pub fn counters(&self) -> &Arc<ProcessCounters> {
+        &self.counters
     }
 }

@@ -64,8 +64,10 @@ pub struct nrt_platform {
 /// An opaque harvest request.
 pub struct nrt_request(ExecRequest);
 
-/// Opaque ring state (cursors, calibration) of a device, shared by its requests.
-pub struct nrt_rings(pub(crate) Notifications);
+/// Opaque ring state (cursors, calibration) of a device, shared by its
+/// requests, and where their counters go ([`nrt_rings_count_into`]; nowhere
+/// by default).
+pub struct nrt_rings(pub(crate) Notifications, pub(crate) Option<crate::datastore::CounterTarget>);
 
 /// A decoded 16-byte INFER_STATUS entry.
 #[repr(C)]
@@ -86,18 +88,22 @@ pub struct nrt_entry {
 }
 
 /// The callback table as core's traits, remembering the latest clock value it
-/// handed out (for [`nrt_wait`]'s clock checks).
+/// handed out (for [`nrt_wait`]'s clock checks), with where its rings'
+/// requests are counted.
 pub(crate) struct CPlatform {
     p: nrt_platform,
     /// The largest `now_ns` value seen.
     clock_max: Cell<u64>,
     /// Whether `now_ns` returned a value above `clock_max` since the last look.
     clock_moved: Cell<bool>,
+    /// The rings' counter target ([`nrt_rings_count_into`]); `None` counts nothing.
+    counters: Option<crate::datastore::CounterTarget>,
 }
 
 impl CPlatform {
-    pub(crate) fn new(p: nrt_platform) -> CPlatform {
-        CPlatform { p, clock_max: Cell::new(0), clock_moved: Cell::new(false) }
+    /// The table `p`, counting into `counters` (its rings' target).
+    pub(crate) fn new(p: nrt_platform, counters: Option<crate::datastore::CounterTarget>) -> CPlatform {
+        CPlatform { p, clock_max: Cell::new(0), clock_moved: Cell::new(false), counters }
     }
 }
 
@@ -202,7 +208,21 @@ impl<E: Copy + Into<Event>> hal::EventSink<E> for CPlatform {
     }
 }
 
-impl nrt_core::counters::CounterSink for CPlatform {}
+impl nrt_core::counters::CounterSink for CPlatform {
+    /// FINALIZE's counters of core `core`, at the table's own clock (the one
+    /// the request's start was read on), into the rings' target: the process's
+    /// datastore at the session's NCs. Rings that count nowhere (the default:
+    /// a table's callbacks name no device, so the binding has no datastore
+    /// for them unless the caller names one) count nothing. A failed write is
+    /// logged; the harvest goes on.
+    fn nc_counters(&mut self, core: u8, update: &nrt_core::counters::NcUpdate) {
+        let Some(t) = &self.counters else { return };
+        let now = hal::Clock::now_ns(self);
+        if let Err(e) = t.count(core, update, now) {
+            log::warn!("nrt: counting core {core}'s request into the datastore: {e}");
+        }
+    }
+}
 
 impl hal::TensorNotify for CPlatform {
     fn tensor_completed(&mut self, core: u8, var_id: u16) -> Option<(u16, u32)> {
@@ -261,7 +281,43 @@ pub unsafe extern "C" fn nrt_request_free(req: *mut nrt_request) {
 /// New ring state with no ring bound. Free with [`nrt_rings_free`].
 #[no_mangle]
 pub extern "C" fn nrt_rings_new() -> *mut nrt_rings {
-    Box::into_raw(Box::new(nrt_rings(Notifications::new())))
+    Box::into_raw(Box::new(nrt_rings(Notifications::new(), None)))
+}
+
+/// Count every request harvested on `rings` from now on (by [`nrt_wait`],
+/// [`nrt_progress_one_step`], or a poller made from them afterwards) in
+/// `session`'s process datastore, as the session's own inferences are: the
+/// rings' core `c` at the device's core `first + c` of the session's cores
+/// (a core past the session's is not counted), added to whatever else of the
+/// process counts there (the monitor reads one datastore per process). The
+/// rings keep the datastore while they live, also after the session is
+/// closed. Returns 0, or -1 for a null argument or a session without a
+/// datastore (the reason for [`nrt_session_last_error`]).
+///
+/// # Safety
+/// `rings` is null or a live pointer from [`nrt_rings_new`]; `session` is
+/// null or a live pointer from [`nrt_session_open`].
+#[no_mangle]
+pub unsafe extern "C" fn nrt_rings_count_into(rings: *mut nrt_rings, session: *const nrt_session) -> c_int {
+    // SAFETY: null-checked; the caller guarantees both are live.
+    let (Some(r), Some(s)) = (unsafe { rings.as_mut() }, unsafe { session.as_ref() }) else {
+        session_fail(format!("nrt_rings_count_into: rings {rings:?}, session {session:?}: neither may be NULL"));
+        return -1;
+    };
+    match s.session.counter_target() {
+        Some(t) => {
+            r.1 = Some(t);
+            0
+        }
+        None => {
+            let why = s.session.datastore_error().map_or_else(|| "none was acquired".to_string(), ToString::to_string);
+            session_fail(format!(
+                "nrt_rings_count_into: the session on {} has no datastore to count into: {why}",
+                s.session.path().display()
+            ));
+            -1
+        }
+    }
 }
 
 /// Bind ring `(core, nq)` of `size_bytes` (a power of two, at least 32). Returns
@@ -314,7 +370,7 @@ pub unsafe extern "C" fn nrt_progress_one_step(
     if p.now_ns.is_none() {
         return -1;
     }
-    let mut dev = CPlatform::new(*p);
+    let mut dev = CPlatform::new(*p, rings.1.clone());
     let step = req.0.progress_one_step(&mut dev, &mut rings.0);
     if let Some(out) = step.status() {
         // SAFETY: null-checked; the caller guarantees it is writable.
@@ -369,7 +425,7 @@ pub unsafe extern "C" fn nrt_wait(
     let (status, n) = if p.now_ns.is_none() {
         (NrtStatus::Invalid, 0)
     } else {
-        let mut dev = CPlatform::new(*p);
+        let mut dev = CPlatform::new(*p, rings.1.clone());
         let mut delay = AnyDelay::new(if delay_kind == 0 { DelayKind::Libnrt } else { DelayKind::Adaptive });
         wait_bounded(&mut req.0, &mut dev, &mut rings.0, &mut delay)
     };

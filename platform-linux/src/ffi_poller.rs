@@ -14,7 +14,9 @@
 //! The poller calls each lane's callbacks from its own thread, and only from
 //! it: a platform table given here must be safe to call from a thread other
 //! than the caller's, one call at a time. The ring state is copied when the
-//! poller is made; the caller's `nrt_rings` are not updated by its harvest.
+//! poller is made (with where its requests are counted:
+//! `nrt_rings_count_into`); the caller's `nrt_rings` are not updated by its
+//! harvest.
 //!
 //! Each failure returns null or -1 and leaves one line naming the call, the
 //! argument and the reason for [`nrt_poller_last_error`] on the calling
@@ -99,7 +101,8 @@ pub const NRT_POLLER_HYBRID: u32 = 1;
 pub const NRT_POLLER_SLEEP: u32 = 2;
 
 /// Start a poller thread over `n_lanes` lanes: lane `i` is `platforms[i]` with
-/// a copy of `*rings[i]`. `cpu` >= 0 pins the thread to that CPU and makes it
+/// a copy of `*rings[i]` (its requests counted where those rings count,
+/// `nrt_rings_count_into`). `cpu` >= 0 pins the thread to that CPU and makes it
 /// spin between passes (`NRT_POLLER_SPIN`); `cpu` < 0 leaves it unpinned and
 /// hybrid (`NRT_POLLER_HYBRID`). [`nrt_poller_new_with_policy`] chooses the
 /// policy. Returns null
@@ -188,7 +191,7 @@ unsafe fn new_poller(
             fail(&format!("{call}: lane {i}: rings is null"));
             return std::ptr::null_mut();
         };
-        lanes.push((SendPlatform(CPlatform::new(*t)), r.0.clone()));
+        lanes.push((SendPlatform(CPlatform::new(*t, r.1.clone())), r.0.clone()));
     }
     let cfg = PollerConfig { cpu: usize::try_from(cpu).ok(), policy, ..PollerConfig::from_rt_env(&env) };
     match Poller::spawn(CLanes(lanes), cfg) {

@@ -207,3 +207,56 @@ fn a_monitor_reads_the_counters_of_every_status_from_another_process() {
     }
     assert!(failures.is_empty(), "{} of {} scenarios:\n{}", failures.len(), scenarios.len(), failures.join("\n\n"));
 }
+
+/// A C runtime's lanes count where its session's inferences do: under one
+/// `nrt-sim driver`, `tests/c/poller_counters.c` opens a session on core 0
+/// and points two lanes' rings at it (`nrt_rings_count_into`); a request
+/// harvested by a poller thread (NRT_SUCCESS) and one by `nrt_wait` (a NaN,
+/// 1003) are then in the process's datastore as `nrtctl stats`, a second
+/// process, reads it: while the session is open, and after it closed (the
+/// rings still hold the datastore); once the rings are freed it is released.
+#[test]
+fn a_c_pollers_and_nrt_waits_requests_count_in_the_sessions_datastore() {
+    if let Err(why) = common::user_notif() {
+        eprintln!("SKIPPED: nrt-sim driver cannot run here: {why}");
+        return;
+    }
+    let sim = common::nrt_sim();
+    let lib =
+        common::cargo_build(&["-p", "nrt-linux", "--lib", "--no-default-features"], "c-abi").join("libnrt_linux.a");
+    let dir = std::env::temp_dir().join(format!("nrt-stats-c-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prog = dir.join("poller_counters");
+    common::compile_c("poller_counters.c", &lib, &prog);
+    let (open, closed, freed) = (dir.join("open.json"), dir.join("closed.json"), dir.join("freed.txt"));
+    let o = common::without_rt_env(Command::new(&sim))
+        .args(["driver", "--scenario", "healthy-2core", "--"])
+        .arg(&prog)
+        .arg(env!("CARGO_BIN_EXE_nrtctl"))
+        .args([&open, &closed, &freed])
+        .output()
+        .expect("nrt-sim runs");
+    let read = |p: &PathBuf| std::fs::read_to_string(p).unwrap_or_default();
+    let (open, closed, freed) = (read(&open), read(&closed), read(&freed));
+    let _ = std::fs::remove_dir_all(&dir);
+    let ctx = format!(
+        "--- program\n{}\n--- driver\n{}\n--- open\n{open}\n--- closed\n{closed}\n--- freed\n{freed}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{ctx}");
+    for (when, text) in [("with the session open", &open), ("after the session closed", &closed)] {
+        let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{when}: {e}: {ctx}"));
+        let es = &v["execution_stats"];
+        let summary = &es["execution_summary"];
+        assert_eq!(summary["completed"], 1, "{when}: the poller's request: {ctx}");
+        assert_eq!(summary["completed_with_num_err"], 1, "{when}: nrt_wait's request: {ctx}");
+        assert_eq!(es["error_summary"]["numerical"], 1, "{when}: {ctx}");
+        let d = &es["latency_stats"]["device_latency"];
+        let (d0, d100) = (d["p0"].as_f64(), d["p100"].as_f64());
+        assert!(d0.is_some_and(|p| p > 0.0) && d0 == d100, "{when}: the two requests' identical records: {ctx}");
+        let t = &es["latency_stats"]["total_latency"];
+        assert!(t["p0"].as_f64().is_some_and(|p| p > 0.0), "{when}: two total latencies: {ctx}");
+    }
+    assert!(freed.contains("ENOENT"), "the datastore released with the rings: {ctx}");
+}

@@ -157,15 +157,18 @@ impl Session {
         Ok(s)
     }
 
-    /// This process's datastore (`ACQUIRE_NEURON_DS {pid 0}`, mapped, the
-    /// header written), where each request's counters go. A failure does not
+    /// This process's counters on the device: its datastore
+    /// (`ACQUIRE_NEURON_DS {pid 0}`, mapped, the header written), or the one
+    /// another harvest of the process already holds
+    /// ([`crate::datastore::ProcessCounters::of`]), where each request's
+    /// counters go, at the NCs of the session's cores. A failure does not
     /// stop the session: it is logged and kept ([`Session::datastore_error`]),
     /// and the counters stay in RAM only.
     fn acquire_datastore(&mut self) {
-        match crate::datastore::Datastore::own(Arc::clone(&self.dev)) {
-            Ok(ds) => {
+        match crate::datastore::ProcessCounters::of(&self.dev) {
+            Ok(c) => {
                 if let Some(d) = self.device.as_mut() {
-                    d.datastore = Some(ds);
+                    d.datastore = Some(crate::datastore::CounterTarget::new(c, self.first, self.cores));
                 }
             }
             Err(e) => {
