@@ -164,6 +164,9 @@ pub struct DriverDevice {
     pub(super) observe: bool,
     /// The counters of the session's cores, in RAM (also without a datastore).
     pub counters: NcCounters<MAX_CORES>,
+    /// The total latency counted for each logical core's request of the
+    /// harvest in progress, us (`None`: not counted yet).
+    pub(super) totals_us: [Option<u64>; MAX_CORES],
     /// The first failed datastore write (the harvest goes on: counters are
     /// advisory).
     pub datastore_error: Option<LinuxError>,
@@ -202,6 +205,7 @@ impl DriverDevice {
             gone: None,
             datastore: None,
             counters: NcCounters::new(),
+            totals_us: [None; MAX_CORES],
             datastore_error: None,
         }
     }
@@ -214,6 +218,7 @@ impl DriverDevice {
         self.failures = 0;
         self.reads = 0;
         self.gone = None;
+        self.totals_us = [None; MAX_CORES];
     }
 
     /// Why the device file stopped answering, if it did (G-DRV-GONE).
@@ -389,6 +394,9 @@ impl nrt_core::counters::CounterSink for DriverDevice {
         let now = self.clock.now_ns();
         if !self.counters.apply(core, update, now) {
             return;
+        }
+        if let (true, Some(slot)) = (update.harvested, self.totals_us.get_mut(usize::from(core))) {
+            *slot = Some(update.total_latency_us(now));
         }
         if let Some(t) = &self.datastore {
             if let Err(e) = t.count(core, update, now) {

@@ -34,6 +34,11 @@ pub struct Inference {
     /// The time (us) of each HEAD write-back, at most `MAX_OBSERVED`; empty
     /// unless [`Session::observe_harvests`] is on.
     pub head_writes_us: Vec<u64>,
+    /// The total latency counted for each logical core, us (the sample the
+    /// datastore's `LATENCY_TOTAL` window got: the request's first step to
+    /// the counter update, inside [`elapsed_ns`](Self::elapsed_ns)); `None`
+    /// for a core not counted.
+    pub total_latency_us: [Option<u64>; MAX_CORES],
 }
 
 impl Session {
@@ -264,6 +269,7 @@ impl Session {
             probe_error: d.probe_error.take().map(|e| e.to_string()),
             passes_us: delay.passes_us,
             head_writes_us: std::mem::take(&mut d.head_writes_us),
+            total_latency_us: d.totals_us,
         })
     }
 
