@@ -26,7 +26,8 @@
 // timeout the variable can give is taken from it.)
 #define NRT_TIMEOUT_FROM_ENV UINT32_MAX
 
-// An opaque harvest request.
+// An opaque harvest request, with its execution timeout's source (named by
+// the timeout line its harvest logs).
 typedef struct nrt_request nrt_request;
 
 // Opaque ring state (cursors, calibration) of a device, shared by its

@@ -61,8 +61,9 @@ pub struct nrt_platform {
     pub tensor_completed: Option<unsafe extern "C" fn(*mut c_void, u8, u16, *mut u16, *mut u32) -> c_int>,
 }
 
-/// An opaque harvest request.
-pub struct nrt_request(ExecRequest);
+/// An opaque harvest request, with its execution timeout's source (named by
+/// the timeout line its harvest logs).
+pub struct nrt_request(ExecRequest, crate::config::Budget);
 
 /// Opaque ring state (cursors, calibration) of a device, shared by its
 /// requests, and where their counters go ([`nrt_rings_count_into`]; nowhere
@@ -263,7 +264,7 @@ pub extern "C" fn nrt_request_new(arch_type: u32, tpb_count: u8, timeout_s: u32)
     };
     let budget = crate::config::Budget::resolve_argument(explicit, "timeout_s of nrt_request_new", &env, arch);
     log::info!("nrt_request_new: {budget}");
-    Box::into_raw(Box::new(nrt_request(ExecRequest::new(ExecConfig::new(arch, tpb_count, budget.seconds)))))
+    Box::into_raw(Box::new(nrt_request(ExecRequest::new(ExecConfig::new(arch, tpb_count, budget.seconds)), budget)))
 }
 
 /// Free a request (null is ignored).
@@ -371,6 +372,7 @@ pub unsafe extern "C" fn nrt_progress_one_step(
         return -1;
     }
     let mut dev = CPlatform::new(*p, rings.1.clone());
+    let _budget = crate::config::BudgetScope::enter(req.1);
     let step = req.0.progress_one_step(&mut dev, &mut rings.0);
     if let Some(out) = step.status() {
         // SAFETY: null-checked; the caller guarantees it is writable.
@@ -426,6 +428,7 @@ pub unsafe extern "C" fn nrt_wait(
         (NrtStatus::Invalid, 0)
     } else {
         let mut dev = CPlatform::new(*p, rings.1.clone());
+        let _budget = crate::config::BudgetScope::enter(req.1);
         let mut delay = AnyDelay::new(if delay_kind == 0 { DelayKind::Libnrt } else { DelayKind::Adaptive });
         wait_bounded(&mut req.0, &mut dev, &mut rings.0, &mut delay)
     };
@@ -760,7 +763,10 @@ pub unsafe extern "C" fn nrt_session_run(session: *mut nrt_session, status: *mut
         session_fail("nrt_session_run: session is NULL".into());
         return -1;
     };
-    match s.session.run_inference() {
+    let scope = crate::config::BudgetScope::enter(s.budget);
+    let ran = s.session.run_inference();
+    drop(scope);
+    match ran {
         Ok(r) => {
             if matches!(r.status, NrtStatus::Timeout | NrtStatus::ExecSwNqOverflow) {
                 log::error!(

@@ -235,7 +235,7 @@ pub unsafe extern "C" fn nrt_poller_submit(
     let explicit = (timeout_s != NRT_TIMEOUT_FROM_ENV).then_some(timeout_s);
     let budget = p.cfg.budget(explicit, "timeout_s of nrt_poller_submit", arch);
     log::info!("nrt_poller_submit: lane {lane}: {budget}");
-    match p.poller.submit(lane, ExecConfig::new(arch, tpb_count, budget.seconds)) {
+    match p.poller.submit_budgeted(lane, ExecConfig::new(arch, tpb_count, budget.seconds), budget) {
         Ok(ticket) => Box::into_raw(Box::new(nrt_ticket {
             ticket,
             lane,
