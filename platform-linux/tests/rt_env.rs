@@ -76,7 +76,7 @@ fn text(o: &Output) -> (String, String) {
 macro_rules! need_user_notif {
     () => {
         if let Err(why) = common::user_notif() {
-            eprintln!("\n!!! SKIPPED: nrt-sim driver needs seccomp user notification: {why}\n");
+            common::skip(&format!("nrt-sim driver needs seccomp user notification: {why}"));
             return;
         }
     };

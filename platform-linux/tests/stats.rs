@@ -199,7 +199,7 @@ fn check(sim: &PathBuf, scenario: &str) -> Result<(), String> {
 #[test]
 fn a_monitor_reads_the_counters_of_every_status_from_another_process() {
     if let Err(why) = common::user_notif() {
-        eprintln!("SKIPPED: nrt-sim driver cannot run here: {why}");
+        common::skip(&format!("nrt-sim driver cannot run here: {why}"));
         return;
     }
     let sim = common::nrt_sim();
@@ -235,7 +235,7 @@ fn a_monitor_reads_the_counters_of_every_status_from_another_process() {
 #[test]
 fn a_c_pollers_and_nrt_waits_requests_count_in_the_sessions_datastore() {
     if let Err(why) = common::user_notif() {
-        eprintln!("SKIPPED: nrt-sim driver cannot run here: {why}");
+        common::skip(&format!("nrt-sim driver cannot run here: {why}"));
         return;
     }
     let sim = common::nrt_sim();

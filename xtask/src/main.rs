@@ -328,7 +328,7 @@ fn ci(run: &mut Runner) {
         "clippy core (no_std lib, log + test-utils)",
         cargo().args(["clippy", "-p", "nrt-core", "--features", "log,test-utils", "--", "-D", "warnings"]),
     );
-    run.cmd("test", cargo().args(["test", "--workspace"]));
+    tests(run);
     run.cmd("doc", cargo().args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"));
     no_std_builds(run);
     // Always, not only as the fallback: proves the core links with no std at all.
@@ -362,6 +362,47 @@ fn ci(run: &mut Runner) {
     let secs = env::var("NRT_CI_FUZZ_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(CI_FUZZ_SECS);
     fuzz::run(run, secs);
     miri::miri(run);
+}
+
+/// The variable naming the file where a test that cannot check something on
+/// this machine records it (`TEST<TAB>REASON` per line; the tests' own
+/// `common::skip`).
+const SKIP_LOG: &str = "NRT_SKIP_LOG";
+
+/// `cargo test --workspace`, with [`SKIP_LOG`] set: each check a test could
+/// not make here is listed after it as a SKIPPED stage with its reason, so
+/// the summary shows it (a passing test's own output is not shown).
+fn tests(run: &mut Runner) {
+    let log = env::current_dir().unwrap_or_default().join("target").join("xtask-test-skips.txt");
+    if let Err(e) = std::fs::remove_file(&log) {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            println!("    could not remove the last run's skip log {}: {e}", log.display());
+        }
+    }
+    run.cmd("test", cargo().args(["test", "--workspace"]).env(SKIP_LOG, &log));
+    match std::fs::read_to_string(&log) {
+        Ok(text) => {
+            for (test, why) in test_skips(&text) {
+                run.skip(&format!("test {test}"), &why);
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => run.skip("test skips", &format!("the skip log {} could not be read: {e}", log.display())),
+    }
+}
+
+/// The skips a test run recorded ([`SKIP_LOG`]'s lines), each test once with
+/// its first reason, in the order recorded; a line without a tab is a test
+/// with no reason given.
+fn test_skips(text: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let (test, why) = line.split_once('\t').unwrap_or((line, "no reason recorded"));
+        if !out.iter().any(|(t, _)| t == test) {
+            out.push((test.to_string(), why.to_string()));
+        }
+    }
+    out
 }
 
 /// The Rust sources of the crates that are their own workspace roots.
@@ -472,6 +513,30 @@ pub(crate) fn today() -> String {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn the_skips_a_test_run_recorded_are_read_once_each_with_their_reason() {
+        let text = "trace::render\tneeds headless Chromium: /usr/bin/chromium: not found\n\
+                    driver::a\tno user_notif\n\
+                    trace::render\tagain\n\n\
+                    odd line\n";
+        assert_eq!(
+            test_skips(text),
+            [
+                ("trace::render".to_string(), "needs headless Chromium: /usr/bin/chromium: not found".to_string()),
+                ("driver::a".to_string(), "no user_notif".to_string()),
+                ("odd line".to_string(), "no reason recorded".to_string()),
+            ]
+        );
+        assert!(test_skips("").is_empty());
+        let mut run = Runner::default();
+        for (t, why) in test_skips(text) {
+            run.skip(&format!("test {t}"), &why);
+        }
+        let skipped: Vec<&str> =
+            run.stages.iter().filter_map(|(n, _, o)| matches!(o, Outcome::Skipped(_)).then_some(n.as_str())).collect();
+        assert_eq!(skipped, ["test trace::render", "test driver::a", "test odd line"]);
+    }
 
     #[test]
     fn a_command_within_its_cap_gives_its_output() {

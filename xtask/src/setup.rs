@@ -15,7 +15,9 @@
 //!   exists and we are root;
 //! - Chromium from Debian (`chromium`, `/usr/bin/chromium`): the test that
 //!   renders an SVG timeline headless and checks the screenshot is not blank
-//!   (`platform-sim/tests/trace.rs`), where `apt-get` exists and we are root;
+//!   (`platform-sim/tests/trace.rs`), where `apt-get` exists and we are root
+//!   (without it that test records its skip, which the summary lists as a
+//!   SKIPPED stage with the reason: `tests` in `main.rs`);
 //! - kani (from the offline bundle) is installed by the kani stage itself, and
 //!   cargo-mutants by the mutants stage.
 //!
