@@ -5,6 +5,8 @@
 //! five reports: each core's outcome counted in neuron-monitor's field, the
 //! device latencies the reports' core durations, and the total latencies the
 //! totals the reports say were counted, each inside its report's harvest.
+//! Also: a C runtime's poller and `nrt_wait` count in its session's datastore,
+//! and `--linger-s S` ends the run by itself S seconds after its report.
 //!
 //! Where the kernel offers no seccomp user notification the test prints
 //! SKIPPED with the reason and checks nothing else.
@@ -276,4 +278,72 @@ fn a_c_pollers_and_nrt_waits_requests_count_in_the_sessions_datastore() {
         assert!(t["p0"].as_f64().is_some_and(|p| p > 0.0), "{when}: two total latencies: {ctx}");
     }
     assert!(freed.contains("ENOENT"), "the datastore released with the rings: {ctx}");
+}
+
+/// `nrtctl run --linger-s S` ends by itself S seconds after its last report:
+/// under `nrt-sim driver`, a run of one inference with `--linger-s 2` exits 0
+/// at least 2 s after its report reached this test (less half a second for
+/// the pipe and the look's granularity: the check is that it lingered), and
+/// by itself, long before the backstop (the driver's `--limit-s 60` kills it
+/// there, exit 124; this test's own look ends at 90 s, killing what is left).
+/// How much later than S it ends is not a verdict.
+#[test]
+fn nrtctl_run_linger_s_ends_by_itself_after_s_seconds() {
+    use std::io::{BufRead, BufReader};
+    use std::time::{Duration, Instant};
+    if let Err(why) = common::user_notif() {
+        common::skip(&format!("nrt-sim driver cannot run here: {why}"));
+        return;
+    }
+    let sim = common::nrt_sim();
+    let linger = Duration::from_secs(2);
+    let mut child = common::without_rt_env(Command::new(&sim))
+        .args(["driver", "--limit-s", "60", "--scenario", "healthy-2core", "--"])
+        .arg(env!("CARGO_BIN_EXE_nrtctl"))
+        .args(["run", "--device", "/dev/neuron0", "--timeout-s", "5", "--json", "--linger-s"])
+        .arg(linger.as_secs().to_string())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("nrt-sim runs");
+    let stdout = child.stdout.take();
+    // The time each line arrived, read as it comes.
+    let reader = std::thread::spawn(move || {
+        stdout.map_or_else(Vec::new, |o| {
+            BufReader::new(o).lines().map_while(Result::ok).map(|l| (Instant::now(), l)).collect::<Vec<_>>()
+        })
+    });
+    let started = Instant::now();
+    let mut status = None;
+    while started.elapsed() < Duration::from_secs(90) {
+        match child.try_wait() {
+            Ok(Some(s)) => {
+                status = Some(s);
+                break;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(_) => break,
+        }
+    }
+    let ended = Instant::now();
+    if status.is_none() {
+        let _ = child.kill();
+    }
+    let _ = child.wait();
+    let lines = reader.join().expect("the reader");
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut err);
+    }
+    let out: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
+    let ctx = format!("--- stdout\n{}\n--- stderr\n{err}", out.join("\n"));
+    let status = status.unwrap_or_else(|| panic!("still running after 90 s (killed): {ctx}"));
+    assert!(status.success(), "exit {:?}, not by itself within the driver's 60 s limit: {ctx}", status.code());
+    let report = lines
+        .iter()
+        .find(|(_, l)| l.starts_with("  \"return_code\""))
+        .map(|(t, _)| *t)
+        .unwrap_or_else(|| panic!("no report: {ctx}"));
+    let after = ended.duration_since(report);
+    assert!(after + Duration::from_millis(500) >= linger, "ended {after:?} after its report, linger {linger:?}: {ctx}");
 }
