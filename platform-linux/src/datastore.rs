@@ -15,10 +15,10 @@
 //! The driver keeps one datastore per process and device, with no count of
 //! its users: the owner's first release clears it, and an acquire before
 //! that release gets the same one. So a process counts through one
-//! [`ProcessCounters`] per device node, held through [`CountersHolder`]s
-//! ([`ProcessCounters::of`]: acquired once, released by the last holder's
-//! drop, both under one lock, so no acquire can fall between a last holder
-//! and its release). Its RAM blocks are the only copy the process writes
+//! [`ProcessCounters`] per device node (however its path is spelled), held
+//! through [`CountersHolder`]s ([`ProcessCounters::of`]: acquired once,
+//! released by the last holder's drop, both under one lock, so no acquire
+//! can fall between a last holder and its release). Its RAM blocks are the only copy the process writes
 //! from: a session's own harvest, a poller's or an XU unit's, and a C
 //! runtime's rings ([`CounterTarget`]) add into the same counters, and none
 //! overwrites another's.
@@ -256,7 +256,8 @@ struct Entry {
     holders: usize,
 }
 
-/// The held [`ProcessCounters`] of this process, by device node and pid
+/// The held [`ProcessCounters`] of this process, by device node
+/// ([`NeuronDevice::node`]: one device however its path is spelled) and pid
 /// (a forked child is another process: the driver gives it a datastore of
 /// its own). An entry is made, counted and removed only under this lock,
 /// and its datastore acquired and released under it too, so a caller of
@@ -277,14 +278,14 @@ impl ProcessCounters {
     pub fn of(dev: &Arc<NeuronDevice>) -> Result<CountersHolder, LinuxError> {
         let pid = std::process::id();
         let mut reg = registry();
-        if let Some(e) = reg.iter_mut().find(|e| e.node == dev.path() && e.pid == pid) {
+        if let Some(e) = reg.iter_mut().find(|e| e.node == dev.node() && e.pid == pid) {
             e.holders += 1;
             return Ok(CountersHolder { counters: Arc::clone(&e.counters) });
         }
         let ds = Datastore::own(Arc::clone(dev))?;
         let counters =
             Arc::new(ProcessCounters { ds, blocks: Mutex::new(vec![NcCounterBlock::new(); nds::NDS_NC_MAX]) });
-        reg.push(Entry { node: dev.path().to_path_buf(), pid, counters: Arc::clone(&counters), holders: 1 });
+        reg.push(Entry { node: dev.node().to_path_buf(), pid, counters: Arc::clone(&counters), holders: 1 });
         Ok(CountersHolder { counters })
     }
 

@@ -16,9 +16,10 @@ fn arch_of(dev: &NeuronDevice) -> Result<(DriverInfo, Arch), LinuxError> {
 }
 
 /// The device index of a node, the `N` of its name `neuronN` (the driver's
-/// nodes, `/dev/neuron0`..), after symlinks; `None` for another name.
+/// nodes, `/dev/neuron0`..), after symlinks ([`crate::device::node_of`]);
+/// `None` for another name.
 pub(crate) fn device_index(path: &std::path::Path) -> Option<u32> {
-    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let real = crate::device::node_of(path);
     let name = real.file_name()?.to_str()?;
     let n = name.strip_prefix("neuron")?;
     if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {

@@ -1648,3 +1648,37 @@ fn a_pollers_and_an_xu_units_requests_count_in_the_sessions_datastore() {
     assert_eq!(st.calls.iter().filter(|c| *c == "NEURON_IOCTL_ACQUIRE_NEURON_DS").count(), 1, "acquired once");
     assert!(st.bugs.is_empty(), "{:?}", st.bugs);
 }
+
+/// Two sessions of one process on one device, the second opened through a
+/// symlink to the node, count in one [`crate::datastore::ProcessCounters`]:
+/// acquired once, each session's inference at its own NC, released when the
+/// second closes and not before.
+#[test]
+fn two_sessions_on_one_device_however_spelled_share_the_process_counters() {
+    use nrt_core::counters::id;
+    let (p, st) = fake_driver::install("twosessions");
+    let link = p.with_extension("link");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&p, &link).unwrap();
+    let mut a = Session::open(&p, SessionConfig { first_core: 0, ..cfg(Some(1)) }).unwrap();
+    let mut b = Session::open(&link, SessionConfig { first_core: 1, ..cfg(Some(1)) }).unwrap();
+    assert_eq!(b.path(), link.as_path());
+    let (ta, tb) = (a.counter_target().expect("a's datastore"), b.counter_target().expect("b's datastore"));
+    assert!(std::ptr::eq(ta.counters(), tb.counters()), "one ProcessCounters for the device");
+    assert_eq!(a.run_inference().unwrap().status, NrtStatus::Success);
+    assert_eq!(b.run_inference().unwrap().status, NrtStatus::Success);
+    let done = |nc: usize| ta.counters().block(nc).map(|b| b.get(id::INFER_COMPLETED));
+    assert_eq!((done(0), done(1)), (Some(1), Some(1)), "each session's inference at its own NC");
+    drop((ta, tb));
+    a.close().unwrap();
+    assert!(st.borrow().datastore.is_some(), "b still holds the datastore");
+    assert!(st.borrow().released_datastore.is_none(), "not released while b holds it");
+    b.close().unwrap();
+    fake_driver::uninstall(&p);
+    let _ = std::fs::remove_file(&link);
+    let st = st.borrow();
+    let ds = st.released_datastore.expect("released with the last session");
+    assert_eq!((ds[0][id::INFER_COMPLETED], ds[1][id::INFER_COMPLETED]), (1, 1), "both sessions' counts");
+    assert_eq!(st.calls.iter().filter(|c| *c == "NEURON_IOCTL_ACQUIRE_NEURON_DS").count(), 1, "acquired once");
+    assert!(st.bugs.is_empty(), "{:?}", st.bugs);
+}
