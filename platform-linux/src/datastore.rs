@@ -412,31 +412,33 @@ impl CounterTarget {
     }
 }
 
+/// A driver in this process serving the datastore calls alone, for the
+/// tests of what holds the process's counters.
 #[cfg(test)]
-mod tests {
+pub(crate) mod fake_ds {
     use std::sync::mpsc;
     use std::time::Duration;
 
     use super::*;
     use crate::ioctl::{ACQUIRE_NEURON_DS, NEURON_DATASTORE_SIZE, RELEASE_NEURON_DS};
-    use crate::sys::fake::{self, Driver};
+    use crate::sys::fake::Driver;
 
     /// The driver's datastores of this process (neuron_ds.c), shared by the
     /// threads that serve it: one at a time, each acquire with pid 0 handing
     /// the live one or a new one at a new offset, the first release clearing
     /// it. Each call is logged with the live offset it saw.
     #[derive(Default)]
-    struct DsDriver {
-        live: Option<u64>,
-        made: u64,
-        log: Vec<String>,
+    pub(crate) struct DsDriver {
+        pub live: Option<u64>,
+        pub made: u64,
+        pub log: Vec<String>,
         /// Held in the first release before it clears: told that the release
         /// has begun, then waiting for word from another thread (or a time
         /// out) before it clears.
-        gate: Option<(mpsc::Sender<()>, mpsc::Receiver<()>)>,
+        pub gate: Option<(mpsc::Sender<()>, mpsc::Receiver<()>)>,
     }
 
-    struct Served(Arc<Mutex<DsDriver>>);
+    pub(crate) struct Served(pub Arc<Mutex<DsDriver>>);
 
     impl Driver for Served {
         fn ioctl(&mut self, code: u32, a: &mut [u8]) -> Result<i32, i32> {
@@ -482,12 +484,22 @@ mod tests {
     }
 
     /// A node (a temp file) with room for a few datastores.
-    fn node(name: &str) -> std::path::PathBuf {
+    pub(crate) fn node(name: &str) -> std::path::PathBuf {
         let p = std::env::temp_dir().join(format!("nrt-linux-ds-{}-{name}", std::process::id()));
         let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
         f.set_len(8 * u64::from(NEURON_DATASTORE_SIZE)).unwrap();
         p
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::fake_ds::{node, DsDriver, Served};
+    use super::*;
+    use crate::sys::fake;
 
     /// The last holder of a process's counters dropped on one thread while
     /// another asks for them ([`ProcessCounters::of`]): the second gets a

@@ -68,7 +68,44 @@ pub struct nrt_request(ExecRequest, crate::config::Budget);
 /// Opaque ring state (cursors, calibration) of a device, shared by its
 /// requests, and where their counters go ([`nrt_rings_count_into`]; nowhere
 /// by default).
-pub struct nrt_rings(pub(crate) Notifications, pub(crate) Option<crate::datastore::CounterTarget>);
+pub struct nrt_rings(pub(crate) Notifications, pub(crate) Option<RingsCounting>);
+
+/// Where a C runtime's rings count ([`nrt_rings_count_into`]): a session's
+/// counter target, and the first count on them that failed. Its clones (the
+/// copy a poller made from the rings takes) share that first failure: a
+/// failed count is logged when it is the first on these rings, and only
+/// then (counters are advisory: the harvest goes on).
+#[derive(Clone, Debug)]
+pub(crate) struct RingsCounting {
+    target: crate::datastore::CounterTarget,
+    first_error: std::sync::Arc<OnceLock<crate::LinuxError>>,
+}
+
+impl RingsCounting {
+    pub(crate) fn new(target: crate::datastore::CounterTarget) -> RingsCounting {
+        RingsCounting { target, first_error: std::sync::Arc::default() }
+    }
+
+    /// Count `update` of the rings' core `core` at `now_ns`; a failure is
+    /// kept, and logged, when it is the first on these rings.
+    fn count(&self, core: u8, update: &nrt_core::counters::NcUpdate, now_ns: u64) {
+        if let Err(e) = self.target.count(core, update, now_ns) {
+            let said = e.to_string();
+            if self.first_error.set(e).is_ok() {
+                log::warn!(
+                    "nrt: counting core {core}'s request into the datastore: {said} (the first failure on these \
+                     rings; later ones are not logged)"
+                );
+            }
+        }
+    }
+
+    /// The first count on these rings that failed.
+    #[cfg(test)]
+    pub(crate) fn first_error(&self) -> Option<&crate::LinuxError> {
+        self.first_error.get()
+    }
+}
 
 /// A decoded 16-byte INFER_STATUS entry.
 #[repr(C)]
@@ -97,13 +134,13 @@ pub(crate) struct CPlatform {
     clock_max: Cell<u64>,
     /// Whether `now_ns` returned a value above `clock_max` since the last look.
     clock_moved: Cell<bool>,
-    /// The rings' counter target ([`nrt_rings_count_into`]); `None` counts nothing.
-    counters: Option<crate::datastore::CounterTarget>,
+    /// Where the rings count ([`nrt_rings_count_into`]); `None` counts nothing.
+    counters: Option<RingsCounting>,
 }
 
 impl CPlatform {
-    /// The table `p`, counting into `counters` (its rings' target).
-    pub(crate) fn new(p: nrt_platform, counters: Option<crate::datastore::CounterTarget>) -> CPlatform {
+    /// The table `p`, counting where its rings do (`counters`).
+    pub(crate) fn new(p: nrt_platform, counters: Option<RingsCounting>) -> CPlatform {
         CPlatform { p, clock_max: Cell::new(0), clock_moved: Cell::new(false), counters }
     }
 }
@@ -211,17 +248,18 @@ impl<E: Copy + Into<Event>> hal::EventSink<E> for CPlatform {
 
 impl nrt_core::counters::CounterSink for CPlatform {
     /// FINALIZE's counters of core `core`, at the table's own clock (the one
-    /// the request's start was read on), into the rings' target: the process's
-    /// datastore at the session's NCs. Rings that count nowhere (the default:
-    /// a table's callbacks name no device, so the binding has no datastore
-    /// for them unless the caller names one) count nothing. A failed write is
-    /// logged; the harvest goes on.
+    /// the request's start was read on: one more `now_ns` call, the time of
+    /// the update), into the rings' target: the process's datastore at the
+    /// session's NCs. Rings that count nowhere (the default: a table's
+    /// callbacks name no device, so the binding has no datastore for them
+    /// unless the caller names one) count nothing and read no clock. A failed
+    /// count is logged when it is the first on the rings
+    /// ([`RingsCounting`]); the harvest goes on.
     fn nc_counters(&mut self, core: u8, update: &nrt_core::counters::NcUpdate) {
-        let Some(t) = &self.counters else { return };
+        let Some(c) = self.counters.take() else { return };
         let now = hal::Clock::now_ns(self);
-        if let Err(e) = t.count(core, update, now) {
-            log::warn!("nrt: counting core {core}'s request into the datastore: {e}");
-        }
+        c.count(core, update, now);
+        self.counters = Some(c);
     }
 }
 
@@ -307,7 +345,7 @@ pub unsafe extern "C" fn nrt_rings_count_into(rings: *mut nrt_rings, session: *c
     };
     match s.session.counter_target() {
         Some(t) => {
-            r.1 = Some(t);
+            r.1 = Some(RingsCounting::new(t));
             0
         }
         None => {
@@ -824,5 +862,70 @@ pub unsafe extern "C" fn nrt_session_close(session: *mut nrt_session) -> c_int {
             session_fail(format!("nrt_session_close: {}", all.join("; ")));
             -1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use nrt_core::counters::{id, CounterSink, NcUpdate};
+
+    use super::*;
+    use crate::datastore::fake_ds::{node, DsDriver, Served};
+    use crate::datastore::{CounterTarget, ProcessCounters};
+
+    extern "C" fn clock(_: *mut c_void) -> u64 {
+        1_000_000
+    }
+
+    /// A C runtime's rings whose counts fail (cores 1 and 2 of a target at
+    /// NC 15: NCs 16 and 17, past the datastore's) keep the first failure,
+    /// also across a copy (a poller made from them): a second failure,
+    /// another NC, does not replace it (nor is it logged: only the first
+    /// is). Core 0, NC 15, counts.
+    #[test]
+    fn rings_whose_counts_fail_keep_and_log_only_the_first_failure() {
+        let p = node("ffi-first");
+        let drv = Arc::new(Mutex::new(DsDriver::default()));
+        crate::sys::fake::install(p.clone(), Box::new(Served(Arc::clone(&drv))));
+        let dev = Arc::new(crate::device::NeuronDevice::open(&p).unwrap());
+        let counting = RingsCounting::new(CounterTarget::new(ProcessCounters::of(&dev).unwrap(), 15, 3));
+        let table = nrt_platform {
+            ctx: std::ptr::null_mut(),
+            read_slot: None,
+            write_head: None,
+            read_cause: None,
+            now_ns: Some(clock),
+            barrier_status: None,
+            network_status: None,
+            hbm_uncorrectable: None,
+            dma_aborted: None,
+            event: None,
+            tensor_completed: None,
+        };
+        let done = NcUpdate {
+            status: NrtStatus::Success,
+            sequencer_error: false,
+            correctable_ecc: false,
+            device_latency_us: 1,
+            started_ns: 0,
+            harvested: true,
+        };
+        let mut waited = CPlatform::new(table, Some(counting.clone()));
+        let mut polled = CPlatform::new(table, Some(counting.clone()));
+        waited.nc_counters(1, &done);
+        let first = counting.first_error().map(ToString::to_string).expect("the failure kept");
+        assert!(first.contains("NC 16: the datastore has counters for NCs 0 to 15"), "{first}");
+        polled.nc_counters(2, &done);
+        waited.nc_counters(2, &done);
+        assert_eq!(counting.first_error().map(ToString::to_string), Some(first), "the first failure stays");
+        waited.nc_counters(0, &done);
+        let nc15 = counting.target.counters().block(15).map(|b| b.get(id::INFER_COMPLETED));
+        assert_eq!(nc15, Some(1), "core 0 counted at NC 15");
+        drop((waited, polled, counting));
+        assert_eq!(drv.lock().unwrap().live, None, "released with the rings' last copy");
+        crate::sys::fake::uninstall();
+        let _ = std::fs::remove_file(&p);
     }
 }
