@@ -6,7 +6,8 @@
 //! device latencies the reports' core durations, and the total latencies the
 //! totals the reports say were counted, each inside its report's harvest.
 //! Also: a C runtime's poller and `nrt_wait` count in its session's datastore,
-//! and `--linger-s S` ends the run by itself S seconds after its report.
+//! and `--linger-s S` keeps the run, and its datastore, after its report,
+//! then ends it by itself.
 //!
 //! Where the kernel offers no seccomp user notification the test prints
 //! SKIPPED with the reason and checks nothing else.
@@ -280,39 +281,69 @@ fn a_c_pollers_and_nrt_waits_requests_count_in_the_sessions_datastore() {
     assert!(freed.contains("ENOENT"), "the datastore released with the rings: {ctx}");
 }
 
-/// `nrtctl run --linger-s S` ends by itself S seconds after its last report:
-/// under `nrt-sim driver`, a run of one inference with `--linger-s 2` exits 0
-/// at least 2 s after its report reached this test (less half a second for
-/// the pipe and the look's granularity: the check is that it lingered), and
-/// by itself, long before the backstop (the driver's `--limit-s 60` kills it
-/// there, exit 124; this test's own look ends at 90 s, killing what is left).
-/// How much later than S it ends is not a verdict.
+/// `nrtctl run --linger-s S` in the background (its report waited for, at
+/// most 60 s), a monitor's read of its datastore once the report is there,
+/// a look that it is still running after that read, then its own end waited
+/// for (its exit status).
+const LINGER_SCRIPT: &str = r#"
+ctl="$1"; dir="$2"; linger="$3"
+: >"$dir/run.json"
+"$ctl" run --device /dev/neuron0 --timeout-s 5 --json --linger-s "$linger" >"$dir/run.json" 2>"$dir/run.err" &
+pid=$!
+i=0
+while ! grep -q '^  "return_code"' "$dir/run.json" && [ $i -lt 600 ] && kill -0 $pid 2>/dev/null; do
+  sleep 0.1; i=$((i+1))
+done
+"$ctl" stats --device /dev/neuron0 --pid $pid --json >"$dir/stats.json" 2>"$dir/stats.err"
+echo "stats exit $?" >"$dir/seen.txt"
+if kill -0 $pid 2>/dev/null; then echo "running after the stats" >>"$dir/seen.txt"; fi
+wait $pid
+echo "run exit $?" >>"$dir/seen.txt"
+"#;
+
+/// `nrtctl run --linger-s S` keeps its process, and its datastore, after its
+/// report, then ends by itself: under `nrt-sim driver`, once the run's one
+/// report is there, `nrtctl stats --pid` (a second process) reads the run's
+/// inference from its datastore and the run is still running after that
+/// read; the run then exits 0 on its own (the driver's `--limit-s 60` would
+/// kill it, failing the test; this test's own look ends at 90 s, killing
+/// the driver's process group). S is 6 s: the monitor's read must come
+/// within it. When the run ends past S is not checked.
 #[test]
-fn nrtctl_run_linger_s_ends_by_itself_after_s_seconds() {
-    use std::io::{BufRead, BufReader};
+fn nrtctl_run_linger_s_keeps_the_datastore_after_the_report_then_ends_by_itself() {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
     use std::time::{Duration, Instant};
     if let Err(why) = common::user_notif() {
         common::skip(&format!("nrt-sim driver cannot run here: {why}"));
         return;
     }
     let sim = common::nrt_sim();
-    let linger = Duration::from_secs(2);
+    let dir = std::env::temp_dir().join(format!("nrt-stats-linger-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
     let mut child = common::without_rt_env(Command::new(&sim))
-        .args(["driver", "--limit-s", "60", "--scenario", "healthy-2core", "--"])
+        .args(["driver", "--limit-s", "60", "--scenario", "healthy-2core", "--", "sh", "-c", LINGER_SCRIPT, "sh"])
         .arg(env!("CARGO_BIN_EXE_nrtctl"))
-        .args(["run", "--device", "/dev/neuron0", "--timeout-s", "5", "--json", "--linger-s"])
-        .arg(linger.as_secs().to_string())
+        .arg(&dir)
+        .arg("6")
+        .process_group(0)
+        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("nrt-sim runs");
-    let stdout = child.stdout.take();
-    // The time each line arrived, read as it comes.
-    let reader = std::thread::spawn(move || {
-        stdout.map_or_else(Vec::new, |o| {
-            BufReader::new(o).lines().map_while(Result::ok).map(|l| (Instant::now(), l)).collect::<Vec<_>>()
+    // Both pipes drained as they fill, so the driver never blocks on them.
+    let drain = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut v);
+            }
+            String::from_utf8_lossy(&v).into_owned()
         })
-    });
+    };
+    let out = drain(child.stdout.take().map(|r| Box::new(r) as Box<dyn Read + Send>));
+    let err = drain(child.stderr.take().map(|r| Box::new(r) as Box<dyn Read + Send>));
     let started = Instant::now();
     let mut status = None;
     while started.elapsed() < Duration::from_secs(90) {
@@ -325,25 +356,33 @@ fn nrtctl_run_linger_s_ends_by_itself_after_s_seconds() {
             Err(_) => break,
         }
     }
-    let ended = Instant::now();
     if status.is_none() {
-        let _ = child.kill();
+        // The driver's whole process group (its pid): the driver and what it runs.
+        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).status();
     }
     let _ = child.wait();
-    let lines = reader.join().expect("the reader");
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut e, &mut err);
-    }
-    let out: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
-    let ctx = format!("--- stdout\n{}\n--- stderr\n{err}", out.join("\n"));
+    let (out, err) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+    let (run, run_err, stats, stats_err, seen) =
+        (read("run.json"), read("run.err"), read("stats.json"), read("stats.err"), read("seen.txt"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let ctx = format!(
+        "--- driver stdout\n{out}\n--- driver stderr\n{err}\n--- run\n{run}\n{run_err}\n--- stats\n{stats}\n{stats_err}\n\
+         --- seen\n{seen}"
+    );
     let status = status.unwrap_or_else(|| panic!("still running after 90 s (killed): {ctx}"));
-    assert!(status.success(), "exit {:?}, not by itself within the driver's 60 s limit: {ctx}", status.code());
-    let report = lines
-        .iter()
-        .find(|(_, l)| l.starts_with("  \"return_code\""))
-        .map(|(t, _)| *t)
-        .unwrap_or_else(|| panic!("no report: {ctx}"));
-    let after = ended.duration_since(report);
-    assert!(after + Duration::from_millis(500) >= linger, "ended {after:?} after its report, linger {linger:?}: {ctx}");
+    assert!(status.success(), "nrt-sim driver exit {:?}: {ctx}", status.code());
+    assert!(run.contains("  \"return_code\""), "the run's report: {ctx}");
+    let seen: Vec<&str> = seen.lines().collect();
+    assert_eq!(
+        seen,
+        ["stats exit 0", "running after the stats", "run exit 0"],
+        "the monitor read the datastore after the report, the run was still there, then it ended by itself: {ctx}"
+    );
+    let report: Value = serde_json::from_str(&run).unwrap_or_else(|e| panic!("the run's JSON: {e}: {ctx}"));
+    let cores = report["cores"].as_array().map_or(0, Vec::len);
+    assert!(cores > 0 && report["status"] == 0, "one inference, NRT_SUCCESS on each core: {ctx}");
+    let v: Value = serde_json::from_str(&stats).unwrap_or_else(|e| panic!("the monitor's JSON: {e}: {ctx}"));
+    let completed = &v["execution_stats"]["execution_summary"]["completed"];
+    assert_eq!(completed, cores, "each core's request in the run's datastore, read after its report: {ctx}");
 }
