@@ -3,8 +3,10 @@
 //! host run), `--timeline-svg FILE` an SVG that headless Chromium renders to a
 //! picture that is not blank, and a file that cannot be written is an error
 //! naming it. Without Chromium the rendering test says SKIPPED where it is
-//! seen (`common::skip_or_fail_in_ci`: `cargo xtask ci`'s summary, the
-//! terminal; with `CI` set and no skip log, it fails).
+//! seen (`common::skip_missing_tool`: `cargo xtask ci`'s summary, the
+//! terminal; with `CI` set and no skip log, it fails; under `cargo xtask ci`
+//! with `CI` set, on a machine that could have installed Chromium, xtask
+//! fails it).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -240,19 +242,20 @@ const RENDER_TEST: &str = "the_svg_of_a_scenario_renders_in_headless_chromium_to
 /// Without a browser the rendering test is never a silent `ok`: run alone in
 /// a child of this test binary, with a browser that is not there, it says
 /// SKIPPED with the reason on the terminal (past the harness's capture)
-/// and passes; under `cargo xtask ci` (a skip log named) it also records the
-/// skip there, for the stage summary; with `CI` set and no skip log it fails,
-/// naming why.
+/// and passes; under `cargo xtask ci` (a skip log named, in a directory not
+/// made yet) it also records the skip there, with its class (whether this
+/// machine could have installed Chromium), for the stage summary; with `CI`
+/// set and no skip log it fails, naming why.
 #[test]
 fn a_missing_browser_is_a_loud_skip_recorded_for_xtask_and_a_failure_in_ci() {
     let dir = scratch("nobrowser");
-    let log = dir.join("skips.txt");
+    let log = dir.join("not-made-yet").join("skips.txt");
     let child = |env: &[(&str, &std::ffi::OsStr)]| {
         let mut c = Command::new(std::env::current_exe().expect("this test binary"));
         c.args(["--exact", RENDER_TEST, "--test-threads", "1"])
             .env("NRT_CHROMIUM", dir.join("no-such-browser"))
             .env_remove("CI")
-            .env_remove(common::SKIP_LOG);
+            .env_remove(nrt_abi::skip::SKIP_LOG);
         for (k, v) in env {
             c.env(k, v);
         }
@@ -265,13 +268,22 @@ fn a_missing_browser_is_a_loud_skip_recorded_for_xtask_and_a_failure_in_ci() {
     assert!(ok && out.contains(&said) && out.contains("no-such-browser"), "{out}");
     assert!(out.contains("1 passed"), "the test ran: {out}");
     // Under `cargo xtask ci`: the skip recorded, one line, with its reason.
-    let (ok, out) = child(&[(common::SKIP_LOG, log.as_os_str())]);
+    let (ok, out) = child(&[(nrt_abi::skip::SKIP_LOG, log.as_os_str())]);
     let recorded = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(ok && out.contains(&said), "{out}");
     assert_eq!(recorded.lines().count(), 1, "{recorded}");
-    let (test, why) = recorded.trim_end().split_once('\t').expect("TEST<TAB>REASON");
-    assert_eq!(test, format!("trace::{RENDER_TEST}"));
-    assert!(why.starts_with("the SVG rendering test needs headless Chromium: ") && why.contains("no-such-browser"));
+    let skips = nrt_abi::skip::read_log(&recorded);
+    let [s] = &skips[..] else { panic!("one skip: {recorded}") };
+    assert_eq!(s.test, format!("trace::{RENDER_TEST}"));
+    assert!(s.why.starts_with("the SVG rendering test needs headless Chromium: ") && s.why.contains("no-such-browser"));
+    // Its class: whether this machine could have installed Chromium, with why not.
+    match nrt_abi::skip::installable("chromium") {
+        Ok(()) => assert_eq!(s.class, nrt_abi::skip::SkipClass::Installable, "{recorded}"),
+        Err(why) => {
+            assert_eq!(s.class, nrt_abi::skip::SkipClass::NotInstallable, "{recorded}");
+            assert!(s.why.contains(&why), "{recorded}");
+        }
+    }
     // In a CI without xtask: it fails, saying why.
     let (ok, out) = child(&[("CI", std::ffi::OsStr::new("true"))]);
     assert!(!ok && out.contains("CI is set and no skip log") && out.contains("no-such-browser"), "{out}");
@@ -281,7 +293,7 @@ fn a_missing_browser_is_a_loud_skip_recorded_for_xtask_and_a_failure_in_ci() {
 #[test]
 fn the_svg_of_a_scenario_renders_in_headless_chromium_to_a_picture_that_is_not_blank() {
     if let Some(why) = no_chromium() {
-        common::skip_or_fail_in_ci(&format!("the SVG rendering test needs headless Chromium: {why}"));
+        common::skip_missing_tool("chromium", &format!("the SVG rendering test needs headless Chromium: {why}"));
         return;
     }
     let d = scratch("render");

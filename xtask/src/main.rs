@@ -196,6 +196,12 @@ impl Runner {
         self.stages.push((name.to_string(), 0.0, Outcome::Skipped(short.to_string())));
     }
 
+    /// Record a stage that failed without running a command, saying why.
+    pub fn fail(&mut self, name: &str, why: &str) {
+        println!("\n!!! FAILED {name}: {why}");
+        self.stages.push((name.to_string(), 0.0, Outcome::Failed));
+    }
+
     /// Record a stage whose work was done in-process.
     pub fn record(&mut self, name: &str, secs: f64, ok: bool) {
         self.stages.push((name.to_string(), secs, if ok { Outcome::Ok } else { Outcome::Failed }));
@@ -364,45 +370,51 @@ fn ci(run: &mut Runner) {
     miri::miri(run);
 }
 
-/// The variable naming the file where a test that cannot check something on
-/// this machine records it (`TEST<TAB>REASON` per line; the tests' own
-/// `common::skip`).
-const SKIP_LOG: &str = "NRT_SKIP_LOG";
+/// The file the tests record the checks they cannot make here in
+/// (`nrt_abi::skip`): in the target directory (`CARGO_TARGET_DIR`, else
+/// `target` at the project's root).
+fn skip_log() -> PathBuf {
+    let target = env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
+    project_root().join(target).join("xtask-test-skips.txt")
+}
 
-/// `cargo test --workspace`, with [`SKIP_LOG`] set: each check a test could
-/// not make here is listed after it as a SKIPPED stage with its reason, so
-/// the summary shows it (a passing test's own output is not shown).
+/// `cargo test --workspace`, with `NRT_SKIP_LOG` set (`nrt_abi::skip`): each
+/// check a test could not make here is listed after it as a stage
+/// ([`skip_stages`]), so the summary shows it (a passing test's own output
+/// is not shown).
 fn tests(run: &mut Runner) {
-    let log = env::current_dir().unwrap_or_default().join("target").join("xtask-test-skips.txt");
+    let log = skip_log();
     if let Err(e) = std::fs::remove_file(&log) {
         if e.kind() != std::io::ErrorKind::NotFound {
             println!("    could not remove the last run's skip log {}: {e}", log.display());
         }
     }
-    run.cmd("test", cargo().args(["test", "--workspace"]).env(SKIP_LOG, &log));
+    run.cmd("test", cargo().args(["test", "--workspace"]).env(nrt_abi::skip::SKIP_LOG, &log));
     match std::fs::read_to_string(&log) {
-        Ok(text) => {
-            for (test, why) in test_skips(&text) {
-                run.skip(&format!("test {test}"), &why);
-            }
-        }
+        Ok(text) => skip_stages(run, &nrt_abi::skip::read_log(&text), env::var_os("CI").is_some()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => run.skip("test skips", &format!("the skip log {} could not be read: {e}", log.display())),
+        Err(e) => run.fail("test skips", &format!("the skip log {} could not be read: {e}", log.display())),
     }
 }
 
-/// The skips a test run recorded ([`SKIP_LOG`]'s lines), each test once with
-/// its first reason, in the order recorded; a line without a tab is a test
-/// with no reason given.
-fn test_skips(text: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let (test, why) = line.split_once('\t').unwrap_or((line, "no reason recorded"));
-        if !out.iter().any(|(t, _)| t == test) {
-            out.push((test.to_string(), why.to_string()));
+/// Each recorded skip as a stage `test CRATE::TEST`: SKIPPED with its
+/// reason, except, on a CI machine (`ci`: `CI` set), a tool this machine
+/// could have installed and did not ([`SkipClass::Installable`]): FAILED,
+/// with the reason.
+///
+/// [`SkipClass::Installable`]: nrt_abi::skip::SkipClass::Installable
+fn skip_stages(run: &mut Runner, skips: &[nrt_abi::skip::Skip], ci: bool) {
+    for s in skips {
+        let name = format!("test {}", s.test);
+        if ci && s.class == nrt_abi::skip::SkipClass::Installable {
+            run.fail(
+                &name,
+                &format!("{}; CI is set and the tool could have been installed here, so it must be", s.why),
+            );
+        } else {
+            run.skip(&name, &s.why);
         }
     }
-    out
 }
 
 /// The Rust sources of the crates that are their own workspace roots.
@@ -514,28 +526,49 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// The tests' skips as stages: each SKIPPED with its reason off CI; on
+    /// CI, a tool this machine could have installed FAILED, the others
+    /// SKIPPED.
     #[test]
-    fn the_skips_a_test_run_recorded_are_read_once_each_with_their_reason() {
-        let text = "trace::render\tneeds headless Chromium: /usr/bin/chromium: not found\n\
-                    driver::a\tno user_notif\n\
-                    trace::render\tagain\n\n\
-                    odd line\n";
+    fn a_skip_of_a_tool_this_ci_machine_could_install_fails_its_stage() {
+        use nrt_abi::skip::{line, read_log, SkipClass};
+        let text = [
+            line("trace::render", SkipClass::Installable, "needs headless Chromium: /usr/bin/chromium: not found"),
+            line("driver_path::strace", SkipClass::NotInstallable, "strace is not installed (not root)"),
+            line("driver::a", SkipClass::Unsupported, "no user_notif"),
+        ]
+        .concat();
+        let outcomes = |ci: bool| {
+            let mut run = Runner::default();
+            skip_stages(&mut run, &read_log(&text), ci);
+            run.stages
+                .into_iter()
+                .map(|(n, _, o)| {
+                    let o = match o {
+                        Outcome::Ok => "ok".to_string(),
+                        Outcome::Failed => "FAILED".to_string(),
+                        Outcome::Skipped(why) => format!("SKIPPED ({why})"),
+                    };
+                    format!("{n}: {o}")
+                })
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
-            test_skips(text),
+            outcomes(false),
             [
-                ("trace::render".to_string(), "needs headless Chromium: /usr/bin/chromium: not found".to_string()),
-                ("driver::a".to_string(), "no user_notif".to_string()),
-                ("odd line".to_string(), "no reason recorded".to_string()),
+                "test trace::render: SKIPPED (needs headless Chromium: /usr/bin/chromium: not found)",
+                "test driver_path::strace: SKIPPED (strace is not installed (not root))",
+                "test driver::a: SKIPPED (no user_notif)",
             ]
         );
-        assert!(test_skips("").is_empty());
-        let mut run = Runner::default();
-        for (t, why) in test_skips(text) {
-            run.skip(&format!("test {t}"), &why);
-        }
-        let skipped: Vec<&str> =
-            run.stages.iter().filter_map(|(n, _, o)| matches!(o, Outcome::Skipped(_)).then_some(n.as_str())).collect();
-        assert_eq!(skipped, ["test trace::render", "test driver::a", "test odd line"]);
+        assert_eq!(
+            outcomes(true),
+            [
+                "test trace::render: FAILED",
+                "test driver_path::strace: SKIPPED (strace is not installed (not root))",
+                "test driver::a: SKIPPED (no user_notif)",
+            ]
+        );
     }
 
     #[test]

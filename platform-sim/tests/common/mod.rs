@@ -3,44 +3,26 @@
 //! `hostile.rs`), and how a test that cannot check something here says so.
 #![allow(dead_code, unused_macros)] // each test binary uses its own subset
 
-/// The variable naming the file a skipped check is recorded in; `cargo xtask
-/// ci` sets it for its test stage and lists each line as a SKIPPED stage with
-/// its reason (xtask's `test_skips`).
-pub const SKIP_LOG: &str = "NRT_SKIP_LOG";
-
-/// Say that the running test checks nothing here, and why, where a person
-/// sees it: on standard error past the test harness's capture (which hides a
-/// passing test's output), and, when [`SKIP_LOG`] names a file, as a line
-/// `TEST<TAB>REASON` appended to it. The test then returns.
+/// Say that the running test checks nothing here because this machine
+/// lacks something no package gives (a kernel feature), and why
+/// (`nrt_abi::skip::record`: on standard error past the harness's capture,
+/// and in the file `NRT_SKIP_LOG` names, which `cargo xtask ci` reads). The
+/// test then returns.
 pub fn skip(why: &str) {
-    use std::io::Write;
-    let test =
-        format!("{}::{}", env!("CARGO_CRATE_NAME"), std::thread::current().name().unwrap_or("(unnamed test thread)"));
-    let why = why.replace(['\t', '\n'], " ");
-    let _ = writeln!(std::io::stderr(), "\n!!! SKIPPED {test}: {why}\n");
-    if let Some(path) = std::env::var_os(SKIP_LOG) {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .unwrap_or_else(|e| panic!("{test}: recording the skip in {SKIP_LOG}={path:?}: {e}"));
-        f.write_all(format!("{test}\t{why}\n").as_bytes())
-            .unwrap_or_else(|e| panic!("{test}: recording the skip in {SKIP_LOG}={path:?}: {e}"));
-    }
+    nrt_abi::skip::record(
+        &nrt_abi::skip::test_name(env!("CARGO_CRATE_NAME")),
+        nrt_abi::skip::SkipClass::Unsupported,
+        why,
+    );
 }
 
-/// As [`skip`], for a check whose tool `cargo xtask ci` installs (Debian's
-/// `chromium`): where `CI` is set and no [`SKIP_LOG`] records the skip (a CI
-/// that runs `cargo test` itself, where nobody would see it), the test fails
-/// instead, naming why.
-pub fn skip_or_fail_in_ci(why: &str) {
-    if std::env::var_os("CI").is_some() && std::env::var_os(SKIP_LOG).is_none() {
-        panic!(
-            "{why}; CI is set and no skip log ({SKIP_LOG}, which `cargo xtask ci` sets and reports) records a skip, \
-             so the check fails rather than pass unseen"
-        );
-    }
-    skip(why);
+/// As [`skip`], for a check that needs Debian's `pkg`, which `cargo xtask
+/// ci`'s setup installs (`nrt_abi::skip::missing_tool`): recorded as a skip
+/// this machine could have avoided (apt-get, root, a candidate: `cargo xtask
+/// ci` fails it when `CI` is set) or one it could not; where `CI` is set and
+/// no skip log is named, the test fails instead, naming why.
+pub fn skip_missing_tool(pkg: &str, why: &str) {
+    nrt_abi::skip::missing_tool(&nrt_abi::skip::test_name(env!("CARGO_CRATE_NAME")), pkg, why);
 }
 
 /// Why the seccomp path cannot run here, if it cannot.
