@@ -21,38 +21,23 @@
 #define NQ_ERROR 2
 static const uint8_t INFER[5] = {4, 5, 6, 7, 8};
 
-struct dev {
-    uint8_t mem[9][RING];
-    uint32_t wr[9];
-    uint64_t now;
-};
-
-static int read_slot(void *c, uint8_t core, uint8_t nq, uint32_t off, uint8_t *out) {
-    struct dev *d = c;
-    return fake_read_slot(d->mem, core, nq, off, out);
-}
-static int write_head(void *c, uint8_t core, uint8_t nq, uint32_t head) { (void)c; (void)core; (void)nq; (void)head; return 0; }
-static int read_cause(void *c, uint8_t core, uint32_t block, uint32_t line, uint32_t *out) { (void)c; (void)core; (void)block; (void)line; *out = 0; return 0; }
-static uint64_t now_ns(void *c) { struct dev *d = c; d->now += 1000; return d->now; } /* 1 us per read */
-static int barrier(void *c, uint8_t core, uint32_t *st) { (void)c; (void)core; (void)st; return 1; }
-
 static int failures;
 static void check(const char *what, int ok) {
     printf("%-58s %s\n", what, ok ? "ok" : "FAILED");
     if (!ok) failures++;
 }
 
-/* Core 0's error ring and five INFER_STATUS rings, each engine's START and END written. */
-static nrt_rings *played(struct dev *d, nrt_platform *p) {
-    memset(p, 0, sizeof *p);
-    p->ctx = d; p->read_slot = read_slot; p->write_head = write_head; p->read_cause = read_cause;
-    p->now_ns = now_ns; p->barrier_status = barrier;
+/* Core 0's error ring and five INFER_STATUS rings, each engine's START and
+ * END written, on a clock of 1 us per read. */
+static nrt_rings *played(struct fake_dev *d, nrt_platform *p) {
+    d->tick_ns = 1000;
+    *p = fake_dev_platform(d);
     nrt_rings *r = nrt_rings_new();
     if (nrt_rings_bind(r, 0, NQ_ERROR, RING)) failures++;
     for (int e = 0; e < 5; e++) {
         if (nrt_rings_bind(r, 0, INFER[e], RING)) failures++;
-        fake_push(d->mem, d->wr, INFER[e], 2, 100000 + 1000 * (uint64_t)e);
-        fake_push(d->mem, d->wr, INFER[e], 3, 300000 + 1000 * (uint64_t)e);
+        fake_dev_push(d, INFER[e], 2, 100000 + 1000 * (uint64_t)e);
+        fake_dev_push(d, INFER[e], 3, 300000 + 1000 * (uint64_t)e);
     }
     return r;
 }
@@ -67,10 +52,10 @@ int main(int argc, char **argv) {
     if (argc != 5) { printf("usage: %s NRTCTL OPEN.json CLOSED.json FREED.txt\n", argv[0]); return 2; }
     nrt_session *s = nrt_session_open("/dev/neuron0", 1, 0, 5);
     if (!s) { printf("nrt_session_open: %s\n", nrt_session_last_error()); return 1; }
-    static struct dev polled, waited;
+    static struct fake_dev polled, waited;
     nrt_platform pp, pw;
     nrt_rings *rp = played(&polled, &pp), *rw = played(&waited, &pw);
-    fake_push(waited.mem, waited.wr, NQ_ERROR, 1, 150000); /* a NUMERICAL error record */
+    fake_dev_push(&waited, NQ_ERROR, 1, 150000); /* a NUMERICAL error record */
 
     check("nrt_rings_count_into(rings, NULL) refused", nrt_rings_count_into(rp, NULL) == -1);
     const char *why = nrt_session_last_error();
