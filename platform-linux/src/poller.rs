@@ -678,17 +678,18 @@ impl<L: Lanes + Send + 'static> Poller<L> {
     }
 
     /// [`submit`](Self::submit) a request whose execution timeout is
-    /// `budget` (`cfg`'s `timeout_s` should be its seconds,
-    /// [`PollerConfig::budget`]): while the poller steps it, the budget is in
-    /// effect on the poller thread, so the timeout line its harvest logs
-    /// names the budget and its source (`config::BudgetScope`).
+    /// `budget` ([`PollerConfig::budget`]): its seconds are the request's
+    /// timeout (they replace `cfg`'s `timeout_s`, so the two cannot differ),
+    /// and while the poller steps it, the budget is in effect on the poller
+    /// thread, so the timeout line its harvest logs names the budget and its
+    /// source (`config::BudgetScope`).
     pub fn submit_budgeted(
         &self,
         lane: u16,
         cfg: ExecConfig,
         budget: crate::config::Budget,
     ) -> Result<Ticket, SubmitError> {
-        self.submit_with(lane, cfg, Some(budget))
+        self.submit_with(lane, ExecConfig { timeout_s: budget.seconds, ..cfg }, Some(budget))
     }
 
     fn submit_with(
@@ -916,8 +917,10 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
     let mut backlog: VecDeque<Pending> = VecDeque::new();
     let mut last_event = Instant::now();
     // The budget of each lane's request (a lane harvests one at a time), for
-    // those submitted with one.
+    // those submitted with one, until it completes (the lanes that completed
+    // in a pass, `finished`).
     let mut budgets: std::collections::HashMap<u16, crate::config::Budget> = std::collections::HashMap::new();
+    let mut finished: Vec<u16> = Vec::new();
     loop {
         if sh.queued.load(Ordering::SeqCst) > 0 {
             let mut q = sh.queue();
@@ -985,6 +988,8 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
             }
         }
         if group.is_empty() {
+            // Nothing in flight (also after shutdown's forced answers): no budget.
+            budgets.clear();
             if closing && backlog.is_empty() {
                 return;
             }
@@ -999,6 +1004,7 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
             if let Some(t) = timeouts_s.get_mut(c.slot) {
                 *t = 0;
             }
+            finished.push(c.lane);
         };
         let pass = if budgets.is_empty() {
             group.poll_due(lanes, pass_ns, &mut done)
@@ -1007,6 +1013,9 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
             crate::config::set_thread_budget(None);
             pass
         };
+        for lane in finished.drain(..) {
+            budgets.remove(&lane);
+        }
         sh.counters.passes.fetch_add(1, Ordering::Relaxed);
         sh.counters.steps.fetch_add(pass.stepped as u64, Ordering::Relaxed);
         sh.counters.skipped.fetch_add(pass.skipped as u64, Ordering::Relaxed);
