@@ -126,7 +126,7 @@ pub fn test_name(krate: &str) -> String {
 /// Say that test `test` (`CRATE::TEST`) checks nothing here, and why, where
 /// a person sees it: on standard error past the test harness's capture
 /// (which hides a passing test's output), and, when [`SKIP_LOG`] names a
-/// file, as its [`line`] appended to it (its directory made if missing). A
+/// file, as its [`line()`] appended to it (its directory made if missing). A
 /// failure to record panics, naming the file.
 pub fn record(test: &str, class: SkipClass, why: &str) {
     let why = why.replace(['\t', '\n'], " ");
