@@ -4,9 +4,7 @@
 //! picture that is not blank, and a file that cannot be written is an error
 //! naming it. Without Chromium the rendering test says SKIPPED where it is
 //! seen (`common::skip_missing_tool`: `cargo xtask ci`'s summary, the
-//! terminal; with `CI` set and no skip log, it fails; under `cargo xtask ci`
-//! with `CI` set, on a machine that could have installed Chromium, xtask
-//! fails it).
+//! terminal; with `CI` set and no skip log, it fails).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
