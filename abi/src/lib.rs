@@ -25,11 +25,15 @@
 //!   its header and layout, mapped by the server and by `nrtctl harvest`;
 //! - `report` (feature `report`, std and serde_json): the report of one
 //!   inference and its text and JSON renderings, printed the same by
-//!   `nrt-sim run` and `nrtctl run` / `nrtctl harvest`.
+//!   `nrt-sim run` and `nrtctl run` / `nrtctl harvest`;
+//! - `skip` (feature `test-skips`, std): not the binding's and the
+//!   simulator's agreement but their tests' with `cargo xtask ci`: how a
+//!   test records a check it cannot make here, and how xtask reads it (a
+//!   dev-dependency feature, in no library build).
 //!
 //! The default build is `no_std` and has no dependency but `nrt-core` and
 //! `zerocopy`.
-#![cfg_attr(not(any(feature = "os", feature = "report")), no_std)]
+#![cfg_attr(not(any(feature = "os", feature = "report", feature = "test-skips")), no_std)]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -45,5 +49,7 @@ pub mod rules;
 #[cfg(feature = "shm")]
 pub mod shm;
 pub mod sim;
+#[cfg(feature = "test-skips")]
+pub mod skip;
 #[cfg(feature = "report")]
 pub mod stats;

@@ -21,14 +21,22 @@
 
 use nrt_core::counters::id;
 
+/// `NDS_HEADER_START`: the header is the datastore's first bytes.
+pub const NDS_HEADER_START: usize = 0;
 /// `sizeof(nds_header_t)`: `char signature[4]` and `int version`.
 pub const NDS_HEADER_SIZE: usize = 8;
+/// Where the header's `char signature[4]` is (`offsetof(nds_header_t,
+/// signature)`: its first member).
+pub const NDS_SIGNATURE_OFFSET: usize = NDS_HEADER_START;
+/// Where the header's `int version` is (`offsetof(nds_header_t, version)`:
+/// after the four signature bytes, at the `int`'s natural 4-byte alignment).
+pub const NDS_VERSION_OFFSET: usize = NDS_SIGNATURE_OFFSET + 4;
 /// The header's signature bytes: `'n', 'd', 's', 0` (the header's comment).
 pub const NDS_SIGNATURE: [u8; 4] = *b"nds\0";
 /// `NDS_ND_COUNTER_COUNT`: the 13 named device counters and 18 reserved.
 pub const NDS_ND_COUNTER_COUNT: usize = 31;
 /// `NDS_ND_COUNTERS_START`.
-pub const NDS_ND_COUNTERS_START: usize = NDS_HEADER_SIZE;
+pub const NDS_ND_COUNTERS_START: usize = NDS_HEADER_START + NDS_HEADER_SIZE;
 /// `NDS_NEURONCORE_COUNTERS_START`: the original per-NC section.
 pub const NDS_NEURONCORE_COUNTERS_START: usize = NDS_ND_COUNTERS_START + NDS_ND_COUNTER_COUNT * 8;
 /// `NDS_MAX_NEURONCORE_COUNT`: NCs with a slot in the original section.
@@ -84,9 +92,12 @@ pub const fn nc_counter_offset(nc: usize, counter: usize) -> Option<usize> {
     }
 }
 
-/// The header's `version` this binding writes: the public sources do not give
-/// the runtime's value (G-NDS-HEADER); 1.
+/// The header's `version` this binding writes at [`NDS_VERSION_OFFSET`]: the
+/// header calls it the "Version of the datastore's format" and gives no value,
+/// nor does any other public source (G-NDS-HEADER); 1.
 pub const NDS_VERSION: i32 = 1;
+
+const _: () = assert!(NDS_VERSION_OFFSET + 4 == NDS_HEADER_START + NDS_HEADER_SIZE);
 
 #[cfg(test)]
 mod tests {
@@ -133,6 +144,60 @@ mod tests {
         assert_eq!(nc_counter_offset(15, 94), Some(67_184));
         assert_eq!(nc_counter_offset(16, 0), None);
         assert_eq!(nc_counter_offset(0, 95), None);
+    }
+
+    /// `nds_header_t` as the header lays it out: the signature's four bytes at
+    /// 0, the `int` version at 4, the device counters right after.
+    #[test]
+    fn the_header_words_are_where_nds_header_t_puts_them() {
+        assert_eq!((NDS_HEADER_START, NDS_SIGNATURE_OFFSET, NDS_VERSION_OFFSET), (0, 0, 4));
+        assert_eq!(NDS_SIGNATURE, [b'n', b'd', b's', 0]);
+        assert_eq!(NDS_VERSION_OFFSET + core::mem::size_of::<i32>(), NDS_HEADER_SIZE);
+        assert_eq!(NDS_ND_COUNTERS_START, NDS_HEADER_SIZE);
+        assert_eq!(NDS_VERSION, 1);
+    }
+
+    /// The word of NC `nc`'s counter `c` as share/neuron_driver_shared.h's
+    /// macros compute it, from the header's own numbers rather than this
+    /// module's constants: the enums' last members (`NDS_ND_COUNTER_DEVICE_CLUSTER_ID`
+    /// 12, `NDS_NC_COUNTER_OOB` 30, `NDS_EXT_NC_COUNTER_LAST` 41) and
+    /// reserved counts, `NDS_ALIGN`'s `v + (-v & 63)`, and
+    /// `NDS_NEURONCORE_COUNTERS`, `NDS_EXT_NEURONCORE_COUNTERS`,
+    /// `NDS_EXT_NEURONCORE_NC_DATA` (indexed in `uint64_t`s) as
+    /// `get_neuroncore_counter_value` picks between them.
+    fn header_macro_offset(nc: usize, c: usize) -> usize {
+        let u64_size = 8;
+        let align = |v: usize| v + (v.wrapping_neg() & 63);
+        let nd_counter_count = 12 + 18 + 1;
+        let nc_counter_count = 30 + 1;
+        let ext_nc_counter_count = 41 - nc_counter_count + 54;
+        let total_nc_counter_count = nc_counter_count + ext_nc_counter_count;
+        let (header_start, header_size) = (0, 8);
+        let nd_start = header_start + header_size;
+        let nc_start = nd_start + nd_counter_count * u64_size;
+        let ext_old_size = 65 * 4 * u64_size + 96 * 12 * u64_size;
+        let ext_start = align(44588 + ext_old_size);
+        let data_start = align(ext_start + ext_nc_counter_count * 4 * u64_size);
+        if nc < 4 && c < nc_counter_count {
+            nc_start + (nc * nc_counter_count + c) * u64_size
+        } else if nc < 4 {
+            ext_start + (nc * ext_nc_counter_count + (c - nc_counter_count)) * u64_size
+        } else {
+            data_start + ((nc - 4) * (total_nc_counter_count + 1) + c) * u64_size
+        }
+    }
+
+    /// Every (NC, id) a datastore has, not samples: [`nc_counter_offset`] is
+    /// the header's macros.
+    #[test]
+    fn every_counter_offset_is_the_header_macros() {
+        for nc in 0..NDS_NC_MAX {
+            for c in 0..id::TOTAL_NC_COUNTER_COUNT {
+                assert_eq!(nc_counter_offset(nc, c), Some(header_macro_offset(nc, c)), "nc {nc} id {c}");
+            }
+        }
+        assert_eq!(header_macro_offset(0, 0), 256, "the formula itself, against one hand-computed word");
+        assert_eq!(header_macro_offset(15, 94), 67_184);
     }
 
     /// No two (NC, id) pairs share a word, every word is inside a section and

@@ -130,6 +130,11 @@ pub struct CoreReport {
     /// earliest CC_START and the latest CC_END record the harvest kept
     /// (`vcore_notif_ts[core][10]` and `[11]`; `None`: no such record).
     pub cc_us: (Option<u64>, Option<u64>),
+    /// The total latency the platform counted for this core's request, us
+    /// (its `LATENCY_TOTAL` sample: the request's first step to the counter
+    /// update, G-NDS-LATENCY); `None` where nothing was counted
+    /// ([`core_reports`] leaves it to the platform, which keeps the counters).
+    pub total_latency_us: Option<u64>,
 }
 
 /// Everything a run produced.
@@ -213,6 +218,7 @@ pub fn core_reports(req: &ExecRequest, cores: u8) -> Vec<CoreReport> {
                 })
                 .collect(),
             cc_us: cc_times_us(req, c),
+            total_latency_us: None,
         })
         .collect()
 }
@@ -469,6 +475,7 @@ pub fn json(r: &RunReport, scenario: Option<(&str, NrtStatus)>) -> Value {
                 "error_class": core.err.map(|e| e.name()),
                 "cc_start_us": core.cc_us.0,
                 "cc_end_us": core.cc_us.1,
+                "total_latency_us": core.total_latency_us,
                 "engines": core.engines.iter().map(|e| json!({
                     "name": e.engine.name(),
                     "index": e.engine.index(),

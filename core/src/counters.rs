@@ -28,7 +28,9 @@ use crate::status::NrtStatus;
 /// [`NC_COUNTER_COUNT`](id::NC_COUNTER_COUNT)), as indices of an
 /// [`NcCounterBlock`].
 pub mod id {
-    /// `NDS_NC_COUNTER_TIME_IN_USE`.
+    /// `NDS_NC_COUNTER_TIME_IN_USE` (the driver's sysfs `nc_time_in_use`).
+    /// Never written (G-NDS-UNWRITTEN): no public source says what time it
+    /// holds or in which unit, so it stays 0.
     pub const TIME_IN_USE: usize = 0;
     /// `NDS_NC_COUNTER_INFER_COMPLETED`.
     pub const INFER_COMPLETED: usize = 1;
@@ -46,7 +48,10 @@ pub mod id {
     pub const ERR_GENERIC: usize = 7;
     /// `NDS_NC_COUNTER_ERR_NUMERICAL`.
     pub const ERR_NUMERICAL: usize = 8;
-    /// `NDS_NC_COUNTER_ERR_MODEL`.
+    /// `NDS_NC_COUNTER_ERR_MODEL` (neuron-monitor's `error_summary.model`).
+    /// Never incremented (G-NDS-UNWRITTEN): [`counters_for`](super::counters_for)
+    /// maps no status to it, none of the seeds' statuses or error classes
+    /// being the model's.
     pub const ERR_MODEL: usize = 9;
     /// `NDS_NC_COUNTER_ERR_TRANSIENT`.
     pub const ERR_TRANSIENT: usize = 10;
@@ -59,25 +64,33 @@ pub mod id {
     pub const LATENCY_DEVICE: usize = 13;
     /// `NDS_NC_COUNTER_LATENCY_TOTAL`: the sum of the total latencies, microseconds.
     pub const LATENCY_TOTAL: usize = 14;
-    /// `NDS_NC_COUNTER_NC_TIME`.
+    /// `NDS_NC_COUNTER_NC_TIME`. Never written (G-NDS-UNWRITTEN): no public
+    /// definition or unit.
     pub const NC_TIME: usize = 15;
     /// `NDS_NC_COUNTER_GENERIC_FAIL` (sysfs `failure`).
     pub const GENERIC_FAIL: usize = 16;
     /// `NDS_NC_COUNTER_ERR_RESOURCE`.
     pub const ERR_RESOURCE: usize = 17;
-    /// `NDS_NC_COUNTER_ERR_RESOURCE_NC`.
+    /// `NDS_NC_COUNTER_ERR_RESOURCE_NC`. Never incremented (G-NDS-UNWRITTEN):
+    /// no status the harvest returns is a core's resource error.
     pub const ERR_RESOURCE_NC: usize = 18;
     /// `NDS_NC_COUNTER_ERR_INVALID`.
     pub const ERR_INVALID: usize = 19;
     /// `NDS_NC_COUNTER_ERR_UNSUPPORTED_NEFF_VERSION`.
     pub const ERR_UNSUPPORTED_NEFF_VERSION: usize = 20;
-    /// `NDS_NC_COUNTER_CC_TIME`.
+    /// `NDS_NC_COUNTER_CC_TIME`. Never written (G-NDS-UNWRITTEN): no public
+    /// definition or unit (the harvest keeps each core's CC span, the
+    /// report's `cc_start_us` / `cc_end_us`, but not what this counter sums).
     pub const CC_TIME: usize = 21;
-    /// `NDS_NC_COUNTER_MODEL_LOAD_COUNT`.
+    /// `NDS_NC_COUNTER_MODEL_LOAD_COUNT` (sysfs `model_load_count`). Never
+    /// written (G-NDS-UNWRITTEN): this project loads no model.
     pub const MODEL_LOAD_COUNT: usize = 27;
     /// `NDS_NC_COUNTER_INFERENCE_COUNT` (sysfs `inference_count`: successful inferences).
     pub const INFERENCE_COUNT: usize = 28;
-    /// `NDS_NC_COUNTER_MAC_COUNT`.
+    /// `NDS_NC_COUNTER_MAC_COUNT` (the driver's sysfs `flop_count`), which
+    /// FINALIZE passes as `mac_count`. Never written (G-NDS-UNWRITTEN): it is
+    /// the loaded model's work per execution, and there is no model here to
+    /// take it from.
     pub const MAC_COUNT: usize = 29;
     /// `NDS_NC_COUNTER_OOB`.
     pub const OOB: usize = 30;
@@ -94,13 +107,18 @@ pub mod id {
     pub const HW_ERR_DMA_ABORT: usize = 34;
     /// `NDS_EXT_NC_COUNTER_ERR_SW_NQ_OVERFLOW` (sysfs `execute_sw_nq_overflow`).
     pub const ERR_SW_NQ_OVERFLOW: usize = 35;
-    /// `NDS_EXT_NC_COUNTER_ERR_SW_SEMAPHORE_ERROR`.
+    /// `NDS_EXT_NC_COUNTER_ERR_SW_SEMAPHORE_ERROR`. Never incremented
+    /// (G-NDS-UNWRITTEN): no status or error class the seeds give is one.
     pub const ERR_SW_SEMAPHORE_ERROR: usize = 36;
-    /// `NDS_EXT_NC_COUNTER_ERR_SW_EVENT_ERROR`.
+    /// `NDS_EXT_NC_COUNTER_ERR_SW_EVENT_ERROR`. Never incremented (G-NDS-UNWRITTEN): no
+    /// status or error class the seeds give is one.
     pub const ERR_SW_EVENT_ERROR: usize = 37;
-    /// `NDS_EXT_NC_COUNTER_ERR_SW_PSUM_COLLISION`.
+    /// `NDS_EXT_NC_COUNTER_ERR_SW_PSUM_COLLISION`. Never incremented (G-NDS-UNWRITTEN): no
+    /// status or error class the seeds give is one.
     pub const ERR_SW_PSUM_COLLISION: usize = 38;
-    /// `NDS_EXT_NC_COUNTER_ERR_SW_SEQUENCER_FATAL`.
+    /// `NDS_EXT_NC_COUNTER_ERR_SW_SEQUENCER_FATAL`. Never incremented
+    /// (G-NDS-UNWRITTEN): the seeds do not say a sequencer error is fatal, and
+    /// G-NDS-MAP counts it `ERR_GENERIC`.
     pub const ERR_SW_SEQUENCER_FATAL: usize = 39;
     /// `NDS_EXT_NC_COUNTER_HW_ERR_REPAIRABLE_HBM_UE`.
     pub const HW_ERR_REPAIRABLE_HBM_UE: usize = 40;
@@ -259,6 +277,11 @@ impl NcCounterBlock {
     /// All counters 0.
     pub const fn new() -> NcCounterBlock {
         NcCounterBlock { values: [0; id::TOTAL_NC_COUNTER_COUNT] }
+    }
+
+    /// A block holding `values`, by id (counters read back out of a datastore).
+    pub const fn from_values(values: [u64; id::TOTAL_NC_COUNTER_COUNT]) -> NcCounterBlock {
+        NcCounterBlock { values }
     }
 
     /// Counter `id` (0 for an id past the block, as the driver's

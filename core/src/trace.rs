@@ -49,7 +49,9 @@ pub trait Traced: fmt::Display + DefmtFormat {
     fn kind(&self) -> &'static str;
 }
 
-/// Deliver an event to the sink, and to `log`/`defmt` when those features are on.
+/// Deliver an event to the sink, and to `log`/`defmt` when those features are on
+/// (a `log` record carries the event's [`kind`](Traced::kind) as its `kind`
+/// key-value).
 #[inline]
 pub(crate) fn emit<E: Traced, S: EventSink<E> + ?Sized>(sink: &mut S, event: E) {
     #[cfg(feature = "log")]
@@ -60,7 +62,7 @@ pub(crate) fn emit<E: Traced, S: EventSink<E> + ?Sized>(sink: &mut S, event: E) 
             Level::Warn => log::Level::Warn,
             Level::Error => log::Level::Error,
         };
-        log::log!(lvl, "{}", event);
+        log::log!(lvl, kind = event.kind(); "{}", event);
     }
     #[cfg(feature = "defmt")]
     {

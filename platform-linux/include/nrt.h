@@ -26,10 +26,13 @@
 // timeout the variable can give is taken from it.)
 #define NRT_TIMEOUT_FROM_ENV UINT32_MAX
 
-// An opaque harvest request.
+// An opaque harvest request, with its execution timeout's source (named by
+// the timeout line its harvest logs).
 typedef struct nrt_request nrt_request;
 
-// Opaque ring state (cursors, calibration) of a device, shared by its requests.
+// Opaque ring state (cursors, calibration) of a device, shared by its
+// requests, and where their counters go ([`nrt_rings_count_into`]; nowhere
+// by default).
 typedef struct nrt_rings nrt_rings;
 
 // An open bring-up session (`nrt_session_open`): cores of a Neuron device
@@ -48,7 +51,9 @@ typedef struct nrt_platform {
   // Read INTC cause `line` of error-trigger `block` of `core` into `*out`.
   int (*read_cause)(void*, uint8_t, uint32_t, uint32_t, uint32_t*);
   // Monotonic nanoseconds. Required: without it no timeout can fire, and the
-  // harvest calls refuse the table (-1, or `NRT_INVALID`).
+  // harvest calls refuse the table (-1, or `NRT_INVALID`). Rings that count
+  // ([`nrt_rings_count_into`]) call it once more per counted core of each
+  // finished request.
   uint64_t (*now_ns)(void*);
   // Barrier of `core`: 1 done, 0 pending, -1 failed with `*status` set.
   int (*barrier_status)(void*, uint8_t, uint32_t*);
@@ -102,6 +107,33 @@ void nrt_request_free(struct nrt_request *req);
 
 // New ring state with no ring bound. Free with [`nrt_rings_free`].
 struct nrt_rings *nrt_rings_new(void);
+
+// Count every request harvested on `rings` from now on (by [`nrt_wait`],
+// [`nrt_progress_one_step`], or a poller made from them afterwards) in
+// `session`'s process datastore, as the session's own inferences are: the
+// rings' core `c` at the device's core `first + c` of the session's cores
+// (a core past the session's is not counted), added to whatever else of the
+// process counts there (the monitor reads one datastore per process).
+// Returns 0, or -1 for a null argument or a session without a datastore
+// (the reason for [`nrt_session_last_error`]).
+//
+// A poller made from `rings` before this call took its own copy of them
+// and does not count; one made after counts, and keeps the datastore until
+// it is freed. Nothing but their free stops the rings counting (a second
+// call points them at another session's counters instead): they keep the
+// datastore (and the session's device open) while they live, also after
+// the session is closed. Each counted core of a finished request costs one
+// more `now_ns` call (the time of the counter update, from which its total
+// latency is taken); rings that count nowhere make none. A failed count
+// (the harvest goes on) is logged once, at the first failure on the rings
+// or a poller made from them.
+//
+// # Safety
+// `rings` is null or a live pointer from [`nrt_rings_new`]; `session` is
+// null or a live pointer from [`nrt_session_open`]. Neither may be used by
+// another thread during the call (not `rings` by a wait or step, nor
+// `session` by a run or close).
+int nrt_rings_count_into(struct nrt_rings *rings, const struct nrt_session *session);
 
 // Bind ring `(core, nq)` of `size_bytes` (a power of two, at least 32). Returns
 // 0, or -1 for a bad size, index or null pointer.

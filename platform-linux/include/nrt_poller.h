@@ -40,8 +40,10 @@ extern "C" {
 const char *nrt_poller_last_error(void);
 
 // Start a poller thread over `n_lanes` lanes: lane `i` is `platforms[i]` with
-// a copy of `*rings[i]`. `cpu` >= 0 pins the thread to that CPU and makes it
-// spin between passes (`NRT_POLLER_SPIN`); `cpu` < 0 leaves it unpinned and
+// a copy of `*rings[i]` (its requests counted where those rings count,
+// `nrt_rings_count_into`, when that call came before this one; the copy
+// keeps their datastore until the poller is freed). `cpu` >= 0 pins the
+// thread to that CPU and makes it spin between passes (`NRT_POLLER_SPIN`); `cpu` < 0 leaves it unpinned and
 // hybrid (`NRT_POLLER_HYBRID`). [`nrt_poller_new_with_policy`] chooses the
 // policy. Returns null
 // (the reason for [`nrt_poller_last_error`]) for a null array, 0 lanes or

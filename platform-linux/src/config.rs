@@ -200,8 +200,8 @@ impl LogLevels {
 }
 
 /// A `log` sink writing each record to standard error as `PREFIX: LEVEL
-/// COMPONENT: message`, each target at the level [`LogLevels`] gives it. A
-/// failed write is ignored (there is nowhere left to report it).
+/// COMPONENT: message` ([`log_line`]), each target at the level [`LogLevels`]
+/// gives it. A failed write is ignored (there is nowhere left to report it).
 struct StderrLog {
     prefix: &'static str,
     levels: LogLevels,
@@ -215,12 +215,77 @@ impl log::Log for StderrLog {
     fn log(&self, r: &log::Record<'_>) {
         if self.enabled(r.metadata()) {
             use std::io::Write;
-            let line = format!("{}: {} {}: {}\n", self.prefix, r.level(), component_of(r.target()), r.args());
+            let line = log_line(self.prefix, r);
             let _ = std::io::stderr().lock().write_all(line.as_bytes());
         }
     }
 
     fn flush(&self) {}
+}
+
+/// The `kind` of the harvest's record of a core still pending at its
+/// execution timeout (nrt-core's `ExecEvent::CoreTimeout`): its line, which
+/// names the budget in milliseconds only (the harvest engine does not know
+/// where it came from), is given the budget in effect on the thread, with
+/// its source ([`BudgetScope`]).
+pub const CORE_TIMEOUT_KIND: &str = "core_timeout";
+
+/// The line [`init_stderr_log`]'s logger writes for `r`: `PREFIX: LEVEL
+/// COMPONENT: message`, and for a [`CORE_TIMEOUT_KIND`] record logged while
+/// a [`BudgetScope`] is in effect on this thread, `; budget in effect: ` and
+/// the budget with its source after the message.
+pub fn log_line(prefix: &str, r: &log::Record<'_>) -> String {
+    let mut line = format!("{prefix}: {} {}: {}", r.level(), component_of(r.target()), r.args());
+    let kind = r.key_values().get(log::kv::Key::from_str("kind"));
+    if kind.and_then(|v| v.to_borrowed_str().map(|k| k == CORE_TIMEOUT_KIND)) == Some(true) {
+        if let Some(b) = thread_budget() {
+            line.push_str(&format!("; budget in effect: {b}"));
+        }
+    }
+    line.push('\n');
+    line
+}
+
+thread_local! {
+    /// The execution timeout of the harvest this thread runs, if a
+    /// [`BudgetScope`] says (the poller: the request it steps).
+    static BUDGET: std::cell::Cell<Option<Budget>> = const { std::cell::Cell::new(None) };
+}
+
+/// The budget the harvest on this thread runs under (`None`: none said).
+pub fn thread_budget() -> Option<Budget> {
+    BUDGET.with(std::cell::Cell::get)
+}
+
+/// Set the budget the harvest on this thread runs under, returning the one
+/// it replaces.
+pub(crate) fn set_thread_budget(b: Option<Budget>) -> Option<Budget> {
+    BUDGET.with(|c| c.replace(b))
+}
+
+/// While it lives, the harvests this thread runs are under `budget`: the
+/// timeout line the harvest logs ([`CORE_TIMEOUT_KIND`]) names it and its
+/// source ([`log_line`]). Dropping it restores what was in effect before.
+/// `nrtctl`, `nrt_session_run`, `nrt_wait` / `nrt_progress_one_step` (the
+/// budget of `nrt_request_new`), `nrt_shm_harvest` and the poller (each
+/// request's, [`crate::poller::Poller::submit_budgeted`]) set it.
+#[derive(Debug)]
+#[must_use = "the budget is in effect only while the scope lives"]
+pub struct BudgetScope {
+    before: Option<Budget>,
+}
+
+impl BudgetScope {
+    /// `budget` in effect on this thread until the scope is dropped.
+    pub fn enter(budget: Budget) -> BudgetScope {
+        BudgetScope { before: set_thread_budget(Some(budget)) }
+    }
+}
+
+impl Drop for BudgetScope {
+    fn drop(&mut self) {
+        set_thread_budget(self.before.take());
+    }
 }
 
 /// Route the `log` facade to standard error at `levels`, lines prefixed
@@ -325,7 +390,7 @@ impl RtEnv {
 }
 
 /// Where a setting came from.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Source {
     /// A command-line flag (named).
     Flag(&'static str),
@@ -349,7 +414,7 @@ impl core::fmt::Display for Source {
 }
 
 /// The execution timeout in effect and its source.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Budget {
     /// Seconds.
     pub seconds: u32,
@@ -718,7 +783,7 @@ mod tests {
     fn a_flag_beats_the_variable_which_beats_the_default() {
         let set = env(&[(EXEC_TIMEOUT, "9")]).unwrap();
         let b = Budget::resolve(Some(3), "--timeout-s", &set, Arch::Sunda);
-        assert_eq!((b.seconds, b.source.clone()), (3, Source::Flag("--timeout-s")));
+        assert_eq!((b.seconds, b.source), (3, Source::Flag("--timeout-s")));
         assert_eq!(b.to_string(), "execution timeout 3 s (from flag --timeout-s)");
         let b = Budget::resolve(None, "--timeout-s", &set, Arch::Sunda);
         assert_eq!(b.to_string(), "execution timeout 9 s (from variable NEURON_RT_EXEC_TIMEOUT)");
@@ -782,5 +847,48 @@ mod tests {
         assert_eq!(none, CoreChoice { first: 0, count: None, source: None, value: None });
         assert_eq!(none.origin(), "");
         assert_eq!(resolve_cores(Some(1), "--cores", &both).unwrap().origin(), "", "a flag is not a variable");
+    }
+
+    /// The harvest's timeout record (its `kind` key-value `core_timeout`)
+    /// gets the budget in effect on the thread, with its source; no other
+    /// record does, nor the timeout record with no budget said; a scope put
+    /// back what it replaced when it ends.
+    #[test]
+    fn the_timeout_line_names_the_budget_in_effect_and_its_source() {
+        let line = |kind: &str| {
+            let kvs = [("kind", kind)];
+            log_line(
+                "nrt",
+                &log::Record::builder()
+                    .args(format_args!("core 0: engines still pending after 1000 ms (budget 1000 ms): NRT_TIMEOUT"))
+                    .level(log::Level::Error)
+                    .target("nrt_core::trace")
+                    .key_values(&kvs)
+                    .build(),
+            )
+        };
+        let bare = "nrt: ERROR TDRV: core 0: engines still pending after 1000 ms (budget 1000 ms): NRT_TIMEOUT\n";
+        assert_eq!(thread_budget(), None);
+        assert_eq!(line(CORE_TIMEOUT_KIND), bare, "no budget said: the line as the engine wrote it");
+        let env = Budget { seconds: 1, source: Source::Env(EXEC_TIMEOUT) };
+        let flag = Budget { seconds: 2, source: Source::Flag("--timeout-s") };
+        {
+            let _outer = BudgetScope::enter(env);
+            assert_eq!(
+                line(CORE_TIMEOUT_KIND),
+                "nrt: ERROR TDRV: core 0: engines still pending after 1000 ms (budget 1000 ms): NRT_TIMEOUT; \
+                 budget in effect: execution timeout 1 s (from variable NEURON_RT_EXEC_TIMEOUT)\n"
+            );
+            assert_eq!(line("error_record"), bare, "another kind of line is left alone");
+            {
+                let _inner = BudgetScope::enter(flag);
+                assert!(line(CORE_TIMEOUT_KIND).ends_with("execution timeout 2 s (from flag --timeout-s)\n"));
+            }
+            assert_eq!(thread_budget(), Some(env), "the inner scope put the outer budget back");
+            let other = std::thread::spawn(thread_budget).join().unwrap();
+            assert_eq!(other, None, "a budget is the thread's own");
+        }
+        assert_eq!(thread_budget(), None);
+        assert_eq!(line(CORE_TIMEOUT_KIND), bare);
     }
 }

@@ -2,21 +2,34 @@
 //! execution counters and where monitors (neuron-monitor, `nrtctl stats`) read
 //! them (neuron_ds.c; the layout is `nrt_abi::nds`).
 //!
-//! [`Datastore::own`] acquires this process's (`ACQUIRE_NEURON_DS {pid 0}`),
-//! maps it and writes the header; [`Datastore::write_nc`] writes one core's
-//! counters at the driver's offsets. [`Datastore::monitor`] acquires another
-//! process's (`{pid N}`) and maps it read-only, as the SDK's `nds_open` does
-//! for a pid other than 0 (the driver itself would grant a writable mapping: a
-//! datastore's chunk is device-lifespan, neuron_mmap.c `nmmap_mem`). Dropping either unmaps it, then releases it
-//! (`RELEASE_NEURON_DS`): the owner's release clears and zeroes it, a monitor's
-//! changes nothing (neuron_ds.c `neuron_ds_release_pid`).
+//! [`ProcessCounters::of`] acquires this process's (`ACQUIRE_NEURON_DS {pid
+//! 0}`), maps it and writes the header; [`Datastore::write_nc`] writes one
+//! core's counters at the driver's offsets. [`Datastore::monitor`] acquires
+//! another process's (`{pid N}`) and maps it read-only, as the SDK's
+//! `nds_open` does for a pid other than 0 (the driver itself would grant a
+//! writable mapping: a datastore's chunk is device-lifespan, neuron_mmap.c
+//! `nmmap_mem`). Its release unmaps it, then releases it
+//! (`RELEASE_NEURON_DS`): the owner's release clears and zeroes it, a
+//! monitor's changes nothing (neuron_ds.c `neuron_ds_release_pid`).
+//!
+//! The driver keeps one datastore per process and device, with no count of
+//! its users: the owner's first release clears it, and an acquire before
+//! that release gets the same one. So a process counts through one
+//! [`ProcessCounters`] per device node (however its path is spelled), held
+//! through [`CountersHolder`]s ([`ProcessCounters::of`]: acquired once,
+//! released by the last holder's drop, both under one lock, so no acquire
+//! can fall between a last holder and its release). Its RAM blocks are the only copy the process writes
+//! from: a session's own harvest, a poller's or an XU unit's, and a C
+//! runtime's rings ([`CounterTarget`]) add into the same counters, and none
+//! overwrites another's.
 
 use std::io;
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use nrt_abi::nds;
-use nrt_core::counters::{id, NcCounterBlock};
+use nrt_core::counters::{id, NcCounterBlock, NcUpdate};
 
 use crate::device::NeuronDevice;
 use crate::error::LinuxError;
@@ -32,6 +45,8 @@ pub struct Datastore {
     map: Option<Mapping>,
     pid: i32,
     info: ioctl::NeuronDsInfo,
+    /// Unmapped and released already ([`Datastore::release`]).
+    released: bool,
 }
 
 impl core::fmt::Debug for Datastore {
@@ -46,13 +61,18 @@ impl core::fmt::Debug for Datastore {
 }
 
 impl Datastore {
-    /// This process's datastore: acquired (pid 0), mapped, its header written.
-    pub fn own(dev: Arc<NeuronDevice>) -> Result<Datastore, LinuxError> {
+    /// This process's datastore: acquired (pid 0), mapped, its header written
+    /// (`nds_header_t`: [`nds::NDS_SIGNATURE`] at [`nds::NDS_SIGNATURE_OFFSET`],
+    /// [`nds::NDS_VERSION`] at [`nds::NDS_VERSION_OFFSET`]). Only through
+    /// [`ProcessCounters::of`], which acquires it once per process and device:
+    /// the driver hands a process one datastore, which its first release
+    /// clears.
+    pub(crate) fn own(dev: Arc<NeuronDevice>) -> Result<Datastore, LinuxError> {
         let ds = Datastore::acquire(dev, 0)?;
         let map = ds.mapping()?;
         let sig = u32::from_le_bytes(nds::NDS_SIGNATURE);
-        map.write32(0, sig)
-            .and_then(|()| map.write32(4, nds::NDS_VERSION as u32))
+        map.write32(nds::NDS_SIGNATURE_OFFSET as u64, sig)
+            .and_then(|()| map.write32(nds::NDS_VERSION_OFFSET as u64, nds::NDS_VERSION as u32))
             .map_err(|e| ds.err("datastore header write", e))?;
         Ok(ds)
     }
@@ -86,7 +106,7 @@ impl Datastore {
         } else {
             Mapping::map_read_only(dev.file(), info.mmap_offset, info.size as usize)
         };
-        let mut ds = Datastore { dev, map: None, pid, info };
+        let mut ds = Datastore { dev, map: None, pid, info, released: false };
         ds.map = Some(map.map_err(|e| {
             ds.err(
                 "mmap",
@@ -160,8 +180,8 @@ impl Datastore {
     /// The header's signature and version.
     pub fn header(&self) -> Result<([u8; 4], i32), LinuxError> {
         let map = self.mapping()?;
-        let sig = map.read32(0).map_err(|e| self.err("datastore read", e))?;
-        let ver = map.read32(4).map_err(|e| self.err("datastore read", e))?;
+        let sig = map.read32(nds::NDS_SIGNATURE_OFFSET as u64).map_err(|e| self.err("datastore read", e))?;
+        let ver = map.read32(nds::NDS_VERSION_OFFSET as u64).map_err(|e| self.err("datastore read", e))?;
         Ok((sig.to_le_bytes(), ver as i32))
     }
 
@@ -190,11 +210,350 @@ impl Datastore {
     }
 }
 
-impl Drop for Datastore {
-    fn drop(&mut self) {
+impl Datastore {
+    /// Unmap it, then release it (`RELEASE_NEURON_DS`), once: the drop does
+    /// it unless this did.
+    fn release(&mut self) {
+        if std::mem::replace(&mut self.released, true) {
+            return;
+        }
         self.map = None;
         if let Err(e) = self.dev.release_neuron_ds(self.pid) {
             log::warn!("datastore release: {e}");
         }
+    }
+}
+
+impl Drop for Datastore {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// This process's counters on one device: its datastore, acquired once per
+/// process and device node, and the RAM blocks of the datastore's 16 NCs it
+/// writes from, shared by every harvest of the process on the device (see the
+/// module's documentation). Reached through a [`CountersHolder`]
+/// ([`ProcessCounters::of`]); released (unmapped, `RELEASE_NEURON_DS`) by the
+/// last holder's drop.
+pub struct ProcessCounters {
+    ds: Datastore,
+    blocks: Mutex<Vec<NcCounterBlock>>,
+}
+
+impl core::fmt::Debug for ProcessCounters {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ProcessCounters").field("datastore", &self.ds).finish()
+    }
+}
+
+/// One process's counters on one device node in the registry, with the
+/// number of [`CountersHolder`]s that hold them.
+struct Entry {
+    node: PathBuf,
+    pid: u32,
+    counters: Arc<ProcessCounters>,
+    holders: usize,
+}
+
+/// The held [`ProcessCounters`] of this process, by device node
+/// ([`NeuronDevice::node`]: one device however its path is spelled) and pid
+/// (a forked child is another process: the driver gives it a datastore of
+/// its own). An entry is made, counted and removed only under this lock,
+/// and its datastore acquired and released under it too, so a caller of
+/// [`ProcessCounters::of`] finds the counters either held (and live) or
+/// released, never between: the driver hands a process one datastore (an
+/// acquire while a release is under way would get the one the release is
+/// about to clear).
+fn registry() -> MutexGuard<'static, Vec<Entry>> {
+    static REGISTRY: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+    REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl ProcessCounters {
+    /// A holder of this process's counters on the device `dev` opened: those
+    /// of its node if some harvest of the process holds them, else its
+    /// datastore acquired (`ACQUIRE_NEURON_DS {pid 0}`, mapped, the header
+    /// written) with every counter 0.
+    pub fn of(dev: &Arc<NeuronDevice>) -> Result<CountersHolder, LinuxError> {
+        let pid = std::process::id();
+        let mut reg = registry();
+        if let Some(e) = reg.iter_mut().find(|e| e.node == dev.node() && e.pid == pid) {
+            e.holders += 1;
+            return Ok(CountersHolder { counters: Arc::clone(&e.counters) });
+        }
+        let ds = Datastore::own(Arc::clone(dev))?;
+        let counters =
+            Arc::new(ProcessCounters { ds, blocks: Mutex::new(vec![NcCounterBlock::new(); nds::NDS_NC_MAX]) });
+        reg.push(Entry { node: dev.node().to_path_buf(), pid, counters: Arc::clone(&counters), holders: 1 });
+        Ok(CountersHolder { counters })
+    }
+
+    fn blocks(&self) -> MutexGuard<'_, Vec<NcCounterBlock>> {
+        self.blocks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Count `update` on the datastore's NC `nc` at `now_ns` (the clock the
+    /// update's start was read on): into the RAM block, then the block into
+    /// the datastore ([`Datastore::write_nc`]), under one lock, so that
+    /// concurrent harvests of the process add up. An NC past the datastore's
+    /// 16 is refused, naming it.
+    pub fn count(&self, nc: usize, update: &NcUpdate, now_ns: u64) -> Result<(), LinuxError> {
+        let mut blocks = self.blocks();
+        let Some(block) = blocks.get_mut(nc) else {
+            let why = format!("NC {nc}: the datastore has counters for NCs 0 to {}", nds::NDS_NC_MAX - 1);
+            return Err(self.ds.err("datastore write", io::Error::new(io::ErrorKind::InvalidInput, why)));
+        };
+        block.apply(update, now_ns);
+        self.ds.write_nc(nc, block)
+    }
+
+    /// NC `nc`'s counters as this process counted them (`None` past NC 15).
+    pub fn block(&self, nc: usize) -> Option<NcCounterBlock> {
+        self.blocks().get(nc).copied()
+    }
+
+    /// The datastore the counters are written to.
+    pub fn datastore(&self) -> &Datastore {
+        &self.ds
+    }
+}
+
+/// A hold on this process's counters on one device ([`ProcessCounters::of`]
+/// makes one; it derefs to them). The datastore stays acquired while any
+/// holder lives; the last one's drop releases it (unmapped,
+/// `RELEASE_NEURON_DS`), under the registry's lock.
+pub struct CountersHolder {
+    counters: Arc<ProcessCounters>,
+}
+
+impl core::fmt::Debug for CountersHolder {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_tuple("CountersHolder").field(&*self.counters).finish()
+    }
+}
+
+impl core::ops::Deref for CountersHolder {
+    type Target = ProcessCounters;
+    fn deref(&self) -> &ProcessCounters {
+        &self.counters
+    }
+}
+
+impl Drop for CountersHolder {
+    fn drop(&mut self) {
+        let mut reg = registry();
+        let Some(i) = reg.iter().position(|e| Arc::ptr_eq(&e.counters, &self.counters)) else { return };
+        let Some(e) = reg.get_mut(i) else { return };
+        e.holders = e.holders.saturating_sub(1);
+        if e.holders > 0 {
+            return;
+        }
+        drop(reg.swap_remove(i));
+        // The registry's reference gone, this holder's is the last (holders
+        // share the counters only through the registry's count): the
+        // datastore is released here, before the lock is let go.
+        match Arc::get_mut(&mut self.counters) {
+            Some(c) => c.ds.release(),
+            None => log::error!(
+                "datastore release: the counters of {} are still referenced past their last holder; released when \
+                 that reference goes",
+                self.counters.ds.dev.path().display()
+            ),
+        }
+    }
+}
+
+/// Where a harvest's counters go: a [`ProcessCounters`] and the datastore NCs
+/// of the harvest's cores (core `c` is NC `first_nc + c`; a core at or past
+/// `cores` is not this target's and is not counted). A session hands out its
+/// own ([`crate::session::Session::counter_target`]); a poller's or an XU
+/// unit's device holds one ([`crate::rings::MappedDevice::counters`], and
+/// for C, `nrt_rings_count_into`).
+///
+/// Its clones share one [`CountersHolder`]: the datastore stays acquired
+/// while any of them lives.
+#[derive(Clone, Debug)]
+pub struct CounterTarget {
+    counters: Arc<CountersHolder>,
+    first_nc: u8,
+    cores: u8,
+}
+
+impl CounterTarget {
+    /// Cores `0..cores` of a harvest counted at NCs `first_nc..first_nc + cores`.
+    pub fn new(counters: CountersHolder, first_nc: u8, cores: u8) -> CounterTarget {
+        CounterTarget { counters: Arc::new(counters), first_nc, cores }
+    }
+
+    /// Count `update` of the harvest's core `core` at `now_ns`: `Ok(false)`
+    /// for a core that is not the target's (nothing written).
+    pub fn count(&self, core: u8, update: &NcUpdate, now_ns: u64) -> Result<bool, LinuxError> {
+        if core >= self.cores {
+            return Ok(false);
+        }
+        let nc = usize::from(self.first_nc) + usize::from(core);
+        self.counters.count(nc, update, now_ns).map(|()| true)
+    }
+
+    /// The datastore NC of the harvest's core 0.
+    pub fn first_nc(&self) -> u8 {
+        self.first_nc
+    }
+
+    /// The harvest's cores counted.
+    pub fn cores(&self) -> u8 {
+        self.cores
+    }
+
+    /// The process's counters this target writes into.
+    pub fn counters(&self) -> &ProcessCounters {
+        &self.counters
+    }
+}
+
+/// A driver in this process serving the datastore calls alone, for the
+/// tests of what holds the process's counters.
+#[cfg(test)]
+pub(crate) mod fake_ds {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::ioctl::{ACQUIRE_NEURON_DS, NEURON_DATASTORE_SIZE, RELEASE_NEURON_DS};
+    use crate::sys::fake::Driver;
+
+    /// The driver's datastores of this process (neuron_ds.c), shared by the
+    /// threads that serve it: one at a time, each acquire with pid 0 handing
+    /// the live one or a new one at a new offset, the first release clearing
+    /// it. Each call is logged with the live offset it saw.
+    #[derive(Default)]
+    pub(crate) struct DsDriver {
+        pub live: Option<u64>,
+        pub made: u64,
+        pub log: Vec<String>,
+        /// Held in the first release before it clears: told that the release
+        /// has begun, then waiting for word from another thread (or a time
+        /// out) before it clears.
+        pub gate: Option<(mpsc::Sender<()>, mpsc::Receiver<()>)>,
+    }
+
+    pub(crate) struct Served(pub Arc<Mutex<DsDriver>>);
+
+    impl Driver for Served {
+        fn ioctl(&mut self, code: u32, a: &mut [u8]) -> Result<i32, i32> {
+            let pid = i32::from_le_bytes(a[0..4].try_into().map_err(|_| libc::EINVAL)?);
+            if pid != 0 {
+                return Err(libc::ENOENT);
+            }
+            if code == ACQUIRE_NEURON_DS.code() {
+                let mut d = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let off = match d.live {
+                    Some(off) => off,
+                    None => {
+                        d.made += 1;
+                        let off = d.made * u64::from(NEURON_DATASTORE_SIZE);
+                        d.live = Some(off);
+                        off
+                    }
+                };
+                d.log.push(format!("acquire 0x{off:x}"));
+                a[8..16].copy_from_slice(&off.to_le_bytes());
+                a[16..20].copy_from_slice(&NEURON_DATASTORE_SIZE.to_le_bytes());
+                Ok(0)
+            } else if code == RELEASE_NEURON_DS.code() {
+                let gate = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).gate.take();
+                if let Some((begun, go)) = gate {
+                    begun.send(()).unwrap();
+                    let _ = go.recv_timeout(Duration::from_secs(1));
+                }
+                let mut d = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let off = d.live.take();
+                d.log.push(off.map_or_else(|| "release (none live)".to_string(), |o| format!("release 0x{o:x}")));
+                Ok(0)
+            } else {
+                Err(libc::EINVAL)
+            }
+        }
+        fn bar_rw(&mut self, _: u32, _: u32, _: &[u64], _: &mut [u32]) -> Result<i32, i32> {
+            Err(libc::EINVAL)
+        }
+        fn mem_alloc(&mut self, _: &crate::ioctl::MemAllocV2Mt) -> Result<u64, i32> {
+            Err(libc::EINVAL)
+        }
+    }
+
+    /// A node (a temp file) with room for a few datastores.
+    pub(crate) fn node(name: &str) -> std::path::PathBuf {
+        let p = std::env::temp_dir().join(format!("nrt-linux-ds-{}-{name}", std::process::id()));
+        let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
+        f.set_len(8 * u64::from(NEURON_DATASTORE_SIZE)).unwrap();
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::fake_ds::{node, DsDriver, Served};
+    use super::*;
+    use crate::sys::fake;
+
+    /// The last holder of a process's counters dropped on one thread while
+    /// another asks for them ([`ProcessCounters::of`]): the second gets a
+    /// datastore that is live, not the one the drop is releasing. The
+    /// release is held open (up to a second) for the other thread's `of` to
+    /// finish; that `of` waits for the release instead, then acquires anew.
+    #[test]
+    fn a_holder_made_while_the_last_one_is_released_gets_a_live_datastore() {
+        let p = node("race");
+        let (begun_tx, begun) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel();
+        let drv = Arc::new(Mutex::new(DsDriver { gate: Some((begun_tx, go_rx)), ..DsDriver::default() }));
+        fake::install(p.clone(), Box::new(Served(Arc::clone(&drv))));
+        let dev = Arc::new(NeuronDevice::open(&p).unwrap());
+        let first = ProcessCounters::of(&dev).unwrap();
+        let first_off = first.datastore().info().mmap_offset;
+
+        let other = {
+            let (dev, drv, p) = (Arc::clone(&dev), Arc::clone(&drv), p.clone());
+            std::thread::spawn(move || {
+                fake::install(p, Box::new(Served(drv)));
+                begun.recv_timeout(Duration::from_secs(10)).expect("the release begins");
+                let second = ProcessCounters::of(&dev);
+                let _ = go.send(());
+                let second = second.unwrap();
+                let off = second.datastore().info().mmap_offset;
+                (second, off)
+            })
+        };
+        drop(first);
+        let (second, off) = other.join().unwrap();
+        {
+            let d = drv.lock().unwrap();
+            assert_eq!(
+                d.log,
+                [format!("acquire 0x{first_off:x}"), format!("release 0x{first_off:x}"), format!("acquire 0x{off:x}")],
+                "the second acquire after the first release"
+            );
+            assert_eq!(d.live, Some(off), "the second holder's datastore is the live one");
+        }
+        assert_ne!(off, first_off);
+        let done = NcUpdate {
+            status: nrt_core::NrtStatus::Success,
+            sequencer_error: false,
+            correctable_ecc: false,
+            device_latency_us: 1,
+            started_ns: 0,
+            harvested: true,
+        };
+        second.count(0, &done, 1_000).expect("the second holder counts");
+        assert_eq!(second.datastore().read_nc(0).unwrap()[id::INFER_COMPLETED], 1);
+        drop(second);
+        assert_eq!(drv.lock().unwrap().live, None, "released with its last holder");
+        fake::uninstall();
+        let _ = std::fs::remove_file(&p);
     }
 }

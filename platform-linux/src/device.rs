@@ -89,6 +89,8 @@ fn with_free_access<R>(f: impl FnOnce(&mut FreeAccess) -> R) -> R {
 pub struct NeuronDevice {
     file: File,
     path: PathBuf,
+    /// The node `path` named when it was opened, after symlinks ([`node_of`]).
+    node: PathBuf,
     /// `(eng_id, qid)` -> `(tx_desc_count, rx_desc_count)` of each queue initialised.
     queues: Mutex<HashMap<(u32, u32), (u32, u32)>>,
     /// Whether this device is a user of the process's write-only descriptors.
@@ -112,7 +114,8 @@ impl NeuronDevice {
             .custom_flags(libc::O_CLOEXEC)
             .open(&path)
             .map_err(|e| open_error(&path, e))?;
-        Ok(NeuronDevice { file, path, queues: Mutex::new(HashMap::new()), free_access: Mutex::new(false) })
+        let node = node_of(&path);
+        Ok(NeuronDevice { file, path, node, queues: Mutex::new(HashMap::new()), free_access: Mutex::new(false) })
     }
 
     /// Issue `req` through the process's write-only descriptor of this node,
@@ -165,6 +168,12 @@ impl NeuronDevice {
     /// The node's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The node the path named when it was opened, after symlinks
+    /// ([`node_of`]): one device however it was spelled.
+    pub fn node(&self) -> &Path {
+        &self.node
     }
 
     /// The open file (for `mmap`).
@@ -511,6 +520,13 @@ impl NeuronDevice {
         self.call(ioctl::NOTIFICATIONS_INIT_WITH_REALLOC_V2, &mut arg)?;
         Ok(arg)
     }
+}
+
+/// The node `path` names: its canonical path (symlinks, `.` and `..`
+/// resolved), or `path` itself when it cannot be resolved (a node only a
+/// supervisor such as `nrt-sim driver` answers for, which no file backs).
+pub fn node_of(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// The error of a failed open of `path`: `EBUSY` is the driver's limit of 16

@@ -45,7 +45,9 @@ pub struct nrt_platform {
     /// Read INTC cause `line` of error-trigger `block` of `core` into `*out`.
     pub read_cause: Option<unsafe extern "C" fn(*mut c_void, u8, u32, u32, *mut u32) -> c_int>,
     /// Monotonic nanoseconds. Required: without it no timeout can fire, and the
-    /// harvest calls refuse the table (-1, or `NRT_INVALID`).
+    /// harvest calls refuse the table (-1, or `NRT_INVALID`). Rings that count
+    /// ([`nrt_rings_count_into`]) call it once more per counted core of each
+    /// finished request.
     pub now_ns: Option<unsafe extern "C" fn(*mut c_void) -> u64>,
     /// Barrier of `core`: 1 done, 0 pending, -1 failed with `*status` set.
     pub barrier_status: Option<unsafe extern "C" fn(*mut c_void, u8, *mut u32) -> c_int>,
@@ -61,11 +63,51 @@ pub struct nrt_platform {
     pub tensor_completed: Option<unsafe extern "C" fn(*mut c_void, u8, u16, *mut u16, *mut u32) -> c_int>,
 }
 
-/// An opaque harvest request.
-pub struct nrt_request(ExecRequest);
+/// An opaque harvest request, with its execution timeout's source (named by
+/// the timeout line its harvest logs).
+pub struct nrt_request(ExecRequest, crate::config::Budget);
 
-/// Opaque ring state (cursors, calibration) of a device, shared by its requests.
-pub struct nrt_rings(pub(crate) Notifications);
+/// Opaque ring state (cursors, calibration) of a device, shared by its
+/// requests, and where their counters go ([`nrt_rings_count_into`]; nowhere
+/// by default).
+pub struct nrt_rings(pub(crate) Notifications, pub(crate) Option<RingsCounting>);
+
+/// Where a C runtime's rings count ([`nrt_rings_count_into`]): a session's
+/// counter target, and the first count on them that failed. Its clones (the
+/// copy a poller made from the rings takes) share that first failure: a
+/// failed count is logged when it is the first on these rings, and only
+/// then (counters are advisory: the harvest goes on).
+#[derive(Clone, Debug)]
+pub(crate) struct RingsCounting {
+    target: crate::datastore::CounterTarget,
+    first_error: std::sync::Arc<OnceLock<crate::LinuxError>>,
+}
+
+impl RingsCounting {
+    pub(crate) fn new(target: crate::datastore::CounterTarget) -> RingsCounting {
+        RingsCounting { target, first_error: std::sync::Arc::default() }
+    }
+
+    /// Count `update` of the rings' core `core` at `now_ns`; a failure is
+    /// kept, and logged, when it is the first on these rings.
+    fn count(&self, core: u8, update: &nrt_core::counters::NcUpdate, now_ns: u64) {
+        if let Err(e) = self.target.count(core, update, now_ns) {
+            let said = e.to_string();
+            if self.first_error.set(e).is_ok() {
+                log::warn!(
+                    "nrt: counting core {core}'s request into the datastore: {said} (the first failure on these \
+                     rings; later ones are not logged)"
+                );
+            }
+        }
+    }
+
+    /// The first count on these rings that failed.
+    #[cfg(test)]
+    pub(crate) fn first_error(&self) -> Option<&crate::LinuxError> {
+        self.first_error.get()
+    }
+}
 
 /// A decoded 16-byte INFER_STATUS entry.
 #[repr(C)]
@@ -86,18 +128,22 @@ pub struct nrt_entry {
 }
 
 /// The callback table as core's traits, remembering the latest clock value it
-/// handed out (for [`nrt_wait`]'s clock checks).
+/// handed out (for [`nrt_wait`]'s clock checks), with where its rings'
+/// requests are counted.
 pub(crate) struct CPlatform {
     p: nrt_platform,
     /// The largest `now_ns` value seen.
     clock_max: Cell<u64>,
     /// Whether `now_ns` returned a value above `clock_max` since the last look.
     clock_moved: Cell<bool>,
+    /// Where the rings count ([`nrt_rings_count_into`]); `None` counts nothing.
+    counters: Option<RingsCounting>,
 }
 
 impl CPlatform {
-    pub(crate) fn new(p: nrt_platform) -> CPlatform {
-        CPlatform { p, clock_max: Cell::new(0), clock_moved: Cell::new(false) }
+    /// The table `p`, counting where its rings do (`counters`).
+    pub(crate) fn new(p: nrt_platform, counters: Option<RingsCounting>) -> CPlatform {
+        CPlatform { p, clock_max: Cell::new(0), clock_moved: Cell::new(false), counters }
     }
 }
 
@@ -202,7 +248,22 @@ impl<E: Copy + Into<Event>> hal::EventSink<E> for CPlatform {
     }
 }
 
-impl nrt_core::counters::CounterSink for CPlatform {}
+impl nrt_core::counters::CounterSink for CPlatform {
+    /// FINALIZE's counters of core `core`, at the table's own clock (the one
+    /// the request's start was read on: one more `now_ns` call, the time of
+    /// the update), into the rings' target: the process's datastore at the
+    /// session's NCs. Rings that count nowhere (the default: a table's
+    /// callbacks name no device, so the binding has no datastore for them
+    /// unless the caller names one) count nothing and read no clock. A failed
+    /// count is logged when it is the first on the rings
+    /// ([`RingsCounting`]); the harvest goes on.
+    fn nc_counters(&mut self, core: u8, update: &nrt_core::counters::NcUpdate) {
+        let Some(c) = self.counters.take() else { return };
+        let now = hal::Clock::now_ns(self);
+        c.count(core, update, now);
+        self.counters = Some(c);
+    }
+}
 
 impl hal::TensorNotify for CPlatform {
     fn tensor_completed(&mut self, core: u8, var_id: u16) -> Option<(u16, u32)> {
@@ -243,7 +304,7 @@ pub extern "C" fn nrt_request_new(arch_type: u32, tpb_count: u8, timeout_s: u32)
     };
     let budget = crate::config::Budget::resolve_argument(explicit, "timeout_s of nrt_request_new", &env, arch);
     log::info!("nrt_request_new: {budget}");
-    Box::into_raw(Box::new(nrt_request(ExecRequest::new(ExecConfig::new(arch, tpb_count, budget.seconds)))))
+    Box::into_raw(Box::new(nrt_request(ExecRequest::new(ExecConfig::new(arch, tpb_count, budget.seconds)), budget)))
 }
 
 /// Free a request (null is ignored).
@@ -261,7 +322,55 @@ pub unsafe extern "C" fn nrt_request_free(req: *mut nrt_request) {
 /// New ring state with no ring bound. Free with [`nrt_rings_free`].
 #[no_mangle]
 pub extern "C" fn nrt_rings_new() -> *mut nrt_rings {
-    Box::into_raw(Box::new(nrt_rings(Notifications::new())))
+    Box::into_raw(Box::new(nrt_rings(Notifications::new(), None)))
+}
+
+/// Count every request harvested on `rings` from now on (by [`nrt_wait`],
+/// [`nrt_progress_one_step`], or a poller made from them afterwards) in
+/// `session`'s process datastore, as the session's own inferences are: the
+/// rings' core `c` at the device's core `first + c` of the session's cores
+/// (a core past the session's is not counted), added to whatever else of the
+/// process counts there (the monitor reads one datastore per process).
+/// Returns 0, or -1 for a null argument or a session without a datastore
+/// (the reason for [`nrt_session_last_error`]).
+///
+/// A poller made from `rings` before this call took its own copy of them
+/// and does not count; one made after counts, and keeps the datastore until
+/// it is freed. Nothing but their free stops the rings counting (a second
+/// call points them at another session's counters instead): they keep the
+/// datastore (and the session's device open) while they live, also after
+/// the session is closed. Each counted core of a finished request costs one
+/// more `now_ns` call (the time of the counter update, from which its total
+/// latency is taken); rings that count nowhere make none. A failed count
+/// (the harvest goes on) is logged once, at the first failure on the rings
+/// or a poller made from them.
+///
+/// # Safety
+/// `rings` is null or a live pointer from [`nrt_rings_new`]; `session` is
+/// null or a live pointer from [`nrt_session_open`]. Neither may be used by
+/// another thread during the call (not `rings` by a wait or step, nor
+/// `session` by a run or close).
+#[no_mangle]
+pub unsafe extern "C" fn nrt_rings_count_into(rings: *mut nrt_rings, session: *const nrt_session) -> c_int {
+    // SAFETY: null-checked; the caller guarantees both are live.
+    let (Some(r), Some(s)) = (unsafe { rings.as_mut() }, unsafe { session.as_ref() }) else {
+        session_fail(format!("nrt_rings_count_into: rings {rings:?}, session {session:?}: neither may be NULL"));
+        return -1;
+    };
+    match s.session.counter_target() {
+        Some(t) => {
+            r.1 = Some(RingsCounting::new(t));
+            0
+        }
+        None => {
+            let why = s.session.datastore_error().map_or_else(|| "none was acquired".to_string(), ToString::to_string);
+            session_fail(format!(
+                "nrt_rings_count_into: the session on {} has no datastore to count into: {why}",
+                s.session.path().display()
+            ));
+            -1
+        }
+    }
 }
 
 /// Bind ring `(core, nq)` of `size_bytes` (a power of two, at least 32). Returns
@@ -314,7 +423,8 @@ pub unsafe extern "C" fn nrt_progress_one_step(
     if p.now_ns.is_none() {
         return -1;
     }
-    let mut dev = CPlatform::new(*p);
+    let mut dev = CPlatform::new(*p, rings.1.clone());
+    let _budget = crate::config::BudgetScope::enter(req.1);
     let step = req.0.progress_one_step(&mut dev, &mut rings.0);
     if let Some(out) = step.status() {
         // SAFETY: null-checked; the caller guarantees it is writable.
@@ -369,7 +479,8 @@ pub unsafe extern "C" fn nrt_wait(
     let (status, n) = if p.now_ns.is_none() {
         (NrtStatus::Invalid, 0)
     } else {
-        let mut dev = CPlatform::new(*p);
+        let mut dev = CPlatform::new(*p, rings.1.clone());
+        let _budget = crate::config::BudgetScope::enter(req.1);
         let mut delay = AnyDelay::new(if delay_kind == 0 { DelayKind::Libnrt } else { DelayKind::Adaptive });
         wait_bounded(&mut req.0, &mut dev, &mut rings.0, &mut delay)
     };
@@ -704,7 +815,10 @@ pub unsafe extern "C" fn nrt_session_run(session: *mut nrt_session, status: *mut
         session_fail("nrt_session_run: session is NULL".into());
         return -1;
     };
-    match s.session.run_inference() {
+    let scope = crate::config::BudgetScope::enter(s.budget);
+    let ran = s.session.run_inference();
+    drop(scope);
+    match ran {
         Ok(r) => {
             if matches!(r.status, NrtStatus::Timeout | NrtStatus::ExecSwNqOverflow) {
                 log::error!(
@@ -762,5 +876,70 @@ pub unsafe extern "C" fn nrt_session_close(session: *mut nrt_session) -> c_int {
             session_fail(format!("nrt_session_close: {}", all.join("; ")));
             -1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use nrt_core::counters::{id, CounterSink, NcUpdate};
+
+    use super::*;
+    use crate::datastore::fake_ds::{node, DsDriver, Served};
+    use crate::datastore::{CounterTarget, ProcessCounters};
+
+    extern "C" fn clock(_: *mut c_void) -> u64 {
+        1_000_000
+    }
+
+    /// A C runtime's rings whose counts fail (cores 1 and 2 of a target at
+    /// NC 15: NCs 16 and 17, past the datastore's) keep the first failure,
+    /// also across a copy (a poller made from them): a second failure,
+    /// another NC, does not replace it (nor is it logged: only the first
+    /// is). Core 0, NC 15, counts.
+    #[test]
+    fn rings_whose_counts_fail_keep_and_log_only_the_first_failure() {
+        let p = node("ffi-first");
+        let drv = Arc::new(Mutex::new(DsDriver::default()));
+        crate::sys::fake::install(p.clone(), Box::new(Served(Arc::clone(&drv))));
+        let dev = Arc::new(crate::device::NeuronDevice::open(&p).unwrap());
+        let counting = RingsCounting::new(CounterTarget::new(ProcessCounters::of(&dev).unwrap(), 15, 3));
+        let table = nrt_platform {
+            ctx: std::ptr::null_mut(),
+            read_slot: None,
+            write_head: None,
+            read_cause: None,
+            now_ns: Some(clock),
+            barrier_status: None,
+            network_status: None,
+            hbm_uncorrectable: None,
+            dma_aborted: None,
+            event: None,
+            tensor_completed: None,
+        };
+        let done = NcUpdate {
+            status: NrtStatus::Success,
+            sequencer_error: false,
+            correctable_ecc: false,
+            device_latency_us: 1,
+            started_ns: 0,
+            harvested: true,
+        };
+        let mut waited = CPlatform::new(table, Some(counting.clone()));
+        let mut polled = CPlatform::new(table, Some(counting.clone()));
+        waited.nc_counters(1, &done);
+        let first = counting.first_error().map(ToString::to_string).expect("the failure kept");
+        assert!(first.contains("NC 16: the datastore has counters for NCs 0 to 15"), "{first}");
+        polled.nc_counters(2, &done);
+        waited.nc_counters(2, &done);
+        assert_eq!(counting.first_error().map(ToString::to_string), Some(first), "the first failure stays");
+        waited.nc_counters(0, &done);
+        let nc15 = counting.target.counters().block(15).map(|b| b.get(id::INFER_COMPLETED));
+        assert_eq!(nc15, Some(1), "core 0 counted at NC 15");
+        drop((waited, polled, counting));
+        assert_eq!(drv.lock().unwrap().live, None, "released with the rings' last copy");
+        crate::sys::fake::uninstall();
+        let _ = std::fs::remove_file(&p);
     }
 }

@@ -14,7 +14,9 @@
 //! The poller calls each lane's callbacks from its own thread, and only from
 //! it: a platform table given here must be safe to call from a thread other
 //! than the caller's, one call at a time. The ring state is copied when the
-//! poller is made; the caller's `nrt_rings` are not updated by its harvest.
+//! poller is made (with where its requests are counted:
+//! `nrt_rings_count_into`); the caller's `nrt_rings` are not updated by its
+//! harvest.
 //!
 //! Each failure returns null or -1 and leaves one line naming the call, the
 //! argument and the reason for [`nrt_poller_last_error`] on the calling
@@ -99,8 +101,10 @@ pub const NRT_POLLER_HYBRID: u32 = 1;
 pub const NRT_POLLER_SLEEP: u32 = 2;
 
 /// Start a poller thread over `n_lanes` lanes: lane `i` is `platforms[i]` with
-/// a copy of `*rings[i]`. `cpu` >= 0 pins the thread to that CPU and makes it
-/// spin between passes (`NRT_POLLER_SPIN`); `cpu` < 0 leaves it unpinned and
+/// a copy of `*rings[i]` (its requests counted where those rings count,
+/// `nrt_rings_count_into`, when that call came before this one; the copy
+/// keeps their datastore until the poller is freed). `cpu` >= 0 pins the
+/// thread to that CPU and makes it spin between passes (`NRT_POLLER_SPIN`); `cpu` < 0 leaves it unpinned and
 /// hybrid (`NRT_POLLER_HYBRID`). [`nrt_poller_new_with_policy`] chooses the
 /// policy. Returns null
 /// (the reason for [`nrt_poller_last_error`]) for a null array, 0 lanes or
@@ -188,7 +192,7 @@ unsafe fn new_poller(
             fail(&format!("{call}: lane {i}: rings is null"));
             return std::ptr::null_mut();
         };
-        lanes.push((SendPlatform(CPlatform::new(*t)), r.0.clone()));
+        lanes.push((SendPlatform(CPlatform::new(*t, r.1.clone())), r.0.clone()));
     }
     let cfg = PollerConfig { cpu: usize::try_from(cpu).ok(), policy, ..PollerConfig::from_rt_env(&env) };
     match Poller::spawn(CLanes(lanes), cfg) {
@@ -232,7 +236,7 @@ pub unsafe extern "C" fn nrt_poller_submit(
     let explicit = (timeout_s != NRT_TIMEOUT_FROM_ENV).then_some(timeout_s);
     let budget = p.cfg.budget(explicit, "timeout_s of nrt_poller_submit", arch);
     log::info!("nrt_poller_submit: lane {lane}: {budget}");
-    match p.poller.submit(lane, ExecConfig::new(arch, tpb_count, budget.seconds)) {
+    match p.poller.submit_budgeted(lane, ExecConfig::new(arch, tpb_count, budget.seconds), budget) {
         Ok(ticket) => Box::into_raw(Box::new(nrt_ticket {
             ticket,
             lane,

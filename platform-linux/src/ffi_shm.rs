@@ -127,7 +127,10 @@ pub unsafe extern "C" fn nrt_shm_harvest(
     let env = crate::config::RtEnv { exec_timeout_s, ..Default::default() };
     let budget = crate::config::Budget::resolve_argument(explicit, "timeout_s of nrt_shm_harvest", &env, h.h.arch());
     log::info!("nrt_shm_harvest: {budget}");
-    match h.h.harvest(budget.seconds, delay) {
+    let scope = crate::config::BudgetScope::enter(budget);
+    let harvested = h.h.harvest(budget.seconds, delay);
+    drop(scope);
+    match harvested {
         Ok(r) => {
             if matches!(r.status, nrt_core::NrtStatus::Timeout | nrt_core::NrtStatus::ExecSwNqOverflow) {
                 log::error!(

@@ -312,6 +312,9 @@ impl<E: Copy + Into<Event>> hal::EventSink<E> for ShmDevice {
     }
 }
 
+/// No counters: the shared-memory file is `nrt-sim serve`'s, with no driver
+/// behind it, so there is no datastore to write them to (G-NDS-PROCESS);
+/// `nrtctl harvest` and `nrt_shm_harvest` count nothing.
 impl nrt_core::counters::CounterSink for ShmDevice {}
 
 impl hal::TensorNotify for ShmDevice {

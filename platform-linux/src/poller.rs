@@ -516,6 +516,9 @@ struct Pending {
     lane: u16,
     cfg: ExecConfig,
     handoff: Arc<Handoff>,
+    /// The request's execution timeout with its source, put in effect while
+    /// it is stepped (`config::BudgetScope`); `None`: none said.
+    budget: Option<crate::config::Budget>,
 }
 
 struct Shared {
@@ -671,6 +674,30 @@ impl<L: Lanes + Send + 'static> Poller<L> {
     /// Submit a request for `cfg` on `lane`. A lane harvests one request at a
     /// time: a request for a busy lane waits, in order, until the lane is free.
     pub fn submit(&self, lane: u16, cfg: ExecConfig) -> Result<Ticket, SubmitError> {
+        self.submit_with(lane, cfg, None)
+    }
+
+    /// [`submit`](Self::submit) a request whose execution timeout is
+    /// `budget` ([`PollerConfig::budget`]): its seconds are the request's
+    /// timeout (they replace `cfg`'s `timeout_s`, so the two cannot differ),
+    /// and while the poller steps it, the budget is in effect on the poller
+    /// thread, so the timeout line its harvest logs names the budget and its
+    /// source (`config::BudgetScope`).
+    pub fn submit_budgeted(
+        &self,
+        lane: u16,
+        cfg: ExecConfig,
+        budget: crate::config::Budget,
+    ) -> Result<Ticket, SubmitError> {
+        self.submit_with(lane, ExecConfig { timeout_s: budget.seconds, ..cfg }, Some(budget))
+    }
+
+    fn submit_with(
+        &self,
+        lane: u16,
+        cfg: ExecConfig,
+        budget: Option<crate::config::Budget>,
+    ) -> Result<Ticket, SubmitError> {
         let handoff = Arc::new(Handoff::default());
         {
             // Checked under the queue's lock: shutdown sets the flag, then
@@ -680,7 +707,7 @@ impl<L: Lanes + Send + 'static> Poller<L> {
             if self.shared.closing.load(Ordering::SeqCst) {
                 return Err(SubmitError::Closed);
             }
-            q.push_back(Pending { lane, cfg, handoff: Arc::clone(&handoff) });
+            q.push_back(Pending { lane, cfg, handoff: Arc::clone(&handoff), budget });
             self.shared.queued.fetch_add(1, Ordering::SeqCst);
         }
         if self.shared.sleeping.load(Ordering::SeqCst) {
@@ -862,6 +889,22 @@ fn answer(sh: &Shared, h: &Handoff, step: Step) {
     }
 }
 
+/// Lanes whose [`lane`](Lanes::lane) first puts the budget of the lane's
+/// request in effect on the thread (a pass steps that request right after
+/// lending its lane), so that the timeout line its harvest logs names it.
+struct BudgetLanes<'a, L> {
+    inner: &'a mut L,
+    budgets: &'a std::collections::HashMap<u16, crate::config::Budget>,
+}
+
+impl<L: Lanes> Lanes for BudgetLanes<'_, L> {
+    type Dev = L::Dev;
+    fn lane(&mut self, lane: u16) -> Option<(&mut L::Dev, &mut Notifications)> {
+        crate::config::set_thread_budget(self.budgets.get(&lane).copied());
+        self.inner.lane(lane)
+    }
+}
+
 /// The poller thread.
 fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
     let mut group: Box<PollGroup<POLLER_CAPACITY>> = Box::new(PollGroup::new());
@@ -873,6 +916,11 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
     let mut lanes_changed = false;
     let mut backlog: VecDeque<Pending> = VecDeque::new();
     let mut last_event = Instant::now();
+    // The budget of each lane's request (a lane harvests one at a time), for
+    // those submitted with one, until it completes (the lanes that completed
+    // in a pass, `finished`).
+    let mut budgets: std::collections::HashMap<u16, crate::config::Budget> = std::collections::HashMap::new();
+    let mut finished: Vec<u16> = Vec::new();
     loop {
         if sh.queued.load(Ordering::SeqCst) > 0 {
             let mut q = sh.queue();
@@ -919,6 +967,10 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
                 let Some(p) = backlog.remove(i) else { break };
                 match group.insert(p.lane, p.cfg, 0) {
                     Ok(slot) => {
+                        match p.budget {
+                            Some(b) => budgets.insert(p.lane, b),
+                            None => budgets.remove(&p.lane),
+                        };
                         if let Some(h) = handoffs.get_mut(slot) {
                             *h = Some(p.handoff);
                         }
@@ -936,6 +988,8 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
             }
         }
         if group.is_empty() {
+            // Nothing in flight (also after shutdown's forced answers): no budget.
+            budgets.clear();
             if closing && backlog.is_empty() {
                 return;
             }
@@ -943,14 +997,25 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
             continue;
         }
         let pass_ns = now_ns(sh);
-        let pass = group.poll_due(lanes, pass_ns, |c, _req: &ExecRequest| {
+        let mut done = |c: &nrt_core::exec::Completion, _req: &ExecRequest| {
             if let Some(h) = handoffs.get_mut(c.slot).and_then(Option::take) {
                 answer(sh, &h, c.step);
             }
             if let Some(t) = timeouts_s.get_mut(c.slot) {
                 *t = 0;
             }
-        });
+            finished.push(c.lane);
+        };
+        let pass = if budgets.is_empty() {
+            group.poll_due(lanes, pass_ns, &mut done)
+        } else {
+            let pass = group.poll_due(&mut BudgetLanes { inner: &mut *lanes, budgets: &budgets }, pass_ns, &mut done);
+            crate::config::set_thread_budget(None);
+            pass
+        };
+        for lane in finished.drain(..) {
+            budgets.remove(&lane);
+        }
         sh.counters.passes.fetch_add(1, Ordering::Relaxed);
         sh.counters.steps.fetch_add(pass.stepped as u64, Ordering::Relaxed);
         sh.counters.skipped.fetch_add(pass.skipped as u64, Ordering::Relaxed);

@@ -292,7 +292,11 @@ pub type IntcMap = fn(Arch, u8, u32, u32) -> Option<u64>;
 /// The smallest complete device for the harvest: mapped rings with HEAD through
 /// `R`, `CLOCK_MONOTONIC`, the INTC cause read through `R` where an [`IntcMap`]
 /// says, collectives always done and no hardware faults (a runtime without
-/// collectives), events kept in order (and logged through core's `log` feature).
+/// collectives), events kept in order (and logged through core's `log` feature),
+/// each finished request counted where [`counters`](Self::counters) says (a
+/// session's [`CounterTarget`](crate::datastore::CounterTarget): the process's
+/// datastore), so that a poller or an XU unit over it counts as the session's
+/// own harvest does.
 pub struct MappedDevice<R> {
     /// The rings and the register path.
     pub rings: MappedRings<R>,
@@ -302,12 +306,31 @@ pub struct MappedDevice<R> {
     pub intc: Option<IntcMap>,
     /// Events delivered by the core, in order (cleared by the owner).
     pub events: Vec<nrt_core::event::Event>,
+    /// Where each finished request's per-core counters go; `None` (the
+    /// default: rings with no driver behind them have no datastore) counts
+    /// nothing.
+    pub counters: Option<crate::datastore::CounterTarget>,
+    /// The first failed counter write (the harvest goes on: counters are
+    /// advisory).
+    pub counter_error: Option<LinuxError>,
 }
 
 impl<R: Registers<Error = LinuxError>> MappedDevice<R> {
-    /// A device over `rings`.
+    /// A device over `rings`, counting nowhere.
     pub fn new(rings: MappedRings<R>) -> Self {
-        MappedDevice { rings, clock: crate::time::MonotonicClock::new(), intc: None, events: Vec::new() }
+        MappedDevice {
+            rings,
+            clock: crate::time::MonotonicClock::new(),
+            intc: None,
+            events: Vec::new(),
+            counters: None,
+            counter_error: None,
+        }
+    }
+
+    /// This device, counting each finished request into `target`.
+    pub fn counting_into(self, target: crate::datastore::CounterTarget) -> Self {
+        MappedDevice { counters: Some(target), ..self }
     }
 }
 
@@ -350,7 +373,16 @@ impl<R, E: Copy + Into<nrt_core::event::Event>> hal::EventSink<E> for MappedDevi
     }
 }
 
-impl<R> nrt_core::counters::CounterSink for MappedDevice<R> {}
+impl<R> nrt_core::counters::CounterSink for MappedDevice<R> {
+    /// FINALIZE's (or an XU unit's) counters of the harvest's core `core`,
+    /// into [`counters`](Self::counters) at this device's clock.
+    fn nc_counters(&mut self, core: u8, update: &nrt_core::counters::NcUpdate) {
+        let Some(t) = &self.counters else { return };
+        if let Err(e) = t.count(core, update, hal::Clock::now_ns(&self.clock)) {
+            self.counter_error.get_or_insert(e);
+        }
+    }
+}
 
 impl<R> hal::TensorNotify for MappedDevice<R> {}
 

@@ -21,7 +21,7 @@ fn nrtctl() -> PathBuf {
 macro_rules! need_user_notif {
     () => {
         if let Err(why) = common::user_notif() {
-            eprintln!("SKIPPED: nrt-sim driver cannot run here: {why}");
+            common::skip(&format!("nrt-sim driver cannot run here: {why}"));
             return;
         }
     };
@@ -157,7 +157,7 @@ fn calls(log: &str) -> Vec<String> {
 fn strace_shows_the_bring_up_requests_in_the_contract_order() {
     need_user_notif!();
     if Command::new("strace").arg("-V").output().is_err() {
-        eprintln!("SKIPPED: strace is not installed (cargo xtask ci installs it with apt)");
+        common::skip_missing_tool("strace", "strace is not installed (cargo xtask ci installs it with apt)");
         return;
     }
     let sim = common::nrt_sim();

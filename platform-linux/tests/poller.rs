@@ -159,6 +159,29 @@ fn a_sleeping_waiter_is_woken_by_its_eventfd() {
     stop(devices, &shared);
 }
 
+/// A request submitted with a budget runs under the budget's seconds, not
+/// under another `timeout_s` its config carries: a hang with a 1 s budget
+/// and 30 s in the config has timed out when its waiter looks at 20 s (were
+/// it the config's, the shutdown after that look would end it at 30 s).
+#[test]
+fn a_budgeted_request_times_out_at_its_budget_whatever_its_config_says() {
+    use nrt_linux::config::{Budget, Source};
+    let SimLanes { lanes, shared, devices, origin } = sim_lanes(1, &[(0, "hang:core=0,engine=PE")]);
+    let poller = Poller::spawn(lanes, PollerConfig::default()).unwrap();
+    kickoff(&shared[0], origin);
+    let budget = Budget { seconds: 1, source: Source::Argument("the test's budget") };
+    let t = poller.submit_budgeted(0, ExecConfig::new(Arch::Sunda, 2, 30), budget).unwrap();
+    let t0 = Instant::now();
+    let mut got = None;
+    while got.is_none() && t0.elapsed() < Duration::from_secs(20) {
+        got = t.try_result();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (_, _) = poller.shutdown();
+    stop(devices, &shared);
+    assert_eq!(got, Some(Step::failed(NrtStatus::Timeout)), "the 1 s budget, not the config's 30 s");
+}
+
 #[test]
 fn shutdown_finishes_the_request_in_flight_and_closes_the_queued_one() {
     let SimLanes { lanes, shared, devices, origin } = sim_lanes(1, &[(0, "hang:core=0,engine=PE")]);

@@ -76,7 +76,7 @@ fn text(o: &Output) -> (String, String) {
 macro_rules! need_user_notif {
     () => {
         if let Err(why) = common::user_notif() {
-            eprintln!("\n!!! SKIPPED: nrt-sim driver needs seccomp user notification: {why}\n");
+            common::skip(&format!("nrt-sim driver needs seccomp user notification: {why}"));
             return;
         }
     };
@@ -149,11 +149,22 @@ fn exec_timeout_sets_the_budget_a_flag_beats_it_and_every_timeout_message_names_
         err.contains("the harvest ended at its execution timeout 1 s (from variable NEURON_RT_EXEC_TIMEOUT)"),
         "{err}"
     );
+    // The harvest engine's own timeout line (TDRV) names the budget's source too.
+    assert!(
+        err.contains("nrtctl: ERROR TDRV: core 0: engines still pending after 1000 ms (budget 1000 ms): NRT_TIMEOUT (5); budget in effect: execution timeout 1 s (from variable NEURON_RT_EXEC_TIMEOUT)"),
+        "{err}"
+    );
     // The flag beats the variable.
     let o = under_driver(&sim, "hang", &["--timeout-s", "2"], &[("NEURON_RT_EXEC_TIMEOUT", "1")]);
     let (out, err) = text(&o);
     assert!(out.contains("status: 5 NRT_TIMEOUT") && out.contains("budget 2000 ms"), "{out}{err}");
     assert!(err.contains("execution timeout 2 s (from flag --timeout-s)"), "{err}");
+    assert!(
+        err.contains(
+            "(budget 2000 ms): NRT_TIMEOUT (5); budget in effect: execution timeout 2 s (from flag --timeout-s)"
+        ),
+        "{err}"
+    );
     // Neither: the generation's documented default (a healthy run does not wait for it).
     let o = under_driver(&sim, "healthy-2core", &[], &[]);
     let (out, err) = text(&o);
@@ -390,6 +401,10 @@ fn the_c_session_takes_the_timeout_the_cores_and_the_log_level_from_the_variable
         err.contains("nrt: ERROR TDRV: nrt_session_run: the harvest ended at its execution timeout 1 s (from variable NEURON_RT_EXEC_TIMEOUT): status 5 NRT_TIMEOUT"),
         "{err}"
     );
+    assert!(
+        err.contains("nrt: ERROR TDRV: core 0: engines still pending after 1000 ms (budget 1000 ms): NRT_TIMEOUT (5); budget in effect: execution timeout 1 s (from variable NEURON_RT_EXEC_TIMEOUT)"),
+        "the harvest's own timeout line: {err}"
+    );
     // An explicit timeout_s beats it.
     let (out, err) = run("hang", &["0", "0", "2"], &[("NEURON_RT_EXEC_TIMEOUT", "1")]);
     assert!(out.contains("timeout: 2 s") && out.contains("status: 5 NRT_TIMEOUT"), "{out}{err}");
@@ -461,6 +476,11 @@ fn the_c_poller_takes_the_timeout_and_the_log_level_from_the_variables_and_refus
     assert!(
         err.contains("nrt: ERROR TDRV: nrt_ticket_wait: lane 0: the harvest ended at its execution timeout 2 s (from variable NEURON_RT_EXEC_TIMEOUT): status 5 NRT_TIMEOUT"),
         "the timeout message names the budget and its source: {err}"
+    );
+    // The harvest's own line, logged on the poller thread, names the request's.
+    assert!(
+        err.contains("(budget 2000 ms): NRT_TIMEOUT (5); budget in effect: execution timeout 2 s (from variable NEURON_RT_EXEC_TIMEOUT)"),
+        "{err}"
     );
     // An explicit timeout_s beats the variable.
     let (ms, out, err) = poller_env(&prog, "1", &[("NEURON_RT_EXEC_TIMEOUT", "2")]);
@@ -615,6 +635,17 @@ fn nrt_request_new_takes_the_timeout_from_the_variable_and_refuses_bad_values() 
     );
     let (_, _, err) = run("3", &[("NEURON_RT_EXEC_TIMEOUT", "7"), info]);
     assert!(err.contains("execution timeout 3 s (from argument timeout_s of nrt_request_new)"), "{err}");
+    // Harvested by nrt_wait on a device that hangs: the harvest's own timeout
+    // line names the request's budget and its source.
+    let mut c = clean(&prog);
+    let o = c.args(["env", "wait"]).env("NEURON_RT_EXEC_TIMEOUT", "1").output().unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success() && out.contains("status: 5 NRT_TIMEOUT"), "{out}{err}");
+    assert!(
+        err.contains("nrt: ERROR TDRV: core 0: engines still pending after")
+            && err.contains("(budget 1000 ms): NRT_TIMEOUT (5); budget in effect: execution timeout 1 s (from variable NEURON_RT_EXEC_TIMEOUT)"),
+        "{err}"
+    );
     let (_, _, err) = run("env", &[info]);
     assert!(err.contains("execution timeout 600 s (from the documented default for sunda)"), "{err}");
     // An explicit timeout does not read the variable: a malformed one is not refused.

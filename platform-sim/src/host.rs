@@ -104,6 +104,10 @@ pub struct SimHost {
     /// The per-core execution counters FINALIZE updated (what a runtime writes
     /// into the driver's datastore; here they stay in RAM).
     pub counters: nrt_core::counters::NcCounters<{ nrt_core::arch::MAX_CORES }>,
+    /// The total latency counted for each core's latest request, us (its
+    /// `LATENCY_TOTAL` sample; `None` until one is counted, or after the
+    /// owner clears it for the next request).
+    pub totals_us: [Option<u64>; nrt_core::arch::MAX_CORES],
     tensors: TensorCompletions<MAX_OUTPUTS, WakeLog>,
     ring_next: u64,
     handoff: Arc<Mutex<HandoffLog>>,
@@ -130,6 +134,7 @@ impl SimHost {
             head_writes_us: Vec::new(),
             passes_us: Vec::new(),
             counters: nrt_core::counters::NcCounters::new(),
+            totals_us: [None; nrt_core::arch::MAX_CORES],
             tensors,
             ring_next: layout::RING_BACKING_BASE,
             handoff: Arc::default(),
@@ -240,7 +245,11 @@ impl<E: Copy + Into<Event>> hal::EventSink<E> for SimHost {
 impl nrt_core::counters::CounterSink for SimHost {
     fn nc_counters(&mut self, core: u8, update: &nrt_core::counters::NcUpdate) {
         let now = hal::Clock::now_ns(self);
-        self.counters.apply(core, update, now);
+        if self.counters.apply(core, update, now) && update.harvested {
+            if let Some(slot) = self.totals_us.get_mut(usize::from(core)) {
+                *slot = Some(update.total_latency_us(now));
+            }
+        }
     }
 }
 

@@ -179,7 +179,9 @@ pub struct InferenceTimes {
     pub harvest_us: u64,
     /// The request's status.
     pub status: NrtStatus,
-    /// Per physical core of the lane: its engines' START/END.
+    /// Per physical core of the lane: its engines' START/END, its device
+    /// latency (`duration_us`) and the total latency its counters took
+    /// (`total_latency_us`).
     pub cores: Vec<CoreReport>,
 }
 
@@ -387,6 +389,10 @@ fn run_poller(
             lane.results.push((c.step, c.status()));
             if keep_times {
                 let now_us = lane.host.now_ns() / 1_000;
+                let mut cores = cores;
+                for core in &mut cores {
+                    core.total_latency_us = lane.host.totals_us.get(usize::from(core.core)).copied().flatten();
+                }
                 lane.times.push(InferenceTimes {
                     kickoff_us: lane.kickoff_us,
                     harvest_us: now_us.saturating_sub(lane.kickoff_us),
@@ -394,6 +400,7 @@ fn run_poller(
                     cores,
                 });
             }
+            lane.host.totals_us = Default::default();
             lane.done += 1;
             lane.in_flight = false;
             if lane.done < cfg.inferences {

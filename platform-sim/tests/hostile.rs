@@ -157,7 +157,7 @@ fn a_page_nobody_serves_holds_neither_the_loop_nor_other_calls() {
     need_user_notif!();
     let r = driver("uffd", &[], &[probe(), "uffd"]);
     if let Some(s) = r.skipped() {
-        eprintln!("\n!!! SKIPPED: the probe needs userfaultfd: {s}\n");
+        common::skip(&format!("the probe needs userfaultfd: {s}"));
         return;
     }
     assert_eq!(r.code(), Some(0), "{r}");
@@ -181,7 +181,7 @@ fn the_limit_holds_when_the_command_waits_on_a_page_nobody_serves() {
     need_user_notif!();
     let r = driver("uffd-hold", &["--limit-s", "1"], &[probe(), "uffd-hold"]);
     if let Some(s) = r.skipped() {
-        eprintln!("\n!!! SKIPPED: the probe needs userfaultfd: {s}\n");
+        common::skip(&format!("the probe needs userfaultfd: {s}"));
         return;
     }
     assert_eq!(r.code(), Some(124), "{r}");
@@ -264,7 +264,7 @@ fn a_reused_thread_id_is_not_taken_for_the_opener() {
     need_user_notif!();
     let r = driver("reuse", &["--verbose"], &[probe(), "reuse"]);
     if let Some(s) = r.skipped() {
-        eprintln!("\n!!! SKIPPED: the probe needs clone3 with set_tid: {s}\n");
+        common::skip(&format!("the probe needs clone3 with set_tid: {s}"));
         return;
     }
     assert_eq!(r.code(), Some(70), "{r}");
@@ -316,7 +316,7 @@ fn a_process_given_a_gone_openers_pid_is_not_attached() {
     need_user_notif!();
     let r = driver("reuse-pid", &[], &[probe(), "reuse-pid"]);
     if let Some(s) = r.skipped() {
-        eprintln!("\n!!! SKIPPED: the probe needs clone3 with set_tid: {s}\n");
+        common::skip(&format!("the probe needs clone3 with set_tid: {s}"));
         return;
     }
     assert_eq!(r.code(), Some(0), "{r}");

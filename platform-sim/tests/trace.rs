@@ -2,12 +2,16 @@
 //! JSON whose spans are the report's engine times (a scenario and a 16-device
 //! host run), `--timeline-svg FILE` an SVG that headless Chromium renders to a
 //! picture that is not blank, and a file that cannot be written is an error
-//! naming it.
+//! naming it. Without Chromium the rendering test says SKIPPED where it is
+//! seen (`common::skip_missing_tool`: `cargo xtask ci`'s summary, the
+//! terminal; with `CI` set and no skip log, it fails).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
+
+mod common;
 
 fn nrt_sim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_nrt-sim")).args(args).output().expect("spawn nrt-sim")
@@ -212,21 +216,82 @@ fn a_file_that_cannot_be_written_is_an_error_naming_it_and_the_reason() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
 }
 
+/// The browser the rendering test runs: Debian's `/usr/bin/chromium`, unless
+/// `NRT_CHROMIUM` names another (the test of the missing-browser path names
+/// one that is not there).
+fn chromium() -> PathBuf {
+    std::env::var_os("NRT_CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from)
+}
+
 /// Why headless Chromium cannot run here, if it cannot.
 fn no_chromium() -> Option<String> {
-    match Command::new("/usr/bin/chromium").arg("--version").output() {
+    let b = chromium();
+    match Command::new(&b).arg("--version").output() {
         Ok(o) if o.status.success() => None,
-        Ok(o) => Some(format!("/usr/bin/chromium --version exited {:?}: {}", o.status.code(), text(&o.stderr))),
-        Err(e) => Some(format!(
-            "/usr/bin/chromium: {e} (Debian's package `chromium`, which `cargo xtask ci`'s setup installs)"
-        )),
+        Ok(o) => Some(format!("{} --version exited {:?}: {}", b.display(), o.status.code(), text(&o.stderr))),
+        Err(e) => {
+            Some(format!("{}: {e} (Debian's package `chromium`, which `cargo xtask ci`'s setup installs)", b.display()))
+        }
     }
+}
+
+const RENDER_TEST: &str = "the_svg_of_a_scenario_renders_in_headless_chromium_to_a_picture_that_is_not_blank";
+
+/// Without a browser the rendering test is never a silent `ok`: run alone in
+/// a child of this test binary, with a browser that is not there, it says
+/// SKIPPED with the reason on the terminal (past the harness's capture)
+/// and passes; under `cargo xtask ci` (a skip log named, in a directory not
+/// made yet) it also records the skip there, with its class (whether this
+/// machine could have installed Chromium), for the stage summary; with `CI`
+/// set and no skip log it fails, naming why.
+#[test]
+fn a_missing_browser_is_a_loud_skip_recorded_for_xtask_and_a_failure_in_ci() {
+    let dir = scratch("nobrowser");
+    let log = dir.join("not-made-yet").join("skips.txt");
+    let child = |env: &[(&str, &std::ffi::OsStr)]| {
+        let mut c = Command::new(std::env::current_exe().expect("this test binary"));
+        c.args(["--exact", RENDER_TEST, "--test-threads", "1"])
+            .env("NRT_CHROMIUM", dir.join("no-such-browser"))
+            .env_remove("CI")
+            .env_remove(nrt_abi::skip::SKIP_LOG);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let o = c.output().expect("run the rendering test alone");
+        (o.status.success(), format!("{}{}", text(&o.stdout), text(&o.stderr)))
+    };
+    let said = format!("!!! SKIPPED trace::{RENDER_TEST}: the SVG rendering test needs headless Chromium: ");
+    // A person's `cargo test`: passes, and says so where it is seen.
+    let (ok, out) = child(&[]);
+    assert!(ok && out.contains(&said) && out.contains("no-such-browser"), "{out}");
+    assert!(out.contains("1 passed"), "the test ran: {out}");
+    // Under `cargo xtask ci`: the skip recorded, one line, with its reason.
+    let (ok, out) = child(&[(nrt_abi::skip::SKIP_LOG, log.as_os_str())]);
+    let recorded = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(ok && out.contains(&said), "{out}");
+    assert_eq!(recorded.lines().count(), 1, "{recorded}");
+    let skips = nrt_abi::skip::read_log(&recorded);
+    let [s] = &skips[..] else { panic!("one skip: {recorded}") };
+    assert_eq!(s.test, format!("trace::{RENDER_TEST}"));
+    assert!(s.why.starts_with("the SVG rendering test needs headless Chromium: ") && s.why.contains("no-such-browser"));
+    // Its class: whether this machine could have installed Chromium, with why not.
+    match nrt_abi::skip::installable("chromium") {
+        Ok(()) => assert_eq!(s.class, nrt_abi::skip::SkipClass::Installable, "{recorded}"),
+        Err(why) => {
+            assert_eq!(s.class, nrt_abi::skip::SkipClass::NotInstallable, "{recorded}");
+            assert!(s.why.contains(&why), "{recorded}");
+        }
+    }
+    // In a CI without xtask: it fails, saying why.
+    let (ok, out) = child(&[("CI", std::ffi::OsStr::new("true"))]);
+    assert!(!ok && out.contains("CI is set and no skip log") && out.contains("no-such-browser"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn the_svg_of_a_scenario_renders_in_headless_chromium_to_a_picture_that_is_not_blank() {
     if let Some(why) = no_chromium() {
-        eprintln!("\n!!! SKIPPED: the SVG rendering test needs headless Chromium: {why}\n");
+        common::skip_missing_tool("chromium", &format!("the SVG rendering test needs headless Chromium: {why}"));
         return;
     }
     let d = scratch("render");
@@ -240,7 +305,7 @@ fn the_svg_of_a_scenario_renders_in_headless_chromium_to_a_picture_that_is_not_b
         .and_then(|t| t.split('"').next())
         .and_then(|h| h.parse().ok())
         .expect("the SVG's height");
-    let mut child = Command::new("/usr/bin/chromium")
+    let mut child = Command::new(chromium())
         .args([
             "--headless",
             "--no-sandbox",

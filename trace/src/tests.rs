@@ -38,6 +38,7 @@ fn report() -> RunReport {
                 err: None,
                 engines: engines(110, None),
                 cc_us: (Some(115), Some(145)),
+                total_latency_us: None,
             },
             CoreReport {
                 core: 1,
@@ -47,6 +48,7 @@ fn report() -> RunReport {
                 err: Some(ErrorClass::Numerical),
                 engines: engines(120, Some(Engine::Dve)),
                 cc_us: (Some(125), None),
+                total_latency_us: None,
             },
         ],
         events: vec![

@@ -196,6 +196,12 @@ impl Runner {
         self.stages.push((name.to_string(), 0.0, Outcome::Skipped(short.to_string())));
     }
 
+    /// Record a stage that failed without running a command, saying why.
+    pub fn fail(&mut self, name: &str, why: &str) {
+        println!("\n!!! FAILED {name}: {why}");
+        self.stages.push((name.to_string(), 0.0, Outcome::Failed));
+    }
+
     /// Record a stage whose work was done in-process.
     pub fn record(&mut self, name: &str, secs: f64, ok: bool) {
         self.stages.push((name.to_string(), secs, if ok { Outcome::Ok } else { Outcome::Failed }));
@@ -328,7 +334,7 @@ fn ci(run: &mut Runner) {
         "clippy core (no_std lib, log + test-utils)",
         cargo().args(["clippy", "-p", "nrt-core", "--features", "log,test-utils", "--", "-D", "warnings"]),
     );
-    run.cmd("test", cargo().args(["test", "--workspace"]));
+    tests(run);
     run.cmd("doc", cargo().args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"));
     no_std_builds(run);
     // Always, not only as the fallback: proves the core links with no std at all.
@@ -362,6 +368,51 @@ fn ci(run: &mut Runner) {
     let secs = env::var("NRT_CI_FUZZ_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(CI_FUZZ_SECS);
     fuzz::run(run, secs);
     miri::miri(run);
+}
+
+/// The file the tests record the checks they cannot make here in
+/// (`nrt_abi::skip`): in the target directory (`CARGO_TARGET_DIR`, else
+/// `target` at the project's root).
+fn skip_log() -> PathBuf {
+    let target = env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
+    project_root().join(target).join("xtask-test-skips.txt")
+}
+
+/// `cargo test --workspace`, with `NRT_SKIP_LOG` set (`nrt_abi::skip`): each
+/// check a test could not make here is listed after it as a stage
+/// ([`skip_stages`]), so the summary shows it (a passing test's own output
+/// is not shown).
+fn tests(run: &mut Runner) {
+    let log = skip_log();
+    if let Err(e) = std::fs::remove_file(&log) {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            println!("    could not remove the last run's skip log {}: {e}", log.display());
+        }
+    }
+    run.cmd("test", cargo().args(["test", "--workspace"]).env(nrt_abi::skip::SKIP_LOG, &log));
+    match std::fs::read_to_string(&log) {
+        Ok(text) => skip_stages(run, &nrt_abi::skip::read_log(&text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => run.fail("test skips", &format!("the skip log {} could not be read: {e}", log.display())),
+    }
+}
+
+/// Each recorded skip as a stage `test CRATE::TEST`: SKIPPED, loudly, with
+/// its reason; a tool this machine could have installed and did not
+/// ([`SkipClass::Installable`]: its install failed) says so, and that the
+/// setup stage's output has why. A check that cannot run is never a red run
+/// (an install can fail for reasons outside the project) and never a pass.
+///
+/// [`SkipClass::Installable`]: nrt_abi::skip::SkipClass::Installable
+fn skip_stages(run: &mut Runner, skips: &[nrt_abi::skip::Skip]) {
+    for s in skips {
+        let name = format!("test {}", s.test);
+        if s.class == nrt_abi::skip::SkipClass::Installable {
+            run.skip(&name, &format!("{} (installable here, but the install failed: see the setup stage)", s.why));
+        } else {
+            run.skip(&name, &s.why);
+        }
+    }
 }
 
 /// The Rust sources of the crates that are their own workspace roots.
@@ -472,6 +523,39 @@ pub(crate) fn today() -> String {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// The tests' skips as stages: each SKIPPED with its reason, a tool this
+    /// machine could have installed saying that its install failed.
+    #[test]
+    fn each_recorded_skip_is_a_skipped_stage_with_its_reason() {
+        use nrt_abi::skip::{line, read_log, SkipClass};
+        let text = [
+            line("trace::render", SkipClass::Installable, "needs headless Chromium: /usr/bin/chromium: not found"),
+            line("driver_path::strace", SkipClass::NotInstallable, "strace is not installed (not root)"),
+            line("driver::a", SkipClass::Unsupported, "no user_notif"),
+        ]
+        .concat();
+        let mut run = Runner::default();
+        skip_stages(&mut run, &read_log(&text));
+        let outcomes: Vec<String> = run
+            .stages
+            .into_iter()
+            .map(|(n, _, o)| match o {
+                Outcome::Ok => format!("{n}: ok"),
+                Outcome::Failed => format!("{n}: FAILED"),
+                Outcome::Skipped(why) => format!("{n}: SKIPPED ({why})"),
+            })
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                "test trace::render: SKIPPED (needs headless Chromium: /usr/bin/chromium: not found \
+                 (installable here, but the install failed: see the setup stage))",
+                "test driver_path::strace: SKIPPED (strace is not installed (not root))",
+                "test driver::a: SKIPPED (no user_notif)",
+            ]
+        );
+    }
 
     #[test]
     fn a_command_within_its_cap_gives_its_output() {

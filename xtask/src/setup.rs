@@ -15,12 +15,17 @@
 //!   exists and we are root;
 //! - Chromium from Debian (`chromium`, `/usr/bin/chromium`): the test that
 //!   renders an SVG timeline headless and checks the screenshot is not blank
-//!   (`platform-sim/tests/trace.rs`), where `apt-get` exists and we are root;
+//!   (`platform-sim/tests/trace.rs`), where `apt-get` exists and we are root
+//!   (without it that test records its skip, which the summary lists as a
+//!   SKIPPED stage with the reason: `tests` in `main.rs`);
 //! - kani (from the offline bundle) is installed by the kani stage itself, and
 //!   cargo-mutants by the mutants stage.
 //!
 //! Every step is tolerant: what cannot be installed is reported here, and the
-//! stage that needs it says SKIPPED, loudly, with the reason.
+//! stage that needs it says SKIPPED, loudly, with the reason: an install that
+//! failed (a mirror down, a package withdrawn) is a check that cannot run
+//! here, never a red run; the reason says whether this machine could have
+//! installed it (`nrt_abi::skip::installable`).
 
 use std::fs;
 use std::path::Path;
@@ -140,12 +145,14 @@ pub fn all(run: &mut Runner) {
         }
     }
 
+    let secs = t.elapsed().as_secs_f64();
     if missing.is_empty() {
-        run.record("setup: toolchains and tools installed", t.elapsed().as_secs_f64(), true);
+        run.record("setup: toolchains and tools installed", secs, true);
     } else {
-        // Not a failure here: each stage that needs one says SKIPPED with its reason.
+        // Not a failure here: what this machine cannot install makes each
+        // stage that needs it say SKIPPED with its reason.
         println!("\n!!! setup could not install: {}", missing.join(", "));
-        run.record(&format!("setup (could not install: {})", missing.join(", ")), t.elapsed().as_secs_f64(), true);
+        run.record(&format!("setup (could not install: {})", missing.join(", ")), secs, true);
     }
 }
 

@@ -408,3 +408,43 @@ fn two_cores_count_their_own_status() {
     assert_eq!(r.counted(1, INFER_COMPLETED_WITH_NUM_ERR), 1);
     assert_eq!(r.counted(1, INFER_COMPLETED), 0);
 }
+
+/// The counters no outcome ever increments are exactly those G-NDS-UNWRITTEN
+/// lists (and the runtime's memory-usage ids 22..=26, not execution
+/// counters): every status, with and without the error-class flags, harvested
+/// or not. A status newly mapped to one of them fails here until the gap and
+/// the constants' comments say so.
+#[test]
+fn the_counters_never_written_are_the_documented_ones() {
+    let mut touched = [false; EXT_LAST];
+    let statuses = NrtStatus::ALL.iter().copied().chain([NrtStatus::Other(4242), NrtStatus::Other(u32::MAX)]);
+    for status in statuses {
+        for (sequencer_error, correctable_ecc, harvested) in
+            [(false, false, true), (true, false, true), (false, true, true), (false, false, false)]
+        {
+            let u = NcUpdate { sequencer_error, correctable_ecc, harvested, device_latency_us: 7, ..upd(status) };
+            let mut b = NcCounterBlock::new();
+            b.apply(&u, 1_000_000);
+            for (i, t) in touched.iter_mut().enumerate() {
+                *t |= b.get(i) != 0;
+            }
+        }
+    }
+    let never: Vec<usize> = (0..EXT_LAST).filter(|&i| !touched[i]).collect();
+    let mut want = vec![
+        TIME_IN_USE,
+        ERR_MODEL,
+        NC_TIME,
+        ERR_RESOURCE_NC,
+        CC_TIME,
+        MODEL_LOAD_COUNT,
+        MAC_COUNT,
+        ERR_SW_SEMAPHORE_ERROR,
+        ERR_SW_EVENT_ERROR,
+        ERR_SW_PSUM_COLLISION,
+        ERR_SW_SEQUENCER_FATAL,
+    ];
+    want.extend(22..=26);
+    want.sort_unstable();
+    assert_eq!(never, want);
+}

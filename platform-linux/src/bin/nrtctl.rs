@@ -402,6 +402,8 @@ fn harvest(a: &HarvestArgs) -> ExitCode {
         DelayArg::Adaptive => DelayKind::Adaptive,
     };
     let budget = Budget::resolve(a.timeout_s, "--timeout-s", &env, h.arch());
+    // The harvest's own timeout line names it too (`config::log_line`).
+    let _budget = nrt_linux::config::BudgetScope::enter(budget);
     let mut code = ExitCode::SUCCESS;
     for i in 1..=a.inferences {
         let r = h.harvest(budget.seconds, delay);
@@ -542,6 +544,8 @@ fn run(a: &RunArgs) -> ExitCode {
     let a = &RunArgs { opened: session.path().to_path_buf(), ..a.clone() };
     let budget = Budget::resolve(a.timeout_s, "--timeout-s", &env, session.arch());
     session.set_timeout_s(budget.seconds);
+    // The harvest's own timeout line names it too (`config::log_line`).
+    let _budget = nrt_linux::config::BudgetScope::enter(budget);
     if let Some(e) = session.datastore_error() {
         errln!("nrtctl run: no datastore (the counters stay in this process): {e}");
     }

@@ -16,9 +16,10 @@ fn arch_of(dev: &NeuronDevice) -> Result<(DriverInfo, Arch), LinuxError> {
 }
 
 /// The device index of a node, the `N` of its name `neuronN` (the driver's
-/// nodes, `/dev/neuron0`..), after symlinks; `None` for another name.
+/// nodes, `/dev/neuron0`..), after symlinks ([`crate::device::node_of`]);
+/// `None` for another name.
 pub(crate) fn device_index(path: &std::path::Path) -> Option<u32> {
-    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let real = crate::device::node_of(path);
     let name = real.file_name()?.to_str()?;
     let n = name.strip_prefix("neuron")?;
     if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
@@ -157,15 +158,18 @@ impl Session {
         Ok(s)
     }
 
-    /// This process's datastore (`ACQUIRE_NEURON_DS {pid 0}`, mapped, the
-    /// header written), where each request's counters go. A failure does not
+    /// This process's counters on the device: its datastore
+    /// (`ACQUIRE_NEURON_DS {pid 0}`, mapped, the header written), or the one
+    /// another harvest of the process already holds
+    /// ([`crate::datastore::ProcessCounters::of`]), where each request's
+    /// counters go, at the NCs of the session's cores. A failure does not
     /// stop the session: it is logged and kept ([`Session::datastore_error`]),
     /// and the counters stay in RAM only.
     fn acquire_datastore(&mut self) {
-        match crate::datastore::Datastore::own(Arc::clone(&self.dev)) {
-            Ok(ds) => {
+        match crate::datastore::ProcessCounters::of(&self.dev) {
+            Ok(c) => {
                 if let Some(d) = self.device.as_mut() {
-                    d.datastore = Some(ds);
+                    d.datastore = Some(crate::datastore::CounterTarget::new(c, self.first, self.cores));
                 }
             }
             Err(e) => {

@@ -152,9 +152,10 @@ pub struct DriverDevice {
     reads: u32,
     /// Why the device is gone, once it is.
     gone: Option<String>,
-    /// This process's datastore in the driver, when acquired: each finished
-    /// request's counters are written there.
-    pub(super) datastore: Option<crate::datastore::Datastore>,
+    /// This process's counters on the device (its datastore), when acquired,
+    /// at the NCs of the session's cores: each finished request is counted
+    /// there, with whatever else of the process counts on the device.
+    pub(super) datastore: Option<crate::datastore::CounterTarget>,
     /// The time (us) of each HEAD write-back of the harvest in progress, at
     /// most `MAX_OBSERVED` (the trace's counter), kept only when `observe`.
     pub head_writes_us: Vec<u64>,
@@ -163,6 +164,9 @@ pub struct DriverDevice {
     pub(super) observe: bool,
     /// The counters of the session's cores, in RAM (also without a datastore).
     pub counters: NcCounters<MAX_CORES>,
+    /// The total latency counted for each logical core's request of the
+    /// harvest in progress, us (`None`: not counted yet).
+    pub(super) totals_us: [Option<u64>; MAX_CORES],
     /// The first failed datastore write (the harvest goes on: counters are
     /// advisory).
     pub datastore_error: Option<LinuxError>,
@@ -201,6 +205,7 @@ impl DriverDevice {
             gone: None,
             datastore: None,
             counters: NcCounters::new(),
+            totals_us: [None; MAX_CORES],
             datastore_error: None,
         }
     }
@@ -213,6 +218,7 @@ impl DriverDevice {
         self.failures = 0;
         self.reads = 0;
         self.gone = None;
+        self.totals_us = [None; MAX_CORES];
     }
 
     /// Why the device file stopped answering, if it did (G-DRV-GONE).
@@ -379,18 +385,21 @@ impl<E: Copy + Into<Event>> hal::EventSink<E> for DriverDevice {
 }
 
 impl nrt_core::counters::CounterSink for DriverDevice {
-    /// FINALIZE's counters: into the RAM block of the logical core, then that
-    /// block into the datastore at the driver's offsets of the device's core
-    /// (`first + core`: the NC a monitor reads, as the driver's per-NC counters
-    /// are indexed by the device's cores).
+    /// FINALIZE's counters: into the session's RAM block of the logical core,
+    /// and into the process's counters of the device's core (`first + core`:
+    /// the NC a monitor reads, as the driver's per-NC counters are indexed by
+    /// the device's cores), which writes them into the datastore at the
+    /// driver's offsets.
     fn nc_counters(&mut self, core: u8, update: &NcUpdate) {
         let now = self.clock.now_ns();
         if !self.counters.apply(core, update, now) {
             return;
         }
-        let nc = usize::from(self.physical(core));
-        if let (Some(ds), Some(block)) = (&self.datastore, self.counters.core(core)) {
-            if let Err(e) = ds.write_nc(nc, block) {
+        if let (true, Some(slot)) = (update.harvested, self.totals_us.get_mut(usize::from(core))) {
+            *slot = Some(update.total_latency_us(now));
+        }
+        if let Some(t) = &self.datastore {
+            if let Err(e) = t.count(core, update, now) {
                 self.datastore_error.get_or_insert(e);
             }
         }

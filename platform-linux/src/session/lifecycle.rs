@@ -34,6 +34,11 @@ pub struct Inference {
     /// The time (us) of each HEAD write-back, at most `MAX_OBSERVED`; empty
     /// unless [`Session::observe_harvests`] is on.
     pub head_writes_us: Vec<u64>,
+    /// The total latency counted for each logical core, us (the sample the
+    /// datastore's `LATENCY_TOTAL` window got: the request's first step to
+    /// the counter update, inside [`elapsed_ns`](Self::elapsed_ns)); `None`
+    /// for a core not counted.
+    pub total_latency_us: [Option<u64>; MAX_CORES],
 }
 
 impl Session {
@@ -155,11 +160,22 @@ impl Session {
     }
     /// The datastore the counters are written to (`None`: none acquired).
     pub fn datastore(&self) -> Option<&crate::datastore::Datastore> {
-        self.device.as_ref().and_then(|d| d.datastore.as_ref())
+        self.device.as_ref().and_then(|d| d.datastore.as_ref()).map(|t| t.counters().datastore())
     }
-    /// The counters of the session's cores, as counted in this process, by
-    /// logical core (the datastore has them at the device's cores,
-    /// [`Session::first_core`] on).
+    /// Where the session's requests are counted: the process's counters on
+    /// the device, at the NCs of the session's cores (`None`: no datastore).
+    /// Hand it to a harvest that runs on these cores elsewhere (a poller's or
+    /// an XU unit's [`crate::rings::MappedDevice`], C rings through
+    /// `nrt_rings_count_into`): its requests then count in the same counters,
+    /// added to the session's own. It keeps the datastore (and the device
+    /// file) while it lives, after the session is closed.
+    pub fn counter_target(&self) -> Option<crate::datastore::CounterTarget> {
+        self.device.as_ref().and_then(|d| d.datastore.clone())
+    }
+    /// The counters of the session's cores, as this session's own harvests
+    /// counted them, by logical core (the datastore has them at the device's
+    /// cores, [`Session::first_core`] on, with whatever else of the process
+    /// counted there).
     pub fn counters(&self) -> Option<&nrt_core::counters::NcCounters<MAX_CORES>> {
         self.device.as_ref().map(|d| &d.counters)
     }
@@ -253,6 +269,7 @@ impl Session {
             probe_error: d.probe_error.take().map(|e| e.to_string()),
             passes_us: delay.passes_us,
             head_writes_us: std::mem::take(&mut d.head_writes_us),
+            total_latency_us: d.totals_us,
         })
     }
 

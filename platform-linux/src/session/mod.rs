@@ -44,11 +44,13 @@
 //!     core's reader;
 //!
 //!     Then the process's datastore (`ACQUIRE_NEURON_DS {pid 0}`, mapped
-//!     whole, the header written: [`crate::datastore`]); after each request
+//!     whole, the header written: [`crate::datastore`]; once per process and
+//!     device, [`crate::datastore::ProcessCounters`]); after each request
 //!     FINALIZE's per-core counters are written there at `nrt_abi::nds`'s
 //!     offsets (a failed acquire is a warning, [`Session::datastore_error`]:
 //!     the counters stay in RAM); its mapping goes and `RELEASE_NEURON_DS`
-//!     clears it first at teardown;
+//!     clears it first at teardown, when the session is its last holder
+//!     ([`Session::counter_target`] hands it to pollers, XU units and C rings);
 //! 11. the inference: a 4 KiB copy and its completion marker submitted
 //!     through core's one sequence, `dma::submit` (built with `append_descs`,
 //!     the write barrier, meta_ctrl bit 26, on the last data descriptor,

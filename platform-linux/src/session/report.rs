@@ -45,7 +45,13 @@ pub fn run_report(
             host_trigger: s.host_trigger,
         }),
         remote: Some(format!("the Neuron driver behind {}", session.path().display())),
-        cores: core_reports(&r.request, session.cores),
+        cores: core_reports(&r.request, session.cores)
+            .into_iter()
+            .map(|mut c| {
+                c.total_latency_us = r.total_latency_us.get(usize::from(c.core)).copied().flatten();
+                c
+            })
+            .collect(),
         events: r.events.clone(),
         staging_events: s.events.clone(),
         wakes: r.wakes.wakes.clone(),

@@ -1521,3 +1521,164 @@ fn a_staging_failure_keeps_its_message_and_cores_typed_error() {
     // Any other error has none.
     assert_eq!(refused(&dev, "staging", "no buffer".into()).dma(), None);
 }
+
+/// What [`crate::datastore::Datastore::own`] and `write_nc` put in the
+/// driver's memory, read back word by word: the header's signature at
+/// `nds::NDS_SIGNATURE_OFFSET` (0) and its version at `nds::NDS_VERSION_OFFSET`
+/// (4), `nds_header_t`'s layout; each counter below `id::WRITTEN_END` of each
+/// of the 16 NCs at `nds::nc_counter_offset` (the header's macros, checked for
+/// every (NC, id) by nrt-abi's `every_counter_offset_is_the_header_macros`);
+/// and no other word of the datastore written.
+#[test]
+fn the_datastore_header_and_every_written_counter_land_on_the_driver_headers_words() {
+    use nrt_abi::nds;
+    use nrt_core::counters::{id, NcCounterBlock};
+    let (p, st) = fake_driver::install("dswords");
+    let dev = Arc::new(NeuronDevice::open(&p).unwrap());
+    let ds = crate::datastore::Datastore::own(dev).unwrap();
+    let value = |nc: usize, c: usize| ((nc as u64 + 1) << 32) | (c as u64 + 1);
+    for nc in 0..nds::NDS_NC_MAX {
+        let block = NcCounterBlock::from_values(std::array::from_fn(|c| value(nc, c)));
+        ds.write_nc(nc, &block).unwrap();
+    }
+    assert_eq!(ds.header().unwrap(), (*b"nds\0", 1));
+    let (off, _) = st.borrow().datastore.expect("acquired");
+    let mut want = std::collections::HashMap::new();
+    for nc in 0..nds::NDS_NC_MAX {
+        for c in 0..id::WRITTEN_END {
+            want.insert(nds::nc_counter_offset(nc, c).unwrap(), value(nc, c));
+        }
+    }
+    {
+        let s = st.borrow();
+        let m = s.map.as_ref().unwrap();
+        let word32 = |o: usize| m.load32(off + o as u64, Ordering::Acquire).unwrap();
+        assert_eq!(word32(0).to_le_bytes(), [b'n', b'd', b's', 0], "the signature at offset 0");
+        assert_eq!(word32(4), 1, "the version at offset 4");
+        for o in (nds::NDS_HEADER_SIZE..io_size()).step_by(8) {
+            let got = m.load64(off + o as u64, Ordering::Acquire).unwrap();
+            assert_eq!(got, want.get(&o).copied().unwrap_or(0), "the word at offset {o}");
+        }
+    }
+    assert_eq!(want.len(), nds::NDS_NC_MAX * id::WRITTEN_END, "every written word is its own");
+    drop(ds);
+    fake_driver::uninstall(&p);
+}
+
+fn io_size() -> usize {
+    crate::ioctl::NEURON_DATASTORE_SIZE as usize
+}
+
+/// A lane for a poller or an XU unit: core 0's five INFER_STATUS rings in
+/// memory (a temp file), each holding its engine's START and END already, over
+/// registers that keep what is written; counting into `target`.
+fn played_lane(
+    name: &str,
+    target: crate::datastore::CounterTarget,
+) -> (crate::rings::MappedDevice<NoDoorbell>, Notifications) {
+    use crate::rings::{MappedDevice, MappedRings, RingWindow};
+    use nrt_core::nq::ring::NqProducer;
+    use nrt_core::nq::{RawEntry, Subtype};
+    const RING: u32 = 1024;
+    let p = std::env::temp_dir().join(format!("nrt-linux-lane-{}-{name}", std::process::id()));
+    let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
+    f.set_len(5 * u64::from(RING)).unwrap();
+    let map = Arc::new(Mapping::map(&f, 0, 5 * RING as usize).unwrap());
+    std::fs::remove_file(&p).unwrap();
+    let mut rings = MappedRings::new(Arch::Sunda, NoDoorbell::default());
+    let mut nq = Notifications::new();
+    for (eng, &id) in INFER_STATUS_NQS.iter().enumerate() {
+        let base = eng as u64 * u64::from(RING);
+        let mut prod = NqProducer::new(RING).unwrap();
+        for (k, sub) in [Subtype::START, Subtype::END].into_iter().enumerate() {
+            let mut e = RawEntry::new(sub, id, 0, 0, 1_000 + 100 * k as u64 + eng as u64).to_array();
+            let at = base + u64::from(prod.push(&mut e).unwrap());
+            map.store64(at + 8, u64::from_le_bytes(e[8..].try_into().unwrap()), Ordering::Relaxed).unwrap();
+            map.store64(at, u64::from_le_bytes(e[..8].try_into().unwrap()), Ordering::Release).unwrap();
+        }
+        rings.bind(0, id, RingWindow { map: Arc::clone(&map), offset: base, size: RING }, id).unwrap();
+        nq.bind(0, id, RING).unwrap();
+    }
+    (MappedDevice::new(rings).counting_into(target), nq)
+}
+
+/// A request harvested by a poller thread, and one by an XU unit, over
+/// devices handed the session's counter target, count in the session's
+/// datastore at the session's device core (NC 1 here), added to the
+/// session's own inferences before and after them: none overwrites another's
+/// counts, and every request leaves its latency sample.
+#[test]
+fn a_pollers_and_an_xu_units_requests_count_in_the_sessions_datastore() {
+    use crate::poller::{Poller, PollerConfig, VecLanes};
+    use nrt_core::counters::id;
+    let (p, st) = fake_driver::install("lanecount");
+    let mut s = Session::open(&p, SessionConfig { first_core: 1, ..cfg(Some(1)) }).unwrap();
+    assert_eq!(s.run_inference().unwrap().status, NrtStatus::Success);
+    let target = s.counter_target().expect("the session has a datastore");
+    assert_eq!((target.first_nc(), target.cores()), (1, 1));
+
+    let poller = Poller::spawn(VecLanes(vec![played_lane("poller", target.clone())]), PollerConfig::default()).unwrap();
+    let polled = poller.submit(0, ExecConfig::new(Arch::Sunda, 1, 5)).unwrap().wait();
+    let (lanes, _) = poller.shutdown();
+    assert_eq!(polled, Step::Done(NrtStatus::Success));
+    let lanes = lanes.expect("the poller's lanes back");
+    assert!(lanes.0[0].0.counter_error.is_none(), "{:?}", lanes.0[0].0.counter_error);
+
+    let pool = crate::xu::XuPool::start(vec![played_lane("xu", target.clone())], DelayKind::Adaptive).unwrap();
+    let unit = pool.submit(0, ExecConfig::new(Arch::Sunda, 1, 5)).unwrap().wait();
+    pool.shutdown();
+    assert_eq!(unit, NrtStatus::Success);
+
+    assert_eq!(s.run_inference().unwrap().status, NrtStatus::Success);
+    let own = s.counters().and_then(|c| c.core(0)).map(|b| b.get(id::INFER_COMPLETED));
+    assert_eq!(own, Some(2), "the session's own view counts its own two");
+    let shared = target.counters().block(1).expect("NC 1");
+    assert_eq!((shared.get(id::INFER_COMPLETED), shared.get(id::LATENCY_SAMPLES_WRITTEN)), (4, 4));
+    drop((target, lanes));
+    s.close().unwrap();
+    fake_driver::uninstall(&p);
+    let st = st.borrow();
+    let ds = st.released_datastore.expect("the datastore released with the last holder");
+    assert_eq!(
+        (ds[1][id::INFER_COMPLETED], ds[1][id::INFERENCE_COUNT], ds[1][id::LATENCY_SAMPLES_WRITTEN]),
+        (4, 4, 4),
+        "the session's two, the poller's and the XU unit's"
+    );
+    assert!(ds[0].iter().all(|v| *v == 0), "nothing at NC 0: {:?}", ds[0]);
+    assert_eq!(st.calls.iter().filter(|c| *c == "NEURON_IOCTL_ACQUIRE_NEURON_DS").count(), 1, "acquired once");
+    assert!(st.bugs.is_empty(), "{:?}", st.bugs);
+}
+
+/// Two sessions of one process on one device, the second opened through a
+/// symlink to the node, count in one [`crate::datastore::ProcessCounters`]:
+/// acquired once, each session's inference at its own NC, released when the
+/// second closes and not before.
+#[test]
+fn two_sessions_on_one_device_however_spelled_share_the_process_counters() {
+    use nrt_core::counters::id;
+    let (p, st) = fake_driver::install("twosessions");
+    let link = p.with_extension("link");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&p, &link).unwrap();
+    let mut a = Session::open(&p, SessionConfig { first_core: 0, ..cfg(Some(1)) }).unwrap();
+    let mut b = Session::open(&link, SessionConfig { first_core: 1, ..cfg(Some(1)) }).unwrap();
+    assert_eq!(b.path(), link.as_path());
+    let (ta, tb) = (a.counter_target().expect("a's datastore"), b.counter_target().expect("b's datastore"));
+    assert!(std::ptr::eq(ta.counters(), tb.counters()), "one ProcessCounters for the device");
+    assert_eq!(a.run_inference().unwrap().status, NrtStatus::Success);
+    assert_eq!(b.run_inference().unwrap().status, NrtStatus::Success);
+    let done = |nc: usize| ta.counters().block(nc).map(|b| b.get(id::INFER_COMPLETED));
+    assert_eq!((done(0), done(1)), (Some(1), Some(1)), "each session's inference at its own NC");
+    drop((ta, tb));
+    a.close().unwrap();
+    assert!(st.borrow().datastore.is_some(), "b still holds the datastore");
+    assert!(st.borrow().released_datastore.is_none(), "not released while b holds it");
+    b.close().unwrap();
+    fake_driver::uninstall(&p);
+    let _ = std::fs::remove_file(&link);
+    let st = st.borrow();
+    let ds = st.released_datastore.expect("released with the last session");
+    assert_eq!((ds[0][id::INFER_COMPLETED], ds[1][id::INFER_COMPLETED]), (1, 1), "both sessions' counts");
+    assert_eq!(st.calls.iter().filter(|c| *c == "NEURON_IOCTL_ACQUIRE_NEURON_DS").count(), 1, "acquired once");
+    assert!(st.bugs.is_empty(), "{:?}", st.bugs);
+}

@@ -21,37 +21,17 @@ _Static_assert(NRT_TIMEOUT_FROM_ENV + 1 == 0, "NRT_TIMEOUT_FROM_ENV is an unsign
 #include "fake_rings.h"
 static const uint8_t INFER[5] = {4, 5, 6, 7, 8};
 
-struct dev {
-    uint8_t mem[9][RING];
-    uint32_t wr[9];
-    uint64_t now;
-};
-
-static int read_slot(void *c, uint8_t core, uint8_t nq, uint32_t off, uint8_t *out) {
-    struct dev *d = c;
-    return fake_read_slot(d->mem, core, nq, off, out);
-}
-static int write_head(void *c, uint8_t core, uint8_t nq, uint32_t head) { (void)c; (void)core; (void)nq; (void)head; return 0; }
-static int read_cause(void *c, uint8_t core, uint32_t block, uint32_t line, uint32_t *out) { (void)c; (void)core; (void)block; (void)line; *out = 0; return 0; }
-static uint64_t now_ns(void *c) { struct dev *d = c; d->now += 1000000; return d->now; }
-static int barrier(void *c, uint8_t core, uint32_t *st) { (void)c; (void)core; (void)st; return 1; }
-
-static void push(struct dev *d, uint8_t nq, uint16_t subtype, uint64_t ts) { fake_push(d->mem, d->wr, nq, subtype, ts); }
-
 int main(int argc, char **argv) {
     if (argc != 2 && !(argc == 3 && strcmp(argv[2], "poll") == 0)) {
         fprintf(stderr, "usage: %s TIMEOUT_S|env [poll]\n", argv[0]);
         return 2;
     }
     uint32_t timeout_s = strcmp(argv[1], "env") == 0 ? NRT_TIMEOUT_FROM_ENV : (uint32_t)strtoul(argv[1], NULL, 10);
-    static struct dev d;
-    nrt_platform p;
-    memset(&p, 0, sizeof p);
-    p.ctx = &d; p.read_slot = read_slot; p.write_head = write_head; p.read_cause = read_cause;
-    p.now_ns = now_ns; p.barrier_status = barrier;
+    static struct fake_dev d = { .tick_ns = 1000000 };
+    nrt_platform p = fake_dev_platform(&d);
     nrt_rings *ri = nrt_rings_new();
     if (nrt_rings_bind(ri, 0, 2, RING)) return 1;
-    for (int e = 0; e < 5; e++) { if (nrt_rings_bind(ri, 0, INFER[e], RING)) return 1; push(&d, INFER[e], 2, 100 + e); }
+    for (int e = 0; e < 5; e++) { if (nrt_rings_bind(ri, 0, INFER[e], RING)) return 1; fake_dev_push(&d, INFER[e], 2, 100 + e); }
     const nrt_rings *r[1] = { ri };
     nrt_poller *pl = nrt_poller_new(&p, r, 1, -1);
     if (!pl) {

@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests that build other artifacts (the
-//! static library, the nrt-sim binary) and C programs.
+//! static library, the nrt-sim binary) and C programs, and how a test that
+//! cannot check something here says so ([`skip`]).
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::path::{Path, PathBuf};
@@ -97,4 +98,26 @@ pub fn spawn_server_with(sim: &Path, path: &Path, inferences: u32, more: &[&str]
         .stderr(Stdio::piped())
         .spawn()
         .expect("nrt-sim runs")
+}
+
+/// Say that the running test checks nothing here because this machine
+/// lacks something no package gives (a kernel feature), and why
+/// (`nrt_abi::skip::record`: on standard error past the harness's capture,
+/// and in the file `NRT_SKIP_LOG` names, which `cargo xtask ci` reads). The
+/// test then returns.
+pub fn skip(why: &str) {
+    nrt_abi::skip::record(
+        &nrt_abi::skip::test_name(env!("CARGO_CRATE_NAME")),
+        nrt_abi::skip::SkipClass::Unsupported,
+        why,
+    );
+}
+
+/// As [`skip`], for a check that needs Debian's `pkg`, which `cargo xtask
+/// ci`'s setup installs (`nrt_abi::skip::missing_tool`): recorded as a skip
+/// this machine could have avoided (apt-get, root, a candidate: `cargo xtask
+/// ci` fails it when `CI` is set) or one it could not; where `CI` is set and
+/// no skip log is named, the test fails instead, naming why.
+pub fn skip_missing_tool(pkg: &str, why: &str) {
+    nrt_abi::skip::missing_tool(&nrt_abi::skip::test_name(env!("CARGO_CRATE_NAME")), pkg, why);
 }
