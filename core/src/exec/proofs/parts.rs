@@ -1150,6 +1150,28 @@ mod tests {
             }
             property(Bytes::new(&bytes));
         });
+        // Fixed inputs, the same on every run: START then END records, at
+        // every alignment to the request's draws (17 prefixes), with a few
+        // fixed fills for the records' other bytes. Generated inputs reach an
+        // engine's START and END in one batch only now and then (a run in CI
+        // missed it for two engines); these reach it every time, so the cover
+        // is a fact about the code, never about the seed.
+        for prefix in 0..17usize {
+            for fill in [0x00u8, 0x11, 0x5A, 0xFF] {
+                let mut bytes = vec![fill; prefix];
+                while bytes.len() < 1200 {
+                    for subtype in [2u8, 3] {
+                        let mut unit = [fill; 17];
+                        unit[0] = 0;
+                        unit[1 + 3] |= 0x80;
+                        unit[1 + 6] = subtype;
+                        unit[1 + 7] = 0;
+                        bytes.extend_from_slice(&unit);
+                    }
+                }
+                property(Bytes::new(&bytes));
+            }
+        }
         assert_covered(min_covers);
     }
 
