@@ -406,8 +406,11 @@ fn a_faulted_request_hands_its_rings_back_at_completion() {
             let mut g = PollGroup::<1>::new();
             g.insert(0, cfg, 0).unwrap();
             let mut r = None;
+            let mut passes = 0;
             while r.is_none() {
                 g.poll(&mut host, |c, _| r = Some(c.status()));
+                passes += 1;
+                assert!(passes < 10_000, "no completion after {passes} passes (1002 expected)");
             }
             assert_eq!(r, Some(NrtStatus::Timeout));
             d = host.lanes.pop().unwrap().0;
