@@ -550,8 +550,11 @@ mod tests {
         let mut got = 0u8;
         for _round in 0..10 {
             // Device writes as much as fits.
+            let mut written = 0;
             while produce(&mut m, &mut p, seq) {
                 seq = seq.wrapping_add(1);
+                written += 1;
+                assert!(written <= 64, "the producer wrote past a 64-entry ring");
             }
             assert_eq!(p.free(), 0);
             // Host consumes one batch (never a full lap), writes HEAD back.
@@ -568,10 +571,13 @@ mod tests {
             p.on_head_write(*m.heads.last().unwrap());
             assert_eq!(p.free(), 3);
         }
-        // Drain the rest.
+        // Drain the rest (at most a ring's worth).
+        let mut drained = 0;
         while r.poll(&mut m, 0, 4, &mut buf).unwrap() {
             assert_eq!(buf[0], got);
             got = got.wrapping_add(1);
+            drained += 1;
+            assert!(drained <= 64, "read past a 64-entry ring");
         }
         assert_eq!(got, seq);
     }
