@@ -685,7 +685,10 @@ words, `Scripted`, whose step reads its lane's clock and finishes when and how t
 lane's device says: a slot is reused only after its request is done, capacity is
 never exceeded and the refusals are exact, a request ends as the same request driven
 alone (same steps, step code, status and final state), a missing lane fails its
-request. The same bodies run as `cargo test` tests with the real `ExecRequest` too.
+request. The proofs cover every sequence of 3 operations (the fewest that reach
+every cover; 4 took the solver twice as long and put the stage over its goal); the
+same bodies run as `cargo test` tests, up to 11 operations, with the real
+`ExecRequest` too.
 The batched HEAD write-back a finishing `ExecRequest` makes (`write_back_heads`:
 HEAD written once for exactly the rings with reads to hand back, a failed write kept
 and reported) has its own harness.
