@@ -3,10 +3,10 @@
 //! `nrt-linux` and `nrt-sim` and for xtask, the three that must agree on it):
 //! the test prints `!!! SKIPPED` past the harness's capture and, when
 //! [`SKIP_LOG`] names a file, appends a line `TEST<TAB>CLASS<TAB>REASON` to
-//! it ([`record`]); xtask lists each as a SKIPPED stage with its reason, or,
-//! on a CI machine, fails it when the class is [`SkipClass::Installable`]: a
-//! tool `cargo xtask ci` installs is missing on a machine that could have
-//! installed it.
+//! it ([`record`]); xtask lists each as a SKIPPED stage with its reason, and
+//! for [`SkipClass::Installable`] (a tool `cargo xtask ci` installs is missing
+//! on a machine that could have installed it) says that the install failed
+//! and that the setup stage's output has why: never a pass, never a red run.
 
 use std::io::Write;
 use std::path::Path;
@@ -20,7 +20,7 @@ pub const SKIP_LOG: &str = "NRT_SKIP_LOG";
 pub enum SkipClass {
     /// A tool `cargo xtask ci`'s setup installs from Debian is missing, or
     /// does not run, on a machine that could install it ([`installable`]):
-    /// on CI, a failure.
+    /// its install failed, which xtask's SKIPPED stage says.
     Installable,
     /// Such a tool is missing and this machine cannot install it (the reason
     /// says why: no `apt-get`, not root, no candidate for the package).

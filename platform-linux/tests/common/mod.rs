@@ -116,8 +116,9 @@ pub fn skip(why: &str) {
 /// As [`skip`], for a check that needs Debian's `pkg`, which `cargo xtask
 /// ci`'s setup installs (`nrt_abi::skip::missing_tool`): recorded as a skip
 /// this machine could have avoided (apt-get, root, a candidate: `cargo xtask
-/// ci` fails it when `CI` is set) or one it could not; where `CI` is set and
-/// no skip log is named, the test fails instead, naming why.
+/// ci`'s SKIPPED stage then says the install failed) or one it could not;
+/// where `CI` is set and no skip log is named, the test fails instead, naming
+/// why.
 pub fn skip_missing_tool(pkg: &str, why: &str) {
     nrt_abi::skip::missing_tool(&nrt_abi::skip::test_name(env!("CARGO_CRATE_NAME")), pkg, why);
 }
