@@ -307,8 +307,10 @@ echo "run exit $?" >>"$dir/seen.txt"
 /// inference from its datastore and the run is still running after that
 /// read; the run then exits 0 on its own (the driver's `--limit-s 60` would
 /// kill it, failing the test; this test's own look ends at 90 s, killing
-/// the driver's process group). S is 6 s: the monitor's read must come
-/// within it. When the run ends past S is not checked.
+/// the driver's process group). S is 20 s: the monitor's read (milliseconds
+/// on a quiet machine) must come within it, so S is a backstop wide enough
+/// for a busy machine, not a measure of its speed. When the run ends past S
+/// is not checked.
 #[test]
 fn nrtctl_run_linger_s_keeps_the_datastore_after_the_report_then_ends_by_itself() {
     use std::io::Read;
@@ -325,7 +327,7 @@ fn nrtctl_run_linger_s_keeps_the_datastore_after_the_report_then_ends_by_itself(
         .args(["driver", "--limit-s", "60", "--scenario", "healthy-2core", "--", "sh", "-c", LINGER_SCRIPT, "sh"])
         .arg(env!("CARGO_BIN_EXE_nrtctl"))
         .arg(&dir)
-        .arg("6")
+        .arg("20")
         .process_group(0)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
