@@ -4,7 +4,10 @@
 //! the `libnrt` delay (`usleep(1)` between steps) and the `adaptive` delay
 //! (spin, then yield, then sleep), both with the seed's `exec_wait_round_robin`,
 //! and `adaptive-watch`: the adaptive delay with `exec_wait_watching` (a step
-//! only when a look at the rings finds a fresh record), with the CPU time the harvest thread burns; and, in
+//! only when a look at the rings finds a fresh record), and `adaptive-after`:
+//! the adaptive delay with FINALIZE's post-processing and counters settled
+//! after the wait has returned (G-SETTLE; two runs of it alternated with two
+//! of `adaptive`), with the CPU time the harvest thread burns; and, in
 //! the same run, the physical floor of a notice (one thread stores, another
 //! spins on the line).
 //!
@@ -19,8 +22,8 @@ use std::time::{Duration, Instant};
 use nrt_core::arch::{nq_head_register, Arch};
 use nrt_core::exec::finalize_parts;
 use nrt_core::exec::{
-    exec_wait_round_robin, exec_wait_watching, exec_wait_with, ExecConfig, ExecDevice, ExecRequest, Step, WaitHooks,
-    Watch,
+    exec_wait_round_robin, exec_wait_watching, exec_wait_with, ExecConfig, ExecDevice, ExecRequest, Settle, Step,
+    WaitHooks, Watch,
 };
 use nrt_core::nq::ring::NqProducer;
 use nrt_core::nq::{Notifications, RawEntry, Subtype, ERROR_NQ, INFER_STATUS_NQS};
@@ -147,15 +150,32 @@ struct Pieces {
     events: Pct,
 }
 
-fn measure(kind: DelayKind, n: usize, work: Duration) -> Sample {
-    measure_with(kind, n, work, false, false, false)
+/// How one configuration harvests and what it records.
+#[derive(Clone, Copy, Default)]
+struct How {
+    /// A clock read around each step ([`Pieces`]).
+    timed: bool,
+    /// (With `timed`) the final step again and FINALIZE's pieces, each on a copy.
+    copies: bool,
+    /// The driver is `exec_wait_watching` (a look at the rings between
+    /// steps), else the seed's `exec_wait_round_robin`.
+    watching: bool,
+    /// FINALIZE's out-info work after the notice (G-SETTLE): the request is
+    /// settled once the wait has returned and its instant is taken; its CPU
+    /// time still counts in the harvest's.
+    settle_after: bool,
+    /// The device writes each engine's START after the work, with the ENDs
+    /// (this bench's shape until 2026-12-03), not when the work starts.
+    starts_late: bool,
 }
 
-/// `timed`: a clock read around each step ([`Pieces`]); `copies` (with
-/// `timed`): the final step again and FINALIZE's pieces, each on a copy;
-/// `watching`: the driver is `exec_wait_watching` (a look at the rings
-/// between steps), else the seed's `exec_wait_round_robin`.
-fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: bool, watching: bool) -> Sample {
+fn measure(kind: DelayKind, n: usize, work: Duration) -> Sample {
+    measure_with(kind, n, work, How::default())
+}
+
+fn measure_with(kind: DelayKind, n: usize, work: Duration, how: How) -> Sample {
+    let How { timed, copies, watching, settle_after, starts_late } = how;
+    let settle = if settle_after { Settle::AfterNotice } else { Settle::InFinalize };
     let arch = Arch::Sunda;
     let ring_file = file("rings", RINGS as u64 * u64::from(RING));
     let bar_file = file("bar", BAR_LEN as u64);
@@ -190,8 +210,10 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
                 while kick.load(Ordering::Acquire) < i {
                     std::hint::spin_loop();
                 }
-                spin_for(work);
-                for sub in [Subtype::START, Subtype::END] {
+                // START when the engines start (as a device and the simulator
+                // write it), END after the work; or, `starts_late`, both after
+                // the work, each START just before the ENDs' sweep.
+                let mut write_all = |sub: u16| {
                     for core in 0..CORES {
                         for (eng, &id) in INFER_STATUS_NQS.iter().enumerate() {
                             let p = &mut prods[core * 5 + eng];
@@ -206,7 +228,15 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
                             map.store64(off, lo, Ordering::Release).expect("store");
                         }
                     }
+                };
+                if !starts_late {
+                    write_all(Subtype::START);
                 }
+                spin_for(work);
+                if starts_late {
+                    write_all(Subtype::START);
+                }
+                write_all(Subtype::END);
                 last_end.store(origin.elapsed().as_nanos() as u64, Ordering::Release);
                 done_gen.store(i, Ordering::Release);
             }
@@ -219,7 +249,7 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
     let mut pieces: [Vec<f64>; 10] = Default::default();
     let now = || origin.elapsed().as_nanos() as u64;
     for i in 1..=n as u64 {
-        let mut req = ExecRequest::new(ExecConfig::new(arch, CORES as u8, 5));
+        let mut req = ExecRequest::new(ExecConfig::new(arch, CORES as u8, 5).with_settle(settle));
         let mut delay = AnyDelay::new(kind);
         let c0 = thread_cpu_ns();
         kick.store(i, Ordering::Release);
@@ -231,6 +261,7 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
             let (step, status) = (w.step, w.status);
             let Timed { t0, t1, prev, gap, before, .. } = h;
             let t_ret = now();
+            req.settle(&mut dev, &nq);
             let events = dev.events.len() - events0;
             let parts = match before {
                 Some((mut r, mut n)) => {
@@ -274,9 +305,16 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
         };
         let t_ret = match marks {
             Some((_, _, _, _, t_ret, _)) => t_ret,
-            None => now(),
+            None => {
+                let t = now();
+                // The status is out: what was left for after it (nothing
+                // when settled in FINALIZE).
+                req.settle(&mut dev, &nq);
+                t
+            }
         };
         let c1 = thread_cpu_ns();
+        assert!(req.timestamps_are_cpu_us() && !req.settle_due(), "inference {i}: settled");
         assert_eq!((w.status, w.step), (NrtStatus::Success, Step::Done(NrtStatus::Success)), "inference {i}");
         while done_gen.load(Ordering::Acquire) < i {
             std::hint::spin_loop();
@@ -315,11 +353,12 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, timed: bool, copies: 
         }
     });
     device.join().expect("device thread");
-    let name = match (kind, watching) {
-        (DelayKind::Libnrt, false) => "libnrt",
-        (DelayKind::Libnrt, true) => "libnrt-watch",
-        (DelayKind::Adaptive, false) => "adaptive",
-        (DelayKind::Adaptive, true) => "adaptive-watch",
+    let name = match (kind, watching, settle_after) {
+        (DelayKind::Libnrt, false, _) => "libnrt",
+        (DelayKind::Libnrt, true, _) => "libnrt-watch",
+        (DelayKind::Adaptive, false, false) => "adaptive",
+        (DelayKind::Adaptive, false, true) => "adaptive-after",
+        (DelayKind::Adaptive, true, _) => "adaptive-watch",
     };
     Sample {
         kind: name,
@@ -366,21 +405,34 @@ fn floor(n: usize, work: Duration) -> Pct {
 
 pub fn run(n: usize, work_us: u64) {
     let work = Duration::from_micros(work_us);
-    println!("completion-notice latency: {n} inferences of 2x5 engines, device works {work_us} us after each kickoff");
+    println!(
+        "completion-notice latency: {n} inferences of 2x5 engines, each engine's START at the kickoff, its END after {work_us} us of work"
+    );
     let fl = floor(n, work);
     let a = measure(DelayKind::Adaptive, n, work);
+    // The same, settled after the notice (G-SETTLE), alternated with the
+    // seed's order: two runs of each, in turn.
+    let after = How { settle_after: true, ..How::default() };
+    let aa = measure_with(DelayKind::Adaptive, n, work, after);
+    let a2 = measure(DelayKind::Adaptive, n, work);
+    let aa2 = measure_with(DelayKind::Adaptive, n, work, after);
+    // The bench's device shape before 2026-12-03: every START written with
+    // the ENDs, after the work (seed's order, then settled after).
+    let late = How { starts_late: true, ..How::default() };
+    let al = measure_with(DelayKind::Adaptive, n, work, late);
+    let aal = measure_with(DelayKind::Adaptive, n, work, How { settle_after: true, ..late });
     let l = measure(DelayKind::Libnrt, n, work);
-    let t = measure_with(DelayKind::Adaptive, n, work, true, false, false);
-    let w = measure_with(DelayKind::Adaptive, n, work, true, true, false);
+    let t = measure_with(DelayKind::Adaptive, n, work, How { timed: true, ..How::default() });
+    let w = measure_with(DelayKind::Adaptive, n, work, How { timed: true, copies: true, ..How::default() });
     // The adaptive delay with `exec_wait_watching`, and its wait taken apart.
-    let aw = measure_with(DelayKind::Adaptive, n, work, false, false, true);
-    let tw = measure_with(DelayKind::Adaptive, n, work, true, false, true);
+    let aw = measure_with(DelayKind::Adaptive, n, work, How { watching: true, ..How::default() });
+    let tw = measure_with(DelayKind::Adaptive, n, work, How { timed: true, watching: true, ..How::default() });
     let ratio = l.latency.p50 / a.latency.p50;
     println!(
         "  {:<9} latency p50 {:>9.0} ns  p99 {:>9.0} ns  max {:>10.0} ns | one thread stores, another spins on the line",
         "floor", fl.p50, fl.p99, fl.max
     );
-    for s in [&l, &a, &aw] {
+    for s in [&l, &a, &aa, &a2, &aa2, &aw] {
         println!(
             "  {:<9} latency p50 {:>9.0} ns  p99 {:>9.0} ns  max {:>10.0} ns | harvest CPU per inference p50 {:>7.1} us (device work {work_us} us) | steps p50 {:.0}",
             s.kind, s.latency.p50, s.latency.p99, s.latency.max, s.cpu_us_per_inference.p50, s.steps.p50
@@ -392,6 +444,29 @@ pub fn run(n: usize, work_us: u64) {
         a.latency.p50,
         a.latency.p50 - fl.p50,
         fl.p50
+    );
+    let (seed_p50, after_p50) = (a.latency.p50.min(a2.latency.p50), aa.latency.p50.min(aa2.latency.p50));
+    println!(
+        "  adaptive-after (settled after the notice) p50 {:.0} / {:.0} ns against the seed's order {:.0} / {:.0} ns (two alternated runs each): \
+         better of two {after_p50:.0} ns, {:.0} ns above the floor (the seed's order: {:.0} ns above); harvest CPU per inference p50 {:.1} / {:.1} us against {:.1} / {:.1} us",
+        aa.latency.p50,
+        aa2.latency.p50,
+        a.latency.p50,
+        a2.latency.p50,
+        after_p50 - fl.p50,
+        seed_p50 - fl.p50,
+        aa.cpu_us_per_inference.p50,
+        aa2.cpu_us_per_inference.p50,
+        a.cpu_us_per_inference.p50,
+        a2.cpu_us_per_inference.p50
+    );
+    println!(
+        "  with each START written after the work, with the ENDs (this bench's device before 2026-12-03): adaptive p50 {:.0} ns ({:.0} above the floor), \
+         adaptive-after p50 {:.0} ns ({:.0} above)",
+        al.latency.p50,
+        al.latency.p50 - fl.p50,
+        aal.latency.p50,
+        aal.latency.p50 - fl.p50
     );
     if let Some(p) = tw.pieces.as_ref() {
         println!(
@@ -433,6 +508,6 @@ pub fn run(n: usize, work_us: u64) {
     let js = |s: &Sample| json!({ "latency": s.latency.json(), "cpu_us_per_inference": { "p50": s.cpu_us_per_inference.p50, "mean": s.cpu_us_per_inference.mean }, "steps_p50": s.steps.p50 });
     write_json(
         "latency",
-        &json!({ "inferences": n, "device_work_us": work_us, "libnrt": js(&l), "adaptive": js(&a), "adaptive_watch": js(&aw), "ratio_p50": ratio, "floor": fl.json(), "adaptive_over_floor_p50_ns": a.latency.p50 - fl.p50, "adaptive_pieces": pieces }),
+        &json!({ "inferences": n, "device_work_us": work_us, "libnrt": js(&l), "adaptive": js(&a), "adaptive_2": js(&a2), "adaptive_after": js(&aa), "adaptive_after_2": js(&aa2), "adaptive_after_over_floor_p50_ns": after_p50 - fl.p50, "adaptive_starts_late": js(&al), "adaptive_after_starts_late": js(&aal), "adaptive_watch": js(&aw), "ratio_p50": ratio, "floor": fl.json(), "adaptive_over_floor_p50_ns": a.latency.p50 - fl.p50, "adaptive_pieces": pieces }),
     );
 }

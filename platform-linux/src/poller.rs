@@ -77,7 +77,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nrt_core::exec::ExecDevice;
-use nrt_core::exec::{ExecConfig, ExecRequest, Lanes, PollGroup, Schedule, Step};
+use nrt_core::exec::{ExecConfig, ExecRequest, Lanes, PollGroup, Schedule, Settle, Step};
 use nrt_core::nq::Notifications;
 use nrt_core::NrtStatus;
 
@@ -965,7 +965,10 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
                     continue;
                 }
                 let Some(p) = backlog.remove(i) else { break };
-                match group.insert(p.lane, p.cfg, 0) {
+                // The waiter gets only the status (the `done` below): the
+                // group settles each request's timestamps and counters on its
+                // lane right after answering it (G-SETTLE).
+                match group.insert(p.lane, p.cfg.with_settle(Settle::AfterNotice), 0) {
                     Ok(slot) => {
                         match p.budget {
                             Some(b) => budgets.insert(p.lane, b),

@@ -13,11 +13,13 @@
 //!   drives the same machine from a worker, degrades the unit to FATAL_SHUTDOWN on
 //!   a 2, answers 101 once fatal, and on completion runs
 //!   `tpb_xu_base_report_complete`: consume one has-work, publish the status,
-//!   pop the request (which signals its mark-complete), in that order.
+//!   pop the request (which signals its mark-complete), in that order; then
+//!   the request's post-processing and counters, after its submitter has its
+//!   status (G-SETTLE).
 
 use core::ops::ControlFlow;
 
-use super::{ExecConfig, ExecDevice, ExecEvent, ExecRequest, Step};
+use super::{ExecConfig, ExecDevice, ExecEvent, ExecRequest, Settle, Step};
 use crate::hal::Delay;
 use crate::nq::Notifications;
 use crate::status::NrtStatus;
@@ -110,7 +112,10 @@ impl<D: ?Sized, W: ?Sized> WaitHooks<D, W> for NoHooks {}
 ///
 /// Returns the status, the final step code and the steps taken. An abandoned
 /// wait returns [`Step::InFlight`] with the hook's status (the request may
-/// still be stepped on).
+/// still be stepped on). A request configured with
+/// [`Settle::AfterNotice`] comes back DONE with its status and
+/// [`ExecRequest::settle_due`]: the caller settles it once it has passed the
+/// status on (G-SETTLE).
 ///
 /// Allocates nothing and blocks only in `delay`. Terminates when the request
 /// does (at the latest at the core timeout, as long as the platform's clock
@@ -309,7 +314,9 @@ impl ExecUnit {
             s
         } else {
             if !self.initialized {
-                self.current = ExecRequest::new(work.config);
+                // The unit's request is read by nobody before its status is
+                // published: its out-info work waits until then (G-SETTLE).
+                self.current = ExecRequest::new(work.config.with_settle(Settle::AfterNotice));
                 self.initialized = true;
             }
             let out = match self.current.progress_one_step(dev, nq) {
@@ -328,6 +335,9 @@ impl ExecUnit {
         };
         self.initialized = false;
         self.report_complete(dev, queue, work.seq_id, status);
+        // The submitter has its status: now the post-processing and the
+        // counters (nothing when the unit was already fatal).
+        self.current.settle(dev, nq);
         XuStep::Completed { seq_id: work.seq_id, status }
     }
 

@@ -1,7 +1,7 @@
 //! FINALIZE: timestamp post-processing, the error sweep, and the status
 //! reconciliation (completion-engine seed §1 FINALIZE, §3 timestamp decode, §4).
 
-use super::{ts_slot, ExecDevice, ExecEvent, ExecRequest, ExecState, Step, TimeoutCause};
+use super::{ts_slot, ExecDevice, ExecEvent, ExecRequest, ExecState, Settle, Step, TimeoutCause};
 use crate::arch::ENGINES_PER_CORE;
 use crate::counters::NcUpdate;
 use crate::nq::entry::ENTRY_SIZE;
@@ -74,15 +74,20 @@ pub(crate) fn rescale_post(cal: &TsCal, device_ts: u64, r: &Option<u64>) -> bool
 }
 
 impl ExecRequest {
-    /// Post-process, sweep errors, reconcile; the request becomes DONE. `fault`
-    /// is what ended the harvest early (`None`: every core completed).
+    /// Post-process, sweep errors, reconcile, count; the request becomes DONE.
+    /// `fault` is what ended the harvest early (`None`: every core completed).
+    /// Under [`Settle::AfterNotice`] the post-processing and the counters are
+    /// left to [`Self::settle`] (G-SETTLE): the status does not depend on them.
     pub(super) fn finalize<D: ExecDevice + ?Sized>(
         &mut self,
         dev: &mut D,
         nq: &mut Notifications,
         fault: Option<NrtError>,
     ) -> Step {
-        self.postprocess(dev, nq);
+        let deferred = self.cfg.settle == Settle::AfterNotice;
+        if !deferred {
+            self.postprocess(dev, nq);
+        }
         self.process_errors(dev, nq);
         let mut best = NrtStatus::Success;
         for r in self.out_info.exec_rets.iter().take(self.tpb_count()) {
@@ -99,8 +104,33 @@ impl ExecRequest {
         };
         self.state = ExecState::Done;
         self.result = step;
-        self.count(dev, step);
+        if deferred {
+            self.settle_due = true;
+        } else {
+            self.count(dev, step);
+        }
         step
+    }
+
+    /// The out-info work FINALIZE left under [`Settle::AfterNotice`]: the
+    /// timestamp post-processing and the counter update, exactly as FINALIZE
+    /// runs them in the seed's order, once. Returns whether it ran: `false`
+    /// when nothing is due (a request not DONE, settled in FINALIZE, or
+    /// settled already), which changes nothing.
+    ///
+    /// `nq` is the request's notifications: the rescale uses the calibration
+    /// and sync point in force when this runs (a re-sync between FINALIZE and
+    /// here moves the CPU times by as much), and the platform's counters end
+    /// the total latency on its clock now, so a caller settles as soon as the
+    /// status is out.
+    pub fn settle<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &Notifications) -> bool {
+        if !self.settle_due || self.state != ExecState::Done {
+            return false;
+        }
+        self.settle_due = false;
+        self.postprocess(dev, nq);
+        self.count(dev, self.result);
+        true
     }
 
     /// The counter hook (`nds_increment_nc_counter`, seed §1 FINALIZE): once per

@@ -115,6 +115,11 @@ pub trait Harvest {
     /// also hands its lane's rings back to the device where the lane batches
     /// HEAD write-backs (what [`write_back_heads`] does for an [`ExecRequest`]).
     fn step<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) -> Step;
+
+    /// After the group has reported the finished request (its `done`
+    /// callback), the work left for after the notice on the same lane
+    /// ([`ExecRequest::settle`]). Default: nothing.
+    fn settle<D: ExecDevice + ?Sized>(&mut self, _dev: &mut D, _nq: &mut Notifications) {}
 }
 
 /// `progress_one_step`; when the lane's notifications batch HEAD write-backs,
@@ -131,6 +136,9 @@ impl Harvest for ExecRequest {
             write_back_heads(dev, nq, self.tpb_count());
         }
         step
+    }
+    fn settle<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) {
+        ExecRequest::settle(self, dev, nq);
     }
 }
 
@@ -429,7 +437,11 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
     /// When the lane's notifications batch HEAD write-backs, the step that
     /// finishes a request hands back the rings it read, before it is reported
     /// ([`Harvest::step`], G-HEAD-BATCH). A request whose lane does not exist finishes with
-    /// [`Step::Error`] and `NRT_INVALID_HANDLE` (G-GROUP-LANE).
+    /// [`Step::Error`] and `NRT_INVALID_HANDLE` (G-GROUP-LANE). A request
+    /// configured with [`Settle::AfterNotice`](super::Settle::AfterNotice) is
+    /// reported DONE with its status and settled on its lane right after
+    /// `done` returns ([`Harvest::settle`], G-SETTLE): `done` sees its status,
+    /// not yet its CPU-time timestamps.
     pub fn poll<L, F>(&mut self, lanes: &mut L, done: F) -> Pass
     where
         L: Lanes + ?Sized,
@@ -489,8 +501,9 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
                 }
             }
             pass.stepped += 1;
-            let step = match lanes.lane(slot.lane) {
-                Some((dev, nq)) => slot.req.step(dev, nq),
+            let mut lane = lanes.lane(slot.lane);
+            let step = match lane.as_mut() {
+                Some((dev, nq)) => slot.req.step(*dev, nq),
                 None => Step::failed(NrtStatus::InvalidHandle),
             };
             let hist = self.hist.get_mut(idx);
@@ -508,6 +521,10 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
             }
             let c = Completion { slot: idx, lane: slot.lane, token: slot.token, step };
             done(&c, &slot.req);
+            // What the request left for after its notice (G-SETTLE).
+            if let Some((dev, nq)) = lane {
+                slot.req.settle(dev, nq);
+            }
             pass.completed += 1;
             if let Some(s) = self.slots.get_mut(idx) {
                 *s = None;

@@ -218,13 +218,48 @@ pub struct ExecConfig {
     pub timeout_s: u32,
     /// Device TPB index of each physical core (selects the INTC error-trigger block).
     pub tpb_idx: [u8; MAX_CORES],
+    /// When FINALIZE's out-info work runs: inside it, in the seed's order
+    /// (the default), or after the status is out ([`Settle::AfterNotice`]).
+    pub settle: Settle,
 }
 
 impl ExecConfig {
-    /// A config for `tpb_count` cores with TPB indices 0 and 1.
+    /// A config for `tpb_count` cores with TPB indices 0 and 1, settled in
+    /// FINALIZE (the seed's order).
     pub const fn new(arch: Arch, tpb_count: u8, timeout_s: u32) -> ExecConfig {
-        ExecConfig { arch, tpb_count, timeout_s, tpb_idx: [0, 1] }
+        ExecConfig { arch, tpb_count, timeout_s, tpb_idx: [0, 1], settle: Settle::InFinalize }
     }
+
+    /// The same config with FINALIZE's out-info work run when `settle` says.
+    pub const fn with_settle(self, settle: Settle) -> ExecConfig {
+        ExecConfig { settle, ..self }
+    }
+}
+
+/// When a finished request's out-info work runs: the timestamp
+/// post-processing (device timestamps to CPU microseconds, each core's
+/// duration) and the per-core counter update (G-SETTLE).
+///
+/// Neither decides the status: the error sweep and the reconciliation do, and
+/// they always run in FINALIZE. The seed runs the post-processing first and
+/// the counters last, all before DONE; [`Settle::AfterNotice`] lets the status
+/// reach its waiter first (issue 21: work that can happen after the waiter has
+/// its status, happens after) and leaves the rest to [`ExecRequest::settle`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Settle {
+    /// In FINALIZE, in the seed's order: post-processing, error sweep,
+    /// reconciliation, counters. DONE comes with the timestamps in CPU time.
+    #[default]
+    InFinalize,
+    /// FINALIZE runs the error sweep and the reconciliation only; the request
+    /// is DONE with its status, its timestamps still device units
+    /// ([`ExecRequest::settle_due`]), until its owner calls
+    /// [`ExecRequest::settle`] once the status is out. Until then
+    /// [`ExecRequest::engine_times_us`] answers nothing, the durations are 0
+    /// and the request is not counted. An invalid calibration's event then
+    /// follows the error sweep's events instead of preceding them.
+    AfterNotice,
 }
 
 /// What a core that timed out was classified as at FINALIZE (seed §4:
@@ -321,6 +356,9 @@ pub struct ExecRequest {
     /// value an unrecorded slot keeps), set with `ts_is_cpu`.
     ts_recorded: [u16; MAX_CORES],
     ts_is_cpu: bool,
+    /// DONE under [`Settle::AfterNotice`], its post-processing and counters
+    /// not yet run ([`ExecRequest::settle`]).
+    settle_due: bool,
     /// `exec_fatal_status[2][6]`.
     exec_fatal_status: [[bool; fatal::COUNT]; MAX_CORES],
     out_info: OutInfo,
@@ -353,6 +391,7 @@ impl ExecRequest {
             slot_engine: [[0; 3]; MAX_CORES],
             ts_recorded: [0; MAX_CORES],
             ts_is_cpu: false,
+            settle_due: false,
             exec_fatal_status: [[false; fatal::COUNT]; MAX_CORES],
             out_info: OutInfo::EMPTY,
             result: Step::InFlight,
@@ -412,9 +451,16 @@ impl ExecRequest {
         }
     }
 
-    /// `true` once FINALIZE has turned the timestamps into CPU microseconds.
+    /// `true` once FINALIZE (or, under [`Settle::AfterNotice`],
+    /// [`Self::settle`]) has turned the timestamps into CPU microseconds.
     pub const fn timestamps_are_cpu_us(&self) -> bool {
         self.ts_is_cpu
+    }
+
+    /// `true` while the request is DONE under [`Settle::AfterNotice`] and its
+    /// post-processing and counters have not run: [`Self::settle`] runs them.
+    pub const fn settle_due(&self) -> bool {
+        self.settle_due
     }
 
     /// START and END of `(core, engine)` in CPU microseconds, once finalized and
@@ -435,7 +481,8 @@ impl ExecRequest {
         (start, end)
     }
 
-    /// The per-core results (meaningful once DONE).
+    /// The per-core results (meaningful once DONE; the durations once settled,
+    /// see [`Settle`]).
     pub const fn out_info(&self) -> &OutInfo {
         &self.out_info
     }

@@ -726,3 +726,41 @@ fn a_refusal_displays_the_call_and_its_reason() {
     // An error type a caller can box or chain (this line compiles only if it is one).
     let _: &dyn core::error::Error = &GroupError::LaneBusy;
 }
+
+#[test]
+fn a_group_settles_a_request_right_after_its_notice() {
+    // Requests settled after the notice (G-SETTLE): `done` sees each with its
+    // status and its settle due; by the end of the pass its lane has the
+    // counts a request settled in FINALIZE gives, and the same events.
+    let which = scenarios();
+    let mut host = Host { lanes: Vec::new() };
+    let mut group = PollGroup::<SCENARIOS>::new();
+    for (i, &sc) in which.iter().enumerate() {
+        let (d, nq, cfg) = scenario(sc, RING);
+        host.lanes.push((d, nq));
+        assert_eq!(group.insert(i as u16, cfg.with_settle(crate::exec::Settle::AfterNotice), i as u64), Ok(i));
+    }
+    let mut due_at_notice = vec![None; which.len()];
+    let mut passes = 0;
+    while !group.is_empty() {
+        group.poll(&mut host, |c, r| {
+            due_at_notice[usize::from(c.lane)] = Some((r.settle_due(), r.timestamps_are_cpu_us()));
+        });
+        passes += 1;
+        assert!(passes < 10_000, "the group did not drain");
+    }
+    for (i, &sc) in which.iter().enumerate() {
+        assert_eq!(due_at_notice[i], Some((true, false)), "scenario {sc}: reported before its settle");
+        let (mut d, mut nq, cfg) = scenario(sc, RING);
+        let mut req = ExecRequest::new(cfg);
+        exec_wait_round_robin(&mut req, &mut *d, &mut nq, &mut no_delay());
+        let lane = &host.lanes[i].0;
+        assert_eq!(lane.counter_updates, d.counter_updates, "scenario {sc}: counted once per core, after");
+        let sorted = |dev: &FakeDevice| {
+            let mut k: Vec<_> = dev.events.iter().map(|e| e.kind()).collect();
+            k.sort_unstable();
+            k
+        };
+        assert_eq!(sorted(lane), sorted(&d), "scenario {sc}: the same events");
+    }
+}

@@ -92,7 +92,7 @@ use super::step::any_substate;
 use super::step::{any_request, bound_notifications, eq, ring_size, same, HavocDev};
 use crate::arch::{ENGINES_PER_CORE, MAX_CORES};
 use crate::exec::finalize::consume_error_block;
-use crate::exec::{fatal, ts_slot, ExecRequest, ExecState, Step, TimeoutCause, TpbEngState};
+use crate::exec::{fatal, ts_slot, ExecRequest, ExecState, Settle, Step, TimeoutCause, TpbEngState};
 use crate::nq::entry::ENTRY_SIZE;
 use crate::nq::{
     Engine, ErrorClass, ErrorEntry, Notifications, NqRing, TsCal, ERROR_NQ, INFER_STATUS_NQS, NQ_PER_CORE,
@@ -719,19 +719,27 @@ pub(crate) fn consume_error_block_stub<D: crate::exec::ExecDevice + ?Sized>(
 }
 
 /// The guarantee of `finalize(fault)`: the request is DONE with its timestamps
-/// in CPU time, the return is 0 exactly when there is no `fault` (else 2), the
+/// in CPU time (under `Settle::AfterNotice`: its timestamps, which slots held
+/// a record and its durations untouched, and its settle due), the return is 0
+/// exactly when there is no `fault` (else 2), the
 /// return is the cached result, a 2 never carries `NRT_SUCCESS`; and only the
-/// state, the timestamps (and which slots held a record), `out_info` and the
-/// cached result change (substates,
+/// state, the timestamps (and which slots held a record), `out_info`, the
+/// settle flag and the cached result change (substates,
 /// fatal flags, configuration, the barrier and core clocks stay).
 pub(super) fn finalize_post(before: &ExecRequest, after: &ExecRequest, fault: Option<NrtError>, step: Step) -> bool {
     let mut framed = before.clone();
     framed.state = after.state;
     framed.ts_is_cpu = after.ts_is_cpu;
-    framed.ts_recorded = after.ts_recorded;
-    framed.vcore_notif_ts = after.vcore_notif_ts;
+    framed.settle_due = after.settle_due;
     framed.out_info = after.out_info;
     framed.result = after.result;
+    let deferred = before.cfg.settle == Settle::AfterNotice;
+    if !deferred {
+        framed.ts_recorded = after.ts_recorded;
+        framed.vcore_notif_ts = after.vcore_notif_ts;
+    } else {
+        framed.out_info.tpb_duration_us = before.out_info.tpb_duration_us;
+    }
     let want = matches!((fault, step), (None, Step::Done(_)) | (Some(_), Step::Error(_)));
     let error_not_success = match step {
         Step::Error(e) => !e.status().is_success(),
@@ -739,7 +747,8 @@ pub(super) fn finalize_post(before: &ExecRequest, after: &ExecRequest, fault: Op
     };
     same(&framed, after)
         && after.state == ExecState::Done
-        && after.ts_is_cpu
+        && after.ts_is_cpu != deferred
+        && after.settle_due == deferred
         && want
         && after.result == step
         && error_not_success
@@ -754,6 +763,7 @@ pub(super) fn finalize_post(before: &ExecRequest, after: &ExecRequest, fault: Op
 fn finalize_pre(r: &ExecRequest) -> bool {
     (1..=MAX_CORES).contains(&r.tpb_count())
         && !r.ts_is_cpu
+        && !r.settle_due
         && matches!(r.state, ExecState::WaitBarrierProxy | ExecState::WaitCore)
 }
 
@@ -841,19 +851,27 @@ pub(super) struct FinalizeChoice {
 }
 
 /// The stub of FINALIZE for one choice: the request DONE with the choice's
-/// timestamps (in CPU time) and `out_info`, the return of the choice cached;
+/// timestamps (in CPU time; under `Settle::AfterNotice` the timestamps and
+/// durations untouched and the settle due) and `out_info`, the return of the
+/// choice cached;
 /// `None` when the outcome is not one [`finalize_post`] allows (the step
 /// proofs never see such a choice; `this` is then left part-written).
 #[allow(clippy::needless_range_loop)] // an index loop: a constant bound for the solver
 pub(super) fn finalize_stub_from(this: &mut ExecRequest, fault: Option<NrtError>, c: &FinalizeChoice) -> Option<Step> {
     let before = this.clone();
+    let deferred = this.cfg.settle == Settle::AfterNotice;
     this.state = ExecState::Done;
-    this.ts_is_cpu = true;
-    this.ts_recorded = c.ts_recorded;
-    this.vcore_notif_ts = c.ts;
+    this.ts_is_cpu = !deferred;
+    this.settle_due = deferred;
+    if !deferred {
+        this.ts_recorded = c.ts_recorded;
+        this.vcore_notif_ts = c.ts;
+    }
     for core in 0..MAX_CORES {
         this.out_info.exec_rets[core] = NrtStatus::from_code(c.rets[core]);
-        this.out_info.tpb_duration_us[core] = c.durations[core];
+        if !deferred {
+            this.out_info.tpb_duration_us[core] = c.durations[core];
+        }
         this.out_info.err[core] = c.records[core].as_ref().map(|raw| ErrorEntry::from_array(raw).class());
         this.out_info.timeout_cause[core] = match c.causes[core] {
             0 => None,
@@ -1379,6 +1397,32 @@ mod tests {
         let mut cpu = before.clone();
         cpu.ts_is_cpu = true;
         assert!(!finalize_pre(&cpu), "timestamps already in CPU time");
+        let mut due = before.clone();
+        due.settle_due = true;
+        assert!(!finalize_pre(&due), "a settle already due");
+
+        // Settled after the notice (G-SETTLE): FINALIZE leaves the timestamps
+        // and durations as they were, and the settle due.
+        before.cfg.settle = Settle::AfterNotice;
+        before.vcore_notif_ts[0][0] = 7;
+        before.out_info.tpb_duration_us[0] = 3;
+        let mut after = before.clone();
+        let step = after.finalize(&mut dev, &mut nq, fault);
+        assert!(after.settle_due && !after.ts_is_cpu, "deferred: DONE, settle due");
+        assert_eq!((after.vcore_notif_ts[0][0], after.out_info.tpb_duration_us[0]), (7, 3), "deferred: untouched");
+        assert!(finalize_stub_gives(&before, &after, fault, step), "the real deferred FINALIZE");
+        let mut rescaled = after.clone();
+        rescaled.vcore_notif_ts[0][0] = 8;
+        assert!(!finalize_stub_gives(&before, &rescaled, fault, step), "deferred, a timestamp rescaled");
+        let mut duration = after.clone();
+        duration.out_info.tpb_duration_us[0] = 4;
+        assert!(!finalize_stub_gives(&before, &duration, fault, step), "deferred, a duration set");
+        let mut settled = after.clone();
+        settled.settle_due = false;
+        assert!(!finalize_stub_gives(&before, &settled, fault, step), "deferred, the settle not due");
+        let mut cpu_time = after.clone();
+        cpu_time.ts_is_cpu = true;
+        assert!(!finalize_stub_gives(&before, &cpu_time, fault, step), "deferred, timestamps in CPU time");
     }
 
     #[test]

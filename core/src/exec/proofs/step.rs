@@ -26,7 +26,7 @@ use core::cell::{Cell, RefCell};
 
 use crate::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
 use crate::exec::ExecEvent;
-use crate::exec::{fatal, ts_slot, ExecConfig, ExecRequest, ExecState, Step, TpbEngState, MS_PER_TIMEOUT_S};
+use crate::exec::{fatal, ts_slot, ExecConfig, ExecRequest, ExecState, Settle, Step, TpbEngState, MS_PER_TIMEOUT_S};
 use crate::hal::{self, ErrorKind, ErrorType};
 use crate::nq::{Notifications, SyncPoint, TsCal, ERROR_NQ, INFER_STATUS_NQS};
 use crate::proofs::{cover, Any};
@@ -156,7 +156,8 @@ pub(super) fn any_substate<A: Any>(any: &mut A) -> TpbEngState {
 /// - in WAIT_CORE: the same but for substates and timestamps (anything), the
 ///   barrier of every harvested core cleared, the budget `1000 * timeout_s`;
 ///   a fault sets a status only on the way to DONE, so still none here;
-/// - in DONE: timestamps in CPU time, and the cached result is 0 or 2, with 2
+/// - in DONE: timestamps in CPU time (or, under `Settle::AfterNotice`, still
+///   device time with the settle due), and the cached result is 0 or 2, with 2
 ///   never carrying `NRT_SUCCESS`.
 #[allow(clippy::needless_range_loop)] // index loops, see below
 pub(crate) fn reachable(r: &ExecRequest) -> bool {
@@ -165,7 +166,7 @@ pub(crate) fn reachable(r: &ExecRequest) -> bool {
     // Index loops over constant bounds, not `iter().all()`: the solver bounds a
     // slice iterator's loop only by the unwind limit (14), an index loop by its
     // constant, and this runs several times per step harness.
-    let mut quiet = r.result == Step::InFlight && !r.ts_is_cpu;
+    let mut quiet = r.result == Step::InFlight && !r.ts_is_cpu && !r.settle_due;
     let mut fresh = true;
     let mut none_done = true;
     let mut harvested_done = true;
@@ -194,7 +195,11 @@ pub(crate) fn reachable(r: &ExecRequest) -> bool {
             quiet && harvested_done && r.timeout_ms == MS_PER_TIMEOUT_S * u64::from(r.cfg.timeout_s) && past_n_untouched
         }
         ExecState::Done => {
-            r.ts_is_cpu
+            // In CPU time, or (settled after the notice) still device time
+            // with the settle due (G-SETTLE).
+            let settled = r.ts_is_cpu && !r.settle_due;
+            let due = !r.ts_is_cpu && r.settle_due && r.cfg.settle == Settle::AfterNotice;
+            (settled || due)
                 && match r.result {
                     Step::InFlight => false,
                     Step::Done(_) => true,
@@ -215,6 +220,12 @@ pub(crate) fn any_request<A: Any>(any: &mut A, state: ExecState, cores: Option<u
     };
     let mut cfg = ExecConfig::new(arch, tpb_count, any.u32());
     cfg.tpb_idx = [any.u8(), any.u8()];
+    // Under kani the seed's order only: the settle's mode changes FINALIZE's
+    // frame, not the steps', and each mode doubles the solver's work in every
+    // harness; the tests draw both (G-SETTLE).
+    if !cfg!(kani) && any.bool() {
+        cfg.settle = Settle::AfterNotice;
+    }
     let mut r = ExecRequest::new(cfg);
     let n = r.tpb_count();
     r.state = state;
@@ -266,7 +277,9 @@ pub(crate) fn any_request<A: Any>(any: &mut A, state: ExecState, cores: Option<u
                 r.out_info.exec_rets[core] = NrtStatus::from_code(any.u32());
                 r.vcore_notif_ts[core][0] = any.u64();
             }
-            r.ts_is_cpu = true;
+            // Settled, or (after the notice) with its settle still due.
+            r.settle_due = r.cfg.settle == Settle::AfterNotice && any.bool();
+            r.ts_is_cpu = !r.settle_due;
             let status = NrtStatus::from_code(any.u32());
             r.result = if status.is_success() || any.bool() {
                 Step::Done(status)
@@ -338,6 +351,8 @@ pub(super) fn same(a: &ExecRequest, b: &ExecRequest) -> bool {
         && a.timeout_ms == b.timeout_ms
         && eq(&a.network_proxy_done, &b.network_proxy_done)
         && a.ts_is_cpu == b.ts_is_cpu
+        && a.settle_due == b.settle_due
+        && a.cfg.settle == b.cfg.settle
         && eq(&a.ts_recorded, &b.ts_recorded)
         && eq(&a.out_info.exec_rets, &b.out_info.exec_rets)
         && eq(&a.out_info.tpb_duration_us, &b.out_info.tpb_duration_us)

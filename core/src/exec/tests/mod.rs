@@ -9,6 +9,7 @@ mod barrier;
 mod errors;
 mod matching;
 mod props;
+mod settle;
 mod state;
 mod status;
 mod tensor;

@@ -55,6 +55,12 @@ fn xu_step_completes_and_pairs_has_work_with_mark_complete() {
     assert_eq!(q.log, ["has_work", "mark_comp 7 0"]);
     assert_eq!(q.has_work, 0);
     assert_eq!(xu.health(), XuHealth::Healthy);
+    // Settled after the mark-complete (G-SETTLE), within the same worker step:
+    // counted once per core, timestamps in CPU time.
+    assert_eq!(xu.current().config().settle, Settle::AfterNotice);
+    assert!(!xu.current().settle_due());
+    assert!(xu.current().timestamps_are_cpu_us());
+    assert_eq!(dev.counter_updates.iter().map(|(c, _)| *c).collect::<Vec<_>>(), [0, 1]);
     // The next request starts from INIT.
     q.submit(8, ExecConfig::new(Arch::Sunda, 1, 5));
     dev.run_all(1, 3, 4);
