@@ -261,7 +261,7 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, how: How) -> Sample {
             let (step, status) = (w.step, w.status);
             let Timed { t0, t1, prev, gap, before, .. } = h;
             let t_ret = now();
-            req.settle(&mut dev, &nq);
+            req.settle(&mut dev, &mut nq);
             let events = dev.events.len() - events0;
             let parts = match before {
                 Some((mut r, mut n)) => {
@@ -309,7 +309,7 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, how: How) -> Sample {
                 let t = now();
                 // The status is out: what was left for after it (nothing
                 // when settled in FINALIZE).
-                req.settle(&mut dev, &nq);
+                req.settle(&mut dev, &mut nq);
                 t
             }
         };

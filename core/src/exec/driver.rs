@@ -139,7 +139,8 @@ where
         steps = steps.saturating_add(1);
         hooks.after_step(req, dev, nq, step);
         if let Some(status) = step.status() {
-            if nq.head_batching() {
+            // Settled after the notice, the caller's settle hands them back.
+            if nq.head_batching() && !req.settle_due() {
                 super::group::write_back_heads(dev, nq, req.tpb_count());
             }
             return SyncWait { status, step, steps };
@@ -328,7 +329,7 @@ impl ExecUnit {
                 }
                 Step::Done(s) => s,
             };
-            if nq.head_batching() {
+            if nq.head_batching() && !self.current.settle_due() {
                 super::group::write_back_heads(dev, nq, self.current.tpb_count());
             }
             out

@@ -112,22 +112,27 @@ impl ExecRequest {
         step
     }
 
-    /// The out-info work FINALIZE left under [`Settle::AfterNotice`]: the
-    /// timestamp post-processing and the counter update, exactly as FINALIZE
-    /// runs them in the seed's order, once. Returns whether it ran: `false`
-    /// when nothing is due (a request not DONE, settled in FINALIZE, or
-    /// settled already), which changes nothing.
+    /// The work FINALIZE left under [`Settle::AfterNotice`]: the HEAD
+    /// write-back of every ring the request read and did not hand back (the
+    /// completed engines' last batches, G-HEAD-BATCH), then the timestamp
+    /// post-processing and the counter update, exactly as FINALIZE runs them
+    /// in the seed's order, once. Returns whether it ran: `false` when
+    /// nothing is due (a request not DONE, settled in FINALIZE, or settled
+    /// already), which changes nothing.
     ///
     /// `nq` is the request's notifications: the rescale uses the calibration
     /// and sync point in force when this runs (a re-sync between FINALIZE and
     /// here moves the CPU times by as much), and the platform's counters end
     /// the total latency on its clock now, so a caller settles as soon as the
-    /// status is out.
-    pub fn settle<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &Notifications) -> bool {
+    /// status is out. A request never settled is never counted and keeps its
+    /// device timestamps; its rings lose nothing (the next harvest on them
+    /// hands back its reads when due).
+    pub fn settle<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) -> bool {
         if !self.settle_due || self.state != ExecState::Done {
             return false;
         }
         self.settle_due = false;
+        super::group::write_back_heads(dev, nq, self.tpb_count());
         self.postprocess(dev, nq);
         self.count(dev, self.result);
         true

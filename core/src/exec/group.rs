@@ -132,7 +132,8 @@ impl Harvest for ExecRequest {
     }
     fn step<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) -> Step {
         let step = self.progress_one_step(dev, nq);
-        if step != Step::InFlight && nq.head_batching() {
+        // Settled after the notice, the settle hands the rings back (G-SETTLE).
+        if step != Step::InFlight && nq.head_batching() && !self.settle_due() {
             write_back_heads(dev, nq, self.tpb_count());
         }
         step

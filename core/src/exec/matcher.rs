@@ -15,7 +15,9 @@
 //! | 6 CUSTOM | any | cayman fixup on engine index 2, then the sub-id table |
 //! | 0, 1, 4, 5, > 8 | any | "unexpected notification": 1 |
 
-use super::{fatal, ts_slot, ExecDevice, ExecEvent, ExecRequest, ProbeReason, TpbEngState, READS_PER_ENGINE_PER_SWEEP};
+use super::{
+    fatal, ts_slot, ExecDevice, ExecEvent, ExecRequest, ProbeReason, Settle, TpbEngState, READS_PER_ENGINE_PER_SWEEP,
+};
 use crate::hal::Error as _;
 use crate::nq::entry::{CAYMAN_CUSTOM_NQ_TAG, ENTRY_SIZE};
 use crate::nq::{CustomKind, Engine, Notification, Notifications, RawEntry, Subtype};
@@ -151,11 +153,12 @@ impl ExecRequest {
             }
         }
         // Hand back what was read, and retry a HEAD write that failed before;
-        // batched, only when due (G-HEAD-BATCH).
-        let due = !nq.head_batching()
-            || cursor.head_due()
-            || result.is_err()
-            || self.substate(core, eng) == Some(TpbEngState::Complete);
+        // batched, only when due (G-HEAD-BATCH). Settled after the notice, a
+        // completed engine's last reads go back at the settle, not on the
+        // notice path (G-SETTLE), unless half the ring waits for them.
+        let complete = self.substate(core, eng) == Some(TpbEngState::Complete);
+        let at_settle = complete && self.cfg.settle == Settle::AfterNotice;
+        let due = cursor.head_due() || result.is_err() || (!at_settle && (!nq.head_batching() || complete));
         if cursor.unacked() > 0 && due {
             if let Err(e) = cursor.write_head(dev, c, nq_id) {
                 // Not fatal by itself: later batches shrink so the device's view

@@ -255,7 +255,9 @@ pub enum Settle {
     /// FINALIZE runs the error sweep and the reconciliation only; the request
     /// is DONE with its status, its timestamps still device units
     /// ([`ExecRequest::settle_due`]), until its owner calls
-    /// [`ExecRequest::settle`] once the status is out. Until then
+    /// [`ExecRequest::settle`] once the status is out. A completed engine's
+    /// last reads are handed back (HEAD) at the settle too, not in the step
+    /// that completes it, unless half its ring is waiting. Until then
     /// [`ExecRequest::engine_times_us`] answers nothing, the durations are 0
     /// and the request is not counted. An invalid calibration's event then
     /// follows the error sweep's events instead of preceding them.

@@ -50,7 +50,7 @@ fn after_the_notice_the_status_first_then_the_same_request_as_the_seeds_order() 
     assert!(late.req.settle_due());
 
     // The settle: everything the seed's FINALIZE gave, once.
-    assert!(late.req.settle(&mut *late.dev, &late.nq), "the settle ran");
+    assert!(late.req.settle(&mut *late.dev, &mut late.nq), "the settle ran");
     assert!(!late.req.settle_due());
     assert!(late.req.timestamps_are_cpu_us());
     assert_eq!(late.req.out_info(), seed.req.out_info());
@@ -79,7 +79,7 @@ fn after_the_notice_the_status_first_then_the_same_request_as_the_seeds_order() 
 
     // Once: a second settle changes nothing.
     let (events, counts, before) = (late.dev.events.len(), late.dev.counter_updates.len(), late.req.clone());
-    assert!(!late.req.settle(&mut *late.dev, &late.nq), "nothing due");
+    assert!(!late.req.settle(&mut *late.dev, &mut late.nq), "nothing due");
     assert_eq!((late.dev.events.len(), late.dev.counter_updates.len()), (events, counts));
     assert_eq!(late.req.out_info(), before.out_info());
     assert_eq!(late.req.notif_ts(0, 0), before.notif_ts(0, 0));
@@ -92,15 +92,15 @@ fn settle_is_nothing_where_nothing_is_due() {
         let mut r = Rig::new(1, 5);
         r.req = ExecRequest::new(ExecConfig::new(Arch::Sunda, 1, 5).with_settle(settle));
         r.dev.run_all(1, 2_000_000, 3_000_000);
-        assert!(!r.req.settle(&mut *r.dev, &r.nq), "INIT: nothing due");
+        assert!(!r.req.settle(&mut *r.dev, &mut r.nq), "INIT: nothing due");
         r.enter_wait_core();
-        assert!(!r.req.settle(&mut *r.dev, &r.nq), "WAIT_CORE: nothing due");
+        assert!(!r.req.settle(&mut *r.dev, &mut r.nq), "WAIT_CORE: nothing due");
         let counted = r.dev.counter_updates.len();
         assert!(matches!(r.finish(), Step::Done(NrtStatus::Success)));
         let due = settle == Settle::AfterNotice;
         assert_eq!(r.req.settle_due(), due, "{settle:?}");
         assert_eq!(r.dev.counter_updates.len(), counted + usize::from(!due));
-        assert_eq!(r.req.settle(&mut *r.dev, &r.nq), due, "{settle:?}");
+        assert_eq!(r.req.settle(&mut *r.dev, &mut r.nq), due, "{settle:?}");
         assert_eq!(r.dev.counter_updates.len(), counted + 1, "{settle:?}: counted once");
         assert!(r.req.timestamps_are_cpu_us());
     }
@@ -118,10 +118,40 @@ fn a_faulted_request_settles_with_the_requests_status() {
         r.dev.advance_ms(1_001);
         let step = r.finish();
         assert_eq!(step, Step::failed(NrtStatus::Timeout), "{settle:?}");
-        r.req.settle(&mut *r.dev, &r.nq);
+        r.req.settle(&mut *r.dev, &mut r.nq);
         counts.push(r.dev.counter_updates.clone());
     }
     assert_eq!(counts[0], counts[1]);
     assert_eq!(counts[0].len(), 1);
     assert_eq!(counts[0][0].1.status, NrtStatus::Timeout);
+}
+
+#[test]
+fn after_the_notice_the_completed_engines_rings_go_back_at_the_settle() {
+    use crate::nq::INFER_STATUS_NQS;
+    for batching in [false, true] {
+        let mut writes = Vec::new();
+        for settle in [Settle::InFinalize, Settle::AfterNotice] {
+            let mut r = Rig::new(1, 5);
+            r.req = ExecRequest::new(ExecConfig::new(Arch::Sunda, 1, 5).with_settle(settle));
+            r.nq.set_head_batching(batching);
+            r.dev.run_all(1, 2_000_000, 3_000_000);
+            r.enter_wait_core();
+            let w0 = r.dev.head_writes;
+            // One step reads each engine's START and END and completes it.
+            assert_eq!(r.step(), Step::Done(NrtStatus::Success));
+            let unacked =
+                |r: &Rig| INFER_STATUS_NQS.iter().map(|&id| r.nq.ring(0, id).unwrap().unacked()).collect::<Vec<_>>();
+            let at_notice = (r.dev.head_writes - w0, unacked(&r));
+            r.req.settle(&mut *r.dev, &mut r.nq);
+            assert_eq!(unacked(&r), [0; 5], "batching {batching}, {settle:?}: every read handed back once settled");
+            writes.push((at_notice, r.dev.head_writes - w0));
+        }
+        assert_eq!(
+            writes[0],
+            ((5, vec![0; 5]), 5),
+            "batching {batching}: the seed's order writes HEAD in the final step"
+        );
+        assert_eq!(writes[1], ((0, vec![2; 5]), 5), "batching {batching}: after the notice, at the settle");
+    }
 }
