@@ -116,9 +116,16 @@ pub trait Harvest {
     /// HEAD write-backs (what [`write_back_heads`] does for an [`ExecRequest`]).
     fn step<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) -> Step;
 
+    /// Whether the finished request left work for after its notice (see
+    /// [`Harvest::settle`]). Default: never.
+    fn settle_due(&self) -> bool {
+        false
+    }
+
     /// After the group has reported the finished request (its `done`
     /// callback), the work left for after the notice on the same lane
-    /// ([`ExecRequest::settle`]). Default: nothing.
+    /// ([`ExecRequest::settle`]); called only when [`Harvest::settle_due`].
+    /// Default: nothing.
     fn settle<D: ExecDevice + ?Sized>(&mut self, _dev: &mut D, _nq: &mut Notifications) {}
 }
 
@@ -137,6 +144,9 @@ impl Harvest for ExecRequest {
             write_back_heads(dev, nq, self.tpb_count());
         }
         step
+    }
+    fn settle_due(&self) -> bool {
+        ExecRequest::settle_due(self)
     }
     fn settle<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) {
         ExecRequest::settle(self, dev, nq);
@@ -502,9 +512,8 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
                 }
             }
             pass.stepped += 1;
-            let mut lane = lanes.lane(slot.lane);
-            let step = match lane.as_mut() {
-                Some((dev, nq)) => slot.req.step(*dev, nq),
+            let step = match lanes.lane(slot.lane) {
+                Some((dev, nq)) => slot.req.step(dev, nq),
                 None => Step::failed(NrtStatus::InvalidHandle),
             };
             let hist = self.hist.get_mut(idx);
@@ -522,9 +531,13 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
             }
             let c = Completion { slot: idx, lane: slot.lane, token: slot.token, step };
             done(&c, &slot.req);
-            // What the request left for after its notice (G-SETTLE).
-            if let Some((dev, nq)) = lane {
-                slot.req.settle(dev, nq);
+            // What the request left for after its notice (G-SETTLE). The
+            // lane is looked up again only then: a request that settles in
+            // FINALIZE (and the proofs' scripted one) costs nothing here.
+            if slot.req.settle_due() {
+                if let Some((dev, nq)) = lanes.lane(slot.lane) {
+                    slot.req.settle(dev, nq);
+                }
             }
             pass.completed += 1;
             if let Some(s) = self.slots.get_mut(idx) {
