@@ -329,9 +329,8 @@ impl ExecUnit {
                 }
                 Step::Done(s) => s,
             };
-            if nq.head_batching() && !self.current.settle_due() {
-                super::group::write_back_heads(dev, nq, self.current.tpb_count());
-            }
+            // No HEAD write-back here: the unit's request is always settled
+            // after the notice, and its settle below hands the rings back.
             out
         };
         self.initialized = false;

@@ -113,7 +113,8 @@ pub trait Harvest {
     fn start(cfg: Self::Config) -> Self;
     /// One non-blocking step on its lane; the step that finishes the request
     /// also hands its lane's rings back to the device where the lane batches
-    /// HEAD write-backs (what [`write_back_heads`] does for an [`ExecRequest`]).
+    /// HEAD write-backs (what [`write_back_heads`] does for an [`ExecRequest`]),
+    /// or leaves that to [`Harvest::settle`] when one is due.
     fn step<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) -> Step;
 
     /// Whether the finished request left work for after its notice (see

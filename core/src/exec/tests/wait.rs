@@ -80,6 +80,21 @@ fn the_loop_writes_the_batched_heads_back_once_the_request_is_done() {
     assert_eq!(r.dev.head_writes, m.dev.head_writes + 1);
 }
 
+#[test]
+fn a_request_settled_after_the_notice_comes_back_with_its_reads_for_the_settle() {
+    // The same held read, the request settled after its notice (G-SETTLE):
+    // the loop returns the status without writing HEAD; the settle does.
+    let mut r = timed_out_with_a_held_read(1);
+    r.req = ExecRequest::new(ExecConfig::new(Arch::Sunda, 1, 1).with_settle(Settle::AfterNotice));
+    let writes = r.dev.head_writes;
+    let w = exec_wait_with(&mut r.req, &mut *r.dev, &mut r.nq, &mut count_delays(), &mut NoHooks);
+    assert_eq!(w.step, Step::failed(NrtStatus::Timeout));
+    assert!(r.req.settle_due());
+    assert_eq!((unacked(&r.nq), r.dev.head_writes), (1, writes), "the read waits for the settle");
+    assert!(r.req.settle(&mut *r.dev, &mut r.nq));
+    assert_eq!((unacked(&r.nq), r.dev.head_writes), (0, writes + 1), "handed back by the settle");
+}
+
 /// Hooks that log what the loop calls, and abandon or skip as told.
 #[derive(Default)]
 struct LogHooks {
