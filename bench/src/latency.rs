@@ -217,9 +217,11 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, how: How) -> Sample {
     let ioctl_file = std::env::temp_dir().join(format!("nrt-bench-latency-ioctl-{}", std::process::id()));
     let ioctl = head_by_ioctl.then(|| {
         std::fs::write(&ioctl_file, b"").expect("temp file");
-        let d = NeuronDevice::open(&ioctl_file).expect("open");
+        // Removed before the open's result is looked at: a failed open
+        // leaves no file behind.
+        let d = NeuronDevice::open(&ioctl_file);
         let _ = std::fs::remove_file(&ioctl_file);
-        d
+        d.expect("open the ioctl file")
     });
     let mut rings = MappedRings::new(arch, HarvestBar { bar, ioctl });
     let mut nq = Notifications::new();
