@@ -5,6 +5,10 @@
 //! played in another process), the simulator serves it. Neither crate depends
 //! on the other.
 //!
+//! - [`devmap`]: the device's layout as the public driver states it (each
+//!   core's DMA engines and which reach host memory, the BAR0 windows, the v3
+//!   core map), the one place the binding, the simulator and the model take
+//!   it from;
 //! - [`ioctl`]: the Neuron driver's request codes and argument layouts, as the
 //!   public driver's `neuron_ioctl.h` declares them (facts only; checked in the
 //!   tests against the numbers in `shared/anchors/driver-abi.md`);
@@ -37,6 +41,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod devmap;
 pub mod ioctl;
 pub mod nds;
 #[cfg(feature = "os")]

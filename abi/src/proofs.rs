@@ -14,14 +14,15 @@
 use nrt_core::arch::Arch;
 use nrt_core::dma::HOST_TRIGGER_OFFSET;
 
+use crate::devmap::{self, udma_base, udma_window_bytes, SEMAPHORE_RESOURCE_BYTES};
 use crate::ioctl::{ioc, ioc_size, NEURON_IOCTL_BASE};
 use crate::rules::{
     dma_eng_per_nd, engine_initialised, h2t_queue, is_nx_ring, nc_per_device, udma_q_init_validate, RingRefusal,
     DMA_ENGINES, DMA_QUEUES, UDMA_MAX_Q_SIZE, UDMA_MIN_Q_SIZE,
 };
 use crate::sim::{
-    intc_cause_offset, sema_page, status_window, udma_base, xt_local_reg, INTC_BLOCKS, INTC_BLOCK_STRIDE,
-    INTC_FROM_NOTIFIC, INTC_GROUP_BYTES, INTC_LINES, SEMA_INCR, SEMA_READ, STATUS_WINDOW_BYTES,
+    intc_cause_offset, sema_page, xt_local_reg, INTC_BLOCKS, INTC_BLOCK_STRIDE, INTC_FROM_NOTIFIC, INTC_GROUP_BYTES,
+    INTC_LINES, SEMA_INCR, SEMA_READ,
 };
 
 #[cfg(kani)]
@@ -93,38 +94,33 @@ pub(crate) fn intc_cause_offset_is_exact_and_in_its_blocks(a: u8, core: u8, bloc
     cover!(block == INTC_BLOCKS - 1 && line == INTC_LINES - 1, "intc: the last line of the last block");
 }
 
-/// The top-SP window (`sim::xt_local_reg`), the status window just below it
-/// (`sim::status_window`) and the host trigger at `xt_local_reg +
-/// HOST_TRIGGER_OFFSET` lie in no DMA engine's registers (`sim::udma_base` of
-/// every engine the driver initialises, each as wide as its stride) and in no
-/// semaphore page of a core the architecture has (`sim::sema_page`, its
-/// READ and INCR aliases); the status window ends where the top-SP block
-/// starts.
+/// The simulator's host trigger (`sim::xt_local_reg + HOST_TRIGGER_OFFSET`)
+/// lies inside top-SP 0's window past its SEMAPHORE resource
+/// (`devmap::top_sp`), in no DMA engine's registers (`devmap::udma_base` of
+/// every engine, each as wide as its stride) and in no semaphore block of a
+/// core the architecture has (`sim::sema_page`, its READ and INCR aliases).
 pub(crate) fn top_sp_window_and_trigger_stay_clear(a: u8, eng: u32, tpb: u32) {
     let arch = arch_of(a);
     let xt = xt_local_reg(arch);
-    let win = status_window(arch);
-    assert_eq!(win + STATUS_WINDOW_BYTES, xt, "the status window ends at the top-SP block");
     let trigger = xt + HOST_TRIGGER_OFFSET;
-    let stride = match arch {
-        Arch::Sunda => 0x4_0000,
-        Arch::Cayman | Arch::Mariana => 0x10_0000,
-    };
+    let top = devmap::top_sp(arch, 0);
+    assert!(top.is_some(), "every arch has a top-SP 0");
+    if let Some(w) = top {
+        assert!(w.holds(trigger, 4), "the host trigger is in top-SP 0's window");
+        assert!(trigger >= w.base + SEMAPHORE_RESOURCE_BYTES, "the host trigger is past the top-SP's semaphores");
+    }
     // Two ranges [a, a + n) and [b, b + m) overlap exactly when each starts
     // before the other ends.
     let overlaps = |a: u64, n: u64, b: u64, m: u64| a < b + m && b < a + n;
-    if engine_initialised(arch, eng) {
-        let e = udma_base(arch, eng);
-        assert!(!overlaps(trigger, 4, e, stride), "the host trigger is inside a DMA engine");
-        assert!(!overlaps(win, STATUS_WINDOW_BYTES + 0x2000, e, stride), "the top-SP windows overlap a DMA engine");
-        cover!(eng == 33 || eng == DMA_ENGINES - 1, "top-SP: the last engine the driver initialises");
+    if let Some(e) = udma_base(arch, eng) {
+        assert!(!overlaps(trigger, 4, e, udma_window_bytes(arch)), "the host trigger is inside a DMA engine");
+        cover!(eng == devmap::engine_count(arch) - 1, "top-SP: the last engine of the device");
     }
     if tpb < nc_per_device(arch) {
         let s = sema_page(arch, tpb);
         let page = SEMA_INCR + 0x800;
         assert!(SEMA_READ < page, "the READ alias is inside its page");
         assert!(!overlaps(trigger, 4, s, page), "the host trigger is inside a semaphore page");
-        assert!(!overlaps(win, STATUS_WINDOW_BYTES, s, page), "the status window is inside a semaphore page");
         cover!(tpb == nc_per_device(arch) - 1, "top-SP: the last core's semaphore page");
     }
     cover!(matches!(arch, Arch::Mariana), "top-SP: mariana plays cayman's map");
@@ -343,7 +339,7 @@ mod tests {
     fn top_sp_window_and_trigger_stay_clear_tests() {
         covered(
             &[
-                "top-SP: the last engine the driver initialises",
+                "top-SP: the last engine of the device",
                 "top-SP: the last core's semaphore page",
                 "top-SP: mariana plays cayman's map",
             ],

@@ -7,12 +7,14 @@
 //! the top-SP NX-local base (G-DMA-XTLOCAL), the timestamp calibration, the
 //! output var ids of the simulated model, and, for the driver path
 //! (`nrt-sim driver`), the BAR0 physical address the model reports and the
-//! status window where it publishes what the real runtime learns from its
+//! hint query where it tells what a real runtime learns from its model,
 //! proxies and probes (G-DRV-PROBES).
 //!
+//! The hardware's own layout is [`crate::devmap`]'s; what is here is the
+//! simulator's choice where no public source gives a fact.
+//!
 //! And the labels of the simulator's runs a host prints or checks without
-//! the simulator: the UDMA engine bases ([`udma_base`], driver facts), the
-//! fault names ([`FAULT_NAMES`]), and each named scenario's expected status
+//! the simulator: the fault names ([`FAULT_NAMES`]), and each named scenario's expected status
 //! and return code ([`SCENARIO_LABELS`]).
 
 use nrt_core::arch::Arch;
@@ -20,6 +22,7 @@ use nrt_core::nq::TsCal;
 use nrt_core::NrtStatus;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
+use crate::devmap;
 use crate::ioctl::{Ioctl, IOC_READ, IOC_WRITE};
 
 /// Offset of the INTC error-trigger blocks from the core's NOTIFIC block (**sim**).
@@ -39,37 +42,24 @@ pub const INTC_LINES: u32 = 64;
 pub const INTC_BLOCKS: u32 = 2;
 
 /// BAR0 offset of the top-SP (engine 4) NX-local register block, `xt_local_reg`
-/// (**sim**: `aws_hal_arch_*_get_xt_local_reg_offset(4)` is not public,
-/// G-DMA-XTLOCAL). We put it at the start of the top-SP's BAR0 window, the one
-/// place the public driver names for the top-SP (G-DRV-TRIGGER): v2
-/// `V2_PCIE_BAR0_TOPSP_0_OFFSET` 0x1000_0000, v3 `V3_PCIE_BAR0_TOP_SP_0_OFFSET`
-/// 0x0F00_0000 (v2/v3 address_map.h); mariana (no public map) plays cayman's.
-/// So the host trigger (`+ 0x15A0`) the simulated device arms on is the address
-/// the Linux binding writes (`nrt_linux::session::host_trigger`); it is never
-/// inside a DMA engine's registers (0x3060_0000 on v2 is the driver's own D2H
-/// UDMA engine).
+/// (**sim**, G-DMA-XTLOCAL: `aws_hal_arch_*_get_xt_local_reg_offset(4)` is not
+/// public, [`devmap::Unknown::HostTrigger`]): top-SP 0's window just past its
+/// SEMAPHORE resource, so the host trigger (`+ 0x15A0`) the simulated device
+/// arms on is never a semaphore of any block ([`devmap::top_sp`]). A host
+/// learns it from the hint query ([`SimHints::host_trigger`]), never on a
+/// real driver.
 pub const fn xt_local_reg(arch: Arch) -> u64 {
-    match arch {
-        Arch::Sunda => 0x1000_0000,
-        Arch::Cayman | Arch::Mariana => 0x0F00_0000,
+    match devmap::top_sp(arch, 0) {
+        Some(w) => w.base + devmap::SEMAPHORE_RESOURCE_BYTES,
+        None => 0,
     }
 }
 
-/// BAR0 offset of the semaphore/event page of TPB `tpb` (driver §3: TPB base +
-/// 0x270_0000; v2 TPB n at `n*0x400_0000`, v3 at `0xD000_0000 + n*0x400_0000`).
+/// BAR0 offset of the semaphore/event block of TPB `tpb` ([`devmap::semaphore_block`]).
 pub const fn sema_page(arch: Arch, tpb: u32) -> u64 {
-    let tpb_base = match arch {
-        Arch::Sunda => tpb as u64 * 0x400_0000,
-        Arch::Cayman | Arch::Mariana => 0xD000_0000 + tpb as u64 * 0x400_0000,
-    };
-    tpb_base + 0x270_0000
+    devmap::semaphore_block(arch, tpb)
 }
-/// Semaphore READ alias within the page (driver §3).
-pub const SEMA_READ: u64 = 0x1000;
-/// Semaphore INCR alias within the page (driver §3).
-pub const SEMA_INCR: u64 = 0x1800;
-/// Semaphores per TPB the simulator models (driver: 256 on v2+).
-pub const SEMAPHORES: u32 = 256;
+pub use devmap::{SEMAPHORES, SEMA_INCR, SEMA_READ};
 
 /// BAR0 offset of the INTC cause register of `line` in error-trigger `block` of
 /// physical core `core` (**sim** layout, see the module table).
@@ -142,7 +132,7 @@ pub const SIM_HINTS_NR: u32 = 0xE0;
 /// nr 0xE0 a meaning cannot be taken for the simulator.
 pub const SIM_HINTS_MAGIC: u32 = u32::from_le_bytes(*b"NSIM");
 /// The layout version the model writes into `version`.
-pub const SIM_HINTS_VERSION: u32 = 1;
+pub const SIM_HINTS_VERSION: u32 = 2;
 /// Cores whose probe words [`SimHints::lines`] holds (the driver's
 /// `MAX_NC_PER_DEVICE`).
 pub const SIM_HINT_CORES: usize = 8;
@@ -164,6 +154,7 @@ pub const SIM_HINT_CORES: usize = 8;
 /// | `clock_origin_ns` | the device clock's origin, `CLOCK_MONOTONIC` ns |
 /// | `heartbeat_ns` | the device's last heartbeat, `CLOCK_MONOTONIC` ns |
 /// | `lines[core][line]` | status line `line` ([`Line`]) of `core`: 0 none, else the probe's word |
+/// | `host_trigger` | BAR0 offset of the host trigger the device arms on ([`xt_local_reg`] `+ 0x15A0`) |
 ///
 /// On a real driver the call fails (`EINVAL`; `ENOTTY` on another file), and a
 /// host must then take these from its own configuration and its real probes, or
@@ -189,66 +180,15 @@ pub struct SimHints {
     pub heartbeat_ns: u64,
     /// Out: `lines[core][line as usize]`, the status lines ([`Line`]).
     pub lines: [[u32; LINES]; SIM_HINT_CORES],
+    /// Out: BAR0 offset of the top-SP host trigger (0: the device needs none).
+    pub host_trigger: u64,
 }
-const _: () = assert!(core::mem::size_of::<SimHints>() == 200);
+const _: () = assert!(core::mem::size_of::<SimHints>() == 208);
 
 /// The simulator's hint query: `_IOWR('N', 0xE0, struct nrt_sim_hints)` (the
-/// struct's size in the size field: `0xC0C8_4EE0`), answered only by
+/// struct's size in the size field: `0xC0D0_4EE0`), answered only by
 /// `nrt-sim driver`'s model. See [`SimHints`] and [`SIM_HINTS_NR`].
 pub const SIM_HINTS: Ioctl<SimHints> = Ioctl::by_value(IOC_READ | IOC_WRITE, SIM_HINTS_NR, "NRT_SIM_IOCTL_HINTS");
-
-/// BAR0 offset of the driver model's old status window (**sim**, G-DRV-PROBES),
-/// superseded by [`SIM_HINTS`]: on a real device this is unnamed APB space, so
-/// a host must not read it there, and the model no longer serves it (its words
-/// read as the plain BAR words they are). The offsets below are kept only until
-/// the binding has moved to the query.
-/// the words the shared-memory path reads from its file header, published by
-/// the model where the driver path can read them with `BAR_READ`. A real
-/// runtime learns these from its collectives proxy, the HBM ECC counters and
-/// `DMA_QUEUE_GET_STATE`; no public source gives one register for them.
-///
-/// | offset in the window | what |
-/// |---|---|
-/// | `8 * line + 4 * core` | status line `line` of `core` ([`Line`]; 0: none) |
-/// | `0x40` / `0x44` | the device clock's origin, `CLOCK_MONOTONIC` ns, low / high word |
-/// | `0x48` / `0x4C` | the model's heartbeat, `CLOCK_MONOTONIC` ns, low / high word |
-/// | `0x50` | the model's logical-core width: physical cores the inference uses (0: not said) |
-/// | `0x54` | the model's NQ ring entries (0: not said) |
-///
-/// The last two stand for what a real runtime reads from the model (NEFF) it
-/// loads: `nrtctl run` takes them when its `--cores` / `--ring-entries` are not
-/// given, so that `nrt-sim driver --scenario NAME -- nrtctl run` needs no flags.
-pub const fn status_window(arch: Arch) -> u64 {
-    // One page below the top-SP NX-local block: no register of the map is there.
-    xt_local_reg(arch) - STATUS_WINDOW_BYTES
-}
-/// Bytes of the status window.
-pub const STATUS_WINDOW_BYTES: u64 = 0x1000;
-/// Offset of status line `line` of `core` in the window.
-pub const fn status_line_offset(line: Line, core: u8) -> u64 {
-    8 * line as u64 + 4 * core as u64
-}
-/// Offset of the clock origin's low word in the window.
-pub const STATUS_CLOCK_ORIGIN: u64 = 0x40;
-/// Offset of the heartbeat's low word in the window.
-pub const STATUS_HEARTBEAT: u64 = 0x48;
-/// Offset of the model's logical-core width in the window (0: not said).
-pub const STATUS_MODEL_CORES: u64 = 0x50;
-/// Offset of the model's NQ ring entries in the window (0: not said).
-pub const STATUS_MODEL_RING_ENTRIES: u64 = 0x54;
-const _: () =
-    assert!(STATUS_HEARTBEAT + 8 <= STATUS_MODEL_CORES && STATUS_MODEL_CORES + 4 <= STATUS_MODEL_RING_ENTRIES);
-
-/// BAR0 offset of UDMA engine `engine` of NC0 (driver §5: v2 `0x3000_0000 + e *
-/// 0x4_0000`; v3 NC0 engine 0 at `0x8200_0000` with the SDMA stride
-/// `0x10_0000`; v4 as v3). The simulator models its staging queues there and
-/// the binding stages its copy there.
-pub const fn udma_base(arch: Arch, engine: u32) -> u64 {
-    match arch {
-        Arch::Sunda => 0x3000_0000 + engine as u64 * 0x4_0000,
-        Arch::Cayman | Arch::Mariana => 0x8200_0000 + engine as u64 * 0x10_0000,
-    }
-}
 
 /// The names of the faults the simulator injects (`nrt-sim run --inject
 /// NAME[:K=V,...]`), in the order of the contract. The simulator parses and
@@ -295,6 +235,31 @@ pub struct ScenarioLabel {
     pub ring_entries: u32,
     /// Its injected faults, as canonical `--inject` specs.
     pub faults: &'static [&'static str],
+    /// What a host on a real driver (the hint query refused) ends with where
+    /// that differs, and why (G-DRV-REAL); `None`: the same.
+    pub real_path: Option<RealPath>,
+}
+
+/// A scenario's end on the real-driver path where a fact it needs has no
+/// public register (`crate::devmap::Unknown`) or comes from a probe only the
+/// simulator answers (G-DRV-PROBES, G-DRV-REAL).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RealPath {
+    /// The status it ends with there.
+    pub expected: NrtStatus,
+    /// The one-step return code it ends with there.
+    pub expected_rc: u8,
+    /// Why, in one line.
+    pub why: &'static str,
+}
+
+/// The INTC overflow bit is not read on a real driver: a drop looks like a hang.
+const INTC_UNREAD: &str = "the INTC cause register has no public address: its overflow bit is not read";
+/// A hint-only probe: a real runtime asks its collectives proxy or HBM counters.
+const PROBE_UNREAD: &str = "the probe is the simulator's hint query, which a real driver refuses";
+
+const fn real(expected: NrtStatus, expected_rc: u8, why: &'static str) -> Option<RealPath> {
+    Some(RealPath { expected, expected_rc, why })
 }
 
 impl ScenarioLabel {
@@ -311,7 +276,7 @@ const fn label(
     expected_rc: u8,
     faults: &'static [&'static str],
 ) -> ScenarioLabel {
-    ScenarioLabel { name, description, expected, expected_rc, cores: 2, ring_entries: 64, faults }
+    ScenarioLabel { name, description, expected, expected_rc, cores: 2, ring_entries: 64, faults, real_path: None }
 }
 
 /// Every named scenario's label, in the order `nrt-sim scenarios` lists them.
@@ -487,25 +452,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_status_window_overlaps_no_register_the_host_touches() {
+    fn the_host_trigger_is_in_the_top_sp_window_past_its_semaphores() {
+        use crate::devmap::{region_of, Region};
         for arch in [Arch::Sunda, Arch::Cayman, Arch::Mariana] {
-            let (lo, hi) = (status_window(arch), status_window(arch) + STATUS_WINDOW_BYTES);
-            assert!(hi <= xt_local_reg(arch));
+            let t = xt_local_reg(arch) + nrt_core::dma::HOST_TRIGGER_OFFSET;
+            assert_eq!(region_of(arch, t, 4), Some(Region::TopSp(0)), "{arch:?}");
             for core in 0..2u8 {
-                let n = arch.notific_base(core).unwrap();
-                assert!(n + 0x1000 <= lo || n >= hi, "{arch:?} NOTIFIC {core}");
                 let i = intc_cause_offset(arch, core, INTC_BLOCKS - 1, INTC_LINES - 1).unwrap();
-                assert!(i < lo || i >= hi, "{arch:?} INTC {core}");
-                assert!(sema_page(arch, u32::from(core)) + 0x2000 <= lo || sema_page(arch, u32::from(core)) >= hi);
+                assert_ne!(region_of(arch, i, 4).map(|_| ()), Some(()), "{arch:?}: the INTC guess is unnamed space");
             }
-            assert!(status_line_offset(Line::DmaAbort, 1) + 4 <= STATUS_CLOCK_ORIGIN);
         }
+        assert_eq!(xt_local_reg(Arch::Cayman), 0xF000_2000);
     }
 
     #[test]
     fn the_hint_query_is_a_request_the_driver_does_not_define() {
         use crate::ioctl::{ioc_size, ALL_REQUESTS};
-        assert_eq!(SIM_HINTS.code(), 0xC0C8_4EE0);
+        assert_eq!(SIM_HINTS.code(), 0xC0D0_4EE0);
         assert_eq!(SIM_HINTS.nr(), SIM_HINTS_NR);
         assert_eq!(ioc_size(SIM_HINTS.code()) as usize, core::mem::size_of::<SimHints>());
         // The driver's numbers: 1..=124 and 133 (neuron_ioctl.h at fca19f7).

@@ -411,3 +411,47 @@ fn a_driver_killed_mid_run_ends_the_harvest_with_device_gone() {
     assert!(log.contains("is gone") && log.contains("calls of the device file failed in a row"), "{log}");
     assert!(!log.contains("NRT_TIMEOUT"), "{log}");
 }
+
+/// `(status, return code, notes)` from `nrtctl run --json`'s output.
+fn json_status(out: &str) -> Option<(u32, u8, String)> {
+    let v: serde_json::Value = serde_json::from_str(out.trim()).ok()?;
+    let status = u32::try_from(v["status"].as_u64()?).ok()?;
+    let rc = u8::try_from(v["return_code"].as_u64()?).ok()?;
+    Some((status, rc, v["log"].to_string()))
+}
+
+/// On a real driver (the simulator's hint query refused), every scenario on
+/// sunda and cayman ends with its status, or with the real path's named
+/// difference where the fact it needs has no public register; the host
+/// trigger and the INTC cause are never guessed, and the inference says so.
+#[test]
+fn every_scenario_on_the_real_driver_path_gives_its_status_or_its_named_difference() {
+    need_user_notif!();
+    let (sim, ctl) = (common::nrt_sim(), nrtctl());
+    let mut wrong = Vec::new();
+    for arch in ["sunda", "cayman"] {
+        for l in nrt_abi::sim::SCENARIO_LABELS {
+            let (cores, ring) = (l.cores.to_string(), l.ring_entries.to_string());
+            let run = [ctl.to_str().unwrap(), "run", "--device", "/dev/neuron0", "--timeout-s", "1", "--json"];
+            let shape = ["--cores", &cores, "--ring-entries", &ring];
+            let cmd: Vec<&str> = run.iter().chain(shape.iter()).copied().collect();
+            let o = driver(&sim, &["--no-sim-hints", "--scenario", l.name, "--arch", arch], &cmd);
+            let (out, err) = text(&o);
+            assert!(!err.contains("kernel BUG") && !err.contains("violation"), "{arch} {}:\n{err}", l.name);
+            let (want, want_rc) = l.real_path.map_or((l.expected, l.expected_rc), |r| (r.expected, r.expected_rc));
+            match json_status(&out) {
+                Some((st, rc, log)) => {
+                    if (st, rc) != (want.code(), want_rc) {
+                        wrong.push(format!("{arch} {}: got {st} rc {rc}, want {} rc {want_rc}", l.name, want.code()));
+                    }
+                    assert!(log.contains("host trigger is not written"), "{arch} {}: {log}", l.name);
+                    if l.real_path.is_some_and(|r| r.why.contains("INTC")) {
+                        assert!(log.contains("INTC"), "{arch} {}: the notes say the INTC was not read: {log}", l.name);
+                    }
+                }
+                None => wrong.push(format!("{arch} {}: no status in\n{out}\n{err}", l.name)),
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

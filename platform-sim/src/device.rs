@@ -164,6 +164,13 @@ impl Device {
         true
     }
 
+    /// Arm the sequencers without the top-SP host trigger: a host on a real
+    /// driver cannot write it, since no public source names its block
+    /// (`nrt_abi::devmap::Unknown::HostTrigger`, G-DRV-TRIGGER).
+    pub fn arm(&mut self) {
+        self.armed = true;
+    }
+
     /// Re-arm every core now (the host run, which kicks the next inference
     /// off as soon as its host harvested the last, whatever is left
     /// scheduled): the next kickoff of each core starts its programs again.
@@ -569,9 +576,8 @@ mod tests {
         let shared = Arc::new(Shared::new(Arch::Sunda, 64 * layout::ENTRY_BYTES));
         let spec = ProgramSpec { arch: Arch::Sunda, ring_entries: 64, seed: 0, faults: vec![], extras: vec![] };
         let map = UdmaLayout::of(Arch::Sunda);
-        let banks = [Direction::Tx, Direction::Rx].map(|d| {
-            layout::udma_base(Arch::Sunda, SIM_UDMA_ENGINE) + map.block_offset(d) + map.queue_offset(0).unwrap()
-        });
+        let banks = [Direction::Tx, Direction::Rx]
+            .map(|d| layout::sim_udma_base(Arch::Sunda) + map.block_offset(d) + map.queue_offset(0).unwrap());
         for (k, bank) in banks.iter().enumerate() {
             let ring = RING + k as u64 * 0x100;
             shared.bar_write(bank + udma::RING_BASE_LO, ring as u32).unwrap();

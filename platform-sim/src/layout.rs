@@ -8,9 +8,9 @@
 //! |---|---|---|
 //! | NQ HEAD of runtime ring `nq` of core `c` | [`arch::nq_head_register`]`(arch, c, nq)` | driver NOTIFIC (`0x10C + k*0x28`); slot = runtime NQ index (G-NQ-SLOT) |
 //! | INTC error-trigger cause, core `c`, block `b`, line `l` | [`intc_cause_offset`] | **sim**: IOFIC groups of 0x40 bytes (driver §6) at `NOTIFIC(c) + 0x2_0000 + b*0x1000 + l*0x40` |
-//! | UDMA engine, queue bank `q`, M2S / S2M | [`udma_base`] `+ {0, 0x2_0000} + 0x1000 + q*0x1000` | driver §5 (v2 `0x3000_0000`, v3 `0x8200_0000`) |
+//! | UDMA engine, queue bank `q`, M2S / S2M | [`sim_udma_base`] `+ {0, 0x2_0000} + 0x1000 + q*0x1000` | `nrt_abi::devmap::udma_base` |
 //! | tail-pointer increment | bank `+ 0x38` | seed §4.1, driver §5 |
-//! | top-SP host trigger | [`xt_local_reg`]`(arch) + 0x15A0` | seed §4.2; the `xt_local_reg` base is **sim** (G-DMA-XTLOCAL) |
+//! | top-SP host trigger | [`xt_local_reg`]`(arch) + 0x15A0` | seed §4.2; the `xt_local_reg` base is **sim** (G-DMA-XTLOCAL): top-SP 0's window past its semaphores |
 //! | semaphore page of TPB `n` | [`sema_page`]: READ `+0x1000 + 4i`, INCR `+0x1800 + 4i` | driver §3 |
 //!
 //! Device DRAM (a flat [`DRAM_BYTES`] window, **sim**): the completion handle at
@@ -61,9 +61,13 @@ pub const SIM_UDMA_ENGINE: u32 = 0;
 /// The UDMA queue the staging copy uses.
 pub const SIM_UDMA_QUEUE: u32 = 0;
 
-/// BAR0 offset of UDMA engine `engine` of NC0 (defined in `nrt_abi::sim`: the
-/// binding stages its copy there too).
-pub use nrt_abi::sim::udma_base;
+/// BAR0 offset of [`SIM_UDMA_ENGINE`]'s registers (`nrt_abi::devmap::udma_base`).
+pub const fn sim_udma_base(arch: Arch) -> u64 {
+    match nrt_abi::devmap::udma_base(arch, SIM_UDMA_ENGINE) {
+        Some(b) => b,
+        None => 0,
+    }
+}
 
 /// BAR0 offset of the HEAD register of runtime ring `nq` of `core` (G-NQ-SLOT: the
 /// slot is the runtime NQ index).
@@ -107,7 +111,7 @@ mod tests {
                 let s = sema_page(arch, u32::from(core));
                 spans.push((s, s + 0x2000, "sema"));
             }
-            let u = udma_base(arch, 0);
+            let u = sim_udma_base(arch);
             spans.push((u, u + 0x4_0000, "udma"));
             let x = xt_local_reg(arch);
             spans.push((x, x + 0x2000, "xt_local"));

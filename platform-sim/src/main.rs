@@ -71,6 +71,9 @@ struct DriverArgs {
     /// Print every refusal (errno) and warning of the model on standard error as it happens.
     #[arg(long)]
     verbose: bool,
+    /// Play a real driver: refuse the simulator's hint query, so COMMAND runs with only what the driver gives.
+    #[arg(long = "no-sim-hints")]
+    no_sim_hints: bool,
     /// The program to run and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<std::ffi::OsString>,
@@ -286,6 +289,7 @@ fn cmd_driver(a: &DriverArgs) -> ExitCode {
         command: a.command.clone(),
         capture_stdout: false,
         echo: a.verbose,
+        hints: !a.no_sim_hints,
     };
     if all {
         // Each skipped scenario is named (SKIPPED, with its reason) as the rows run.

@@ -394,7 +394,7 @@ fn host_deadline(req: &ExecRequest, clocks: &StateClocks) -> Option<u64> {
 /// BAR0 offset of the staging queue's bank in direction `dir`.
 fn queue_bank(arch: Arch, dir: Direction) -> Result<u64, SubmitError> {
     let map = UdmaLayout::of(arch);
-    Ok(layout::udma_base(arch, layout::SIM_UDMA_ENGINE)
+    Ok(layout::sim_udma_base(arch)
         + map.block_offset(dir)
         + map
             .queue_offset(layout::SIM_UDMA_QUEUE)
@@ -473,7 +473,7 @@ fn stage<W: Delay>(
         },
         handle,
         done_word: layout::DONE_WORD_ADDR,
-        engine_base: layout::udma_base(arch, layout::SIM_UDMA_ENGINE),
+        engine_base: layout::sim_udma_base(arch),
         queue: layout::SIM_UDMA_QUEUE,
         write_barrier: false,
         platform: PlatformType::HARDWARE,
@@ -651,7 +651,7 @@ mod tests {
         let (tx, rx) = vring.rings_mut().unwrap();
         program_queue(&mut host, cfg.arch, Direction::Tx, tx.dev_addr(), tx.depth()).unwrap();
         program_queue(&mut host, cfg.arch, Direction::Rx, rx.dev_addr(), rx.depth()).unwrap();
-        let base = layout::udma_base(cfg.arch, layout::SIM_UDMA_ENGINE);
+        let base = layout::sim_udma_base(cfg.arch);
         let mut fence = host.fence();
         for dir in [Direction::Rx, Direction::Tx] {
             ring_tail_inc(&mut host, &mut fence, cfg.arch, base, layout::SIM_UDMA_QUEUE, dir, n).unwrap();

@@ -442,7 +442,7 @@ impl Shared {
                 }
             }
         }
-        let ud = layout::udma_base(arch, layout::SIM_UDMA_ENGINE);
+        let ud = layout::sim_udma_base(arch);
         let layout_of = nrt_core::dma::UdmaLayout::of(arch);
         for (dir, block) in [(0usize, layout_of.m2s), (1usize, layout_of.s2m)] {
             let first = ud + block + layout_of.queue_first;

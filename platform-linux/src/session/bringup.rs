@@ -138,6 +138,7 @@ impl Session {
             unusable: None,
             chunks: Vec::new(),
             queues: Vec::new(),
+            staging_engine: 0,
             device: None,
             nq: Notifications::new(),
             txq: None,
@@ -304,8 +305,21 @@ impl Session {
             (Some(t), Some(r)) => (t.handle, r.handle),
             _ => return Err(refused(&self.dev, ioctl::DMA_QUEUE_INIT.name(), "no ring memory".into())),
         };
+        // The queue is on an engine of the session's own first core that
+        // reaches host memory: no other session's (the driver checks no
+        // ownership, ncdev_dma_queue_init), never an engine the hardware
+        // cannot copy host memory with.
+        let core = self.physical(0);
+        let eng = nrt_abi::devmap::host_engine(self.arch, core).ok_or_else(|| {
+            refused(
+                &self.dev,
+                ioctl::DMA_QUEUE_INIT.name(),
+                format!("core {core} of {} has no DMA engine with host connectivity", self.arch.name()),
+            )
+        })?;
+        self.staging_engine = eng;
         self.dev.dma_queue_init(DmaQueueInit {
-            eng_id: STAGING_ENGINE,
+            eng_id: eng,
             qid: STAGING_QUEUE,
             tx_desc_count: STAGING_RING_DEPTH,
             rx_desc_count: STAGING_RING_DEPTH,
@@ -315,7 +329,7 @@ impl Session {
             axi_port: 0,
             _pad: 0,
         })?;
-        self.queues.push((STAGING_ENGINE, STAGING_QUEUE));
+        self.queues.push((eng, STAGING_QUEUE));
         let queue_err = |e| staging_err(&self.dev, SubmitError::at(SubmitStep::Platform("queue"), e));
         self.txq = Some(SwDmaQueue::new(STAGING_RING_DEPTH).map_err(queue_err)?);
         self.rxq = Some(SwDmaQueue::new(STAGING_RING_DEPTH).map_err(queue_err)?);

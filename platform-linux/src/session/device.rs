@@ -139,7 +139,7 @@ pub struct DriverDevice {
     pub(super) rings: MappedRings<DriverBar>,
     pub(super) arch: Arch,
     /// The hint query answered at bring-up: the probes are the simulator's.
-    sim: bool,
+    pub(super) sim: bool,
     pub(super) clock: MonotonicClock,
     /// Events the core delivered, in order.
     pub events: Vec<Event>,
@@ -316,6 +316,12 @@ impl hal::NqRings for DriverDevice {
 
 impl hal::IntcCause for DriverDevice {
     fn read_cause(&mut self, core: u8, block: u32, line: u32) -> Result<u32, LinuxError> {
+        if !self.sim {
+            // No public source gives the register (devmap::Unknown::IntcCause):
+            // nothing is read, and core takes the seed's fallback (no overflow).
+            let e = io::Error::new(io::ErrorKind::NotFound, nrt_abi::devmap::Unknown::IntcCause.what());
+            return Err(LinuxError::new("INTC read", format!("core {core} block {block} line {line}"), e));
+        }
         let off = simabi::intc_cause_offset(self.arch, self.physical(core), block, line).ok_or_else(|| {
             let e = io::Error::new(io::ErrorKind::InvalidInput, "no INTC cause register");
             LinuxError::new("INTC read", format!("core {core} block {block} line {line}"), e)

@@ -39,6 +39,9 @@ pub struct Inference {
     /// the counter update, inside [`elapsed_ns`](Self::elapsed_ns)); `None`
     /// for a core not counted.
     pub total_latency_us: [Option<u64>; MAX_CORES],
+    /// What this inference could not do, or why it did not start (a failed
+    /// staging copy, a fact a real driver does not give), one line each.
+    pub notes: Vec<String>,
 }
 
 impl Session {
@@ -193,21 +196,18 @@ impl Session {
     /// failed call.
     pub fn run_inference(&mut self) -> Result<Inference, LinuxError> {
         self.usable()?;
-        // Doorbell B: the top-SP host trigger in the top-SP's window, never a
-        // DMA engine's registers; not written where the arch's window is unknown.
-        let trigger = host_trigger(self.arch).ok_or_else(|| {
-            refused(
-                &self.dev,
-                "host trigger",
-                format!(
-                    "no public address map gives the top-SP window of arch {} ({}): the host trigger is not \
-                     written and the inference is not started",
-                    self.arch.arch_type(),
-                    self.arch.name()
-                ),
-            )
-        })?;
         let staging = self.stage()?;
+        if let Some((status, why)) = staging.failure() {
+            return Ok(self.not_started(staging, status, why));
+        }
+        // Doorbell B: the top-SP host trigger, where the simulator's hint says
+        // its NX-local block is; a real driver names none, so nothing is
+        // written there (the window's first 0x2000 bytes are its semaphores).
+        let trigger = self.hints.map(|h| h.host_trigger).filter(|t| *t != 0);
+        let mut notes = Vec::new();
+        if trigger.is_none() {
+            notes.push(format!("host trigger: {}", nrt_abi::devmap::Unknown::HostTrigger.what()));
+        }
         let arch = self.arch;
         let cores = self.cores;
         let first = self.first;
@@ -219,8 +219,10 @@ impl Session {
         d.restart(tensors);
         // Core's doorbell B (`set_host_trigger`: a Release fence, then 1 at the
         // trigger), written here so that a failed BAR_WRITE keeps its errno.
-        fence(Ordering::Release);
-        d.rings.regs().write32(trigger, nrt_core::dma::doorbell::HOST_TRIGGER_VALUE)?;
+        if let Some(t) = trigger {
+            fence(Ordering::Release);
+            d.rings.regs().write32(t, nrt_core::dma::doorbell::HOST_TRIGGER_VALUE)?;
+        }
         let kickoff_ns = d.now_ns();
         let kickoff_us = kickoff_ns / 1_000;
         // The kickoff semaphore of each of the device's cores the session
@@ -256,6 +258,12 @@ impl Session {
             return Err(LinuxError::new("harvest", dev.path().display().to_string(), e));
         }
         self.last_status = Some(w.status);
+        let intc_unread = |e: &Event| {
+            matches!(e, Event::Exec(nrt_core::exec::ExecEvent::IntcReadFailed { kind: hal::ErrorKind::NotMapped, .. }))
+        };
+        if !d.sim && d.events.iter().any(intc_unread) {
+            notes.push(format!("INTC: {}", nrt_abi::devmap::Unknown::IntcCause.what()));
+        }
         Ok(Inference {
             status: w.status,
             step: w.step,
@@ -270,7 +278,32 @@ impl Session {
             passes_us: delay.passes_us,
             head_writes_us: std::mem::take(&mut d.head_writes_us),
             total_latency_us: d.totals_us,
+            notes,
         })
+    }
+
+    /// The inference a failed staging copy ends before its kickoff: `status`,
+    /// done with an error, no engine harvested, `why` its one note.
+    fn not_started(&mut self, staging: Staging, status: NrtStatus, why: String) -> Inference {
+        log::error!("{}: {why}", self.dev.path().display());
+        self.last_status = Some(status);
+        let wakes = self.device.as_ref().map(|d| d.tensors.waker().clone()).unwrap_or_default();
+        Inference {
+            status,
+            step: Step::Error(NrtError::failed(status)),
+            steps: 0,
+            elapsed_ns: 0,
+            kickoff_us: 0,
+            request: ExecRequest::new(ExecConfig::new(self.arch, self.cores, self.timeout_s)),
+            events: Vec::new(),
+            wakes,
+            staging,
+            probe_error: None,
+            passes_us: Vec::new(),
+            head_writes_us: Vec::new(),
+            total_latency_us: [None; MAX_CORES],
+            notes: vec![why],
+        }
     }
 
     /// Step 10: release everything in reverse order (mappings, queues, chunks,

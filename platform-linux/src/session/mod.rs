@@ -144,32 +144,6 @@ enum Crwl {
     Reader,
 }
 
-/// The BAR0 window of the top-SP (TOP_SP 0) of `arch`, `(offset, size)`, from
-/// the driver's address maps: v2 `V2_PCIE_BAR0_TOPSP_0_OFFSET` 0x1000_0000 with
-/// `V2_TOP_SP_0_SIZE` 4 MiB (v2/address_map.h; v2/neuron_dhal_v2.c maps it as
-/// the top-SP block), v3 `V3_PCIE_BAR0_TOP_SP_0_OFFSET` 0x0F00_0000 with
-/// `V3_PCIE_BAR0_TOP_SP_0_SIZE` 4 MiB (v3/address_map.h). `None` for v4: no
-/// public map.
-pub const fn topsp_window(arch: Arch) -> Option<(u64, u64)> {
-    match arch {
-        Arch::Sunda => Some((0x1000_0000, 0x40_0000)),
-        Arch::Cayman => Some((0x0F00_0000, 0x40_0000)),
-        Arch::Mariana => None,
-    }
-}
-
-/// BAR0 offset of the top-SP host trigger (doorbell B) of `arch`: core's
-/// `HOST_TRIGGER_OFFSET` (0x15A0) into the NX-local block of the top-SP, whose
-/// offset in the window no public source gives; this binding takes the start
-/// of the window (G-DRV-TRIGGER). `None` where the window is unknown: the
-/// trigger is then not written and the inference refused, naming the arch.
-pub const fn host_trigger(arch: Arch) -> Option<u64> {
-    match topsp_window(arch) {
-        Some((base, _)) => Some(base + nrt_core::dma::HOST_TRIGGER_OFFSET),
-        None => None,
-    }
-}
-
 /// A uuid for the model this session switches in: non-zero (a fresh core's
 /// uuid is 0), unique per session of this process (pid, clock, a counter).
 fn session_uuid() -> [u8; 32] {
@@ -190,9 +164,8 @@ pub const fn runtime_version(arch: Arch) -> u32 {
     nrt_abi::rules::compatible_version(arch).max
 }
 
-/// The DMA engine of the staging queue (engine 0 of NC0, as the simulator's).
-pub const STAGING_ENGINE: u32 = 0;
-/// The staging queue in its engine.
+/// The staging queue in its engine: the engine is the session's own, the first
+/// of its first core's that reaches host memory (`nrt_abi::devmap::host_engine`).
 pub const STAGING_QUEUE: u32 = 0;
 /// Descriptors per staging ring: 256 of 16 bytes, one page (the driver maps a
 /// chunk only whole).
@@ -214,10 +187,6 @@ pub const MAX_RING_ENTRIES: u32 = 1 << 16;
 const ENTRY_BYTES: u32 = 16;
 /// VRing page of the staging build.
 const PAGE_BDS: usize = 8;
-
-/// BAR0 offset of UDMA engine `engine` of NC0 (driver §5), defined in
-/// `nrt_abi::sim` (the simulator's driver model serves the same table).
-pub use nrt_abi::sim::udma_base;
 
 /// What a session is asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -428,6 +397,8 @@ pub struct Session {
     chunks: Vec<Chunk>,
     /// Queues initialised, in order.
     queues: Vec<(u32, u32)>,
+    /// The DMA engine the session stages on (its first core's host engine).
+    staging_engine: u32,
     /// The harvest's device (it holds the NQ ring mappings) and ring state.
     device: Option<DriverDevice>,
     nq: Notifications,

@@ -18,7 +18,7 @@ pub fn run_report(
     config.timeout_s = session.timeout_s;
     config.threaded = true;
     let s = &r.staging;
-    let mut notes = Vec::new();
+    let mut notes: Vec<Note> = r.notes.iter().map(|text| Note { t_ns: 0, text: text.clone() }).collect();
     if r.wakes.dropped > 0 {
         notes.push(Note {
             t_ns: r.elapsed_ns,

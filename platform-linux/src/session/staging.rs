@@ -90,6 +90,8 @@ impl RingBacking for ChunkMemory<'_> {
 /// What staging did (the fields of `nrt-sim run`'s staging report).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Staging {
+    /// The DMA engine and queue the copy ran on (the session's own).
+    pub queue: (u32, u32),
     /// Descriptors built, lowered and rung in each direction (data + marker).
     pub descriptors: u32,
     /// Depth of each ring.
@@ -108,10 +110,43 @@ pub struct Staging {
     pub copy_bytes: usize,
     /// The destination matched the source.
     pub copy_verified: bool,
-    /// BAR0 offset of the host trigger written.
+    /// BAR0 offset of the host trigger written (0: none: a real driver names
+    /// none, `nrt_abi::devmap::Unknown::HostTrigger`).
     pub host_trigger: u64,
     /// The staging chain's events.
     pub events: Vec<Event>,
+}
+
+impl Staging {
+    /// Why the copy failed, as the status the inference ends with and a line
+    /// naming the queue: its completion marker never came (`NRT_TIMEOUT`), or
+    /// it came and the destination does not hold the source (`NRT_HW_ERROR`:
+    /// the device did not move the data); `None` for a good copy
+    /// (G-STAGING-FAIL).
+    pub fn failure(&self) -> Option<(NrtStatus, String)> {
+        let (eng, q) = self.queue;
+        if self.handle_polls.is_none() {
+            return Some((
+                NrtStatus::Timeout,
+                format!(
+                    "staging copy on DMA engine {eng} queue {q}: its completion marker at 0x{:x} did not arrive; the \
+                     inference was not started",
+                    self.handle
+                ),
+            ));
+        }
+        if !self.copy_verified {
+            return Some((
+                NrtStatus::HwError,
+                format!(
+                    "staging copy on DMA engine {eng} queue {q}: the marker arrived but the {} bytes copied do not \
+                     match their source; the inference was not started",
+                    self.copy_bytes
+                ),
+            ));
+        }
+        None
+    }
 }
 
 /// The staging submission's storage: two vring pages of [`PAGE_BDS`] per
@@ -175,6 +210,7 @@ pub(super) fn submit_staging<R: hal::Registers<Error = LinuxError>, W: hal::Dela
     doorbell: &mut R,
     delay: &mut W,
     arch: Arch,
+    engine_base: u64,
     buf: u64,
     src: &[u8],
     (txq, rxq): (&mut SwDmaQueue, &mut SwDmaQueue),
@@ -198,7 +234,7 @@ pub(super) fn submit_staging<R: hal::Registers<Error = LinuxError>, W: hal::Dela
         },
         handle: CompletionHandle::new(handle_addr),
         done_word: done_addr,
-        engine_base: udma_base(arch, STAGING_ENGINE),
+        engine_base,
         queue: STAGING_QUEUE,
         // neuron_dma.c `ndma_memcpy_chunks`, barrier type from v2/v3
         // `ndma_get_m2m_barrier_type_*`.
@@ -246,12 +282,16 @@ impl Session {
             (Some(t), Some(r)) => (t, r),
             _ => return Err(refused(&self.dev, "staging", "the queue was not initialised".into())),
         };
-        let (arch_base, mut delay) = (udma_base(arch, STAGING_ENGINE), AnyDelay::new(DelayKind::Libnrt));
+        let eng = self.staging_engine;
+        let base = nrt_abi::devmap::udma_base(arch, eng).ok_or_else(|| {
+            refused(&self.dev, "staging", format!("DMA engine {eng} has no register window on {}", arch.name()))
+        })?;
+        let mut delay = AnyDelay::new(DelayKind::Libnrt);
         let result = {
             let mut mem = ChunkMemory { dev: &self.dev, chunks: &self.chunks };
-            let mut db =
-                IoctlDoorbell::new(&self.dev, arch, vec![UdmaEngine { eng_id: STAGING_ENGINE, base: arch_base }]);
-            submit_staging(&mut mem, &mut db, &mut delay, arch, buf, &src, (&mut txq, &mut rxq), &mut events)
+            let mut db = IoctlDoorbell::new(&self.dev, arch, vec![UdmaEngine { eng_id: eng, base }]);
+            let q = (&mut txq, &mut rxq);
+            submit_staging(&mut mem, &mut db, &mut delay, arch, base, buf, &src, q, &mut events)
         };
         // Core's sequence leaves the cursors where they must be: handed back
         // when nothing was staged, past the staged slots from the doorbells on
@@ -270,6 +310,7 @@ impl Session {
         let mut dst = vec![0u8; COPY_BYTES];
         hal::DeviceMemory::copy_out(&mut mem, dst_addr, &mut dst)?;
         Ok(Staging {
+            queue: (eng, STAGING_QUEUE),
             descriptors: done.descriptors,
             ring_depth: done.ring_depth,
             rings: done.rings,
@@ -278,7 +319,7 @@ impl Session {
             handle_polls,
             copy_bytes: COPY_BYTES,
             copy_verified: dst == src,
-            host_trigger: host_trigger(arch).unwrap_or(0),
+            host_trigger: self.hints.map_or(0, |h| h.host_trigger),
             events,
         })
     }

@@ -47,8 +47,10 @@ pub struct DeviceEngine {
 
 impl DeviceEngine {
     /// Make the device file for `sim` (arch, cores, ring entries, seed, faults,
-    /// extras), mark it ready and start the device.
-    pub fn start(sim: &SimConfig) -> Result<DeviceEngine, ShmError> {
+    /// extras), mark it ready and start the device; without `hints` (a host
+    /// that learns nothing from the simulator) the device is armed from the
+    /// start, since such a host writes no host trigger.
+    pub fn start(sim: &SimConfig, hints: bool) -> Result<DeviceEngine, ShmError> {
         let layout = ShmLayout::new(sim.arch, sim.cores, sim.ring_entries.saturating_mul(ENTRY_BYTES))?;
         let faults: Vec<String> = sim.faults.iter().map(|f| f.to_string()).collect();
         let file = Arc::new(ShmFile::create_with_extra(
@@ -59,6 +61,9 @@ impl DeviceEngine {
             CHUNK_REGION_BYTES,
         )?);
         let mut device = Device::new(Arc::new(Shared::over_shm(Arc::clone(&file))), sim.program_spec(), sim.cores);
+        if !hints {
+            device.arm();
+        }
         let origin = monotonic_ns();
         file.mark_ready(origin);
         let stop = Arc::new(AtomicBool::new(false));

@@ -126,6 +126,9 @@ pub struct DriverConfig {
     pub capture_stdout: bool,
     /// Print each refusal and violation on standard error as it happens.
     pub echo: bool,
+    /// Answer the simulator's hint query (else the model plays a real driver
+    /// and refuses it, `Model::without_hints`).
+    pub hints: bool,
 }
 
 /// How COMMAND ended.
@@ -1311,7 +1314,7 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
         return Err(DriverError::Spawn("no COMMAND given".into()));
     };
     let filter = filter_program().map_err(DriverError::Seccomp)?;
-    let engine = DeviceEngine::start(&cfg.sim).map_err(DriverError::Device)?;
+    let engine = DeviceEngine::start(&cfg.sim, cfg.hints).map_err(DriverError::Device)?;
     let file = Arc::clone(engine.file());
     let meta =
         file.file().metadata().map_err(|e| DriverError::Device(ShmError::Io { what: "fstat".into(), error: e }))?;
@@ -1395,7 +1398,7 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
     let drain = child.stdout.take().and_then(Drain::start);
     let mut s = Session {
         cfg,
-        model: Model::new(Arc::clone(&file)),
+        model: if cfg.hints { Model::new(Arc::clone(&file)) } else { Model::new(Arc::clone(&file)).without_hints() },
         listener,
         dev: (meta.dev(), meta.ino()),
         memfd: file.file().as_raw_fd(),

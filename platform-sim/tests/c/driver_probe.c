@@ -80,6 +80,7 @@ struct sim_hints {
     uint32_t magic, version, size, model_cores, ring_entries, device_cores;
     uint64_t clock_origin_ns, heartbeat_ns;
     uint32_t lines[8][5];
+    uint64_t host_trigger;
 };
 struct queue_init {
     uint32_t eng_id, qid, tx_desc_count, rx_desc_count;
@@ -113,7 +114,7 @@ struct app_info {
 };
 struct apps_info { uint16_t flags, pad0; uint32_t capacity, size, pad1; struct app_info e[4]; };
 /* The simulator-only hint query (nrt-abi sim.rs: SIM_HINTS; a real driver refuses it). */
-#define SIM_HINTS 0xC0C84EE0u
+#define SIM_HINTS 0xC0D04EE0u
 #define SIM_HINTS_MAGIC 0x4D49534Eu
 
 static int xioctl(int fd, unsigned long code, void *arg) {
@@ -152,8 +153,10 @@ static int probe(int fd, uint32_t ring_bytes) {
     if (rc != 0) return 1;
     volatile uint64_t *ring = mmap(NULL, ring_bytes, PROT_READ, MAP_SHARED, fd, (off_t)nq.mmap_offset);
     if (ring == MAP_FAILED) { printf("mmap: %s\n", strerror(errno)); return 1; }
-    /* sunda: the top-SP's BAR0 window 0x1000_0000 (nrt-abi sim.rs xt_local_reg), host trigger +0x15A0. */
-    printf("host_trigger: %d\n", bar_write(fd, dev.bar_address[0] + 0x10000000u + 0x15A0u, 1));
+    /* The host trigger is where the simulator's hint query says (a real driver names none). */
+    struct sim_hints th = { .size = sizeof th };
+    rc = xioctl(fd, SIM_HINTS, &th);
+    printf("host_trigger: %d\n", rc ? rc : bar_write(fd, dev.bar_address[0] + th.host_trigger, 1));
     struct sema kick = { 0, 0, 1 };
     printf("kickoff: %d\n", xioctl(fd, SEMAPHORE_INCREMENT, &kick));
     struct timespec t0, t;

@@ -300,6 +300,17 @@ impl Model {
     /// G-DRV-SIMHINTS): what only the simulated device can say. `size` must be
     /// the struct's.
     pub(super) fn sim_hints(&mut self, pid: u32, name: &'static str, h: &mut simabi::SimHints) -> Answer {
+        if !self.hints {
+            // SIM-2: playing a real driver: an 'N' request it does not define
+            // falls to its misc dispatch (neuron_cdev.c: ncdev_misc_ioctl).
+            return self.refuse(
+                pid,
+                "NRT_SIM_IOCTL_HINTS",
+                Errno::EINVAL,
+                "SIM-2: the model plays a real driver (--no-sim-hints): an unknown misc request",
+                "neuron_cdev.c: ncdev_misc_ioctl",
+            );
+        }
         let want = core::mem::size_of::<simabi::SimHints>() as u32;
         if h.size != want {
             return self.refuse(
@@ -322,6 +333,7 @@ impl Model {
             clock_origin_ns: self.file.origin_ns(),
             heartbeat_ns: self.file.heartbeat_ns(),
             lines: [[0; simabi::LINES]; simabi::SIM_HINT_CORES],
+            host_trigger: simabi::xt_local_reg(self.arch) + nrt_core::dma::HOST_TRIGGER_OFFSET,
         };
         for core in 0..self.sim_cores.min(simabi::SIM_HINT_CORES as u8) {
             for l in lines {

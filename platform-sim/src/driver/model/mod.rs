@@ -246,6 +246,8 @@ pub struct Model {
     arch: Arch,
     /// Cores the device simulates (the layout's; the driver knows more).
     sim_cores: u8,
+    /// The simulator's hint query is answered (else refused as a real driver does).
+    hints: bool,
     /// Every chunk handed out (MEM_ALLOC_V2MT, NQ rings, datastores).
     pub(crate) chunks: Chunks,
     queues: BTreeMap<(u32, u32), Queue>,
@@ -287,6 +289,7 @@ impl Model {
             file,
             arch: l.arch,
             sim_cores: l.cores,
+            hints: true,
             chunks: Chunks::new(chunk_base, chunk_len),
             queues: BTreeMap::new(),
             nq: BTreeMap::new(),
@@ -307,6 +310,14 @@ impl Model {
         // ndmar_init at probe: every core's DMA and H2T ring (neuron_ring.c: ndmar_init_ncs).
         m.dma_init_cores(abi::NC_MAP_DEVICE);
         m
+    }
+
+    /// The same model playing a real driver: the simulator's hint query is
+    /// refused (`EINVAL`, as an unknown misc request), so a host runs as on
+    /// real hardware, with only what the driver gives.
+    pub fn without_hints(mut self) -> Model {
+        self.hints = false;
+        self
     }
 
     /// The device file.

@@ -10,7 +10,6 @@ use nrt_core::dma::bd::LenCtrl;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use super::*;
-use crate::layout;
 use crate::shm::{ShmFile, ShmLayout};
 
 /// The caller's memory: `bytes` at `base`, nothing else.
@@ -611,12 +610,12 @@ fn bar_writes_land_in_the_device_and_tail_increments_are_refused() {
     assert_eq!(bar(&mut m, &mut mem, true, &[pa + head], &[0]), Ok(0));
     assert_eq!(mem.bytes[0x800..0x804], 7u32.to_le_bytes());
     for reg in [0x38u64, 0x28, 0x2C, 0x44, 0x48] {
-        let q3_s2m = layout::udma_base(Arch::Sunda, 2) + 0x2_1000 + 3 * 0x1000 + reg;
+        let q3_s2m = nrt_abi::devmap::udma_base(Arch::Sunda, 2).unwrap() + 0x2_1000 + 3 * 0x1000 + reg;
         assert_eq!(bar(&mut m, &mut mem, false, &[pa + q3_s2m], &[1]), errno(Errno::EINVAL), "0x{reg:x}");
     }
     assert_logged(&m, "tail-pointer increment (drtp_inc)");
     // An earlier register of the same call is written before the refusal.
-    let tail = layout::udma_base(Arch::Sunda, 0) + 0x1000 + 0x38;
+    let tail = nrt_abi::devmap::udma_base(Arch::Sunda, 0).unwrap() + 0x1000 + 0x38;
     assert_eq!(bar(&mut m, &mut mem, false, &[pa + head, pa + tail], &[9, 1]), errno(Errno::EINVAL));
     assert_eq!(m.file().bar_u32(head).unwrap().load(Ordering::Acquire), 9);
     let len = m.file().layout().bar_len;
@@ -1530,16 +1529,18 @@ fn bar5_other_bars_are_einval() {
 // ---- SIM ----
 
 #[test]
-fn sim1_the_hint_query_answers_the_device_and_the_status_window_is_not_served() {
+fn sim1_the_hint_query_answers_the_device_and_its_host_trigger() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
     m.file().line(Line::Hbm, 1).unwrap().store(1201, Ordering::Release);
     m.file().mark_ready(0x1234_5678_9ABC);
-    let mut h = simabi::SimHints { size: 200, ..Default::default() };
+    let mut h = simabi::SimHints { size: 208, ..Default::default() };
     assert_eq!(call(&mut m, simabi::SIM_HINTS, &mut h, &mut mem), Ok(0));
     assert_eq!(
         (h.magic, h.version, h.model_cores, h.ring_entries, h.device_cores),
-        (simabi::SIM_HINTS_MAGIC, 1, 2, 64, 2)
+        (simabi::SIM_HINTS_MAGIC, 2, 2, 64, 2)
     );
+    assert_eq!(h.host_trigger, simabi::xt_local_reg(Arch::Sunda) + 0x15A0);
+    assert_eq!(h.host_trigger, 0x1000_35A0, "top-SP 0's window past its 0x2000 bytes of semaphores");
     assert_eq!(h.clock_origin_ns, 0x1234_5678_9ABC);
     assert_eq!(h.heartbeat_ns, m.file().heartbeat_ns());
     assert_eq!(h.lines[1][Line::Hbm as usize], 1201);
@@ -1547,10 +1548,12 @@ fn sim1_the_hint_query_answers_the_device_and_the_status_window_is_not_served() 
     let mut bad = simabi::SimHints { size: 8, ..Default::default() };
     assert_eq!(call(&mut m, simabi::SIM_HINTS, &mut bad, &mut mem), errno(Errno::EINVAL));
     assert_eq!(bad.magic, 0);
-    // The old window is plain BAR space: the probes are not there.
-    let w = simabi::SIM_BAR0_PA + simabi::status_window(Arch::Sunda);
-    assert_eq!(bar_n(&mut m, &mut mem, true, 0, &[w + simabi::status_line_offset(Line::Hbm, 1)], 1), Ok(0));
-    assert_eq!(mem.bytes[0x800..0x804], [0; 4]);
+    // Playing a real driver, the query is an unknown misc request: EINVAL.
+    let (m2, mut mem2) = (model(Arch::Sunda, 2), VecMem::new());
+    let mut m2 = m2.without_hints();
+    let mut h2 = simabi::SimHints { size: 208, ..Default::default() };
+    assert_eq!(call(&mut m2, simabi::SIM_HINTS, &mut h2, &mut mem2), errno(Errno::EINVAL));
+    assert_eq!(h2.magic, 0);
 }
 
 // ---- DS ----

@@ -1,0 +1,460 @@
+//! The device's layout, as the public driver states it: the DMA engines of
+//! each NeuronCore and which reach host memory, the BAR0 windows and what
+//! each one is, and the v3 logical-to-physical core map.
+//!
+//! The binding picks its queues, registers and core numbers here, the
+//! simulator lays its device out by it and the driver model judges calls
+//! against it: no offset of the hardware is written anywhere else. Each fact
+//! names the file and function of aws-neuron/aws-neuron-driver (fca19f7) that
+//! states it. What no public source gives is an [`Unknown`]: a real-driver
+//! path reports it and does not guess (`docs/driver-conformance.md`, the
+//! device map's section).
+
+use nrt_core::arch::{Arch, NOTIFIC_BLOCK_BYTES};
+
+/// DMA engines each NeuronCore owns: NC `n` owns engines `16n..16n + 16`
+/// (v2/v3 neuron_dhal_v*.c: `ndmar_quiesce_queues_v2`, `_v3`).
+pub const ENGINES_PER_NC: u32 = 16;
+
+/// The DMA engines NeuronCore `nc` owns, `None` past the device's cores.
+pub const fn engines_of(arch: Arch, nc: u8) -> Option<core::ops::Range<u32>> {
+    if nc >= arch.nc_per_device() {
+        return None;
+    }
+    let first = nc as u32 * ENGINES_PER_NC;
+    Some(first..first + ENGINES_PER_NC)
+}
+
+/// The NeuronCore that owns DMA engine `eng`, `None` for the driver's own
+/// engines (the H2T engines past the cores') and ids past the device.
+pub const fn owner_of(arch: Arch, eng: u32) -> Option<u8> {
+    let nc = eng / ENGINES_PER_NC;
+    if nc < arch.nc_per_device() as u32 {
+        Some(nc as u8)
+    } else {
+        None
+    }
+}
+
+/// Whether DMA engine `eng` of a core reaches host memory: every core engine
+/// on v2 (`ndma_get_engines_with_host_connectivity_v2`); on v3 only engines
+/// 4-7 and 12-15 of each 16 (`ndma_get_engines_with_host_connectivity_v3`,
+/// v3/neuron_dhal_v3.c; mariana plays v3's map, G-DRV-ARCH4). The driver's
+/// own H2T engines are not the runtime's and answer false.
+pub const fn host_connected(arch: Arch, eng: u32) -> bool {
+    if owner_of(arch, eng).is_none() {
+        return false;
+    }
+    match arch {
+        Arch::Sunda => true,
+        Arch::Cayman | Arch::Mariana => eng % 8 >= 4,
+    }
+}
+
+/// The DMA engine a session on NeuronCore `nc` stages host-memory copies on:
+/// the core's first engine with host connectivity ([`host_connected`]), v2
+/// `16n`, v3 `16n + 4`. Only the core's owner uses it, so two sessions on
+/// two cores never share a queue.
+pub const fn host_engine(arch: Arch, nc: u8) -> Option<u32> {
+    let Some(r) = engines_of(arch, nc) else { return None };
+    let mut e = r.start;
+    while e < r.end {
+        if host_connected(arch, e) {
+            return Some(e);
+        }
+        e += 1;
+    }
+    None
+}
+
+/// Bytes of one UDMA engine's register window (the stride between engines):
+/// v2 0x4_0000, v3 0x10_0000 (v2/v3 address_map.h).
+pub const fn udma_window_bytes(arch: Arch) -> u64 {
+    match arch {
+        Arch::Sunda => 0x4_0000,
+        Arch::Cayman | Arch::Mariana => 0x10_0000,
+    }
+}
+
+/// BAR0 offsets of the v3 SDMA engine groups, 32 engines each, engine `e` in
+/// group `e / 32` (`V3_APB_SE_n_SDMA_0_BASE - V3_APB_SE_n_BASE +
+/// V3_PCIE_BAR0_APB_SE_n_OFFSET`, v3/address_map.h).
+const V3_SDMA_GROUPS: [u64; 4] = [0x8200_0000, 0x9400_0000, 0xA200_0000, 0xB400_0000];
+/// BAR0 offsets of v2's two groups of 16 core engines, NC0 and NC1
+/// (`V2_APB_SENG_0_UDMA_0_BASE`, `V2_APB_SENG_1_UDMA_0_BASE`, v2/address_map.h).
+const V2_CORE_GROUPS: [u64; 2] = [0x3000_0000, 0x3070_0000];
+
+/// BAR0 offsets of the driver's own DMA engines, by id from the first past the
+/// cores': v2 D2H (32) and H2D (33); v3 D2H_0, H2D_0, D2H_1, H2D_1 (128-131,
+/// die 1 at +0x4000_0000) (v2/v3 address_map.h; `ndma_init_v2`, `_v3`).
+const fn driver_engines(arch: Arch) -> &'static [u64] {
+    match arch {
+        Arch::Sunda => &[0x3060_0000, 0x30D0_0000],
+        Arch::Cayman | Arch::Mariana => &[0x0680_0000, 0x0690_0000, 0x4680_0000, 0x4690_0000],
+    }
+}
+
+/// DMA engines a device has: its cores' and the driver's own
+/// (`NUM_DMA_ENG_PER_DEVICE` is the array's size, 132; v2 uses 34).
+pub const fn engine_count(arch: Arch) -> u32 {
+    arch.nc_per_device() as u32 * ENGINES_PER_NC + driver_engines(arch).len() as u32
+}
+
+/// BAR0 offset of DMA engine `eng`'s register window (`ndma_init_v2`, `_v3`;
+/// v2/v3 address_map.h): v2 NC0's 16 engines from 0x3000_0000 and NC1's from
+/// 0x3070_0000, 0x4_0000 apart; v3 four groups of 32 from [`V3_SDMA_GROUPS`],
+/// 0x10_0000 apart; then the driver's own engines. `None` past them.
+pub const fn udma_base(arch: Arch, eng: u32) -> Option<u64> {
+    let cores = arch.nc_per_device() as u32 * ENGINES_PER_NC;
+    if eng >= cores {
+        let own = driver_engines(arch);
+        let i = (eng - cores) as usize;
+        return if i < own.len() { Some(own[i]) } else { None };
+    }
+    Some(match arch {
+        Arch::Sunda => V2_CORE_GROUPS[(eng / 16) as usize] + (eng % 16) as u64 * 0x4_0000,
+        Arch::Cayman | Arch::Mariana => V3_SDMA_GROUPS[(eng / 32) as usize] + (eng % 32) as u64 * 0x10_0000,
+    })
+}
+
+/// A window of BAR0: its offset and size in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// BAR0 offset of its first byte.
+    pub base: u64,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
+impl Window {
+    /// Whether `off .. off + len` lies inside the window.
+    pub const fn holds(self, off: u64, len: u64) -> bool {
+        off >= self.base && len <= self.bytes && off - self.base <= self.bytes - len
+    }
+}
+
+/// Top-SP blocks a device exposes: v2 6 (`V2_TS_PER_DEVICE`), v3 16, two per
+/// NC (`V3_TS_PER_DEVICE`) (v2/v3 address_map.h).
+pub const fn top_sp_count(arch: Arch) -> u8 {
+    match arch {
+        Arch::Sunda => 6,
+        Arch::Cayman | Arch::Mariana => 16,
+    }
+}
+
+/// BAR0 window of top-SP `n`, 4 MiB each: v2 0x1000_0000 + n * 0x40_0000
+/// (`V2_PCIE_BAR0_TOPSP_0_OFFSET`, `V2_TOP_SP_0_SIZE`); v3 0..=7 from
+/// 0xF000_0000 (`V3_PCIE_BAR0_TOP_SP_0_OFFSET`, written with 15 hex digits:
+/// not 0x0F00_0000, which is no top-SP window) and 8..=15 from 0xF280_0000
+/// (`V3_PCIE_BAR0_TOP_SP_10_OFFSET`, die 1).
+pub const fn top_sp(arch: Arch, n: u8) -> Option<Window> {
+    if n >= top_sp_count(arch) {
+        return None;
+    }
+    let base = match arch {
+        Arch::Sunda => 0x1000_0000 + n as u64 * TOP_SP_BYTES,
+        Arch::Cayman | Arch::Mariana if n < 8 => 0xF000_0000 + n as u64 * TOP_SP_BYTES,
+        Arch::Cayman | Arch::Mariana => 0xF280_0000 + (n - 8) as u64 * TOP_SP_BYTES,
+    };
+    Some(Window { base, bytes: TOP_SP_BYTES })
+}
+/// Bytes of one top-SP window (4 MiB, v2 and v3).
+pub const TOP_SP_BYTES: u64 = 0x40_0000;
+
+/// Bytes at the start of each top-SP window and each TPB semaphore block
+/// that the driver's mmap table names the SEMAPHORE resource: events, then
+/// the semaphore aliases (`dm_mmap_special_v2`, `_v3`).
+pub const SEMAPHORE_RESOURCE_BYTES: u64 = 0x2000;
+/// Semaphore READ alias within a semaphore resource (`V*_MMAP_NC_SEMA_READ_OFFSET`).
+pub const SEMA_READ: u64 = 0x1000;
+/// Semaphore SET alias (`V*_MMAP_NC_SEMA_SET_OFFSET`).
+pub const SEMA_SET: u64 = 0x1400;
+/// Semaphore INCR alias (`V*_MMAP_NC_SEMA_INCR_OFFSET`).
+pub const SEMA_INCR: u64 = 0x1800;
+/// Semaphore DECR alias (`V*_MMAP_NC_SEMA_DECR_OFFSET`).
+pub const SEMA_DECR: u64 = 0x1C00;
+/// Semaphores per block (`V2_SEMAPHORE_COUNT`; the semaphore ioctls refuse more).
+pub const SEMAPHORES: u32 = 256;
+
+/// BAR0 offset of TPB `nc`'s semaphore/event block, the TPB base + 0x270_0000
+/// (`V*_MMAP_NC_EVENT_OFFSET`): v2 TPB n at `n * 0x400_0000`
+/// (`V2_PCIE_BAR0_TPB_0_OFFSET`), v3 at `0xD000_0000 + n * 0x400_0000`
+/// (`V3_PCIE_BAR0_TPB_0_OFFSET`, `V3_PCIE_BAR0_TPB_DIST`) (v2/v3 address_map.h).
+/// The formula, for any `nc`; [`tpb_semaphores`] checks the core.
+pub const fn semaphore_block(arch: Arch, nc: u32) -> u64 {
+    let tpb = match arch {
+        Arch::Sunda => nc as u64 * 0x400_0000,
+        Arch::Cayman | Arch::Mariana => 0xD000_0000 + nc as u64 * 0x400_0000,
+    };
+    tpb + 0x270_0000
+}
+
+/// NeuronCore `nc`'s semaphore/event block ([`semaphore_block`]), the TPB
+/// SEMAPHORE resource of `dm_mmap_special_v2`, `_v3`; `None` past the
+/// device's cores.
+pub const fn tpb_semaphores(arch: Arch, nc: u8) -> Option<Window> {
+    if nc >= arch.nc_per_device() {
+        return None;
+    }
+    Some(Window { base: semaphore_block(arch, nc as u32), bytes: SEMAPHORE_RESOURCE_BYTES })
+}
+
+/// What a BAR0 offset is, by the driver's map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Region {
+    /// NeuronCore `0`'s NOTIFIC block: its NQ registers (`nrt_core::arch::nq_head_register`).
+    Notific(u8),
+    /// DMA engine `0`'s registers (past the cores' engines: the driver's own).
+    Udma(u32),
+    /// NeuronCore `0`'s semaphore/event block.
+    TpbSemaphores(u8),
+    /// Top-SP `0`'s SEMAPHORE resource (its first [`SEMAPHORE_RESOURCE_BYTES`]).
+    TopSpSemaphores(u8),
+    /// Top-SP `0`'s window past its semaphores: no register the public map names.
+    TopSp(u8),
+}
+
+/// The region of BAR0 holding `off .. off + len`, `None` where the driver's
+/// map names nothing (a runtime has no register to touch there).
+pub fn region_of(arch: Arch, off: u64, len: u64) -> Option<Region> {
+    let nc_count = arch.nc_per_device();
+    for nc in 0..nc_count {
+        if let Some(base) = arch.notific_base(nc) {
+            if (Window { base, bytes: NOTIFIC_BLOCK_BYTES }).holds(off, len) {
+                return Some(Region::Notific(nc));
+            }
+        }
+        if let Some(w) = tpb_semaphores(arch, nc) {
+            if w.holds(off, len) {
+                return Some(Region::TpbSemaphores(nc));
+            }
+        }
+    }
+    let stride = udma_window_bytes(arch);
+    for eng in 0..engine_count(arch) {
+        if let Some(base) = udma_base(arch, eng) {
+            if (Window { base, bytes: stride }).holds(off, len) {
+                return Some(Region::Udma(eng));
+            }
+        }
+    }
+    for n in 0..top_sp_count(arch) {
+        if let Some(w) = top_sp(arch, n) {
+            if w.holds(off, len) {
+                let sem = Window { base: w.base, bytes: SEMAPHORE_RESOURCE_BYTES };
+                return Some(if sem.holds(off, len) { Region::TopSpSemaphores(n) } else { Region::TopSp(n) });
+            }
+        }
+    }
+    None
+}
+
+/// Host-wide logical cores the v3 map has (`NC_MAPPING_MAX_CORE_COUNT_V3`,
+/// `NEURON_NC_MAP_MAX_ENTRIES`).
+pub const LOGICAL_CORES: u32 = 128;
+
+/// The four rows of v3's `nc_mapping_v0_seng_swap`: the device core of each
+/// of a device's 8 logical positions (v3/neuron_dhal_v3.c); row of device
+/// `d` is [`v3_row`]. The two cores of one SEng stay together.
+const V3_ROWS: [[u8; 8]; 4] =
+    [[4, 5, 6, 7, 2, 3, 0, 1], [2, 3, 0, 1, 4, 5, 6, 7], [0, 1, 2, 3, 6, 7, 4, 5], [6, 7, 4, 5, 0, 1, 2, 3]];
+
+/// The row of device `d`: devices 0, 2, 8, 10 take row 0; 1, 3, 9, 11 row 1;
+/// 4, 6, 12, 14 row 2; 5, 7, 13, 15 row 3.
+const fn v3_row(device: u32) -> usize {
+    ((device & 1) + 2 * ((device >> 2) & 1)) as usize
+}
+
+/// Where host-wide logical core `k` is, `(device, device core)`, as the
+/// driver's `GET_LOGICAL_TO_PHYSICAL_NC_MAP` answers on v3 without a die flip
+/// (`ncdev_logical_to_physical_nc_map_v3`: entry `k` of
+/// `nc_mapping_v0_seng_swap`; the flip, XOR 6, applies only in ultraserver
+/// pods, which the runtime learns from the ioctl). v2 has no map: logical
+/// `k` is device `k / 2`, core `k % 2`. `None` past the map.
+pub const fn logical_to_physical(arch: Arch, k: u32) -> Option<(u32, u8)> {
+    let per = arch.nc_per_device() as u32;
+    match arch {
+        Arch::Sunda => Some((k / per, (k % per) as u8)),
+        Arch::Cayman | Arch::Mariana => {
+            if k >= LOGICAL_CORES {
+                return None;
+            }
+            let device = k / per;
+            Some((device, V3_ROWS[v3_row(device)][(k % per) as usize]))
+        }
+    }
+}
+
+/// A fact the real path needs and no public source gives: the binding reports
+/// it on a real driver instead of guessing (the simulator names its own
+/// choice through its hint query).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unknown {
+    /// The INTC error-trigger cause register the overflow test reads (the
+    /// seed's `aws_hal_intc_read_cause(block, 61)`): no public BAR0 offset.
+    IntcCause,
+    /// The NX-local block of the top-SP where the host trigger (+0x15A0)
+    /// goes: no public offset inside the top-SP window, whose first
+    /// [`SEMAPHORE_RESOURCE_BYTES`] are its semaphores.
+    HostTrigger,
+}
+
+impl Unknown {
+    /// What is unknown and what the real path does about it, in one line.
+    pub const fn what(self) -> &'static str {
+        match self {
+            Unknown::IntcCause => {
+                "no public source gives the INTC cause register's address: bit 29 is not read (the seed's fallback: \
+                 no overflow)"
+            }
+            Unknown::HostTrigger => {
+                "no public source gives the top-SP's NX-local block: the host trigger is not written (the window's \
+                 first 0x2000 bytes are its semaphores)"
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec::Vec;
+
+    const ARCHES: [Arch; 3] = [Arch::Sunda, Arch::Cayman, Arch::Mariana];
+
+    #[test]
+    fn each_core_owns_sixteen_engines_and_the_h2t_engines_are_nobodys() {
+        assert_eq!(engines_of(Arch::Sunda, 1), Some(16..32));
+        assert_eq!(engines_of(Arch::Cayman, 7), Some(112..128));
+        assert_eq!(engines_of(Arch::Sunda, 2), None);
+        for arch in ARCHES {
+            for eng in 0..140 {
+                let owner = owner_of(arch, eng);
+                assert_eq!(owner.is_some(), eng < u32::from(arch.nc_per_device()) * 16, "{arch:?} {eng}");
+                if let Some(nc) = owner {
+                    assert!(engines_of(arch, nc).unwrap().contains(&eng));
+                }
+            }
+        }
+        // The driver's H2T engines: v2 32 and 33, v3 128..=131.
+        assert_eq!(owner_of(Arch::Sunda, 32), None);
+        assert_eq!(owner_of(Arch::Cayman, 128), None);
+    }
+
+    #[test]
+    fn host_connectivity_is_the_drivers() {
+        assert!((0..32).all(|e| host_connected(Arch::Sunda, e)));
+        let v3: Vec<u32> = (0..32).filter(|e| host_connected(Arch::Cayman, *e)).collect();
+        assert_eq!(v3, [4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31]);
+        assert!(!host_connected(Arch::Cayman, 128) && !host_connected(Arch::Sunda, 33));
+        assert_eq!(host_engine(Arch::Sunda, 0), Some(0));
+        assert_eq!(host_engine(Arch::Sunda, 1), Some(16));
+        assert_eq!(host_engine(Arch::Cayman, 0), Some(4));
+        assert_eq!(host_engine(Arch::Cayman, 3), Some(52));
+        assert_eq!(host_engine(Arch::Sunda, 2), None);
+        for arch in ARCHES {
+            for nc in 0..arch.nc_per_device() {
+                let e = host_engine(arch, nc).unwrap();
+                assert_eq!(owner_of(arch, e), Some(nc));
+                assert!(host_connected(arch, e));
+            }
+        }
+    }
+
+    #[test]
+    fn engine_bases_are_the_address_maps() {
+        assert_eq!(udma_base(Arch::Sunda, 0), Some(0x3000_0000));
+        assert_eq!(udma_base(Arch::Sunda, 15), Some(0x303C_0000));
+        assert_eq!(udma_base(Arch::Sunda, 16), Some(0x3070_0000));
+        assert_eq!(udma_base(Arch::Sunda, 32), Some(0x3060_0000));
+        assert_eq!(udma_base(Arch::Sunda, 34), None);
+        assert_eq!(udma_base(Arch::Cayman, 4), Some(0x8240_0000));
+        assert_eq!(udma_base(Arch::Cayman, 33), Some(0x9410_0000));
+        assert_eq!(udma_base(Arch::Cayman, 16), Some(0x8300_0000));
+        assert_eq!(udma_base(Arch::Cayman, 64), Some(0xA200_0000));
+        assert_eq!(udma_base(Arch::Cayman, 129), Some(0x0690_0000));
+        assert_eq!(udma_base(Arch::Cayman, 132), None);
+        assert_eq!((engine_count(Arch::Sunda), engine_count(Arch::Cayman)), (34, 132));
+        // No two engine windows overlap, and none overlaps a driver engine.
+        for arch in ARCHES {
+            let w = udma_window_bytes(arch);
+            let mut bases: Vec<u64> = (0..200).filter_map(|e| udma_base(arch, e)).collect();
+            assert_eq!(bases.len() as u32, engine_count(arch), "{arch:?}");
+            bases.sort_unstable();
+            bases.dedup();
+            assert!(bases.windows(2).all(|p| p[0] + w <= p[1]), "{arch:?}");
+        }
+    }
+
+    #[test]
+    fn the_top_sp_windows_start_with_their_semaphores() {
+        assert_eq!(top_sp(Arch::Sunda, 0), Some(Window { base: 0x1000_0000, bytes: 0x40_0000 }));
+        assert_eq!(top_sp(Arch::Sunda, 5).map(|w| w.base), Some(0x1140_0000));
+        assert_eq!(top_sp(Arch::Sunda, 6), None);
+        assert_eq!(top_sp(Arch::Cayman, 0).map(|w| w.base), Some(0xF000_0000));
+        assert_eq!(top_sp(Arch::Cayman, 7).map(|w| w.base), Some(0xF1C0_0000));
+        assert_eq!(top_sp(Arch::Cayman, 8).map(|w| w.base), Some(0xF280_0000));
+        assert_eq!(top_sp(Arch::Cayman, 16), None);
+        // The old misreading of V3_PCIE_BAR0_TOP_SP_0_OFFSET is no top-SP window.
+        assert_eq!(region_of(Arch::Cayman, 0x0F00_15A0, 4), None);
+        // The host trigger at the window's start would be a semaphore SET (104).
+        let t = top_sp(Arch::Sunda, 0).unwrap().base + 0x15A0;
+        assert_eq!(region_of(Arch::Sunda, t, 4), Some(Region::TopSpSemaphores(0)));
+        assert_eq!((0x15A0 - SEMA_SET) / 4, 104);
+        assert_eq!(region_of(Arch::Sunda, 0x1000_2000, 4), Some(Region::TopSp(0)));
+    }
+
+    #[test]
+    fn regions_name_the_registers_a_host_touches_and_nothing_else() {
+        for arch in ARCHES {
+            for nc in 0..arch.nc_per_device() {
+                let head = nrt_core::arch::nq_head_register(arch, nc, 8).unwrap();
+                assert_eq!(region_of(arch, head, 4), Some(Region::Notific(nc)));
+                let s = tpb_semaphores(arch, nc).unwrap();
+                assert_eq!(region_of(arch, s.base + SEMA_INCR + 4 * 255, 4), Some(Region::TpbSemaphores(nc)));
+                let e = host_engine(arch, nc).unwrap();
+                assert_eq!(region_of(arch, udma_base(arch, e).unwrap() + 0x1038, 4), Some(Region::Udma(e)));
+            }
+            // The simulator's old status window and INTC guess are unnamed space.
+            assert_eq!(region_of(arch, 0x3055_5F40, 4), None, "{arch:?}");
+            // A word straddling a window's end is in none.
+            let w = top_sp(arch, 0).unwrap();
+            assert_eq!(region_of(arch, w.base + w.bytes - 2, 4), None);
+        }
+    }
+
+    #[test]
+    fn the_v3_core_map_is_the_drivers_table() {
+        let row = |d: u32| (0..8).map(|j| logical_to_physical(Arch::Cayman, d * 8 + j).unwrap().1).collect::<Vec<_>>();
+        for d in [0, 2, 8, 10] {
+            assert_eq!(row(d), [4, 5, 6, 7, 2, 3, 0, 1], "device {d}");
+        }
+        for d in [1, 3, 9, 11] {
+            assert_eq!(row(d), [2, 3, 0, 1, 4, 5, 6, 7], "device {d}");
+        }
+        for d in [4, 6, 12, 14] {
+            assert_eq!(row(d), [0, 1, 2, 3, 6, 7, 4, 5], "device {d}");
+        }
+        for d in [5, 7, 13, 15] {
+            assert_eq!(row(d), [6, 7, 4, 5, 0, 1, 2, 3], "device {d}");
+        }
+        for k in 0..LOGICAL_CORES {
+            assert_eq!(logical_to_physical(Arch::Cayman, k).map(|p| p.0), Some(k / 8));
+            // The two cores of one SEng stay together, in order.
+            if k % 2 == 0 {
+                let (a, b) =
+                    (logical_to_physical(Arch::Cayman, k).unwrap(), logical_to_physical(Arch::Cayman, k + 1).unwrap());
+                assert_eq!((a.1 % 2, b.1), (0, a.1 + 1));
+            }
+        }
+        assert_eq!(logical_to_physical(Arch::Cayman, 128), None);
+        assert_eq!(logical_to_physical(Arch::Sunda, 3), Some((1, 1)));
+    }
+
+    #[test]
+    fn unknowns_say_what_the_real_path_does() {
+        assert!(Unknown::IntcCause.what().contains("not read"));
+        assert!(Unknown::HostTrigger.what().contains("not written"));
+    }
+}
