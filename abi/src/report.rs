@@ -335,11 +335,18 @@ fn staging_text(o: &mut String, s: &StagingReport, kickoff_us: u64) {
         n = s.descriptors,
         d = s.ring_depth,
     );
-    let _ = writeln!(
-        o,
-        "kickoff: host trigger 0x{:x} <- 1; kickoff semaphore of each core += 1 at {} us",
-        s.host_trigger, kickoff_us
-    );
+    if s.host_trigger == 0 {
+        let _ = writeln!(
+            o,
+            "kickoff: host trigger not written (no public address); kickoff semaphore of each core += 1 at {kickoff_us} us"
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "kickoff: host trigger 0x{:x} <- 1; kickoff semaphore of each core += 1 at {} us",
+            s.host_trigger, kickoff_us
+        );
+    }
 }
 
 fn rest_text(o: &mut String, r: &RunReport) {
@@ -373,6 +380,9 @@ fn rest_text(o: &mut String, r: &RunReport) {
     let _ = writeln!(o);
     if let Some(at) = &r.remote {
         let _ = writeln!(o, "device: played by {at}; its log is in the server's output");
+        for n in &r.notes {
+            let _ = writeln!(o, "  note: {}", n.text);
+        }
         return;
     }
     let d = &r.device;

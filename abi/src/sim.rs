@@ -293,13 +293,16 @@ pub static SCENARIO_LABELS: &[ScenarioLabel] = &[
         2,
         &["hang:core=0,engine=DVE"],
     ),
-    label(
-        "drop-end-overflow",
-        "core 0 PE's END is dropped with INTC bit 29 raised: overflow at the timeout -> 1204",
-        NrtStatus::ExecSwNqOverflow,
-        2,
-        &["drop:core=0,engine=PE,record=end,overflow"],
-    ),
+    ScenarioLabel {
+        real_path: real(NrtStatus::Timeout, 2, INTC_UNREAD),
+        ..label(
+            "drop-end-overflow",
+            "core 0 PE's END is dropped with INTC bit 29 raised: overflow at the timeout -> 1204",
+            NrtStatus::ExecSwNqOverflow,
+            2,
+            &["drop:core=0,engine=PE,record=end,overflow"],
+        )
+    },
     label(
         "drop-end",
         "core 1 SP's END is dropped without the overflow bit: indistinguishable from a hang -> 5",
@@ -309,6 +312,7 @@ pub static SCENARIO_LABELS: &[ScenarioLabel] = &[
     ),
     ScenarioLabel {
         ring_entries: 4,
+        real_path: real(NrtStatus::Timeout, 2, INTC_UNREAD),
         ..label(
             "ring-overflow",
             "4-entry rings; core 0 POOL bursts 10 records with its END: the device drops, raises bit 29 -> 1204",
@@ -324,13 +328,16 @@ pub static SCENARIO_LABELS: &[ScenarioLabel] = &[
         2,
         &["dup-start:core=1,engine=ACT"],
     ),
-    label(
-        "dup-start-overflow",
-        "as dup-start, with INTC bit 29 raised first: the duplicate is overflow evidence -> 1204",
-        NrtStatus::ExecSwNqOverflow,
-        2,
-        &["dup-start:core=0,engine=PE,overflow"],
-    ),
+    ScenarioLabel {
+        real_path: real(NrtStatus::Failure, 2, INTC_UNREAD),
+        ..label(
+            "dup-start-overflow",
+            "as dup-start, with INTC bit 29 raised first: the duplicate is overflow evidence -> 1204",
+            NrtStatus::ExecSwNqOverflow,
+            2,
+            &["dup-start:core=0,engine=PE,overflow"],
+        )
+    },
     label(
         "drop-start",
         "core 0 SP's START is dropped: its END arrives out of order, bit 29 clear -> NRT_FAILURE",
@@ -417,34 +424,46 @@ pub static SCENARIO_LABELS: &[ScenarioLabel] = &[
         2,
         &["corrupt:core=0,engine=DVE,count=8"],
     ),
-    label(
-        "hbm-ue",
-        "an unrepairable HBM UE stalls core 0: the timeout is reclassified by the HBM probe -> 1201",
-        NrtStatus::ExecHwErrHbmUe,
-        2,
-        &["hbm-ue:core=0"],
-    ),
-    label(
-        "hbm-repairable",
-        "a repairable HBM UE stalls core 1: reclassified at the timeout (COMPLETE-1) -> 1205",
-        NrtStatus::ExecHwErrRepairableHbmUe,
-        2,
-        &["hbm-repairable:core=1"],
-    ),
-    label(
-        "barrier-fail",
-        "core 1's barrier proxy fails: exec_fatal_status[1][5], finalized at once -> 1200",
-        NrtStatus::ExecHwErrCollectives,
-        2,
-        &["barrier-fail:core=1"],
-    ),
-    label(
-        "netproxy-fail",
-        "core 0's network proxy fails in WAIT_CORE: exec_fatal_status[0][4] -> 1206",
-        NrtStatus::NetworkProxyFailure,
-        2,
-        &["netproxy-fail:core=0"],
-    ),
+    ScenarioLabel {
+        real_path: real(NrtStatus::Timeout, 2, PROBE_UNREAD),
+        ..label(
+            "hbm-ue",
+            "an unrepairable HBM UE stalls core 0: the timeout is reclassified by the HBM probe -> 1201",
+            NrtStatus::ExecHwErrHbmUe,
+            2,
+            &["hbm-ue:core=0"],
+        )
+    },
+    ScenarioLabel {
+        real_path: real(NrtStatus::Timeout, 2, PROBE_UNREAD),
+        ..label(
+            "hbm-repairable",
+            "a repairable HBM UE stalls core 1: reclassified at the timeout (COMPLETE-1) -> 1205",
+            NrtStatus::ExecHwErrRepairableHbmUe,
+            2,
+            &["hbm-repairable:core=1"],
+        )
+    },
+    ScenarioLabel {
+        real_path: real(NrtStatus::Success, 0, PROBE_UNREAD),
+        ..label(
+            "barrier-fail",
+            "core 1's barrier proxy fails: exec_fatal_status[1][5], finalized at once -> 1200",
+            NrtStatus::ExecHwErrCollectives,
+            2,
+            &["barrier-fail:core=1"],
+        )
+    },
+    ScenarioLabel {
+        real_path: real(NrtStatus::Success, 0, PROBE_UNREAD),
+        ..label(
+            "netproxy-fail",
+            "core 0's network proxy fails in WAIT_CORE: exec_fatal_status[0][4] -> 1206",
+            NrtStatus::NetworkProxyFailure,
+            2,
+            &["netproxy-fail:core=0"],
+        )
+    },
 ];
 
 #[cfg(test)]

@@ -786,6 +786,20 @@ fn without_a_device_the_visible_cores_choose_it() {
     }
     let (code, out, err) = run(&[("NEURON_RT_VISIBLE_CORES", "2")]);
     assert!(err.contains("open on /dev/neuron1 failed: ENOENT"), "the set's device, device 1: {out}{err}");
+    assert!(
+        err.contains("/dev/neuron0 is sunda (2 cores a device), so core 2 is on /dev/neuron1")
+            && err.contains("NEURON_RT_VISIBLE_CORES=\"2\""),
+        "the variable that chose the device is named: {out}{err}"
+    );
+    assert_eq!(code, Some(1), "{out}{err}");
+    // Only the chosen device's node is needed (a container has no other):
+    // neither reading of core 63 opens, and both nodes and the variable are named.
+    let (code, out, err) = run(&[("NEURON_RT_VISIBLE_CORES", "63")]);
+    assert!(
+        err.contains("core 63 is on /dev/neuron31 or /dev/neuron7") && err.contains("NEURON_RT_VISIBLE_CORES=\"63\""),
+        "{out}{err}"
+    );
+    assert!(err.contains("nrt-sim driver: 0 open(s)"), "no other node opened: {err}");
     assert_eq!(code, Some(1), "{out}{err}");
     let (code, out, err) = run(&[("NEURON_RT_VISIBLE_CORES", "1-2")]);
     assert!(

@@ -664,6 +664,22 @@ mod tests {
             .collect()
     }
 
+    /// Without the host trigger a kickoff is not taken, unless the device was
+    /// armed for a host on a real driver, which cannot write it.
+    #[test]
+    fn a_device_armed_for_a_real_driver_takes_kickoffs_without_the_trigger() {
+        let spec = ProgramSpec { arch: Arch::Sunda, ring_entries: 64, seed: 7, faults: vec![], extras: vec![] };
+        for armed in [false, true] {
+            let shared = Arc::new(Shared::new(Arch::Sunda, 64 * layout::ENTRY_BYTES));
+            let mut dev = Device::new(shared, spec.clone(), 2);
+            if armed {
+                dev.arm();
+            }
+            kick(&mut dev, 0, 0);
+            assert_eq!(dev.cores_started(), u8::from(armed), "armed {armed}: {:?}", dev.notes());
+        }
+    }
+
     /// Step from `from` in 1 ms steps until an inference was played (at most
     /// 1 s of device time: the programs last under 1 ms); the time it was.
     fn play_out(dev: &mut Device, from: u64) -> Option<u64> {

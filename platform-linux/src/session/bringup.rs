@@ -62,22 +62,51 @@ impl Session {
 
     /// [`Session::open`] on the device no caller named: with host-wide cores
     /// ([`SessionConfig::host_wide`]), the device they are on,
-    /// `/dev/neuron{first_core / nc_per_device}`; else `/dev/neuron0`. The
-    /// cores per device are the arch's, which `/dev/neuron0` tells (a host's
-    /// devices are one generation): it is opened first, and kept when the
-    /// cores are its own (G-ENV-VISIBLE-CORES).
+    /// `/dev/neuron{first_core / nc_per_device}`, else `/dev/neuron0`. The
+    /// cores per device are the arch's, which only an open device tells: each
+    /// generation's reading of the index is tried, and the node kept whose
+    /// driver names that generation, so only the chosen device is opened (a
+    /// container may have no other, G-ENV-VISIBLE-CORES). A node that cannot
+    /// be opened is an error about the cores, naming the nodes tried.
     pub fn open_chosen(cfg: SessionConfig) -> Result<Session, LinuxError> {
-        let first = NeuronDevice::open("/dev/neuron0")?;
         if !cfg.host_wide {
-            return Session::open_on(first, cfg);
+            return Session::open("/dev/neuron0", cfg);
         }
-        let (_, arch) = arch_of(&first)?;
-        let device = u32::from(cfg.first_core) / u32::from(arch.nc_per_device());
-        if device == 0 {
-            return Session::open_on(first, cfg);
+        let first = u32::from(cfg.first_core);
+        let mut tried: Vec<u32> = Vec::new();
+        let (mut last, mut found) = (None, Vec::new());
+        for per in [Arch::Sunda.nc_per_device(), Arch::Cayman.nc_per_device()] {
+            let n = first / u32::from(per);
+            if tried.contains(&n) {
+                continue;
+            }
+            tried.push(n);
+            let opened = NeuronDevice::open(format!("/dev/neuron{n}")).and_then(|d| arch_of(&d).map(|(_, a)| (d, a)));
+            match opened {
+                Ok((dev, arch)) if first / u32::from(arch.nc_per_device()) == n => return Session::open_on(dev, cfg),
+                Ok((_, arch)) => found.push(format!(
+                    "/dev/neuron{n} is {} ({} cores a device), so core {first} is on /dev/neuron{}",
+                    arch.name(),
+                    arch.nc_per_device(),
+                    first / u32::from(arch.nc_per_device())
+                )),
+                Err(e) => last = Some(e),
+            }
         }
-        drop(first);
-        Session::open(format!("/dev/neuron{device}"), cfg)
+        let nodes: Vec<String> = tried.iter().map(|n| format!("/dev/neuron{n}")).collect();
+        let what = if found.is_empty() {
+            format!(
+                "core {first} is on {} ({} cores a device on sunda, {} on cayman and mariana)",
+                nodes.join(" or "),
+                Arch::Sunda.nc_per_device(),
+                Arch::Cayman.nc_per_device()
+            )
+        } else {
+            found.join("; ")
+        };
+        let e = last
+            .unwrap_or_else(|| LinuxError::new("open", nodes.join(", "), io::Error::from_raw_os_error(libc::ENOENT)));
+        Err(e.with_detail(what).about(Subject::Cores))
     }
 
     fn open_on(dev: NeuronDevice, mut cfg: SessionConfig) -> Result<Session, LinuxError> {
