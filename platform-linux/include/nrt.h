@@ -32,7 +32,7 @@ typedef struct nrt_request nrt_request;
 
 // Opaque ring state (cursors, calibration) of a device, shared by its
 // requests, and where their counters go ([`nrt_rings_count_into`]; nowhere
-// by default).
+// by default), and the process that made it (G-FORK).
 typedef struct nrt_rings nrt_rings;
 
 // An open bring-up session (`nrt_session_open`): cores of a Neuron device
@@ -114,7 +114,8 @@ struct nrt_rings *nrt_rings_new(void);
 // rings' core `c` at the device's core `first + c` of the session's cores
 // (a core past the session's is not counted), added to whatever else of the
 // process counts there (the monitor reads one datastore per process).
-// Returns 0, or -1 for a null argument or a session without a datastore
+// Returns 0, or -1 for a null argument, a session without a datastore, or
+// rings or a session made before this process was forked from their maker
 // (the reason for [`nrt_session_last_error`]).
 //
 // A poller made from `rings` before this call took its own copy of them
@@ -136,13 +137,16 @@ struct nrt_rings *nrt_rings_new(void);
 int nrt_rings_count_into(struct nrt_rings *rings, const struct nrt_session *session);
 
 // Bind ring `(core, nq)` of `size_bytes` (a power of two, at least 32). Returns
-// 0, or -1 for a bad size, index or null pointer.
+// 0, or -1 for a bad size, index or null pointer, or rings made before this
+// process was forked from their maker (the reason for
+// [`nrt_session_last_error`]).
 //
 // # Safety
 // `rings` is null or a live pointer from [`nrt_rings_new`].
 int nrt_rings_bind(struct nrt_rings *rings, uint8_t core, uint8_t nq, uint32_t size_bytes);
 
-// Free ring state (null is ignored).
+// Free ring state (null is ignored). In a child forked after the rings were
+// made, the datastore they count into is the parent's and is not released.
 //
 // # Safety
 // `rings` is null or came from [`nrt_rings_new`] and is not used afterwards.
@@ -150,7 +154,9 @@ void nrt_rings_free(struct nrt_rings *rings);
 
 // `exec_request_progress_one_step`: 1 in flight, 0 done, 2 done with error;
 // the status is written to `*status` when done. -1 for a null argument,
-// including a platform without `now_ns` (the timeout could never fire).
+// including a platform without `now_ns` (the timeout could never fire), or
+// rings made before this process was forked from their maker (the reason
+// for [`nrt_session_last_error`]).
 //
 // # Safety
 // `req`, `platform`, `rings` are live pointers from this API (or a valid
@@ -160,7 +166,9 @@ int nrt_progress_one_step(struct nrt_request *req, const struct nrt_platform *pl
 // The sync driver: step until done, waiting between steps with delay `kind`
 // (0 libnrt `usleep(1)`, 1 adaptive). Returns the `NRT_STATUS`; `*steps`, when
 // not null, receives the number of steps. `NRT_INVALID` (2) for a null argument,
-// including a platform without `now_ns`, with `*steps` 0.
+// including a platform without `now_ns`, with `*steps` 0; `NRT_INVALID_HANDLE`
+// (3), with `*steps` 0, for rings made before this process was forked from
+// their maker (the reason for [`nrt_session_last_error`]).
 //
 // The wait is bounded even when the platform's clock is not: it also returns
 // `NRT_INVALID`, with the request left in flight (it may be stepped on with
@@ -244,7 +252,7 @@ uint32_t nrt_session_timeout_s(const struct nrt_session *session);
 // Run one inference: stage, kick off, harvest. Writes the `NRT_STATUS` to
 // `*status` (when not null) and returns the one-step code (0 or 2), or -1 when
 // `session` is null or a call failed (the reason for
-// [`nrt_session_last_error`]).
+// [`nrt_session_last_error`]), at once in a child forked after the open.
 //
 // # Safety
 // `session` is null or a live pointer from [`nrt_session_open`], not used by
@@ -261,7 +269,9 @@ uint32_t nrt_session_status(const struct nrt_session *session);
 // Release everything the session holds, in reverse order (mappings, DMA
 // queue, memory, cores) and close the device. Returns 0, or -1 when a release
 // failed (the first reason for [`nrt_session_last_error`]; the others are
-// still made). Null is ignored (0).
+// still made). Null is ignored (0). In a child forked after the open the
+// session is the parent's: nothing is released (no ioctl, unmap or close),
+// its memory here is freed and -1 says so (G-FORK).
 //
 // # Safety
 // `session` is null or came from [`nrt_session_open`] and is not used afterwards.

@@ -32,9 +32,10 @@ typedef struct nrt_ticket nrt_ticket;
 extern "C" {
 #endif // __cplusplus
 
-// The reason of the calling thread's latest failed `nrt_poller_new` or
-// `nrt_poller_submit` (the call, the argument and why), or null when none
-// failed on this thread. The string belongs to the library and stays valid
+// The reason of the calling thread's latest failed `nrt_poller_new`,
+// `nrt_poller_submit`, `nrt_ticket_wait`, `nrt_ticket_poll` or
+// `nrt_rings_set_head_batching` (the call, the argument and why), or null
+// when none failed on this thread. The string belongs to the library and stays valid
 // until the next failing `nrt_poller_*` call on the same thread; copy it to
 // keep it.
 const char *nrt_poller_last_error(void);
@@ -49,7 +50,8 @@ const char *nrt_poller_last_error(void);
 // (the reason for [`nrt_poller_last_error`]) for a null array, 0 lanes or
 // more than 65535, a lane without `read_slot` or `now_ns` (its timeout could
 // never fire), a null `rings[i]`, or a thread, eventfd or pin that the OS
-// refused, or a bad value of a runtime variable the poller reads (the
+// refused, rings made before this process was forked from their maker, or a
+// bad value of a runtime variable the poller reads (the
 // variable, the value and what is accepted): `NEURON_RT_EXEC_TIMEOUT` (kept
 // for a submission with `NRT_TIMEOUT_FROM_ENV`) and
 // `NEURON_RT_LOG_LEVEL[_<component>]` (what the library logs to standard
@@ -77,9 +79,10 @@ struct nrt_poller *nrt_poller_new_with_policy(const nrt_platform *platforms, con
 // constructor read it, else the generation's documented default). A
 // request for a busy lane waits until the lane is free. Returns null (the
 // reason for [`nrt_poller_last_error`], on this thread: no lane's callback
-// is called here) for a null poller, an unknown arch type, or a poller
-// shutting down. At most `POLLER_CAPACITY` requests run at once; more wait.
-// Free the ticket with [`nrt_ticket_free`].
+// is called here) for a null poller, an unknown arch type, a poller
+// shutting down, or a poller made before this process was forked from its
+// maker. At most `POLLER_CAPACITY` requests run at once; more wait. It may
+// be called from a lane's callback. Free the ticket with [`nrt_ticket_free`].
 //
 // # Safety
 // `p` is null or a live pointer from [`nrt_poller_new`].
@@ -87,7 +90,10 @@ struct nrt_ticket *nrt_poller_submit(struct nrt_poller *p, uint16_t lane, uint32
 
 // Wait for the request: spin briefly, then sleep until the poller wakes this
 // thread. Returns the one-step code, 0 or 2, with the status in `*status`
-// (when not null; 101 if the poller thread died); -1 for a null ticket.
+// (when not null; 101 if the poller thread died); -1 for a null ticket, and
+// -1 at once, `*status` untouched, the reason for [`nrt_poller_last_error`],
+// from a lane's callback of the ticket's poller (the wait would wait on
+// the poller thread itself) or in a child forked after the submission.
 //
 // # Safety
 // `t` is null or a live pointer from [`nrt_poller_submit`]; `status` is null
@@ -96,7 +102,8 @@ int nrt_ticket_wait(const struct nrt_ticket *t, uint32_t *status);
 
 // Look without waiting: 1 while in flight, else 0 or 2 with the status in
 // `*status` (when not null; 101 if the poller thread died); -1 for a null
-// ticket.
+// ticket, and -1, the reason for [`nrt_poller_last_error`], in a child
+// forked after the submission. It may be called from a lane's callback.
 //
 // # Safety
 // As [`nrt_ticket_wait`].
@@ -113,7 +120,9 @@ void nrt_ticket_free(struct nrt_ticket *t);
 // ring's HEAD is then written when half the ring is read, when its engine
 // completes, or when the request completes (G-HEAD-BATCH). Applies to the
 // sync wait and the one-step harvest on these rings, and to the copies a
-// poller made from them after this call. Returns 0, or -1 for null.
+// poller made from them after this call. Returns 0, or -1 for null, or for
+// rings made before this process was forked from their maker (the reason
+// for [`nrt_poller_last_error`]).
 //
 // # Safety
 // `rings` is null or a live pointer from `nrt_rings_new`.
@@ -125,6 +134,15 @@ uint32_t nrt_poller_capacity(void);
 // Stop the poller (null is ignored): requests in flight finish (bounded by
 // their timeout plus 1 s of this process's clock), requests not started are
 // answered `NRT_CLOSED` (14), then the thread ends. Tickets stay valid.
+//
+// From a lane's callback (the poller thread) it does not wait for the
+// thread, which cannot end while inside the callback: the poller is freed
+// and takes no more submissions, and its thread ends by itself once the
+// callback returns and the requests in flight are done as above; its lane
+// tables may be called until then (a caller that must know when they no
+// longer are frees the poller from another thread). In a child forked after `nrt_poller_new`
+// it releases nothing: the poller is the parent's, its memory here is
+// forgotten.
 //
 // # Safety
 // `p` is null or came from [`nrt_poller_new`] and is not used afterwards.

@@ -22,6 +22,11 @@
 //! from: a session's own harvest, a poller's or an XU unit's, and a C
 //! runtime's rings ([`CounterTarget`]) add into the same counters, and none
 //! overwrites another's.
+//!
+//! In a child forked after a datastore was acquired, it is the parent's: its
+//! reads, writes and checks are refused and its release forgets it (no
+//! `RELEASE_NEURON_DS`, whose pid 0 would name the child's own datastore, no
+//! unmap, no registry lock), [`crate::fork`].
 
 use std::io;
 use std::path::PathBuf;
@@ -33,6 +38,7 @@ use nrt_core::counters::{id, NcCounterBlock, NcUpdate};
 
 use crate::device::NeuronDevice;
 use crate::error::LinuxError;
+use crate::fork::Owner;
 use crate::ioctl;
 use crate::sys::Mapping;
 
@@ -47,6 +53,8 @@ pub struct Datastore {
     info: ioctl::NeuronDsInfo,
     /// Unmapped and released already ([`Datastore::release`]).
     released: bool,
+    /// The process that acquired it.
+    owner: Owner,
 }
 
 impl core::fmt::Debug for Datastore {
@@ -106,7 +114,7 @@ impl Datastore {
         } else {
             Mapping::map_read_only(dev.file(), info.mmap_offset, info.size as usize)
         };
-        let mut ds = Datastore { dev, map: None, pid, info, released: false };
+        let mut ds = Datastore { dev, map: None, pid, info, released: false, owner: Owner::here() };
         ds.map = Some(map.map_err(|e| {
             ds.err(
                 "mmap",
@@ -117,7 +125,13 @@ impl Datastore {
     }
 
     fn mapping(&self) -> Result<&Mapping, LinuxError> {
+        self.check("datastore")?;
         self.map.as_ref().ok_or_else(|| self.err("datastore", io::Error::other("not mapped")))
+    }
+
+    /// `Err` naming the fork in a child forked after the acquire (`call` names the refused call).
+    fn check(&self, call: &'static str) -> Result<(), LinuxError> {
+        self.owner.check("datastore").map_err(|f| f.into_linux(call, self.dev.path().display().to_string()))
     }
 
     fn err(&self, call: &'static str, e: io::Error) -> LinuxError {
@@ -170,6 +184,8 @@ impl Datastore {
     /// process) or hands another offset. The header is not consulted: the
     /// driver never writes or checks it, and a runtime need not.
     pub fn still_held(&self) -> Result<bool, LinuxError> {
+        // In a forked child, pid 0 would name the child's own datastore.
+        self.check(ioctl::ACQUIRE_NEURON_DS.name())?;
         match self.dev.acquire_neuron_ds(self.pid) {
             Ok(info) => Ok(info.mmap_offset == self.info.mmap_offset),
             Err(e) if e.errno() == Some(libc::ENOENT) => Ok(false),
@@ -212,9 +228,15 @@ impl Datastore {
 
 impl Datastore {
     /// Unmap it, then release it (`RELEASE_NEURON_DS`), once: the drop does
-    /// it unless this did.
+    /// it unless this did. In a forked child it is forgotten instead: its
+    /// mapping and device stay as inherited, nothing is called.
     fn release(&mut self) {
         if std::mem::replace(&mut self.released, true) {
+            return;
+        }
+        if self.owner.inherited() {
+            std::mem::forget(self.map.take());
+            std::mem::forget(Arc::clone(&self.dev));
             return;
         }
         self.map = None;
@@ -299,6 +321,7 @@ impl ProcessCounters {
     /// concurrent harvests of the process add up. An NC past the datastore's
     /// 16 is refused, naming it.
     pub fn count(&self, nc: usize, update: &NcUpdate, now_ns: u64) -> Result<(), LinuxError> {
+        self.ds.check("datastore write")?;
         let mut blocks = self.blocks();
         let Some(block) = blocks.get_mut(nc) else {
             let why = format!("NC {nc}: the datastore has counters for NCs 0 to {}", nds::NDS_NC_MAX - 1);
@@ -342,6 +365,12 @@ impl core::ops::Deref for CountersHolder {
 
 impl Drop for CountersHolder {
     fn drop(&mut self) {
+        // A forked child's copy is the parent's: forgotten, with no lock (another
+        // thread of the parent may have held it at the fork) and no release.
+        if self.counters.ds.owner.inherited() {
+            std::mem::forget(Arc::clone(&self.counters));
+            return;
+        }
         let mut reg = registry();
         let Some(i) = reg.iter().position(|e| Arc::ptr_eq(&e.counters, &self.counters)) else { return };
         let Some(e) = reg.get_mut(i) else { return };
@@ -409,6 +438,12 @@ impl CounterTarget {
     /// The process's counters this target writes into.
     pub fn counters(&self) -> &ProcessCounters {
         &self.counters
+    }
+
+    /// `Err` naming the fork in a child forked after the counters were
+    /// acquired: their datastore is the parent's.
+    pub fn check(&self) -> Result<(), crate::fork::ForkedChild> {
+        self.counters.ds.owner.check("datastore")
     }
 }
 

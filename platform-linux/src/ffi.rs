@@ -69,8 +69,16 @@ pub struct nrt_request(ExecRequest, crate::config::Budget);
 
 /// Opaque ring state (cursors, calibration) of a device, shared by its
 /// requests, and where their counters go ([`nrt_rings_count_into`]; nowhere
-/// by default).
-pub struct nrt_rings(pub(crate) Notifications, pub(crate) Option<RingsCounting>);
+/// by default), and the process that made it (G-FORK).
+pub struct nrt_rings(pub(crate) Notifications, pub(crate) Option<RingsCounting>, pub(crate) crate::fork::Owner);
+
+impl nrt_rings {
+    /// `Err` with `call`'s refusal when this is a child forked after the
+    /// rings were made: they stand for the parent's device and counters.
+    pub(crate) fn check(&self, call: &str) -> Result<(), String> {
+        self.2.check("ring state").map_err(|f| format!("{call}: {f}"))
+    }
+}
 
 /// Where a C runtime's rings count ([`nrt_rings_count_into`]): a session's
 /// counter target, and the first count on them that failed. Its clones (the
@@ -322,7 +330,7 @@ pub unsafe extern "C" fn nrt_request_free(req: *mut nrt_request) {
 /// New ring state with no ring bound. Free with [`nrt_rings_free`].
 #[no_mangle]
 pub extern "C" fn nrt_rings_new() -> *mut nrt_rings {
-    Box::into_raw(Box::new(nrt_rings(Notifications::new(), None)))
+    Box::into_raw(Box::new(nrt_rings(Notifications::new(), None, crate::fork::Owner::here())))
 }
 
 /// Count every request harvested on `rings` from now on (by [`nrt_wait`],
@@ -331,7 +339,8 @@ pub extern "C" fn nrt_rings_new() -> *mut nrt_rings {
 /// rings' core `c` at the device's core `first + c` of the session's cores
 /// (a core past the session's is not counted), added to whatever else of the
 /// process counts there (the monitor reads one datastore per process).
-/// Returns 0, or -1 for a null argument or a session without a datastore
+/// Returns 0, or -1 for a null argument, a session without a datastore, or
+/// rings or a session made before this process was forked from their maker
 /// (the reason for [`nrt_session_last_error`]).
 ///
 /// A poller made from `rings` before this call took its own copy of them
@@ -357,7 +366,16 @@ pub unsafe extern "C" fn nrt_rings_count_into(rings: *mut nrt_rings, session: *c
         session_fail(format!("nrt_rings_count_into: rings {rings:?}, session {session:?}: neither may be NULL"));
         return -1;
     };
-    match s.session.counter_target() {
+    if let Err(m) = r.check("nrt_rings_count_into") {
+        session_fail(m);
+        return -1;
+    }
+    let target = s.session.counter_target();
+    if let Some(Err(f)) = target.as_ref().map(crate::datastore::CounterTarget::check) {
+        session_fail(format!("nrt_rings_count_into: the session's counters: {f}"));
+        return -1;
+    }
+    match target {
         Some(t) => {
             r.1 = Some(RingsCounting::new(t));
             0
@@ -374,7 +392,9 @@ pub unsafe extern "C" fn nrt_rings_count_into(rings: *mut nrt_rings, session: *c
 }
 
 /// Bind ring `(core, nq)` of `size_bytes` (a power of two, at least 32). Returns
-/// 0, or -1 for a bad size, index or null pointer.
+/// 0, or -1 for a bad size, index or null pointer, or rings made before this
+/// process was forked from their maker (the reason for
+/// [`nrt_session_last_error`]).
 ///
 /// # Safety
 /// `rings` is null or a live pointer from [`nrt_rings_new`].
@@ -382,13 +402,18 @@ pub unsafe extern "C" fn nrt_rings_count_into(rings: *mut nrt_rings, session: *c
 pub unsafe extern "C" fn nrt_rings_bind(rings: *mut nrt_rings, core: u8, nq: u8, size_bytes: u32) -> c_int {
     // SAFETY: null-checked; the caller guarantees it is live and unaliased.
     let Some(r) = (unsafe { rings.as_mut() }) else { return -1 };
+    if let Err(m) = r.check("nrt_rings_bind") {
+        session_fail(m);
+        return -1;
+    }
     match r.0.bind(core, nq, size_bytes) {
         Ok(()) => 0,
         Err(_) => -1,
     }
 }
 
-/// Free ring state (null is ignored).
+/// Free ring state (null is ignored). In a child forked after the rings were
+/// made, the datastore they count into is the parent's and is not released.
 ///
 /// # Safety
 /// `rings` is null or came from [`nrt_rings_new`] and is not used afterwards.
@@ -402,7 +427,9 @@ pub unsafe extern "C" fn nrt_rings_free(rings: *mut nrt_rings) {
 
 /// `exec_request_progress_one_step`: 1 in flight, 0 done, 2 done with error;
 /// the status is written to `*status` when done. -1 for a null argument,
-/// including a platform without `now_ns` (the timeout could never fire).
+/// including a platform without `now_ns` (the timeout could never fire), or
+/// rings made before this process was forked from their maker (the reason
+/// for [`nrt_session_last_error`]).
 ///
 /// # Safety
 /// `req`, `platform`, `rings` are live pointers from this API (or a valid
@@ -421,6 +448,10 @@ pub unsafe extern "C" fn nrt_progress_one_step(
         return -1;
     };
     if p.now_ns.is_none() {
+        return -1;
+    }
+    if let Err(m) = rings.check("nrt_progress_one_step") {
+        session_fail(m);
         return -1;
     }
     let mut dev = CPlatform::new(*p, rings.1.clone());
@@ -447,7 +478,9 @@ pub const NRT_WAIT_BUDGET_GRACE_NS: u64 = 1_000_000_000;
 /// The sync driver: step until done, waiting between steps with delay `kind`
 /// (0 libnrt `usleep(1)`, 1 adaptive). Returns the `NRT_STATUS`; `*steps`, when
 /// not null, receives the number of steps. `NRT_INVALID` (2) for a null argument,
-/// including a platform without `now_ns`, with `*steps` 0.
+/// including a platform without `now_ns`, with `*steps` 0; `NRT_INVALID_HANDLE`
+/// (3), with `*steps` 0, for rings made before this process was forked from
+/// their maker (the reason for [`nrt_session_last_error`]).
 ///
 /// The wait is bounded even when the platform's clock is not: it also returns
 /// `NRT_INVALID`, with the request left in flight (it may be stepped on with
@@ -478,6 +511,9 @@ pub unsafe extern "C" fn nrt_wait(
     };
     let (status, n) = if p.now_ns.is_none() {
         (NrtStatus::Invalid, 0)
+    } else if let Err(m) = rings.check("nrt_wait") {
+        session_fail(m);
+        (NrtStatus::InvalidHandle, 0)
     } else {
         let mut dev = CPlatform::new(*p, rings.1.clone());
         let _budget = crate::config::BudgetScope::enter(req.1);
@@ -803,7 +839,7 @@ pub unsafe extern "C" fn nrt_session_timeout_s(session: *const nrt_session) -> u
 /// Run one inference: stage, kick off, harvest. Writes the `NRT_STATUS` to
 /// `*status` (when not null) and returns the one-step code (0 or 2), or -1 when
 /// `session` is null or a call failed (the reason for
-/// [`nrt_session_last_error`]).
+/// [`nrt_session_last_error`]), at once in a child forked after the open.
 ///
 /// # Safety
 /// `session` is null or a live pointer from [`nrt_session_open`], not used by
@@ -858,7 +894,9 @@ pub unsafe extern "C" fn nrt_session_status(session: *const nrt_session) -> u32 
 /// Release everything the session holds, in reverse order (mappings, DMA
 /// queue, memory, cores) and close the device. Returns 0, or -1 when a release
 /// failed (the first reason for [`nrt_session_last_error`]; the others are
-/// still made). Null is ignored (0).
+/// still made). Null is ignored (0). In a child forked after the open the
+/// session is the parent's: nothing is released (no ioctl, unmap or close),
+/// its memory here is freed and -1 says so (G-FORK).
 ///
 /// # Safety
 /// `session` is null or came from [`nrt_session_open`] and is not used afterwards.

@@ -22,6 +22,14 @@
 //! argument and the reason for [`nrt_poller_last_error`] on the calling
 //! thread; no failure is reported through a lane's callbacks (the poller
 //! thread may be inside the same table at that moment), and nothing here aborts.
+//!
+//! From a lane's callback (the poller thread), a submission and a poll work
+//! as anywhere, a wait is refused (-1: it would wait on itself) and a free is
+//! deferred: the thread stops taking submissions and ends by itself once the
+//! callback returns and the requests in flight are done (G-POLLER-REENTRY).
+//! In a child forked after the poller, its tickets or the rings were made,
+//! every call on them is refused at once naming the fork, and a free
+//! forgets them (G-FORK).
 
 #![allow(unsafe_code)]
 #![allow(non_camel_case_types)]
@@ -34,7 +42,7 @@ use nrt_core::exec::{ExecConfig, Lanes};
 use nrt_core::nq::Notifications;
 
 use crate::ffi::{nrt_platform, nrt_rings, CPlatform, NRT_TIMEOUT_FROM_ENV};
-use crate::poller::{Poller, PollerConfig, Ticket, WaitPolicy, POLLER_CAPACITY};
+use crate::poller::{Poller, PollerConfig, SubmitError, Ticket, WaitPolicy, WaitRefused, POLLER_CAPACITY};
 
 /// A lane's platform, moved to the poller thread.
 struct SendPlatform(CPlatform);
@@ -82,9 +90,10 @@ fn fail(msg: &str) {
     LAST_ERROR.with(|e| *e.borrow_mut() = Some(c));
 }
 
-/// The reason of the calling thread's latest failed `nrt_poller_new` or
-/// `nrt_poller_submit` (the call, the argument and why), or null when none
-/// failed on this thread. The string belongs to the library and stays valid
+/// The reason of the calling thread's latest failed `nrt_poller_new`,
+/// `nrt_poller_submit`, `nrt_ticket_wait`, `nrt_ticket_poll` or
+/// `nrt_rings_set_head_batching` (the call, the argument and why), or null
+/// when none failed on this thread. The string belongs to the library and stays valid
 /// until the next failing `nrt_poller_*` call on the same thread; copy it to
 /// keep it.
 #[no_mangle]
@@ -110,7 +119,8 @@ pub const NRT_POLLER_SLEEP: u32 = 2;
 /// (the reason for [`nrt_poller_last_error`]) for a null array, 0 lanes or
 /// more than 65535, a lane without `read_slot` or `now_ns` (its timeout could
 /// never fire), a null `rings[i]`, or a thread, eventfd or pin that the OS
-/// refused, or a bad value of a runtime variable the poller reads (the
+/// refused, rings made before this process was forked from their maker, or a
+/// bad value of a runtime variable the poller reads (the
 /// variable, the value and what is accepted): `NEURON_RT_EXEC_TIMEOUT` (kept
 /// for a submission with `NRT_TIMEOUT_FROM_ENV`) and
 /// `NEURON_RT_LOG_LEVEL[_<component>]` (what the library logs to standard
@@ -192,6 +202,10 @@ unsafe fn new_poller(
             fail(&format!("{call}: lane {i}: rings is null"));
             return std::ptr::null_mut();
         };
+        if let Err(m) = r.check(&format!("{call}: lane {i}")) {
+            fail(&m);
+            return std::ptr::null_mut();
+        }
         lanes.push((SendPlatform(CPlatform::new(*t, r.1.clone())), r.0.clone()));
     }
     let cfg = PollerConfig { cpu: usize::try_from(cpu).ok(), policy, ..PollerConfig::from_rt_env(&env) };
@@ -210,9 +224,10 @@ unsafe fn new_poller(
 /// constructor read it, else the generation's documented default). A
 /// request for a busy lane waits until the lane is free. Returns null (the
 /// reason for [`nrt_poller_last_error`], on this thread: no lane's callback
-/// is called here) for a null poller, an unknown arch type, or a poller
-/// shutting down. At most `POLLER_CAPACITY` requests run at once; more wait.
-/// Free the ticket with [`nrt_ticket_free`].
+/// is called here) for a null poller, an unknown arch type, a poller
+/// shutting down, or a poller made before this process was forked from its
+/// maker. At most `POLLER_CAPACITY` requests run at once; more wait. It may
+/// be called from a lane's callback. Free the ticket with [`nrt_ticket_free`].
 ///
 /// # Safety
 /// `p` is null or a live pointer from [`nrt_poller_new`].
@@ -243,8 +258,12 @@ pub unsafe extern "C" fn nrt_poller_submit(
             budget,
             told: std::sync::atomic::AtomicBool::new(false),
         })),
-        Err(_) => {
+        Err(SubmitError::Closed) => {
             fail(&format!("nrt_poller_submit: lane {lane}: the poller is shutting down"));
+            std::ptr::null_mut()
+        }
+        Err(SubmitError::Forked(f)) => {
+            fail(&format!("nrt_poller_submit: lane {lane}: {f}"));
             std::ptr::null_mut()
         }
     }
@@ -252,7 +271,10 @@ pub unsafe extern "C" fn nrt_poller_submit(
 
 /// Wait for the request: spin briefly, then sleep until the poller wakes this
 /// thread. Returns the one-step code, 0 or 2, with the status in `*status`
-/// (when not null; 101 if the poller thread died); -1 for a null ticket.
+/// (when not null; 101 if the poller thread died); -1 for a null ticket, and
+/// -1 at once, `*status` untouched, the reason for [`nrt_poller_last_error`],
+/// from a lane's callback of the ticket's poller (the wait would wait on
+/// the poller thread itself) or in a child forked after the submission.
 ///
 /// # Safety
 /// `t` is null or a live pointer from [`nrt_poller_submit`]; `status` is null
@@ -261,6 +283,10 @@ pub unsafe extern "C" fn nrt_poller_submit(
 pub unsafe extern "C" fn nrt_ticket_wait(t: *const nrt_ticket, status: *mut u32) -> c_int {
     // SAFETY: null-checked; live per the contract.
     let Some(t) = (unsafe { t.as_ref() }) else { return -1 };
+    if let Err(e) = t.ticket.waitable() {
+        fail(&format!("nrt_ticket_wait: lane {}: {e}", t.lane));
+        return -1;
+    }
     let step = t.ticket.wait();
     // SAFETY: `status` is null or writable per the contract.
     unsafe { finished(t, "nrt_ticket_wait", step, status) }
@@ -296,7 +322,8 @@ unsafe fn finished(t: &nrt_ticket, call: &str, step: nrt_core::exec::Step, statu
 
 /// Look without waiting: 1 while in flight, else 0 or 2 with the status in
 /// `*status` (when not null; 101 if the poller thread died); -1 for a null
-/// ticket.
+/// ticket, and -1, the reason for [`nrt_poller_last_error`], in a child
+/// forked after the submission. It may be called from a lane's callback.
 ///
 /// # Safety
 /// As [`nrt_ticket_wait`].
@@ -304,6 +331,10 @@ unsafe fn finished(t: &nrt_ticket, call: &str, step: nrt_core::exec::Step, statu
 pub unsafe extern "C" fn nrt_ticket_poll(t: *const nrt_ticket, status: *mut u32) -> c_int {
     // SAFETY: null-checked; live per the contract.
     let Some(t) = (unsafe { t.as_ref() }) else { return -1 };
+    if let Err(WaitRefused::Forked(f)) = t.ticket.waitable() {
+        fail(&format!("nrt_ticket_poll: lane {}: {f}", t.lane));
+        return -1;
+    }
     let Some(step) = t.ticket.poll() else { return 1 };
     // SAFETY: `status` is null or writable per the contract.
     unsafe { finished(t, "nrt_ticket_poll", step, status) }
@@ -326,7 +357,9 @@ pub unsafe extern "C" fn nrt_ticket_free(t: *mut nrt_ticket) {
 /// ring's HEAD is then written when half the ring is read, when its engine
 /// completes, or when the request completes (G-HEAD-BATCH). Applies to the
 /// sync wait and the one-step harvest on these rings, and to the copies a
-/// poller made from them after this call. Returns 0, or -1 for null.
+/// poller made from them after this call. Returns 0, or -1 for null, or for
+/// rings made before this process was forked from their maker (the reason
+/// for [`nrt_poller_last_error`]).
 ///
 /// # Safety
 /// `rings` is null or a live pointer from `nrt_rings_new`.
@@ -334,6 +367,10 @@ pub unsafe extern "C" fn nrt_ticket_free(t: *mut nrt_ticket) {
 pub unsafe extern "C" fn nrt_rings_set_head_batching(rings: *mut nrt_rings, on: c_int) -> c_int {
     // SAFETY: null-checked; the caller guarantees it is live and unaliased.
     let Some(r) = (unsafe { rings.as_mut() }) else { return -1 };
+    if let Err(m) = r.check("nrt_rings_set_head_batching") {
+        fail(&m);
+        return -1;
+    }
     r.0.set_head_batching(on != 0);
     0
 }
@@ -347,6 +384,15 @@ pub extern "C" fn nrt_poller_capacity() -> u32 {
 /// Stop the poller (null is ignored): requests in flight finish (bounded by
 /// their timeout plus 1 s of this process's clock), requests not started are
 /// answered `NRT_CLOSED` (14), then the thread ends. Tickets stay valid.
+///
+/// From a lane's callback (the poller thread) it does not wait for the
+/// thread, which cannot end while inside the callback: the poller is freed
+/// and takes no more submissions, and its thread ends by itself once the
+/// callback returns and the requests in flight are done as above; its lane
+/// tables may be called until then (a caller that must know when they no
+/// longer are frees the poller from another thread). In a child forked after `nrt_poller_new`
+/// it releases nothing: the poller is the parent's, its memory here is
+/// forgotten.
 ///
 /// # Safety
 /// `p` is null or came from [`nrt_poller_new`] and is not used afterwards.

@@ -22,6 +22,8 @@
 //! - [`time`]: `CLOCK_MONOTONIC`, and the `libnrt` and `adaptive` poll delays.
 //! - [`ffi`]: the C ABI (`include/nrt.h`); [`ffi_poller`], the poller's
 //!   (`include/nrt_poller.h`).
+//! - [`fork`]: the pid each session, poller, ticket, ring state and datastore
+//!   was made in; a forked child's calls on them are refused, its drops forget.
 //! - [`harvest`]: inferences harvested from `nrt-sim serve --shm PATH` in another
 //!   process, through this binding's mappings (`nrtctl harvest`; feature `sim`).
 //!
@@ -45,6 +47,7 @@ pub mod ffi;
 pub mod ffi_poller;
 #[cfg(feature = "sim")]
 pub mod ffi_shm;
+pub mod fork;
 #[cfg(feature = "sim")]
 pub mod harvest;
 pub mod ioctl;

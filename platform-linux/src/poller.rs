@@ -69,6 +69,16 @@
 //! [`SHUTDOWN_GRACE`] has passed on this process's clock, G-POLLER-CLOSE),
 //! answers every request not yet started with `NRT_CLOSED` (14, G-LINUX-CLOSE),
 //! and refuses new ones.
+//!
+//! Two kinds of call are refused at once rather than hang or abort:
+//! in a child forked after the poller was made, where its thread is not,
+//! every call on it or its tickets ([`SubmitError::Forked`],
+//! [`WaitRefused::Forked`]; its drop forgets it: [`crate::fork`], G-FORK);
+//! and a wait on the poller's own thread (a lane's callback), which would
+//! wait on itself ([`WaitRefused::OnPollerThread`], G-POLLER-REENTRY). A
+//! poller dropped on its own thread does not join itself: it stops taking
+//! submissions and its thread ends by itself once the callback returns and
+//! the requests in flight are done.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -81,6 +91,7 @@ use nrt_core::exec::{ExecConfig, ExecRequest, Lanes, PollGroup, Schedule, Settle
 use nrt_core::nq::Notifications;
 use nrt_core::NrtStatus;
 
+use crate::fork::{ForkedChild, Owner};
 use crate::sys::{self, EventFd};
 
 /// Requests one poller holds at once (a 16-device trn2 host has 64 logical
@@ -412,9 +423,55 @@ pub struct Ticket {
     handoff: Arc<Handoff>,
     spin_for: Duration,
     alive: Arc<Alive>,
+    /// The process that submitted it.
+    owner: Owner,
 }
 
+/// Why a wait on a [`Ticket`] is refused at once (G-POLLER-REENTRY).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitRefused {
+    /// In a child forked after the submission: the poller thread is not in it.
+    Forked(ForkedChild),
+    /// On the poller's own thread (a lane's callback): it would wait on itself.
+    OnPollerThread,
+}
+
+impl WaitRefused {
+    /// The status [`Ticket::wait`] answers with: `NRT_INVALID_HANDLE` (3) in a
+    /// forked child, `NRT_FAILURE` (1) on the poller's thread.
+    pub fn status(self) -> NrtStatus {
+        match self {
+            WaitRefused::Forked(_) => NrtStatus::InvalidHandle,
+            WaitRefused::OnPollerThread => NrtStatus::Failure,
+        }
+    }
+}
+
+impl std::fmt::Display for WaitRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WaitRefused::Forked(e) => e.fmt(f),
+            WaitRefused::OnPollerThread => f.write_str(
+                "the ticket's poller thread is the calling thread (a lane's callback): the wait would wait on \
+                 itself; poll it instead, or wait from another thread",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for WaitRefused {}
+
 impl Ticket {
+    /// `Err` when this thread may not wait for the ticket: in a child forked
+    /// after the submission, or on the poller's own thread.
+    pub fn waitable(&self) -> Result<(), WaitRefused> {
+        self.owner.check("ticket").map_err(WaitRefused::Forked)?;
+        if on_poller_thread(&self.alive) {
+            return Err(WaitRefused::OnPollerThread);
+        }
+        Ok(())
+    }
+
     /// The result once the request completed: [`Step::Done`] or
     /// [`Step::Error`] with the status.
     pub fn try_result(&self) -> Option<Step> {
@@ -435,8 +492,18 @@ impl Ticket {
 
     /// Look without waiting: the result, `NRT_EXEC_UNIT_UNRECOVERABLE` (101)
     /// when the poller thread ended without answering (it died,
-    /// G-POLLER-CLOSE), or `None` while in flight.
+    /// G-POLLER-CLOSE), or `None` while in flight. In a forked child:
+    /// `NRT_INVALID_HANDLE` (3) at once ([`Ticket::waitable`] says why). On
+    /// the poller's own thread it looks as anywhere.
     pub fn poll(&self) -> Option<Step> {
+        if let Err(f) = self.owner.check("ticket") {
+            return Some(Step::failed(WaitRefused::Forked(f).status()));
+        }
+        self.look()
+    }
+
+    /// [`poll`](Self::poll) without the fork check (the wait's spin).
+    fn look(&self) -> Option<Step> {
         if let Some(r) = self.try_result() {
             return Some(r);
         }
@@ -449,11 +516,18 @@ impl Ticket {
 
     /// Wait for the result: spin (no syscall) for the configured time, then
     /// sleep on an eventfd the poller writes only for sleepers. Returns 101
-    /// (`NRT_EXEC_UNIT_UNRECOVERABLE`) if the poller thread died.
+    /// (`NRT_EXEC_UNIT_UNRECOVERABLE`) if the poller thread died. Where
+    /// [`Ticket::waitable`] refuses (a forked child, the poller's own
+    /// thread), it returns at once with the refusal's
+    /// [`status`](WaitRefused::status), logged.
     pub fn wait(&self) -> Step {
+        if let Err(e) = self.waitable() {
+            log::error!("poller ticket wait refused: {e}");
+            return Step::failed(e.status());
+        }
         let t0 = Instant::now();
         loop {
-            if let Some(r) = self.poll() {
+            if let Some(r) = self.look() {
                 return r;
             }
             if t0.elapsed() >= self.spin_for {
@@ -464,7 +538,7 @@ impl Ticket {
         let efd = self.handoff.efd.get_or_init(|| EventFd::new(false).ok());
         self.handoff.sleeper.store(true, Ordering::SeqCst);
         loop {
-            if let Some(r) = self.poll() {
+            if let Some(r) = self.look() {
                 return r;
             }
             match efd {
@@ -532,6 +606,19 @@ struct Shared {
     alive: Arc<Alive>,
 }
 
+thread_local! {
+    /// On a poller thread, the address of its poller's [`Alive`] (0
+    /// elsewhere): a wait or a drop on the poller's own thread is told by it
+    /// (an address its tickets keep alive, so never another poller's).
+    static POLLER_OF_THREAD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether the calling thread is the thread of the poller whose [`Alive`] is
+/// `alive` (never panics: no thread handle is asked for).
+fn on_poller_thread(alive: &Arc<Alive>) -> bool {
+    POLLER_OF_THREAD.try_with(|p| p.get() == Arc::as_ptr(alive) as usize).unwrap_or(false)
+}
+
 /// Marks the poller dead when the thread ends, however it ends.
 struct AliveGuard(Arc<Alive>);
 
@@ -597,6 +684,8 @@ impl std::error::Error for PollerError {
 pub enum SubmitError {
     /// The poller is shutting down (`NRT_CLOSED`).
     Closed,
+    /// A child forked after the poller was made: its thread is not here.
+    Forked(ForkedChild),
 }
 
 /// A poller thread and its group.
@@ -606,6 +695,8 @@ pub struct Poller<L: Lanes + Send + 'static> {
     waiter_spin_for: Duration,
     cpu_ns: u64,
     lanes: Option<L>,
+    /// The process that made it (G-FORK).
+    owner: Owner,
 }
 
 impl<L: Lanes + Send + 'static> std::fmt::Debug for Poller<L> {
@@ -635,6 +726,7 @@ impl<L: Lanes + Send + 'static> Poller<L> {
             .name("nrt-poller".into())
             .spawn(move || {
                 let _alive = AliveGuard(Arc::clone(&sh.alive));
+                let _ = POLLER_OF_THREAD.try_with(|p| p.set(Arc::as_ptr(&sh.alive) as usize));
                 let pinned = match cfg.cpu {
                     Some(cpu) => sys::pin_current_thread(cpu).map_err(|source| PollerError::Pin { cpu, source }),
                     None => Ok(()),
@@ -648,11 +740,20 @@ impl<L: Lanes + Send + 'static> Poller<L> {
                 if ok {
                     run(&sh, &mut lanes, &cfg);
                 }
+                // A poller dropped on this thread is not joined: what raced
+                // its shutdown is answered here.
+                answer_queued_closed(&sh);
                 (lanes, sys::thread_cpu_ns())
             })
             .map_err(PollerError::Thread)?;
-        let mut p =
-            Poller { shared, thread: Some(thread), waiter_spin_for: cfg.waiter_spin_for, cpu_ns: 0, lanes: None };
+        let mut p = Poller {
+            shared,
+            thread: Some(thread),
+            waiter_spin_for: cfg.waiter_spin_for,
+            cpu_ns: 0,
+            lanes: None,
+            owner: Owner::here(),
+        };
         match rx.recv() {
             Ok(Ok(())) => Ok(p),
             Ok(Err(e)) => {
@@ -673,6 +774,8 @@ impl<L: Lanes + Send + 'static> Poller<L> {
 
     /// Submit a request for `cfg` on `lane`. A lane harvests one request at a
     /// time: a request for a busy lane waits, in order, until the lane is free.
+    /// Refused in a child forked after the poller was made; allowed from a
+    /// lane's callback (the poller takes it at its next pass).
     pub fn submit(&self, lane: u16, cfg: ExecConfig) -> Result<Ticket, SubmitError> {
         self.submit_with(lane, cfg, None)
     }
@@ -698,6 +801,7 @@ impl<L: Lanes + Send + 'static> Poller<L> {
         cfg: ExecConfig,
         budget: Option<crate::config::Budget>,
     ) -> Result<Ticket, SubmitError> {
+        self.owner.check("poller").map_err(SubmitError::Forked)?;
         let handoff = Arc::new(Handoff::default());
         {
             // Checked under the queue's lock: shutdown sets the flag, then
@@ -713,7 +817,7 @@ impl<L: Lanes + Send + 'static> Poller<L> {
         if self.shared.sleeping.load(Ordering::SeqCst) {
             let _ = self.shared.wake.write(1);
         }
-        Ok(Ticket { handoff, spin_for: self.waiter_spin_for, alive: Arc::clone(&self.shared.alive) })
+        Ok(Ticket { handoff, spin_for: self.waiter_spin_for, alive: Arc::clone(&self.shared.alive), owner: self.owner })
     }
 
     /// The counters so far.
@@ -731,27 +835,39 @@ impl<L: Lanes + Send + 'static> Poller<L> {
     }
 
     fn join(&mut self) {
+        if self.owner.inherited() {
+            // A forked child: the thread is the parent's. Forget it all: no
+            // join, no lock, no eventfd write the parent's thread would see.
+            std::mem::forget(self.thread.take());
+            std::mem::forget(Arc::clone(&self.shared));
+            return;
+        }
         {
             let _q = self.shared.queue();
             self.shared.closing.store(true, Ordering::SeqCst);
         }
         let _ = self.shared.wake.write(1);
+        if on_poller_thread(&self.shared.alive) {
+            // On the poller's own thread (a lane's callback): it cannot join
+            // itself. Detached, it ends by itself once the callback returns and
+            // the requests in flight are done, and answers what is left.
+            drop(self.thread.take());
+            return;
+        }
         if let Some(t) = self.thread.take() {
             if let Ok((lanes, cpu)) = t.join() {
                 self.lanes = Some(lanes);
                 self.cpu_ns = cpu;
             }
         }
-        // Submitted after the thread's last look at the queue (or the thread
-        // died): never started, answered NRT_CLOSED (G-LINUX-CLOSE).
-        let left: Vec<Pending> = self.shared.queue().drain(..).collect();
-        for p in left {
-            answer(&self.shared, &p.handoff, Step::failed(NrtStatus::Closed));
-        }
+        // The thread died before its own last look at the queue.
+        answer_queued_closed(&self.shared);
     }
 
     /// Stop: the requests in flight finish, queued ones are answered
-    /// `NRT_CLOSED`. Returns the lanes, and the poller thread's CPU time in ns.
+    /// `NRT_CLOSED`. Returns the lanes, and the poller thread's CPU time in ns;
+    /// no lanes and 0 in a forked child (forgotten) or on the poller's own
+    /// thread (it ends by itself after the callback).
     pub fn shutdown(mut self) -> (Option<L>, u64) {
         self.join();
         (self.lanes.take(), self.cpu_ns)
@@ -869,6 +985,16 @@ impl<D: ExecDevice + Send + 'static> PollerSet<D> {
         let devices =
             self.route.iter().map(|&(p, _, count)| blocks[p].by_ref().take(usize::from(count)).collect()).collect();
         (devices, cpu)
+    }
+}
+
+/// Submitted after the thread's last look at the queue (or the thread
+/// died): never started, answered NRT_CLOSED (G-LINUX-CLOSE). Shutdown set
+/// `closing` under the queue's lock first, so nothing is queued after this.
+fn answer_queued_closed(sh: &Shared) {
+    let left: Vec<Pending> = sh.queue().drain(..).collect();
+    for p in left {
+        answer(sh, &p.handoff, Step::failed(NrtStatus::Closed));
     }
 }
 

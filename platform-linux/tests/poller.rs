@@ -13,7 +13,7 @@ use nrt_core::dma::doorbell::{kickoff_infer, set_host_trigger};
 use nrt_core::exec::{ExecConfig, Step};
 use nrt_core::nq::Notifications;
 use nrt_core::NrtStatus;
-use nrt_linux::poller::{Poller, PollerConfig, PollerSet, VecLanes};
+use nrt_linux::poller::{Poller, PollerConfig, PollerSet, Ticket, VecLanes, WaitRefused};
 use nrt_sim::device::Device;
 use nrt_sim::host::{HostClock, SimHost};
 use nrt_sim::program::{self, ProgramSpec};
@@ -352,4 +352,71 @@ fn a_poller_set_in_blocks_and_its_refusals() {
     let err = PollerSet::<SimHost>::per_device(Vec::new(), PollerConfig::default()).unwrap_err().to_string();
     assert!(err.contains("0 pollers for 0 devices"), "{err}");
     stop(devices, &shared);
+}
+
+/// What a lane's callback saw doing with its own poller, on the poller thread.
+#[derive(Debug, PartialEq)]
+enum Seen {
+    /// The wait on a ticket of its poller: refused, and what `wait` answered.
+    Wait(Result<(), WaitRefused>, Step, bool),
+    /// The poller's drop returned.
+    Dropped,
+    /// The lanes were dropped: the poller thread ended.
+    LanesDropped,
+}
+
+/// Lanes whose first lookup (on the poller thread) waits for a ticket and its
+/// poller, waits on the ticket, drops the poller, and lends no lane (the
+/// request is answered `NRT_INVALID_HANDLE`).
+struct Reentrant {
+    go: std::sync::mpsc::Receiver<(Ticket, Poller<Reentrant>)>,
+    seen: std::sync::mpsc::Sender<Seen>,
+    done: bool,
+}
+
+impl nrt_core::exec::Lanes for Reentrant {
+    type Dev = SimHost;
+    fn lane(&mut self, _lane: u16) -> Option<(&mut SimHost, &mut Notifications)> {
+        if !std::mem::replace(&mut self.done, true) {
+            if let Ok((ticket, poller)) = self.go.recv_timeout(Duration::from_secs(10)) {
+                let t0 = Instant::now();
+                let step = ticket.wait();
+                let at_once = t0.elapsed() < Duration::from_secs(5);
+                let _ = self.seen.send(Seen::Wait(ticket.waitable(), step, at_once));
+                drop(poller);
+                let _ = self.seen.send(Seen::Dropped);
+            }
+        }
+        None
+    }
+}
+
+impl Drop for Reentrant {
+    fn drop(&mut self) {
+        let _ = self.seen.send(Seen::LanesDropped);
+    }
+}
+
+/// A lane's callback that waits on its own poller's ticket is refused at once
+/// (the wait would wait on itself), and one that drops the poller does not
+/// join its own thread: the drop returns, the request in flight is answered,
+/// and the thread ends by itself once the callback is done.
+#[test]
+fn a_poller_waited_on_or_dropped_from_its_own_callback_neither_hangs_nor_aborts() {
+    let (go_tx, go) = std::sync::mpsc::channel();
+    let (seen_tx, seen) = std::sync::mpsc::channel();
+    let poller = Poller::spawn(Reentrant { go, seen: seen_tx, done: false }, PollerConfig::default()).unwrap();
+    let t = poller.submit(0, ExecConfig::new(Arch::Sunda, 1, 5)).unwrap();
+    assert_eq!(t.waitable(), Ok(()), "the test's thread may wait");
+    go_tx.send((t.clone(), poller)).unwrap();
+    let next = || seen.recv_timeout(Duration::from_secs(10)).expect("the callback's report within 10 s");
+    assert_eq!(
+        next(),
+        Seen::Wait(Err(WaitRefused::OnPollerThread), Step::failed(NrtStatus::Failure), true),
+        "refused at once"
+    );
+    assert_eq!(next(), Seen::Dropped, "the drop on the poller's own thread returned");
+    assert_eq!(t.wait(), Step::failed(NrtStatus::InvalidHandle), "the request in flight is answered");
+    assert_eq!(next(), Seen::LanesDropped, "the thread ended by itself");
+    assert!(WaitRefused::OnPollerThread.to_string().contains("would wait on itself"));
 }

@@ -56,3 +56,27 @@ fn a_c_program_harvests_four_lanes_through_one_poller() {
     assert!(!stdout.contains("event poller_error"), "{stdout}");
     assert!(stdout.contains("HEAD writes: lane 0 10, lane 1 5"), "{stdout}");
 }
+
+/// A lane's callback that waits on its own poller's ticket gets -1 at once
+/// with the reason, and one that frees its poller returns (the free is
+/// deferred): no deadlock, no abort ("panic in a function that cannot
+/// unwind", exit 134), and the caller's tickets are answered.
+#[test]
+fn a_c_callback_that_waits_on_or_frees_its_own_poller_neither_hangs_nor_aborts() {
+    let lib =
+        common::cargo_build(&["-p", "nrt-linux", "--lib", "--no-default-features"], "c-abi").join("libnrt_linux.a");
+    let out = std::env::temp_dir().join(format!("nrt-c-poller-reentry-{}", std::process::id()));
+    common::compile_c("poller_reentry.c", &lib, &out);
+    let run = Command::new(&out).output().unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let _ = std::fs::remove_file(&out);
+    let ctx = format!("{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    assert_eq!(run.status.code(), Some(0), "{ctx}");
+    assert!(stdout.contains("caller's wait: 0 status 0"), "{ctx}");
+    assert!(
+        stdout.contains("callback: free returned 1, wait -1: nrt_ticket_wait: lane 0: the ticket's poller thread"),
+        "{ctx}"
+    );
+    assert!(stdout.contains("callback: poll 1"), "{ctx}");
+    assert!(stdout.contains("callback's submission: 2 status 14 NRT_CLOSED"), "{ctx}");
+}

@@ -176,6 +176,7 @@ impl Session {
             last_status: None,
             datastore_error: None,
             closed: false,
+            owner: crate::fork::Owner::here(),
         };
         s.claim_cores().map_err(|e| e.about(Subject::Cores))?;
         s.reset_cores()?;
@@ -420,6 +421,15 @@ impl Session {
             return Vec::new();
         }
         self.closed = true;
+        // In a child forked after the open, every resource is the parent's: it
+        // is forgotten (no ioctl, unmap or close; the device's last reference
+        // is never dropped here), and the close says why (G-FORK).
+        if let Err(f) = self.owner.check("session") {
+            std::mem::forget(self.device.take());
+            std::mem::forget(std::mem::take(&mut self.chunks));
+            std::mem::forget(Arc::clone(&self.dev));
+            return vec![f.into_linux("close", self.dev.path().display().to_string())];
+        }
         let mut errors = Vec::new();
         // munmap: the NQ rings (held by the harvest's device), then the chunks.
         self.device = None;

@@ -93,6 +93,7 @@ impl Session {
 
     /// `Err` naming why when the session can no longer run inferences.
     fn usable(&self) -> Result<(), LinuxError> {
+        self.owner.check("session").map_err(|f| f.into_linux("inference", self.dev.path().display().to_string()))?;
         if self.closed {
             return Err(refused(&self.dev, "inference", "the session is closed".into()));
         }

@@ -411,6 +411,8 @@ pub struct Session {
     /// Why this process's datastore could not be acquired or mapped, if so.
     datastore_error: Option<LinuxError>,
     closed: bool,
+    /// The process that opened it: a forked child's calls are refused (G-FORK).
+    owner: crate::fork::Owner,
 }
 
 impl Session {
