@@ -182,16 +182,24 @@ fn the_svg_has_a_lane_per_track_a_bar_per_span_and_a_mark_per_instant() {
     // Every track has something drawn but core 0's errors (its one event is info).
     let lanes = t.tracks().count() - 1;
     assert!(!s.contains("core 0 errors"));
-    // The background, a rect per lane, seven legend swatches, then the bars.
-    let bars = s.matches("<rect x=").count() - 1 - lanes - 7;
+    // The background, a rect per lane, eight legend swatches (seven colours
+    // and the pending hatch), then the bars: the spans and core 1 DVE's pending one.
+    let bars = s.matches("<rect x=").count() - 1 - lanes - 8;
+    let pending = s.matches(r#"<rect class="pending""#).count();
     let spans = t.events.iter().filter(|e| matches!(e.kind, Kind::Span { .. })).count();
-    assert_eq!(bars, spans);
-    // Two legend marks, then one per instant.
-    let marks = s.matches("<path d=").count() - 2;
-    assert_eq!(marks, t.events.iter().filter(|e| e.kind == Kind::Instant).count());
+    assert_eq!(bars + pending, spans);
+    assert_eq!(pending, 1, "DVE's pending bar");
+    // Three legend marks (error, kickoff, hung), then one per instant but the
+    // engine's START without END (its pending bar starts there), and the hung mark.
+    let marks = s.matches("<path d=").count() - 3;
+    let instants = t.events.iter().filter(|e| e.kind == Kind::Instant && e.cat != "engine").count();
+    assert_eq!(marks, instants + 1);
+    assert_eq!(s.matches(r#"<g class="hung">"#).count(), 1 + 1, "the legend's hung mark and DVE's");
+    assert!(s.contains("hung</text>") && s.contains("pending (no END)</text>"), "the legend names them");
     assert!(s.contains(">100 µs<") || s.contains(">90 µs<"), "an axis label at the start");
-    // The legend's, then the fault, the record, the hang, the shutdown.
-    assert_eq!(s.matches("fill=\"#d62728\"").count(), 1 + 4, "the errors and the fault are red");
+    // The hatch, the legend's diamond and hung disc, the hung disc, then the
+    // fault, the record, the hang, the shutdown.
+    assert_eq!(s.matches("fill=\"#d62728\"").count(), 3 + 1 + 4, "the errors, the fault and the hung mark are red");
     let mut two = Trace::new();
     two.add_report(&report(), 0, "run <1>");
     two.add_report(&report(), 1, "device 1");
