@@ -19,6 +19,11 @@
 //! the poller's 1 us wait after each pass (skipping idle time up to the
 //! device's next action, as the single run does). HEAD write-backs are batched
 //! (G-HEAD-BATCH) unless `head_batching` is off.
+//!
+//! A traced run ([`run_host_observed`], [`run_host_into`]) hands each finished
+//! inference over as it finishes and keeps only thinned counts of the poll
+//! passes and HEAD write-backs, so its memory does not grow with the
+//! inferences; [`run_host_traced`] keeps every inference's times (tests).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

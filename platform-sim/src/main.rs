@@ -198,10 +198,10 @@ struct RunArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// Write the harvest as Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE.
+    /// Write the harvest as Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE, streamed as the run goes.
     #[arg(long, value_name = "FILE")]
     trace: Option<std::path::PathBuf>,
-    /// Write the harvest as an SVG timeline (engines as lanes, spans as bars) to FILE.
+    /// Write the harvest as an SVG timeline to FILE (engines as lanes, a hung one to the timeout; with --devices a row per device).
     #[arg(long = "timeline-svg", value_name = "FILE")]
     timeline_svg: Option<std::path::PathBuf>,
 }

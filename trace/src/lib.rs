@@ -1,24 +1,29 @@
 //! Pictures of a harvest, from the report of an inference ([`RunReport`]):
 //!
-//! - [`Trace::to_json`]: Chrome trace-event JSON, the format Perfetto and
-//!   `chrome://tracing` open (`{"traceEvents": [...]}` with `ph` `X` spans, `i`
-//!   instants, `C` counters and `M` metadata naming the tracks; `ts` and `dur`
-//!   in microseconds of the CPU clock the report's engine times are in);
-//! - [`Trace::to_svg`]: the same tracks drawn as an SVG (one lane per track,
-//!   spans as bars, instants as marks, a labelled time axis) for a reader
-//!   without a trace viewer.
+//! - Chrome trace-event JSON, the format Perfetto and `chrome://tracing` open
+//!   (`{"traceEvents": [...]}` with `ph` `X` spans, `i` instants, `C`
+//!   counters and `M` metadata naming the tracks; `ts` and `dur` in
+//!   microseconds of the CPU clock the report's engine times are in):
+//!   [`Trace::to_json`] in memory, or [`TraceFile`], which writes each event
+//!   to the file as it is made, in memory that does not grow with the run;
+//! - an SVG timeline: [`Trace::to_svg`] draws one harvest's tracks (one lane
+//!   per track, spans as bars, a pending engine as a hatched bar with the hung
+//!   mark, instants as marks, an axis broken over a long idle gap);
+//!   [`Summary::to_svg`] draws a host run from a bounded summary, one row
+//!   per device.
 //!
-//! A trace is a neutral list of [`TraceEvent`]s on tracks named by
+//! Events go to a [`Sink`] (any of the three, or a pair), on tracks named by
 //! `(pid, tid)`: the process is a device (`pid` = device index, 0 for a
 //! single run), the thread a track of it: [`HOST_TID`] for the host's marks
 //! (kickoff, the harvest, injected faults, events that name no core), then per
 //! physical core one track per engine ([`engine_tid`]) and one for its error
 //! marks ([`errors_tid`]), and, after them, one collectives track per core
-//! ([`cc_tid`]). [`Trace::add_report`] fills it from a report:
+//! ([`cc_tid`]). [`Sink::add_report`] makes them from a report:
 //!
 //! - each engine with both timestamps: a span START -> END (`ts` = START,
 //!   `dur` = END - START, exactly the report's engine times);
-//! - an engine with a START and no END (a hang): an instant at its START;
+//! - an engine with a START and no END (a hang): an instant at its START and
+//!   a span of category [`PENDING`] from it to the harvest's end (G-TRACE-SVG);
 //! - each core's collectives: a span (category `cc`) from the earliest
 //!   CC_START to the latest CC_END record the harvest kept (the report's
 //!   `cc_us`), or an instant when only one of them came;
@@ -32,16 +37,11 @@
 //! - the poll passes and HEAD write-backs the platform observed
 //!   ([`RunReport::passes_us`], [`RunReport::head_writes_us`]): counters of the
 //!   running count, at most [`MAX_COUNTER_SAMPLES`] samples each (thinned
-//!   evenly, the last kept). `nrt-sim run`'s single run fills them, and the
-//!   host run per device (`nrt_sim::hostrun::trace`, each lane's passes and
-//!   HEAD writes on its own clock) and `nrtctl run` (the session's harvest:
-//!   one pass per step, HEAD writes through its device).
+//!   evenly, the last kept; a count of unknown length thins as it grows,
+//!   [`counter::Samples`]).
 //!
-//! There are no collectives (CC) spans: the report holds no collectives
-//! times (G-TRACE-CC).
-//!
-//! Writing a file ([`write_file`]) fails with a [`WriteError`] that names the
-//! path, the step and the reason (the errno name).
+//! Writing a file ([`write_file`], [`TraceFile`]) fails with a [`WriteError`]
+//! that names the path, the step and the reason (the errno name).
 
 use std::collections::BTreeMap;
 

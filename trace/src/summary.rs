@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use crate::svg::{self, escape, Swatch, AXIS_H, COLOURS, MARK_GAP, TITLE_H, WIDTH};
 use crate::{Kind, Sink, TraceEvent, PENDING};
 
-/// Time buckets of each device's strip.
+/// Time buckets of each device's strip (G-TRACE-SVG).
 pub const BUCKETS: usize = 180;
 /// Height of one device's row, px.
 pub const ROW_H: u32 = 26;

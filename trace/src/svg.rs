@@ -32,11 +32,13 @@ const LATE_W: u32 = 110;
 /// Width of the break itself, px.
 const BREAK_W: u32 = 24;
 /// The axis breaks over a gap with nothing in it longer than this share of
-/// the whole run (numerator, denominator).
+/// the whole run (numerator, denominator; G-TRACE-SVG).
 const BREAK_SHARE: (u64, u64) = (3, 4);
 /// Half the width of a mark, px.
 const MARK_R: u32 = 5;
-/// Least distance between the centres of two marks of a lane, px.
+/// Room a character of the legend takes, px (11 px sans-serif, capitals included).
+const CHAR_W: u32 = 7;
+/// Least distance between the centres of two marks of a lane, px (G-TRACE-SVG).
 pub(crate) const MARK_GAP: f64 = 12.0;
 
 /// Bar colour of each engine (PE, ACT, POOL, DVE, SP), then the host's, then
@@ -285,7 +287,7 @@ pub(crate) fn tick_line(s: &mut String, tx: f64, top: u32, bottom: u32, label: &
 /// The legend's entries, right-aligned in the title row: each a swatch and
 /// its text.
 pub(crate) fn legend(s: &mut String, entries: &[(Swatch, &str)]) {
-    let width: u32 = entries.iter().map(|(_, t)| 24 + 6 * t.chars().count() as u32).sum();
+    let width: u32 = entries.iter().map(|(_, t)| 24 + CHAR_W * t.chars().count() as u32).sum();
     let mut lx = WIDTH.saturating_sub(RIGHT_W + width);
     for (sw, name) in entries {
         match sw {
@@ -313,7 +315,7 @@ pub(crate) fn legend(s: &mut String, entries: &[(Swatch, &str)]) {
             }
         }
         let _ = writeln!(s, r##"<text x="{}" y="19" fill="#333333">{}</text>"##, lx + 16, escape(name));
-        lx += 24 + 6 * name.chars().count() as u32;
+        lx += 24 + CHAR_W * name.chars().count() as u32;
     }
 }
 
@@ -555,12 +557,12 @@ mod tests {
         assert!(!s.contains("1.55 ms"), "no tick past the last event");
         // The legend, right-aligned in the title row.
         for part in [
-            r##"<rect x="690" y="9" width="12" height="12" fill="#4e79a7" rx="2"/>"##,
-            r##"<text x="976" y="19" fill="#333333">CC</text>"##,
-            r##"<text x="1012" y="19" fill="#333333">error / fault</text>"##,
-            r##"<path d="M 1002 9 L 1008 15 L 1002 21 L 996 15 Z" fill="#d62728"/>"##,
-            r##"<path d="M 1098 9 L 1110 9 L 1104 21 Z" fill="#333333"/>"##,
-            r##"<text x="1114" y="19" fill="#333333">kickoff</text>"##,
+            r##"<rect x="647" y="9" width="12" height="12" fill="#4e79a7" rx="2"/>"##,
+            r##"<text x="954" y="19" fill="#333333">CC</text>"##,
+            r##"<text x="992" y="19" fill="#333333">error / fault</text>"##,
+            r##"<path d="M 982 9 L 988 15 L 982 21 L 976 15 Z" fill="#d62728"/>"##,
+            r##"<path d="M 1091 9 L 1103 9 L 1097 21 Z" fill="#333333"/>"##,
+            r##"<text x="1107" y="19" fill="#333333">kickoff</text>"##,
         ] {
             assert!(s.contains(part), "{part}: {s}");
         }
@@ -623,5 +625,34 @@ mod tests {
     #[test]
     fn text_is_escaped() {
         assert_eq!(escape("a<b&\"c'>\n"), "a&lt;b&amp;&quot;c&apos;&gt; ");
+    }
+
+    #[test]
+    fn the_axis_breaks_over_a_gap_that_takes_most_of_the_run_and_nowhere_else() {
+        // Work from 10 to 400 us, then the timeout's marks at 5 s.
+        let mut times = vec![10, 15, 343, 400, 5_000_014];
+        let a = Axis::new(&mut times);
+        let late = a.late.clone().expect("a break");
+        assert_eq!(late.gap, (400, 5_000_014));
+        // The work takes the width up to the break; the late marks sit in their column.
+        assert_eq!(a.x(0), f64::from(LABEL_W));
+        assert!((a.x(400) - a.left.3).abs() < 100.0, "{}", a.x(400));
+        assert!(a.x(5_000_014) > late.x0 && a.x(5_000_014) < late.x1);
+        // Inside the gap: between the two, in order.
+        assert!(a.x(401) >= a.left.3 && a.x(4_000_000) < late.x0 && a.x(401) < a.x(4_000_000));
+        // No break: a gap of half the run, or a run of one gap.
+        assert!(Axis::new(&mut vec![0, 100, 200]).late.is_none());
+        assert!(Axis::new(&mut vec![0, 1_000_000]).late.is_none());
+    }
+
+    #[test]
+    fn marks_are_spread_apart_and_kept_inside() {
+        let mut xs = vec![100.0, 100.0, 100.0, 130.0];
+        spread(&mut xs, 1000.0);
+        assert_eq!(xs, vec![100.0, 112.0, 124.0, 136.0]);
+        let mut xs = vec![995.0, 995.0, 995.0];
+        spread(&mut xs, 1000.0);
+        assert_eq!(xs, vec![976.0, 988.0, 1000.0]);
+        assert!(xs.windows(2).all(|w| w[1] - w[0] >= MARK_GAP));
     }
 }

@@ -190,7 +190,7 @@ struct RunArgs {
     /// Write the harvests (every inference, each at its own times) as Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE.
     #[arg(long, value_name = "FILE")]
     trace: Option<std::path::PathBuf>,
-    /// Write the harvests as an SVG timeline (engines as lanes, spans as bars) to FILE.
+    /// Write the harvests as an SVG timeline to FILE (one inference: engines as lanes; several: a row summing them).
     #[arg(long = "timeline-svg", value_name = "FILE")]
     timeline_svg: Option<std::path::PathBuf>,
 }
