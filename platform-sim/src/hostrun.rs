@@ -19,6 +19,11 @@
 //! the poller's 1 us wait after each pass (skipping idle time up to the
 //! device's next action, as the single run does). HEAD write-backs are batched
 //! (G-HEAD-BATCH) unless `head_batching` is off.
+//!
+//! A traced run ([`run_host_observed`], [`run_host_into`]) hands each finished
+//! inference over as it finishes and keeps only thinned counts of the poll
+//! passes and HEAD write-backs, so its memory does not grow with the
+//! inferences; [`run_host_traced`] keeps every inference's times (tests).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -157,15 +162,28 @@ pub struct LaneReport {
     /// updated them), one per physical core of the logical core.
     pub counters: Vec<nrt_core::counters::NcCounterBlock>,
     /// Each inference's kickoff and engine times, in order: kept only by
-    /// [`run_host_traced`] (a trace needs them; a long run would not fit).
+    /// [`run_host_traced`] (its memory grows with the inferences: a long
+    /// run streams them through [`run_host_observed`] instead).
     pub times: Vec<InferenceTimes>,
-    /// The lane's time (its virtual clock, us) of each poll pass that found
-    /// it in flight, at most [`crate::host::MAX_OBSERVED`]: kept only by
-    /// [`run_host_traced`] (the trace's poll-pass counter).
-    pub passes_us: Vec<u64>,
-    /// The time of each HEAD write-back of the lane's host, at most
-    /// [`crate::host::MAX_OBSERVED`]: kept only by [`run_host_traced`].
-    pub head_writes_us: Vec<u64>,
+    /// The lane's poll passes that found it in flight, at its time (its
+    /// virtual clock, us), thinned to a bounded count: observed runs only
+    /// ([`run_host_observed`], the trace's poll-pass counter).
+    pub passes: nrt_trace::Samples,
+    /// The HEAD write-backs of the lane's host, thinned alike: observed runs only.
+    pub head_writes: nrt_trace::Samples,
+}
+
+/// One finished inference, as an observed run ([`run_host_observed`]) hands it over.
+#[derive(Clone, Copy, Debug)]
+pub struct Finished<'a> {
+    /// Device index.
+    pub device: u16,
+    /// Logical core of the device.
+    pub core: u8,
+    /// The inference's number on its lane, from 0.
+    pub n: u32,
+    /// Its kickoff, harvest and engine times.
+    pub times: &'a InferenceTimes,
 }
 
 /// When one inference of a lane ran: its kickoff, how long the harvest took,
@@ -251,7 +269,8 @@ struct SimLane {
     results: Vec<(Step, NrtStatus)>,
     kickoff_us: u64,
     times: Vec<InferenceTimes>,
-    passes_us: Vec<u64>,
+    passes: nrt_trace::Samples,
+    heads: nrt_trace::Samples,
 }
 
 struct PollerLanes(Vec<SimLane>);
@@ -299,7 +318,8 @@ fn new_lane(cfg: &HostConfig, device_index: u16, core: u8) -> Result<SimLane, Si
         results: Vec::new(),
         kickoff_us: 0,
         times: Vec::new(),
-        passes_us: Vec::new(),
+        passes: nrt_trace::Samples::new(),
+        heads: nrt_trace::Samples::new(),
     })
 }
 
@@ -314,16 +334,54 @@ fn kickoff(lane: &mut SimLane, lnc: u8) -> Result<(), SimError> {
 
 /// Run the host.
 pub fn run_host(cfg: &HostConfig) -> Result<HostReport, SimError> {
-    run_host_with(cfg, false)
+    run_host_with::<dyn FnMut(Finished<'_>)>(cfg, None)
+}
+
+/// Run the host handing each finished inference to `observe` as it
+/// finishes, and keeping each lane's poll passes and HEAD write-backs as
+/// thinned counts ([`LaneReport::passes`], [`LaneReport::head_writes`]):
+/// the memory it keeps does not grow with the inferences.
+pub fn run_host_observed(cfg: &HostConfig, observe: &mut dyn FnMut(Finished<'_>)) -> Result<HostReport, SimError> {
+    run_host_with(cfg, Some(observe))
 }
 
 /// Run the host keeping every inference's kickoff and engine times
-/// ([`LaneReport::times`]), for a trace of the run.
+/// ([`LaneReport::times`]): memory linear in the inferences, for a test or a
+/// short run (a trace streams through [`run_host_into`]).
 pub fn run_host_traced(cfg: &HostConfig) -> Result<HostReport, SimError> {
-    run_host_with(cfg, true)
+    let mut kept: BTreeMap<(u16, u8), Vec<InferenceTimes>> = BTreeMap::new();
+    let mut r = run_host_observed(cfg, &mut |f| kept.entry((f.device, f.core)).or_default().push(f.times.clone()))?;
+    for l in &mut r.lanes {
+        l.times = kept.remove(&(l.device, l.core)).unwrap_or_default();
+    }
+    Ok(r)
 }
 
-fn run_host_with(cfg: &HostConfig, keep_times: bool) -> Result<HostReport, SimError> {
+/// Run the host streaming its trace into `sink` as it runs ([`trace_inference`]
+/// for each finished inference; at the end, per device, the poll passes and
+/// HEAD write-backs of its lanes merged into one counter each).
+pub fn run_host_into<S: nrt_trace::Sink>(cfg: &HostConfig, sink: &mut S) -> Result<HostReport, SimError> {
+    let mut named = std::collections::BTreeSet::new();
+    let r = run_host_observed(cfg, &mut |f| {
+        if named.insert((f.device, f.core)) {
+            name_lane(sink, f.device, f.core);
+        }
+        trace_inference(sink, cfg.lnc, &f);
+    })?;
+    for device in 0..cfg.devices {
+        let lanes: Vec<&LaneReport> = r.lanes.iter().filter(|l| l.device == device).collect();
+        let passes: Vec<&nrt_trace::Samples> = lanes.iter().map(|l| &l.passes).collect();
+        let heads: Vec<&nrt_trace::Samples> = lanes.iter().map(|l| &l.head_writes).collect();
+        sink.add_samples(u32::from(device), "poll passes", &nrt_trace::counter::merge(&passes));
+        sink.add_samples(u32::from(device), "HEAD write-backs", &nrt_trace::counter::merge(&heads));
+    }
+    Ok(r)
+}
+
+fn run_host_with<F: FnMut(Finished<'_>) + ?Sized>(
+    cfg: &HostConfig,
+    mut observe: Option<&mut F>,
+) -> Result<HostReport, SimError> {
     cfg.validate()?;
     let mut lanes_out = Vec::new();
     let mut pollers = Vec::new();
@@ -332,7 +390,7 @@ fn run_host_with(cfg: &HostConfig, keep_times: bool) -> Result<HostReport, SimEr
         let first = u32::from(cfg.devices) * u32::from(p) / u32::from(cfg.pollers);
         let end = u32::from(cfg.devices) * (u32::from(p) + 1) / u32::from(cfg.pollers);
         let (first, end) = (first as u16, end as u16);
-        let (report, lanes) = run_poller(cfg, p, first..end, keep_times)?;
+        let (report, lanes) = run_poller(cfg, p, first..end, observe.as_deref_mut())?;
         pollers.push(report);
         lanes_out.extend(lanes);
     }
@@ -340,12 +398,13 @@ fn run_host_with(cfg: &HostConfig, keep_times: bool) -> Result<HostReport, SimEr
     Ok(HostReport { config: cfg.clone(), lanes: lanes_out, pollers })
 }
 
-fn run_poller(
+fn run_poller<F: FnMut(Finished<'_>) + ?Sized>(
     cfg: &HostConfig,
     poller: u16,
     devices: std::ops::Range<u16>,
-    keep_times: bool,
+    mut observe: Option<&mut F>,
 ) -> Result<(PollerReport, Vec<LaneReport>), SimError> {
+    let keep_times = observe.is_some();
     let mut lanes = PollerLanes(Vec::new());
     for d in devices.clone() {
         for c in 0..cfg.cores {
@@ -373,10 +432,8 @@ fn run_poller(
         finished.clear();
         if keep_times {
             for lane in lanes.0.iter_mut().filter(|l| l.in_flight) {
-                if lane.passes_us.len() < crate::host::MAX_OBSERVED {
-                    let t = lane.host.now_ns() / 1_000;
-                    lane.passes_us.push(t);
-                }
+                let t = lane.host.now_ns() / 1_000;
+                lane.passes.observe(t);
             }
         }
         let pass = group.poll(&mut lanes, |c, req: &ExecRequest| {
@@ -393,13 +450,19 @@ fn run_poller(
                 for core in &mut cores {
                     core.total_latency_us = lane.host.totals_us.get(usize::from(core.core)).copied().flatten();
                 }
-                lane.times.push(InferenceTimes {
+                let times = InferenceTimes {
                     kickoff_us: lane.kickoff_us,
                     harvest_us: now_us.saturating_sub(lane.kickoff_us),
                     status: c.status(),
                     cores,
-                });
+                };
+                if let Some(f) = observe.as_deref_mut() {
+                    f(Finished { device: lane.device_index, core: lane.core, n: lane.done, times: &times });
+                }
             }
+            // Nothing of a finished inference stays on the lane: the host's events are not
+            // read by a host run, and its HEAD write-backs are counted below.
+            lane.host.events.clear();
             lane.host.totals_us = Default::default();
             lane.done += 1;
             lane.in_flight = false;
@@ -412,6 +475,15 @@ fn run_poller(
                     .map_err(|e| SimError::Config(format!("poll group insert of lane {}: {}", c.lane, e.reason())))?;
                 lane.in_flight = true;
             }
+        }
+        // The HEAD write-backs of the pass, into the lane's bounded count.
+        for lane in &mut lanes.0 {
+            if keep_times {
+                for t in &lane.host.head_writes_us {
+                    lane.heads.observe(*t);
+                }
+            }
+            lane.host.head_writes_us.clear();
         }
         // The poller's wait between passes: 1 us of each in-flight lane's time.
         for lane in lanes.0.iter_mut().filter(|l| l.in_flight) {
@@ -438,8 +510,8 @@ fn run_poller(
             counters: (0..cfg.lnc).filter_map(|c| l.host.counters.core(c).copied()).collect(),
             results: l.results,
             times: l.times,
-            passes_us: l.passes_us,
-            head_writes_us: if keep_times { l.host.head_writes_us } else { Vec::new() },
+            passes: l.passes,
+            head_writes: l.heads,
         })
         .collect();
     Ok((report, lanes))
@@ -539,36 +611,23 @@ pub const fn lane_tid(core: u8) -> u32 {
     1000 + core as u32
 }
 
-/// The trace of a host run made by [`run_host_traced`]: one process per device,
-/// per logical core a track of its kickoffs and harvests ([`lane_tid`]), per
-/// physical core (`core * lnc + i`) a track per engine with its START->END
-/// span of each inference, and per device the poll passes and HEAD
-/// write-backs of its lanes as counters (each lane's own clock).
-pub fn trace(r: &HostReport) -> nrt_trace::Trace {
-    let mut t = nrt_trace::Trace::new();
-    let mut per_device: BTreeMap<u16, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
-    for l in &r.lanes {
-        let d = per_device.entry(l.device).or_default();
-        d.0.extend_from_slice(&l.passes_us);
-        d.1.extend_from_slice(&l.head_writes_us);
-    }
-    for (device, (mut passes, mut heads)) in per_device {
-        passes.sort_unstable();
-        heads.sort_unstable();
-        t.add_counter(u32::from(device), "poll passes", &passes);
-        t.add_counter(u32::from(device), "HEAD write-backs", &heads);
-    }
-    for l in &r.lanes {
-        let pid = u32::from(l.device);
-        t.name_process(pid, &format!("device {}", l.device));
-        let tid = lane_tid(l.core);
-        t.name_thread(pid, tid, &format!("logical core {}", l.core));
-        for (i, inf) in l.times.iter().enumerate() {
-            let status = format!("{} {}", inf.status.code(), inf.status.name());
-            t.add_kickoff_on(pid, tid, inf.kickoff_us, inf.harvest_us, &status);
-            let base = u32::from(l.core) * u32::from(r.config.lnc);
-            t.add_cores(pid, base, &inf.cores, Some(i as u32));
-        }
-    }
-    t
+/// Name device `device`'s process and logical core `core`'s track of kickoffs and harvests.
+pub fn name_lane<S: nrt_trace::Sink>(sink: &mut S, device: u16, core: u8) {
+    let pid = u32::from(device);
+    sink.name_process(pid, &format!("device {device}"));
+    sink.name_thread(pid, lane_tid(core), &format!("logical core {core}"));
+}
+
+/// One finished inference into `sink`: device `f.device` is the process, its
+/// kickoff and harvest on the lane's track ([`lane_tid`]), each physical core
+/// (`core * lnc + i`) a track per engine with its START->END span (a pending
+/// engine's to the harvest's end), each tagged `inference: n`.
+pub fn trace_inference<S: nrt_trace::Sink>(sink: &mut S, lnc: u8, f: &Finished<'_>) {
+    let pid = u32::from(f.device);
+    let inf = f.times;
+    let status = format!("{} {}", inf.status.code(), inf.status.name());
+    sink.add_kickoff_on(pid, lane_tid(f.core), inf.kickoff_us, inf.harvest_us, &status, Some(f.n));
+    let base = u32::from(f.core) * u32::from(lnc);
+    let end_us = inf.kickoff_us.saturating_add(inf.harvest_us);
+    sink.add_cores(pid, base, &inf.cores, end_us, Some(f.n));
 }

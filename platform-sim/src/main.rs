@@ -201,10 +201,10 @@ struct RunArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// Write the harvest as Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE.
+    /// Write the harvest as Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE, streamed as the run goes.
     #[arg(long, value_name = "FILE")]
     trace: Option<std::path::PathBuf>,
-    /// Write the harvest as an SVG timeline (engines as lanes, spans as bars) to FILE.
+    /// Write the harvest as an SVG timeline to FILE (engines as lanes, a hung one to the timeout; with --devices a row per device).
     #[arg(long = "timeline-svg", value_name = "FILE")]
     timeline_svg: Option<std::path::PathBuf>,
 }
@@ -444,9 +444,7 @@ fn cmd_run(a: &RunArgs) -> ExitCode {
         }
     };
     let title = scenario.map_or_else(|| "nrt-sim run".to_string(), |s| format!("nrt-sim run --scenario {}", s.name));
-    let mut t = nrt_trace::Trace::new();
-    t.add_report(&report, 0, &title);
-    if let Err(e) = write_pictures(a, &t, &title) {
+    if let Err(e) = write_pictures(a, &report, &title) {
         errln!("nrt-sim run: {e}");
         return ExitCode::from(1);
     }
@@ -479,16 +477,45 @@ fn cmd_run(a: &RunArgs) -> ExitCode {
     }
 }
 
-/// Write `--trace` (trace-event JSON) and `--timeline-svg` of `t`, each if asked;
-/// the error names the file and the reason.
-fn write_pictures(a: &RunArgs, t: &nrt_trace::Trace, title: &str) -> Result<(), nrt_trace::WriteError> {
+/// Write `--trace` (trace-event JSON, streamed to its file) and
+/// `--timeline-svg` of one run's report, each if asked; the error names the
+/// file and the reason.
+fn write_pictures(a: &RunArgs, report: &nrt_sim::run::RunReport, title: &str) -> Result<(), nrt_trace::WriteError> {
+    use nrt_trace::Sink as _;
     if let Some(p) = &a.trace {
-        nrt_trace::write_file("trace", p, &t.to_json().to_string())?;
+        let mut f = nrt_trace::TraceFile::create("trace", p)?;
+        f.add_report(report, 0, title);
+        f.finish()?;
     }
     if let Some(p) = &a.timeline_svg {
+        let mut t = nrt_trace::Trace::new();
+        t.add_report(report, 0, title);
         nrt_trace::write_file("timeline SVG", p, &t.to_svg(title))?;
     }
     Ok(())
+}
+
+/// A host run with its pictures: the trace streamed to its file as the run
+/// goes, the SVG from a bounded per-device summary, written at the end.
+fn run_host_pictured(
+    a: &RunArgs,
+    cfg: &nrt_sim::hostrun::HostConfig,
+) -> Result<Result<nrt_sim::hostrun::HostReport, SimError>, nrt_trace::WriteError> {
+    let file = a.trace.as_deref().map(|p| nrt_trace::TraceFile::create("trace", p)).transpose()?;
+    let mut sink = (file, a.timeline_svg.as_ref().map(|_| nrt_trace::Summary::new()));
+    let run = nrt_sim::hostrun::run_host_into(cfg, &mut sink);
+    let (file, summary) = sink;
+    if let Some(f) = file {
+        f.finish()?;
+    }
+    if let (Some(p), Some(summary)) = (&a.timeline_svg, summary) {
+        let title = format!(
+            "nrt-sim run --devices {} --cores {} --lnc {} --inferences {}",
+            cfg.devices, cfg.cores, cfg.lnc, cfg.inferences
+        );
+        nrt_trace::write_file("timeline SVG", p, &summary.to_svg(&title))?;
+    }
+    Ok(run)
 }
 
 /// `run --devices N`: a host's worth of inferences through poll groups.
@@ -513,16 +540,23 @@ fn cmd_host(a: &RunArgs) -> ExitCode {
         head_batching: !a.head_every_sweep,
     };
     let pictures = a.trace.is_some() || a.timeline_svg.is_some();
-    let run = if pictures { nrt_sim::hostrun::run_host_traced(&cfg) } else { nrt_sim::hostrun::run_host(&cfg) };
+    let run = if pictures {
+        // A configuration the run refuses is a usage error before any file is made.
+        if let Err(e) = cfg.validate() {
+            return usage_error(&e.to_string());
+        }
+        match run_host_pictured(a, &cfg) {
+            Ok(run) => run,
+            Err(e) => {
+                errln!("nrt-sim run --devices: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        nrt_sim::hostrun::run_host(&cfg)
+    };
     match run {
         Ok(r) => {
-            if pictures {
-                let title = format!("nrt-sim run --devices {} --cores {} --lnc {}", cfg.devices, cfg.cores, cfg.lnc);
-                if let Err(e) = write_pictures(a, &nrt_sim::hostrun::trace(&r), &title) {
-                    errln!("nrt-sim run --devices: {e}");
-                    return ExitCode::from(1);
-                }
-            }
             if a.json {
                 print_json(&nrt_sim::hostrun::json(&r));
             } else {

@@ -1,24 +1,29 @@
 //! Pictures of a harvest, from the report of an inference ([`RunReport`]):
 //!
-//! - [`Trace::to_json`]: Chrome trace-event JSON, the format Perfetto and
-//!   `chrome://tracing` open (`{"traceEvents": [...]}` with `ph` `X` spans, `i`
-//!   instants, `C` counters and `M` metadata naming the tracks; `ts` and `dur`
-//!   in microseconds of the CPU clock the report's engine times are in);
-//! - [`Trace::to_svg`]: the same tracks drawn as an SVG (one lane per track,
-//!   spans as bars, instants as marks, a labelled time axis) for a reader
-//!   without a trace viewer.
+//! - Chrome trace-event JSON, the format Perfetto and `chrome://tracing` open
+//!   (`{"traceEvents": [...]}` with `ph` `X` spans, `i` instants, `C`
+//!   counters and `M` metadata naming the tracks; `ts` and `dur` in
+//!   microseconds of the CPU clock the report's engine times are in):
+//!   [`Trace::to_json`] in memory, or [`TraceFile`], which writes each event
+//!   to the file as it is made, in memory that does not grow with the run;
+//! - an SVG timeline: [`Trace::to_svg`] draws one harvest's tracks (one lane
+//!   per track, spans as bars, a pending engine as a hatched bar with the hung
+//!   mark, instants as marks, an axis broken over a long idle gap);
+//!   [`Summary::to_svg`] draws a host run from a bounded summary, one row
+//!   per device.
 //!
-//! A trace is a neutral list of [`TraceEvent`]s on tracks named by
+//! Events go to a [`Sink`] (any of the three, or a pair), on tracks named by
 //! `(pid, tid)`: the process is a device (`pid` = device index, 0 for a
 //! single run), the thread a track of it: [`HOST_TID`] for the host's marks
 //! (kickoff, the harvest, injected faults, events that name no core), then per
 //! physical core one track per engine ([`engine_tid`]) and one for its error
 //! marks ([`errors_tid`]), and, after them, one collectives track per core
-//! ([`cc_tid`]). [`Trace::add_report`] fills it from a report:
+//! ([`cc_tid`]). [`Sink::add_report`] makes them from a report:
 //!
 //! - each engine with both timestamps: a span START -> END (`ts` = START,
 //!   `dur` = END - START, exactly the report's engine times);
-//! - an engine with a START and no END (a hang): an instant at its START;
+//! - an engine with a START and no END (a hang): an instant at its START and
+//!   a span of category [`PENDING`] from it to the harvest's end (G-TRACE-SVG);
 //! - each core's collectives: a span (category `cc`) from the earliest
 //!   CC_START to the latest CC_END record the harvest kept (the report's
 //!   `cc_us`), or an instant when only one of them came;
@@ -32,16 +37,11 @@
 //! - the poll passes and HEAD write-backs the platform observed
 //!   ([`RunReport::passes_us`], [`RunReport::head_writes_us`]): counters of the
 //!   running count, at most [`MAX_COUNTER_SAMPLES`] samples each (thinned
-//!   evenly, the last kept). `nrt-sim run`'s single run fills them, and the
-//!   host run per device (`nrt_sim::hostrun::trace`, each lane's passes and
-//!   HEAD writes on its own clock) and `nrtctl run` (the session's harvest:
-//!   one pass per step, HEAD writes through its device).
+//!   evenly, the last kept; a count of unknown length thins as it grows,
+//!   [`counter::Samples`]).
 //!
-//! There are no collectives (CC) spans: the report holds no collectives
-//! times (G-TRACE-CC).
-//!
-//! Writing a file ([`write_file`]) fails with a [`WriteError`] that names the
-//! path, the step and the reason (the errno name).
+//! Writing a file ([`write_file`], [`TraceFile`]) fails with a [`WriteError`]
+//! that names the path, the step and the reason (the errno name).
 
 use std::collections::BTreeMap;
 
@@ -50,7 +50,12 @@ use nrt_core::arch::ENGINES_PER_CORE;
 use nrt_core::event::Event;
 use nrt_core::exec::ExecEvent;
 use nrt_core::trace::Level;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
+
+pub use counter::Samples;
+pub use file::{errno_name, write_file, WriteError, WriteStep};
+pub use json::TraceFile;
+pub use summary::{height as summary_height, Summary};
 
 /// The host track of a device.
 pub const HOST_TID: u32 = 0;
@@ -75,6 +80,10 @@ pub const CC_TID_BASE: u32 = 1 << 16;
 pub const fn cc_tid(core: u32) -> u32 {
     CC_TID_BASE + core
 }
+
+/// The category of an engine's span from its START to the harvest's end
+/// when it has no END (a hang).
+pub const PENDING: &str = "pending";
 
 /// The error track of physical core `core`.
 pub const fn errors_tid(core: u32) -> u32 {
@@ -107,7 +116,7 @@ pub struct TraceEvent {
     pub tid: u32,
     /// What it shows.
     pub name: String,
-    /// Its category (`engine`, `host`, `error`, `fault`, `poll`).
+    /// Its category (`engine`, `pending`, `host`, `error`, `fault`, `poll`, `cc`).
     pub cat: &'static str,
     /// When, CPU microseconds.
     pub ts_us: u64,
@@ -117,45 +126,34 @@ pub struct TraceEvent {
     pub args: Vec<(&'static str, String)>,
 }
 
-/// A list of events on named tracks.
-#[derive(Clone, Debug, Default)]
-pub struct Trace {
-    /// Events, in the order added.
-    pub events: Vec<TraceEvent>,
-    processes: BTreeMap<u32, String>,
-    threads: BTreeMap<(u32, u32), String>,
+/// The name of a track nobody named.
+pub(crate) fn default_track_name(tid: u32) -> String {
+    format!("track {tid}")
 }
 
-impl Trace {
-    /// An empty trace.
-    pub fn new() -> Trace {
-        Trace::default()
-    }
-
-    /// Name device `pid`'s track.
-    pub fn name_process(&mut self, pid: u32, name: &str) {
-        self.processes.insert(pid, name.to_string());
-    }
+/// Where trace events go: a [`Trace`] in memory, a [`TraceFile`] streamed to
+/// its file, a [`Summary`] for a host's SVG, or a pair of them (`(A, B)`
+/// gives each event to both; `Option<S>` to `S` when there is one).
+///
+/// For implementers: name the processes and tracks and take each event; the
+/// provided methods make the events of a report from those three.
+pub trait Sink {
+    /// Name device `pid`'s process.
+    fn name_process(&mut self, pid: u32, name: &str);
 
     /// Name track `tid` of device `pid`.
-    pub fn name_thread(&mut self, pid: u32, tid: u32, name: &str) {
-        self.threads.insert((pid, tid), name.to_string());
-    }
+    fn name_thread(&mut self, pid: u32, tid: u32, name: &str);
 
-    /// The named tracks, ordered by device then track.
-    pub fn tracks(&self) -> impl Iterator<Item = (&(u32, u32), &String)> {
-        self.threads.iter()
-    }
+    /// Take one event (a track not named yet takes the name `track <tid>`;
+    /// a counter names no track).
+    fn push(&mut self, e: TraceEvent);
 
-    fn push(&mut self, e: TraceEvent) {
-        self.threads.entry((e.pid, e.tid)).or_insert_with(|| format!("track {}", e.tid));
-        self.events.push(e);
-    }
-
-    /// Add the engines of `cores` (physical core `core_base + i` for the `i`th):
-    /// a span per engine with both times, an instant for a START without END;
-    /// and each core's CC span (or its one CC record as an instant).
-    pub fn add_cores(&mut self, pid: u32, core_base: u32, cores: &[CoreReport], inference: Option<u32>) {
+    /// Add the engines of `cores` (physical core `core_base + i` for the
+    /// `i`th), of a harvest that ended at `end_us`: a span per engine with both
+    /// times; for a START without END an instant at the START and a `pending`
+    /// span from it to `end_us`; and each core's CC span (or its one CC record
+    /// as an instant).
+    fn add_cores(&mut self, pid: u32, core_base: u32, cores: &[CoreReport], end_us: u64, inference: Option<u32>) {
         for (i, c) in cores.iter().enumerate() {
             let core = core_base + i as u32;
             self.name_thread(pid, errors_tid(core), &format!("core {core} errors"));
@@ -181,15 +179,27 @@ impl Trace {
                         kind: Kind::Span { dur_us: end.saturating_sub(s) },
                         args,
                     }),
-                    (Some(s), None) => self.push(TraceEvent {
-                        pid,
-                        tid,
-                        name: format!("{} START, no END", e.engine.name()),
-                        cat: "engine",
-                        ts_us: s,
-                        kind: Kind::Instant,
-                        args,
-                    }),
+                    (Some(s), None) => {
+                        self.push(TraceEvent {
+                            pid,
+                            tid,
+                            name: format!("{} START, no END", e.engine.name()),
+                            cat: "engine",
+                            ts_us: s,
+                            kind: Kind::Instant,
+                            args: args.clone(),
+                        });
+                        args.push(("until", format!("the harvest's end at {end_us} us")));
+                        self.push(TraceEvent {
+                            pid,
+                            tid,
+                            name: format!("{} pending (no END)", e.engine.name()),
+                            cat: PENDING,
+                            ts_us: s,
+                            kind: Kind::Span { dur_us: end_us.saturating_sub(s) },
+                            args,
+                        });
+                    }
                     _ => {}
                 }
             }
@@ -210,13 +220,23 @@ impl Trace {
     }
 
     /// Add the kickoff instant and the harvest span on the host track of `pid`.
-    pub fn add_kickoff(&mut self, pid: u32, kickoff_us: u64, harvest_us: u64, status: &str) {
+    fn add_kickoff(&mut self, pid: u32, kickoff_us: u64, harvest_us: u64, status: &str) {
         self.name_thread(pid, HOST_TID, "host");
-        self.add_kickoff_on(pid, HOST_TID, kickoff_us, harvest_us, status);
+        self.add_kickoff_on(pid, HOST_TID, kickoff_us, harvest_us, status, None);
     }
 
-    /// Add the kickoff instant and the harvest span on track `tid` of `pid`.
-    pub fn add_kickoff_on(&mut self, pid: u32, tid: u32, kickoff_us: u64, harvest_us: u64, status: &str) {
+    /// Add the kickoff instant and the harvest span on track `tid` of `pid`
+    /// (`Some(n)`: both carry `inference: n`).
+    fn add_kickoff_on(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        kickoff_us: u64,
+        harvest_us: u64,
+        status: &str,
+        inference: Option<u32>,
+    ) {
+        let n = inference.map(|n| ("inference", n.to_string()));
         self.push(TraceEvent {
             pid,
             tid,
@@ -224,7 +244,7 @@ impl Trace {
             cat: "host",
             ts_us: kickoff_us,
             kind: Kind::Instant,
-            args: Vec::new(),
+            args: n.iter().cloned().collect(),
         });
         self.push(TraceEvent {
             pid,
@@ -233,29 +253,24 @@ impl Trace {
             cat: "host",
             ts_us: kickoff_us,
             kind: Kind::Span { dur_us: harvest_us },
-            args: vec![("status", status.to_string())],
+            args: [("status", status.to_string())].into_iter().chain(n).collect(),
         });
     }
 
     /// Add everything of one report as device `pid` named `label`.
-    pub fn add_report(&mut self, r: &RunReport, pid: u32, label: &str) {
+    fn add_report(&mut self, r: &RunReport, pid: u32, label: &str) {
         self.add_inference(r, pid, label, None);
     }
 
     /// As [`add_report`](Self::add_report), for the `n`th of several
     /// inferences on the same tracks (`Some(n)`: its kickoff, harvest and
     /// engine spans carry `inference: n`; each inference is at its own times).
-    pub fn add_inference(&mut self, r: &RunReport, pid: u32, label: &str, inference: Option<u32>) {
+    fn add_inference(&mut self, r: &RunReport, pid: u32, label: &str, inference: Option<u32>) {
         self.name_process(pid, label);
         let status = format!("{} {}", r.status.code(), r.status.name());
         let end_us = r.kickoff_us.saturating_add(r.elapsed_ns / 1_000);
-        let first = self.events.len();
-        self.add_kickoff(pid, r.kickoff_us, r.elapsed_ns / 1_000, &status);
-        if let Some(n) = inference {
-            for e in &mut self.events[first..] {
-                e.args.push(("inference", n.to_string()));
-            }
-        }
+        self.name_thread(pid, HOST_TID, "host");
+        self.add_kickoff_on(pid, HOST_TID, r.kickoff_us, r.elapsed_ns / 1_000, &status, inference);
         for f in &r.config.faults {
             self.push(TraceEvent {
                 pid,
@@ -267,7 +282,7 @@ impl Trace {
                 args: vec![("spec", f.clone())],
             });
         }
-        self.add_cores(pid, 0, &r.cores, inference);
+        self.add_cores(pid, 0, &r.cores, end_us, inference);
         for e in &r.events {
             self.add_event(pid, e, end_us);
         }
@@ -277,7 +292,7 @@ impl Trace {
 
     /// Add a harvest event at level warn or error as an instant (others are
     /// left out): at its own time if it has one, else at `end_us`.
-    pub fn add_event(&mut self, pid: u32, e: &Event, end_us: u64) {
+    fn add_event(&mut self, pid: u32, e: &Event, end_us: u64) {
         if !matches!(e.level(), Level::Warn | Level::Error) {
             return;
         }
@@ -302,73 +317,120 @@ impl Trace {
 
     /// Add a counter named `name` on device `pid`: the running count of the
     /// observations at `times_us`, thinned to [`MAX_COUNTER_SAMPLES`].
-    pub fn add_counter(&mut self, pid: u32, name: &str, times_us: &[u64]) {
-        let n = times_us.len();
-        if n == 0 {
-            return;
+    fn add_counter(&mut self, pid: u32, name: &str, times_us: &[u64]) {
+        let points: Vec<(u64, u64)> = times_us.iter().enumerate().map(|(i, t)| (*t, (i + 1) as u64)).collect();
+        self.add_samples(pid, name, &counter::thin(&points));
+    }
+
+    /// Add a counter named `name` on device `pid` from its `(time us, value)`
+    /// points as they are (a [`counter::Samples`] or [`counter::merge`]d).
+    fn add_samples(&mut self, pid: u32, name: &str, points: &[(u64, u64)]) {
+        for (t, value) in points {
+            self.push(TraceEvent {
+                pid,
+                tid: HOST_TID,
+                name: name.to_string(),
+                cat: "poll",
+                ts_us: *t,
+                kind: Kind::Counter { value: *value },
+                args: Vec::new(),
+            });
         }
-        let every = n.div_ceil(MAX_COUNTER_SAMPLES);
-        for (i, t) in times_us.iter().enumerate() {
-            if (i + 1) % every == 0 || i + 1 == n {
-                self.events.push(TraceEvent {
-                    pid,
-                    tid: HOST_TID,
-                    name: name.to_string(),
-                    cat: "poll",
-                    ts_us: *t,
-                    kind: Kind::Counter { value: (i + 1) as u64 },
-                    args: Vec::new(),
-                });
-            }
+    }
+}
+
+impl<A: Sink, B: Sink> Sink for (A, B) {
+    fn name_process(&mut self, pid: u32, name: &str) {
+        self.0.name_process(pid, name);
+        self.1.name_process(pid, name);
+    }
+
+    fn name_thread(&mut self, pid: u32, tid: u32, name: &str) {
+        self.0.name_thread(pid, tid, name);
+        self.1.name_thread(pid, tid, name);
+    }
+
+    fn push(&mut self, e: TraceEvent) {
+        self.0.push(e.clone());
+        self.1.push(e);
+    }
+}
+
+impl<S: Sink> Sink for Option<S> {
+    fn name_process(&mut self, pid: u32, name: &str) {
+        if let Some(s) = self {
+            s.name_process(pid, name);
         }
     }
 
-    /// The trace as Chrome trace-event JSON.
+    fn name_thread(&mut self, pid: u32, tid: u32, name: &str) {
+        if let Some(s) = self {
+            s.name_thread(pid, tid, name);
+        }
+    }
+
+    fn push(&mut self, e: TraceEvent) {
+        if let Some(s) = self {
+            s.push(e);
+        }
+    }
+}
+
+/// A list of events on named tracks, in memory (a single report's; a run of
+/// many inferences streams to a [`TraceFile`] and a [`Summary`] instead).
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    /// Events, in the order added.
+    pub events: Vec<TraceEvent>,
+    processes: BTreeMap<u32, String>,
+    threads: BTreeMap<(u32, u32), String>,
+}
+
+impl Sink for Trace {
+    fn name_process(&mut self, pid: u32, name: &str) {
+        self.processes.insert(pid, name.to_string());
+    }
+
+    fn name_thread(&mut self, pid: u32, tid: u32, name: &str) {
+        self.threads.insert((pid, tid), name.to_string());
+    }
+
+    fn push(&mut self, e: TraceEvent) {
+        if !matches!(e.kind, Kind::Counter { .. }) {
+            self.threads.entry((e.pid, e.tid)).or_insert_with(|| default_track_name(e.tid));
+        }
+        self.events.push(e);
+    }
+}
+
+impl Trace {
+    /// An empty trace.
+    pub fn new() -> Trace {
+        Trace::default()
+    }
+
+    /// The named tracks, ordered by device then track.
+    pub fn tracks(&self) -> impl Iterator<Item = (&(u32, u32), &String)> {
+        self.threads.iter()
+    }
+
+    /// The trace as Chrome trace-event JSON (the names first, then the events).
     pub fn to_json(&self) -> Value {
-        let mut out = Vec::with_capacity(self.events.len() + self.threads.len() * 2 + self.processes.len());
+        let mut out = Vec::with_capacity(self.events.len() + self.threads.len() * 2 + self.processes.len() * 2);
         for (pid, name) in &self.processes {
-            out.push(json!({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}}));
-            out.push(
-                json!({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}}),
-            );
+            out.extend(json::process_meta(*pid, name));
         }
         for ((pid, tid), name) in &self.threads {
-            out.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}));
-            out.push(
-                json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}}),
-            );
+            out.extend(json::thread_meta(*pid, *tid, name));
         }
-        for e in &self.events {
-            let mut o = Map::new();
-            o.insert("name".into(), json!(e.name));
-            o.insert("cat".into(), json!(e.cat));
-            o.insert("pid".into(), json!(e.pid));
-            o.insert("tid".into(), json!(e.tid));
-            o.insert("ts".into(), json!(e.ts_us));
-            let mut args: Map<String, Value> = e.args.iter().map(|(k, v)| ((*k).to_string(), json!(v))).collect();
-            match e.kind {
-                Kind::Span { dur_us } => {
-                    o.insert("ph".into(), json!("X"));
-                    o.insert("dur".into(), json!(dur_us));
-                }
-                Kind::Instant => {
-                    o.insert("ph".into(), json!("i"));
-                    o.insert("s".into(), json!("t"));
-                }
-                Kind::Counter { value } => {
-                    o.insert("ph".into(), json!("C"));
-                    args = Map::new();
-                    args.insert("count".into(), json!(value));
-                }
-            }
-            o.insert("args".into(), Value::Object(args));
-            out.push(Value::Object(o));
-        }
-        json!({"traceEvents": out, "displayTimeUnit": "ms"})
+        out.extend(self.events.iter().map(json::event));
+        serde_json::json!({"traceEvents": out, "displayTimeUnit": "ms"})
     }
 
     /// The trace as an SVG timeline: one lane per track (counters left out),
-    /// spans as bars, instants as marks, a time axis with labels.
+    /// spans as bars, a pending engine as a hatched bar to the harvest's end
+    /// with its own mark, instants as marks that do not overlap, a time axis
+    /// broken over a long idle gap.
     pub fn to_svg(&self, title: &str) -> String {
         svg::render(self, title)
     }
@@ -405,126 +467,10 @@ fn event_core(e: &Event) -> Option<u8> {
     }
 }
 
-/// The conventional name of an errno value, for messages.
-pub fn errno_name(e: i32) -> &'static str {
-    match e {
-        1 => "EPERM",
-        2 => "ENOENT",
-        5 => "EIO",
-        6 => "ENXIO",
-        9 => "EBADF",
-        13 => "EACCES",
-        17 => "EEXIST",
-        20 => "ENOTDIR",
-        21 => "EISDIR",
-        22 => "EINVAL",
-        24 => "EMFILE",
-        27 => "EFBIG",
-        28 => "ENOSPC",
-        30 => "EROFS",
-        32 => "EPIPE",
-        36 => "ENAMETOOLONG",
-        122 => "EDQUOT",
-        _ => "errno",
-    }
-}
-
-/// The step of [`write_file`] that failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WriteStep {
-    /// The non-blocking probe open of a FIFO (ENXIO: nobody reads it).
-    Open,
-    /// Creating (or truncating) the file.
-    Create,
-    /// Writing the text (EPIPE: a FIFO's reader went away).
-    Write,
-    /// Syncing the file to its device.
-    Fsync,
-}
-
-impl WriteStep {
-    /// The step's name in messages (`open`, `create`, `write`, `fsync`).
-    pub fn name(self) -> &'static str {
-        match self {
-            WriteStep::Open => "open",
-            WriteStep::Create => "create",
-            WriteStep::Write => "write",
-            WriteStep::Fsync => "fsync",
-        }
-    }
-}
-
-/// Why [`write_file`] failed: what was written, where, at which step, and the
-/// OS error (its [`source`](std::error::Error::source)). Its text is
-/// `writing the <what> to <path>: <step> failed: <OS error> (<errno name>)`.
-#[derive(Debug)]
-pub struct WriteError {
-    /// What the file is ("trace", "timeline SVG").
-    pub what: String,
-    /// The file.
-    pub path: std::path::PathBuf,
-    /// The step that failed.
-    pub step: WriteStep,
-    /// The OS error.
-    pub source: std::io::Error,
-}
-
-impl WriteError {
-    /// The errno value of the failure, if the OS gave one.
-    pub fn errno(&self) -> Option<i32> {
-        self.source.raw_os_error()
-    }
-}
-
-impl core::fmt::Display for WriteError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let name = self.errno().map_or("", errno_name);
-        write!(
-            f,
-            "writing the {} to {}: {} failed: {} ({name})",
-            self.what,
-            self.path.display(),
-            self.step.name(),
-            self.source
-        )
-    }
-}
-
-impl std::error::Error for WriteError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
-}
-
-/// Write `text` to `path` (`what` names it: "trace", "timeline SVG"); the
-/// error names what, the path, the step and the reason with its errno name. A
-/// FIFO without a reader fails at once (ENXIO); a reader that goes away fails
-/// the write (EPIPE: Rust programs ignore SIGPIPE).
-pub fn write_file(what: &str, path: &std::path::Path, text: &str) -> Result<(), WriteError> {
-    use std::io::Write as _;
-    let fail = |step: WriteStep| {
-        move |source: std::io::Error| WriteError { what: what.into(), path: path.into(), step, source }
-    };
-    // A FIFO nobody reads would block the open for ever: a non-blocking open
-    // first fails at once (ENXIO) and, where a reader is there, holds the FIFO
-    // open for the blocking one below.
-    let _probe = if std::fs::metadata(path).is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type())) {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        Some(
-            std::fs::OpenOptions::new()
-                .write(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(path)
-                .map_err(fail(WriteStep::Open))?,
-        )
-    } else {
-        None
-    };
-    let mut f = std::fs::File::create(path).map_err(fail(WriteStep::Create))?;
-    f.write_all(text.as_bytes()).map_err(fail(WriteStep::Write))?;
-    f.sync_all().or_else(|e| if e.raw_os_error() == Some(22) { Ok(()) } else { Err(e) }).map_err(fail(WriteStep::Fsync))
-}
-
+pub mod counter;
+mod file;
+mod json;
+mod summary;
 mod svg;
 
 #[cfg(test)]

@@ -182,16 +182,24 @@ fn the_svg_has_a_lane_per_track_a_bar_per_span_and_a_mark_per_instant() {
     // Every track has something drawn but core 0's errors (its one event is info).
     let lanes = t.tracks().count() - 1;
     assert!(!s.contains("core 0 errors"));
-    // The background, a rect per lane, seven legend swatches, then the bars.
-    let bars = s.matches("<rect x=").count() - 1 - lanes - 7;
+    // The background, a rect per lane, eight legend swatches (seven colours
+    // and the pending hatch), then the bars: the spans and core 1 DVE's pending one.
+    let bars = s.matches("<rect x=").count() - 1 - lanes - 8;
+    let pending = s.matches(r#"<rect class="pending""#).count();
     let spans = t.events.iter().filter(|e| matches!(e.kind, Kind::Span { .. })).count();
-    assert_eq!(bars, spans);
-    // Two legend marks, then one per instant.
-    let marks = s.matches("<path d=").count() - 2;
-    assert_eq!(marks, t.events.iter().filter(|e| e.kind == Kind::Instant).count());
+    assert_eq!(bars + pending, spans);
+    assert_eq!(pending, 1, "DVE's pending bar");
+    // Three legend marks (error, kickoff, hung), then one per instant but the
+    // engine's START without END (its pending bar starts there), and the hung mark.
+    let marks = s.matches("<path d=").count() - 3;
+    let instants = t.events.iter().filter(|e| e.kind == Kind::Instant && e.cat != "engine").count();
+    assert_eq!(marks, instants + 1);
+    assert_eq!(s.matches(r#"<g class="hung">"#).count(), 1 + 1, "the legend's hung mark and DVE's");
+    assert!(s.contains("hung</text>") && s.contains("pending (no END)</text>"), "the legend names them");
     assert!(s.contains(">100 µs<") || s.contains(">90 µs<"), "an axis label at the start");
-    // The legend's, then the fault, the record, the hang, the shutdown.
-    assert_eq!(s.matches("fill=\"#d62728\"").count(), 1 + 4, "the errors and the fault are red");
+    // The hatch, the legend's diamond and hung disc, the hung disc, then the
+    // fault, the record, the hang, the shutdown.
+    assert_eq!(s.matches("fill=\"#d62728\"").count(), 3 + 1 + 4, "the errors, the fault and the hung mark are red");
     let mut two = Trace::new();
     two.add_report(&report(), 0, "run <1>");
     two.add_report(&report(), 1, "device 1");
@@ -364,4 +372,75 @@ fn each_cores_cc_records_are_a_span_or_an_instant_on_its_cc_track() {
     assert_eq!(svg.matches(r##"fill="#edc948" rx="2"><title>"##).count(), 1, "core 0's CC span in the CC colour");
     assert_eq!((cc_tid(0), cc_tid(3)), (CC_TID_BASE, CC_TID_BASE + 3));
     assert!(cc_tid(0) > errors_tid(63), "after every core's engine and error tracks");
+}
+
+/// A scratch path of this test's own.
+fn scratch(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("nrt-trace-{name}-{}", std::process::id()))
+}
+
+#[test]
+fn a_streamed_file_holds_what_the_trace_in_memory_holds() {
+    let p = scratch("stream.json");
+    let mut f = TraceFile::create("trace", &p).expect("the file");
+    let mut t = Trace::new();
+    for (pid, label) in [(0, "run"), (1, "device 1")] {
+        f.add_inference(&report(), pid, label, Some(pid));
+        t.add_inference(&report(), pid, label, Some(pid));
+    }
+    let written = f.written();
+    f.finish().expect("finished");
+    let text = std::fs::read_to_string(&p).expect("read back");
+    let _ = std::fs::remove_file(&p);
+    assert!(text.starts_with(json::OPENING) && text.ends_with(json::CLOSING), "{text}");
+    let v: Value = serde_json::from_str(&text).expect("the file is JSON");
+    assert_eq!(v["displayTimeUnit"], "ms");
+    let streamed = v["traceEvents"].as_array().expect("traceEvents");
+    assert_eq!(streamed.len() as u64, written);
+    let memory = t.to_json();
+    let memory = memory["traceEvents"].as_array().expect("traceEvents");
+    // The same events in the same order; the same names, each track's before its first event.
+    let not_meta = |v: &&Value| v["ph"] != "M";
+    assert_eq!(
+        streamed.iter().filter(not_meta).collect::<Vec<_>>(),
+        memory.iter().filter(not_meta).collect::<Vec<_>>()
+    );
+    let meta = |a: &[Value]| {
+        let mut m: Vec<String> = a.iter().filter(|e| e["ph"] == "M").map(Value::to_string).collect();
+        m.sort();
+        m
+    };
+    assert_eq!(meta(streamed), meta(memory));
+    for (i, e) in streamed.iter().enumerate().filter(|(_, e)| e["ph"] != "M" && e["ph"] != "C") {
+        let named =
+            streamed[..i].iter().any(|m| m["name"] == "thread_name" && m["pid"] == e["pid"] && m["tid"] == e["tid"]);
+        assert!(named, "track named before {e}");
+    }
+    // The pending DVE: a span from its START to the harvest's end (kickoff 100 + 80 us).
+    let pending: Vec<&Value> = streamed.iter().filter(|e| e["cat"] == PENDING).collect();
+    assert_eq!(pending.len(), 2, "one per device");
+    assert_eq!((pending[0]["ts"].as_u64(), pending[0]["dur"].as_u64()), (Some(123), Some(180 - 123)));
+    assert_eq!(pending[0]["tid"].as_u64(), Some(u64::from(engine_tid(1, 3))));
+}
+
+#[test]
+fn a_streamed_file_whose_reader_leaves_fails_at_finish_naming_it() {
+    let p = fifo("stream-leaves");
+    let reader = {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&p).expect("the reader")
+    };
+    let mut f = TraceFile::create("trace", &p).expect("a FIFO with a reader");
+    drop(reader);
+    // More than the writer's buffer (each report has 2000 counter samples):
+    // the writes after the reader left fail.
+    for n in 0..2 {
+        f.add_inference(&report(), 0, "run", Some(n));
+    }
+    let e = f.finish().unwrap_err();
+    assert_eq!((e.step, e.errno()), (WriteStep::Write, Some(libc::EPIPE)));
+    assert!(e.to_string().contains(&p.display().to_string()), "{e}");
+    let _ = std::fs::remove_file(&p);
+    let e = TraceFile::create("trace", std::path::Path::new("/nonexistent-dir/t.json")).unwrap_err();
+    assert_eq!((e.step, e.errno()), (WriteStep::Create, Some(libc::ENOENT)));
 }

@@ -48,8 +48,10 @@
 //! (exit 2) naming the variable, the value and what is accepted. `--trace`
 //! and `--timeline-svg` write the harvests of all the run's inferences (each
 //! at its own times, its spans tagged with its number when there are several)
-//! as Chrome trace-event JSON and an SVG timeline (`nrt_trace`), once, after
-//! the last inference; a file that cannot be written exits 1, naming it.
+//! as Chrome trace-event JSON, streamed to the file as each harvest ends, and
+//! an SVG timeline (`nrt_trace`: one inference's lanes, or a row summing
+//! several), after the last inference; a file that cannot be made exits 1
+//! before the first inference, naming it, as does one that cannot be written.
 //!
 //! `run --inferences K` runs K inferences on the one session, printing each
 //! report (with `--json`, one object per inference); `--linger-s S` keeps the
@@ -188,7 +190,7 @@ struct RunArgs {
     /// Write the harvests (every inference, each at its own times) as Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE.
     #[arg(long, value_name = "FILE")]
     trace: Option<std::path::PathBuf>,
-    /// Write the harvests as an SVG timeline (engines as lanes, spans as bars) to FILE.
+    /// Write the harvests as an SVG timeline to FILE (one inference: engines as lanes; several: a row summing them).
     #[arg(long = "timeline-svg", value_name = "FILE")]
     timeline_svg: Option<std::path::PathBuf>,
 }
@@ -550,8 +552,16 @@ fn run(a: &RunArgs) -> ExitCode {
         errln!("nrtctl run: no datastore (the counters stay in this process): {e}");
     }
     let mut code = ExitCode::SUCCESS;
-    let mut pictures = Pictures::default();
-    for i in 1..=a.inferences {
+    // The trace file is made before the first inference (its events stream into it).
+    let (mut pictures, inferences) = match open_pictures(a) {
+        Ok(p) => (p, a.inferences),
+        Err(e) => {
+            errln!("nrtctl run: {e}");
+            code = ExitCode::FAILURE;
+            (Pictures::default(), 0)
+        }
+    };
+    for i in 1..=inferences {
         match session.run_inference() {
             Ok(r) => {
                 if let Some(p) = &r.probe_error {
@@ -581,7 +591,7 @@ fn run(a: &RunArgs) -> ExitCode {
             }
         }
     }
-    if let Err(e) = write_pictures(a, label, &pictures) {
+    if let Err(e) = write_pictures(a, label, pictures) {
         errln!("nrtctl run: {e}");
         code = ExitCode::FAILURE;
     }
@@ -697,12 +707,27 @@ fn verdict(expected: (nrt_core::NrtStatus, u8), r: &nrt_linux::session::Inferenc
     Ok(())
 }
 
-/// The pictures of a run: every inference's harvest, written once at the end
-/// (`--trace`, `--timeline-svg`).
+/// The pictures of a run: the trace file every inference's harvest streams
+/// into (`--trace`), and what the SVG is drawn from (`--timeline-svg`): one
+/// inference's lanes, or the summary of several (bounded, whatever their number).
 #[cfg(feature = "sim")]
-type Pictures = nrt_trace::Trace;
+type Pictures = (Option<nrt_trace::TraceFile>, (Option<nrt_trace::Trace>, Option<nrt_trace::Summary>));
 #[cfg(not(feature = "sim"))]
 type Pictures = ();
+
+/// Make `--trace`'s file (its opening written) and the SVG's collector.
+#[cfg(feature = "sim")]
+fn open_pictures(a: &RunArgs) -> Result<Pictures, nrt_trace::WriteError> {
+    let file = a.trace.as_deref().map(|p| nrt_trace::TraceFile::create("trace", p)).transpose()?;
+    let svg = a.timeline_svg.is_some();
+    let one = a.inferences <= 1;
+    Ok((file, ((svg && one).then(nrt_trace::Trace::new), (svg && !one).then(nrt_trace::Summary::new))))
+}
+
+#[cfg(not(feature = "sim"))]
+fn open_pictures(_a: &RunArgs) -> Result<Pictures, std::convert::Infallible> {
+    Ok(())
+}
 
 /// The title of the run's pictures.
 #[cfg_attr(not(feature = "sim"), allow(dead_code))]
@@ -713,21 +738,23 @@ fn picture_title(a: &RunArgs, label: Option<Label>) -> String {
     }
 }
 
-/// Write `--trace` and `--timeline-svg` (each file names its failure).
+/// Finish `--trace` and write `--timeline-svg` (each file names its failure).
 #[cfg(feature = "sim")]
-fn write_pictures(a: &RunArgs, label: Option<Label>, pictures: &Pictures) -> Result<(), nrt_trace::WriteError> {
+fn write_pictures(a: &RunArgs, label: Option<Label>, pictures: Pictures) -> Result<(), nrt_trace::WriteError> {
     let title = picture_title(a, label);
-    a.trace.as_ref().map_or(Ok(()), |p| nrt_trace::write_file("trace", p, &pictures.to_json().to_string())).and_then(
-        |()| {
-            a.timeline_svg
-                .as_ref()
-                .map_or(Ok(()), |p| nrt_trace::write_file("timeline SVG", p, &pictures.to_svg(&title)))
-        },
-    )
+    let (file, (lanes, rows)) = pictures;
+    if let Some(f) = file {
+        f.finish()?;
+    }
+    let svg = lanes.map(|t| t.to_svg(&title)).or_else(|| rows.map(|r| r.to_svg(&title)));
+    match (&a.timeline_svg, svg) {
+        (Some(p), Some(svg)) => nrt_trace::write_file("timeline SVG", p, &svg),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(not(feature = "sim"))]
-fn write_pictures(_a: &RunArgs, _label: Option<Label>, _pictures: &Pictures) -> Result<(), std::convert::Infallible> {
+fn write_pictures(_a: &RunArgs, _label: Option<Label>, _pictures: Pictures) -> Result<(), std::convert::Infallible> {
     Ok(())
 }
 
@@ -753,7 +780,7 @@ fn print_run(
     let verdict = label.filter(|_| a.inject.is_empty()).map(|sc| verdict((sc.expected, sc.expected_rc), r));
     if a.trace.is_some() || a.timeline_svg.is_some() {
         let n = (a.inferences > 1).then_some(i);
-        pictures.add_inference(&report, 0, &picture_title(a, label), n);
+        nrt_trace::Sink::add_inference(pictures, &report, 0, &picture_title(a, label), n);
     }
     if a.json {
         let mut v = nrt_abi::report::json(&report, label.map(|s| (s.name, s.expected)));
