@@ -118,6 +118,27 @@ impl NeuronDevice {
         Ok(NeuronDevice { file, path, node, queues: Mutex::new(HashMap::new()), free_access: Mutex::new(false) })
     }
 
+    /// The architecture the driver behind `path` names (`DRIVER_INFO_GET`),
+    /// asked through a write-only descriptor opened for the call alone: a
+    /// misc request (neuron_cdev.c `ncdev_misc_ioctl`), so the process is not
+    /// attached to a device it may not use (`npid_attach` is skipped for
+    /// `O_WRONLY`, `IS_NEURON_DEVICE_FREE_ACCESS`).
+    pub fn probe_architecture(path: impl AsRef<Path>) -> Result<u32, LinuxError> {
+        let path = path.as_ref();
+        let f =
+            OpenOptions::new().write(true).custom_flags(libc::O_CLOEXEC).open(path).map_err(|e| open_error(path, e))?;
+        let mut a = DriverInfo { version: 0, size: core::mem::size_of::<DriverInfo>() as u32, ..DriverInfo::default() };
+        let name = ioctl::DRIVER_INFO_GET.name();
+        let target = path.display().to_string();
+        let rc =
+            sys::ioctl(f.as_fd(), ioctl::DRIVER_INFO_GET, &mut a).map_err(|e| LinuxError::new(name, target.clone(), e));
+        sys::close(f);
+        match rc? {
+            0 => Ok(a.architecture),
+            r => Err(LinuxError::new(name, target, io::Error::other(format!("returned +{r} where 0 is success")))),
+        }
+    }
+
     /// Issue `req` through the process's write-only descriptor of this node,
     /// opened (`O_WRONLY | O_CLOEXEC`) at the first use and this device then
     /// counted as one of its users until

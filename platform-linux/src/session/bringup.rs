@@ -74,39 +74,42 @@ impl Session {
         }
         let first = u32::from(cfg.first_core);
         let mut tried: Vec<u32> = Vec::new();
-        let (mut last, mut found) = (None, Vec::new());
+        let mut seen: Vec<String> = Vec::new();
         for per in [Arch::Sunda.nc_per_device(), Arch::Cayman.nc_per_device()] {
             let n = first / u32::from(per);
             if tried.contains(&n) {
                 continue;
             }
             tried.push(n);
-            let opened = NeuronDevice::open(format!("/dev/neuron{n}")).and_then(|d| arch_of(&d).map(|(_, a)| (d, a)));
-            match opened {
-                Ok((dev, arch)) if first / u32::from(arch.nc_per_device()) == n => return Session::open_on(dev, cfg),
-                Ok((_, arch)) => found.push(format!(
-                    "/dev/neuron{n} is {} ({} cores a device), so core {first} is on /dev/neuron{}",
-                    arch.name(),
-                    arch.nc_per_device(),
-                    first / u32::from(arch.nc_per_device())
-                )),
-                Err(e) => last = Some(e),
+            let path = format!("/dev/neuron{n}");
+            // Only the chosen node is opened read-write (attached): the
+            // others are asked their generation through a write-only one.
+            match NeuronDevice::probe_architecture(&path) {
+                Ok(t) => match u8::try_from(t).ok().and_then(Arch::from_arch_type) {
+                    Some(arch) if first / u32::from(arch.nc_per_device()) == n => {
+                        return Session::open(&path, cfg).map_err(|e| e.about(Subject::Cores))
+                    }
+                    Some(arch) => seen.push(format!(
+                        "{path} is {} ({} cores a device), so core {first} is on /dev/neuron{}",
+                        arch.name(),
+                        arch.nc_per_device(),
+                        first / u32::from(arch.nc_per_device())
+                    )),
+                    None => seen.push(format!("{path}: unknown architecture {t}")),
+                },
+                Err(e) => seen.push(e.to_string()),
             }
         }
         let nodes: Vec<String> = tried.iter().map(|n| format!("/dev/neuron{n}")).collect();
-        let what = if found.is_empty() {
-            format!(
-                "core {first} is on {} ({} cores a device on sunda, {} on cayman and mariana)",
-                nodes.join(" or "),
-                Arch::Sunda.nc_per_device(),
-                Arch::Cayman.nc_per_device()
-            )
-        } else {
-            found.join("; ")
-        };
-        let e = last
-            .unwrap_or_else(|| LinuxError::new("open", nodes.join(", "), io::Error::from_raw_os_error(libc::ENOENT)));
-        Err(e.with_detail(what).about(Subject::Cores))
+        let why = format!(
+            "core {first} is on {} ({} cores a device on sunda, {} on cayman and mariana): {}",
+            nodes.join(" or "),
+            Arch::Sunda.nc_per_device(),
+            Arch::Cayman.nc_per_device(),
+            seen.join("; ")
+        );
+        Err(LinuxError::new("open", nodes.join(", "), io::Error::new(io::ErrorKind::NotFound, why))
+            .about(Subject::Cores))
     }
 
     fn open_on(dev: NeuronDevice, mut cfg: SessionConfig) -> Result<Session, LinuxError> {

@@ -288,6 +288,11 @@ impl Session {
     fn not_started(&mut self, staging: Staging, status: NrtStatus, why: String) -> Inference {
         log::error!("{}: {why}", self.dev.path().display());
         self.last_status = Some(status);
+        if status == NrtStatus::Timeout {
+            // The queue's state is unknown: a late marker of this copy would
+            // pass for the next one's (same done word), so none is started.
+            self.unusable = Some(format!("{why}; the staging queue's state is unknown: close and reopen"));
+        }
         let wakes = self.device.as_ref().map(|d| d.tensors.waker().clone()).unwrap_or_default();
         Inference {
             status,

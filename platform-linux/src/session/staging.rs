@@ -24,7 +24,9 @@ impl ChunkMemory<'_> {
         let end = addr.checked_add(len as u64);
         self.chunks
             .iter()
-            .find(|c| addr >= c.info.pa && end.is_some_and(|e| e <= c.info.pa + c.info.size))
+            .find(|c| {
+                addr >= c.info.pa && end.is_some_and(|e| c.info.pa.checked_add(c.info.size).is_some_and(|x| e <= x))
+            })
             .and_then(|c| c.map.as_ref().map(|m| (m, addr - c.info.pa)))
             .ok_or_else(|| {
                 refused(self.dev, "device memory", format!("0x{addr:x}+{len} is in no mapped chunk of this session"))

@@ -254,6 +254,10 @@ mod fake_driver {
         pub already_writer: Option<u32>,
         /// This process's datastore: its offset and owner.
         pub datastore: Option<(u64, i32)>,
+        /// Copy starts move nothing (the device never copies).
+        pub drop_copies: bool,
+        /// Copy starts move only the 4-byte completion markers, not the data.
+        pub skip_data: bool,
         /// The counters of NCs 0 and 1 as they were at the owner's release.
         pub released_datastore: Option<[[u64; 95]; 2]>,
         /// Each range mark's `(nc_count, start_nc_index, end_nc_index)`.
@@ -327,6 +331,9 @@ mod fake_driver {
                 let slot = u64::from((cursor + i) % depth) * 16;
                 self.tx_meta.push(self.r32(txr + slot + 4));
                 let len = LenCtrl::from_bits(self.r32(txr + slot)).len_bytes();
+                if self.drop_copies || (self.skip_data && len != 4) {
+                    continue;
+                }
                 let (src, dst) = (self.r64(txr + slot + 8), self.r64(rxr + slot + 8));
                 for w in 0..u64::from(len / 4) {
                     self.w32(dst + 4 * w, self.r32(src + 4 * w));
@@ -1224,6 +1231,36 @@ fn a_dead_device_ends_the_harvest_with_device_gone() {
     assert!(msg.contains("is gone") && msg.contains("ENOSYS"), "{msg}");
     drop(s);
     fake_driver::uninstall(&p);
+}
+
+/// A staging copy the device did not make never ends as a success: a
+/// marker that never came is NRT_TIMEOUT (and the session, whose queue state
+/// is unknown, refuses the next inference), a marker without the data is
+/// NRT_HW_ERROR; neither kicks the cores off, and the note names the queue.
+#[test]
+fn a_failed_staging_copy_ends_the_inference_before_its_kickoff() {
+    for (drop, status) in [(true, NrtStatus::Timeout), (false, NrtStatus::HwError)] {
+        let (p, st) = fake_driver::install(if drop { "no-copy" } else { "no-data" });
+        let mut s = Session::open(&p, cfg(Some(1))).unwrap();
+        {
+            let mut b = st.borrow_mut();
+            b.drop_copies = drop;
+            b.skip_data = !drop;
+        }
+        let r = s.run_inference().unwrap();
+        assert_eq!((r.status, r.step.code()), (status, 2), "drop {drop}");
+        assert!(r.notes.iter().any(|n| n.contains("DMA engine 0 queue 0")), "{:?}", r.notes);
+        assert_eq!(s.last_status(), Some(status));
+        assert!(!st.borrow().calls.iter().any(|c| c == "NEURON_IOCTL_SEMAPHORE_INCREMENT"), "no kickoff");
+        let again = s.run_inference();
+        assert_eq!(again.is_err(), drop, "drop {drop}: the next inference after a timed-out copy is refused");
+        drop_session(s, &p);
+    }
+}
+
+fn drop_session(s: Session, p: &std::path::Path) {
+    drop(s);
+    fake_driver::uninstall(p);
 }
 
 /// Handles are the allocation's: the info struct's `mem_handle` comes back as
