@@ -30,6 +30,14 @@ fn numbers_out_of_range_are_usage_errors_naming_the_flag_and_the_value() {
         (&["harvest", "--shm", shm, "--inferences", "nan"], "--inferences", "'nan'"),
         (&["sem", "read", "--nc", "-1", "--index", "0"], "--nc", "'-1'"),
         (&["event", "set", "--nc", "0", "--index", "0", "--value", "-7"], "--value", "'-7'"),
+        (&["stats", "--pid", "1", "--watch", "0"], "--watch", "'0'"),
+        (&["stats", "--pid", "1", "--watch", "0.0"], "--watch", "'0.0'"),
+        (&["stats", "--pid", "1", "--watch", "1e-12"], "--watch", "'1e-12'"),
+        (&["stats", "--pid", "1", "--watch", "-1"], "--watch", "'-1'"),
+        (&["stats", "--pid", "1", "--watch=-0.5"], "--watch", "'-0.5'"),
+        (&["stats", "--pid", "1", "--watch", "3601"], "--watch", "'3601'"),
+        (&["stats", "--pid", "1", "--watch", "1", "--count", "0"], "--count", "'0'"),
+        (&["run", "--linger-s", "-1"], "--linger-s", "'-1'"),
     ];
     for (args, flag, value) in cases {
         let o = nrtctl().args(*args).output().unwrap();

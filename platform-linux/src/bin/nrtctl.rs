@@ -130,6 +130,16 @@ fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
     }
 }
 
+/// `--watch`: a period, more than 0 seconds (a zero period would read the
+/// datastore in a tight loop) and at most an hour.
+fn parse_period(s: &str) -> Result<std::time::Duration, String> {
+    match parse_secs(s) {
+        Ok(d) if d.is_zero() => Err("a period must be more than 0 seconds".to_string()),
+        Ok(d) => Ok(d),
+        Err(_) => Err(format!("not a number of seconds more than 0 and at most {MAX_LINGER_S}")),
+    }
+}
+
 #[derive(clap::Args)]
 struct StatsArgs {
     /// Device node.
@@ -142,7 +152,7 @@ struct StatsArgs {
     #[arg(long)]
     json: bool,
     /// Print what changed every SECS seconds (more than 0, at most 3600).
-    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    #[arg(long, value_name = "SECS", value_parser = parse_period, allow_negative_numbers = true)]
     watch: Option<std::time::Duration>,
     /// With --watch: stop after this many periods [default: when the process's datastore is gone].
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
@@ -180,7 +190,7 @@ struct RunArgs {
     #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     inferences: u32,
     /// Keep the process (its session and datastore) this many seconds after the last inference.
-    #[arg(long = "linger-s", value_name = "S", value_parser = parse_secs)]
+    #[arg(long = "linger-s", value_name = "S", value_parser = parse_secs, allow_negative_numbers = true)]
     linger_s: Option<std::time::Duration>,
     /// Print one JSON object (per inference) instead of text.
     #[arg(long)]
