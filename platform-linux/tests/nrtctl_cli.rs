@@ -53,6 +53,13 @@ fn numbers_out_of_range_are_usage_errors_naming_the_flag_and_the_value() {
 }
 
 #[test]
+fn version_prints_the_name_and_the_crate_version() {
+    let o = nrtctl().arg("--version").output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), format!("nrtctl {}", env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
 fn a_reader_that_goes_away_ends_the_output_quietly() {
     // `| head -0`: the pipe's read end is closed before the first write.
     let (reader, writer) = std::io::pipe().unwrap();

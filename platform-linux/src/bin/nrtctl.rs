@@ -84,7 +84,7 @@ use nrt_abi::outp;
 use nrt_abi::{errln, outln};
 
 #[derive(Parser)]
-#[command(name = "nrtctl", about = "Neuron device operations through the driver's ioctls")]
+#[command(name = "nrtctl", version, about = "Neuron device operations through the driver's ioctls")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
