@@ -59,8 +59,11 @@
 //! `stats` reads process N's datastore as neuron-monitor does
 //! (`ACQUIRE_NEURON_DS {pid N}`, mapped; [`nrt_linux::datastore`]) and prints
 //! its counters in the shape of neuron-monitor's `execution_stats`
-//! (`nrt_abi::stats`; the same field names with `--json`). `--watch SECS`
-//! prints what changed over each period of SECS seconds (with `period`), and
+//! (`nrt_abi::stats`; the same field names with `--json`): `execution_summary`
+//! counts each execution once, in its outcome, and `nc_execution_summary` each
+//! core's own outcome (G-NDS-SUM). `--watch SECS` prints the totals, then what
+//! changed over each period of SECS seconds (with `period`; a count that went
+//! down is a reset, its NC named, never a difference), and
 //! stops after `--count` periods, when the process's datastore is gone (the
 //! driver no longer hands it out: released, or the process exited), or when
 //! standard output closes. Exit 1 when the datastore cannot be acquired (the call, the device,
@@ -151,7 +154,7 @@ struct StatsArgs {
     /// Print neuron-monitor's JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// Print what changed every SECS seconds (more than 0, at most 3600).
+    /// Print the totals, then what changed every SECS seconds (more than 0, at most 3600).
     #[arg(long, value_name = "SECS", value_parser = parse_period, allow_negative_numbers = true)]
     watch: Option<std::time::Duration>,
     /// With --watch: stop after this many periods [default: when the process's datastore is gone].
@@ -668,8 +671,10 @@ fn stats(a: &StatsArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // The totals first (with --watch too: what was counted before the first
+    // period), then what changed in each period.
+    print(&ExecutionStats::from_values(before.iter()), None);
     let Some(period) = a.watch else {
-        print(&ExecutionStats::from_values(before.iter()), None);
         return ExitCode::SUCCESS;
     };
     let mut t0 = std::time::Instant::now();
