@@ -113,3 +113,35 @@ fn run_without_a_device_names_the_call_the_path_and_the_errno() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// Each `NEURON_RT_*` variable set that the binding does not honour is named
+/// once on standard error as having no effect; honoured ones are not, and
+/// `NEURON_RT_LOG_LEVEL=QUIET` silences the warnings.
+#[test]
+fn unhonoured_runtime_variables_are_each_warned_of_once() {
+    let unhonoured = [
+        ("NEURON_RT_LOG_LOCATION", "syslog"),
+        ("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", "3"),
+        ("NEURON_RT_VALIDATE_HASH", "true"),
+        ("NEURON_RT_NOT_A_THING", "1"),
+    ];
+    let run = |quiet: bool| {
+        let mut c = nrtctl();
+        c.args(["run", "--device", "/nonexistent/neuron0"]).envs(unhonoured).env("NEURON_RT_EXEC_TIMEOUT", "5");
+        if quiet {
+            c.env("NEURON_RT_LOG_LEVEL", "QUIET");
+        }
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        stderr(&o)
+    };
+    let err = run(false);
+    for (name, _) in unhonoured {
+        let lines: Vec<&str> = err.lines().filter(|l| l.contains(name)).collect();
+        assert_eq!(lines.len(), 1, "{name}: {err}");
+        assert!(lines[0].starts_with(&format!("nrt: warning: {name} is set but has no effect here (")), "{err}");
+    }
+    assert!(err.contains("NEURON_RT_VALIDATE_HASH is set but has no effect here (libnrt's NEFF checksum"), "{err}");
+    assert!(!err.contains("NEURON_RT_EXEC_TIMEOUT is set"), "honoured: {err}");
+    assert!(!run(true).contains("nrt: warning"), "QUIET");
+}

@@ -211,7 +211,9 @@ macro_rules! log_env_help {
     () => {
         "  NEURON_RT_LOG_LEVEL=LEVEL        ERROR (default), WARNING, INFO, DEBUG, TRACE or QUIET, on standard error
   NEURON_RT_LOG_LEVEL_<C>=LEVEL    the same for one component C: TDRV (the harvest and the driver
-                                   binding), NRT (nrtctl); NMGR and KMGR are accepted (no code here)"
+                                   binding), NRT (nrtctl); NMGR and KMGR are accepted (no code here)
+  other NEURON_RT_* variables      have no effect here (NEURON_RT_LOG_LOCATION, NEURON_RT_VALIDATE_HASH, ...):
+                                   each one set is named once in a warning on standard error (not with QUIET)"
     };
 }
 
