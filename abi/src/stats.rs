@@ -10,12 +10,23 @@
 //! {total_latency, device_latency} with percentiles p0, p1, p25, p50, p75, p99,
 //! p100 in seconds (`null` when nothing ran), `error`.
 //!
-//! The counts are the sums over the NeuronCores read: each physical core counts
-//! its own outcome of a request (FINALIZE's per-core update), so a request over
-//! two cores counts on both (G-NDS-SUM). The percentiles are nearest-rank over
-//! the latency samples the cores keep (the last
+//! `execution_summary` counts executions, each once, in its request's outcome:
+//! the execution counts the request's first core keeps in reserved ids
+//! ([`id::EXECUTIONS`], G-NDS-SUM), summed over the NeuronCores read. The
+//! driver's per-NC words (each core's own outcome, so a request over two cores
+//! counts on both) are kept apart as `nc_execution_summary`; `error_summary`
+//! is theirs (an error is counted on the core it happened on). A datastore
+//! whose writer keeps no execution counts (every one 0, `EXEC_OTHER` included,
+//! while a core counted an outcome) gives its per-NC sums as `execution_summary`, said in
+//! `execution_summary_source`. The percentiles are nearest-rank over the
+//! latency samples the cores keep (the last
 //! [`LATENCY_WINDOW`](nrt_core::counters::id::LATENCY_WINDOW) per core,
 //! G-NDS-LATENCY), pooled.
+//!
+//! Between two reads ([`ExecutionStats::between`]) a count that went down (the
+//! datastore reset or another writer's) is never a difference: that NC's
+//! counts are its totals since the reset, and the NC is named in
+//! `counters_reset_on_nc`.
 
 use nrt_core::counters::{id, latency_samples_of, NcCounterBlock};
 use serde_json::{json, Value};
@@ -23,6 +34,30 @@ use serde_json::{json, Value};
 /// The percentiles neuron-monitor prints, by name.
 pub const PERCENTILES: [(&str, u32); 7] =
     [("p0", 0), ("p1", 1), ("p25", 25), ("p50", 50), ("p75", 75), ("p99", 99), ("p100", 100)];
+
+/// neuron-monitor's `execution_summary` fields, each with the per-NC word of
+/// a core's own outcome and the execution count of the request's outcome.
+pub const SUMMARY_FIELDS: [(&str, usize, usize); 6] = [
+    ("completed", id::INFER_COMPLETED, id::EXEC_COMPLETED),
+    ("completed_with_err", id::INFER_COMPLETED_WITH_ERR, id::EXEC_COMPLETED_WITH_ERR),
+    ("completed_with_num_err", id::INFER_COMPLETED_WITH_NUM_ERR, id::EXEC_COMPLETED_WITH_NUM_ERR),
+    ("timed_out", id::INFER_TIMED_OUT, id::EXEC_TIMED_OUT),
+    ("incorrect_input", id::INFER_INCORRECT_INPUT, id::EXEC_INCORRECT_INPUT),
+    ("failed_to_queue", id::INFER_FAILED_TO_QUEUE, id::EXEC_FAILED_TO_QUEUE),
+];
+
+/// The driver's runtime memory-usage ids (22..=26, between `CC_TIME` and
+/// `MODEL_LOAD_COUNT`): levels, not counts, so they may go down.
+const MEMORY_USAGE_IDS: core::ops::RangeInclusive<usize> = (id::CC_TIME + 1)..=(id::MODEL_LOAD_COUNT - 1);
+
+/// Whether id `c` only ever grows (a count): the driver's counters but its
+/// memory-usage levels, the sample count and the execution counts (not the
+/// latency samples, which are overwritten).
+fn is_count(c: usize) -> bool {
+    (c < id::EXT_LAST && !MEMORY_USAGE_IDS.contains(&c))
+        || c == id::LATENCY_SAMPLES_WRITTEN
+        || (id::EXECUTIONS..id::WRITTEN_END).contains(&c)
+}
 
 /// The counts and samples of one or more cores.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -35,6 +70,9 @@ pub struct ExecutionStats {
     pub total_latency_us: Vec<u64>,
     /// NeuronCores read.
     pub cores: usize,
+    /// NCs (their positions in the read) whose counts went down between two
+    /// reads: counted from 0 again ([`ExecutionStats::between`]).
+    pub reset_ncs: Vec<usize>,
 }
 
 impl ExecutionStats {
@@ -42,39 +80,53 @@ impl ExecutionStats {
     pub fn from_values<'a>(ncs: impl IntoIterator<Item = &'a [u64; id::TOTAL_NC_COUNTER_COUNT]>) -> ExecutionStats {
         let mut s = ExecutionStats { totals: vec![0; id::TOTAL_NC_COUNTER_COUNT], ..Default::default() };
         for nc in ncs {
-            s.cores += 1;
-            for (t, v) in s.totals.iter_mut().zip(nc.iter()) {
-                *t = t.wrapping_add(*v);
-            }
-            let (mut d, mut t) = ([0u64; id::LATENCY_WINDOW], [0u64; id::LATENCY_WINDOW]);
-            let n = latency_samples_of(|i| nc.get(i).copied().unwrap_or(0), &mut d, &mut t);
-            s.device_latency_us.extend_from_slice(&d[..n]);
-            s.total_latency_us.extend_from_slice(&t[..n]);
+            s.add_nc(nc, None);
         }
         s
     }
 
+    /// Add one core's counts (those since `before`, when given) and its
+    /// latency samples (those written since `before`).
+    fn add_nc(&mut self, nc: &[u64; id::TOTAL_NC_COUNTER_COUNT], before: Option<&[u64; id::TOTAL_NC_COUNTER_COUNT]>) {
+        self.cores += 1;
+        for (c, t) in self.totals.iter_mut().enumerate() {
+            let v = nc[c];
+            *t = t.wrapping_add(match before {
+                None => v,
+                Some(o) if is_count(c) => v.saturating_sub(o[c]),
+                Some(_) => 0,
+            });
+        }
+        let (mut d, mut t) = ([0u64; id::LATENCY_WINDOW], [0u64; id::LATENCY_WINDOW]);
+        let n = latency_samples_of(|c| nc.get(c).copied().unwrap_or(0), &mut d, &mut t);
+        let new =
+            before.map_or(u64::MAX, |o| nc[id::LATENCY_SAMPLES_WRITTEN].saturating_sub(o[id::LATENCY_SAMPLES_WRITTEN]));
+        let k = usize::try_from(new).unwrap_or(usize::MAX).min(n);
+        self.device_latency_us.extend_from_slice(&d[n - k..n]);
+        self.total_latency_us.extend_from_slice(&t[n - k..n]);
+    }
+
     /// What changed from `before` to `after` (two reads of the same cores): the
     /// counts' differences and the latency samples written in between (at most
-    /// the window each core keeps), for a monitor sampling over a period.
+    /// the window each core keeps), for a monitor sampling over a period. An NC
+    /// any of whose counts went down was reset (or written by another): its
+    /// counts are its totals in `after` and it is listed in `reset_ncs`, never
+    /// a wrapped difference.
     pub fn between(
         before: &[[u64; id::TOTAL_NC_COUNTER_COUNT]],
         after: &[[u64; id::TOTAL_NC_COUNTER_COUNT]],
     ) -> ExecutionStats {
         let mut s = ExecutionStats { totals: vec![0; id::TOTAL_NC_COUNTER_COUNT], ..Default::default() };
+        let zero = [0u64; id::TOTAL_NC_COUNTER_COUNT];
         for (i, nc) in after.iter().enumerate() {
-            let zero = [0u64; id::TOTAL_NC_COUNTER_COUNT];
             let old = before.get(i).unwrap_or(&zero);
-            s.cores += 1;
-            for ((t, v), o) in s.totals.iter_mut().zip(nc.iter()).zip(old.iter()) {
-                *t = t.wrapping_add(v.wrapping_sub(*o));
+            let went_down = (0..id::TOTAL_NC_COUNTER_COUNT).any(|c| is_count(c) && nc[c] < old[c]);
+            if went_down {
+                s.reset_ncs.push(i);
+                s.add_nc(nc, None);
+            } else {
+                s.add_nc(nc, Some(old));
             }
-            let (mut d, mut t) = ([0u64; id::LATENCY_WINDOW], [0u64; id::LATENCY_WINDOW]);
-            let n = latency_samples_of(|c| nc.get(c).copied().unwrap_or(0), &mut d, &mut t);
-            let new = nc[id::LATENCY_SAMPLES_WRITTEN].wrapping_sub(old[id::LATENCY_SAMPLES_WRITTEN]);
-            let k = usize::try_from(new).unwrap_or(usize::MAX).min(n);
-            s.device_latency_us.extend_from_slice(&d[n - k..n]);
-            s.total_latency_us.extend_from_slice(&t[n - k..n]);
         }
         s
     }
@@ -89,9 +141,37 @@ impl ExecutionStats {
         self.totals.get(c).copied().unwrap_or(0)
     }
 
+    /// Whether the counts hold executions counted once each: some execution
+    /// count (every execution is in one, [`id::EXEC_OTHER`] included), or no
+    /// outcome at all. `false` for a writer that keeps only the
+    /// per-NC words (its cores counted outcomes, no execution).
+    pub fn counts_executions(&self) -> bool {
+        (id::EXECUTIONS..id::WRITTEN_END).any(|e| self.total(e) != 0)
+            || SUMMARY_FIELDS.iter().all(|(_, nc, _)| self.total(*nc) == 0)
+    }
+
+    /// Executions in `field` of `execution_summary` (by its name): counted
+    /// once each ([`counts_executions`](Self::counts_executions)), else the
+    /// per-NC sum.
+    pub fn executions(&self, field: &str) -> u64 {
+        let per_execution = self.counts_executions();
+        SUMMARY_FIELDS
+            .iter()
+            .find(|(f, _, _)| *f == field)
+            .map_or(0, |(_, nc, e)| self.total(if per_execution { *e } else { *nc }))
+    }
+
     /// neuron-monitor's `execution_stats` object; `period_s` when sampled over
     /// a period (`--watch`), else the counters since the process began.
     pub fn json(&self, period_s: Option<f64>) -> Value {
+        let summary = |pick: &dyn Fn(usize, usize) -> u64| {
+            let mut o = serde_json::Map::new();
+            for (f, nc, e) in SUMMARY_FIELDS {
+                o.insert(f.into(), json!(pick(nc, e)));
+            }
+            Value::Object(o)
+        };
+        let per_execution = self.counts_executions();
         let mut v = json!({
             "error_summary": {
                 "generic": self.total(id::ERR_GENERIC),
@@ -101,22 +181,22 @@ impl ExecutionStats {
                 "runtime": self.total(id::ERR_RT),
                 "hardware": self.total(id::ERR_HW),
             },
-            "execution_summary": {
-                "completed": self.total(id::INFER_COMPLETED),
-                "completed_with_err": self.total(id::INFER_COMPLETED_WITH_ERR),
-                "completed_with_num_err": self.total(id::INFER_COMPLETED_WITH_NUM_ERR),
-                "timed_out": self.total(id::INFER_TIMED_OUT),
-                "incorrect_input": self.total(id::INFER_INCORRECT_INPUT),
-                "failed_to_queue": self.total(id::INFER_FAILED_TO_QUEUE),
-            },
+            "execution_summary": summary(&|nc, e| self.total(if per_execution { e } else { nc })),
+            "execution_summary_source": if per_execution { "executions" } else { "neuroncores" },
+            "nc_execution_summary": summary(&|nc, _| self.total(nc)),
             "latency_stats": {
                 "total_latency": percentiles(&self.total_latency_us),
                 "device_latency": percentiles(&self.device_latency_us),
             },
             "error": "",
         });
-        if let (Some(p), Some(o)) = (period_s, v.as_object_mut()) {
-            o.insert("period".into(), json!(p));
+        if let Some(o) = v.as_object_mut() {
+            if let Some(p) = period_s {
+                o.insert("period".into(), json!(p));
+            }
+            if !self.reset_ncs.is_empty() {
+                o.insert("counters_reset_on_nc".into(), json!(self.reset_ncs));
+            }
         }
         v
     }
@@ -125,9 +205,20 @@ impl ExecutionStats {
     pub fn text(&self) -> String {
         let mut s = String::new();
         let v = self.json(None);
-        for section in ["execution_summary", "error_summary"] {
-            s.push_str(section);
-            s.push_str(":\n");
+        for (section, heading) in [
+            (
+                "execution_summary",
+                if self.counts_executions() {
+                    "execution_summary (executions, each once, in its outcome):"
+                } else {
+                    "execution_summary (per NeuronCore: the datastore's writer keeps no execution counts):"
+                },
+            ),
+            ("nc_execution_summary", "nc_execution_summary (each NeuronCore's own outcome, summed over the cores):"),
+            ("error_summary", "error_summary (per NeuronCore):"),
+        ] {
+            s.push_str(heading);
+            s.push('\n');
             if let Some(o) = v.get(section).and_then(Value::as_object) {
                 for (k, n) in o {
                     s.push_str(&format!("  {k:<24} {n}\n"));
@@ -145,6 +236,11 @@ impl ExecutionStats {
                     s.push_str(&format!("  {name:<24} {}\n", parts.join(", ")));
                 }
             }
+        }
+        for nc in &self.reset_ncs {
+            s.push_str(&format!(
+                "note: NC {nc}'s counters went down (the datastore was reset or written by another): its counts are its totals since then\n"
+            ));
         }
         s
     }
@@ -184,6 +280,7 @@ mod tests {
             device_latency_us: d,
             started_ns: 0,
             harvested: true,
+            execution: None,
         };
         a.apply(&u(NrtStatus::Success, 10), 50_000);
         a.apply(&u(NrtStatus::ExecCompletedWithNumErr, 30), 70_000);
@@ -220,6 +317,7 @@ mod tests {
             device_latency_us: d,
             started_ns: 0,
             harvested: true,
+            execution: None,
         };
         let mut a = NcCounterBlock::new();
         a.apply(&u(1), 0);
@@ -233,6 +331,114 @@ mod tests {
         let none = ExecutionStats::between(&after, &after);
         assert_eq!(none.total(id::INFER_COMPLETED), 0);
         assert!(none.json(Some(1.0))["latency_stats"]["device_latency"].is_null());
+    }
+
+    /// One execution over `statuses.len()` cores: each core its own status,
+    /// the first also the request's (`request`), as FINALIZE counts it.
+    fn execute(blocks: &mut [NcCounterBlock], statuses: &[NrtStatus], request: NrtStatus) {
+        for (core, (b, s)) in blocks.iter_mut().zip(statuses).enumerate() {
+            let u = NcUpdate {
+                status: *s,
+                sequencer_error: false,
+                correctable_ecc: false,
+                device_latency_us: 5,
+                started_ns: 0,
+                harvested: true,
+                execution: (core == 0).then_some(request),
+            };
+            b.apply(&u, 9_000);
+        }
+    }
+
+    fn summary(v: &Value, section: &str) -> Vec<u64> {
+        SUMMARY_FIELDS.iter().map(|(f, _, _)| v[section][f].as_u64().unwrap()).collect()
+    }
+
+    #[test]
+    fn an_execution_over_two_cores_counts_once_in_its_outcome() {
+        use NrtStatus::{ExecCompletedWithNumErr as Nan, Success as Ok, Timeout};
+        // Five healthy executions on two cores: 5 completed, 10 core outcomes.
+        let mut b = [NcCounterBlock::new(), NcCounterBlock::new()];
+        for _ in 0..5 {
+            execute(&mut b, &[Ok, Ok], Ok);
+        }
+        let v = ExecutionStats::from_blocks(&b).json(None);
+        assert_eq!(summary(&v, "execution_summary"), [5, 0, 0, 0, 0, 0], "{v}");
+        assert_eq!(summary(&v, "nc_execution_summary"), [10, 0, 0, 0, 0, 0], "{v}");
+        assert_eq!(v["execution_summary_source"], "executions");
+        // A NaN on core 1: completed_with_num_err only; the numeric error counted once, where it was.
+        let mut b = [NcCounterBlock::new(), NcCounterBlock::new()];
+        execute(&mut b, &[Ok, Nan], Nan);
+        let v = ExecutionStats::from_blocks(&b).json(None);
+        assert_eq!(summary(&v, "execution_summary"), [0, 0, 1, 0, 0, 0], "{v}");
+        assert_eq!(summary(&v, "nc_execution_summary"), [1, 0, 1, 0, 0, 0], "{v}");
+        assert_eq!(v["error_summary"]["numerical"], 1);
+        // A hang on core 1, core 0 clean: timed_out only.
+        let mut b = [NcCounterBlock::new(), NcCounterBlock::new()];
+        execute(&mut b, &[Ok, Timeout], Timeout);
+        let s = ExecutionStats::from_blocks(&b);
+        assert_eq!(summary(&s.json(None), "execution_summary"), [0, 0, 0, 1, 0, 0]);
+        let text = s.text();
+        assert!(
+            text.contains("execution_summary (executions, each once, in its outcome):\n  completed                0\n"),
+            "{text}"
+        );
+        assert!(text.contains("  timed_out                1\n"), "{text}");
+        assert!(text.contains("nc_execution_summary (each NeuronCore's own outcome"), "{text}");
+        // A failure with no execution-summary field beside a clean core: in no
+        // field, and still counted as an execution (not a writer without them).
+        let mut b = [NcCounterBlock::new(), NcCounterBlock::new()];
+        execute(&mut b, &[Ok, NrtStatus::Failure], NrtStatus::Failure);
+        let v = ExecutionStats::from_blocks(&b).json(None);
+        assert_eq!(summary(&v, "execution_summary"), [0; 6], "{v}");
+        assert_eq!(summary(&v, "nc_execution_summary"), [1, 0, 0, 0, 0, 0], "{v}");
+        assert_eq!(v["execution_summary_source"], "executions");
+    }
+
+    #[test]
+    fn a_writer_without_execution_counts_gives_its_per_nc_sums_labelled() {
+        let mut b = NcCounterBlock::new();
+        execute(std::slice::from_mut(&mut b), &[NrtStatus::Success], NrtStatus::Success);
+        let mut values = *b.values();
+        values[id::EXECUTIONS..id::WRITTEN_END].fill(0);
+        let s = ExecutionStats::from_values([&values, &values]);
+        assert!(!s.counts_executions());
+        let v = s.json(None);
+        assert_eq!(
+            (v["execution_summary"]["completed"].as_u64(), v["execution_summary_source"].as_str()),
+            (Some(2), Some("neuroncores"))
+        );
+        assert!(s.text().contains("per NeuronCore: the datastore's writer keeps no execution counts"), "{}", s.text());
+        // Nothing counted at all: executions, all 0.
+        assert!(ExecutionStats::from_blocks([&NcCounterBlock::new()]).counts_executions());
+    }
+
+    #[test]
+    fn a_count_that_went_down_is_a_reset_never_a_wrapped_difference() {
+        let mut b = [NcCounterBlock::new(), NcCounterBlock::new()];
+        for _ in 0..10 {
+            execute(&mut b, &[NrtStatus::Success, NrtStatus::Success], NrtStatus::Success);
+        }
+        let before = [*b[0].values(), *b[1].values()];
+        // NC 0 cleared (a reused datastore entry) and counting again: 3 since.
+        let mut fresh = [NcCounterBlock::new(), b[1]];
+        for _ in 0..3 {
+            execute(&mut fresh, &[NrtStatus::Success, NrtStatus::Success], NrtStatus::Success);
+        }
+        let after = [*fresh[0].values(), *fresh[1].values()];
+        let s = ExecutionStats::between(&before, &after);
+        assert_eq!(s.reset_ncs, [0]);
+        assert!(s.totals.iter().all(|&t| t < 1 << 32), "no wrapped difference: {:?}", s.totals);
+        let v = s.json(Some(1.0));
+        assert_eq!(v["execution_summary"]["completed"], 3, "NC 0's total since the reset: {v}");
+        assert_eq!(v["nc_execution_summary"]["completed"], 6, "3 since the reset, 3 new on NC 1: {v}");
+        assert_eq!(v["counters_reset_on_nc"], json!([0]));
+        assert_eq!(s.device_latency_us.len(), 6, "the reset NC's samples kept, NC 1's new ones");
+        assert!(s.text().contains("note: NC 0's counters went down"), "{}", s.text());
+        // No reset: no key, no note.
+        let same = ExecutionStats::between(&after, &after);
+        assert!(same.reset_ncs.is_empty() && same.json(None).get("counters_reset_on_nc").is_none());
+        assert!(!same.text().contains("note:"));
     }
 
     #[test]

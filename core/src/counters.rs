@@ -138,10 +138,33 @@ pub mod id {
     pub const LATENCY_DEVICE_SAMPLES: usize = LATENCY_SAMPLES_WRITTEN + 1;
     /// Ours: the last [`LATENCY_WINDOW`] total latencies, microseconds.
     pub const LATENCY_TOTAL_SAMPLES: usize = LATENCY_DEVICE_SAMPLES + LATENCY_WINDOW;
-    /// Latency samples kept per core, for the percentiles a monitor prints.
-    pub const LATENCY_WINDOW: usize = 24;
-    /// The first id past what this crate writes (89 < 95).
-    pub const WRITTEN_END: usize = LATENCY_TOTAL_SAMPLES + LATENCY_WINDOW;
+    /// Latency samples kept per core, for the percentiles a monitor prints:
+    /// as many as the driver's 54 reserved ids (41..=94) hold beside the
+    /// sample count and the seven execution counts (1 + 2 x 23 + 7 = 54).
+    pub const LATENCY_WINDOW: usize = 23;
+    /// Ours, in the driver's reserved extended ids (G-NDS-SUM): the executions
+    /// counted once each, at their request's first core, in the request's
+    /// outcome: the execution-summary ids `INFER_COMPLETED..=INFER_FAILED_TO_QUEUE`
+    /// in the same order from here ([`EXEC_COMPLETED`] .. [`EXEC_FAILED_TO_QUEUE`]).
+    pub const EXECUTIONS: usize = LATENCY_TOTAL_SAMPLES + LATENCY_WINDOW;
+    /// Executions whose request succeeded (neuron-monitor's `completed`).
+    pub const EXEC_COMPLETED: usize = EXECUTIONS;
+    /// Executions that ended in an error other than a numeric one.
+    pub const EXEC_COMPLETED_WITH_ERR: usize = EXECUTIONS + 1;
+    /// Executions that ended in a numeric error.
+    pub const EXEC_COMPLETED_WITH_NUM_ERR: usize = EXECUTIONS + 2;
+    /// Executions that timed out.
+    pub const EXEC_TIMED_OUT: usize = EXECUTIONS + 3;
+    /// Executions refused for their input.
+    pub const EXEC_INCORRECT_INPUT: usize = EXECUTIONS + 4;
+    /// Executions that failed to queue.
+    pub const EXEC_FAILED_TO_QUEUE: usize = EXECUTIONS + 5;
+    const _: () = assert!(EXEC_FAILED_TO_QUEUE - EXEC_COMPLETED == INFER_FAILED_TO_QUEUE - INFER_COMPLETED);
+    /// Executions whose status has no execution-summary field (`GENERIC_FAIL`'s
+    /// statuses): with the six above, every execution is in exactly one.
+    pub const EXEC_OTHER: usize = EXECUTIONS + 6;
+    /// The first id past what this crate writes (95: every reserved id is used).
+    pub const WRITTEN_END: usize = EXEC_OTHER + 1;
     const _: () = assert!(WRITTEN_END <= TOTAL_NC_COUNTER_COUNT);
 }
 
@@ -170,6 +193,10 @@ pub struct NcUpdate {
     /// running it (the seed's XU DONE path counts it all the same, §6): its
     /// status counts, no latency does.
     pub harvested: bool,
+    /// The request's status, on the update of the request's first core only
+    /// (`None` on its other cores): the execution counts once, in the
+    /// request's outcome ([`execution_counter`], G-NDS-SUM).
+    pub execution: Option<NrtStatus>,
 }
 
 impl NcUpdate {
@@ -182,6 +209,7 @@ impl NcUpdate {
             device_latency_us: 0,
             started_ns: 0,
             harvested: false,
+            execution: None,
         }
     }
 
@@ -254,6 +282,19 @@ pub const fn counters_for(u: &NcUpdate) -> CounterSet {
     }
 }
 
+/// The id an execution whose request ended in `status` counts in, once
+/// ([`id::EXECUTIONS`]): the execution-summary field of [`counters_for`]'s
+/// row for the status, [`id::EXEC_OTHER`] for a status with none
+/// (`GENERIC_FAIL`'s).
+pub const fn execution_counter(status: NrtStatus) -> usize {
+    match counters_for(&NcUpdate::unharvested(status))[0] {
+        Some(c) if c >= id::INFER_COMPLETED && c <= id::INFER_FAILED_TO_QUEUE => {
+            id::EXECUTIONS + (c - id::INFER_COMPLETED)
+        }
+        _ => id::EXEC_OTHER,
+    }
+}
+
 /// A hardware error with its own extended counter.
 const fn hw(own: usize) -> CounterSet {
     [Some(id::INFER_COMPLETED_WITH_ERR), Some(id::ERR_HW), Some(own), None]
@@ -313,6 +354,9 @@ impl NcCounterBlock {
     pub fn apply(&mut self, u: &NcUpdate, now_ns: u64) {
         for c in counters_for(u).into_iter().flatten() {
             self.add(c, 1);
+        }
+        if let Some(s) = u.execution {
+            self.add(execution_counter(s), 1);
         }
         if !u.harvested {
             return;

@@ -29,11 +29,16 @@
 //!   `NMGR`, `KMGR`, `NRT`). Mapped onto the `log` crate's levels
 //!   ([`parse_log_level`]) and its targets ([`component_of`]).
 //!
+//! Any other `NEURON_RT_*` variable set is warned of, once, as having no
+//! effect here ([`unhonoured`]).
+//!
 //! A command-line flag beats its variable ([`Budget::resolve`],
 //! [`resolve_cores`]); a bad value is refused at start with the variable, the
 //! value and what is accepted ([`EnvError`]).
 
 use nrt_core::arch::Arch;
+
+pub mod unhonoured;
 
 /// `NEURON_RT_EXEC_TIMEOUT`.
 pub const EXEC_TIMEOUT: &str = "NEURON_RT_EXEC_TIMEOUT";
@@ -383,9 +388,15 @@ impl RtEnv {
         Ok(env)
     }
 
-    /// Parse the variables of `uses` from the process environment.
+    /// Parse the variables of `uses` from the process environment; each
+    /// `NEURON_RT_*` variable set that this binding does not honour is warned
+    /// of once per process on standard error ([`unhonoured`]), unless the log
+    /// level is `QUIET`.
     pub fn from_process(uses: Uses) -> Result<RtEnv, EnvError> {
-        RtEnv::parse(uses, |v| std::env::var_os(v))
+        let env = RtEnv::parse(uses, |v| std::env::var_os(v));
+        let quiet = env.as_ref().is_ok_and(|e| e.log.global == log::LevelFilter::Off);
+        unhonoured::warn_once(quiet);
+        env
     }
 }
 

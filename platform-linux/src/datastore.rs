@@ -583,6 +583,7 @@ mod tests {
             device_latency_us: 1,
             started_ns: 0,
             harvested: true,
+            execution: None,
         };
         second.count(0, &done, 1_000).expect("the second holder counts");
         assert_eq!(second.datastore().read_nc(0).unwrap()[id::INFER_COMPLETED], 1);

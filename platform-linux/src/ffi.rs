@@ -963,6 +963,7 @@ mod tests {
             device_latency_us: 1,
             started_ns: 0,
             harvested: true,
+            execution: None,
         };
         let mut waited = CPlatform::new(table, Some(counting.clone()));
         let mut polled = CPlatform::new(table, Some(counting.clone()));

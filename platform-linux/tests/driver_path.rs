@@ -346,6 +346,31 @@ fn a_second_run_on_held_cores_names_the_first_pid() {
     assert!(err.contains(&format!("cores 0-1 are held by pid {pid} (nrtctl)")), "pid {pid}:\n{err}");
 }
 
+/// A second session of one process on the core its first holds is refused
+/// with the range mark's EBUSY, and the error names this process (its pid and
+/// command), not "another process"; one core is "core 0 is held".
+#[test]
+fn a_second_session_of_one_process_names_this_process_as_the_holder() {
+    need_user_notif!();
+    let sim = common::nrt_sim();
+    let lib =
+        common::cargo_build(&["-p", "nrt-linux", "--lib", "--no-default-features"], "c-abi").join("libnrt_linux.a");
+    let prog = std::env::temp_dir().join(format!("two-sessions-{}", std::process::id()));
+    common::compile_c("two_sessions.c", &lib, &prog);
+    let o = driver(&sim, &["--limit-s", "60"], &[prog.to_str().unwrap(), "/dev/neuron0"]);
+    let _ = std::fs::remove_file(&prog);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let pid = out.lines().find_map(|l| l.strip_prefix("pid ")).unwrap_or_else(|| panic!("no pid: {out}\n{err}"));
+    // The command is the file name, as the kernel keeps it (15 bytes).
+    let comm: String = format!("two-sessions-{}", std::process::id()).chars().take(15).collect();
+    assert!(
+        out.contains("EBUSY") && out.contains(&format!("core 0 is held by this process, pid {pid} ({comm})")),
+        "{out}\n{err}"
+    );
+    assert!(!out.contains("another process") && !out.contains(" are held"), "{out}\n{err}");
+}
+
 /// The model killed mid-run (its supervisor SIGKILLed while `nrtctl run` waits
 /// in the 300 s barrier with a 20 s budget): every later call of the device
 /// file fails, and the run ends with a device-gone error instead of spinning

@@ -30,6 +30,14 @@ fn numbers_out_of_range_are_usage_errors_naming_the_flag_and_the_value() {
         (&["harvest", "--shm", shm, "--inferences", "nan"], "--inferences", "'nan'"),
         (&["sem", "read", "--nc", "-1", "--index", "0"], "--nc", "'-1'"),
         (&["event", "set", "--nc", "0", "--index", "0", "--value", "-7"], "--value", "'-7'"),
+        (&["stats", "--pid", "1", "--watch", "0"], "--watch", "'0'"),
+        (&["stats", "--pid", "1", "--watch", "0.0"], "--watch", "'0.0'"),
+        (&["stats", "--pid", "1", "--watch", "1e-12"], "--watch", "'1e-12'"),
+        (&["stats", "--pid", "1", "--watch", "-1"], "--watch", "'-1'"),
+        (&["stats", "--pid", "1", "--watch=-0.5"], "--watch", "'-0.5'"),
+        (&["stats", "--pid", "1", "--watch", "3601"], "--watch", "'3601'"),
+        (&["stats", "--pid", "1", "--watch", "1", "--count", "0"], "--count", "'0'"),
+        (&["run", "--linger-s", "-1"], "--linger-s", "'-1'"),
     ];
     for (args, flag, value) in cases {
         let o = nrtctl().args(*args).output().unwrap();
@@ -42,6 +50,13 @@ fn numbers_out_of_range_are_usage_errors_naming_the_flag_and_the_value() {
     let o = nrtctl().args(["harvest", "--shm", shm, "--wait-s", "0"]).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("not ready after 0.0 s"), "{}", stderr(&o));
+}
+
+#[test]
+fn version_prints_the_name_and_the_crate_version() {
+    let o = nrtctl().arg("--version").output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), format!("nrtctl {}", env!("CARGO_PKG_VERSION")));
 }
 
 #[test]
@@ -97,4 +112,36 @@ fn run_without_a_device_names_the_call_the_path_and_the_errno() {
         assert!(err.contains(what), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+}
+
+/// Each `NEURON_RT_*` variable set that the binding does not honour is named
+/// once on standard error as having no effect; honoured ones are not, and
+/// `NEURON_RT_LOG_LEVEL=QUIET` silences the warnings.
+#[test]
+fn unhonoured_runtime_variables_are_each_warned_of_once() {
+    let unhonoured = [
+        ("NEURON_RT_LOG_LOCATION", "syslog"),
+        ("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", "3"),
+        ("NEURON_RT_VALIDATE_HASH", "true"),
+        ("NEURON_RT_NOT_A_THING", "1"),
+    ];
+    let run = |quiet: bool| {
+        let mut c = nrtctl();
+        c.args(["run", "--device", "/nonexistent/neuron0"]).envs(unhonoured).env("NEURON_RT_EXEC_TIMEOUT", "5");
+        if quiet {
+            c.env("NEURON_RT_LOG_LEVEL", "QUIET");
+        }
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        stderr(&o)
+    };
+    let err = run(false);
+    for (name, _) in unhonoured {
+        let lines: Vec<&str> = err.lines().filter(|l| l.contains(name)).collect();
+        assert_eq!(lines.len(), 1, "{name}: {err}");
+        assert!(lines[0].starts_with(&format!("nrt: warning: {name} is set but has no effect here (")), "{err}");
+    }
+    assert!(err.contains("NEURON_RT_VALIDATE_HASH is set but has no effect here (libnrt's NEFF checksum"), "{err}");
+    assert!(!err.contains("NEURON_RT_EXEC_TIMEOUT is set"), "honoured: {err}");
+    assert!(!run(true).contains("nrt: warning"), "QUIET");
 }

@@ -744,7 +744,7 @@ fn visible_cores_1_runs_on_the_devices_core_1_and_marks_only_it() {
     assert!(
         b_err.contains("NEURON_IOCTL_CRWL_NC_RANGE_MARK")
             && b_err.contains("EBUSY")
-            && b_err.contains(&format!("core 1 are held by pid {pid}"))
+            && b_err.contains(&format!("core 1 is held by pid {pid}"))
             && b_err.contains("exit 1"),
         "{ctx}"
     );

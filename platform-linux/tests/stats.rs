@@ -2,7 +2,8 @@
 //! --inferences 5 --linger-s S` in the background and `nrtctl stats --pid <it>
 //! --json` from a second process (as neuron-monitor reads a datastore), for a
 //! scenario of every status the scenarios produce; the stats must match the
-//! five reports: each core's outcome counted in neuron-monitor's field, the
+//! five reports: each execution counted once in neuron-monitor's field of its
+//! status, each core's outcome in the per-NC summary, the
 //! device latencies the reports' core durations, and the total latencies the
 //! totals the reports say were counted, each inside its report's harvest.
 //! Also: a C runtime's poller and `nrt_wait` count in its session's datastore,
@@ -105,7 +106,9 @@ fn check(sim: &PathBuf, scenario: &str) -> Result<(), String> {
     }
     let v: Value = serde_json::from_str(&stats).map_err(|e| format!("{e}: {ctx}"))?;
     let es = &v["execution_stats"];
-    // What the five reports say, core by core.
+    // What the five reports say: each execution once, in its request's
+    // status; each core's own outcome (the per-NC words) core by core.
+    let mut executions = std::collections::BTreeMap::<&str, u64>::new();
     let mut summary = std::collections::BTreeMap::<&str, u64>::new();
     let mut errors = std::collections::BTreeMap::<&str, u64>::new();
     let mut device = Vec::new();
@@ -115,6 +118,10 @@ fn check(sim: &PathBuf, scenario: &str) -> Result<(), String> {
         let status = r["status"].as_u64().unwrap();
         let elapsed_us = r["elapsed_ms"].as_f64().unwrap() * 1e3;
         let cores = r["cores"].as_array().unwrap();
+        let (field, _) = fields(status, None);
+        if !field.is_empty() {
+            *executions.entry(field).or_default() += 1;
+        }
         for c in cores {
             // The total latency this core's counters took, inside the harvest
             // the report times (kickoff to its last HEAD write-back).
@@ -142,10 +149,18 @@ fn check(sim: &PathBuf, scenario: &str) -> Result<(), String> {
         ["completed", "completed_with_err", "completed_with_num_err", "timed_out", "incorrect_input", "failed_to_queue"]
     {
         let got = es["execution_summary"][f].as_u64();
+        let want = executions.get(f).copied().unwrap_or(0);
+        if got != Some(want) {
+            return Err(format!("execution_summary.{f}: {got:?}, the reports' statuses say {want}: {ctx}"));
+        }
+        let got = es["nc_execution_summary"][f].as_u64();
         let want = summary.get(f).copied().unwrap_or(0);
         if got != Some(want) {
-            return Err(format!("execution_summary.{f}: {got:?}, the reports say {want}: {ctx}"));
+            return Err(format!("nc_execution_summary.{f}: {got:?}, the reports' cores say {want}: {ctx}"));
         }
+    }
+    if es["execution_summary_source"] != "executions" {
+        return Err(format!("execution_summary_source: {}: {ctx}", es["execution_summary_source"]));
     }
     for f in ["generic", "numerical", "transient", "model", "runtime", "hardware"] {
         let got = es["error_summary"][f].as_u64();
@@ -175,13 +190,19 @@ fn check(sim: &PathBuf, scenario: &str) -> Result<(), String> {
             ));
         }
     }
-    // --watch --count 2: two periods, nothing new in them (the run lingers).
-    let periods: Vec<Value> = serde_json::Deserializer::from_str(&count)
+    // --watch --count 2: the totals (the stats read before: no period), then
+    // two periods, nothing new in them (the run lingers).
+    let printed: Vec<Value> = serde_json::Deserializer::from_str(&count)
         .into_iter::<Value>()
         .collect::<Result<_, _>>()
         .map_err(|e| format!("--count: {e}: {count}: {ctx}"))?;
-    if periods.len() != 2
-        || periods.iter().any(|p| {
+    let totals_first = printed.first().is_some_and(|t| {
+        t["execution_stats"].get("period").is_none()
+            && t["execution_stats"]["execution_summary"] == es["execution_summary"]
+    });
+    if printed.len() != 3
+        || !totals_first
+        || printed[1..].iter().any(|p| {
             p["execution_stats"]["period"].as_f64().is_none_or(|t| t <= 0.0)
                 || p["execution_stats"]["execution_summary"]["completed"] != 0
         })
@@ -385,6 +406,7 @@ fn nrtctl_run_linger_s_keeps_the_datastore_after_the_report_then_ends_by_itself(
     let cores = report["cores"].as_array().map_or(0, Vec::len);
     assert!(cores > 0 && report["status"] == 0, "one inference, NRT_SUCCESS on each core: {ctx}");
     let v: Value = serde_json::from_str(&stats).unwrap_or_else(|e| panic!("the monitor's JSON: {e}: {ctx}"));
-    let completed = &v["execution_stats"]["execution_summary"]["completed"];
-    assert_eq!(completed, cores, "each core's request in the run's datastore, read after its report: {ctx}");
+    let es = &v["execution_stats"];
+    assert_eq!(es["execution_summary"]["completed"], 1, "the run's one execution, read after its report: {ctx}");
+    assert_eq!(es["nc_execution_summary"]["completed"], cores, "each core's outcome of it: {ctx}");
 }

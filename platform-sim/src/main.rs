@@ -65,8 +65,8 @@ struct DriverArgs {
     scenario: Option<String>,
     #[command(flatten)]
     play: PlayArgs,
-    /// Kill COMMAND after this many seconds (exit 124).
-    #[arg(long = "limit-s", value_name = "N", default_value_t = 120, allow_negative_numbers = true)]
+    /// Kill COMMAND after this many seconds, more than 0 (exit 124).
+    #[arg(long = "limit-s", value_name = "N", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..), allow_negative_numbers = true)]
     limit_s: u64,
     /// Print every refusal (errno) and warning of the model on standard error as it happens.
     #[arg(long)]
@@ -285,7 +285,7 @@ fn cmd_driver(a: &DriverArgs) -> ExitCode {
     let dc = DriverConfig {
         sim: cfg,
         strict: !a.log_violations,
-        limit: std::time::Duration::from_secs(a.limit_s.max(1)),
+        limit: std::time::Duration::from_secs(a.limit_s),
         command: a.command.clone(),
         capture_stdout: false,
         echo: a.verbose,

@@ -42,6 +42,8 @@ fn numbers_out_of_range_are_usage_errors_naming_the_flag_and_the_value() {
         (&["serve", "--shm", "/nonexistent/x", "--inferences", "nan"], "--inferences", "'nan'"),
         (&["run", "--inject", "barrier-delay:secs=nan"], "--inject", "secs 'nan'"),
         (&["run", "--inject", "barrier-delay:secs=-1"], "--inject", "secs '-1'"),
+        (&["driver", "--limit-s", "0", "--", "true"], "--limit-s", "'0'"),
+        (&["driver", "--limit-s", "-1", "--", "true"], "--limit-s", "'-1'"),
     ];
     for (args, flag, value) in cases {
         let o = nrt_sim().args(*args).output().unwrap();

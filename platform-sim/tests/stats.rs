@@ -29,7 +29,7 @@ fn nrt_sim(args: &[&str]) -> Value {
 }
 
 #[test]
-fn one_runs_summary_counts_each_cores_outcome_and_its_duration() {
+fn one_runs_summary_counts_the_execution_once_each_cores_outcome_and_its_duration() {
     for (scenario, field, error) in [
         ("healthy-2core", "completed", None),
         ("nan", "completed_with_num_err", Some("numerical")),
@@ -39,13 +39,18 @@ fn one_runs_summary_counts_each_cores_outcome_and_its_duration() {
         let v = nrt_sim(&["run", "--scenario", scenario, "--json", "--timeout-s", "1"]);
         let es = &v["execution_stats"];
         let cores = v["cores"].as_array().unwrap();
-        // The cores with the request's status count in its field, the clean ones as completed.
+        // The one execution in its status's field only; per NC, the cores with
+        // the request's status in its field, the clean ones as completed.
         let with = cores.iter().filter(|c| c["exec_ret"] == v["status"]).count() as u64;
         let clean = cores.iter().filter(|c| c["exec_ret"] == 0).count() as u64;
         assert!(with >= 1, "{scenario}: {v}");
-        assert_eq!(es["execution_summary"][field].as_u64(), Some(with), "{scenario}: {es}");
+        let summary = es["execution_summary"].as_object().unwrap();
+        let counted: Vec<(&String, u64)> =
+            summary.iter().map(|(k, n)| (k, n.as_u64().unwrap())).filter(|(_, n)| *n != 0).collect();
+        assert_eq!(counted, [(&field.to_string(), 1)], "{scenario}: one execution, in one outcome: {es}");
+        assert_eq!(es["nc_execution_summary"][field].as_u64(), Some(with), "{scenario}: {es}");
         if field != "completed" {
-            assert_eq!(es["execution_summary"]["completed"].as_u64(), Some(clean), "{scenario}: {es}");
+            assert_eq!(es["nc_execution_summary"]["completed"].as_u64(), Some(clean), "{scenario}: {es}");
         }
         if let Some(e) = error {
             assert_eq!(es["error_summary"][e].as_u64(), Some(with), "{scenario}: {es}");
@@ -78,7 +83,7 @@ fn one_runs_summary_counts_each_cores_outcome_and_its_duration() {
 }
 
 #[test]
-fn a_16_device_host_runs_summary_counts_every_lanes_cores() {
+fn a_16_device_host_runs_summary_counts_every_lanes_executions_and_cores() {
     let v = nrt_sim(&["run", "--devices", "16", "--inferences", "2", "--json"]);
     let lanes = v["lanes"].as_array().unwrap();
     let lnc = v["lnc"].as_u64().unwrap();
@@ -86,7 +91,8 @@ fn a_16_device_host_runs_summary_counts_every_lanes_cores() {
     let per_device = v["cores_per_device"].as_u64().unwrap();
     assert_eq!(ok, 16 * per_device * 2, "16 devices x their logical cores x 2 inferences");
     let es = &v["execution_stats"];
-    assert_eq!(es["execution_summary"]["completed"].as_u64(), Some(ok * lnc), "each physical core counts: {es}");
+    assert_eq!(es["execution_summary"]["completed"].as_u64(), Some(ok), "each execution once: {es}");
+    assert_eq!(es["nc_execution_summary"]["completed"].as_u64(), Some(ok * lnc), "each physical core's: {es}");
     assert!(es["latency_stats"]["device_latency"]["p50"].as_f64().unwrap() > 0.0);
 }
 

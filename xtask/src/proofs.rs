@@ -8,8 +8,11 @@
 //! unsatisfiable cover shows a vacuous proof), a harness with no cover at all, a
 //! harness that kani itself stopped at its `--harness-timeout`
 //! ([`HARNESS_TIMEOUT_S`], a backstop several times the slowest measured
-//! harness), a harness kani reported no result for, and a run killed by the
-//! stage's backstop ([`STAGE_BACKSTOP_S`]). Each harness also has a goal
+//! harness), a harness kani reported no result for (one the stage's backstop,
+//! [`STAGE_BACKSTOP_S`], stopped before it finished is unfinished), and a run
+//! that failed. A harness that finished verified passes however long the
+//! stage took, even when the backstop then stopped the run ([`judge`]).
+//! Each harness also has a goal
 //! ([`HARNESS_GOAL_S`], [`SLOW_HARNESSES`]) and the stage one
 //! ([`STAGE_GOAL_S`]): a time over its goal is reported, loudly, with the time
 //! and the goal, in the output and in `docs/kani.md`, and does not fail the
@@ -356,33 +359,41 @@ impl Blocks {
 }
 
 /// Verify every harness in one `cargo kani -j 2` run (kani then loads the crate's
-/// goto program once, where a run per harness pays that for each), streaming its
-/// output and printing each harness's time as it finishes, beside its goal. kani
-/// stops a harness at `timeout`; the whole run is killed when it outlasts
-/// `backstop`. Returns each harness's (path, verdict, block), whether the run
-/// succeeded, and its whole output.
+/// goto program once, where a run per harness pays that for each). kani stops a
+/// harness at `timeout`; the whole run is killed when it outlasts `backstop`
+/// ([`run_streamed`]).
 fn verify_all(
     root: &Path,
     goal: &dyn Fn(&str) -> u64,
     timeout: u64,
     backstop: u64,
-) -> (Vec<(String, Verdict, String)>, bool, String) {
+) -> (Vec<(String, Verdict, String)>, RunEnd, String) {
     let mut cmd = cargo();
     cmd.current_dir(root)
         .arg("kani")
         .args(KANI_FLAGS)
         .args(["-Z", "unstable-options", "--harness-timeout", &format!("{timeout}s")])
         .args(VERIFY_FLAGS)
-        .args(["--output-format", "terse", "-j", &KANI_JOBS.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .args(["--output-format", "terse", "-j", &KANI_JOBS.to_string()]);
+    println!("\n==> kani: {}", crate::render(&cmd));
+    run_streamed(cmd, goal, Duration::from_secs(backstop))
+}
+
+/// Run `cmd` (kani's terse output on its stdout) in its own process group,
+/// streaming the output and printing each harness's time as it finishes, beside
+/// its goal; the group is killed when the run outlasts `backstop`. Returns each
+/// harness's (path, verdict, block), how the run ended, and its whole output.
+fn run_streamed(
+    mut cmd: Command,
+    goal: &dyn Fn(&str) -> u64,
+    backstop: Duration,
+) -> (Vec<(String, Verdict, String)>, RunEnd, String) {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    println!("\n==> kani: {}", crate::render(&cmd));
     let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => return (Vec::new(), false, format!("could not start cargo kani: {e}")),
+        Err(e) => return (Vec::new(), RunEnd::Failed, format!("could not start {}: {e}", crate::render(&cmd))),
     };
     let err = child.stderr.take().map(|r| {
         std::thread::spawn(move || {
@@ -398,13 +409,15 @@ fn verify_all(
         let done = done.clone();
         std::thread::spawn(move || {
             let t = Instant::now();
-            while t.elapsed() < Duration::from_secs(backstop) {
+            while t.elapsed() < backstop {
                 if *done.lock().unwrap_or_else(|e| e.into_inner()) {
                     return false;
                 }
-                std::thread::sleep(Duration::from_millis(500));
+                std::thread::sleep(Duration::from_millis(100).min(backstop));
             }
-            let _ = Command::new("kill").args(["-KILL", &format!("-{id}")]).status();
+            // `--` before the group: procps-ng 4's kill reads `-KILL -1234`
+            // as `kill(-1, SIGKILL)`, every process it may signal.
+            let _ = Command::new("kill").args(["-KILL", "--", &format!("-{id}")]).status();
             true
         })
     };
@@ -438,7 +451,7 @@ fn verify_all(
         all.push_str(&e.join().unwrap_or_default());
     }
     if killed {
-        all.push_str(&format!("\nkilled: the kani run outlasted the stage's backstop of {backstop} s\n"));
+        all.push_str(&format!("\nkilled: the kani run outlasted the stage's backstop of {} s\n", backstop.as_secs()));
     }
     let end = started.elapsed().as_secs_f64();
     let verdicts = blocks
@@ -450,7 +463,14 @@ fn verify_all(
             (h, v, b)
         })
         .collect();
-    (verdicts, status.is_some_and(|s| s.success()) && !killed, all)
+    let end = if killed {
+        RunEnd::StoppedAtBackstop
+    } else if status.is_some_and(|s| s.success()) {
+        RunEnd::Succeeded
+    } else {
+        RunEnd::Failed
+    };
+    (verdicts, end, all)
 }
 
 /// `cargo kani --version` works, after installing it from the offline bundle if
@@ -535,11 +555,11 @@ pub fn kani(run: &mut Runner, root: &Path, in_ci: bool) {
     let goal = |p: &str| goal_of(p, default_goal);
     let load_before = crate::load_average();
     let stage = Instant::now();
-    let (verdicts, exit_ok, text) = verify_all(root, &goal, HARNESS_TIMEOUT_S, STAGE_BACKSTOP_S);
+    let (verdicts, run_end, text) = verify_all(root, &goal, HARNESS_TIMEOUT_S, STAGE_BACKSTOP_S);
     let total = stage.elapsed().as_secs_f64();
     let load = (load_before, crate::load_average());
     let paths: Vec<&str> = hs.iter().map(|h| h.path.as_str()).collect();
-    let summary = judge(&paths, &verdicts, exit_ok);
+    let summary = judge(&paths, &verdicts, run_end);
     let mut results: Vec<Outcome> = Vec::new();
     for h in &hs {
         let r = verdicts.iter().find(|(p, _, _)| *p == h.path).map(|(_, v, b)| (v.clone(), b.clone()));
@@ -551,6 +571,11 @@ pub fn kani(run: &mut Runner, root: &Path, in_ci: bool) {
                 }
             }
             Some(_) => {}
+            None if run_end == RunEnd::StoppedAtBackstop => println!(
+                "\n---- {} ({}): FAILED: unfinished, the stage's backstop of {STAGE_BACKSTOP_S} s stopped the run ----",
+                h.path,
+                h.file.display()
+            ),
             None => println!("\n---- {} ({}): FAILED: kani reported no result for it ----", h.path, h.file.display()),
         }
         results.push(r);
@@ -558,7 +583,7 @@ pub fn kani(run: &mut Runner, root: &Path, in_ci: bool) {
     for p in &summary.unknown {
         println!("    kani verified {p}, which the harness list (the `prove_*` scan) does not know");
     }
-    if !exit_ok {
+    if run_end != RunEnd::Succeeded {
         let lines: Vec<&str> = text.lines().collect();
         println!("\n---- cargo kani did not succeed; the end of its output: ----");
         for l in lines.iter().skip(lines.len().saturating_sub(40)) {
@@ -594,13 +619,16 @@ pub fn kani(run: &mut Runner, root: &Path, in_ci: bool) {
     if stage_note.is_some() {
         name.push_str(&format!(" (over the stage goal of {STAGE_GOAL_S} s, reported)"));
     }
+    if run_end == RunEnd::StoppedAtBackstop {
+        name.push_str(&format!(" (the run stopped at the backstop of {STAGE_BACKSTOP_S} s after {total:.0} s)"));
+    }
     run.record(&name, total, summary.ok);
 }
 
 /// The stage's verdict from the harness list and kani's verdicts.
 #[derive(Debug, PartialEq)]
 struct Summary {
-    /// The stage passes: kani's run succeeded and every listed harness is verified.
+    /// The stage passes: kani's run did not fail and every listed harness is verified.
     ok: bool,
     /// Listed harnesses verified.
     verified: usize,
@@ -610,17 +638,30 @@ struct Summary {
     unknown: Vec<String>,
 }
 
-/// The stage passes when kani's run succeeded (not killed by the backstop), every
-/// listed harness has a verified result and kani reported no harness the list
-/// does not know. A time over a goal never fails it.
-fn judge(paths: &[&str], verdicts: &[(String, Verdict, String)], exit_ok: bool) -> Summary {
+/// How the kani run ended.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum RunEnd {
+    /// `cargo kani` exited with success.
+    Succeeded,
+    /// `cargo kani` exited with a failure or could not start.
+    Failed,
+    /// The stage's backstop killed the run (whatever it had reported by then).
+    StoppedAtBackstop,
+}
+
+/// The stage passes when every listed harness has a verified result, kani
+/// reported no harness the list does not know, and the run did not fail. The
+/// backstop fails only the harnesses it stopped before they finished (they have
+/// no result): a run it stopped after every harness finished verified passes,
+/// however long the stage took. A time over a goal never fails it.
+fn judge(paths: &[&str], verdicts: &[(String, Verdict, String)], end: RunEnd) -> Summary {
     let verified = paths.iter().filter(|p| verdicts.iter().any(|(q, v, _)| q == *p && v.ok)).count();
     let over_goal =
         verdicts.iter().filter(|(_, v, _)| v.ok && v.over_goal.is_some()).map(|(p, _, _)| p.clone()).collect();
     let unknown: Vec<String> =
         verdicts.iter().filter(|(p, _, _)| !paths.contains(&p.as_str())).map(|(p, _, _)| p.clone()).collect();
     Summary {
-        ok: exit_ok && verified == paths.len() && !paths.is_empty() && unknown.is_empty(),
+        ok: end != RunEnd::Failed && verified == paths.len() && !paths.is_empty() && unknown.is_empty(),
         verified,
         over_goal,
         unknown,
@@ -938,7 +979,7 @@ mod tests {
         assert_eq!(v.over_goal, Some(180));
         let note = over_goal_note(&v).expect("a note for a harness over its goal");
         assert!(note.contains("186.0 s") && note.contains("goal of 180 s"), "{note}");
-        let s = judge(&[H], &[(H.into(), v, String::new())], true);
+        let s = judge(&[H], &[(H.into(), v, String::new())], RunEnd::Succeeded);
         assert!(s.ok, "a harness over its goal does not fail the stage: {s:?}");
         assert_eq!((s.verified, s.over_goal.len()), (1, 1));
     }
@@ -952,7 +993,7 @@ mod tests {
         assert!(!v.ok && v.timed_out, "{v:?}");
         assert!(v.why.contains("--harness-timeout"), "{}", v.why);
         assert_eq!(v.over_goal, None);
-        let s = judge(&[H], &[(H.into(), v, String::new())], true);
+        let s = judge(&[H], &[(H.into(), v, String::new())], RunEnd::Succeeded);
         assert!(!s.ok && s.verified == 0, "{s:?}");
     }
 
@@ -966,7 +1007,7 @@ mod tests {
         assert_eq!(v.checks, "1 of 1708 failed");
         // Fast and failed: no goal note makes it pass, and the stage fails.
         assert_eq!(v.over_goal, None);
-        assert!(!judge(&[H], &[(H.into(), v, String::new())], true).ok);
+        assert!(!judge(&[H], &[(H.into(), v, String::new())], RunEnd::Succeeded).ok);
     }
 
     #[test]
@@ -1010,13 +1051,62 @@ mod tests {
         let ok =
             one(&block(" ** 0 of 1 failed\n\n ** 1 of 1 cover properties satisfied", "SUCCESSFUL", Some(1.0)), 180);
         let got = [(H.to_string(), ok.clone(), String::new())];
-        assert!(judge(&[H], &got, true).ok);
-        assert!(!judge(&[H, "x::prove_y"], &got, true).ok, "a listed harness without a result fails");
-        assert!(!judge(&[H], &got, false).ok, "a run that failed or was killed by the backstop fails");
+        assert!(judge(&[H], &got, RunEnd::Succeeded).ok);
+        assert!(!judge(&[H, "x::prove_y"], &got, RunEnd::Succeeded).ok, "a listed harness without a result fails");
+        assert!(!judge(&[H], &got, RunEnd::Failed).ok, "a run that failed fails");
         let extra = [got[0].clone(), ("x::prove_z".to_string(), ok, String::new())];
-        let s = judge(&[H], &extra, true);
+        let s = judge(&[H], &extra, RunEnd::Succeeded);
         assert!(!s.ok && s.unknown == ["x::prove_z"], "{s:?}");
-        assert!(!judge(&[], &[], true).ok, "no harness at all fails");
+        assert!(!judge(&[], &[], RunEnd::Succeeded).ok, "no harness at all fails");
+    }
+
+    /// A stand-in for `cargo kani`: prints `output`, then sleeps `linger_s`
+    /// seconds (a run that outlasts a tiny backstop).
+    fn fake_kani(output: &str, linger_s: u32, tag: &str) -> Command {
+        let file = std::env::temp_dir().join(format!("nrt-xtask-fake-kani-{}-{tag}.txt", std::process::id()));
+        fs::write(&file, output).expect("write the fake kani output");
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", &format!("cat '{}'; rm -f '{}'; exec sleep {linger_s}", file.display(), file.display())]);
+        cmd
+    }
+
+    #[test]
+    fn a_run_stopped_by_the_backstop_after_every_harness_verified_passes() {
+        let a = "exec::proofs::parts::prove_consume_engine_0_keeps_its_frame";
+        let verified = block(" ** 0 of 9 failed\n\n ** 1 of 1 cover properties satisfied", "SUCCESSFUL", Some(2.0));
+        let out = format!(
+            "Thread 1: Checking harness {H}...\nThread 2: Checking harness {a}...\n{verified}{}",
+            verified.replace("Thread 1:", "Thread 2:")
+        );
+        // The run outlasts a backstop of 0.3 s (the fake sleeps 30 s): the stage
+        // is stopped, and its verdict is still that of its harnesses.
+        let t = Instant::now();
+        let (got, end, text) = run_streamed(fake_kani(&out, 30, "all"), &|_| 180, Duration::from_millis(300));
+        assert!(t.elapsed() < Duration::from_secs(25), "the backstop stopped the run");
+        assert_eq!(end, RunEnd::StoppedAtBackstop, "{text}");
+        assert!(text.contains("outlasted the stage's backstop"), "{text}");
+        assert_eq!(got.len(), 2, "{text}");
+        let s = judge(&[H, a], &got, end);
+        assert!(s.ok && s.verified == 2, "every harness verified passes however long the stage took: {s:?}");
+
+        // A harness the backstop stopped before it finished fails, unfinished.
+        let (got, end, text) = run_streamed(
+            fake_kani(
+                &format!("Thread 1: Checking harness {H}...\nThread 2: Checking harness {a}...\n{verified}"),
+                30,
+                "one",
+            ),
+            &|_| 180,
+            Duration::from_millis(300),
+        );
+        assert_eq!(end, RunEnd::StoppedAtBackstop, "{text}");
+        let s = judge(&[H, a], &got, end);
+        assert!(!s.ok && s.verified == 1, "{s:?}");
+
+        // The same output from a run that ended on its own: a pass.
+        let (got, end, _) = run_streamed(fake_kani(&out, 0, "quick"), &|_| 180, Duration::from_secs(60));
+        assert_eq!(end, RunEnd::Succeeded);
+        assert!(judge(&[H, a], &got, end).ok);
     }
 
     #[test]

@@ -81,11 +81,12 @@ fn the_ids_are_the_driver_headers() {
     );
     assert_eq!((ERR_SW_SEQUENCER_FATAL, HW_ERR_REPAIRABLE_HBM_UE, EXT_LAST), (39, 40, 41));
     assert_eq!((EXT_NC_COUNTER_COUNT, TOTAL_NC_COUNTER_COUNT), (64, 95));
-    assert_eq!((LATENCY_SAMPLES_WRITTEN, LATENCY_DEVICE_SAMPLES, LATENCY_TOTAL_SAMPLES, WRITTEN_END), (41, 42, 66, 90));
+    assert_eq!((LATENCY_SAMPLES_WRITTEN, LATENCY_DEVICE_SAMPLES, LATENCY_TOTAL_SAMPLES, EXECUTIONS), (41, 42, 65, 88));
+    assert_eq!((EXEC_COMPLETED, EXEC_FAILED_TO_QUEUE, EXEC_OTHER, WRITTEN_END), (88, 93, 94, 95));
 }
 
 #[test]
-fn latencies_sum_and_the_window_keeps_the_last_24_in_order() {
+fn latencies_sum_and_the_window_keeps_the_last_23_in_order() {
     let mut b = NcCounterBlock::new();
     let (mut d, mut t) = ([0u64; LATENCY_WINDOW], [0u64; LATENCY_WINDOW]);
     assert_eq!(b.latency_samples(&mut d, &mut t), 0);
@@ -100,8 +101,8 @@ fn latencies_sum_and_the_window_keeps_the_last_24_in_order() {
     assert_eq!(b.get(LATENCY_SAMPLES_WRITTEN), 30);
     assert_eq!(b.get(INFER_COMPLETED), 30);
     assert_eq!(b.latency_samples(&mut d, &mut t), LATENCY_WINDOW);
-    assert_eq!(d.to_vec(), (7..=30).collect::<Vec<u64>>());
-    assert_eq!(t.to_vec(), (107..=130).collect::<Vec<u64>>());
+    assert_eq!(d.to_vec(), (8..=30).collect::<Vec<u64>>());
+    assert_eq!(t.to_vec(), (108..=130).collect::<Vec<u64>>());
     // Fewer than the window: just those, oldest first.
     let mut b = NcCounterBlock::new();
     b.apply(&NcUpdate { device_latency_us: 5, ..upd(NrtStatus::Timeout) }, 9_000);
@@ -321,6 +322,7 @@ fn device_latency_is_the_cores_duration_and_total_runs_from_init() {
         assert_eq!(r.counted(*core, LATENCY_TOTAL), (t_end - t_init) / 1_000);
         assert_eq!(r.counted(*core, LATENCY_DEVICE), dur);
         assert_eq!(r.counted(*core, INFER_COMPLETED), 1);
+        assert_eq!(r.counted(*core, EXEC_COMPLETED), u64::from(*core == 0), "the execution once, at core 0");
     }
 }
 
@@ -335,6 +337,7 @@ fn a_core_that_finished_cleanly_beside_one_that_timed_out_counts_completed() {
     assert_eq!(st, Some(NrtStatus::Timeout));
     assert_eq!((r.counted(0, INFER_TIMED_OUT), r.counted(0, INFER_COMPLETED)), (1, 0));
     assert_eq!((r.counted(1, INFER_TIMED_OUT), r.counted(1, INFER_COMPLETED)), (0, 1));
+    assert_eq!((r.counted(0, EXEC_TIMED_OUT), r.counted(0, EXEC_COMPLETED), r.counted(1, EXEC_COMPLETED)), (1, 0, 0));
 }
 
 #[test]
@@ -394,6 +397,79 @@ fn the_execution_unit_counts_every_completion_once() {
     assert_eq!((b.get(INFER_TIMED_OUT), b.get(GENERIC_FAIL), b.get(ERR_RT)), (1, 1, 1));
     assert_eq!(dev.counter_updates.len(), 2, "once each");
     assert_eq!(b.get(LATENCY_SAMPLES_WRITTEN), 1, "the unharvested one has no latency");
+    // Each carries its request's status as the execution (one core each); a
+    // 101 has no execution-summary field: it counts as another.
+    let executions: Vec<_> = dev.counter_updates.iter().map(|(_, u)| u.execution).collect();
+    assert_eq!(executions, [Some(NrtStatus::Timeout), Some(NrtStatus::ExecUnitUnrecoverable)]);
+    assert_eq!((b.get(EXEC_TIMED_OUT), b.get(EXEC_OTHER)), (1, 1));
+    assert_eq!((EXECUTIONS..WRITTEN_END).map(|i| b.get(i)).sum::<u64>(), 2, "each execution in one");
+}
+
+/// A degraded unit's 101 over two cores: each core counts it, the execution
+/// only at the first.
+#[test]
+fn a_degraded_units_answer_over_two_cores_is_one_execution() {
+    struct Q(Option<crate::exec::XuWork>);
+    impl crate::exec::XuQueue for Q {
+        fn peek_current(&mut self) -> Option<crate::exec::XuWork> {
+            self.0
+        }
+        fn consume_has_work(&mut self) -> Result<(), crate::exec::XuSignalError> {
+            Ok(())
+        }
+        fn pop_current(&mut self, _: u64, _: NrtStatus) -> Result<(), crate::exec::XuSignalError> {
+            self.0 = None;
+            Ok(())
+        }
+    }
+    let mut dev = Box::new(FakeDevice::new(Arch::Sunda, RING));
+    let mut nq = FakeDevice::notifications(RING);
+    let mut xu = crate::exec::ExecUnit::new();
+    // A first request that times out puts the unit in FATAL_SHUTDOWN.
+    let mut q = Q(Some(crate::exec::XuWork { seq_id: 1, config: ExecConfig::new(Arch::Sunda, 1, 0) }));
+    for _ in 0..16 {
+        if q.0.is_none() {
+            break;
+        }
+        xu.step(&mut *dev, &mut nq, &mut q);
+    }
+    dev.counter_updates.clear();
+    q.0 = Some(crate::exec::XuWork { seq_id: 2, config: ExecConfig::new(Arch::Sunda, 2, 0) });
+    xu.step(&mut *dev, &mut nq, &mut q);
+    let got: Vec<_> = dev.counter_updates.iter().map(|(c, u)| (*c, u.status, u.execution)).collect();
+    let s = NrtStatus::ExecUnitUnrecoverable;
+    assert_eq!(got, [(0, s, Some(s)), (1, s, None)]);
+}
+
+#[test]
+fn an_execution_counts_once_in_its_requests_outcome() {
+    let cases = [
+        (NrtStatus::Success, EXEC_COMPLETED),
+        (NrtStatus::ExecCompletedWithNumErr, EXEC_COMPLETED_WITH_NUM_ERR),
+        (NrtStatus::ExecCompletedWithErr, EXEC_COMPLETED_WITH_ERR),
+        (NrtStatus::ExecHwErrHbmUe, EXEC_COMPLETED_WITH_ERR),
+        (NrtStatus::Timeout, EXEC_TIMED_OUT),
+        (NrtStatus::ExecSwNqOverflow, EXEC_TIMED_OUT),
+        (NrtStatus::ExecBadInput, EXEC_INCORRECT_INPUT),
+        (NrtStatus::QueueFull, EXEC_FAILED_TO_QUEUE),
+        (NrtStatus::ExecUnitUnrecoverable, EXEC_OTHER),
+        (NrtStatus::Failure, EXEC_OTHER),
+        (NrtStatus::Other(4242), EXEC_OTHER),
+    ];
+    for (status, want) in cases {
+        assert_eq!(execution_counter(status), want, "{status:?}");
+        let mut b = NcCounterBlock::new();
+        b.apply(&NcUpdate { execution: Some(status), ..upd(NrtStatus::Success) }, 0);
+        let got: Vec<usize> = (EXECUTIONS..WRITTEN_END).filter(|&i| b.get(i) != 0).collect();
+        assert_eq!(got, [want], "{status:?}");
+        assert_eq!(b.get(want), 1, "{status:?}: once");
+        // The core's own words are its own outcome's, whatever the execution's.
+        assert_eq!((b.get(INFER_COMPLETED), b.get(INFERENCE_COUNT)), (1, 1), "{status:?}");
+    }
+    let mut b = NcCounterBlock::new();
+    b.apply(&upd(NrtStatus::Success), 0);
+    assert!((EXECUTIONS..WRITTEN_END).all(|i| b.get(i) == 0), "a core that is not the first counts no execution");
+    assert_eq!((EXECUTIONS, EXEC_OTHER, WRITTEN_END), (88, 94, 95), "in the driver's reserved ids, below 95");
 }
 
 #[test]
@@ -406,7 +482,11 @@ fn two_cores_count_their_own_status() {
     assert_eq!(r.counted(0, INFER_COMPLETED), 1);
     assert_eq!(r.counted(0, INFER_COMPLETED_WITH_NUM_ERR), 0);
     assert_eq!(r.counted(1, INFER_COMPLETED_WITH_NUM_ERR), 1);
-    assert_eq!(r.counted(1, INFER_COMPLETED), 0);
+    assert_eq!(r.counted(1, INFER_COMPLETED), 0); // One execution, at core 0, in the request's outcome only.
+    let executions: Vec<u64> =
+        (0..2).flat_map(|c| (EXECUTIONS..WRITTEN_END).map(move |i| (c, i))).map(|(c, i)| r.counted(c, i)).collect();
+    assert_eq!(executions.iter().sum::<u64>(), 1);
+    assert_eq!(r.counted(0, EXEC_COMPLETED_WITH_NUM_ERR), 1);
 }
 
 /// The counters no outcome ever increments are exactly those G-NDS-UNWRITTEN

@@ -310,7 +310,11 @@ impl ExecUnit {
             // (`kmetric_update_nds_*`, §6): each core of the request, no latency.
             let s = NrtStatus::ExecUnitUnrecoverable;
             for core in 0..work.config.tpb_count.clamp(1, crate::arch::MAX_CORES as u8) {
-                dev.nc_counters(core, &crate::counters::NcUpdate::unharvested(s));
+                let execution = (core == 0).then_some(s);
+                dev.nc_counters(
+                    core,
+                    &crate::counters::NcUpdate { execution, ..crate::counters::NcUpdate::unharvested(s) },
+                );
             }
             s
         } else {

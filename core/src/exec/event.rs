@@ -204,9 +204,10 @@ impl fmt::Display for ExecEvent {
                 )
             }
             IntcReadFailed { core, kind } => write!(f, "core {core}: INTC cause read failed ({kind:?})"),
+            // The seed's text, its "Recieved" spelt right (G-SEED-TYPO).
             UnexpectedNotification { core, engine, debug_hint, subtype } => write!(
                 f,
-                "core {core}: Recieved unexpected notification on engine {}. Debug Hint: {debug_hint}, Notification Type: {subtype}",
+                "core {core}: Received unexpected notification on engine {}. Debug Hint: {debug_hint}, Notification Type: {subtype}",
                 engine.name()
             ),
             NqTagMismatch { core, engine, tag, expected } => write!(

@@ -145,7 +145,8 @@ impl ExecRequest {
     /// request whose engines did not all complete (it never ran to the end: a
     /// fault elsewhere finalized the request, or "failed but error not set")
     /// counts the request's status; a core that completed beside one that
-    /// failed counts its success (G-NDS-MAP).
+    /// failed counts its success (G-NDS-MAP). The first core's update also
+    /// carries the request's status: the execution counts once (G-NDS-SUM).
     /// FINALIZE reads no clock: the update carries the request's start (the
     /// INIT step), and the platform ends the total latency on its own clock.
     fn count<D: ExecDevice + ?Sized>(&self, dev: &mut D, step: Step) {
@@ -162,6 +163,8 @@ impl ExecRequest {
                 device_latency_us: self.out_info.tpb_duration_us.get(core).copied().unwrap_or(0),
                 started_ns: self.barrier_start_ns,
                 harvested: true,
+                // The execution counts once, at the first core, in the request's outcome.
+                execution: (core == 0).then_some(best),
             };
             dev.nc_counters(core as u8, &update);
         }

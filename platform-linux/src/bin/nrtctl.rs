@@ -61,8 +61,11 @@
 //! `stats` reads process N's datastore as neuron-monitor does
 //! (`ACQUIRE_NEURON_DS {pid N}`, mapped; [`nrt_linux::datastore`]) and prints
 //! its counters in the shape of neuron-monitor's `execution_stats`
-//! (`nrt_abi::stats`; the same field names with `--json`). `--watch SECS`
-//! prints what changed over each period of SECS seconds (with `period`), and
+//! (`nrt_abi::stats`; the same field names with `--json`): `execution_summary`
+//! counts each execution once, in its outcome, and `nc_execution_summary` each
+//! core's own outcome (G-NDS-SUM). `--watch SECS` prints the totals, then what
+//! changed over each period of SECS seconds (with `period`; a count that went
+//! down is a reset, its NC named, never a difference), and
 //! stops after `--count` periods, when the process's datastore is gone (the
 //! driver no longer hands it out: released, or the process exited), or when
 //! standard output closes. Exit 1 when the datastore cannot be acquired (the call, the device,
@@ -86,7 +89,7 @@ use nrt_abi::outp;
 use nrt_abi::{errln, outln};
 
 #[derive(Parser)]
-#[command(name = "nrtctl", about = "Neuron device operations through the driver's ioctls")]
+#[command(name = "nrtctl", version, about = "Neuron device operations through the driver's ioctls")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -132,6 +135,16 @@ fn parse_secs(s: &str) -> Result<std::time::Duration, String> {
     }
 }
 
+/// `--watch`: a period, more than 0 seconds (a zero period would read the
+/// datastore in a tight loop) and at most an hour.
+fn parse_period(s: &str) -> Result<std::time::Duration, String> {
+    match parse_secs(s) {
+        Ok(d) if d.is_zero() => Err("a period must be more than 0 seconds".to_string()),
+        Ok(d) => Ok(d),
+        Err(_) => Err(format!("not a number of seconds more than 0 and at most {MAX_LINGER_S}")),
+    }
+}
+
 #[derive(clap::Args)]
 struct StatsArgs {
     /// Device node.
@@ -143,8 +156,8 @@ struct StatsArgs {
     /// Print neuron-monitor's JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// Print what changed every SECS seconds (more than 0, at most 3600).
-    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    /// Print the totals, then what changed every SECS seconds (more than 0, at most 3600).
+    #[arg(long, value_name = "SECS", value_parser = parse_period, allow_negative_numbers = true)]
     watch: Option<std::time::Duration>,
     /// With --watch: stop after this many periods [default: when the process's datastore is gone].
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
@@ -182,7 +195,7 @@ struct RunArgs {
     #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     inferences: u32,
     /// Keep the process (its session and datastore) this many seconds after the last inference.
-    #[arg(long = "linger-s", value_name = "S", value_parser = parse_secs)]
+    #[arg(long = "linger-s", value_name = "S", value_parser = parse_secs, allow_negative_numbers = true)]
     linger_s: Option<std::time::Duration>,
     /// Print one JSON object (per inference) instead of text.
     #[arg(long)]
@@ -200,7 +213,9 @@ macro_rules! log_env_help {
     () => {
         "  NEURON_RT_LOG_LEVEL=LEVEL        ERROR (default), WARNING, INFO, DEBUG, TRACE or QUIET, on standard error
   NEURON_RT_LOG_LEVEL_<C>=LEVEL    the same for one component C: TDRV (the harvest and the driver
-                                   binding), NRT (nrtctl); NMGR and KMGR are accepted (no code here)"
+                                   binding), NRT (nrtctl); NMGR and KMGR are accepted (no code here)
+  other NEURON_RT_* variables      have no effect here (NEURON_RT_LOG_LOCATION, NEURON_RT_VALIDATE_HASH, ...):
+                                   each one set is named once in a warning on standard error (not with QUIET)"
     };
 }
 
@@ -668,8 +683,10 @@ fn stats(a: &StatsArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // The totals first (with --watch too: what was counted before the first
+    // period), then what changed in each period.
+    print(&ExecutionStats::from_values(before.iter()), None);
     let Some(period) = a.watch else {
-        print(&ExecutionStats::from_values(before.iter()), None);
         return ExitCode::SUCCESS;
     };
     let mut t0 = std::time::Instant::now();

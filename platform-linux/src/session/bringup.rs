@@ -507,35 +507,43 @@ pub(super) fn core_list(map: u64) -> String {
     }
 }
 
-/// Who holds cores `want` of `dev`, for the error of a refused mark: the
-/// processes the driver lists with `DEVICE_GET_ALL_APPS_INFO` as writers of
-/// those cores (its `nc_lock_map`, cores 0..=3), each with its command from
-/// `/proc/<pid>/comm`.
+/// Who holds cores `want` of `dev`, for the error of a refused mark (its verb
+/// agreeing with [`core_list`]'s noun): the processes the driver lists with
+/// `DEVICE_GET_ALL_APPS_INFO` as writers of those cores (its `nc_lock_map`,
+/// cores 0..=3), each with its command from `/proc/<pid>/comm`. This process
+/// is named as such when the driver lists it as a writer, or lists no other
+/// process with the device open: a session of it already holds the cores.
 pub(super) fn holders(dev: &NeuronDevice, want: u64) -> String {
     let me = std::process::id() as i32;
-    match dev.apps_info() {
-        Ok(apps) => {
-            let who: Vec<String> = apps
-                .iter()
-                .filter(|a| a.pid != me && a.pid > 0 && u64::from(a.nc_lock_map) & want != 0)
-                .map(|a| {
-                    let comm = std::fs::read_to_string(format!("/proc/{}/comm", a.pid))
-                        .map(|c| c.trim().to_string())
-                        .unwrap_or_else(|e| format!("command unknown: /proc/{}/comm: {e}", a.pid));
-                    format!("pid {} ({comm})", a.pid)
-                })
-                .collect();
-            if who.is_empty() {
-                let others: Vec<String> = apps.iter().filter(|a| a.pid != me).map(|a| a.pid.to_string()).collect();
-                format!(
-                    "are held by another process; the driver names no writer of them (processes with the device \
-                     open: {})",
-                    if others.is_empty() { "none listed".to_string() } else { others.join(", ") }
-                )
-            } else {
-                format!("are held by {}", who.join(", "))
-            }
-        }
-        Err(e) => format!("are held by another process (asking the driver who failed: {e})"),
+    let (verb, them) = if want.count_ones() == 1 { ("is", "it") } else { ("are", "them") };
+    let named = |pid: i32| {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .map(|c| c.trim().to_string())
+            .unwrap_or_else(|e| format!("command unknown: /proc/{pid}/comm: {e}"));
+        format!("pid {pid} ({comm})")
+    };
+    let this = format!("this process, {}", named(me));
+    let apps = match dev.apps_info() {
+        Ok(apps) => apps,
+        Err(e) => return format!("{verb} held by another process or by {this} (asking the driver who failed: {e})"),
+    };
+    let writers: Vec<i32> =
+        apps.iter().filter(|a| a.pid > 0 && u64::from(a.nc_lock_map) & want != 0).map(|a| a.pid).collect();
+    let who: Vec<String> = writers.iter().filter(|p| **p != me).map(|p| named(*p)).collect();
+    let others: Vec<String> = apps.iter().filter(|a| a.pid > 0 && a.pid != me).map(|a| a.pid.to_string()).collect();
+    let mine = writers.contains(&me);
+    match (mine, who.is_empty()) {
+        (true, true) => format!("{verb} held by {this}: a session of it already holds {them}"),
+        (true, false) => format!("{verb} held by {this} and by {}", who.join(", ")),
+        (false, false) => format!("{verb} held by {}", who.join(", ")),
+        (false, true) if others.is_empty() => format!(
+            "{verb} held by {this}: no other process has the device open (the driver names no writer of {them}), \
+             so a session of it already holds {them}"
+        ),
+        (false, true) => format!(
+            "{verb} held, and the driver names no writer of {them}: by {this} (a session of it already open on \
+             {them}) or by a process with the device open: {}",
+            others.join(", ")
+        ),
     }
 }

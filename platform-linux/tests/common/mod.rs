@@ -24,6 +24,12 @@ pub fn without_rt_env(mut c: Command) -> Command {
     for v in RT_VARS {
         c.env_remove(v);
     }
+    // The others too: each one set is warned of (`config::unhonoured`).
+    for (k, _) in std::env::vars_os() {
+        if k.to_str().is_some_and(|k| k.starts_with("NEURON_RT_")) {
+            c.env_remove(k);
+        }
+    }
     c
 }
 
