@@ -102,7 +102,7 @@ pub const fn engine_count(arch: Arch) -> u32 {
 
 /// BAR0 offset of DMA engine `eng`'s register window (`ndma_init_v2`, `_v3`;
 /// v2/v3 address_map.h): v2 NC0's 16 engines from 0x3000_0000 and NC1's from
-/// 0x3070_0000, 0x4_0000 apart; v3 four groups of 32 from [`V3_SDMA_GROUPS`],
+/// 0x3070_0000, 0x4_0000 apart; v3 four groups of 32 from 0x8200_0000, 0x9400_0000, 0xA200_0000, 0xB400_0000,
 /// 0x10_0000 apart; then the driver's own engines. `None` past them.
 pub const fn udma_base(arch: Arch, eng: u32) -> Option<u64> {
     let cores = arch.nc_per_device() as u32 * ENGINES_PER_NC;
@@ -255,7 +255,7 @@ pub const LOGICAL_CORES: u32 = 128;
 
 /// The four rows of v3's `nc_mapping_v0_seng_swap`: the device core of each
 /// of a device's 8 logical positions (v3/neuron_dhal_v3.c); row of device
-/// `d` is [`v3_row`]. The two cores of one SEng stay together.
+/// `d` is `v3_row`. The two cores of one SEng stay together.
 const V3_ROWS: [[u8; 8]; 4] =
     [[4, 5, 6, 7, 2, 3, 0, 1], [2, 3, 0, 1, 4, 5, 6, 7], [0, 1, 2, 3, 6, 7, 4, 5], [6, 7, 4, 5, 0, 1, 2, 3]];
 

@@ -33,7 +33,8 @@
 //!    ring, RX ring and the copy's buffer, `MEM_GET_EXTENDED_INFO` (the handle
 //!    kept from the allocation: the info struct's is a kernel pointer), `mmap`
 //!    at its offset;
-//! 8. `DMA_QUEUE_INIT` of the staging queue (engine 0 queue 0);
+//! 8. `DMA_QUEUE_INIT` of the staging queue (queue 0 of the session's own
+//!    host engine, `nrt_abi::devmap::host_engine`);
 //! 9. `NOTIFICATIONS_INIT_V2` of runtime rings 2 (ERROR) and 4..=8 (NOTIFY)
 //!    of each core with `engine_index` = the runtime NQ index, `mmap`: HEAD is
 //!    written at the slot the driver programmed, that `engine_index` (points 5
@@ -58,13 +59,14 @@
 //!     rung S2M, then M2S)
 //!     through [`IoctlDoorbell`]: one `DMA_QUEUE_COPY_START` with TX and RX
 //!     (never `rx == 0`, never before step 8: points 1 and 2); the completion
-//!     marker polled in the mapped buffer; the top-SP host trigger (`BAR_WRITE`
-//!     in the top-SP's window, [`host_trigger`]; refused on an arch whose window
-//!     is unknown); the kickoff `SEMAPHORE_INCREMENT` per core; the harvest:
+//!     marker polled in the mapped buffer (a copy that failed ends the
+//!     inference before its kickoff, G-STAGING-FAIL); the top-SP host trigger
+//!     (`BAR_WRITE` where the hint query says; not written on a real driver,
+//!     G-DRV-TRIGGER); the kickoff `SEMAPHORE_INCREMENT` per core; the harvest:
 //!     core's `exec_wait_round_robin` over a device whose rings are the
-//!     mappings and whose registers (HEAD, INTC cause) go through `BAR_WRITE` /
-//!     `BAR_READ` at `bar_address[0] + offset`, the probes through the hint
-//!     query (the simulator only); repeated failures of the device file end it
+//!     mappings and whose HEAD registers go through `BAR_WRITE` at
+//!     `bar_address[0] + offset`, the INTC cause and the probes through the
+//!     simulator only (G-DRV-REAL); repeated failures of the device file end it
 //!     with a device-gone error (G-DRV-GONE);
 //! 12. teardown, also after an error (RAII): `munmap` of every mapping,
 //!     `DMA_QUEUE_RELEASE`, `MEM_FREE` of the copy's buffer (the ring chunks
