@@ -1078,6 +1078,55 @@ fn reset2_3_7_request_ids_a_second_reset_and_the_waits() {
     assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(0));
 }
 
+/// RESET-8: each reset asks the device to reset the simulated cores of the
+/// map (their reset generation moves), and `NC_RESET_READY` waits until a
+/// device stepping the file acknowledged them; a file no device steps is not
+/// waited for.
+#[test]
+fn reset8_the_device_resets_the_cores_of_the_map_and_the_ready_waits_for_it() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let gens = |m: &Model| (m.file().reset_requested(0), m.file().reset_requested(1));
+    let mut r = abi::NcReset { nc_map: 2, request_id: 0 };
+    assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(0));
+    assert_eq!(gens(&m), (0, 1));
+    // RESET-3: a request already pending resets nothing more.
+    assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(RESET_PENDING));
+    assert_eq!(gens(&m), (0, 1));
+    // No device steps this file: the wait returns at once.
+    let mut w = abi::NcResetReady { request_id: PID, result: 9 };
+    assert_eq!(call(&mut m, abi::NC_RESET_READY, &mut w, &mut mem), Ok(0));
+    assert_eq!((w.result, m.file().reset_acknowledged(1)), (0, 0));
+    let mut all = abi::NcReset { nc_map: abi::NC_MAP_DEVICE, request_id: 0 };
+    assert_eq!(call(&mut m, abi::NC_RESET, &mut all, &mut mem), Ok(0));
+    assert_eq!(gens(&m), (1, 2));
+    // A device that acknowledges 20 ms later: the wait returns after it.
+    m.file().mark_ready(0);
+    let (file, stop) = (Arc::clone(m.file()), Arc::new(std::sync::atomic::AtomicBool::new(false)));
+    let device = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            // Bounded: 5 s at most.
+            while !stop.load(Ordering::Acquire) && t0.elapsed() < std::time::Duration::from_secs(5) {
+                file.heartbeat();
+                if t0.elapsed() >= std::time::Duration::from_millis(20) {
+                    for c in 0..2 {
+                        file.acknowledge_reset(c, file.reset_requested(c));
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        })
+    };
+    let mut w = abi::NcResetReady { request_id: PID, result: 9 };
+    assert_eq!(call(&mut m, abi::NC_RESET_READY, &mut w, &mut mem), Ok(0));
+    let acked = (m.file().reset_acknowledged(0), m.file().reset_acknowledged(1));
+    stop.store(true, Ordering::Release);
+    device.join().unwrap();
+    assert_eq!((w.result, acked), (0, (1, 2)));
+    assert!(m.violations.is_empty(), "{:?}", m.violations);
+}
+
 #[test]
 fn reset4_destroys_every_processs_rings_of_the_cores() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
