@@ -379,15 +379,26 @@ impl Model {
         if stalled {
             return;
         }
-        // Every descriptor fetched and every buffer inside a chunk, before a byte moves.
+        // Every descriptor fetched and every buffer inside a chunk (and, on an
+        // engine without host connectivity, none in host memory), before a byte moves.
+        let host_reach = nrt_abi::devmap::host_connected(self.arch, eng);
         let mut segs: [Vec<(u64, u64)>; 2] = [Vec::new(), Vec::new()];
         let mut total = [0u64; 2];
         for (k, (dir, bds)) in [(true, &tx_bds), (false, &rx_bds)].into_iter().enumerate() {
             for b in bds.iter() {
                 let fault = match b.fetch {
                     Err(why) => Some(format!("BD {}: {why}", b.index)),
-                    Ok(()) => match self.chunk_range(b.addr, u64::from(b.len)) {
-                        Some(off) => {
+                    Ok(()) => match self.chunk_range_of(b.addr, u64::from(b.len)) {
+                        // COPY-9: an engine without host connectivity cannot reach host memory.
+                        Some((_, true)) if !host_reach => Some(format!(
+                            "COPY-9: BD {} {} 0x{:x} is host memory, and engine {eng} has no host connectivity \
+                             (v3/neuron_dhal_v3.c: ndma_get_engines_with_host_connectivity_v3: engines 4-7 and 12-15 \
+                             of each core's 16)",
+                            b.index,
+                            if dir { "source" } else { "destination" },
+                            b.addr
+                        )),
+                        Some((off, _)) => {
                             segs[k].push((off, u64::from(b.len)));
                             total[k] = total[k].saturating_add(u64::from(b.len));
                             None

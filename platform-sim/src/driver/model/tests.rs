@@ -273,6 +273,46 @@ fn a_copy_start_moves_exactly_the_bytes_the_bds_say() {
     assert_eq!(m.dma_errors, 0);
 }
 
+/// COPY-9: on cayman, engine 0 (no host connectivity) faults a copy whose
+/// source or destination is host memory: a DMA error naming the engine and
+/// the rule, nothing copied; engine 4 (host-connected) copies the same BDs.
+#[test]
+fn copy9_an_engine_without_host_connectivity_faults_a_host_copy() {
+    for (eng, reaches) in [(0u32, false), (4, true), (8, false), (12, true)] {
+        let (mut m, mut mem) = (model(Arch::Cayman, 2), VecMem::new());
+        let (tx, rx) = with_queue_at(&mut m, &mut mem, eng, 0, 64);
+        let (_, buf) = alloc(&mut m, &mut mem, 2 * 4096);
+        fill(&m, buf, &[0x5A; 4096]);
+        put_bd(&m, tx, 0, 4096, 1, buf);
+        put_bd(&m, rx, 0, 4096, 1, buf + 4096);
+        let mut c = abi::DmaQueueCopyStart { eng_id: eng, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+        if reaches {
+            assert_eq!((m.dma_errors, m.dma_bytes), (0, 4096), "engine {eng}: {:?}", m.log);
+            assert_eq!(file_bytes(&m, buf + 4096, 4096), vec![0x5A; 4096]);
+        } else {
+            assert_eq!((m.dma_errors, m.dma_bytes), (1, 0), "engine {eng}");
+            assert_logged(
+                &m,
+                &format!(
+                    "DMA error: engine {eng} queue 0 TX: COPY-9: BD 0 source 0x{buf:x} is host memory, and engine \
+                     {eng} has no host connectivity (v3/neuron_dhal_v3.c: ndma_get_engines_with_host_connectivity_v3"
+                ),
+            );
+            assert_eq!(file_bytes(&m, buf + 4096, 4096), vec![0; 4096], "nothing copied");
+        }
+    }
+    // Sunda: every core engine reaches host memory.
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (tx, rx) = with_queue_at(&mut m, &mut mem, 3, 0, 64);
+    let (_, buf) = alloc(&mut m, &mut mem, 2 * 4096);
+    put_bd(&m, tx, 0, 64, 1, buf);
+    put_bd(&m, rx, 0, 64, 1, buf + 4096);
+    let mut c = abi::DmaQueueCopyStart { eng_id: 3, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+    assert_eq!((m.dma_errors, m.dma_bytes), (0, 64));
+}
+
 #[test]
 fn an_address_outside_the_chunks_is_a_dma_error_and_nothing_is_written() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
