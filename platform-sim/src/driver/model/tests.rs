@@ -273,6 +273,99 @@ fn a_copy_start_moves_exactly_the_bytes_the_bds_say() {
     assert_eq!(m.dma_errors, 0);
 }
 
+/// DMAQ-13: the driver re-points a queue whoever owns it; the model records
+/// a conformance violation naming both pids, the engine, the queue and the
+/// core when the core is another process's mark, or the queue another live
+/// process's. A queue whose owner is gone is not.
+#[test]
+fn dmaq13_a_queue_of_a_core_another_process_holds_is_a_conformance_violation() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let other = PID + 1;
+    m.open(other);
+    let mut r = range(1, 1, 1);
+    assert_eq!(call_as(&mut m, other, abi::CRWL_NC_RANGE_MARK, &mut r, &mut mem), Ok(0));
+    // PID on engine 0 (core 0, unmarked): nothing to say.
+    with_queue_at(&mut m, &mut mem, 0, 0, 64);
+    assert_eq!(m.conformance_violations().count(), 0, "{:?}", m.violations);
+    // PID on engine 17 queue 3 (core 1, marked by `other`): served, and a violation.
+    with_queue_at(&mut m, &mut mem, 17, 3, 64);
+    assert_eq!(m.queue(17, 3).map(|q| q.owner), Some(PID), "the driver re-points it");
+    let v: Vec<String> = m.conformance_violations().map(|v| v.to_string()).collect();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(
+        v[0].starts_with(
+            "conformance violation: NEURON_IOCTL_DMA_QUEUE_INIT: DMAQ-13: pid 4242 programs engine 17 \
+                          queue 3 of core 1, which pid 4243 holds"
+        ) && v[0].contains("(neuron_ring.c: ndmar_queue_init"),
+        "{v:?}"
+    );
+    // `other` re-points PID's queue (0, 0) while PID is attached.
+    let (h, _) = with_queue_at(&mut m, &mut mem, 1, 1, 64);
+    let mut q = abi::DmaQueueInit {
+        eng_id: 0,
+        qid: 0,
+        tx_desc_count: 64,
+        rx_desc_count: 64,
+        tx_handle: h,
+        rx_handle: h,
+        ..Default::default()
+    };
+    assert_eq!(call_as(&mut m, other, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+    assert_eq!(m.conformance_violations().count(), 2);
+    assert_logged(&m, "DMAQ-13: pid 4243 re-points engine 0 queue 0 (core 0), which pid 4242 owns");
+    // Once PID is gone, its queues are nobody's to protect.
+    m.process_gone(PID);
+    assert_eq!(call_as(&mut m, other, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+    assert_eq!(m.conformance_violations().count(), 2, "{:?}", m.violations);
+}
+
+/// BAR-8: BAR accesses the driver performs unchecked: outside every window
+/// of the device map, or a write into a semaphore resource, is a conformance
+/// violation (the access still happens); a named register is not; the
+/// simulator's own registers only without the hint query.
+#[test]
+fn bar8_accesses_outside_the_map_and_semaphore_writes_are_conformance_violations() {
+    for hints in [true, false] {
+        let mut m = model(Arch::Cayman, 2);
+        if !hints {
+            m = m.without_hints();
+        }
+        let mut mem = VecMem::new();
+        let head = nrt_core::arch::nq_head_register(Arch::Cayman, 1, 4).unwrap();
+        let tpb = nrt_abi::devmap::semaphore_block(Arch::Cayman, 1) + nrt_abi::devmap::SEMA_SET;
+        let top = nrt_abi::devmap::top_sp(Arch::Cayman, 0).unwrap().base + 0x1800;
+        let trig = simabi::xt_local_reg(Arch::Cayman) + 0x15A0;
+        let intc = simabi::intc_cause_offset(Arch::Cayman, 1, 1, 61).unwrap();
+        let unnamed = 0x0F00_15A0;
+        for (off, write, want) in [
+            (head, true, None),
+            (head, false, None),
+            (tpb, false, None),
+            (tpb, true, Some("in TpbSemaphores(1)'s SEMAPHORE resource")),
+            (top, true, Some("in TopSpSemaphores(0)'s SEMAPHORE resource")),
+            (unnamed, false, Some("outside every window the device map names")),
+            (unnamed, true, Some("outside every window the device map names")),
+            (trig, true, (!hints).then_some("the simulator's top-SP host trigger")),
+            (intc, false, (!hints).then_some("the simulator's INTC cause registers")),
+        ] {
+            let before = m.conformance_violations().count();
+            let pa = simabi::SIM_BAR0_PA + off;
+            assert_eq!(bar(&mut m, &mut mem, !write, &[pa], &[7]), Ok(0), "0x{off:x}: performed");
+            let got: Vec<String> = m.conformance_violations().skip(before).map(|v| v.to_string()).collect();
+            match want {
+                None => assert!(got.is_empty(), "hints {hints} 0x{off:x}: {got:?}"),
+                Some(w) => {
+                    assert_eq!(got.len(), 1, "hints {hints} 0x{off:x}: {got:?}");
+                    assert!(got[0].contains("BAR-8: ") && got[0].contains(&format!("0x{off:x}, {w}")), "{got:?}");
+                }
+            }
+            if write && off != unnamed {
+                assert_eq!(m.bar_word(off), Some(7), "0x{off:x}: written");
+            }
+        }
+    }
+}
+
 /// COPY-9: on cayman, engine 0 (no host connectivity) faults a copy whose
 /// source or destination is host memory: a DMA error naming the engine and
 /// the rule, nothing copied; engine 4 (host-connected) copies the same BDs.
