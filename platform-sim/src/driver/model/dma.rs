@@ -370,7 +370,7 @@ impl Model {
     /// ring id it expects, starting at 1 and advancing mod 4 at each wrap; the
     /// driver does not look): a warning if not, and the device stalls on it, so
     /// nothing is copied. Buffer addresses are chunk `pa`s from
-    /// `MEM_GET_EXTENDED_INFO`, each found by an interval lookup; a range
+    /// `MEM_GET_EXTENDED_INFO`, each found by an interval lookup (`Model::chunk_range_of`); a range
     /// outside every chunk (or a descriptor outside its ring's chunk) is a DMA
     /// error: logged, nothing copied. The queue's positions advance by the
     /// counts either way (G-DRV-QSTATE).

@@ -243,12 +243,8 @@ impl Model {
     }
 
     /// The device-file offset of `[pa, pa + len)` when it lies inside one
-    /// chunk handed out (its `pa` is `SIM_HOST_PA_BASE | offset`, G-DRV-POOL).
-    pub fn chunk_range(&mut self, pa: u64, len: u64) -> Option<u64> {
-        self.chunk_range_of(pa, len).map(|(off, _)| off)
-    }
-
-    /// [`Model::chunk_range`], with whether the chunk is host memory.
+    /// chunk handed out (its `pa` is `SIM_HOST_PA_BASE | offset`, G-DRV-POOL),
+    /// and whether that chunk is host memory.
     pub fn chunk_range_of(&mut self, pa: u64, len: u64) -> Option<(u64, bool)> {
         self.chunks.lookups = self.chunks.lookups.saturating_add(1);
         let off = pa.checked_sub(SIM_HOST_PA_BASE)?;

@@ -337,6 +337,9 @@ fn bar8_accesses_outside_the_map_and_semaphore_writes_are_conformance_violations
         let trig = simabi::xt_local_reg(Arch::Cayman) + 0x15A0;
         let intc = simabi::intc_cause_offset(Arch::Cayman, 1, 1, 61).unwrap();
         let unnamed = 0x0F00_15A0;
+        // The first word past core 1's INTC blocks is no longer the simulator's.
+        let past_intc = simabi::intc_cause_offset(Arch::Cayman, 1, 0, 0).unwrap()
+            + u64::from(simabi::INTC_BLOCKS) * simabi::INTC_BLOCK_STRIDE;
         for (off, write, want) in [
             (head, true, None),
             (head, false, None),
@@ -347,6 +350,7 @@ fn bar8_accesses_outside_the_map_and_semaphore_writes_are_conformance_violations
             (unnamed, true, Some("outside every window the device map names")),
             (trig, true, (!hints).then_some("the simulator's top-SP host trigger")),
             (intc, false, (!hints).then_some("the simulator's INTC cause registers")),
+            (past_intc, false, Some("outside every window the device map names")),
         ] {
             let before = m.conformance_violations().count();
             let pa = simabi::SIM_BAR0_PA + off;
@@ -1225,10 +1229,28 @@ fn reset8_the_device_resets_the_cores_of_the_map_and_the_ready_waits_for_it() {
     // RESET-3: a request already pending resets nothing more.
     assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(RESET_PENDING));
     assert_eq!(gens(&m), (0, 1));
-    // No device steps this file: the wait returns at once.
+    // No device steps this file (a fresh heartbeat on a file not ready is
+    // not one): the wait returns without the device's acknowledgement.
+    m.file().heartbeat();
+    let beat = {
+        let (file, stop) = (Arc::clone(m.file()), Arc::new(std::sync::atomic::AtomicBool::new(false)));
+        let s = Arc::clone(&stop);
+        let t = std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            // Bounded: 5 s at most.
+            while !s.load(Ordering::Acquire) && t0.elapsed() < std::time::Duration::from_secs(5) {
+                file.heartbeat();
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        });
+        (t, stop)
+    };
     let mut w = abi::NcResetReady { request_id: PID, result: 9 };
     assert_eq!(call(&mut m, abi::NC_RESET_READY, &mut w, &mut mem), Ok(0));
+    beat.1.store(true, Ordering::Release);
+    beat.0.join().unwrap();
     assert_eq!((w.result, m.file().reset_acknowledged(1)), (0, 0));
+    assert!(m.violations.is_empty(), "no device, no wait: {:?}", m.violations);
     let mut all = abi::NcReset { nc_map: abi::NC_MAP_DEVICE, request_id: 0 };
     assert_eq!(call(&mut m, abi::NC_RESET, &mut all, &mut mem), Ok(0));
     assert_eq!(gens(&m), (1, 2));
