@@ -42,6 +42,8 @@
 //! | `0x060` | 8 | the server's heartbeat, `CLOCK_MONOTONIC` ns (stamped every loop) |
 //! | `0x068` | 8 | the file's token (the locator repeats it) |
 //! | `0x080 + 8*l + 4*c` | 4 | status line `l` of core `c` ([`Line`]: barrier done, barrier / network proxy failure, HBM UE, DMA abort) |
+//! | `0x0A8 + 4*c` | 4 | core `c`'s reset generation: the driver model counts each `NC_RESET` of the core ([`ShmFile::request_reset`]) |
+//! | `0x0B0 + 4*c` | 4 | the generation the device last reset core `c` to a fresh state for ([`ShmFile::acknowledge_reset`]) |
 //! | `0x100` | 512 | the injected faults, canonical specs separated by spaces, NUL-padded |
 //! | `0x1000` | `18 * stride` | NQ ring `(core, nq)` at `+ (core * 9 + nq) * stride`, the stride the ring's bytes rounded up to a page ([`ring_stride`]); 16-byte slots, two u64 words |
 //! | page after the rings | to the last register + 1 page | BAR0 (sparse): NQ HEAD at [`nq_head_register`](nrt_core::arch::nq_head_register), INTC cause at [`sim::intc_cause_offset`], kickoff semaphores' INCR alias at [`sim::sema_page`] `+ 0x1800`, top-SP host trigger at [`sim::xt_local_reg`] `+ 0x15A0` |
@@ -139,10 +141,14 @@ mod off {
     pub const HEARTBEAT: u64 = 0x60;
     pub const TOKEN: u64 = 0x68;
     pub const LINES: u64 = 0x80;
+    pub const RESET_REQ: u64 = 0xA8;
+    pub const RESET_ACK: u64 = 0xB0;
     pub const FAULTS: u64 = 0x100;
 }
 const _: () = assert!(off::FAULTS + FAULTS_BYTES as u64 <= RINGS_OFFSET);
-const _: () = assert!(off::LINES + 8 * 5 <= off::FAULTS);
+const _: () = assert!(off::LINES + 8 * 5 <= off::RESET_REQ);
+const _: () = assert!(off::RESET_REQ + 4 * MAX_CORES as u64 <= off::RESET_ACK);
+const _: () = assert!(off::RESET_ACK + 4 * MAX_CORES as u64 <= off::FAULTS);
 
 /// The server's state word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -730,6 +736,39 @@ impl ShmFile {
             return None;
         }
         self.map.u32_at(off::LINES + 8 * line as u64 + 4 * u64::from(core))
+    }
+
+    /// Ask the device to reset `core` to a fresh state (the driver model's
+    /// `NC_RESET`): its reset generation counts one more; the new generation,
+    /// `None` past the file's cores.
+    pub fn request_reset(&self, core: u8) -> Option<u32> {
+        let w = self.reset_word(off::RESET_REQ, core)?;
+        Some(w.fetch_add(1, Ordering::AcqRel).wrapping_add(1))
+    }
+
+    /// Core `core`'s reset generation (0 before any reset, and past the file's cores).
+    pub fn reset_requested(&self, core: u8) -> u32 {
+        self.reset_word(off::RESET_REQ, core).map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
+    /// The reset generation the device last acknowledged for `core`.
+    pub fn reset_acknowledged(&self, core: u8) -> u32 {
+        self.reset_word(off::RESET_ACK, core).map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
+    /// The device reset `core` for generation `generation` (Release: its
+    /// fresh state is visible to whoever acquires the acknowledgement).
+    pub fn acknowledge_reset(&self, core: u8, generation: u32) {
+        if let Some(w) = self.reset_word(off::RESET_ACK, core) {
+            w.store(generation, Ordering::Release);
+        }
+    }
+
+    fn reset_word(&self, base: u64, core: u8) -> Option<&AtomicU32> {
+        if usize::from(core) >= MAX_CORES {
+            return None;
+        }
+        self.map.u32_at(base + 4 * u64::from(core))
     }
 
     /// The BAR register at `reg` (a BAR0 offset), as the device sees it.

@@ -5,6 +5,9 @@
 //! writes its outputs to [`Shared`] (registers and memory), exactly as hardware
 //! would. One [`Device::step`] at time `now`:
 //!
+//! 0. resets each core the driver reset (`NC_RESET`: the core's reset
+//!    generation moved, [`Shared::reset_requested`]) to a fresh device's
+//!    state, and acknowledges it;
 //! 1. samples its inputs: the top-SP host trigger (arms the sequencers), the kickoff
 //!    semaphore of each core (starts that core's programs at `now`, and schedules
 //!    its collectives barrier), the UDMA tail increments (descriptors to process);
@@ -59,7 +62,12 @@ pub struct Device {
     full_noted: Vec<bool>,
     sched: BTreeMap<(u64, u64), Action>,
     seq: u64,
-    armed: bool,
+    /// Each core's sequencers armed (by the host trigger, or from the start).
+    armed: [bool; MAX_CORES],
+    /// Armed without the host trigger ([`Device::arm`]): a reset core stays armed.
+    arm_free: bool,
+    /// The reset generation of each core the device last acted on.
+    reset_seen: [u32; MAX_CORES],
     /// Each core's kickoff taken and not yet played out (see [`Device::step`]).
     started: [bool; MAX_CORES],
     /// Scheduled actions of each core still to run.
@@ -86,14 +94,7 @@ impl Device {
         let size = shared.ring_bytes();
         let producers = (0..MAX_CORES * NQ_PER_CORE).map(|_| NqProducer::new(size).ok()).collect();
         let q = QueueState { head: 0, ring_id: INITIAL_RING_ID, avail: 0 };
-        // Host-side proxy failures are status lines, set before anything runs.
-        for f in &spec.faults {
-            match *f {
-                Fault::BarrierFail { core } => shared.set_line(Line::BarrierFail, core, 1200),
-                Fault::NetproxyFail { core } => shared.set_line(Line::NetproxyFail, core, 1206),
-                _ => {}
-            }
-        }
+        set_fault_lines(&shared, &spec, None);
         Device {
             shared,
             spec,
@@ -103,7 +104,9 @@ impl Device {
             full_noted: vec![false; MAX_CORES * NQ_PER_CORE],
             sched: BTreeMap::new(),
             seq: 0,
-            armed: false,
+            armed: [false; MAX_CORES],
+            arm_free: false,
+            reset_seen: [0; MAX_CORES],
             started: [false; MAX_CORES],
             pending: [0; MAX_CORES],
             played: 0,
@@ -168,7 +171,67 @@ impl Device {
     /// driver cannot write it, since no public source names its block
     /// (`nrt_abi::devmap::Unknown::HostTrigger`, G-DRV-TRIGGER).
     pub fn arm(&mut self) {
-        self.armed = true;
+        self.arm_free = true;
+        self.armed = [true; MAX_CORES];
+    }
+
+    /// Step 0: each core whose reset generation moved since the last step
+    /// is reset ([`Device::reset_core`]) and the generation acknowledged.
+    fn apply_resets(&mut self, now: u64) {
+        for core in 0..MAX_CORES as u8 {
+            let generation = self.shared.reset_requested(core);
+            let seen = self.reset_seen.get_mut(usize::from(core));
+            if seen.as_deref() == Some(&generation) || seen.is_none() {
+                continue;
+            }
+            if let Some(s) = seen {
+                *s = generation;
+            }
+            self.reset_core(now, core);
+            self.shared.acknowledge_reset(core, generation);
+        }
+    }
+
+    /// `core` as a freshly reset device has it: nothing of its programs
+    /// scheduled, not kicked off, disarmed (unless armed without the host
+    /// trigger; the trigger word is cleared), its NQ producers back at the
+    /// start of their rings, the rings' memory, HEAD registers, INTC cause
+    /// registers, semaphores and per-inference lines zero, the scenario's
+    /// proxy-failure lines set again.
+    fn reset_core(&mut self, now: u64, core: u8) {
+        let c = usize::from(core);
+        self.sched.retain(|_, a| action_core(a) != Some(core));
+        for flag in [self.started.get_mut(c), self.clear_at_kickoff.get_mut(c)].into_iter().flatten() {
+            *flag = false;
+        }
+        if let Some(n) = self.pending.get_mut(c) {
+            *n = 0;
+        }
+        if let Some(a) = self.armed.get_mut(c) {
+            *a = self.arm_free;
+        }
+        self.played &= !(1u8 << (c % 8));
+        let sh = Arc::clone(&self.shared);
+        if !self.arm_free {
+            sh.host_trigger().store(0, Ordering::Release);
+        }
+        sh.clear_core(core);
+        set_fault_lines(&sh, &self.spec, Some(core));
+        let size = sh.ring_bytes();
+        for nq in 0..NQ_PER_CORE as u8 {
+            let i = c * NQ_PER_CORE + usize::from(nq);
+            if let Some(p) = self.producers.get_mut(i) {
+                *p = NqProducer::new(size).ok();
+            }
+            if let Some(f) = self.full_noted.get_mut(i) {
+                *f = false;
+            }
+            let consumed = sh.head(core, nq).map_or(0, |h| h.consumed.load(Ordering::Acquire));
+            if let Some(a) = self.applied.get_mut(i) {
+                *a = consumed;
+            }
+        }
+        self.note(now, format!("core {core}: reset (NC_RESET): programs, rings, kickoff and lines fresh"));
     }
 
     /// Re-arm every core now (the host run, which kicks the next inference
@@ -246,6 +309,7 @@ impl Device {
     /// its kickoff out and re-arms for its next one, whatever the other core
     /// is doing ([`Device::take_inference_played`] counts the inferences).
     pub fn step(&mut self, now: u64) {
+        self.apply_resets(now);
         self.sample_inputs(now);
         self.sync_heads();
         // Each pass removes one action: bounded by the schedule's size.
@@ -313,13 +377,17 @@ impl Device {
 
     fn sample_inputs(&mut self, now: u64) {
         let sh = Arc::clone(&self.shared);
-        if !self.armed && sh.host_trigger().load(Ordering::Acquire) == HOST_TRIGGER_VALUE {
-            self.armed = true;
+        let cores = usize::from(self.cores);
+        if self.armed.iter().take(cores).any(|a| !a) && sh.host_trigger().load(Ordering::Acquire) == HOST_TRIGGER_VALUE
+        {
+            for a in self.armed.iter_mut().take(cores) {
+                *a = true;
+            }
             self.note(now, "top-SP host trigger set: sequencers armed".into());
         }
         for core in 0..self.cores {
             let c = usize::from(core);
-            if !self.armed || self.started.get(c).copied().unwrap_or(true) {
+            if !self.armed.get(c).copied().unwrap_or(false) || self.started.get(c).copied().unwrap_or(true) {
                 continue;
             }
             let Ok(sema) = sh.sema(u32::from(core), u32::from(core)) else { continue };
@@ -539,6 +607,21 @@ impl Device {
             bank.head.store(st.head | (u32::from(st.ring_id) << 30), Ordering::Release);
         }
         Ok(())
+    }
+}
+
+/// The scenario's host-side proxy failures, as status lines (set before
+/// anything runs, and again at a reset of their core): of every core, or of `only`.
+fn set_fault_lines(shared: &Shared, spec: &ProgramSpec, only: Option<u8>) {
+    for f in &spec.faults {
+        let (line, core, status) = match *f {
+            Fault::BarrierFail { core } => (Line::BarrierFail, core, 1200),
+            Fault::NetproxyFail { core } => (Line::NetproxyFail, core, 1206),
+            _ => continue,
+        };
+        if only.is_none_or(|c| c == core) {
+            shared.set_line(line, core, status);
+        }
     }
 }
 
@@ -796,6 +879,92 @@ mod tests {
             now = last + 1_000_000;
         }
         assert_eq!(kickoffs(&dev).len(), 4);
+    }
+
+    /// Slots holding a record in every NQ ring of `core`.
+    fn written_slots(dev: &Device, core: u8) -> usize {
+        let size = dev.shared().ring_bytes();
+        (0..NQ_PER_CORE as u8)
+            .flat_map(|nq| (0..size / 16).map(move |k| (nq, k * 16)))
+            .filter(|&(nq, off)| {
+                let mut e = [0u8; 16];
+                dev.shared().ring(core, nq).unwrap().read(off, &mut e).unwrap();
+                e != [0; 16]
+            })
+            .count()
+    }
+
+    /// A reset (NC_RESET: the core's reset generation moved) gives the core
+    /// a fresh device's state at the next step, and the device acknowledges
+    /// it: nothing of its programs left, not kicked off, disarmed until the
+    /// host trigger again, its rings zeroed and their producers back at the
+    /// start, its kickoff semaphore and lines 0, the scenario's proxy lines
+    /// set again. The other core is untouched.
+    #[test]
+    fn a_reset_core_starts_fresh_and_the_other_core_is_untouched() {
+        let shared = Arc::new(Shared::new(Arch::Sunda, 64 * layout::ENTRY_BYTES));
+        let spec = ProgramSpec {
+            arch: Arch::Sunda,
+            ring_entries: 64,
+            seed: 7,
+            faults: vec![Fault::BarrierFail { core: 0 }],
+            extras: vec![],
+        };
+        shared.host_trigger().store(HOST_TRIGGER_VALUE, Ordering::Release);
+        let mut dev = Device::new(shared, spec, 2);
+        kick(&mut dev, 0, 0);
+        let t = play_out(&mut dev, 0).expect("played");
+        let one = written_slots(&dev, 0);
+        assert!(one > 0);
+        // Core 0 kicked off again and reset in the middle; core 1 kicked off.
+        dev.shared().set_line(Line::Hbm, 0, 1201);
+        dev.shared().set_line(Line::Hbm, 1, 1205);
+        kick(&mut dev, 0, t + 1_000);
+        kick(&mut dev, 1, t + 1_000);
+        assert_eq!(dev.cores_started(), 2);
+        dev.shared().sema(0, 0).unwrap().fetch_add(1, Ordering::AcqRel);
+        let g = dev.shared().request_reset(0).unwrap();
+        assert_eq!(dev.shared().reset_acknowledged(0), 0, "not before the device's step");
+        dev.step(t + 2_000);
+        assert_eq!(dev.shared().reset_acknowledged(0), g);
+        assert_eq!(dev.shared().reset_acknowledged(1), 0);
+        assert!(!dev.started[0] && dev.started[1], "core 1 still plays");
+        assert_eq!(dev.pending[0], 0);
+        assert!(dev.sched.values().all(|a| action_core(a) != Some(0)), "core 0's program dropped");
+        assert_eq!(written_slots(&dev, 0), 0, "core 0's rings zeroed");
+        assert_eq!(dev.shared().sema(0, 0).unwrap().load(Ordering::Acquire), 0);
+        assert_eq!(dev.shared().get_line(Line::Hbm, 0), 0);
+        assert_eq!(dev.shared().get_line(Line::BarrierFail, 0), 1200, "the scenario's line again");
+        assert_eq!(dev.shared().get_line(Line::Hbm, 1), 1205, "core 1's lines untouched");
+        assert!(!dev.armed[0] && dev.armed[1]);
+        assert_eq!(dev.shared().host_trigger().load(Ordering::Acquire), 0);
+        // Disarmed: a kickoff waits for the host trigger.
+        kick(&mut dev, 0, t + 3_000);
+        assert!(!dev.started[0]);
+        dev.shared().host_trigger().store(HOST_TRIGGER_VALUE, Ordering::Release);
+        dev.step(t + 4_000);
+        assert!(dev.started[0]);
+        // The producers start over: the same slots as the first inference, not the next ones.
+        assert!(play_out(&mut dev, t + 4_000).is_some());
+        assert_eq!(written_slots(&dev, 0), one, "{:?}", dev.notes());
+        assert!(dev
+            .notes()
+            .iter()
+            .any(|n| n.text == "core 0: reset (NC_RESET): programs, rings, kickoff and lines fresh"));
+    }
+
+    /// A device armed without the host trigger (a real driver's host)
+    /// stays armed across a reset.
+    #[test]
+    fn a_device_armed_without_the_trigger_stays_armed_across_a_reset() {
+        let mut dev = two_cores();
+        dev.shared().host_trigger().store(0, Ordering::Release);
+        dev.arm();
+        dev.shared().request_reset(1).unwrap();
+        dev.step(0);
+        assert_eq!(dev.armed, [true; MAX_CORES]);
+        kick(&mut dev, 1, 1_000);
+        assert!(dev.started[1]);
     }
 
     /// The DMA engine takes the first lap with ring id 1 and each later lap with

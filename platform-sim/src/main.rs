@@ -324,6 +324,13 @@ fn cmd_driver(a: &DriverArgs) -> ExitCode {
         o.warning_count,
         o.played
     );
+    if o.conformance_count > 0 {
+        errln!(
+            "nrt-sim driver: {} conformance violation(s): the driver performs them, a runtime must not{}",
+            o.conformance_count,
+            if dc.strict { " (the run fails, exit 71)" } else { "" }
+        );
+    }
     if let Some(note) = o.dropped_note() {
         errln!("nrt-sim driver: {note}");
     }

@@ -85,6 +85,17 @@ impl RingMem {
         Ok(())
     }
 
+    /// Zero every slot (a reset core's fresh ring: no record, phase 0).
+    pub fn clear(&self) {
+        let words = (self.size / ENTRY_BYTES) as usize * 2;
+        for i in 0..words {
+            if let Some(w) = self.word(i) {
+                w.store(0, Ordering::Relaxed);
+            }
+        }
+        fence(Ordering::Release);
+    }
+
     /// Host side: read the entry at `offset` (Acquire on the phase word).
     pub fn read(&self, offset: u32, out: &mut [u8; 16]) -> Result<(), ErrorKind> {
         let (w0, w1) = self.slot(offset)?;
@@ -158,6 +169,9 @@ pub struct Shared {
     sema: Vec<AtomicU32>,
     /// The status lines ([`Line`]) of each core, when not in a file.
     lines: [[AtomicU32; MAX_CORES]; 5],
+    /// Each core's reset generation and the device's acknowledgement, when
+    /// not in a file ([`ShmFile::request_reset`]).
+    resets: [[AtomicU32; MAX_CORES]; 2],
     /// The mapped file, in `nrt-sim serve` mode.
     shm: Option<Arc<ShmFile>>,
     /// The virtual clock, nanoseconds (deterministic mode).
@@ -186,6 +200,7 @@ impl Shared {
             host_trigger: AtomicU32::new(0),
             sema: (0..MAX_CORES * layout::SEMAPHORES as usize).map(|_| AtomicU32::new(0)).collect(),
             lines: Default::default(),
+            resets: Default::default(),
             shm: None,
             vclock_ns: AtomicU64::new(0),
             stop: AtomicBool::new(false),
@@ -250,6 +265,75 @@ impl Shared {
     /// Read status line `line` of `core` (Acquire; 0 when there is no such core).
     pub fn get_line(&self, line: Line, core: u8) -> u32 {
         self.line(line, core).map_or(0, |c| c.load(Ordering::Acquire))
+    }
+
+    /// Ask for a reset of `core` (the driver model's `NC_RESET`): its new
+    /// reset generation, `None` past the cores.
+    pub fn request_reset(&self, core: u8) -> Option<u32> {
+        match &self.shm {
+            Some(f) => f.request_reset(core),
+            None => {
+                let w = self.resets[0].get(usize::from(core))?;
+                Some(w.fetch_add(1, Ordering::AcqRel).wrapping_add(1))
+            }
+        }
+    }
+
+    /// Core `core`'s reset generation (0 before any reset).
+    pub fn reset_requested(&self, core: u8) -> u32 {
+        match &self.shm {
+            Some(f) => f.reset_requested(core),
+            None => self.resets[0].get(usize::from(core)).map_or(0, |w| w.load(Ordering::Acquire)),
+        }
+    }
+
+    /// The reset generation the device last acknowledged for `core`.
+    pub fn reset_acknowledged(&self, core: u8) -> u32 {
+        match &self.shm {
+            Some(f) => f.reset_acknowledged(core),
+            None => self.resets[1].get(usize::from(core)).map_or(0, |w| w.load(Ordering::Acquire)),
+        }
+    }
+
+    /// Device side: `core` is fresh for reset generation `generation`.
+    pub fn acknowledge_reset(&self, core: u8, generation: u32) {
+        match &self.shm {
+            Some(f) => f.acknowledge_reset(core, generation),
+            None => {
+                if let Some(w) = self.resets[1].get(usize::from(core)) {
+                    w.store(generation, Ordering::Release);
+                }
+            }
+        }
+    }
+
+    /// Device side: the host-visible state of a reset `core` back to a fresh
+    /// device's: its NQ rings' memory zeroed, their HEAD registers 0, its INTC
+    /// cause registers, status lines and TPB semaphores 0.
+    pub fn clear_core(&self, core: u8) {
+        for nq in 0..NQ_PER_CORE as u8 {
+            if let Ok(r) = self.ring(core, nq) {
+                r.clear();
+            }
+            if let Ok(w) = self.head_word(core, nq) {
+                w.store(0, Ordering::Release);
+            }
+        }
+        for block in 0..layout::INTC_BLOCKS {
+            for line in 0..layout::INTC_LINES {
+                if let Ok(c) = self.intc_cell(core, block, line) {
+                    c.store(0, Ordering::Release);
+                }
+            }
+        }
+        for i in 0..layout::SEMAPHORES {
+            if let Ok(s) = self.sema(u32::from(core), i) {
+                s.store(0, Ordering::Release);
+            }
+        }
+        for line in [Line::BarrierDone, Line::BarrierFail, Line::NetproxyFail, Line::Hbm, Line::DmaAbort] {
+            self.set_line(line, core, 0);
+        }
     }
 
     /// The top-SP host trigger CSR (`xt_local_reg + 0x15A0`).

@@ -71,11 +71,49 @@ fn an_unmodified_process_gets_the_device_its_answers_and_a_ring_slot_the_device_
     // The simulator's hint query answers; the old status window is plain BAR space.
     assert_eq!(field(&out, "heartbeat"), "0 nonzero 1 magic 1");
     assert_eq!(field(&out, "barrier_fail_core1"), "0 0");
-    assert_eq!(field(&out, "old_window_word"), "0 0");
     assert_eq!(field(&out, "tail_inc_write"), "-22");
     assert_eq!(field(&out, "other_fd_ioctl"), "-25", "ENOTTY from the real kernel");
     assert!(err.contains("1 open(s) of /dev/neuron0") && err.contains("0 kernel BUG(s)"), "{err}");
     assert!(err.contains("1 inference(s) played"), "{err}");
+}
+
+/// BAR-8: BAR accesses the driver performs unchecked are served, and those a
+/// runtime must not make are conformance violations that fail a strict run
+/// (exit 71): outside every window of the device map, a write into a TPB's or
+/// a top-SP's semaphore resource; the simulator's INTC cause and host trigger
+/// only with the hint query refused.
+#[test]
+fn bar_accesses_outside_the_map_are_conformance_violations_that_fail_a_strict_run() {
+    need_user_notif!();
+    let p = probe().to_str().unwrap();
+    for (flags, code, count) in [(&[][..], 71, 3), (&["--log-violations"][..], 0, 3), (&["--no-sim-hints"][..], 71, 5)]
+    {
+        let o = driver(flags, &[p, "bar"]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(code), "{flags:?}:\nstdout:\n{out}\nstderr:\n{err}");
+        for key in
+            ["old_window_word", "head_write", "tpb_sema_write", "top_sp_sema_write", "intc_read", "trigger_write"]
+        {
+            assert!(field(&out, key).starts_with('0'), "{flags:?} {key}: the driver performs it:\n{out}");
+        }
+        assert!(
+            err.contains("BAR-8: read of BAR0 offset 0x305ff048, outside every window the device map names"),
+            "{err}"
+        );
+        assert!(
+            err.contains("BAR-8: write of BAR0 offset 0x2701400, in TpbSemaphores(0)'s SEMAPHORE resource"),
+            "{err}"
+        );
+        assert!(
+            err.contains("BAR-8: write of BAR0 offset 0x100015a0, in TopSpSemaphores(0)'s SEMAPHORE resource"),
+            "{err}"
+        );
+        assert!(!err.contains("0x305351ac"), "the HEAD register is named: {err}");
+        let sim_only = err.contains("0x30555f40, the simulator's INTC cause registers")
+            && err.contains("0x100035a0, the simulator's top-SP host trigger");
+        assert_eq!(sim_only, count == 5, "{flags:?}: {err}");
+        assert!(err.contains(&format!("{count} conformance violation(s)")), "{flags:?}: {err}");
+    }
 }
 
 #[test]

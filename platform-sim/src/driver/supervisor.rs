@@ -75,6 +75,8 @@ use crate::shm::ShmError;
 
 /// Exit status when a kernel BUG fails a `--strict` run.
 pub const EXIT_KERNEL_BUG: u8 = 70;
+/// Exit status when a `--strict` run saw a conformance violation (and no kernel BUG).
+pub const EXIT_CONFORMANCE: u8 = 71;
 /// Exit status when COMMAND ran past the limit and was killed.
 pub const EXIT_TIMEOUT: u8 = 124;
 /// The device path the model serves.
@@ -161,6 +163,8 @@ pub struct Outcome {
     pub kernel_bug_count: u64,
     /// Warnings seen (kept or not).
     pub warning_count: u64,
+    /// Conformance violations seen (kept or not).
+    pub conformance_count: u64,
     /// Requests served, by name.
     pub calls: BTreeMap<&'static str, u32>,
     /// Opens of the device answered.
@@ -192,6 +196,9 @@ impl Outcome {
     pub fn exit_status(&self, strict: bool) -> u8 {
         if strict && self.kernel_bug_count > 0 {
             return EXIT_KERNEL_BUG;
+        }
+        if strict && self.conformance_count > 0 {
+            return EXIT_CONFORMANCE;
         }
         match self.exit {
             Exit::Code(c) => u8::try_from(c).unwrap_or(1),
@@ -972,6 +979,7 @@ struct Session<'a> {
     violations: Capped<Violation>,
     kernel_bugs: u64,
     warnings: u64,
+    conformance: u64,
     /// Opens of the device answered.
     opens: u32,
     /// A kernel BUG under `--strict`: the caller was killed, the run ends.
@@ -1028,6 +1036,9 @@ impl Session<'_> {
         for v in self.model.violations.drain(..) {
             if v.is_kernel_bug() {
                 self.kernel_bugs = self.kernel_bugs.saturating_add(1);
+            } else if v.is_conformance() {
+                eprintln!("nrt-sim driver: {v}");
+                self.conformance = self.conformance.saturating_add(1);
             } else {
                 self.warnings = self.warnings.saturating_add(1);
             }
@@ -1409,6 +1420,7 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
         violations: Capped::new(VIOLATION_CAP),
         kernel_bugs: 0,
         warnings: 0,
+        conformance: 0,
         opens: 0,
         bug_pid: None,
     };
@@ -1470,6 +1482,7 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
         violations_dropped: s.violations.dropped,
         kernel_bug_count: s.kernel_bugs,
         warning_count: s.warnings,
+        conformance_count: s.conformance,
         calls: std::mem::take(&mut s.model.calls),
         opens,
         refusals: s.model.refusals,
@@ -1618,6 +1631,7 @@ mod tests {
             violations_dropped: 0,
             kernel_bug_count,
             warning_count: 0,
+            conformance_count: 0,
             calls: BTreeMap::new(),
             opens: 0,
             refusals: 0,
@@ -1640,6 +1654,12 @@ mod tests {
         assert_eq!(outcome(Exit::Code(300), 0).exit_status(true), 1);
         assert_eq!(outcome(Exit::Signal(9), 0).exit_status(true), 137);
         assert_eq!(outcome(Exit::KernelBug, 0).exit_status(false), EXIT_KERNEL_BUG);
+        // A conformance violation fails a strict run at its end, after a BUG's status.
+        let mut o = outcome(Exit::Code(0), 0);
+        o.conformance_count = 1;
+        assert_eq!((o.exit_status(true), o.exit_status(false)), (EXIT_CONFORMANCE, 0));
+        o.kernel_bug_count = 1;
+        assert_eq!(o.exit_status(true), EXIT_KERNEL_BUG);
         assert_eq!(outcome(Exit::Code(0), 0).dropped_note(), None);
         let mut o = outcome(Exit::Code(0), 0);
         (o.log_dropped, o.stdout_dropped) = (5, 7);

@@ -17,6 +17,10 @@
  *                     chunk (a DMA error: nothing written), and the queue's
  *                     state (DMA_QUEUE_GET_STATE);
  *   window            the simulator's hint query (arch, cores, ring entries);
+ *   bar               BAR reads and writes on sunda: outside every window of
+ *                     the device map, into a TPB's and a top-SP's semaphore
+ *                     resource, a HEAD register, and the simulator's INTC
+ *                     cause and host trigger;
  *   own               the ownership sequence a runtime uses: range mark,
  *                     writer enter, downgrade, reader enter/exit, unmark, and
  *                     the refusals around it (uuid 0, reader count 0,
@@ -172,12 +176,6 @@ static int probe(int fd, uint32_t ring_bytes) {
     rc = xioctl(fd, SIM_HINTS, &h);
     printf("heartbeat: %d nonzero %d magic %d\n", rc, h.heartbeat_ns != 0, h.magic == SIM_HINTS_MAGIC);
     printf("barrier_fail_core1: %d %u\n", rc, h.lines[1][1]);
-    /* The simulator's old status window (0x3060_0000 - 0x1000, +0x48) is plain BAR space now. */
-    uint64_t addr = dev.bar_address[0] + 0x30600000u - 0x1000u + 0x48u;
-    uint32_t word = 0xFFFFFFFFu;
-    struct bar_rw br = { .bar = 0, .address = (uint64_t)(uintptr_t)&addr, .data = (uint64_t)(uintptr_t)&word, .count = 1 };
-    rc = xioctl(fd, BAR_READ, &br);
-    printf("old_window_word: %d %u\n", rc, word);
     /* A tail-increment register of engine 0 queue 0 (M2S bank +0x1000, +0x38): refused. */
     printf("tail_inc_write: %d\n", bar_write(fd, dev.bar_address[0] + 0x30000000u + 0x1000u + 0x38u, 1));
     /* A Neuron request on another descriptor runs natively: the kernel's ENOTTY. */
@@ -260,6 +258,35 @@ static int copy(int fd) {
     struct queue_get_state gs = { 0, 0, (uint64_t)(uintptr_t)&ts, (uint64_t)(uintptr_t)&rs };
     int rc = xioctl(fd, DMA_QUEUE_GET_STATE, &gs);
     printf("queue_state: %d tx head %u rx head %u length %u\n", rc, ts.head_pointer, rs.head_pointer, rs.length);
+    return 0;
+}
+
+static int bar_read(int fd, uint64_t addr, uint32_t *word) {
+    struct bar_rw b = { .bar = 0, .address = (uint64_t)(uintptr_t)&addr, .data = (uint64_t)(uintptr_t)word, .count = 1 };
+    return xioctl(fd, BAR_READ, &b);
+}
+
+/* BAR accesses on sunda the driver performs unchecked, inside and outside
+ * the device map's windows (tests/driver.rs checks which the model records
+ * as conformance violations). */
+static int bars(int fd) {
+    struct device_info dev = {0};
+    int rc = xioctl(fd, DEVICE_INFO, &dev);
+    if (rc != 0 || dev.architecture != 2) return 1;
+    uint64_t bar = dev.bar_address[0];
+    uint32_t word = 0xFFFFFFFFu;
+    /* The simulator's old status window (0x3060_0000 - 0x1000, +0x48): no window of the map. */
+    rc = bar_read(fd, bar + 0x30600000u - 0x1000u + 0x48u, &word);
+    printf("old_window_word: %d %u\n", rc, word);
+    /* NC0's NOTIFIC block, HEAD of slot 4 (0x3053_5000 + 0x10C + 4 * 0x28): named. */
+    printf("head_write: %d\n", bar_write(fd, bar + 0x30535000u + 0x10Cu + 4u * 0x28u, 0));
+    /* NC0's TPB semaphore block (0x270_0000), SET of semaphore 0 (+0x1400). */
+    printf("tpb_sema_write: %d\n", bar_write(fd, bar + 0x2700000u + 0x1400u, 1));
+    /* Top-SP 0's SEMAPHORE resource (0x1000_0000), +0x15A0: SET of its semaphore 104. */
+    printf("top_sp_sema_write: %d\n", bar_write(fd, bar + 0x10000000u + 0x15A0u, 1));
+    /* The simulator's INTC cause (NOTIFIC + 0x2_0000, line 61 * 0x40) and host trigger (top-SP 0 + 0x2000 + 0x15A0). */
+    printf("intc_read: %d\n", bar_read(fd, bar + 0x30535000u + 0x20000u + 61u * 0x40u, &word));
+    printf("trigger_write: %d\n", bar_write(fd, bar + 0x10000000u + 0x2000u + 0x15A0u, 1));
     return 0;
 }
 
@@ -390,6 +417,7 @@ int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "probe") == 0) rc = probe(fd, (uint32_t)strtoul(argv[2], NULL, 0));
     else if (argc >= 2 && strcmp(argv[1], "bug") == 0) rc = bug(fd);
     else if (argc >= 2 && strcmp(argv[1], "window") == 0) rc = window(fd);
+    else if (argc >= 2 && strcmp(argv[1], "bar") == 0) rc = bars(fd);
     else if (argc >= 2 && strcmp(argv[1], "copy") == 0) rc = copy(fd);
     else if (argc >= 2 && strcmp(argv[1], "own") == 0) rc = own(fd);
     else if (argc >= 2 && strcmp(argv[1], "twoproc") == 0) rc = twoproc(fd);

@@ -5,6 +5,7 @@
 
 use std::sync::atomic::Ordering;
 
+use nrt_abi::devmap::{self, Region};
 use nrt_abi::ioctl as abi;
 use nrt_abi::sim::{self as simabi, Line};
 use nrt_core::arch::Arch;
@@ -32,30 +33,28 @@ pub const fn mailbox_words(arch: Arch) -> [(u64, &'static str); 5] {
 }
 
 /// The UDMA engines whose queue registers a BAR write may not touch, as BAR0
-/// offsets: v2 the 16 engines of NC0 and of NC1, D2H and H2D
-/// (v2/address_map.h); v3 the 32 SDMA engines of each of the 4 SE groups from
-/// `V3_APB_SE_n_SDMA_0_BASE - V3_APB_SE_n_BASE + V3_PCIE_BAR0_APB_SE_n_OFFSET`
-/// (0x8200_0000, 0x9400_0000, 0xA200_0000, 0xB400_0000), 0x10_0000 apart, then
-/// IO0/IO1 D2H and H2D (0x0680_0000, 0x4680_0000, 0x0690_0000, 0x4690_0000)
-/// (v3/address_map.h; `ndma_is_bar0_write_blocked_v3`); mariana as v3.
-fn blocked_engines(arch: Arch) -> Vec<u64> {
-    match arch {
-        Arch::Sunda => {
-            let mut v: Vec<u64> = (0..16).map(|e| 0x3000_0000 + e * 0x4_0000).collect();
-            v.extend((0..16).map(|e| 0x3070_0000 + e * 0x4_0000));
-            v.push(0x3060_0000);
-            v.push(0x30D0_0000);
-            v
-        }
-        Arch::Cayman | Arch::Mariana => {
-            let mut v: Vec<u64> = Vec::with_capacity(4 * 32 + 4);
-            for se in [0x8200_0000u64, 0x9400_0000, 0xA200_0000, 0xB400_0000] {
-                v.extend((0..32).map(|e| se + e * 0x10_0000));
-            }
-            v.extend([0x0680_0000, 0x4680_0000, 0x0690_0000, 0x4690_0000]);
-            v
-        }
+/// offsets: every engine of the device map ([`devmap::udma_base`] over
+/// [`devmap::engine_count`]): v2 the 16 engines of NC0 and of NC1, D2H and
+/// H2D; v3 the 32 SDMA engines of each of the 4 SE groups, then IO0/IO1 D2H
+/// and H2D (`ndma_is_bar0_write_blocked_v2`, `_v3`); mariana as v3.
+fn blocked_engines(arch: Arch) -> impl Iterator<Item = u64> {
+    (0..devmap::engine_count(arch)).filter_map(move |e| devmap::udma_base(arch, e))
+}
+
+/// What only the simulator has at BAR0 offset `off` (4 bytes), if anything:
+/// the top-SP host trigger (`nrt_abi::sim::xt_local_reg + 0x15A0`) and the
+/// INTC cause registers ([`simabi::intc_cause_offset`], `cause` and
+/// `cause_set` of every line of every block of every core). A host reaches
+/// them only where the hint query says so (BAR-8).
+pub fn sim_register(arch: Arch, off: u64) -> Option<&'static str> {
+    if off == simabi::xt_local_reg(arch) + nrt_core::dma::HOST_TRIGGER_OFFSET {
+        return Some("the simulator's top-SP host trigger");
     }
+    let span = u64::from(simabi::INTC_BLOCKS) * simabi::INTC_BLOCK_STRIDE;
+    let intc = (0..arch.nc_per_device())
+        .filter_map(|c| simabi::intc_cause_offset(arch, c, 0, 0))
+        .any(|base| off >= base && off - base < span);
+    intc.then_some("the simulator's INTC cause registers")
 }
 
 /// What a BAR write may not touch, if `off` is one (BARW-5): the ring base
@@ -94,6 +93,50 @@ impl Model {
     /// no register outside the real map, G-DRV-PROBES).
     pub fn bar_word(&self, off: u64) -> Option<u32> {
         self.file.bar_u32(off).map(|a| a.load(Ordering::Acquire))
+    }
+
+    /// BAR-8: a BAR access the driver performs unchecked but a runtime must
+    /// not make is a conformance violation: at an offset no window of the
+    /// device map names ([`devmap::region_of`] is `None`: no register there),
+    /// a write into a top-SP's or a TPB's SEMAPHORE resource (semaphores go
+    /// through the semaphore ioctls), or a register only the simulator has
+    /// ([`sim_register`]) while the hint query is refused (a real driver's
+    /// device has none there).
+    fn check_bar_access(&mut self, pid: u32, name: &'static str, off: u64, write: bool) {
+        const SRC: &str = "neuron_cdev.c: ncdev_bar_rw (unchecked); nrt_abi::devmap::region_of";
+        let what = if write { "write" } else { "read" };
+        if let Some(reg) = sim_register(self.arch, off) {
+            if !self.hints {
+                self.violate(
+                    pid,
+                    name,
+                    format!(
+                        "BAR-8: {what} of BAR0 offset 0x{off:x}, {reg}: reachable only with the hint query answered \
+                         (--no-sim-hints plays a real driver, whose map has no register there)"
+                    ),
+                    SRC,
+                );
+            }
+            return;
+        }
+        match devmap::region_of(self.arch, off, 4) {
+            None => self.violate(
+                pid,
+                name,
+                format!("BAR-8: {what} of BAR0 offset 0x{off:x}, outside every window the device map names"),
+                SRC,
+            ),
+            Some(r @ (Region::TopSpSemaphores(_) | Region::TpbSemaphores(_))) if write => self.violate(
+                pid,
+                name,
+                format!(
+                    "BAR-8: write of BAR0 offset 0x{off:x}, in {r:?}'s SEMAPHORE resource: semaphores go through the \
+                     semaphore ioctls"
+                ),
+                SRC,
+            ),
+            Some(_) => {}
+        }
     }
 
     /// BAR-1/2: the address array (`count` addresses for BAR0, one for any
@@ -194,6 +237,7 @@ impl Model {
                     "sim",
                 );
             }
+            self.check_bar_access(pid, name, off, false);
             out.extend_from_slice(&self.bar_word(off).unwrap_or(0).to_le_bytes());
         }
         if mem.write(a.data, &out).is_err() {
@@ -289,6 +333,7 @@ impl Model {
                     "sim",
                 );
             }
+            self.check_bar_access(pid, name, off, true);
             if let Some(w) = self.file.bar_u32(off) {
                 w.store(v, Ordering::Release);
             }

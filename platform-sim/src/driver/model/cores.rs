@@ -30,6 +30,14 @@ pub const RESET_PENDING: i64 = 1;
 
 const CRWL: &str = "neuron_crwl.c";
 
+/// How long `NC_RESET_READY` waits for the simulated device to reset the
+/// cores (**sim**: the device thread steps every few tens of microseconds).
+pub const RESET_SETTLE_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A device file whose heartbeat is older than this has no device stepping
+/// it (**sim**: the device thread stamps it at every step).
+pub const DEVICE_ALIVE_NS: u64 = 100_000_000;
+
 impl Model {
     /// CRWL-1, CRWL-3, CRWL-4: the core index, then `ncrwl_validate_uuid`:
     /// the uuid must be the core's, and the caller its writer's process.
@@ -311,6 +319,13 @@ impl Model {
         // H2T ring each), which the model does at once (RESET-6).
         self.resets.insert(pid);
         self.dma_init_cores(nc_map);
+        // RESET-8: the reset cores' TPBs (nr_initiate_reset_via_fw with
+        // nr_get_tpb_reset_map's bits): the simulated device resets them.
+        for core in 0..self.sim_cores {
+            if nc_map == abi::NC_MAP_DEVICE || nc_map & (1 << core) != 0 {
+                let _ = self.file.request_reset(core);
+            }
+        }
         r.request_id = pid;
         Ok(0)
     }
@@ -320,6 +335,8 @@ impl Model {
         // 1; a completed one: 0 (and forgotten). A pending SIGKILL (-EINTR) is
         // not modelled: the model's resets complete at once.
         if self.resets.remove(&r.request_id) {
+            // RESET-8: the reset is complete once the device has reset the cores.
+            self.wait_for_device_resets(pid, name);
             r.result = 0;
         } else {
             self.note(
@@ -337,6 +354,35 @@ impl Model {
 }
 
 impl Model {
+    /// RESET-8: wait (at most [`RESET_SETTLE_MAX`]) until the device has
+    /// acknowledged every reset asked of its cores, as `nr_wait` waits for
+    /// the reset thread. Only while a device steps the file (its state ready,
+    /// its heartbeat fresher than [`DEVICE_ALIVE_NS`]): a model without one
+    /// (its unit tests) does not wait. A device that does not answer in time
+    /// is a warning.
+    fn wait_for_device_resets(&mut self, pid: u32, name: &'static str) {
+        let pending = |m: &Model| (0..m.sim_cores).any(|c| m.file.reset_acknowledged(c) != m.file.reset_requested(c));
+        let alive =
+            |m: &Model| m.file.state() == Some(crate::shm::State::Ready) && m.file.heartbeat_age_ns() < DEVICE_ALIVE_NS;
+        let t0 = std::time::Instant::now();
+        // Bounded by RESET_SETTLE_MAX (each pass sleeps 50 us).
+        while pending(self) && alive(self) {
+            if t0.elapsed() >= RESET_SETTLE_MAX {
+                self.warn(
+                    pid,
+                    name,
+                    format!(
+                        "RESET-8: the simulated device did not reset the cores within {} ms: the next inference may                          see the old state",
+                        RESET_SETTLE_MAX.as_millis()
+                    ),
+                    "sim",
+                );
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
+
     /// `DEVICE_GET_ALL_APPS_INFO` (APPS-1, neuron_cdev.c:
     /// `ncdev_device_get_all_apps_info`): its argument is a header followed by
     /// `capacity` entries in the caller's memory, so the caller of the model

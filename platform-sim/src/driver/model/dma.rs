@@ -156,6 +156,44 @@ impl Model {
         }
     }
 
+    /// DMAQ-13: a conformance violation for `pid` programming queue `key`
+    /// (engine, queue) of a core another process range-marked
+    /// (`ncrwl_range_pids`), or a queue another process still attached owns
+    /// (the driver's `queue->owner`): each names both pids, the engine, the
+    /// queue and the core.
+    fn check_queue_ownership(&mut self, pid: u32, name: &'static str, key: (u32, u32)) {
+        const SRC: &str = "neuron_ring.c: ndmar_queue_init (no ownership check); nrt_abi::devmap::owner_of";
+        let (eng, qid) = key;
+        let core = nrt_abi::devmap::owner_of(self.arch, eng);
+        if let Some(nc) = core {
+            let holder = self.range_holder(u32::from(nc));
+            if holder != 0 && holder != pid {
+                self.violate(
+                    pid,
+                    name,
+                    format!(
+                        "DMAQ-13: pid {pid} programs engine {eng} queue {qid} of core {nc}, which pid {holder} holds \
+                         (CRWL_NC_RANGE_MARK): the driver re-points it unchecked"
+                    ),
+                    SRC,
+                );
+            }
+        }
+        let owner = self.queues.get(&key).map_or(0, |q| q.owner);
+        if owner != 0 && owner != pid && self.attached(owner) {
+            let core = core.map_or_else(|| "the driver's".to_string(), |nc| nc.to_string());
+            self.violate(
+                pid,
+                name,
+                format!(
+                    "DMAQ-13: pid {pid} re-points engine {eng} queue {qid} (core {core}), which pid {owner} owns: \
+                     the driver overwrites the owner unchecked"
+                ),
+                SRC,
+            );
+        }
+    }
+
     pub(super) fn queue_init(&mut self, pid: u32, name: &'static str, a: &mut abi::DmaQueueInit) -> Answer {
         // DMAQ-2: ncdev_dma_queue_init (neuron_cdev.c): an unknown handle is no ring at all.
         let lookup = |m: &mut Model, h: u64, what: &str| -> Option<u64> {
@@ -184,9 +222,13 @@ impl Model {
         if a.qid >= DMA_QUEUES {
             return self.refuse(pid, name, Errno::EINVAL, "DMAQ-4: qid >= DMA_MAX_Q_V4 (16)", RING);
         }
+        // DMAQ-13: no ownership check (neuron_ring.c: ndmar_queue_init): a
+        // queue of a core another process marked, or one another live
+        // process owns, is re-pointed all the same.
+        let key = (a.eng_id, a.qid);
+        self.check_queue_ownership(pid, name, key);
         // DMAQ-5: the queue is the caller's from here on, and its ring records
         // take the chunks, whatever the checks below decide.
-        let key = (a.eng_id, a.qid);
         let q = self.queues.entry(key).or_default();
         q.owner = pid;
         if tx.is_some() {
@@ -328,7 +370,7 @@ impl Model {
     /// ring id it expects, starting at 1 and advancing mod 4 at each wrap; the
     /// driver does not look): a warning if not, and the device stalls on it, so
     /// nothing is copied. Buffer addresses are chunk `pa`s from
-    /// `MEM_GET_EXTENDED_INFO`, each found by an interval lookup; a range
+    /// `MEM_GET_EXTENDED_INFO`, each found by an interval lookup (`Model::chunk_range_of`); a range
     /// outside every chunk (or a descriptor outside its ring's chunk) is a DMA
     /// error: logged, nothing copied. The queue's positions advance by the
     /// counts either way (G-DRV-QSTATE).
@@ -379,15 +421,26 @@ impl Model {
         if stalled {
             return;
         }
-        // Every descriptor fetched and every buffer inside a chunk, before a byte moves.
+        // Every descriptor fetched and every buffer inside a chunk (and, on an
+        // engine without host connectivity, none in host memory), before a byte moves.
+        let host_reach = nrt_abi::devmap::host_connected(self.arch, eng);
         let mut segs: [Vec<(u64, u64)>; 2] = [Vec::new(), Vec::new()];
         let mut total = [0u64; 2];
         for (k, (dir, bds)) in [(true, &tx_bds), (false, &rx_bds)].into_iter().enumerate() {
             for b in bds.iter() {
                 let fault = match b.fetch {
                     Err(why) => Some(format!("BD {}: {why}", b.index)),
-                    Ok(()) => match self.chunk_range(b.addr, u64::from(b.len)) {
-                        Some(off) => {
+                    Ok(()) => match self.chunk_range_of(b.addr, u64::from(b.len)) {
+                        // COPY-9: an engine without host connectivity cannot reach host memory.
+                        Some((_, true)) if !host_reach => Some(format!(
+                            "COPY-9: BD {} {} 0x{:x} is host memory, and engine {eng} has no host connectivity \
+                             (v3/neuron_dhal_v3.c: ndma_get_engines_with_host_connectivity_v3: engines 4-7 and 12-15 \
+                             of each core's 16)",
+                            b.index,
+                            if dir { "source" } else { "destination" },
+                            b.addr
+                        )),
+                        Some((off, _)) => {
                             segs[k].push((off, u64::from(b.len)));
                             total[k] = total[k].saturating_add(u64::from(b.len));
                             None

@@ -243,11 +243,13 @@ impl Model {
     }
 
     /// The device-file offset of `[pa, pa + len)` when it lies inside one
-    /// chunk handed out (its `pa` is `SIM_HOST_PA_BASE | offset`, G-DRV-POOL).
-    pub fn chunk_range(&mut self, pa: u64, len: u64) -> Option<u64> {
+    /// chunk handed out (its `pa` is `SIM_HOST_PA_BASE | offset`, G-DRV-POOL),
+    /// and whether that chunk is host memory.
+    pub fn chunk_range_of(&mut self, pa: u64, len: u64) -> Option<(u64, bool)> {
         self.chunks.lookups = self.chunks.lookups.saturating_add(1);
         let off = pa.checked_sub(SIM_HOST_PA_BASE)?;
-        self.chunks.file_range(off, len).map(|_| off)
+        let h = self.chunks.file_range(off, len)?;
+        Some((off, self.chunks.get(h).is_some_and(|c| c.host)))
     }
 
     pub(super) fn mem_alloc(

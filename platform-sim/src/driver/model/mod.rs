@@ -26,6 +26,11 @@
 //!   `kernel BUG: <rule> (<file>)`); the call is refused with
 //!   [`Refusal::KernelBug`], and the supervisor fails the run in `--strict`
 //!   mode;
+//! - a **conformance violation**: something the driver performs unchecked that
+//!   a runtime must not do, because it reaches another process's part of the
+//!   device or a register no public map names ([`Violation::Conformance`]);
+//!   the call is served as the driver would, and the supervisor fails a
+//!   `--strict` run at its end;
 //! - a **warning**: something the driver accepts but the device would not, or a
 //!   correct program would not do ([`Violation::Warning`]), logged, never fatal.
 //!
@@ -127,6 +132,14 @@ pub enum Violation {
         /// The driver file it comes from.
         driver_file: &'static str,
     },
+    /// Performed by the driver unchecked, but a runtime must not do it (it
+    /// fails a `--strict` run at its end; the call is served).
+    Conformance {
+        /// What happened (with its table id).
+        rule: String,
+        /// Where the rule comes from (a driver file and the device map).
+        source: &'static str,
+    },
     /// Accepted by the driver, but not what the device expects (never fatal).
     Warning {
         /// What happened (with its table id).
@@ -141,12 +154,18 @@ impl Violation {
     pub fn is_kernel_bug(&self) -> bool {
         matches!(self, Violation::KernelBug { .. })
     }
+
+    /// Whether this is a conformance violation.
+    pub fn is_conformance(&self) -> bool {
+        matches!(self, Violation::Conformance { .. })
+    }
 }
 
 impl core::fmt::Display for Violation {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Violation::KernelBug { rule, driver_file } => write!(f, "kernel BUG: {rule} ({driver_file})"),
+            Violation::Conformance { rule, source } => write!(f, "conformance violation: {rule} ({source})"),
             Violation::Warning { rule, source } => write!(f, "warning: {rule} ({source})"),
         }
     }
@@ -508,6 +527,17 @@ impl Model {
         self.note(pid, request, v.to_string());
         self.violations.push(v.clone());
         Err(Refusal::KernelBug(v))
+    }
+
+    fn violate(&mut self, pid: u32, request: &'static str, rule: String, source: &'static str) {
+        let v = Violation::Conformance { rule: format!("{request}: {rule}"), source };
+        self.note(pid, request, v.to_string());
+        self.violations.push(v);
+    }
+
+    /// The conformance violations so far.
+    pub fn conformance_violations(&self) -> impl Iterator<Item = &Violation> {
+        self.violations.iter().filter(|v| v.is_conformance())
     }
 
     fn warn(&mut self, pid: u32, request: &'static str, rule: String, source: &'static str) {

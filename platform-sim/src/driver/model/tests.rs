@@ -273,6 +273,143 @@ fn a_copy_start_moves_exactly_the_bytes_the_bds_say() {
     assert_eq!(m.dma_errors, 0);
 }
 
+/// DMAQ-13: the driver re-points a queue whoever owns it; the model records
+/// a conformance violation naming both pids, the engine, the queue and the
+/// core when the core is another process's mark, or the queue another live
+/// process's. A queue whose owner is gone is not.
+#[test]
+fn dmaq13_a_queue_of_a_core_another_process_holds_is_a_conformance_violation() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let other = PID + 1;
+    m.open(other);
+    let mut r = range(1, 1, 1);
+    assert_eq!(call_as(&mut m, other, abi::CRWL_NC_RANGE_MARK, &mut r, &mut mem), Ok(0));
+    // PID on engine 0 (core 0, unmarked): nothing to say.
+    with_queue_at(&mut m, &mut mem, 0, 0, 64);
+    assert_eq!(m.conformance_violations().count(), 0, "{:?}", m.violations);
+    // PID on engine 17 queue 3 (core 1, marked by `other`): served, and a violation.
+    with_queue_at(&mut m, &mut mem, 17, 3, 64);
+    assert_eq!(m.queue(17, 3).map(|q| q.owner), Some(PID), "the driver re-points it");
+    let v: Vec<String> = m.conformance_violations().map(|v| v.to_string()).collect();
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(
+        v[0].starts_with(
+            "conformance violation: NEURON_IOCTL_DMA_QUEUE_INIT: DMAQ-13: pid 4242 programs engine 17 \
+                          queue 3 of core 1, which pid 4243 holds"
+        ) && v[0].contains("(neuron_ring.c: ndmar_queue_init"),
+        "{v:?}"
+    );
+    // `other` re-points PID's queue (0, 0) while PID is attached.
+    let (h, _) = with_queue_at(&mut m, &mut mem, 1, 1, 64);
+    let mut q = abi::DmaQueueInit {
+        eng_id: 0,
+        qid: 0,
+        tx_desc_count: 64,
+        rx_desc_count: 64,
+        tx_handle: h,
+        rx_handle: h,
+        ..Default::default()
+    };
+    assert_eq!(call_as(&mut m, other, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+    assert_eq!(m.conformance_violations().count(), 2);
+    assert_logged(&m, "DMAQ-13: pid 4243 re-points engine 0 queue 0 (core 0), which pid 4242 owns");
+    // Once PID is gone, its queues are nobody's to protect.
+    m.process_gone(PID);
+    assert_eq!(call_as(&mut m, other, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
+    assert_eq!(m.conformance_violations().count(), 2, "{:?}", m.violations);
+}
+
+/// BAR-8: BAR accesses the driver performs unchecked: outside every window
+/// of the device map, or a write into a semaphore resource, is a conformance
+/// violation (the access still happens); a named register is not; the
+/// simulator's own registers only without the hint query.
+#[test]
+fn bar8_accesses_outside_the_map_and_semaphore_writes_are_conformance_violations() {
+    for hints in [true, false] {
+        let mut m = model(Arch::Cayman, 2);
+        if !hints {
+            m = m.without_hints();
+        }
+        let mut mem = VecMem::new();
+        let head = nrt_core::arch::nq_head_register(Arch::Cayman, 1, 4).unwrap();
+        let tpb = nrt_abi::devmap::semaphore_block(Arch::Cayman, 1) + nrt_abi::devmap::SEMA_SET;
+        let top = nrt_abi::devmap::top_sp(Arch::Cayman, 0).unwrap().base + 0x1800;
+        let trig = simabi::xt_local_reg(Arch::Cayman) + 0x15A0;
+        let intc = simabi::intc_cause_offset(Arch::Cayman, 1, 1, 61).unwrap();
+        let unnamed = 0x0F00_15A0;
+        // The first word past core 1's INTC blocks is no longer the simulator's.
+        let past_intc = simabi::intc_cause_offset(Arch::Cayman, 1, 0, 0).unwrap()
+            + u64::from(simabi::INTC_BLOCKS) * simabi::INTC_BLOCK_STRIDE;
+        for (off, write, want) in [
+            (head, true, None),
+            (head, false, None),
+            (tpb, false, None),
+            (tpb, true, Some("in TpbSemaphores(1)'s SEMAPHORE resource")),
+            (top, true, Some("in TopSpSemaphores(0)'s SEMAPHORE resource")),
+            (unnamed, false, Some("outside every window the device map names")),
+            (unnamed, true, Some("outside every window the device map names")),
+            (trig, true, (!hints).then_some("the simulator's top-SP host trigger")),
+            (intc, false, (!hints).then_some("the simulator's INTC cause registers")),
+            (past_intc, false, Some("outside every window the device map names")),
+        ] {
+            let before = m.conformance_violations().count();
+            let pa = simabi::SIM_BAR0_PA + off;
+            assert_eq!(bar(&mut m, &mut mem, !write, &[pa], &[7]), Ok(0), "0x{off:x}: performed");
+            let got: Vec<String> = m.conformance_violations().skip(before).map(|v| v.to_string()).collect();
+            match want {
+                None => assert!(got.is_empty(), "hints {hints} 0x{off:x}: {got:?}"),
+                Some(w) => {
+                    assert_eq!(got.len(), 1, "hints {hints} 0x{off:x}: {got:?}");
+                    assert!(got[0].contains("BAR-8: ") && got[0].contains(&format!("0x{off:x}, {w}")), "{got:?}");
+                }
+            }
+            if write && off != unnamed {
+                assert_eq!(m.bar_word(off), Some(7), "0x{off:x}: written");
+            }
+        }
+    }
+}
+
+/// COPY-9: on cayman, engine 0 (no host connectivity) faults a copy whose
+/// source or destination is host memory: a DMA error naming the engine and
+/// the rule, nothing copied; engine 4 (host-connected) copies the same BDs.
+#[test]
+fn copy9_an_engine_without_host_connectivity_faults_a_host_copy() {
+    for (eng, reaches) in [(0u32, false), (4, true), (8, false), (12, true)] {
+        let (mut m, mut mem) = (model(Arch::Cayman, 2), VecMem::new());
+        let (tx, rx) = with_queue_at(&mut m, &mut mem, eng, 0, 64);
+        let (_, buf) = alloc(&mut m, &mut mem, 2 * 4096);
+        fill(&m, buf, &[0x5A; 4096]);
+        put_bd(&m, tx, 0, 4096, 1, buf);
+        put_bd(&m, rx, 0, 4096, 1, buf + 4096);
+        let mut c = abi::DmaQueueCopyStart { eng_id: eng, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+        assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+        if reaches {
+            assert_eq!((m.dma_errors, m.dma_bytes), (0, 4096), "engine {eng}: {:?}", m.log);
+            assert_eq!(file_bytes(&m, buf + 4096, 4096), vec![0x5A; 4096]);
+        } else {
+            assert_eq!((m.dma_errors, m.dma_bytes), (1, 0), "engine {eng}");
+            assert_logged(
+                &m,
+                &format!(
+                    "DMA error: engine {eng} queue 0 TX: COPY-9: BD 0 source 0x{buf:x} is host memory, and engine \
+                     {eng} has no host connectivity (v3/neuron_dhal_v3.c: ndma_get_engines_with_host_connectivity_v3"
+                ),
+            );
+            assert_eq!(file_bytes(&m, buf + 4096, 4096), vec![0; 4096], "nothing copied");
+        }
+    }
+    // Sunda: every core engine reaches host memory.
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (tx, rx) = with_queue_at(&mut m, &mut mem, 3, 0, 64);
+    let (_, buf) = alloc(&mut m, &mut mem, 2 * 4096);
+    put_bd(&m, tx, 0, 64, 1, buf);
+    put_bd(&m, rx, 0, 64, 1, buf + 4096);
+    let mut c = abi::DmaQueueCopyStart { eng_id: 3, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
+    assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
+    assert_eq!((m.dma_errors, m.dma_bytes), (0, 64));
+}
+
 #[test]
 fn an_address_outside_the_chunks_is_a_dma_error_and_nothing_is_written() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
@@ -1076,6 +1213,73 @@ fn reset2_3_7_request_ids_a_second_reset_and_the_waits() {
     assert_eq!(w.result, 1);
     // After the wait a new reset is accepted.
     assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(0));
+}
+
+/// RESET-8: each reset asks the device to reset the simulated cores of the
+/// map (their reset generation moves), and `NC_RESET_READY` waits until a
+/// device stepping the file acknowledged them; a file no device steps is not
+/// waited for.
+#[test]
+fn reset8_the_device_resets_the_cores_of_the_map_and_the_ready_waits_for_it() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let gens = |m: &Model| (m.file().reset_requested(0), m.file().reset_requested(1));
+    let mut r = abi::NcReset { nc_map: 2, request_id: 0 };
+    assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(0));
+    assert_eq!(gens(&m), (0, 1));
+    // RESET-3: a request already pending resets nothing more.
+    assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(RESET_PENDING));
+    assert_eq!(gens(&m), (0, 1));
+    // No device steps this file (a fresh heartbeat on a file not ready is
+    // not one): the wait returns without the device's acknowledgement.
+    m.file().heartbeat();
+    let beat = {
+        let (file, stop) = (Arc::clone(m.file()), Arc::new(std::sync::atomic::AtomicBool::new(false)));
+        let s = Arc::clone(&stop);
+        let t = std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            // Bounded: 5 s at most.
+            while !s.load(Ordering::Acquire) && t0.elapsed() < std::time::Duration::from_secs(5) {
+                file.heartbeat();
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        });
+        (t, stop)
+    };
+    let mut w = abi::NcResetReady { request_id: PID, result: 9 };
+    assert_eq!(call(&mut m, abi::NC_RESET_READY, &mut w, &mut mem), Ok(0));
+    beat.1.store(true, Ordering::Release);
+    beat.0.join().unwrap();
+    assert_eq!((w.result, m.file().reset_acknowledged(1)), (0, 0));
+    assert!(m.violations.is_empty(), "no device, no wait: {:?}", m.violations);
+    let mut all = abi::NcReset { nc_map: abi::NC_MAP_DEVICE, request_id: 0 };
+    assert_eq!(call(&mut m, abi::NC_RESET, &mut all, &mut mem), Ok(0));
+    assert_eq!(gens(&m), (1, 2));
+    // A device that acknowledges 20 ms later: the wait returns after it.
+    m.file().mark_ready(0);
+    let (file, stop) = (Arc::clone(m.file()), Arc::new(std::sync::atomic::AtomicBool::new(false)));
+    let device = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            // Bounded: 5 s at most.
+            while !stop.load(Ordering::Acquire) && t0.elapsed() < std::time::Duration::from_secs(5) {
+                file.heartbeat();
+                if t0.elapsed() >= std::time::Duration::from_millis(20) {
+                    for c in 0..2 {
+                        file.acknowledge_reset(c, file.reset_requested(c));
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        })
+    };
+    let mut w = abi::NcResetReady { request_id: PID, result: 9 };
+    assert_eq!(call(&mut m, abi::NC_RESET_READY, &mut w, &mut mem), Ok(0));
+    let acked = (m.file().reset_acknowledged(0), m.file().reset_acknowledged(1));
+    stop.store(true, Ordering::Release);
+    device.join().unwrap();
+    assert_eq!((w.result, acked), (0, (1, 2)));
+    assert!(m.violations.is_empty(), "{:?}", m.violations);
 }
 
 #[test]
