@@ -395,7 +395,11 @@ mod tests {
         assert_eq!(top_sp(Arch::Cayman, 0).map(|w| w.base), Some(0xF000_0000));
         assert_eq!(top_sp(Arch::Cayman, 7).map(|w| w.base), Some(0xF1C0_0000));
         assert_eq!(top_sp(Arch::Cayman, 8).map(|w| w.base), Some(0xF280_0000));
+        assert_eq!(top_sp(Arch::Cayman, 9).map(|w| w.base), Some(0xF2C0_0000));
         assert_eq!(top_sp(Arch::Cayman, 16), None);
+        assert_eq!(semaphore_block(Arch::Sunda, 0), 0x270_0000);
+        assert_eq!(semaphore_block(Arch::Sunda, 1), 0x670_0000);
+        assert_eq!(semaphore_block(Arch::Cayman, 1), 0xD670_0000);
         // The old misreading of V3_PCIE_BAR0_TOP_SP_0_OFFSET is no top-SP window.
         assert_eq!(region_of(Arch::Cayman, 0x0F00_15A0, 4), None);
         // The host trigger at the window's start would be a semaphore SET (104).
@@ -450,6 +454,8 @@ mod tests {
         }
         assert_eq!(logical_to_physical(Arch::Cayman, 128), None);
         assert_eq!(logical_to_physical(Arch::Sunda, 3), Some((1, 1)));
+        assert_eq!(logical_to_physical(Arch::Sunda, 4), Some((2, 0)));
+        assert_eq!(logical_to_physical(Arch::Sunda, 5), Some((2, 1)));
     }
 
     #[test]

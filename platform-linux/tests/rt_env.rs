@@ -388,7 +388,12 @@ fn the_c_session_without_a_device_opens_the_visible_cores_device() {
     assert!(out.contains("cores: 1") && out.contains("status: 0 NRT_SUCCESS"), "{out}{err}");
     assert_eq!(code, Some(0), "{out}{err}");
     let (code, out, err) = run("-", "2");
-    assert!(err.contains("nrt_session_open (device chosen): open on /dev/neuron1 failed: ENOENT"), "{out}{err}");
+    assert!(
+        err.contains("nrt_session_open (device chosen): open on /dev/neuron1, /dev/neuron0 failed")
+            && err.contains("open on /dev/neuron1 failed: ENOENT")
+            && err.contains("so core 2 is on /dev/neuron1"),
+        "{out}{err}"
+    );
     assert_eq!(code, Some(1), "{out}{err}");
     let (code, out, err) = run("/dev/neuron0", "2");
     assert!(
