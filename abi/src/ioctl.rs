@@ -292,10 +292,17 @@ pub const DRIVER_INFO_GET: Ioctl<DriverInfo> = Ioctl::by_value(IOC_READ, 110, "N
 /// `NEURON_IOCTL_RESOURCE_MMAP_INFO` (nr 112, declared with the struct: size 32).
 pub const RESOURCE_MMAP_INFO: Ioctl<ResourceMmapInfo> =
     Ioctl::by_value(IOC_READ | IOC_WRITE, 112, "NEURON_IOCTL_RESOURCE_MMAP_INFO");
+/// `NEURON_IOCTL_GET_LOGICAL_TO_PHYSICAL_NC_MAP` (nr 120, declared with the
+/// struct: size 16), a misc request: the host-wide logical cores' places,
+/// written through [`GetNcMap::map`] (neuron_cdev.c
+/// `ncdev_get_logical_to_physical_nc_map`; `ENOTSUPP` where the arch has no
+/// map, v2).
+pub const GET_LOGICAL_TO_PHYSICAL_NC_MAP: Ioctl<GetNcMap> =
+    Ioctl::by_value(IOC_READ | IOC_WRITE, 120, "NEURON_IOCTL_GET_LOGICAL_TO_PHYSICAL_NC_MAP");
 
 /// Every request this crate names, for a dispatcher (the simulator's driver
 /// model) or a tracer: `(nr, code, name)`.
-pub const ALL_REQUESTS: [(u32, u32, &str); 39] = {
+pub const ALL_REQUESTS: [(u32, u32, &str); 40] = {
     macro_rules! r { ($($q:expr),* $(,)?) => { [$(($q.nr(), $q.code(), $q.name())),*] } }
     r!(
         DEVICE_INFO,
@@ -336,6 +343,7 @@ pub const ALL_REQUESTS: [(u32, u32, &str); 39] = {
         DEVICE_GET_ALL_APPS_INFO,
         ACQUIRE_NEURON_DS,
         RELEASE_NEURON_DS,
+        GET_LOGICAL_TO_PHYSICAL_NC_MAP,
         crate::sim::SIM_HINTS,
     )
 };
@@ -905,6 +913,43 @@ pub struct NotificationsQueueInfo {
     pub phase_bit: u32,
 }
 
+/// `struct neuron_ioctl_get_logical_to_physical_nc_map` (neuron_ioctl.h).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct GetNcMap {
+    /// Address of a [`NcMapHeader`] followed by `max_map_entries` [`NcMapEntry`]s.
+    pub map: u64,
+    /// Entries the buffer holds (at most [`NC_MAP_MAX_ENTRIES`], else `EINVAL`).
+    pub max_map_entries: u32,
+    /// `enum neuron_ioctl_nc_mapping_type`: [`NC_MAPPING_TYPE_V0`] only, else `EINVAL`.
+    pub mapping_version: u32,
+}
+
+/// `struct neuron_ioctl_nc_map`'s fixed part (share/neuron_driver_shared.h).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct NcMapHeader {
+    /// Out: entries written, `min(max_map_entries, the arch's logical cores)`.
+    pub num_entries: u32,
+}
+
+/// `struct neuron_ioctl_nc_map_entry`: where one logical core is.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct NcMapEntry {
+    /// The device (the `N` of `/dev/neuronN`).
+    pub device_id: u32,
+    /// The device's own core.
+    pub device_nc_idx: u32,
+}
+
+/// `NEURON_NC_MAP_MAX_ENTRIES` (share/neuron_driver_shared.h).
+pub const NC_MAP_MAX_ENTRIES: u32 = 128;
+/// `NEURON_IOCTL_NC_MAPPING_TYPE_V0`, the "seng swap" mapping.
+pub const NC_MAPPING_TYPE_V0: u32 = 0;
+/// `ENOTSUPP` (kernel-internal 524): the arch has no map.
+pub const ENOTSUPP: i32 = 524;
+
 /// `struct neuron_ioctl_resource_mmap_info`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
@@ -1017,7 +1062,7 @@ mod tests {
         for (got, want) in expect {
             assert_eq!(got, want, "{:?}", request_name(got));
         }
-        let mut codes: [u32; 39] = ALL_REQUESTS.map(|r| r.1);
+        let mut codes: [u32; ALL_REQUESTS.len()] = ALL_REQUESTS.map(|r| r.1);
         codes.sort_unstable();
         assert!(codes.windows(2).all(|w| w[0] != w[1]), "two requests share a code");
         assert_eq!(request_name(0x8008_4E23), Some("NEURON_IOCTL_DMA_QUEUE_COPY_START"));
@@ -1030,7 +1075,7 @@ mod tests {
     #[test]
     fn ownership_datastore_and_query_requests_are_the_drivers() {
         // (request code, driver code, direction, nr, size field)
-        let expect: [(u32, u32, u32, u32, u32); 14] = [
+        let expect: [(u32, u32, u32, u32, u32); 15] = [
             (CRWL_READER_ENTER.code(), 0x4008_4E51, IOC_WRITE, 81, 8),
             (CRWL_READER_EXIT.code(), 0x4008_4E52, IOC_WRITE, 82, 8),
             (CRWL_WRITER_ENTER.code(), 0x4008_4E53, IOC_WRITE, 83, 8),
@@ -1045,6 +1090,7 @@ mod tests {
             (RELEASE_NEURON_DS.code(), 0x8008_4E48, IOC_READ, 72, 8),
             (NOTIFICATIONS_QUEUE_INFO.code(), 0x8008_4E3A, IOC_READ, 58, 8),
             (DMA_ACK_COMPLETED.code(), 0x8008_4E24, IOC_READ, 36, 8),
+            (GET_LOGICAL_TO_PHYSICAL_NC_MAP.code(), 0xC010_4E78, IOC_READ | IOC_WRITE, 120, 16),
         ];
         for (got, want, dir, nr, size) in expect {
             assert_eq!(got, want, "{:?}", request_name(got));
@@ -1068,6 +1114,7 @@ mod tests {
         assert_eq!(size_of::<CrwlNcMapExt>(), 80);
         assert_eq!(size_of::<NcPidStateDump>(), 16);
         assert_eq!(size_of::<AppInfo>(), 152);
+        assert_eq!((size_of::<GetNcMap>(), size_of::<NcMapHeader>(), size_of::<NcMapEntry>()), (16, 4, 8));
         assert_eq!(NEURON_DATASTORE_SIZE, 0x4_0000);
         assert_eq!(MAX_NEURON_DEVICE_COUNT * MAX_NC_PER_DEVICE, 512);
     }

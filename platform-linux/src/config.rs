@@ -542,14 +542,21 @@ impl core::fmt::Display for SplitRun {
 
 impl std::error::Error for SplitRun {}
 
-/// What a host-wide run means, for messages: `core 2 (device 1's core 0)`,
-/// `cores 2-3 (device 1's cores 0-1)`.
-pub fn describe_run(first: u32, count: u32, nc_per_device: u8) -> String {
-    let per = u32::from(nc_per_device.max(1));
-    let (d, l) = (first / per, first % per);
-    match count {
-        0 | 1 => format!("core {first} (device {d}'s core {l})"),
-        n => format!("cores {first}-{} (device {d}'s cores {l}-{})", first + n - 1, l + n - 1),
+/// What a host-wide run means once placed, for messages: `places[i]` is
+/// `(device, device core)` of index `first + i`: `core 2 (device 1's core 0)`,
+/// `cores 0-1 (device 0's cores 4, 5)`, `cores 3-4 (devices 0, 1's cores 7, 2)`.
+pub fn describe_places(first: u32, places: &[(u32, u32)]) -> String {
+    let mut devices: Vec<u32> = places.iter().map(|p| p.0).collect();
+    devices.dedup();
+    let join = |v: &mut dyn Iterator<Item = u32>| v.map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
+    let d = join(&mut devices.iter().copied());
+    let c = join(&mut places.iter().map(|p| p.1));
+    match places.len() {
+        0 | 1 => format!("core {first} (device {d}'s core {c})"),
+        n => {
+            let s = if devices.len() > 1 { "s" } else { "" };
+            format!("cores {first}-{} (device{s} {d}'s cores {c})", first + n as u32 - 1)
+        }
     }
 }
 
@@ -666,8 +673,9 @@ mod tests {
             let e = device_of_run(first, count, per).unwrap_err().to_string();
             assert!(e.contains(&format!("are on devices {devices}")) && e.contains("a session is one device"), "{e}");
         }
-        assert_eq!(describe_run(2, 1, 2), "core 2 (device 1's core 0)");
-        assert_eq!(describe_run(10, 2, 8), "cores 10-11 (device 1's cores 2-3)");
+        assert_eq!(describe_places(2, &[(1, 0)]), "core 2 (device 1's core 0)");
+        assert_eq!(describe_places(0, &[(0, 4), (0, 5)]), "cores 0-1 (device 0's cores 4, 5)");
+        assert_eq!(describe_places(7, &[(0, 1), (1, 2)]), "cores 7-8 (devices 0, 1's cores 1, 2)");
     }
 
     #[test]

@@ -438,6 +438,28 @@ impl NeuronDevice {
         Ok(apps)
     }
 
+    /// `NEURON_IOCTL_GET_LOGICAL_TO_PHYSICAL_NC_MAP`: where each of the first
+    /// `max` host-wide logical cores is, `(device, device core)`, as the driver
+    /// maps them (v3/neuron_dhal_v3.c `nc_mapping_v0_seng_swap`); `None`
+    /// where the driver has no map for the arch (`ENOTSUPP`: v2, or a driver
+    /// older than the request).
+    pub fn logical_to_physical(&self, max: u32) -> Result<Option<Vec<(u32, u32)>>, LinuxError> {
+        let max = max.min(ioctl::NC_MAP_MAX_ENTRIES);
+        let head = core::mem::size_of::<ioctl::NcMapHeader>();
+        let each = core::mem::size_of::<ioctl::NcMapEntry>();
+        let mut buf = vec![0u8; head + max as usize * each];
+        let call = ioctl::GET_LOGICAL_TO_PHYSICAL_NC_MAP.name();
+        match sys::logical_to_physical_nc_map(self.file.as_fd(), &mut buf, max) {
+            Ok(rc) => self.check_rc(call, rc)?,
+            Err(e) if matches!(e.raw_os_error(), Some(ioctl::ENOTSUPP | libc::ENOTTY)) => return Ok(None),
+            Err(e) => return Err(self.failed(call, e)),
+        }
+        let word = |b: &[u8], at: usize| b.get(at..at + 4).map_or(0, |w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]]));
+        let n = word(&buf, 0).min(max);
+        let entries = buf[head..].chunks_exact(each).take(n as usize).map(|c| (word(c, 0), word(c, 4))).collect();
+        Ok(Some(entries))
+    }
+
     /// The simulator-only hint query (`nrt_abi::sim::SIM_HINTS`): `Some` only
     /// when the call succeeded **and** the answer carries the simulator's magic
     /// and version; a real driver refuses the request (`EINVAL`, `ENOTTY` from

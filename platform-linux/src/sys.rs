@@ -177,6 +177,31 @@ pub fn get_all_apps_info(fd: BorrowedFd<'_>, flags: u16) -> io::Result<(i32, Vec
     Ok((rc, buf.entries[..n].to_vec()))
 }
 
+/// `GET_LOGICAL_TO_PHYSICAL_NC_MAP` of `max` entries into `buf`, which must
+/// hold the map's header and `max` entries (the argument carries its
+/// address): the ioctl's return.
+pub fn logical_to_physical_nc_map(fd: BorrowedFd<'_>, buf: &mut [u8], max: u32) -> io::Result<i32> {
+    use nrt_abi::ioctl::{GetNcMap, NcMapEntry, NcMapHeader, GET_LOGICAL_TO_PHYSICAL_NC_MAP, NC_MAPPING_TYPE_V0};
+    if buf.len() < size_of::<NcMapHeader>() + max as usize * size_of::<NcMapEntry>() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "the map buffer is shorter than its entries"));
+    }
+    let mut a = GetNcMap { map: buf.as_mut_ptr() as u64, max_map_entries: max, mapping_version: NC_MAPPING_TYPE_V0 };
+    // SAFETY: `a` is a valid local struct; the driver writes at most the
+    // header and `max` entries at `a.map`, which `buf` holds (checked above)
+    // and which outlives the call.
+    let rc = unsafe {
+        libc::ioctl(
+            fd.as_raw_fd(),
+            libc::c_ulong::from(GET_LOGICAL_TO_PHYSICAL_NC_MAP.code()),
+            std::ptr::from_mut(&mut a),
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(rc)
+}
+
 /// Close `file` (the unit tests' fake driver is told first, so that it runs
 /// the driver's flush of a write-only descriptor).
 pub(crate) fn close(file: File) {

@@ -818,6 +818,43 @@ fn without_a_device_the_visible_cores_choose_it() {
     assert_eq!(code, Some(2), "{out}{err}");
 }
 
+/// On cayman the host-wide indices go through the driver's logical-to-physical
+/// map (v3/neuron_dhal_v3.c `nc_mapping_v0_seng_swap`): device 0's logical
+/// cores 6-7 are its cores 0-1, the ones the simulated device plays, and run;
+/// logical 0 is its core 4, which the session claims (and, not played, times
+/// out on); logical 3-4 are its cores 7 and 2, not one run: refused, naming
+/// the map and the variable. On sunda the driver has no map: index i is core i.
+#[test]
+fn on_cayman_the_visible_cores_go_through_the_drivers_core_map() {
+    need_user_notif!();
+    let sim = common::nrt_sim();
+    let run = |arch: &str, set: &str| {
+        let ctl = nrtctl();
+        let mut c = clean(&sim);
+        c.args(["driver", "--arch", arch, "--scenario", "healthy-2core", "--"]).arg(ctl.get_program());
+        c.args(["run", "--json", "--timeout-s", "1"]).env("NEURON_RT_VISIBLE_CORES", set);
+        let o = c.output().expect("nrt-sim driver runs");
+        let (out, err) = text(&o);
+        let v: Option<serde_json::Value> = serde_json::from_str(&out).ok();
+        let got = v.map(|v| (v["status"].as_u64(), v["first_core"].as_u64(), v["cores_count"].as_u64()));
+        (got, format!("{arch} {set}: {out}{err}"))
+    };
+    let (got, ctx) = run("cayman", "6-7");
+    assert_eq!(got, Some((Some(0), Some(0), Some(2))), "logical 6-7 are device 0's cores 0-1: {ctx}");
+    let (got, ctx) = run("cayman", "0");
+    assert_eq!(got, Some((Some(5), Some(4), Some(1))), "logical 0 is device 0's core 4 (not played): {ctx}");
+    let (got, ctx) = run("cayman", "3-4");
+    assert_eq!(got, None, "{ctx}");
+    assert!(
+        ctx.contains("cores 3-4 (device 0's cores 7, 2) asked (the driver's logical-to-physical map, cayman)")
+            && ctx.contains("not one ascending run")
+            && ctx.contains("NEURON_RT_VISIBLE_CORES=\"3-4\""),
+        "{ctx}"
+    );
+    let (got, ctx) = run("sunda", "1");
+    assert_eq!(got, Some((Some(0), Some(1), Some(1))), "no map on sunda: index 1 is core 1: {ctx}");
+}
+
 /// A session on one core of the two-core simulated device (`=1`, and `=0`)
 /// gets every one of its inferences played: the device re-arms that core
 /// after each, though the other core is never kicked off.

@@ -29,25 +29,70 @@ pub(crate) fn device_index(path: &std::path::Path) -> Option<u32> {
 }
 
 /// The opened device's own first core of a host-wide run of `cores` from
-/// index `first` ([`crate::config::device_of_run`]): refused when the run is
-/// over two devices, or on another device than `dev` (its index from its
-/// name, [`device_index`]; a node named otherwise cannot be checked and is
-/// refused too).
+/// logical index `first`. On v3 the driver's logical-to-physical map places
+/// each index (`GET_LOGICAL_TO_PHYSICAL_NC_MAP`, v3/neuron_dhal_v3.c
+/// `nc_mapping_v0_seng_swap`); where the driver has none (v2, or an older
+/// driver: `ENOTSUPP`), index `i` is core `i % nc_per_device` of device
+/// `i / nc_per_device` ([`crate::config::device_of_run`], G-ENV-L2P). Refused
+/// when the run is over two devices, on another device than `dev` (its index
+/// from its name, [`device_index`]; a node named otherwise cannot be checked),
+/// or not one ascending run of the device's cores (the session claims its
+/// cores with one range mark).
 fn place_host_wide(dev: &NeuronDevice, arch: Arch, first: u8, cores: u8) -> Result<u8, String> {
     let per = arch.nc_per_device();
     let (first, n) = (u32::from(first), u32::from(cores));
-    let (device, local) = crate::config::device_of_run(first, n, per).map_err(|e| format!("{e} ({})", arch.name()))?;
-    let what = crate::config::describe_run(first, n, per);
+    let last = first + n.max(1) - 1;
+    let map = match arch {
+        Arch::Sunda => None,
+        Arch::Cayman | Arch::Mariana => dev.logical_to_physical(last + 1).map_err(|e| e.to_string())?,
+    };
+    let places: Vec<(u32, u32)> = match &map {
+        Some(m) => (first..=last).map(|k| m.get(k as usize).copied()).collect::<Option<_>>().ok_or_else(|| {
+            format!(
+                "core {last} asked, host-wide on {}: the driver's logical-to-physical map has {} entries",
+                arch.name(),
+                m.len()
+            )
+        })?,
+        None => {
+            if arch != Arch::Sunda {
+                log::warn!(
+                    "session: {} answered no logical-to-physical core map ({}): host-wide index i is core i % {per} \
+                     of device i / {per} (G-ENV-L2P)",
+                    dev.path().display(),
+                    ioctl::GET_LOGICAL_TO_PHYSICAL_NC_MAP.name()
+                );
+            }
+            crate::config::device_of_run(first, n, per).map_err(|e| format!("{e} ({})", arch.name()))?;
+            (first..=last).map(|k| (k / u32::from(per), k % u32::from(per))).collect()
+        }
+    };
+    let what = crate::config::describe_places(first, &places);
+    let source = if map.is_some() { "the driver's logical-to-physical map" } else { "i % cores a device" };
+    let device = places[0].0;
+    if places.iter().any(|p| p.0 != device) {
+        return Err(format!(
+            "{what} asked ({source}, {}): a session is one device, so its cores must be on one",
+            arch.name()
+        ));
+    }
+    if places.iter().zip(places[0].1..).any(|(p, want)| p.1 != want) {
+        return Err(format!(
+            "{what} asked ({source}, {}): not one ascending run of the device's cores, which a session claims with \
+             one range mark",
+            arch.name()
+        ));
+    }
     match device_index(dev.path()) {
-        Some(d) if d == device => Ok(local),
+        Some(d) if d == device => Ok(places[0].1 as u8),
         Some(d) => Err(format!(
-            "{what} asked, host-wide on {} ({per} NeuronCores a device): that is /dev/neuron{device}, and this is \
-             device {d}",
+            "{what} asked, host-wide on {} ({per} NeuronCores a device, {source}): that is /dev/neuron{device}, and \
+             this is device {d}",
             arch.name()
         )),
         None => Err(format!(
-            "{what} asked, host-wide on {} ({per} NeuronCores a device): that is /dev/neuron{device}, and this \
-             node's device index is not known (its name is not neuronN)",
+            "{what} asked, host-wide on {} ({per} NeuronCores a device, {source}): that is /dev/neuron{device}, and \
+             this node's device index is not known (its name is not neuronN)",
             arch.name()
         )),
     }

@@ -10,7 +10,7 @@
 
 use nrt_abi::ioctl as abi;
 
-use super::{Answer, Errno, Model, MAX_NC_PER_DEVICE};
+use super::{Answer, Errno, Model, TargetMem, MAX_NC_PER_DEVICE};
 
 /// The CRWL state of one core (`struct neuron_crwl`, neuron_device.h).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -436,5 +436,60 @@ impl Model {
         }
         let _ = pid;
         (Ok(0), bytes)
+    }
+}
+
+impl Model {
+    /// `GET_LOGICAL_TO_PHYSICAL_NC_MAP` (neuron_cdev.c
+    /// `ncdev_get_logical_to_physical_nc_map`, v3/neuron_dhal_v3.c
+    /// `ncdev_logical_to_physical_nc_map_v3`). MAP-1: v2 has no hook,
+    /// `ENOTSUPP`. MAP-2: more than `NEURON_NC_MAP_MAX_ENTRIES` entries, or a
+    /// mapping version but V0: `EINVAL`. MAP-3: the first
+    /// `min(max, 128)` entries of `nc_mapping_v0_seng_swap`
+    /// ([`nrt_abi::devmap::logical_to_physical`]) and their count, written as
+    /// the header and `max` entries at `map`; a copy that fails returns the
+    /// bytes not copied, positive. The die flip of ultraserver pods is not
+    /// modelled (the simulated host is no pod).
+    pub(super) fn nc_map(
+        &mut self,
+        pid: u32,
+        name: &'static str,
+        a: &abi::GetNcMap,
+        mem: &mut dyn TargetMem,
+    ) -> Answer {
+        use nrt_core::arch::Arch;
+        use zerocopy::IntoBytes;
+        const SRC: &str = "neuron_cdev.c: ncdev_get_logical_to_physical_nc_map";
+        if self.arch == Arch::Sunda {
+            return self.refuse(pid, name, Errno::ENOTSUPP, "MAP-1: the v2 dhal has no logical-to-physical map", SRC);
+        }
+        if a.max_map_entries > abi::NC_MAP_MAX_ENTRIES {
+            let why = format!("MAP-2: {} entries asked, more than {}", a.max_map_entries, abi::NC_MAP_MAX_ENTRIES);
+            return self.refuse(pid, name, Errno::EINVAL, &why, SRC);
+        }
+        if a.mapping_version != abi::NC_MAPPING_TYPE_V0 {
+            let why = format!("MAP-2: mapping version {} is not V0", a.mapping_version);
+            return self.refuse(
+                pid,
+                name,
+                Errno::EINVAL,
+                &why,
+                "v3/neuron_dhal_v3.c: ncdev_logical_to_physical_nc_map_v3",
+            );
+        }
+        let n = a.max_map_entries.min(nrt_abi::devmap::LOGICAL_CORES);
+        let mut out = abi::NcMapHeader { num_entries: n }.as_bytes().to_vec();
+        for k in 0..a.max_map_entries {
+            let e = match nrt_abi::devmap::logical_to_physical(self.arch, k) {
+                Some((device_id, nc)) if k < n => abi::NcMapEntry { device_id, device_nc_idx: u32::from(nc) },
+                _ => abi::NcMapEntry::default(),
+            };
+            out.extend_from_slice(e.as_bytes());
+        }
+        if mem.write(a.map, &out).is_err() {
+            let why = format!("MAP-3: the map at 0x{:x} could not be written: copy_to_user's bytes not copied", a.map);
+            return self.positive(pid, name, out.len() as i64, &why, SRC);
+        }
+        Ok(0)
     }
 }

@@ -94,6 +94,8 @@ impl Errno {
     pub const EBUSY: Errno = Errno(libc::EBUSY);
     /// `EALREADY`: this process already switched the core to that model.
     pub const EALREADY: Errno = Errno(libc::EALREADY);
+    /// `ENOTSUPP` (the kernel's 524): a hook the arch does not have.
+    pub const ENOTSUPP: Errno = Errno(abi::ENOTSUPP);
 
     /// The errno's name.
     pub fn name(self) -> &'static str {
@@ -111,6 +113,7 @@ impl Errno {
             libc::ENOTTY => "ENOTTY",
             libc::EBUSY => "EBUSY",
             libc::EALREADY => "EALREADY",
+            abi::ENOTSUPP => "ENOTSUPP",
             _ => "errno",
         }
     }
@@ -768,6 +771,7 @@ impl Model {
                 self.ds_release(pid, target);
                 Ok(0)
             }
+            R::NcMap(a) => self.nc_map(pid, name, a, mem),
             R::SimHints(h) => self.sim_hints(pid, name, h),
         }
     }

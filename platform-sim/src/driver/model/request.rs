@@ -70,9 +70,9 @@ use abi::{
     ACQUIRE_NEURON_DS, BAR_READ, BAR_WRITE, COMPATIBLE_VERSION, CRWL_NC_RANGE_MARK, CRWL_NC_RANGE_MARK_EXT0,
     CRWL_NC_RANGE_UNMARK, CRWL_NC_RANGE_UNMARK_EXT0, CRWL_READER_ENTER, CRWL_READER_EXIT, CRWL_WRITER_DOWNGRADE,
     CRWL_WRITER_ENTER, DEVICE_BASIC_INFO, DEVICE_INFO, DMA_ACK_COMPLETED, DMA_QUEUE_COPY_START, DMA_QUEUE_GET_STATE,
-    DMA_QUEUE_INIT, DMA_QUEUE_RELEASE, DRIVER_INFO_GET, MEM_ALLOC_V2MT, MEM_FREE, MEM_GET_EXTENDED_INFO,
-    NC_PID_STATE_DUMP, NC_RESET, NC_RESET_READY, NOTIFICATIONS_INIT_V2, NOTIFICATIONS_INIT_WITH_REALLOC_V2,
-    NOTIFICATIONS_QUEUE_INFO, RELEASE_NEURON_DS, RESOURCE_MMAP_INFO,
+    DMA_QUEUE_INIT, DMA_QUEUE_RELEASE, DRIVER_INFO_GET, GET_LOGICAL_TO_PHYSICAL_NC_MAP, MEM_ALLOC_V2MT, MEM_FREE,
+    MEM_GET_EXTENDED_INFO, NC_PID_STATE_DUMP, NC_RESET, NC_RESET_READY, NOTIFICATIONS_INIT_V2,
+    NOTIFICATIONS_INIT_WITH_REALLOC_V2, NOTIFICATIONS_QUEUE_INFO, RELEASE_NEURON_DS, RESOURCE_MMAP_INFO,
 };
 use simabi::SIM_HINTS;
 
@@ -139,6 +139,8 @@ requests! {
     AcquireDs(abi::NeuronDsInfo) = ACQUIRE_NEURON_DS,
     /// `RELEASE_NEURON_DS`.
     ReleaseDs(abi::NeuronDsInfo) = RELEASE_NEURON_DS,
+    /// `GET_LOGICAL_TO_PHYSICAL_NC_MAP`.
+    NcMap(abi::GetNcMap) = GET_LOGICAL_TO_PHYSICAL_NC_MAP,
     /// The simulator's hint query (no driver request: G-DRV-SIMHINTS).
     SimHints(simabi::SimHints) = SIM_HINTS,
 }
@@ -184,7 +186,8 @@ impl Request {
 /// GEN-4: the requests `ncdev_misc_ioctl` (neuron_cdev.c) serves, the only
 /// ones a write-only ("free access") descriptor reaches: the core range
 /// marks, the compatible-version, basic-info and driver-info queries (the
-/// last matched by its number alone, `_IOC_NR`) and the pid state dump.
+/// last matched by its number alone, `_IOC_NR`), the pid state dump and the
+/// logical-to-physical core map.
 /// The driver's other misc requests (BDF, dmabuf, printk, pod, the id maps)
 /// are not ones `nrt-abi` defines.
 pub fn is_misc(code: u32) -> bool {
@@ -196,4 +199,5 @@ pub fn is_misc(code: u32) -> bool {
         || code == abi::DEVICE_BASIC_INFO.code()
         || code & 0xFF == abi::DRIVER_INFO_GET.nr()
         || code == abi::NC_PID_STATE_DUMP.code()
+        || code == abi::GET_LOGICAL_TO_PHYSICAL_NC_MAP.code()
 }

@@ -1971,3 +1971,38 @@ fn gen1_a_write_only_open_does_not_attach_and_opens_are_counted() {
     // The summary's count: every open made (PID's, and PID + 1's two).
     assert_eq!(m.opens(), 3);
 }
+
+/// MAP-1..3: the logical-to-physical core map: `ENOTSUPP` on v2; more than
+/// 128 entries or a version but V0 `EINVAL`; on v3 the driver's table, as
+/// many entries as asked, written with their count at the map's address; a
+/// map the caller cannot take gets copy_to_user's positive count.
+#[test]
+fn the_core_map_is_the_drivers_on_v3_and_refused_on_v2() {
+    let ask = |m: &mut Model, mem: &mut VecMem, max: u32, version: u32, map: u64| {
+        let mut a = abi::GetNcMap { map, max_map_entries: max, mapping_version: version };
+        call(m, abi::GET_LOGICAL_TO_PHYSICAL_NC_MAP, &mut a, mem)
+    };
+    let (mut m2, mut mem2) = (model(Arch::Sunda, 2), VecMem::new());
+    let base2 = mem2.base;
+    assert_eq!(ask(&mut m2, &mut mem2, 8, 0, base2), errno(Errno::ENOTSUPP));
+    assert_eq!(mem2.bytes[..4], [0; 4], "nothing written on v2");
+    let (mut m, mut mem) = (model(Arch::Cayman, 2), VecMem::new());
+    let base = mem.base;
+    assert_eq!(ask(&mut m, &mut mem, 129, 0, base), errno(Errno::EINVAL));
+    assert_eq!(ask(&mut m, &mut mem, 8, 1, base), errno(Errno::EINVAL));
+    assert_eq!(mem.bytes[..4], [0; 4], "nothing written when refused");
+    let word = |mem: &VecMem, i: usize| u32::from_le_bytes(mem.bytes[4 * i..4 * i + 4].try_into().unwrap());
+    assert_eq!(ask(&mut m, &mut mem, 128, 0, base), Ok(0));
+    assert_eq!(word(&mem, 0), 128);
+    let device0: Vec<u32> = (0..8).map(|k| word(&mem, 2 + 2 * k)).collect();
+    assert_eq!(device0, [4, 5, 6, 7, 2, 3, 0, 1], "device 0's cores of logical 0-7 (nc_mapping_v0_seng_swap)");
+    for k in 0..128u32 {
+        let (d, nc) = (word(&mem, 1 + 2 * k as usize), word(&mem, 2 + 2 * k as usize));
+        assert_eq!(Some((d, nc as u8)), nrt_abi::devmap::logical_to_physical(Arch::Cayman, k), "entry {k}");
+    }
+    mem.bytes.fill(0xEE);
+    assert_eq!(ask(&mut m, &mut mem, 2, 0, base), Ok(0));
+    assert_eq!((word(&mem, 0), word(&mem, 1), word(&mem, 2), word(&mem, 3)), (2, 0, 4, 0));
+    assert_eq!(word(&mem, 5), 0xEEEE_EEEE, "only the header and the entries asked are written");
+    assert_eq!(ask(&mut m, &mut mem, 8, 0, base + 0x1000 - 8), Ok(4 + 8 * 8), "the bytes not copied, positive");
+}
