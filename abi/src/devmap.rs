@@ -8,7 +8,8 @@
 //! names the file and function of aws-neuron/aws-neuron-driver (fca19f7) that
 //! states it. What no public source gives is an [`Unknown`]: a real-driver
 //! path reports it and does not guess (`docs/driver-conformance.md`, the
-//! device map's section).
+//! device map's section). The NOTIFIC blocks alone are stated in
+//! `nrt_core::arch`, which the no_std harvest needs; this map reads them there.
 
 use nrt_core::arch::{Arch, NOTIFIC_BLOCK_BYTES};
 
@@ -82,7 +83,7 @@ pub const fn udma_window_bytes(arch: Arch) -> u64 {
 const V3_SDMA_GROUPS: [u64; 4] = [0x8200_0000, 0x9400_0000, 0xA200_0000, 0xB400_0000];
 /// BAR0 offsets of v2's two groups of 16 core engines, NC0 and NC1
 /// (`V2_APB_SENG_0_UDMA_0_BASE`, `V2_APB_SENG_1_UDMA_0_BASE`, v2/address_map.h).
-const V2_CORE_GROUPS: [u64; 2] = [0x3000_0000, 0x3070_0000];
+const V2_CORE_GROUPS: [u64; 2] = [V2_APB, V2_APB + 0x70_0000];
 
 /// BAR0 offsets of the driver's own DMA engines, by id from the first past the
 /// cores': v2 D2H (32) and H2D (33); v3 D2H_0, H2D_0, D2H_1, H2D_1 (128-131,
@@ -173,6 +174,30 @@ pub const SEMA_SET: u64 = 0x1400;
 pub const SEMA_INCR: u64 = 0x1800;
 /// Semaphore DECR alias (`V*_MMAP_NC_SEMA_DECR_OFFSET`).
 pub const SEMA_DECR: u64 = 0x1C00;
+/// BAR0 offset of v2's APB register block (`V2_PCIE_BAR0_APB_OFFSET`,
+/// v2/address_map.h): the cores' UDMA engines, NOTIFIC blocks and misc RAM.
+pub const V2_APB: u64 = 0x3000_0000;
+
+/// The firmware mailbox words of misc RAM a BAR write may not touch
+/// (`ncdev_bar0_write_blocked_addrs_v2/_v3`, v2|v3/neuron_dhal_v*.c: the
+/// request base high/low, the response base high/low and the no-sec trigger
+/// interrupt, at `FW_IO_REG_*_OFFSET` of neuron_fw_io.h from the BAR0 misc-RAM
+/// offset: v2 `V2_MMAP_BAR0_APB_MISC_RAM_OFFSET` 0x30FA_0000, v3
+/// `V3_MMAP_BAR0_APB_IO_0_MISC_RAM_OFFSET` 0x06C8_4000; mariana as v3).
+pub const fn mailbox_words(arch: Arch) -> [(u64, &'static str); 5] {
+    let misc = match arch {
+        Arch::Sunda => V2_APB + 0xE0_0000 + 0x1A_0000,
+        Arch::Cayman | Arch::Mariana => 0x680_0000 + 0x48_4000,
+    };
+    [
+        (misc + 0x1F0, "firmware mailbox request base high"),
+        (misc + 0x1F4, "firmware mailbox request base low"),
+        (misc + 0x1F8, "firmware mailbox response base high"),
+        (misc + 0x1FC, "firmware mailbox response base low"),
+        (misc + 0x800, "firmware mailbox trigger interrupt (no-sec)"),
+    ]
+}
+
 /// Semaphores per block (`V2_SEMAPHORE_COUNT`; the semaphore ioctls refuse more).
 pub const SEMAPHORES: u32 = 256;
 

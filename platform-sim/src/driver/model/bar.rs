@@ -12,25 +12,7 @@ use nrt_core::arch::Arch;
 
 use super::{Answer, Errno, Model, TargetMem, BAR_READ_MAX, DMA_QUEUES, KMALLOC_MAX};
 
-/// The firmware mailbox words of misc RAM a BAR write may not touch
-/// (`ncdev_bar0_write_blocked_addrs_v2/_v3`, v2|v3/neuron_dhal_v*.c: the
-/// request base high/low, the response base high/low and the no-sec trigger
-/// interrupt, at `FW_IO_REG_*_OFFSET` of neuron_fw_io.h from the BAR0 misc-RAM
-/// offset: v2 `V2_MMAP_BAR0_APB_MISC_RAM_OFFSET` 0x30FA_0000, v3
-/// `V3_MMAP_BAR0_APB_IO_0_MISC_RAM_OFFSET` 0x06C8_4000; mariana as v3).
-pub const fn mailbox_words(arch: Arch) -> [(u64, &'static str); 5] {
-    let misc = match arch {
-        Arch::Sunda => 0x3000_0000 + 0xE0_0000 + 0x1A_0000,
-        Arch::Cayman | Arch::Mariana => 0x680_0000 + 0x48_4000,
-    };
-    [
-        (misc + 0x1F0, "firmware mailbox request base high"),
-        (misc + 0x1F4, "firmware mailbox request base low"),
-        (misc + 0x1F8, "firmware mailbox response base high"),
-        (misc + 0x1FC, "firmware mailbox response base low"),
-        (misc + 0x800, "firmware mailbox trigger interrupt (no-sec)"),
-    ]
-}
+pub use nrt_abi::devmap::mailbox_words;
 
 /// The UDMA engines whose queue registers a BAR write may not touch, as BAR0
 /// offsets: every engine of the device map ([`devmap::udma_base`] over

@@ -131,8 +131,10 @@ pub fn event_offset(arch: Arch, nc: u32, index: u32) -> u64 {
 /// (from 0xF000_0000).
 pub fn event_block(arch: Arch, off: u64) -> &'static str {
     match arch {
-        Arch::Sunda if off >= 0x3000_0000 => "the APB register block (V2_PCIE_BAR0_APB_OFFSET)",
-        Arch::Sunda if off >= 0x1000_0000 => "the top-SP region (from V2_PCIE_BAR0_TOPSP_0_OFFSET)",
+        Arch::Sunda if off >= nrt_abi::devmap::V2_APB => "the APB register block (V2_PCIE_BAR0_APB_OFFSET)",
+        Arch::Sunda if nrt_abi::devmap::top_sp(arch, 0).is_some_and(|w| off >= w.base) => {
+            "the top-SP region (from V2_PCIE_BAR0_TOPSP_0_OFFSET)"
+        }
         Arch::Sunda => "the TPB window of a core the device does not have",
         Arch::Cayman | Arch::Mariana => "BAR0 past the 8 cores' TPB windows",
     }
