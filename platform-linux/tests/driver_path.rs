@@ -371,10 +371,21 @@ fn a_second_session_of_one_process_names_this_process_as_the_holder() {
     assert!(!out.contains("another process") && !out.contains(" are held"), "{out}\n{err}");
 }
 
+/// Holds a process stopped (`SIGSTOP`) until dropped (`SIGCONT`).
+struct Stopped(u32);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-CONT", &self.0.to_string()]).status();
+    }
+}
+
 /// The model killed mid-run (its supervisor SIGKILLed while `nrtctl run` waits
 /// in the 300 s barrier with a 20 s budget): every later call of the device
 /// file fails, and the run ends with a device-gone error instead of spinning
 /// to NRT_TIMEOUT; the process exits by itself (every wait below is bounded).
+/// The supervisor's reaper, which would kill nrtctl with it, is held stopped
+/// meanwhile, so that nrtctl lives on as a runtime whose driver died would.
 #[test]
 fn a_driver_killed_mid_run_ends_the_harvest_with_device_gone() {
     need_user_notif!();
@@ -382,8 +393,8 @@ fn a_driver_killed_mid_run_ends_the_harvest_with_device_gone() {
     let ctl = nrtctl();
     let out_file = std::env::temp_dir().join(format!("nrt-gone-{}", std::process::id()));
     let _ = std::fs::remove_file(&out_file);
-    // nrtctl is a grandchild of the supervisor (under sh), its output in a
-    // file, so that it outlives the supervisor and its result can be read.
+    // nrtctl is a descendant of the supervisor (reaper, sh), its output in a
+    // file, so that its result can be read once the supervisor is gone.
     let script = r#""$0" run --device /dev/neuron0 --timeout-s 20 >"$1" 2>&1; echo "exit $?" >>"$1""#;
     let mut child = Command::new(&sim)
         .args(["driver", "--scenario", "barrier-300s", "--limit-s", "60", "--", "sh", "-c", script])
@@ -406,6 +417,17 @@ fn a_driver_killed_mid_run_ends_the_harvest_with_device_gone() {
         let _ = child.wait();
         panic!("nrtctl never mapped the device under nrt-sim driver");
     };
+    let Some(reaper) = descendant(child.id(), "nrt-sim-reaper") else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("no nrt-sim-reaper under the supervisor");
+    };
+    if !Command::new("kill").args(["-STOP", &reaper.to_string()]).status().is_ok_and(|s| s.success()) {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("kill -STOP {reaper} (the reaper) failed");
+    }
+    let held = Stopped(reaper);
     // Past the bring-up (milliseconds), into the barrier wait.
     std::thread::sleep(std::time::Duration::from_millis(1500));
     child.kill().unwrap();
@@ -431,6 +453,8 @@ fn a_driver_killed_mid_run_ends_the_harvest_with_device_gone() {
         // Leave nothing running: the process this test started.
         let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
     }
+    // Resumed, the reaper finds its supervisor gone and ends what is left of the tree.
+    drop(held);
     let _ = std::fs::remove_file(&out_file);
     assert!(!alive, "nrtctl {pid} still running after the driver was killed:\n{log}");
     assert!(log.contains("is gone") && log.contains("calls of the device file failed in a row"), "{log}");

@@ -1,6 +1,7 @@
 //! `nrt-sim driver -- COMMAND` against a hostile COMMAND (`tests/c/hostile_probe.c`,
 //! compiled here): a page nobody serves behind a path or an argument, processes
-//! that `setsid` away, a killed supervisor, a flood of refused calls, a thread
+//! that `setsid` away or ignore signals, a supervisor killed (`SIGKILL`) or
+//! interrupted (`SIGINT` to its group), a flood of refused calls, a thread
 //! id reused by another process, a background process holding the captured
 //! output. Every run is waited for with a deadline (and killed past it, with
 //! what it started), so a supervisor that hangs fails the test instead of
@@ -9,6 +10,7 @@
 #![cfg(feature = "driver")]
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
@@ -246,6 +248,99 @@ fn killing_the_supervisor_ends_the_command() {
         }
     }
     assert!(ended, "COMMAND (pid {pid}) ran on after the supervisor was killed");
+}
+
+/// The processes recorded in `file` ("pid starttime" lines).
+fn recorded(file: &Path) -> Vec<(u32, u64)> {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Whether process `pid`, started at `start`, still runs (a zombie has ended).
+fn alive(pid: u32, start: u64) -> bool {
+    let Ok(t) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    let Some(rest) = t.rfind(')').map(|i| &t[i + 1..]) else { return false };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    !matches!(f.first(), Some(&"Z" | &"X")) && f.get(19).and_then(|s| s.parse().ok()) == Some(start)
+}
+
+/// A COMMAND (for `sh -c`) whose tree holds a grandchild that ignores TERM,
+/// INT and HUP and one that `setsid`s, each recording itself in `file` (which
+/// must exist) and sleeping long; once both are recorded (a bounded wait) it runs `then`.
+fn stubborn_tree(file: &Path, then: &str) -> String {
+    let f = file.display();
+    let rec = format!(r#"echo "$$ $(cut -d" " -f22 /proc/$$/stat)" >> {f}"#);
+    format!(
+        "sh -c 'trap \"\" TERM INT HUP; {rec}; exec sleep 1093' & \
+         setsid sh -c '{rec}; exec sleep 1094' & \
+         i=0; while [ \"$(wc -l < {f})\" -lt 2 ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; {then}"
+    )
+}
+
+#[test]
+fn nothing_of_the_tree_outlives_a_supervisor_killed_or_interrupted() {
+    need_user_notif!();
+    for how in ["SIGKILL", "SIGINT to its group"] {
+        let tag = format!("stubborn-{}", &how[3..6]);
+        let file = scratch(&tag);
+        std::fs::write(&file, "").unwrap();
+        let (o, e) = (scratch(&format!("{tag}.out")), scratch(&format!("{tag}.err")));
+        // Its own process group (this test's), as a shell's job is: Ctrl-C signals that group.
+        let mut sup = Command::new(SIM)
+            .args(["driver", "--", "sh", "-c", &stubborn_tree(&file, "sleep 1095")])
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&o).unwrap())
+            .stderr(std::fs::File::create(&e).unwrap())
+            .spawn()
+            .expect("nrt-sim runs");
+        let t0 = Instant::now();
+        while recorded(&file).len() < 2 && t0.elapsed() < DEADLINE {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let procs = recorded(&file);
+        if how == "SIGKILL" {
+            sup.kill().unwrap();
+        } else {
+            // SAFETY: kill(2) of the process group this test created for the supervisor.
+            unsafe {
+                libc::kill(-(sup.id() as libc::pid_t), libc::SIGINT);
+            }
+        }
+        let r = finish(sup, &o, &e);
+        let t0 = Instant::now();
+        let mut left: Vec<(u32, u64)> = procs.clone();
+        while !left.is_empty() && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+            left.retain(|&(p, s)| alive(p, s));
+        }
+        kill_left(&left.iter().map(|p| p.0).collect::<Vec<_>>());
+        assert_eq!(procs.len(), 2, "{how}: the grandchildren never recorded themselves\n{r}");
+        assert!(left.is_empty(), "{how}: processes {left:?} of COMMAND's tree outlived the supervisor\n{r}");
+    }
+}
+
+#[test]
+fn a_command_that_exits_gives_its_status_and_leaves_no_process() {
+    need_user_notif!();
+    let file = scratch("stubborn-exit");
+    std::fs::write(&file, "").unwrap();
+    let r = driver("stubborn-exit", &[], &["sh", "-c", &stubborn_tree(&file, "sleep 1095 & exit 3")]);
+    let procs = recorded(&file);
+    let left: Vec<u32> = procs.iter().filter(|&&(p, s)| alive(p, s)).map(|p| p.0).collect();
+    kill_left(&left);
+    assert_eq!(r.code(), Some(3), "{r}");
+    assert_eq!(procs.len(), 2, "the grandchildren never recorded themselves\n{r}");
+    // Gone by the supervisor's exit, reaped (no zombie left either).
+    assert!(left.is_empty(), "processes {left:?} of COMMAND's tree outlived the run\n{r}");
+    let zombies: Vec<u32> = procs.iter().filter(|&&(p, s)| starttime(p) == Some(s)).map(|p| p.0).collect();
+    assert!(zombies.is_empty(), "processes {zombies:?} were left unreaped\n{r}");
+    assert!(r.err.contains("3 process(es) of sh's tree were still running and were killed"), "{r}");
 }
 
 #[test]

@@ -14,9 +14,14 @@
 //!   its `open("/dev/neuron0")` returns;
 //! - `supervisor` (feature `driver`, default): the seccomp side: fork, filter, trap `open`/`openat` and
 //!   `'N'` ioctls, answer them with the model, run the engine on a thread, and
-//!   report COMMAND's exit (and `--scenario all`'s table).
+//!   report COMMAND's exit (and `--scenario all`'s table);
+//! - `reaper` (feature `driver`): the process between the supervisor and
+//!   COMMAND that kills COMMAND's whole tree when COMMAND ends or the
+//!   supervisor asks or dies.
 
 pub mod model;
+#[cfg(feature = "driver")]
+pub mod reaper;
 #[cfg(feature = "driver")]
 pub mod supervisor;
 

@@ -3,13 +3,15 @@
 //! [`run`] starts the device ([`DeviceEngine`]), builds the filter with
 //! libseccomp (allow everything; `open`, `openat`, and `ioctl` whose request
 //! has type `'N'` (`(arg1 >> 8) & 0xff == 0x4E`) go to user notification),
-//! exports it as BPF, makes this process a child subreaper
-//! (`PR_SET_CHILD_SUBREAPER`: every orphan of COMMAND's tree, `setsid` or not,
-//! becomes our child) and forks COMMAND: the child asks for `SIGKILL` when the
-//! supervisor's thread dies (`PR_SET_PDEATHSIG`), sets `no_new_privs`,
-//! installs the exported program with `SECCOMP_FILTER_FLAG_NEW_LISTENER`
-//! (only raw system calls after the fork: no allocation, no lock), sends the
-//! listener to the parent over a socketpair (`SCM_RIGHTS`), and execs.
+//! exports it as BPF and forks the [`reaper`], a child subreaper that forks
+//! COMMAND and kills COMMAND's whole tree when COMMAND ends, when asked, or
+//! when this process is gone (even by `SIGKILL`). COMMAND dies with the reaper
+//! (`PR_SET_PDEATHSIG`), sets `no_new_privs`, installs the exported program
+//! with `SECCOMP_FILTER_FLAG_NEW_LISTENER` (only raw system calls after the
+//! fork: no allocation, no lock), sends the listener to this process over a
+//! socketpair (`SCM_RIGHTS`), and execs; the reaper relays COMMAND's wait
+//! status. Only COMMAND's tree is filtered, never the reaper. Pids are this
+//! process's own (no pid namespace).
 //!
 //! The parent answers each notification:
 //!
@@ -35,28 +37,28 @@
 //!   nobody serves (userfaultfd) holds that reader, never the loop; a path not
 //!   read in time opens natively (the kernel reads it in the caller, which
 //!   then waits on its own page), an argument not read in time is `EFAULT`;
-//! - a watchdog thread kills COMMAND's whole tree when `--limit-s` passes,
-//!   whatever the loop is doing; at the end (COMMAND's exit, the limit, a
-//!   kernel BUG under `--strict`) the tree is killed and reaped;
+//! - a watchdog thread has the reaper kill COMMAND's whole tree when
+//!   `--limit-s` passes, whatever the loop is doing; at the end (COMMAND's
+//!   exit, the limit, a kernel BUG under `--strict`) the reaper kills and
+//!   reaps the tree and reports, within [`reaper::REPORT_WAIT`];
 //! - what the run keeps is bounded: the log ([`LOG_CAP`] lines), the
 //!   violations ([`VIOLATION_CAP`]), the captured output ([`STDOUT_CAP`]
 //!   bytes), each with a count of what was dropped; the drain of captured
 //!   output waits at most [`DRAIN_GRACE`] once the tree is gone.
 //!
-//! `unsafe` here: the fork-side closure (prctl, seccomp, sendmsg, close), the
-//! seccomp ioctls, `process_vm_readv`/`writev`, `recvmsg`, `poll`, `prctl`,
-//! `waitpid`, the pidfd calls, each with its `// SAFETY:` line.
+//! `unsafe` here: the seccomp ioctls, `process_vm_readv`/`writev`,
+//! `sendmsg`/`recvmsg`, `poll`, `pipe2`, `socketpair`, the pidfd calls, each
+//! with its `// SAFETY:` line (the fork side is in [`reaper`]).
 
 #![allow(unsafe_code)]
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::OsString;
+use std::collections::BTreeMap;
+use std::ffi::{CString, OsString};
 use std::fs::File;
 use std::io::{Read as _, Seek as _};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::process::CommandExt;
-use std::process::{ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
@@ -67,6 +69,7 @@ use libseccomp::{ScmpAction, ScmpArgCompare, ScmpCompareOp, ScmpFilterContext, S
 use nrt_core::NrtStatus;
 
 use super::model::{self, LogLine, MemFault, Model, Refusal, TargetMem, Violation};
+use super::reaper::{self, Reaper, Spawn};
 use super::DeviceEngine;
 use crate::report::Row;
 use crate::run::SimConfig;
@@ -101,7 +104,7 @@ pub const STDOUT_CAP: usize = 16 << 20;
 /// How long the drain of captured output waits for end-of-file once
 /// COMMAND's tree is gone (a process outside the tree may hold the pipe).
 pub const DRAIN_GRACE: Duration = Duration::from_secs(1);
-/// How long killing COMMAND's tree may take (rounds of scan, SIGKILL, reap).
+/// How long the reaper's killing of COMMAND's tree may take (rounds of scan, SIGKILL, reap).
 pub const KILL_BOUND: Duration = Duration::from_secs(2);
 /// What a run may take past its limit: one notification's memory budget, the
 /// kill, the drain and the device's stop, rounded up. The model's own work in
@@ -310,7 +313,7 @@ fn filter_program() -> Result<Vec<libc::sock_filter>, String> {
 }
 
 /// Send `fd` over the socket `sock` (fork-safe: stack buffers only).
-fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
+pub(super) fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
     let mut byte = [0u8; 1];
     let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
     #[repr(C)]
@@ -596,155 +599,7 @@ fn pidfd_exited(pidfd: &OwnedFd) -> bool {
     unsafe { libc::poll(&mut p, 1, 0) > 0 }
 }
 
-/// `(ppid, state)` of process `pid`, from `/proc/<pid>/stat` (after the
-/// command name's last `)`, which may itself hold spaces and parentheses).
-fn proc_stat(pid: u32) -> Option<(u32, u8)> {
-    let t = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    let close = t.iter().rposition(|b| *b == b')')?;
-    let rest = std::str::from_utf8(t.get(close + 1..)?).ok()?;
-    let mut f = rest.split_whitespace();
-    let state = *f.next()?.as_bytes().first()?;
-    let ppid = f.next()?.parse().ok()?;
-    Some((ppid, state))
-}
-
-/// Every process now: `(pid, ppid, state)`.
-fn all_processes() -> Vec<(u32, u32, u8)> {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|pid| proc_stat(pid).map(|(ppid, st)| (pid, ppid, st)))
-        .collect()
-}
-
-/// COMMAND's tree: every descendant of this process (a child subreaper: the
-/// orphans of the tree are our children) except the subtrees of the children
-/// this process had before COMMAND started.
-#[derive(Clone, Debug)]
-struct Tree {
-    me: u32,
-    root: u32,
-    others: BTreeSet<u32>,
-    /// Every pid signalled, by any clone of this tree (the watchdog's too).
-    hit: Arc<Mutex<BTreeSet<u32>>>,
-}
-
-impl Tree {
-    /// The tree's processes now: `(pid, ppid, state)`.
-    fn members(&self) -> Vec<(u32, u32, u8)> {
-        let all = all_processes();
-        let mut kids: BTreeMap<u32, Vec<(u32, u32, u8)>> = BTreeMap::new();
-        for p in &all {
-            kids.entry(p.1).or_default().push(*p);
-        }
-        let mut out = Vec::new();
-        let mut todo = vec![self.me];
-        // Bounded by the processes listed: each is visited once (a pid is one node).
-        let mut seen = BTreeSet::new();
-        while let Some(parent) = todo.pop() {
-            for &(pid, ppid, st) in kids.get(&parent).map(Vec::as_slice).unwrap_or(&[]) {
-                if (parent == self.me && self.others.contains(&pid)) || !seen.insert(pid) {
-                    continue;
-                }
-                out.push((pid, ppid, st));
-                todo.push(pid);
-            }
-        }
-        out
-    }
-
-    /// `SIGKILL` to every live member, each through a pidfd opened first and
-    /// its parent checked after (a pid reused meanwhile is not signalled).
-    /// Returns the pids signalled.
-    fn signal(&self, members: &[(u32, u32, u8)]) -> Vec<u32> {
-        let set: BTreeSet<u32> = members.iter().map(|m| m.0).chain([self.me]).collect();
-        let mut hit = Vec::new();
-        for &(pid, _, st) in members {
-            if st == b'Z' || st == b'X' {
-                continue;
-            }
-            let Some(fd) = pidfd_open(pid) else { continue };
-            if proc_stat(pid).is_some_and(|(ppid, _)| set.contains(&ppid)) {
-                pidfd_kill(&fd);
-                hit.push(pid);
-            }
-        }
-        self.hit.lock().unwrap_or_else(|e| e.into_inner()).extend(hit.iter().copied());
-        hit
-    }
-
-    /// The processes other than COMMAND that were signalled (by the end of the run or the watchdog).
-    fn killed(&self) -> u32 {
-        let hit = self.hit.lock().unwrap_or_else(|e| e.into_inner());
-        u32::try_from(hit.iter().filter(|p| **p != self.root).count()).unwrap_or(u32::MAX)
-    }
-}
-
-/// `waitpid(pid, WNOHANG)`: the raw status once `pid` (a child of ours) has
-/// ended, `Err(())` when it is not our child (any more).
-fn try_reap(pid: u32) -> Result<Option<i32>, ()> {
-    let mut st = 0;
-    // SAFETY: waitpid on a pid with a valid status pointer; WNOHANG never blocks.
-    let rc = unsafe { libc::waitpid(pid as libc::pid_t, &mut st, libc::WNOHANG) };
-    match rc {
-        0 => Ok(None),
-        r if r == pid as libc::pid_t => Ok(Some(st)),
-        _ => Err(()),
-    }
-}
-
-/// COMMAND's tree as the supervisor tracks it: the root's status once reaped.
-struct TreeKeeper {
-    tree: Tree,
-    root_status: Option<i32>,
-    root_gone: bool,
-}
-
-impl TreeKeeper {
-    /// Whether COMMAND itself has ended (its status is then in `root_status`).
-    fn root_ended(&mut self) -> bool {
-        if !self.root_gone {
-            match try_reap(self.tree.root) {
-                Ok(Some(st)) => {
-                    self.root_status = Some(st);
-                    self.root_gone = true;
-                }
-                Ok(None) => {}
-                Err(()) => self.root_gone = true,
-            }
-        }
-        self.root_gone
-    }
-
-    /// Kill every process of the tree and reap those that are our children,
-    /// in rounds, until none is left or [`KILL_BOUND`] passes.
-    fn kill_and_reap(&mut self) {
-        let until = Instant::now() + KILL_BOUND;
-        loop {
-            let members = self.tree.members();
-            for &(pid, ppid, _) in &members {
-                if ppid == self.tree.me {
-                    if pid == self.tree.root {
-                        self.root_ended();
-                    } else {
-                        let _ = try_reap(pid);
-                    }
-                }
-            }
-            if members.is_empty() {
-                // COMMAND itself may have been reaped by nobody yet (no /proc entry race).
-                self.root_ended();
-                return;
-            }
-            self.tree.signal(&members);
-            if Instant::now() >= until {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
-}
-
-/// Kills COMMAND's tree when the limit passes, whatever the supervisor's loop is doing.
+/// Ends COMMAND's tree when the limit passes (through the reaper), whatever the supervisor's loop is doing.
 struct Watchdog {
     done: Arc<(Mutex<bool>, Condvar)>,
     fired: Arc<AtomicBool>,
@@ -752,7 +607,7 @@ struct Watchdog {
 }
 
 impl Watchdog {
-    fn start(limit: Duration, tree: Tree) -> Watchdog {
+    fn start(limit: Duration, stopper: Option<OwnedFd>) -> Watchdog {
         let done = Arc::new((Mutex::new(false), Condvar::new()));
         let fired = Arc::new(AtomicBool::new(false));
         let (d, f) = (Arc::clone(&done), Arc::clone(&fired));
@@ -766,13 +621,8 @@ impl Watchdog {
                     let left = until.saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         f.store(true, Ordering::SeqCst);
-                        drop(stop);
-                        // Signal only (the loop reaps), in rounds, until the loop is back or the bound passes.
-                        let bound = Instant::now() + KILL_BOUND;
-                        while !*m.lock().unwrap_or_else(|e| e.into_inner()) && Instant::now() < bound {
-                            let members = tree.members();
-                            tree.signal(&members);
-                            std::thread::sleep(Duration::from_millis(10));
+                        if let Some(fd) = &stopper {
+                            reaper::stop(fd);
                         }
                         return;
                     }
@@ -819,7 +669,7 @@ struct Drain {
 }
 
 impl Drain {
-    fn start(mut out: ChildStdout) -> Option<Drain> {
+    fn start(mut out: File) -> Option<Drain> {
         let got = Arc::new(Mutex::new(Captured::default()));
         let stop = Arc::new(AtomicBool::new(false));
         let (g, s) = (Arc::clone(&got), Arc::clone(&stop));
@@ -1292,43 +1142,19 @@ impl Session<'_> {
     }
 }
 
-/// The children this process has now (their subtrees are not COMMAND's).
-fn children_of(me: u32) -> BTreeSet<u32> {
-    all_processes().into_iter().filter(|p| p.1 == me).map(|p| p.0).collect()
+/// A pipe, both ends close-on-exec: `(read, write)`.
+fn pipe() -> Result<(OwnedFd, OwnedFd), DriverError> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: a valid two-int array; the result is checked.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(DriverError::Spawn(format!("pipe2: {}", std::io::Error::last_os_error())));
+    }
+    // SAFETY: two fresh descriptors this process owns.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Make this process a child subreaper; its previous setting, to restore.
-fn become_subreaper() -> Result<libc::c_int, DriverError> {
-    let mut was: libc::c_int = 0;
-    // SAFETY: PR_GET_CHILD_SUBREAPER writes one int through the pointer.
-    unsafe {
-        libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut was as *mut libc::c_int);
-    }
-    // SAFETY: PR_SET_CHILD_SUBREAPER takes an integer flag.
-    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong) } != 0 {
-        return Err(DriverError::Spawn(format!("prctl(PR_SET_CHILD_SUBREAPER): {}", std::io::Error::last_os_error())));
-    }
-    Ok(was)
-}
-
-/// Run COMMAND under the driver model (see the module docs).
-///
-/// The calling process is a child subreaper for the run (its previous setting
-/// restored after), and COMMAND dies with the calling thread
-/// (`PR_SET_PDEATHSIG`): call it from a thread that lives until it returns.
-/// Children the process had before the call are left alone.
-pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
-    if let Some(why) = user_notif_unavailable() {
-        return Err(DriverError::Seccomp(why));
-    }
-    let Some((prog, args)) = cfg.command.split_first() else {
-        return Err(DriverError::Spawn("no COMMAND given".into()));
-    };
-    let filter = filter_program().map_err(DriverError::Seccomp)?;
-    let engine = DeviceEngine::start(&cfg.sim, cfg.hints).map_err(DriverError::Device)?;
-    let file = Arc::clone(engine.file());
-    let meta =
-        file.file().metadata().map_err(|e| DriverError::Device(ShmError::Io { what: "fstat".into(), error: e }))?;
+/// A `SOCK_SEQPACKET` socket pair, close-on-exec.
+fn seqpacket_pair() -> Result<(OwnedFd, OwnedFd), DriverError> {
     let mut fds = [0 as RawFd; 2];
     // SAFETY: a valid two-int array; the result is checked.
     let rc = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) };
@@ -1336,77 +1162,92 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
         return Err(DriverError::Spawn(format!("socketpair: {}", std::io::Error::last_os_error())));
     }
     // SAFETY: two fresh descriptors this process owns.
-    let (parent_sock, child_sock) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    let child_raw = child_sock.as_raw_fd();
-    let me = std::process::id();
-    let others = children_of(me);
-    let was_subreaper = become_subreaper()?;
-    let restore = move || {
-        // SAFETY: PR_SET_CHILD_SUBREAPER takes an integer flag.
-        unsafe {
-            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, was_subreaper as libc::c_ulong);
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// The errno COMMAND (or the reaper) wrote on `start_error` before an exec
+/// that did not happen; `Ok` once every writer has closed it (COMMAND
+/// exec'd); `Err(None)` when `wait` passed first.
+fn started(start_error: &OwnedFd, wait: Duration) -> Result<(), Option<i32>> {
+    let until = Instant::now() + wait;
+    loop {
+        let mut p = libc::pollfd { fd: start_error.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let ms = until.saturating_duration_since(Instant::now()).as_millis().min(100) as i32;
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut p, 1, ms) } > 0 {
+            let mut b = [0u8; 4];
+            // SAFETY: a read into a live buffer of its length.
+            let n = unsafe { libc::read(start_error.as_raw_fd(), b.as_mut_ptr().cast(), 4) };
+            return if n == 4 { Err(Some(i32::from_ne_bytes(b))) } else { Ok(()) };
         }
-    };
-    let mut cmd = Command::new(prog);
-    cmd.args(args).stdin(Stdio::inherit()).stderr(Stdio::inherit());
-    cmd.stdout(if cfg.capture_stdout { Stdio::piped() } else { Stdio::inherit() });
-    // SAFETY: the closure runs in the forked child before exec and makes only
-    // async-signal-safe system calls on stack data and the prebuilt filter.
-    unsafe {
-        cmd.pre_exec(move || {
-            // COMMAND dies with the supervisor; if the supervisor is already
-            // gone (before the prctl took effect), do not start at all.
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() as u32 != me {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            let fprog = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_ptr().cast_mut() };
-            let fd = libc::syscall(
-                libc::SYS_seccomp,
-                libc::SECCOMP_SET_MODE_FILTER,
-                libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
-                &fprog as *const libc::sock_fprog,
-            );
-            if fd < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            let sent = send_fd(child_raw, fd as RawFd);
-            libc::close(fd as RawFd);
-            sent
-        });
+        if Instant::now() >= until {
+            return Err(None);
+        }
     }
+}
+
+/// Run COMMAND under the driver model (see the module docs).
+///
+/// COMMAND runs under a reaper process this call forks ([`reaper`]); the
+/// calling process's own children and its subreaper setting are left alone.
+/// Nothing of COMMAND's tree outlives the calling process.
+pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
+    if let Some(why) = user_notif_unavailable() {
+        return Err(DriverError::Seccomp(why));
+    }
+    let Some(prog) = cfg.command.first() else {
+        return Err(DriverError::Spawn("no COMMAND given".into()));
+    };
+    let argv: Vec<CString> = cfg
+        .command
+        .iter()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect::<Result<_, _>>()
+        .map_err(|_| DriverError::Spawn("an argument of COMMAND holds a NUL byte".into()))?;
+    let argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).chain([std::ptr::null()]).collect();
+    let filter = filter_program().map_err(DriverError::Seccomp)?;
+    let engine = DeviceEngine::start(&cfg.sim, cfg.hints).map_err(DriverError::Device)?;
+    let file = Arc::clone(engine.file());
+    let meta =
+        file.file().metadata().map_err(|e| DriverError::Device(ShmError::Io { what: "fstat".into(), error: e }))?;
+    let (parent_sock, child_sock) = seqpacket_pair()?;
+    let (ctl_mine, ctl_reaper) = seqpacket_pair()?;
+    let (start_read, start_write) = pipe()?;
+    let out = if cfg.capture_stdout { Some(pipe()?) } else { None };
+    let spawn = Spawn {
+        argv: &argv_ptrs,
+        filter: &filter,
+        listener_sock: child_sock.as_raw_fd(),
+        stdout: out.as_ref().map(|o| o.1.as_raw_fd()),
+        start_error: start_write.as_raw_fd(),
+    };
     // The limit counts from here: COMMAND's start.
     let t0 = Instant::now();
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
+    let mut reaper =
+        Reaper::spawn(&spawn, ctl_reaper, ctl_mine).map_err(|e| DriverError::Spawn(format!("fork the reaper: {e}")))?;
+    drop((child_sock, start_write));
+    let out = out.map(|(read, _write)| File::from(read));
+    match started(&start_read, cfg.limit) {
+        Ok(()) => {}
         Err(e) => {
-            restore();
-            return Err(DriverError::Spawn(format!("{}: {e}", prog.to_string_lossy())));
+            reaper.finish();
+            let why = e.map_or_else(
+                || format!("not started within --limit-s {}", cfg.limit.as_secs()),
+                |e| std::io::Error::from_raw_os_error(e).to_string(),
+            );
+            return Err(DriverError::Spawn(format!("{}: {why}", prog.to_string_lossy())));
         }
-    };
-    drop(child_sock);
-    // The child is reaped here with waitpid, never through `child` (whose drop
-    // neither waits nor kills).
-    let mut keeper = TreeKeeper {
-        tree: Tree { me, root: child.id(), others, hit: Arc::default() },
-        root_status: None,
-        root_gone: false,
-    };
+    }
+    // COMMAND sent its listener before its exec.
     let listener = match recv_fd(parent_sock.as_raw_fd(), Duration::from_secs(2)) {
         Ok(fd) => Listener { fd },
         Err(e) => {
-            keeper.kill_and_reap();
-            restore();
+            reaper.finish();
             return Err(DriverError::Seccomp(format!("the listener: {e}")));
         }
     };
     drop(parent_sock);
-    let drain = child.stdout.take().and_then(Drain::start);
+    let drain = out.and_then(Drain::start);
     let mut s = Session {
         cfg,
         model: if cfg.hints { Model::new(Arc::clone(&file)) } else { Model::new(Arc::clone(&file)).without_hints() },
@@ -1424,11 +1265,11 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
         opens: 0,
         bug_pid: None,
     };
-    let mut watchdog = Watchdog::start(cfg.limit.saturating_sub(t0.elapsed()), keeper.tree.clone());
+    let mut watchdog = Watchdog::start(cfg.limit.saturating_sub(t0.elapsed()), reaper.stopper().ok());
     let mut timed_out = false;
-    let mut last_reap = Instant::now();
     loop {
-        if keeper.root_ended() {
+        // The reaper reports once COMMAND has ended and the rest of its tree is killed.
+        if reaper.reported() {
             break;
         }
         if watchdog.fired() || t0.elapsed() >= cfg.limit {
@@ -1439,20 +1280,10 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
             break;
         }
         s.step(20);
-        // Orphans reparented to us are reaped as they end, not left as zombies.
-        if last_reap.elapsed() >= Duration::from_millis(200) {
-            last_reap = Instant::now();
-            for (pid, ppid, st) in keeper.tree.members() {
-                if ppid == me && st == b'Z' && pid != keeper.tree.root {
-                    let _ = try_reap(pid);
-                }
-            }
-        }
     }
+    let report = reaper.finish();
     timed_out |= watchdog.fired();
-    keeper.kill_and_reap();
     watchdog.stop();
-    restore();
     // Every process of the tree is gone: so is every opener.
     let gone: Vec<u32> = s.openers.keys().copied().collect();
     for pid in gone {
@@ -1466,7 +1297,7 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
     } else if s.bug_pid.is_some() && cfg.strict {
         Exit::KernelBug
     } else {
-        match keeper.root_status {
+        match report.status {
             Some(st) if libc::WIFEXITED(st) => Exit::Code(libc::WEXITSTATUS(st)),
             Some(st) if libc::WIFSIGNALED(st) => Exit::Signal(libc::WTERMSIG(st)),
             _ => Exit::Code(1),
@@ -1490,7 +1321,7 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
         stdout_dropped: captured.dropped,
         played,
         late_reads,
-        killed: keeper.tree.killed(),
+        killed: report.killed,
     })
 }
 
@@ -1677,21 +1508,11 @@ mod tests {
     }
 
     #[test]
-    fn this_process_is_read_from_proc_and_its_tree_holds_its_children() {
+    fn this_process_is_its_own_thread_group() {
         let me = std::process::id();
-        let (ppid, state) = proc_stat(me).expect("/proc/self/stat");
-        assert_eq!(ppid, std::os::unix::process::parent_id());
-        assert!(b"RSD".contains(&state), "{}", state as char);
         assert_eq!(tgid_of(me), Some(me));
-        let mut child = Command::new("sleep").arg("30").spawn().expect("sleep runs");
-        let pid = child.id();
-        let tree = Tree { me, root: pid, others: BTreeSet::new(), hit: Arc::default() };
-        assert!(tree.members().iter().any(|m| m.0 == pid && m.1 == me));
-        let others = Tree { me, root: 0, others: [pid].into(), hit: Arc::default() };
-        assert!(!others.members().iter().any(|m| m.0 == pid));
-        assert_eq!(tree.signal(&tree.members().into_iter().filter(|m| m.0 == pid).collect::<Vec<_>>()), vec![pid]);
-        let st = child.wait().expect("reaped");
-        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&st), Some(libc::SIGKILL));
+        let pidfd = pidfd_open(me).expect("a pidfd on this process");
+        assert!(!pidfd_exited(&pidfd));
     }
 
     #[test]
