@@ -17,10 +17,11 @@
 //!   `NEURON_RT_NUM_CORES` (the guide's note 5). The indices are the host's:
 //!   "the NeuronCore index ... starts from 0 and ends at (number of Neuron
 //!   devices * number of NeuronCores) - 1" (note 3), so index `i` is core
-//!   `i % nc_per_device` of device `i / nc_per_device` ([`device_of_run`]).
-//!   The set must be one run of consecutive cores on one device: the
-//!   session's logical cores `0..n` are that device's cores from the set's
-//!   first ([`resolve_cores`], G-ENV-VISIBLE-CORES).
+//!   `i % nc_per_device` of device `i / nc_per_device` ([`device_of_run`]),
+//!   except on v3, where the driver's logical-to-physical map places it
+//!   (G-ENV-L2P). The set must land on one ascending run of one device's
+//!   cores: the session's logical cores `0..n` are those device cores
+//!   ([`resolve_cores`], G-ENV-VISIBLE-CORES).
 //! - `NEURON_RT_NUM_CORES`: how many NeuronCores to reserve, 1 to the cores of
 //!   the system; 0 (the default) is "all".
 //! - `NEURON_RT_LOG_LEVEL`: `ERROR`, `WARNING`, `INFO`, `DEBUG`, `TRACE` (and

@@ -441,8 +441,10 @@ impl NeuronDevice {
     /// `NEURON_IOCTL_GET_LOGICAL_TO_PHYSICAL_NC_MAP`: where each of the first
     /// `max` host-wide logical cores is, `(device, device core)`, as the driver
     /// maps them (v3/neuron_dhal_v3.c `nc_mapping_v0_seng_swap`); `None`
-    /// where the driver has no map for the arch (`ENOTSUPP`: v2, or a driver
-    /// older than the request).
+    /// where the driver has no map: `ENOTSUPP` (v2), or `EINVAL` from a driver
+    /// older than the request (its misc dispatch's "invalid misc IOCTL",
+    /// neuron_cdev.c `ncdev_misc_ioctl`; this call's own arguments are always
+    /// valid).
     pub fn logical_to_physical(&self, max: u32) -> Result<Option<Vec<(u32, u32)>>, LinuxError> {
         let max = max.min(ioctl::NC_MAP_MAX_ENTRIES);
         let head = core::mem::size_of::<ioctl::NcMapHeader>();
@@ -451,7 +453,9 @@ impl NeuronDevice {
         let call = ioctl::GET_LOGICAL_TO_PHYSICAL_NC_MAP.name();
         match sys::logical_to_physical_nc_map(self.file.as_fd(), &mut buf, max) {
             Ok(rc) => self.check_rc(call, rc)?,
-            Err(e) if matches!(e.raw_os_error(), Some(ioctl::ENOTSUPP | libc::ENOTTY)) => return Ok(None),
+            Err(e) if matches!(e.raw_os_error(), Some(ioctl::ENOTSUPP | libc::EINVAL | libc::ENOTTY)) => {
+                return Ok(None)
+            }
             Err(e) => return Err(self.failed(call, e)),
         }
         let word = |b: &[u8], at: usize| b.get(at..at + 4).map_or(0, |w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]]));

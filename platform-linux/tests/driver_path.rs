@@ -505,27 +505,30 @@ fn every_scenario_on_the_real_driver_path_gives_its_status_or_its_named_differen
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
-/// Two processes on disjoint cores of one device (`NEURON_RT_VISIBLE_CORES=0`
-/// and `=1`), 100 inferences each at once under one `nrt-sim driver`, on
-/// sunda and on cayman: each stages on its own core's engine, so every copy
-/// is verified, every status is NRT_SUCCESS and the model warns of nothing.
+/// Two processes on disjoint cores of one device (the device's cores 0 and 1:
+/// `NEURON_RT_VISIBLE_CORES=0` and `=1` on sunda, `=6` and `=7` on cayman,
+/// through the driver's core map), 100 inferences each at once under one
+/// `nrt-sim driver`, on sunda and on cayman: each stages on its own core's
+/// engine, so every copy is verified, every status is NRT_SUCCESS and the
+/// model warns of nothing.
 #[test]
 fn two_processes_on_disjoint_cores_run_concurrently_and_cleanly() {
     need_user_notif!();
     let (sim, ctl) = (common::nrt_sim(), nrtctl());
-    for arch in ["sunda", "cayman"] {
+    for (arch, first, second) in [("sunda", "0", "1"), ("cayman", "6", "7")] {
         let dir = std::env::temp_dir().join(format!("nrt-disjoint-{arch}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let script = r#"
-            NEURON_RT_VISIBLE_CORES=0 "$0" run --timeout-s 5 --inferences 100 --json >"$1/core0" 2>"$1/err0" &
+            NEURON_RT_VISIBLE_CORES=$2 "$0" run --timeout-s 5 --inferences 100 --json >"$1/core0" 2>"$1/err0" &
             a=$!
-            NEURON_RT_VISIBLE_CORES=1 "$0" run --timeout-s 5 --inferences 100 --json >"$1/core1" 2>"$1/err1"
+            NEURON_RT_VISIBLE_CORES=$3 "$0" run --timeout-s 5 --inferences 100 --json >"$1/core1" 2>"$1/err1"
             b=$?
             wait $a
             echo "exits $? $b"
         "#;
         let flags = ["--scenario", "healthy-2core", "--arch", arch, "--limit-s", "100"];
-        let o = driver(&sim, &flags, &["sh", "-c", script, ctl.to_str().unwrap(), dir.to_str().unwrap()]);
+        let args = ["sh", "-c", script, ctl.to_str().unwrap(), dir.to_str().unwrap(), first, second];
+        let o = driver(&sim, &flags, &args);
         let (out, err) = text(&o);
         assert!(out.contains("exits 0 0"), "{arch}:\n{out}\n{err}");
         assert!(
@@ -539,6 +542,7 @@ fn two_processes_on_disjoint_cores_run_concurrently_and_cleanly() {
             assert_eq!(runs.len(), 100, "{arch} {core}:\n{body}");
             for (i, r) in runs.iter().enumerate() {
                 assert_eq!(r["status"], 0, "{arch} {core} run {i}: {r}");
+                assert_eq!(r["first_core"], if core == "core0" { 0 } else { 1 }, "{arch} {core} run {i}: {r}");
                 assert_eq!(r["staging"]["copy_verified"], true, "{arch} {core} run {i}: {r}");
             }
         }

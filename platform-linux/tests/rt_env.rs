@@ -821,9 +821,10 @@ fn without_a_device_the_visible_cores_choose_it() {
 /// On cayman the host-wide indices go through the driver's logical-to-physical
 /// map (v3/neuron_dhal_v3.c `nc_mapping_v0_seng_swap`): device 0's logical
 /// cores 6-7 are its cores 0-1, the ones the simulated device plays, and run;
-/// logical 0 is its core 4, which the session claims (and, not played, times
-/// out on); logical 3-4 are its cores 7 and 2, not one run: refused, naming
-/// the map and the variable. On sunda the driver has no map: index i is core i.
+/// logical 0 is its core 4, which the simulator does not play: refused at
+/// open, naming the core and the indices it plays; logical 3-4 are its cores
+/// 7 and 2, not one run: refused, naming the map and the variable. On sunda
+/// the driver has no map: index i is core i.
 #[test]
 fn on_cayman_the_visible_cores_go_through_the_drivers_core_map() {
     need_user_notif!();
@@ -842,7 +843,13 @@ fn on_cayman_the_visible_cores_go_through_the_drivers_core_map() {
     let (got, ctx) = run("cayman", "6-7");
     assert_eq!(got, Some((Some(0), Some(0), Some(2))), "logical 6-7 are device 0's cores 0-1: {ctx}");
     let (got, ctx) = run("cayman", "0");
-    assert_eq!(got, Some((Some(5), Some(4), Some(1))), "logical 0 is device 0's core 4 (not played): {ctx}");
+    assert_eq!(got, None, "{ctx}");
+    assert!(
+        ctx.contains("the device's core(s) 4 asked: the simulated cayman device plays its cores 0-1 only")
+            && ctx.contains("NEURON_RT_VISIBLE_CORES 6, 7 of this device")
+            && ctx.contains("NEURON_RT_VISIBLE_CORES=\"0\""),
+        "logical 0 is device 0's core 4, not played: {ctx}"
+    );
     let (got, ctx) = run("cayman", "3-4");
     assert_eq!(got, None, "{ctx}");
     assert!(

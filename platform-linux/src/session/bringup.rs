@@ -32,7 +32,7 @@ pub(crate) fn device_index(path: &std::path::Path) -> Option<u32> {
 /// logical index `first`. On v3 the driver's logical-to-physical map places
 /// each index (`GET_LOGICAL_TO_PHYSICAL_NC_MAP`, v3/neuron_dhal_v3.c
 /// `nc_mapping_v0_seng_swap`); where the driver has none (v2, or an older
-/// driver: `ENOTSUPP`), index `i` is core `i % nc_per_device` of device
+/// driver: [`NeuronDevice::logical_to_physical`]), index `i` is core `i % nc_per_device` of device
 /// `i / nc_per_device` ([`crate::config::device_of_run`], G-ENV-L2P). Refused
 /// when the run is over two devices, on another device than `dev` (its index
 /// from its name, [`device_index`]; a node named otherwise cannot be checked),
@@ -96,6 +96,34 @@ fn place_host_wide(dev: &NeuronDevice, arch: Arch, first: u8, cores: u8) -> Resu
             arch.name()
         )),
     }
+}
+
+/// Why the simulated device (its hints `h`) would not play the device's
+/// cores `first..first + cores`, if so: it plays its cores `0..device_cores`
+/// only, so a session there would wait out its whole budget for records that
+/// never come. The reason names the cores and which host-wide indices of this
+/// device are played (on v3 through the driver's map, G-ENV-L2P).
+fn unplayed(dev: &NeuronDevice, arch: Arch, h: &simabi::SimHints, first: u8, cores: u8) -> Option<String> {
+    let asked = first..first.saturating_add(cores);
+    if asked.clone().all(|nc| device::DriverDevice::plays(h, nc)) {
+        return None;
+    }
+    let played = h.device_cores.min(u32::from(arch.nc_per_device()));
+    let device = device_index(dev.path()).unwrap_or(0);
+    let per = u32::from(arch.nc_per_device());
+    let mut logical: Vec<u32> = (device * per..(device + 1) * per)
+        .filter(|k| nrt_abi::devmap::logical_to_physical(arch, *k).is_some_and(|(_, nc)| u32::from(nc) < played))
+        .collect();
+    logical.sort_unstable();
+    let list = |v: &mut dyn Iterator<Item = u32>| v.map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
+    Some(format!(
+        "the device's core(s) {} asked: the simulated {} device plays its cores 0-{} only (host-wide \
+         NEURON_RT_VISIBLE_CORES {} of this device), so no record would ever come from the others",
+        list(&mut asked.map(u32::from)),
+        arch.name(),
+        played.saturating_sub(1),
+        list(&mut logical.into_iter()),
+    ))
 }
 
 impl Session {
@@ -196,6 +224,10 @@ impl Session {
         validate_placement(arch, cfg.first_core, cores)
             .map_err(|why| refused_as(&dev, "session", why).about(Subject::Cores))?;
         validate(arch, cores, ring_entries).map_err(|why| refused_as(&dev, "session", why))?;
+        if let Some(h) = hints {
+            unplayed(&dev, arch, &h, cfg.first_core, cores)
+                .map_or(Ok(()), |why| Err(refused(&dev, "session", why).about(Subject::Cores)))?;
+        }
         let mut s = Session {
             dev,
             arch,

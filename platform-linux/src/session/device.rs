@@ -251,14 +251,14 @@ impl DriverDevice {
     }
 
     /// Status line `line` of the device's core `nc` from the hint query's answer.
-    /// Whether the simulated device plays the device's core `nc` (its hints
-    /// carry its lines).
-    fn plays(h: &SimHints, nc: u8) -> bool {
-        u32::from(nc) < h.device_cores && h.lines.get(usize::from(nc)).is_some()
-    }
-
     fn line_of(h: Option<SimHints>, nc: u8, line: Line) -> u32 {
         h.and_then(|h| h.lines.get(usize::from(nc)).and_then(|l| l.get(line as usize)).copied()).unwrap_or(0)
+    }
+
+    /// Whether the simulated device plays the device's core `nc` (its hints
+    /// carry its lines).
+    pub(crate) fn plays(h: &SimHints, nc: u8) -> bool {
+        u32::from(nc) < h.device_cores && h.lines.get(usize::from(nc)).is_some()
     }
 
     fn gone_error(&self, what: &'static str, core: u8) -> LinuxError {
@@ -356,10 +356,9 @@ impl hal::CollectivesProxy for DriverDevice {
         let r = self.dev.sim_hints_call();
         let nc = self.physical(core);
         match self.seen(r) {
-            // A core the simulated device does not play (or hints gone) has
-            // no collectives proxy either: nothing to wait for, as on a real
-            // driver.
-            Ok(h) if h.is_none_or(|h| !Self::plays(&h, nc)) => Ok(true),
+            // A core the simulated device does not play has no collectives
+            // proxy either: nothing to wait for, as on a real driver.
+            Ok(Some(h)) if !Self::plays(&h, nc) => Ok(true),
             Ok(h) => {
                 let line = |l: Line| Self::line_of(h, nc, l);
                 match line(Line::BarrierFail) {

@@ -578,6 +578,16 @@ impl Model {
                 "neuron_cdev.c",
             );
         };
+        if code == abi::GET_LOGICAL_TO_PHYSICAL_NC_MAP.code() && self.arch == Arch::Sunda {
+            // MAP-1 comes before the copy in.
+            return self.refuse(
+                pid,
+                name,
+                Errno::ENOTSUPP,
+                "MAP-1: the v2 dhal has no logical-to-physical map",
+                "neuron_cdev.c: ncdev_get_logical_to_physical_nc_map",
+            );
+        }
         if code == abi::DMA_QUEUE_INIT.code() {
             return self.refuse(
                 pid,
