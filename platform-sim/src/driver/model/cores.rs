@@ -479,12 +479,10 @@ impl Model {
         }
         let n = a.max_map_entries.min(nrt_abi::devmap::LOGICAL_CORES);
         let mut out = abi::NcMapHeader { num_entries: n }.as_bytes().to_vec();
-        for k in 0..a.max_map_entries {
-            let e = match nrt_abi::devmap::logical_to_physical(self.arch, k) {
-                Some((device_id, nc)) if k < n => abi::NcMapEntry { device_id, device_nc_idx: u32::from(nc) },
-                _ => abi::NcMapEntry::default(),
-            };
-            out.extend_from_slice(e.as_bytes());
+        // `max` is at most the map's 128 entries here (MAP-2), so every entry asked is one.
+        for k in 0..n {
+            let (device_id, nc) = nrt_abi::devmap::logical_to_physical(self.arch, k).unwrap_or((0, 0));
+            out.extend_from_slice(abi::NcMapEntry { device_id, device_nc_idx: u32::from(nc) }.as_bytes());
         }
         if mem.write(a.map, &out).is_err() {
             let why = format!("MAP-3: the map at 0x{:x} could not be written: copy_to_user's bytes not copied", a.map);
