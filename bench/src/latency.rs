@@ -254,7 +254,7 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, how: How) -> Sample {
             let mut ts = 0u64;
             for i in 1..=n as u64 {
                 while kick.load(Ordering::Acquire) < i {
-                    std::hint::spin_loop();
+                    wait_for_host(deadlines.is_some());
                 }
                 let started = origin.elapsed().as_nanos() as u64;
                 // START when the engines start (as a device and the simulator
@@ -303,6 +303,9 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, how: How) -> Sample {
         let mut delay = AnyDelay::new(kind);
         let c0 = thread_cpu_ns();
         kick.store(i, Ordering::Release);
+        if !spinning_device {
+            device.thread().unpark();
+        }
         let (w, marks) = if timed {
             // Core's harvest loop with a clock read around each step.
             let events0 = dev.events.len();
@@ -419,6 +422,17 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, how: How) -> Sample {
     }
 }
 
+/// The device waits for the host's next kickoff: a sleeping device parks
+/// (the host unparks it after its kickoff, outside the timed notice), as a
+/// real device takes no host CPU while idle; a spinning one spins.
+fn wait_for_host(sleeping: bool) {
+    if sleeping {
+        std::thread::park_timeout(Duration::from_millis(1));
+    } else {
+        std::hint::spin_loop();
+    }
+}
+
 /// The physical limit of a notice: one thread stores a timestamp into a cache
 /// line at a recorded instant, another spins on that line; the difference is
 /// one cache-line transfer plus a clock read.
@@ -433,7 +447,7 @@ fn floor(n: usize, work: Duration, device: DeviceKind) -> Pct {
             let deadlines = (device == DeviceKind::Sleep).then(|| Deadlines::new(origin));
             for i in 1..=n as u64 {
                 while ack.load(Ordering::Acquire) < i - 1 {
-                    std::hint::spin_loop();
+                    wait_for_host(deadlines.is_some());
                 }
                 match &deadlines {
                     Some(d) => d.sleep_until(origin.elapsed().as_nanos() as u64 + work.as_nanos() as u64),
@@ -452,6 +466,9 @@ fn floor(n: usize, work: Duration, device: DeviceKind) -> Pct {
         let seen = origin.elapsed().as_nanos() as u64;
         lat.push(seen.saturating_sub(stamp.load(Ordering::Relaxed)) as f64);
         ack.store(i, Ordering::Release);
+        if device == DeviceKind::Sleep {
+            writer.thread().unpark();
+        }
     }
     writer.join().expect("writer thread");
     Pct::of(&mut lat)

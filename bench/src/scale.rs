@@ -229,8 +229,9 @@ fn device(
     jitter_pct: u64,
     stop: Arc<AtomicBool>,
     kind: DeviceKind,
-) -> (u64, u64) {
+) -> (u64, u64, Vec<f64>) {
     let c0 = thread_cpu_ns();
+    let mut late = Vec::new();
     let n = lanes.len();
     let work_ns = work.as_nanos() as u64;
     let deadlines = (kind == DeviceKind::Sleep).then(|| Deadlines::new(origin));
@@ -278,6 +279,7 @@ fn device(
                         // The last record: its write instant, published with it.
                         let t_end = origin.elapsed().as_nanos() as u64;
                         mem.end_ns[(k[l] as usize) % ENDS].store(t_end + 1, Ordering::Relaxed);
+                        late.push(t_end.saturating_sub(at) as f64);
                     }
                     mem.words[i].store(u64::from_le_bytes(e[..8].try_into().expect("8")), Ordering::Release);
                 }
@@ -294,7 +296,7 @@ fn device(
             }
         }
     }
-    (written, thread_cpu_ns() - c0)
+    (written, thread_cpu_ns() - c0, late)
 }
 
 /// A sleeping device with a write blocked by a full ring looks again this
@@ -308,6 +310,22 @@ struct Shape {
     cpu_cores: f64,
     /// The device thread's own CPU over the same wall time (not harvest).
     device_cpu_cores: f64,
+    /// Where the harvest's time went, per second of wall time over its threads.
+    passes_per_s: f64,
+    sleeps_per_s: f64,
+    /// Involuntary context switches of the harvest threads (preemptions).
+    preempted_per_s: f64,
+    /// Share of the wall time the harvest threads spent in passes and asleep.
+    in_passes: f64,
+    asleep: f64,
+    /// From the start of the pass that saw a completion to its notice (the
+    /// rest of the notice is the wait before that pass).
+    in_pass: Pct,
+    /// How late each of the harvest's sleeps ended past what it asked (the
+    /// timer, then the wait for a CPU), ns.
+    overshoot: Pct,
+    /// How late the device wrote each inference's last END past its due time, ns.
+    device_late: Pct,
     requests_per_s: f64,
     completed: u64,
     failed: u64,
@@ -386,7 +404,6 @@ fn measure(setup: Setup, work: Duration, how: &Harvest) -> Shape {
     // A budget no inference reaches even on a starved machine: a timeout would
     // leave a lane's requests one inference out of step with its records.
     let cfg = ExecConfig::new(Arch::Sunda, CORES as u8, BENCH_TIMEOUT_S);
-    type Out = (Vec<f64>, u64, u64, u64); // latencies, cpu ns, completed, failed
     let t0 = Instant::now();
     let handles: Vec<std::thread::JoinHandle<Out>> = match how {
         Harvest::Threads(kind) => mems
@@ -394,7 +411,7 @@ fn measure(setup: Setup, work: Duration, how: &Harvest) -> Shape {
             .map(|m| {
                 let (m, stop, abort, kind) = (Arc::clone(m), Arc::clone(&stop), Arc::clone(&abort), *kind);
                 std::thread::spawn(move || {
-                    let c0 = thread_cpu_ns();
+                    let (c0, v0) = (thread_cpu_ns(), preemptions());
                     let mut dev = LaneDev { mem: Arc::clone(&m), origin };
                     // libnrt's shape drains HEAD after every sweep (G-DRAIN).
                     let mut nq = notifications(kind != DelayKind::Libnrt);
@@ -420,7 +437,7 @@ fn measure(setup: Setup, work: Duration, how: &Harvest) -> Shape {
                             bad += 1;
                         }
                     }
-                    (lat, thread_cpu_ns() - c0, ok, bad)
+                    Out { lat, cpu_ns: thread_cpu_ns() - c0, ok, bad, preempted: preemptions() - v0, ..Out::default() }
                 })
             })
             .collect(),
@@ -451,25 +468,40 @@ fn measure(setup: Setup, work: Duration, how: &Harvest) -> Shape {
         std::thread::sleep(Duration::from_millis(10));
     }
     abort.store(true, Ordering::Release);
-    let mut lat = Vec::new();
-    let (mut cpu, mut ok, mut bad) = (0u64, 0u64, 0u64);
+    let mut all = Out::default();
     for h in handles {
-        let (l, c, o, b) = h.join().expect("harvest thread");
-        lat.extend(l);
-        cpu += c;
-        ok += o;
-        bad += b;
+        let o = h.join().expect("harvest thread");
+        all.lat.extend(o.lat);
+        all.in_pass.extend(o.in_pass);
+        all.overshoot.extend(o.overshoot);
+        all.cpu_ns += o.cpu_ns;
+        all.ok += o.ok;
+        all.bad += o.bad;
+        all.passes += o.passes;
+        all.sleeps += o.sleeps;
+        all.preempted += o.preempted;
+        all.pass_ns += o.pass_ns;
+        all.sleep_ns += o.sleep_ns;
     }
+    let Out { mut lat, mut in_pass, mut overshoot, cpu_ns: cpu, ok, bad, .. } = all;
     // CPU over the whole run (the drain included), requests over the window.
     let wall = t0.elapsed().as_secs_f64();
     stop_dev.store(true, Ordering::Release);
-    let (_, dev_cpu) = dev.join().expect("device thread");
+    let (_, dev_cpu, mut dev_late) = dev.join().expect("device thread");
     let dev_wall = t0.elapsed().as_secs_f64();
     Shape {
         name: how.name(),
         latency: Pct::of(&mut lat),
         cpu_cores: cpu as f64 / 1e9 / wall,
         device_cpu_cores: dev_cpu as f64 / 1e9 / dev_wall,
+        passes_per_s: all.passes as f64 / wall,
+        sleeps_per_s: all.sleeps as f64 / wall,
+        preempted_per_s: all.preempted as f64 / wall,
+        in_passes: all.pass_ns as f64 / 1e9 / wall,
+        asleep: all.sleep_ns as f64 / 1e9 / wall,
+        in_pass: Pct::of(&mut in_pass),
+        overshoot: Pct::of(&mut overshoot),
+        device_late: Pct::of(&mut dev_late),
         requests_per_s: (ok + bad) as f64 / window,
         completed: ok,
         failed: bad,
@@ -479,20 +511,15 @@ fn measure(setup: Setup, work: Duration, how: &Harvest) -> Shape {
 /// One poller: a core `PollGroup` over `block`, each lane kicked off again as
 /// soon as its request completes, making due-first passes and waiting between
 /// them as `nrt_linux::poller` does for `pcfg.policy`.
-fn poller(
-    block: Vec<Arc<LaneMem>>,
-    origin: Instant,
-    cfg: ExecConfig,
-    pcfg: PollerConfig,
-    stop: &AtomicBool,
-) -> (Vec<f64>, u64, u64, u64) {
+fn poller(block: Vec<Arc<LaneMem>>, origin: Instant, cfg: ExecConfig, pcfg: PollerConfig, stop: &AtomicBool) -> Out {
     if let Some(cpu) = pcfg.cpu {
         let _ = pin_current_thread(cpu);
     }
     if pcfg.policy == WaitPolicy::Hybrid {
         set_timer_slack_1ns();
     }
-    let c0 = thread_cpu_ns();
+    let (c0, v0) = (thread_cpu_ns(), preemptions());
+    let mut out = Out::default();
     struct Block(Vec<(LaneDev, Notifications)>);
     impl Lanes for Block {
         type Dev = LaneDev;
@@ -512,23 +539,28 @@ fn poller(
     let mut k = vec![0u64; block.len()];
     let mut reqs: Vec<ExecRequest> = vec![ExecRequest::new(cfg); block.len()];
     let (mut lat, mut ok, mut bad) = (Vec::new(), 0u64, 0u64);
-    let mut done: Vec<(u16, Step)> = Vec::with_capacity(128);
+    // Each completion with its instant: the poller thread answers its waiter
+    // in this callback (`nrt_linux::poller`), so that is the notice.
+    let mut done: Vec<(u16, Step, u64)> = Vec::with_capacity(128);
     let mut last_event = Instant::now();
     while !stop.load(Ordering::Acquire) {
         done.clear();
         let pass_ns = now();
         group.poll_due(&mut lanes, pass_ns, |c, r| {
-            done.push((c.lane, c.step));
+            done.push((c.lane, c.step, now()));
             if let Some(slot) = reqs.get_mut(usize::from(c.lane)) {
                 *slot = r.clone();
             }
         });
+        let pass_end = now();
+        out.passes += 1;
+        out.pass_ns += pass_end - pass_ns;
         if !done.is_empty() {
-            let seen = now();
-            for &(lane, step) in &done {
+            for &(lane, step, seen) in &done {
                 let l = usize::from(lane);
                 if let Some(end) = reqs.get(l).and_then(|r| end_of(&block[l], r)) {
                     lat.push(seen.saturating_sub(end) as f64);
+                    out.in_pass.push((seen - pass_ns) as f64);
                 }
                 k[l] += 1;
                 if step == Step::Done(NrtStatus::Success) {
@@ -552,20 +584,67 @@ fn poller(
                 } else if quiet < pcfg.yield_for {
                     std::thread::yield_now();
                 } else {
+                    let t = now();
                     std::thread::sleep(Duration::from_micros(u64::from(pcfg.sleep_us.max(1))));
+                    out.sleeps += 1;
+                    out.sleep_ns += now() - t;
                 }
             }
-            WaitPolicy::Sleep => std::thread::sleep(Duration::from_micros(u64::from(pcfg.sleep_us.max(1)))),
+            WaitPolicy::Sleep => {
+                let t = now();
+                std::thread::sleep(Duration::from_micros(u64::from(pcfg.sleep_us.max(1))));
+                let slept = now() - t;
+                out.sleeps += 1;
+                out.sleep_ns += slept;
+                out.overshoot.push(slept.saturating_sub(u64::from(pcfg.sleep_us.max(1)) * 1000) as f64);
+            }
             WaitPolicy::Hybrid => {
-                let _ =
-                    hybrid_wait_for_pass(&pcfg, group.earliest_due_ns(), pass_ns, &mut BenchWaiter { origin, stop });
+                let mut w = BenchWaiter { origin, stop, sleeps: 0, sleep_ns: 0, overshoot: Vec::new() };
+                let _ = hybrid_wait_for_pass(&pcfg, group.earliest_due_ns(), pass_ns, &mut w);
+                out.sleeps += w.sleeps;
+                out.sleep_ns += w.sleep_ns;
+                out.overshoot.append(&mut w.overshoot);
             }
         }
     }
     if std::env::var_os("NRT_BENCH_DEBUG").is_some() {
         eprintln!("estimates: {:?}", (0..block.len().min(4)).map(|l| group.estimate(l as u16)).collect::<Vec<_>>());
     }
-    (lat, thread_cpu_ns() - c0, ok, bad)
+    Out { lat, cpu_ns: thread_cpu_ns() - c0, ok, bad, preempted: preemptions() - v0, ..out }
+}
+
+/// What one harvest thread measured.
+#[derive(Default)]
+struct Out {
+    /// Notice latencies, ns.
+    lat: Vec<f64>,
+    /// From the start of the pass that saw each completion to its notice, ns.
+    in_pass: Vec<f64>,
+    cpu_ns: u64,
+    ok: u64,
+    bad: u64,
+    passes: u64,
+    sleeps: u64,
+    /// Involuntary context switches.
+    preempted: u64,
+    /// Wall time in passes and asleep, ns.
+    pass_ns: u64,
+    sleep_ns: u64,
+    /// Each sleep's overshoot, ns.
+    overshoot: Vec<f64>,
+}
+
+/// The calling thread's involuntary context switches so far (the scheduler
+/// took its CPU away).
+#[allow(unsafe_code)]
+fn preemptions() -> u64 {
+    // SAFETY: an all-zero rusage is a valid value to be overwritten.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid out-pointer to a local rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+        return 0;
+    }
+    ru.ru_nivcsw as u64
 }
 
 /// A bare reader over every lane, the floor a poller is measured against:
@@ -575,13 +654,9 @@ fn poller(
 /// ring's HEAD back and kicks the lane off again. Nothing else: no request,
 /// no group, no estimate. `slice`: it sleeps to one slice after each sweep's
 /// start (absolute deadline, 1 ns timer slack) instead of spinning.
-fn bare_reader(
-    lanes: Vec<Arc<LaneMem>>,
-    origin: Instant,
-    slice: Option<Duration>,
-    stop: &AtomicBool,
-) -> (Vec<f64>, u64, u64, u64) {
-    let c0 = thread_cpu_ns();
+fn bare_reader(lanes: Vec<Arc<LaneMem>>, origin: Instant, slice: Option<Duration>, stop: &AtomicBool) -> Out {
+    let (c0, v0) = (thread_cpu_ns(), preemptions());
+    let mut out = Out::default();
     let deadlines = slice.map(|_| Deadlines::new(origin));
     let slice_ns = slice.map_or(0, |s| s.as_nanos() as u64);
     let n = lanes.len();
@@ -604,6 +679,7 @@ fn bare_reader(
             // Stored before the record was published.
             if let Some(end) = mem.end_ns[(k[l] as usize) % ENDS].load(Ordering::Acquire).checked_sub(1) {
                 lat.push(seen.saturating_sub(end) as f64);
+                out.in_pass.push((seen - sweep_ns) as f64);
             }
             ok += 1;
             k[l] += 1;
@@ -616,12 +692,21 @@ fn bare_reader(
             expect[l] = next_end(&mut shadow[l], k[l]);
             mem.kick(origin);
         }
+        let t = origin.elapsed().as_nanos() as u64;
+        out.passes += 1;
+        out.pass_ns += t - sweep_ns;
         match &deadlines {
             None => std::hint::spin_loop(),
-            Some(d) => d.sleep_until(sweep_ns + slice_ns),
+            Some(d) => {
+                d.sleep_until(sweep_ns + slice_ns);
+                let woke = origin.elapsed().as_nanos() as u64;
+                out.sleeps += 1;
+                out.sleep_ns += woke - t;
+                out.overshoot.push(woke.saturating_sub(sweep_ns + slice_ns) as f64);
+            }
         }
     }
-    (lat, thread_cpu_ns() - c0, ok, 0)
+    Out { lat, cpu_ns: thread_cpu_ns() - c0, ok, bad: 0, preempted: preemptions() - v0, ..out }
 }
 
 /// Where inference `k`'s END lands on a lane's last ring and its two words
@@ -641,6 +726,10 @@ fn next_end(shadow: &mut NqProducer, k: u64) -> (usize, u64, u64) {
 struct BenchWaiter<'a> {
     origin: Instant,
     stop: &'a AtomicBool,
+    /// Sleeps made, their wall time and each one's overshoot, ns.
+    sleeps: u64,
+    sleep_ns: u64,
+    overshoot: Vec<f64>,
 }
 
 impl HybridWaiter for BenchWaiter<'_> {
@@ -648,7 +737,12 @@ impl HybridWaiter for BenchWaiter<'_> {
         self.origin.elapsed().as_nanos() as u64
     }
     fn sleep_ns(&mut self, ns: u64) {
+        let t = Instant::now();
         std::thread::sleep(Duration::from_nanos(ns));
+        let slept = t.elapsed().as_nanos() as u64;
+        self.sleeps += 1;
+        self.sleep_ns += slept;
+        self.overshoot.push(slept.saturating_sub(ns) as f64);
     }
     fn spin(&mut self) {
         std::hint::spin_loop();
@@ -676,6 +770,22 @@ fn print_shape(s: &Shape) {
     println!(
         "  {:<26} notice p50 {:>9.0} ns  p99 {:>10.0} ns  max {:>11.0} ns | harvest CPU {:>5.2} cores (device {:.2}) | {:>8.0} req/s ({} ok, {} failed)",
         s.name, s.latency.p50, s.latency.p99, s.latency.max, s.cpu_cores, s.device_cpu_cores, s.requests_per_s, s.completed, s.failed
+    );
+    println!(
+        "  {:<26}   where: preempted {:.0}/s; {:.0} passes/s ({:.2} of the wall in them), {:.0} sleeps/s ({:.2} asleep, \
+         overshoot p50 {:.0} ns p99 {:.0} ns); pass start -> notice p50 {:.0} ns p99 {:.0} ns; device late p50 {:.0} ns p99 {:.0} ns",
+        "",
+        s.preempted_per_s,
+        s.passes_per_s,
+        s.in_passes,
+        s.sleeps_per_s,
+        s.asleep,
+        s.overshoot.p50,
+        s.overshoot.p99,
+        s.in_pass.p50,
+        s.in_pass.p99,
+        s.device_late.p50,
+        s.device_late.p99
     );
 }
 
@@ -907,7 +1017,13 @@ pub fn run(setup: Setup, work_us: u64, sweep: bool, base: PollerConfig) {
         slices_us.push(default_slice_us);
         slices_us.sort_unstable();
     }
-    let js = |s: &Shape| json!({ "name": s.name, "notice": s.latency.json(), "cpu_cores": s.cpu_cores, "device_cpu_cores": s.device_cpu_cores, "requests_per_s": s.requests_per_s, "completed": s.completed, "failed": s.failed });
+    let js = |s: &Shape| {
+        json!({ "name": s.name, "notice": s.latency.json(), "cpu_cores": s.cpu_cores, "device_cpu_cores": s.device_cpu_cores,
+                "requests_per_s": s.requests_per_s, "completed": s.completed, "failed": s.failed,
+                "preempted_per_s": s.preempted_per_s, "passes_per_s": s.passes_per_s, "sleeps_per_s": s.sleeps_per_s,
+                "in_passes": s.in_passes, "asleep": s.asleep, "pass_start_to_notice": s.in_pass.json(),
+                "sleep_overshoot": s.overshoot.json(), "device_late": s.device_late.json() })
+    };
     let mut runs = Vec::new();
     for &u in &works {
         let extras = u == 1000 || works.len() == 1;
