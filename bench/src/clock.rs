@@ -35,6 +35,25 @@ impl DeviceKind {
     }
 }
 
+/// The CPU a sleeping device thread is pinned to: the last, so that its
+/// wake-ups do not preempt a harvest thread kept on CPU 0 (a real device's
+/// writes take no host CPU at all); `None` on one CPU.
+/// The machine's online CPUs, not the caller's affinity (a thread pinned to
+/// CPU 0 still places the device on the last).
+#[allow(unsafe_code)]
+pub fn device_cpu() -> Option<usize> {
+    // SAFETY: sysconf reads a system value and touches no memory of ours.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    (n >= 2).then(|| n as usize - 1)
+}
+
+/// Pin the calling thread to [`device_cpu`], when there is one.
+pub fn pin_device_thread() {
+    if let Some(c) = device_cpu() {
+        let _ = nrt_linux::sys::pin_current_thread(c);
+    }
+}
+
 /// `CLOCK_MONOTONIC`, ns (the clock `Instant` reads on Linux).
 #[allow(unsafe_code)]
 pub fn mono_ns() -> u64 {

@@ -249,7 +249,10 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, how: How) -> Sample {
         let (map, kick, last_end, done_gen) =
             (Arc::clone(&rings_map), Arc::clone(&kick), Arc::clone(&last_end), Arc::clone(&done_gen));
         std::thread::spawn(move || {
-            let deadlines = (!spinning_device).then(|| Deadlines::new(origin));
+            let deadlines = (!spinning_device).then(|| {
+                crate::clock::pin_device_thread();
+                Deadlines::new(origin)
+            });
             let mut prods: Vec<NqProducer> = (0..10).map(|_| NqProducer::new(RING).expect("ring")).collect();
             let mut ts = 0u64;
             for i in 1..=n as u64 {
@@ -444,7 +447,10 @@ fn floor(n: usize, work: Duration, device: DeviceKind) -> Pct {
     let writer = {
         let (gen, stamp, ack) = (Arc::clone(&gen), Arc::clone(&stamp), Arc::clone(&ack));
         std::thread::spawn(move || {
-            let deadlines = (device == DeviceKind::Sleep).then(|| Deadlines::new(origin));
+            let deadlines = (device == DeviceKind::Sleep).then(|| {
+                crate::clock::pin_device_thread();
+                Deadlines::new(origin)
+            });
             for i in 1..=n as u64 {
                 while ack.load(Ordering::Acquire) < i - 1 {
                     wait_for_host(deadlines.is_some());
@@ -474,12 +480,33 @@ fn floor(n: usize, work: Duration, device: DeviceKind) -> Pct {
     Pct::of(&mut lat)
 }
 
+/// `nrt-bench latency`. With the sleeping device the harvest runs on a
+/// thread pinned to CPU 0 and the device on the last CPU
+/// ([`crate::clock::device_cpu`]): the device's wake-ups then never take the
+/// harvest's CPU, as a device's DMA writes never do.
 pub fn run(n: usize, work_us: u64, device: DeviceKind) {
+    if device == DeviceKind::Sleep && crate::clock::device_cpu().is_some() {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _ = nrt_linux::sys::pin_current_thread(0);
+                run_here(n, work_us, device);
+            });
+        });
+    } else {
+        run_here(n, work_us, device);
+    }
+}
+
+fn run_here(n: usize, work_us: u64, device: DeviceKind) {
     let work = Duration::from_micros(work_us);
     println!(
         "completion-notice latency: {n} inferences of 2x5 engines, each engine's START at the kickoff, its END after {work_us} us of work; \
-         {} device thread",
-        device.name()
+         {} device thread{}",
+        device.name(),
+        match (device, crate::clock::device_cpu()) {
+            (DeviceKind::Sleep, Some(c)) => format!(" on CPU {c}, harvest on CPU 0"),
+            _ => String::new(),
+        }
     );
     let base = How { spinning_device: device == DeviceKind::Spin, ..How::default() };
     let fl = floor(n, work, device);

@@ -234,7 +234,10 @@ fn device(
     let mut late = Vec::new();
     let n = lanes.len();
     let work_ns = work.as_nanos() as u64;
-    let deadlines = (kind == DeviceKind::Sleep).then(|| Deadlines::new(origin));
+    let deadlines = (kind == DeviceKind::Sleep).then(|| {
+        clock::pin_device_thread();
+        Deadlines::new(origin)
+    });
     let look = clock::look_ns(work_ns, jitter_pct);
     let mut prods: Vec<Vec<NqProducer>> =
         (0..n).map(|_| (0..RINGS).map(|_| NqProducer::new(RING).expect("ring")).collect()).collect();
@@ -801,9 +804,13 @@ fn run_one(setup: Setup, work_us: u64, base: PollerConfig, extras: bool, slices_
     println!(
         "scale: {devices} devices x {cores_per_device} logical cores = {n} in flight, each inference {work_us} us \
          +/- {jitter} % (1 in {OUTLIER_EVERY} {OUTLIER_FACTOR}x), {:.0} inferences/s offered; {secs} s per shape on {ncpu} CPUs; \
-         {} device thread",
+         {} device thread{}",
         n as f64 * 1e6 / work_us as f64,
-        dev_kind.name()
+        dev_kind.name(),
+        match (dev_kind, clock::device_cpu()) {
+            (DeviceKind::Sleep, Some(c)) => format!(" pinned to CPU {c}"),
+            _ => String::new(),
+        }
     );
     let mut hows = vec![Harvest::Threads(DelayKind::Libnrt), Harvest::Threads(DelayKind::Adaptive)];
     // The sleeping policy: `usleep(1)` between passes, libnrt's wait with one
