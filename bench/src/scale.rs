@@ -887,7 +887,7 @@ pub enum SliceReason {
     Cheapest,
 }
 
-/// The rule for a hybrid poller's default slice, from a sweep measured
+/// The rule for a hybrid poller's default slice (G-POLL-SLICE), from a sweep measured
 /// beside libnrt's shape in the same run: the shortest slice whose p99 and
 /// harvest CPU are each at most `1/ratio` of libnrt's (the hybrid goal);
 /// when none, the shortest whose CPU is (a poller's first duty on a shared
@@ -957,9 +957,9 @@ fn verdicts(runs: &[Run], default_slice_us: u64) -> Vec<String> {
             out.push(format!("verdict: the slice rule picks {sl} us ({why:?}; the default is {default_slice_us} us)"));
         }
     }
-    // Spinning group against the bare spinning reader.
+    // The spinning poller over all the lanes against the bare spinning reader over them.
     let floor = r.floors.iter().find(|(s, _)| s.is_none()).map(|(_, s)| s);
-    if let (Some(f), Some(sp)) = (floor, best(&r.shapes, "spin")) {
+    if let (Some(f), Some(sp)) = (floor, r.shapes.iter().find(|s| s.name == "poll-group x1 spin")) {
         let (a, b) = (sp.latency.p50 / f.latency.p50, sp.latency.p99 / f.latency.p99);
         out.push(format!(
             "verdict: {} against the bare spinning reader: p50 {:.0} / {:.0} ns = {a:.1}x (goal <= 5x), \

@@ -58,7 +58,7 @@ pub const NUM_CORES: &str = "NEURON_RT_NUM_CORES";
 /// `NEURON_RT_LOG_LEVEL`.
 pub const LOG_LEVEL: &str = "NEURON_RT_LOG_LEVEL";
 /// `NEURON_RT_POLL_SLICE_US`: this library's own variable (the SDK has none
-/// like it), a hybrid poller's slice in microseconds.
+/// like it), a hybrid poller's slice in microseconds (G-POLL-SLICE).
 pub const POLL_SLICE_US: &str = "NEURON_RT_POLL_SLICE_US";
 /// The shortest slice the variable takes, us: the poller's batch window (a
 /// shorter slice would be the window anyway).

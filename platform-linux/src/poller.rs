@@ -212,7 +212,7 @@ pub struct PollerConfig {
     /// Hybrid: the slice itself, when set, instead of the notice bound less
     /// the lead ([`hybrid_slice_ns`](Self::hybrid_slice_ns));
     /// `NEURON_RT_POLL_SLICE_US` ([`PollerConfig::from_env`]) and
-    /// `nrt_poller_new_with_slice` set it.
+    /// `nrt_poller_new_with_slice` set it (G-POLL-SLICE).
     pub hybrid_slice: Option<Duration>,
     /// Hybrid and sleep: a due request still in flight is stepped again
     /// after this long. A spinning poller owns its core and steps every due
