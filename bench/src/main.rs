@@ -2,13 +2,19 @@
 //! threads and a real clock.
 //!
 //! ```text
-//! nrt-bench latency [--inferences N] [--work-us U]   completion-notice latency, libnrt vs adaptive delay
+//! nrt-bench latency [--inferences N] [--work-us U] [--device sleep|spin]
+//!                                                     completion-notice latency, libnrt vs adaptive delay
 //! nrt-bench ring [--records N]                       NQ ring transfer between threads vs rtrb
 //! nrt-bench xu [--secs S]                            XU submit-to-complete round trip and requests/s
 //! nrt-bench sys                                      the OS floor: an ioctl round trip, usleep(1)
-//! nrt-bench scale [--devices 16] [--cores-per-device 4] [--secs S] [--work-us U] [--jitter-pct J] [--sweep] [--cpu N] [--notice-us B]
+//! nrt-bench scale [--devices 16] [--cores-per-device 4] [--secs S] [--work-us U] [--jitter-pct J] [--sweep] [--cpu N]
+//!                 [--notice-us B] [--slice-us S] [--device sleep|spin]
 //!                                                     a host's logical cores: libnrt threads vs adaptive threads vs poll
-//!                                                     groups (spin / hybrid / sleep; 1, 2, 4 pollers); --sweep: U = 100 us, 1 ms, 10 ms
+//!                                                     groups (spin / hybrid / sleep; 1, 2, 4 pollers); --sweep: U = 100 us, 1 ms, 10 ms;
+//!                                                     at 1 ms also the floors (bare readers) and the hybrid slice sweep
+//!
+//! The simulated device thread sleeps to each due write by default
+//! (`--device spin`: it spins, as before, taking a CPU from the host).
 //! nrt-bench all [--inferences N] [--secs S]          latency, ring, xu, sys, and scale (16 x 4, S s per shape)
 //! ```
 //!
@@ -19,6 +25,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+mod clock;
 mod latency;
 mod ring;
 mod scale;
@@ -89,45 +96,79 @@ fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
+/// `--device sleep|spin`, exiting on another value.
+fn device_arg(args: &[String]) -> clock::DeviceKind {
+    let v = args.iter().position(|a| a == "--device").and_then(|i| args.get(i + 1)).map(String::as_str);
+    clock::DeviceKind::from_arg(v).unwrap_or_else(|| {
+        eprintln!("--device takes sleep or spin");
+        std::process::exit(2);
+    })
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("latency") => latency::run(arg(&args, "--inferences", 10_000), arg(&args, "--work-us", 20)),
+        Some("latency") => {
+            latency::run(arg(&args, "--inferences", 10_000), arg(&args, "--work-us", 20), device_arg(&args))
+        }
         Some("ring") => ring::run(arg(&args, "--records", 4_000_000)),
         Some("xu") => xu::run(arg(&args, "--secs", 1.0)),
         Some("sys") => sys::run(),
         Some("scale") => scale::run(
-            arg(&args, "--devices", 16usize).clamp(1, 64),
-            arg(&args, "--cores-per-device", 4usize).clamp(1, 8),
-            arg(&args, "--secs", 2.0f64).clamp(0.1, 600.0),
+            scale::Setup {
+                devices: arg(&args, "--devices", 16usize).clamp(1, 64),
+                cores_per_device: arg(&args, "--cores-per-device", 4usize).clamp(1, 8),
+                secs: arg(&args, "--secs", 2.0f64).clamp(0.1, 600.0),
+                jitter: arg(&args, "--jitter-pct", 10u64).min(100),
+                device: device_arg(&args),
+            },
             arg(&args, "--work-us", 1000u64).max(1),
-            arg(&args, "--jitter-pct", 10u64).min(100),
             args.iter().any(|a| a == "--sweep"),
             nrt_linux::poller::PollerConfig {
                 cpu: args.iter().any(|a| a == "--cpu").then(|| arg(&args, "--cpu", 0usize)),
                 notice_bound: std::time::Duration::from_micros(arg(&args, "--notice-us", 50u64)),
+                hybrid_slice: args
+                    .iter()
+                    .any(|a| a == "--slice-us")
+                    .then(|| std::time::Duration::from_micros(arg(&args, "--slice-us", 40u64)))
+                    .or(nrt_linux::poller::PollerConfig::default().hybrid_slice),
                 ..nrt_linux::poller::PollerConfig::default()
             },
         ),
         Some("all") => {
-            latency::run(arg(&args, "--inferences", 10_000), 20);
+            latency::run(arg(&args, "--inferences", 10_000), 20, device_arg(&args));
             ring::run(4_000_000);
             xu::run(1.0);
             sys::run();
             // A 16-device host, each harvest shape in turn.
-            scale::run(
-                16,
-                4,
-                arg(&args, "--secs", 2.0f64).clamp(0.1, 600.0),
-                1000,
-                10,
-                false,
-                nrt_linux::poller::PollerConfig::default(),
-            );
+            let setup = scale::Setup {
+                devices: 16,
+                cores_per_device: 4,
+                secs: arg(&args, "--secs", 2.0f64).clamp(0.1, 600.0),
+                jitter: 10,
+                device: device_arg(&args),
+            };
+            scale::run(setup, 1000, false, nrt_linux::poller::PollerConfig::default());
         }
         _ => {
             eprintln!("usage: nrt-bench latency|ring|xu|sys|scale|all [options]");
             std::process::exit(2);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pct;
+
+    #[test]
+    fn percentiles_are_the_nearest_rank_of_the_sorted_sample() {
+        let mut v: Vec<f64> = (1..=100).rev().map(f64::from).collect();
+        let p = Pct::of(&mut v);
+        assert_eq!((p.p50, p.p99, p.max, p.mean), (51.0, 99.0, 100.0, 50.5));
+        let p = Pct::of(&mut [7.0]);
+        assert_eq!((p.p50, p.p99, p.max), (7.0, 7.0, 7.0), "one sample is every percentile");
+        let p = Pct::of(&mut []);
+        assert!(p.p50.is_nan() && p.p99.is_nan() && p.max.is_nan(), "no sample: no figure, not 0");
     }
 }

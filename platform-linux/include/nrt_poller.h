@@ -53,9 +53,10 @@ const char *nrt_poller_last_error(void);
 // refused, rings made before this process was forked from their maker, or a
 // bad value of a runtime variable the poller reads (the
 // variable, the value and what is accepted): `NEURON_RT_EXEC_TIMEOUT` (kept
-// for a submission with `NRT_TIMEOUT_FROM_ENV`) and
-// `NEURON_RT_LOG_LEVEL[_<component>]` (what the library logs to standard
-// error). The core variables (`NEURON_RT_VISIBLE_CORES`,
+// for a submission with `NRT_TIMEOUT_FROM_ENV`), this library's own
+// `NEURON_RT_POLL_SLICE_US` (a hybrid poller's slice, 20 to 1000 us; not
+// an SDK variable) and `NEURON_RT_LOG_LEVEL[_<component>]` (what the
+// library logs to standard error). The core variables (`NEURON_RT_VISIBLE_CORES`,
 // `NEURON_RT_NUM_CORES`) are not read: the caller's lanes fix the cores.
 // Free with [`nrt_poller_free`].
 //
@@ -72,6 +73,17 @@ struct nrt_poller *nrt_poller_new(const nrt_platform *platforms, const nrt_rings
 // # Safety
 // As [`nrt_poller_new`].
 struct nrt_poller *nrt_poller_new_with_policy(const nrt_platform *platforms, const nrt_rings *const *rings, uint32_t n_lanes, int32_t cpu, uint32_t policy);
+
+// As [`nrt_poller_new_with_policy`], with a hybrid poller's slice given:
+// `slice_us` microseconds from one pass to the next while requests are due
+// (20 to 1000; a longer slice costs fewer wake-ups and notices later), or
+// 0 for `NEURON_RT_POLL_SLICE_US`, else the default. The argument beats
+// the variable. Also returns null for a slice of 1 to 19 or past 1000.
+// Only a hybrid poller uses it.
+//
+// # Safety
+// As [`nrt_poller_new`].
+struct nrt_poller *nrt_poller_new_with_slice(const nrt_platform *platforms, const nrt_rings *const *rings, uint32_t n_lanes, int32_t cpu, uint32_t policy, uint32_t slice_us);
 
 // Submit a request on `lane` for `tpb_count` cores of arch type `arch_type`
 // (2 sunda, 3 cayman, 4 mariana) with the model's timeout in seconds

@@ -30,6 +30,15 @@
 //!   `NMGR`, `KMGR`, `NRT`). Mapped onto the `log` crate's levels
 //!   ([`parse_log_level`]) and its targets ([`component_of`]).
 //!
+//! And one variable of this library's own, not the SDK's (libnrt has no
+//! poller and does not read it):
+//!
+//! - `NEURON_RT_POLL_SLICE_US`: a hybrid poller's slice, the time from one
+//!   pass to the next while requests are due, an integer number of
+//!   microseconds from [`MIN_POLL_SLICE_US`] to [`MAX_POLL_SLICE_US`]
+//!   ([`parse_poll_slice_us`]); unset, the poller's default
+//!   (`PollerConfig::hybrid_slice_ns`). Read by the poller's surfaces only.
+//!
 //! Any other `NEURON_RT_*` variable set is warned of, once, as having no
 //! effect here ([`unhonoured`]).
 //!
@@ -49,6 +58,15 @@ pub const VISIBLE_CORES: &str = "NEURON_RT_VISIBLE_CORES";
 pub const NUM_CORES: &str = "NEURON_RT_NUM_CORES";
 /// `NEURON_RT_LOG_LEVEL`.
 pub const LOG_LEVEL: &str = "NEURON_RT_LOG_LEVEL";
+/// `NEURON_RT_POLL_SLICE_US`: this library's own variable (the SDK has none
+/// like it), a hybrid poller's slice in microseconds (G-POLL-SLICE).
+pub const POLL_SLICE_US: &str = "NEURON_RT_POLL_SLICE_US";
+/// The shortest slice the variable takes, us: the poller's batch window (a
+/// shorter slice would be the window anyway).
+pub const MIN_POLL_SLICE_US: u32 = 20;
+/// The longest slice the variable takes, us: the poller's sweep bound (every
+/// request in flight is stepped at least this often).
+pub const MAX_POLL_SLICE_US: u32 = 1000;
 /// The components of `NEURON_RT_LOG_LEVEL_<component>` the SDK names.
 pub const LOG_COMPONENTS: [&str; 4] = ["TDRV", "NMGR", "KMGR", "NRT"];
 /// The largest timeout, seconds (the guide's `INT_MAX`).
@@ -136,6 +154,20 @@ pub fn parse_visible_cores(value: &str) -> Result<u64, EnvError> {
         }
     }
     Ok(set)
+}
+
+/// Parse `NEURON_RT_POLL_SLICE_US`: decimal microseconds, [`MIN_POLL_SLICE_US`]
+/// to [`MAX_POLL_SLICE_US`] (surrounding blanks allowed; no sign, no unit).
+pub fn parse_poll_slice_us(value: &str) -> Result<u32, EnvError> {
+    let accepted = "an integer number of microseconds from 20 to 1000 (this library's hybrid poller slice)";
+    let t = value.trim();
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(refuse(POLL_SLICE_US, value, accepted));
+    }
+    t.parse::<u32>()
+        .ok()
+        .filter(|n| (MIN_POLL_SLICE_US..=MAX_POLL_SLICE_US).contains(n))
+        .ok_or_else(|| refuse(POLL_SLICE_US, value, accepted))
 }
 
 /// Parse `NEURON_RT_NUM_CORES`: a decimal count, 0 ("all") to 64.
@@ -321,6 +353,8 @@ pub struct RtEnv {
     pub num_cores: Option<u32>,
     /// `NEURON_RT_LOG_LEVEL` and its per-component forms.
     pub log: LogLevels,
+    /// `NEURON_RT_POLL_SLICE_US` (this library's own), microseconds.
+    pub poll_slice_us: Option<u32>,
 }
 
 /// Which of the variables a surface reads: each surface parses only those
@@ -335,16 +369,21 @@ pub struct Uses {
     pub cores: bool,
     /// `NEURON_RT_LOG_LEVEL` and its `_<component>` forms.
     pub log: bool,
+    /// `NEURON_RT_POLL_SLICE_US` (a poller's surfaces only).
+    pub poll: bool,
 }
 
 impl Uses {
-    /// Every variable (a session: `nrtctl run`, `nrt_session_open`,
-    /// [`crate::session::SessionConfig::from_env`]).
-    pub const ALL: Uses = Uses { timeout: true, cores: true, log: true };
+    /// Every variable of a session (`nrtctl run`, `nrt_session_open`,
+    /// [`crate::session::SessionConfig::from_env`]): all but the poller's slice.
+    pub const ALL: Uses = Uses { timeout: true, cores: true, log: true, poll: false };
     /// The timeout and the log levels (the surfaces that harvest cores
     /// someone else chose: the poller, `nrtctl harvest`, `nrt_shm_harvest`,
     /// `nrt_request_new`).
-    pub const TIMEOUT_AND_LOG: Uses = Uses { timeout: true, cores: false, log: true };
+    pub const TIMEOUT_AND_LOG: Uses = Uses { timeout: true, cores: false, log: true, poll: false };
+    /// A poller's (`nrt_poller_new`, `PollerConfig::from_env`): the timeout,
+    /// the log levels and the slice.
+    pub const POLLER: Uses = Uses { poll: true, ..Uses::TIMEOUT_AND_LOG };
 }
 
 impl RtEnv {
@@ -374,6 +413,9 @@ impl RtEnv {
                 env.visible_cores = Some((parse_visible_cores(&v)?, v));
             }
             env.num_cores = get(NUM_CORES)?.map(|v| parse_num_cores(&v)).transpose()?;
+        }
+        if uses.poll {
+            env.poll_slice_us = get(POLL_SLICE_US)?.map(|v| parse_poll_slice_us(&v)).transpose()?;
         }
         if uses.log {
             if let Some(v) = get(LOG_LEVEL)? {
@@ -780,12 +822,34 @@ mod tests {
         assert_eq!((e.exec_timeout_s, e.visible_cores, e.num_cores), (Some(7), None, None));
         assert_eq!(e.log.global, L::Debug);
         assert_eq!(RtEnv::parse(Uses::ALL, table).unwrap_err().var, VISIBLE_CORES);
-        let none = Uses { timeout: false, cores: false, log: false };
+        let none = Uses { timeout: false, cores: false, log: false, poll: false };
         assert_eq!(RtEnv::parse(none, table), Ok(RtEnv::default()));
-        let log_only = Uses { timeout: false, cores: false, log: true };
+        let log_only = Uses { timeout: false, cores: false, log: true, poll: false };
         assert_eq!(RtEnv::parse(log_only, table).unwrap().exec_timeout_s, None);
-        let cores_only = Uses { timeout: false, cores: true, log: false };
+        let cores_only = Uses { timeout: false, cores: true, log: false, poll: false };
         assert_eq!(RtEnv::parse(cores_only, table).unwrap_err().var, VISIBLE_CORES);
+    }
+
+    #[test]
+    fn the_poll_slice_takes_20_to_1000_us_and_only_a_pollers_surface_reads_it() {
+        assert_eq!(parse_poll_slice_us("20"), Ok(20));
+        assert_eq!(parse_poll_slice_us(" 200 "), Ok(200));
+        assert_eq!(parse_poll_slice_us("1000"), Ok(1000));
+        for bad in ["", "19", "0", "1001", "-50", "+50", "50us", "1.5", "0x40", "99999999999"] {
+            let e = parse_poll_slice_us(bad).unwrap_err();
+            assert_eq!((e.var.as_str(), e.value.as_str()), (POLL_SLICE_US, bad));
+            assert!(e.to_string().starts_with("NEURON_RT_POLL_SLICE_US="), "{e}");
+            assert!(e.to_string().contains("from 20 to 1000"), "{e}");
+        }
+        use std::ffi::OsString;
+        let table = |v: &'static str| move |k: &str| (k == POLL_SLICE_US).then(|| OsString::from(v));
+        assert_eq!(RtEnv::parse(Uses::POLLER, table("150")).unwrap().poll_slice_us, Some(150));
+        assert_eq!(RtEnv::parse(Uses::POLLER, table("")).unwrap().poll_slice_us, None, "empty is unset");
+        assert_eq!(RtEnv::parse(Uses::POLLER, table("5")).unwrap_err().var, POLL_SLICE_US);
+        // A session and the other harvests do not read it, bad or not.
+        assert_eq!(RtEnv::parse(Uses::ALL, table("5")), Ok(RtEnv::default()));
+        assert_eq!(RtEnv::parse(Uses::TIMEOUT_AND_LOG, table("5")), Ok(RtEnv::default()));
+        assert!(unhonoured::honoured(POLL_SLICE_US), "not warned of as unknown");
     }
 
     #[test]

@@ -122,9 +122,10 @@ pub const NRT_POLLER_SLEEP: u32 = 2;
 /// refused, rings made before this process was forked from their maker, or a
 /// bad value of a runtime variable the poller reads (the
 /// variable, the value and what is accepted): `NEURON_RT_EXEC_TIMEOUT` (kept
-/// for a submission with `NRT_TIMEOUT_FROM_ENV`) and
-/// `NEURON_RT_LOG_LEVEL[_<component>]` (what the library logs to standard
-/// error). The core variables (`NEURON_RT_VISIBLE_CORES`,
+/// for a submission with `NRT_TIMEOUT_FROM_ENV`), this library's own
+/// `NEURON_RT_POLL_SLICE_US` (a hybrid poller's slice, 20 to 1000 us; not
+/// an SDK variable) and `NEURON_RT_LOG_LEVEL[_<component>]` (what the
+/// library logs to standard error). The core variables (`NEURON_RT_VISIBLE_CORES`,
 /// `NEURON_RT_NUM_CORES`) are not read: the caller's lanes fix the cores.
 /// Free with [`nrt_poller_free`].
 ///
@@ -141,7 +142,7 @@ pub unsafe extern "C" fn nrt_poller_new(
 ) -> *mut nrt_poller {
     let policy = if cpu >= 0 { NRT_POLLER_SPIN } else { NRT_POLLER_HYBRID };
     // SAFETY: the same contract, passed on.
-    unsafe { new_poller("nrt_poller_new", platforms, rings, n_lanes, cpu, policy) }
+    unsafe { new_poller("nrt_poller_new", platforms, rings, n_lanes, cpu, policy, 0) }
 }
 
 /// As [`nrt_poller_new`], with the wait between passes given: `policy` is
@@ -159,7 +160,29 @@ pub unsafe extern "C" fn nrt_poller_new_with_policy(
     policy: u32,
 ) -> *mut nrt_poller {
     // SAFETY: the same contract, passed on.
-    unsafe { new_poller("nrt_poller_new_with_policy", platforms, rings, n_lanes, cpu, policy) }
+    unsafe { new_poller("nrt_poller_new_with_policy", platforms, rings, n_lanes, cpu, policy, 0) }
+}
+
+/// As [`nrt_poller_new_with_policy`], with a hybrid poller's slice given:
+/// `slice_us` microseconds from one pass to the next while requests are due
+/// (20 to 1000; a longer slice costs fewer wake-ups and notices later), or
+/// 0 for `NEURON_RT_POLL_SLICE_US`, else the default. The argument beats
+/// the variable. Also returns null for a slice of 1 to 19 or past 1000.
+/// Only a hybrid poller uses it.
+///
+/// # Safety
+/// As [`nrt_poller_new`].
+#[no_mangle]
+pub unsafe extern "C" fn nrt_poller_new_with_slice(
+    platforms: *const nrt_platform,
+    rings: *const *const nrt_rings,
+    n_lanes: u32,
+    cpu: i32,
+    policy: u32,
+    slice_us: u32,
+) -> *mut nrt_poller {
+    // SAFETY: the same contract, passed on.
+    unsafe { new_poller("nrt_poller_new_with_slice", platforms, rings, n_lanes, cpu, policy, slice_us) }
 }
 
 /// # Safety
@@ -171,8 +194,9 @@ unsafe fn new_poller(
     n_lanes: u32,
     cpu: i32,
     policy: u32,
+    slice_us: u32,
 ) -> *mut nrt_poller {
-    let env = match crate::ffi::c_env(call, crate::config::Uses::TIMEOUT_AND_LOG) {
+    let env = match crate::ffi::c_env(call, crate::config::Uses::POLLER) {
         Ok(e) => e,
         Err(m) => {
             fail(&m);
@@ -183,6 +207,11 @@ unsafe fn new_poller(
         fail(&format!("{call}: policy {policy}: unknown (0 spin, 1 hybrid, 2 sleep)"));
         return std::ptr::null_mut();
     };
+    let (lo, hi) = (crate::config::MIN_POLL_SLICE_US, crate::config::MAX_POLL_SLICE_US);
+    if slice_us != 0 && !(lo..=hi).contains(&slice_us) {
+        fail(&format!("{call}: slice_us {slice_us}: need {lo} to {hi} microseconds, or 0 for the default"));
+        return std::ptr::null_mut();
+    }
     if platforms.is_null() || rings.is_null() || n_lanes == 0 || n_lanes > u32::from(u16::MAX) {
         fail(&format!("{call}: {n_lanes} lanes at {platforms:?} with rings at {rings:?}: need non-null arrays of 1 to 65535 lanes"));
         return std::ptr::null_mut();
@@ -208,7 +237,10 @@ unsafe fn new_poller(
         }
         lanes.push((SendPlatform(CPlatform::new(*t, r.1.clone())), r.0.clone()));
     }
-    let cfg = PollerConfig { cpu: usize::try_from(cpu).ok(), policy, ..PollerConfig::from_rt_env(&env) };
+    let mut cfg = PollerConfig { cpu: usize::try_from(cpu).ok(), policy, ..PollerConfig::from_rt_env(&env) };
+    if slice_us != 0 {
+        cfg.hybrid_slice = Some(std::time::Duration::from_micros(u64::from(slice_us)));
+    }
     match Poller::spawn(CLanes(lanes), cfg) {
         Ok(poller) => Box::into_raw(Box::new(nrt_poller { poller, cfg })),
         Err(e) => {

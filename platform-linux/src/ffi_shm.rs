@@ -77,7 +77,7 @@ pub unsafe extern "C" fn nrt_shm_attach(path: *const c_char, wait_ms: u32) -> *m
         fail(m);
         return std::ptr::null_mut();
     }
-    let timeout = crate::config::Uses { timeout: true, cores: false, log: false };
+    let timeout = crate::config::Uses { timeout: true, cores: false, log: false, poll: false };
     let env_timeout_s = crate::config::RtEnv::from_process(timeout).map(|e| e.exec_timeout_s);
     // SAFETY: non-null and NUL-terminated by the caller's contract.
     let p = Path::new(OsStr::from_bytes(unsafe { CStr::from_ptr(path) }.to_bytes()));

@@ -209,6 +209,11 @@ pub struct PollerConfig {
     /// wake-ups (less CPU); a bound within the lead plus the batch window gives
     /// the batch-window spacing.
     pub notice_bound: Duration,
+    /// Hybrid: the slice itself, when set, instead of the notice bound less
+    /// the lead ([`hybrid_slice_ns`](Self::hybrid_slice_ns));
+    /// `NEURON_RT_POLL_SLICE_US` ([`PollerConfig::from_env`]) and
+    /// `nrt_poller_new_with_slice` set it (G-POLL-SLICE).
+    pub hybrid_slice: Option<Duration>,
     /// Hybrid and sleep: a due request still in flight is stepped again
     /// after this long. A spinning poller owns its core and steps every due
     /// request at every pass (its schedule's recheck is 0: a completion is
@@ -238,6 +243,7 @@ impl Default for PollerConfig {
             hybrid_lead: Duration::from_micros(10),
             hybrid_batch: Duration::from_micros(20),
             notice_bound: Duration::from_micros(50),
+            hybrid_slice: None,
             recheck: Duration::from_micros(20),
             sweep_bound: Duration::from_millis(1),
             spin_for: Duration::from_millis(2),
@@ -252,21 +258,23 @@ impl Default for PollerConfig {
 impl PollerConfig {
     /// The default configuration with the runtime's variables a poller reads,
     /// as `nrt_poller_new` reads them: `NEURON_RT_EXEC_TIMEOUT` (kept for
-    /// [`budget`](Self::budget)) and `NEURON_RT_LOG_LEVEL[_<component>]` (the
+    /// [`budget`](Self::budget)), this library's `NEURON_RT_POLL_SLICE_US`
+    /// ([`hybrid_slice`](Self::hybrid_slice)) and `NEURON_RT_LOG_LEVEL[_<component>]` (the
     /// standard-error logger, lines prefixed `nrt:`, installed unless the
     /// program installed a `log` logger first). The core variables are not
     /// read: the lanes fix the cores. A bad value is refused, naming the
     /// variable, the value and what is accepted. [`PollerConfig::default`]
     /// reads nothing.
     pub fn from_env() -> Result<PollerConfig, crate::config::EnvError> {
-        let env = crate::config::RtEnv::from_process(crate::config::Uses::TIMEOUT_AND_LOG)?;
+        let env = crate::config::RtEnv::from_process(crate::config::Uses::POLLER)?;
         crate::config::init_stderr_log("nrt", &env.log);
         Ok(PollerConfig::from_rt_env(&env))
     }
 
-    /// The default configuration with `env`'s timeout.
+    /// The default configuration with `env`'s timeout and slice.
     pub fn from_rt_env(env: &crate::config::RtEnv) -> PollerConfig {
-        PollerConfig { exec_timeout_s: env.exec_timeout_s, ..PollerConfig::default() }
+        let hybrid_slice = env.poll_slice_us.map(|us| Duration::from_micros(u64::from(us)));
+        PollerConfig { exec_timeout_s: env.exec_timeout_s, hybrid_slice, ..PollerConfig::default() }
     }
 
     /// The execution timeout of a submission on `arch`: `timeout_s` (an
@@ -290,13 +298,18 @@ impl PollerConfig {
     }
 
     /// Hybrid: how long after a pass the poller sets its next one, ns: the
-    /// notice bound less the lead, at least the batch window and at most the
+    /// [`hybrid_slice`](Self::hybrid_slice) when set, else the notice bound
+    /// less the lead; at least the batch window and at most the
     /// sweep bound (so that a long notice bound never lets a request in
     /// flight go unstepped longer than [`sweep_bound`](Self::sweep_bound)). It
     /// wakes the lead before that pass and spins to it, so passes are at
     /// least this apart ([`hybrid_wait_for_pass`]).
     pub fn hybrid_slice_ns(&self) -> u64 {
-        ns(self.notice_bound).saturating_sub(ns(self.hybrid_lead)).max(ns(self.hybrid_batch)).min(ns(self.sweep_bound))
+        let slice = match self.hybrid_slice {
+            Some(s) => ns(s),
+            None => ns(self.notice_bound).saturating_sub(ns(self.hybrid_lead)),
+        };
+        slice.max(ns(self.hybrid_batch)).min(ns(self.sweep_bound))
     }
 
     /// Hybrid: what the poller does at `now_ns` after a pass at `pass_ns` that
@@ -1281,6 +1294,9 @@ mod tests {
         assert_eq!(PollerConfig::default().exec_timeout_s, None, "the default reads no variable");
         let cfg = PollerConfig::from_rt_env(&RtEnv { exec_timeout_s: Some(9), ..RtEnv::default() });
         assert_eq!(cfg.exec_timeout_s, Some(9));
+        assert_eq!(cfg.hybrid_slice, None, "no slice asked: the default's");
+        let sliced = PollerConfig::from_rt_env(&RtEnv { poll_slice_us: Some(200), ..RtEnv::default() });
+        assert_eq!(sliced.hybrid_slice_ns(), 200_000, "NEURON_RT_POLL_SLICE_US sets the slice");
         assert_eq!(cfg.policy, PollerConfig::default().policy, "the rest is the default");
         let b = cfg.budget(Some(3), "timeout_s of submit", Arch::Sunda);
         assert_eq!((b.seconds, b.source), (3, Source::Argument("timeout_s of submit")));
@@ -1369,6 +1385,10 @@ mod tests {
         assert_eq!(c(5_000, 10, 20).hybrid_slice_ns(), 1_000_000, "a 5 ms bound: the sweep bound");
         let slow_sweep = PollerConfig { sweep_bound: Duration::MAX, ..huge };
         assert_eq!(slow_sweep.hybrid_slice_ns(), u64::MAX - 10_000, "saturates, less the lead");
+        let set = |slice| PollerConfig { hybrid_slice: Some(us(slice)), ..d };
+        assert_eq!(set(200).hybrid_slice_ns(), 200_000, "a slice set is the slice, whatever the bound");
+        assert_eq!(set(5).hybrid_slice_ns(), 20_000, "a slice set is still at least the batch window");
+        assert_eq!(set(5_000).hybrid_slice_ns(), 1_000_000, "and at most the sweep bound");
         // After a pass at 100 us with something overdue: sleep to the lead
         // before one slice after it (the lead absorbs the overshoot).
         let pass = 100_000;

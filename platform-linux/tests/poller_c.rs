@@ -55,6 +55,11 @@ fn a_c_program_harvests_four_lanes_through_one_poller() {
     assert!(stdout.contains("callbacks on the caller's thread: 0"), "{stdout}");
     assert!(!stdout.contains("event poller_error"), "{stdout}");
     assert!(stdout.contains("HEAD writes: lane 0 10, lane 1 5"), "{stdout}");
+    assert!(
+        stdout.contains("slice_us 5: nrt_poller_new_with_slice: slice_us 5: need 20 to 1000 microseconds"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("slice_us 1001: nrt_poller_new_with_slice: slice_us 1001: need 20"), "{stdout}");
 }
 
 /// A lane's callback that waits on its own poller's ticket gets -1 at once

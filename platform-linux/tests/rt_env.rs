@@ -545,6 +545,27 @@ fn the_c_poller_takes_the_timeout_and_the_log_level_from_the_variables_and_refus
     }
 }
 
+/// This library's own `NEURON_RT_POLL_SLICE_US`: a poller takes a slice of
+/// 20 to 1000 us and refuses another value, naming the variable.
+#[test]
+fn the_c_poller_takes_its_slice_from_the_variable_and_refuses_a_bad_one_by_name() {
+    let prog = c_program("poller_env.c");
+    let (ms, out, err) = poller_env(&prog, "1", &[("NEURON_RT_POLL_SLICE_US", "200")]);
+    assert!(ms.is_some(), "a 200 us slice is taken: {out}{err}");
+    assert!(!err.contains("NEURON_RT_POLL_SLICE_US"), "not warned of as unhonoured: {err}");
+    for bad in ["5", "1001", "fast", "-200"] {
+        let mut c = clean(&prog);
+        let o = c.arg("1").env("NEURON_RT_POLL_SLICE_US", bad).output().unwrap();
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(3), "{bad}: {out}{err}");
+        assert!(
+            out.contains(&format!("refused: nrt_poller_new: NEURON_RT_POLL_SLICE_US=\"{bad}\" is refused"))
+                && out.contains("from 20 to 1000"),
+            "{bad}: {out}"
+        );
+    }
+}
+
 #[test]
 fn nrtctl_harvest_takes_the_timeout_from_the_variable_refuses_bad_values_and_lists_them() {
     for (var, value, accepted) in BAD {

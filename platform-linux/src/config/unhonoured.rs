@@ -4,7 +4,8 @@
 //! never dropped silently (G-ENV-UNHONOURED).
 //!
 //! Honoured are [`EXEC_TIMEOUT`], [`VISIBLE_CORES`], [`NUM_CORES`],
-//! [`LOG_LEVEL`] and its `_<component>` forms of [`LOG_COMPONENTS`]; every other
+//! [`LOG_LEVEL`] and its `_<component>` forms of [`LOG_COMPONENTS`], and this
+//! library's own [`POLL_SLICE_US`]; every other
 //! variable named `NEURON_RT_*` is not. Those the SDK documents carry what
 //! they do there ([`DOCUMENTED`]); any other is named as unknown here.
 
@@ -12,7 +13,7 @@ use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::sync::Mutex;
 
-use super::{EXEC_TIMEOUT, LOG_COMPONENTS, LOG_LEVEL, NUM_CORES, VISIBLE_CORES};
+use super::{EXEC_TIMEOUT, LOG_COMPONENTS, LOG_LEVEL, NUM_CORES, POLL_SLICE_US, VISIBLE_CORES};
 
 /// The prefix of the runtime's variables.
 pub const PREFIX: &str = "NEURON_RT_";
@@ -41,7 +42,7 @@ pub const DOCUMENTED: [(&str, &str); 5] = [
 
 /// Whether this binding honours variable `name`.
 pub fn honoured(name: &str) -> bool {
-    [EXEC_TIMEOUT, VISIBLE_CORES, NUM_CORES, LOG_LEVEL].contains(&name)
+    [EXEC_TIMEOUT, VISIBLE_CORES, NUM_CORES, LOG_LEVEL, POLL_SLICE_US].contains(&name)
         || name.strip_prefix(LOG_LEVEL).and_then(|r| r.strip_prefix('_')).is_some_and(|c| LOG_COMPONENTS.contains(&c))
 }
 

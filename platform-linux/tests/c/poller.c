@@ -140,6 +140,23 @@ int main(void) {
         nrt_ticket_free(tk);
         nrt_poller_free(q);
     }
+    /* a hybrid poller's slice: 20 to 1000 us or 0 (the default); others refused */
+    if (nrt_poller_new_with_slice(p, r, LANES, -1, NRT_POLLER_HYBRID, 5) != NULL) { printf("slice 5 accepted\n"); failures++; }
+    said("slice_us 5");
+    if (nrt_poller_new_with_slice(p, r, LANES, -1, NRT_POLLER_HYBRID, 1001) != NULL) { printf("slice 1001 accepted\n"); failures++; }
+    said("slice_us 1001");
+    uint32_t slices[2] = { 0, 200 };
+    for (int k = 0; k < 2; k++) {
+        nrt_poller *q = nrt_poller_new_with_slice(p, r, LANES, -1, NRT_POLLER_HYBRID, slices[k]);
+        if (!q) { printf("slice %u refused: %s\n", slices[k], nrt_poller_last_error()); failures++; continue; }
+        nrt_ticket *tk = nrt_poller_submit(q, 99, 2, 1, 1);
+        uint32_t s99 = 0;
+        int r99 = nrt_ticket_wait(tk, &s99);
+        expect("missing lane, each slice", s99, 3);
+        if (r99 != 2) { printf("slice %u: rc %d\n", slices[k], r99); failures++; }
+        nrt_ticket_free(tk);
+        nrt_poller_free(q);
+    }
     printf("capacity %u\n", nrt_poller_capacity());
     printf("callbacks on the caller's thread: %d\n", on_caller);
     if (on_caller != 0) failures++;
