@@ -11,6 +11,7 @@
 use core::fmt;
 
 use crate::hal::EventSink;
+use crate::nq::EngineSet;
 
 /// How loud an event is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -47,6 +48,29 @@ pub trait Traced: fmt::Display + DefmtFormat {
     fn level(&self) -> Level;
     /// A short machine-friendly name of the event's kind (`"barrier_wait"`).
     fn kind(&self) -> &'static str;
+    /// The core the event is about, if one (the request's core index).
+    fn core(&self) -> Option<u8> {
+        None
+    }
+    /// The engines the event is about.
+    fn engines(&self) -> EngineSet {
+        EngineSet::EMPTY
+    }
+    /// The message without the core's name (`Display` with it).
+    fn fmt_message(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A [`Traced`] event's [`fmt_message`](Traced::fmt_message).
+#[cfg(feature = "log")]
+struct MessageOf<'a, E>(&'a E);
+
+#[cfg(feature = "log")]
+impl<E: Traced> fmt::Display for MessageOf<'_, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt_message(f)
+    }
 }
 
 /// Deliver an event to the sink, and to `log`/`defmt` when those features are on
@@ -62,7 +86,17 @@ pub(crate) fn emit<E: Traced, S: EventSink<E> + ?Sized>(sink: &mut S, event: E) 
             Level::Warn => log::Level::Warn,
             Level::Error => log::Level::Error,
         };
-        log::log!(lvl, kind = event.kind(); "{}", event);
+        // An event of a core: the message without `core N: `, and the core
+        // and its engines (a bit mask) as key-values, for the platform's
+        // logger to name them its own way (the device's core numbers).
+        match event.core() {
+            Some(core) => log::log!(
+                lvl,
+                kind = event.kind(), core = core, engines = event.engines().bits();
+                "{}", MessageOf(&event)
+            ),
+            None => log::log!(lvl, kind = event.kind(); "{}", event),
+        }
     }
     #[cfg(feature = "defmt")]
     {
