@@ -51,12 +51,14 @@ impl Site {
     }
 
     /// The name of the request's core `core`: `nd0 nc1` (the device's own core
-    /// number), or `lane 2 core 0` / `core 0` where the device is not known.
+    /// number; `nd?` for a device node of another name), or `lane 2 core 0`
+    /// for a lane's.
     pub fn core_name(&self, core: u8) -> String {
+        let nc = u32::from(self.first_core) + u32::from(core);
         match (self.device, self.lane) {
-            (Some(d), _) => format!("nd{d} nc{}", u32::from(self.first_core) + u32::from(core)),
+            (Some(d), _) => format!("nd{d} nc{nc}"),
             (None, Some(l)) => format!("lane {l} core {core}"),
-            (None, None) => format!("core {core}"),
+            (None, None) => format!("nd? nc{nc}"),
         }
     }
 }
@@ -64,17 +66,18 @@ impl Site {
 /// The request's whole place: `nd0 nc0-1`, `nd0 nc1`, `lane 2`.
 impl fmt::Display for Site {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (self.device, self.lane) {
-            (Some(d), _) => {
-                let (a, n) = (u32::from(self.first_core), u32::from(self.cores.max(1)));
-                if n == 1 {
-                    write!(f, "nd{d} nc{a}")
-                } else {
-                    write!(f, "nd{d} nc{a}-{}", a + n - 1)
-                }
-            }
-            (None, Some(l)) => write!(f, "lane {l}"),
-            (None, None) => f.write_str("device unknown"),
+        if let Some(l) = self.lane {
+            return write!(f, "lane {l}");
+        }
+        match self.device {
+            Some(d) => write!(f, "nd{d}")?,
+            None => f.write_str("nd?")?,
+        }
+        let (a, n) = (u32::from(self.first_core), u32::from(self.cores.max(1)));
+        if n == 1 {
+            write!(f, " nc{a}")
+        } else {
+            write!(f, " nc{a}-{}", a + n - 1)
         }
     }
 }
@@ -175,16 +178,22 @@ pub fn timed_out_engines(req: &ExecRequest, site: Option<Site>) -> String {
         let name = place(site, core as u8, EngineSet::EMPTY);
         let no_end = req.engines_in(core, TpbEngState::EndPending);
         let no_start = req.engines_in(core, TpbEngState::StartPending);
-        let mut p = name;
-        if !no_end.is_empty() {
-            p.push_str(&format!(": started, never wrote END: {no_end}"));
-        }
-        if !no_start.is_empty() {
-            p.push_str(&format!("{} never wrote START: {no_start}", if no_end.is_empty() { ":" } else { ";" }));
-        }
-        parts.push(p);
+        parts.push(pending_of(&name, no_start, no_end));
     }
     parts.join("; ")
+}
+
+/// `NAME: started, never wrote END: DVE; never wrote START: SP` (the parts
+/// that are not empty).
+pub fn pending_of(name: &str, no_start: EngineSet, no_end: EngineSet) -> String {
+    let mut p = name.to_string();
+    if !no_end.is_empty() {
+        p.push_str(&format!(": started, never wrote END: {no_end}"));
+    }
+    if !no_start.is_empty() {
+        p.push_str(&format!("{} never wrote START: {no_start}", if no_end.is_empty() { ":" } else { ";" }));
+    }
+    p
 }
 
 /// The wall clock now, RFC 3339 UTC with microseconds
@@ -239,12 +248,21 @@ mod tests {
         assert_eq!((s.device, s.to_string(), s.core_name(0)), (Some(3), "nd3 nc1".into(), "nd3 nc1".into()));
         let two = Site::of_device(Path::new("/dev/neuron0"), 2, 2);
         assert_eq!((two.to_string(), two.core_name(1)), ("nd0 nc2-3".into(), "nd0 nc3".into()));
-        let other = Site::of_device(Path::new("/tmp/dev"), 0, 1);
-        assert_eq!((other.device, other.core_name(0)), (None, "core 0".into()));
+        let other = Site::of_device(Path::new("/tmp/dev"), 0, 2);
+        assert_eq!((other.device, other.core_name(1), other.to_string()), (None, "nd? nc1".into(), "nd? nc0-1".into()));
         assert_eq!((Site::lane(2).to_string(), Site::lane(2).core_name(1)), ("lane 2".into(), "lane 2 core 1".into()));
         let dve = EngineSet::from(nrt_core::nq::Engine::Dve);
         assert_eq!(place(Some(s), 0, dve), "nd3 nc1 DVE");
         assert_eq!(place(None, 1, EngineSet::EMPTY), "core 1");
+    }
+
+    #[test]
+    fn pending_engines_are_named_by_what_they_never_wrote() {
+        use nrt_core::nq::Engine;
+        let (dve, sp) = (EngineSet::from(Engine::Dve), EngineSet::from(Engine::Sp));
+        assert_eq!(pending_of("nd0 nc1", EngineSet::EMPTY, dve), "nd0 nc1: started, never wrote END: DVE");
+        assert_eq!(pending_of("core 0", sp, EngineSet::EMPTY), "core 0: never wrote START: SP");
+        assert_eq!(pending_of("nd0 nc0", sp, dve), "nd0 nc0: started, never wrote END: DVE; never wrote START: SP");
     }
 
     #[test]

@@ -426,11 +426,25 @@ fn harvest(a: &HarvestArgs) -> ExitCode {
         let r = h.harvest(budget.seconds, delay);
         if let Ok(r) = &r {
             if matches!(r.status, nrt_core::NrtStatus::Timeout | nrt_core::NrtStatus::ExecSwNqOverflow) {
+                // The served file's cores, by the report's (timed-out) core lines.
+                let engines: Vec<String> = r
+                    .cores
+                    .iter()
+                    .filter_map(|c| match c.harvest {
+                        nrt_abi::report::CoreHarvest::TimedOut { no_start, no_end, .. } => {
+                            Some(nrt_linux::oplog::pending_of(&format!("core {}", c.core), no_start, no_end))
+                        }
+                        _ => None,
+                    })
+                    .collect();
                 errln!(
-                    "{}nrtctl harvest: inference {i}: the harvest ended at its {budget}: status {} {}",
+                    "{}nrtctl harvest: inference {i}: {}: the harvest ended at its {budget}: status {} {}{}{}",
                     nrt_linux::oplog::stamp(),
+                    a.shm.display(),
                     r.status.code(),
-                    r.status.name()
+                    r.status.name(),
+                    if engines.is_empty() { "" } else { "; " },
+                    engines.join("; ")
                 );
             }
         }
