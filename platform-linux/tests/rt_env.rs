@@ -1024,9 +1024,16 @@ fn a_core_line_says_whether_the_core_was_harvested_timed_out_or_took_its_time() 
     assert_eq!((&cores[1]["harvest"], &cores[1]["timed_out_after_ms"]), (&"complete".into(), &serde_json::Value::Null));
     // drop-start: core 0 faults at the out-of-order END; no core reads as a
     // success that took no time.
-    let o = under_driver(&sim, "drop-start", &[], &[]);
+    let o = under_driver(&sim, "drop-start", &[], &[("NEURON_RT_LOG_LEVEL", "WARNING")]);
     let (out, err) = text(&o);
     assert!(out.lines().any(|l| l.starts_with("core 0: exec_ret 1 NRT_FAILURE, stopped at its fault: ")), "{out}{err}");
+    // The fault's one line (a warning) names the engine whose END came first.
+    assert!(
+        harvest_lines(&err).iter().any(|(_, l)| l.starts_with(
+            "nrtctl: WARN TDRV: nd0 nc0 SP: Expected state to be end pending (SP); aws_hal_intc_read_cause = 0x"
+        )),
+        "{err}"
+    );
     assert!(!out.contains("duration 0 us"), "{out}");
     for c in json_cores(&under_driver(&sim, "drop-start", &["--json"], &[])) {
         let complete = c["harvest"] == "complete";

@@ -56,8 +56,10 @@ pub enum ExecEvent {
     RingReadFailed { core: u8, nq: u8, kind: ErrorKind },
     /// Writing a ring's HEAD back failed.
     HeadWriteFailed { core: u8, nq: u8, kind: ErrorKind },
-    /// The INTC cause register was read to tell overflow from timeout.
-    OverflowProbe { core: u8, reason: ProbeReason, cause: u32, overflow: bool },
+    /// The INTC cause register was read to tell overflow from timeout;
+    /// `engines`: the engine whose record was out of order, or at a timeout
+    /// those still pending.
+    OverflowProbe { core: u8, reason: ProbeReason, cause: u32, overflow: bool, engines: EngineSet },
     /// The INTC cause register could not be read (treated as "no overflow").
     IntcReadFailed { core: u8, kind: ErrorKind },
     /// A record of an unexpected subtype on an INFER_STATUS ring.
@@ -201,15 +203,19 @@ impl ExecEvent {
                 write!(f, "Failed to check for infer_status notifications (NQ {nq}: {kind:?})")
             }
             HeadWriteFailed { nq, kind, .. } => write!(f, "failed to write NQ {nq} HEAD ({kind:?})"),
-            OverflowProbe { reason, cause, overflow, .. } => {
+            OverflowProbe { reason, cause, overflow, engines, .. } => {
                 let what = match reason {
                     ProbeReason::OutOfOrderStart => "Expected state to be start pending",
                     ProbeReason::OutOfOrderEnd => "Expected state to be end pending",
                     ProbeReason::Timeout => "Engine still pending at the timeout",
                 };
+                f.write_str(what)?;
+                if !engines.is_empty() {
+                    write!(f, " ({engines})")?;
+                }
                 write!(
                     f,
-                    "{what}; aws_hal_intc_read_cause = 0x{cause:x}{}",
+                    "; aws_hal_intc_read_cause = 0x{cause:x}{}",
                     if overflow { " [overflow detected]" } else { "" }
                 )
             }
@@ -330,6 +336,7 @@ impl ExecEvent {
             | BadCustomSubId { engine, .. }
             | TimestampCalInvalid { engine, .. } => engine.into(),
             CoreTimeout { no_start, no_end, .. } => no_start.union(no_end),
+            OverflowProbe { engines, .. } => engines,
             _ => EngineSet::EMPTY,
         }
     }

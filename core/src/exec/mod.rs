@@ -633,7 +633,10 @@ impl ExecRequest {
             all_done = false;
             if elapsed_ms >= self.timeout_ms {
                 let c = core as u8;
-                let st = if self.probe_overflow(dev, core, ProbeReason::Timeout) {
+                let pending = self
+                    .engines_in(core, TpbEngState::StartPending)
+                    .union(self.engines_in(core, TpbEngState::EndPending));
+                let st = if self.probe_overflow(dev, core, ProbeReason::Timeout, pending) {
                     self.set_fatal(core, fatal::OVERFLOW);
                     NrtError::failed(NrtStatus::ExecSwNqOverflow)
                 } else {

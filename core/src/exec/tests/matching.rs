@@ -85,6 +85,9 @@ fn out_of_order_start_probes_the_intc() {
             probe,
             Some(Event::Exec(ExecEvent::OverflowProbe { reason: ProbeReason::OutOfOrderStart, .. }))
         ));
+        let probe = probe.and_then(|e| e.exec().copied()).unwrap();
+        assert_eq!(probe.engines(), EngineSet::from(Engine::Act), "the engine whose START came twice");
+        assert!(probe.to_string().starts_with("core 0: Expected state to be start pending (ACT); "), "{probe}");
     }
 }
 
@@ -97,6 +100,8 @@ fn end_without_start_probes_the_intc() {
         r.enter_wait_core();
         assert_eq!(r.step(), Step::failed(want));
         assert_eq!(r.req.fatal_flag(0, fatal::END_OVERFLOW), bit != 0);
+        let probe = r.dev.events_of("overflow_probe").next().and_then(|e| e.exec().copied()).unwrap();
+        assert_eq!(probe.engines(), EngineSet::from(Engine::Dve), "the engine whose END came first");
     }
 }
 
@@ -249,6 +254,9 @@ fn a_timeout_names_the_engines_that_never_wrote_start_or_end_and_marks_the_core(
         }
     );
     assert_eq!((e.core(), e.engines()), (Some(0), no_start.union(no_end)));
+    let probe = r.dev.events_of("overflow_probe").next().and_then(|e| e.exec().copied()).unwrap();
+    assert_eq!(probe.engines(), no_start.union(no_end), "the probe at the timeout names the pending engines");
+    assert!(probe.to_string().starts_with("core 0: Engine still pending at the timeout (POOL,DVE,SP); "), "{probe}");
     let text = "engines still pending after 1000 ms (budget 1000 ms): NRT_TIMEOUT (5); started, never wrote END: DVE; \
                 never wrote START: POOL,SP";
     assert_eq!(e.message().to_string(), text);
