@@ -444,7 +444,7 @@ impl ExecRequest {
     /// Whether `core`'s budget ran out with engines pending (its
     /// [`ExecEvent::CoreTimeout`]: a timeout, or an overflow found at it).
     pub fn timed_out(&self, core: usize) -> bool {
-        core < MAX_CORES && self.timed_out & (1 << core) != 0
+        u32::try_from(core).ok().and_then(|c| self.timed_out.checked_shr(c)).is_some_and(|b| b & 1 != 0)
     }
 
     /// `exec_fatal_status[core][idx]` (see [`fatal`]).

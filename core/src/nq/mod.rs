@@ -180,5 +180,7 @@ mod engine_set_tests {
         assert_eq!(EngineSet::from_bits(0xff).bits(), 0b1_1111, "bits past the fifth engine dropped");
         assert_eq!(EngineSet::from(Engine::Act).union(EngineSet::from(Engine::Pool)).bits(), 0b110);
         assert_eq!(EngineSet::from_bits(0b10).to_string(), "ACT");
+        assert_eq!(s.with(Engine::Dve), s, "adding an engine twice keeps it");
+        assert_eq!(s.union(EngineSet::from(Engine::Pe).with(Engine::Act)).bits(), 0b1_1011, "shared engines kept");
     }
 }

@@ -232,7 +232,7 @@ fn a_timeout_names_the_engines_that_never_wrote_start_or_end_and_marks_the_core(
     assert_eq!(r.req.engines_in(2, TpbEngState::Complete), EngineSet::EMPTY);
     assert!(r.req.timed_out(0));
     assert!(!r.req.timed_out(1), "core 1 completed");
-    assert!(!r.req.timed_out(2));
+    assert!(!r.req.timed_out(2) && !r.req.timed_out(8) && !r.req.timed_out(usize::MAX), "no such core");
     let e = r
         .dev
         .events
@@ -261,6 +261,19 @@ fn a_timeout_names_the_engines_that_never_wrote_start_or_end_and_marks_the_core(
                 never wrote START: POOL,SP";
     assert_eq!(e.message().to_string(), text);
     assert_eq!(e.to_string(), format!("core 0: {text}"));
+}
+
+#[test]
+fn only_the_core_that_timed_out_is_marked() {
+    let mut r = Rig::new(2, 1);
+    r.dev.run_all(1, 1, 2);
+    r.dev.start(1, 4, 1); // core 1 SP starts and never ends
+    r.enter_wait_core();
+    assert_eq!(r.step(), Step::InFlight);
+    r.dev.advance_ms(1_000);
+    assert_eq!(r.step(), Step::failed(NrtStatus::Timeout));
+    assert!(r.req.timed_out(1) && !r.req.timed_out(0), "core 1 timed out, core 0 completed");
+    assert_eq!(r.req.engines_in(1, TpbEngState::EndPending), EngineSet::from(Engine::Sp));
 }
 
 #[test]
