@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use nrt_core::arch::Arch;
 use nrt_core::event::Event;
 use nrt_core::exec::{fatal, ts_slot, ExecRequest, Step, TpbEngState};
-use nrt_core::nq::{Engine, ErrorClass};
+use nrt_core::nq::{Engine, EngineSet, ErrorClass};
 use nrt_core::trace::Level;
 use nrt_core::NrtStatus;
 use serde_json::{json, Value};
@@ -111,6 +111,88 @@ pub struct EngineReport {
     pub end_us: Option<u64>,
 }
 
+/// What became of a core's harvest: what its report line says it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoreHarvest {
+    /// Every engine wrote START and END: the core's time is its duration.
+    Complete,
+    /// The core's budget (`budget_ms`) ran out with engines pending: a
+    /// timeout, or an overflow found at it.
+    TimedOut {
+        /// The budget, ms.
+        budget_ms: u64,
+        /// Engines that never wrote START.
+        no_start: EngineSet,
+        /// Engines that started and never wrote END.
+        no_end: EngineSet,
+    },
+    /// The harvest ended at a fault of this core before its engines all
+    /// ended: its duration spans only the records seen.
+    Faulted {
+        /// Engines that never wrote START.
+        no_start: EngineSet,
+        /// Engines that started and never wrote END.
+        no_end: EngineSet,
+    },
+    /// The harvest ended (at another core's fault) before this core's
+    /// engines all ended: its `exec_ret` and duration say nothing of it.
+    NotHarvested {
+        /// Engines that never wrote START.
+        no_start: EngineSet,
+        /// Engines that started and never wrote END.
+        no_end: EngineSet,
+    },
+}
+
+impl CoreHarvest {
+    /// What `req` left of `core`: complete, timed out, faulted or not harvested.
+    pub fn of(req: &ExecRequest, core: usize) -> CoreHarvest {
+        let no_start = req.engines_in(core, TpbEngState::StartPending);
+        let no_end = req.engines_in(core, TpbEngState::EndPending);
+        if no_start.is_empty() && no_end.is_empty() {
+            CoreHarvest::Complete
+        } else if req.timed_out(core) {
+            CoreHarvest::TimedOut { budget_ms: req.timeout_ms(), no_start, no_end }
+        } else if req.out_info().exec_rets.get(core).is_some_and(|s| !s.is_success()) {
+            CoreHarvest::Faulted { no_start, no_end }
+        } else {
+            CoreHarvest::NotHarvested { no_start, no_end }
+        }
+    }
+
+    /// The JSON name (`"not_harvested"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            CoreHarvest::Complete => "complete",
+            CoreHarvest::TimedOut { .. } => "timed_out",
+            CoreHarvest::Faulted { .. } => "faulted",
+            CoreHarvest::NotHarvested { .. } => "not_harvested",
+        }
+    }
+
+    /// The engines that never wrote START and those that never wrote END.
+    pub const fn pending(self) -> (EngineSet, EngineSet) {
+        match self {
+            CoreHarvest::Complete => (EngineSet::EMPTY, EngineSet::EMPTY),
+            CoreHarvest::TimedOut { no_start, no_end, .. }
+            | CoreHarvest::Faulted { no_start, no_end }
+            | CoreHarvest::NotHarvested { no_start, no_end } => (no_start, no_end),
+        }
+    }
+}
+
+/// `started, never wrote END: DVE; never wrote START: SP`.
+fn pending_text(no_start: EngineSet, no_end: EngineSet) -> String {
+    let mut parts = Vec::new();
+    if !no_end.is_empty() {
+        parts.push(format!("started, never wrote END: {no_end}"));
+    }
+    if !no_start.is_empty() {
+        parts.push(format!("never wrote START: {no_start}"));
+    }
+    parts.join("; ")
+}
+
 /// One core's outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CoreReport {
@@ -120,6 +202,9 @@ pub struct CoreReport {
     pub exec_ret: NrtStatus,
     /// `tpb_duration[core]`, microseconds.
     pub duration_us: u64,
+    /// What became of the core's harvest (its line says it instead of a
+    /// duration when it is not complete).
+    pub harvest: CoreHarvest,
     /// The `exec_fatal_status` flags set, by name.
     pub fatal: Vec<&'static str>,
     /// The first error class of its error sweep.
@@ -200,6 +285,7 @@ pub fn core_reports(req: &ExecRequest, cores: u8) -> Vec<CoreReport> {
             core: c as u8,
             exec_ret: out.exec_rets.get(c).copied().unwrap_or(NrtStatus::Success),
             duration_us: out.tpb_duration_us.get(c).copied().unwrap_or(0),
+            harvest: CoreHarvest::of(req, c),
             fatal: (1..fatal::COUNT)
                 .filter(|i| req.fatal_flag(c, *i))
                 .filter_map(|i| fatal::NAMES.get(i).copied())
@@ -399,14 +485,23 @@ fn rest_text(o: &mut String, r: &RunReport) {
 fn core_text(o: &mut String, core: &CoreReport) {
     let fatal = if core.fatal.is_empty() { "none".to_string() } else { core.fatal.join(", ") };
     let err = core.err.map_or(String::new(), |e| format!(", first error class {}", e.name()));
-    let _ = writeln!(
-        o,
-        "core {}: exec_ret {} {}, duration {} us, fatal flags: {fatal}{err}",
-        core.core,
-        core.exec_ret.code(),
-        core.exec_ret.name(),
-        core.duration_us
-    );
+    let ret = format!("exec_ret {} {}", core.exec_ret.code(), core.exec_ret.name());
+    let what = match core.harvest {
+        CoreHarvest::Complete => format!("{ret}, duration {} us", core.duration_us),
+        CoreHarvest::TimedOut { budget_ms, no_start, no_end } => {
+            format!("{ret}, timed out after {budget_ms} ms (its budget): {}", pending_text(no_start, no_end))
+        }
+        CoreHarvest::Faulted { no_start, no_end } => format!(
+            "{ret}, stopped at its fault: {}; {} us from the first START to the last END seen",
+            pending_text(no_start, no_end),
+            core.duration_us
+        ),
+        CoreHarvest::NotHarvested { no_start, no_end } => format!(
+            "not harvested: the harvest ended before this core's engines did ({}); no exec_ret or duration",
+            pending_text(no_start, no_end)
+        ),
+    };
+    let _ = writeln!(o, "core {}: {what}, fatal flags: {fatal}{err}", core.core);
     let _ = writeln!(o, "  engine  state          start_us      end_us  duration_us");
     for e in &core.engines {
         let fmt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
@@ -481,6 +576,13 @@ pub fn json(r: &RunReport, scenario: Option<(&str, NrtStatus)>) -> Value {
                 "exec_ret": core.exec_ret.code(),
                 "exec_ret_name": core.exec_ret.name(),
                 "duration_us": core.duration_us,
+                "harvest": core.harvest.name(),
+                "timed_out_after_ms": match core.harvest {
+                    CoreHarvest::TimedOut { budget_ms, .. } => Some(budget_ms),
+                    _ => None,
+                },
+                "never_wrote_start": core.harvest.pending().0.iter().map(Engine::name).collect::<Vec<_>>(),
+                "never_wrote_end": core.harvest.pending().1.iter().map(Engine::name).collect::<Vec<_>>(),
                 "fatal": Value::Object(flags),
                 "error_class": core.err.map(|e| e.name()),
                 "cc_start_us": core.cc_us.0,

@@ -253,7 +253,7 @@ impl log::Log for StderrLog {
     fn log(&self, r: &log::Record<'_>) {
         if self.enabled(r.metadata()) {
             use std::io::Write;
-            let line = log_line(self.prefix, r);
+            let line = format!("{}{}", crate::oplog::stamp(), log_line(self.prefix, r));
             let _ = std::io::stderr().lock().write_all(line.as_bytes());
         }
     }
@@ -268,17 +268,21 @@ impl log::Log for StderrLog {
 /// its source ([`BudgetScope`]).
 pub const CORE_TIMEOUT_KIND: &str = "core_timeout";
 
-/// The line [`init_stderr_log`]'s logger writes for `r`: `PREFIX: LEVEL
-/// COMPONENT: message`, and for a [`CORE_TIMEOUT_KIND`] record logged while
-/// a [`BudgetScope`] is in effect on this thread, `; budget in effect: ` and
-/// the budget with its source after the message.
+/// The line [`init_stderr_log`]'s logger writes for `r`, after the time and
+/// pid (`crate::oplog::stamp`): `PREFIX: LEVEL COMPONENT: message`, a harvest
+/// event of a core placed first (`nd0 nc1 DVE: `, `crate::oplog`), and for a
+/// [`CORE_TIMEOUT_KIND`] record, `; budget in effect: ` and the budget with
+/// its source after the message (while a [`BudgetScope`] is in effect on this
+/// thread), then what to check next.
 pub fn log_line(prefix: &str, r: &log::Record<'_>) -> String {
-    let mut line = format!("{prefix}: {} {}: {}", r.level(), component_of(r.target()), r.args());
+    let place = crate::oplog::record_place(r);
+    let mut line = format!("{prefix}: {} {}: {place}{}", r.level(), component_of(r.target()), r.args());
     let kind = r.key_values().get(log::kv::Key::from_str("kind"));
     if kind.and_then(|v| v.to_borrowed_str().map(|k| k == CORE_TIMEOUT_KIND)) == Some(true) {
         if let Some(b) = thread_budget() {
             line.push_str(&format!("; budget in effect: {b}"));
         }
+        line.push_str(&crate::oplog::next_step(thread_budget(), crate::oplog::thread_site()));
     }
     line.push('\n');
     line
@@ -952,27 +956,33 @@ mod tests {
             )
         };
         let bare = "nrt: ERROR TDRV: core 0: engines still pending after 1000 ms (budget 1000 ms): NRT_TIMEOUT\n";
+        let next = crate::oplog::next_step(None, None);
         assert_eq!(thread_budget(), None);
-        assert_eq!(line(CORE_TIMEOUT_KIND), bare, "no budget said: the line as the engine wrote it");
+        assert_eq!(line(CORE_TIMEOUT_KIND), bare.replace('\n', &format!("{next}\n")), "no budget said: no budget");
         let env = Budget { seconds: 1, source: Source::Env(EXEC_TIMEOUT) };
         let flag = Budget { seconds: 2, source: Source::Flag("--timeout-s") };
         {
             let _outer = BudgetScope::enter(env);
             assert_eq!(
                 line(CORE_TIMEOUT_KIND),
-                "nrt: ERROR TDRV: core 0: engines still pending after 1000 ms (budget 1000 ms): NRT_TIMEOUT; \
-                 budget in effect: execution timeout 1 s (from variable NEURON_RT_EXEC_TIMEOUT)\n"
+                format!(
+                    "nrt: ERROR TDRV: core 0: engines still pending after 1000 ms (budget 1000 ms): NRT_TIMEOUT; \
+                     budget in effect: execution timeout 1 s (from variable NEURON_RT_EXEC_TIMEOUT){}\n",
+                    crate::oplog::next_step(Some(env), None)
+                )
             );
             assert_eq!(line("error_record"), bare, "another kind of line is left alone");
             {
                 let _inner = BudgetScope::enter(flag);
-                assert!(line(CORE_TIMEOUT_KIND).ends_with("execution timeout 2 s (from flag --timeout-s)\n"));
+                assert!(
+                    line(CORE_TIMEOUT_KIND).contains("execution timeout 2 s (from flag --timeout-s); to check next: ")
+                );
             }
             assert_eq!(thread_budget(), Some(env), "the inner scope put the outer budget back");
             let other = std::thread::spawn(thread_budget).join().unwrap();
             assert_eq!(other, None, "a budget is the thread's own");
         }
         assert_eq!(thread_budget(), None);
-        assert_eq!(line(CORE_TIMEOUT_KIND), bare);
+        assert_eq!(line(CORE_TIMEOUT_KIND), bare.replace('\n', &format!("{next}\n")));
     }
 }

@@ -857,11 +857,15 @@ pub unsafe extern "C" fn nrt_session_run(session: *mut nrt_session, status: *mut
     match ran {
         Ok(r) => {
             if matches!(r.status, NrtStatus::Timeout | NrtStatus::ExecSwNqOverflow) {
+                let site = s.session.site();
+                let engines = crate::oplog::timed_out_engines(&r.request, Some(site));
                 log::error!(
-                    "nrt_session_run: the harvest ended at its {}: status {} {}",
+                    "nrt_session_run: {site}: the harvest ended at its {}: status {} {}{}{}",
                     s.budget,
                     r.status.code(),
-                    r.status.name()
+                    r.status.name(),
+                    if engines.is_empty() { "" } else { "; " },
+                    engines
                 );
             }
             // SAFETY: null-checked; the caller guarantees it is writable.

@@ -51,6 +51,7 @@ pub mod fork;
 #[cfg(feature = "sim")]
 pub mod harvest;
 pub mod ioctl;
+pub mod oplog;
 pub mod poller;
 pub mod rings;
 pub mod session;

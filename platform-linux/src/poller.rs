@@ -1029,8 +1029,9 @@ fn answer(sh: &Shared, h: &Handoff, step: Step) {
 }
 
 /// Lanes whose [`lane`](Lanes::lane) first puts the budget of the lane's
-/// request in effect on the thread (a pass steps that request right after
-/// lending its lane), so that the timeout line its harvest logs names it.
+/// request and the lane's place in effect on the thread (a pass steps that
+/// request right after lending its lane), so that the lines its harvest logs
+/// name them.
 struct BudgetLanes<'a, L> {
     inner: &'a mut L,
     budgets: &'a std::collections::HashMap<u16, crate::config::Budget>,
@@ -1039,7 +1040,9 @@ struct BudgetLanes<'a, L> {
 impl<L: Lanes> Lanes for BudgetLanes<'_, L> {
     type Dev = L::Dev;
     fn lane(&mut self, lane: u16) -> Option<(&mut L::Dev, &mut Notifications)> {
-        crate::config::set_thread_budget(self.budgets.get(&lane).copied());
+        let budget = if self.budgets.is_empty() { None } else { self.budgets.get(&lane).copied() };
+        crate::config::set_thread_budget(budget);
+        crate::oplog::set_thread_site(Some(crate::oplog::Site::lane(lane)));
         self.inner.lane(lane)
     }
 }
@@ -1148,13 +1151,9 @@ fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
             }
             finished.push(c.lane);
         };
-        let pass = if budgets.is_empty() {
-            group.poll_due(lanes, pass_ns, &mut done)
-        } else {
-            let pass = group.poll_due(&mut BudgetLanes { inner: &mut *lanes, budgets: &budgets }, pass_ns, &mut done);
-            crate::config::set_thread_budget(None);
-            pass
-        };
+        let pass = group.poll_due(&mut BudgetLanes { inner: &mut *lanes, budgets: &budgets }, pass_ns, &mut done);
+        crate::config::set_thread_budget(None);
+        crate::oplog::set_thread_site(None);
         for lane in finished.drain(..) {
             budgets.remove(&lane);
         }

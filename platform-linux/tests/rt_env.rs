@@ -84,9 +84,14 @@ macro_rules! need_user_notif {
 
 /// `nrt-sim driver --scenario <scenario> -- nrtctl run --device /dev/neuron0 <args>` with `env`.
 fn under_driver(sim: &std::path::Path, scenario: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    driven(sim, &["--scenario", scenario], args, env)
+}
+
+/// `nrt-sim driver <driver> -- nrtctl run --device /dev/neuron0 <args>` with `env`.
+fn driven(sim: &std::path::Path, driver: &[&str], args: &[&str], env: &[(&str, &str)]) -> Output {
     let ctl = nrtctl();
     let mut c = clean(sim);
-    c.args(["driver", "--scenario", scenario, "--"]).arg(ctl.get_program()).args(["run", "--device", "/dev/neuron0"]);
+    c.arg("driver").args(driver).arg("--").arg(ctl.get_program()).args(["run", "--device", "/dev/neuron0"]);
     c.args(args);
     for (k, v) in env {
         c.env(k, v);
@@ -135,15 +140,34 @@ fn run_help_lists_the_variables() {
     }
 }
 
-/// Whether `err` has the harvest's timeout line: `head`, then the time the
-/// engines were pending, in ms, at least `budget_ms` (how far past the budget
-/// the wall clock had run when the step looked is the machine's speed, not a
-/// verdict: a CI run read 1001 ms), then ` ms ` and `tail`.
+/// A line of the binding's logger without its stamp, and the stamp's pid:
+/// `TIME pid PID ` first, `TIME` RFC 3339 UTC with microseconds
+/// (`2026-12-05T00:54:56.123456Z`); `None` for a line without it.
+fn unstamped(line: &str) -> Option<(u32, &str)> {
+    let (time, rest) = line.split_once(" pid ")?;
+    let b = time.as_bytes();
+    let digits = |r: std::ops::Range<usize>| r.into_iter().all(|i| b.get(i).is_some_and(u8::is_ascii_digit));
+    let shape = b.len() == 27
+        && [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':'), (19, b'.'), (26, b'Z')]
+            .iter()
+            .all(|(i, c)| b[*i] == *c)
+        && [0..4, 5..7, 8..10, 11..13, 14..16, 17..19, 20..26].into_iter().all(digits);
+    let (pid, rest) = rest.split_once(' ')?;
+    shape.then_some(())?;
+    Some((pid.parse().ok()?, rest))
+}
+
+/// Whether `err` has the harvest's timeout line, stamped: `head`, then the
+/// time the engines were pending, in ms, at least `budget_ms` (how far past
+/// the budget the wall clock had run when the step looked is the machine's
+/// speed, not a verdict: a CI run read 1001 ms), then ` ms ` and a rest that
+/// starts with `tail`.
 fn pending_line(err: &str, head: &str, budget_ms: u64, tail: &str) -> bool {
     err.lines().any(|l| {
+        let Some((_, l)) = unstamped(l) else { return false };
         let Some(rest) = l.strip_prefix(head) else { return false };
         let Some((ms, after)) = rest.split_once(" ms ") else { return false };
-        ms.parse::<u64>().is_ok_and(|ms| ms >= budget_ms) && after == tail
+        ms.parse::<u64>().is_ok_and(|ms| ms >= budget_ms) && after.starts_with(tail)
     })
 }
 
@@ -165,9 +189,10 @@ fn exec_timeout_sets_the_budget_a_flag_beats_it_and_every_timeout_message_names_
     assert!(
         pending_line(
             &err,
-            "nrtctl: ERROR TDRV: core 0: engines still pending after ",
+            "nrtctl: ERROR TDRV: nd0 nc0 DVE: engines still pending after ",
             1000,
-            "(budget 1000 ms): NRT_TIMEOUT (5); budget in effect: execution timeout 1 s (from variable NEURON_RT_EXEC_TIMEOUT)"
+            "(budget 1000 ms): NRT_TIMEOUT (5); started, never wrote END: DVE; budget in effect: execution timeout 1 s \
+             (from variable NEURON_RT_EXEC_TIMEOUT); to check next: "
         ),
         "{err}"
     );
@@ -178,7 +203,8 @@ fn exec_timeout_sets_the_budget_a_flag_beats_it_and_every_timeout_message_names_
     assert!(err.contains("execution timeout 2 s (from flag --timeout-s)"), "{err}");
     assert!(
         err.contains(
-            "(budget 2000 ms): NRT_TIMEOUT (5); budget in effect: execution timeout 2 s (from flag --timeout-s)"
+            "(budget 2000 ms): NRT_TIMEOUT (5); started, never wrote END: DVE; budget in effect: execution timeout 2 s \
+             (from flag --timeout-s); to check next: "
         ),
         "{err}"
     );
@@ -242,7 +268,7 @@ fn log_level_and_its_component_forms_govern_the_log_lines_on_standard_error() {
         assert!(out.contains("status: 1003"), "{env:?}: {out}{err}");
         err
     };
-    let line = "nrtctl: ERROR TDRV: core 0: error notification subtype 1 (NUMERICAL)";
+    let line = "nrtctl: ERROR TDRV: nd0 nc0: error notification subtype 1 (NUMERICAL)";
     assert!(err_of(&[]).contains(line), "ERROR is the default");
     assert!(!err_of(&[("NEURON_RT_LOG_LEVEL", "QUIET")]).contains("nrtctl: ERROR"));
     assert!(!err_of(&[("NEURON_RT_LOG_LEVEL_TDRV", "QUIET")]).contains(line), "the component's form");
@@ -420,15 +446,16 @@ fn the_c_session_takes_the_timeout_the_cores_and_the_log_level_from_the_variable
     let (out, err) = run("hang", &["0", "0", "env"], &[("NEURON_RT_EXEC_TIMEOUT", "1")]);
     assert!(out.contains("timeout: 1 s") && out.contains("status: 5 NRT_TIMEOUT"), "{out}{err}");
     assert!(
-        err.contains("nrt: ERROR TDRV: nrt_session_run: the harvest ended at its execution timeout 1 s (from variable NEURON_RT_EXEC_TIMEOUT): status 5 NRT_TIMEOUT"),
+        err.contains("nrt: ERROR TDRV: nrt_session_run: nd0 nc0-1: the harvest ended at its execution timeout 1 s (from variable NEURON_RT_EXEC_TIMEOUT): status 5 NRT_TIMEOUT; nd0 nc0: started, never wrote END: DVE"),
         "{err}"
     );
     assert!(
         pending_line(
             &err,
-            "nrt: ERROR TDRV: core 0: engines still pending after ",
+            "nrt: ERROR TDRV: nd0 nc0 DVE: engines still pending after ",
             1000,
-            "(budget 1000 ms): NRT_TIMEOUT (5); budget in effect: execution timeout 1 s (from variable NEURON_RT_EXEC_TIMEOUT)"
+            "(budget 1000 ms): NRT_TIMEOUT (5); started, never wrote END: DVE; budget in effect: execution timeout 1 s \
+             (from variable NEURON_RT_EXEC_TIMEOUT); to check next: "
         ),
         "the harvest's own timeout line: {err}"
     );
@@ -458,7 +485,7 @@ fn the_c_session_takes_the_timeout_the_cores_and_the_log_level_from_the_variable
         "{out}{err}"
     );
     // NEURON_RT_LOG_LEVEL[_TDRV]: the library's lines on standard error.
-    let line = "nrt: ERROR TDRV: core 0: error notification subtype 1 (NUMERICAL)";
+    let line = "nrt: ERROR TDRV: nd0 nc0: error notification subtype 1 (NUMERICAL)";
     let err_of = |env: &[(&str, &str)]| {
         let (out, err) = run("nan", &[], env);
         assert!(out.contains("status: 1003"), "{env:?}: {out}{err}");
@@ -506,7 +533,8 @@ fn the_c_poller_takes_the_timeout_and_the_log_level_from_the_variables_and_refus
     );
     // The harvest's own line, logged on the poller thread, names the request's.
     assert!(
-        err.contains("(budget 2000 ms): NRT_TIMEOUT (5); budget in effect: execution timeout 2 s (from variable NEURON_RT_EXEC_TIMEOUT)"),
+        err.contains("nrt: ERROR TDRV: lane 0 core 0 PE,ACT,POOL,DVE,SP: engines still pending after ")
+            && err.contains("(budget 2000 ms): NRT_TIMEOUT (5); started, never wrote END: PE,ACT,POOL,DVE,SP; budget in effect: execution timeout 2 s (from variable NEURON_RT_EXEC_TIMEOUT)"),
         "{err}"
     );
     // An explicit timeout_s beats the variable.
@@ -690,8 +718,8 @@ fn nrt_request_new_takes_the_timeout_from_the_variable_and_refuses_bad_values() 
     let (out, err) = text(&o);
     assert!(o.status.success() && out.contains("status: 5 NRT_TIMEOUT"), "{out}{err}");
     assert!(
-        err.contains("nrt: ERROR TDRV: core 0: engines still pending after")
-            && err.contains("(budget 1000 ms): NRT_TIMEOUT (5); budget in effect: execution timeout 1 s (from variable NEURON_RT_EXEC_TIMEOUT)"),
+        err.contains("nrt: ERROR TDRV: core 0 PE,ACT,POOL,DVE,SP: engines still pending after")
+            && err.contains("(budget 1000 ms): NRT_TIMEOUT (5); started, never wrote END: PE,ACT,POOL,DVE,SP; budget in effect: execution timeout 1 s (from variable NEURON_RT_EXEC_TIMEOUT)"),
         "{err}"
     );
     let (_, _, err) = run("env", &[info]);
@@ -942,4 +970,143 @@ fn visible_cores_off_the_device_is_refused_at_open_naming_the_variable_and_the_v
     let (out, err) = text(&o);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
     assert_eq!((v["status"].as_u64(), v["first_core"].as_u64()), (Some(0), Some(1)), "{out}{err}");
+}
+
+/// The lines of `err` that the binding's logger or `nrtctl run` wrote about
+/// a harvest, each unstamped with its pid; every such line is stamped.
+fn harvest_lines(err: &str) -> Vec<(u32, &str)> {
+    let lines: Vec<&str> =
+        err.lines().filter(|l| l.contains("nrtctl: ") || l.contains("nrtctl run: inference")).collect();
+    lines.iter().map(|l| unstamped(l).unwrap_or_else(|| panic!("not stamped: {l}\n{err}"))).collect()
+}
+
+#[test]
+fn a_timeout_on_the_devices_core_1_names_nd0_nc1_the_engine_the_pid_the_time_and_what_to_check_next() {
+    need_user_notif!();
+    let sim = common::nrt_sim();
+    // The session's one core is the device's core 1, whose DVE hangs.
+    let env = [("NEURON_RT_VISIBLE_CORES", "1"), ("NEURON_RT_EXEC_TIMEOUT", "1")];
+    let o = driven(&sim, &["--inject", "hang:core=1,engine=DVE"], &[], &env);
+    let (out, err) = text(&o);
+    assert!(out.contains("status: 5 NRT_TIMEOUT"), "{out}{err}");
+    let lines = harvest_lines(&err);
+    let pid = lines.first().unwrap_or_else(|| panic!("no harvest line: {err}")).0;
+    assert!(lines.iter().all(|(p, _)| *p == pid), "one process: {err}");
+    assert!(
+        pending_line(
+            &err,
+            "nrtctl: ERROR TDRV: nd0 nc1 DVE: engines still pending after ",
+            1000,
+            "(budget 1000 ms): NRT_TIMEOUT (5); started, never wrote END: DVE; budget in effect: execution timeout 1 s \
+             (from variable NEURON_RT_EXEC_TIMEOUT); to check next: each engine's span (`nrtctl run --trace FILE`), \
+             the core's counts (`nrtctl stats --device /dev/neuron0 --pid "
+        ),
+        "{err}"
+    );
+    let timeout = lines.iter().find(|(_, l)| l.contains("engines still pending")).unwrap().1;
+    assert!(
+        timeout.ends_with(&format!("--pid {pid}`); raise NEURON_RT_EXEC_TIMEOUT only if the work needs longer")),
+        "the next step names this process and the budget's source: {timeout}"
+    );
+    assert!(
+        lines.iter().any(|(_, l)| *l
+            == "nrtctl: ERROR TDRV: nd0 nc1: timed out with no HBM, DMA or collectives fault: \
+             hang on compute (HANG_ON_COMPUTE)"),
+        "{err}"
+    );
+    assert!(
+        lines.iter().any(|(_, l)| *l
+            == "nrtctl run: inference 1: nd0 nc1: the harvest ended at its execution timeout 1 s (from variable \
+                NEURON_RT_EXEC_TIMEOUT): status 5 NRT_TIMEOUT; nd0 nc1: started, never wrote END: DVE"),
+        "{err}"
+    );
+    assert!(!err.contains("core 0"), "no line names the session's index as a core: {err}");
+}
+
+#[test]
+fn an_unexpected_notification_is_stamped_and_names_the_device_core_and_engine() {
+    need_user_notif!();
+    let sim = common::nrt_sim();
+    let o = under_driver(&sim, "unexpected-subtype", &[], &[]);
+    let (out, err) = text(&o);
+    assert!(out.contains("status: 1 NRT_FAILURE"), "{out}{err}");
+    let lines = harvest_lines(&err);
+    assert!(
+        lines.iter().any(|(_, l)| l.starts_with(
+            "nrtctl: ERROR TDRV: nd0 nc0 SP: Received unexpected notification on engine SP. Debug Hint: "
+        )),
+        "{err}"
+    );
+}
+
+/// The `cores` of `nrtctl run --json`'s report.
+fn json_cores(o: &Output) -> Vec<serde_json::Value> {
+    let (out, err) = text(o);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    v["cores"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn a_core_line_says_whether_the_core_was_harvested_timed_out_or_took_its_time() {
+    need_user_notif!();
+    let sim = common::nrt_sim();
+    // Core 1's barrier proxy fails: finalized at once, core 0 never harvested.
+    let o = under_driver(&sim, "barrier-fail", &[], &[]);
+    let (out, err) = text(&o);
+    assert!(
+        out.lines().any(|l| l
+            == "core 0: not harvested: the harvest ended before this core's engines did (never wrote START: \
+                PE,ACT,POOL,DVE,SP); no exec_ret or duration, fatal flags: none"),
+        "{out}{err}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with("core 1: exec_ret 1200 NRT_EXEC_HW_ERR_COLLECTIVES, stopped at its fault: ")),
+        "{out}{err}"
+    );
+    let cores = json_cores(&under_driver(&sim, "barrier-fail", &["--json"], &[]));
+    assert_eq!(cores[0]["harvest"], "not_harvested", "{cores:?}");
+    assert_eq!(cores[0]["never_wrote_start"], serde_json::json!(["PE", "ACT", "POOL", "DVE", "SP"]));
+    assert_eq!((&cores[0]["exec_ret"], &cores[0]["duration_us"]), (&0.into(), &0.into()), "fields kept");
+    assert_eq!(cores[1]["harvest"], "faulted", "{cores:?}");
+    // A timed-out core: its budget, not a duration.
+    let env = [("NEURON_RT_EXEC_TIMEOUT", "1")];
+    let o = under_driver(&sim, "hang", &[], &env);
+    let (out, err) = text(&o);
+    assert!(
+        out.lines().any(|l| l
+            == "core 0: exec_ret 5 NRT_TIMEOUT, timed out after 1000 ms (its budget): started, never wrote END: DVE, \
+                fatal flags: timeout"),
+        "{out}{err}"
+    );
+    let core1 = out.lines().find(|l| l.starts_with("core 1: ")).unwrap_or_default();
+    assert!(
+        core1.starts_with("core 1: exec_ret 0 NRT_SUCCESS, duration ") && !core1.contains("duration 0 us"),
+        "{out}"
+    );
+    let cores = json_cores(&under_driver(&sim, "hang", &["--json"], &env));
+    assert_eq!((&cores[0]["harvest"], &cores[0]["timed_out_after_ms"]), (&"timed_out".into(), &1000.into()));
+    assert_eq!(cores[0]["never_wrote_end"], serde_json::json!(["DVE"]));
+    assert_eq!((&cores[1]["harvest"], &cores[1]["timed_out_after_ms"]), (&"complete".into(), &serde_json::Value::Null));
+    // drop-start: core 0 faults at the out-of-order END; no core reads as a
+    // success that took no time.
+    let o = under_driver(&sim, "drop-start", &[], &[("NEURON_RT_LOG_LEVEL", "WARNING")]);
+    let (out, err) = text(&o);
+    assert!(out.lines().any(|l| l.starts_with("core 0: exec_ret 1 NRT_FAILURE, stopped at its fault: ")), "{out}{err}");
+    // The fault's one line (a warning) names the engine whose END came first.
+    assert!(
+        harvest_lines(&err).iter().any(|(_, l)| l.starts_with(
+            "nrtctl: WARN TDRV: nd0 nc0 SP: Expected state to be end pending (SP); aws_hal_intc_read_cause = 0x"
+        )),
+        "{err}"
+    );
+    assert!(!out.contains("duration 0 us"), "{out}");
+    for c in json_cores(&under_driver(&sim, "drop-start", &["--json"], &[])) {
+        let complete = c["harvest"] == "complete";
+        assert!(!complete || c["duration_us"] != 0, "{c}");
+        assert_eq!(
+            complete,
+            c["never_wrote_start"] == serde_json::json!([]) && c["never_wrote_end"] == serde_json::json!([]),
+            "{c}"
+        );
+    }
 }

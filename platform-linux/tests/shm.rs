@@ -185,6 +185,41 @@ fn two_processes_nrt_sim_serve_and_nrtctl_harvest() {
 }
 
 #[test]
+fn nrtctl_harvest_of_a_hang_names_the_file_the_core_and_the_engine_with_a_stamp() {
+    let sim = nrt_sim_binary();
+    let path = shm_path("xproc-hang");
+    let mut server = common::spawn_server_with(&sim, &path, 1, &["--inject", "hang:core=1,engine=PE"]);
+    let mut host = common::without_rt_env(Command::new(env!("CARGO_BIN_EXE_nrtctl")))
+        .args(["harvest", "--timeout-s", "1", "--wait-s", "20", "--shm"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nrtctl runs");
+    let (_, hout) = wait_bounded(&mut host, "nrtctl harvest");
+    let _ = wait_bounded(&mut server, "nrt-sim serve");
+    let _ = std::fs::remove_file(&path);
+    assert!(hout.contains("status: 5 NRT_TIMEOUT"), "{hout}");
+    let tail = format!(
+        " nrtctl harvest: inference 1: {}: the harvest ended at its execution timeout 1 s (from flag --timeout-s): \
+         status 5 NRT_TIMEOUT; core 1: started, never wrote END: PE",
+        path.display()
+    );
+    let line = hout.lines().find(|l| l.ends_with(&tail)).unwrap_or_else(|| panic!("{hout}"));
+    let pid = line.split(" pid ").nth(1).and_then(|r| r.split(' ').next()).and_then(|p| p.parse::<u32>().ok());
+    assert!(line.ends_with('Z') || line.contains("Z pid "), "stamped: {line}");
+    assert!(pid.is_some(), "the pid: {line}");
+    // The harvest engine's own line: no device node behind the file, so the file's core.
+    assert!(hout.contains("nrtctl: ERROR TDRV: core 1 PE: engines still pending after "), "{hout}");
+    assert!(
+        hout.contains(
+            "core 1: exec_ret 5 NRT_TIMEOUT, timed out after 1000 ms (its budget): started, never wrote END: PE"
+        ),
+        "{hout}"
+    );
+}
+
+#[test]
 fn the_named_scenarios_over_shm_pass_their_own_checks() {
     // Each scenario's device served on a thread, harvested with a 1 s budget, and
     // judged by the scenario's own check. Not here: barrier-300s (300 s of real

@@ -82,7 +82,7 @@ fn hang_times_out_exactly_at_the_budget_without_the_overflow_bit() {
     assert_eq!(kinds(&r), ["overflow_probe", "core_timeout", "hang_on_compute"]);
     assert!(matches!(
         r.events[0],
-        Event::Exec(ExecEvent::OverflowProbe { core: 0, reason: ProbeReason::Timeout, cause: 0, overflow: false })
+        Event::Exec(ExecEvent::OverflowProbe { core: 0, reason: ProbeReason::Timeout, cause: 0, overflow: false, .. })
     ));
     assert!(matches!(
         r.events[1],

@@ -34,6 +34,7 @@ fn report() -> RunReport {
                 core: 0,
                 exec_ret: NrtStatus::Success,
                 duration_us: 50,
+                harvest: nrt_abi::report::CoreHarvest::Complete,
                 fatal: Vec::new(),
                 err: None,
                 engines: engines(110, None),
@@ -44,6 +45,10 @@ fn report() -> RunReport {
                 core: 1,
                 exec_ret: NrtStatus::ExecCompletedWithNumErr,
                 duration_us: 50,
+                harvest: nrt_abi::report::CoreHarvest::Faulted {
+                    no_start: nrt_core::nq::EngineSet::EMPTY,
+                    no_end: Engine::Dve.into(),
+                },
                 fatal: Vec::new(),
                 err: Some(ErrorClass::Numerical),
                 engines: engines(120, Some(Engine::Dve)),

@@ -11,7 +11,7 @@
 use core::fmt;
 
 use crate::hal::ErrorKind;
-use crate::nq::{Engine, ErrorClass};
+use crate::nq::{Engine, EngineSet, ErrorClass};
 use crate::status::NrtStatus;
 use crate::trace::{Level, Traced};
 
@@ -56,8 +56,10 @@ pub enum ExecEvent {
     RingReadFailed { core: u8, nq: u8, kind: ErrorKind },
     /// Writing a ring's HEAD back failed.
     HeadWriteFailed { core: u8, nq: u8, kind: ErrorKind },
-    /// The INTC cause register was read to tell overflow from timeout.
-    OverflowProbe { core: u8, reason: ProbeReason, cause: u32, overflow: bool },
+    /// The INTC cause register was read to tell overflow from timeout;
+    /// `engines`: the engine whose record was out of order, or at a timeout
+    /// those still pending.
+    OverflowProbe { core: u8, reason: ProbeReason, cause: u32, overflow: bool, engines: EngineSet },
     /// The INTC cause register could not be read (treated as "no overflow").
     IntcReadFailed { core: u8, kind: ErrorKind },
     /// A record of an unexpected subtype on an INFER_STATUS ring.
@@ -73,8 +75,17 @@ pub enum ExecEvent {
     TensorCompleted { core: u8, var_id: u16, output: u16, count: u32 },
     /// A tensor-completion record names a var id that is no output of the model.
     UnknownTensor { core: u8, var_id: u16 },
-    /// The core's budget ran out with engines pending: 5 (timeout) or 1204 (overflow).
-    CoreTimeout { core: u8, elapsed_ms: u64, timeout_ms: u64, status: NrtStatus },
+    /// The core's budget ran out with engines pending: 5 (timeout) or 1204
+    /// (overflow). `no_start`: the engines that never wrote START; `no_end`:
+    /// those that started and never wrote END.
+    CoreTimeout {
+        core: u8,
+        elapsed_ms: u64,
+        timeout_ms: u64,
+        status: NrtStatus,
+        no_start: EngineSet,
+        no_end: EngineSet,
+    },
     /// A timed-out core was reclassified by a fault probe (HBM UE, DMA abort,
     /// collectives).
     HwFault { core: u8, status: NrtStatus },
@@ -170,8 +181,9 @@ impl ExecEvent {
     }
 }
 
-impl fmt::Display for ExecEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl ExecEvent {
+    /// The message without its `core N: ` head (the core is [`ExecEvent::core`]).
+    fn fmt_message(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use ExecEvent::*;
         match *self {
             BarrierWait { waited_s, threshold_s } => write!(
@@ -179,83 +191,93 @@ impl fmt::Display for ExecEvent {
                 "Timeout exceeded: Waiting on barrier proxy task: {threshold_s} sec (waited {waited_s} s; next warning at {} s)",
                 u64::from(threshold_s) * 2
             ),
-            BarrierProxyFailed { core, status } => write!(f, "core {core}: barrier proxy task failed: {status}"),
-            NetworkProxyFailed { core, status } => write!(f, "core {core}: network proxy task failed: {status}"),
+            BarrierProxyFailed { status, .. } => write!(f, "barrier proxy task failed: {status}"),
+            NetworkProxyFailed { status, .. } => write!(f, "network proxy task failed: {status}"),
             NqCountMismatch { got, expected } => {
                 write!(f, "INFER_STATUS NQ count {got} differs from the engine count {expected}")
             }
-            BadRing { core, nq, size_bytes } => {
-                write!(f, "core {core}: NQ {nq} has an invalid size of {size_bytes} bytes")
+            BadRing { nq, size_bytes, .. } => {
+                write!(f, "NQ {nq} has an invalid size of {size_bytes} bytes")
             }
-            RingReadFailed { core, nq, kind } => {
-                write!(f, "core {core}: Failed to check for infer_status notifications (NQ {nq}: {kind:?})")
+            RingReadFailed { nq, kind, .. } => {
+                write!(f, "Failed to check for infer_status notifications (NQ {nq}: {kind:?})")
             }
-            HeadWriteFailed { core, nq, kind } => write!(f, "core {core}: failed to write NQ {nq} HEAD ({kind:?})"),
-            OverflowProbe { core, reason, cause, overflow } => {
+            HeadWriteFailed { nq, kind, .. } => write!(f, "failed to write NQ {nq} HEAD ({kind:?})"),
+            OverflowProbe { reason, cause, overflow, engines, .. } => {
                 let what = match reason {
                     ProbeReason::OutOfOrderStart => "Expected state to be start pending",
                     ProbeReason::OutOfOrderEnd => "Expected state to be end pending",
                     ProbeReason::Timeout => "Engine still pending at the timeout",
                 };
+                f.write_str(what)?;
+                if !engines.is_empty() {
+                    write!(f, " ({engines})")?;
+                }
                 write!(
                     f,
-                    "core {core}: {what}; aws_hal_intc_read_cause = 0x{cause:x}{}",
+                    "; aws_hal_intc_read_cause = 0x{cause:x}{}",
                     if overflow { " [overflow detected]" } else { "" }
                 )
             }
-            IntcReadFailed { core, kind } => write!(f, "core {core}: INTC cause read failed ({kind:?})"),
+            IntcReadFailed { kind, .. } => write!(f, "INTC cause read failed ({kind:?})"),
             // The seed's text, its "Recieved" spelt right (G-SEED-TYPO).
-            UnexpectedNotification { core, engine, debug_hint, subtype } => write!(
+            UnexpectedNotification { engine, debug_hint, subtype, .. } => write!(
                 f,
-                "core {core}: Received unexpected notification on engine {}. Debug Hint: {debug_hint}, Notification Type: {subtype}",
+                "Received unexpected notification on engine {}. Debug Hint: {debug_hint}, Notification Type: {subtype}",
                 engine.name()
             ),
-            NqTagMismatch { core, engine, tag, expected } => write!(
+            NqTagMismatch { engine, tag, expected, .. } => write!(
                 f,
-                "core {core}: record on the {} ring carries NQ-id tag {tag}, expected {expected}",
+                "record on the {} ring carries NQ-id tag {tag}, expected {expected}",
                 engine.name()
             ),
-            CustomNotification { core, engine, sub_id, payload, tag } => write!(
+            CustomNotification { engine, sub_id, payload, tag, .. } => write!(
                 f,
-                "core {core}: custom notification sub-id {sub_id} on {} (payload {payload}, NQ-id tag {tag})",
+                "custom notification sub-id {sub_id} on {} (payload {payload}, NQ-id tag {tag})",
                 engine.name()
             ),
-            BadCustomSubId { core, engine, sub_id } => {
-                write!(f, "core {core}: custom notification with unknown sub-id {sub_id} on {}", engine.name())
+            BadCustomSubId { engine, sub_id, .. } => {
+                write!(f, "custom notification with unknown sub-id {sub_id} on {}", engine.name())
             }
-            TensorCompleted { core, var_id, output, count } => {
-                write!(f, "core {core}: output tensor {output} (var id {var_id}) completed, count {count}")
+            TensorCompleted { var_id, output, count, .. } => {
+                write!(f, "output tensor {output} (var id {var_id}) completed, count {count}")
             }
-            UnknownTensor { core, var_id } => {
-                write!(f, "core {core}: tensor completion for var id {var_id}, which names no output")
+            UnknownTensor { var_id, .. } => {
+                write!(f, "tensor completion for var id {var_id}, which names no output")
             }
-            CoreTimeout { core, elapsed_ms, timeout_ms, status } => write!(
+            CoreTimeout { elapsed_ms, timeout_ms, status, no_start, no_end, .. } => {
+                write!(f, "engines still pending after {elapsed_ms} ms (budget {timeout_ms} ms): {status}")?;
+                if !no_end.is_empty() {
+                    write!(f, "; started, never wrote END: {no_end}")?;
+                }
+                if !no_start.is_empty() {
+                    write!(f, "; never wrote START: {no_start}")?;
+                }
+                Ok(())
+            }
+            HwFault { status, .. } => write!(f, "hardware fault found at the timeout: {status}"),
+            HangOnCompute { .. } => write!(
                 f,
-                "core {core}: engines still pending after {elapsed_ms} ms (budget {timeout_ms} ms): {status}"
+                "timed out with no HBM, DMA or collectives fault: hang on compute (HANG_ON_COMPUTE)"
             ),
-            HwFault { core, status } => write!(f, "core {core}: hardware fault found at the timeout: {status}"),
-            HangOnCompute { core } => write!(
+            TimestampCalInvalid { engine, .. } => write!(
                 f,
-                "core {core}: timed out with no HBM, DMA or collectives fault: hang on compute (HANG_ON_COMPUTE)"
-            ),
-            TimestampCalInvalid { core, engine } => write!(
-                f,
-                "core {core}: {} timestamp calibration has a zero actual increment; times left unscaled",
+                "{} timestamp calibration has a zero actual increment; times left unscaled",
                 engine.name()
             ),
-            ErrorRecord { core, subtype, class, ts_cpu_us, status } => write!(
+            ErrorRecord { subtype, class, ts_cpu_us, status, .. } => write!(
                 f,
-                "core {core}: error notification subtype {subtype} ({}) at {ts_cpu_us} us: {status}",
+                "error notification subtype {subtype} ({}) at {ts_cpu_us} us: {status}",
                 class.name()
             ),
-            SequencerError { core, code } => write!(f, "core {core}: sequencer error, code {code}"),
-            UncorrectableEcc { core } => write!(
+            SequencerError { code, .. } => write!(f, "sequencer error, code {code}"),
+            UncorrectableEcc { .. } => write!(
                 f,
-                "core {core}: (FATAL-RT-UNDEFINED-STATE) Uncorrectable memory error detected; the NeuronCore is in an undefined state"
+                "(FATAL-RT-UNDEFINED-STATE) Uncorrectable memory error detected; the NeuronCore is in an undefined state"
             ),
-            CorrectableEcc { core } => write!(f, "core {core}: Correctable memory error detected"),
-            ErrorCountLarge { core, count } => {
-                write!(f, "core {core}: Received an unusually large number of error notifications (count:{count})")
+            CorrectableEcc { .. } => write!(f, "Correctable memory error detected"),
+            ErrorCountLarge { count, .. } => {
+                write!(f, "Received an unusually large number of error notifications (count:{count})")
             }
             ErrorSubscriberOverrun { dropped } => {
                 write!(f, "error subscriber ring full: {dropped} oldest record(s) dropped so far")
@@ -267,11 +289,98 @@ impl fmt::Display for ExecEvent {
     }
 }
 
+impl ExecEvent {
+    /// The core the event is about (the request's core index), if one.
+    pub fn core(&self) -> Option<u8> {
+        use ExecEvent::*;
+        match *self {
+            BarrierProxyFailed { core, .. }
+            | NetworkProxyFailed { core, .. }
+            | BadRing { core, .. }
+            | RingReadFailed { core, .. }
+            | HeadWriteFailed { core, .. }
+            | OverflowProbe { core, .. }
+            | IntcReadFailed { core, .. }
+            | UnexpectedNotification { core, .. }
+            | NqTagMismatch { core, .. }
+            | CustomNotification { core, .. }
+            | BadCustomSubId { core, .. }
+            | TensorCompleted { core, .. }
+            | UnknownTensor { core, .. }
+            | CoreTimeout { core, .. }
+            | HwFault { core, .. }
+            | HangOnCompute { core }
+            | TimestampCalInvalid { core, .. }
+            | ErrorRecord { core, .. }
+            | SequencerError { core, .. }
+            | UncorrectableEcc { core }
+            | CorrectableEcc { core }
+            | ErrorCountLarge { core, .. } => Some(core),
+            BarrierWait { .. }
+            | NqCountMismatch { .. }
+            | ErrorSubscriberOverrun { .. }
+            | XuHasWorkUnderflow
+            | XuCompleteFailed
+            | XuFatalShutdown { .. } => None,
+        }
+    }
+
+    /// The engines the event is about: the record's engine, or at a timeout
+    /// those still pending; empty for an event of the core or the request.
+    pub fn engines(&self) -> EngineSet {
+        use ExecEvent::*;
+        match *self {
+            UnexpectedNotification { engine, .. }
+            | NqTagMismatch { engine, .. }
+            | CustomNotification { engine, .. }
+            | BadCustomSubId { engine, .. }
+            | TimestampCalInvalid { engine, .. } => engine.into(),
+            CoreTimeout { no_start, no_end, .. } => no_start.union(no_end),
+            OverflowProbe { engines, .. } => engines,
+            _ => EngineSet::EMPTY,
+        }
+    }
+
+    /// The message without its `core N: ` head: a platform that names the
+    /// core its own way puts this after its name.
+    pub fn message(&self) -> impl fmt::Display + '_ {
+        Message(self)
+    }
+}
+
+/// [`ExecEvent::message`].
+struct Message<'a>(&'a ExecEvent);
+
+impl fmt::Display for Message<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt_message(f)
+    }
+}
+
+/// `core N: ` (for an event of a core) and the message.
+impl fmt::Display for ExecEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(core) = self.core() {
+            write!(f, "core {core}: ")?;
+        }
+        self.fmt_message(f)
+    }
+}
+
 impl Traced for ExecEvent {
     fn level(&self) -> Level {
         ExecEvent::level(self)
     }
     fn kind(&self) -> &'static str {
         ExecEvent::kind(self)
+    }
+    fn core(&self) -> Option<u8> {
+        ExecEvent::core(self)
+    }
+    fn engines(&self) -> EngineSet {
+        ExecEvent::engines(self)
+    }
+    fn fmt_message(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        ExecEvent::fmt_message(self, f)
     }
 }

@@ -20,7 +20,7 @@ use super::{
 };
 use crate::hal::Error as _;
 use crate::nq::entry::{CAYMAN_CUSTOM_NQ_TAG, ENTRY_SIZE};
-use crate::nq::{CustomKind, Engine, Notification, Notifications, RawEntry, Subtype};
+use crate::nq::{CustomKind, Engine, EngineSet, Notification, Notifications, RawEntry, Subtype};
 use crate::status::{NrtError, NrtStatus};
 use crate::trace::emit;
 
@@ -198,7 +198,7 @@ impl ExecRequest {
         match n.subtype {
             Subtype::Start => {
                 if sub != TpbEngState::StartPending {
-                    return Err(if self.probe_overflow(dev, core, ProbeReason::OutOfOrderStart) {
+                    return Err(if self.probe_overflow(dev, core, ProbeReason::OutOfOrderStart, engine.into()) {
                         self.set_fatal(core, fatal::OVERFLOW);
                         NrtError::failed(NrtStatus::ExecSwNqOverflow)
                     } else {
@@ -212,7 +212,7 @@ impl ExecRequest {
             }
             Subtype::End => {
                 if sub != TpbEngState::EndPending {
-                    return Err(if self.probe_overflow(dev, core, ProbeReason::OutOfOrderEnd) {
+                    return Err(if self.probe_overflow(dev, core, ProbeReason::OutOfOrderEnd, engine.into()) {
                         self.set_fatal(core, fatal::END_OVERFLOW);
                         NrtError::failed(NrtStatus::ExecSwNqOverflow)
                     } else {
@@ -272,19 +272,21 @@ impl ExecRequest {
 
     /// `exec_check_intc_sw_notif_queue_overflow`: read INTC cause line 61 of the
     /// core's error-trigger block and test bit 29. A failed read counts as "no
-    /// overflow" (the generic status follows) and is reported.
+    /// overflow" (the generic status follows) and is reported. `engines`:
+    /// those the probe is about, for its event.
     pub(super) fn probe_overflow<D: ExecDevice + ?Sized>(
         &mut self,
         dev: &mut D,
         core: usize,
         reason: ProbeReason,
+        engines: EngineSet,
     ) -> bool {
         let c = core as u8;
         let tpb = self.cfg.tpb_idx.get(core).copied().unwrap_or(c);
         match dev.read_cause(c, errtrig_block_of_tpb(tpb), super::INTC_SW_NQ_OVERFLOW_LINE) {
             Ok(cause) => {
                 let overflow = IntcCauseLine61::from_bits(cause).sw_nq_overflow();
-                emit(dev, ExecEvent::OverflowProbe { core: c, reason, cause, overflow });
+                emit(dev, ExecEvent::OverflowProbe { core: c, reason, cause, overflow, engines });
                 overflow
             }
             Err(e) => {

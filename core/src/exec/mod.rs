@@ -48,7 +48,7 @@ pub use matcher::{errtrig_block_of_tpb, IntcCauseLine61};
 pub use tensor::{NoWake, TensorCompletions, TensorWaker};
 
 use crate::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
-use crate::nq::{ErrorClass, Notifications};
+use crate::nq::{Engine, EngineSet, ErrorClass, Notifications};
 use crate::status::{NrtError, NrtStatus};
 use crate::trace::emit;
 
@@ -363,6 +363,9 @@ pub struct ExecRequest {
     settle_due: bool,
     /// `exec_fatal_status[2][6]`.
     exec_fatal_status: [[bool; fatal::COUNT]; MAX_CORES],
+    /// Bit `core`: the core's budget ran out with engines pending (its
+    /// `CoreTimeout`, a timeout or an overflow at the timeout).
+    timed_out: u8,
     out_info: OutInfo,
     /// The cached result once DONE.
     result: Step,
@@ -395,6 +398,7 @@ impl ExecRequest {
             ts_is_cpu: false,
             settle_due: false,
             exec_fatal_status: [[false; fatal::COUNT]; MAX_CORES],
+            timed_out: 0,
             out_info: OutInfo::EMPTY,
             result: Step::InFlight,
         }
@@ -428,6 +432,19 @@ impl ExecRequest {
     /// Substate of `(core, engine)`.
     pub fn substate(&self, core: usize, engine: usize) -> Option<TpbEngState> {
         self.tpb_exec_state.get(core)?.get(engine).copied()
+    }
+
+    /// The engines of `core` whose substate is `state` (empty for a core
+    /// out of range).
+    pub fn engines_in(&self, core: usize, state: TpbEngState) -> EngineSet {
+        let Some(engines) = self.tpb_exec_state.get(core) else { return EngineSet::EMPTY };
+        Engine::ALL.iter().zip(engines).filter(|(_, s)| **s == state).fold(EngineSet::EMPTY, |set, (e, _)| set.with(*e))
+    }
+
+    /// Whether `core`'s budget ran out with engines pending (its
+    /// [`ExecEvent::CoreTimeout`]: a timeout, or an overflow found at it).
+    pub fn timed_out(&self, core: usize) -> bool {
+        u32::try_from(core).ok().and_then(|c| self.timed_out.checked_shr(c)).is_some_and(|b| b & 1 != 0)
     }
 
     /// `exec_fatal_status[core][idx]` (see [`fatal`]).
@@ -616,7 +633,10 @@ impl ExecRequest {
             all_done = false;
             if elapsed_ms >= self.timeout_ms {
                 let c = core as u8;
-                let st = if self.probe_overflow(dev, core, ProbeReason::Timeout) {
+                let pending = self
+                    .engines_in(core, TpbEngState::StartPending)
+                    .union(self.engines_in(core, TpbEngState::EndPending));
+                let st = if self.probe_overflow(dev, core, ProbeReason::Timeout, pending) {
                     self.set_fatal(core, fatal::OVERFLOW);
                     NrtError::failed(NrtStatus::ExecSwNqOverflow)
                 } else {
@@ -624,9 +644,17 @@ impl ExecRequest {
                     NrtError::failed(NrtStatus::Timeout)
                 };
                 self.set_core_status(core, st.status());
+                self.timed_out |= 1 << core;
                 emit(
                     dev,
-                    ExecEvent::CoreTimeout { core: c, elapsed_ms, timeout_ms: self.timeout_ms, status: st.status() },
+                    ExecEvent::CoreTimeout {
+                        core: c,
+                        elapsed_ms,
+                        timeout_ms: self.timeout_ms,
+                        status: st.status(),
+                        no_start: self.engines_in(core, TpbEngState::StartPending),
+                        no_end: self.engines_in(core, TpbEngState::EndPending),
+                    },
                 );
                 fault = Some(st);
             }

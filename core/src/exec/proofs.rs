@@ -478,7 +478,7 @@ pub(crate) fn intc_cause_decoder_is_exact(word: u32, core: usize, timeout: bool)
     let mut dev = ProbeDev { cause: word, intc_reads: 0 };
     let mut req = ExecRequest::new(ExecConfig::new(Arch::Sunda, 2, 1));
     let reason = if timeout { crate::exec::ProbeReason::Timeout } else { crate::exec::ProbeReason::OutOfOrderEnd };
-    assert_eq!(req.probe_overflow(&mut dev, core, reason), bit);
+    assert_eq!(req.probe_overflow(&mut dev, core, reason, crate::nq::EngineSet::EMPTY), bit);
     assert_eq!(dev.intc_reads, 1, "one probe, one INTC read");
 }
 

@@ -95,3 +95,92 @@ impl Engine {
         })
     }
 }
+
+/// A set of a core's engines, one bit per [`Engine::index`]: the engines an
+/// event names (those still pending at a timeout, say).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EngineSet(u8);
+
+impl EngineSet {
+    /// No engine.
+    pub const EMPTY: EngineSet = EngineSet(0);
+
+    /// The set whose bit `i` is engine `i`; bits past the fifth engine are dropped.
+    pub const fn from_bits(bits: u8) -> EngineSet {
+        EngineSet(bits & ((1 << crate::arch::ENGINES_PER_CORE) - 1))
+    }
+
+    /// One bit per engine, bit `i` for [`Engine::index`] `i`.
+    pub const fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// The set with `e` added.
+    pub const fn with(self, e: Engine) -> EngineSet {
+        EngineSet(self.0 | 1 << e.index())
+    }
+
+    /// Whether `e` is in the set.
+    pub const fn contains(self, e: Engine) -> bool {
+        self.0 & (1 << e.index()) != 0
+    }
+
+    /// Whether the set is empty.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Both sets' engines.
+    pub const fn union(self, other: EngineSet) -> EngineSet {
+        EngineSet(self.0 | other.0)
+    }
+
+    /// The engines in the set, in index order.
+    pub fn iter(self) -> impl Iterator<Item = Engine> {
+        Engine::ALL.into_iter().filter(move |e| self.contains(*e))
+    }
+}
+
+impl From<Engine> for EngineSet {
+    fn from(e: Engine) -> EngineSet {
+        EngineSet::EMPTY.with(e)
+    }
+}
+
+/// The engines' names in index order, joined by `,` (`"DVE,SP"`); `none` when empty.
+impl core::fmt::Display for EngineSet {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        if self.is_empty() {
+            return f.write_str("none");
+        }
+        for (i, e) in self.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            f.write_str(e.name())?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod engine_set_tests {
+    use super::*;
+
+    #[test]
+    fn a_set_holds_its_engines_in_index_order_and_names_them() {
+        assert_eq!(EngineSet::EMPTY.to_string(), "none");
+        assert!(EngineSet::EMPTY.is_empty());
+        let s = EngineSet::from(Engine::Sp).with(Engine::Pe).with(Engine::Dve);
+        assert_eq!(s.to_string(), "PE,DVE,SP");
+        assert_eq!(s.bits(), 0b1_1001);
+        assert!(!s.is_empty() && s.contains(Engine::Dve) && !s.contains(Engine::Act));
+        assert_eq!(s.iter().collect::<heapless::Vec<Engine, 5>>().as_slice(), &[Engine::Pe, Engine::Dve, Engine::Sp]);
+        assert_eq!(EngineSet::from_bits(0xff).bits(), 0b1_1111, "bits past the fifth engine dropped");
+        assert_eq!(EngineSet::from(Engine::Act).union(EngineSet::from(Engine::Pool)).bits(), 0b110);
+        assert_eq!(EngineSet::from_bits(0b10).to_string(), "ACT");
+        assert_eq!(s.with(Engine::Dve), s, "adding an engine twice keeps it");
+        assert_eq!(s.union(EngineSet::from(Engine::Pe).with(Engine::Act)).bits(), 0b1_1011, "shared engines kept");
+    }
+}

@@ -426,10 +426,25 @@ fn harvest(a: &HarvestArgs) -> ExitCode {
         let r = h.harvest(budget.seconds, delay);
         if let Ok(r) = &r {
             if matches!(r.status, nrt_core::NrtStatus::Timeout | nrt_core::NrtStatus::ExecSwNqOverflow) {
+                // The served file's cores, by the report's (timed-out) core lines.
+                let engines: Vec<String> = r
+                    .cores
+                    .iter()
+                    .filter_map(|c| match c.harvest {
+                        nrt_abi::report::CoreHarvest::TimedOut { no_start, no_end, .. } => {
+                            Some(nrt_linux::oplog::pending_of(&format!("core {}", c.core), no_start, no_end))
+                        }
+                        _ => None,
+                    })
+                    .collect();
                 errln!(
-                    "nrtctl harvest: inference {i}: the harvest ended at its {budget}: status {} {}",
+                    "{}nrtctl harvest: inference {i}: {}: the harvest ended at its {budget}: status {} {}{}{}",
+                    nrt_linux::oplog::stamp(),
+                    a.shm.display(),
                     r.status.code(),
-                    r.status.name()
+                    r.status.name(),
+                    if engines.is_empty() { "" } else { "; " },
+                    engines.join("; ")
                 );
             }
         }
@@ -579,14 +594,18 @@ fn run(a: &RunArgs) -> ExitCode {
     for i in 1..=inferences {
         match session.run_inference() {
             Ok(r) => {
+                let (stamp, site) = (nrt_linux::oplog::stamp(), session.site());
                 if let Some(p) = &r.probe_error {
-                    errln!("nrtctl run: a probe read failed (the harvest went on): {p}");
+                    errln!("{stamp}nrtctl run: inference {i}: {site}: a probe read failed (the harvest went on): {p}");
                 }
                 if matches!(r.status, nrt_core::NrtStatus::Timeout | nrt_core::NrtStatus::ExecSwNqOverflow) {
+                    let engines = nrt_linux::oplog::timed_out_engines(&r.request, Some(site));
                     errln!(
-                        "nrtctl run: inference {i}: the harvest ended at its {budget}: status {} {}",
+                        "{stamp}nrtctl run: inference {i}: {site}: the harvest ended at its {budget}: status {} {}{}{}",
                         r.status.code(),
-                        r.status.name()
+                        r.status.name(),
+                        if engines.is_empty() { "" } else { "; " },
+                        engines
                     );
                 }
                 if a.inferences > 1 && !a.json {
@@ -600,7 +619,7 @@ fn run(a: &RunArgs) -> ExitCode {
                 }
             }
             Err(e) => {
-                errln!("nrtctl run: inference {i}: {e}");
+                errln!("{}nrtctl run: inference {i}: {}: {e}", nrt_linux::oplog::stamp(), session.site());
                 code = ExitCode::FAILURE;
                 break;
             }

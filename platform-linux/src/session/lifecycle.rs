@@ -133,6 +133,11 @@ impl Session {
     pub fn first_core(&self) -> u8 {
         self.first
     }
+    /// Where the session's harvests run, for the lines that report them
+    /// (`nd0 nc1`).
+    pub fn site(&self) -> crate::oplog::Site {
+        crate::oplog::Site::of_device(self.dev.path(), self.first, self.cores)
+    }
     /// NQ ring entries.
     pub fn ring_entries(&self) -> u32 {
         self.ring_entries
@@ -197,6 +202,8 @@ impl Session {
     /// failed call.
     pub fn run_inference(&mut self) -> Result<Inference, LinuxError> {
         self.usable()?;
+        // The harvest's log lines name this device and its own cores.
+        let _site = crate::oplog::SiteScope::enter(self.site());
         let staging = self.stage()?;
         if let Some((status, why)) = staging.failure() {
             return Ok(self.not_started(staging, status, why));
@@ -286,7 +293,7 @@ impl Session {
     /// The inference a failed staging copy ends before its kickoff: `status`,
     /// done with an error, no engine harvested, `why` its one note.
     fn not_started(&mut self, staging: Staging, status: NrtStatus, why: String) -> Inference {
-        log::error!("{}: {why}", self.dev.path().display());
+        log::error!("{} {}: {why}", self.dev.path().display(), self.site());
         self.last_status = Some(status);
         if status == NrtStatus::Timeout {
             // The queue's state is unknown: a late marker of this copy would

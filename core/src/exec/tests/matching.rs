@@ -85,6 +85,9 @@ fn out_of_order_start_probes_the_intc() {
             probe,
             Some(Event::Exec(ExecEvent::OverflowProbe { reason: ProbeReason::OutOfOrderStart, .. }))
         ));
+        let probe = probe.and_then(|e| e.exec().copied()).unwrap();
+        assert_eq!(probe.engines(), EngineSet::from(Engine::Act), "the engine whose START came twice");
+        assert!(probe.to_string().starts_with("core 0: Expected state to be start pending (ACT); "), "{probe}");
     }
 }
 
@@ -97,6 +100,8 @@ fn end_without_start_probes_the_intc() {
         r.enter_wait_core();
         assert_eq!(r.step(), Step::failed(want));
         assert_eq!(r.req.fatal_flag(0, fatal::END_OVERFLOW), bit != 0);
+        let probe = r.dev.events_of("overflow_probe").next().and_then(|e| e.exec().copied()).unwrap();
+        assert_eq!(probe.engines(), EngineSet::from(Engine::Dve), "the engine whose END came first");
     }
 }
 
@@ -199,4 +204,84 @@ fn an_engine_that_started_in_one_sweep_ends_in_a_later_one() {
         r.dev.end(0, e, 20);
     }
     assert_eq!(r.step(), Step::Done(NrtStatus::Success));
+}
+
+#[test]
+fn a_timeout_names_the_engines_that_never_wrote_start_or_end_and_marks_the_core() {
+    let mut r = Rig::new(2, 1);
+    // Core 0: PE and ACT complete, DVE started without END, POOL and SP never started.
+    r.dev.start(0, 0, 10);
+    r.dev.end(0, 0, 20);
+    r.dev.start(0, 1, 10);
+    r.dev.end(0, 1, 20);
+    r.dev.start(0, 3, 10);
+    // Core 1: every engine done.
+    for e in 0..5 {
+        r.dev.start(1, e, 10);
+        r.dev.end(1, e, 20);
+    }
+    r.enter_wait_core();
+    assert_eq!(r.step(), Step::InFlight);
+    r.dev.advance_ms(1_000);
+    assert_eq!(r.step(), Step::failed(NrtStatus::Timeout));
+    let no_end = EngineSet::from(Engine::Dve);
+    let no_start = EngineSet::from(Engine::Pool).with(Engine::Sp);
+    assert_eq!(r.req.engines_in(0, TpbEngState::EndPending), no_end);
+    assert_eq!(r.req.engines_in(0, TpbEngState::StartPending), no_start);
+    assert_eq!(r.req.engines_in(0, TpbEngState::Complete), EngineSet::from(Engine::Pe).with(Engine::Act));
+    assert_eq!(r.req.engines_in(2, TpbEngState::Complete), EngineSet::EMPTY);
+    assert!(r.req.timed_out(0));
+    assert!(!r.req.timed_out(1), "core 1 completed");
+    assert!(!r.req.timed_out(2) && !r.req.timed_out(8) && !r.req.timed_out(usize::MAX), "no such core");
+    let e = r
+        .dev
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::Exec(x @ ExecEvent::CoreTimeout { .. }) => Some(*x),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        e,
+        ExecEvent::CoreTimeout {
+            core: 0,
+            elapsed_ms: 1_000,
+            timeout_ms: 1_000,
+            status: NrtStatus::Timeout,
+            no_start,
+            no_end
+        }
+    );
+    assert_eq!((e.core(), e.engines()), (Some(0), no_start.union(no_end)));
+    let probe = r.dev.events_of("overflow_probe").next().and_then(|e| e.exec().copied()).unwrap();
+    assert_eq!(probe.engines(), no_start.union(no_end), "the probe at the timeout names the pending engines");
+    assert!(probe.to_string().starts_with("core 0: Engine still pending at the timeout (POOL,DVE,SP); "), "{probe}");
+    let text = "engines still pending after 1000 ms (budget 1000 ms): NRT_TIMEOUT (5); started, never wrote END: DVE; \
+                never wrote START: POOL,SP";
+    assert_eq!(e.message().to_string(), text);
+    assert_eq!(e.to_string(), format!("core 0: {text}"));
+}
+
+#[test]
+fn only_the_core_that_timed_out_is_marked() {
+    let mut r = Rig::new(2, 1);
+    r.dev.run_all(1, 1, 2);
+    r.dev.start(1, 4, 1); // core 1 SP starts and never ends
+    r.enter_wait_core();
+    assert_eq!(r.step(), Step::InFlight);
+    r.dev.advance_ms(1_000);
+    assert_eq!(r.step(), Step::failed(NrtStatus::Timeout));
+    assert!(r.req.timed_out(1) && !r.req.timed_out(0), "core 1 timed out, core 0 completed");
+    assert_eq!(r.req.engines_in(1, TpbEngState::EndPending), EngineSet::from(Engine::Sp));
+}
+
+#[test]
+fn a_request_that_did_not_time_out_marks_no_core() {
+    let mut r = Rig::new(2, 1);
+    r.dev.run_all(2, 1, 2);
+    r.enter_wait_core();
+    assert_eq!(r.finish(), Step::Done(NrtStatus::Success));
+    assert!(!r.req.timed_out(0) && !r.req.timed_out(1));
+    assert_eq!(r.req.engines_in(1, TpbEngState::Complete).bits(), 0b1_1111);
 }
