@@ -151,6 +151,8 @@ pub struct DriverConfig {
     /// Answer the simulator's hint query (else the model plays a real driver
     /// and refuses it, `Model::without_hints`).
     pub hints: bool,
+    /// Play the faults for each core's first that many kickoffs only (`None`: all).
+    pub fault_kickoffs: Option<u32>,
 }
 
 /// How COMMAND ended.
@@ -1506,7 +1508,7 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
         return Err(DriverError::Spawn("no COMMAND given".into()));
     };
     let filter = filter_program().map_err(DriverError::Seccomp)?;
-    let engine = DeviceEngine::start(&cfg.sim, cfg.hints).map_err(DriverError::Device)?;
+    let engine = DeviceEngine::start(&cfg.sim, cfg.hints, cfg.fault_kickoffs).map_err(DriverError::Device)?;
     let file = Arc::clone(engine.file());
     let meta =
         file.file().metadata().map_err(|e| DriverError::Device(ShmError::Io { what: "fstat".into(), error: e }))?;
