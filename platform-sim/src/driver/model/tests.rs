@@ -2081,6 +2081,12 @@ fn fops_the_calls_the_driver_has_no_entry_for() {
     assert_eq!([write.errno(ro), write.errno(wo), write.errno(rw)], [ebadf, einval, einval]);
     assert_eq!(NoFop::Read { pos: Some(-1) }.errno(wo), einval, "a negative position first");
     assert_eq!(NoFop::Write { pos: Some(0) }.errno(ro), ebadf);
+    assert_eq!(NoFop::Write { pos: Some(-1) }.errno(ro), einval, "a negative position first");
+    assert_eq!(NoFop::Fallocate { offset: -1, len: 4096 }.errno(rw), einval);
+    assert_eq!(NoFop::Fallocate { offset: 4096, len: 4096 }.errno(rw), Errno::ENODEV);
+    let names = [NoFop::Read { pos: None }, NoFop::Read { pos: Some(0) }, write, NoFop::Write { pos: Some(0) }];
+    assert_eq!(names.map(NoFop::name), ["read", "pread", "write", "pwrite"]);
+    assert_eq!([NoFop::Ftruncate.name(), NoFop::Fallocate { offset: 0, len: 1 }.name()], ["ftruncate", "fallocate"]);
     assert_eq!(NoFop::Ftruncate.errno(ro), einval);
     assert_eq!(NoFop::Fallocate { offset: 0, len: 0 }.errno(ro), einval);
     assert_eq!(NoFop::Fallocate { offset: 0, len: 4096 }.errno(ro), ebadf);
