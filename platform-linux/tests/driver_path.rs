@@ -549,3 +549,16 @@ fn two_processes_on_disjoint_cores_run_concurrently_and_cleanly() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// `--trace /dev/neuron0` under the driver model: the node has no `write`
+/// (FOPS-2, docs/driver-conformance.md), so the trace fails, naming the file
+/// and EINVAL, and nothing is written into the device's memory.
+#[test]
+fn a_trace_written_to_the_device_node_fails_naming_the_file() {
+    need_user_notif!();
+    let o = driver(&common::nrt_sim(), &[], &[nrtctl().to_str().unwrap(), "run", "--trace", "/dev/neuron0"]);
+    let (out, err) = text(&o);
+    assert_ne!(o.status.code(), Some(0), "the trace was written into the device:\n{out}\n{err}");
+    assert!(err.contains("writing the trace to /dev/neuron0: write failed") && err.contains("(EINVAL)"), "{err}");
+    assert!(err.contains("0 kernel BUG(s)"), "{err}");
+}

@@ -82,6 +82,12 @@ pub struct Device {
     clear_at_kickoff: [bool; MAX_CORES],
     /// Scheduled actions run so far (with `seq` and `armed`: whether a step did anything).
     executed: u64,
+    /// Kickoffs of each core that play the faults ([`Device::faults_for_kickoffs`]; `None`: all).
+    fault_kickoffs: Option<u32>,
+    /// Kickoffs taken by each core.
+    kickoffs: [u32; MAX_CORES],
+    /// The spec without its faults, played once a core is past `fault_kickoffs`.
+    healthy: ProgramSpec,
 }
 
 /// The deterministic mode's quantum: how far the virtual clock jumps when the
@@ -97,7 +103,6 @@ impl Device {
         set_fault_lines(&shared, &spec, None);
         Device {
             shared,
-            spec,
             cores: cores.clamp(1, MAX_CORES as u8),
             producers,
             applied: vec![0; MAX_CORES * NQ_PER_CORE],
@@ -116,6 +121,27 @@ impl Device {
             stats: DeviceStats::default(),
             clear_at_kickoff: [false; MAX_CORES],
             executed: 0,
+            fault_kickoffs: None,
+            kickoffs: [0; MAX_CORES],
+            healthy: ProgramSpec { faults: Vec::new(), ..spec.clone() },
+            spec,
+        }
+    }
+
+    /// Play the faults for each core's first `n` kickoffs only: later
+    /// kickoffs play the healthy programs, and a reset after them sets no
+    /// fault line (a device that misbehaves for the first process only).
+    pub fn faults_for_kickoffs(&mut self, n: u32) {
+        self.fault_kickoffs = Some(n);
+    }
+
+    /// The spec core `c`'s next kickoff plays.
+    fn spec_for(&self, c: usize) -> &ProgramSpec {
+        let next = self.kickoffs.get(c).copied().unwrap_or(0).saturating_add(1);
+        if self.fault_kickoffs.is_some_and(|n| next > n) {
+            &self.healthy
+        } else {
+            &self.spec
         }
     }
 
@@ -216,7 +242,7 @@ impl Device {
             sh.host_trigger().store(0, Ordering::Release);
         }
         sh.clear_core(core);
-        set_fault_lines(&sh, &self.spec, Some(core));
+        set_fault_lines(&sh, self.spec_for(c), Some(core));
         let size = sh.ring_bytes();
         for nq in 0..NQ_PER_CORE as u8 {
             let i = c * NQ_PER_CORE + usize::from(nq);
@@ -402,10 +428,14 @@ impl Device {
                 *s = true;
             }
             self.note(now, format!("core {core}: kickoff semaphore {core} taken; engines start"));
-            for it in program::core_program(&self.spec, core, now) {
+            let spec = self.spec_for(c).clone();
+            if let Some(k) = self.kickoffs.get_mut(c) {
+                *k = k.saturating_add(1);
+            }
+            for it in program::core_program(&spec, core, now) {
                 self.schedule(it.t, it.action);
             }
-            let delay_s = self.spec.faults.iter().find_map(|f| match f {
+            let delay_s = spec.faults.iter().find_map(|f| match f {
                 Fault::BarrierDelay { secs } => Some(*secs),
                 _ => None,
             });
@@ -722,6 +752,33 @@ mod tests {
         assert_eq!(dev.cores_started(), 0);
         dev.step(2_000);
         assert_eq!(kickoffs(&dev), [(0, 0), (0, 2_000)], "taken once re-armed");
+    }
+
+    /// `faults_for_kickoffs(n)`: a core's first `n` kickoffs play the faults
+    /// (a hang drops the engine's END: one action fewer), the later ones the
+    /// healthy programs; each core counts its own kickoffs.
+    #[test]
+    fn faults_play_for_each_cores_first_kickoffs_only() {
+        let hang = vec![Fault::Hang { core: 0, engine: nrt_core::nq::Engine::Pe }];
+        let scheduled_at_first_kick = |limit: Option<u32>| {
+            let mut dev = two_cores();
+            dev.spec.faults.clone_from(&hang);
+            if let Some(n) = limit {
+                dev.faults_for_kickoffs(n);
+            }
+            kick(&mut dev, 0, 0);
+            (dev.sched.len(), dev)
+        };
+        let (healthy, _) = scheduled_at_first_kick(Some(0));
+        let (faulty, mut dev) = scheduled_at_first_kick(Some(1));
+        assert_eq!(faulty + 1, healthy, "the hang's END is not scheduled");
+        assert!(dev.spec_for(0).faults.is_empty(), "core 0's second kickoff plays the healthy device");
+        assert_eq!(dev.spec_for(1).faults, hang, "core 1 has not been kicked off");
+        dev.faults_for_kickoffs(2);
+        assert_eq!(dev.spec_for(0).faults, hang);
+        let (always, dev) = scheduled_at_first_kick(None);
+        assert_eq!(always, faulty);
+        assert_eq!(dev.spec_for(0).faults, hang, "without a limit every kickoff plays the faults");
     }
 
     /// A two-core device with the default programs, its host trigger set.

@@ -74,6 +74,9 @@ struct DriverArgs {
     /// Play a real driver: refuse the simulator's hint query, so COMMAND runs with only what the driver gives.
     #[arg(long = "no-sim-hints")]
     no_sim_hints: bool,
+    /// Play the scenario's and injected faults for each core's first N kickoffs only; later kickoffs (the next process's, after its reset) play the healthy device.
+    #[arg(long = "fault-kickoffs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    fault_kickoffs: Option<u32>,
     /// The program to run and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<std::ffi::OsString>,
@@ -290,6 +293,7 @@ fn cmd_driver(a: &DriverArgs) -> ExitCode {
         capture_stdout: false,
         echo: a.verbose,
         hints: !a.no_sim_hints,
+        fault_kickoffs: a.fault_kickoffs,
     };
     if all {
         // Each skipped scenario is named (SKIPPED, with its reason) as the rows run.

@@ -316,3 +316,51 @@ fn a_write_only_descriptor_reaches_only_the_misc_requests_and_its_marks_go_with_
     // The child that marked core 0 through the inherited O_RDWR descriptor is gone, its mark stays.
     assert!(err.contains("RANGE-4: no 1 free consecutive cores in 0..=0"), "{err}");
 }
+
+/// MMAP-1..5 and FOPS-1..4 through the real seccomp path: only a whole chunk
+/// maps, from its start (part of one, its middle, two, offset 0: EPERM; the
+/// middle with the chunk's length a conformance violation, exit 71); read,
+/// write, pwrite, ftruncate, fallocate on the node get the kernel's errno
+/// and change nothing, on dups of it too; the modes' EACCES and EBADF; a
+/// file that is not the device is served natively in the reserved numbers.
+#[test]
+fn the_node_maps_only_whole_chunks_and_refuses_read_and_write() {
+    need_user_notif!();
+    let p = probe().to_str().unwrap();
+    for (flags, code) in [(&[][..], 71), (&["--log-violations"][..], 0)] {
+        let o = driver(flags, &[p, "fops"]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(code), "{flags:?}:\nstdout:\n{out}\nstderr:\n{err}");
+        for (key, want) in [
+            ("fd_in_range", "1"),
+            ("adjacent", "1"),
+            ("map_whole", "ok"),
+            ("map_part", "EPERM"),
+            ("map_middle", "EPERM"),
+            ("map_middle_whole_length", "EPERM"),
+            ("map_across_two", "EPERM"),
+            ("map_offset_0", "EPERM"),
+            ("write", "EINVAL"),
+            ("read", "EINVAL"),
+            ("pwrite", "EINVAL"),
+            ("ftruncate", "EINVAL"),
+            ("fallocate", "ENODEV"),
+            ("dup_in_range", "1"),
+            ("dup_write", "EINVAL"),
+            ("dupfd_in_range", "1 cloexec 1"),
+            ("dupfd_write", "EINVAL"),
+            ("dup_map_part", "EPERM"),
+            ("unchanged", "1"),
+            ("ro_map_write", "EACCES"),
+            ("ro_map_read", "ok"),
+            ("ro_write", "EBADF"),
+            ("wo_map", "EACCES"),
+            ("wo_read", "EBADF"),
+            ("wo_write", "EINVAL"),
+            ("other_in_range", "ok ok y"),
+        ] {
+            assert_eq!(field(&out, key), want, "{flags:?} {key}:\n{out}\n{err}");
+        }
+        assert!(err.contains("MMAP-5: offset") && err.contains("1 conformance violation(s)"), "{flags:?}: {err}");
+    }
+}

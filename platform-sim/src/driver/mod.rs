@@ -54,8 +54,9 @@ impl DeviceEngine {
     /// Make the device file for `sim` (arch, cores, ring entries, seed, faults,
     /// extras), mark it ready and start the device; without `hints` (a host
     /// that learns nothing from the simulator) the device is armed from the
-    /// start, since such a host writes no host trigger.
-    pub fn start(sim: &SimConfig, hints: bool) -> Result<DeviceEngine, ShmError> {
+    /// start, since such a host writes no host trigger. With `fault_kickoffs`
+    /// the faults play for each core's first that many kickoffs only.
+    pub fn start(sim: &SimConfig, hints: bool, fault_kickoffs: Option<u32>) -> Result<DeviceEngine, ShmError> {
         let layout = ShmLayout::new(sim.arch, sim.cores, sim.ring_entries.saturating_mul(ENTRY_BYTES))?;
         let faults: Vec<String> = sim.faults.iter().map(|f| f.to_string()).collect();
         let file = Arc::new(ShmFile::create_with_extra(
@@ -68,6 +69,9 @@ impl DeviceEngine {
         let mut device = Device::new(Arc::new(Shared::over_shm(Arc::clone(&file))), sim.program_spec(), sim.cores);
         if !hints {
             device.arm();
+        }
+        if let Some(n) = fault_kickoffs {
+            device.faults_for_kickoffs(n);
         }
         let origin = monotonic_ns();
         file.mark_ready(origin);

@@ -1,8 +1,9 @@
 //! The seccomp side of `nrt-sim driver -- COMMAND`.
 //!
 //! [`run`] starts the device ([`DeviceEngine`]), builds the filter with
-//! libseccomp (allow everything; `open`, `openat`, and `ioctl` whose request
-//! has type `'N'` (`(arg1 >> 8) & 0xff == 0x4E`) go to user notification),
+//! libseccomp (allow everything; `open`, `openat`, `ioctl` whose request
+//! has type `'N'` (`(arg1 >> 8) & 0xff == 0x4E`), and [`RANGE_TRAPPED`]'s
+//! calls on a descriptor in the reserved range go to user notification),
 //! exports it as BPF and forks the [`reaper`], a child subreaper that forks
 //! COMMAND and kills COMMAND's whole tree when COMMAND ends, when asked, or
 //! when this process is gone (even by `SIGKILL`). COMMAND dies with the reaper
@@ -17,13 +18,19 @@
 //!
 //! - `open`/`openat` of `/dev/neuron0` (read from the caller's memory with
 //!   `process_vm_readv`): a new descriptor of the device memfd, installed with
-//!   `SECCOMP_IOCTL_NOTIF_ADDFD` + `SECCOMP_ADDFD_FLAG_SEND` (the caller's
-//!   `O_CLOEXEC` kept); `/dev/neuron<N>` for N > 0: `ENOENT` (one device);
+//!   `SECCOMP_IOCTL_NOTIF_ADDFD` + `SECCOMP_ADDFD_FLAG_SEND`, at the lowest
+//!   free number of [`DEVICE_FD_BASE`].. (`SECCOMP_ADDFD_FLAG_SETFD`; the
+//!   caller's `O_CLOEXEC` kept); `/dev/neuron<N>` for N > 0: `ENOENT` (one device);
 //!   every other path: `SECCOMP_USER_NOTIF_FLAG_CONTINUE` (opened natively);
 //! - `ioctl` on a descriptor that is the device memfd (same device and inode
 //!   as `/proc/<pid>/fd/<fd>`): the argument struct copied in (size from
 //!   [`model::arg_size`]), [`Model::handle`], copied back, the value or errno
-//!   returned; on any other descriptor: continue (the kernel answers).
+//!   returned; on any other descriptor: continue (the kernel answers);
+//! - a call of [`RANGE_TRAPPED`] on a device descriptor: `mmap`
+//!   ([`Model::mmap`]: continued when the driver maps what the memfd holds
+//!   there), `read`, `write` and the rest ([`NoFop::errno`]), `dup` and
+//!   `fcntl(F_DUPFD)` (the copy installed in the range too); on any other
+//!   file in the range: continue (G-DRV-MMAP).
 //!
 //! The caller is a hostile peer:
 //!
@@ -68,7 +75,7 @@ use std::time::{Duration, Instant};
 use libseccomp::{ScmpAction, ScmpArgCompare, ScmpCompareOp, ScmpFilterContext, ScmpSyscall};
 use nrt_core::NrtStatus;
 
-use super::model::{self, LogLine, MemFault, Model, Refusal, TargetMem, Violation};
+use super::model::{self, LogLine, MemFault, MmapCall, Model, NoFop, OpenMode, Refusal, TargetMem, Violation};
 use super::reaper::{self, Reaper, Spawn};
 use super::DeviceEngine;
 use crate::report::Row;
@@ -110,6 +117,19 @@ pub const KILL_BOUND: Duration = Duration::from_secs(2);
 /// kill, the drain and the device's stop, rounded up. The model's own work in
 /// the call in hand when the limit passes is on top (it does not touch COMMAND).
 pub const LIMIT_SLACK: Duration = Duration::from_secs(5);
+/// The first descriptor number of the reserved range the device's
+/// descriptors are installed in (`SECCOMP_ADDFD_FLAG_SETFD`), so the filter
+/// can trap `read`, `write`, `mmap` and the rest on device descriptors only
+/// (G-DRV-MMAP). Below 1024, the usual `RLIMIT_NOFILE` and `FD_SETSIZE`.
+pub const DEVICE_FD_BASE: i32 = 960;
+/// Numbers in the reserved range: a power of two, `DEVICE_FD_BASE` a multiple
+/// of it, so one masked compare matches the range.
+pub const DEVICE_FD_SLOTS: i32 = 64;
+const _: () = assert!(
+    DEVICE_FD_SLOTS.count_ones() == 1
+        && DEVICE_FD_BASE % DEVICE_FD_SLOTS == 0
+        && DEVICE_FD_BASE + DEVICE_FD_SLOTS <= 1024
+);
 /// Processes attached to the device at once: the driver's
 /// `NEURON_MAX_PROCESS_PER_DEVICE` (share/neuron_driver_shared.h); one more
 /// fails `ncdev_open` with `EBUSY` (`npid_attach`, neuron_pid.c; neuron_cdev.c).
@@ -134,6 +154,8 @@ pub struct DriverConfig {
     /// Answer the simulator's hint query (else the model plays a real driver
     /// and refuses it, `Model::without_hints`).
     pub hints: bool,
+    /// Play the faults for each core's first that many kickoffs only (`None`: all).
+    pub fault_kickoffs: Option<u32>,
 }
 
 /// How COMMAND ended.
@@ -271,6 +293,27 @@ pub fn user_notif_unavailable() -> Option<String> {
     }
 }
 
+/// The calls trapped when their descriptor argument (its index) is in the
+/// reserved range: the file operations the driver has none of, `mmap`, and
+/// the duplications (which the supervisor makes into the range itself).
+pub const RANGE_TRAPPED: &[(&str, u32)] = &[
+    ("read", 0),
+    ("write", 0),
+    ("pread64", 0),
+    ("pwrite64", 0),
+    ("readv", 0),
+    ("writev", 0),
+    ("preadv", 0),
+    ("pwritev", 0),
+    ("preadv2", 0),
+    ("pwritev2", 0),
+    ("ftruncate", 0),
+    ("fallocate", 0),
+    ("mmap", 4),
+    ("dup", 0),
+    ("fcntl", 0),
+];
+
 /// The filter as classic BPF, built by libseccomp.
 fn filter_program() -> Result<Vec<libc::sock_filter>, String> {
     let e = |what: &str| {
@@ -283,6 +326,19 @@ fn filter_program() -> Result<Vec<libc::sock_filter>, String> {
     for name in ["open", "openat"] {
         let sc = ScmpSyscall::from_name(name).map_err(e(name))?;
         ctx.add_rule(ScmpAction::Notify, sc).map_err(e(name))?;
+    }
+    // Calls on a descriptor in the reserved range (the fd is an int: the
+    // mask drops the register's upper half).
+    let in_range = |arg: u32| {
+        ScmpArgCompare::new(
+            arg,
+            ScmpCompareOp::MaskedEqual(u64::from(!(DEVICE_FD_SLOTS as u32 - 1))),
+            DEVICE_FD_BASE as u64,
+        )
+    };
+    for (name, arg) in RANGE_TRAPPED {
+        let sc = ScmpSyscall::from_name(name).map_err(e(name))?;
+        ctx.add_rule_conditional(ScmpAction::Notify, sc, &[in_range(*arg)]).map_err(e(name))?;
     }
     let ioctl = ScmpSyscall::from_name("ioctl").map_err(e("ioctl"))?;
     let cmp = ScmpArgCompare::new(1, ScmpCompareOp::MaskedEqual(0xFF00), 0x4E00);
@@ -773,16 +829,18 @@ impl Listener {
         self.respond(id, 0, 0, libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32);
     }
 
-    /// Answer with a new descriptor for `src` in the caller; its number, or the errno.
-    fn add_fd(&self, id: u64, src: RawFd, cloexec: bool) -> Result<i32, i32> {
+    /// Answer with a new descriptor for `src` in the caller, numbered `at`
+    /// (else the lowest free); its number, or the errno.
+    fn add_fd(&self, id: u64, src: RawFd, cloexec: bool, at: Option<i32>) -> Result<i32, i32> {
         if !self.valid(id) {
             return Err(libc::ESRCH);
         }
+        let setfd = if at.is_some() { libc::SECCOMP_ADDFD_FLAG_SETFD as u32 } else { 0 };
         let mut a = libc::seccomp_notif_addfd {
             id,
-            flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
+            flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32 | setfd,
             srcfd: src as u32,
-            newfd: 0,
+            newfd: at.map_or(0, |n| n as u32),
             newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
         };
         // SAFETY: a seccomp_notif_addfd of the kernel's layout.
@@ -792,6 +850,17 @@ impl Listener {
         } else {
             Ok(rc)
         }
+    }
+}
+
+/// The rule behind the errno [`NoFop::errno`] gives, for the log.
+fn fops_rule(call: NoFop) -> &'static str {
+    match call {
+        NoFop::Read { .. } | NoFop::Write { .. } => {
+            "ncdev_fops has no .read/.write: vfs_read/vfs_write (fs/read_write.c) refuse it"
+        }
+        NoFop::Ftruncate => "the device is no regular file: do_ftruncate (fs/open.c) refuses it",
+        NoFop::Fallocate { .. } => "the device is no regular file: vfs_fallocate (fs/open.c) refuses it",
     }
 }
 
@@ -820,11 +889,12 @@ struct Session<'a> {
     /// The processes attached to the device (opened it), each with a pidfd
     /// that polls readable when it exits.
     openers: BTreeMap<u32, OwnedFd>,
-    /// The device descriptors installed, by (process, fd number): whether
-    /// each is write-only ("free access", GEN-4). A descriptor not in it (a
-    /// `dup` of one, or one passed over a socket) is served as `O_RDWR`: the
-    /// supervisor sees opens, not dups (G-DRV-DUP).
-    descs: BTreeMap<(u32, i32), bool>,
+    /// The device descriptors installed, by (process, fd number): the mode
+    /// each was opened with (write-only is "free access", GEN-4). A `dup` or
+    /// `fcntl(F_DUPFD)` of one in the reserved range is installed here too
+    /// with its mode; one not in it (a `dup2` out of the range, one inherited
+    /// by a child or passed over a socket) is served as `O_RDWR` (G-DRV-DUP).
+    descs: BTreeMap<(u32, i32), OpenMode>,
     log: Capped<LogLine>,
     violations: Capped<Violation>,
     kernel_bugs: u64,
@@ -925,7 +995,7 @@ impl Session<'_> {
             return;
         }
         if nr != libc::SYS_ioctl {
-            return self.listener.cont(n.id);
+            return self.handle_range(n, deadline);
         }
         let fd = args[0] as i32;
         let dev = self.dev;
@@ -941,7 +1011,7 @@ impl Session<'_> {
         let pid = caller.tgid;
         let code = args[1] as u32;
         let ptr = args[2];
-        let free_access = self.descs.get(&(pid, fd)).copied().unwrap_or(false);
+        let free_access = self.descs.get(&(pid, fd)).copied().unwrap_or(OpenMode::RDWR).free_access();
         if code == nrt_abi::ioctl::DEVICE_GET_ALL_APPS_INFO.code() && !free_access {
             return self.apps_info(n, pid, ptr, deadline);
         }
@@ -1087,7 +1157,7 @@ impl Session<'_> {
         let pid = caller.tgid;
         // IS_NEURON_DEVICE_FREE_ACCESS (neuron_cdev.c): the O_WRONLY bit of
         // the open flags; such an open is not attached (no slot, no count).
-        let free_access = flags & libc::O_WRONLY as u64 != 0;
+        let free_access = OpenMode::from_flags(flags).free_access();
         let attached = self.openers.keys().filter(|p| self.model.attached(**p)).count();
         if !free_access && !self.model.attached(pid) && attached >= MAX_ATTACHED {
             self.note(
@@ -1098,17 +1168,130 @@ impl Session<'_> {
             return self.listener.respond(n.id, 0, libc::EBUSY, 0);
         }
         let cloexec = flags & libc::O_CLOEXEC as u64 != 0;
-        match self.listener.add_fd(n.id, self.memfd, cloexec) {
+        match self.install(n, pid, cloexec, DEVICE_FD_BASE) {
             Ok(fd) => {
                 if free_access {
                     self.model.open_free_access(pid);
                 } else {
                     self.model.open(pid);
                 }
-                self.descs.insert((pid, fd), free_access);
+                self.descs.insert((pid, fd), OpenMode::from_flags(flags));
                 self.opens = self.opens.saturating_add(1);
                 self.openers.entry(pid).or_insert(caller.pidfd);
                 self.absorb();
+            }
+            Err(e) => self.listener.respond(n.id, 0, e, 0),
+        }
+    }
+
+    /// Install the device memfd in the caller of `n` at the lowest free number
+    /// of the reserved range from `from` (G-DRV-MMAP); with none free, or the
+    /// caller's `RLIMIT_NOFILE` below it, at its lowest free number, noted
+    /// in the log: read, write and mmap on that descriptor are not checked.
+    fn install(&mut self, n: &libc::seccomp_notif, pid: u32, cloexec: bool, from: i32) -> Result<i32, i32> {
+        let end = DEVICE_FD_BASE + DEVICE_FD_SLOTS;
+        // The notifying thread's table (lstat of the link only: nothing of the caller's is followed).
+        let free = (from.max(DEVICE_FD_BASE)..end).find(|fd| {
+            std::fs::symlink_metadata(format!("/proc/{}/fd/{fd}", n.pid))
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        });
+        if let Some(at) = free {
+            match self.listener.add_fd(n.id, self.memfd, cloexec, Some(at)) {
+                Err(libc::EBADF | libc::EMFILE) => {}
+                r => return r,
+            }
+        }
+        let r = self.listener.add_fd(n.id, self.memfd, cloexec, None);
+        if let Ok(fd) = r {
+            self.note(
+                pid,
+                "open",
+                format!(
+                    "descriptor {fd}: no free number in {DEVICE_FD_BASE}..{end} (or RLIMIT_NOFILE below it): read, \
+                     write and mmap on it are not checked (G-DRV-MMAP)"
+                ),
+            );
+        }
+        r
+    }
+
+    /// A call the filter trapped because its descriptor is in the reserved
+    /// range: on the device, answered as the kernel and the driver do; on
+    /// any other file, continued.
+    fn handle_range(&mut self, n: &libc::seccomp_notif, deadline: Instant) {
+        let nr = i64::from(n.data.nr);
+        let a = n.data.args;
+        let fd = if nr == libc::SYS_mmap { a[4] as i32 } else { a[0] as i32 };
+        let (tid, dev) = (n.pid, self.dev);
+        if !self.reader.run(deadline, move || is_device_fd(tid, fd, dev)).unwrap_or(false) {
+            return self.listener.cont(n.id);
+        }
+        let caller = match self.caller(n) {
+            Ok(c) => c,
+            Err(true) => return self.listener.respond(n.id, 0, libc::ESRCH, 0),
+            Err(false) => return,
+        };
+        self.check_gone(caller.tgid);
+        let pid = caller.tgid;
+        let mode = self.descs.get(&(pid, fd)).copied().unwrap_or(OpenMode::RDWR);
+        // preadv2 / pwritev2 take -1 for the current position.
+        let pos = |p: u64, current_ok: bool| Some(p as i64).filter(|p| !(current_ok && *p == -1));
+        let call = match nr {
+            libc::SYS_read | libc::SYS_readv => NoFop::Read { pos: None },
+            libc::SYS_pread64 | libc::SYS_preadv => NoFop::Read { pos: pos(a[3], false) },
+            libc::SYS_preadv2 => NoFop::Read { pos: pos(a[3], true) },
+            libc::SYS_write | libc::SYS_writev => NoFop::Write { pos: None },
+            libc::SYS_pwrite64 | libc::SYS_pwritev => NoFop::Write { pos: pos(a[3], false) },
+            libc::SYS_pwritev2 => NoFop::Write { pos: pos(a[3], true) },
+            libc::SYS_ftruncate => NoFop::Ftruncate,
+            libc::SYS_fallocate => NoFop::Fallocate { offset: a[2] as i64, len: a[3] as i64 },
+            libc::SYS_mmap => {
+                let call = MmapCall { offset: a[5], len: a[1], prot: a[2], flags: a[3] };
+                let answer = self.model.mmap(pid, call, mode);
+                self.absorb();
+                return match answer {
+                    // The driver maps exactly what the memfd holds there: the kernel maps it.
+                    Ok(()) => self.listener.cont(n.id),
+                    Err(Refusal::Errno(e)) => self.listener.respond(n.id, 0, e.0, 0),
+                    Err(Refusal::KernelBug(v)) => {
+                        eprintln!("nrt-sim driver: pid {pid}: {v}");
+                        if self.cfg.strict {
+                            self.bug_pid = Some(pid);
+                            pidfd_kill(&caller.pidfd);
+                            self.listener.respond(n.id, 0, libc::EIO, 0);
+                        } else {
+                            self.listener.cont(n.id);
+                        }
+                    }
+                };
+            }
+            libc::SYS_dup => return self.duplicate(n, pid, mode, false, DEVICE_FD_BASE),
+            libc::SYS_fcntl => {
+                let (cmd, min) = (a[1] as i32, a[2] as i64);
+                let end = i64::from(DEVICE_FD_BASE + DEVICE_FD_SLOTS);
+                return match cmd {
+                    // A lowest number past the range: the kernel's (out of the range, unchecked).
+                    libc::F_DUPFD | libc::F_DUPFD_CLOEXEC if (0..end).contains(&min) => {
+                        self.duplicate(n, pid, mode, cmd == libc::F_DUPFD_CLOEXEC, min as i32)
+                    }
+                    _ => self.listener.cont(n.id),
+                };
+            }
+            _ => return self.listener.cont(n.id),
+        };
+        let e = call.errno(mode);
+        self.model.refusals = self.model.refusals.saturating_add(1);
+        self.note(pid, call.name(), format!("{e}: {} (FOPS, G-DRV-MMAP)", fops_rule(call)));
+        self.listener.respond(n.id, 0, e.0, 0);
+    }
+
+    /// `dup` / `fcntl(F_DUPFD[_CLOEXEC])` of a device descriptor of mode
+    /// `mode`: the copy goes in the reserved range from `from` too (the
+    /// lowest free number there, not the lowest free one: G-DRV-MMAP).
+    fn duplicate(&mut self, n: &libc::seccomp_notif, pid: u32, mode: OpenMode, cloexec: bool, from: i32) {
+        match self.install(n, pid, cloexec, from) {
+            Ok(fd) => {
+                self.descs.insert((pid, fd), mode);
             }
             Err(e) => self.listener.respond(n.id, 0, e, 0),
         }
@@ -1206,7 +1389,7 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
         .map_err(|_| DriverError::Spawn("an argument of COMMAND holds a NUL byte".into()))?;
     let argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).chain([std::ptr::null()]).collect();
     let filter = filter_program().map_err(DriverError::Seccomp)?;
-    let engine = DeviceEngine::start(&cfg.sim, cfg.hints).map_err(DriverError::Device)?;
+    let engine = DeviceEngine::start(&cfg.sim, cfg.hints, cfg.fault_kickoffs).map_err(DriverError::Device)?;
     let file = Arc::clone(engine.file());
     let meta =
         file.file().metadata().map_err(|e| DriverError::Device(ShmError::Io { what: "fstat".into(), error: e }))?;

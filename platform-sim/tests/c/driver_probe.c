@@ -33,7 +33,13 @@
  *                     copied in (a positive count, EACCES); a child's marks
  *                     taken through its own write-only descriptor are given
  *                     back at its exit, a child's through the inherited
- *                     O_RDWR descriptor are not.
+ *                     O_RDWR descriptor are not;
+ *   fops              mmap of a whole chunk, of part of one, from its
+ *                     middle, across two, at offset 0; read, write,
+ *                     pwrite, ftruncate, fallocate on the node and on dups
+ *                     of it (the chunk's bytes checked unchanged after);
+ *                     read-only and write-only descriptors; another file
+ *                     moved into the supervisor's reserved numbers.
  *
  * Layouts and codes: nrt-abi (abi/src/ioctl.rs), checked there against the
  * public driver's header. */
@@ -406,6 +412,82 @@ static int free_access(int fd) {
     return 0;
 }
 
+/* "ok" or the errno's name, of a call that returned `rc` (-1: failed). */
+static const char *res(long rc) {
+    if (rc != -1) return "ok";
+    switch (errno) {
+    case EPERM: return "EPERM";
+    case EINVAL: return "EINVAL";
+    case EACCES: return "EACCES";
+    case EBADF: return "EBADF";
+    case ENODEV: return "ENODEV";
+    default: return strerror(errno);
+    }
+}
+
+static const char *map_res(int fd, uint64_t off, uint64_t len, int prot) {
+    void *p = mmap(NULL, len, prot, MAP_SHARED, fd, (off_t)off);
+    if (p == MAP_FAILED) return res(-1);
+    munmap(p, len);
+    return "ok";
+}
+
+static int fops(int fd) {
+    printf("fd_in_range: %d\n", fd >= 960 && fd < 1024);
+    uint64_t ha = 0, hb = 0;
+    struct mem_alloc a = { .size = 3 * 4096, .host_memory = 1, .mem_type = 17,
+                           .mem_handle_ptr = (uint64_t)(uintptr_t)&ha };
+    struct mem_alloc b = { .size = 4096, .host_memory = 1, .mem_type = 17,
+                           .mem_handle_ptr = (uint64_t)(uintptr_t)&hb };
+    if (xioctl(fd, MEM_ALLOC_V2MT, &a) != 0 || xioctl(fd, MEM_ALLOC_V2MT, &b) != 0) return 1;
+    struct mem_info ia = { .mem_handle = ha, .version = 1 }, ib = { .mem_handle = hb, .version = 1 };
+    if (xioctl(fd, MEM_GET_EXTENDED_INFO, &ia) != 0 || xioctl(fd, MEM_GET_EXTENDED_INFO, &ib) != 0) return 1;
+    uint64_t A = ia.mmap_offset;
+    printf("adjacent: %d\n", ib.mmap_offset == A + 3 * 4096);
+    int rw = PROT_READ | PROT_WRITE;
+    printf("map_whole: %s\n", map_res(fd, A, 3 * 4096, rw));
+    printf("map_part: %s\n", map_res(fd, A, 4096, rw));
+    printf("map_middle: %s\n", map_res(fd, A + 4096, 4096, rw));
+    printf("map_middle_whole_length: %s\n", map_res(fd, A + 4096, 3 * 4096, rw));
+    printf("map_across_two: %s\n", map_res(fd, A, 4 * 4096, rw));
+    printf("map_offset_0: %s\n", map_res(fd, 0, 4096, rw));
+    volatile uint8_t *m = mmap(NULL, 3 * 4096, rw, MAP_SHARED, fd, (off_t)A);
+    if (m == MAP_FAILED) return 1;
+    m[0] = 0x5A;
+    m[1] = 0x5A;
+    char buf[4] = { 'X', 'X', 'X', 'X' };
+    lseek(fd, (off_t)A, SEEK_SET);
+    printf("write: %s\n", res(write(fd, buf, sizeof buf)));
+    printf("read: %s\n", res(read(fd, buf, sizeof buf)));
+    printf("pwrite: %s\n", res(pwrite(fd, buf, sizeof buf, (off_t)A)));
+    printf("ftruncate: %s\n", res(ftruncate(fd, 0)));
+    printf("fallocate: %s\n", res(fallocate(fd, 0, 0, 4096)));
+    int d = dup(fd);
+    printf("dup_in_range: %d\n", d >= 960 && d < 1024);
+    printf("dup_write: %s\n", res(write(d, buf, sizeof buf)));
+    int c = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    printf("dupfd_in_range: %d cloexec %d\n", c >= 960 && c < 1024, (fcntl(c, F_GETFD) & FD_CLOEXEC) != 0);
+    printf("dupfd_write: %s\n", res(write(c, buf, sizeof buf)));
+    printf("dup_map_part: %s\n", map_res(c, A, 4096, rw));
+    printf("unchanged: %d\n", m[0] == 0x5A && m[1] == 0x5A && buf[0] == 'X');
+    int ro = open("/dev/neuron0", O_RDONLY | O_CLOEXEC);
+    printf("ro_map_write: %s\n", map_res(ro, A, 3 * 4096, rw));
+    printf("ro_map_read: %s\n", map_res(ro, A, 3 * 4096, PROT_READ));
+    printf("ro_write: %s\n", res(write(ro, buf, 1)));
+    int wo = open("/dev/neuron0", O_WRONLY | O_CLOEXEC);
+    printf("wo_map: %s\n", map_res(wo, A, 3 * 4096, PROT_READ));
+    printf("wo_read: %s\n", res(read(wo, buf, 1)));
+    printf("wo_write: %s\n", res(write(wo, buf, 1)));
+    /* Another file moved into the reserved numbers is served natively. */
+    int pfd[2];
+    if (pipe(pfd) != 0 || dup2(pfd[1], 1000) != 1000) return 1;
+    char got = 0;
+    const char *w = res(write(1000, "y", 1));
+    const char *r = res(read(pfd[0], &got, 1));
+    printf("other_in_range: %s %s %c\n", w, r, got);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     int fd = open("/dev/neuron0", O_RDWR | O_CLOEXEC);
@@ -422,6 +504,7 @@ int main(int argc, char **argv) {
     else if (argc >= 2 && strcmp(argv[1], "own") == 0) rc = own(fd);
     else if (argc >= 2 && strcmp(argv[1], "twoproc") == 0) rc = twoproc(fd);
     else if (argc >= 2 && strcmp(argv[1], "free") == 0) rc = free_access(fd);
+    else if (argc >= 2 && strcmp(argv[1], "fops") == 0) rc = fops(fd);
     close(fd);
     return rc;
 }

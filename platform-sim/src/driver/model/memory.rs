@@ -75,6 +75,8 @@ pub struct Chunks {
     reissued: BTreeSet<u64>,
     /// Host chunks allocated as `CONTIGUOUS_SCRATCHPAD_DEVICE` (MEMF-6).
     pub(super) host_scratchpad: BTreeSet<u64>,
+    /// Every chunk allocated as `CONTIGUOUS_SCRATCHPAD_DEVICE`, host or device (MMAP-6).
+    pub(super) scratchpad: BTreeSet<u64>,
 }
 
 const fn page_up(v: u64) -> u64 {
@@ -94,6 +96,7 @@ impl Chunks {
             next_handle: 1,
             reissued: BTreeSet::new(),
             host_scratchpad: BTreeSet::new(),
+            scratchpad: BTreeSet::new(),
         }
     }
 
@@ -152,6 +155,7 @@ impl Chunks {
         }
         self.free_handles.push(handle);
         self.host_scratchpad.remove(&handle);
+        self.scratchpad.remove(&handle);
         Some(c)
     }
 
@@ -312,7 +316,8 @@ impl Model {
             let h = self.new_handle(Chunk { offset, size: page_up(a.size), host: false, pid, kind: ChunkKind::User });
             return self.mem_alloc_finish(pid, name, a, h, mem);
         }
-        let host_scratchpad = a.host_memory != 0 && a.mem_type == CONTIGUOUS_SCRATCHPAD_DEVICE;
+        let scratchpad = a.mem_type == CONTIGUOUS_SCRATCHPAD_DEVICE;
+        let host_scratchpad = a.host_memory != 0 && scratchpad;
         let Some(h) = self.pool_alloc(a.size, a.host_memory != 0, pid, ChunkKind::User) else {
             let region = self.chunks.region().1;
             return self.refuse(
@@ -324,6 +329,9 @@ impl Model {
             );
         };
         let r = self.mem_alloc_finish(pid, name, a, h, mem);
+        if scratchpad && self.chunks.contains(h) {
+            self.chunks.scratchpad.insert(h);
+        }
         if host_scratchpad && self.chunks.contains(h) {
             // MEMF-6: mc_alloc_internal does not cross-check mem_type with
             // host memory; the chunk's free will oops.

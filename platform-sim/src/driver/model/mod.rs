@@ -37,12 +37,14 @@
 //! One module per family: [`memory`] (chunks), [`dma`] (queues, copy start,
 //! ack), [`notify`] (NQ rings), [`cores`] (CRWL, range marks, resets), [`bar`]
 //! (BAR_READ / BAR_WRITE, the simulator's hint query), [`sema`] (semaphores and
-//! events), [`ds`] (the datastore); [`request`] parses a request.
+//! events), [`ds`] (the datastore), [`fops`] (`mmap`, and the file
+//! operations the driver has none of); [`request`] parses a request.
 
 pub mod bar;
 pub mod cores;
 pub mod dma;
 pub mod ds;
+pub mod fops;
 pub mod memory;
 pub mod notify;
 pub mod request;
@@ -61,6 +63,7 @@ use crate::shm::ShmFile;
 pub use bar::blocked_register;
 pub use cores::{CoreLock, RESET_PENDING};
 pub use dma::{Queue, QueueSide, COPY_BYTES_MAX, COPY_DESCS_MAX};
+pub use fops::{MmapCall, NoFop, OpenMode};
 pub use memory::{Chunk, ChunkKind, Chunks, SIM_HOST_PA_BASE};
 pub use notify::NqRing;
 pub use request::{arg_size, Request};
@@ -476,12 +479,12 @@ impl Model {
         self.opens
     }
 
-    /// Whether `[offset, offset + len)` of the device file is something an
-    /// ioctl handed out (a chunk, a ring; `ncdev_mmap` refuses anything else
-    /// with `EINVAL`, neuron_mmap.c). The supervisor does not trap `mmap`
-    /// (G-DRV-MMAP); this is for tests and tools.
+    /// Whether a read-write shared `mmap` of `len` bytes at `offset` maps
+    /// (the rules of [`Model::mmap`], without logging anything).
     pub fn mmap_allowed(&self, offset: u64, len: u64) -> bool {
-        self.chunks.file_range(offset, len).is_some()
+        let call =
+            MmapCall { offset, len, prot: (libc::PROT_READ | libc::PROT_WRITE) as u64, flags: libc::MAP_SHARED as u64 };
+        matches!(self.mmap_verdict(call, OpenMode::RDWR), fops::MmapVerdict::Maps)
     }
 
     /// The chunk of `handle`.

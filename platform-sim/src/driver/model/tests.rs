@@ -621,8 +621,10 @@ fn notification_rings_are_the_devices_and_slots_stay_in_the_block() {
     let mut a = nq(1, nq_type::NOTIFY, 4, 1024);
     assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), Ok(0));
     assert_eq!(a.mmap_offset, m.file().layout().ring_offset(1, 4).unwrap());
+    // The driver's chunk is the ring rounded up to a page: any length of one page maps, two do not.
     assert!(m.mmap_allowed(a.mmap_offset, 1024));
-    assert!(!m.mmap_allowed(a.mmap_offset, 2048));
+    assert!(m.mmap_allowed(a.mmap_offset, 4096));
+    assert!(!m.mmap_allowed(a.mmap_offset, 8192));
     // nq id = type * 16 + index must stay below 96.
     let mut a = nq(0, nq_type::NOTIFY, 80, 1024);
     assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), errno(Errno::EINVAL));
@@ -2005,4 +2007,125 @@ fn the_core_map_is_the_drivers_on_v3_and_refused_on_v2() {
     assert_eq!((word(&mem, 0), word(&mem, 1), word(&mem, 2), word(&mem, 3)), (2, 0, 4, 0));
     assert_eq!(word(&mem, 5), 0xEEEE_EEEE, "only the header and the entries asked are written");
     assert_eq!(ask(&mut m, &mut mem, 8, 0, base + 0x1000 - 8), Ok(4 + 8 * 8), "the bytes not copied, positive");
+}
+
+/// A chunk of `size` bytes (`host`, `mem_type`) allocated by `pid`: its handle and file offset.
+fn chunk_at(m: &mut Model, mem: &mut VecMem, pid: u32, size: u64, host: u32, mem_type: u32) -> (u64, u64) {
+    let ptr = mem.base + 0x80;
+    let mut a = abi::MemAllocV2Mt { size, host_memory: host, mem_type, mem_handle: ptr, ..Default::default() };
+    assert_eq!(call_as(m, pid, abi::MEM_ALLOC_V2MT, &mut a, mem), Ok(0));
+    let h = mem.u64_at(ptr);
+    (h, m.chunk(h).unwrap().offset)
+}
+
+fn mmap_rw(offset: u64, len: u64) -> MmapCall {
+    MmapCall { offset, len, prot: (libc::PROT_READ | libc::PROT_WRITE) as u64, flags: libc::MAP_SHARED as u64 }
+}
+
+/// MMAP-3..5: only a whole chunk maps, from its start; part of one, its
+/// middle, two of them or an offset in no chunk is EPERM (no special
+/// resource, no CAP_SYS_RAWIO); the middle with the chunk's length is what
+/// the driver maps elsewhere (its start): refused, and a conformance violation.
+#[test]
+fn mmap3_4_5_only_a_whole_chunk_from_its_start_maps() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (_, a) = chunk_at(&mut m, &mut mem, PID, 3 * 4096, 1, 0);
+    let (_, b) = chunk_at(&mut m, &mut mem, PID, 4096, 0, 0);
+    assert_eq!(b, a + 3 * 4096, "the pool puts the second chunk right after the first");
+    let rw = OpenMode::RDWR;
+    assert_eq!(m.mmap(PID, mmap_rw(a, 3 * 4096), rw), Ok(()));
+    // A length in the chunk's last page still maps the whole chunk (the VMA is whole pages).
+    assert_eq!(m.mmap(PID, mmap_rw(a, 2 * 4096 + 1), rw), Ok(()));
+    assert_eq!(m.mmap(PID, mmap_rw(b, 4096), rw), Ok(()));
+    let eperm = Err(Refusal::Errno(Errno::EPERM));
+    for (what, off, len) in [
+        ("part", a, 4096),
+        ("middle", a + 4096, 4096),
+        ("across two", a, 4 * 4096),
+        ("offset 0", 0, 4096),
+        ("past the pool", b + 4096, 4096),
+    ] {
+        assert_eq!(m.mmap(PID, mmap_rw(off, len), rw), eperm, "{what}");
+    }
+    assert_logged(&m, "MMAP-4: 4096 bytes at");
+    assert_logged(&m, "MMAP-3: offset 0x0 is in no chunk");
+    assert_eq!(m.conformance_violations().count(), 0);
+    // The chunk's length from its middle: the driver would map the chunk's start.
+    assert_eq!(m.mmap(PID, mmap_rw(a + 4096, 3 * 4096), rw), eperm);
+    assert_eq!(m.conformance_violations().count(), 1);
+    assert_logged(&m, "MMAP-5: offset");
+    // Another process maps the chunk too (the driver only drops its write access).
+    assert_eq!(m.mmap(PID + 1, mmap_rw(a, 3 * 4096), rw), Ok(()));
+    assert!(m.mmap_allowed(a, 3 * 4096) && !m.mmap_allowed(a, 4096));
+}
+
+/// MMAP-1, MMAP-2: the kernel's own checks come first: a misaligned offset,
+/// 0 bytes or no mapping type is EINVAL; a descriptor not open for reading,
+/// or a shared writable mapping of one not open for writing, EACCES.
+#[test]
+fn mmap1_2_the_kernels_checks_come_before_the_drivers() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let (_, a) = chunk_at(&mut m, &mut mem, PID, 4096, 1, 0);
+    let rw = OpenMode::RDWR;
+    let einval = Err(Refusal::Errno(Errno::EINVAL));
+    assert_eq!(m.mmap(PID, mmap_rw(a + 8, 4096), rw), einval);
+    assert_eq!(m.mmap(PID, mmap_rw(0, 0), rw), einval, "before the driver's EPERM");
+    assert_eq!(m.mmap(PID, MmapCall { flags: 0, ..mmap_rw(a, 4096) }, rw), einval);
+    let eacces = Err(Refusal::Errno(Errno::EACCES));
+    let ro = OpenMode::from_flags(libc::O_RDONLY as u64);
+    let wo = OpenMode::from_flags((libc::O_WRONLY | libc::O_CLOEXEC) as u64);
+    assert_eq!(m.mmap(PID, mmap_rw(a, 4096), ro), eacces);
+    assert_eq!(m.mmap(PID, MmapCall { prot: libc::PROT_READ as u64, ..mmap_rw(a, 4096) }, ro), Ok(()));
+    assert_eq!(m.mmap(PID, MmapCall { flags: libc::MAP_PRIVATE as u64, ..mmap_rw(a, 4096) }, ro), Ok(()));
+    assert_eq!(m.mmap(PID, MmapCall { prot: libc::PROT_READ as u64, ..mmap_rw(a, 4096) }, wo), eacces);
+    assert_eq!(m.mmap(PID, mmap_rw(0, 4096), wo), eacces, "before the driver's EPERM");
+    assert_eq!(m.refusals, 6);
+}
+
+/// MMAP-6: a contiguous-scratchpad chunk maps past its end up to the pool's
+/// end (device memory); a host one oopses (its pool pointer is NULL).
+#[test]
+fn mmap6_a_scratchpad_maps_to_the_pools_end_and_a_host_one_oopses() {
+    let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
+    let sp = memory::CONTIGUOUS_SCRATCHPAD_DEVICE;
+    let (_, d) = chunk_at(&mut m, &mut mem, PID, 4096, 0, sp);
+    let (_, _next) = chunk_at(&mut m, &mut mem, PID, 4096, 0, sp);
+    let (base, len) = m.chunks.region();
+    assert_eq!(m.mmap(PID, mmap_rw(d, 2 * 4096), OpenMode::RDWR), Ok(()));
+    assert_eq!(m.mmap(PID, mmap_rw(d, base + len - d), OpenMode::RDWR), Ok(()));
+    assert_eq!(m.mmap(PID, mmap_rw(d, base + len - d + 4096), OpenMode::RDWR), Err(Refusal::Errno(Errno::EPERM)));
+    let (_, h) = chunk_at(&mut m, &mut mem, PID, 4096, 1, sp);
+    match m.mmap(PID, mmap_rw(h, 4096), OpenMode::RDWR) {
+        Err(Refusal::KernelBug(v)) => assert!(v.to_string().contains("MMAP-6"), "{v}"),
+        other => panic!("expected a kernel BUG, got {other:?}"),
+    }
+}
+
+/// FOPS-1..4: the driver has no read, write, truncate or allocate: the VFS
+/// answers EINVAL (EBADF for a mode that cannot, ENODEV for fallocate).
+#[test]
+fn fops_the_calls_the_driver_has_no_entry_for() {
+    let (ro, wo, rw) = (OpenMode(0), OpenMode(1), OpenMode(2));
+    let (einval, ebadf) = (Errno::EINVAL, Errno(libc::EBADF));
+    let read = NoFop::Read { pos: None };
+    let write = NoFop::Write { pos: None };
+    assert_eq!(
+        [read.errno(ro), read.errno(wo), read.errno(rw), read.errno(OpenMode(3))],
+        [einval, ebadf, einval, ebadf]
+    );
+    assert_eq!([write.errno(ro), write.errno(wo), write.errno(rw)], [ebadf, einval, einval]);
+    assert_eq!(NoFop::Read { pos: Some(-1) }.errno(wo), einval, "a negative position first");
+    assert_eq!(NoFop::Write { pos: Some(0) }.errno(ro), ebadf);
+    assert_eq!(NoFop::Write { pos: Some(-1) }.errno(ro), einval, "a negative position first");
+    assert_eq!(NoFop::Fallocate { offset: -1, len: 4096 }.errno(rw), einval);
+    assert_eq!(NoFop::Fallocate { offset: 4096, len: 4096 }.errno(rw), Errno::ENODEV);
+    let names = [NoFop::Read { pos: None }, NoFop::Read { pos: Some(0) }, write, NoFop::Write { pos: Some(0) }];
+    assert_eq!(names.map(NoFop::name), ["read", "pread", "write", "pwrite"]);
+    assert_eq!([NoFop::Ftruncate.name(), NoFop::Fallocate { offset: 0, len: 1 }.name()], ["ftruncate", "fallocate"]);
+    assert_eq!(NoFop::Ftruncate.errno(ro), einval);
+    assert_eq!(NoFop::Fallocate { offset: 0, len: 0 }.errno(ro), einval);
+    assert_eq!(NoFop::Fallocate { offset: 0, len: 4096 }.errno(ro), ebadf);
+    assert_eq!(NoFop::Fallocate { offset: 0, len: 4096 }.errno(rw), Errno::ENODEV);
+    assert!(wo.free_access() && OpenMode(3).free_access() && !rw.free_access() && !ro.free_access());
+    assert_eq!(OpenMode::from_flags((libc::O_RDWR | libc::O_CLOEXEC | libc::O_CREAT) as u64), rw);
 }
