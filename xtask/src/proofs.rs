@@ -6,12 +6,13 @@
 //! what kani proved, never on the machine's speed: the stage fails on a failed
 //! property, a `kani::cover!` that is not satisfied (an unreachable or
 //! unsatisfiable cover shows a vacuous proof), a harness with no cover at all, a
-//! harness that kani itself stopped at its `--harness-timeout`
-//! ([`HARNESS_TIMEOUT_S`], a backstop several times the slowest measured
-//! harness), a harness kani reported no result for (one the stage's backstop,
-//! [`STAGE_BACKSTOP_S`], stopped before it finished is unfinished), and a run
-//! that failed. A harness that finished verified passes however long the
-//! stage took, even when the backstop then stopped the run ([`judge`]).
+//! harness kani reported no result for from a run that ended on its own, and a
+//! run that failed. A harness a backstop stopped before it finished (kani's
+//! `--harness-timeout`, [`HARNESS_TIMEOUT_S`], or the stage's,
+//! [`STAGE_BACKSTOP_S`]) has no verdict: it is UNFINISHED, a SKIPPED stage
+//! names it with the load average, and nothing fails (the machine's speed is
+//! not a verdict). A harness that finished verified passes however long the
+//! stage took ([`judge`]).
 //! Each harness also has a goal
 //! ([`HARNESS_GOAL_S`], [`SLOW_HARNESSES`]) and the stage one
 //! ([`STAGE_GOAL_S`]): a time over its goal is reported, loudly, with the time
@@ -557,13 +558,20 @@ pub fn kani(run: &mut Runner, root: &Path, in_ci: bool) {
     let stage = Instant::now();
     let (verdicts, run_end, text) = verify_all(root, &goal, HARNESS_TIMEOUT_S, STAGE_BACKSTOP_S);
     let total = stage.elapsed().as_secs_f64();
-    let load = (load_before, crate::load_average());
+    let load = (load_before.clone(), crate::load_average());
     let paths: Vec<&str> = hs.iter().map(|h| h.path.as_str()).collect();
     let summary = judge(&paths, &verdicts, run_end);
     let mut results: Vec<Outcome> = Vec::new();
     for h in &hs {
         let r = verdicts.iter().find(|(p, _, _)| *p == h.path).map(|(_, v, b)| (v.clone(), b.clone()));
         match &r {
+            Some((v, _)) if v.timed_out => println!(
+                "\n!!! {} ({}): UNFINISHED, SKIPPED: {} (the machine's speed; load average {} at the start)",
+                h.path,
+                h.file.display(),
+                v.why,
+                load_before
+            ),
             Some((v, b)) if !v.ok => {
                 println!("\n---- {} ({}): FAILED: {} ----", h.path, h.file.display(), v.why);
                 for l in b.lines() {
@@ -572,9 +580,11 @@ pub fn kani(run: &mut Runner, root: &Path, in_ci: bool) {
             }
             Some(_) => {}
             None if run_end == RunEnd::StoppedAtBackstop => println!(
-                "\n---- {} ({}): FAILED: unfinished, the stage's backstop of {STAGE_BACKSTOP_S} s stopped the run ----",
+                "\n!!! {} ({}): UNFINISHED, SKIPPED: the stage's backstop of {STAGE_BACKSTOP_S} s stopped the run \
+                 first (the machine's speed; load average {} at the start)",
                 h.path,
-                h.file.display()
+                h.file.display(),
+                load_before
             ),
             None => println!("\n---- {} ({}): FAILED: kani reported no result for it ----", h.path, h.file.display()),
         }
@@ -623,15 +633,36 @@ pub fn kani(run: &mut Runner, root: &Path, in_ci: bool) {
         name.push_str(&format!(" (the run stopped at the backstop of {STAGE_BACKSTOP_S} s after {total:.0} s)"));
     }
     run.record(&name, total, summary.ok);
+    if !summary.unfinished.is_empty() {
+        let n = summary.unfinished.len();
+        run.skip_short(
+            &format!("kani: {n} harness(es) unfinished"),
+            &format!(
+                "{n} of {} harnesses were stopped by a backstop before they finished, so they have no verdict \
+                 (load average {} before, {} after: the machine's speed, not a failure): {}",
+                hs.len(),
+                load.0,
+                load.1,
+                summary.unfinished.join(", ")
+            ),
+            &format!("{n} stopped by a backstop on a slow machine, no verdict"),
+        );
+    }
 }
 
 /// The stage's verdict from the harness list and kani's verdicts.
 #[derive(Debug, PartialEq)]
 struct Summary {
-    /// The stage passes: kani's run did not fail and every listed harness is verified.
+    /// No harness failed: every listed harness is verified or unfinished,
+    /// kani reported none the list does not know, and the run did not fail
+    /// for another reason.
     ok: bool,
     /// Listed harnesses verified.
     verified: usize,
+    /// Listed harnesses a backstop stopped before they finished (kani's
+    /// `--harness-timeout`, or the stage's): the machine's speed, no verdict;
+    /// reported SKIPPED, loudly, not failed.
+    unfinished: Vec<String>,
     /// Verified harnesses over their goal (reported, not failed).
     over_goal: Vec<String>,
     /// Harnesses kani reported that the list does not know (fail the stage).
@@ -649,20 +680,34 @@ enum RunEnd {
     StoppedAtBackstop,
 }
 
-/// The stage passes when every listed harness has a verified result, kani
-/// reported no harness the list does not know, and the run did not fail. The
-/// backstop fails only the harnesses it stopped before they finished (they have
-/// no result): a run it stopped after every harness finished verified passes,
-/// however long the stage took. A time over a goal never fails it.
+/// The stage passes when no listed harness failed (a property, a cover, no
+/// result from a run that ended on its own), kani reported no harness the list
+/// does not know, and the run did not fail but through a harness's timeout. A
+/// harness a backstop stopped before it finished (kani's `--harness-timeout`,
+/// or the stage's backstop killing the run) has no verdict: it is unfinished,
+/// reported SKIPPED, and fails nothing, since only the machine's speed put it
+/// there. A time over a goal never fails the stage either.
 fn judge(paths: &[&str], verdicts: &[(String, Verdict, String)], end: RunEnd) -> Summary {
-    let verified = paths.iter().filter(|p| verdicts.iter().any(|(q, v, _)| q == *p && v.ok)).count();
+    let of = |p: &str| verdicts.iter().find(|(q, _, _)| q == p).map(|(_, v, _)| v);
+    let verified = paths.iter().filter(|p| of(p).is_some_and(|v| v.ok)).count();
+    let unfinished: Vec<String> = paths
+        .iter()
+        .filter(|p| match of(p) {
+            Some(v) => v.timed_out,
+            None => end == RunEnd::StoppedAtBackstop,
+        })
+        .map(|p| p.to_string())
+        .collect();
+    let failed = paths.len() - verified - unfinished.len();
     let over_goal =
         verdicts.iter().filter(|(_, v, _)| v.ok && v.over_goal.is_some()).map(|(p, _, _)| p.clone()).collect();
     let unknown: Vec<String> =
         verdicts.iter().filter(|(p, _, _)| !paths.contains(&p.as_str())).map(|(p, _, _)| p.clone()).collect();
+    let timed_out = verdicts.iter().any(|(_, v, _)| v.timed_out);
     Summary {
-        ok: end != RunEnd::Failed && verified == paths.len() && !paths.is_empty() && unknown.is_empty(),
+        ok: failed == 0 && (end != RunEnd::Failed || timed_out) && !paths.is_empty() && unknown.is_empty(),
         verified,
+        unfinished,
         over_goal,
         unknown,
     }
@@ -806,9 +851,9 @@ fn write_table(
          verified by one `cargo kani -p nrt-core -p nrt-abi -j 2` run; the time\n\
          is kani's verification time of the harness (CBMC, two harnesses at once).\n\
          A harness is VERIFIED when every property holds and every `kani::cover!` is satisfied\n\
-         (none unreachable); it FAILS on a failed property, an unsatisfied cover, no cover at\n\
-         all, or when kani stops it at its `--harness-timeout` of {HARNESS_TIMEOUT_S} s (a backstop, several\n\
-         times the slowest harness measured). The time is a measurement: a verified harness\n\
+         (none unreachable); it FAILS on a failed property, an unsatisfied cover or no cover at\n\
+         all; one kani stops at its `--harness-timeout` of {HARNESS_TIMEOUT_S} s (a backstop, several\n\
+         times the slowest harness measured) is UNFINISHED: no verdict, reported, not failed. The time is a measurement: a verified harness\n\
          over its goal is marked OVER GOAL below, and the stage still passes. Why each\n\
          unwind bound covers every case is written beside the harness in the code.\n\n",
     ));
@@ -985,7 +1030,7 @@ mod tests {
     }
 
     #[test]
-    fn a_harness_kani_stopped_at_its_timeout_fails() {
+    fn a_harness_kani_stopped_at_its_timeout_is_unfinished() {
         let out =
             "\nCBMC failed\nVERIFICATION:- FAILED\nCBMC timed out. You may want to rerun your proof with a larger \
                    timeout or use stubbing to reduce the size of the code the verifier reasons about.\n";
@@ -993,8 +1038,10 @@ mod tests {
         assert!(!v.ok && v.timed_out, "{v:?}");
         assert!(v.why.contains("--harness-timeout"), "{}", v.why);
         assert_eq!(v.over_goal, None);
-        let s = judge(&[H], &[(H.into(), v, String::new())], RunEnd::Succeeded);
-        assert!(!s.ok && s.verified == 0, "{s:?}");
+        let s = judge(&[H], &[(H.into(), v.clone(), String::new())], RunEnd::Succeeded);
+        assert!(s.ok && s.verified == 0 && s.unfinished == [H], "no verdict, not a failure: {s:?}");
+        let s = judge(&[H], &[(H.into(), v, String::new())], RunEnd::Failed);
+        assert!(s.ok && s.unfinished == [H], "kani's failing exit for its timeout is no failure either: {s:?}");
     }
 
     #[test]
@@ -1089,7 +1136,8 @@ mod tests {
         let s = judge(&[H, a], &got, end);
         assert!(s.ok && s.verified == 2, "every harness verified passes however long the stage took: {s:?}");
 
-        // A harness the backstop stopped before it finished fails, unfinished.
+        // A harness the backstop stopped before it finished is unfinished:
+        // skipped, not failed; the one it finished is verified.
         let (got, end, text) = run_streamed(
             fake_kani(
                 &format!("Thread 1: Checking harness {H}...\nThread 2: Checking harness {a}...\n{verified}"),
@@ -1101,7 +1149,15 @@ mod tests {
         );
         assert_eq!(end, RunEnd::StoppedAtBackstop, "{text}");
         let s = judge(&[H, a], &got, end);
-        assert!(!s.ok && s.verified == 1, "{s:?}");
+        assert!(s.ok && s.verified == 1 && s.unfinished.len() == 1, "{s:?}");
+        let failed = block(" ** 1 of 9 failed\n\n ** 1 of 1 cover properties satisfied", "FAILED", Some(2.0));
+        let (got, end, _) = run_streamed(
+            fake_kani(&format!("Thread 1: Checking harness {H}...\n{failed}"), 30, "failed"),
+            &|_| 180,
+            Duration::from_millis(300),
+        );
+        let s = judge(&[H, a], &got, end);
+        assert!(!s.ok && s.unfinished.len() == 1, "a failed property fails, whatever else was unfinished: {s:?}");
 
         // The same output from a run that ended on its own: a pass.
         let (got, end, _) = run_streamed(fake_kani(&out, 0, "quick"), &|_| 180, Duration::from_secs(60));
