@@ -36,6 +36,26 @@ pub struct ReportConfig {
     pub threaded: bool,
     /// The injected faults, as canonical `--inject` specs.
     pub faults: Vec<String>,
+    /// Where the report's cores are on a device, when known: its lines then
+    /// name them as the device does (`nd0 nc1`).
+    pub place: Option<Place>,
+}
+
+/// The device (the `N` of `/dev/neuronN`) and its core that is the report's
+/// core 0; core `c` is the device's core `first_core + c`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// The device index.
+    pub device: u32,
+    /// The device's core of the report's core 0.
+    pub first_core: u8,
+}
+
+impl Place {
+    /// `nd0 nc1`: the device's name of the report's core `core`.
+    pub fn name(self, core: u8) -> String {
+        format!("nd{} nc{}", self.device, u32::from(self.first_core) + u32::from(core))
+    }
 }
 
 impl Default for ReportConfig {
@@ -49,6 +69,7 @@ impl Default for ReportConfig {
             ring_entries: 64,
             threaded: false,
             faults: Vec::new(),
+            place: None,
         }
     }
 }
@@ -447,7 +468,7 @@ fn rest_text(o: &mut String, r: &RunReport) {
         ms(r.elapsed_ns)
     );
     for core in &r.cores {
-        core_text(o, core);
+        core_text(o, core, c.place);
     }
     let _ = writeln!(o);
     let _ = writeln!(o, "events ({}, in order):", r.events.len());
@@ -455,7 +476,17 @@ fn rest_text(o: &mut String, r: &RunReport) {
         let _ = writeln!(o, "  (none)");
     }
     for e in &r.events {
-        let _ = writeln!(o, "  {:5} {:24} {}", level_name(e.level()), e.kind(), e);
+        let _ = match (c.place, nrt_core::trace::Traced::core(e)) {
+            (Some(p), Some(core)) => writeln!(
+                o,
+                "  {:5} {:24} {} (core {core}): {}",
+                level_name(e.level()),
+                e.kind(),
+                p.name(core),
+                nrt_core::trace::MessageOf(e)
+            ),
+            _ => writeln!(o, "  {:5} {:24} {}", level_name(e.level()), e.kind(), e),
+        };
     }
     if !r.wakes.is_empty() {
         let w: Vec<String> = r.wakes.iter().map(|(out, n)| format!("out{out}#{n}")).collect();
@@ -482,7 +513,7 @@ fn rest_text(o: &mut String, r: &RunReport) {
     }
 }
 
-fn core_text(o: &mut String, core: &CoreReport) {
+fn core_text(o: &mut String, core: &CoreReport, place: Option<Place>) {
     let fatal = if core.fatal.is_empty() { "none".to_string() } else { core.fatal.join(", ") };
     let err = core.err.map_or(String::new(), |e| format!(", first error class {}", e.name()));
     let ret = format!("exec_ret {} {}", core.exec_ret.code(), core.exec_ret.name());
@@ -501,7 +532,8 @@ fn core_text(o: &mut String, core: &CoreReport) {
             pending_text(no_start, no_end)
         ),
     };
-    let _ = writeln!(o, "core {}: {what}, fatal flags: {fatal}{err}", core.core);
+    let name = place.map_or(String::new(), |p| format!(" ({})", p.name(core.core)));
+    let _ = writeln!(o, "core {}{name}: {what}, fatal flags: {fatal}{err}", core.core);
     let _ = writeln!(o, "  engine  state          start_us      end_us  duration_us");
     for e in &core.engines {
         let fmt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());

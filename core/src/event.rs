@@ -78,6 +78,27 @@ impl Traced for Event {
     fn kind(&self) -> &'static str {
         Event::kind(self)
     }
+    fn core(&self) -> Option<u8> {
+        match self {
+            Event::Exec(e) => e.core(),
+            Event::Dma(e) => e.core(),
+            Event::Dge(e) => e.core(),
+        }
+    }
+    fn engines(&self) -> crate::nq::EngineSet {
+        match self {
+            Event::Exec(e) => e.engines(),
+            Event::Dma(e) => e.engines(),
+            Event::Dge(e) => e.engines(),
+        }
+    }
+    fn fmt_message(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Event::Exec(e) => e.fmt_message(f),
+            Event::Dma(e) => e.fmt_message(f),
+            Event::Dge(e) => e.fmt_message(f),
+        }
+    }
 }
 
 impl fmt::Display for Event {

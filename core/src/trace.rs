@@ -128,6 +128,14 @@ mod tests {
         assert_eq!(seen(&e), (Some(1), EngineSet::from(Engine::Dve), msg.into(), format!("core 1: {msg}")));
         let e = ExecEvent::HangOnCompute { core: 0 };
         assert_eq!((seen(&e).0, seen(&e).1), (Some(0), EngineSet::EMPTY));
+        // The any-layer event gives the same, so a report of `Event`s can name the core.
+        let e = crate::event::Event::from(ExecEvent::UnexpectedNotification {
+            core: 1,
+            engine: Engine::Dve,
+            debug_hint: 2,
+            subtype: 9,
+        });
+        assert_eq!(seen(&e), (Some(1), EngineSet::from(Engine::Dve), msg.into(), format!("core 1: {msg}")));
     }
 
     #[test]
@@ -136,6 +144,8 @@ mod tests {
         assert_eq!(seen(&e), (None, EngineSet::EMPTY, e.to_string(), e.to_string()));
         let d = DmaEvent::Lowered { dir: Direction::Tx, ndesc: 3, depth: 8 };
         assert!(!d.to_string().is_empty());
+        assert_eq!(seen(&d), (None, EngineSet::EMPTY, d.to_string(), d.to_string()));
+        let d = crate::event::Event::from(d);
         assert_eq!(seen(&d), (None, EngineSet::EMPTY, d.to_string(), d.to_string()));
     }
 }

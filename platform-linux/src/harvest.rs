@@ -436,6 +436,7 @@ impl Harvester {
             threaded: true,
             // The server writes its faults as canonical specs (a label here).
             faults: f.faults_text().split_whitespace().map(str::to_string).collect(),
+            place: None,
         };
         Ok(RunReport {
             config,

@@ -1021,6 +1021,15 @@ fn a_timeout_on_the_devices_core_1_names_nd0_nc1_the_engine_the_pid_the_time_and
         "{err}"
     );
     assert!(!err.contains("core 0"), "no line names the session's index as a core: {err}");
+    // The report names the device's core beside the session's index, in the
+    // core's line and in each event of the core.
+    assert!(out.contains("core 0 (nd0 nc1): exec_ret 5 NRT_TIMEOUT, timed out after 1000 ms"), "{out}");
+    assert!(
+        out.lines().any(|l| l.contains("core_timeout")
+            && l.contains("nd0 nc1 (core 0): engines still pending after")
+            && l.contains("never wrote END: DVE")),
+        "{out}"
+    );
 }
 
 #[test]
@@ -1054,13 +1063,17 @@ fn a_core_line_says_whether_the_core_was_harvested_timed_out_or_took_its_time() 
     let o = under_driver(&sim, "barrier-fail", &[], &[]);
     let (out, err) = text(&o);
     assert!(
-        out.lines().any(|l| l
-            == "core 0: not harvested: the harvest ended before this core's engines did (never wrote START: \
-                PE,ACT,POOL,DVE,SP); no exec_ret or duration, fatal flags: none"),
+        out.lines().any(|l| {
+            l
+            == "core 0 (nd0 nc0): not harvested: the harvest ended before this core's engines did (never wrote START: \
+                PE,ACT,POOL,DVE,SP); no exec_ret or duration, fatal flags: none"
+        }),
         "{out}{err}"
     );
     assert!(
-        out.lines().any(|l| l.starts_with("core 1: exec_ret 1200 NRT_EXEC_HW_ERR_COLLECTIVES, stopped at its fault: ")),
+        out.lines()
+            .any(|l| l
+                .starts_with("core 1 (nd0 nc1): exec_ret 1200 NRT_EXEC_HW_ERR_COLLECTIVES, stopped at its fault: ")),
         "{out}{err}"
     );
     let cores = json_cores(&under_driver(&sim, "barrier-fail", &["--json"], &[]));
@@ -1074,13 +1087,13 @@ fn a_core_line_says_whether_the_core_was_harvested_timed_out_or_took_its_time() 
     let (out, err) = text(&o);
     assert!(
         out.lines().any(|l| l
-            == "core 0: exec_ret 5 NRT_TIMEOUT, timed out after 1000 ms (its budget): started, never wrote END: DVE, \
+            == "core 0 (nd0 nc0): exec_ret 5 NRT_TIMEOUT, timed out after 1000 ms (its budget): started, never wrote END: DVE, \
                 fatal flags: timeout"),
         "{out}{err}"
     );
-    let core1 = out.lines().find(|l| l.starts_with("core 1: ")).unwrap_or_default();
+    let core1 = out.lines().find(|l| l.starts_with("core 1 (nd0 nc1): ")).unwrap_or_default();
     assert!(
-        core1.starts_with("core 1: exec_ret 0 NRT_SUCCESS, duration ") && !core1.contains("duration 0 us"),
+        core1.starts_with("core 1 (nd0 nc1): exec_ret 0 NRT_SUCCESS, duration ") && !core1.contains("duration 0 us"),
         "{out}"
     );
     let cores = json_cores(&under_driver(&sim, "hang", &["--json"], &env));
@@ -1091,7 +1104,10 @@ fn a_core_line_says_whether_the_core_was_harvested_timed_out_or_took_its_time() 
     // success that took no time.
     let o = under_driver(&sim, "drop-start", &[], &[("NEURON_RT_LOG_LEVEL", "WARNING")]);
     let (out, err) = text(&o);
-    assert!(out.lines().any(|l| l.starts_with("core 0: exec_ret 1 NRT_FAILURE, stopped at its fault: ")), "{out}{err}");
+    assert!(
+        out.lines().any(|l| l.starts_with("core 0 (nd0 nc0): exec_ret 1 NRT_FAILURE, stopped at its fault: ")),
+        "{out}{err}"
+    );
     // The fault's one line (a warning) names the engine whose END came first.
     assert!(
         harvest_lines(&err).iter().any(|(_, l)| l.starts_with(

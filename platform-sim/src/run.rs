@@ -78,7 +78,8 @@ impl Default for SimConfig {
     /// `nrt-sim run`'s defaults, which a report's configuration starts from too
     /// ([`ReportConfig::default`]), with no faults and no extras.
     fn default() -> Self {
-        let ReportConfig { arch, cores, timeout_s, seed, ring_entries, threaded, faults: _ } = ReportConfig::default();
+        let ReportConfig { arch, cores, timeout_s, seed, ring_entries, threaded, faults: _, place: _ } =
+            ReportConfig::default();
         SimConfig { arch, cores, timeout_s, seed, ring_entries, threaded, faults: Vec::new(), extras: Vec::new() }
     }
 }
@@ -122,6 +123,7 @@ impl SimConfig {
             ring_entries: self.ring_entries,
             threaded: self.threaded,
             faults: self.faults.iter().map(|f| f.to_string()).collect(),
+            place: None,
         }
     }
 

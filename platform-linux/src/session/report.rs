@@ -17,6 +17,10 @@ pub fn run_report(
     config.ring_entries = session.ring_entries;
     config.timeout_s = session.timeout_s;
     config.threaded = true;
+    config.place = Some(nrt_abi::report::Place {
+        device: bringup::device_index(session.dev.path()).unwrap_or(0),
+        first_core: session.first,
+    });
     let s = &r.staging;
     let mut notes: Vec<Note> = r.notes.iter().map(|text| Note { t_ns: 0, text: text.clone() }).collect();
     if r.wakes.dropped > 0 {
