@@ -438,33 +438,7 @@ impl Trace {
 
 /// The core an event names, if any.
 fn event_core(e: &Event) -> Option<u8> {
-    use ExecEvent::*;
-    let e = e.exec()?;
-    match *e {
-        BarrierProxyFailed { core, .. }
-        | NetworkProxyFailed { core, .. }
-        | BadRing { core, .. }
-        | RingReadFailed { core, .. }
-        | HeadWriteFailed { core, .. }
-        | OverflowProbe { core, .. }
-        | IntcReadFailed { core, .. }
-        | UnexpectedNotification { core, .. }
-        | NqTagMismatch { core, .. }
-        | CustomNotification { core, .. }
-        | BadCustomSubId { core, .. }
-        | TensorCompleted { core, .. }
-        | UnknownTensor { core, .. }
-        | CoreTimeout { core, .. }
-        | HwFault { core, .. }
-        | HangOnCompute { core }
-        | TimestampCalInvalid { core, .. }
-        | ErrorRecord { core, .. }
-        | SequencerError { core, .. }
-        | UncorrectableEcc { core }
-        | CorrectableEcc { core }
-        | ErrorCountLarge { core, .. } => Some(core),
-        _ => None,
-    }
+    e.exec()?.core()
 }
 
 pub mod counter;
