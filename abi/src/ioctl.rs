@@ -381,8 +381,12 @@ pub mod nq_dev_type {
 /// `MEM_ALLOC_V2MT`, for the driver's usage counters. The driver treats an
 /// out-of-range value as unknown.
 pub mod mem_type {
+    /// `NEURON_MEMALLOC_TYPE_TENSORS_HOST`: a runtime's tensors in host memory.
+    pub const TENSORS_HOST: u32 = 2;
     /// `NEURON_MEMALLOC_TYPE_NOTIFICATION_HOST`.
     pub const NOTIFICATION_HOST: u32 = 6;
+    /// `NEURON_MEMALLOC_TYPE_TENSORS_DEVICE`: a runtime's tensors in device memory.
+    pub const TENSORS_DEVICE: u32 = 9;
     /// `NEURON_MEMALLOC_TYPE_DMA_RINGS_HOST`: a DMA queue's descriptor ring in host memory.
     pub const DMA_RINGS_HOST: u32 = 17;
     /// `NEURON_MEMALLOC_TYPE_DMA_RINGS_DEVICE`.

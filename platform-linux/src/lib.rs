@@ -37,12 +37,14 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod api_error;
 pub mod bar;
 pub mod config;
 pub mod datastore;
 pub mod device;
 pub mod doorbell;
 pub mod error;
+pub mod exec;
 pub mod ffi;
 pub mod ffi_poller;
 #[cfg(feature = "sim")]
@@ -51,6 +53,7 @@ pub mod fork;
 #[cfg(feature = "sim")]
 pub mod harvest;
 pub mod ioctl;
+pub mod mem;
 pub mod oplog;
 pub mod poller;
 pub mod rings;
@@ -59,4 +62,7 @@ pub mod sys;
 pub mod time;
 pub mod xu;
 
+pub use api_error::Error;
 pub use error::LinuxError;
+pub use exec::{Exec, Pending, Stream};
+pub use mem::{Mem, MemKind};

@@ -453,6 +453,13 @@ impl Mapping {
         self.word32(off)?.store(v, order);
         Ok(())
     }
+
+    /// The `len` bytes at `off` of a read-write mapping, as atomics (a
+    /// runtime's host buffer, read and written byte by byte); `None` outside
+    /// the mapping or on a read-only one.
+    pub fn bytes(&self, off: u64, len: usize) -> Option<&[std::sync::atomic::AtomicU8]> {
+        self.map.bytes(off, len)
+    }
 }
 
 /// What a load of `order` orders, for a `Relaxed` load just made of
@@ -560,6 +567,11 @@ impl EventFd {
         } else {
             Err(e)
         }
+    }
+
+    /// The descriptor, for `poll`/`epoll` (it stays this object's).
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.fd.as_raw_fd()
     }
 
     /// Block until the counter is non-zero and take from it.

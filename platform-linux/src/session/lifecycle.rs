@@ -24,8 +24,9 @@ pub struct Inference {
     pub events: Vec<Event>,
     /// Tensor wake-ups, in order, and how many past the cap.
     pub wakes: Wakes,
-    /// What staging did.
-    pub staging: Staging,
+    /// What each copy did, in order (an inference's one self-test copy, an
+    /// execution's copies); the last is the one that failed, if one did.
+    pub copies: Vec<Staging>,
     /// The first probe read that failed, if any.
     pub probe_error: Option<String>,
     /// The time (us) of each poll pass, at most `MAX_OBSERVED`; empty unless
@@ -42,6 +43,14 @@ pub struct Inference {
     /// What this inference could not do, or why it did not start (a failed
     /// staging copy, a fact a real driver does not give), one line each.
     pub notes: Vec<String>,
+}
+
+impl Inference {
+    /// The first copy's record (an inference's self-test copy); `None` for an
+    /// execution of no copies.
+    pub fn staging(&self) -> Option<&Staging> {
+        self.copies.first()
+    }
 }
 
 impl Session {
@@ -206,8 +215,13 @@ impl Session {
         let _site = crate::oplog::SiteScope::enter(self.site());
         let staging = self.stage()?;
         if let Some((status, why)) = staging.failure() {
-            return Ok(self.not_started(staging, status, why));
+            return Ok(self.not_started(vec![staging], status, why));
         }
+        self.kick_and_harvest(vec![staging])
+    }
+
+    /// The kickoff of the session's cores after `copies`, and the harvest.
+    pub(super) fn kick_and_harvest(&mut self, copies: Vec<Staging>) -> Result<Inference, LinuxError> {
         // Doorbell B: the top-SP host trigger, where the simulator's hint says
         // its NX-local block is; a real driver names none, so nothing is
         // written there (the window's first 0x2000 bytes are its semaphores).
@@ -281,7 +295,7 @@ impl Session {
             request: req,
             events: std::mem::take(&mut d.events),
             wakes: d.tensors.waker().clone(),
-            staging,
+            copies,
             probe_error: d.probe_error.take().map(|e| e.to_string()),
             passes_us: delay.passes_us,
             head_writes_us: std::mem::take(&mut d.head_writes_us),
@@ -292,7 +306,7 @@ impl Session {
 
     /// The inference a failed staging copy ends before its kickoff: `status`,
     /// done with an error, no engine harvested, `why` its one note.
-    fn not_started(&mut self, staging: Staging, status: NrtStatus, why: String) -> Inference {
+    pub(super) fn not_started(&mut self, copies: Vec<Staging>, status: NrtStatus, why: String) -> Inference {
         log::error!("{} {}: {why}", self.dev.path().display(), self.site());
         self.last_status = Some(status);
         if status == NrtStatus::Timeout {
@@ -310,7 +324,7 @@ impl Session {
             request: ExecRequest::new(ExecConfig::new(self.arch, self.cores, self.timeout_s)),
             events: Vec::new(),
             wakes,
-            staging,
+            copies,
             probe_error: None,
             passes_us: Vec::new(),
             head_writes_us: Vec::new(),

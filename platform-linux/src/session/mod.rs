@@ -96,6 +96,7 @@ mod report;
 mod staging;
 #[cfg(test)]
 mod tests;
+mod work;
 
 use std::io;
 use std::sync::atomic::{fence, Ordering};
@@ -135,7 +136,7 @@ pub use report::run_report;
 use staging::Chunk;
 pub use staging::Staging;
 #[cfg(test)]
-use staging::{submit_staging, ChunkMemory};
+use staging::{submit_piece, ChunkMemory};
 
 /// How this session holds a core's CRWL lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -21,7 +21,7 @@ pub fn run_report(
         device: bringup::device_index(session.dev.path()).unwrap_or(0),
         first_core: session.first,
     });
-    let s = &r.staging;
+    let s = r.staging();
     let mut notes: Vec<Note> = r.notes.iter().map(|text| Note { t_ns: 0, text: text.clone() }).collect();
     if r.wakes.dropped > 0 {
         notes.push(Note {
@@ -37,7 +37,7 @@ pub fn run_report(
         elapsed_ns: r.elapsed_ns,
         timeout_ms: r.request.timeout_ms(),
         kickoff_us: r.kickoff_us,
-        staging: Some(StagingReport {
+        staging: s.map(|s| StagingReport {
             descriptors: s.descriptors,
             ring_depth: s.ring_depth,
             rings: s.rings,
@@ -57,7 +57,7 @@ pub fn run_report(
             })
             .collect(),
         events: r.events.clone(),
-        staging_events: s.events.clone(),
+        staging_events: s.map(|s| s.events.clone()).unwrap_or_default(),
         wakes: r.wakes.wakes.clone(),
         notes,
         device: Default::default(),

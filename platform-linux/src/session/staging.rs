@@ -131,8 +131,8 @@ impl Staging {
             return Some((
                 NrtStatus::Timeout,
                 format!(
-                    "staging copy on DMA engine {eng} queue {q}: its completion marker at 0x{:x} did not arrive; the \
-                     inference was not started",
+                    "copy on DMA engine {eng} queue {q}: its completion marker at 0x{:x} did not arrive; the \
+                     kickoff was not made",
                     self.handle
                 ),
             ));
@@ -141,8 +141,8 @@ impl Staging {
             return Some((
                 NrtStatus::HwError,
                 format!(
-                    "staging copy on DMA engine {eng} queue {q}: the marker arrived but the {} bytes copied do not \
-                     match their source; the inference was not started",
+                    "copy on DMA engine {eng} queue {q}: the marker arrived but the {} bytes copied do not \
+                     match their source; the kickoff was not made",
                     self.copy_bytes
                 ),
             ));
@@ -197,44 +197,82 @@ impl<R: hal::Registers<Error = LinuxError>> hal::Registers for StagingTarget<'_,
 
 impl<R: hal::Registers<Error = LinuxError>> SubmitTarget for StagingTarget<'_, '_, R> {}
 
-/// The staging copy of step 9 into the mapped chunks: fill the buffer (source,
-/// cleared destination, done word), then core's submit sequence: arm the
-/// completion handle, build the copy and its marker, lower them into the rings
-/// (over the TX and RX chunks), reserve, set (the write barrier on the last
-/// data descriptor before the marker's, as the driver's own memcpy does) and
-/// stage them at the queue cursors, ring S2M then M2S through `doorbell`, and
-/// poll the marker through `delay`. A marker that does not arrive within core's
-/// budget is reported (no `Completed` event in `events`), not fatal: the
-/// caller checks the copy.
+/// Bytes one data descriptor of a runtime's copy moves at most: udma/udma.h
+/// `MAX_DMA_DESC_SIZE` (65536), the size the driver's own copies cut at
+/// (neuron_cdev.c).
+pub const DESC_BYTES_MAX: u64 = 65536;
+/// Data descriptors of one submission of a runtime's copy: the staging vring's
+/// two pages of [`PAGE_BDS`] hold them and the marker.
+pub const DESCS_PER_SUBMIT: u64 = 8;
+
+/// A copy of `len` bytes from device address `src` to `dst`, cut into the
+/// transfers of its submissions: at most [`DESCS_PER_SUBMIT`] descriptors of
+/// [`DESC_BYTES_MAX`] each, the tail in one descriptor of its own.
+pub(super) fn pieces(src: u64, dst: u64, len: u64) -> impl Iterator<Item = Transfer> {
+    let mut done = 0u64;
+    core::iter::from_fn(move || {
+        let left = len - done;
+        if left == 0 {
+            return None;
+        }
+        let (granule, count) = if left >= DESC_BYTES_MAX {
+            (DESC_BYTES_MAX, (left / DESC_BYTES_MAX).min(DESCS_PER_SUBMIT))
+        } else {
+            (left, 1)
+        };
+        let t = Transfer {
+            op: OP_COPY,
+            elem_count: (granule * count) as u32,
+            granule: granule as u32,
+            elem_bytes: 1,
+            src: src + done,
+            dst: dst + done,
+        };
+        done += granule * count;
+        Some(t)
+    })
+}
+
+/// The self-test copy of an inference: [`COPY_BYTES`] of the session's
+/// buffer's first page to its second, 1024 elements of 4 bytes in
+/// 256-element descriptors (four 1 KiB descriptors).
+pub(super) fn self_test_transfer(buf: u64) -> Transfer {
+    Transfer {
+        op: OP_COPY,
+        elem_count: (COPY_BYTES / 4) as u32,
+        granule: 256,
+        elem_bytes: 4,
+        src: buf,
+        dst: buf + COPY_BYTES as u64,
+    }
+}
+
+/// One submission of a copy on the session's queue through core's sequence:
+/// arm the completion handle at `handle_page` (its done word 0x100 past it),
+/// build `data` and its marker, lower them into the rings (over the TX and RX
+/// chunks), reserve, set (the write barrier on the last data descriptor before
+/// the marker's, as the driver's own memcpy does) and stage them at the queue
+/// cursors, ring S2M then M2S through `doorbell`, and poll the marker through
+/// `delay`. A marker that does not arrive within core's budget is reported (no
+/// `Completed` event in `events`), not fatal: the caller decides.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn submit_staging<R: hal::Registers<Error = LinuxError>, W: hal::Delay>(
+pub(super) fn submit_piece<R: hal::Registers<Error = LinuxError>, W: hal::Delay>(
     mem: &mut ChunkMemory<'_>,
     doorbell: &mut R,
     delay: &mut W,
     arch: Arch,
     engine_base: u64,
-    buf: u64,
-    src: &[u8],
+    handle_page: u64,
+    data: Transfer,
     (txq, rxq): (&mut SwDmaQueue, &mut SwDmaQueue),
     events: &mut Vec<Event>,
 ) -> Result<Submitted, StagingFailure> {
-    let (src_addr, dst_addr) = (buf, buf + COPY_BYTES as u64);
-    let (handle_addr, done_addr) = (buf + 2 * COPY_BYTES as u64, buf + 2 * COPY_BYTES as u64 + 0x100);
-    hal::DeviceMemory::copy_in(mem, src_addr, src)?;
-    hal::DeviceMemory::copy_in(mem, dst_addr, &vec![0; src.len()])?;
+    let done_addr = handle_page + 0x100;
     hal::DeviceMemory::copy_in(mem, done_addr, &DONE_WORD.to_le_bytes())?;
     let plan = Submission {
         arch,
-        // 1024 elements of 4 bytes in 256-element BDs: four 1 KiB descriptors.
-        data: Transfer {
-            op: OP_COPY,
-            elem_count: (src.len() / 4) as u32,
-            granule: 256,
-            elem_bytes: 4,
-            src: src_addr,
-            dst: dst_addr,
-        },
-        handle: CompletionHandle::new(handle_addr),
+        data,
+        handle: CompletionHandle::new(handle_page),
         done_word: done_addr,
         engine_base,
         queue: STAGING_QUEUE,
@@ -253,7 +291,7 @@ pub(super) fn submit_staging<R: hal::Registers<Error = LinuxError>, W: hal::Dela
     }
 }
 
-/// Why [`submit_staging`] failed: filling the buffer, or a step of core's
+/// Why [`submit_piece`] failed: filling the buffer, or a step of core's
 /// submit sequence.
 #[derive(Debug)]
 pub(super) enum StagingFailure {
@@ -269,60 +307,109 @@ impl From<LinuxError> for StagingFailure {
     }
 }
 
+/// What one copy asks of [`Session::copy_transfers`]: its transfers, and
+/// how its result is checked.
+pub(super) struct CopyPlan<'a> {
+    /// Bytes moved.
+    pub(super) bytes: u64,
+    /// The submissions, in order.
+    pub(super) transfers: &'a mut dyn Iterator<Item = Transfer>,
+}
+
 impl Session {
-    /// Step 9's staging: the copy and its marker into the mapped rings, one copy
-    /// start, the marker polled.
-    pub(super) fn stage(&mut self) -> Result<Staging, LinuxError> {
+    /// One copy on the session's own queue: each of its transfers submitted
+    /// and its marker polled, in order; stops at the first marker that did
+    /// not arrive. The caller checks the bytes ([`Staging::copy_verified`]
+    /// is left `true`).
+    pub(super) fn copy_transfers(&mut self, plan: CopyPlan<'_>) -> Result<Staging, StagingFailure> {
         let arch = self.arch;
         let buf =
-            self.chunks.get(2).map(|c| c.info.pa).ok_or_else(|| refused(&self.dev, "staging", "no buffer".into()))?;
-        let dst_addr = buf + COPY_BYTES as u64;
+            self.chunks.get(2).map(|c| c.info.pa).ok_or_else(|| refused(&self.dev, "copy", "no buffer".into()))?;
         let handle_addr = buf + 2 * COPY_BYTES as u64;
-        let src: Vec<u8> = (0..COPY_BYTES).map(|i| (i.wrapping_mul(131) % 251) as u8).collect();
         let mut events = Vec::new();
         let (mut txq, mut rxq) = match (self.txq, self.rxq) {
             (Some(t), Some(r)) => (t, r),
-            _ => return Err(refused(&self.dev, "staging", "the queue was not initialised".into())),
+            _ => return Err(refused(&self.dev, "copy", "the queue was not initialised".into()).into()),
         };
         let eng = self.staging_engine;
         let base = nrt_abi::devmap::udma_base(arch, eng).ok_or_else(|| {
-            refused(&self.dev, "staging", format!("DMA engine {eng} has no register window on {}", arch.name()))
+            refused(&self.dev, "copy", format!("DMA engine {eng} has no register window on {}", arch.name()))
         })?;
         let mut delay = AnyDelay::new(DelayKind::Libnrt);
-        let result = {
-            let mut mem = ChunkMemory { dev: &self.dev, chunks: &self.chunks };
-            let mut db = IoctlDoorbell::new(&self.dev, arch, vec![UdmaEngine { eng_id: eng, base }]);
-            let q = (&mut txq, &mut rxq);
-            submit_staging(&mut mem, &mut db, &mut delay, arch, base, buf, &src, q, &mut events)
+        let mut out = Staging {
+            queue: (eng, STAGING_QUEUE),
+            descriptors: 0,
+            ring_depth: STAGING_RING_DEPTH,
+            rings: (0, 0),
+            doorbells: (0, 0),
+            handle: handle_addr,
+            handle_polls: Some(0),
+            copy_bytes: plan.bytes as usize,
+            copy_verified: true,
+            host_trigger: self.hints.map_or(0, |h| h.host_trigger),
+            events: Vec::new(),
         };
+        let mut result = Ok(());
+        for data in plan.transfers {
+            let first = events.len();
+            let piece = {
+                let mut mem = ChunkMemory { dev: &self.dev, chunks: &self.chunks };
+                let mut db = IoctlDoorbell::new(&self.dev, arch, vec![UdmaEngine { eng_id: eng, base }]);
+                let q = (&mut txq, &mut rxq);
+                submit_piece(&mut mem, &mut db, &mut delay, arch, base, handle_addr, data, q, &mut events)
+            };
+            match piece {
+                Ok(done) => {
+                    out.descriptors += done.descriptors;
+                    out.ring_depth = done.ring_depth;
+                    out.rings = done.rings;
+                    out.doorbells = done.doorbells;
+                    let polls = events[first..].iter().rev().find_map(|e| match e {
+                        Event::Dma(DmaEvent::Completed { polls, .. }) => Some(*polls),
+                        _ => None,
+                    });
+                    out.handle_polls = out.handle_polls.zip(polls).map(|(a, b)| a + b);
+                    if polls.is_none() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
         // Core's sequence leaves the cursors where they must be: handed back
         // when nothing was staged, past the staged slots from the doorbells on
         // (a failed fill never reached it, and left them as they were).
         self.txq = Some(txq);
         self.rxq = Some(rxq);
-        let done = result.map_err(|e| match e {
-            StagingFailure::Fill(e) => e,
-            StagingFailure::Submit(e) => staging_err(&self.dev, e),
-        })?;
+        result?;
+        out.events = events;
+        Ok(out)
+    }
+
+    /// The self-test copy of an inference: a pattern into the buffer's first
+    /// page, its second cleared, the copy, the second compared with the first.
+    pub(super) fn stage(&mut self) -> Result<Staging, LinuxError> {
+        let buf =
+            self.chunks.get(2).map(|c| c.info.pa).ok_or_else(|| refused(&self.dev, "staging", "no buffer".into()))?;
+        let src: Vec<u8> = (0..COPY_BYTES).map(|i| (i.wrapping_mul(131) % 251) as u8).collect();
+        {
+            let mut mem = ChunkMemory { dev: &self.dev, chunks: &self.chunks };
+            hal::DeviceMemory::copy_in(&mut mem, buf, &src)?;
+            hal::DeviceMemory::copy_in(&mut mem, buf + COPY_BYTES as u64, &vec![0; COPY_BYTES])?;
+        }
+        let mut one = core::iter::once(self_test_transfer(buf));
+        let mut staging =
+            self.copy_transfers(CopyPlan { bytes: COPY_BYTES as u64, transfers: &mut one }).map_err(|e| match e {
+                StagingFailure::Fill(e) => e,
+                StagingFailure::Submit(e) => staging_err(&self.dev, e),
+            })?;
         let mut mem = ChunkMemory { dev: &self.dev, chunks: &self.chunks };
-        let handle_polls = events.iter().rev().find_map(|e| match e {
-            Event::Dma(DmaEvent::Completed { polls, .. }) => Some(*polls),
-            _ => None,
-        });
         let mut dst = vec![0u8; COPY_BYTES];
-        hal::DeviceMemory::copy_out(&mut mem, dst_addr, &mut dst)?;
-        Ok(Staging {
-            queue: (eng, STAGING_QUEUE),
-            descriptors: done.descriptors,
-            ring_depth: done.ring_depth,
-            rings: done.rings,
-            doorbells: done.doorbells,
-            handle: handle_addr,
-            handle_polls,
-            copy_bytes: COPY_BYTES,
-            copy_verified: dst == src,
-            host_trigger: self.hints.map_or(0, |h| h.host_trigger),
-            events,
-        })
+        hal::DeviceMemory::copy_out(&mut mem, buf + COPY_BYTES as u64, &mut dst)?;
+        staging.copy_verified = dst == src;
+        Ok(staging)
     }
 }

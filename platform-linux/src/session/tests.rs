@@ -100,6 +100,26 @@ impl hal::Delay for NoDelay {
     fn delay_us(&mut self, _: u32) {}
 }
 
+/// The self-test copy of `src` through [`submit_piece`], as an inference
+/// stages it: the buffer filled, the destination cleared.
+#[allow(clippy::too_many_arguments)]
+fn submit_staging<R: hal::Registers<Error = LinuxError>, W: hal::Delay>(
+    mem: &mut ChunkMemory<'_>,
+    doorbell: &mut R,
+    delay: &mut W,
+    arch: Arch,
+    engine_base: u64,
+    buf: u64,
+    src: &[u8],
+    q: (&mut SwDmaQueue, &mut SwDmaQueue),
+    events: &mut Vec<Event>,
+) -> Result<nrt_core::dma::Submitted, staging::StagingFailure> {
+    hal::DeviceMemory::copy_in(mem, buf, src)?;
+    hal::DeviceMemory::copy_in(mem, buf + COPY_BYTES as u64, &vec![0; src.len()])?;
+    let t = staging::self_test_transfer(buf);
+    submit_piece(mem, doorbell, delay, arch, engine_base, buf + 2 * COPY_BYTES as u64, t, q, events)
+}
+
 /// The staging of step 9 lands in the mapped chunks: the buffer filled and
 /// the handle armed, five copy descriptors per ring at the chunks' physical
 /// addresses (four 1 KiB data BDs, then the 4-byte marker), at the queue
@@ -779,9 +799,9 @@ fn the_bring_up_runs_the_contracts_sequence_and_an_inference() {
     assert_eq!((s.arch(), s.first_core(), s.cores(), s.ring_entries()), (Arch::Sunda, 0, 2, 64));
     let r = s.run_inference().unwrap();
     assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done(NrtStatus::Success)), "{:?}", r.events);
-    assert!(r.staging.copy_verified, "the copy ran through the mapped rings");
-    assert!(r.staging.handle_polls.is_some(), "the marker arrived");
-    assert_eq!(r.staging.descriptors, 5);
+    assert!(r.staging().unwrap().copy_verified, "the copy ran through the mapped rings");
+    assert!(r.staging().unwrap().handle_polls.is_some(), "the marker arrived");
+    assert_eq!(r.staging().unwrap().descriptors, 5);
     assert_eq!(s.last_status(), Some(NrtStatus::Success));
     s.close().unwrap();
     fake_driver::uninstall(&p);
@@ -835,7 +855,7 @@ fn the_bring_up_runs_the_contracts_sequence_and_an_inference() {
     // No host trigger on a real driver (its block is not public: the top-SP
     // window starts with its semaphores), said in the inference's notes;
     // then HEAD of every INFER_STATUS ring at slot = engine_index.
-    assert_eq!(r.staging.host_trigger, 0);
+    assert_eq!(r.staging().unwrap().host_trigger, 0);
     assert!(r.notes.iter().any(|n| n.contains("host trigger is not written")), "{:?}", r.notes);
     assert!(st.heads.iter().all(|(o, _)| matches!(
         nrt_abi::devmap::region_of(Arch::Sunda, *o, 4),

@@ -1,0 +1,197 @@
+//! The runtime API's error: one typed enum for memory, copies and executions,
+//! each variant with its source and its `NRT_STATUS` ([`Error::status`]).
+//!
+//! Every message names the call, the object, the device and its cores, and
+//! the reason (`site` is `/dev/neuron0 nd0 nc0-1`).
+
+use std::fmt;
+
+use nrt_core::dma::SubmitError;
+use nrt_core::NrtStatus;
+
+use crate::error::{LinuxError, Subject};
+use crate::fork::ForkedChild;
+
+/// Why a call of the runtime API failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// A call to the driver or the OS failed (`NRT_FAILURE`).
+    Os(LinuxError),
+    /// The cores are held by another process, named in the source (`NRT_EXEC_NC_BUSY`).
+    Busy(LinuxError),
+    /// The driver had no memory for an allocation (`NRT_RESOURCE`).
+    NoMemory(LinuxError),
+    /// An argument is refused (`NRT_INVALID`).
+    Invalid {
+        /// The call.
+        call: &'static str,
+        /// The device and cores.
+        site: String,
+        /// What was refused.
+        why: String,
+    },
+    /// The object cannot be used here: closed, another session's, unusable (`NRT_INVALID_HANDLE`).
+    Handle {
+        /// The call.
+        call: &'static str,
+        /// The device and cores.
+        site: String,
+        /// Why.
+        why: String,
+    },
+    /// The object was made by the parent of this forked child (`NRT_INVALID_HANDLE`).
+    Forked {
+        /// The call.
+        call: &'static str,
+        /// The refusal.
+        source: ForkedChild,
+    },
+    /// A copy's completion marker did not arrive within core's budget (`NRT_TIMEOUT`).
+    CopyTimeout {
+        /// The device and cores.
+        site: String,
+        /// The DMA engine and queue.
+        queue: (u32, u32),
+        /// Device address of the completion handle.
+        handle: u64,
+    },
+    /// A copy's marker arrived but its destination does not hold its source (`NRT_HW_ERROR`).
+    CopyNotMoved {
+        /// The device and cores.
+        site: String,
+        /// The DMA engine and queue.
+        queue: (u32, u32),
+        /// Bytes that should have moved.
+        bytes: u64,
+    },
+    /// A step of core's submit sequence failed (`NRT_FAILURE`, `NRT_TIMEOUT` for its wait).
+    Submit {
+        /// The device and cores.
+        site: String,
+        /// The DMA engine and queue.
+        queue: (u32, u32),
+        /// Core's error, naming the step.
+        source: Box<SubmitError>,
+    },
+    /// The session's queue of executions is full (`NRT_QUEUE_FULL`).
+    QueueFull {
+        /// The device and cores.
+        site: String,
+        /// Executions in flight, the queue's capacity.
+        in_flight: usize,
+    },
+}
+
+impl Error {
+    /// The `NRT_STATUS` a C caller gets for this error.
+    pub fn status(&self) -> NrtStatus {
+        match self {
+            Error::Os(_) => NrtStatus::Failure,
+            Error::Busy(_) => NrtStatus::ExecNcBusy,
+            Error::NoMemory(_) => NrtStatus::Resource,
+            Error::Invalid { .. } => NrtStatus::Invalid,
+            Error::Handle { .. } | Error::Forked { .. } => NrtStatus::InvalidHandle,
+            Error::CopyTimeout { .. } => NrtStatus::Timeout,
+            Error::CopyNotMoved { .. } => NrtStatus::HwError,
+            Error::Submit { source, .. } => match source.error {
+                nrt_core::dma::DmaError::Timeout => NrtStatus::Timeout,
+                _ => NrtStatus::Failure,
+            },
+            Error::QueueFull { .. } => NrtStatus::QueueFull,
+        }
+    }
+
+    /// An [`Error::Invalid`].
+    pub(crate) fn invalid(call: &'static str, site: impl fmt::Display, why: impl Into<String>) -> Error {
+        Error::Invalid { call, site: site.to_string(), why: why.into() }
+    }
+
+    /// An [`Error::Handle`].
+    pub(crate) fn handle(call: &'static str, site: impl fmt::Display, why: impl Into<String>) -> Error {
+        Error::Handle { call, site: site.to_string(), why: why.into() }
+    }
+}
+
+impl From<LinuxError> for Error {
+    /// A refused range mark of cores another process holds is [`Error::Busy`],
+    /// an allocation refused with `ENOMEM` [`Error::NoMemory`], anything else
+    /// [`Error::Os`].
+    fn from(e: LinuxError) -> Error {
+        match e.errno() {
+            Some(libc::EBUSY) if e.subject == Subject::Cores => Error::Busy(e),
+            Some(libc::ENOMEM) => Error::NoMemory(e),
+            _ => Error::Os(e),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Os(e) | Error::NoMemory(e) => write!(f, "{e}"),
+            Error::Busy(e) => write!(f, "{e} (the cores are another process's)"),
+            Error::Invalid { call, site, why } => write!(f, "{call} on {site}: {why}"),
+            Error::Handle { call, site, why } => write!(f, "{call} on {site}: {why}"),
+            Error::Forked { call, source } => write!(f, "{call}: {source}"),
+            Error::CopyTimeout { site, queue: (e, q), handle } => write!(
+                f,
+                "copy on {site} DMA engine {e} queue {q}: its completion marker at 0x{handle:x} did not arrive; \
+                 the queue's state is unknown: close and reopen the session"
+            ),
+            Error::CopyNotMoved { site, queue: (e, q), bytes } => write!(
+                f,
+                "copy on {site} DMA engine {e} queue {q}: the marker arrived but the {bytes} bytes copied do not \
+                 match their source (the device did not move the data)"
+            ),
+            Error::Submit { site, queue: (e, q), source } => {
+                write!(f, "copy on {site} DMA engine {e} queue {q}: {source}")
+            }
+            Error::QueueFull { site, in_flight } => write!(
+                f,
+                "nrt_exec_submit on {site}: {in_flight} executions in flight, the queue's capacity: wait for one first"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Os(e) | Error::Busy(e) | Error::NoMemory(e) => Some(e),
+            Error::Forked { source, .. } => Some(source),
+            Error::Submit { source, .. } => Some(source.as_ref()),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io;
+
+    #[test]
+    fn each_error_has_its_status() {
+        let busy = LinuxError::new(
+            "NEURON_IOCTL_CRWL_NC_RANGE_MARK",
+            "/dev/neuron0",
+            io::Error::from_raw_os_error(libc::EBUSY),
+        )
+        .about(Subject::Cores);
+        assert_eq!(Error::from(busy).status().code(), 1005);
+        let other_busy = LinuxError::new("open", "/dev/neuron0", io::Error::from_raw_os_error(libc::EBUSY));
+        assert_eq!(Error::from(other_busy).status().code(), 1);
+        let nomem =
+            LinuxError::new("NEURON_IOCTL_MEM_ALLOC_V2MT", "/dev/neuron0", io::Error::from_raw_os_error(libc::ENOMEM));
+        assert_eq!(Error::from(nomem).status().code(), 4);
+        assert_eq!(Error::invalid("nrt_copy", "s", "x").status().code(), 2);
+        assert_eq!(Error::handle("nrt_copy", "s", "x").status().code(), 3);
+        let t = Error::CopyTimeout { site: "/dev/neuron0 nd0 nc0".into(), queue: (4, 0), handle: 0x10 };
+        assert_eq!(t.status().code(), 5);
+        assert!(t.to_string().contains("DMA engine 4 queue 0"), "{t}");
+        let m = Error::CopyNotMoved { site: "s".into(), queue: (4, 0), bytes: 8 };
+        assert_eq!(m.status().code(), 6);
+        assert_eq!(Error::QueueFull { site: "s".into(), in_flight: 8 }.status().code(), 7);
+    }
+}

@@ -1,0 +1,138 @@
+//! Memory objects of a session: host memory the driver allocates and this
+//! process maps, or device memory, freed when the last holder drops.
+//!
+//! A [`Mem`] is shared by the caller and every execution that copies it, so
+//! it lives until the last of them is done (`MEM_FREE` then, after the unmap).
+//! Made by [`crate::session::Session::alloc`]; only that session's copies take it.
+
+use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
+
+use crate::api_error::Error;
+use crate::device::NeuronDevice;
+use crate::sys::Mapping;
+
+/// Where a memory object lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum MemKind {
+    /// Host memory, mapped into this process (`NRT_MEM_HOST`).
+    Host = 0,
+    /// Device memory, reached only by DMA (`NRT_MEM_DEVICE`).
+    Device = 1,
+}
+
+impl MemKind {
+    /// The kind of a C `where` argument.
+    pub fn from_raw(v: u32) -> Option<MemKind> {
+        match v {
+            0 => Some(MemKind::Host),
+            1 => Some(MemKind::Device),
+            _ => None,
+        }
+    }
+
+    /// Its name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            MemKind::Host => "host",
+            MemKind::Device => "device",
+        }
+    }
+}
+
+/// One chunk the driver allocated for a memory object.
+#[derive(Debug)]
+pub(crate) struct MemChunk {
+    pub(crate) dev: Arc<NeuronDevice>,
+    /// The session that allocated it (its uuid's counter), to refuse another's copies.
+    pub(crate) session: u64,
+    pub(crate) handle: u64,
+    /// Device (physical) address.
+    pub(crate) pa: u64,
+    /// Bytes asked (the chunk may be larger: whole pages).
+    pub(crate) size: u64,
+    pub(crate) kind: MemKind,
+    pub(crate) map: Option<Mapping>,
+    pub(crate) owner: crate::fork::Owner,
+}
+
+impl Drop for MemChunk {
+    fn drop(&mut self) {
+        if self.owner.inherited() {
+            // The parent's chunk: forget it (G-FORK).
+            std::mem::forget(self.map.take());
+            return;
+        }
+        drop(self.map.take());
+        if let Err(e) = self.dev.mem_free(self.handle) {
+            log::warn!("nrt: freeing {} memory of {} bytes at 0x{:x}: {e}", self.kind.name(), self.size, self.pa);
+        }
+    }
+}
+
+/// A memory object: host or device memory of one session.
+#[derive(Clone, Debug)]
+pub struct Mem(pub(crate) Arc<MemChunk>);
+
+impl Mem {
+    /// Bytes.
+    pub fn size(&self) -> u64 {
+        self.0.size
+    }
+
+    /// Host or device.
+    pub fn kind(&self) -> MemKind {
+        self.0.kind
+    }
+
+    /// Its address as the device sees it.
+    pub fn device_address(&self) -> u64 {
+        self.0.pa
+    }
+
+    /// The mapped bytes of host memory (`None` for device memory), as atomics:
+    /// the device writes them by DMA while this process may read them.
+    pub fn host_bytes(&self) -> Option<&[std::sync::atomic::AtomicU8]> {
+        let len = usize::try_from(self.0.size).ok()?;
+        self.0.map.as_ref()?.bytes(0, len)
+    }
+
+    /// Write `data` at `off` of host memory (Release: a copy submitted after sees it).
+    pub fn write(&self, off: u64, data: &[u8]) -> Result<(), Error> {
+        let dst = self.host_range("write", off, data.len())?;
+        for (d, s) in dst.iter().zip(data) {
+            d.store(*s, Ordering::Relaxed);
+        }
+        fence(Ordering::Release);
+        Ok(())
+    }
+
+    /// Read `out.len()` bytes at `off` of host memory (Acquire: after a finished copy, its bytes).
+    pub fn read(&self, off: u64, out: &mut [u8]) -> Result<(), Error> {
+        let src = self.host_range("read", off, out.len())?;
+        fence(Ordering::Acquire);
+        for (o, s) in out.iter_mut().zip(src) {
+            *o = s.load(Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn host_range(&self, call: &'static str, off: u64, len: usize) -> Result<&[std::sync::atomic::AtomicU8], Error> {
+        let what = || format!("{} memory of {} bytes at 0x{:x}", self.0.kind.name(), self.0.size, self.0.pa);
+        self.0.owner.check("memory").map_err(|source| Error::Forked { call, source })?;
+        let Some(all) = self.host_bytes() else {
+            return Err(Error::invalid(call, what(), "device memory has no host mapping: copy it to host memory"));
+        };
+        let end = off.checked_add(len as u64).filter(|e| *e <= self.0.size);
+        match end {
+            Some(e) => Ok(&all[off as usize..e as usize]),
+            None => Err(Error::invalid(call, what(), format!("{len} bytes at offset {off} run past its end"))),
+        }
+    }
+
+    /// Whether two handles are the same object.
+    pub fn same(&self, other: &Mem) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}

@@ -1,0 +1,190 @@
+//! A runtime's own work on the session: memory objects, copies between them
+//! on the session's own DMA queue, and executions (copies, then the kickoff
+//! of the session's cores and the harvest).
+//!
+//! Every copy goes through core's one submit sequence and waits on its
+//! completion marker; a marker that does not arrive leaves the queue's state
+//! unknown, so the session is then unusable (close and reopen). A copy
+//! between two host objects is compared after its marker: a destination that
+//! does not hold its source is `NRT_HW_ERROR` (G-COPY-CHECK).
+
+use super::staging::{pieces, CopyPlan, StagingFailure};
+use super::*;
+use crate::api_error::Error;
+use crate::exec::{CopyOp, Exec};
+use crate::mem::{Mem, MemChunk, MemKind};
+
+impl Session {
+    /// The session's identity, for refusing another session's memory.
+    pub(crate) fn id(&self) -> u64 {
+        u64::from_le_bytes(self.uuid[16..24].try_into().unwrap_or_default())
+    }
+
+    /// `Err` naming why the session cannot run `call` now.
+    fn ready(&self, call: &'static str) -> Result<(), Error> {
+        self.owner.check("session").map_err(|source| Error::Forked { call, source })?;
+        if self.closed {
+            return Err(Error::handle(call, self.site_name(), "the session is closed"));
+        }
+        match &self.unusable {
+            Some(why) => Err(Error::handle(call, self.site_name(), format!("the session is unusable: {why}"))),
+            None => Ok(()),
+        }
+    }
+
+    /// The device and cores, for messages: `/dev/neuron0 nd0 nc0-1`.
+    pub(crate) fn site_name(&self) -> String {
+        format!("{} {}", self.dev.path().display(), self.site())
+    }
+
+    /// Allocate `size` bytes of `kind` memory for this session's copies:
+    /// `MEM_ALLOC_V2MT` (host: `TENSORS_HOST`, mapped; device:
+    /// `TENSORS_DEVICE` on the session's first core), `MEM_GET_EXTENDED_INFO`.
+    /// Freed when the last handle and execution holding it are gone.
+    pub fn alloc(&mut self, kind: MemKind, size: u64) -> Result<Mem, Error> {
+        const CALL: &str = "nrt_mem_alloc";
+        self.ready(CALL)?;
+        if size == 0 || size > i64::MAX as u64 {
+            return Err(Error::invalid(CALL, self.site_name(), format!("{size} bytes: 1 to {} accepted", i64::MAX)));
+        }
+        let a = match kind {
+            MemKind::Host => {
+                MemAllocV2Mt { size, host_memory: 1, mem_type: mem_type::TENSORS_HOST, ..Default::default() }
+            }
+            MemKind::Device => MemAllocV2Mt {
+                size,
+                host_memory: 0,
+                nc_id: u32::from(self.physical(0)),
+                mem_type: mem_type::TENSORS_DEVICE,
+                ..Default::default()
+            },
+        };
+        let handle = self.dev.mem_alloc_v2mt(a)?;
+        let mut chunk = MemChunk {
+            dev: Arc::clone(&self.dev),
+            session: self.id(),
+            handle,
+            pa: 0,
+            size,
+            kind,
+            map: None,
+            owner: self.owner,
+        };
+        // From here a failure frees the chunk (its drop).
+        let info = self.dev.mem_get_extended_info(handle)?;
+        if info.size < size {
+            return Err(Error::Os(refused(
+                &self.dev,
+                ioctl::MEM_GET_EXTENDED_INFO.name(),
+                format!("chunk {handle:#x} has {} bytes, {size} were asked", info.size),
+            )));
+        }
+        chunk.pa = info.pa;
+        if kind == MemKind::Host {
+            let len = usize::try_from(info.size).map_err(|_| {
+                Error::invalid(CALL, self.site_name(), format!("{} bytes do not fit this address space", info.size))
+            })?;
+            let map = Mapping::map(self.dev.file(), info.mmap_offset, len)
+                .map_err(|e| LinuxError::new("mmap", self.dev.path().display().to_string(), e))?;
+            chunk.map = Some(map);
+        }
+        Ok(Mem(Arc::new(chunk)))
+    }
+
+    /// `Err` unless `op` copies within two objects of this session.
+    fn check_copy(&self, call: &'static str, op: &CopyOp) -> Result<(), Error> {
+        for (side, m, off) in [("destination", &op.dst, op.dst_off), ("source", &op.src, op.src_off)] {
+            if m.0.session != self.id() || !Arc::ptr_eq(&m.0.dev, &self.dev) {
+                return Err(Error::handle(call, self.site_name(), format!("the {side} is another session's memory")));
+            }
+            if off.checked_add(op.len).is_none_or(|end| end > m.size()) {
+                return Err(Error::invalid(
+                    call,
+                    self.site_name(),
+                    format!(
+                        "{} bytes at offset {off} of the {side} ({} memory of {} bytes) run past its end",
+                        op.len,
+                        m.kind().name(),
+                        m.size()
+                    ),
+                ));
+            }
+        }
+        if op.len == 0 {
+            return Err(Error::invalid(call, self.site_name(), "a copy of 0 bytes"));
+        }
+        Ok(())
+    }
+
+    /// One copy on the session's queue, waited on its completion marker. A
+    /// marker that did not arrive is [`Error::CopyTimeout`] (the session is
+    /// then unusable); between host objects, a destination that does not hold
+    /// the source is [`Error::CopyNotMoved`].
+    pub fn copy(&mut self, dst: &Mem, dst_off: u64, src: &Mem, src_off: u64, len: u64) -> Result<Staging, Error> {
+        const CALL: &str = "nrt_copy";
+        self.ready(CALL)?;
+        let op = CopyOp { dst: dst.clone(), dst_off, src: src.clone(), src_off, len };
+        self.check_copy(CALL, &op)?;
+        let _site = crate::oplog::SiteScope::enter(self.site());
+        let st = self.copy_op(&op)?;
+        match st.failure() {
+            None => Ok(st),
+            Some((NrtStatus::Timeout, why)) => {
+                self.unusable = Some(format!("{why}; the queue's state is unknown: close and reopen"));
+                Err(Error::CopyTimeout { site: self.site_name(), queue: st.queue, handle: st.handle })
+            }
+            Some(_) => Err(Error::CopyNotMoved { site: self.site_name(), queue: st.queue, bytes: len }),
+        }
+    }
+
+    /// The copy of `op` (checked), its bytes compared when both are host memory.
+    fn copy_op(&mut self, op: &CopyOp) -> Result<Staging, Error> {
+        let (src, dst) = (op.src.device_address() + op.src_off, op.dst.device_address() + op.dst_off);
+        let mut transfers = pieces(src, dst, op.len);
+        let mut st =
+            self.copy_transfers(CopyPlan { bytes: op.len, transfers: &mut transfers }).map_err(|e| match e {
+                StagingFailure::Fill(e) => Error::from(e),
+                StagingFailure::Submit(e) => Error::Submit {
+                    site: self.site_name(),
+                    queue: (self.staging_engine, STAGING_QUEUE),
+                    source: Box::new(e),
+                },
+            })?;
+        let overlap = op.src.same(&op.dst) && op.src_off < op.dst_off + op.len && op.dst_off < op.src_off + op.len;
+        if st.handle_polls.is_some() && !overlap {
+            if let (Some(s), Some(d)) = (op.src.host_bytes(), op.dst.host_bytes()) {
+                let (so, doff, n) = (op.src_off as usize, op.dst_off as usize, op.len as usize);
+                std::sync::atomic::fence(Ordering::Acquire);
+                st.copy_verified = s[so..so + n]
+                    .iter()
+                    .zip(&d[doff..doff + n])
+                    .all(|(a, b)| a.load(Ordering::Relaxed) == b.load(Ordering::Relaxed));
+            }
+        }
+        Ok(st)
+    }
+
+    /// Run `exec`: its copies in order on the session's queue, each waited on
+    /// its marker, then the kickoff of the session's cores and the harvest. A
+    /// copy that failed ends the execution before its kickoff with
+    /// `NRT_TIMEOUT` (its marker) or `NRT_HW_ERROR` (its bytes), the note
+    /// naming the queue; a status is a result, `Err` a failed call.
+    pub fn execute(&mut self, exec: &Exec) -> Result<Inference, Error> {
+        const CALL: &str = "nrt_exec_submit";
+        self.ready(CALL)?;
+        for op in exec.copies() {
+            self.check_copy(CALL, op)?;
+        }
+        let _site = crate::oplog::SiteScope::enter(self.site());
+        let mut copies = Vec::with_capacity(exec.copies().len());
+        for op in exec.copies() {
+            let st = self.copy_op(op)?;
+            let failed = st.failure();
+            copies.push(st);
+            if let Some((status, why)) = failed {
+                return Ok(self.not_started(copies, status, why));
+            }
+        }
+        Ok(self.kick_and_harvest(copies)?)
+    }
+}
