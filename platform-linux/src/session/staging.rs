@@ -199,7 +199,7 @@ impl<R: hal::Registers<Error = LinuxError>> SubmitTarget for StagingTarget<'_, '
 
 /// Bytes one data descriptor of a runtime's copy moves at most: udma/udma.h
 /// `MAX_DMA_DESC_SIZE` (65536), the size the driver's own copies cut at
-/// (neuron_cdev.c).
+/// (neuron_cdev.c; G-COPY-CUT).
 pub const DESC_BYTES_MAX: u64 = 65536;
 /// Data descriptors of one submission of a runtime's copy: the staging vring's
 /// two pages of [`PAGE_BDS`] hold them and the marker.

@@ -1715,3 +1715,25 @@ fn two_sessions_on_one_device_however_spelled_share_the_process_counters() {
     assert_eq!(st.calls.iter().filter(|c| *c == "NEURON_IOCTL_ACQUIRE_NEURON_DS").count(), 1, "acquired once");
     assert!(st.bugs.is_empty(), "{:?}", st.bugs);
 }
+
+/// A runtime's copy is cut into submissions of at most eight 64 KiB
+/// descriptors, the tail in one descriptor of its own, covering every byte
+/// once and in order.
+#[test]
+fn a_copy_is_cut_into_whole_descriptors_then_its_tail() {
+    let cut: Vec<_> = staging::pieces(0x1000, 0x9000_0000, 17 * 65536 + 100)
+        .map(|t| (t.src, t.dst, t.elem_count, t.granule, t.elem_bytes))
+        .collect();
+    assert_eq!(
+        cut,
+        [
+            (0x1000, 0x9000_0000, 8 * 65536, 65536, 1),
+            (0x1000 + 8 * 65536, 0x9000_0000 + 8 * 65536, 8 * 65536, 65536, 1),
+            (0x1000 + 16 * 65536, 0x9000_0000 + 16 * 65536, 65536, 65536, 1),
+            (0x1000 + 17 * 65536, 0x9000_0000 + 17 * 65536, 100, 100, 1),
+        ]
+    );
+    assert_eq!(staging::pieces(0, 0, 0).count(), 0);
+    assert_eq!(staging::pieces(0, 0, 65536).map(|t| t.elem_count).collect::<Vec<_>>(), [65536]);
+    assert_eq!(staging::pieces(0, 0, 3).map(|t| (t.elem_count, t.granule)).collect::<Vec<_>>(), [(3, 3)]);
+}

@@ -39,7 +39,8 @@ impl Session {
 
     /// Allocate `size` bytes of `kind` memory for this session's copies:
     /// `MEM_ALLOC_V2MT` (host: `TENSORS_HOST`, mapped; device:
-    /// `TENSORS_DEVICE` on the session's first core), `MEM_GET_EXTENDED_INFO`.
+    /// `TENSORS_DEVICE` on the session's first core, G-MEM-TYPE),
+    /// `MEM_GET_EXTENDED_INFO`.
     /// Freed when the last handle and execution holding it are gone.
     pub fn alloc(&mut self, kind: MemKind, size: u64) -> Result<Mem, Error> {
         const CALL: &str = "nrt_mem_alloc";
