@@ -52,6 +52,18 @@ pub const fn host_connected(arch: Arch, eng: u32) -> bool {
     }
 }
 
+/// The HBM (the `dram_channel` of a device allocation) DMA engine `eng`
+/// belongs to: the driver numbers engines by HBM, 16 per HBM on v2
+/// (v2/neuron_dhal_v2.c `ndma_get_engines_with_host_connectivity_v2`) and 32
+/// on v3 (v3/neuron_dhal_v3.c `ndma_get_engines_with_host_connectivity_v3`;
+/// mariana plays v3's map, G-DRV-ARCH4).
+pub const fn hbm_of(arch: Arch, eng: u32) -> u32 {
+    match arch {
+        Arch::Sunda => eng / 16,
+        Arch::Cayman | Arch::Mariana => eng / 32,
+    }
+}
+
 /// The DMA engine a session on NeuronCore `nc` stages host-memory copies on:
 /// the core's first engine with host connectivity ([`host_connected`]), v2
 /// `16n`, v3 `16n + 4`. Only the core's owner uses it, so two sessions on
@@ -347,6 +359,19 @@ mod tests {
     use std::vec::Vec;
 
     const ARCHES: [Arch; 3] = [Arch::Sunda, Arch::Cayman, Arch::Mariana];
+
+    /// Each core's staging engine is on the HBM the driver groups it with:
+    /// trn1's two cores one each, trn2's eight cores two per HBM.
+    #[test]
+    fn the_staging_engine_of_each_core_is_on_its_hbm() {
+        let hbms = |arch: Arch| -> Vec<u32> {
+            (0..arch.nc_per_device()).map(|nc| hbm_of(arch, host_engine(arch, nc).unwrap())).collect()
+        };
+        assert_eq!(hbms(Arch::Sunda), [0, 1]);
+        assert_eq!(hbms(Arch::Cayman), [0, 0, 1, 1, 2, 2, 3, 3]);
+        assert_eq!((hbm_of(Arch::Sunda, 15), hbm_of(Arch::Sunda, 16)), (0, 1));
+        assert_eq!((hbm_of(Arch::Cayman, 31), hbm_of(Arch::Cayman, 32)), (0, 1));
+    }
 
     #[test]
     fn each_core_owns_sixteen_engines_and_the_h2t_engines_are_nobodys() {

@@ -26,7 +26,7 @@ fn main() -> ExitCode {
 
 fn run() -> Result<ExitCode, Box<dyn std::error::Error>> {
     let session = Session::open_chosen(SessionConfig::from_env()?)?;
-    let mut stream = Stream::new(session);
+    let stream = Stream::new(session);
     let (src, dev, back) = {
         let mut s = stream.session();
         (s.alloc(MemKind::Host, BYTES)?, s.alloc(MemKind::Device, BYTES)?, s.alloc(MemKind::Host, BYTES)?)
@@ -43,7 +43,7 @@ fn run() -> Result<ExitCode, Box<dyn std::error::Error>> {
         BYTES / 2,
     );
     let pending = stream.submit(exec, None)?;
-    let mut p = libc::pollfd { fd: pending.fd(), events: libc::POLLIN, revents: 0 };
+    let mut p = libc::pollfd { fd: pending.fd()?, events: libc::POLLIN, revents: 0 };
     // Bounded: the execution ends within its copies' budgets and the session's timeout.
     let timeout_ms = 1000 * (stream.session().timeout_s() as i32 + 30);
     // SAFETY: one valid pollfd.

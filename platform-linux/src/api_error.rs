@@ -40,6 +40,16 @@ pub enum Error {
         /// Why.
         why: String,
     },
+    /// The session cannot run work any more: a copy's marker never came, a
+    /// resize failed half-way (`NRT_EXEC_UNIT_UNRECOVERABLE`: close and reopen).
+    Unusable {
+        /// The call.
+        call: &'static str,
+        /// The device and cores.
+        site: String,
+        /// Why.
+        why: String,
+    },
     /// The object was made by the parent of this forked child (`NRT_INVALID_HANDLE`).
     Forked {
         /// The call.
@@ -92,6 +102,7 @@ impl Error {
             Error::NoMemory(_) => NrtStatus::Resource,
             Error::Invalid { .. } => NrtStatus::Invalid,
             Error::Handle { .. } | Error::Forked { .. } => NrtStatus::InvalidHandle,
+            Error::Unusable { .. } => NrtStatus::ExecUnitUnrecoverable,
             Error::CopyTimeout { .. } => NrtStatus::Timeout,
             Error::CopyNotMoved { .. } => NrtStatus::HwError,
             Error::Submit { source, .. } => match source.error {
@@ -110,6 +121,28 @@ impl Error {
     /// An [`Error::Handle`].
     pub(crate) fn handle(call: &'static str, site: impl fmt::Display, why: impl Into<String>) -> Error {
         Error::Handle { call, site: site.to_string(), why: why.into() }
+    }
+}
+
+impl Error {
+    /// As a [`LinuxError`] on `target` (the session calls that answer one):
+    /// the driver's own error as it is, any other with this one as its source.
+    pub fn into_linux(self, target: &std::path::Path) -> LinuxError {
+        match self {
+            Error::Os(e) | Error::Busy(e) | Error::NoMemory(e) => e,
+            Error::Forked { call, source } => source.into_linux(call, target.display().to_string()),
+            other => {
+                let kind = match other.status() {
+                    NrtStatus::Timeout => std::io::ErrorKind::TimedOut,
+                    _ => std::io::ErrorKind::InvalidInput,
+                };
+                let call = match &other {
+                    Error::Invalid { call, .. } | Error::Handle { call, .. } | Error::Unusable { call, .. } => *call,
+                    _ => "copy",
+                };
+                LinuxError::new(call, target.display().to_string(), std::io::Error::new(kind, other))
+            }
+        }
     }
 }
 
@@ -133,6 +166,9 @@ impl fmt::Display for Error {
             Error::Busy(e) => write!(f, "{e} (the cores are another process's)"),
             Error::Invalid { call, site, why } => write!(f, "{call} on {site}: {why}"),
             Error::Handle { call, site, why } => write!(f, "{call} on {site}: {why}"),
+            Error::Unusable { call, site, why } => {
+                write!(f, "{call} on {site}: the session is unusable: {why}; close and reopen it")
+            }
             Error::Forked { call, source } => write!(f, "{call}: {source}"),
             Error::CopyTimeout { site, queue: (e, q), handle } => write!(
                 f,
@@ -187,6 +223,8 @@ mod tests {
         assert_eq!(Error::from(nomem).status().code(), 4);
         assert_eq!(Error::invalid("nrt_copy", "s", "x").status().code(), 2);
         assert_eq!(Error::handle("nrt_copy", "s", "x").status().code(), 3);
+        let u = Error::Unusable { call: "nrt_copy", site: "s".into(), why: "w".into() };
+        assert_eq!(u.status().code(), 101);
         let t = Error::CopyTimeout { site: "/dev/neuron0 nd0 nc0".into(), queue: (4, 0), handle: 0x10 };
         assert_eq!(t.status().code(), 5);
         assert!(t.to_string().contains("DMA engine 4 queue 0"), "{t}");

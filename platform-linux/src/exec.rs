@@ -1,19 +1,24 @@
 //! Executions of a runtime's own work: an [`Exec`] (copies, then the kickoff
 //! of the session's cores) run at once ([`Session::execute`]) or submitted to
 //! a [`Stream`], which runs them in order on its worker thread and completes
-//! each through a waitable [`Pending`], an eventfd for `poll`/`epoll`, and a
+//! each through a waitable [`Pending`], a descriptor for `poll`/`epoll`, and a
 //! callback.
 //!
 //! Invariants: `submit` never blocks (a full stream answers
 //! [`Error::QueueFull`] at once); executions complete in submission order; the
 //! memory an execution copies lives until it is done, whoever else drops it;
-//! a callback runs on the worker with no lock held, so it may submit or wait.
+//! a callback runs on the worker with no lock held, after its execution's
+//! result is in, so it may submit, or wait on what is done; a panic in an
+//! execution or a callback is caught and never stops the stream.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::thread::{JoinHandle, ThreadId};
+use std::time::{Duration, Instant};
 
 use crate::api_error::Error;
+use crate::fork::Owner;
 use crate::mem::Mem;
 use crate::session::{Inference, Session};
 use crate::sys::EventFd;
@@ -66,11 +71,39 @@ pub type ExecResult = Result<Inference, Error>;
 /// Called once on the worker when the execution is done.
 pub type Callback = Box<dyn FnOnce(&ExecResult) + Send>;
 
-/// One submitted execution's completion: its result once done, the eventfd.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A submitted execution's completion, and its descriptor once asked for.
+#[derive(Default)]
+struct SlotState {
+    result: Option<Arc<ExecResult>>,
+    fd: Option<EventFd>,
+}
+
 struct Slot {
-    result: Mutex<Option<Arc<ExecResult>>>,
+    state: Mutex<SlotState>,
     done: Condvar,
-    fd: EventFd,
+    /// The stream's worker thread (a wait there on what is not done would never end).
+    worker: Arc<OnceLock<ThreadId>>,
+    site: String,
+    owner: Owner,
+}
+
+impl Slot {
+    /// Set the result; signal the waiters and the descriptor.
+    fn finish(&self, result: Arc<ExecResult>) {
+        let mut s = lock(&self.state);
+        s.result = Some(result);
+        if let Some(fd) = &s.fd {
+            if let Err(e) = fd.write(1) {
+                log::warn!("nrt: {}: signalling an execution's descriptor: {e}", self.site);
+            }
+        }
+        drop(s);
+        self.done.notify_all();
+    }
 }
 
 /// A submitted execution: wait on it, poll it, or watch its descriptor.
@@ -78,36 +111,68 @@ struct Slot {
 pub struct Pending(Arc<Slot>);
 
 impl Pending {
-    /// Whether it is done.
+    /// Whether its result is in (its callback may still be running).
     pub fn is_done(&self) -> bool {
-        self.lock().is_some()
+        lock(&self.0.state).result.is_some()
     }
 
     /// Block until it is done (each execution is bounded by its copies'
-    /// marker budgets and the session's timeout), then look at the result.
+    /// marker budgets and the session's timeout). Refused at once in a forked
+    /// child, and on the stream's own worker (a callback) for an execution
+    /// not yet run, which could never finish.
     pub fn wait(&self) -> Arc<ExecResult> {
-        let mut g = self.lock();
+        self.wait_until(None).unwrap_or_else(|| Arc::new(Err(Error::handle("wait", &self.0.site, "no result"))))
+    }
+
+    /// [`wait`](Self::wait) for at most `limit`; `None` when it is not done by then.
+    pub fn wait_timeout(&self, limit: Duration) -> Option<Arc<ExecResult>> {
+        self.wait_until(Some(Instant::now() + limit))
+    }
+
+    fn wait_until(&self, deadline: Option<Instant>) -> Option<Arc<ExecResult>> {
+        const CALL: &str = "nrt_exec_wait";
+        if let Err(source) = self.0.owner.check("execution") {
+            return Some(Arc::new(Err(Error::Forked { call: CALL, source })));
+        }
+        let mut s = lock(&self.0.state);
         loop {
-            if let Some(r) = g.as_ref() {
-                return Arc::clone(r);
+            if let Some(r) = &s.result {
+                return Some(Arc::clone(r));
             }
-            g = self.0.done.wait(g).unwrap_or_else(std::sync::PoisonError::into_inner);
+            if self.0.worker.get() == Some(&std::thread::current().id()) {
+                let why = "called from the stream's own callback on an execution not yet run: it would never finish";
+                return Some(Arc::new(Err(Error::handle(CALL, &self.0.site, why))));
+            }
+            s = match deadline {
+                None => self.0.done.wait(s).unwrap_or_else(PoisonError::into_inner),
+                Some(d) => {
+                    let left = d.checked_duration_since(Instant::now())?;
+                    self.0.done.wait_timeout(s, left).unwrap_or_else(PoisonError::into_inner).0
+                }
+            };
         }
     }
 
     /// The result if done (`None`: still running or queued).
     pub fn try_result(&self) -> Option<Arc<ExecResult>> {
-        self.lock().clone()
+        lock(&self.0.state).result.clone()
     }
 
-    /// A descriptor readable (`POLLIN`) once the execution is done; it stays
-    /// readable, and is this handle's (closed with its last clone).
-    pub fn fd(&self) -> std::os::fd::RawFd {
-        self.0.fd.raw_fd()
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Option<Arc<ExecResult>>> {
-        self.0.result.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// A descriptor readable (`POLLIN`) once the execution is done, made at
+    /// the first call; it is this handle's (closed with its last clone), and
+    /// a reader that drains it takes the signal.
+    pub fn fd(&self) -> Result<std::os::fd::RawFd, Error> {
+        const CALL: &str = "nrt_exec_fd";
+        self.0.owner.check("execution").map_err(|source| Error::Forked { call: CALL, source })?;
+        let mut s = lock(&self.0.state);
+        if s.fd.is_none() {
+            let fd = EventFd::new(false).map_err(|e| Error::Os(crate::LinuxError::new("eventfd", &*self.0.site, e)))?;
+            if s.result.is_some() {
+                fd.write(1).map_err(|e| Error::Os(crate::LinuxError::new("eventfd write", &*self.0.site, e)))?;
+            }
+            s.fd = Some(fd);
+        }
+        Ok(s.fd.as_ref().map_or(-1, EventFd::raw_fd))
     }
 }
 
@@ -125,13 +190,15 @@ struct Shared {
     queue: Mutex<Queue>,
     work: Condvar,
     site: String,
+    worker_id: Arc<OnceLock<ThreadId>>,
 }
 
 /// A session whose executions run in order on a worker thread of their own.
+/// Shareable (`Arc<Stream>`): every call takes `&self`.
 pub struct Stream {
     shared: Arc<Shared>,
-    worker: Option<JoinHandle<()>>,
-    owner: crate::fork::Owner,
+    worker: Mutex<Option<JoinHandle<()>>>,
+    owner: Owner,
 }
 
 impl Stream {
@@ -144,84 +211,95 @@ impl Stream {
                 queue: Mutex::new(Queue::default()),
                 work: Condvar::new(),
                 site,
+                worker_id: Arc::default(),
             }),
-            worker: None,
-            owner: crate::fork::Owner::here(),
+            worker: Mutex::new(None),
+            owner: Owner::here(),
         }
     }
 
     /// The session, for its synchronous calls (allocations, copies): waits
     /// for the execution running, if any.
     pub fn session(&self) -> MutexGuard<'_, Session> {
-        self.shared.session.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.shared.session)
     }
 
     /// Executions queued or running.
     pub fn in_flight(&self) -> usize {
-        self.queue().held
+        lock(&self.shared.queue).held
     }
 
     /// Queue `exec`; `on_done` runs on the worker once it is done. Returns at
     /// once: [`Error::QueueFull`] when [`STREAM_DEPTH`] are held.
-    pub fn submit(&mut self, exec: Exec, on_done: Option<Callback>) -> Result<Pending, Error> {
+    pub fn submit(&self, exec: Exec, on_done: Option<Callback>) -> Result<Pending, Error> {
         const CALL: &str = "nrt_exec_submit";
         self.owner.check("stream").map_err(|source| Error::Forked { call: CALL, source })?;
-        let fd = EventFd::new(false)
-            .map_err(|e| Error::Os(crate::LinuxError::new("eventfd", self.shared.site.clone(), e)))?;
-        let slot = Arc::new(Slot { result: Mutex::new(None), done: Condvar::new(), fd });
+        let slot = Arc::new(Slot {
+            state: Mutex::default(),
+            done: Condvar::new(),
+            worker: Arc::clone(&self.shared.worker_id),
+            site: self.shared.site.clone(),
+            owner: self.owner,
+        });
         {
-            let mut q = self.queue();
+            let mut q = lock(&self.shared.queue);
+            if q.stop {
+                return Err(Error::handle(CALL, &self.shared.site, "the stream is closing"));
+            }
             if q.held >= STREAM_DEPTH {
                 return Err(Error::QueueFull { site: self.shared.site.clone(), in_flight: q.held });
             }
             q.held += 1;
             q.waiting.push_back((exec, Arc::clone(&slot), on_done));
         }
-        if self.worker.is_none() {
+        let mut worker = lock(&self.worker);
+        if worker.is_none() {
             let shared = Arc::clone(&self.shared);
-            let spawned = std::thread::Builder::new().name("nrt-stream".into()).spawn(move || work(&shared));
-            match spawned {
-                Ok(h) => self.worker = Some(h),
+            match std::thread::Builder::new().name("nrt-stream".into()).spawn(move || work(&shared)) {
+                Ok(h) => *worker = Some(h),
                 Err(e) => {
-                    let mut q = self.queue();
+                    let mut q = lock(&self.shared.queue);
                     q.waiting.pop_back();
                     q.held -= 1;
-                    return Err(Error::Os(crate::LinuxError::new("thread spawn", self.shared.site.clone(), e)));
+                    return Err(Error::Os(crate::LinuxError::new("thread spawn", &*self.shared.site, e)));
                 }
             }
         }
+        drop(worker);
         self.shared.work.notify_one();
         Ok(Pending(slot))
     }
 
     /// Finish the executions held, stop the worker and close the session
-    /// (every release that failed is returned).
-    pub fn close(mut self) -> Result<(), Vec<crate::LinuxError>> {
+    /// (every release that failed is returned). From the stream's own
+    /// callback, the worker closes the session when it has finished.
+    pub fn close(self) -> Result<(), Vec<crate::LinuxError>> {
         self.stop();
         let shared = Arc::clone(&self.shared);
         drop(self);
         match Arc::into_inner(shared) {
-            Some(s) => s.session.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner).close(),
-            // Not reached: the worker, the only other holder, was joined.
+            Some(s) => s.session.into_inner().unwrap_or_else(PoisonError::into_inner).close(),
             None => Ok(()),
         }
     }
 
-    fn stop(&mut self) {
+    fn stop(&self) {
+        let handle = lock(&self.worker).take();
         if self.owner.inherited() {
             // The parent's worker: this child has no such thread (G-FORK).
-            std::mem::forget(self.worker.take());
+            std::mem::forget(handle);
             return;
         }
-        self.queue().stop = true;
+        lock(&self.shared.queue).stop = true;
         self.shared.work.notify_all();
-        if let Some(h) = self.worker.take() {
-            let _ = h.join();
+        match handle {
+            // From the worker itself (a callback dropped its stream): it ends on its own.
+            Some(h) if h.thread().id() == std::thread::current().id() => drop(h),
+            Some(h) => {
+                let _ = h.join();
+            }
+            None => {}
         }
-    }
-
-    fn queue(&self) -> MutexGuard<'_, Queue> {
-        self.shared.queue.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -233,9 +311,10 @@ impl Drop for Stream {
 
 /// The worker: the executions, in order, until stopped with none held.
 fn work(shared: &Shared) {
+    let _ = shared.worker_id.set(std::thread::current().id());
     loop {
         let next = {
-            let mut q = shared.queue.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut q = lock(&shared.queue);
             loop {
                 if let Some(n) = q.waiting.pop_front() {
                     break Some(n);
@@ -243,24 +322,21 @@ fn work(shared: &Shared) {
                 if q.stop {
                     break None;
                 }
-                q = shared.work.wait(q).unwrap_or_else(std::sync::PoisonError::into_inner);
+                q = shared.work.wait(q).unwrap_or_else(PoisonError::into_inner);
             }
         };
         let Some((exec, slot, on_done)) = next else { return };
-        let result = {
-            let mut s = shared.session.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            s.execute(&exec)
-        };
+        let ran = catch_unwind(AssertUnwindSafe(|| lock(&shared.session).execute(&exec)));
+        let result = Arc::new(ran.unwrap_or_else(|_| {
+            Err(Error::handle("nrt_exec_submit", &shared.site, "the execution panicked (a bug: please report it)"))
+        }));
         drop(exec);
-        let result = Arc::new(result);
-        *slot.result.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&result));
-        slot.done.notify_all();
-        if let Err(e) = slot.fd.write(1) {
-            log::warn!("nrt: {}: signalling an execution's descriptor: {e}", shared.site);
-        }
-        shared.queue.lock().unwrap_or_else(std::sync::PoisonError::into_inner).held -= 1;
+        slot.finish(Arc::clone(&result));
+        lock(&shared.queue).held -= 1;
         if let Some(cb) = on_done {
-            cb(&result);
+            if catch_unwind(AssertUnwindSafe(|| cb(&result))).is_err() {
+                log::error!("nrt: {}: an execution's callback panicked; the stream goes on", shared.site);
+            }
         }
     }
 }

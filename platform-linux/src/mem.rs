@@ -3,7 +3,9 @@
 //!
 //! A [`Mem`] is shared by the caller and every execution that copies it, so
 //! it lives until the last of them is done (`MEM_FREE` then, after the unmap).
-//! Made by [`crate::session::Session::alloc`]; only that session's copies take it.
+//! Made by [`crate::session::Session::alloc`]; the copies of the sessions on
+//! its device take it. In a forked child it has no mapping (the driver's
+//! mappings are not inherited: neuron_mmap.c `nmmap_mem` sets `VM_DONTCOPY`).
 
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
@@ -45,8 +47,6 @@ impl MemKind {
 #[derive(Debug)]
 pub(crate) struct MemChunk {
     pub(crate) dev: Arc<NeuronDevice>,
-    /// The session that allocated it (its uuid's counter), to refuse another's copies.
-    pub(crate) session: u64,
     pub(crate) handle: u64,
     /// Device (physical) address.
     pub(crate) pa: u64,
@@ -55,6 +55,10 @@ pub(crate) struct MemChunk {
     pub(crate) kind: MemKind,
     pub(crate) map: Option<Mapping>,
     pub(crate) owner: crate::fork::Owner,
+    /// A copy whose marker never came may still write it: not freed, left to
+    /// the close of the device file (which re-points the process's queues
+    /// before it frees its chunks: neuron_cdev.c `ncdev_flush`).
+    pub(crate) left_to_close: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for MemChunk {
@@ -65,6 +69,9 @@ impl Drop for MemChunk {
             return;
         }
         drop(self.map.take());
+        if self.left_to_close.load(Ordering::Relaxed) {
+            return;
+        }
         if let Err(e) = self.dev.mem_free(self.handle) {
             log::warn!("nrt: freeing {} memory of {} bytes at 0x{:x}: {e}", self.kind.name(), self.size, self.pa);
         }
@@ -94,6 +101,9 @@ impl Mem {
     /// The mapped bytes of host memory (`None` for device memory), as atomics:
     /// the device writes them by DMA while this process may read them.
     pub fn host_bytes(&self) -> Option<&[std::sync::atomic::AtomicU8]> {
+        if self.0.owner.inherited() {
+            return None;
+        }
         let len = usize::try_from(self.0.size).ok()?;
         self.0.map.as_ref()?.bytes(0, len)
     }
@@ -129,6 +139,11 @@ impl Mem {
             Some(e) => Ok(&all[off as usize..e as usize]),
             None => Err(Error::invalid(call, what(), format!("{len} bytes at offset {off} run past its end"))),
         }
+    }
+
+    /// Leave the chunk to the device file's close, not `MEM_FREE` (a DMA may still write it).
+    pub(crate) fn leave_to_close(&self) {
+        self.0.left_to_close.store(true, Ordering::Relaxed);
     }
 
     /// Whether two handles are the same object.

@@ -209,8 +209,8 @@ fn strace_shows_the_bring_up_requests_in_the_contract_order() {
         "NEURON_IOCTL_CRWL_WRITER_DOWNGRADE",
         "NEURON_IOCTL_DMA_QUEUE_COPY_START",
         "NEURON_IOCTL_SEMAPHORE_INCREMENT",
-        "NEURON_IOCTL_DMA_QUEUE_RELEASE",
         "NEURON_IOCTL_MEM_FREE",
+        "NEURON_IOCTL_DMA_QUEUE_RELEASE",
         "NEURON_IOCTL_CRWL_READER_EXIT",
         "NEURON_IOCTL_CRWL_NC_RANGE_UNMARK (O_WRONLY)",
         "close O_WRONLY",
@@ -244,9 +244,11 @@ fn strace_shows_the_bring_up_requests_in_the_contract_order() {
     assert_eq!((count("NEURON_IOCTL_CRWL_NC_RANGE_MARK"), count("NEURON_IOCTL_CRWL_NC_RANGE_UNMARK")), (0, 0));
     assert_eq!(count("NEURON_IOCTL_SEMAPHORE_INCREMENT"), 2, "{seq:?}");
     assert_eq!(count("NEURON_IOCTL_DMA_QUEUE_COPY_START"), 1, "{seq:?}");
-    // Three chunks allocated, the copy buffer freed, the two ring chunks left
+    // Five chunks allocated (two rings, the copy buffer, the self-test copy's
+    // source and destination), three freed: the self-test memory first, then
+    // the copy buffer after the queue's release; the two ring chunks are left
     // to close (the queue stays programmed on them until then).
-    assert_eq!((count("NEURON_IOCTL_MEM_ALLOC_V2MT"), count("NEURON_IOCTL_MEM_FREE")), (3, 1), "{seq:?}");
+    assert_eq!((count("NEURON_IOCTL_MEM_ALLOC_V2MT"), count("NEURON_IOCTL_MEM_FREE")), (5, 3), "{seq:?}");
     // Teardown comes after the inference: nothing is released before the last kickoff.
     let last_kick = seq.iter().rposition(|c| c == "NEURON_IOCTL_SEMAPHORE_INCREMENT").unwrap();
     let first_release = seq.iter().position(|c| c == "NEURON_IOCTL_DMA_QUEUE_RELEASE").unwrap();

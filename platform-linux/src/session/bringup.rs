@@ -255,6 +255,7 @@ impl Session {
             ring_sizes: [[None; NQ_PER_CORE]; MAX_CORES],
             last_status: None,
             datastore_error: None,
+            selftest: None,
             closed: false,
             owner: crate::fork::Owner::here(),
         };
@@ -507,12 +508,15 @@ impl Session {
         if let Err(f) = self.owner.check("session") {
             std::mem::forget(self.device.take());
             std::mem::forget(std::mem::take(&mut self.chunks));
+            std::mem::forget(self.selftest.take());
             std::mem::forget(Arc::clone(&self.dev));
             return vec![f.into_linux("close", self.dev.path().display().to_string())];
         }
         let mut errors = Vec::new();
-        // munmap: the NQ rings (held by the harvest's device), then the chunks.
+        // munmap: the NQ rings (held by the harvest's device), the self-test
+        // memory (freed: no queue uses it), then the chunks.
         self.device = None;
+        self.selftest = None;
         for c in self.chunks.iter_mut().rev() {
             c.map = None;
         }

@@ -211,13 +211,28 @@ impl Session {
     /// failed call.
     pub fn run_inference(&mut self) -> Result<Inference, LinuxError> {
         self.usable()?;
-        // The harvest's log lines name this device and its own cores.
-        let _site = crate::oplog::SiteScope::enter(self.site());
-        let staging = self.stage()?;
-        if let Some((status, why)) = staging.failure() {
-            return Ok(self.not_started(vec![staging], status, why));
-        }
-        self.kick_and_harvest(vec![staging])
+        let exec = self.self_test().map_err(|e| e.into_linux(self.dev.path()))?;
+        self.run_exec("inference", &exec).map_err(|e| e.into_linux(self.dev.path()))
+    }
+
+    /// The self-test execution of an inference: a pattern copied between two
+    /// host objects of [`COPY_BYTES`] (made at the first), then compared.
+    fn self_test(&mut self) -> Result<crate::exec::Exec, crate::api_error::Error> {
+        let (src, dst) = match &self.selftest {
+            Some(m) => m.clone(),
+            None => {
+                let src = self.alloc(crate::mem::MemKind::Host, COPY_BYTES as u64)?;
+                let dst = self.alloc(crate::mem::MemKind::Host, COPY_BYTES as u64)?;
+                self.selftest = Some((src.clone(), dst.clone()));
+                (src, dst)
+            }
+        };
+        let pattern: Vec<u8> = (0..COPY_BYTES).map(|i| (i.wrapping_mul(131) % 251) as u8).collect();
+        src.write(0, &pattern)?;
+        dst.write(0, &[0; COPY_BYTES])?;
+        let mut exec = crate::exec::Exec::new();
+        exec.copy(&dst, 0, &src, 0, COPY_BYTES as u64);
+        Ok(exec)
     }
 
     /// The kickoff of the session's cores after `copies`, and the harvest.

@@ -30,7 +30,7 @@
 //!    switched in under the writer lock (`EALREADY` leaves the lock set: the
 //!    core is recorded as held and downgraded all the same);
 //! 7. `MEM_ALLOC_V2MT` (host memory, `align` 0) of the staging queue's TX
-//!    ring, RX ring and the copy's buffer, `MEM_GET_EXTENDED_INFO` (the handle
+//!    ring, RX ring and the copy buffer (the completion handle), `MEM_GET_EXTENDED_INFO` (the handle
 //!    kept from the allocation: the info struct's is a kernel pointer), `mmap`
 //!    at its offset;
 //! 8. `DMA_QUEUE_INIT` of the staging queue (queue 0 of the session's own
@@ -52,7 +52,8 @@
 //!     the counters stay in RAM); its mapping goes and `RELEASE_NEURON_DS`
 //!     clears it first at teardown, when the session is its last holder
 //!     ([`Session::counter_target`] hands it to pollers, XU units and C rings);
-//! 11. the inference: a 4 KiB copy and its completion marker submitted
+//! 11. the inference: the self-test execution (`work`): a 4 KiB copy between
+//!     two host objects made at the first, and its completion marker, submitted
 //!     through core's one sequence, `dma::submit` (built with `append_descs`,
 //!     the write barrier, meta_ctrl bit 26, on the last data descriptor,
 //!     lowered into the mapped rings, reserved at the `SwDmaQueue` cursors,
@@ -69,7 +70,8 @@
 //!     simulator only (G-DRV-REAL); repeated failures of the device file end it
 //!     with a device-gone error (G-DRV-GONE);
 //! 12. teardown, also after an error (RAII): `munmap` of every mapping,
-//!     `DMA_QUEUE_RELEASE`, `MEM_FREE` of the copy's buffer (the ring chunks
+//!     `MEM_FREE` of the self-test memory, `DMA_QUEUE_RELEASE`, `MEM_FREE`
+//!     of the copy buffer (the ring chunks
 //!     are left to `close`: the driver keeps the queue programmed on them
 //!     until then), `CRWL_READER_EXIT` of each core (a writer not yet
 //!     downgraded is downgraded first), `CRWL_NC_RANGE_UNMARK`, `close`, each
@@ -84,7 +86,8 @@
 //!
 //! The module is split by job: `bringup` (steps 1-10 and the teardown of step
 //! 12), `device` (the hal implementation the harvest runs on: BAR0 through the
-//! BAR ioctls, the mapped rings, the probes), `staging` (the copy of step 11),
+//! BAR ioctls, the mapped rings, the probes), `staging` (one copy through
+//! core's submit sequence), `work` (memory, copies, executions),
 //! `lifecycle` (inferences, a ring-size change, the accessors) and `report`
 //! (the report `nrt-sim run` prints).
 
@@ -173,11 +176,11 @@ pub const STAGING_QUEUE: u32 = 0;
 /// Descriptors per staging ring: 256 of 16 bytes, one page (the driver maps a
 /// chunk only whole).
 pub const STAGING_RING_DEPTH: u32 = 256;
-/// Bytes the staging copy moves.
+/// Bytes the self-test copy of an inference moves.
 pub const COPY_BYTES: usize = 4096;
-/// Bytes of the copy's buffer: source, destination, and a page for the
-/// completion marker and its done word.
-pub const COPY_BUFFER_BYTES: u64 = 3 * 4096;
+/// Bytes of the copy buffer: the completion handle every copy's marker lands
+/// on, and its done word 0x100 past it.
+pub const COPY_BUFFER_BYTES: u64 = 4096;
 /// The done word the marker copies over the completion handle.
 pub const DONE_WORD: u32 = 1;
 /// Default cores of a session (one two-core logical core).
@@ -398,6 +401,9 @@ pub struct Session {
     unusable: Option<String>,
     /// TX ring, RX ring, copy buffer, in order of allocation.
     chunks: Vec<Chunk>,
+    /// The self-test copy's source and destination (host memory), made at
+    /// the first inference.
+    selftest: Option<(crate::mem::Mem, crate::mem::Mem)>,
     /// Queues initialised, in order.
     queues: Vec<(u32, u32)>,
     /// The DMA engine the session stages on (its first core's host engine).

@@ -153,7 +153,7 @@ impl Staging {
 
 /// The staging submission's storage: two vring pages of [`PAGE_BDS`] per
 /// direction, rings of [`STAGING_RING_DEPTH`].
-type StagingBuffers = SubmitBuffers<PAGE_BDS, 2, { STAGING_RING_DEPTH as usize }>;
+pub(super) type StagingBuffers = SubmitBuffers<PAGE_BDS, 2, { STAGING_RING_DEPTH as usize }>;
 
 /// The device as core's submit sequence sees it: the mapped chunks for memory,
 /// `doorbell` for the tail-increment registers; the device is caught up with
@@ -233,20 +233,6 @@ pub(super) fn pieces(src: u64, dst: u64, len: u64) -> impl Iterator<Item = Trans
     })
 }
 
-/// The self-test copy of an inference: [`COPY_BYTES`] of the session's
-/// buffer's first page to its second, 1024 elements of 4 bytes in
-/// 256-element descriptors (four 1 KiB descriptors).
-pub(super) fn self_test_transfer(buf: u64) -> Transfer {
-    Transfer {
-        op: OP_COPY,
-        elem_count: (COPY_BYTES / 4) as u32,
-        granule: 256,
-        elem_bytes: 4,
-        src: buf,
-        dst: buf + COPY_BYTES as u64,
-    }
-}
-
 /// One submission of a copy on the session's queue through core's sequence:
 /// arm the completion handle at `handle_page` (its done word 0x100 past it),
 /// build `data` and its marker, lower them into the rings (over the TX and RX
@@ -265,6 +251,7 @@ pub(super) fn submit_piece<R: hal::Registers<Error = LinuxError>, W: hal::Delay>
     handle_page: u64,
     data: Transfer,
     (txq, rxq): (&mut SwDmaQueue, &mut SwDmaQueue),
+    bufs: &mut StagingBuffers,
     events: &mut Vec<Event>,
 ) -> Result<Submitted, StagingFailure> {
     let done_addr = handle_page + 0x100;
@@ -281,9 +268,8 @@ pub(super) fn submit_piece<R: hal::Registers<Error = LinuxError>, W: hal::Delay>
         write_barrier: true,
         platform: PlatformType::HARDWARE,
     };
-    let mut bufs = Box::new(StagingBuffers::new());
     let mut target = StagingTarget { mem, doorbell };
-    match submit(&mut target, &mut Fence, delay, &mut Collect(events), &plan, (txq, rxq), &mut bufs) {
+    match submit(&mut target, &mut Fence, delay, &mut Collect(events), &plan, (txq, rxq), bufs) {
         Ok(done) => Ok(done),
         // The marker within core's budget; a device that did not copy is reported, not fatal.
         Err(SubmitError { step: SubmitStep::Wait, rung: Some(done), .. }) => Ok(done),
@@ -323,9 +309,8 @@ impl Session {
     /// is left `true`).
     pub(super) fn copy_transfers(&mut self, plan: CopyPlan<'_>) -> Result<Staging, StagingFailure> {
         let arch = self.arch;
-        let buf =
+        let handle_addr =
             self.chunks.get(2).map(|c| c.info.pa).ok_or_else(|| refused(&self.dev, "copy", "no buffer".into()))?;
-        let handle_addr = buf + 2 * COPY_BYTES as u64;
         let mut events = Vec::new();
         let (mut txq, mut rxq) = match (self.txq, self.rxq) {
             (Some(t), Some(r)) => (t, r),
@@ -350,13 +335,17 @@ impl Session {
             events: Vec::new(),
         };
         let mut result = Ok(());
-        for data in plan.transfers {
+        let mut bufs = Box::new(StagingBuffers::new());
+        let mut moved = 0u64;
+        for (i, data) in plan.transfers.enumerate() {
+            // The events of the first submission and of a failed one are kept
+            // (bounded, whatever the copy's size).
             let first = events.len();
             let piece = {
                 let mut mem = ChunkMemory { dev: &self.dev, chunks: &self.chunks };
                 let mut db = IoctlDoorbell::new(&self.dev, arch, vec![UdmaEngine { eng_id: eng, base }]);
                 let q = (&mut txq, &mut rxq);
-                submit_piece(&mut mem, &mut db, &mut delay, arch, base, handle_addr, data, q, &mut events)
+                submit_piece(&mut mem, &mut db, &mut delay, arch, base, handle_addr, data, q, &mut bufs, &mut events)
             };
             match piece {
                 Ok(done) => {
@@ -372,6 +361,10 @@ impl Session {
                     if polls.is_none() {
                         break;
                     }
+                    moved += u64::from(data.elem_count) * u64::from(data.elem_bytes);
+                    if i > 0 {
+                        events.truncate(first);
+                    }
                 }
                 Err(e) => {
                     result = Err(e);
@@ -385,31 +378,8 @@ impl Session {
         self.txq = Some(txq);
         self.rxq = Some(rxq);
         result?;
+        out.copy_bytes = moved as usize;
         out.events = events;
         Ok(out)
-    }
-
-    /// The self-test copy of an inference: a pattern into the buffer's first
-    /// page, its second cleared, the copy, the second compared with the first.
-    pub(super) fn stage(&mut self) -> Result<Staging, LinuxError> {
-        let buf =
-            self.chunks.get(2).map(|c| c.info.pa).ok_or_else(|| refused(&self.dev, "staging", "no buffer".into()))?;
-        let src: Vec<u8> = (0..COPY_BYTES).map(|i| (i.wrapping_mul(131) % 251) as u8).collect();
-        {
-            let mut mem = ChunkMemory { dev: &self.dev, chunks: &self.chunks };
-            hal::DeviceMemory::copy_in(&mut mem, buf, &src)?;
-            hal::DeviceMemory::copy_in(&mut mem, buf + COPY_BYTES as u64, &vec![0; COPY_BYTES])?;
-        }
-        let mut one = core::iter::once(self_test_transfer(buf));
-        let mut staging =
-            self.copy_transfers(CopyPlan { bytes: COPY_BYTES as u64, transfers: &mut one }).map_err(|e| match e {
-                StagingFailure::Fill(e) => e,
-                StagingFailure::Submit(e) => staging_err(&self.dev, e),
-            })?;
-        let mut mem = ChunkMemory { dev: &self.dev, chunks: &self.chunks };
-        let mut dst = vec![0u8; COPY_BYTES];
-        hal::DeviceMemory::copy_out(&mut mem, buf + COPY_BYTES as u64, &mut dst)?;
-        staging.copy_verified = dst == src;
-        Ok(staging)
     }
 }

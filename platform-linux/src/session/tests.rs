@@ -100,8 +100,8 @@ impl hal::Delay for NoDelay {
     fn delay_us(&mut self, _: u32) {}
 }
 
-/// The self-test copy of `src` through [`submit_piece`], as an inference
-/// stages it: the buffer filled, the destination cleared.
+/// A copy of `src` from a buffer's first page to its second through
+/// [`submit_piece`], the handle on its third page.
 #[allow(clippy::too_many_arguments)]
 fn submit_staging<R: hal::Registers<Error = LinuxError>, W: hal::Delay>(
     mem: &mut ChunkMemory<'_>,
@@ -116,8 +116,17 @@ fn submit_staging<R: hal::Registers<Error = LinuxError>, W: hal::Delay>(
 ) -> Result<nrt_core::dma::Submitted, staging::StagingFailure> {
     hal::DeviceMemory::copy_in(mem, buf, src)?;
     hal::DeviceMemory::copy_in(mem, buf + COPY_BYTES as u64, &vec![0; src.len()])?;
-    let t = staging::self_test_transfer(buf);
-    submit_piece(mem, doorbell, delay, arch, engine_base, buf + 2 * COPY_BYTES as u64, t, q, events)
+    // 1024 elements of 4 bytes in 256-element BDs: four 1 KiB descriptors.
+    let t = Transfer {
+        op: nrt_core::dma::build::OP_COPY,
+        elem_count: (src.len() / 4) as u32,
+        granule: 256,
+        elem_bytes: 4,
+        src: buf,
+        dst: buf + COPY_BYTES as u64,
+    };
+    let mut bufs = Box::new(staging::StagingBuffers::new());
+    submit_piece(mem, doorbell, delay, arch, engine_base, buf + 2 * COPY_BYTES as u64, t, q, &mut bufs, events)
 }
 
 /// The staging of step 9 lands in the mapped chunks: the buffer filled and
@@ -128,8 +137,7 @@ fn submit_staging<R: hal::Registers<Error = LinuxError>, W: hal::Delay>(
 fn staging_lowers_the_copy_and_its_marker_into_the_mapped_rings() {
     let dev = NeuronDevice::open("/dev/null").unwrap();
     let ring = u64::from(STAGING_RING_DEPTH) * 16;
-    let chunks =
-        [chunk("tx", 0x10_0000, ring), chunk("rx", 0x20_0000, ring), chunk("buf", 0x30_0000, COPY_BUFFER_BYTES)];
+    let chunks = [chunk("tx", 0x10_0000, ring), chunk("rx", 0x20_0000, ring), chunk("buf", 0x30_0000, 3 * 4096)];
     let mut mem = ChunkMemory { dev: &dev, chunks: &chunks };
     let src: Vec<u8> = (0..COPY_BYTES).map(|i| i as u8).collect();
     let (mut txq, mut rxq) =
@@ -801,7 +809,8 @@ fn the_bring_up_runs_the_contracts_sequence_and_an_inference() {
     assert_eq!((r.status, r.step), (NrtStatus::Success, Step::Done(NrtStatus::Success)), "{:?}", r.events);
     assert!(r.staging().unwrap().copy_verified, "the copy ran through the mapped rings");
     assert!(r.staging().unwrap().handle_polls.is_some(), "the marker arrived");
-    assert_eq!(r.staging().unwrap().descriptors, 5);
+    // One 4 KiB data descriptor and the marker.
+    assert_eq!(r.staging().unwrap().descriptors, 2);
     assert_eq!(s.last_status(), Some(NrtStatus::Success));
     s.close().unwrap();
     fake_driver::uninstall(&p);
@@ -828,10 +837,17 @@ fn the_bring_up_runs_the_contracts_sequence_and_an_inference() {
     want.extend((0..12).map(|_| "NEURON_IOCTL_NOTIFICATIONS_INIT_V2".to_string()));
     want.extend(["0", "1"].map(|c| format!("NEURON_IOCTL_CRWL_WRITER_DOWNGRADE {c}")));
     want.push("NEURON_IOCTL_ACQUIRE_NEURON_DS".into());
+    // The self-test copy's source and destination, made at the first inference.
+    for _ in 0..2 {
+        want.push("NEURON_IOCTL_MEM_ALLOC_V2MT".into());
+        want.push("NEURON_IOCTL_MEM_GET_EXTENDED_INFO".into());
+    }
     want.push("NEURON_IOCTL_DMA_QUEUE_COPY_START".into());
     want.extend((0..2).map(|_| "NEURON_IOCTL_SEMAPHORE_INCREMENT".to_string()));
     // The datastore is released (its mapping gone) with the harvest's device, first.
     want.push("NEURON_IOCTL_RELEASE_NEURON_DS".into());
+    // Then the self-test memory, source first.
+    want.extend(["4", "5"].map(|h| format!("NEURON_IOCTL_MEM_FREE {h}")));
     want.push("NEURON_IOCTL_DMA_QUEUE_RELEASE".into());
     // The copy buffer is freed; the TX and RX ring chunks (1, 2) are left to close.
     want.push("NEURON_IOCTL_MEM_FREE 3".into());
@@ -867,9 +883,9 @@ fn the_bring_up_runs_the_contracts_sequence_and_an_inference() {
             assert_eq!(st.heads.iter().rev().find(|(o, _)| *o == reg).map(|h| h.1), Some(32), "core {core} nq {nq}");
         }
     }
-    // The write barrier on the last data descriptor (the fourth), none elsewhere.
+    // The write barrier on the last data descriptor (the one), not on the marker.
     let barrier: Vec<bool> = st.tx_meta.iter().map(|m| m & M2S_WRITE_BARRIER != 0).collect();
-    assert_eq!(barrier, [false, false, false, true, false], "{:x?}", st.tx_meta);
+    assert_eq!(barrier, [true, false], "{:x?}", st.tx_meta);
     // Every core left as it was found: no reader, no writer lock, no mark.
     assert!(st.crwl.iter().all(|l| l.reader_count == 0 && !l.writer_acquired));
     assert_eq!(st.range_pids, [0; 8]);
@@ -1329,7 +1345,7 @@ fn the_report_is_nrt_sim_runs() {
     fake_driver::uninstall(&p);
     let text = nrt_abi::report::text_with_heading(&report, "nrtctl run");
     assert!(text.contains("\nstatus: 0 NRT_SUCCESS ("), "{text}");
-    assert!(text.contains("staging: 5 descriptors each way lowered into 256-deep rings"), "{text}");
+    assert!(text.contains("staging: 2 descriptors each way lowered into 256-deep rings"), "{text}");
     assert!(text.contains("4096 B copy verified"), "{text}");
     assert!(text.contains("arch sunda, 2 cores"), "{text}");
     let json = nrt_abi::report::json(&report, None);

@@ -15,11 +15,6 @@ use crate::exec::{CopyOp, Exec};
 use crate::mem::{Mem, MemChunk, MemKind};
 
 impl Session {
-    /// The session's identity, for refusing another session's memory.
-    pub(crate) fn id(&self) -> u64 {
-        u64::from_le_bytes(self.uuid[16..24].try_into().unwrap_or_default())
-    }
-
     /// `Err` naming why the session cannot run `call` now.
     fn ready(&self, call: &'static str) -> Result<(), Error> {
         self.owner.check("session").map_err(|source| Error::Forked { call, source })?;
@@ -27,7 +22,7 @@ impl Session {
             return Err(Error::handle(call, self.site_name(), "the session is closed"));
         }
         match &self.unusable {
-            Some(why) => Err(Error::handle(call, self.site_name(), format!("the session is unusable: {why}"))),
+            Some(why) => Err(Error::Unusable { call, site: self.site_name(), why: why.clone() }),
             None => Ok(()),
         }
     }
@@ -52,9 +47,11 @@ impl Session {
             MemKind::Host => {
                 MemAllocV2Mt { size, host_memory: 1, mem_type: mem_type::TENSORS_HOST, ..Default::default() }
             }
+            // The HBM of the session's staging engine, the core's own (G-MEM-TYPE).
             MemKind::Device => MemAllocV2Mt {
                 size,
                 host_memory: 0,
+                dram_channel: nrt_abi::devmap::hbm_of(self.arch, self.staging_engine),
                 nc_id: u32::from(self.physical(0)),
                 mem_type: mem_type::TENSORS_DEVICE,
                 ..Default::default()
@@ -63,13 +60,13 @@ impl Session {
         let handle = self.dev.mem_alloc_v2mt(a)?;
         let mut chunk = MemChunk {
             dev: Arc::clone(&self.dev),
-            session: self.id(),
             handle,
             pa: 0,
             size,
             kind,
             map: None,
             owner: self.owner,
+            left_to_close: Default::default(),
         };
         // From here a failure frees the chunk (its drop).
         let info = self.dev.mem_get_extended_info(handle)?;
@@ -92,11 +89,13 @@ impl Session {
         Ok(Mem(Arc::new(chunk)))
     }
 
-    /// `Err` unless `op` copies within two objects of this session.
+    /// `Err` unless `op` copies within two objects of this session's device,
+    /// inside both, not onto itself.
     fn check_copy(&self, call: &'static str, op: &CopyOp) -> Result<(), Error> {
         for (side, m, off) in [("destination", &op.dst, op.dst_off), ("source", &op.src, op.src_off)] {
-            if m.0.session != self.id() || !Arc::ptr_eq(&m.0.dev, &self.dev) {
-                return Err(Error::handle(call, self.site_name(), format!("the {side} is another session's memory")));
+            if !Arc::ptr_eq(&m.0.dev, &self.dev) {
+                let why = format!("the {side} is memory of another device file ({})", m.0.dev.path().display());
+                return Err(Error::handle(call, self.site_name(), why));
             }
             if off.checked_add(op.len).is_none_or(|end| end > m.size()) {
                 return Err(Error::invalid(
@@ -114,6 +113,14 @@ impl Session {
         if op.len == 0 {
             return Err(Error::invalid(call, self.site_name(), "a copy of 0 bytes"));
         }
+        // Descriptors move in no promised order: an overlapping copy has no defined result.
+        if op.src.same(&op.dst) && op.src_off < op.dst_off + op.len && op.dst_off < op.src_off + op.len {
+            let why = format!(
+                "{} bytes from offset {} to offset {} of one object overlap (copy through a second object)",
+                op.len, op.src_off, op.dst_off
+            );
+            return Err(Error::invalid(call, self.site_name(), why));
+        }
         Ok(())
     }
 
@@ -130,8 +137,7 @@ impl Session {
         let st = self.copy_op(&op)?;
         match st.failure() {
             None => Ok(st),
-            Some((NrtStatus::Timeout, why)) => {
-                self.unusable = Some(format!("{why}; the queue's state is unknown: close and reopen"));
+            Some((NrtStatus::Timeout, _)) => {
                 Err(Error::CopyTimeout { site: self.site_name(), queue: st.queue, handle: st.handle })
             }
             Some(_) => Err(Error::CopyNotMoved { site: self.site_name(), queue: st.queue, bytes: len }),
@@ -145,14 +151,24 @@ impl Session {
         let mut st =
             self.copy_transfers(CopyPlan { bytes: op.len, transfers: &mut transfers }).map_err(|e| match e {
                 StagingFailure::Fill(e) => Error::from(e),
-                StagingFailure::Submit(e) => Error::Submit {
-                    site: self.site_name(),
-                    queue: (self.staging_engine, STAGING_QUEUE),
-                    source: Box::new(e),
-                },
+                StagingFailure::Submit(e) => {
+                    if e.rung.is_some() || matches!(e.step, SubmitStep::Doorbell(_)) {
+                        // Past the doorbells the device may hold the staged slots.
+                        self.lose_queue(op, format!("copy on DMA engine {}: {e}", self.staging_engine));
+                    }
+                    Error::Submit {
+                        site: self.site_name(),
+                        queue: (self.staging_engine, STAGING_QUEUE),
+                        source: Box::new(e),
+                    }
+                }
             })?;
-        let overlap = op.src.same(&op.dst) && op.src_off < op.dst_off + op.len && op.dst_off < op.src_off + op.len;
-        if st.handle_polls.is_some() && !overlap {
+        if st.handle_polls.is_none() {
+            let (eng, q) = st.queue;
+            let why = format!("a copy's completion marker on DMA engine {eng} queue {q} did not arrive");
+            self.lose_queue(op, why);
+        }
+        if st.handle_polls.is_some() {
             if let (Some(s), Some(d)) = (op.src.host_bytes(), op.dst.host_bytes()) {
                 let (so, doff, n) = (op.src_off as usize, op.dst_off as usize, op.len as usize);
                 std::sync::atomic::fence(Ordering::Acquire);
@@ -165,16 +181,29 @@ impl Session {
         Ok(st)
     }
 
+    /// The queue's state is unknown after `op`: the session runs no more work,
+    /// and `op`'s memory, which the device may still write, is left to the
+    /// device file's close.
+    fn lose_queue(&mut self, op: &CopyOp, why: String) {
+        op.src.leave_to_close();
+        op.dst.leave_to_close();
+        self.unusable = Some(format!("{why}; the queue's state is unknown"));
+    }
+
     /// Run `exec`: its copies in order on the session's queue, each waited on
     /// its marker, then the kickoff of the session's cores and the harvest. A
     /// copy that failed ends the execution before its kickoff with
     /// `NRT_TIMEOUT` (its marker) or `NRT_HW_ERROR` (its bytes), the note
     /// naming the queue; a status is a result, `Err` a failed call.
     pub fn execute(&mut self, exec: &Exec) -> Result<Inference, Error> {
-        const CALL: &str = "nrt_exec_submit";
-        self.ready(CALL)?;
+        self.run_exec("nrt_exec_submit", exec)
+    }
+
+    /// [`Session::execute`], its refusals naming `call`.
+    pub(super) fn run_exec(&mut self, call: &'static str, exec: &Exec) -> Result<Inference, Error> {
+        self.ready(call)?;
         for op in exec.copies() {
-            self.check_copy(CALL, op)?;
+            self.check_copy(call, op)?;
         }
         let _site = crate::oplog::SiteScope::enter(self.site());
         let mut copies = Vec::with_capacity(exec.copies().len());
