@@ -26,7 +26,7 @@ fn main() -> ExitCode {
 
 fn run() -> Result<ExitCode, Box<dyn std::error::Error>> {
     let session = Session::open_chosen(SessionConfig::from_env()?)?;
-    let mut stream = Stream::new(session);
+    let stream = Stream::new(session);
     let (src, dev, back) = {
         let mut s = stream.session();
         (s.alloc(MemKind::Host, BYTES)?, s.alloc(MemKind::Device, BYTES)?, s.alloc(MemKind::Host, BYTES)?)

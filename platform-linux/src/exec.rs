@@ -130,7 +130,9 @@ struct Shared {
 /// A session whose executions run in order on a worker thread of their own.
 pub struct Stream {
     shared: Arc<Shared>,
-    worker: Option<JoinHandle<()>>,
+    /// Started by the first submit; behind a lock so `submit` takes `&self`
+    /// (a C caller submits from any thread, a callback included).
+    worker: Mutex<Option<JoinHandle<()>>>,
     owner: crate::fork::Owner,
 }
 
@@ -145,7 +147,7 @@ impl Stream {
                 work: Condvar::new(),
                 site,
             }),
-            worker: None,
+            worker: Mutex::new(None),
             owner: crate::fork::Owner::here(),
         }
     }
@@ -163,7 +165,7 @@ impl Stream {
 
     /// Queue `exec`; `on_done` runs on the worker once it is done. Returns at
     /// once: [`Error::QueueFull`] when [`STREAM_DEPTH`] are held.
-    pub fn submit(&mut self, exec: Exec, on_done: Option<Callback>) -> Result<Pending, Error> {
+    pub fn submit(&self, exec: Exec, on_done: Option<Callback>) -> Result<Pending, Error> {
         const CALL: &str = "nrt_exec_submit";
         self.owner.check("stream").map_err(|source| Error::Forked { call: CALL, source })?;
         let fd = EventFd::new(false)
@@ -177,11 +179,12 @@ impl Stream {
             q.held += 1;
             q.waiting.push_back((exec, Arc::clone(&slot), on_done));
         }
-        if self.worker.is_none() {
+        let mut worker = self.worker.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if worker.is_none() {
             let shared = Arc::clone(&self.shared);
             let spawned = std::thread::Builder::new().name("nrt-stream".into()).spawn(move || work(&shared));
             match spawned {
-                Ok(h) => self.worker = Some(h),
+                Ok(h) => *worker = Some(h),
                 Err(e) => {
                     let mut q = self.queue();
                     q.waiting.pop_back();
@@ -190,6 +193,7 @@ impl Stream {
                 }
             }
         }
+        drop(worker);
         self.shared.work.notify_one();
         Ok(Pending(slot))
     }
@@ -208,14 +212,15 @@ impl Stream {
     }
 
     fn stop(&mut self) {
+        let worker = self.worker.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         if self.owner.inherited() {
             // The parent's worker: this child has no such thread (G-FORK).
-            std::mem::forget(self.worker.take());
+            std::mem::forget(worker);
             return;
         }
         self.queue().stop = true;
         self.shared.work.notify_all();
-        if let Some(h) = self.worker.take() {
+        if let Some(h) = worker {
             let _ = h.join();
         }
     }
