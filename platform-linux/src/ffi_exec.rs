@@ -77,7 +77,7 @@ struct Registry {
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
-    next: 1,
+    next: 16,
     sessions: BTreeMap::new(),
     mems: BTreeMap::new(),
     execs: BTreeMap::new(),
@@ -89,9 +89,10 @@ fn registry() -> MutexGuard<'static, Registry> {
 }
 
 impl Registry {
+    /// A new id: the handle's value, a multiple of 16 as a pointer would be.
     fn id(&mut self) -> u64 {
         let id = self.next;
-        self.next += 1;
+        self.next += 16;
         id
     }
 
@@ -106,7 +107,7 @@ impl Registry {
     fn why_not(&self, id: u64, kind: &str) -> String {
         match self.freed.get(&id) {
             Some(what) => format!("{kind} {id:#x} ({what}) was freed"),
-            None => format!("{kind} {id:#x} is not a live {kind} (freed, or never made)"),
+            None => format!("{kind} {id:#x} is not a live {kind} object (freed, or never made)"),
         }
     }
 }
@@ -121,11 +122,11 @@ fn record((status, why): Fail) -> NrtStatus {
 }
 
 fn handle_id<T>(p: *const T) -> u64 {
-    (p.addr() / 16) as u64
+    p.addr() as u64
 }
 
 fn handle_of<T>(id: u64) -> *mut T {
-    std::ptr::without_provenance_mut(id as usize * 16)
+    std::ptr::without_provenance_mut(id as usize)
 }
 
 /// Register an opened session (called by `nrt_session_open`).
@@ -160,10 +161,11 @@ fn session<'a>(call: &str, s: *const nrt_session) -> Result<(&'a nrt_session, u6
 /// The live memory `m`, for `call` (`side` names it in the reason).
 fn mem_entry<'r>(r: &'r Registry, call: &str, side: &str, m: *const nrt_mem) -> Result<&'r MemEntry, Fail> {
     if m.is_null() {
-        return Err((NrtStatus::Invalid, format!("{call}: {side} is NULL")));
+        return Err((NrtStatus::Invalid, format!("{call}: the {side} is NULL")));
     }
     let id = handle_id(m);
-    r.mems.get(&id).ok_or_else(|| (NrtStatus::InvalidHandle, format!("{call}: {side}: {}", r.why_not(id, "memory"))))
+    let why = |why: String| if side == "memory" { why } else { format!("the {side}, {why}") };
+    r.mems.get(&id).ok_or_else(|| (NrtStatus::InvalidHandle, format!("{call}: {}", why(r.why_not(id, "memory")))))
 }
 
 fn exec_entry<'r>(r: &'r mut Registry, call: &str, e: *const nrt_exec) -> Result<&'r mut ExecEntry, Fail> {
@@ -236,7 +238,7 @@ pub extern "C" fn nrt_mem_host_ptr(m: *mut nrt_mem) -> *mut c_void {
         None => Err((
             NrtStatus::Invalid,
             format!(
-                "{CALL} on {}: {} is device memory: it has no host mapping",
+                "{CALL} on {}: {} has no host mapping: copy it to host memory",
                 e.site,
                 describe(handle_id(m), &e.mem)
             ),
