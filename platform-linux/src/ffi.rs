@@ -733,8 +733,9 @@ pub extern "C" fn nrt_session_last_status() -> u32 {
     SESSION_STATUS.with(Cell::get)
 }
 
-/// The reason of the calling thread's latest failed `nrt_session_*` or
-/// `nrt_request_new` call (the call, the device, the errno or why), or null
+/// The reason of the calling thread's latest failed `nrt_session_*`,
+/// `nrt_request_new`, `nrt_mem_*`, `nrt_copy` or `nrt_exec_*` call (the
+/// call, the object, the device and cores, the errno or why), or null
 /// when none failed on this thread. Valid until the next failing call of
 /// those on the thread.
 #[no_mangle]
@@ -926,7 +927,9 @@ pub unsafe extern "C" fn nrt_session_status(session: *const nrt_session) -> u32 
 /// Release everything the session holds, in reverse order (mappings, DMA
 /// queue, memory, cores) and close the device. Returns 0, or -1 when a release
 /// failed (the first reason for [`nrt_session_last_error`]; the others are
-/// still made). Null is ignored (0). In a child forked after the open the
+/// still made). Null is ignored (0); a session closed already is refused
+/// (-1, `NRT_INVALID_HANDLE`), never freed twice. Executions still queued
+/// run to their end first. In a child forked after the open the
 /// session is the parent's: nothing is released (no ioctl, unmap or close),
 /// its memory here is freed and -1 says so (G-FORK).
 ///
