@@ -296,7 +296,7 @@ impl hal::TensorNotify for CPlatform {
 #[no_mangle]
 pub extern "C" fn nrt_request_new(arch_type: u32, tpb_count: u8, timeout_s: u32) -> *mut nrt_request {
     let Some(arch) = u8::try_from(arch_type).ok().and_then(Arch::from_arch_type) else {
-        session_fail(format!("nrt_request_new: unknown arch type {arch_type}"));
+        session_fail_with(NrtStatus::Invalid, format!("nrt_request_new: unknown arch type {arch_type}"));
         return std::ptr::null_mut();
     };
     let explicit = (timeout_s != NRT_TIMEOUT_FROM_ENV).then_some(timeout_s);
@@ -370,7 +370,8 @@ pub unsafe extern "C" fn nrt_rings_count_into(rings: *mut nrt_rings, session: *c
         session_fail(m);
         return -1;
     }
-    let target = s.session.counter_target();
+    let session = s.stream.session();
+    let target = session.counter_target();
     if let Some(Err(f)) = target.as_ref().map(crate::datastore::CounterTarget::check) {
         session_fail(format!("nrt_rings_count_into: the session's counters: {f}"));
         return -1;
@@ -381,10 +382,10 @@ pub unsafe extern "C" fn nrt_rings_count_into(rings: *mut nrt_rings, session: *c
             0
         }
         None => {
-            let why = s.session.datastore_error().map_or_else(|| "none was acquired".to_string(), ToString::to_string);
+            let why = session.datastore_error().map_or_else(|| "none was acquired".to_string(), ToString::to_string);
             session_fail(format!(
                 "nrt_rings_count_into: the session on {} has no datastore to count into: {why}",
-                s.session.path().display()
+                session.path().display()
             ));
             -1
         }
@@ -685,9 +686,11 @@ pub unsafe extern "C" fn nrt_decode_entry(bytes: *const u8, out: *mut nrt_entry)
 }
 
 /// An open bring-up session (`nrt_session_open`): cores of a Neuron device
-/// owned through the driver, released by [`nrt_session_close`].
+/// owned through the driver, released by [`nrt_session_close`]. Its
+/// executions (`nrt_exec_*`) run on its stream's worker; the synchronous
+/// calls take the session from the stream.
 pub struct nrt_session {
-    session: crate::session::Session,
+    pub(crate) stream: crate::exec::Stream,
     /// The execution timeout in effect and where it came from (named when a
     /// harvest ends at it).
     budget: crate::config::Budget,
@@ -703,15 +706,36 @@ pub const NRT_TIMEOUT_FROM_ENV: u32 = u32::MAX;
 thread_local! {
     /// The reason of the calling thread's latest failed `nrt_session_*` call.
     static SESSION_ERROR: std::cell::RefCell<Option<CString>> = const { std::cell::RefCell::new(None) };
+    /// The `NRT_STATUS` of the calling thread's latest failed call.
+    static SESSION_STATUS: Cell<u32> = const { Cell::new(0) };
 }
 
+/// Record a failed call's reason, as `NRT_FAILURE`.
 fn session_fail(message: String) {
+    session_fail_with(NrtStatus::Failure, message);
+}
+
+/// Record a failed call's status and reason for this thread.
+pub(crate) fn session_fail_with(status: NrtStatus, message: String) {
     let c = CString::new(message.replace('\0', "?")).unwrap_or_default();
     SESSION_ERROR.with(|e| *e.borrow_mut() = Some(c));
+    SESSION_STATUS.with(|s| s.set(status.code()));
 }
 
-/// The reason of the calling thread's latest failed `nrt_session_*` or
-/// `nrt_request_new` call (the call, the device, the errno or why), or null
+/// The `NRT_STATUS` of the calling thread's latest failed call of this
+/// library (the one `nrt_session_last_error` explains): `NRT_EXEC_NC_BUSY`
+/// (1005) for an open refused because another process holds the cores,
+/// `NRT_INVALID` (2) for a refused argument, `NRT_INVALID_HANDLE` (3) for a
+/// freed or unknown object, `NRT_FAILURE` (1) for an OS or driver failure.
+/// `NRT_SUCCESS` (0) when none failed on this thread.
+#[no_mangle]
+pub extern "C" fn nrt_session_last_status() -> u32 {
+    SESSION_STATUS.with(Cell::get)
+}
+
+/// The reason of the calling thread's latest failed `nrt_session_*`,
+/// `nrt_request_new`, `nrt_mem_*`, `nrt_copy` or `nrt_exec_*` call (the
+/// call, the object, the device and cores, the errno or why), or null
 /// when none failed on this thread. Valid until the next failing call of
 /// those on the thread.
 #[no_mangle]
@@ -774,14 +798,14 @@ pub unsafe extern "C" fn nrt_session_open(
     let env = match c_env("nrt_session_open", crate::config::Uses::ALL) {
         Ok(e) => e,
         Err(m) => {
-            session_fail(m);
+            session_fail_with(NrtStatus::Invalid, m);
             return std::ptr::null_mut();
         }
     };
     let choice = match resolve_cores((cores != 0).then_some(cores), "cores of nrt_session_open", &env) {
         Ok(c) => c,
         Err(e) => {
-            session_fail(format!("nrt_session_open: {e}"));
+            session_fail_with(NrtStatus::Invalid, format!("nrt_session_open: {e}"));
             return std::ptr::null_mut();
         }
     };
@@ -803,12 +827,15 @@ pub unsafe extern "C" fn nrt_session_open(
         Ok(mut session) => {
             let budget = Budget::resolve_argument(explicit, "timeout_s of nrt_session_open", &env, session.arch());
             session.set_timeout_s(budget.seconds);
-            Box::into_raw(Box::new(nrt_session { session, budget }))
+            let s = Box::into_raw(Box::new(nrt_session { stream: crate::exec::Stream::new(session), budget }));
+            crate::ffi_exec::session_opened(s);
+            s
         }
         Err(e) => {
             let from = if e.subject == crate::error::Subject::Cores { choice.origin() } else { String::new() };
             let on = path.map_or_else(|| "(device chosen)".into(), |p| p.display().to_string());
-            session_fail(format!("nrt_session_open {on}: {e}{from}"));
+            let message = format!("nrt_session_open {on}: {e}{from}");
+            session_fail_with(crate::api_error::Error::from(e).status(), message);
             std::ptr::null_mut()
         }
     }
@@ -821,7 +848,7 @@ pub unsafe extern "C" fn nrt_session_open(
 #[no_mangle]
 pub unsafe extern "C" fn nrt_session_cores(session: *const nrt_session) -> u8 {
     // SAFETY: null-checked; the caller guarantees liveness.
-    unsafe { session.as_ref() }.map_or(0, |s| s.session.cores())
+    unsafe { session.as_ref() }.map_or(0, |s| s.stream.session().cores())
 }
 
 /// The execution timeout of the session's harvests, seconds (the argument,
@@ -852,12 +879,14 @@ pub unsafe extern "C" fn nrt_session_run(session: *mut nrt_session, status: *mut
         return -1;
     };
     let scope = crate::config::BudgetScope::enter(s.budget);
-    let ran = s.session.run_inference();
+    let mut session = s.stream.session();
+    let ran = session.run_inference();
     drop(scope);
+    let site = session.site();
+    drop(session);
     match ran {
         Ok(r) => {
             if matches!(r.status, NrtStatus::Timeout | NrtStatus::ExecSwNqOverflow) {
-                let site = s.session.site();
                 let engines = crate::oplog::timed_out_engines(&r.request, Some(site));
                 log::error!(
                     "nrt_session_run: {site}: the harvest ended at its {}: status {} {}{}{}",
@@ -889,7 +918,7 @@ pub unsafe extern "C" fn nrt_session_run(session: *mut nrt_session, status: *mut
 #[no_mangle]
 pub unsafe extern "C" fn nrt_session_status(session: *const nrt_session) -> u32 {
     // SAFETY: null-checked; the caller guarantees liveness.
-    match unsafe { session.as_ref() }.and_then(|s| s.session.last_status()) {
+    match unsafe { session.as_ref() }.and_then(|s| s.stream.session().last_status()) {
         Some(st) => st.code(),
         None => NrtStatus::Invalid.code(),
     }
@@ -898,7 +927,9 @@ pub unsafe extern "C" fn nrt_session_status(session: *const nrt_session) -> u32 
 /// Release everything the session holds, in reverse order (mappings, DMA
 /// queue, memory, cores) and close the device. Returns 0, or -1 when a release
 /// failed (the first reason for [`nrt_session_last_error`]; the others are
-/// still made). Null is ignored (0). In a child forked after the open the
+/// still made). Null is ignored (0); a session closed already is refused
+/// (-1, `NRT_INVALID_HANDLE`), never freed twice. Executions still queued
+/// run to their end first. In a child forked after the open the
 /// session is the parent's: nothing is released (no ioctl, unmap or close),
 /// its memory here is freed and -1 says so (G-FORK).
 ///
@@ -909,9 +940,16 @@ pub unsafe extern "C" fn nrt_session_close(session: *mut nrt_session) -> c_int {
     if session.is_null() {
         return 0;
     }
-    // SAFETY: the caller passes a pointer from `nrt_session_open`, once.
+    if !crate::ffi_exec::session_closing(session) {
+        session_fail_with(
+            NrtStatus::InvalidHandle,
+            format!("nrt_session_close: session {session:?} is closed already or was never opened"),
+        );
+        return -1;
+    }
+    // SAFETY: a pointer from `nrt_session_open`, live (it was in the registry), once.
     let s = unsafe { Box::from_raw(session) };
-    match s.session.close() {
+    match s.stream.close() {
         Ok(()) => 0,
         Err(errors) => {
             let all: Vec<String> = errors.iter().map(ToString::to_string).collect();

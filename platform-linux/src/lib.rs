@@ -20,8 +20,8 @@
 //! - [`poller`]: one poller thread per poll group (many requests, one thread),
 //!   handing completions to spinning waiters without a syscall.
 //! - [`time`]: `CLOCK_MONOTONIC`, and the `libnrt` and `adaptive` poll delays.
-//! - [`ffi`]: the C ABI (`include/nrt.h`); [`ffi_poller`], the poller's
-//!   (`include/nrt_poller.h`).
+//! - [`ffi`]: the C ABI (`include/nrt.h`); [`ffi_exec`], its memory, copies
+//!   and executions; [`ffi_poller`], the poller's (`include/nrt_poller.h`).
 //! - [`fork`]: the pid each session, poller, ticket, ring state and datastore
 //!   was made in; a forked child's calls on them are refused, its drops forget.
 //! - [`harvest`]: inferences harvested from `nrt-sim serve --shm PATH` in another
@@ -32,8 +32,8 @@
 //! scenario labels; with the `sim` feature also the shared-memory file,
 //! `nrt_abi::shm`, and the report `nrtctl` prints, `nrt_abi::report`).
 //!
-//! `unsafe` lives in [`sys`] (syscalls, mapped memory), [`ffi`] and
-//! [`ffi_poller`] (C pointers) only, each block with a `// SAFETY:` line.
+//! `unsafe` lives in [`sys`] (syscalls, mapped memory), [`ffi`], [`ffi_exec`]
+//! and [`ffi_poller`] (C pointers) only, each block with a `// SAFETY:` line.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -46,6 +46,7 @@ pub mod doorbell;
 pub mod error;
 pub mod exec;
 pub mod ffi;
+pub mod ffi_exec;
 pub mod ffi_poller;
 #[cfg(feature = "sim")]
 pub mod ffi_shm;

@@ -74,18 +74,23 @@ pub fn user_notif() -> Result<(), String> {
 /// Compile `tests/c/<source>` against `include/` and the static library `lib`
 /// into `out`, warnings as errors.
 pub fn compile_c(source: &str, lib: &Path, out: &Path) {
+    compile_c_file(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(source), lib, out);
+}
+
+/// As [`compile_c`], for a C file anywhere (an example).
+pub fn compile_c_file(source: &Path, lib: &Path, out: &Path) {
     let dir = env!("CARGO_MANIFEST_DIR");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let status = Command::new(&cc)
         .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"])
         .arg(format!("-I{dir}/include"))
-        .arg(format!("{dir}/tests/c/{source}"))
+        .arg(source)
         .arg(lib)
         .args(["-lpthread", "-ldl", "-lm", "-o"])
         .arg(out)
         .status()
         .expect("a C compiler (cc) is installed");
-    assert!(status.success(), "C build of {source} failed");
+    assert!(status.success(), "C build of {} failed", source.display());
 }
 
 /// `nrt-sim serve --inferences N --shm PATH`, with its output captured.
