@@ -1,4 +1,4 @@
-/* nrt-core C ABI, shared-memory device (nrt-linux built with the `sim` feature):
+/* nrt-core C ABI, shared-memory device (nrt-linux built with the sim feature):
    attach to `nrt-sim serve --shm PATH` and harvest inferences from C. */
 
 #ifndef NRT_SHM_H
@@ -17,45 +17,45 @@ typedef struct nrt_shm nrt_shm;
 extern "C" {
 #endif // __cplusplus
 
-// The reason of the calling thread's latest failed `nrt_shm_*` call (the call,
+// The reason of the calling thread's latest failed nrt_shm_* call (the call,
 // the object and why), or null when none failed on this thread. The string
-// belongs to the library and stays valid until the next failing `nrt_shm_*`
+// belongs to the library and stays valid until the next failing nrt_shm_*
 // call on the same thread; copy it to keep it.
 const char *nrt_shm_last_error(void);
 
-// Attach to the device served at `path` (any bytes a file name may hold,
-// UTF-8 or not), waiting up to `wait_ms` for it to be ready. Null when it is
+// Attach to the device served at path (any bytes a file name may hold,
+// UTF-8 or not), waiting up to wait_ms for it to be ready. Null when it is
 // missing, stale or not a served device: the reason is printed on stderr and
-// left for [`nrt_shm_last_error`]. Reads `NEURON_RT_LOG_LEVEL[_<component>]`
+// left for nrt_shm_last_error. Reads NEURON_RT_LOG_LEVEL[_<component>]
 // (a bad value is refused here, naming the variable, the value and what is
-// accepted, before the file is opened) and `NEURON_RT_EXEC_TIMEOUT`, kept
-// for a harvest with `NRT_TIMEOUT_FROM_ENV`: a bad value of it is refused by
+// accepted, before the file is opened) and NEURON_RT_EXEC_TIMEOUT, kept
+// for a harvest with NRT_TIMEOUT_FROM_ENV: a bad value of it is refused by
 // such a harvest, not here, so a caller that passes explicit timeouts is not
 // refused for a variable it never uses. The core variables are not read (the
-// server's file fixes the cores). Close with [`nrt_shm_close`].
+// server's file fixes the cores). Close with nrt_shm_close.
 //
 // # Safety
-// `path` is null or a NUL-terminated string.
+// path is null or a NUL-terminated string.
 struct nrt_shm *nrt_shm_attach(const char *path, uint32_t wait_ms);
 
 // Kick off one inference and harvest it with the sync wait (delay 0 libnrt,
-// 1 adaptive) and the model's `timeout_s` (`NRT_TIMEOUT_FROM_ENV`:
-// `NEURON_RT_EXEC_TIMEOUT` as [`nrt_shm_attach`] read it, else the
-// generation's documented default), logged at `INFO`. A harvest that ends at
-// that budget logs it and its source at `ERROR`. Writes the `NRT_STATUS` to `*status`
-// and returns the one-step code (0 or 2), or -1 when `shm` is null, the
-// timeout is `NRT_TIMEOUT_FROM_ENV` and the variable's value is refused
+// 1 adaptive) and the model's timeout_s (NRT_TIMEOUT_FROM_ENV:
+// NEURON_RT_EXEC_TIMEOUT as nrt_shm_attach read it, else the
+// generation's documented default), logged at INFO. A harvest that ends at
+// that budget logs it and its source at ERROR. Writes the NRT_STATUS to *status
+// and returns the one-step code (0 or 2), or -1 when shm is null, the
+// timeout is NRT_TIMEOUT_FROM_ENV and the variable's value is refused
 // (nothing is kicked off), the kickoff failed or the server died during the
-// harvest (the reason is left for [`nrt_shm_last_error`]).
+// harvest (the reason is left for nrt_shm_last_error).
 //
 // # Safety
-// `shm` is a live pointer from [`nrt_shm_attach`]; `status` is null or writable.
+// shm is a live pointer from nrt_shm_attach; status is null or writable.
 int nrt_shm_harvest(struct nrt_shm *shm, uint32_t timeout_s, int delay_kind, uint32_t *status);
 
-// Ask the server to stop (when `stop_server` is non-zero) and detach.
+// Ask the server to stop (when stop_server is non-zero) and detach.
 //
 // # Safety
-// `shm` is null or came from [`nrt_shm_attach`] and is not used afterwards.
+// shm is null or came from nrt_shm_attach and is not used afterwards.
 void nrt_shm_close(struct nrt_shm *shm, int stop_server);
 
 #ifdef __cplusplus

@@ -274,6 +274,12 @@ impl Stream {
     /// (every release that failed is returned). From the stream's own
     /// callback, the worker closes the session when it has finished.
     pub fn close(self) -> Result<(), Vec<crate::LinuxError>> {
+        if let Err(f) = self.owner.check("session") {
+            // The parent's stream and session: forgotten here, nothing released (G-FORK).
+            let site = self.shared.site.clone();
+            std::mem::forget(self);
+            return Err(vec![f.into_linux("close", site)]);
+        }
         self.stop();
         let shared = Arc::clone(&self.shared);
         drop(self);

@@ -142,6 +142,8 @@ const ARGS: &[Want] = &[
     ("submit e2", 0, None),
     ("submit e", 0, None),
     ("submit in flight", 2, Some((2, "nrt_exec_submit on /dev/neuron0 nd0 nc0: execution 0x"))),
+    ("submits until full", 14, None),
+    ("submit past the depth", 7, Some((7, "16 executions in flight, the queue's capacity"))),
     ("status in flight", 1, None),
     ("add_copy in flight", -1, Some((2, "is in flight: wait for it first"))),
     ("set_callback in flight", -1, Some((2, "nrt_exec_set_callback on /dev/neuron0 nd0 nc0: execution 0x"))),

@@ -9,6 +9,8 @@ use nrt_core::nq::Engine;
 use nrt_core::NrtStatus;
 use nrt_linux::MemKind;
 
+mod common;
+
 #[test]
 fn header_is_current() {
     check("cbindgen.toml", &["src/ffi.rs", "src/ffi_exec.rs"], Some(constants()), "include/nrt.h");
@@ -72,7 +74,7 @@ fn check(config: &str, srcs: &[&str], after_includes: Option<String>, header: &s
     let bindings = builder.with_config(cfg).generate().expect("cbindgen generates the header");
     let mut generated = Vec::new();
     bindings.write(&mut generated);
-    let generated = String::from_utf8(generated).expect("utf-8");
+    let generated = common::plain_c(&String::from_utf8(generated).expect("utf-8"));
     let path = format!("{dir}/{header}");
     if std::env::var_os("UPDATE_HEADER").is_some() {
         std::fs::write(&path, &generated).expect("write the header");

@@ -18,7 +18,7 @@ fn poller_header_is_current() {
         .expect("cbindgen generates the header");
     let mut generated = Vec::new();
     bindings.write(&mut generated);
-    let generated = String::from_utf8(generated).expect("utf-8");
+    let generated = common::plain_c(&String::from_utf8(generated).expect("utf-8"));
     let path = format!("{dir}/include/nrt_poller.h");
     if std::env::var_os("UPDATE_HEADER").is_some() {
         std::fs::write(&path, &generated).expect("write the header");

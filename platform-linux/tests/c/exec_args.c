@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "nrt.h"
 
@@ -30,11 +31,13 @@ static void show(const char *label, long long value) {
 
 static int gate[2];
 static atomic_int counted;
+static atomic_int blocking;
 
 /* Holds the worker until the main thread writes to the gate. */
 static void block(void *ctx, uint32_t status) {
     (void)ctx;
     (void)status;
+    atomic_store(&blocking, 1);
     char c;
     while (read(gate[0], &c, 1) < 0) {
     }
@@ -139,6 +142,22 @@ static int args(void) {
     show("submit e2", nrt_exec_submit(e2));
     show("submit e", nrt_exec_submit(e));
     show("submit in flight", nrt_exec_submit(e));
+    /* With e0's callback holding the worker, e2 and e are the stream's: it
+     * takes NRT_STREAM_DEPTH - 2 more, then answers NRT_QUEUE_FULL at once. */
+    for (int i = 0; i < 30000 && !atomic_load(&blocking); i++) {
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+    }
+    nrt_exec *fill[NRT_STREAM_DEPTH];
+    int filled = 0;
+    uint32_t full = 0;
+    for (int i = 0; i < NRT_STREAM_DEPTH && full == 0; i++) {
+        fill[i] = nrt_exec_new(a);
+        full = nrt_exec_submit(fill[i]);
+        filled += full == 0;
+    }
+    show("submits until full", filled);
+    show("submit past the depth", full);
     show("status in flight", nrt_exec_status(e, &st));
     show("add_copy in flight", nrt_exec_add_copy(e, host, 0, src2, 0, 16));
     show("set_callback in flight", nrt_exec_set_callback(e, count, NULL));
@@ -170,6 +189,10 @@ static int args(void) {
     show("pending done", nrt_exec_pending_engines(e, 0));
     show("pending core out of range", nrt_exec_pending_engines(e, 1));
     show("wait e0", nrt_exec_wait(e0));
+    for (int i = 0; i < filled + (full != 0); i++) {
+        nrt_exec_wait(fill[i]);
+        nrt_exec_free(fill[i]);
+    }
     nrt_exec_free(e);
     nrt_exec_free(e0);
     show("submit freed", nrt_exec_submit(e));

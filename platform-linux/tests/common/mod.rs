@@ -133,3 +133,69 @@ pub fn skip(why: &str) {
 pub fn skip_missing_tool(pkg: &str, why: &str) {
     nrt_abi::skip::missing_tool(&nrt_abi::skip::test_name(env!("CARGO_CRATE_NAME")), pkg, why);
 }
+
+/// The header's comments as plain C: the Rust docs' links, code marks,
+/// paths and the spec-gap ids they cite are the Rust side's, not a C reader's.
+pub fn plain_c(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_start();
+        if !(body.starts_with("//") || body.starts_with("/*") || body.starts_with('*')) {
+            out.push_str(line);
+            continue;
+        }
+        let mut l = line.replace("[`", "").replace("`]", "").replace('`', "");
+        // Parenthesised asides that are only ids or Rust paths go; bare ids go.
+        while let Some((a, b)) = aside(&l) {
+            l.replace_range(a..b, "");
+        }
+        // Punctuation an aside left at a line's start goes back to the line before.
+        let indent = line.len() - body.len();
+        if let Some(rest) = l.get(indent + 2..).filter(|_| body.starts_with("//")) {
+            if let Some(p) = rest.chars().next().filter(|c| matches!(c, '.' | ',' | ':' | ';')) {
+                if out.ends_with('\n') {
+                    out.pop();
+                    out.push(p);
+                    out.push('\n');
+                }
+                let tail = rest[1..].trim_start();
+                if tail.trim().is_empty() {
+                    continue;
+                }
+                l = format!("{}// {tail}", &line[..indent]);
+            }
+        }
+        out.push_str(&l);
+    }
+    out
+}
+
+/// The byte range of the first ` (G-ID)`, ` (crate::x)`, `, G-ID` or `G-ID `
+/// of a comment line, to drop.
+fn aside(l: &str) -> Option<(usize, usize)> {
+    let id_end = |from: usize| {
+        from + l[from..]
+            .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '-'))
+            .unwrap_or(l.len() - from)
+    };
+    if let Some(i) = l.find(" (G-") {
+        let e = id_end(i + 2);
+        if l[e..].starts_with(')') {
+            return Some((i, e + 1));
+        }
+    }
+    if let Some(i) = l.find("(crate::") {
+        let e = i + l[i..].find(')')? + 1;
+        let start = if l[..i].ends_with(' ') { i - 1 } else { i };
+        return Some((start, e));
+    }
+    if let Some(i) = l.find(", G-") {
+        return Some((i, id_end(i + 2)));
+    }
+    if let Some(i) = l.find("G-").filter(|i| l[i + 2..].starts_with(|c: char| c.is_ascii_uppercase())) {
+        let e = id_end(i);
+        let e = if l[e..].starts_with(' ') { e + 1 } else { e };
+        return Some((i, e));
+    }
+    None
+}
