@@ -232,4 +232,50 @@ mod tests {
         assert_eq!(m.status().code(), 6);
         assert_eq!(Error::QueueFull { site: "s".into(), in_flight: 8 }.status().code(), 7);
     }
+
+    fn submit_error(error: nrt_core::dma::DmaError) -> Error {
+        let source = SubmitError { step: nrt_core::dma::SubmitStep::Wait, error, rung: None };
+        Error::Submit { site: "s".into(), queue: (4, 0), source: Box::new(source) }
+    }
+
+    /// A submit step's timeout is NRT_TIMEOUT, any other step's failure NRT_FAILURE.
+    #[test]
+    fn a_submit_error_is_a_timeout_only_for_its_wait() {
+        assert_eq!(submit_error(nrt_core::dma::DmaError::Timeout).status(), NrtStatus::Timeout);
+        assert_eq!(submit_error(nrt_core::dma::DmaError::ZeroGranule).status(), NrtStatus::Failure);
+    }
+
+    /// As a LinuxError: the driver's own error as it was; the others keep
+    /// their call, a timeout's kind, and this error as the source.
+    #[test]
+    fn into_linux_keeps_the_call_the_kind_and_the_source() {
+        let path = std::path::Path::new("/dev/neuron0");
+        let os = LinuxError::new("mmap", "/dev/neuron0", io::Error::from_raw_os_error(libc::EACCES));
+        assert_eq!(Error::Os(os).into_linux(path).errno(), Some(libc::EACCES));
+        let u = Error::Unusable { call: "inference", site: "s".into(), why: "w".into() }.into_linux(path);
+        assert_eq!((u.call, u.source.kind()), ("inference", io::ErrorKind::InvalidInput));
+        assert!(u.to_string().contains("the session is unusable: w"), "{u}");
+        let t = submit_error(nrt_core::dma::DmaError::Timeout).into_linux(path);
+        assert_eq!((t.call, t.source.kind()), ("copy", io::ErrorKind::TimedOut));
+        assert_eq!(Error::invalid("nrt_copy", "s", "x").into_linux(path).call, "nrt_copy");
+        assert_eq!(Error::handle("nrt_mem_alloc", "s", "x").into_linux(path).call, "nrt_mem_alloc");
+    }
+
+    /// Each error with a cause gives it as its source.
+    #[test]
+    fn the_source_is_the_cause() {
+        use std::error::Error as _;
+        let os = || LinuxError::new("mmap", "/dev/neuron0", io::Error::from_raw_os_error(libc::EACCES));
+        for e in [Error::Os(os()), Error::Busy(os()), Error::NoMemory(os())] {
+            assert!(e.source().is_some_and(|s| s.to_string().starts_with("mmap on /dev/neuron0")), "{e}");
+        }
+        let forked = Error::Forked {
+            call: "nrt_copy",
+            source: crate::fork::ForkedChild { object: "memory", creator: 1, this: 2 },
+        };
+        assert!(forked.source().is_some_and(|s| s.to_string().contains("memory")), "{forked}");
+        let submit = submit_error(nrt_core::dma::DmaError::Timeout);
+        assert!(submit.source().is_some_and(|s| s.downcast_ref::<SubmitError>().is_some()));
+        assert!(Error::invalid("c", "s", "w").source().is_none());
+    }
 }
