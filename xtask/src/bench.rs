@@ -430,7 +430,12 @@ the notice floor (one thread stores, another spins on the line), same run: p50 {
         for (k, what) in [("submit_wait", "`Stream::submit` + `Pending::wait`"), ("execute", "`Session::execute`")] {
             let _ = writeln!(s, "| {what} | {} | {} |", fmt_ns(f(&x, &[k, "p50_ns"])), fmt_ns(f(&x, &[k, "p99_ns"])));
         }
-        let _ = writeln!(s, "\nratio of the p50s (stream / direct): {:.3}", f(&x, &["ratio_p50"]));
+        let _ = writeln!(
+            s,
+            "\nratio of the p50s (stream / direct): {:.3}; each round's paired difference, p50: {}",
+            f(&x, &["ratio_p50"]),
+            fmt_ns(f(&x, &["paired_difference", "p50_ns"]))
+        );
     }
     if let Some(x) = read_json(&dir.join("xu.json")) {
         let _ = writeln!(s, "\n### Execution units (`nrt-bench xu`, {} CPUs)\n", f(&x, &["cores"]));
@@ -496,13 +501,16 @@ mod tests {
         fs::create_dir_all(&dir).unwrap();
         let pct = |p50: f64| serde_json::json!({ "p50_ns": p50, "p99_ns": 2.0 * p50, "max_ns": 0, "mean_ns": 0 });
         let v = serde_json::json!({ "rounds": 1000, "copies": 0, "submit_wait": pct(1_386_800.0),
-            "execute": pct(1_368_800.0), "ratio_p50": 1.013 });
+            "execute": pct(1_368_800.0), "ratio_p50": 1.013, "paired_difference": pct(12_400.0) });
         fs::write(dir.join("exec.json"), v.to_string()).unwrap();
         let s = render_threads(&dir);
         let _ = fs::remove_dir_all(&dir);
         assert!(s.contains("`nrt-bench exec` under `nrt-sim driver`, 1000 rounds, 0 copies"), "{s}");
         assert!(s.contains("| `Stream::submit` + `Pending::wait` | 1.39 ms |"), "{s}");
         assert!(s.contains("| `Session::execute` | 1.37 ms |"), "{s}");
-        assert!(s.contains("ratio of the p50s (stream / direct): 1.013"), "{s}");
+        assert!(
+            s.contains("ratio of the p50s (stream / direct): 1.013; each round's paired difference, p50: 12.40 us"),
+            "{s}"
+        );
     }
 }
