@@ -6,14 +6,17 @@
 //! - `marker-lost` (under `--fault-copy-marker 1`): an execution of one copy,
 //!   a copy on the same session, a copy on a new session;
 //! - `callback`: a callback that submits another execution, and
-//!   `Pending::wait` on another thread, each bounded (`HANG` if not).
+//!   `Pending::wait` on another thread, each bounded (`HANG` if not);
+//! - `depth`: [`STREAM_DEPTH`] executions held, then each submitted as soon
+//!   as `Pending::wait` on the oldest returns: how many were refused;
+//! - `last-in-callback`: a callback that drops the last handle to its stream.
 
 use std::process::ExitCode;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nrt_linux::exec::ExecResult;
+use nrt_linux::exec::{ExecResult, STREAM_DEPTH};
 use nrt_linux::session::{Session, SessionConfig};
 use nrt_linux::{Exec, MemKind, Stream};
 
@@ -27,8 +30,10 @@ fn main() -> ExitCode {
         "copy-fault" => copy_fault(),
         "marker-lost" => marker_lost(),
         "callback" => callback(),
+        "depth" => depth(),
+        "last-in-callback" => last_in_callback(),
         _ => {
-            eprintln!("usage: exec_checks copy-fault | marker-lost | callback");
+            eprintln!("usage: exec_checks copy-fault | marker-lost | callback | depth | last-in-callback");
             return ExitCode::from(2);
         }
     };
@@ -169,5 +174,52 @@ fn callback() -> Result<(), Box<dyn std::error::Error>> {
     drop((src, dev, dst));
     let stream = Arc::into_inner(stream).ok_or("the stream is still shared")?;
     stream.into_inner().map_err(|_| "poisoned")?.close().map_err(|e| format!("close: {e:?}"))?;
+    Ok(())
+}
+
+fn depth() -> Result<(), Box<dyn std::error::Error>> {
+    let mut stream = open()?;
+    let mut held = std::collections::VecDeque::new();
+    let (mut submitted, mut refused) = (0u32, 0u32);
+    for _ in 0..STREAM_DEPTH + 200 {
+        if held.len() >= STREAM_DEPTH {
+            let oldest: nrt_linux::Pending = held.pop_front().ok_or("none held")?;
+            let _ = oldest.wait();
+        }
+        match stream.submit(Exec::new(), None) {
+            Ok(p) => {
+                submitted += 1;
+                held.push_back(p);
+            }
+            Err(e) => {
+                refused += 1;
+                println!("refused after {submitted}: status {}: {e}", e.status().code());
+                break;
+            }
+        }
+    }
+    println!("depth {STREAM_DEPTH}: submitted {submitted} refused {refused}");
+    drop(held);
+    stream.close().map_err(|e| format!("close: {e:?}"))?;
+    Ok(())
+}
+
+fn last_in_callback() -> Result<(), Box<dyn std::error::Error>> {
+    let stream = Arc::new(Mutex::new(open()?));
+    let inner = Arc::clone(&stream);
+    let (tx, rx) = mpsc::channel::<()>();
+    let on_done: nrt_linux::exec::Callback = Box::new(move |r| {
+        // Holds on until the caller has dropped its handle.
+        let _ = rx.recv_timeout(BOUND);
+        show_exec("in the callback", r);
+        drop(inner);
+    });
+    let p = stream.lock().map_err(|_| "poisoned")?.submit(Exec::new(), Some(on_done))?;
+    drop(stream);
+    let _ = tx.send(());
+    show_exec("waited", &p.wait());
+    // The worker's end (its drop of the stream) is not waited for by any handle: a bounded pause.
+    std::thread::sleep(Duration::from_millis(500));
+    println!("done");
     Ok(())
 }

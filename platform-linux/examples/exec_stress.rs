@@ -96,7 +96,9 @@ type Notice = Arc<(Mutex<Option<Instant>>, Condvar)>;
 type InFlight = (u64, Instant, Notice, Pending);
 
 /// The callback's time: it runs on the worker just after the result is
-/// set, so it is waited for, bounded.
+/// set, so it is waited for, bounded. Waiting for it also waits for the
+/// stream to count the execution out, which `Pending::wait` does not (a
+/// submit right after that wait may find the stream full at `STREAM_DEPTH`).
 fn noticed(n: &Notice) -> Option<Instant> {
     let g = n.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (g, _) =

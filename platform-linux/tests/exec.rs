@@ -6,6 +6,8 @@
 //! every byte checked and no descriptor or memory left behind, two processes
 //! on disjoint cores at once, a callback that submits.
 //!
+//! Two tests are ignored, each failing on a fault of `src/exec.rs` it names.
+//!
 //! Where the kernel offers no seccomp user notification, each test says
 //! SKIPPED with the reason and checks nothing else.
 #![cfg(feature = "sim")]
@@ -155,6 +157,11 @@ fn a_thousand_executions_eight_in_flight_check_every_byte_and_leave_nothing_behi
     eprintln!("{out}");
     let (_, ctx) = text(&o);
     assert!(String::from_utf8_lossy(&o.stderr).contains(" 0 warning(s)"), "{ctx}");
+    // At the stream's depth: never refused (exec_stress waits each one's
+    // callback, which runs once the stream has counted it out).
+    let depth = nrt_linux::exec::STREAM_DEPTH.to_string();
+    let o = driven(&[], &stress, &["300", &depth, "2", "4096"], &[]);
+    assert_clean_stress(&o, 300, 8 * 1024);
 }
 
 #[test]
@@ -208,4 +215,35 @@ fn a_callback_that_submits_and_a_wait_on_another_thread_do_not_hang() {
     ] {
         assert!(out.contains(l), "{l}: {ctx}");
     }
+}
+
+/// Fails: `Pending::wait` returns before the stream counts its execution
+/// out (src/exec.rs `work`: `held -= 1` comes after the result is published
+/// and the descriptor written), so a caller that keeps `STREAM_DEPTH` held
+/// and submits as soon as the oldest is done gets `NRT_QUEUE_FULL` (7).
+#[test]
+#[ignore = "src/exec.rs work(): held is decremented after the result is published; un-ignore with the fix"]
+fn a_stream_kept_at_its_depth_never_refuses_a_submit_once_the_oldest_is_waited() {
+    need_user_notif!();
+    let checks = example("exec_checks");
+    let o = driven(&[], &checks, &["depth"], &[]);
+    let (out, ctx) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{ctx}");
+    assert!(out.contains("refused 0"), "{ctx}");
+}
+
+/// Fails: a callback that drops the last handle to its stream runs the
+/// stream's drop on the worker, which joins itself (src/exec.rs
+/// `Stream::stop`): the worker panics, "failed to join thread: Resource
+/// deadlock avoided".
+#[test]
+#[ignore = "src/exec.rs Stream::stop joins the worker from the worker; un-ignore with the fix"]
+fn a_callback_may_drop_the_last_handle_to_its_stream() {
+    need_user_notif!();
+    let checks = example("exec_checks");
+    let o = driven(&[], &checks, &["last-in-callback"], &[]);
+    let (out, ctx) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{ctx}");
+    assert!(out.contains("waited: status 0") && out.contains("done"), "{ctx}");
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"), "{ctx}");
 }

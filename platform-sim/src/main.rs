@@ -78,10 +78,10 @@ struct DriverArgs {
     #[arg(long = "fault-kickoffs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     fault_kickoffs: Option<u32>,
     /// From the Nth copy start of data on a process's own DMA rings on (1-based), the device moves only each side's last descriptor (the completion marker) and drops the data: it acknowledges copies it did not make.
-    #[arg(long = "fault-copy-data", value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "fault_copy_marker")]
+    #[arg(long = "fault-copy-data", value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "fault_copy_marker", allow_negative_numbers = true)]
     fault_copy_data: Option<u32>,
     /// As --fault-copy-data, the marker dropped too: from the Nth copy start of data on, nothing moves and the copy's marker never arrives.
-    #[arg(long = "fault-copy-marker", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long = "fault-copy-marker", value_name = "N", value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     fault_copy_marker: Option<u32>,
     /// The program to run and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "COMMAND")]
