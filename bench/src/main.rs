@@ -7,6 +7,8 @@
 //! nrt-bench ring [--records N]                       NQ ring transfer between threads vs rtrb
 //! nrt-bench xu [--secs S]                            XU submit-to-complete round trip and requests/s
 //! nrt-bench sys                                      the OS floor: an ioctl round trip, usleep(1)
+//! nrt-bench exec [--rounds N]                        an execution of 0 copies: Stream::submit + Pending::wait vs
+//!                                                     Session::execute (under `nrt-sim driver -- nrt-bench exec`)
 //! nrt-bench scale [--devices 16] [--cores-per-device 4] [--secs S] [--work-us U] [--jitter-pct J] [--sweep] [--cpu N]
 //!                 [--notice-us B] [--slice-us S] [--device sleep|spin]
 //!                                                     a host's logical cores: libnrt threads vs adaptive threads vs poll
@@ -26,6 +28,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 mod clock;
+mod exec;
 mod latency;
 mod ring;
 mod scale;
@@ -114,6 +117,7 @@ fn main() {
         Some("ring") => ring::run(arg(&args, "--records", 4_000_000)),
         Some("xu") => xu::run(arg(&args, "--secs", 1.0)),
         Some("sys") => sys::run(),
+        Some("exec") => exec::run(arg(&args, "--rounds", 1000usize).max(1)),
         Some("scale") => scale::run(
             scale::Setup {
                 devices: arg(&args, "--devices", 16usize).clamp(1, 64),
@@ -151,7 +155,7 @@ fn main() {
             scale::run(setup, 1000, false, nrt_linux::poller::PollerConfig::default());
         }
         _ => {
-            eprintln!("usage: nrt-bench latency|ring|xu|sys|scale|all [options]");
+            eprintln!("usage: nrt-bench latency|ring|xu|sys|exec|scale|all [options]");
             std::process::exit(2);
         }
     }

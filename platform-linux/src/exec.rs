@@ -337,8 +337,9 @@ fn work(shared: &Shared) {
             Err(Error::handle("nrt_exec_submit", &shared.site, "the execution panicked (a bug: please report it)"))
         }));
         drop(exec);
-        slot.finish(Arc::clone(&result));
+        // Its place is free before its waiters wake: a waiter may submit at once.
         lock(&shared.queue).held -= 1;
+        slot.finish(Arc::clone(&result));
         if let Some(cb) = on_done {
             if catch_unwind(AssertUnwindSafe(|| cb(&result))).is_err() {
                 log::error!("nrt: {}: an execution's callback panicked; the stream goes on", shared.site);

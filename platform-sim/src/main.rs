@@ -77,6 +77,12 @@ struct DriverArgs {
     /// Play the scenario's and injected faults for each core's first N kickoffs only; later kickoffs (the next process's, after its reset) play the healthy device.
     #[arg(long = "fault-kickoffs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     fault_kickoffs: Option<u32>,
+    /// From the Nth copy start of data on a process's own DMA rings on (1-based), the device moves only each side's last descriptor (the completion marker) and drops the data: it acknowledges copies it did not make.
+    #[arg(long = "fault-copy-data", value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "fault_copy_marker", allow_negative_numbers = true)]
+    fault_copy_data: Option<u32>,
+    /// As --fault-copy-data, the marker dropped too: from the Nth copy start of data on, nothing moves and the copy's marker never arrives.
+    #[arg(long = "fault-copy-marker", value_name = "N", value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    fault_copy_marker: Option<u32>,
     /// The program to run and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<std::ffi::OsString>,
@@ -294,6 +300,11 @@ fn cmd_driver(a: &DriverArgs) -> ExitCode {
         echo: a.verbose,
         hints: !a.no_sim_hints,
         fault_kickoffs: a.fault_kickoffs,
+        copy_fault: match (a.fault_copy_data, a.fault_copy_marker) {
+            (Some(from), _) => Some(nrt_sim::driver::model::CopyFault { from, marker: false }),
+            (None, Some(from)) => Some(nrt_sim::driver::model::CopyFault { from, marker: true }),
+            (None, None) => None,
+        },
     };
     if all {
         // Each skipped scenario is named (SKIPPED, with its reason) as the rows run.

@@ -44,6 +44,13 @@ fn numbers_out_of_range_are_usage_errors_naming_the_flag_and_the_value() {
         (&["run", "--inject", "barrier-delay:secs=-1"], "--inject", "secs '-1'"),
         (&["driver", "--limit-s", "0", "--", "true"], "--limit-s", "'0'"),
         (&["driver", "--limit-s", "-1", "--", "true"], "--limit-s", "'-1'"),
+        (&["driver", "--fault-copy-data", "0", "--", "true"], "--fault-copy-data", "'0'"),
+        (&["driver", "--fault-copy-marker", "-1", "--", "true"], "--fault-copy-marker", "'-1'"),
+        (
+            &["driver", "--fault-copy-data", "1", "--fault-copy-marker", "1", "--", "true"],
+            "--fault-copy-data",
+            "cannot be used with",
+        ),
     ];
     for (args, flag, value) in cases {
         let o = nrt_sim().args(*args).output().unwrap();

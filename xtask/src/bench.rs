@@ -157,7 +157,7 @@ pub fn run(run: &mut Runner, root: &Path, quick: bool) {
     }
     // The two-thread measurements (latency, ring transfer, XU): nrt-bench.
     let nb = root.join("target/nrt-bench");
-    for f in ["latency.json", "ring.json", "xu.json", "sys.json", "scale.json"] {
+    for f in ["latency.json", "ring.json", "xu.json", "sys.json", "scale.json", "exec.json"] {
         let _ = fs::remove_file(nb.join(f));
     }
     let mut c = cargo();
@@ -166,6 +166,7 @@ pub fn run(run: &mut Runner, root: &Path, quick: bool) {
         c.args(["--inferences", "2000", "--secs", "0.5"]);
     }
     run.cmd("nrt-bench all (latency, ring transfer, XU, OS floor, host scale)", &mut c);
+    run_exec(run, root, quick);
     let t = Instant::now();
     let medians = collect(&crit);
     let ok = !medians.is_empty();
@@ -182,6 +183,27 @@ pub fn run(run: &mut Runner, root: &Path, quick: bool) {
         eprintln!("no criterion estimates under {}", crit.display());
     }
     run.record("summarise into BENCHMARKS.md", t.elapsed().as_secs_f64(), ok);
+}
+
+/// `nrt-bench exec` (the runtime API's round trip against `Session::execute`)
+/// under the simulated driver, which needs seccomp user notification.
+fn run_exec(run: &mut Runner, root: &Path, quick: bool) {
+    const NAME: &str = "nrt-bench exec under nrt-sim driver (the runtime API's round trip)";
+    let avail = fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail").unwrap_or_default();
+    if !avail.split_whitespace().any(|a| a == "user_notif") {
+        run.skip(NAME, "nrt-sim driver needs seccomp user notification, which this kernel does not offer");
+        return;
+    }
+    let mut c = cargo();
+    c.args(["build", "--release", "-p", "nrt-sim", "--bin", "nrt-sim", "-p", "nrt-bench"]);
+    if !run.cmd("build nrt-sim and nrt-bench (release)", &mut c) {
+        return;
+    }
+    let rel = root.join("target/release");
+    let mut c = Command::new(rel.join("nrt-sim"));
+    c.args(["driver", "--limit-s", "300", "--"]).arg(rel.join("nrt-bench"));
+    c.args(["exec", "--rounds", if quick { "200" } else { "1000" }]);
+    run.cmd(NAME, &mut c);
 }
 
 /// Every `(full_id, median_ns)` under `target/criterion`.
@@ -397,6 +419,24 @@ the notice floor (one thread stores, another spins on the line), same run: p50 {
             }
         }
     }
+    if let Some(x) = read_json(&dir.join("exec.json")) {
+        let _ = writeln!(
+            s,
+            "\n### The runtime API's round trip (`nrt-bench exec` under `nrt-sim driver`, {} rounds, 0 copies)\n",
+            f(&x, &["rounds"])
+        );
+        let _ = writeln!(s, "| path | p50 | p99 |");
+        let _ = writeln!(s, "|---|---|---|");
+        for (k, what) in [("submit_wait", "`Stream::submit` + `Pending::wait`"), ("execute", "`Session::execute`")] {
+            let _ = writeln!(s, "| {what} | {} | {} |", fmt_ns(f(&x, &[k, "p50_ns"])), fmt_ns(f(&x, &[k, "p99_ns"])));
+        }
+        let _ = writeln!(
+            s,
+            "\nratio of the p50s (stream / direct): {:.3}; each round's paired difference, p50: {}",
+            f(&x, &["ratio_p50"]),
+            fmt_ns(f(&x, &["paired_difference", "p50_ns"]))
+        );
+    }
     if let Some(x) = read_json(&dir.join("xu.json")) {
         let _ = writeln!(s, "\n### Execution units (`nrt-bench xu`, {} CPUs)\n", f(&x, &["cores"]));
         let _ = writeln!(
@@ -449,4 +489,28 @@ fn sh(cmd: &str, args: &[&str]) -> String {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "unknown".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exec_round_trip_is_rendered_with_both_medians_and_their_ratio() {
+        let dir = std::env::temp_dir().join(format!("xtask-bench-exec-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let pct = |p50: f64| serde_json::json!({ "p50_ns": p50, "p99_ns": 2.0 * p50, "max_ns": 0, "mean_ns": 0 });
+        let v = serde_json::json!({ "rounds": 1000, "copies": 0, "submit_wait": pct(1_386_800.0),
+            "execute": pct(1_368_800.0), "ratio_p50": 1.013, "paired_difference": pct(12_400.0) });
+        fs::write(dir.join("exec.json"), v.to_string()).unwrap();
+        let s = render_threads(&dir);
+        let _ = fs::remove_dir_all(&dir);
+        assert!(s.contains("`nrt-bench exec` under `nrt-sim driver`, 1000 rounds, 0 copies"), "{s}");
+        assert!(s.contains("| `Stream::submit` + `Pending::wait` | 1.39 ms |"), "{s}");
+        assert!(s.contains("| `Session::execute` | 1.37 ms |"), "{s}");
+        assert!(
+            s.contains("ratio of the p50s (stream / direct): 1.013; each round's paired difference, p50: 12.40 us"),
+            "{s}"
+        );
+    }
 }

@@ -327,7 +327,7 @@ impl Session {
         if status == NrtStatus::Timeout {
             // The queue's state is unknown: a late marker of this copy would
             // pass for the next one's (same done word), so none is started.
-            self.unusable = Some(format!("{why}; the staging queue's state is unknown: close and reopen"));
+            self.unusable = Some(format!("{why}; the queue's state is unknown"));
         }
         let wakes = self.device.as_ref().map(|d| d.tensors.waker().clone()).unwrap_or_default();
         Inference {

@@ -75,7 +75,9 @@ use std::time::{Duration, Instant};
 use libseccomp::{ScmpAction, ScmpArgCompare, ScmpCompareOp, ScmpFilterContext, ScmpSyscall};
 use nrt_core::NrtStatus;
 
-use super::model::{self, LogLine, MemFault, MmapCall, Model, NoFop, OpenMode, Refusal, TargetMem, Violation};
+use super::model::{
+    self, CopyFault, LogLine, MemFault, MmapCall, Model, NoFop, OpenMode, Refusal, TargetMem, Violation,
+};
 use super::reaper::{self, Reaper, Spawn};
 use super::DeviceEngine;
 use crate::report::Row;
@@ -156,6 +158,8 @@ pub struct DriverConfig {
     pub hints: bool,
     /// Play the faults for each core's first that many kickoffs only (`None`: all).
     pub fault_kickoffs: Option<u32>,
+    /// A device that acknowledges copies it did not make (`None`: every copy made).
+    pub copy_fault: Option<CopyFault>,
 }
 
 /// How COMMAND ended.
@@ -1433,7 +1437,8 @@ pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
     let drain = out.and_then(Drain::start);
     let mut s = Session {
         cfg,
-        model: if cfg.hints { Model::new(Arc::clone(&file)) } else { Model::new(Arc::clone(&file)).without_hints() },
+        model: if cfg.hints { Model::new(Arc::clone(&file)) } else { Model::new(Arc::clone(&file)).without_hints() }
+            .with_copy_fault(cfg.copy_fault),
         listener,
         dev: (meta.dev(), meta.ino()),
         memfd: file.file().as_raw_fd(),

@@ -32,6 +32,19 @@ pub const DUMMY_RING_DESCS: u32 = 64;
 /// power of two: 8192).
 pub const H2T_RING_DESCS: u32 = 8192;
 
+/// A device that acknowledges copies it did not make (**sim**, G-DRV-COPY-FAULT):
+/// from the `from`th copy start on a process's own rings that moves data
+/// (1-based; more than one descriptor a side: data and the completion
+/// marker), only the last descriptor of each side, the marker, is moved and
+/// the data descriptors' bytes are dropped; with `marker`, the marker too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyFault {
+    /// The first faulted copy start, 1-based; every later one is faulted too.
+    pub from: u32,
+    /// The marker is dropped too: nothing moves, the copy's wait times out.
+    pub marker: bool,
+}
+
 /// One direction of a DMA queue, as `DMA_QUEUE_INIT` left it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QueueSide {
@@ -386,6 +399,12 @@ impl Model {
             q.tx = txs;
             q.rx = rxs;
         }
+        let faulted = if tx.max(rx) > 1 {
+            self.data_copy_starts = self.data_copy_starts.saturating_add(1);
+            self.copy_fault.filter(|f| self.data_copy_starts >= f.from)
+        } else {
+            None
+        };
         if tx.max(rx) > COPY_DESCS_MAX {
             self.dma_error(
                 pid,
@@ -458,6 +477,30 @@ impl Model {
                     self.dma_error(pid, name, format!("engine {eng} queue {qid} {}: {f}", side(dir)));
                     return;
                 }
+            }
+        }
+        if let Some(f) = faulted {
+            let what = if f.marker { "nothing moved" } else { "only the completion markers moved" };
+            self.note(
+                pid,
+                name,
+                format!(
+                    "copy fault: engine {eng} queue {qid}: copy start {} of data ({} bytes): {what} \
+                     (--fault-copy-{} {}, G-DRV-COPY-FAULT)",
+                    self.data_copy_starts,
+                    total[0].min(total[1]),
+                    if f.marker { "marker" } else { "data" },
+                    f.from
+                ),
+            );
+            if f.marker {
+                return;
+            }
+            for (k, seg) in segs.iter_mut().enumerate() {
+                let last = seg.pop();
+                seg.clear();
+                seg.extend(last);
+                total[k] = seg.iter().map(|s| s.1).sum();
             }
         }
         let n = total[0].min(total[1]);

@@ -62,7 +62,7 @@ use crate::shm::ShmFile;
 
 pub use bar::blocked_register;
 pub use cores::{CoreLock, RESET_PENDING};
-pub use dma::{Queue, QueueSide, COPY_BYTES_MAX, COPY_DESCS_MAX};
+pub use dma::{CopyFault, Queue, QueueSide, COPY_BYTES_MAX, COPY_DESCS_MAX};
 pub use fops::{MmapCall, NoFop, OpenMode};
 pub use memory::{Chunk, ChunkKind, Chunks, SIM_HOST_PA_BASE};
 pub use notify::NqRing;
@@ -299,6 +299,10 @@ pub struct Model {
     pub dma_bytes: u64,
     /// Copies refused by the device (DMA errors: an address outside the chunks, ...).
     pub dma_errors: u32,
+    /// The device's copy fault, if played (G-DRV-COPY-FAULT).
+    copy_fault: Option<CopyFault>,
+    /// Copy starts of data on a process's own rings, counted for `copy_fault`.
+    data_copy_starts: u32,
 }
 
 /// A call's outcome: the ioctl's return value, or why it was refused.
@@ -331,6 +335,8 @@ impl Model {
             refusals: 0,
             dma_bytes: 0,
             dma_errors: 0,
+            copy_fault: None,
+            data_copy_starts: 0,
         };
         // ndmar_init at probe: every core's DMA and H2T ring (neuron_ring.c: ndmar_init_ncs).
         m.dma_init_cores(abi::NC_MAP_DEVICE);
@@ -342,6 +348,13 @@ impl Model {
     /// real hardware, with only what the driver gives.
     pub fn without_hints(mut self) -> Model {
         self.hints = false;
+        self
+    }
+
+    /// The same model over a device that acknowledges copies it did not make
+    /// (`None`: every copy made).
+    pub fn with_copy_fault(mut self, fault: Option<CopyFault>) -> Model {
+        self.copy_fault = fault;
         self
     }
 

@@ -273,6 +273,40 @@ fn a_copy_start_moves_exactly_the_bytes_the_bds_say() {
     assert_eq!(m.dma_errors, 0);
 }
 
+/// G-DRV-COPY-FAULT: from the Nth copy start of data on, only each side's
+/// last descriptor (the marker) moves; with `marker`, nothing; a copy start
+/// of one descriptor a side is not counted.
+#[test]
+fn a_copy_fault_moves_only_the_markers_from_the_nth_copy_start_of_data() {
+    for marker in [false, true] {
+        let mut m = model(Arch::Sunda, 2).with_copy_fault(Some(super::CopyFault { from: 2, marker }));
+        let mut mem = VecMem::new();
+        let (tx, rx) = with_queue(&mut m, &mut mem, 64);
+        let (_, buf) = alloc(&mut m, &mut mem, 3 * 4096);
+        let src: Vec<u8> = (0..4096u32).map(|i| (i * 131 % 251) as u8).collect();
+        fill(&m, buf, &src);
+        let copy = |m: &mut Model, mem: &mut VecMem, first: u64, descs: u64| {
+            fill(m, buf + 4096, &[0xEE; 8192]);
+            for i in 0..descs {
+                put_bd(m, tx, first + i, 16, 1, buf + 16 * i);
+                put_bd(m, rx, first + i, 16, 1, buf + 4096 + 16 * i);
+            }
+            let n = descs as u32;
+            let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: n, rx_desc_count: n };
+            assert_eq!(call(m, abi::DMA_QUEUE_COPY_START, &mut c, mem), Ok(0));
+            file_bytes(m, buf + 4096, 48)
+        };
+        assert_eq!(copy(&mut m, &mut mem, 0, 3), src[..48], "the first copy start of data is made");
+        assert_eq!(copy(&mut m, &mut mem, 3, 1), [&src[..16], &[0xEE; 32][..]].concat(), "one BD: not counted");
+        let second = copy(&mut m, &mut mem, 4, 3);
+        let third = copy(&mut m, &mut mem, 7, 3);
+        let want = if marker { vec![0xEE; 48] } else { [&[0xEE; 32][..], &src[32..48]].concat() };
+        assert_eq!((second, third), (want.clone(), want), "marker {marker}");
+        assert_logged(&m, "copy start 3 of data (48 bytes)");
+        assert_eq!(m.violations, vec![], "{:?}", m.log);
+    }
+}
+
 /// DMAQ-13: the driver re-points a queue whoever owns it; the model records
 /// a conformance violation naming both pids, the engine, the queue and the
 /// core when the core is another process's mark, or the queue another live
