@@ -7,14 +7,15 @@
 //! Invariants: `submit` never blocks (a full stream answers
 //! [`Error::QueueFull`] at once); executions complete in submission order; the
 //! memory an execution copies lives until it is done, whoever else drops it;
-//! a callback runs on the worker with no lock held, after its execution's
-//! result is in, so it may submit, or wait on what is done; a panic in an
+//! one execution runs at a time, on the worker or on a thread whose wait found
+//! the stream idle; a callback runs on that thread with no lock held, after
+//! its execution's result is in, so it may submit or wait; a panic in an
 //! execution or a callback is caught and never stops the stream.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::thread::{JoinHandle, ThreadId};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::api_error::Error;
@@ -85,8 +86,8 @@ struct SlotState {
 struct Slot {
     state: Mutex<SlotState>,
     done: Condvar,
-    /// The stream's worker thread (a wait there on what is not done would never end).
-    worker: Arc<OnceLock<ThreadId>>,
+    /// The stream, for a wait that runs queued executions itself.
+    stream: Weak<Shared>,
     site: String,
     owner: Owner,
 }
@@ -117,9 +118,10 @@ impl Pending {
     }
 
     /// Block until it is done (each execution is bounded by its copies'
-    /// marker budgets and the session's timeout). Refused at once in a forked
-    /// child, and on the stream's own worker (a callback) for an execution
-    /// not yet run, which could never finish.
+    /// marker budgets and the session's timeout). While the stream runs
+    /// nothing, the waiting thread runs the executions queued ahead of it and
+    /// its own, in order, itself (no thread hand-off; their callbacks then run
+    /// on it). Refused at once in a forked child.
     pub fn wait(&self) -> Arc<ExecResult> {
         self.wait_until(None).unwrap_or_else(|| Arc::new(Err(Error::handle("wait", &self.0.site, "no result"))))
     }
@@ -134,14 +136,19 @@ impl Pending {
         if let Err(source) = self.0.owner.check("execution") {
             return Some(Arc::new(Err(Error::Forked { call: CALL, source })));
         }
+        loop {
+            if let Some(r) = &lock(&self.0.state).result {
+                return Some(Arc::clone(r));
+            }
+            // Run what is first in line while nothing runs, this one included.
+            let Some(shared) = self.0.stream.upgrade() else { break };
+            let Some(item) = take_next(&shared) else { break };
+            run(&shared, item);
+        }
         let mut s = lock(&self.0.state);
         loop {
             if let Some(r) = &s.result {
                 return Some(Arc::clone(r));
-            }
-            if self.0.worker.get() == Some(&std::thread::current().id()) {
-                let why = "called from the stream's own callback on an execution not yet run: it would never finish";
-                return Some(Arc::new(Err(Error::handle(CALL, &self.0.site, why))));
             }
             s = match deadline {
                 None => self.0.done.wait(s).unwrap_or_else(PoisonError::into_inner),
@@ -179,18 +186,22 @@ impl Pending {
 /// The queue between `submit` and the worker.
 #[derive(Default)]
 struct Queue {
-    waiting: VecDeque<(Exec, Arc<Slot>, Option<Callback>)>,
+    waiting: VecDeque<Item>,
     /// Queued or running.
     held: usize,
+    /// One execution is running (on the worker or a waiting thread).
+    running: bool,
     stop: bool,
 }
+
+/// A queued execution, its completion and its callback.
+type Item = (Exec, Arc<Slot>, Option<Callback>);
 
 struct Shared {
     session: Mutex<Session>,
     queue: Mutex<Queue>,
     work: Condvar,
     site: String,
-    worker_id: Arc<OnceLock<ThreadId>>,
 }
 
 /// A session whose executions run in order on a worker thread of their own.
@@ -211,7 +222,6 @@ impl Stream {
                 queue: Mutex::new(Queue::default()),
                 work: Condvar::new(),
                 site,
-                worker_id: Arc::default(),
             }),
             worker: Mutex::new(None),
             owner: Owner::here(),
@@ -237,7 +247,7 @@ impl Stream {
         let slot = Arc::new(Slot {
             state: Mutex::default(),
             done: Condvar::new(),
-            worker: Arc::clone(&self.shared.worker_id),
+            stream: Arc::downgrade(&self.shared),
             site: self.shared.site.clone(),
             owner: self.owner,
         });
@@ -315,35 +325,59 @@ impl Drop for Stream {
     }
 }
 
+/// The first execution in line, taken, when none runs.
+fn take_next(shared: &Shared) -> Option<Item> {
+    let mut q = lock(&shared.queue);
+    if q.running {
+        return None;
+    }
+    let item = q.waiting.pop_front()?;
+    q.running = true;
+    Some(item)
+}
+
+/// Run a taken execution: its result, its place freed, its waiters woken,
+/// then its callback.
+fn run(shared: &Shared, (exec, slot, on_done): Item) {
+    let ran = catch_unwind(AssertUnwindSafe(|| lock(&shared.session).execute(&exec)));
+    let result = Arc::new(ran.unwrap_or_else(|_| {
+        Err(Error::handle("nrt_exec_submit", &shared.site, "the execution panicked (a bug: please report it)"))
+    }));
+    drop(exec);
+    // Its place is free before its waiters wake: a waiter may submit at once.
+    {
+        let mut q = lock(&shared.queue);
+        q.held -= 1;
+        q.running = false;
+    }
+    shared.work.notify_all();
+    slot.finish(Arc::clone(&result));
+    if let Some(cb) = on_done {
+        if catch_unwind(AssertUnwindSafe(|| cb(&result))).is_err() {
+            log::error!("nrt: {}: an execution's callback panicked; the stream goes on", shared.site);
+        }
+    }
+}
+
 /// The worker: the executions, in order, until stopped with none held.
 fn work(shared: &Shared) {
-    let _ = shared.worker_id.set(std::thread::current().id());
     loop {
         let next = {
             let mut q = lock(&shared.queue);
             loop {
-                if let Some(n) = q.waiting.pop_front() {
-                    break Some(n);
-                }
-                if q.stop {
-                    break None;
+                if !q.running {
+                    if let Some(n) = q.waiting.pop_front() {
+                        q.running = true;
+                        break Some(n);
+                    }
+                    if q.stop {
+                        break None;
+                    }
                 }
                 q = shared.work.wait(q).unwrap_or_else(PoisonError::into_inner);
             }
         };
-        let Some((exec, slot, on_done)) = next else { return };
-        let ran = catch_unwind(AssertUnwindSafe(|| lock(&shared.session).execute(&exec)));
-        let result = Arc::new(ran.unwrap_or_else(|_| {
-            Err(Error::handle("nrt_exec_submit", &shared.site, "the execution panicked (a bug: please report it)"))
-        }));
-        drop(exec);
-        // Its place is free before its waiters wake: a waiter may submit at once.
-        lock(&shared.queue).held -= 1;
-        slot.finish(Arc::clone(&result));
-        if let Some(cb) = on_done {
-            if catch_unwind(AssertUnwindSafe(|| cb(&result))).is_err() {
-                log::error!("nrt: {}: an execution's callback panicked; the stream goes on", shared.site);
-            }
-        }
+        let Some(item) = next else { return };
+        run(shared, item);
     }
 }
