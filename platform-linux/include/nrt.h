@@ -409,9 +409,9 @@ struct nrt_exec *nrt_exec_new(struct nrt_session *s);
 int nrt_exec_add_copy(struct nrt_exec *e, struct nrt_mem *dst, uint64_t dst_off, struct nrt_mem *src, uint64_t src_off, uint64_t len);
 
 // Call cb(ctx, status) once each submission of the execution is done, on
-// the session's worker thread with no lock held (it may submit, free, or
-// wait on an execution that is done; not on one still queued, which runs
-// after it). Null cb removes it. Set before nrt_exec_submit; it still
+// the thread that ran it (the session's worker, or a thread whose
+// nrt_exec_wait ran it) with no lock held: it may submit, free, or wait
+// (a wait on one still queued runs it there). Null cb removes it. Set before nrt_exec_submit; it still
 // runs for an execution freed in flight. Returns 0, or -1 for a null or
 // freed execution or one in flight.
 int nrt_exec_set_callback(struct nrt_exec *e, void (*cb)(void*, uint32_t), void *ctx);

@@ -69,7 +69,8 @@ impl Exec {
 /// What a finished execution gives: its outcome, or why it could not run.
 pub type ExecResult = Result<Inference, Error>;
 
-/// Called once on the worker when the execution is done.
+/// Called once when the execution is done, on the thread that ran it (the
+/// worker, or a thread whose wait ran it).
 pub type Callback = Box<dyn FnOnce(&ExecResult) + Send>;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -239,7 +240,7 @@ impl Stream {
         lock(&self.shared.queue).held
     }
 
-    /// Queue `exec`; `on_done` runs on the worker once it is done. Returns at
+    /// Queue `exec`; `on_done` runs once it is done (see [`Callback`]). Returns at
     /// once: [`Error::QueueFull`] when [`STREAM_DEPTH`] are held.
     pub fn submit(&self, exec: Exec, on_done: Option<Callback>) -> Result<Pending, Error> {
         const CALL: &str = "nrt_exec_submit";

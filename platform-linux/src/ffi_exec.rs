@@ -427,9 +427,9 @@ pub extern "C" fn nrt_exec_add_copy(
 }
 
 /// Call `cb(ctx, status)` once each submission of the execution is done, on
-/// the session's worker thread with no lock held (it may submit, free, or
-/// wait on an execution that is done; not on one still queued, which runs
-/// after it). Null `cb` removes it. Set before nrt_exec_submit; it still
+/// the thread that ran it (the session's worker, or a thread whose
+/// nrt_exec_wait ran it) with no lock held: it may submit, free, or wait
+/// (a wait on one still queued runs it there). Null `cb` removes it. Set before nrt_exec_submit; it still
 /// runs for an execution freed in flight. Returns 0, or -1 for a null or
 /// freed execution or one in flight.
 #[no_mangle]
