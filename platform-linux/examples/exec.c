@@ -4,10 +4,10 @@
  * times. The C twin of examples/exec.rs.
  *
  * Build and run it under the simulated driver (from the workspace root):
- *   cargo build -p nrt-linux --lib --no-default-features && cargo build -p nrt-sim
- *   cc -std=c11 -Iplatform-linux/include platform-linux/examples/exec.c \
- *      target/debug/libnrt_linux.a -lpthread -ldl -lm -o /tmp/exec
- *   target/debug/nrt-sim driver -- /tmp/exec
+ *   cargo build --release -p nrt-linux -p nrt-sim
+ *   cc -std=c99 platform-linux/examples/exec.c \
+ *      $(PKG_CONFIG_PATH=target/release pkg-config --cflags --libs nrt-linux) -o exec
+ *   target/release/nrt-sim driver -- ./exec
  * The device is the one of NEURON_RT_VISIBLE_CORES (else /dev/neuron0), the
  * cores and timeout the NEURON_RT_* variables' or the defaults.
  * Exits 0 when the execution's status is NRT_SUCCESS and the bytes match, 1

@@ -346,8 +346,10 @@ uint32_t nrt_session_status(const struct nrt_session *session);
 // queue, memory, cores) and close the device. Returns 0, or -1 when a release
 // failed (the first reason for nrt_session_last_error; the others are
 // still made). Null is ignored (0); a session closed already is refused
-// (-1, NRT_INVALID_HANDLE), never freed twice. Executions still queued
-// run to their end first. In a child forked after the open the
+// (-1, NRT_INVALID_HANDLE), never freed twice. The execution running
+// runs to its end; those still queued end unrun with NRT_CLOSED, their
+// callbacks called. Memory objects stay the process's until freed
+// (nrt_mem_free). In a child forked after the open the
 // session is the parent's: nothing is released (no ioctl, unmap or close),
 // its memory here is freed and -1 says so.
 //
@@ -373,9 +375,11 @@ struct nrt_mem *nrt_mem_alloc(struct nrt_session *s, int where, uint64_t size);
 // after the copy's execution is done.
 void *nrt_mem_host_ptr(struct nrt_mem *m);
 
-// Free memory: 0, or -1 for a null, freed or unknown handle (a double free
-// is refused, NRT_INVALID_HANDLE). An execution in flight that copies it
-// keeps it until it is done; the host pointer is then invalid.
+// Free memory: 0 (also for null, as free does), or -1 for a freed or
+// unknown handle (a double free is refused, NRT_INVALID_HANDLE). An
+// execution in flight that copies it keeps it until it is done; the host
+// pointer is then invalid. Memory is the process's until freed, also after
+// its session is closed.
 int nrt_mem_free(struct nrt_mem *m);
 
 // Copy len bytes from src at src_off to dst at dst_off, both
@@ -384,8 +388,12 @@ int nrt_mem_free(struct nrt_mem *m);
 // NRT_INVALID for a null argument or a range past an object's end;
 // NRT_INVALID_HANDLE for a freed handle or another session's memory;
 // NRT_TIMEOUT when the copy's completion did not arrive (the session is
-// then unusable: close and reopen it); NRT_HW_ERROR when host memory does
-// not hold what was copied. The reason for nrt_session_last_error.
+// then unusable: close and reopen it); NRT_EXEC_UNIT_UNRECOVERABLE on a
+// session made unusable so; NRT_HW_ERROR when, between two host objects, the
+// destination does not hold the source after the completion (a copy to or
+// from device memory is taken on its completion). A copy within one object
+// whose ranges overlap is refused (NRT_INVALID): copy through a second
+// object. The reason for nrt_session_last_error.
 //
 // # Safety
 // s is null or a session of nrt_session_open, not closed during the call.
@@ -426,9 +434,11 @@ int nrt_exec_set_callback(struct nrt_exec *e, void (*cb)(void*, uint32_t), void 
 uint32_t nrt_exec_submit(struct nrt_exec *e);
 
 // A descriptor that polls readable (POLLIN) once the execution's latest
-// submission is done, made at the first call; it stays readable unless read,
-// and is the execution's, closed by nrt_exec_free or the next submit. -1 before the first submit, or for a
-// null or freed execution (the reason for nrt_session_last_error).
+// submission is done (its callback, if any, may still be running). It is
+// the execution's for its life, the same at every call, drained by the next
+// nrt_exec_submit, closed by nrt_exec_free; it may be registered with
+// epoll before the first submit. -1 for a null or freed execution, or when
+// no descriptor can be made (the reason for nrt_session_last_error).
 int nrt_exec_fd(struct nrt_exec *e);
 
 // Block until the execution's latest submission is done (bounded by its

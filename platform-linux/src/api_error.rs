@@ -84,6 +84,11 @@ pub enum Error {
         /// Core's error, naming the step.
         source: Box<SubmitError>,
     },
+    /// The execution was queued when its session closed, and never ran (`NRT_CLOSED`).
+    Closed {
+        /// The device and cores.
+        site: String,
+    },
     /// The session's queue of executions is full (`NRT_QUEUE_FULL`).
     QueueFull {
         /// The device and cores.
@@ -110,6 +115,7 @@ impl Error {
                 _ => NrtStatus::Failure,
             },
             Error::QueueFull { .. } => NrtStatus::QueueFull,
+            Error::Closed { .. } => NrtStatus::Closed,
         }
     }
 
@@ -183,6 +189,9 @@ impl fmt::Display for Error {
             Error::Submit { site, queue: (e, q), source } => {
                 write!(f, "copy on {site} DMA engine {e} queue {q}: {source}")
             }
+            Error::Closed { site } => {
+                write!(f, "execution on {site}: the session closed before it ran (it was queued, never started)")
+            }
             Error::QueueFull { site, in_flight } => write!(
                 f,
                 "nrt_exec_submit on {site}: {in_flight} executions in flight, the queue's capacity: wait for one first"
@@ -231,6 +240,7 @@ mod tests {
         let m = Error::CopyNotMoved { site: "s".into(), queue: (4, 0), bytes: 8 };
         assert_eq!(m.status().code(), 6);
         assert_eq!(Error::QueueFull { site: "s".into(), in_flight: 8 }.status().code(), 7);
+        assert_eq!(Error::Closed { site: "s".into() }.status().code(), 14);
     }
 
     fn submit_error(error: nrt_core::dma::DmaError) -> Error {

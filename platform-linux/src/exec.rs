@@ -200,6 +200,10 @@ type Item = (Exec, Arc<Slot>, Option<Callback>);
 
 struct Shared {
     session: Mutex<Session>,
+    /// Allocations, made without waiting for the execution running.
+    allocator: crate::mem::Allocator,
+    /// Why the session can run no more work (a submit is then refused at once).
+    unusable: Mutex<Option<String>>,
     queue: Mutex<Queue>,
     work: Condvar,
     site: String,
@@ -217,8 +221,11 @@ impl Stream {
     /// A stream over `session` (its worker starts at the first submit).
     pub fn new(session: Session) -> Stream {
         let site = session.site_name();
+        let allocator = session.allocator();
         Stream {
             shared: Arc::new(Shared {
+                allocator,
+                unusable: Mutex::new(session.unusable().map(str::to_string)),
                 session: Mutex::new(session),
                 queue: Mutex::new(Queue::default()),
                 work: Condvar::new(),
@@ -233,6 +240,16 @@ impl Stream {
     /// for the execution running, if any.
     pub fn session(&self) -> MutexGuard<'_, Session> {
         lock(&self.shared.session)
+    }
+
+    /// Allocate memory for the session's copies (`Session::alloc`), without
+    /// waiting for the execution running.
+    pub fn alloc(&self, kind: crate::mem::MemKind, size: u64) -> Result<Mem, Error> {
+        self.owner.check("stream").map_err(|source| Error::Forked { call: "nrt_mem_alloc", source })?;
+        if lock(&self.shared.queue).stop {
+            return Err(Error::handle("nrt_mem_alloc", &self.shared.site, "the session is closing"));
+        }
+        self.shared.allocator.alloc(kind, size)
     }
 
     /// Executions queued or running.
@@ -252,6 +269,9 @@ impl Stream {
             site: self.shared.site.clone(),
             owner: self.owner,
         });
+        if let Some(why) = lock(&self.shared.unusable).clone() {
+            return Err(Error::Unusable { call: CALL, site: self.shared.site.clone(), why });
+        }
         {
             let mut q = lock(&self.shared.queue);
             if q.stop {
@@ -281,9 +301,11 @@ impl Stream {
         Ok(Pending(slot))
     }
 
-    /// Finish the executions held, stop the worker and close the session
-    /// (every release that failed is returned). From the stream's own
-    /// callback, the worker closes the session when it has finished.
+    /// Finish the execution running, end the queued ones unrun
+    /// ([`Error::Closed`], their callbacks called), stop the worker and close
+    /// the session (every release that failed is returned). From the
+    /// stream's own callback, the worker closes the session when it has
+    /// finished.
     pub fn close(self) -> Result<(), Vec<crate::LinuxError>> {
         if let Err(f) = self.owner.check("session") {
             // The parent's stream and session: forgotten here, nothing released (G-FORK).
@@ -307,8 +329,24 @@ impl Stream {
             std::mem::forget(handle);
             return;
         }
-        lock(&self.shared.queue).stop = true;
+        let unrun: Vec<Item> = {
+            let mut q = lock(&self.shared.queue);
+            q.stop = true;
+            let unrun: Vec<Item> = q.waiting.drain(..).collect();
+            q.held -= unrun.len();
+            unrun
+        };
         self.shared.work.notify_all();
+        for (exec, slot, on_done) in unrun {
+            drop(exec);
+            let result = Arc::new(Err(Error::Closed { site: self.shared.site.clone() }));
+            slot.finish(Arc::clone(&result));
+            if let Some(cb) = on_done {
+                if catch_unwind(AssertUnwindSafe(|| cb(&result))).is_err() {
+                    log::error!("nrt: {}: an execution's callback panicked; the stream goes on", self.shared.site);
+                }
+            }
+        }
         match handle {
             // From the worker itself (a callback dropped its stream): it ends on its own.
             Some(h) if h.thread().id() == std::thread::current().id() => drop(h),
@@ -340,7 +378,14 @@ fn take_next(shared: &Shared) -> Option<Item> {
 /// Run a taken execution: its result, its place freed, its waiters woken,
 /// then its callback.
 fn run(shared: &Shared, (exec, slot, on_done): Item) {
-    let ran = catch_unwind(AssertUnwindSafe(|| lock(&shared.session).execute(&exec)));
+    let ran = catch_unwind(AssertUnwindSafe(|| {
+        let mut session = lock(&shared.session);
+        let r = session.execute(&exec);
+        if let Some(why) = session.unusable() {
+            *lock(&shared.unusable) = Some(why.to_string());
+        }
+        r
+    }));
     let result = Arc::new(ran.unwrap_or_else(|_| {
         Err(Error::handle("nrt_exec_submit", &shared.site, "the execution panicked (a bug: please report it)"))
     }));

@@ -361,6 +361,11 @@ pub extern "C" fn nrt_rings_new() -> *mut nrt_rings {
 /// `session` by a run or close).
 #[no_mangle]
 pub unsafe extern "C" fn nrt_rings_count_into(rings: *mut nrt_rings, session: *const nrt_session) -> c_int {
+    if !session.is_null() && crate::ffi_exec::session_cores(session).is_none() {
+        let why = format!("nrt_rings_count_into: session {session:?} is closed or was never opened");
+        session_fail_with(NrtStatus::InvalidHandle, why);
+        return -1;
+    }
     // SAFETY: null-checked; the caller guarantees both are live.
     let (Some(r), Some(s)) = (unsafe { rings.as_mut() }, unsafe { session.as_ref() }) else {
         session_fail(format!("nrt_rings_count_into: rings {rings:?}, session {session:?}: neither may be NULL"));
@@ -847,8 +852,8 @@ pub unsafe extern "C" fn nrt_session_open(
 /// `session` is null or a live pointer from [`nrt_session_open`].
 #[no_mangle]
 pub unsafe extern "C" fn nrt_session_cores(session: *const nrt_session) -> u8 {
-    // SAFETY: null-checked; the caller guarantees liveness.
-    unsafe { session.as_ref() }.map_or(0, |s| s.stream.session().cores())
+    // Looked up, not dereferenced: a closed session answers 0.
+    crate::ffi_exec::session_cores(session).unwrap_or(0)
 }
 
 /// The execution timeout of the session's harvests, seconds (the argument,
@@ -859,7 +864,10 @@ pub unsafe extern "C" fn nrt_session_cores(session: *const nrt_session) -> u8 {
 /// `session` is null or a live pointer from [`nrt_session_open`].
 #[no_mangle]
 pub unsafe extern "C" fn nrt_session_timeout_s(session: *const nrt_session) -> u32 {
-    // SAFETY: null-checked; the caller guarantees liveness.
+    if crate::ffi_exec::session_cores(session).is_none() {
+        return 0;
+    }
+    // SAFETY: live (registered until its close); the caller does not close it during the call.
     unsafe { session.as_ref() }.map_or(0, |s| s.budget.seconds)
 }
 
@@ -873,7 +881,12 @@ pub unsafe extern "C" fn nrt_session_timeout_s(session: *const nrt_session) -> u
 /// another thread during the call; `status` is null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn nrt_session_run(session: *mut nrt_session, status: *mut u32) -> c_int {
-    // SAFETY: null-checked; the caller guarantees liveness and exclusivity.
+    if !session.is_null() && crate::ffi_exec::session_cores(session).is_none() {
+        let why = format!("nrt_session_run: session {session:?} is closed or was never opened");
+        session_fail_with(NrtStatus::InvalidHandle, why);
+        return -1;
+    }
+    // SAFETY: null-checked and live (registered); the caller guarantees exclusivity.
     let Some(s) = (unsafe { session.as_mut() }) else {
         session_fail("nrt_session_run: session is NULL".into());
         return -1;
@@ -917,7 +930,10 @@ pub unsafe extern "C" fn nrt_session_run(session: *mut nrt_session, status: *mut
 /// `session` is null or a live pointer from [`nrt_session_open`].
 #[no_mangle]
 pub unsafe extern "C" fn nrt_session_status(session: *const nrt_session) -> u32 {
-    // SAFETY: null-checked; the caller guarantees liveness.
+    if crate::ffi_exec::session_cores(session).is_none() {
+        return NrtStatus::Invalid.code();
+    }
+    // SAFETY: live (registered); the caller does not close it during the call.
     match unsafe { session.as_ref() }.and_then(|s| s.stream.session().last_status()) {
         Some(st) => st.code(),
         None => NrtStatus::Invalid.code(),
@@ -928,8 +944,10 @@ pub unsafe extern "C" fn nrt_session_status(session: *const nrt_session) -> u32 
 /// queue, memory, cores) and close the device. Returns 0, or -1 when a release
 /// failed (the first reason for [`nrt_session_last_error`]; the others are
 /// still made). Null is ignored (0); a session closed already is refused
-/// (-1, `NRT_INVALID_HANDLE`), never freed twice. Executions still queued
-/// run to their end first. In a child forked after the open the
+/// (-1, `NRT_INVALID_HANDLE`), never freed twice. The execution running
+/// runs to its end; those still queued end unrun with `NRT_CLOSED`, their
+/// callbacks called. Memory objects stay the process's until freed
+/// (`nrt_mem_free`). In a child forked after the open the
 /// session is the parent's: nothing is released (no ioctl, unmap or close),
 /// its memory here is freed and -1 says so (G-FORK).
 ///

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_void};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use nrt_core::arch::ENGINES_PER_CORE;
 use nrt_core::exec::TpbEngState;
@@ -22,6 +22,7 @@ use nrt_core::NrtStatus;
 use crate::exec::{Callback, Exec, ExecResult, Pending};
 use crate::ffi::{nrt_session, session_fail_with};
 use crate::mem::{Mem, MemKind};
+use crate::sys::EventFd;
 
 /// A memory object of a session (opaque; the handle is an id, not an address).
 pub struct nrt_mem {
@@ -64,12 +65,71 @@ struct ExecEntry {
     pending: Option<Pending>,
     /// The callback and its context (an exposed address).
     callback: Option<(CCallback, usize)>,
+    /// Its descriptor, one for its life.
+    signal: Arc<Signal>,
+}
+
+/// An execution's descriptor: readable once its latest submission is done,
+/// drained at the next submit; the same descriptor for the execution's life,
+/// so an `epoll` registration stays valid across submissions.
+#[derive(Default)]
+struct Signal(Mutex<SignalState>);
+
+#[derive(Default)]
+struct SignalState {
+    fd: Option<EventFd>,
+    /// The submission the descriptor stands for.
+    generation: u64,
+    done: bool,
+}
+
+impl Signal {
+    fn state(&self) -> MutexGuard<'_, SignalState> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A new submission: not done, the descriptor drained; its generation.
+    fn arm(&self) -> u64 {
+        let mut s = self.state();
+        s.generation += 1;
+        s.done = false;
+        if let Some(fd) = &s.fd {
+            let _ = fd.try_read();
+        }
+        s.generation
+    }
+
+    /// Submission `generation` is done: the descriptor readable, if it is still the latest.
+    fn fire(&self, generation: u64) {
+        let mut s = self.state();
+        if s.generation == generation {
+            s.done = true;
+            if let Some(fd) = &s.fd {
+                if let Err(e) = fd.write(1) {
+                    log::warn!("nrt: signalling an execution's descriptor: {e}");
+                }
+            }
+        }
+    }
+
+    /// The descriptor, made at the first call (readable at once if done).
+    fn fd(&self) -> std::io::Result<c_int> {
+        let mut s = self.state();
+        if s.fd.is_none() {
+            let fd = EventFd::new(false)?;
+            if s.done {
+                fd.write(1)?;
+            }
+            s.fd = Some(fd);
+        }
+        Ok(s.fd.as_ref().map_or(-1, EventFd::raw_fd))
+    }
 }
 
 /// The live objects; ids are never reused.
 struct Registry {
     next: u64,
-    sessions: BTreeMap<usize, (u64, String)>,
+    sessions: BTreeMap<usize, (u64, String, u8)>,
     mems: BTreeMap<u64, MemEntry>,
     execs: BTreeMap<u64, ExecEntry>,
     /// Freed objects, by id: what they were.
@@ -132,10 +192,18 @@ fn handle_of<T>(id: u64) -> *mut T {
 /// Register an opened session (called by `nrt_session_open`).
 pub(crate) fn session_opened(s: *mut nrt_session) {
     // SAFETY: `s` was just made by `Box::into_raw`.
-    let site = unsafe { &*s }.stream.session().site_name();
+    let (site, cores) = {
+        let session = unsafe { &*s }.stream.session();
+        (session.site_name(), session.cores())
+    };
     let mut r = registry();
     let serial = r.id();
-    r.sessions.insert(s.addr(), (serial, site));
+    r.sessions.insert(s.addr(), (serial, site, cores));
+}
+
+/// The cores of live session `s` (`None`: closed or never opened).
+pub(crate) fn session_cores(s: *const nrt_session) -> Option<u8> {
+    registry().sessions.get(&s.addr()).map(|(_, _, cores)| *cores)
 }
 
 /// Unregister a session about to be closed: `false` when it is not live.
@@ -145,17 +213,17 @@ pub(crate) fn session_closing(s: *mut nrt_session) -> bool {
 
 /// The live session `s` and its serial and site, or why not. The reference
 /// is valid while the caller does not close the session during the call.
-fn session<'a>(call: &str, s: *const nrt_session) -> Result<(&'a nrt_session, u64, String), Fail> {
+fn session<'a>(call: &str, s: *const nrt_session) -> Result<(&'a nrt_session, u64, String, u8), Fail> {
     if s.is_null() {
         return Err((NrtStatus::Invalid, format!("{call}: session is NULL")));
     }
     let r = registry();
-    let Some((serial, site)) = r.sessions.get(&s.addr()) else {
+    let Some((serial, site, cores)) = r.sessions.get(&s.addr()) else {
         return Err((NrtStatus::InvalidHandle, format!("{call}: session {s:?} is closed or was never opened")));
     };
     // SAFETY: registered at open and removed before close frees it; the
     // caller does not close it during this call.
-    Ok((unsafe { &*s }, *serial, site.clone()))
+    Ok((unsafe { &*s }, *serial, site.clone(), *cores))
 }
 
 /// The live memory `m`, for `call` (`side` names it in the reason).
@@ -204,11 +272,11 @@ fn status_of(r: &ExecResult) -> NrtStatus {
 #[no_mangle]
 pub unsafe extern "C" fn nrt_mem_alloc(s: *mut nrt_session, r#where: c_int, size: u64) -> *mut nrt_mem {
     const CALL: &str = "nrt_mem_alloc";
-    let made = session(CALL, s).and_then(|(sess, serial, site)| {
+    let made = session(CALL, s).and_then(|(sess, serial, site, _)| {
         let kind = u32::try_from(r#where).ok().and_then(MemKind::from_raw).ok_or_else(|| {
             (NrtStatus::Invalid, format!("{CALL} on {site}: where {where}: NRT_MEM_HOST (0) or NRT_MEM_DEVICE (1)"))
         })?;
-        let mem = sess.stream.session().alloc(kind, size).map_err(|e| (e.status(), e.to_string()))?;
+        let mem = sess.stream.alloc(kind, size).map_err(|e| (e.status(), e.to_string()))?;
         Ok((mem, serial, site))
     });
     match made {
@@ -251,12 +319,17 @@ pub extern "C" fn nrt_mem_host_ptr(m: *mut nrt_mem) -> *mut c_void {
     })
 }
 
-/// Free memory: 0, or -1 for a null, freed or unknown handle (a double free
-/// is refused, NRT_INVALID_HANDLE). An execution in flight that copies it
-/// keeps it until it is done; the host pointer is then invalid.
+/// Free memory: 0 (also for null, as free does), or -1 for a freed or
+/// unknown handle (a double free is refused, NRT_INVALID_HANDLE). An
+/// execution in flight that copies it keeps it until it is done; the host
+/// pointer is then invalid. Memory is the process's until freed, also after
+/// its session is closed.
 #[no_mangle]
 pub extern "C" fn nrt_mem_free(m: *mut nrt_mem) -> c_int {
     const CALL: &str = "nrt_mem_free";
+    if m.is_null() {
+        return 0;
+    }
     let mut r = registry();
     if let Err(f) = mem_entry(&r, CALL, "memory", m) {
         drop(r);
@@ -319,8 +392,12 @@ fn copy_args(
 /// NRT_INVALID for a null argument or a range past an object's end;
 /// NRT_INVALID_HANDLE for a freed handle or another session's memory;
 /// NRT_TIMEOUT when the copy's completion did not arrive (the session is
-/// then unusable: close and reopen it); NRT_HW_ERROR when host memory does
-/// not hold what was copied. The reason for nrt_session_last_error.
+/// then unusable: close and reopen it); NRT_EXEC_UNIT_UNRECOVERABLE on a
+/// session made unusable so; NRT_HW_ERROR when, between two host objects, the
+/// destination does not hold the source after the completion (a copy to or
+/// from device memory is taken on its completion). A copy within one object
+/// whose ranges overlap is refused (NRT_INVALID): copy through a second
+/// object. The reason for nrt_session_last_error.
 ///
 /// # Safety
 /// `s` is null or a session of nrt_session_open, not closed during the call.
@@ -334,7 +411,7 @@ pub unsafe extern "C" fn nrt_copy(
     len: u64,
 ) -> u32 {
     const CALL: &str = "nrt_copy";
-    let done = session(CALL, s).and_then(|(sess, serial, site)| {
+    let done = session(CALL, s).and_then(|(sess, serial, site, _)| {
         let (d, sr) = copy_args(&registry(), CALL, serial, &site, (dst, dst_off), (src, src_off), len)?;
         sess.stream.session().copy(&d, dst_off, &sr, src_off, len).map_err(|e| (e.status(), e.to_string()))
     });
@@ -356,8 +433,7 @@ pub unsafe extern "C" fn nrt_copy(
 pub unsafe extern "C" fn nrt_exec_new(s: *mut nrt_session) -> *mut nrt_exec {
     const CALL: &str = "nrt_exec_new";
     match session(CALL, s) {
-        Ok((sess, serial, site)) => {
-            let cores = sess.stream.session().cores();
+        Ok((_, serial, site, cores)) => {
             let mut r = registry();
             let id = r.id();
             let entry = ExecEntry {
@@ -368,6 +444,7 @@ pub unsafe extern "C" fn nrt_exec_new(s: *mut nrt_session) -> *mut nrt_exec {
                 exec: Exec::new(),
                 pending: None,
                 callback: None,
+                signal: Arc::default(),
             };
             r.execs.insert(id, entry);
             handle_of(id)
@@ -470,7 +547,7 @@ pub extern "C" fn nrt_exec_submit(e: *mut nrt_exec) -> u32 {
         let x = exec_entry(&mut r, CALL, e)?;
         idle(CALL, handle_id(e), x)?;
         let (addr, serial) = (x.session_addr, x.session);
-        let live = r.sessions.get(&addr).is_some_and(|(s, _)| *s == serial);
+        let live = r.sessions.get(&addr).is_some_and(|(s, _, _)| *s == serial);
         let x = exec_entry(&mut r, CALL, e)?;
         if !live {
             return Err((
@@ -478,17 +555,20 @@ pub extern "C" fn nrt_exec_submit(e: *mut nrt_exec) -> u32 {
                 format!("{CALL} on {}: execution {:#x}: its session is closed", x.site, handle_id(e)),
             ));
         }
-        let cb = x.callback.map(|(f, ctx)| -> Callback {
-            Box::new(move |res: &ExecResult| {
+        let (user, signal) = (x.callback, Arc::clone(&x.signal));
+        let generation = signal.arm();
+        let cb: Callback = Box::new(move |res: &ExecResult| {
+            signal.fire(generation);
+            if let Some((f, ctx)) = user {
                 // SAFETY: the caller's callback and context, as given to
                 // nrt_exec_set_callback.
                 unsafe { f(std::ptr::with_exposed_provenance_mut(ctx), status_of(res).code()) }
-            })
+            }
         });
         // SAFETY: the session is live (registered): close unregisters it,
         // under this lock, before freeing it.
         let sess = unsafe { &*std::ptr::with_exposed_provenance::<nrt_session>(addr) };
-        let p = sess.stream.submit(x.exec.clone(), cb).map_err(|e| (e.status(), e.to_string()))?;
+        let p = sess.stream.submit(x.exec.clone(), Some(cb)).map_err(|e| (e.status(), e.to_string()))?;
         x.pending = Some(p);
         Ok(())
     })();
@@ -513,21 +593,24 @@ fn pending(call: &str, e: *const nrt_exec) -> Result<(Pending, String), Fail> {
 }
 
 /// A descriptor that polls readable (POLLIN) once the execution's latest
-/// submission is done, made at the first call; it stays readable unless read,
-/// and is the execution's, closed by nrt_exec_free or the next submit. -1 before the first submit, or for a
-/// null or freed execution (the reason for nrt_session_last_error).
+/// submission is done (its callback, if any, may still be running). It is
+/// the execution's for its life, the same at every call, drained by the next
+/// nrt_exec_submit, closed by nrt_exec_free; it may be registered with
+/// epoll before the first submit. -1 for a null or freed execution, or when
+/// no descriptor can be made (the reason for nrt_session_last_error).
 #[no_mangle]
 pub extern "C" fn nrt_exec_fd(e: *mut nrt_exec) -> c_int {
-    match pending("nrt_exec_fd", e) {
-        Ok((p, _)) => p.fd().unwrap_or_else(|err| {
-            record((err.status(), format!("nrt_exec_fd: {err}")));
-            -1
-        }),
-        Err(f) => {
-            record(f);
-            -1
-        }
-    }
+    const CALL: &str = "nrt_exec_fd";
+    let mut r = registry();
+    let signal = exec_entry(&mut r, CALL, e).map(|x| (Arc::clone(&x.signal), x.site.clone()));
+    drop(r);
+    let made = signal.and_then(|(sig, site)| {
+        sig.fd().map_err(|err| (NrtStatus::Failure, format!("{CALL} on {site}: eventfd failed: {err}")))
+    });
+    made.unwrap_or_else(|f| {
+        record(f);
+        -1
+    })
 }
 
 /// Why a finished execution's status is not NRT_SUCCESS.
@@ -580,11 +663,6 @@ pub extern "C" fn nrt_exec_wait(e: *mut nrt_exec) -> u32 {
 #[no_mangle]
 pub unsafe extern "C" fn nrt_exec_status(e: *const nrt_exec, status: *mut u32) -> c_int {
     const CALL: &str = "nrt_exec_status";
-    // SAFETY: null-checked; the caller guarantees it is writable.
-    let Some(out) = (unsafe { status.as_mut() }) else {
-        record((NrtStatus::Invalid, format!("{CALL}: status is NULL")));
-        return -1;
-    };
     let (p, site) = match pending(CALL, e) {
         Ok(p) => p,
         Err(f) => {
@@ -594,7 +672,10 @@ pub unsafe extern "C" fn nrt_exec_status(e: *const nrt_exec, status: *mut u32) -
     };
     let Some(res) = p.try_result() else { return 1 };
     let st = status_of(&res);
-    *out = st.code();
+    // SAFETY: null-checked; the caller guarantees it is writable.
+    if let Some(out) = unsafe { status.as_mut() } {
+        *out = st.code();
+    }
     if st == NrtStatus::Success {
         0
     } else {

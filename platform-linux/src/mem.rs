@@ -151,3 +151,81 @@ impl Mem {
         Arc::ptr_eq(&self.0, &other.0)
     }
 }
+
+/// What an allocation needs of its session, kept apart so that a stream
+/// allocates without waiting for the execution running.
+#[derive(Clone, Debug)]
+pub(crate) struct Allocator {
+    pub(crate) dev: Arc<NeuronDevice>,
+    pub(crate) arch: nrt_core::arch::Arch,
+    /// The session's staging engine (its HBM takes device memory).
+    pub(crate) engine: u32,
+    /// The device's core of the session's core 0.
+    pub(crate) first_core: u8,
+    pub(crate) owner: crate::fork::Owner,
+    /// The device and cores, for messages.
+    pub(crate) site: String,
+}
+
+impl Allocator {
+    /// Allocate `size` bytes of `kind` memory: `MEM_ALLOC_V2MT` (host:
+    /// `TENSORS_HOST`, mapped; device: `TENSORS_DEVICE` on the HBM of the
+    /// staging engine, `nc_id` the first core; G-MEM-TYPE),
+    /// `MEM_GET_EXTENDED_INFO`.
+    pub(crate) fn alloc(&self, kind: MemKind, size: u64) -> Result<Mem, Error> {
+        use nrt_abi::ioctl::{mem_type, MemAllocV2Mt};
+        const CALL: &str = "nrt_mem_alloc";
+        self.owner.check("session").map_err(|source| Error::Forked { call: CALL, source })?;
+        if size == 0 || size > i64::MAX as u64 {
+            return Err(Error::invalid(CALL, &self.site, format!("{size} bytes: 1 to {} accepted", i64::MAX)));
+        }
+        let a = match kind {
+            MemKind::Host => {
+                MemAllocV2Mt { size, host_memory: 1, mem_type: mem_type::TENSORS_HOST, ..Default::default() }
+            }
+            MemKind::Device => MemAllocV2Mt {
+                size,
+                host_memory: 0,
+                dram_channel: nrt_abi::devmap::hbm_of(self.arch, self.engine),
+                nc_id: u32::from(self.first_core),
+                mem_type: mem_type::TENSORS_DEVICE,
+                ..Default::default()
+            },
+        };
+        let handle = self.dev.mem_alloc_v2mt(a).map_err(|e| {
+            let e = Error::from(e);
+            match e {
+                Error::NoMemory(inner) => {
+                    Error::NoMemory(inner.with_detail(format!("{size} bytes of {} memory asked", kind.name())))
+                }
+                other => other,
+            }
+        })?;
+        let mut chunk = MemChunk {
+            dev: Arc::clone(&self.dev),
+            handle,
+            pa: 0,
+            size,
+            kind,
+            map: None,
+            owner: self.owner,
+            left_to_close: Default::default(),
+        };
+        // From here a failure frees the chunk (its drop).
+        let info = self.dev.mem_get_extended_info(handle)?;
+        if info.size < size {
+            let why = format!("chunk {handle:#x} has {} bytes, {size} were asked", info.size);
+            return Err(Error::invalid(CALL, &self.site, why));
+        }
+        chunk.pa = info.pa;
+        if kind == MemKind::Host {
+            let len = usize::try_from(info.size).map_err(|_| {
+                Error::invalid(CALL, &self.site, format!("{} bytes do not fit this address space", info.size))
+            })?;
+            let map = Mapping::map(self.dev.file(), info.mmap_offset, len)
+                .map_err(|e| crate::LinuxError::new("mmap", self.dev.path().display().to_string(), e))?;
+            chunk.map = Some(map);
+        }
+        Ok(Mem(Arc::new(chunk)))
+    }
+}

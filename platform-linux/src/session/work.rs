@@ -12,7 +12,7 @@ use super::staging::{pieces, CopyPlan, StagingFailure};
 use super::*;
 use crate::api_error::Error;
 use crate::exec::{CopyOp, Exec};
-use crate::mem::{Mem, MemChunk, MemKind};
+use crate::mem::{Mem, MemKind};
 
 impl Session {
     /// `Err` naming why the session cannot run `call` now.
@@ -32,61 +32,30 @@ impl Session {
         format!("{} {}", self.dev.path().display(), self.site())
     }
 
-    /// Allocate `size` bytes of `kind` memory for this session's copies:
-    /// `MEM_ALLOC_V2MT` (host: `TENSORS_HOST`, mapped; device:
-    /// `TENSORS_DEVICE` on the session's first core, G-MEM-TYPE),
-    /// `MEM_GET_EXTENDED_INFO`.
-    /// Freed when the last handle and execution holding it are gone.
+    /// Allocate `size` bytes of `kind` memory for this session's copies
+    /// (`crate::mem::Allocator::alloc`). Freed when the last handle and
+    /// execution holding it are gone.
     pub fn alloc(&mut self, kind: MemKind, size: u64) -> Result<Mem, Error> {
-        const CALL: &str = "nrt_mem_alloc";
-        self.ready(CALL)?;
-        if size == 0 || size > i64::MAX as u64 {
-            return Err(Error::invalid(CALL, self.site_name(), format!("{size} bytes: 1 to {} accepted", i64::MAX)));
-        }
-        let a = match kind {
-            MemKind::Host => {
-                MemAllocV2Mt { size, host_memory: 1, mem_type: mem_type::TENSORS_HOST, ..Default::default() }
-            }
-            // The HBM of the session's staging engine, the core's own (G-MEM-TYPE).
-            MemKind::Device => MemAllocV2Mt {
-                size,
-                host_memory: 0,
-                dram_channel: nrt_abi::devmap::hbm_of(self.arch, self.staging_engine),
-                nc_id: u32::from(self.physical(0)),
-                mem_type: mem_type::TENSORS_DEVICE,
-                ..Default::default()
-            },
-        };
-        let handle = self.dev.mem_alloc_v2mt(a)?;
-        let mut chunk = MemChunk {
+        self.ready("nrt_mem_alloc")?;
+        self.allocator().alloc(kind, size)
+    }
+
+    /// What an allocation needs of this session.
+    pub(crate) fn allocator(&self) -> crate::mem::Allocator {
+        crate::mem::Allocator {
             dev: Arc::clone(&self.dev),
-            handle,
-            pa: 0,
-            size,
-            kind,
-            map: None,
+            arch: self.arch,
+            engine: self.staging_engine,
+            first_core: self.physical(0),
             owner: self.owner,
-            left_to_close: Default::default(),
-        };
-        // From here a failure frees the chunk (its drop).
-        let info = self.dev.mem_get_extended_info(handle)?;
-        if info.size < size {
-            return Err(Error::Os(refused(
-                &self.dev,
-                ioctl::MEM_GET_EXTENDED_INFO.name(),
-                format!("chunk {handle:#x} has {} bytes, {size} were asked", info.size),
-            )));
+            site: self.site_name(),
         }
-        chunk.pa = info.pa;
-        if kind == MemKind::Host {
-            let len = usize::try_from(info.size).map_err(|_| {
-                Error::invalid(CALL, self.site_name(), format!("{} bytes do not fit this address space", info.size))
-            })?;
-            let map = Mapping::map(self.dev.file(), info.mmap_offset, len)
-                .map_err(|e| LinuxError::new("mmap", self.dev.path().display().to_string(), e))?;
-            chunk.map = Some(map);
-        }
-        Ok(Mem(Arc::new(chunk)))
+    }
+
+    /// Whether the session can no longer run work (a copy's marker never
+    /// came, a resize failed half-way), and why.
+    pub fn unusable(&self) -> Option<&str> {
+        self.unusable.as_deref()
     }
 
     /// `Err` unless `op` copies within two objects of this session's device,
@@ -196,7 +165,7 @@ impl Session {
     /// `NRT_TIMEOUT` (its marker) or `NRT_HW_ERROR` (its bytes), the note
     /// naming the queue; a status is a result, `Err` a failed call.
     pub fn execute(&mut self, exec: &Exec) -> Result<Inference, Error> {
-        self.run_exec("nrt_exec_submit", exec)
+        self.run_exec("execution", exec)
     }
 
     /// [`Session::execute`], its refusals naming `call`.

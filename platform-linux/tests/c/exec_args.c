@@ -110,7 +110,7 @@ static int args(void) {
     nrt_exec *e = nrt_exec_new(a);
     uint32_t st = 0;
     uint64_t t0 = 0, t1 = 0;
-    show("fd unsubmitted", nrt_exec_fd(e));
+    show("fd unsubmitted", nrt_exec_fd(e) >= 0);
     show("wait unsubmitted", nrt_exec_wait(e));
     show("status unsubmitted", nrt_exec_status(e, &st));
     show("times unsubmitted", nrt_exec_engine_times(e, 0, 0, &t0, &t1));
@@ -182,6 +182,13 @@ static int args(void) {
     show("bytes of the freed memory", memcmp(nrt_mem_host_ptr(host), want, sizeof want) == 0);
     struct pollfd pf = { .fd = nrt_exec_fd(e), .events = POLLIN, .revents = 0 };
     show("fd readable when done", poll(&pf, 1, 0) == 1 && (pf.revents & POLLIN));
+    show("status done NULL out", nrt_exec_status(e, NULL));
+    int fd1 = nrt_exec_fd(e);
+    show("resubmit done exec", nrt_exec_submit(e));
+    show("fd the same after resubmit", nrt_exec_fd(e) == fd1);
+    show("wait resubmitted", nrt_exec_wait(e));
+    struct pollfd pf2 = { .fd = fd1, .events = POLLIN, .revents = 0 };
+    show("fd readable after the resubmit", poll(&pf2, 1, 0) == 1 && (pf2.revents & POLLIN));
     show("times done", nrt_exec_engine_times(e, 0, NRT_ENGINE_PE, &t0, &t1));
     show("times done ordered", t0 <= t1 && t1 != NRT_TIME_NONE);
     show("times core out of range", nrt_exec_engine_times(e, 1, 0, &t0, &t1));
@@ -250,7 +257,26 @@ static int end(void) {
     nrt_exec_free(e);
     nrt_mem_free(h);
     nrt_mem_free(d);
+    /* Closed with three queued: the one running ends, the rest end unrun. */
+    nrt_exec *q[3];
+    for (int i = 0; i < 3; i++) {
+        q[i] = nrt_exec_new(s);
+        nrt_exec_set_callback(q[i], count, &counted);
+        nrt_exec_submit(q[i]);
+    }
     show("close", nrt_session_close(s));
+    int unrun = 0;
+    for (int i = 0; i < 3; i++) {
+        uint32_t qs = 0;
+        unrun += nrt_exec_status(q[i], &qs) == 2 && qs == NRT_CLOSED;
+        nrt_exec_free(q[i]);
+    }
+    show("ended unrun, NRT_CLOSED", unrun >= 2);
+    show("their callbacks ran", atomic_load(&counted));
+    show("cores of a closed session", nrt_session_cores(s));
+    show("timeout of a closed session", nrt_session_timeout_s(s));
+    show("status of a closed session", nrt_session_status(s));
+    show("run on a closed session", nrt_session_run(s, NULL));
     return 0;
 }
 
