@@ -9,7 +9,9 @@
 //!   `Pending::wait` on another thread, each bounded (`HANG` if not);
 //! - `depth`: [`STREAM_DEPTH`] executions held, then each submitted as soon
 //!   as `Pending::wait` on the oldest returns: how many were refused;
-//! - `last-in-callback`: a callback that drops the last handle to its stream.
+//! - `last-in-callback`: a callback that drops the last handle to its stream;
+//! - `api`: a `Pending` queued behind a callback that holds the worker, then
+//!   done: `is_done`, `try_result`, its descriptor, `in_flight`, `wait_timeout`.
 
 use std::process::ExitCode;
 use std::sync::mpsc;
@@ -32,8 +34,9 @@ fn main() -> ExitCode {
         "callback" => callback(),
         "depth" => depth(),
         "last-in-callback" => last_in_callback(),
+        "api" => api(),
         _ => {
-            eprintln!("usage: exec_checks copy-fault | marker-lost | callback | depth | last-in-callback");
+            eprintln!("usage: exec_checks copy-fault | marker-lost | callback | depth | last-in-callback | api");
             return ExitCode::from(2);
         }
     };
@@ -221,5 +224,49 @@ fn last_in_callback() -> Result<(), Box<dyn std::error::Error>> {
     // The worker's end (its drop of the stream) is not waited for by any handle: a bounded pause.
     std::thread::sleep(Duration::from_millis(500));
     println!("done");
+    Ok(())
+}
+
+/// Whether `fd` polls readable now.
+fn readable(fd: std::os::fd::RawFd) -> bool {
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd, no wait.
+    unsafe { libc::poll(&mut p, 1, 0) == 1 && p.revents & libc::POLLIN != 0 }
+}
+
+fn api() -> Result<(), Box<dyn std::error::Error>> {
+    let stream = open()?;
+    let (entered_tx, entered) = mpsc::channel();
+    let (release, release_rx) = mpsc::channel::<()>();
+    let hold: nrt_linux::exec::Callback = Box::new(move |_| {
+        let _ = entered_tx.send(());
+        let _ = release_rx.recv_timeout(BOUND);
+    });
+    let p1 = stream.submit(Exec::new(), Some(hold))?;
+    entered.recv_timeout(BOUND).map_err(|_| "the first execution's callback never ran")?;
+    let p2 = stream.submit(Exec::new(), None)?;
+    let fd = p2.fd()?;
+    println!("first done: {}", p1.is_done());
+    println!("queued in flight: {}", stream.in_flight());
+    println!("queued done: {}", p2.is_done());
+    println!("queued result: {}", p2.try_result().is_some());
+    println!("queued fd readable: {}", readable(fd));
+    println!("queued fd stable: {}", p2.fd()? == fd);
+    release.send(()).map_err(|_| "the callback is gone")?;
+    let r = p2.wait_timeout(BOUND).ok_or("the queued execution did not finish")?;
+    show_exec("queued, waited", &r);
+    println!("done: {}", p2.is_done());
+    println!("done result: {}", p2.try_result().is_some_and(|r| r.is_ok()));
+    println!("done fd readable: {}", readable(fd));
+    println!("done in flight: {}", stream.in_flight());
+    println!("done wait_timeout 0: {}", p2.wait_timeout(Duration::ZERO).is_some());
+    let late = stream.submit(Exec::new(), None)?;
+    println!("late fd readable before: {}", late.try_result().is_some() || !readable(late.fd()?));
+    println!("late wait: {}", late.wait().as_ref().as_ref().map(|i| i.status.code()).unwrap_or(u32::MAX));
+    println!("late fd readable after: {}", readable(late.fd()?));
+    match stream.close() {
+        Ok(()) => println!("close: ok"),
+        Err(e) => println!("close: {} errors: {:?}", e.len(), e.iter().map(ToString::to_string).collect::<Vec<_>>()),
+    }
     Ok(())
 }

@@ -245,3 +245,36 @@ fn a_callback_may_drop_the_last_handle_to_its_stream() {
     assert!(out.contains("waited: status 0") && out.contains("done"), "{ctx}");
     assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"), "{ctx}");
 }
+
+/// A `Pending` queued behind a callback that holds the worker: not done, no
+/// result, its descriptor not readable (and the same at every call), counted
+/// in flight; once released and waited: done, a result, readable, none in
+/// flight; a wait of no time on a done one answers; the stream closes clean.
+#[test]
+fn a_queued_pending_is_not_done_until_it_runs_and_then_is_readable() {
+    need_user_notif!();
+    let checks = example("exec_checks");
+    let o = driven(&[], &checks, &["api"], &[]);
+    let (out, ctx) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{ctx}");
+    for line in [
+        "first done: true",
+        "queued in flight: 1",
+        "queued done: false",
+        "queued result: false",
+        "queued fd readable: false",
+        "queued fd stable: true",
+        "queued, waited: status 0 NRT_SUCCESS",
+        "done: true",
+        "done result: true",
+        "done fd readable: true",
+        "done in flight: 0",
+        "done wait_timeout 0: true",
+        "late fd readable before: true",
+        "late wait: 0",
+        "late fd readable after: true",
+        "close: ok",
+    ] {
+        assert!(out.lines().any(|l| l.starts_with(line)), "{line}: {ctx}");
+    }
+}
