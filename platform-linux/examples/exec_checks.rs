@@ -264,6 +264,24 @@ fn api() -> Result<(), Box<dyn std::error::Error>> {
     println!("late fd readable before: {}", late.try_result().is_some() || !readable(late.fd()?));
     println!("late wait: {}", late.wait().as_ref().as_ref().map(|i| i.status.code()).unwrap_or(u32::MAX));
     println!("late fd readable after: {}", readable(late.fd()?));
+    let host = stream.alloc(MemKind::Host, 100)?;
+    let dev = stream.alloc(MemKind::Device, 100)?;
+    println!("host: {} {} bytes", host.kind().name(), host.size());
+    println!("device: {} {} bytes, mapped {}", dev.kind().name(), dev.size(), dev.host_bytes().is_some());
+    println!("addresses differ: {}", host.device_address() != dev.device_address());
+    show("write to the end", &host.write(96, &[1, 2, 3, 4]));
+    show("write past the end", &host.write(97, &[1, 2, 3, 4]));
+    let mut four = [0u8; 4];
+    show("read to the end", &host.read(96, &mut four));
+    println!("read back: {four:?}");
+    show("read past the end", &host.read(u64::MAX, &mut four));
+    show("read device memory", &dev.read(0, &mut four));
+    show("alloc 0 bytes", &stream.alloc(MemKind::Host, 0));
+    show("copy onto itself", &stream.session().copy(&host, 10, &host, 0, 20));
+    show("copy past the end", &stream.session().copy(&dev, 90, &host, 0, 20));
+    show("copy 0 bytes", &stream.session().copy(&dev, 0, &host, 0, 0));
+    show("copy host to device", &stream.session().copy(&dev, 0, &host, 0, 100));
+    drop((host, dev));
     match stream.close() {
         Ok(()) => println!("close: ok"),
         Err(e) => println!("close: {} errors: {:?}", e.len(), e.iter().map(ToString::to_string).collect::<Vec<_>>()),
