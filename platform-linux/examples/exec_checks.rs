@@ -11,7 +11,8 @@
 //!   as `Pending::wait` on the oldest returns: how many were refused;
 //! - `last-in-callback`: a callback that drops the last handle to its stream;
 //! - `api`: a `Pending` queued behind a callback that holds the worker, then
-//!   done: `is_done`, `try_result`, its descriptor, `in_flight`, `wait_timeout`.
+//!   run by its own wait: `is_done`, `try_result`, its descriptor,
+//!   `in_flight`, `wait_timeout`; then `Mem`'s bounds and refused copies.
 
 use std::process::ExitCode;
 use std::sync::mpsc;
@@ -252,9 +253,10 @@ fn api() -> Result<(), Box<dyn std::error::Error>> {
     println!("queued result: {}", p2.try_result().is_some());
     println!("queued fd readable: {}", readable(fd));
     println!("queued fd stable: {}", p2.fd()? == fd);
-    release.send(()).map_err(|_| "the callback is gone")?;
+    // The worker is held: this wait runs the queued execution itself.
     let r = p2.wait_timeout(BOUND).ok_or("the queued execution did not finish")?;
-    show_exec("queued, waited", &r);
+    show_exec("queued, waited while the worker is held", &r);
+    release.send(()).map_err(|_| "the callback is gone")?;
     println!("done: {}", p2.is_done());
     println!("done result: {}", p2.try_result().is_some_and(|r| r.is_ok()));
     println!("done fd readable: {}", readable(fd));

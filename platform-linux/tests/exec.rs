@@ -248,8 +248,9 @@ fn a_callback_may_drop_the_last_handle_to_its_stream() {
 
 /// A `Pending` queued behind a callback that holds the worker: not done, no
 /// result, its descriptor not readable (and the same at every call), counted
-/// in flight; once released and waited: done, a result, readable, none in
-/// flight; a wait of no time on a done one answers; the stream closes clean.
+/// in flight; its own wait runs it while the worker is still held; then done,
+/// a result, readable, none in flight; a wait of no time on a done one
+/// answers; the stream closes clean.
 #[test]
 fn a_queued_pending_is_not_done_until_it_runs_and_then_is_readable() {
     need_user_notif!();
@@ -264,7 +265,7 @@ fn a_queued_pending_is_not_done_until_it_runs_and_then_is_readable() {
         "queued result: false",
         "queued fd readable: false",
         "queued fd stable: true",
-        "queued, waited: status 0 NRT_SUCCESS",
+        "queued, waited while the worker is held: status 0 NRT_SUCCESS",
         "done: true",
         "done result: true",
         "done fd readable: true",
