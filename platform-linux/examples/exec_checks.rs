@@ -279,6 +279,8 @@ fn api() -> Result<(), Box<dyn std::error::Error>> {
     show("read past the end", &host.read(u64::MAX, &mut four));
     show("read device memory", &dev.read(0, &mut four));
     show("alloc 0 bytes", &stream.alloc(MemKind::Host, 0));
+    show("alloc 2^63 bytes", &stream.alloc(MemKind::Device, 1 << 63));
+    show("alloc 2^63 - 1 bytes", &stream.alloc(MemKind::Device, i64::MAX as u64));
     show("copy onto itself", &stream.session().copy(&host, 10, &host, 0, 20));
     show("copy past the end", &stream.session().copy(&dev, 90, &host, 0, 20));
     show("copy 0 bytes", &stream.session().copy(&dev, 0, &host, 0, 0));

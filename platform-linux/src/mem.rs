@@ -217,6 +217,11 @@ impl Allocator {
             let why = format!("chunk {handle:#x} has {} bytes, {size} were asked", info.size);
             return Err(Error::invalid(CALL, &self.site, why));
         }
+        if (info.host_memory == 1) != (kind == MemKind::Host) {
+            let why =
+                format!("chunk {handle:#x} of {} memory came back with host_memory {}", kind.name(), info.host_memory);
+            return Err(Error::invalid(CALL, &self.site, why));
+        }
         chunk.pa = info.pa;
         if kind == MemKind::Host {
             let len = usize::try_from(info.size).map_err(|_| {

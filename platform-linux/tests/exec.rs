@@ -284,6 +284,8 @@ fn a_queued_pending_is_not_done_until_it_runs_and_then_is_readable() {
         "read past the end: error status 2: ",
         "read device memory: error status 2: read on device memory of 100 bytes",
         "alloc 0 bytes: error status 2: nrt_mem_alloc on /dev/neuron0 ",
+        "alloc 2^63 bytes: error status 2: nrt_mem_alloc on /dev/neuron0 ",
+        "alloc 2^63 - 1 bytes: error status 4: NEURON_IOCTL_MEM_ALLOC_V2MT on /dev/neuron0 failed: ENOMEM",
         "copy onto itself: error status 2: nrt_copy on /dev/neuron0 ",
         "copy past the end: error status 2: ",
         "copy 0 bytes: error status 2: ",
