@@ -67,6 +67,8 @@ struct ExecEntry {
     callback: Option<(CCallback, usize)>,
     /// Its descriptor, one for its life.
     signal: Arc<Signal>,
+    /// The latest submission's generation of `signal`.
+    generation: u64,
 }
 
 /// An execution's descriptor: readable once its latest submission is done,
@@ -99,10 +101,11 @@ impl Signal {
         s.generation
     }
 
-    /// Submission `generation` is done: the descriptor readable, if it is still the latest.
+    /// Submission `generation` is done: the descriptor readable, if it is
+    /// still the latest (once: a second call for it writes nothing).
     fn fire(&self, generation: u64) {
         let mut s = self.state();
-        if s.generation == generation {
+        if s.generation == generation && !s.done {
             s.done = true;
             if let Some(fd) = &s.fd {
                 if let Err(e) = fd.write(1) {
@@ -445,6 +448,7 @@ pub unsafe extern "C" fn nrt_exec_new(s: *mut nrt_session) -> *mut nrt_exec {
                 pending: None,
                 callback: None,
                 signal: Arc::default(),
+                generation: 0,
             };
             r.execs.insert(id, entry);
             handle_of(id)
@@ -557,6 +561,7 @@ pub extern "C" fn nrt_exec_submit(e: *mut nrt_exec) -> u32 {
         }
         let (user, signal) = (x.callback, Arc::clone(&x.signal));
         let generation = signal.arm();
+        x.generation = generation;
         let cb: Callback = Box::new(move |res: &ExecResult| {
             signal.fire(generation);
             if let Some((f, ctx)) = user {
@@ -579,12 +584,19 @@ pub extern "C" fn nrt_exec_submit(e: *mut nrt_exec) -> u32 {
     }
 }
 
-/// The execution's pending submission, or why none.
+/// The execution's pending submission, or why none. Once its result is in,
+/// its descriptor is readable before this returns (the completion's own
+/// signal comes just after the result: this keeps the order a caller sees).
 fn pending(call: &str, e: *const nrt_exec) -> Result<(Pending, String), Fail> {
     let mut r = registry();
     let x = exec_entry(&mut r, call, e)?;
     match &x.pending {
-        Some(p) => Ok((p.clone(), x.site.clone())),
+        Some(p) => {
+            if p.is_done() {
+                x.signal.fire(x.generation);
+            }
+            Ok((p.clone(), x.site.clone()))
+        }
         None => Err((
             NrtStatus::Invalid,
             format!("{call} on {}: execution {:#x} was never submitted", x.site, handle_id(e)),
@@ -644,6 +656,9 @@ pub extern "C" fn nrt_exec_wait(e: *mut nrt_exec) -> u32 {
         Err(f) => return record(f).code(),
     };
     let res = p.wait();
+    // Its descriptor readable when the wait returns (looked up again: the
+    // entry may have been freed meanwhile, then there is none to signal).
+    let _ = pending(CALL, e);
     let st = status_of(&res);
     if st != NrtStatus::Success {
         session_fail_with(st, failure_reason(CALL, &site, handle_id(e), &res));

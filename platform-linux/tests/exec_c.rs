@@ -145,6 +145,7 @@ const ARGS: &[Want] = &[
     ("submits until full", 14, None),
     ("submit past the depth", 7, Some((7, "16 executions in flight, the queue's capacity"))),
     ("status in flight", 1, None),
+    ("fd not readable in flight", 0, None),
     ("add_copy in flight", -1, Some((2, "is in flight: wait for it first"))),
     ("set_callback in flight", -1, Some((2, "nrt_exec_set_callback on /dev/neuron0 nd0 nc0: execution 0x"))),
     ("times in flight", -1, Some((2, "nrt_exec_engine_times on /dev/neuron0 nd0 nc0: execution 0x"))),

@@ -159,6 +159,8 @@ static int args(void) {
     show("submits until full", filled);
     show("submit past the depth", full);
     show("status in flight", nrt_exec_status(e, &st));
+    struct pollfd pq = { .fd = nrt_exec_fd(e), .events = POLLIN, .revents = 0 };
+    show("fd not readable in flight", poll(&pq, 1, 0));
     show("add_copy in flight", nrt_exec_add_copy(e, host, 0, src2, 0, 16));
     show("set_callback in flight", nrt_exec_set_callback(e, count, NULL));
     show("times in flight", nrt_exec_engine_times(e, 0, 0, &t0, &t1));
