@@ -324,11 +324,6 @@ impl Session {
     pub(super) fn not_started(&mut self, copies: Vec<Staging>, status: NrtStatus, why: String) -> Inference {
         log::error!("{} {}: {why}", self.dev.path().display(), self.site());
         self.last_status = Some(status);
-        if status == NrtStatus::Timeout {
-            // The queue's state is unknown: a late marker of this copy would
-            // pass for the next one's (same done word), so none is started.
-            self.unusable = Some(format!("{why}; the queue's state is unknown"));
-        }
         let wakes = self.device.as_ref().map(|d| d.tensors.waker().clone()).unwrap_or_default();
         Inference {
             status,

@@ -197,10 +197,10 @@ impl<R: hal::Registers<Error = LinuxError>> hal::Registers for StagingTarget<'_,
 
 impl<R: hal::Registers<Error = LinuxError>> SubmitTarget for StagingTarget<'_, '_, R> {}
 
-/// Bytes one data descriptor of a runtime's copy moves at most: udma/udma.h
-/// `MAX_DMA_DESC_SIZE` (65536), the size the driver's own copies cut at
-/// (neuron_cdev.c; G-COPY-CUT).
-pub const DESC_BYTES_MAX: u64 = 65536;
+/// Bytes one data descriptor of a runtime's copy moves: a BD's most
+/// (`nrt_core::dma::bd::MAX_BD_LEN`, udma/udma.h `MAX_DMA_DESC_SIZE`), the
+/// size the driver's own copies cut at (neuron_cdev.c; G-COPY-CUT).
+const DESC_BYTES_MAX: u64 = nrt_core::dma::bd::MAX_BD_LEN as u64;
 /// Data descriptors of one submission of a runtime's copy: the staging vring's
 /// two pages of [`PAGE_BDS`] hold them and the marker.
 pub const DESCS_PER_SUBMIT: u64 = 8;
@@ -293,21 +293,15 @@ impl From<LinuxError> for StagingFailure {
     }
 }
 
-/// What one copy asks of [`Session::copy_transfers`]: its transfers, and
-/// how its result is checked.
-pub(super) struct CopyPlan<'a> {
-    /// Bytes moved.
-    pub(super) bytes: u64,
-    /// The submissions, in order.
-    pub(super) transfers: &'a mut dyn Iterator<Item = Transfer>,
-}
-
 impl Session {
     /// One copy on the session's own queue: each of its transfers submitted
     /// and its marker polled, in order; stops at the first marker that did
     /// not arrive. The caller checks the bytes ([`Staging::copy_verified`]
     /// is left `true`).
-    pub(super) fn copy_transfers(&mut self, plan: CopyPlan<'_>) -> Result<Staging, StagingFailure> {
+    pub(super) fn copy_transfers(
+        &mut self,
+        transfers: impl Iterator<Item = Transfer>,
+    ) -> Result<Staging, StagingFailure> {
         let arch = self.arch;
         let handle_addr =
             self.chunks.get(2).map(|c| c.info.pa).ok_or_else(|| refused(&self.dev, "copy", "no buffer".into()))?;
@@ -329,7 +323,7 @@ impl Session {
             doorbells: (0, 0),
             handle: handle_addr,
             handle_polls: Some(0),
-            copy_bytes: plan.bytes as usize,
+            copy_bytes: 0,
             copy_verified: true,
             host_trigger: self.hints.map_or(0, |h| h.host_trigger),
             events: Vec::new(),
@@ -337,7 +331,7 @@ impl Session {
         let mut result = Ok(());
         let mut bufs = Box::new(StagingBuffers::new());
         let mut moved = 0u64;
-        for (i, data) in plan.transfers.enumerate() {
+        for (i, data) in transfers.enumerate() {
             // The events of the first submission and of a failed one are kept
             // (bounded, whatever the copy's size).
             let first = events.len();

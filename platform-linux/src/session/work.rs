@@ -8,7 +8,7 @@
 //! between two host objects is compared after its marker: a destination that
 //! does not hold its source is `NRT_HW_ERROR` (G-COPY-CHECK).
 
-use super::staging::{pieces, CopyPlan, StagingFailure};
+use super::staging::{pieces, StagingFailure};
 use super::*;
 use crate::api_error::Error;
 use crate::exec::{CopyOp, Exec};
@@ -116,22 +116,20 @@ impl Session {
     /// The copy of `op` (checked), its bytes compared when both are host memory.
     fn copy_op(&mut self, op: &CopyOp) -> Result<Staging, Error> {
         let (src, dst) = (op.src.device_address() + op.src_off, op.dst.device_address() + op.dst_off);
-        let mut transfers = pieces(src, dst, op.len);
-        let mut st =
-            self.copy_transfers(CopyPlan { bytes: op.len, transfers: &mut transfers }).map_err(|e| match e {
-                StagingFailure::Fill(e) => Error::from(e),
-                StagingFailure::Submit(e) => {
-                    if e.rung.is_some() || matches!(e.step, SubmitStep::Doorbell(_)) {
-                        // Past the doorbells the device may hold the staged slots.
-                        self.lose_queue(op, format!("copy on DMA engine {}: {e}", self.staging_engine));
-                    }
-                    Error::Submit {
-                        site: self.site_name(),
-                        queue: (self.staging_engine, STAGING_QUEUE),
-                        source: Box::new(e),
-                    }
+        let mut st = self.copy_transfers(pieces(src, dst, op.len)).map_err(|e| match e {
+            StagingFailure::Fill(e) => Error::from(e),
+            StagingFailure::Submit(e) => {
+                if e.rung.is_some() || matches!(e.step, SubmitStep::Doorbell(_)) {
+                    // Past the doorbells the device may hold the staged slots.
+                    self.lose_queue(op, format!("copy on DMA engine {}: {e}", self.staging_engine));
                 }
-            })?;
+                Error::Submit {
+                    site: self.site_name(),
+                    queue: (self.staging_engine, STAGING_QUEUE),
+                    source: Box::new(e),
+                }
+            }
+        })?;
         if st.handle_polls.is_none() {
             let (eng, q) = st.queue;
             let why = format!("a copy's completion marker on DMA engine {eng} queue {q} did not arrive");
@@ -150,9 +148,10 @@ impl Session {
         Ok(st)
     }
 
-    /// The queue's state is unknown after `op`: the session runs no more work,
-    /// and `op`'s memory, which the device may still write, is left to the
-    /// device file's close.
+    /// The queue's state is unknown after `op`: the session runs no more work
+    /// (a late marker of this copy would pass for the next one's: the same
+    /// done word), and `op`'s memory, which the device may still write, is
+    /// left to the device file's close.
     fn lose_queue(&mut self, op: &CopyOp, why: String) {
         op.src.leave_to_close();
         op.dst.leave_to_close();

@@ -71,6 +71,18 @@ pub fn user_notif() -> Result<(), String> {
     }
 }
 
+/// Whether `nrt-sim driver` can run here; if not, the running test is
+/// recorded as skipped, naming why ([`skip`]), and should return.
+pub fn need_user_notif() -> bool {
+    match user_notif() {
+        Ok(()) => true,
+        Err(why) => {
+            skip(&format!("nrt-sim driver needs seccomp user notification: {why}"));
+            false
+        }
+    }
+}
+
 /// Compile `tests/c/<source>` against `include/` and the static library `lib`
 /// into `out`, warnings as errors.
 pub fn compile_c(source: &str, lib: &Path, out: &Path) {
