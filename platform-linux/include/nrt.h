@@ -471,6 +471,16 @@ int nrt_exec_status(const struct nrt_exec *e, uint32_t *status);
 // start_us and end_us are null or writable.
 int nrt_exec_engine_times(const struct nrt_exec *e, uint8_t core, uint8_t engine, uint64_t *start_us, uint64_t *end_us);
 
+// The NRT_STATUS core core of the session ended the execution's finished
+// harvest with (its exec_ret; the execution's own status is the worst of
+// its cores'), written to *status. Returns 0, or -1 for a null argument,
+// a freed or unfinished execution, one that ended before its harvest, or a
+// core the session does not have (the reason for nrt_session_last_error).
+//
+// # Safety
+// status is null or writable.
+int nrt_exec_core_status(const struct nrt_exec *e, uint8_t core, uint32_t *status);
+
 // The engines of the session's core core that had not ended when the
 // execution's harvest finished (a timeout: those the core still waited
 // for), one bit per NRT_ENGINE_* index; 0 when all ended.

@@ -776,6 +776,37 @@ pub unsafe extern "C" fn nrt_exec_engine_times(
     }
 }
 
+/// The NRT_STATUS core `core` of the session ended the execution's finished
+/// harvest with (its exec_ret; the execution's own status is the worst of
+/// its cores'), written to `*status`. Returns 0, or -1 for a null argument,
+/// a freed or unfinished execution, one that ended before its harvest, or a
+/// core the session does not have (the reason for nrt_session_last_error).
+///
+/// # Safety
+/// `status` is null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nrt_exec_core_status(e: *const nrt_exec, core: u8, status: *mut u32) -> c_int {
+    const CALL: &str = "nrt_exec_core_status";
+    // SAFETY: null-checked; the caller guarantees it is writable.
+    let Some(out) = (unsafe { status.as_mut() }) else {
+        record((NrtStatus::Invalid, format!("{CALL}: status is NULL")));
+        return -1;
+    };
+    let ret = harvested(CALL, e, core, |req| {
+        req.out_info().exec_rets.get(usize::from(core)).copied().ok_or_else(|| "no such core".to_string())
+    });
+    match ret {
+        Ok(st) => {
+            *out = st.code();
+            0
+        }
+        Err(f) => {
+            record(f);
+            -1
+        }
+    }
+}
+
 /// The engines of the session's core `core` that had not ended when the
 /// execution's harvest finished (a timeout: those the core still waited
 /// for), one bit per NRT_ENGINE_* index; 0 when all ended.

@@ -33,16 +33,6 @@ fn build(source: &Path, name: &str) -> CProg {
     CProg(out)
 }
 
-fn need_user_notif() -> bool {
-    match common::user_notif() {
-        Ok(()) => true,
-        Err(why) => {
-            common::skip(&format!("nrt-sim driver needs seccomp user notification: {why}"));
-            false
-        }
-    }
-}
-
 /// `nrt-sim driver <driver args> -- <program> <args>`, no runtime variables.
 fn under_driver(driver: &[&str], program: &Path, args: &[&str]) -> (Option<i32>, String, String) {
     let mut c = common::without_rt_env(Command::new(common::nrt_sim()));
@@ -53,7 +43,7 @@ fn under_driver(driver: &[&str], program: &Path, args: &[&str]) -> (Option<i32>,
 
 #[test]
 fn the_c_example_copies_its_pattern_through_one_execution_on_sunda_and_cayman() {
-    if !need_user_notif() {
+    if !common::need_user_notif() {
         return;
     }
     let prog = build(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/exec.c"), "example");
@@ -206,7 +196,7 @@ fn assert_checks(out: &str, err: &str, want: &[Want]) {
 
 #[test]
 fn every_call_refuses_bad_arguments_with_a_status_and_a_reason_and_keeps_in_flight_objects() {
-    if !need_user_notif() {
+    if !common::need_user_notif() {
         return;
     }
     let prog = build(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/exec_args.c"), "args");
@@ -223,7 +213,7 @@ fn every_call_refuses_bad_arguments_with_a_status_and_a_reason_and_keeps_in_flig
 /// and its END not; `nan` completes with NRT_EXEC_COMPLETED_WITH_NUM_ERR.
 #[test]
 fn a_hang_times_out_naming_the_hung_engine_and_a_nan_gives_1003() {
-    if !need_user_notif() {
+    if !common::need_user_notif() {
         return;
     }
     let prog = build(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/exec_args.c"), "end");
@@ -239,6 +229,9 @@ fn a_hang_times_out_naming_the_hung_engine_and_a_nan_gives_1003() {
             ("status", 2, Some((5, "status 5 NRT_TIMEOUT; core 0: started, never wrote END: DVE"))),
             ("status value", 5, None),
             ("pending core 0", dve, None),
+            ("core 0 status", 0, None),
+            ("core 0 status value", 5, None),
+            ("core 1 status value", 0, None),
             ("times core 0 DVE", -1, Some((2, "core 0 engine 3 DVE: its END was not seen"))),
             ("times core 0 DVE end seen", 0, None),
             ("pending core 1", 0, None),
@@ -261,6 +254,7 @@ fn a_hang_times_out_naming_the_hung_engine_and_a_nan_gives_1003() {
             ("wait", 1003, Some((1003, "status 1003 NRT_EXEC_COMPLETED_WITH_NUM_ERR"))),
             ("status value", 1003, None),
             ("pending core 0", 0, None),
+            ("core 0 status value", 1003, None),
             ("close", 0, None),
         ],
     );

@@ -250,6 +250,11 @@ static int end(void) {
     for (uint8_t core = 0; core < nrt_session_cores(s); core++) {
         snprintf(label, sizeof label, "pending core %u", core);
         show(label, nrt_exec_pending_engines(e, core));
+        uint32_t cs = 0;
+        snprintf(label, sizeof label, "core %u status", core);
+        show(label, nrt_exec_core_status(e, core, &cs));
+        snprintf(label, sizeof label, "core %u status value", core);
+        show(label, cs);
         uint64_t t0 = 0, t1 = 0;
         snprintf(label, sizeof label, "times core %u DVE", core);
         show(label, nrt_exec_engine_times(e, core, NRT_ENGINE_DVE, &t0, &t1));
