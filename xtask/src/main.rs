@@ -11,6 +11,7 @@
 //! cargo xtask fuzz [--secs N]  each fuzz target for N seconds (default 60)
 //! cargo xtask qemu             the test firmware on Cortex-M4 (and RV32) under QEMU, with its footprint
 //! cargo xtask mutants [--file GLOB]... [--in-diff BASE] [--shard K/N]  cargo-mutants over core and the device model
+//! cargo xtask prose            comment density, asides and file sizes per crate (a report)
 //! ```
 //!
 //! Each subcommand prints the stages it runs with their times, and says SKIPPED,
@@ -27,6 +28,7 @@ mod fuzz;
 mod miri;
 mod mutants;
 mod proofs;
+mod prose;
 mod qemu;
 mod setup;
 
@@ -61,6 +63,8 @@ enum Task {
     Qemu,
     /// cargo-mutants over core and the simulator's device model.
     Mutants(mutants::Options),
+    /// Comment density and file sizes per crate.
+    Prose,
 }
 
 fn usage() -> ExitCode {
@@ -76,7 +80,8 @@ fn usage() -> ExitCode {
          loom            the loom models (RUSTFLAGS=\"--cfg loom\", release)\n  \
          fuzz [--secs N] each cargo-fuzz target for N seconds (default 60)\n  \
          qemu            the test firmware under QEMU (Cortex-M4, RV32) and its footprint\n  \
-         mutants [--file GLOB]... [--in-diff BASE] [--shard K/N]  cargo-mutants (pinned) over core and the device model"
+         mutants [--file GLOB]... [--in-diff BASE] [--shard K/N]  cargo-mutants (pinned) over core and the device model\n  \
+         prose           comment density, asides and file sizes per crate (a report, not a gate)"
     );
     ExitCode::from(2)
 }
@@ -96,6 +101,7 @@ fn main() -> ExitCode {
             Some(Err(_)) => return usage(),
         },
         Some("qemu") => Task::Qemu,
+        Some("prose") => Task::Prose,
         Some("mutants") => match mutants::Options::parse(&args[1..]) {
             Ok(o) => Task::Mutants(o),
             Err(e) => {
@@ -117,6 +123,7 @@ fn main() -> ExitCode {
         Task::Fuzz { secs } => fuzz::run(&mut run, secs),
         Task::Qemu => qemu::run(&mut run, &root),
         Task::Mutants(o) => mutants::run(&mut run, &root, &o),
+        Task::Prose => prose_stage(&mut run, &root),
     }
     run.report()
 }
@@ -325,6 +332,14 @@ fn cargo() -> Command {
     Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
 
+/// The prose report as a stage that always passes.
+fn prose_stage(run: &mut Runner, root: &Path) {
+    println!("\n==> prose (a report, not a gate)");
+    let t = Instant::now();
+    print!("{}", prose::report(root));
+    run.record("prose (a report, not a gate)", t.elapsed().as_secs_f64(), true);
+}
+
 fn ci(run: &mut Runner) {
     // Everything the stages below need, installed here rather than by .ci/run.
     setup::all(run);
@@ -335,6 +350,7 @@ fn ci(run: &mut Runner) {
         cargo().args(["clippy", "-p", "nrt-core", "--features", "log,test-utils", "--", "-D", "warnings"]),
     );
     tests(run);
+    prose_stage(run, Path::new("."));
     run.cmd("doc", cargo().args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"));
     no_std_builds(run);
     // Always, not only as the fallback: proves the core links with no std at all.
