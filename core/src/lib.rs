@@ -56,8 +56,8 @@ pub mod testutil;
 
 pub use status::{NrtError, NrtStatus};
 
-/// The README's Rust example ("Using the core"), compiled as a doctest by
+/// The Rust examples of `docs/from-rust.md`, compiled as doctests by
 /// `cargo test`, so the first code a user copies cannot drift from the API.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../../docs/from-rust.md")]
 pub struct ReadmeDoctests;
