@@ -1,0 +1,494 @@
+//! `nrt-bench scale`: a host's worth of logical cores (16 devices x 4 by
+//! default) each running one inference after another, harvested in turn by
+//! every shape, in the same run:
+//!
+//! 1. `libnrt-threads`: one thread per in-flight request, the sync driver with
+//!    `usleep(1)` between steps (libnrt's shape);
+//! 2. `adaptive-threads`: one thread per request, the sync driver with the
+//!    adaptive delay (spin, yield, sleep);
+//! 3. `poll-group xP <policy>`: P poller threads (1, 2, 4), each a core
+//!    `PollGroup` over a contiguous block of devices making due-first passes
+//!    (`PollGroup::poll_due`), waiting between passes by the policy
+//!    (`nrt_linux::poller::WaitPolicy`: spin, hybrid, sleep) exactly as
+//!    `nrt_linux::poller` does, and kicking off each lane's next request as soon
+//!    as one completes.
+//!
+//! The device is one thread, which sleeps to each due write (an absolute
+//! deadline, 1 ns timer slack: a real device takes no host CPU between its
+//! writes; `--device spin` spins instead, the earlier shape, labelled so).
+//! A lane's inference starts when the harvest kicks
+//! it off and lasts a time drawn around `--work-us U`: uniform within
+//! `--jitter-pct J` percent of U, and one inference in [`OUTLIER_EVERY`] lasts
+//! [`OUTLIER_FACTOR`] x U (so a poller must learn the lane's time and its spread,
+//! not read a period). The first inference of lane `l` is delayed by `l / lanes`
+//! of U, spreading the lanes' phases. At the end the device writes START and
+//! END on every ring of the lane's 2 cores x 5 engines, stamping the instant
+//! of the last END write just before that store (published with it: the
+//! device's own lateness lengthens the inference, never the notice). The
+//! notice latency is that instant to the
+//! instant the harvest sees the status (the thread's return for the thread
+//! shapes; the poller's completion for the groups, where a spinning waiter
+//! adds one cache line transfer and a sleeping one an eventfd wake-up). The
+//! harvest CPU is the harvesting threads' CPU time over the wall time (cores
+//! busy); the device thread's own CPU is not counted.
+//!
+//! In the 1 ms run (or the only one), with the same device thread, the
+//! floors: a bare spinning reader over the same lanes (one look per lane at
+//! the slot of its next END) and a bare sleeping reader at each slice of
+//! [`SLICES_US`] and the default; and the hybrid x1 poller at each of those
+//! slices, beside its bare reader. The goals are printed as `verdict:`
+//! lines, each a ratio within the run; [`choose_slice`] is the rule for the
+//! default slice.
+//!
+//! `--sweep` runs every shape at U = 100 us, 1 ms and 10 ms; the last line is
+//! the U = 1 ms run's best hybrid group, best spinning group and libnrt's shape.
+//!
+//! `NRT_BENCH_ONLY=<text>` measures only the shapes whose name contains it
+//! (and libnrt's, the baseline); `NRT_BENCH_DEBUG=1` prints each poller's first
+//! lanes' estimates at its end.
+//!
+//! Ring memory is plain memory shared between the threads (16-byte slots, the
+//! first 8-byte word published last with Release, read first with Acquire, as
+//! G-LINUX-ORDER); HEAD is an atomic store (a mapped NOTIFIC block).
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nrt_core::arch::{Arch, ENGINES_PER_CORE};
+use nrt_core::event::Event;
+use nrt_core::exec::driver::SYNC_POLL_DELAY_US;
+use nrt_core::exec::{exec_wait_with, ExecConfig, ExecRequest, Lanes, PollGroup, Step, SyncWait, WaitHooks};
+use nrt_core::hal::{self, ErrorKind, ErrorType};
+use nrt_core::nq::ring::NqProducer;
+use nrt_core::nq::{Notifications, RawEntry, Subtype, INFER_STATUS_NQS};
+use nrt_core::NrtStatus;
+use nrt_linux::poller::{hybrid_wait_for_pass, set_timer_slack_1ns, HybridWaiter, PollerConfig, WaitPolicy};
+use nrt_linux::sys::{pin_current_thread, thread_cpu_ns};
+use nrt_linux::time::{AnyDelay, DelayKind};
+use serde_json::json;
+
+use crate::clock::{self, Deadlines, DeviceKind};
+use crate::{write_json, Pct};
+
+mod lanes;
+mod readers;
+mod verdict;
+
+use lanes::*;
+use readers::*;
+pub use verdict::*;
+
+/// What one harvest shape measured.
+struct Shape {
+    name: String,
+    latency: Pct,
+    cpu_cores: f64,
+    /// The device thread's own CPU over the same wall time (not harvest).
+    device_cpu_cores: f64,
+    /// Where the harvest's time went, per second of wall time over its threads.
+    passes_per_s: f64,
+    sleeps_per_s: f64,
+    /// Involuntary context switches of the harvest threads (preemptions).
+    preempted_per_s: f64,
+    /// Share of the wall time the harvest threads spent in passes and asleep.
+    in_passes: f64,
+    asleep: f64,
+    /// From the start of the pass that saw a completion to its notice (the
+    /// rest of the notice is the wait before that pass).
+    in_pass: Pct,
+    /// How late each of the harvest's sleeps ended past what it asked (the
+    /// timer, then the wait for a CPU), ns.
+    overshoot: Pct,
+    /// How late the device wrote each inference's last END past its due time, ns.
+    device_late: Pct,
+    requests_per_s: f64,
+    completed: u64,
+    failed: u64,
+}
+
+enum Harvest {
+    Threads(DelayKind),
+    Groups {
+        pollers: usize,
+        cfg: PollerConfig,
+    },
+    /// One bare reader over every lane: spinning (`None`) or sleeping this
+    /// long from one sweep to the next.
+    Bare(Option<Duration>),
+}
+
+impl Harvest {
+    fn name(&self) -> String {
+        match self {
+            Harvest::Threads(DelayKind::Libnrt) => "libnrt-threads".to_string(),
+            Harvest::Threads(DelayKind::Adaptive) => "adaptive-threads".to_string(),
+            Harvest::Groups { pollers, cfg } => match cfg.hybrid_slice {
+                Some(sl) if cfg.policy == WaitPolicy::Hybrid => {
+                    format!("poll-group x{pollers} hybrid {} us", sl.as_micros())
+                }
+                _ => format!("poll-group x{pollers} {}", policy_name(cfg.policy)),
+            },
+            Harvest::Bare(None) => "bare reader spin".to_string(),
+            Harvest::Bare(Some(sl)) => format!("bare reader sleep {} us", sl.as_micros()),
+        }
+    }
+}
+
+fn policy_name(p: WaitPolicy) -> &'static str {
+    match p {
+        WaitPolicy::Spin => "spin",
+        WaitPolicy::Hybrid => "hybrid",
+        WaitPolicy::Sleep => "sleep",
+    }
+}
+
+/// How the run is set up: the host's lanes, the time per shape, the device.
+#[derive(Clone, Copy)]
+pub struct Setup {
+    pub devices: usize,
+    pub cores_per_device: usize,
+    /// Seconds per shape.
+    pub secs: f64,
+    /// Each inference within this percent of U.
+    pub jitter: u64,
+    pub device: DeviceKind,
+}
+
+fn measure(setup: Setup, work: Duration, how: &Harvest) -> Shape {
+    let Setup { devices, cores_per_device, secs, jitter, device: dev_kind } = setup;
+    let n = devices * cores_per_device;
+    let origin = Instant::now();
+    let mems: Vec<Arc<LaneMem>> = (0..n).map(|_| Arc::new(LaneMem::new())).collect();
+    let stop_dev = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let abort = Arc::new(AtomicBool::new(false));
+    let dev = {
+        let (m, s) = (mems.clone(), Arc::clone(&stop_dev));
+        std::thread::spawn(move || device(m, origin, work, jitter, s, dev_kind))
+    };
+    // A budget no inference reaches even on a starved machine: a timeout would
+    // leave a lane's requests one inference out of step with its records.
+    let cfg = ExecConfig::new(Arch::Sunda, CORES as u8, BENCH_TIMEOUT_S);
+    let t0 = Instant::now();
+    let handles: Vec<std::thread::JoinHandle<Out>> = match how {
+        Harvest::Threads(kind) => mems
+            .iter()
+            .map(|m| {
+                let (m, stop, abort, kind) = (Arc::clone(m), Arc::clone(&stop), Arc::clone(&abort), *kind);
+                std::thread::spawn(move || {
+                    let (c0, v0) = (thread_cpu_ns(), preemptions());
+                    let mut dev = LaneDev { mem: Arc::clone(&m), origin };
+                    // libnrt's shape drains HEAD after every sweep (G-DRAIN).
+                    let mut nq = notifications(kind != DelayKind::Libnrt);
+                    let (mut lat, mut ok, mut bad) = (Vec::new(), 0u64, 0u64);
+                    while !stop.load(Ordering::Acquire) {
+                        let mut req = ExecRequest::new(cfg);
+                        m.kick(origin);
+                        let mut delay = AnyDelay::new(kind);
+                        // Core's harvest loop, which the bench abandons when the
+                        // device has stopped.
+                        let SyncWait { step, .. } =
+                            exec_wait_with(&mut req, &mut dev, &mut nq, &mut delay, &mut Abort(&abort));
+                        if step == Step::InFlight {
+                            break;
+                        }
+                        let seen = origin.elapsed().as_nanos() as u64;
+                        if let Some(end) = end_of(&m, &req) {
+                            lat.push(seen.saturating_sub(end) as f64);
+                        }
+                        if step == Step::Done(NrtStatus::Success) {
+                            ok += 1;
+                        } else {
+                            bad += 1;
+                        }
+                    }
+                    Out { lat, cpu_ns: thread_cpu_ns() - c0, ok, bad, preempted: preemptions() - v0, ..Out::default() }
+                })
+            })
+            .collect(),
+        Harvest::Groups { pollers, cfg: pcfg } => (0..*pollers)
+            .map(|p| {
+                // Contiguous blocks of devices.
+                let first = devices * p / pollers * cores_per_device;
+                let end = devices * (p + 1) / pollers * cores_per_device;
+                let block: Vec<Arc<LaneMem>> = mems[first..end].to_vec();
+                let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+                let pcfg = PollerConfig { cpu: pcfg.cpu.map(|c| (c + p) % ncpu), ..*pcfg };
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || poller(block, origin, cfg, pcfg, &stop))
+            })
+            .collect(),
+        Harvest::Bare(slice) => {
+            let (m, stop, slice) = (mems.clone(), Arc::clone(&stop), *slice);
+            vec![std::thread::spawn(move || bare_reader(m, origin, slice, &stop))]
+        }
+    };
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    stop.store(true, Ordering::Release);
+    let window = t0.elapsed().as_secs_f64();
+    // The requests in flight finish as the device plays on; on a starved
+    // machine, give up on them after a grace.
+    let t_stop = Instant::now();
+    while handles.iter().any(|h| !h.is_finished()) && t_stop.elapsed() < STOP_GRACE {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    abort.store(true, Ordering::Release);
+    let mut all = Out::default();
+    for h in handles {
+        let o = h.join().expect("harvest thread");
+        all.lat.extend(o.lat);
+        all.in_pass.extend(o.in_pass);
+        all.overshoot.extend(o.overshoot);
+        all.cpu_ns += o.cpu_ns;
+        all.ok += o.ok;
+        all.bad += o.bad;
+        all.passes += o.passes;
+        all.sleeps += o.sleeps;
+        all.preempted += o.preempted;
+        all.pass_ns += o.pass_ns;
+        all.sleep_ns += o.sleep_ns;
+    }
+    let Out { mut lat, mut in_pass, mut overshoot, cpu_ns: cpu, ok, bad, .. } = all;
+    // CPU over the whole run (the drain included), requests over the window.
+    let wall = t0.elapsed().as_secs_f64();
+    stop_dev.store(true, Ordering::Release);
+    let (_, dev_cpu, mut dev_late) = dev.join().expect("device thread");
+    let dev_wall = t0.elapsed().as_secs_f64();
+    Shape {
+        name: how.name(),
+        latency: Pct::of(&mut lat),
+        cpu_cores: cpu as f64 / 1e9 / wall,
+        device_cpu_cores: dev_cpu as f64 / 1e9 / dev_wall,
+        passes_per_s: all.passes as f64 / wall,
+        sleeps_per_s: all.sleeps as f64 / wall,
+        preempted_per_s: all.preempted as f64 / wall,
+        in_passes: all.pass_ns as f64 / 1e9 / wall,
+        asleep: all.sleep_ns as f64 / 1e9 / wall,
+        in_pass: Pct::of(&mut in_pass),
+        overshoot: Pct::of(&mut overshoot),
+        device_late: Pct::of(&mut dev_late),
+        requests_per_s: (ok + bad) as f64 / window,
+        completed: ok,
+        failed: bad,
+    }
+}
+
+/// One U's measurements: every shape, and (with `extras`) the floors and
+/// the hybrid slice sweep.
+struct Run {
+    work_us: u64,
+    shapes: Vec<Shape>,
+    /// The bare spinning reader, then the bare sleeping reader at each slice.
+    floors: Vec<(Option<u64>, Shape)>,
+    /// The hybrid x1 poller at each slice.
+    slices: Vec<(u64, Shape)>,
+}
+
+fn print_shape(s: &Shape) {
+    println!(
+        "  {:<26} notice p50 {:>9.0} ns  p99 {:>10.0} ns  max {:>11.0} ns | harvest CPU {:>5.2} cores (device {:.2}) | {:>8.0} req/s ({} ok, {} failed)",
+        s.name, s.latency.p50, s.latency.p99, s.latency.max, s.cpu_cores, s.device_cpu_cores, s.requests_per_s, s.completed, s.failed
+    );
+    println!(
+        "  {:<26}   where: preempted {:.0}/s; {:.0} passes/s ({:.2} of the wall in them), {:.0} sleeps/s ({:.2} asleep, \
+         overshoot p50 {:.0} ns p99 {:.0} ns); pass start -> notice p50 {:.0} ns p99 {:.0} ns; device late p50 {:.0} ns p99 {:.0} ns",
+        "",
+        s.preempted_per_s,
+        s.passes_per_s,
+        s.in_passes,
+        s.sleeps_per_s,
+        s.asleep,
+        s.overshoot.p50,
+        s.overshoot.p99,
+        s.in_pass.p50,
+        s.in_pass.p99,
+        s.device_late.p50,
+        s.device_late.p99
+    );
+}
+
+/// The shapes of one run, each measured in turn at `work_us`; with `extras`
+/// also the floors (a bare spinning reader; a bare sleeping reader at each
+/// of `slices_us`) and the hybrid x1 poller at each of `slices_us`, each
+/// slice's poller beside its bare reader.
+fn run_one(setup: Setup, work_us: u64, base: PollerConfig, extras: bool, slices_us: &[u64]) -> Run {
+    let Setup { devices, cores_per_device, secs, jitter, device: dev_kind } = setup;
+    let work = Duration::from_micros(work_us);
+    let n = devices * cores_per_device;
+    let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    println!(
+        "scale: {devices} devices x {cores_per_device} logical cores = {n} in flight, each inference {work_us} us \
+         +/- {jitter} % (1 in {OUTLIER_EVERY} {OUTLIER_FACTOR}x), {:.0} inferences/s offered; {secs} s per shape on {ncpu} CPUs; \
+         {} device thread{}",
+        n as f64 * 1e6 / work_us as f64,
+        dev_kind.name(),
+        match (dev_kind, clock::device_cpu()) {
+            (DeviceKind::Sleep, Some(c)) => format!(" pinned to CPU {c}"),
+            _ => String::new(),
+        }
+    );
+    let mut hows = vec![Harvest::Threads(DelayKind::Libnrt), Harvest::Threads(DelayKind::Adaptive)];
+    // The sleeping policy: `usleep(1)` between passes, libnrt's wait with one
+    // thread instead of one per request.
+    for policy in [WaitPolicy::Spin, WaitPolicy::Hybrid, WaitPolicy::Sleep] {
+        for pollers in [1usize, 2, 4] {
+            if pollers <= devices && n.div_ceil(pollers) <= 128 {
+                let cfg = PollerConfig { policy, sleep_us: SYNC_POLL_DELAY_US, ..base };
+                hows.push(Harvest::Groups { pollers, cfg });
+            }
+        }
+    }
+    let only = std::env::var("NRT_BENCH_ONLY").unwrap_or_default();
+    let wanted = |name: &str| name.contains(only.as_str()) || name.starts_with("libnrt");
+    let mut shapes = Vec::new();
+    for how in &hows {
+        if !wanted(&how.name()) {
+            continue;
+        }
+        let s = measure(setup, work, how);
+        print_shape(&s);
+        shapes.push(s);
+    }
+    let (mut floors, mut slices) = (Vec::new(), Vec::new());
+    if extras {
+        let spin = Harvest::Bare(None);
+        if wanted(&spin.name()) {
+            let s = measure(setup, work, &spin);
+            print_shape(&s);
+            floors.push((None, s));
+        }
+        for &us in slices_us {
+            let d = Duration::from_micros(us);
+            let cfg = PollerConfig { policy: WaitPolicy::Hybrid, hybrid_slice: Some(d), ..base };
+            for how in [Harvest::Groups { pollers: 1, cfg }, Harvest::Bare(Some(d))] {
+                if !wanted(&how.name()) {
+                    continue;
+                }
+                let s = measure(setup, work, &how);
+                print_shape(&s);
+                match how {
+                    Harvest::Bare(_) => floors.push((Some(us), s)),
+                    _ => slices.push((us, s)),
+                }
+            }
+        }
+    }
+    Run { work_us, shapes, floors, slices }
+}
+
+/// `nrt-bench scale`: one run at `work_us`, or with `sweep` one at each of
+/// 100 us, 1 ms and 10 ms (the last line then from the 1 ms run); the floors
+/// and the hybrid slice sweep in the 1 ms run (or the only one).
+pub fn run(setup: Setup, work_us: u64, sweep: bool, base: PollerConfig) {
+    let Setup { devices, cores_per_device, secs, jitter, device } = setup;
+    let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let works: Vec<u64> = if sweep { vec![100, 1000, 10_000] } else { vec![work_us] };
+    let default_slice_us = base.hybrid_slice_ns() / 1000;
+    let mut slices_us: Vec<u64> = SLICES_US.to_vec();
+    if !slices_us.contains(&default_slice_us) {
+        slices_us.push(default_slice_us);
+        slices_us.sort_unstable();
+    }
+    let js = |s: &Shape| {
+        json!({ "name": s.name, "notice": s.latency.json(), "cpu_cores": s.cpu_cores, "device_cpu_cores": s.device_cpu_cores,
+                "requests_per_s": s.requests_per_s, "completed": s.completed, "failed": s.failed,
+                "preempted_per_s": s.preempted_per_s, "passes_per_s": s.passes_per_s, "sleeps_per_s": s.sleeps_per_s,
+                "in_passes": s.in_passes, "asleep": s.asleep, "pass_start_to_notice": s.in_pass.json(),
+                "sleep_overshoot": s.overshoot.json(), "device_late": s.device_late.json() })
+    };
+    let mut runs = Vec::new();
+    for &u in &works {
+        let extras = u == 1000 || works.len() == 1;
+        let r = run_one(setup, u, base, extras, &slices_us);
+        let libnrt = &r.shapes[0];
+        let groups = r.shapes.iter().filter(|s| s.name.starts_with("poll-group"));
+        let n_groups = groups.clone().count();
+        let groups_below =
+            groups.filter(|s| s.latency.p99 < libnrt.latency.p99 && s.cpu_cores < libnrt.cpu_cores).count();
+        println!(
+            "  U = {u} us: {groups_below} of {n_groups} poll-group shapes below libnrt's shape on both p99 and CPU"
+        );
+        runs.push(r);
+    }
+    let lines = verdicts(&runs, default_slice_us);
+    for l in &lines {
+        println!("{l}");
+    }
+    let runs_json: Vec<_> = runs
+        .iter()
+        .map(|r| {
+            json!({
+                "work_us": r.work_us, "jitter_pct": jitter,
+                "shapes": r.shapes.iter().map(js).collect::<Vec<_>>(),
+                "floors": r.floors.iter().map(|(sl, s)| json!({ "slice_us": sl, "shape": js(s) })).collect::<Vec<_>>(),
+                "hybrid_slices": r.slices.iter().map(|(sl, s)| json!({ "slice_us": sl, "shape": js(s) })).collect::<Vec<_>>(),
+                "best_hybrid": best(&r.shapes, "hybrid").map(|s| s.name.clone()),
+                "best_spin": best(&r.shapes, "spin").map(|s| s.name.clone()),
+            })
+        })
+        .collect();
+    write_json(
+        "scale",
+        &json!({
+            "devices": devices, "cores_per_device": cores_per_device, "secs_per_shape": secs, "cpus": ncpu,
+            "jitter_pct": jitter, "outlier_every": OUTLIER_EVERY, "outlier_factor": OUTLIER_FACTOR,
+            "device": device.name(), "default_slice_us": default_slice_us, "verdicts": lines, "runs": runs_json,
+        }),
+    );
+    let Some(r) = runs.iter().find(|r| r.work_us == 1000).or(runs.first()) else { return };
+    let shapes = &r.shapes;
+    let line = |s: Option<&Shape>| match s {
+        Some(s) => format!("p50 {:.0} p99 {:.0} cpu {:.2}", s.latency.p50, s.latency.p99, s.cpu_cores),
+        None => "p50 - p99 - cpu -".to_string(),
+    };
+    println!(
+        "scale: hybrid {}; spinning {}; libnrt-threads {}",
+        line(best(shapes, "hybrid")),
+        line(best(shapes, "spin")),
+        line(shapes.first())
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(slice_us: u64, p99_us: f64, cpu: f64) -> SlicePoint {
+        SlicePoint { slice_us, p99_ns: p99_us * 1000.0, cpu_cores: cpu }
+    }
+
+    #[test]
+    fn the_slice_rule_takes_the_shortest_slice_meeting_both_goals_then_cpu_then_the_cheapest() {
+        // libnrt: p99 3 ms, 1.8 cores; the goal 1/10 of each: 300 us, 0.18 core.
+        let (lp, lc) = (3_000_000.0, 1.8);
+        let sweep = [pt(400, 450.0, 0.10), pt(25, 90.0, 0.60), pt(100, 160.0, 0.25), pt(200, 280.0, 0.17)];
+        assert_eq!(choose_slice(&sweep, lp, lc, 10.0), Some((200, SliceReason::BothGoals)));
+        let tails = [pt(25, 900.0, 0.60), pt(200, 700.0, 0.17), pt(400, 800.0, 0.10)];
+        assert_eq!(choose_slice(&tails, lp, lc, 10.0), Some((200, SliceReason::CpuGoal)));
+        let dear = [pt(25, 90.0, 0.60), pt(400, 450.0, 0.30), pt(200, 280.0, 0.35)];
+        assert_eq!(choose_slice(&dear, lp, lc, 10.0), Some((400, SliceReason::Cheapest)));
+        assert_eq!(choose_slice(&[], lp, lc, 10.0), None);
+        // At the bound exactly: met.
+        assert_eq!(choose_slice(&[pt(50, 300.0, 0.18)], lp, lc, 10.0), Some((50, SliceReason::BothGoals)));
+    }
+
+    #[test]
+    fn the_bare_reader_expects_each_end_where_the_device_writes_it() {
+        let mut dev = NqProducer::new(RING).expect("ring");
+        let mut shadow = NqProducer::new(RING).expect("ring");
+        let id = INFER_STATUS_NQS[(RINGS - 1) % ENGINES_PER_CORE];
+        // Three laps of the ring, the host handing every slot back after each inference.
+        for k in 0..(3 * SLOTS as u64) {
+            let exp = next_end(&mut shadow, k);
+            let _ = dev.push(&mut RawEntry::new(Subtype::START, id, 0, 0, (k + 1) * 1000).to_array());
+            let mut e = RawEntry::new(Subtype::END, id, 0, 0, (k + 1) * 1000).to_array();
+            let off = dev.push(&mut e).expect("room") as usize / 16;
+            let w = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap());
+            assert_eq!(exp, (((RINGS - 1) * SLOTS + off) * 2, w(&e[..8]), w(&e[8..])), "inference {k}");
+            let head = ((2 * (k + 1) * 16) % u64::from(RING)) as u32;
+            dev.on_head_write(head);
+            shadow.on_head_write(head);
+        }
+    }
+}
