@@ -243,7 +243,7 @@ mod tests {
         assert!(is_test_file(&root.join("core/src/exec/proofs/step.rs")));
         assert!(is_test_file(&root.join("core/src/exec/proofs.rs")));
         assert!(!is_test_file(&root.join("core/src/exec/mod.rs")));
-        assert!(!is_test_file(&root.join("xtask/src/proofs.rs")));
+        assert!(!is_test_file(&root.join("xtask/src/proofs/mod.rs")));
         assert_eq!(declares("#[cfg(kani)]\nmod proofs;\n", "proofs"), Some(true));
         assert_eq!(declares("/// Doc.\npub mod ring;\n", "ring"), Some(false));
         assert_eq!(declares("#[cfg(any(kani, test))]\nmod proofs;\n", "proofs"), Some(true));

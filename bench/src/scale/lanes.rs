@@ -188,7 +188,8 @@ pub(super) fn device(
     let look = clock::look_ns(work_ns, jitter_pct);
     let mut prods: Vec<Vec<NqProducer>> =
         (0..n).map(|_| (0..RINGS).map(|_| NqProducer::new(RING).expect("ring")).collect()).collect();
-    let mut rng: Vec<u64> = (0..n).map(|l| 0x9E37_79B9_7F4A_7C15 ^ (l as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D)).collect();
+    let mut rng: Vec<u64> =
+        (0..n).map(|l| 0x9E37_79B9_7F4A_7C15 ^ (l as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D)).collect();
     // When the inference running on each lane ends (None: not kicked off yet).
     let mut end_at: Vec<Option<u64>> = vec![None; n];
     let mut k = vec![0u64; n];

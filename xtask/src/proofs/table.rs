@@ -143,7 +143,7 @@ pub(super) fn write_table(
     let exceptions = if SLOW_HARNESSES.is_empty() {
         ""
     } else {
-        " but where the table says otherwise (`SLOW_HARNESSES` in `xtask/src/proofs.rs` says why)"
+        " but where the table says otherwise (`SLOW_HARNESSES` in `xtask/src/proofs/mod.rs` says why)"
     };
     let over: Vec<String> = hs
         .iter()
