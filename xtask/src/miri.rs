@@ -1,23 +1,15 @@
 //! `cargo xtask miri`: core's unit tests under Miri, spread over the machine's cores.
 //!
-//! Miri interprets one thread at a time, so a single `cargo miri test` keeps one
-//! core busy for the whole suite while the other idles (1,009 s in the
-//! clean-clone CI run of 2026-12-01, the slowest stage after kani). The stage
-//! builds the tests once, lists them, splits the list into [`jobs`] shares of
-//! about equal Miri time, and runs each share as one
-//! `cargo miri test -- --exact <names>` process, all at once. One process per
-//! share, not a queue of small chunks: each Miri process pays 10 to 15 s of CPU
-//! to load the crate before its first test. The shares are balanced by the
-//! tests' Miri times, longest first onto the lighter share: the times the last
-//! run measured (each share runs with `--report-time`; the stage writes every
-//! test's time to [`TIMES_DOC`] and reads it back next time), else the table
-//! [`WEIGHTS`]; a test neither names counts [`DEFAULT_WEIGHT_MS`].
+//! Miri interprets one thread at a time, so the stage builds the tests once,
+//! lists them, splits the list into [`jobs`] shares of about equal Miri time
+//! and runs each share as one `cargo miri test -- --exact <names>` process, all
+//! at once. One process per share, not a queue: each Miri process pays 10 to
+//! 15 s to load the crate. Shares are balanced by the times the last run
+//! measured, kept in [`TIMES_DOC`], else by [`WEIGHTS`], else
+//! [`DEFAULT_WEIGHT_MS`].
 //!
-//! The verdict: the stage fails when a share fails (its whole output is
-//! printed) and when the shares' reports do not name the list: every listed
-//! test must be reported (`test <name> ... <result>`) exactly once, by name (a
-//! filter that matched nothing, or a test run twice, is a failure, not a
-//! smaller number).
+//! The stage fails when a share fails, and unless every listed test is
+//! reported exactly once, by name.
 
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -25,11 +17,9 @@ use std::time::{Duration, Instant};
 
 use crate::{works, Runner};
 
-/// Miri time of the tests that take 3 s or more, in milliseconds: measured
-/// with `--report-time` on 2026-12-01 on a loaded 2-vCPU machine (the ratios
-/// are what matter), the tests Miri now runs on fewer inputs scaled down by the
-/// cut. A name that no longer exists is simply unused; a new slow test that
-/// is missing only balances the shares less well.
+/// Miri time of the tests that take 3 s or more, in milliseconds, as measured
+/// with `--report-time`; only the ratios matter. A missing name only balances
+/// the shares less well.
 const WEIGHTS: &[(&str, u32)] = &[
     ("exec::group::tests::due_first_passes_give_exactly_the_statuses_of_separate_sync_drivers", 9000),
     ("exec::group::tests::a_group_gives_exactly_the_statuses_of_separate_sync_drivers", 10000),
@@ -102,8 +92,7 @@ const MAX_DEFAULT_JOBS: usize = 4;
 
 /// The backstop of one Miri share, seconds: past it the share's process group
 /// is killed and the share fails (a hung test must not hold CI to its limit).
-/// Several times the slowest share measured: 870 s under load 2-6, and the
-/// whole suite in one process took 1,432 s under load (docs/miri.md).
+/// Several times the slowest share measured under load (`docs/miri.md`).
 const SHARE_BACKSTOP_S: u64 = 2400;
 
 /// `rustup run nightly <program>`.
