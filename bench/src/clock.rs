@@ -1,18 +1,18 @@
 //! The bench devices' clock. A real device costs the host no CPU between its
-//! writes, so the simulated device thread sleeps until its next due write:
-//! an absolute deadline on `CLOCK_MONOTONIC` (`clock_nanosleep` with
-//! `TIMER_ABSTIME`), its timer slack at 1 ns. It stamps each inference's
-//! real write instant, so its own lateness never counts as notice latency.
-//! The spinning device of the earlier runs stays as a labelled variant.
+//! writes, so the simulated device thread sleeps until its next due write: an
+//! absolute deadline on `CLOCK_MONOTONIC`, `clock_nanosleep` with
+//! `TIMER_ABSTIME`, its timer slack at 1 ns. It stamps each inference's real
+//! write instant, so its own lateness never counts as notice latency. A
+//! spinning device is a labelled variant.
 
 use std::time::Instant;
 
 /// How the simulated device thread waits for its next write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeviceKind {
-    /// Sleeps to each due write (absolute deadline, 1 ns timer slack).
+    /// Sleeps to each due write: an absolute deadline, 1 ns timer slack.
     Sleep,
-    /// Spins between writes (takes a whole CPU from the host).
+    /// Spins between writes, taking a whole CPU from the host.
     Spin,
 }
 
@@ -25,7 +25,7 @@ impl DeviceKind {
         }
     }
 
-    /// `--device sleep|spin` (default sleep).
+    /// `--device sleep|spin`, sleep by default.
     pub fn from_arg(s: Option<&str>) -> Option<DeviceKind> {
         match s {
             None | Some("sleep") => Some(DeviceKind::Sleep),
@@ -36,10 +36,10 @@ impl DeviceKind {
 }
 
 /// The CPU a sleeping device thread is pinned to: the last, so that its
-/// wake-ups do not preempt a harvest thread kept on CPU 0 (a real device's
-/// writes take no host CPU at all); `None` on one CPU.
-/// The machine's online CPUs, not the caller's affinity (a thread pinned to
-/// CPU 0 still places the device on the last).
+/// wake-ups do not preempt a harvest thread kept on CPU 0, as a real device's
+/// writes take no host CPU at all; `None` on one CPU. It counts the machine's
+/// online CPUs, not the caller's affinity: a thread pinned to CPU 0 still
+/// places the device on the last.
 #[allow(unsafe_code)]
 pub fn device_cpu() -> Option<usize> {
     // SAFETY: sysconf reads a system value and touches no memory of ours.
@@ -54,7 +54,7 @@ pub fn pin_device_thread() {
     }
 }
 
-/// `CLOCK_MONOTONIC`, ns (the clock `Instant` reads on Linux).
+/// `CLOCK_MONOTONIC`, the clock `Instant` reads on Linux, in ns.
 #[allow(unsafe_code)]
 pub fn mono_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -66,7 +66,7 @@ pub fn mono_ns() -> u64 {
     (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
 }
 
-/// Absolute sleeps on a bench clock (ns since `origin`).
+/// Absolute sleeps on a bench clock, in ns since `origin`.
 pub struct Deadlines {
     /// `CLOCK_MONOTONIC` at the origin, ns.
     base_ns: u64,
@@ -80,7 +80,7 @@ impl Deadlines {
         Deadlines { base_ns: mono_ns().saturating_sub(since) }
     }
 
-    /// Sleep until `t_ns` on the bench clock (at once when it has passed).
+    /// Sleep until `t_ns` on the bench clock; return at once when it has passed.
     #[allow(unsafe_code)]
     pub fn sleep_until(&self, t_ns: u64) {
         let ts = abs_timespec(self.base_ns, t_ns);
@@ -102,16 +102,16 @@ pub fn abs_timespec(base_ns: u64, t_ns: u64) -> libc::timespec {
 }
 
 /// When a sleeping device wakes next, ns: at its earliest pending write, but
-/// no later than `look_ns` from now (a kickoff it has not seen yet ends at
-/// least that far out, [`look_ns`]); `retry_ns` from now when a write is
-/// overdue but blocked (a ring without room).
+/// no later than `look` from now, since a kickoff it has not seen yet ends at
+/// least that far out, see [`look_ns`]. When a write is overdue but blocked by
+/// a ring without room, `retry` from now.
 pub fn device_wake_ns(earliest_end_ns: Option<u64>, blocked: bool, now_ns: u64, look: u64, retry: u64) -> u64 {
     let bound = now_ns.saturating_add(if blocked { retry.min(look) } else { look });
     earliest_end_ns.map_or(bound, |e| e.min(bound))
 }
 
 /// How long a sleeping device may go without looking for kickoffs, ns: half
-/// the shortest inference (work less its jitter), at least 1 us, so a
+/// the shortest inference, the work less its jitter, at least 1 us, so a
 /// kickoff is seen before the inference it starts is due.
 pub fn look_ns(work_ns: u64, jitter_pct: u64) -> u64 {
     let shortest = work_ns.saturating_sub(work_ns * jitter_pct.min(100) / 100);

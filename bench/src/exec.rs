@@ -1,9 +1,9 @@
-//! The runtime API's own cost: an execution of no copies (the kickoff and
-//! the harvest alone) submitted through a `Stream` and waited on its
-//! `Pending` (the queue, and a wait that runs what it finds idle), against the same
-//! execution run by `Session::execute` on the calling thread, on the same
-//! session, alternating, in one run. Needs a device: run it under the
-//! simulated driver, `nrt-sim driver -- nrt-bench exec`.
+//! The runtime API's own cost: an execution of no copies, the kickoff and the
+//! harvest alone, submitted through a `Stream` and waited on its `Pending`,
+//! which adds the queue and a wait that runs what it finds idle. It is set
+//! against the same execution run by `Session::execute` on the calling thread,
+//! on the same session, alternating, in one run. Needs a device: run it under
+//! the simulated driver, `nrt-sim driver -- nrt-bench exec`.
 
 use std::time::Instant;
 

@@ -1,23 +1,22 @@
-//! Completion-notice latency: a device thread writes the last END record of an
-//! inference at a recorded instant; the harvest (nrt-linux's mapped rings, the
-//! sync driver) returns at another; the difference, over many inferences, for
-//! the `libnrt` delay (`usleep(1)` between steps) and the `adaptive` delay
-//! (spin, then yield, then sleep), both with the seed's `exec_wait_round_robin`,
-//! and `adaptive-watch`: the adaptive delay with `exec_wait_watching` (a step
-//! only when a look at the rings finds a fresh record), and `adaptive-after`:
-//! the adaptive delay with FINALIZE's post-processing and counters settled
-//! after the wait has returned (G-SETTLE; two runs of it alternated with two
-//! of `adaptive`), with the CPU time the harvest thread burns; and, in
-//! the same run, the physical floor of a notice (one thread stores, another
-//! spins on the line).
+//! Completion-notice latency. A device thread writes the last END record of an
+//! inference at a recorded instant; the sync harvest over nrt-linux's mapped
+//! rings returns at another. The difference, over many inferences, is taken
+//! for the `libnrt` delay, `usleep(1)` between steps, and the `adaptive` delay,
+//! which spins, then yields, then sleeps; both run the seed's
+//! `exec_wait_round_robin`. `adaptive-watch` runs `exec_wait_watching`, which
+//! steps only when a look at the rings finds a fresh record. `adaptive-after`
+//! settles FINALIZE's post-processing and counters once the wait has returned
+//! (G-SETTLE); two runs of it alternate with two of `adaptive`. Each reports
+//! the CPU time the harvest thread burns. The same run measures the physical
+//! floor of a notice: one thread stores, another spins on the line.
 //!
-//! Ring memory and the BAR (HEAD registers at the driver's offsets) are files
-//! mapped with `mmap`, exactly as in `platform-linux/tests/mmap_harvest.rs`.
+//! Ring memory and the BAR, HEAD registers at the driver's offsets, are files
+//! mapped with `mmap`, as in `platform-linux/tests/mmap_harvest.rs`.
 //!
-//! The device thread (and the floor's writer) sleeps through the work to an
-//! absolute deadline by default, as a real device costs the host no CPU
-//! while it works (`--device spin`: it spins, the earlier shape); the END
-//! instant is read after the last END store, its real write instant.
+//! The device thread and the floor's writer sleep through the work to an
+//! absolute deadline by default, as a real device costs the host no CPU while
+//! it works; `--device spin` makes them spin. The END instant is read after
+//! the last END store, so it is the real write instant.
 
 use std::fs::OpenOptions;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,10 +45,9 @@ use crate::clock::{Deadlines, DeviceKind};
 use crate::{spin_for, thread_cpu_ns, write_json, Pct};
 
 /// The timed run's additions to core's harvest loop: a clock read around each
-/// step (the last step's, the one before it, and the gap between them), a
-/// copy of the request and notifications before each step (taken outside the
-/// timed step, to run the final step again), and, watching, the look of
-/// `exec_wait_watching` between steps.
+/// step, kept for the last two steps and the gap between them; a copy of the
+/// request and notifications before each step, outside the timed step, to run
+/// the final step again; and, watching, `exec_wait_watching`'s look between steps.
 struct Timed<'c> {
     now: &'c dyn Fn() -> u64,
     copies: bool,
@@ -115,7 +113,7 @@ fn ring_off(core: usize, eng: usize) -> u64 {
     ((core * 5 + eng) as u64) * u64::from(RING)
 }
 
-/// The error ring of `core` (bound and empty: FINALIZE sweeps it as on a device).
+/// The error ring of `core`, bound and empty: FINALIZE sweeps it as on a device.
 fn error_ring_off(core: usize) -> u64 {
     ((CORES * 5 + core) as u64) * u64::from(RING)
 }
@@ -126,44 +124,43 @@ struct Sample {
     latency: Pct,
     cpu_us_per_inference: Pct,
     steps: Pct,
-    /// With `timed`: where the notice goes, per inference (ns).
+    /// With `timed`: where the notice goes, per inference, in ns.
     pieces: Option<Pieces>,
 }
 
-/// The adaptive notice taken apart, each piece per inference, in the same run:
-/// the last END write to the start of the step that finished the request (the
-/// wait's granularity: the delay between steps, plus the sweep's position);
-/// that final step (the sweep that reads the END records, FINALIZE and the
-/// request's result); from its return to the caller's (the HEAD hand-back and
-/// the return); and the in-flight step before it (a sweep, which may read the
-/// STARTs), and the wait between it and the final step (the delays, and the
-/// looks at the rings of `exec_wait_watching`). Then, in a run of its own (whose
-/// loop copies the request and notifications before each step, a copy that
-/// would otherwise lengthen the timed loop and the wait for the END), the
-/// final step again, in the same iteration, on the copy as it was before it (its records still in the rings, now in this CPU's cache): the
-/// difference to the first run is what fetching the device's freshly written
-/// lines costs; and each FINALIZE piece on a copy of the finished request: the
-/// timestamp post-processing (the rescale of each recorded slot), the
-/// error-ring sweep, the per-core counter update; and the events the sink took.
+/// The adaptive notice taken apart, each piece per inference, in ns. The
+/// pieces measured on copies come from a run of their own: copying the
+/// request and notifications before each step would lengthen the timed loop.
 struct Pieces {
+    /// From the last END write to the start of the step that finished the
+    /// request: the wait's granularity, the delay plus the sweep's position.
     end_to_final_step: Pct,
+    /// The final step: the sweep that reads the ENDs, FINALIZE and the result.
     final_step: Pct,
+    /// From the final step's return to the caller's: the HEAD hand-back.
     after_final_step: Pct,
+    /// The in-flight step before the final one, a sweep that may read the STARTs.
     empty_step: Pct,
+    /// The wait between that step and the final one: delays and looks.
     one_delay: Pct,
+    /// The final step run again on its copy, its records now in this CPU's
+    /// cache; its difference to `final_step` is the fetch of the device's lines.
     final_step_warm: Pct,
+    /// FINALIZE's timestamp post-processing, the rescale of each slot, on a copy.
     postprocess: Pct,
+    /// FINALIZE's error-ring sweep, on a copy.
     error_sweep: Pct,
+    /// FINALIZE's per-core counter update, on a copy.
     counters: Pct,
-    /// Events the sink took per inference (a sink that stores them is a cost).
+    /// Events the sink took per inference; a sink that stores them is a cost.
     events: Pct,
 }
 
-/// The harvest's BAR: the mapped file, and, `head_by_ioctl`, a
-/// `BAR_WRITE` ioctl before each register write, as an unprivileged host
-/// hands HEAD back (it cannot map the NOTIFIC block): here on a plain file,
-/// so the syscall's whole round trip and its ENOTTY, the least such a write
-/// costs (`nrt-bench sys`); the store into the mapping follows, for the
+/// The harvest's BAR: the mapped file and, with `head_by_ioctl`, a `BAR_WRITE`
+/// ioctl before each register write, as an unprivileged host that cannot map
+/// the NOTIFIC block hands HEAD back. On a plain file the ioctl costs the
+/// syscall's round trip and its ENOTTY, the least such a write costs, as
+/// `nrt-bench sys` measures. The store into the mapping follows, for the
 /// bench's device to see.
 struct HarvestBar {
     bar: MappedBar,
@@ -189,21 +186,21 @@ impl Registers for HarvestBar {
 /// How one configuration harvests and what it records.
 #[derive(Clone, Copy, Default)]
 struct How {
-    /// A clock read around each step ([`Pieces`]).
+    /// A clock read around each step, for [`Pieces`].
     timed: bool,
-    /// (With `timed`) the final step again and FINALIZE's pieces, each on a copy.
+    /// With `timed`, the final step again and FINALIZE's pieces, each on a copy.
     copies: bool,
-    /// The driver is `exec_wait_watching` (a look at the rings between
-    /// steps), else the seed's `exec_wait_round_robin`.
+    /// The driver is `exec_wait_watching`, a look at the rings between steps;
+    /// else the seed's `exec_wait_round_robin`.
     watching: bool,
     /// FINALIZE's out-info work after the notice (G-SETTLE): the request is
     /// settled once the wait has returned and its instant is taken; its CPU
     /// time still counts in the harvest's.
     settle_after: bool,
-    /// The device writes each engine's START after the work, with the ENDs
-    /// (this bench's shape until 2026-12-03), not when the work starts.
+    /// The device writes each engine's START after the work, with the ENDs,
+    /// not when the work starts.
     starts_late: bool,
-    /// Each HEAD write is a `BAR_WRITE` ioctl first ([`HarvestBar`]).
+    /// Each HEAD write is a `BAR_WRITE` ioctl first, see [`HarvestBar`].
     head_by_ioctl: bool,
     /// The device spins through the work instead of sleeping to its end.
     spinning_device: bool,
@@ -260,8 +257,8 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, how: How) -> Sample {
                     wait_for_host(deadlines.is_some());
                 }
                 let started = origin.elapsed().as_nanos() as u64;
-                // START when the engines start (as a device and the simulator
-                // write it), END after the work; or, `starts_late`, both after
+                // START when the engines start, as a device and the simulator
+                // write it, END after the work; with `starts_late`, both after
                 // the work, each START just before the ENDs' sweep.
                 let mut write_all = |sub: u16| {
                     for core in 0..CORES {
@@ -339,8 +336,8 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, how: How) -> Sample {
                     let p2 = now();
                     finalize_parts::count(&r, &mut dev);
                     let p3 = now();
-                    // (The post-processing ran on slots already in CPU time: the same
-                    // slots, the same calibration, so the same work, other values.)
+                    // The post-processing ran on slots already in CPU time: the
+                    // same slots and calibration, so the same work, other values.
                     assert_eq!(
                         r.out_info().exec_rets,
                         req.out_info().exec_rets,
@@ -363,8 +360,8 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, how: How) -> Sample {
             Some((_, _, _, _, t_ret, _)) => t_ret,
             None => {
                 let t = now();
-                // The status is out: what was left for after it (nothing
-                // when settled in FINALIZE).
+                // The status is out: settle what was left for after it,
+                // nothing when settled in FINALIZE.
                 req.settle(&mut dev, &mut nq);
                 t
             }
@@ -425,9 +422,9 @@ fn measure_with(kind: DelayKind, n: usize, work: Duration, how: How) -> Sample {
     }
 }
 
-/// The device waits for the host's next kickoff: a sleeping device parks
-/// (the host unparks it after its kickoff, outside the timed notice), as a
-/// real device takes no host CPU while idle; a spinning one spins.
+/// The device waits for the host's next kickoff. A sleeping device parks, as a
+/// real device takes no host CPU while idle; the host unparks it after its
+/// kickoff, outside the timed notice. A spinning one spins.
 fn wait_for_host(sleeping: bool) {
     if sleeping {
         std::thread::park_timeout(Duration::from_millis(1));
@@ -480,10 +477,9 @@ fn floor(n: usize, work: Duration, device: DeviceKind) -> Pct {
     Pct::of(&mut lat)
 }
 
-/// `nrt-bench latency`. With the sleeping device the harvest runs on a
-/// thread pinned to CPU 0 and the device on the last CPU
-/// ([`crate::clock::device_cpu`]): the device's wake-ups then never take the
-/// harvest's CPU, as a device's DMA writes never do.
+/// `nrt-bench latency`. With the sleeping device the harvest runs on a thread
+/// pinned to CPU 0 and the device on the last CPU, [`crate::clock::device_cpu`]:
+/// the device's wake-ups then never take the harvest's CPU, as DMA writes never do.
 pub fn run(n: usize, work_us: u64, device: DeviceKind) {
     if device == DeviceKind::Sleep && crate::clock::device_cpu().is_some() {
         std::thread::scope(|s| {
@@ -517,14 +513,14 @@ fn run_here(n: usize, work_us: u64, device: DeviceKind) {
     let aa = measure_with(DelayKind::Adaptive, n, work, after);
     let a2 = measure_with(DelayKind::Adaptive, n, work, base);
     let aa2 = measure_with(DelayKind::Adaptive, n, work, after);
-    // The bench's device shape before 2026-12-03: every START written with
-    // the ENDs, after the work (seed's order, then settled after).
+    // Every START written with the ENDs, after the work: the seed's order,
+    // then settled after.
     let late = How { starts_late: true, ..base };
     let al = measure_with(DelayKind::Adaptive, n, work, late);
     let aal = measure_with(DelayKind::Adaptive, n, work, How { settle_after: true, ..late });
-    // HEAD handed back through a syscall each (an unprivileged host): the
-    // seed's order writes ten in the final step, settled after the notice
-    // they follow it. Alternated, two runs each.
+    // Each HEAD handed back through a syscall, as by an unprivileged host:
+    // the seed's order writes ten in the final step; settled after the
+    // notice, they follow it. Alternated, two runs each.
     let io = How { head_by_ioctl: true, ..base };
     let io_after = How { settle_after: true, ..io };
     let ai = [

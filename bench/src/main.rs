@@ -8,17 +8,17 @@
 //! nrt-bench xu [--secs S]                            XU submit-to-complete round trip and requests/s
 //! nrt-bench sys                                      the OS floor: an ioctl round trip, usleep(1)
 //! nrt-bench exec [--rounds N]                        an execution of 0 copies: Stream::submit + Pending::wait vs
-//!                                                     Session::execute (under `nrt-sim driver -- nrt-bench exec`)
+//!                                                     Session::execute, under `nrt-sim driver -- nrt-bench exec`
 //! nrt-bench scale [--devices 16] [--cores-per-device 4] [--secs S] [--work-us U] [--jitter-pct J] [--sweep] [--cpu N]
 //!                 [--notice-us B] [--slice-us S] [--device sleep|spin]
 //!                                                     a host's logical cores: libnrt threads vs adaptive threads vs poll
-//!                                                     groups (spin / hybrid / sleep; 1, 2, 4 pollers); --sweep: U = 100 us, 1 ms, 10 ms;
-//!                                                     at 1 ms also the floors (bare readers) and the hybrid slice sweep
-//!
-//! The simulated device thread sleeps to each due write by default
-//! (`--device spin`: it spins, as before, taking a CPU from the host).
-//! nrt-bench all [--inferences N] [--secs S]          latency, ring, xu, sys, and scale (16 x 4, S s per shape)
+//!                                                     groups: spin / hybrid / sleep, 1, 2, 4 pollers; --sweep: U = 100 us,
+//!                                                     1 ms, 10 ms; at 1 ms also the bare readers' floors and the slice sweep
+//! nrt-bench all [--inferences N] [--secs S]          latency, ring, xu, sys, and scale: 16 x 4, S s per shape
 //! ```
+//!
+//! The simulated device thread sleeps to each due write by default; with
+//! `--device spin` it spins, taking a CPU from the host.
 //!
 //! Each prints a summary and writes `target/nrt-bench/<name>.json`, which `cargo
 //! xtask bench` folds into BENCHMARKS.md. Ratios are between two measurements
@@ -69,7 +69,7 @@ pub fn thread_cpu_ns() -> u64 {
     (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
 }
 
-/// Spin until `d` has passed (the device "working").
+/// Spin until `d` has passed, the device "working".
 pub fn spin_for(d: std::time::Duration) {
     let t = Instant::now();
     while t.elapsed() < d {

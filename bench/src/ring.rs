@@ -1,6 +1,6 @@
-//! NQ ring transfer between two threads, 16-byte records: our ring protocol
-//! (phase bit, HEAD write-back, core's `NqProducer`/`NqRing`) against the `rtrb`
-//! SPSC ring, in the same run, same capacity, same record.
+//! NQ ring transfer between two threads, 16-byte records: our ring protocol of
+//! phase bit and HEAD write-back, core's `NqProducer`/`NqRing`, against the
+//! `rtrb` SPSC ring, in the same run, same capacity, same record.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -19,8 +19,8 @@ const BATCH: u32 = 64;
 
 /// Ring memory as two words per entry, and the HEAD register with the latch a
 /// device keeps of it: hardware sees every MMIO write of HEAD, so it knows the
-/// total consumed even when several writes land between two of its looks (the
-/// sampling caveat of G-HEAD); `consumed` is that latch.
+/// total consumed even when several writes land between two of its looks,
+/// the sampling caveat of G-HEAD; `consumed` is that latch.
 struct Shared {
     words: Vec<AtomicU64>,
     head: AtomicU32,

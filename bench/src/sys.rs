@@ -1,11 +1,11 @@
 //! The operating-system floor the Linux binding stands on: the cost of one
-//! ioctl round trip (a Neuron request on a file that is not a device, which
-//! fails with ENOTTY after the full syscall path), of libnrt's `usleep(1)`,
-//! and of the hybrid poller's wake-up: a 20 us sleep with the timer slack at
-//! 1 ns, its overshoot, its own CPU time, and what it takes from a neighbour
-//! (a thread counting on the same CPU, alone and then beside the sleeper: the
-//! counts it loses per wake-up, at its own rate, are the wake-up's real cost,
-//! whatever the thread's CPU clock says).
+//! ioctl round trip, a Neuron request on a file that is not a device, which
+//! fails with ENOTTY after the full syscall path; of libnrt's `usleep(1)`; and
+//! of the hybrid poller's wake-up: a 20 us sleep with the timer slack at 1 ns,
+//! its overshoot, its own CPU time, and what it takes from a neighbour. The
+//! neighbour is a thread counting on the same CPU, alone and then beside the
+//! sleeper; the counts it loses per wake-up, at its own rate, are the
+//! wake-up's real cost, whatever the thread's CPU clock says.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -20,8 +20,8 @@ use crate::{thread_cpu_ns, write_json, Pct};
 pub fn run() {
     let p = std::env::temp_dir().join(format!("nrt-bench-sys-{}", std::process::id()));
     std::fs::write(&p, b"").expect("temp file");
-    // The file is only a target for the ioctl: removed once open (or not),
-    // so a failed open or a panic in the loop leaves nothing behind.
+    // The file is only a target for the ioctl: removed once the open is
+    // tried, so a failed open or a panic in the loop leaves nothing behind.
     let dev = NeuronDevice::open(&p);
     let _ = std::fs::remove_file(&p);
     let dev = dev.expect("open the ioctl file");
@@ -69,10 +69,8 @@ pub fn run() {
     );
 }
 
-/// The hybrid poller's typical sleep between passes: its default slice
-/// (`PollerConfig::hybrid_slice_ns`, 40 us) less its 10 us lead and a pass;
-/// the instrumented run of BENCHMARKS.md "2026-12-02" asked for 28 us on
-/// average.
+/// The hybrid poller's typical sleep between passes: its default slice,
+/// `PollerConfig::hybrid_slice_ns` of 40 us, less its 10 us lead and a pass.
 const HYBRID_SLEEP: Duration = Duration::from_micros(20);
 
 /// How long each half of the neighbour measurement runs.
@@ -82,17 +80,17 @@ const NEIGHBOUR_RUN: Duration = Duration::from_millis(500);
 struct WakeCost {
     overshoot: Pct,
     cpu: Pct,
-    /// The neighbour's lost time per wake-up, ns (its lost count over its
-    /// rate alone).
+    /// The neighbour's lost time per wake-up, ns: its lost count over its
+    /// rate alone.
     neighbour_loss_ns: f64,
     /// The share of its count the neighbour kept beside the sleeper.
     neighbour_kept: f64,
     wakes: u64,
 }
 
-/// Counts on `cpu` for `run` on a thread of its own (the caller's affinity
-/// stays as it was: `nrt-bench all` spawns the scale shapes from it next),
-/// returning the count. `started` is set when the count begins.
+/// Counts on `cpu` for `run` on a thread of its own, returning the count;
+/// `started` is set when the count begins. The caller's affinity stays as it
+/// was, since `nrt-bench all` spawns the scale shapes from it next.
 fn count_on(cpu: usize, run: Duration, started: &AtomicBool) -> u64 {
     std::thread::scope(|s| {
         s.spawn(|| {

@@ -1,5 +1,5 @@
 //! The async path: submit-to-complete round trip of one request through an
-//! execution unit (worker thread, eventfd has-work and mark-complete), and
+//! execution unit, a worker thread with eventfd has-work and mark-complete, and
 //! requests per second with 1, 4 and 16 units on the machine's cores.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,8 +1,8 @@
-//! Counters of a run of any length in bounded memory: [`Samples`] counts
-//! observations as they come and keeps at most [`MAX_COUNTER_SAMPLES`]
-//! points of the running count (halving them and doubling its stride when
-//! full, the latest always kept), and [`merge`] adds several such counts
-//! (each on its own clock, say each lane of a device) into one.
+//! Counters of a run of any length in bounded memory. [`Samples`] counts
+//! observations as they come and keeps at most [`MAX_COUNTER_SAMPLES`] points
+//! of the running count; when full it halves them and doubles its stride, the
+//! latest always kept. [`merge`] adds several such counts, each on its own
+//! clock such as each lane of a device, into one.
 
 use crate::MAX_COUNTER_SAMPLES;
 
@@ -28,7 +28,7 @@ impl Samples {
         Samples::default()
     }
 
-    /// One more observation at `t_us` (in time order).
+    /// One more observation at `t_us`, in time order.
     pub fn observe(&mut self, t_us: u64) {
         self.count += 1;
         self.last_us = t_us;
@@ -65,7 +65,7 @@ pub fn thin(points: &[(u64, u64)]) -> Vec<(u64, u64)> {
     points.iter().enumerate().filter(|(i, _)| (i + 1) % every == 0 || i + 1 == n).map(|(_, p)| *p).collect()
 }
 
-/// The sum of several counts: at each point of any of them (in time order),
+/// The sum of several counts: at each point of any of them, in time order,
 /// the sum of each count's latest value; thinned by [`thin`]. Its last value
 /// is the sum of their totals.
 pub fn merge(counts: &[&Samples]) -> Vec<(u64, u64)> {

@@ -1,6 +1,6 @@
-//! Writing a picture to a file: a FIFO nobody reads fails at once (ENXIO)
-//! instead of blocking, and every failure is a [`WriteError`] that names
-//! what was written, the path, the step and the reason (the errno name).
+//! Writing a picture to a file. A FIFO nobody reads fails at once with ENXIO
+//! instead of blocking, and every failure is a [`WriteError`] that names what
+//! was written, the path, the step and the errno name.
 
 use std::io::Write as _;
 
@@ -31,18 +31,18 @@ pub fn errno_name(e: i32) -> &'static str {
 /// The step of [`write_file`] that failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WriteStep {
-    /// The non-blocking probe open of a FIFO (ENXIO: nobody reads it).
+    /// The non-blocking probe open of a FIFO; ENXIO: nobody reads it.
     Open,
-    /// Creating (or truncating) the file.
+    /// Creating or truncating the file.
     Create,
-    /// Writing the text (EPIPE: a FIFO's reader went away).
+    /// Writing the text; EPIPE: a FIFO's reader went away.
     Write,
     /// Syncing the file to its device.
     Fsync,
 }
 
 impl WriteStep {
-    /// The step's name in messages (`open`, `create`, `write`, `fsync`).
+    /// The step's name in messages: `open`, `create`, `write` or `fsync`.
     pub fn name(self) -> &'static str {
         match self {
             WriteStep::Open => "open",
@@ -54,11 +54,11 @@ impl WriteStep {
 }
 
 /// Why [`write_file`] failed: what was written, where, at which step, and the
-/// OS error (its [`source`](std::error::Error::source)). Its text is
+/// OS error as its [`source`](std::error::Error::source). Its text is
 /// `writing the <what> to <path>: <step> failed: <OS error> (<errno name>)`.
 #[derive(Debug)]
 pub struct WriteError {
-    /// What the file is ("trace", "timeline SVG").
+    /// What the file is: "trace", "timeline SVG".
     pub what: String,
     /// The file.
     pub path: std::path::PathBuf,
@@ -95,18 +95,18 @@ impl std::error::Error for WriteError {
     }
 }
 
-/// Write `text` to `path` (`what` names it: "trace", "timeline SVG"); the
+/// Write `text` to `path`, which `what` names: "trace", "timeline SVG". The
 /// error names what, the path, the step and the reason with its errno name. A
-/// FIFO without a reader fails at once (ENXIO); a reader that goes away fails
-/// the write (EPIPE: Rust programs ignore SIGPIPE).
+/// FIFO without a reader fails at once with ENXIO; a reader that goes away
+/// fails the write with EPIPE, as Rust programs ignore SIGPIPE.
 pub fn write_file(what: &str, path: &std::path::Path, text: &str) -> Result<(), WriteError> {
     let mut f = OutFile::create(what, path)?;
     f.file.write_all(text.as_bytes()).map_err(|e| f.error(WriteStep::Write, e))?;
     f.sync()
 }
 
-/// A file being written: created as [`write_file`] creates it (a FIFO
-/// nobody reads fails at once), each failure named as it names them.
+/// A file being written: created as [`write_file`] creates it, so a FIFO
+/// nobody reads fails at once, each failure named as it names them.
 #[derive(Debug)]
 pub(crate) struct OutFile {
     what: String,
@@ -117,14 +117,14 @@ pub(crate) struct OutFile {
 }
 
 impl OutFile {
-    /// Create (or truncate) `path`; a FIFO without a reader fails with ENXIO.
+    /// Create or truncate `path`; a FIFO without a reader fails with ENXIO.
     pub(crate) fn create(what: &str, path: &std::path::Path) -> Result<OutFile, WriteError> {
         let fail = |step: WriteStep| {
             move |source: std::io::Error| WriteError { what: what.into(), path: path.into(), step, source }
         };
         // A FIFO nobody reads would block the open for ever: a non-blocking open
-        // first fails at once (ENXIO) and, where a reader is there, holds the FIFO
-        // open for the blocking one below.
+        // first fails at once with ENXIO or, where a reader is there, holds the
+        // FIFO open for the blocking one below.
         let probe = if std::fs::metadata(path).is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type())) {
             use std::os::unix::fs::OpenOptionsExt as _;
             Some(
@@ -146,8 +146,8 @@ impl OutFile {
         WriteError { what: self.what.clone(), path: self.path.clone(), step, source }
     }
 
-    /// Sync the file to its device (EINVAL, a file that is no file such as
-    /// `/dev/null` or a FIFO, is not an error).
+    /// Sync the file to its device. EINVAL, from a file that is no file such
+    /// as `/dev/null` or a FIFO, is not an error.
     pub(crate) fn sync(self) -> Result<(), WriteError> {
         self.file
             .sync_all()

@@ -3,10 +3,10 @@
 //!
 //! The file is `{"displayTimeUnit":"ms","traceEvents":[` then each event,
 //! one per line, then `]}`: what [`Trace::to_json`](crate::Trace::to_json)
-//! gives, in the order the events came. A track's names (`M` events) are
-//! written when it is first named (or renamed), before its first event, so the
-//! writer keeps only the names of the tracks, never an event: its memory does
-//! not grow with the run.
+//! gives, in the order the events came. A track's `M` name events are written
+//! when it is first named or renamed, before its first event, so the writer
+//! keeps only the names of the tracks, never an event: its memory does not
+//! grow with the run.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -39,8 +39,8 @@ pub(crate) fn thread_meta(pid: u32, tid: u32, name: &str) -> [Value; 2] {
     ]
 }
 
-/// One event as its trace-event object: `X` span, `i` instant (thread scope)
-/// or `C` counter (its value as `args.count`).
+/// One event as its trace-event object: an `X` span, an `i` instant of thread
+/// scope, or a `C` counter with its value as `args.count`.
 pub(crate) fn event(e: &TraceEvent) -> Value {
     let mut o = Map::new();
     o.insert("name".into(), json!(e.name));
@@ -71,8 +71,8 @@ pub(crate) fn event(e: &TraceEvent) -> Value {
 /// A trace written to its file as it is made: [`create`](Self::create)
 /// writes the opening, each event is written when it is added, and
 /// [`finish`](Self::finish) writes the closing and syncs. A write that fails
-/// is kept and every later one skipped; `finish` returns it, naming the file
-/// (a file left without its closing is then not JSON).
+/// is kept and every later one skipped; `finish` returns it, naming the file,
+/// which is then not JSON, as it has no closing.
 #[derive(Debug)]
 pub struct TraceFile {
     out: std::io::BufWriter<std::fs::File>,
@@ -84,7 +84,7 @@ pub struct TraceFile {
 }
 
 impl TraceFile {
-    /// Create `path` (`what` names it in errors: "trace") and write the opening.
+    /// Create `path`, which `what` names in errors, and write the opening.
     pub fn create(what: &str, path: &std::path::Path) -> Result<TraceFile, WriteError> {
         let file = OutFile::create(what, path)?;
         let handle = file.file.try_clone().map_err(|e| file.error(WriteStep::Create, e))?;
@@ -103,7 +103,7 @@ impl TraceFile {
         }
     }
 
-    /// Events written so far (metadata included).
+    /// Events written so far, metadata included.
     pub fn written(&self) -> u64 {
         self.written
     }

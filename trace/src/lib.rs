@@ -1,47 +1,44 @@
-//! Pictures of a harvest, from the report of an inference ([`RunReport`]):
+//! Pictures of a harvest, from the [`RunReport`] of an inference:
 //!
-//! - Chrome trace-event JSON, the format Perfetto and `chrome://tracing` open
-//!   (`{"traceEvents": [...]}` with `ph` `X` spans, `i` instants, `C`
-//!   counters and `M` metadata naming the tracks; `ts` and `dur` in
-//!   microseconds of the CPU clock the report's engine times are in):
-//!   [`Trace::to_json`] in memory, or [`TraceFile`], which writes each event
-//!   to the file as it is made, in memory that does not grow with the run;
-//! - an SVG timeline: [`Trace::to_svg`] draws one harvest's tracks (one lane
-//!   per track, spans as bars, a pending engine as a hatched bar with the hung
-//!   mark, instants as marks, an axis broken over a long idle gap);
-//!   [`Summary::to_svg`] draws a host run from a bounded summary, one row
-//!   per device.
+//! - Chrome trace-event JSON, the format Perfetto and `chrome://tracing` open:
+//!   `{"traceEvents": [...]}` with `ph` `X` spans, `i` instants, `C` counters
+//!   and `M` metadata naming the tracks. `ts` and `dur` are microseconds of
+//!   the CPU clock the report's engine times are in. [`Trace::to_json`] builds
+//!   it in memory; [`TraceFile`] writes each event to the file as it is made,
+//!   in memory that does not grow with the run.
+//! - An SVG timeline: [`Trace::to_svg`] draws one harvest's tracks;
+//!   [`Summary::to_svg`] draws a host run from a bounded summary, one row per
+//!   device.
 //!
-//! Events go to a [`Sink`] (any of the three, or a pair), on tracks named by
-//! `(pid, tid)`: the process is a device (`pid` = device index, 0 for a
-//! single run), the thread a track of it: [`HOST_TID`] for the host's marks
-//! (kickoff, the harvest, injected faults, events that name no core), then per
-//! physical core one track per engine ([`engine_tid`]) and one for its error
-//! marks ([`errors_tid`]), and, after them, one collectives track per core
-//! ([`cc_tid`]). [`Sink::add_report`] makes them from a report:
+//! Events go to a [`Sink`], any of the three or a pair, on tracks named by
+//! `(pid, tid)`. The process is a device, `pid` its index, 0 for a single run.
+//! Its threads are tracks: [`HOST_TID`] for the kickoff, the harvest, injected
+//! faults and events that name no core; then per physical core one track per
+//! engine, [`engine_tid`], and one for its error marks, [`errors_tid`]; after
+//! them, one collectives track per core, [`cc_tid`]. [`Sink::add_report`]
+//! makes the events from a report:
 //!
-//! - each engine with both timestamps: a span START -> END (`ts` = START,
-//!   `dur` = END - START, exactly the report's engine times);
-//! - an engine with a START and no END (a hang): an instant at its START and
-//!   a span of category [`PENDING`] from it to the harvest's end (G-TRACE-SVG);
-//! - each core's collectives: a span (category `cc`) from the earliest
-//!   CC_START to the latest CC_END record the harvest kept (the report's
-//!   `cc_us`), or an instant when only one of them came;
+//! - each engine with both timestamps: a span from `ts` = START for
+//!   `dur` = END - START, exactly the report's engine times;
+//! - a hung engine, a START and no END: an instant at its START and a span of
+//!   category [`PENDING`] from it to the harvest's end, G-TRACE-SVG;
+//! - each core's collectives: a `cc` span from the earliest CC_START to the
+//!   latest CC_END record the harvest kept, the report's `cc_us`, or an
+//!   instant when only one of them came;
 //! - the kickoff: an instant at `kickoff_us` on the host track, and the
 //!   harvest as a span from the kickoff for `elapsed_ns`;
 //! - each injected fault: an instant at the kickoff on the host track;
-//! - each event of the harvest at level warn or error: an instant, at the
-//!   record's own timestamp for an error record (`ts_cpu_us`), else at the end
-//!   of the harvest (the event carries no time), on its core's error track
-//!   (G-TRACE-TIMES);
-//! - the poll passes and HEAD write-backs the platform observed
-//!   ([`RunReport::passes_us`], [`RunReport::head_writes_us`]): counters of the
-//!   running count, at most [`MAX_COUNTER_SAMPLES`] samples each (thinned
-//!   evenly, the last kept; a count of unknown length thins as it grows,
-//!   [`counter::Samples`]).
+//! - each harvest event at level warn or error: an instant on its core's error
+//!   track, at an error record's own `ts_cpu_us`, else at the harvest's end,
+//!   since the event carries no time; G-TRACE-TIMES;
+//! - the poll passes and HEAD write-backs the platform observed,
+//!   [`RunReport::passes_us`] and [`RunReport::head_writes_us`]: counters of
+//!   the running count, thinned evenly to at most [`MAX_COUNTER_SAMPLES`]
+//!   samples, the last kept; [`counter::Samples`] thins a count of unknown
+//!   length as it grows.
 //!
-//! Writing a file ([`write_file`], [`TraceFile`]) fails with a [`WriteError`]
-//! that names the path, the step and the reason (the errno name).
+//! Writing a file with [`write_file`] or [`TraceFile`] fails with a
+//! [`WriteError`] that names the path, the step and the errno name.
 
 use std::collections::BTreeMap;
 
@@ -61,8 +58,8 @@ pub use summary::{height as summary_height, Summary};
 pub const HOST_TID: u32 = 0;
 /// Tracks per physical core: its engines, then its errors.
 pub const TRACKS_PER_CORE: u32 = ENGINES_PER_CORE as u32 + 1;
-/// Most samples of one counter (a deterministic harvest of a hang takes a
-/// step per virtual microsecond; the picture needs the shape, not each step).
+/// Most samples of one counter. A deterministic harvest of a hang takes a
+/// step per virtual microsecond; the picture needs the shape, not each step.
 pub const MAX_COUNTER_SAMPLES: usize = 2000;
 
 /// The track of engine `engine` of physical core `core`.
@@ -70,19 +67,17 @@ pub const fn engine_tid(core: u32, engine: u32) -> u32 {
     1 + core * TRACKS_PER_CORE + engine
 }
 
-/// The first collectives (CC) track: physical core `core`'s is
-/// `CC_TID_BASE + core`, after every core's engine and error tracks (the
-/// engine and error numbering stays as it is).
+/// The first collectives track: physical core `core`'s is `CC_TID_BASE + core`,
+/// after every core's engine and error tracks, which keep their numbering.
 pub const CC_TID_BASE: u32 = 1 << 16;
 
-/// The collectives track of physical core `core`: the device's CC span
-/// (its earliest CC_START to its latest CC_END record).
+/// The collectives track of physical core `core`: the device's CC span, from
+/// its earliest CC_START to its latest CC_END record.
 pub const fn cc_tid(core: u32) -> u32 {
     CC_TID_BASE + core
 }
 
-/// The category of an engine's span from its START to the harvest's end
-/// when it has no END (a hang).
+/// The category of a hung engine's span, from its START to the harvest's end.
 pub const PENDING: &str = "pending";
 
 /// The error track of physical core `core`.
@@ -93,14 +88,14 @@ pub const fn errors_tid(core: u32) -> u32 {
 /// What a trace event is.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Kind {
-    /// A span of `dur_us` microseconds (`ph: X`).
+    /// A span of `dur_us` microseconds, `ph: X`.
     Span {
         /// Its length, microseconds.
         dur_us: u64,
     },
-    /// An instant (`ph: i`, thread scope).
+    /// An instant of thread scope, `ph: i`.
     Instant,
-    /// A counter's value from this time on (`ph: C`).
+    /// A counter's value from this time on, `ph: C`.
     Counter {
         /// The value.
         value: u64,
@@ -116,7 +111,7 @@ pub struct TraceEvent {
     pub tid: u32,
     /// What it shows.
     pub name: String,
-    /// Its category (`engine`, `pending`, `host`, `error`, `fault`, `poll`, `cc`).
+    /// Its category: `engine`, `pending`, `host`, `error`, `fault`, `poll` or `cc`.
     pub cat: &'static str,
     /// When, CPU microseconds.
     pub ts_us: u64,
@@ -132,8 +127,8 @@ pub(crate) fn default_track_name(tid: u32) -> String {
 }
 
 /// Where trace events go: a [`Trace`] in memory, a [`TraceFile`] streamed to
-/// its file, a [`Summary`] for a host's SVG, or a pair of them (`(A, B)`
-/// gives each event to both; `Option<S>` to `S` when there is one).
+/// its file, a [`Summary`] for a host's SVG, or a pair of them. `(A, B)` gives
+/// each event to both; `Option<S>` gives it to `S` when there is one.
 ///
 /// For implementers: name the processes and tracks and take each event; the
 /// provided methods make the events of a report from those three.
@@ -144,15 +139,15 @@ pub trait Sink {
     /// Name track `tid` of device `pid`.
     fn name_thread(&mut self, pid: u32, tid: u32, name: &str);
 
-    /// Take one event (a track not named yet takes the name `track <tid>`;
-    /// a counter names no track).
+    /// Take one event. A track not named yet takes the name `track <tid>`; a
+    /// counter names no track.
     fn push(&mut self, e: TraceEvent);
 
-    /// Add the engines of `cores` (physical core `core_base + i` for the
-    /// `i`th), of a harvest that ended at `end_us`: a span per engine with both
-    /// times; for a START without END an instant at the START and a `pending`
-    /// span from it to `end_us`; and each core's CC span (or its one CC record
-    /// as an instant).
+    /// Add the engines of `cores`, the `i`th being physical core `core_base + i`,
+    /// of a harvest that ended at `end_us`: a span per engine with both times;
+    /// for a START without END an instant at the START and a `pending` span
+    /// from it to `end_us`; and each core's CC span, or an instant for a lone
+    /// CC record.
     fn add_cores(&mut self, pid: u32, core_base: u32, cores: &[CoreReport], end_us: u64, inference: Option<u32>) {
         for (i, c) in cores.iter().enumerate() {
             let core = core_base + i as u32;
@@ -225,8 +220,8 @@ pub trait Sink {
         self.add_kickoff_on(pid, HOST_TID, kickoff_us, harvest_us, status, None);
     }
 
-    /// Add the kickoff instant and the harvest span on track `tid` of `pid`
-    /// (`Some(n)`: both carry `inference: n`).
+    /// Add the kickoff instant and the harvest span on track `tid` of `pid`;
+    /// with `Some(n)` both carry `inference: n`.
     fn add_kickoff_on(
         &mut self,
         pid: u32,
@@ -263,8 +258,8 @@ pub trait Sink {
     }
 
     /// As [`add_report`](Self::add_report), for the `n`th of several
-    /// inferences on the same tracks (`Some(n)`: its kickoff, harvest and
-    /// engine spans carry `inference: n`; each inference is at its own times).
+    /// inferences on the same tracks, each at its own times. With `Some(n)` its
+    /// kickoff, harvest and engine spans carry `inference: n`.
     fn add_inference(&mut self, r: &RunReport, pid: u32, label: &str, inference: Option<u32>) {
         self.name_process(pid, label);
         let status = format!("{} {}", r.status.code(), r.status.name());
@@ -290,8 +285,8 @@ pub trait Sink {
         self.add_counter(pid, "HEAD write-backs", &r.head_writes_us);
     }
 
-    /// Add a harvest event at level warn or error as an instant (others are
-    /// left out): at its own time if it has one, else at `end_us`.
+    /// Add a harvest event at level warn or error as an instant, at its own
+    /// time if it has one, else at `end_us`; other levels are left out.
     fn add_event(&mut self, pid: u32, e: &Event, end_us: u64) {
         if !matches!(e.level(), Level::Warn | Level::Error) {
             return;
@@ -323,7 +318,7 @@ pub trait Sink {
     }
 
     /// Add a counter named `name` on device `pid` from its `(time us, value)`
-    /// points as they are (a [`counter::Samples`] or [`counter::merge`]d).
+    /// points as they are, from a [`counter::Samples`] or [`counter::merge`].
     fn add_samples(&mut self, pid: u32, name: &str, points: &[(u64, u64)]) {
         for (t, value) in points {
             self.push(TraceEvent {
@@ -376,8 +371,8 @@ impl<S: Sink> Sink for Option<S> {
     }
 }
 
-/// A list of events on named tracks, in memory (a single report's; a run of
-/// many inferences streams to a [`TraceFile`] and a [`Summary`] instead).
+/// A single report's events on named tracks, in memory. A run of many
+/// inferences streams to a [`TraceFile`] and a [`Summary`] instead.
 #[derive(Clone, Debug, Default)]
 pub struct Trace {
     /// Events, in the order added.
@@ -414,7 +409,7 @@ impl Trace {
         self.threads.iter()
     }
 
-    /// The trace as Chrome trace-event JSON (the names first, then the events).
+    /// The trace as Chrome trace-event JSON: the names first, then the events.
     pub fn to_json(&self) -> Value {
         let mut out = Vec::with_capacity(self.events.len() + self.threads.len() * 2 + self.processes.len() * 2);
         for (pid, name) in &self.processes {
@@ -427,10 +422,10 @@ impl Trace {
         serde_json::json!({"traceEvents": out, "displayTimeUnit": "ms"})
     }
 
-    /// The trace as an SVG timeline: one lane per track (counters left out),
+    /// The trace as an SVG timeline: one lane per track, counters left out;
     /// spans as bars, a pending engine as a hatched bar to the harvest's end
-    /// with its own mark, instants as marks that do not overlap, a time axis
-    /// broken over a long idle gap.
+    /// with its own mark, instants as marks that do not overlap, and a time
+    /// axis broken over a long idle gap.
     pub fn to_svg(&self, title: &str) -> String {
         svg::render(self, title)
     }

@@ -1,5 +1,5 @@
-//! The SVG of a host run, from a bounded summary: [`Summary`] takes the
-//! run's events as they are made (a [`Sink`]) and keeps, per device, the
+//! The SVG of a host run, from a bounded summary: [`Summary`], a [`Sink`],
+//! takes the run's events as they are made and keeps, per device, the
 //! statuses of its harvests, which engines were left pending, and over
 //! [`BUCKETS`] time buckets how busy its engines were, how much engine time
 //! was pending, and its errors, faults and hung marks. The buckets double in
@@ -7,7 +7,7 @@
 //! times the buckets, whatever the number of inferences.
 //!
 //! The picture is one row per device: its name, a strip of its engines'
-//! occupancy (darker: more of its engines busy) over a hatched strip of its
+//! occupancy, darker as more of its engines are busy, over a hatched strip of its
 //! pending engines, the marks above, and its statuses and hung engines on
 //! the right.
 
@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use crate::svg::{self, escape, Swatch, AXIS_H, COLOURS, MARK_GAP, TITLE_H, WIDTH};
 use crate::{Kind, Sink, TraceEvent, PENDING};
 
-/// Time buckets of each device's strip (G-TRACE-SVG).
+/// Time buckets of each device's strip; G-TRACE-SVG.
 pub const BUCKETS: usize = 180;
 /// Height of one device's row, px.
 pub const ROW_H: u32 = 26;
@@ -25,7 +25,7 @@ pub const ROW_H: u32 = 26;
 const LABEL_W: u32 = 90;
 /// Width of the statuses column on the right, px.
 const TEXT_W: u32 = 360;
-/// Least share of the fill of a bucket with any engine busy (a lone span stays visible).
+/// Least share of the fill of a bucket with any engine busy, so a lone span stays visible.
 const MIN_OPACITY: f64 = 0.2;
 
 /// One device's row.
@@ -60,7 +60,7 @@ impl Default for Row {
     }
 }
 
-/// Sum pairs of buckets into the first half (the width has doubled).
+/// Sum pairs of buckets into the first half, as the width has doubled.
 fn halve<T: Copy + core::ops::Add<Output = T> + Default>(v: &mut [T]) {
     let n = v.len();
     for i in 0..n / 2 {
@@ -87,7 +87,7 @@ impl Summary {
         Summary { bucket_us: 1, ..Summary::default() }
     }
 
-    /// Harvests seen of device `pid`, by status (`<code> <NAME>`).
+    /// Harvests seen of device `pid`, by status `<code> <NAME>`.
     pub fn statuses(&self, pid: u32) -> Option<&BTreeMap<String, u64>> {
         self.rows.get(&pid).map(|r| &r.statuses)
     }
@@ -151,7 +151,8 @@ impl Sink for Summary {
             Kind::Instant => e.ts_us,
         };
         self.last_us = self.last_us.max(end);
-        // The time axis starts at the first event (an earlier one is counted from there).
+        // The time axis starts at the first event; an event timed before it
+        // counts as at the origin.
         self.origin.get_or_insert(e.ts_us);
         match (e.cat, &e.kind) {
             ("engine", Kind::Span { .. }) => {

@@ -1,15 +1,15 @@
-//! The SVG timeline of one harvest: a title and legend, one lane per track
-//! with something to draw (its name on the left; an empty track, such as a
-//! core's error track of a clean run, is left out), spans as bars coloured by
-//! engine, an engine with no END as a hatched bar to the harvest's end with
-//! the hung mark there, instants as marks (errors and faults red diamonds,
-//! the rest dark triangles) that never overlap, and a time axis along the
-//! bottom with labelled ticks.
+//! The SVG timeline of one harvest: a title and legend; one lane per track
+//! with something to draw, its name on the left, so an empty track such as a
+//! core's error track of a clean run is left out; spans as bars coloured by
+//! engine; an engine with no END as a hatched bar to the harvest's end with
+//! the hung mark there; instants as marks that never overlap, errors and
+//! faults as red diamonds, the rest as dark triangles; and a time axis along
+//! the bottom with labelled ticks.
 //!
-//! The axis shows the work: when one idle gap takes most of the run (a hang
-//! waits out its timeout after a few hundred microseconds of work), the axis
-//! is broken there, the work drawn over most of the width and what comes
-//! after the gap (the timeout's marks) in a narrow column of its own.
+//! The axis shows the work. A hang waits out its timeout after a few hundred
+//! microseconds of work; when one idle gap takes most of the run, the axis is
+//! broken there, the work drawn over most of the width and what comes after
+//! the gap, such as the timeout's marks, in a narrow column of its own.
 
 use std::fmt::Write as _;
 
@@ -32,21 +32,21 @@ const LATE_W: u32 = 110;
 /// Width of the break itself, px.
 const BREAK_W: u32 = 24;
 /// The axis breaks over a gap with nothing in it longer than this share of
-/// the whole run (numerator, denominator; G-TRACE-SVG).
+/// the whole run, as numerator and denominator; G-TRACE-SVG.
 const BREAK_SHARE: (u64, u64) = (3, 4);
 /// Half the width of a mark, px.
 const MARK_R: u32 = 5;
-/// Room a character of the legend takes, px (11 px sans-serif, capitals included).
+/// Room a character of the legend takes, px, for 11 px sans-serif with capitals.
 const CHAR_W: u32 = 7;
-/// Least distance between the centres of two marks of a lane, px (G-TRACE-SVG).
+/// Least distance between the centres of two marks of a lane, px; G-TRACE-SVG.
 pub(crate) const MARK_GAP: f64 = 12.0;
 
-/// Bar colour of each engine (PE, ACT, POOL, DVE, SP), then the host's, then
+/// Bar colour of each engine, PE, ACT, POOL, DVE and SP, then the host's, then
 /// the collectives'.
 pub(crate) const COLOURS: [&str; 7] = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#9c9c9c", "#edc948"];
 /// The colour of errors, faults and the hung mark.
 pub(crate) const RED: &str = "#d62728";
-/// The hatch of a pending engine's bar (`fill="url(#pending)"`).
+/// The hatch of a pending engine's bar, `fill="url(#pending)"`.
 pub(crate) const PENDING_DEFS: &str = r##"<defs><pattern id="pending" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fbe3e3"/><rect width="3" height="6" fill="#d62728" fill-opacity="0.6"/></pattern></defs>"##;
 
 /// The height of the SVG of a trace with `lanes` lanes, px.
@@ -131,7 +131,7 @@ pub(crate) fn hung_mark(s: &mut String, cx: f64, cy: u32, tip: &str) {
     );
 }
 
-/// Spread the marks at `xs` (sorted) so that no two centres are closer than
+/// Spread the sorted marks at `xs` so that no two centres are closer than
 /// [`MARK_GAP`], each moved as little as this simple pass allows, none past
 /// `limit`.
 pub(crate) fn spread(xs: &mut [f64], limit: f64) {
@@ -162,7 +162,7 @@ struct Axis {
 /// The axis after its break.
 #[derive(Clone, Debug, PartialEq)]
 struct Late {
-    /// Times `t0..t1` over pixels `x0..x1` (a little wider than what is drawn).
+    /// Times `t0..t1` over pixels `x0..x1`, a little wider than what is drawn.
     t0: u64,
     t1: u64,
     x0: f64,
@@ -345,7 +345,7 @@ pub(crate) fn open(s: &mut String, h: u32, title: &str) {
     let _ = writeln!(s, r##"<text x="8" y="20" font-size="14" font-weight="bold">{}</text>"##, escape(title));
 }
 
-/// The colour of an engine's track `tid` (its engine's), else the host's.
+/// The colour of the engine whose track is `tid`, else the host's.
 fn engine_colour(tid: u32) -> &'static str {
     if (1..crate::CC_TID_BASE).contains(&tid) {
         COLOURS[((tid - 1) % crate::TRACKS_PER_CORE) as usize % 5]
@@ -365,7 +365,7 @@ fn tip_of(e: &TraceEvent) -> String {
 
 pub(crate) fn render(t: &Trace, title: &str) -> String {
     let drawn = || t.events.iter().filter(|e| !matches!(e.kind, Kind::Counter { .. }));
-    // Tracks with something drawn on them (an error track stays out until it has a mark).
+    // Tracks with something drawn on them: an error track stays out until it has a mark.
     let lanes: Vec<(u32, u32)> = t.threads.keys().copied().filter(|k| drawn().any(|e| (e.pid, e.tid) == *k)).collect();
     let lane_of = |pid: u32, tid: u32| lanes.iter().position(|l| *l == (pid, tid));
     let mut times: Vec<u64> = drawn()
@@ -436,7 +436,7 @@ pub(crate) fn render(t: &Trace, title: &str) -> String {
             Kind::Span { dur_us } => {
                 let x0 = axis.x(e.ts_us);
                 let w = (axis.x(e.ts_us.saturating_add(dur_us)) - x0).max(1.5);
-                // An engine's span in its engine's colour (its track says which), the rest grey.
+                // An engine's span in its engine's colour, which its track names; the rest grey.
                 let colour = match e.cat {
                     "engine" => engine_colour(e.tid),
                     "cc" => COLOURS[6],

@@ -119,7 +119,7 @@ fn every_track_is_named_by_metadata() {
         .filter(|e| e["name"] == "thread_name")
         .map(|e| (e["tid"].as_u64().unwrap_or(u64::MAX), e["args"]["name"].as_str().unwrap_or("").to_string()))
         .collect();
-    // Host, 2 cores x (5 engines + errors + CC).
+    // Host, then per core 5 engines, errors and CC, for 2 cores.
     assert_eq!(named.len(), 1 + 2 * 7);
     assert!(named.contains(&(u64::from(cc_tid(1)), "core 1 CC".into())));
     assert!(named.contains(&(0, "host".into())));
@@ -144,7 +144,7 @@ fn kickoff_faults_and_errors_are_instants_where_they_happened() {
     assert_eq!(find("fault nan:core=1").and_then(|e| e["ts"].as_u64()), Some(100));
     let rec = find("error_record").expect("the error record");
     assert_eq!((rec["ts"].as_u64(), rec["tid"].as_u64()), (Some(140), Some(u64::from(errors_tid(1)))));
-    // No time of its own: at the end of the harvest (kickoff + 80 us).
+    // No time of its own: at the end of the harvest, kickoff + 80 us.
     let hang = find("hang_on_compute").expect("the hang");
     assert_eq!((hang["ts"].as_u64(), hang["tid"].as_u64()), (Some(180), Some(u64::from(errors_tid(1)))));
     assert_eq!(find("xu_fatal_shutdown").and_then(|e| e["tid"].as_u64()), Some(0));
@@ -184,18 +184,18 @@ fn the_svg_has_a_lane_per_track_a_bar_per_span_and_a_mark_per_instant() {
     assert!(s.trim_end().ends_with("</svg>"));
     assert!(s.contains("nan &amp; more"));
     assert!(s.contains(">core 1 DVE<"), "one device: lanes named by their track");
-    // Every track has something drawn but core 0's errors (its one event is info).
+    // Every track has something drawn but core 0's errors, whose one event is info.
     let lanes = t.tracks().count() - 1;
     assert!(!s.contains("core 0 errors"));
-    // The background, a rect per lane, eight legend swatches (seven colours
-    // and the pending hatch), then the bars: the spans and core 1 DVE's pending one.
+    // The background, a rect per lane, eight legend swatches for seven colours
+    // and the pending hatch, then the bars: the spans and core 1 DVE's pending one.
     let bars = s.matches("<rect x=").count() - 1 - lanes - 8;
     let pending = s.matches(r#"<rect class="pending""#).count();
     let spans = t.events.iter().filter(|e| matches!(e.kind, Kind::Span { .. })).count();
     assert_eq!(bars + pending, spans);
     assert_eq!(pending, 1, "DVE's pending bar");
-    // Three legend marks (error, kickoff, hung), then one per instant but the
-    // engine's START without END (its pending bar starts there), and the hung mark.
+    // Three legend marks, error, kickoff and hung; then one per instant but the
+    // engine's START without END, where its pending bar starts; and the hung mark.
     let marks = s.matches("<path d=").count() - 3;
     let instants = t.events.iter().filter(|e| e.kind == Kind::Instant && e.cat != "engine").count();
     assert_eq!(marks, instants + 1);
@@ -267,7 +267,7 @@ fn a_fifo_nobody_reads_fails_at_once_and_a_reader_that_leaves_is_epipe() {
     let _ = std::fs::remove_file(&p);
 
     let p = fifo("leaves");
-    // The reader opens first (non-blocking, so without a writer), reads one
+    // The reader opens first, non-blocking so without a writer, reads one
     // byte once the writer is there, and closes: the rest of the write is EPIPE.
     let reader = {
         use std::os::unix::fs::OpenOptionsExt as _;
@@ -421,7 +421,7 @@ fn a_streamed_file_holds_what_the_trace_in_memory_holds() {
             streamed[..i].iter().any(|m| m["name"] == "thread_name" && m["pid"] == e["pid"] && m["tid"] == e["tid"]);
         assert!(named, "track named before {e}");
     }
-    // The pending DVE: a span from its START to the harvest's end (kickoff 100 + 80 us).
+    // The pending DVE: a span from its START to the harvest's end, kickoff 100 + 80 us.
     let pending: Vec<&Value> = streamed.iter().filter(|e| e["cat"] == PENDING).collect();
     assert_eq!(pending.len(), 2, "one per device");
     assert_eq!((pending[0]["ts"].as_u64(), pending[0]["dur"].as_u64()), (Some(123), Some(180 - 123)));
@@ -437,7 +437,7 @@ fn a_streamed_file_whose_reader_leaves_fails_at_finish_naming_it() {
     };
     let mut f = TraceFile::create("trace", &p).expect("a FIFO with a reader");
     drop(reader);
-    // More than the writer's buffer (each report has 2000 counter samples):
+    // More than the writer's buffer, as each report has 2000 counter samples:
     // the writes after the reader left fail.
     for n in 0..2 {
         f.add_inference(&report(), 0, "run", Some(n));

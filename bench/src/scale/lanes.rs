@@ -17,7 +17,7 @@ pub(super) const BENCH_TIMEOUT_S: u32 = 120;
 /// How long the harvest threads may take to finish their last request.
 pub(super) const STOP_GRACE: Duration = Duration::from_secs(5);
 
-/// End instants kept per lane (a ring of them, indexed by inference number).
+/// End instants kept per lane, a ring of them indexed by inference number.
 pub(super) const ENDS: usize = 1024;
 
 /// One inference in this many is a long outlier.
@@ -27,7 +27,7 @@ pub const OUTLIER_EVERY: u64 = 200;
 pub const OUTLIER_FACTOR: u64 = 4;
 
 /// One lane's memory: 10 rings, their HEAD registers, the END instants, and
-/// the harvest's kickoffs (how many, and when the latest was).
+/// the harvest's kickoffs: how many, and when the latest was.
 pub(super) struct LaneMem {
     pub(super) words: Vec<AtomicU64>,
     pub(super) heads: Vec<AtomicU32>,
@@ -115,8 +115,8 @@ impl nrt_core::counters::CounterSink for LaneDev {}
 
 impl hal::TensorNotify for LaneDev {}
 
-/// The hook that abandons a lane's wait once the bench raises the flag (the
-/// device has stopped: the request would never complete).
+/// The hook that abandons a lane's wait once the bench raises the flag: the
+/// device has stopped, so the request would never complete.
 pub(super) struct Abort<'a>(pub(super) &'a AtomicBool);
 
 impl<D: ?Sized, W: ?Sized> WaitHooks<D, W> for Abort<'_> {
@@ -148,7 +148,7 @@ pub(super) fn notifications(head_batching: bool) -> Notifications {
 
 /// How long inference `k` of a lane lasts, ns: around `work_ns`, uniform
 /// within `jitter_pct` percent, one in [`OUTLIER_EVERY`] [`OUTLIER_FACTOR`]
-/// times as long (a xorshift stream per lane, the same every run).
+/// times as long. Each lane draws from its own xorshift stream, the same every run.
 pub(super) fn duration_ns(rng: &mut u64, work_ns: u64, jitter_pct: u64) -> u64 {
     *rng ^= *rng << 13;
     *rng ^= *rng >> 7;
@@ -162,11 +162,11 @@ pub(super) fn duration_ns(rng: &mut u64, work_ns: u64, jitter_pct: u64) -> u64 {
 }
 
 /// The device thread: each lane's inference starts at its kickoff and ends a
-/// drawn time later (the first also delayed by the lane's phase). `Sleep`:
-/// between writes it sleeps to the earliest due write, or to its next look
-/// for kickoffs ([`clock::device_wake_ns`]); `Spin`: it spins. The instant
-/// of each inference's last END store is stamped just before that store
-/// (published with it), so a late wake-up of the device lengthens the
+/// drawn time later, the first also delayed by the lane's phase. `Sleep`:
+/// between writes it sleeps to the earliest due write or to its next look for
+/// kickoffs, see [`clock::device_wake_ns`]; `Spin`: it spins. The instant of
+/// each inference's last END store is stamped just before that store and
+/// published with it, so a late wake-up of the device lengthens the
 /// inference, never the notice. Returns the inferences written and the
 /// thread's CPU time, ns.
 pub(super) fn device(
@@ -190,7 +190,7 @@ pub(super) fn device(
         (0..n).map(|_| (0..RINGS).map(|_| NqProducer::new(RING).expect("ring")).collect()).collect();
     let mut rng: Vec<u64> =
         (0..n).map(|l| 0x9E37_79B9_7F4A_7C15 ^ (l as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D)).collect();
-    // When the inference running on each lane ends (None: not kicked off yet).
+    // When the inference running on each lane ends; `None`: not kicked off yet.
     let mut end_at: Vec<Option<u64>> = vec![None; n];
     let mut k = vec![0u64; n];
     let mut written = 0u64;
@@ -221,7 +221,7 @@ pub(super) fn device(
             for sub in [Subtype::START, Subtype::END] {
                 for (r, pr) in p.iter_mut().enumerate() {
                     let id = INFER_STATUS_NQS[r % ENGINES_PER_CORE];
-                    // The inference number rides in the timestamp: (k + 1) us.
+                    // The inference number rides in the timestamp: `k + 1` us.
                     let mut e = RawEntry::new(sub, id, 0, 0, (k[l] + 1) * 1000).to_array();
                     let off = pr.push(&mut e).expect("room checked") as usize / 16;
                     let i = (r * SLOTS + off) * 2;
@@ -254,9 +254,9 @@ pub(super) fn device(
 /// soon, ns.
 pub(super) const DEVICE_RETRY_NS: u64 = 5_000;
 
-/// The END instant of the inference `req` harvested (its number rides in the
-/// END timestamp, which FINALIZE turns into microseconds: `k + 1`), or `None`
-/// when the request saw no END (it failed).
+/// The END instant of the inference `req` harvested, or `None` when the
+/// request failed and saw no END. The inference number rides in the END
+/// timestamp, which FINALIZE turns into microseconds: `k + 1`.
 pub(super) fn end_of(mem: &LaneMem, req: &ExecRequest) -> Option<u64> {
     let k = req.engine_times_us(0, 0).1?.checked_sub(1)?;
     // Stored before the records were published.

@@ -1,55 +1,54 @@
-//! `nrt-bench scale`: a host's worth of logical cores (16 devices x 4 by
-//! default) each running one inference after another, harvested in turn by
-//! every shape, in the same run:
+//! `nrt-bench scale`: a host's worth of logical cores, 16 devices x 4 by
+//! default, each running one inference after another, harvested in turn by
+//! every shape in the same run:
 //!
-//! 1. `libnrt-threads`: one thread per in-flight request, the sync driver with
-//!    `usleep(1)` between steps (libnrt's shape);
+//! 1. `libnrt-threads`: libnrt's shape, one thread per in-flight request, the
+//!    sync driver with `usleep(1)` between steps;
 //! 2. `adaptive-threads`: one thread per request, the sync driver with the
-//!    adaptive delay (spin, yield, sleep);
-//! 3. `poll-group xP <policy>`: P poller threads (1, 2, 4), each a core
+//!    adaptive delay that spins, yields, then sleeps;
+//! 3. `poll-group xP <policy>`: P poller threads, 1, 2 or 4, each a core
 //!    `PollGroup` over a contiguous block of devices making due-first passes
-//!    (`PollGroup::poll_due`), waiting between passes by the policy
-//!    (`nrt_linux::poller::WaitPolicy`: spin, hybrid, sleep) exactly as
-//!    `nrt_linux::poller` does, and kicking off each lane's next request as soon
-//!    as one completes.
+//!    with `PollGroup::poll_due`. Between passes each waits by its
+//!    `nrt_linux::poller::WaitPolicy`, spin, hybrid or sleep, as
+//!    `nrt_linux::poller` does, and kicks off a lane's next request as soon as
+//!    one completes.
 //!
-//! The device is one thread, which sleeps to each due write (an absolute
-//! deadline, 1 ns timer slack: a real device takes no host CPU between its
-//! writes; `--device spin` spins instead, the earlier shape, labelled so).
-//! A lane's inference starts when the harvest kicks
-//! it off and lasts a time drawn around `--work-us U`: uniform within
-//! `--jitter-pct J` percent of U, and one inference in [`OUTLIER_EVERY`] lasts
-//! [`OUTLIER_FACTOR`] x U (so a poller must learn the lane's time and its spread,
-//! not read a period). The first inference of lane `l` is delayed by `l / lanes`
-//! of U, spreading the lanes' phases. At the end the device writes START and
-//! END on every ring of the lane's 2 cores x 5 engines, stamping the instant
-//! of the last END write just before that store (published with it: the
-//! device's own lateness lengthens the inference, never the notice). The
-//! notice latency is that instant to the
-//! instant the harvest sees the status (the thread's return for the thread
-//! shapes; the poller's completion for the groups, where a spinning waiter
-//! adds one cache line transfer and a sleeping one an eventfd wake-up). The
-//! harvest CPU is the harvesting threads' CPU time over the wall time (cores
-//! busy); the device thread's own CPU is not counted.
+//! The device is one thread that sleeps to each due write on an absolute
+//! deadline with 1 ns timer slack, as a real device takes no host CPU between
+//! its writes; `--device spin` makes it spin, labelled so. A lane's inference
+//! starts when the harvest kicks it off and lasts a time drawn around
+//! `--work-us U`: uniform within `--jitter-pct J` percent of U, and one
+//! inference in [`OUTLIER_EVERY`] lasts [`OUTLIER_FACTOR`] x U, so a poller
+//! must learn the lane's time and its spread, not read a period. The first
+//! inference of lane `l` is delayed by `l / lanes` of U, spreading the lanes'
+//! phases. At the end the device writes START and END on every ring of the
+//! lane's 2 cores x 5 engines. It stamps the instant of the last END write
+//! just before that store and publishes the stamp with it, so the device's
+//! own lateness lengthens the inference, never the notice. The notice latency
+//! runs from that instant to the one the harvest sees the status: a thread
+//! shape's return, or a group's completion, where a spinning waiter adds one
+//! cache line transfer and a sleeping one an eventfd wake-up. The harvest CPU
+//! is the harvesting threads' CPU time over the wall time, in cores busy; the
+//! device thread's own CPU is not counted.
 //!
-//! In the 1 ms run (or the only one), with the same device thread, the
-//! floors: a bare spinning reader over the same lanes (one look per lane at
-//! the slot of its next END) and a bare sleeping reader at each slice of
-//! [`SLICES_US`] and the default; and the hybrid x1 poller at each of those
-//! slices, beside its bare reader. The goals are printed as `verdict:`
-//! lines, each a ratio within the run; [`choose_slice`] is the rule for the
-//! default slice.
+//! The 1 ms run, or the only one, also measures the floors on the same device
+//! thread: a bare spinning reader over the same lanes, one look per lane at
+//! the slot of its next END, and a bare sleeping reader at each slice of
+//! [`SLICES_US`] and the default. Beside each bare sleeping reader runs the
+//! hybrid x1 poller at that slice. The goals are printed as `verdict:` lines,
+//! each a ratio within the run; [`choose_slice`] is the rule for the default
+//! slice.
 //!
 //! `--sweep` runs every shape at U = 100 us, 1 ms and 10 ms; the last line is
 //! the U = 1 ms run's best hybrid group, best spinning group and libnrt's shape.
 //!
-//! `NRT_BENCH_ONLY=<text>` measures only the shapes whose name contains it
-//! (and libnrt's, the baseline); `NRT_BENCH_DEBUG=1` prints each poller's first
-//! lanes' estimates at its end.
+//! `NRT_BENCH_ONLY=<text>` measures only the shapes whose name contains it,
+//! and libnrt's as the baseline; `NRT_BENCH_DEBUG=1` prints each poller's
+//! first lanes' estimates at its end.
 //!
-//! Ring memory is plain memory shared between the threads (16-byte slots, the
-//! first 8-byte word published last with Release, read first with Acquire, as
-//! G-LINUX-ORDER); HEAD is an atomic store (a mapped NOTIFIC block).
+//! Ring memory is plain memory shared between the threads: 16-byte slots, the
+//! first 8-byte word published last with Release and read first with Acquire,
+//! as G-LINUX-ORDER. HEAD is an atomic store, as into a mapped NOTIFIC block.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -84,21 +83,21 @@ struct Shape {
     name: String,
     latency: Pct,
     cpu_cores: f64,
-    /// The device thread's own CPU over the same wall time (not harvest).
+    /// The device thread's own CPU over the same wall time, not the harvest's.
     device_cpu_cores: f64,
     /// Where the harvest's time went, per second of wall time over its threads.
     passes_per_s: f64,
     sleeps_per_s: f64,
-    /// Involuntary context switches of the harvest threads (preemptions).
+    /// Involuntary context switches, preemptions, of the harvest threads.
     preempted_per_s: f64,
     /// Share of the wall time the harvest threads spent in passes and asleep.
     in_passes: f64,
     asleep: f64,
-    /// From the start of the pass that saw a completion to its notice (the
-    /// rest of the notice is the wait before that pass).
+    /// From the start of the pass that saw a completion to its notice; the
+    /// rest of the notice is the wait before that pass.
     in_pass: Pct,
-    /// How late each of the harvest's sleeps ended past what it asked (the
-    /// timer, then the wait for a CPU), ns.
+    /// How late each of the harvest's sleeps ended past what it asked, ns: the
+    /// timer, then the wait for a CPU.
     overshoot: Pct,
     /// How late the device wrote each inference's last END past its due time, ns.
     device_late: Pct,
@@ -113,8 +112,8 @@ enum Harvest {
         pollers: usize,
         cfg: PollerConfig,
     },
-    /// One bare reader over every lane: spinning (`None`) or sleeping this
-    /// long from one sweep to the next.
+    /// One bare reader over every lane: spinning on `None`, else sleeping
+    /// this long from one sweep to the next.
     Bare(Option<Duration>),
 }
 
@@ -250,7 +249,7 @@ fn measure(setup: Setup, work: Duration, how: &Harvest) -> Shape {
         all.sleep_ns += o.sleep_ns;
     }
     let Out { mut lat, mut in_pass, mut overshoot, cpu_ns: cpu, ok, bad, .. } = all;
-    // CPU over the whole run (the drain included), requests over the window.
+    // CPU over the whole run with the drain, requests over the window.
     let wall = t0.elapsed().as_secs_f64();
     stop_dev.store(true, Ordering::Release);
     let (_, dev_cpu, mut dev_late) = dev.join().expect("device thread");
@@ -274,8 +273,8 @@ fn measure(setup: Setup, work: Duration, how: &Harvest) -> Shape {
     }
 }
 
-/// One U's measurements: every shape, and (with `extras`) the floors and
-/// the hybrid slice sweep.
+/// One U's measurements: every shape and, with `extras`, the floors and the
+/// hybrid slice sweep.
 struct Run {
     work_us: u64,
     shapes: Vec<Shape>,
@@ -308,10 +307,9 @@ fn print_shape(s: &Shape) {
     );
 }
 
-/// The shapes of one run, each measured in turn at `work_us`; with `extras`
-/// also the floors (a bare spinning reader; a bare sleeping reader at each
-/// of `slices_us`) and the hybrid x1 poller at each of `slices_us`, each
-/// slice's poller beside its bare reader.
+/// The shapes of one run, each measured in turn at `work_us`. With `extras`
+/// also the floors, a bare spinning reader and a bare sleeping reader at each
+/// of `slices_us`, and beside each sleeping one the hybrid x1 poller at its slice.
 fn run_one(setup: Setup, work_us: u64, base: PollerConfig, extras: bool, slices_us: &[u64]) -> Run {
     let Setup { devices, cores_per_device, secs, jitter, device: dev_kind } = setup;
     let work = Duration::from_micros(work_us);
@@ -378,8 +376,8 @@ fn run_one(setup: Setup, work_us: u64, base: PollerConfig, extras: bool, slices_
 }
 
 /// `nrt-bench scale`: one run at `work_us`, or with `sweep` one at each of
-/// 100 us, 1 ms and 10 ms (the last line then from the 1 ms run); the floors
-/// and the hybrid slice sweep in the 1 ms run (or the only one).
+/// 100 us, 1 ms and 10 ms, the last line then from the 1 ms run. The floors
+/// and the hybrid slice sweep come from the 1 ms run, or the only one.
 pub fn run(setup: Setup, work_us: u64, sweep: bool, base: PollerConfig) {
     let Setup { devices, cores_per_device, secs, jitter, device } = setup;
     let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);

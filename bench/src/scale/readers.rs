@@ -40,8 +40,8 @@ pub(super) fn poller(
     let mut k = vec![0u64; block.len()];
     let mut reqs: Vec<ExecRequest> = vec![ExecRequest::new(cfg); block.len()];
     let (mut lat, mut ok, mut bad) = (Vec::new(), 0u64, 0u64);
-    // Each completion with its instant: the poller thread answers its waiter
-    // in this callback (`nrt_linux::poller`), so that is the notice.
+    // Each completion with its instant: `nrt_linux::poller` answers its
+    // waiter in this callback, so that is the notice.
     let mut done: Vec<(u16, Step, u64)> = Vec::with_capacity(128);
     let mut last_event = Instant::now();
     while !stop.load(Ordering::Acquire) {
@@ -135,8 +135,8 @@ pub(super) struct Out {
     pub(super) overshoot: Vec<f64>,
 }
 
-/// The calling thread's involuntary context switches so far (the scheduler
-/// took its CPU away).
+/// The calling thread's involuntary context switches so far: the times the
+/// scheduler took its CPU away.
 #[allow(unsafe_code)]
 pub(super) fn preemptions() -> u64 {
     // SAFETY: an all-zero rusage is a valid value to be overwritten.
@@ -148,13 +148,13 @@ pub(super) fn preemptions() -> u64 {
     ru.ru_nivcsw as u64
 }
 
-/// A bare reader over every lane, the floor a poller is measured against:
-/// per lane it looks at the one slot where the next END of the lane's last
-/// ring lands (two loads against the record it expects, from a shadow of
-/// the device's producer), and on seeing it takes the notice, hands every
-/// ring's HEAD back and kicks the lane off again. Nothing else: no request,
-/// no group, no estimate. `slice`: it sleeps to one slice after each sweep's
-/// start (absolute deadline, 1 ns timer slack) instead of spinning.
+/// A bare reader over every lane, the floor a poller is measured against. Per
+/// lane it looks at the one slot where the next END of the lane's last ring
+/// lands: two loads against the record it expects, from a shadow of the
+/// device's producer. On seeing it, it takes the notice, hands every ring's
+/// HEAD back and kicks the lane off again. Nothing else: no request, no group,
+/// no estimate. With `slice` it sleeps to one slice after each sweep's start,
+/// on an absolute deadline with 1 ns timer slack, instead of spinning.
 pub(super) fn bare_reader(
     lanes: Vec<Arc<LaneMem>>,
     origin: Instant,
@@ -215,8 +215,8 @@ pub(super) fn bare_reader(
     Out { lat, cpu_ns: thread_cpu_ns() - c0, ok, bad: 0, preempted: preemptions() - v0, ..out }
 }
 
-/// Where inference `k`'s END lands on a lane's last ring and its two words
-/// (lo, hi), from the shadow of that ring's producer (its START, then its END).
+/// Where inference `k`'s END lands on a lane's last ring and its two words,
+/// lo and hi, from the shadow of that ring's producer: its START, then its END.
 pub(super) fn next_end(shadow: &mut NqProducer, k: u64) -> (usize, u64, u64) {
     let id = INFER_STATUS_NQS[(RINGS - 1) % ENGINES_PER_CORE];
     let mut start = RawEntry::new(Subtype::START, id, 0, 0, (k + 1) * 1000).to_array();
@@ -227,8 +227,8 @@ pub(super) fn next_end(shadow: &mut NqProducer, k: u64) -> (usize, u64, u64) {
     (((RINGS - 1) * SLOTS + off) * 2, w(&e[..8]), w(&e[8..]))
 }
 
-/// The bench poller's [`HybridWaiter`]: the same waits as the poller
-/// thread's (its clock, `thread::sleep`), ended early only by the run's end.
+/// The bench poller's [`HybridWaiter`]: the poller thread's waits, on its clock
+/// with `thread::sleep`, ended early only by the run's end.
 pub(super) struct BenchWaiter<'a> {
     pub(super) origin: Instant,
     pub(super) stop: &'a AtomicBool,

@@ -3,7 +3,7 @@
 
 use super::*;
 
-/// The hybrid slices of the sweep, us (the default slice is added when not among them).
+/// The hybrid slices of the sweep, us; the default slice is added when not among them.
 pub const SLICES_US: [u64; 5] = [25, 50, 100, 200, 400];
 
 pub(super) fn best<'a>(shapes: &'a [Shape], suffix: &str) -> Option<&'a Shape> {
@@ -13,7 +13,7 @@ pub(super) fn best<'a>(shapes: &'a [Shape], suffix: &str) -> Option<&'a Shape> {
         .min_by(|a, b| a.latency.p99.total_cmp(&b.latency.p99))
 }
 
-/// One point of the hybrid slice sweep: slice (us), notice p99 (ns), harvest CPU (cores).
+/// One point of the hybrid slice sweep: slice in us, notice p99 in ns, harvest CPU in cores.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SlicePoint {
     pub slice_us: u64,
@@ -32,12 +32,12 @@ pub enum SliceReason {
     Cheapest,
 }
 
-/// The rule for a hybrid poller's default slice (G-POLL-SLICE), from a sweep measured
-/// beside libnrt's shape in the same run: the shortest slice whose p99 and
-/// harvest CPU are each at most `1/ratio` of libnrt's (the hybrid goal);
-/// when none, the shortest whose CPU is (a poller's first duty on a shared
-/// host is to leave the CPU to the work); when none, the cheapest. `None`
-/// for an empty sweep.
+/// The rule for a hybrid poller's default slice, G-POLL-SLICE, from a sweep
+/// measured beside libnrt's shape in the same run. It picks the shortest slice
+/// whose p99 and harvest CPU are each at most `1/ratio` of libnrt's, the hybrid
+/// goal; when none, the shortest whose CPU is, since a poller's first duty on
+/// a shared host is to leave the CPU to the work; when none, the cheapest.
+/// `None` for an empty sweep.
 pub fn choose_slice(
     points: &[SlicePoint],
     libnrt_p99_ns: f64,
