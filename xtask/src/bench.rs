@@ -1,5 +1,5 @@
 //! `cargo xtask bench`: run the criterion benches and write a summary into
-//! BENCHMARKS.md (between the `xtask-bench` markers), with the machine, the date,
+//! BENCHMARKS.md between the `xtask-bench` markers, with the machine, the date,
 //! the commit, every median, and each goal's verdict. Ratios are always computed
 //! from two benchmarks of the same run.
 
@@ -17,13 +17,13 @@ const BEGIN: &str = "<!-- xtask-bench:begin -->";
 const END: &str = "<!-- xtask-bench:end -->";
 
 /// A goal: either a median under a bound, or a speed ratio against a baseline of
-/// the same run (`baseline_median / median >= min`).
+/// the same run, `baseline_median / median >= min`.
 enum Goal {
     MaxNs(f64),
     RatioMin { baseline: &'static str, min: f64 },
 }
 
-/// The goals the issues name, by benchmark id.
+/// The goals, by benchmark id.
 const GOALS: &[(&str, &str, Goal)] = &[
     (
         "decode/notification_decode/4096",
@@ -44,14 +44,14 @@ const GOALS: &[(&str, &str, Goal)] = &[
     ),
 ];
 
-/// Markers of the scale sweep's table in BENCHMARKS.md (`cargo xtask bench --scale`).
+/// Markers of the scale sweep's table in BENCHMARKS.md, for `cargo xtask bench --scale`.
 const SCALE_BEGIN: &str = "<!-- xtask-bench-scale:begin -->";
 const SCALE_END: &str = "<!-- xtask-bench-scale:end -->";
 
-/// `cargo xtask bench --scale`: the host sweep alone (`nrt-bench scale --sweep`,
-/// U = 100 us, 1 ms, 10 ms, every shape; ~2 minutes), its table printed and
-/// written into BENCHMARKS.md between the scale markers, with `uptime` before
-/// and after (the machine's load is part of the result).
+/// `cargo xtask bench --scale`: the host sweep alone, `nrt-bench scale --sweep`
+/// at U = 100 us, 1 ms and 10 ms for every shape, about 2 minutes. Its table is
+/// printed and written into BENCHMARKS.md between the scale markers, with
+/// `uptime` before and after, as the machine's load is part of the result.
 fn run_scale(run: &mut Runner, root: &Path) {
     let nb = root.join("target/nrt-bench");
     let _ = fs::remove_file(nb.join("scale.json"));
@@ -155,7 +155,7 @@ pub fn run(run: &mut Runner, root: &Path, quick: bool) {
             return;
         }
     }
-    // The two-thread measurements (latency, ring transfer, XU): nrt-bench.
+    // nrt-bench's two-thread measurements: latency, ring transfer, XU.
     let nb = root.join("target/nrt-bench");
     for f in ["latency.json", "ring.json", "xu.json", "sys.json", "scale.json", "exec.json"] {
         let _ = fs::remove_file(nb.join(f));
@@ -185,7 +185,7 @@ pub fn run(run: &mut Runner, root: &Path, quick: bool) {
     run.record("summarise into BENCHMARKS.md", t.elapsed().as_secs_f64(), ok);
 }
 
-/// `nrt-bench exec` (the runtime API's round trip against `Session::execute`)
+/// `nrt-bench exec`, the runtime API's round trip against `Session::execute`,
 /// under the simulated driver, which needs seccomp user notification.
 fn run_exec(run: &mut Runner, root: &Path, quick: bool) {
     const NAME: &str = "nrt-bench exec under nrt-sim driver (the runtime API's round trip)";

@@ -1,12 +1,12 @@
 //! `cargo xtask fuzz [--secs N]`: every cargo-fuzz target of `fuzz/` for `N`
 //! seconds: a short run in CI, a long one on demand.
 //!
-//! New inputs go to `target/fuzz-corpus/<target>` (not committed); the seeds in
+//! New inputs go to `target/fuzz-corpus/<target>`, not committed; the seeds in
 //! `fuzz/corpus/<target>` are read only. A crash leaves its input in
 //! `fuzz/artifacts/<target>/`: reproduce it with `cargo +nightly fuzz run <target>
 //! <file>` and turn it into a regression test in core. Where cargo-fuzz or nightly
 //! is missing, the target bodies run as plain tests over the seeds and generated
-//! inputs instead (`cargo test` in `fuzz/`), and the stage says so.
+//! inputs instead, `cargo test` in `fuzz/`, and the stage says so.
 
 use std::fs;
 use std::path::Path;
@@ -14,7 +14,7 @@ use std::process::Command;
 
 use crate::{cargo, works, Runner};
 
-/// The targets (`fuzz/fuzz_targets/<name>.rs`).
+/// The targets, each `fuzz/fuzz_targets/<name>.rs`.
 pub const TARGETS: [&str; 3] = ["decode", "harvest", "dma"];
 
 fn nightly_cargo() -> Command {

@@ -1,17 +1,17 @@
 //! `cargo xtask`: the project's own automation.
 //!
 //! ```text
-//! cargo xtask ci               everything CI checks (the README's test command)
+//! cargo xtask ci               everything CI checks: the README's test command
 //! cargo xtask bench [--quick]  the criterion benches and nrt-bench, summarised into BENCHMARKS.md
 //! cargo xtask bench --summarise  rewrite that summary from the results on disk
-//! cargo xtask bench --scale  the host sweep alone (nrt-bench scale --sweep), its table into BENCHMARKS.md
-//! cargo xtask kani             every kani harness verified by cargo kani (installed from the offline bundle when missing)
+//! cargo xtask bench --scale  the host sweep alone, nrt-bench scale --sweep, its table into BENCHMARKS.md
+//! cargo xtask kani             every kani harness verified by cargo kani, installed from the offline bundle if missing
 //! cargo xtask miri             core's tests under Miri
 //! cargo xtask loom             the loom models of the XU handoff and the tensor counters
-//! cargo xtask fuzz [--secs N]  each fuzz target for N seconds (default 60)
-//! cargo xtask qemu             the test firmware on Cortex-M4 (and RV32) under QEMU, with its footprint
+//! cargo xtask fuzz [--secs N]  each fuzz target for N seconds, 60 by default
+//! cargo xtask qemu             the test firmware on Cortex-M4 and RV32 under QEMU, with its footprint
 //! cargo xtask mutants [--file GLOB]... [--in-diff BASE] [--shard K/N]  cargo-mutants over core and the device model
-//! cargo xtask prose            comment density, asides and file sizes per crate (a report)
+//! cargo xtask prose            a report of comment density, asides and file sizes per crate
 //! ```
 //!
 //! Each subcommand prints the stages it runs with their times, and says SKIPPED,
@@ -32,27 +32,27 @@ mod prose;
 mod qemu;
 mod setup;
 
-/// The bare-metal targets the core must build for (the device-side controller).
+/// The bare-metal targets the core must build for: the device-side controller.
 const NO_STD_TARGETS: [&str; 2] = ["thumbv7em-none-eabihf", "riscv32imac-unknown-none-elf"];
 
-/// Seconds per fuzz target in `cargo xtask ci` (`NRT_CI_FUZZ_SECS` overrides).
+/// Seconds per fuzz target in `cargo xtask ci`; `NRT_CI_FUZZ_SECS` overrides it.
 const CI_FUZZ_SECS: u64 = 15;
 
 /// The subcommands.
 enum Task {
-    /// setup, fmt, clippy, tests, docs, no_std builds, kani (verified), Miri, loom, a short
+    /// setup, fmt, clippy, tests, docs, no_std builds, kani verification, Miri, loom, a short
     /// fuzz run, the firmware under QEMU.
     Ci,
     /// Criterion benches and the BENCHMARKS.md summary.
     Bench {
-        /// Shorter measurement (for a smoke run).
+        /// Shorter measurement, for a smoke run.
         quick: bool,
     },
-    /// Every kani harness verified by `cargo kani` (installed when missing).
+    /// Every kani harness verified by `cargo kani`, installed when missing.
     Kani,
     /// `cargo +nightly miri test -p nrt-core`.
     Miri,
-    /// The loom models (`--cfg loom`, release).
+    /// The loom models, `--cfg loom`, in release.
     Loom,
     /// Every fuzz target for `secs` seconds.
     Fuzz {
@@ -163,8 +163,8 @@ impl Runner {
         ok
     }
 
-    /// Run `cmd` as stage `name`, capturing its output (echoed as it was), and
-    /// return the output when it succeeded.
+    /// Run `cmd` as stage `name`, capturing its output and echoing it as it
+    /// was; return the output when it succeeded.
     pub fn cmd_output(&mut self, name: &str, cmd: &mut Command) -> Option<String> {
         let (ok, text) = self.cmd_capture_inner(name, cmd, true);
         ok.then_some(text)
@@ -247,10 +247,10 @@ impl Runner {
 }
 
 /// Run `cmd` to its end with its output captured, in a process group of its
-/// own; past `cap` (a backstop, not a goal), kill the whole group (the command
-/// and everything it started) and return what it printed until then. Returns
-/// the output (or why it could not start or be waited for) and whether the cap
-/// killed it.
+/// own. Past `cap`, a backstop rather than a goal, kill the whole group, the
+/// command and everything it started, and keep what it printed until then.
+/// Returns the output, or why it could not start or be waited for, and whether
+/// the cap killed it.
 pub(crate) fn output_capped(
     cmd: &mut Command,
     cap: std::time::Duration,
@@ -296,7 +296,7 @@ pub(crate) fn output_capped(
 }
 
 /// Whether a finished command succeeded, and its standard output followed by
-/// its standard error (or why it could not start).
+/// its standard error, or why it could not start.
 pub(crate) fn exit_and_text(out: std::io::Result<std::process::Output>) -> (bool, String) {
     match out {
         Ok(o) => {
@@ -323,7 +323,7 @@ pub(crate) fn render(cmd: &Command) -> String {
     s
 }
 
-/// `true` when `cmd` starts and exits 0 (its output discarded).
+/// `true` when `cmd` starts and exits 0; its output is discarded.
 pub fn works(cmd: &mut Command) -> bool {
     cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status().map(|s| s.success()).unwrap_or(false)
 }
@@ -386,18 +386,17 @@ fn ci(run: &mut Runner) {
     miri::miri(run);
 }
 
-/// The file the tests record the checks they cannot make here in
-/// (`nrt_abi::skip`): in the target directory (`CARGO_TARGET_DIR`, else
-/// `target` at the project's root).
+/// The file in which the tests record the checks they cannot make here, see
+/// `nrt_abi::skip`: in `CARGO_TARGET_DIR`, else `target` at the project's root.
 fn skip_log() -> PathBuf {
     let target = env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
     project_root().join(target).join("xtask-test-skips.txt")
 }
 
-/// `cargo test --workspace`, with `NRT_SKIP_LOG` set (`nrt_abi::skip`): each
-/// check a test could not make here is listed after it as a stage
-/// ([`skip_stages`]), so the summary shows it (a passing test's own output
-/// is not shown).
+/// `cargo test --workspace` with `NRT_SKIP_LOG` set, see `nrt_abi::skip`. Each
+/// check a test could not make here is then listed as a stage by
+/// [`skip_stages`], so the summary shows it even though a passing test's own
+/// output is not shown.
 fn tests(run: &mut Runner) {
     let log = skip_log();
     if let Err(e) = std::fs::remove_file(&log) {
@@ -414,10 +413,10 @@ fn tests(run: &mut Runner) {
 }
 
 /// Each recorded skip as a stage `test CRATE::TEST`: SKIPPED, loudly, with
-/// its reason; a tool this machine could have installed and did not
-/// ([`SkipClass::Installable`]: its install failed) says so, and that the
-/// setup stage's output has why. A check that cannot run is never a red run
-/// (an install can fail for reasons outside the project) and never a pass.
+/// its reason. A tool this machine could have installed but whose install
+/// failed, [`SkipClass::Installable`], says so and points at the setup stage's
+/// output for why. A check that cannot run is never a pass, and never a red
+/// run, since an install can fail for reasons outside the project.
 ///
 /// [`SkipClass::Installable`]: nrt_abi::skip::SkipClass::Installable
 fn skip_stages(run: &mut Runner, skips: &[nrt_abi::skip::Skip]) {
@@ -473,7 +472,7 @@ fn no_std_builds(run: &mut Runner) {
                 &mut c,
             );
         }
-        // nrt-abi's default build is no_std too (a controller may share its constants).
+        // nrt-abi's default build is no_std too: a controller may share its constants.
         run.cmd(
             &format!("build nrt-abi --target {target}"),
             cargo().args(["build", "-p", "nrt-abi", "--target", target]),
@@ -517,7 +516,7 @@ fn nostd_link_check(run: &mut Runner) {
     );
 }
 
-/// The load average (1, 5, 15 minutes) from `/proc/loadavg`, or `unknown`.
+/// The 1, 5 and 15 minute load averages from `/proc/loadavg`, or `unknown`.
 pub(crate) fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
@@ -526,7 +525,7 @@ pub(crate) fn load_average() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-/// Today's date (UTC), from `date`.
+/// Today's UTC date, from `date`.
 pub(crate) fn today() -> String {
     Command::new("date")
         .args(["-u", "+%Y-%m-%d"])
@@ -584,8 +583,8 @@ mod tests {
 
     #[test]
     fn past_its_cap_the_whole_group_is_killed() {
-        // The shell starts a 60 s grandchild (its output elsewhere, so the call
-        // returns at the cap either way): the kill must take it too.
+        // The shell starts a 60 s grandchild whose output goes elsewhere, so the
+        // call returns at the cap either way: the kill must take it too.
         let dir = std::env::temp_dir().join(format!("xtask-capped-{}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
         let pid_file = dir.join("grandchild");
@@ -597,7 +596,7 @@ mod tests {
         assert_eq!(o.stdout, b"started\n", "what it printed before the kill is kept");
         let pid = std::fs::read_to_string(&pid_file).expect("the grandchild's pid");
         // Gone, or a zombie waiting for init to reap it: killed with its group.
-        // (Bounded: 50 looks, 100 ms apart, for the reparenting to finish.)
+        // At most 50 looks, 100 ms apart, for the reparenting to finish.
         let running = || {
             std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
                 .is_ok_and(|st| st.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))

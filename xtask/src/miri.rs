@@ -86,13 +86,13 @@ const DEFAULT_WEIGHT_MS: u32 = 500;
 /// Environment variable naming the number of Miri processes.
 const JOBS_VAR: &str = "NRT_MIRI_JOBS";
 
-/// At most this many processes by default (each Miri process holds the whole
-/// interpreted heap: a few hundred MiB).
+/// At most this many processes by default: each Miri process holds the whole
+/// interpreted heap, a few hundred MiB.
 const MAX_DEFAULT_JOBS: usize = 4;
 
 /// The backstop of one Miri share, seconds: past it the share's process group
-/// is killed and the share fails (a hung test must not hold CI to its limit).
-/// Several times the slowest share measured under load (`docs/miri.md`).
+/// is killed and the share fails, so a hung test cannot hold CI to its limit.
+/// Several times the slowest share measured under load, in `docs/miri.md`.
 const SHARE_BACKSTOP_S: u64 = 2400;
 
 /// `rustup run nightly <program>`.
@@ -103,13 +103,13 @@ fn nightly(program: &str) -> Command {
     c
 }
 
-/// `cargo +nightly miri test -p nrt-core --lib` with the stage's environment:
+/// `cargo +nightly miri test -p nrt-core --lib` with the stage's environment.
 /// proptest reads the working directory for its failure files, so isolation is
-/// off (the tests touch no other host state). Miri lowers every proptest to 4
-/// cases and the exhaustive proofs to a sample (`cfg!(miri)`), and leaves to
-/// the native run the copies of one check over the other engines (the parts
-/// proofs' tests of engines 1-4 and of the whole core sweep: safe code whose
-/// engine-0 copy Miri still interprets); Miri prints them as ignored.
+/// off; the tests touch no other host state. Under `cfg!(miri)` every proptest
+/// runs 4 cases and the exhaustive proofs a sample. The copies of one check
+/// over the other engines are left to the native run: the parts proofs' tests
+/// of engines 1-4 and of the whole core sweep, safe code whose engine-0 copy
+/// Miri still interprets. Miri prints them as ignored.
 fn miri_test() -> Command {
     let flags = std::env::var("MIRIFLAGS")
         .map(|f| format!("{f} -Zmiri-disable-isolation"))
@@ -124,12 +124,12 @@ fn miri_test() -> Command {
 
 /// The number of worker processes: `NRT_MIRI_JOBS` when it is a positive
 /// number, else the machine's available parallelism, at most
-/// [`MAX_DEFAULT_JOBS`]. A bad value is refused (the stage fails naming it).
+/// [`MAX_DEFAULT_JOBS`]. A bad value is refused: the stage fails naming it.
 fn jobs() -> Result<usize, String> {
     jobs_from(std::env::var_os(JOBS_VAR).map(|v| v.to_string_lossy().into_owned()).as_deref())
 }
 
-/// [`jobs`] for the variable's value (`None`: unset).
+/// [`jobs`] for the variable's value, `None` when unset.
 fn jobs_from(value: Option<&str>) -> Result<usize, String> {
     match value {
         Some(v) => match v.trim().parse::<usize>() {
@@ -140,14 +140,14 @@ fn jobs_from(value: Option<&str>) -> Result<usize, String> {
     }
 }
 
-/// The test names of libtest's `--list --format terse` output (`name: test`
-/// lines; benches and anything else are not tests).
+/// The test names of libtest's `--list --format terse` output, its `name: test`
+/// lines; benches and anything else are not tests.
 fn parse_list(text: &str) -> Vec<String> {
     text.lines().filter_map(|l| l.strip_suffix(": test")).map(str::to_string).collect()
 }
 
-/// The counts of one libtest run: passed, failed, ignored (summed over every
-/// `test result:` line, one per test binary).
+/// The counts of one libtest run: passed, failed, ignored, summed over every
+/// `test result:` line, one per test binary.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct Counts {
     passed: usize,
@@ -177,11 +177,11 @@ fn parse_counts(text: &str) -> Counts {
     c
 }
 
-/// The generated file of the last run's Miri time per test (written by the
-/// stage, read back to balance the next run's shares).
+/// The generated file of the last run's Miri time per test, written by the
+/// stage and read back to balance the next run's shares.
 const TIMES_DOC: &str = "docs/miri.md";
 
-/// The weight of `name`: its time in `measured` (the last run's), else in
+/// The weight of `name`: its time in `measured`, the last run's, else in
 /// [`WEIGHTS`], else [`DEFAULT_WEIGHT_MS`].
 fn weight_of(measured: &[(String, u32)], name: &str) -> u32 {
     measured
@@ -192,8 +192,8 @@ fn weight_of(measured: &[(String, u32)], name: &str) -> u32 {
         .unwrap_or(DEFAULT_WEIGHT_MS)
 }
 
-/// The times of a libtest run with `--report-time`: `test <name> ... ok <1.234s>`
-/// lines, milliseconds (a test reported without a time is left out).
+/// The times of a libtest run with `--report-time`, from its
+/// `test <name> ... ok <1.234s>` lines, milliseconds; a test without a time is left out.
 fn reported_times(text: &str) -> Vec<(String, u32)> {
     text.lines()
         .filter_map(|l| {
@@ -205,7 +205,7 @@ fn reported_times(text: &str) -> Vec<(String, u32)> {
         .collect()
 }
 
-/// The per-test times of [`TIMES_DOC`]'s table (`| `name` | ms | share |` rows).
+/// The per-test times of [`TIMES_DOC`]'s table, from its `| name | ms | share |` rows.
 fn times_from_doc(text: &str) -> Vec<(String, u32)> {
     text.lines()
         .filter_map(|l| {
@@ -245,8 +245,8 @@ fn times_doc(times: &[(String, u32, usize)], share_secs: &[f64], load: (&str, &s
 }
 
 /// `names` split into `jobs` shares of about equal weight: longest first, each
-/// onto the lightest share so far (ties in list order, so the split is the same
-/// on every run). No share is empty unless there are fewer tests than jobs.
+/// onto the lightest share so far, ties in list order so the split is the same
+/// on every run. No share is empty unless there are fewer tests than jobs.
 fn shares(names: &[String], jobs: usize, measured: &[(String, u32)]) -> Vec<Vec<String>> {
     let jobs = jobs.max(1).min(names.len().max(1));
     let mut order: Vec<(u32, usize)> = names.iter().enumerate().map(|(i, n)| (weight_of(measured, n), i)).collect();
@@ -260,8 +260,8 @@ fn shares(names: &[String], jobs: usize, measured: &[(String, u32)]) -> Vec<Vec<
     out.into_iter().map(|(_, v)| v).filter(|v| !v.is_empty()).collect()
 }
 
-/// The names of the tests a libtest run reported (`test <name> ... <result>`
-/// lines, whatever the result).
+/// The names of the tests a libtest run reported in its
+/// `test <name> ... <result>` lines, whatever the result.
 fn reported_names(text: &str) -> Vec<String> {
     text.lines()
         .filter_map(|l| l.strip_prefix("test ")?.split_once(" ... ").map(|(name, _)| listed_name(name).to_string()))
@@ -275,7 +275,7 @@ fn listed_name(reported: &str) -> &str {
 }
 
 /// Whether the shares reported every listed test exactly once: the names
-/// missing and the names reported more than once (or never listed) otherwise.
+/// missing and the names reported more than once or never listed otherwise.
 fn accounts_for(listed: &[String], reported: &[String]) -> Result<(), String> {
     let (mut want, mut got) = (listed.to_vec(), reported.to_vec());
     want.sort();
@@ -297,7 +297,7 @@ fn accounts_for(listed: &[String], reported: &[String]) -> Result<(), String> {
     ))
 }
 
-/// Core's tests under Miri (nightly, the `miri` component; installed when missing).
+/// Core's tests under Miri: nightly with the `miri` component, installed when missing.
 pub fn miri(run: &mut Runner) {
     if !works(nightly("cargo").arg("--version")) {
         run.skip("miri", "no nightly toolchain (`rustup toolchain install nightly` failed or is not possible here)");
@@ -505,7 +505,7 @@ mod tests {
         let (n, w) = WEIGHTS[0];
         assert_eq!(weight_of(&measured, n), w, "the table where nothing was measured");
         let abc = ["a".to_string(), "b".to_string(), "c".to_string()];
-        // c alone (9000 ms) against a (10) and b (the default 500).
+        // c alone at 9000 ms against a at 10 and b at the default 500.
         assert_eq!(shares(&abc, 2, &measured), vec![vec!["c".to_string()], vec!["b".to_string(), "a".to_string()]]);
     }
 

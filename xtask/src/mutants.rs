@@ -1,20 +1,20 @@
 //! `cargo xtask mutants [--file GLOB]... [--in-diff BASE] [--shard K/N]`: mutation
-//! testing with cargo-mutants over core and the simulator's device model
-//! (`docs/mutants.md`).
+//! testing with cargo-mutants over core and the simulator's device model, as
+//! `docs/mutants.md` describes.
 //!
-//! - cargo-mutants is pinned ([`CARGO_MUTANTS_VERSION`]) and installed with
+//! - cargo-mutants is pinned at [`CARGO_MUTANTS_VERSION`] and installed with
 //!   `cargo install --locked` when `cargo mutants --version` shows another version
 //!   or none.
-//! - What is examined: [`SCOPE`], or the `--file` globs given. What never is (the
-//!   test platform, the kani harnesses and their stub devices, test modules) and
-//!   the test arguments are in `.cargo/mutants.toml`.
+//! - What is examined: [`SCOPE`], or the `--file` globs given. What never is and
+//!   the test arguments are in `.cargo/mutants.toml`: the test platform, the
+//!   kani harnesses and their stub devices, test modules.
 //! - `--in-diff BASE`: only mutants on lines changed since the merge base of
-//!   `BASE` and `HEAD` (uncommitted changes included).
-//! - The results are in `target/mutants/mutants.out/` (`missed.txt`,
-//!   `caught.txt`, `timeout.txt`, `unviable.txt`, `outcomes.json`).
+//!   `BASE` and `HEAD`, uncommitted changes included.
+//! - The results are in `target/mutants/mutants.out/`: `missed.txt`,
+//!   `caught.txt`, `timeout.txt`, `unviable.txt`, `outcomes.json`.
 //!
-//! The task fails when a mutant is missed (survived every test). [`ci_stage`] is
-//! the bounded subset `cargo xtask ci` runs.
+//! The task fails when a mutant is missed, having survived every test.
+//! [`ci_stage`] is the bounded subset `cargo xtask ci` runs.
 
 use std::fs;
 use std::io::Write as _;
@@ -32,12 +32,12 @@ pub const CARGO_MUTANTS_VERSION: &str = "27.0.0";
 /// model.
 pub const SCOPE: [&str; 2] = ["core/src/**/*.rs", "platform-sim/src/device.rs"];
 
-/// The CI subset runs at most this many mutants (one shard of the diff's). On the
-/// shared 2-core CI machine a mutant of core costs 10-40 s (build and the test
-/// suite), and the first build is a cold one (about 3 minutes).
+/// The CI subset runs at most this many mutants, one shard of the diff's. On the
+/// shared 2-core CI machine a mutant of core costs 10-40 s to build and test, and
+/// the first build is a cold one of about 3 minutes.
 pub const CI_MAX_MUTANTS: usize = 8;
 
-/// Per cargo command of the CI subset (build or test of one mutant), seconds.
+/// Per cargo command of the CI subset, a build or test of one mutant, seconds.
 pub const CI_MUTANT_TIMEOUT_S: u64 = 120;
 
 /// Wall-clock cap of the CI subset.
@@ -49,11 +49,11 @@ const OUTPUT_DIR: &str = "target/mutants";
 /// `cargo xtask mutants` options.
 #[derive(Debug, Default, PartialEq)]
 pub struct Options {
-    /// `--file GLOB` (repeatable): examine these instead of [`SCOPE`].
+    /// `--file GLOB`, repeatable: examine these instead of [`SCOPE`].
     pub files: Vec<String>,
     /// `--in-diff BASE`: only code changed since the merge base with `BASE`.
     pub in_diff: Option<String>,
-    /// `--shard K/N`: the `K`th of `N` slices (0-based, as cargo-mutants).
+    /// `--shard K/N`: the `K`th of `N` slices, 0-based as in cargo-mutants.
     pub shard: Option<String>,
 }
 
@@ -178,7 +178,7 @@ pub fn run(run: &mut Runner, root: &Path, opts: &Options) {
     run.record(name, t.elapsed().as_secs_f64(), ok);
 }
 
-/// cargo-mutants' exit code: 0 all caught (or unviable), 2 some missed, 3 some
+/// cargo-mutants' exit code: 0 all caught or unviable, 2 some missed, 3 some
 /// timed out and none missed, 4 the unmutated tree failed its tests. A timeout
 /// means the mutant made the tests hang, which the suite noticed: not a survivor.
 fn verdict(code: Option<i32>) -> bool {
@@ -200,7 +200,7 @@ fn verdict(code: Option<i32>) -> bool {
 }
 
 /// Count the outcomes in `mutants.out/` and print them with the score. Returns
-/// the mutants tested (viable or not) and those missed.
+/// the mutants tested, viable or not, and those missed.
 fn summarise(root: &Path) -> (usize, usize) {
     let dir = root.join(OUTPUT_DIR).join("mutants.out");
     let lines = |f: &str| -> Vec<String> {
@@ -263,9 +263,9 @@ fn git(root: &Path, args: &[&str]) -> Option<String> {
     (o.status.success() && !s.is_empty()).then_some(s)
 }
 
-/// The commit the CI subset diffs against, and why: the merge base with
-/// `origin/main` or `main` when that is not `HEAD` itself (a branch), else
-/// `HEAD~1` (main's previous commit, e.g. a fresh clone of main).
+/// The commit the CI subset diffs against, and why. On a branch, the merge base
+/// with `origin/main` or `main`; when that is `HEAD` itself, as in a fresh clone
+/// of main, `HEAD~1`.
 fn ci_base(root: &Path) -> Option<(String, String)> {
     let head = git(root, &["rev-parse", "HEAD"])?;
     for r in ["origin/main", "main"] {
@@ -290,13 +290,13 @@ fn count_mutants(files: &[String], diff: &Path) -> Result<usize, String> {
 }
 
 /// The CI subset: the mutants on lines changed since [`ci_base`], at most
-/// [`CI_MAX_MUTANTS`] of them (one shard, chosen by the commit so that successive
-/// commits rotate through the shards), each cargo command capped at
-/// [`CI_MUTANT_TIMEOUT_S`] and the whole stage at [`CI_WALL_CAP`]. The unmutated
-/// baseline is not run again (`--baseline skip`): CI's test stage has just run
-/// the same suite. Fails when a mutant of the subset is missed; says SKIPPED when
-/// cargo-mutants cannot be installed, when there is no base to diff against, and
-/// when the cap stopped the run before the subset was done (with how far it got).
+/// [`CI_MAX_MUTANTS`] of them in one shard, chosen by the commit so that
+/// successive commits rotate through the shards. Each cargo command is capped at
+/// [`CI_MUTANT_TIMEOUT_S`] and the whole stage at [`CI_WALL_CAP`]. `--baseline
+/// skip` leaves out the unmutated baseline: CI's test stage has just run the
+/// same suite. Fails when a mutant of the subset is missed. Says SKIPPED when
+/// cargo-mutants cannot be installed, when there is no base to diff against,
+/// and, with how far it got, when the cap stopped the run before the subset was done.
 pub fn ci_stage(run: &mut Runner, root: &Path) {
     let name = "mutants (changed lines, bounded)";
     if !ensure_installed(run) {

@@ -1,15 +1,15 @@
-//! `cargo xtask qemu`: the test firmware (`tests/firmware`) on the controller's
+//! `cargo xtask qemu`: the test firmware in `tests/firmware` on the controller's
 //! targets under QEMU, and its footprint.
 //!
-//! For each target: build the firmware (release), read its ELF's section sizes and
-//! the bytes of the functions that are nrt-core's own, run it under `timeout` in
-//! QEMU with semihosting, and require every case's status to be the seed's (the
-//! firmware exits QEMU with its verdict). The footprint goals (the issue's): the
-//! harvest's code at most 24 KiB, the request state at most libnrt's 472 bytes.
+//! For each target: build the firmware in release, read its ELF's section sizes
+//! and the bytes of the functions that are nrt-core's own, run it under `timeout`
+//! in QEMU with semihosting, and require every case's status to be the seed's;
+//! the firmware exits QEMU with its verdict. The footprint goals: the harvest's
+//! code at most 24 KiB, the request state at most libnrt's 472 bytes.
 //!
-//! QEMU comes from Debian (`.ci/run` installs `qemu-system-arm` and
+//! QEMU comes from Debian: `.ci/run` installs `qemu-system-arm` and
 //! `qemu-system-misc` from bookworm-backports, whose QEMU matches the machine's
-//! qemu-utils); where it is missing the run is SKIPPED, loudly, and the build and
+//! qemu-utils. Where it is missing the run is SKIPPED, loudly, and the build and
 //! footprint still happen.
 
 use std::fmt::Write as _;
@@ -24,7 +24,7 @@ const QEMU_TIMEOUT_S: &str = "120";
 /// The firmware's closing line when every status is the seed's.
 const VERDICT_OK: &str = "firmware: every status is the seed's";
 
-/// The goals.
+/// The footprint goals: the harvest's code and the request state, bytes.
 const GOAL_HARVEST_TEXT: u64 = 24 * 1024;
 const GOAL_REQUEST_STATE: u64 = 472;
 
@@ -73,8 +73,8 @@ pub fn run(run: &mut Runner, root: &Path) {
     let fw = root.join("tests/firmware");
     let mut summary = String::new();
     for t in &TARGETS {
-        // The firmware's `.cargo/config.toml` (runner, linker script) applies from
-        // its own directory; an outer RUSTFLAGS would replace its rustflags.
+        // The firmware's `.cargo/config.toml`, with its runner and linker script,
+        // applies from its own directory; an outer RUSTFLAGS would replace its rustflags.
         let built = run.cmd(
             &format!("firmware build {}", t.triple),
             cargo()
@@ -159,7 +159,7 @@ struct Footprint {
     rodata: u64,
     data: u64,
     bss: u64,
-    /// Bytes of function symbols in nrt-core (`_ZN8nrt_core...`).
+    /// Bytes of function symbols in nrt-core, `_ZN8nrt_core...`.
     core_text: u64,
     core_largest: Vec<(u64, String)>,
 }
@@ -213,8 +213,8 @@ struct Section {
     size: u32,
 }
 
-/// Just enough of a little-endian ELF32 (both controller targets): section sizes
-/// and function symbols.
+/// Just enough of a little-endian ELF32, as both controller targets are, for
+/// section sizes and function symbols.
 struct Elf32 {
     sections: Vec<Section>,
     functions: Vec<(u32, String)>,

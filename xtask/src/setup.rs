@@ -1,31 +1,30 @@
-//! What `cargo xtask ci` installs before it checks anything, so that the README's
-//! two commands really are all a fresh machine (rustup and cargo) needs:
+//! What `cargo xtask ci` installs before it checks anything, so that the
+//! README's two commands really are all a fresh machine with rustup and cargo
+//! needs:
 //!
-//! - rustfmt and clippy (rustup components);
-//! - the nightly toolchain with `miri` and `rust-src` (Miri, cargo-fuzz);
+//! - the rustup components rustfmt and clippy;
+//! - the nightly toolchain with `miri` and `rust-src`, for Miri and cargo-fuzz;
 //! - cargo-fuzz, pinned, from crates.io;
-//! - QEMU for the firmware (`qemu-system-arm`, `qemu-system-misc`) from Debian,
-//!   where `apt-get` exists and we are root. On bookworm it comes from
-//!   bookworm-backports, whose QEMU matches the newer qemu-utils these machines
-//!   have; the backports source is derived from the machine's own apt
-//!   configuration (its Debian mirror and keyring), so the repository names no
-//!   host;
-//! - libseccomp-dev from Debian (`nrt-sim driver`'s seccomp filter links
-//!   libseccomp) and strace (the driver path's order test), where `apt-get`
-//!   exists and we are root;
-//! - Chromium from Debian (`chromium`, `/usr/bin/chromium`): the test that
-//!   renders an SVG timeline headless and checks the screenshot is not blank
-//!   (`platform-sim/tests/trace.rs`), where `apt-get` exists and we are root
-//!   (without it that test records its skip, which the summary lists as a
-//!   SKIPPED stage with the reason: `tests` in `main.rs`);
-//! - kani (from the offline bundle) is installed by the kani stage itself, and
+//! - QEMU for the firmware, `qemu-system-arm` and `qemu-system-misc`, from
+//!   Debian. On bookworm it comes from bookworm-backports, whose QEMU matches
+//!   the newer qemu-utils these machines have; the backports source is derived
+//!   from the machine's own Debian mirror and keyring, so the repository names
+//!   no host;
+//! - from Debian, libseccomp-dev, which `nrt-sim driver`'s seccomp filter
+//!   links, and strace, for the driver path's order test;
+//! - Chromium from Debian, `/usr/bin/chromium`, for the test in
+//!   `platform-sim/tests/trace.rs` that renders an SVG timeline headless and
+//!   checks the screenshot is not blank. Without it that test records its
+//!   skip, which `tests` in `main.rs` lists as a SKIPPED stage with the reason;
+//! - kani, from the offline bundle, is installed by the kani stage itself, and
 //!   cargo-mutants by the mutants stage.
 //!
+//! The Debian packages are installed where `apt-get` exists and we are root.
 //! Every step is tolerant: what cannot be installed is reported here, and the
-//! stage that needs it says SKIPPED, loudly, with the reason: an install that
-//! failed (a mirror down, a package withdrawn) is a check that cannot run
+//! stage that needs it says SKIPPED, loudly, with the reason. An install that
+//! failed, say a mirror down or a package withdrawn, is a check that cannot run
 //! here, never a red run; the reason says whether this machine could have
-//! installed it (`nrt_abi::skip::installable`).
+//! installed it, see `nrt_abi::skip::installable`.
 
 use std::fs;
 use std::path::Path;
@@ -77,7 +76,7 @@ fn has_nightly() -> bool {
     works(rustup(&["run", "nightly", "cargo", "--version"]).env_remove("RUSTUP_TOOLCHAIN"))
 }
 
-/// Install what the checks need (see the module docs); records one stage.
+/// Install what the checks need, as the module docs list; records one stage.
 pub fn all(run: &mut Runner) {
     let t = Instant::now();
     let mut missing: Vec<String> = Vec::new();
@@ -128,12 +127,12 @@ pub fn all(run: &mut Runner) {
         }
     }
 
-    // libseccomp-dev: `nrt-sim driver`'s seccomp filter (the `libseccomp`
+    // libseccomp-dev: `nrt-sim driver`'s seccomp filter. The `libseccomp`
     // crate links -lseccomp; platform-sim/build.rs falls back to the runtime
-    // library libseccomp.so.2 where only that is installed).
-    // strace: the driver path's test of the bring-up order (`strace -f` of
-    // `nrtctl run` under `nrt-sim driver`).
-    // chromium: the headless rendering of an SVG timeline (the trace test).
+    // library libseccomp.so.2 where only that is installed.
+    // strace: the driver path's test of the bring-up order, `strace -f` of
+    // `nrtctl run` under `nrt-sim driver`.
+    // chromium: the trace test's headless rendering of an SVG timeline.
     let debs: Vec<&str> = [("libseccomp-dev", "libseccomp-dev"), ("strace", "strace"), ("chromium", "chromium")]
         .into_iter()
         .filter(|(pkg, _)| debian_version(pkg) == "none")
@@ -156,7 +155,7 @@ pub fn all(run: &mut Runner) {
     }
 }
 
-/// `qemu-system-arm` and `qemu-system-misc` from Debian (see the module docs).
+/// `qemu-system-arm` and `qemu-system-misc` from Debian, as the module docs say.
 fn install_qemu() -> Result<(), String> {
     if !works(Command::new("apt-get").arg("--version")) {
         return Err("no apt-get on this machine".into());
@@ -193,8 +192,8 @@ fn install_qemu() -> Result<(), String> {
     }
 }
 
-/// Debian packages the tests need (`libseccomp-dev` for `nrt-sim driver`,
-/// `strace` for its order test, `chromium` for the timeline rendering).
+/// Debian packages the tests need: `libseccomp-dev` for `nrt-sim driver`,
+/// `strace` for its order test, `chromium` for the timeline rendering.
 fn install_debs(pkgs: &[&str]) -> Result<(), String> {
     if !works(Command::new("apt-get").arg("--version")) {
         return Err("no apt-get on this machine".into());
@@ -228,7 +227,7 @@ fn debian_version(pkg: &str) -> String {
 }
 
 /// A `<codename>-backports` source built from the machine's own Debian source
-/// for `<codename>` (same mirror, same keyring), unless one is configured.
+/// for `<codename>`, same mirror and keyring, unless one is configured.
 fn ensure_backports(codename: &str) -> Result<(), String> {
     let backports = format!("{codename}-backports");
     let mut texts = Vec::new();
@@ -263,9 +262,9 @@ fn ensure_backports(codename: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The mirror URI (and keyring) of the first active Debian source for
-/// `codename`, from one-line (`deb URI SUITE ...`) or deb822 (`URIs:` /
-/// `Suites:`) entries.
+/// The mirror URI and keyring of the first active Debian source for
+/// `codename`, from one-line `deb URI SUITE ...` or deb822 `URIs:`/`Suites:`
+/// entries.
 fn debian_mirror(texts: &[String], codename: &str) -> Option<(String, Option<String>)> {
     for t in texts {
         for l in t.lines() {

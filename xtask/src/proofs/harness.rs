@@ -32,8 +32,8 @@ pub(super) fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every kani harness of the [`PROVED_CRATES`] (`#[kani::proof]` and
-/// `#[kani::proof_for_contract(..)]`), with its attributes and its test.
+/// Every `#[kani::proof]` and `#[kani::proof_for_contract(..)]` harness of the
+/// [`PROVED_CRATES`], with its attributes and its test.
 pub(super) fn harnesses(root: &Path) -> Vec<Harness> {
     let mut out = Vec::new();
     for (_, dir) in PROVED_CRATES {

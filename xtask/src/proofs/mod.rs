@@ -5,7 +5,7 @@
 //! fails on a failed property, an unsatisfied `kani::cover!`, a harness with no
 //! cover or no result, and a run that failed. A harness a backstop stopped has
 //! no verdict; it is UNFINISHED, a SKIPPED stage names it, and nothing fails.
-//! Times are measured against goals and reported, never failed ([`judge`]).
+//! Times are measured against goals and reported, never failed: see [`judge`].
 //! Every harness body also runs as a `#[test]`; a harness without one fails.
 //! Kani is installed from `shared/tools/kani` when missing. The results go to
 //! `docs/kani.md`.
@@ -34,7 +34,7 @@ const HARNESS_GOAL_S: u64 = 180;
 /// in `_` that matches every engine's copy of a harness. Each goal is the
 /// worst time measured under load plus a third; `docs/kani.md` has the times.
 /// The matcher's per-engine and per-core pieces are the leaves of the split
-/// step proofs (`core/src/exec/proofs/parts.rs`), and the NQ producer with
+/// step proofs in `core/src/exec/proofs/parts.rs`, and the NQ producer with
 /// its consumer runs five symbolic operations on one ring.
 const SLOW_HARNESSES: [(&str, u64); 3] = [
     ("nq::ring::proofs::prove_producer_and_consumer_agree", 600),
@@ -68,18 +68,18 @@ const _: () = assert!(HARNESS_TIMEOUT_S >= 3 * 600 && HARNESS_TIMEOUT_S >= 2 * H
 
 const _: () = assert!(STAGE_BACKSTOP_S >= 2 * STAGE_GOAL_S && STAGE_BACKSTOP_S <= 60 * 60);
 
-/// Harnesses verified at once (`cargo kani -j`; the machines have 2 cores).
+/// Harnesses verified at once by `cargo kani -j`; the machines have 2 cores.
 const KANI_JOBS: usize = 2;
 
 /// The crates whose harnesses the stage verifies, each with its source
-/// directory: nrt-core, and nrt-abi (its pure functions: the `_IOC`
-/// encoding, the simulated device's address maps and the driver's argument
-/// rules, `abi/src/proofs.rs`).
+/// directory: nrt-core, and nrt-abi's pure functions in `abi/src/proofs.rs`:
+/// the `_IOC` encoding, the simulated device's address maps and the driver's
+/// argument rules.
 const PROVED_CRATES: [(&str, &str); 2] = [("nrt-core", "core/src"), ("nrt-abi", "abi/src")];
 
 /// The flags of every `cargo kani` call: the same each time, so the crates are
-/// compiled for kani once (`-Z stubbing` for `kani::stub`/`stub_verified`,
-/// `-Z function-contracts` for `requires`/`ensures`).
+/// compiled for kani once. `-Z stubbing` is for `kani::stub`/`stub_verified`,
+/// `-Z function-contracts` for `requires`/`ensures`.
 const KANI_FLAGS: [&str; 8] = ["-p", "nrt-core", "-p", "nrt-abi", "-Z", "function-contracts", "-Z", "stubbing"];
 
 // Every proved crate is in the flags.
@@ -98,12 +98,11 @@ const _: () = {
     }
 };
 
-/// Verification flags: no reachability check per assertion (a solver call each;
-/// the harnesses' `kani::cover!`s are the vacuity check, and every one must be
-/// satisfied). kani hands this one to its compiler (`--assertion-reach-checks`
-/// is a kani-compiler option), so the codegen step passes it too: with other
-/// compiler options the verification run compiled the crates again (its first
-/// result came 304 s after it started, in the run of 2026-12-01 22:51).
+/// Verification flags: no reachability check per assertion, which costs a
+/// solver call each; the harnesses' `kani::cover!`s are the vacuity check, and
+/// every one must be satisfied. `--assertion-reach-checks` is a kani-compiler
+/// option, so the codegen step passes it too: with other compiler options the
+/// verification run would compile the crates again.
 const VERIFY_FLAGS: [&str; 1] = ["--no-assertion-reach-checks"];
 
 /// `cargo kani --version` works, after installing it from the offline bundle if
@@ -139,7 +138,7 @@ fn ensure_kani(root: &Path) -> Result<String, String> {
     version().ok_or_else(|| format!("`bash {}` ran but `cargo kani --version` still fails", script.display()))
 }
 
-/// The kani stage (see the module docs). In CI (`in_ci`) the harness bodies
+/// The kani stage the module docs describe. In CI, `in_ci`, the harness bodies
 /// already ran as tests in the `test` stage; on its own, where kani cannot be
 /// installed, they run here as tests.
 pub fn kani(run: &mut Runner, root: &Path, in_ci: bool) {
@@ -173,7 +172,7 @@ pub fn kani(run: &mut Runner, root: &Path, in_ci: bool) {
         }
     };
     println!("    {version}");
-    // Compile once for kani (the same flags as every harness run).
+    // Compile once for kani, with the same flags as every harness run.
     if !run.cmd(
         "kani codegen (nrt-core, nrt-abi)",
         cargo().current_dir(root).arg("kani").args(KANI_FLAGS).args(VERIFY_FLAGS).args([
@@ -291,13 +290,13 @@ struct Summary {
     ok: bool,
     /// Listed harnesses verified.
     verified: usize,
-    /// Listed harnesses a backstop stopped before they finished (kani's
-    /// `--harness-timeout`, or the stage's): the machine's speed, no verdict;
+    /// Listed harnesses a backstop stopped before they finished, kani's
+    /// `--harness-timeout` or the stage's: the machine's speed, no verdict;
     /// reported SKIPPED, loudly, not failed.
     unfinished: Vec<String>,
-    /// Verified harnesses over their goal (reported, not failed).
+    /// Verified harnesses over their goal, reported, not failed.
     over_goal: Vec<String>,
-    /// Harnesses kani reported that the list does not know (fail the stage).
+    /// Harnesses kani reported that the list does not know; they fail the stage.
     unknown: Vec<String>,
 }
 
@@ -308,17 +307,17 @@ enum RunEnd {
     Succeeded,
     /// `cargo kani` exited with a failure or could not start.
     Failed,
-    /// The stage's backstop killed the run (whatever it had reported by then).
+    /// The stage's backstop killed the run; what it had reported by then stands.
     StoppedAtBackstop,
 }
 
-/// The stage passes when no listed harness failed (a property, a cover, no
-/// result from a run that ended on its own), kani reported no harness the list
-/// does not know, and the run did not fail but through a harness's timeout. A
-/// harness a backstop stopped before it finished (kani's `--harness-timeout`,
-/// or the stage's backstop killing the run) has no verdict: it is unfinished,
-/// reported SKIPPED, and fails nothing, since only the machine's speed put it
-/// there. A time over a goal never fails the stage either.
+/// The stage passes when no listed harness failed a property or a cover or
+/// lacked a result from a run that ended on its own, kani reported no harness
+/// the list does not know, and the run did not fail but through a harness's
+/// timeout. A harness a backstop stopped before it finished, by kani's
+/// `--harness-timeout` or the stage's backstop killing the run, has no
+/// verdict: it is unfinished, reported SKIPPED, and fails nothing, since only
+/// the machine's speed put it there. A time over a goal never fails the stage.
 fn judge(paths: &[&str], verdicts: &[(String, Verdict, String)], end: RunEnd) -> Summary {
     let of = |p: &str| verdicts.iter().find(|(q, _, _)| q == p).map(|(_, v, _)| v);
     let verified = paths.iter().filter(|p| of(p).is_some_and(|v| v.ok)).count();
@@ -351,8 +350,8 @@ fn stage_goal_note(total: f64) -> Option<String> {
         .then(|| format!("the kani stage took {total:.0} s, OVER ITS GOAL of {STAGE_GOAL_S} s (reported, not failed)"))
 }
 
-/// The loom models: release mode, `--cfg loom`, their own target directory (so
-/// the flag does not rebuild the normal one).
+/// The loom models: release mode, `--cfg loom`, their own target directory so
+/// the flag does not rebuild the normal one.
 pub fn loom(run: &mut Runner) {
     run.cmd(
         "loom (XU handoff, tensor waiters)",
@@ -412,7 +411,7 @@ mod tests {
 
     #[test]
     fn a_block_as_kani_prints_it() {
-        // Verbatim from `cargo kani -j 2 --output-format terse` (kani 0.64.0).
+        // Verbatim from `cargo kani -j 2 --output-format terse` of kani 0.64.0.
         let out = "Thread 0: Checking harness exec::proofs::prove_rescale_ns_contract...\nThread 0: \n\
                    VERIFICATION RESULT:\n ** 0 of 148 failed\n\n ** 2 of 2 cover properties satisfied\n\n\n\
                    VERIFICATION:- SUCCESSFUL\nVerification Time: 0.4759204s\n\nManual Harness Summary:\n\
@@ -519,7 +518,7 @@ mod tests {
     }
 
     /// A stand-in for `cargo kani`: prints `output`, then sleeps `linger_s`
-    /// seconds (a run that outlasts a tiny backstop).
+    /// seconds, a run that outlasts a tiny backstop.
     fn fake_kani(output: &str, linger_s: u32, tag: &str) -> Command {
         let file = std::env::temp_dir().join(format!("nrt-xtask-fake-kani-{}-{tag}.txt", std::process::id()));
         fs::write(&file, output).expect("write the fake kani output");
@@ -536,8 +535,8 @@ mod tests {
             "Thread 1: Checking harness {H}...\nThread 2: Checking harness {a}...\n{verified}{}",
             verified.replace("Thread 1:", "Thread 2:")
         );
-        // The run outlasts a backstop of 0.3 s (the fake sleeps 30 s): the stage
-        // is stopped, and its verdict is still that of its harnesses.
+        // The fake sleeps 30 s, outlasting a backstop of 0.3 s: the stage is
+        // stopped, and its verdict is still that of its harnesses.
         let t = Instant::now();
         let (got, end, text) = run_streamed(fake_kani(&out, 30, "all"), &|_| 180, Duration::from_millis(300));
         assert!(t.elapsed() < Duration::from_secs(25), "the backstop stopped the run");

@@ -2,8 +2,8 @@
 
 use super::*;
 
-/// How the layered proofs are linked, for `docs/kani.md` (kept beside the
-/// generator so that the file stays generated whole).
+/// How the layered proofs are linked, for `docs/kani.md`; kept beside the
+/// generator so that the file stays generated whole.
 pub(super) const COMPOSITION: &str = "\
 ## How the layers are linked: contracts and stubs
 
@@ -77,7 +77,7 @@ checked to fail on a deliberate break of its function.
 
 ";
 
-/// Which SAT solver, and why, for `docs/kani.md` (measured, not assumed).
+/// Which SAT solver, and why, measured rather than assumed, for `docs/kani.md`.
 pub(super) const SOLVER: &str = "\
 ## The SAT solver
 
@@ -216,7 +216,7 @@ pub(super) fn write_table(
 }
 
 /// The harnesses' verification times added up, seconds, and the share of the
-/// run's `KANI_JOBS` threads they kept busy, percent (0 for a run of no time).
+/// run's `KANI_JOBS` threads they kept busy, percent; 0 for a run of no time.
 pub(super) fn busy_share(results: &[Outcome], total: f64) -> (f64, f64) {
     let sum: f64 = results.iter().flatten().map(|(v, _)| v.secs).sum();
     let capacity = total * KANI_JOBS as f64;

@@ -8,15 +8,15 @@ use super::*;
 pub(super) struct Verdict {
     /// Verified: every property held, every cover satisfied, kani finished it.
     pub(super) ok: bool,
-    /// kani stopped it at its `--harness-timeout` (the backstop).
+    /// kani stopped it at its `--harness-timeout`, the backstop.
     pub(super) timed_out: bool,
     pub(super) secs: f64,
-    /// When its result came, seconds after `cargo kani` started (the stage's
-    /// clock): with [`Verdict::secs`] this places each harness in the schedule.
+    /// When its result came, seconds after `cargo kani` started, on the stage's
+    /// clock: with [`Verdict::secs`] this places each harness in the schedule.
     pub(super) finished_s: f64,
     pub(super) checks: String,
     pub(super) covers: Option<(u32, u32)>,
-    /// The goal it finished over, seconds, when it did (reported, not failed).
+    /// The goal it finished over, seconds, when it did; reported, not failed.
     pub(super) over_goal: Option<u64>,
     /// Why it failed, when it did.
     pub(super) why: String,
@@ -26,9 +26,9 @@ pub(super) struct Verdict {
 pub(super) type Outcome = Option<(Verdict, String)>;
 
 /// The verdict of one harness's result block: verified exactly when kani says
-/// `VERIFICATION:- SUCCESSFUL`, every cover is satisfied (at least one), and kani
-/// did not stop it at its timeout. The time is read from the block and judged
-/// against `goal` only for the report ([`Verdict::over_goal`]).
+/// `VERIFICATION:- SUCCESSFUL`, it has at least one cover and every cover is
+/// satisfied, and kani did not stop it at its timeout. The time is read from the
+/// block and judged against `goal` only for the report, [`Verdict::over_goal`].
 pub(super) fn verdict_of(text: &str, goal: u64) -> Verdict {
     let mut v = Verdict::default();
     let mut successful = false;
@@ -90,7 +90,7 @@ pub(super) fn over_goal_note(v: &Verdict) -> Option<String> {
 
 /// Splits `cargo kani -j N --output-format terse` output into one result block
 /// per harness: `Thread N: Checking harness H...` names the harness of thread
-/// N; `Thread N:` (or `Thread N: text`) opens that harness's block, which runs
+/// N; `Thread N:` or `Thread N: text` opens that harness's block, which runs
 /// to its `Verification Time:` line, the next `Thread` line or the end.
 #[derive(Default)]
 pub(super) struct Blocks {
@@ -141,10 +141,10 @@ impl Blocks {
     }
 }
 
-/// Verify every harness in one `cargo kani -j 2` run (kani then loads the crate's
-/// goto program once, where a run per harness pays that for each). kani stops a
-/// harness at `timeout`; the whole run is killed when it outlasts `backstop`
-/// ([`run_streamed`]).
+/// Verify every harness in one `cargo kani -j 2` run: kani then loads the
+/// crate's goto program once, where a run per harness pays that for each. kani
+/// stops a harness at `timeout`; [`run_streamed`] kills the whole run when it
+/// outlasts `backstop`.
 pub(super) fn verify_all(
     root: &Path,
     goal: &dyn Fn(&str) -> u64,
@@ -162,10 +162,10 @@ pub(super) fn verify_all(
     run_streamed(cmd, goal, Duration::from_secs(backstop))
 }
 
-/// Run `cmd` (kani's terse output on its stdout) in its own process group,
+/// Run `cmd`, kani with terse output on its stdout, in its own process group,
 /// streaming the output and printing each harness's time as it finishes, beside
 /// its goal; the group is killed when the run outlasts `backstop`. Returns each
-/// harness's (path, verdict, block), how the run ended, and its whole output.
+/// harness's path, verdict and block, how the run ended, and its whole output.
 pub(super) fn run_streamed(
     mut cmd: Command,
     goal: &dyn Fn(&str) -> u64,
