@@ -88,21 +88,25 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod decode;
+// The simulated device.
 pub mod device;
-pub mod driver;
 pub mod fault;
-pub mod host;
-pub mod hostrun;
 pub mod layout;
 pub mod program;
-pub mod report;
 pub mod rng;
+pub mod shared;
+pub mod shm;
+
+// The host's side of it: every nrt-core platform trait.
+pub mod host;
+
+// The programs: `nrt-sim run`, `serve`, `driver` and `decode`, and what they print.
+pub mod decode;
+pub mod driver;
+pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod serve;
-pub mod shared;
-pub mod shm;
 
 pub use fault::Fault;
 pub use run::{run, RunReport, SimConfig, SimError};
