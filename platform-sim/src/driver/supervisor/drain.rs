@@ -1,4 +1,5 @@
-//! The drain of COMMAND's captured standard output.
+//! The drain of COMMAND's captured standard output, at most [`STDOUT_CAP`]
+//! bytes kept.
 
 #![allow(unsafe_code)]
 
@@ -19,8 +20,8 @@ pub(super) struct Captured {
     pub(super) dropped: u64,
 }
 
-/// COMMAND's captured standard output, read on a thread (a full pipe must not
-/// block COMMAND) that stops at end-of-file or when told to.
+/// COMMAND's captured standard output, read on a thread so that a full pipe
+/// never blocks COMMAND; it stops at end-of-file or when told to.
 pub(super) struct Drain {
     got: Arc<Mutex<Captured>>,
     stop: Arc<AtomicBool>,

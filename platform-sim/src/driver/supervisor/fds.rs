@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::DriverError;
 
-/// Send `fd` over the socket `sock` (fork-safe: stack buffers only).
+/// Send `fd` over the socket `sock`; fork-safe, stack buffers only.
 pub(in crate::driver) fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
     let mut byte = [0u8; 1];
     let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
@@ -102,9 +102,9 @@ pub(super) fn seqpacket_pair() -> Result<(OwnedFd, OwnedFd), DriverError> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// The errno COMMAND (or the reaper) wrote on `start_error` before an exec
-/// that did not happen; `Ok` once every writer has closed it (COMMAND
-/// exec'd); `Err(None)` when `wait` passed first.
+/// The errno COMMAND or the reaper wrote on `start_error` before an exec
+/// that did not happen; `Ok` once every writer has closed it, COMMAND having
+/// exec'd; `Err(None)` when `wait` passed first.
 pub(super) fn started(start_error: &OwnedFd, wait: Duration) -> Result<(), Option<i32>> {
     let until = Instant::now() + wait;
     loop {

@@ -1,4 +1,7 @@
-//! The seccomp filter: what COMMAND's calls go to user notification.
+//! The seccomp filter, built with libseccomp and exported as classic BPF:
+//! everything is allowed but `open`, `openat`, an `ioctl` whose request has
+//! type `'N'`, and the [`RANGE_TRAPPED`] calls on a descriptor in the reserved
+//! range, which go to user notification.
 
 #![allow(unsafe_code)]
 
@@ -10,9 +13,9 @@ use libseccomp::{ScmpAction, ScmpArgCompare, ScmpCompareOp, ScmpFilterContext, S
 
 use super::{DEVICE_FD_BASE, DEVICE_FD_SLOTS};
 
-/// The calls trapped when their descriptor argument (its index) is in the
-/// reserved range: the file operations the driver has none of, `mmap`, and
-/// the duplications (which the supervisor makes into the range itself).
+/// The calls trapped when the descriptor argument at the index given is in
+/// the reserved range: the file operations the driver has none of, `mmap`,
+/// and the duplications, which the supervisor makes into the range itself.
 pub const RANGE_TRAPPED: &[(&str, u32)] = &[
     ("read", 0),
     ("write", 0),
@@ -38,14 +41,14 @@ pub(super) fn filter_program() -> Result<Vec<libc::sock_filter>, String> {
         move |err: libseccomp::error::SeccompError| format!("libseccomp {what}: {err}")
     };
     let mut ctx = ScmpFilterContext::new_filter(ScmpAction::Allow).map_err(e("new filter"))?;
-    // A process of another ABI (i386, x32) runs unsupervised rather than dying.
+    // A process of another ABI, i386 or x32, runs unsupervised rather than dying.
     ctx.set_act_badarch(ScmpAction::Allow).map_err(e("bad-arch action"))?;
     for name in ["open", "openat"] {
         let sc = ScmpSyscall::from_name(name).map_err(e(name))?;
         ctx.add_rule(ScmpAction::Notify, sc).map_err(e(name))?;
     }
-    // Calls on a descriptor in the reserved range (the fd is an int: the
-    // mask drops the register's upper half).
+    // Calls on a descriptor in the reserved range. The fd is an int: the
+    // mask drops the register's upper half.
     let in_range = |arg: u32| {
         ScmpArgCompare::new(
             arg,

@@ -1,5 +1,6 @@
-//! Ioctls on the device: the argument struct copied in from the caller,
-//! answered by the model, copied back.
+//! Ioctls on the device: the argument struct copied in from the caller, its
+//! size from the model's request table, answered by the model, copied back.
+//! An ioctl on any other descriptor continues to the kernel.
 
 use std::time::Instant;
 
@@ -40,7 +41,7 @@ impl Session<'_> {
         if mem.read(ptr, &mut arg).is_err() {
             let late = mem.late;
             let answer = if late {
-                // Not read in time (a page nobody serves): EFAULT (G-DRV-EFAULT).
+                // Not read in time, a page nobody serves: EFAULT, G-DRV-EFAULT.
                 None
             } else {
                 // GEN-3: the driver's copy_from_user stops at the first byte
@@ -63,8 +64,8 @@ impl Session<'_> {
             }
             return;
         }
-        // The memory read was of the caller only if its notification is still
-        // live (seccomp_unotify(2)): else the model must not act on it.
+        // The memory read was the caller's only if its notification is still
+        // live, as seccomp_unotify(2) says; else the model must not act on it.
         if !self.listener.valid(n.id) {
             return;
         }
@@ -86,10 +87,10 @@ impl Session<'_> {
             Err(Refusal::KernelBug(v)) => {
                 eprintln!("nrt-sim driver: pid {pid}: {v}");
                 if self.cfg.strict {
-                    // The real kernel oopses in the caller: it never returns
-                    // (G-DRV-BUG-MODE). The process that made the call is killed
-                    // through the pidfd resolved for this call; the run then ends
-                    // and the rest of the tree follows.
+                    // The real kernel oopses in the caller, which never
+                    // returns: G-DRV-BUG-MODE. The process that made the call
+                    // is killed through the pidfd resolved for this call; the
+                    // run then ends and the rest of the tree follows.
                     self.bug_pid = Some(pid);
                     pidfd_kill(&caller.pidfd);
                     self.listener.respond(n.id, 0, libc::EIO, 0);
@@ -100,10 +101,9 @@ impl Session<'_> {
         }
     }
 
-    /// `DEVICE_GET_ALL_APPS_INFO` (APPS-1): its argument is a header and then
-    /// `capacity` entries, so the model does not see it through
-    /// [`model::Model::handle`]: the header is read here, [`model::Model::apps_info`]
-    /// answers, and its bytes (the header and `size` entries) are written at
+    /// `DEVICE_GET_ALL_APPS_INFO`, APPS-1: its argument is a header and then
+    /// `capacity` entries, so the header is read here, [`model::Model::apps_info`]
+    /// answers, and the header and `size` entries it returns are written at
     /// the argument's address, each access under the call's deadline.
     fn apps_info(&mut self, n: &libc::seccomp_notif, pid: u32, ptr: u64, deadline: Instant) {
         use zerocopy::FromBytes;
@@ -119,8 +119,8 @@ impl Session<'_> {
                     self.note_late(pid, code);
                     return self.listener.respond(n.id, 0, libc::EFAULT, 0);
                 }
-                // GEN-3: copy_from_user's count of bytes not copied (the
-                // header is 16 bytes: all of it, or the part past a page end).
+                // GEN-3: copy_from_user's count of bytes not copied, all 16
+                // of the header or the part past a page end.
                 let to_page = (4096 - (ptr % 4096)) as usize;
                 let readable = if to_page < hdr.len() { to_page } else { 0 };
                 let answer = self.model.copy_in_failed(pid, code, readable);

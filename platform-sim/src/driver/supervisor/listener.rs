@@ -32,8 +32,8 @@ impl Listener {
             return;
         }
         let mut r = libc::seccomp_notif_resp { id, val, error: -errno, flags };
-        // SAFETY: a seccomp_notif_resp of the kernel's layout; a failure (the
-        // caller died meanwhile) is nothing to act on.
+        // SAFETY: a seccomp_notif_resp of the kernel's layout; a failure means
+        // the caller died meanwhile.
         unsafe {
             libc::ioctl(self.fd.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_SEND, &mut r);
         }
@@ -43,8 +43,8 @@ impl Listener {
         self.respond(id, 0, 0, libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32);
     }
 
-    /// Answer with a new descriptor for `src` in the caller, numbered `at`
-    /// (else the lowest free); its number, or the errno.
+    /// Answer with a new descriptor for `src` in the caller, numbered `at` or
+    /// else the lowest free; its number, or the errno.
     pub(super) fn add_fd(&self, id: u64, src: RawFd, cloexec: bool, at: Option<i32>) -> Result<i32, i32> {
         if !self.valid(id) {
             return Err(libc::ESRCH);

@@ -1,5 +1,6 @@
-//! The caller's memory: `process_vm_readv`/`writev` on reader threads, each
-//! access under the notification's deadline.
+//! The caller's memory: `process_vm_readv` and `process_vm_writev` on reader
+//! threads, each access under the notification's deadline. A page nobody
+//! serves holds a reader, never the supervisor's loop.
 
 #![allow(unsafe_code)]
 
@@ -11,8 +12,8 @@ use std::time::Instant;
 use super::MAX_STUCK_READERS;
 use crate::driver::model::{MemFault, TargetMem};
 
-/// `process_vm_readv` of `buf.len()` bytes at `addr` in thread `tid` (may
-/// block for as long as the caller's page is not there: run it on a [`Reader`]).
+/// `process_vm_readv` of `buf.len()` bytes at `addr` in thread `tid`. It may
+/// block for as long as the caller's page is not there: run it on a [`Reader`].
 pub(super) fn vm_read(tid: u32, addr: u64, buf: &mut [u8]) -> Result<(), MemFault> {
     if buf.is_empty() {
         return Ok(());
@@ -20,7 +21,7 @@ pub(super) fn vm_read(tid: u32, addr: u64, buf: &mut [u8]) -> Result<(), MemFaul
     let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
     let remote = libc::iovec { iov_base: addr as usize as *mut libc::c_void, iov_len: buf.len() };
     // SAFETY: `local` is our live buffer of that length; the remote range is
-    // the kernel's to check (a bad one fails, it is never dereferenced here).
+    // the kernel's to check: a bad one fails, it is never dereferenced here.
     let n = unsafe { libc::process_vm_readv(tid as libc::pid_t, &local, 1, &remote, 1, 0) };
     if n == buf.len() as isize {
         Ok(())
@@ -29,7 +30,7 @@ pub(super) fn vm_read(tid: u32, addr: u64, buf: &mut [u8]) -> Result<(), MemFaul
     }
 }
 
-/// `process_vm_writev` of `buf` at `addr` in thread `tid` (as [`vm_read`]).
+/// `process_vm_writev` of `buf` at `addr` in thread `tid`, as [`vm_read`].
 fn vm_write(tid: u32, addr: u64, buf: &[u8]) -> Result<(), MemFault> {
     if buf.is_empty() {
         return Ok(());
@@ -45,7 +46,7 @@ fn vm_write(tid: u32, addr: u64, buf: &[u8]) -> Result<(), MemFault> {
     }
 }
 
-/// A NUL-terminated path at `addr` in thread `tid` (at most 4096 bytes), read page by page.
+/// A NUL-terminated path of at most 4096 bytes at `addr` in thread `tid`, read page by page.
 pub(super) fn read_path(tid: u32, addr: u64) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     let mut at = addr;
@@ -64,16 +65,16 @@ pub(super) fn read_path(tid: u32, addr: u64) -> Option<Vec<u8>> {
     None
 }
 
-/// Whether descriptor `fd` of thread `tid` is the device file (device, inode).
-/// The stat follows the descriptor to its file, which may be one COMMAND
-/// serves itself (FUSE): run it on a [`Reader`].
+/// Whether descriptor `fd` of thread `tid` is the device file, by device and
+/// inode. The stat follows the descriptor to its file, which may be one
+/// COMMAND serves itself through FUSE: run it on a [`Reader`].
 pub(super) fn is_device_fd(tid: u32, fd: i32, dev: (u64, u64)) -> bool {
     fd >= 0 && std::fs::metadata(format!("/proc/{tid}/fd/{fd}")).is_ok_and(|m| (m.dev(), m.ino()) == dev)
 }
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// A thread that runs one job (an access to a caller's memory) at a time.
+/// A thread that runs one access to a caller's memory at a time.
 struct Worker {
     jobs: mpsc::Sender<Job>,
     thread: JoinHandle<()>,
@@ -94,11 +95,11 @@ impl Worker {
     }
 }
 
-/// Runs the accesses to a caller's memory with a deadline: a job that does not
-/// finish in time leaves its worker behind (blocked in the kernel on the
-/// caller's page; it ends when that page comes in or its userfaultfd is
-/// closed) and the next job gets a fresh worker. At most
-/// [`MAX_STUCK_READERS`] are left behind; past that, every job fails at once.
+/// Runs the accesses to a caller's memory with a deadline. A job that does
+/// not finish in time leaves its worker blocked in the kernel on the caller's
+/// page, until that page comes in or its userfaultfd is closed, and the next
+/// job gets a fresh worker. At most [`MAX_STUCK_READERS`] are left behind;
+/// past that, every job fails at once.
 #[derive(Default)]
 pub(super) struct Reader {
     idle: Option<Worker>,
@@ -107,7 +108,7 @@ pub(super) struct Reader {
 }
 
 impl Reader {
-    /// `f`'s result, or `None` when it did not finish by `deadline` (or could not start).
+    /// `f`'s result, or `None` when it did not finish by `deadline` or could not start.
     pub(super) fn run<T: Send + 'static>(
         &mut self,
         deadline: Instant,
@@ -214,7 +215,7 @@ mod tests {
         let held = Arc::new(Mutex::new(held));
         let h = Arc::clone(&held);
         let soon = Instant::now() + Duration::from_millis(50);
-        // Blocks until released (a page nobody serves, standing in).
+        // Blocks until released, standing in for a page nobody serves.
         assert_eq!(r.run(soon, move || h.lock().map(|rx| rx.recv().is_ok()).unwrap_or(false)), None);
         assert_eq!((r.late, r.stuck()), (1, 1));
         assert_eq!(r.run(Instant::now() + Duration::from_secs(10), || 7), Some(7));
@@ -230,7 +231,7 @@ mod tests {
         assert_eq!(r.run(Instant::now() + Duration::from_secs(10), move || flag.store(true, Ordering::SeqCst)), None);
         assert!(!ran.load(Ordering::SeqCst));
         assert_eq!(r.late, MAX_STUCK_READERS as u64 + 1);
-        // Released, the workers end (each job takes the lock in turn); bounded wait.
+        // Released, the workers end, each job taking the lock in turn; bounded wait.
         for _ in 0..MAX_STUCK_READERS {
             release.send(()).unwrap();
         }

@@ -1,61 +1,17 @@
-//! The seccomp side of `nrt-sim driver -- COMMAND`.
+//! The seccomp side of `nrt-sim driver -- COMMAND`: COMMAND's calls on the
+//! device are trapped and answered by the driver [`Model`].
 //!
-//! [`run`] starts the device ([`DeviceEngine`]), builds the filter with
-//! libseccomp (allow everything; `open`, `openat`, `ioctl` whose request
-//! has type `'N'` (`(arg1 >> 8) & 0xff == 0x4E`), and [`RANGE_TRAPPED`]'s
-//! calls on a descriptor in the reserved range go to user notification),
-//! exports it as BPF and forks the [`reaper`](super::reaper), a child subreaper that forks
-//! COMMAND and kills COMMAND's whole tree when COMMAND ends, when asked, or
-//! when this process is gone (even by `SIGKILL`). COMMAND dies with the reaper
-//! (`PR_SET_PDEATHSIG`), sets `no_new_privs`, installs the exported program
-//! with `SECCOMP_FILTER_FLAG_NEW_LISTENER` (only raw system calls after the
-//! fork: no allocation, no lock), sends the listener to this process over a
-//! socketpair (`SCM_RIGHTS`), and execs; the reaper relays COMMAND's wait
-//! status. Only COMMAND's tree is filtered, never the reaper. Pids are this
-//! process's own (no pid namespace).
+//! [`run`] starts the [`DeviceEngine`], builds the filter, forks the
+//! [reaper](super::reaper) that starts COMMAND under it, and serves one
+//! notification at a time until COMMAND's tree is gone or the limit passes.
+//! An open of [`DEVICE_PATH`] gets a descriptor of the device memfd in a
+//! reserved range; ioctls on it and [`RANGE_TRAPPED`] calls on that range go
+//! to the model; everything else continues to the kernel.
 //!
-//! The parent answers each notification:
-//!
-//! - `open`/`openat` of `/dev/neuron0` (read from the caller's memory with
-//!   `process_vm_readv`): a new descriptor of the device memfd, installed with
-//!   `SECCOMP_IOCTL_NOTIF_ADDFD` + `SECCOMP_ADDFD_FLAG_SEND`, at the lowest
-//!   free number of [`DEVICE_FD_BASE`].. (`SECCOMP_ADDFD_FLAG_SETFD`; the
-//!   caller's `O_CLOEXEC` kept); `/dev/neuron<N>` for N > 0: `ENOENT` (one device);
-//!   every other path: `SECCOMP_USER_NOTIF_FLAG_CONTINUE` (opened natively);
-//! - `ioctl` on a descriptor that is the device memfd (same device and inode
-//!   as `/proc/<pid>/fd/<fd>`): the argument struct copied in (size from
-//!   [`model::arg_size`](super::model::arg_size)), [`Model::handle`], copied back, the value or errno
-//!   returned; on any other descriptor: continue (the kernel answers);
-//! - a call of [`RANGE_TRAPPED`] on a device descriptor: `mmap`
-//!   ([`Model::mmap`]: continued when the driver maps what the memfd holds
-//!   there), `read`, `write` and the rest ([`NoFop::errno`](super::model::NoFop::errno)), `dup` and
-//!   `fcntl(F_DUPFD)` (the copy installed in the range too); on any other
-//!   file in the range: continue (G-DRV-MMAP).
-//!
-//! The caller is a hostile peer:
-//!
-//! - each notification's process is resolved afresh (thread -> thread group
-//!   from `/proc/<tid>/status`, a pidfd opened on it) and then checked with
-//!   `SECCOMP_IOCTL_NOTIF_ID_VALID`: a thread id reused by another process is
-//!   never taken for the one that once had it, and a kernel BUG kills the
-//!   process that made the call, through that pidfd;
-//! - every access to its memory (and the descriptor check) runs on a reader
-//!   thread with a deadline ([`CALLER_MEM_BUDGET`] per notification): a page
-//!   nobody serves (userfaultfd) holds that reader, never the loop; a path not
-//!   read in time opens natively (the kernel reads it in the caller, which
-//!   then waits on its own page), an argument not read in time is `EFAULT`;
-//! - a watchdog thread has the reaper kill COMMAND's whole tree when
-//!   `--limit-s` passes, whatever the loop is doing; at the end (COMMAND's
-//!   exit, the limit, a kernel BUG under `--strict`) the reaper kills and
-//!   reaps the tree and reports, within [`reaper::REPORT_WAIT`](super::reaper::REPORT_WAIT);
-//! - what the run keeps is bounded: the log ([`LOG_CAP`] lines), the
-//!   violations ([`VIOLATION_CAP`]), the captured output ([`STDOUT_CAP`]
-//!   bytes), each with a count of what was dropped; the drain of captured
-//!   output waits at most [`DRAIN_GRACE`] once the tree is gone.
-//!
-//! `unsafe` here: the seccomp ioctls, `process_vm_readv`/`writev`,
-//! `sendmsg`/`recvmsg`, `poll`, `pipe2`, `socketpair`, the pidfd calls, each
-//! with its `// SAFETY:` line (the fork side is in [`reaper`](super::reaper)).
+//! COMMAND is a hostile peer. Every run ends within its limit plus
+//! [`LIMIT_SLACK`], leaves no process of COMMAND's tree behind, and keeps
+//! bounded memory; `docs/driver-model.md`, "Against a hostile COMMAND", says
+//! how and what is not guaranteed.
 
 mod drain;
 mod fds;
@@ -100,42 +56,42 @@ pub use scenarios::{parse_status, run_all};
 
 /// Exit status when a kernel BUG fails a `--strict` run.
 pub const EXIT_KERNEL_BUG: u8 = 70;
-/// Exit status when a `--strict` run saw a conformance violation (and no kernel BUG).
+/// Exit status when a `--strict` run saw a conformance violation but no kernel BUG.
 pub const EXIT_CONFORMANCE: u8 = 71;
 /// Exit status when COMMAND ran past the limit and was killed.
 pub const EXIT_TIMEOUT: u8 = 124;
 /// The device path the model serves.
 pub const DEVICE_PATH: &str = "/dev/neuron0";
 
-/// Time one notification may spend in the caller's memory (the path, the
-/// descriptor check, the argument struct and what it points to) before every
-/// further access of that notification fails (G-DRV-READ-DEADLINE). A healthy
-/// read takes microseconds; one second leaves room for a loaded machine.
+/// Time one notification may spend in the caller's memory before every
+/// further access of it fails: the path, the descriptor check, the argument
+/// and what it points to. A healthy read takes microseconds; one second leaves
+/// room for a loaded machine. G-DRV-READ-DEADLINE.
 pub const CALLER_MEM_BUDGET: Duration = Duration::from_secs(1);
-/// Reader threads left blocked in a caller's memory (a page nobody serves)
-/// before every further access fails at once. They end when the process that
-/// holds the page's userfaultfd dies, at the latest when COMMAND's tree is killed.
+/// Reader threads left blocked on a page nobody serves before every further
+/// access fails at once. Each ends when the process holding the page's
+/// userfaultfd dies, at the latest when COMMAND's tree is killed.
 pub const MAX_STUCK_READERS: usize = 8;
-/// Lines of the log kept (refusals, warnings, kernel BUGs, the supervisor's
-/// own notes); later lines are counted, not kept.
+/// Lines of the log kept: refusals, warnings, kernel BUGs and the
+/// supervisor's own notes. Later lines are counted, not kept.
 pub const LOG_CAP: usize = 4096;
-/// Violations kept (kernel BUGs and warnings); later ones are counted.
+/// Violations kept, kernel BUGs and warnings; later ones are counted.
 pub const VIOLATION_CAP: usize = 4096;
 /// Bytes of COMMAND's captured standard output kept; the rest is read and counted.
 pub const STDOUT_CAP: usize = 16 << 20;
 /// How long the drain of captured output waits for end-of-file once
-/// COMMAND's tree is gone (a process outside the tree may hold the pipe).
+/// COMMAND's tree is gone: a process outside the tree may hold the pipe.
 pub const DRAIN_GRACE: Duration = Duration::from_secs(1);
-/// How long the reaper's killing of COMMAND's tree may take (rounds of scan, SIGKILL, reap).
+/// How long the reaper's rounds of scan, `SIGKILL` and reap may take.
 pub const KILL_BOUND: Duration = Duration::from_secs(2);
 /// What a run may take past its limit: one notification's memory budget, the
-/// kill, the drain and the device's stop, rounded up. The model's own work in
-/// the call in hand when the limit passes is on top (it does not touch COMMAND).
+/// kill, the drain and the device's stop, rounded up. The model's own work on
+/// the call in hand when the limit passes comes on top.
 pub const LIMIT_SLACK: Duration = Duration::from_secs(5);
-/// The first descriptor number of the reserved range the device's
-/// descriptors are installed in (`SECCOMP_ADDFD_FLAG_SETFD`), so the filter
-/// can trap `read`, `write`, `mmap` and the rest on device descriptors only
-/// (G-DRV-MMAP). Below 1024, the usual `RLIMIT_NOFILE` and `FD_SETSIZE`.
+/// The first number of the reserved range the device's descriptors are
+/// installed at, so that the filter traps `read`, `write`, `mmap` and the rest
+/// on device descriptors only. Below 1024, the usual `RLIMIT_NOFILE` and
+/// `FD_SETSIZE`. G-DRV-MMAP.
 pub const DEVICE_FD_BASE: i32 = 960;
 /// Numbers in the reserved range: a power of two, `DEVICE_FD_BASE` a multiple
 /// of it, so one masked compare matches the range.
@@ -145,33 +101,33 @@ const _: () = assert!(
         && DEVICE_FD_BASE % DEVICE_FD_SLOTS == 0
         && DEVICE_FD_BASE + DEVICE_FD_SLOTS <= 1024
 );
-/// Processes attached to the device at once: the driver's
-/// `NEURON_MAX_PROCESS_PER_DEVICE` (share/neuron_driver_shared.h); one more
-/// fails `ncdev_open` with `EBUSY` (`npid_attach`, neuron_pid.c; neuron_cdev.c).
-/// Bounds the pidfds the supervisor holds.
+/// Processes attached to the device at once; one more fails `ncdev_open`
+/// with `EBUSY`. Bounds the pidfds the supervisor holds.
+/// driver: share/neuron_driver_shared.h, `NEURON_MAX_PROCESS_PER_DEVICE`;
+/// neuron_pid.c, `npid_attach`.
 pub const MAX_ATTACHED: usize = 16;
 
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct DriverConfig {
-    /// The device (arch, cores, ring entries, seed, faults, extras).
+    /// The device to play.
     pub sim: SimConfig,
-    /// A kernel BUG fails the run (kills COMMAND, exit [`EXIT_KERNEL_BUG`]).
+    /// A kernel BUG kills COMMAND and fails the run with [`EXIT_KERNEL_BUG`].
     pub strict: bool,
     /// COMMAND is killed after this long.
     pub limit: Duration,
     /// COMMAND and its arguments.
     pub command: Vec<OsString>,
-    /// Capture COMMAND's standard output (else it is inherited).
+    /// Capture COMMAND's standard output; else it is inherited.
     pub capture_stdout: bool,
     /// Print each refusal and violation on standard error as it happens.
     pub echo: bool,
-    /// Answer the simulator's hint query (else the model plays a real driver
-    /// and refuses it, `Model::without_hints`).
+    /// Answer the simulator's hint query; else the model refuses it as a real
+    /// driver does, `Model::without_hints`.
     pub hints: bool,
-    /// Play the faults for each core's first that many kickoffs only (`None`: all).
+    /// Play the faults for each core's first that many kickoffs only; `None`: all.
     pub fault_kickoffs: Option<u32>,
-    /// A device that acknowledges copies it did not make (`None`: every copy made).
+    /// A device that acknowledges copies it did not make; `None`: every copy made.
     pub copy_fault: Option<CopyFault>,
 }
 
@@ -198,7 +154,7 @@ impl core::fmt::Display for DriverError {
 
 impl std::error::Error for DriverError {}
 
-/// Whether this kernel offers seccomp user notification (`None`) or why not.
+/// Why this kernel offers no seccomp user notification; `None` when it does.
 pub fn user_notif_unavailable() -> Option<String> {
     match std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail") {
         Ok(t) if t.split_whitespace().any(|a| a == "user_notif") => None,
@@ -207,11 +163,11 @@ pub fn user_notif_unavailable() -> Option<String> {
     }
 }
 
-/// Run COMMAND under the driver model (see the module docs).
+/// Run COMMAND under the driver model.
 ///
-/// COMMAND runs under a reaper process this call forks ([`reaper`](super::reaper)); the
-/// calling process's own children and its subreaper setting are left alone.
-/// Nothing of COMMAND's tree outlives the calling process.
+/// COMMAND runs under a reaper process this call forks. The calling process's
+/// own children and its subreaper setting are left alone; nothing of COMMAND's
+/// tree outlives the calling process.
 pub fn run(cfg: &DriverConfig) -> Result<Outcome, DriverError> {
     if let Some(why) = user_notif_unavailable() {
         return Err(DriverError::Seccomp(why));

@@ -1,5 +1,7 @@
-//! Opens: `/dev/neuron0` gets a descriptor of the device memfd in the
-//! reserved range, any other path opens natively.
+//! Opens: `/dev/neuron0` gets a descriptor of the device memfd at the
+//! lowest free number of the reserved range, keeping the caller's
+//! `O_CLOEXEC`; another `/dev/neuron<N>` is `ENOENT`; any other path opens
+//! natively.
 
 use std::time::Instant;
 
@@ -25,12 +27,12 @@ impl Session<'_> {
         let args = n.data.args;
         let tid = n.pid;
         let (path_ptr, flags) = if nr == libc::SYS_openat { (args[1], args[2]) } else { (args[0], args[1]) };
-        // Not read (a fault, or not in time): the kernel opens it natively,
-        // reading the path in the caller (which then waits on its own page).
+        // A path not read, by a fault or not in time, opens natively: the
+        // kernel reads it in the caller, which then waits on its own page.
         let Some(path) = self.reader.run(deadline, move || read_path(tid, path_ptr)).flatten() else {
             return self.listener.cont(n.id);
         };
-        // Absolute /dev/neuron<N> only (G-DRV-OPEN).
+        // Absolute /dev/neuron<N> only: G-DRV-OPEN.
         match neuron_index(&path) {
             Some(0) => self.open_device(n, flags),
             Some(_) => self.listener.respond(n.id, 0, libc::ENOENT, 0),
@@ -39,7 +41,7 @@ impl Session<'_> {
     }
 
     /// `open("/dev/neuron0")`: a descriptor of the device memfd for the caller,
-    /// which is attached (EBUSY past [`MAX_ATTACHED`] processes, as the driver).
+    /// which is attached; past [`MAX_ATTACHED`] processes, `EBUSY` as the driver.
     fn open_device(&mut self, n: &libc::seccomp_notif, flags: u64) {
         let caller = match self.caller(n) {
             Ok(c) => c,
@@ -48,8 +50,8 @@ impl Session<'_> {
         };
         self.check_gone(caller.tgid);
         let pid = caller.tgid;
-        // IS_NEURON_DEVICE_FREE_ACCESS (neuron_cdev.c): the O_WRONLY bit of
-        // the open flags; such an open is not attached (no slot, no count).
+        // The O_WRONLY bit of the open flags: such an open takes no slot and
+        // no count. driver: neuron_cdev.c, IS_NEURON_DEVICE_FREE_ACCESS.
         let free_access = OpenMode::from_flags(flags).free_access();
         let attached = self.openers.keys().filter(|p| self.model.attached(**p)).count();
         if !free_access && !self.model.attached(pid) && attached >= MAX_ATTACHED {
@@ -78,12 +80,12 @@ impl Session<'_> {
     }
 
     /// Install the device memfd in the caller of `n` at the lowest free number
-    /// of the reserved range from `from` (G-DRV-MMAP); with none free, or the
-    /// caller's `RLIMIT_NOFILE` below it, at its lowest free number, noted
-    /// in the log: read, write and mmap on that descriptor are not checked.
+    /// of the reserved range from `from`, G-DRV-MMAP. With none free, or the
+    /// caller's `RLIMIT_NOFILE` below it, at its lowest free number, noted in
+    /// the log: read, write and mmap on that descriptor are not checked.
     pub(super) fn install(&mut self, n: &libc::seccomp_notif, pid: u32, cloexec: bool, from: i32) -> Result<i32, i32> {
         let end = DEVICE_FD_BASE + DEVICE_FD_SLOTS;
-        // The notifying thread's table (lstat of the link only: nothing of the caller's is followed).
+        // The notifying thread's table, by lstat of the link: nothing of the caller's is followed.
         let free = (from.max(DEVICE_FD_BASE)..end).find(|fd| {
             std::fs::symlink_metadata(format!("/proc/{}/fd/{fd}", n.pid))
                 .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)

@@ -23,7 +23,7 @@ pub enum Exit {
 pub struct Outcome {
     /// How COMMAND ended.
     pub exit: Exit,
-    /// The log (refusals, warnings, kernel BUGs): the first [`LOG_CAP`] lines.
+    /// The first [`LOG_CAP`] lines of the log: refusals, warnings, kernel BUGs.
     pub log: Vec<LogLine>,
     /// Lines of the log dropped past [`LOG_CAP`].
     pub log_dropped: u64,
@@ -31,11 +31,11 @@ pub struct Outcome {
     pub violations: Vec<Violation>,
     /// Violations dropped past [`VIOLATION_CAP`].
     pub violations_dropped: u64,
-    /// Kernel BUGs seen (kept or not).
+    /// Kernel BUGs seen, kept or not.
     pub kernel_bug_count: u64,
-    /// Warnings seen (kept or not).
+    /// Warnings seen, kept or not.
     pub warning_count: u64,
-    /// Conformance violations seen (kept or not).
+    /// Conformance violations seen, kept or not.
     pub conformance_count: u64,
     /// Requests served, by name.
     pub calls: BTreeMap<&'static str, u32>,
@@ -43,17 +43,17 @@ pub struct Outcome {
     pub opens: u32,
     /// Calls refused with an errno.
     pub refusals: u32,
-    /// COMMAND's standard output, when captured (the first [`STDOUT_CAP`] bytes).
+    /// The first [`STDOUT_CAP`] bytes of COMMAND's standard output, when captured.
     pub stdout: Vec<u8>,
     /// Bytes of captured output dropped past [`STDOUT_CAP`].
     pub stdout_dropped: u64,
     /// Inferences the device played.
     pub played: u32,
-    /// Accesses to a caller's memory that did not finish within
-    /// [`CALLER_MEM_BUDGET`] (or were refused with [`MAX_STUCK_READERS`](super::MAX_STUCK_READERS) held).
+    /// Accesses to a caller's memory not finished within [`CALLER_MEM_BUDGET`],
+    /// or refused with [`MAX_STUCK_READERS`](super::MAX_STUCK_READERS) held.
     pub late_reads: u64,
-    /// Processes of COMMAND's tree (beyond COMMAND itself) still running at
-    /// the end of the run, and killed then.
+    /// Processes of COMMAND's tree other than COMMAND still running at the
+    /// end of the run, and killed then.
     pub killed: u32,
 }
 

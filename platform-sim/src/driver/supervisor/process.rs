@@ -1,10 +1,12 @@
-//! The process behind a notification: its thread group, a pidfd on it.
+//! The process behind a notification: its thread group and a pidfd on it,
+//! resolved afresh for each call, so that a reused thread id is never taken
+//! for the process that once had it.
 
 #![allow(unsafe_code)]
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-/// The thread group of thread `tid` (`None`: no such thread any more).
+/// The thread group of thread `tid`; `None` when there is no such thread.
 pub(super) fn tgid_of(tid: u32) -> Option<u32> {
     std::fs::read_to_string(format!("/proc/{tid}/status"))
         .ok()?
@@ -22,13 +24,13 @@ pub(super) fn pidfd_open(pid: u32) -> Option<OwnedFd> {
 
 /// `SIGKILL` to the process of `pidfd`.
 pub(super) fn pidfd_kill(pidfd: &OwnedFd) {
-    // SAFETY: a pidfd this process holds; no siginfo; a failure (it is gone) is nothing to act on.
+    // SAFETY: a pidfd this process holds, no siginfo; a failure means it is gone.
     unsafe {
         libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), libc::SIGKILL, std::ptr::null::<u8>(), 0);
     }
 }
 
-/// Whether the process of `pidfd` has exited (a pidfd polls readable then).
+/// Whether the process of `pidfd` has exited: its pidfd polls readable.
 pub(super) fn pidfd_exited(pidfd: &OwnedFd) -> bool {
     let mut p = libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
     // SAFETY: one valid pollfd, no wait.

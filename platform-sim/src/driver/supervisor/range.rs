@@ -1,5 +1,8 @@
-//! Calls on a descriptor in the reserved range: `mmap`, the file operations
-//! the driver has none of, and the duplications.
+//! Calls on a descriptor in the reserved range. On the device: `mmap` as the
+//! model says, continued when the driver maps what the memfd holds there;
+//! `read`, `write` and the other file operations refused as the kernel does;
+//! `dup` and `fcntl(F_DUPFD)` installed in the range too. On any other file
+//! in the range they continue. G-DRV-MMAP.
 
 use std::time::Instant;
 
@@ -76,7 +79,7 @@ impl Session<'_> {
                 let (cmd, min) = (a[1] as i32, a[2] as i64);
                 let end = i64::from(DEVICE_FD_BASE + DEVICE_FD_SLOTS);
                 return match cmd {
-                    // A lowest number past the range: the kernel's (out of the range, unchecked).
+                    // A lowest number past the range is the kernel's, unchecked.
                     libc::F_DUPFD | libc::F_DUPFD_CLOEXEC if (0..end).contains(&min) => {
                         self.duplicate(n, pid, mode, cmd == libc::F_DUPFD_CLOEXEC, min as i32)
                     }
@@ -91,9 +94,9 @@ impl Session<'_> {
         self.listener.respond(n.id, 0, e.0, 0);
     }
 
-    /// `dup` / `fcntl(F_DUPFD[_CLOEXEC])` of a device descriptor of mode
-    /// `mode`: the copy goes in the reserved range from `from` too (the
-    /// lowest free number there, not the lowest free one: G-DRV-MMAP).
+    /// `dup` or `fcntl(F_DUPFD[_CLOEXEC])` of a device descriptor of mode
+    /// `mode`: the copy goes at the lowest free number of the reserved range
+    /// from `from`, not at the lowest free one. G-DRV-MMAP.
     fn duplicate(&mut self, n: &libc::seccomp_notif, pid: u32, mode: OpenMode, cloexec: bool, from: i32) {
         match self.install(n, pid, cloexec, from) {
             Ok(fd) => {

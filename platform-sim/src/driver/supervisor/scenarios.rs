@@ -7,9 +7,9 @@ use super::{run, DriverConfig};
 use crate::report::Row;
 use crate::scenario::{Mismatch, SCENARIOS};
 
-/// The status (and one-step return code, when printed) in COMMAND's output:
-/// a JSON report's top-level `"status"` / `"return_code"`, or the text
-/// report's `status: <code> <NAME>` and `one-step return: <rc>` lines.
+/// The status and, when printed, the one-step return code in COMMAND's
+/// output: a JSON report's top-level `"status"` and `"return_code"`, or the
+/// text report's `status: <code> <NAME>` and `one-step return: <rc>` lines.
 pub fn parse_status(out: &[u8]) -> Option<(NrtStatus, Option<u8>)> {
     let text = String::from_utf8_lossy(out);
     let trimmed = text.trim();
@@ -35,10 +35,10 @@ pub fn parse_status(out: &[u8]) -> Option<(NrtStatus, Option<u8>)> {
     status.map(|s| (s, rc))
 }
 
-/// `--scenario all`: COMMAND once per scenario (a fresh device each), the
+/// `--scenario all`: COMMAND once per scenario on a fresh device, and the
 /// table of `nrt-sim run --scenario all`. `base` gives everything but the
-/// device; barrier-300s is skipped (it needs 300 s of real time). Returns the
-/// rows and the names skipped with their reason.
+/// device; barrier-300s, which needs 300 s of real time, is skipped. Returns
+/// the rows and the names skipped with their reason.
 pub fn run_all(base: &DriverConfig, out: &mut dyn std::io::Write) -> (Vec<Row>, Vec<(&'static str, String)>) {
     let mut rows = Vec::new();
     let mut skipped = Vec::new();

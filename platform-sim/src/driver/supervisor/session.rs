@@ -43,14 +43,14 @@ pub(super) struct Session<'a> {
     pub(super) dev: (u64, u64),
     pub(super) memfd: RawFd,
     pub(super) reader: Reader,
-    /// The processes attached to the device (opened it), each with a pidfd
-    /// that polls readable when it exits.
+    /// The processes that opened the device, each with a pidfd that polls
+    /// readable when it exits.
     pub(super) openers: BTreeMap<u32, OwnedFd>,
-    /// The device descriptors installed, by (process, fd number): the mode
-    /// each was opened with (write-only is "free access", GEN-4). A `dup` or
-    /// `fcntl(F_DUPFD)` of one in the reserved range is installed here too
-    /// with its mode; one not in it (a `dup2` out of the range, one inherited
-    /// by a child or passed over a socket) is served as `O_RDWR` (G-DRV-DUP).
+    /// The mode of each device descriptor installed, by process and number;
+    /// write-only is "free access", GEN-4. A `dup` or `fcntl(F_DUPFD)` into the
+    /// reserved range is recorded too. A descriptor not recorded, such as a
+    /// `dup2` out of the range or one inherited or passed over a socket, is
+    /// served as `O_RDWR`: G-DRV-DUP.
     pub(super) descs: BTreeMap<(u32, i32), OpenMode>,
     pub(super) log: Capped<LogLine>,
     pub(super) violations: Capped<Violation>,
@@ -66,9 +66,9 @@ pub(super) struct Session<'a> {
 impl Session<'_> {
     /// Resolve the thread that made notification `n` to its process, hold a
     /// pidfd on it, then check the notification is still live: the thread is
-    /// still blocked in that call, so the pidfd is its process's (a thread id
-    /// reused by another process meanwhile fails the check). `Err(true)`: the
-    /// notification is live but its process could not be resolved.
+    /// still blocked in that call, so the pidfd is its process's, and a thread
+    /// id reused by another process meanwhile fails the check. `Err(true)`:
+    /// the notification is live but its process could not be resolved.
     pub(super) fn caller(&self, n: &libc::seccomp_notif) -> Result<Caller, bool> {
         let resolved = tgid_of(n.pid).and_then(|tgid| Some(Caller { tgid, pidfd: pidfd_open(tgid)? }));
         let live = self.listener.valid(n.id);
@@ -79,30 +79,29 @@ impl Session<'_> {
     }
 
     /// The process `tgid` that opened the device has exited if its pidfd says
-    /// so (its pid may now be another process's, which must not inherit it).
+    /// so; its pid may now be another process's, which must not inherit it.
     pub(super) fn check_gone(&mut self, tgid: u32) {
         if self.openers.get(&tgid).is_some_and(pidfd_exited) {
             self.process_gone(tgid);
         }
     }
 
-    /// A process of COMMAND's tree that opened the device is gone: its exit
-    /// was seen through its pidfd (in the loop, or before a call from a
-    /// process that now has its pid), or the run is ending with the tree
-    /// killed. This is the one place that knows it: the driver's release of
-    /// what that process held belongs here.
+    /// A process of COMMAND's tree that opened the device is gone: its pidfd
+    /// said so, or the run is ending with the tree killed. This is the one
+    /// place that knows it, so the driver's release of what the process held
+    /// belongs here.
     pub(super) fn process_gone(&mut self, tgid: u32) {
         self.descs.retain(|(p, _), _| *p != tgid);
         if self.openers.remove(&tgid).is_some() {
-            // The driver detaches a process at its last close (ncdev_release,
-            // neuron_cdev.c); close is not trapped, so its exit stands for it.
+            // The driver detaches a process at its last close; close is not
+            // trapped, so its exit stands for it. driver: neuron_cdev.c, ncdev_release.
             self.model.process_gone(tgid);
             self.absorb();
         }
     }
 
-    /// Move the model's new log lines and violations into the capped ones
-    /// (echoing them with `--verbose`): the model's own lists stay empty.
+    /// Move the model's new log lines and violations into the capped ones,
+    /// echoed with `--verbose`; the model's own lists stay empty.
     pub(super) fn absorb(&mut self) {
         for l in self.model.log.drain(..) {
             if self.cfg.echo {
@@ -123,7 +122,7 @@ impl Session<'_> {
         }
     }
 
-    /// A line of the supervisor's own (kept in the capped log, echoed with `--verbose`).
+    /// A line of the supervisor's own, kept in the capped log and echoed with `--verbose`.
     pub(super) fn note(&mut self, pid: u32, request: &'static str, text: String) {
         if self.cfg.echo {
             eprintln!("nrt-sim driver: pid {pid}: {request}: {text}");
@@ -163,7 +162,7 @@ impl Session<'_> {
         let mut fds = vec![libc::pollfd { fd: self.listener.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
         let pids: Vec<u32> = self.openers.keys().copied().collect();
         fds.extend(self.openers.values().map(|f| libc::pollfd { fd: f.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
-        // SAFETY: a valid array of `fds.len()` pollfds (the listener and one per opener).
+        // SAFETY: a valid array of `fds.len()` pollfds: the listener and one per opener.
         let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
         if rc <= 0 {
             return;

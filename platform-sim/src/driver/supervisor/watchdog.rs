@@ -1,4 +1,5 @@
-//! The watchdog: COMMAND's tree ends when the limit passes.
+//! The watchdog: when the limit passes, the reaper ends COMMAND's tree,
+//! whatever the supervisor's loop is doing.
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::driver::reaper;
 
-/// Ends COMMAND's tree when the limit passes (through the reaper), whatever the supervisor's loop is doing.
+/// A thread that asks the reaper to end COMMAND's tree when the limit passes.
 pub(super) struct Watchdog {
     done: Arc<(Mutex<bool>, Condvar)>,
     fired: Arc<AtomicBool>,
