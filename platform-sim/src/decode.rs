@@ -1,6 +1,6 @@
-//! `nrt-sim decode`: raw 16-byte entries from a hex dump, decoded with nrt-core's
-//! own decoders ([`Notification`] for INFER_STATUS rings, [`ErrorEntry`] for the
-//! error ring), field by field.
+//! `nrt-sim decode`: raw 16-byte entries from a hex dump, decoded field by
+//! field with nrt-core's own decoders: [`Notification`] for INFER_STATUS
+//! rings, [`ErrorEntry`] for the error ring.
 //!
 //! Input is hex digits, 32 per entry; whitespace anywhere is ignored, so a dump
 //! can be pasted as `00 00 00 84 ...` or as one run of digits per entry.
@@ -10,12 +10,12 @@ use std::fmt::Write as _;
 use nrt_core::nq::{CustomKind, ErrorEntry, Notification, RawEntry, Subtype, ERROR_NQ, INFER_STATUS_NQS};
 use serde_json::{json, Value};
 
-/// Which layout to decode with (the lane is chosen by the ring, seed §3 QUIRK).
+/// Which layout to decode with; the ring chooses the lane, seed §3 QUIRK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RingKind {
-    /// An INFER_STATUS ring (NQ 4..8).
+    /// An INFER_STATUS ring, NQ 4..8.
     Infer,
-    /// The error ring (NQ 2).
+    /// The error ring, NQ 2.
     Error,
 }
 
@@ -32,7 +32,7 @@ pub enum HexError {
     },
     /// No hex digit at all.
     Empty,
-    /// A count of digits that is not a whole number of entries (32 each).
+    /// A count of digits that is not a whole number of 32-digit entries.
     Partial {
         /// The digits given.
         digits: usize,

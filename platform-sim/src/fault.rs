@@ -1,9 +1,9 @@
 //! Fault injection: what can go wrong, as composable values.
 //!
 //! In the manner of smoltcp's `FaultInjector` wrapping a healthy `phy`, a healthy
-//! device program is built first and each [`Fault`] then rewrites it (drops or
-//! duplicates a record, removes an END, adds error-ring records, bursts or
-//! corrupts entries) or sets a status line the host-side proxies read. Faults
+//! device program is built first and each [`Fault`] then rewrites it: it drops
+//! or duplicates a record, removes an END, adds error-ring records, bursts or
+//! corrupts entries, or sets a status line the host-side proxies read. Faults
 //! compose: `nan:core=0` with `hang:core=1,engine=PE` is a NaN on one core and a
 //! hang on the other.
 //!
@@ -17,8 +17,8 @@
 //! netproxy-fail:core=C  overflow:core=C,engine=E  corrupt:core=C,engine=E,count=N
 //! ```
 //!
-//! `E` is an engine name (PE, ACT, POOL, DVE, SP; any case) or an index 0..4; `C`
-//! is 0 or 1. [`Fault::parse`] names the bad part of a malformed spec;
+//! `E` is an engine name in any case, PE, ACT, POOL, DVE or SP, or an index
+//! 0..4; `C` is 0 or 1. [`Fault::parse`] names the bad part of a malformed spec;
 //! `Display` prints the canonical spec back.
 
 use core::fmt;
@@ -74,7 +74,7 @@ pub enum Fault {
         /// The raw subtype written at `+6`.
         subtype: u16,
     },
-    /// A NUMERICAL (NaN) record on the core's error ring.
+    /// A NUMERICAL record, a NaN, on the core's error ring.
     Nan {
         /// Physical core.
         core: u8,
@@ -99,8 +99,8 @@ pub enum Fault {
         /// Physical core.
         core: u8,
     },
-    /// An unrepairable HBM UE: the core's engines stall (no END) and the HBM probe
-    /// reports 1201.
+    /// An unrepairable HBM UE: the core's engines stall without END and the HBM
+    /// probe reports 1201.
     HbmUe {
         /// Physical core.
         core: u8,
@@ -115,19 +115,19 @@ pub enum Fault {
         /// Seconds.
         secs: u32,
     },
-    /// The barrier proxy of the core fails (1200).
+    /// The barrier proxy of the core fails, 1200.
     BarrierFail {
         /// Physical core.
         core: u8,
     },
-    /// The network proxy of the core fails (1206).
+    /// The network proxy of the core fails, 1206.
     NetproxyFail {
         /// Physical core.
         core: u8,
     },
     /// A real ring overflow: the engine bursts more records than its ring holds
     /// just before its END, in one device instant; the device drops what does not
-    /// fit (the END among them) and raises INTC bit 29.
+    /// fit, the END among them, and raises INTC bit 29.
     Overflow {
         /// Physical core.
         core: u8,
@@ -135,7 +135,7 @@ pub enum Fault {
         engine: Engine,
     },
     /// `count` random 16-byte entries on the engine's ring at random times of its
-    /// run (phase-stamped, so the host sees them).
+    /// run, phase-stamped so that the host sees them.
     Corrupt {
         /// Physical core.
         core: u8,
@@ -146,8 +146,8 @@ pub enum Fault {
     },
 }
 
-/// The fault names, in the order of the contract (a label a host may check an
-/// `--inject` spec's name against: defined in `nrt_abi::sim`).
+/// The fault names in the order of the contract, defined in `nrt_abi::sim`: a
+/// label a host may check an `--inject` spec's name against.
 pub use nrt_abi::sim::FAULT_NAMES;
 
 /// The most entries one `corrupt` fault writes.
@@ -313,7 +313,7 @@ impl Fault {
         Ok(f)
     }
 
-    /// The physical core the fault is on (`None` for the device-wide barrier delay).
+    /// The physical core the fault is on; `None` for the device-wide barrier delay.
     pub fn core(&self) -> Option<u8> {
         match *self {
             Fault::Hang { core, .. }

@@ -521,11 +521,11 @@ fn write_pictures(a: &RunArgs, report: &nrt_sim::run::RunReport, title: &str) ->
 /// goes, the SVG from a bounded per-device summary, written at the end.
 fn run_host_pictured(
     a: &RunArgs,
-    cfg: &nrt_sim::hostrun::HostConfig,
-) -> Result<Result<nrt_sim::hostrun::HostReport, SimError>, nrt_trace::WriteError> {
+    cfg: &nrt_sim::run::devices::HostConfig,
+) -> Result<Result<nrt_sim::run::devices::HostReport, SimError>, nrt_trace::WriteError> {
     let file = a.trace.as_deref().map(|p| nrt_trace::TraceFile::create("trace", p)).transpose()?;
     let mut sink = (file, a.timeline_svg.as_ref().map(|_| nrt_trace::Summary::new()));
-    let run = nrt_sim::hostrun::run_host_into(cfg, &mut sink);
+    let run = nrt_sim::run::devices::run_host_into(cfg, &mut sink);
     let (file, summary) = sink;
     if let Some(f) = file {
         f.finish()?;
@@ -548,8 +548,8 @@ fn cmd_host(a: &RunArgs) -> ExitCode {
     let mut sim = SimConfig::default();
     a.apply(&mut sim);
     sim.faults.extend(a.inject.iter().copied());
-    let defaults = nrt_sim::hostrun::HostConfig::default();
-    let cfg = nrt_sim::hostrun::HostConfig {
+    let defaults = nrt_sim::run::devices::HostConfig::default();
+    let cfg = nrt_sim::run::devices::HostConfig {
         sim,
         devices: a.devices.unwrap_or(defaults.devices),
         cores: a.cores.unwrap_or(defaults.cores),
@@ -575,14 +575,14 @@ fn cmd_host(a: &RunArgs) -> ExitCode {
             }
         }
     } else {
-        nrt_sim::hostrun::run_host(&cfg)
+        nrt_sim::run::devices::run_host(&cfg)
     };
     match run {
         Ok(r) => {
             if a.json {
-                print_json(&nrt_sim::hostrun::json(&r));
+                print_json(&nrt_sim::run::devices::json(&r));
             } else {
-                outp!("{}", nrt_sim::hostrun::text(&r));
+                outp!("{}", nrt_sim::run::devices::text(&r));
             }
             ExitCode::SUCCESS
         }

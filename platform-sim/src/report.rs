@@ -2,8 +2,8 @@
 //! and the scenario table of `--scenario all`.
 //!
 //! The report and its printers are defined in [`nrt_abi::report`], so that
-//! `nrtctl` (nrt-linux) prints the same without the simulator; this module
-//! re-exports them and labels a run with a [`Scenario`].
+//! `nrtctl` prints the same without the simulator; this module re-exports them
+//! and labels a run with a [`Scenario`].
 
 use serde_json::Value;
 
@@ -17,7 +17,7 @@ pub fn text(r: &RunReport, title: Option<&Scenario>) -> String {
     nrt_abi::report::text(r, title.map(|s| (s.name, s.description)))
 }
 
-/// The JSON object of one run, labelled with its scenario (name, expected status), if any.
+/// The JSON object of one run, labelled with its scenario's name and expected status, if any.
 pub fn json(r: &RunReport, scenario: Option<&Scenario>) -> Value {
     nrt_abi::report::json(r, scenario.map(|s| (s.name, s.expected)))
 }

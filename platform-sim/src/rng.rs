@@ -1,7 +1,7 @@
-//! A small seeded generator (SplitMix64): the simulator's only source of
+//! A small seeded generator, SplitMix64: the simulator's only source of
 //! randomness, so that one seed gives one run, byte for byte, on every platform.
 
-/// SplitMix64 (Steele, Lea and Flood; the seeding generator of xoshiro).
+/// SplitMix64, by Steele, Lea and Flood: the seeding generator of xoshiro.
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
 
@@ -11,8 +11,8 @@ impl Rng {
         Rng(seed)
     }
 
-    /// A generator for a sub-stream (`seed` mixed with `stream`), so that what one
-    /// core or fault draws does not shift what another draws.
+    /// A generator for a sub-stream, `seed` mixed with `stream`, so that what
+    /// one core or fault draws does not shift what another draws.
     pub fn stream(seed: u64, stream: u64) -> Rng {
         let mut r = Rng(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03));
         r.next_u64();
@@ -28,7 +28,7 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    /// A value in `lo..hi` (`lo` when the range is empty).
+    /// A value in `lo..hi`; `lo` when the range is empty.
     pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
         if hi <= lo {
             return lo;

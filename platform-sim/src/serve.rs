@@ -1,21 +1,19 @@
 //! `nrt-sim serve --shm PATH`: play the simulated device for a host in another
-//! process, over a shared-memory file ([`crate::shm`]).
+//! process, over the shared-memory file of [`crate::shm`].
 //!
-//! [`serve`] lays the file out, marks it ready, and then runs the device against
-//! `CLOCK_MONOTONIC` (the clock both processes share; the device clock's origin
-//! is in the header) exactly as the threaded mode does: each loop samples the
-//! host's inputs (host trigger, kickoff semaphores, HEAD words) and runs the
-//! engines' programs (START / CC / END with device timestamps, and the faults of
-//! the configuration). Each core whose programs have played out re-arms for
-//! its next kickoff on its own, so a host on part of the device's cores
-//! (`NEURON_RT_VISIBLE_CORES=1`) gets every inference played; once no core is
-//! playing and nothing is left scheduled, the inference is counted and its
-//! notes printed ([`Device::take_inference_played`]).
+//! [`serve`] lays the file out, marks it ready, and runs the device as the
+//! threaded mode does, against `CLOCK_MONOTONIC`, the clock both processes
+//! share; the device clock's origin is in the header. Each loop samples the
+//! host's inputs and runs the engines' programs with their faults. Each core
+//! re-arms on its own once its programs have played out, so a host on part of
+//! the device's cores gets every inference played; once no core is playing
+//! and nothing is left scheduled, [`Device::take_inference_played`] counts the
+//! inference and its notes are printed.
 //!
-//! It stops when the host sets the header's shutdown flag, or after `inferences`
-//! inferences once the host has harvested them all, or (an error) when nothing
-//! happened for `idle_timeout`. On the way out it marks the file exited and
-//! removes it.
+//! It stops when the host sets the header's shutdown flag, after `inferences`
+//! inferences once the host has harvested them all, or with an error when
+//! nothing happened for `idle_timeout`. On the way out it marks the file
+//! exited and removes it.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -32,13 +30,12 @@ use nrt_abi::os::monotonic_ns;
 /// What to serve.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
-    /// The shared-memory file (replaced if it exists).
+    /// The shared-memory file, replaced if it exists.
     pub path: PathBuf,
-    /// Arch, cores, ring entries, seed, faults and extras of the device
-    /// (`timeout_s` and `threaded` are the host's business and unused).
+    /// The device; `timeout_s` and `threaded` are the host's business and unused.
     pub sim: SimConfig,
-    /// Stop after this many inferences were played and harvested (`None`: until
-    /// the host asks for shutdown).
+    /// Stop after this many inferences were played and harvested; `None`: when
+    /// the host asks for shutdown.
     pub inferences: Option<u32>,
     /// Give up when neither the host nor the device did anything for this long.
     pub idle_timeout: Option<Duration>,
@@ -89,7 +86,7 @@ impl core::fmt::Display for ServeError {
 
 impl std::error::Error for ServeError {}
 
-/// Serve until done (see the module docs), writing progress to `out`.
+/// Serve until done, writing progress to `out`.
 pub fn serve(cfg: &ServeConfig, out: &mut dyn Write) -> Result<ServeSummary, ServeError> {
     let sim = &cfg.sim;
     sim.validate().map_err(ServeError::Config)?;

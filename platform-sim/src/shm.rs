@@ -1,6 +1,5 @@
-//! The shared-memory file of `nrt-sim serve --shm PATH` (and of the driver
-//! model's device file): its definition lives in [`nrt_abi::shm`], which the
-//! binding (`nrt-linux`'s `harvest`) maps from the other side; re-exported here
-//! so that the simulator's API keeps its paths (`nrt_sim::shm::ShmFile`, ...).
+//! The shared-memory file of `nrt-sim serve --shm PATH` and of the driver
+//! model's device file, re-exported from [`nrt_abi::shm`], where it is
+//! defined once for both sides: the binding's `harvest` maps it from the other.
 
 pub use nrt_abi::shm::*;

@@ -4,7 +4,7 @@
 use std::process::{Command, Output};
 
 use nrt_core::NrtStatus;
-use nrt_sim::hostrun::{run_host, HostConfig};
+use nrt_sim::run::devices::{run_host, HostConfig};
 use nrt_sim::{run, Fault, SimConfig};
 
 fn nrt_sim(args: &[&str]) -> Output {

@@ -104,7 +104,7 @@ fn a_16_device_host_runs_summary_counts_every_lanes_executions_and_cores() {
 #[test]
 fn a_16_device_host_runs_latencies_are_each_lanes_own() {
     use nrt_core::counters::id::LATENCY_WINDOW;
-    use nrt_sim::hostrun::{run_host_traced, HostConfig};
+    use nrt_sim::run::devices::{run_host_traced, HostConfig};
     let cfg = HostConfig { inferences: 2, ..HostConfig::default() };
     let r = run_host_traced(&cfg).expect("the host run");
     let (mut all_device, mut all_total) = (Vec::new(), Vec::new());

@@ -134,7 +134,7 @@ fn the_nan_trace_parses_and_its_spans_are_the_reports_engine_times() {
 /// engine times of the inference the run handed over, tagged with its number.
 #[test]
 fn a_16_device_host_trace_streamed_to_its_file_has_every_lanes_spans_at_its_engine_times() {
-    use nrt_sim::hostrun::{name_lane, run_host_observed, trace_inference, HostConfig, InferenceTimes};
+    use nrt_sim::run::devices::{name_lane, run_host_observed, trace_inference, HostConfig, InferenceTimes};
     use nrt_trace::Sink as _;
     let cfg = HostConfig { inferences: 2, ..HostConfig::default() };
     assert_eq!(cfg.devices, 16);
@@ -252,7 +252,7 @@ fn the_host_run_cli_streams_a_trace_whose_harvests_are_the_reports() {
     assert_eq!(lanes.len(), 4 * 4);
     for l in lanes {
         let (device, core) = (l["device"].as_u64().unwrap(), l["core"].as_u64().unwrap());
-        let tid = nrt_sim::hostrun::lane_tid(core as u8);
+        let tid = nrt_sim::run::devices::lane_tid(core as u8);
         for (n, r) in l["results"].as_array().expect("results").iter().enumerate() {
             let hit: Vec<&&Value> = harvests
                 .iter()

@@ -1,23 +1,18 @@
 //! `nrt-sim driver -- COMMAND`: the Neuron driver, played for an unmodified
-//! process (the contract is `docs/driver-model.md`).
-//!
-//! Three parts, each its own module:
+//! process. The contract is `docs/driver-model.md`.
 //!
 //! - [`model`]: the driver's state and rules, a pure state machine over the
-//!   device file and the caller's memory (`Model::handle`), one module per
-//!   family of requests, each rule with its id in `docs/driver-conformance.md`
-//!   and the public driver file and function it comes from;
-//! - [`DeviceEngine`] (here): the simulated device (the same [`Device`] that
-//!   `nrt-sim serve` runs) over a shared-memory device file made for the driver
-//!   path: the file of [`crate::shm`] plus a region for `MEM_ALLOC_V2MT`
-//!   chunks, never published at a path: the process gets it as the descriptor
-//!   its `open("/dev/neuron0")` returns;
-//! - `supervisor` (feature `driver`, default): the seccomp side: fork, filter, trap `open`/`openat` and
-//!   `'N'` ioctls, answer them with the model, run the engine on a thread, and
-//!   report COMMAND's exit (and `--scenario all`'s table);
-//! - `reaper` (feature `driver`): the process between the supervisor and
-//!   COMMAND that kills COMMAND's whole tree when COMMAND ends or the
-//!   supervisor asks or dies.
+//!   device file and the caller's memory, one module per family of requests;
+//!   each rule has its id in `docs/driver-conformance.md` and the driver file
+//!   and function it comes from.
+//! - [`DeviceEngine`], here: the simulated [`Device`] that `nrt-sim serve`
+//!   runs, over a device file that is [`crate::shm`]'s plus a region for
+//!   `MEM_ALLOC_V2MT` chunks. The file has no path: the process gets it as the
+//!   descriptor its `open("/dev/neuron0")` returns.
+//! - `supervisor`, with the default feature `driver`: the seccomp side that
+//!   traps COMMAND's calls on the device and answers them with the model.
+//! - `reaper`, with the feature `driver`: the process between the supervisor
+//!   and COMMAND that kills COMMAND's whole tree at the end.
 
 pub mod model;
 #[cfg(feature = "driver")]
@@ -38,8 +33,8 @@ use crate::shared::Shared;
 use crate::shm::{ShmError, ShmFile, ShmLayout, State};
 use nrt_abi::os::monotonic_ns;
 
-/// Bytes of the chunk region (sparse: untouched pages cost nothing): room for
-/// every ring and buffer a bring-up allocates.
+/// Bytes of the chunk region, room for every ring and buffer a bring-up
+/// allocates; sparse, so untouched pages cost nothing.
 pub const CHUNK_REGION_BYTES: u64 = 64 << 20;
 
 /// The simulated device on its own thread, over a device file.
@@ -51,11 +46,11 @@ pub struct DeviceEngine {
 }
 
 impl DeviceEngine {
-    /// Make the device file for `sim` (arch, cores, ring entries, seed, faults,
-    /// extras), mark it ready and start the device; without `hints` (a host
-    /// that learns nothing from the simulator) the device is armed from the
-    /// start, since such a host writes no host trigger. With `fault_kickoffs`
-    /// the faults play for each core's first that many kickoffs only.
+    /// Make the device file for `sim`, mark it ready and start the device.
+    /// Without `hints` the device is armed from the start, since a host that
+    /// learns nothing from the simulator writes no host trigger. With
+    /// `fault_kickoffs` the faults play for each core's first that many
+    /// kickoffs only.
     pub fn start(sim: &SimConfig, hints: bool, fault_kickoffs: Option<u32>) -> Result<DeviceEngine, ShmError> {
         let layout = ShmLayout::new(sim.arch, sim.cores, sim.ring_entries.saturating_mul(ENTRY_BYTES))?;
         let faults: Vec<String> = sim.faults.iter().map(|f| f.to_string()).collect();
@@ -80,8 +75,8 @@ impl DeviceEngine {
         let thread = std::thread::Builder::new()
             .name("nrt-sim-device".into())
             .spawn(move || {
-                // The serve loop's device part: sample, step (each core re-arms
-                // once played out), count each inference played.
+                // The serve loop's device part: sample, step, count each
+                // inference played. Each core re-arms once played out.
                 let mut played = 0u32;
                 while !s.load(Ordering::Acquire) {
                     f.heartbeat();

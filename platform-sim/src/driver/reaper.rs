@@ -1,20 +1,18 @@
 //! The reaper: the process between `nrt-sim driver`'s supervisor and COMMAND
 //! that leaves nothing of COMMAND's tree behind, however the supervisor ends.
 //!
-//! [`Reaper::spawn`] forks it; it is a child subreaper (`PR_SET_CHILD_SUBREAPER`:
-//! every orphan of the tree, `setsid` or not, becomes its child), ignores the
-//! terminal's signals (INT, QUIT, HUP, TERM: a Ctrl-C kills the supervisor, whose
-//! end is the reaper's cue) and forks COMMAND, which installs the supervisor's
-//! filter and execs. The reaper then reaps orphans as they end until COMMAND
-//! ends, the supervisor asks ([`Reaper::finish`], the watchdog's [`stop`]) or
-//! the supervisor is gone (its end of the control socket closed, or the
-//! reaper's parent changed); then it kills every child it has with `SIGKILL`
-//! and reaps, in rounds (a killed process's children become its children),
-//! until `waitpid` says there is none or [`KILL_BOUND`] passes, sends the
-//! supervisor COMMAND's wait status and the count killed, and exits. It only
-//! ever signals its own unreaped children, so no pid it signals can be another
-//! process's. Between a fork and the exec (or `_exit`) only raw system calls
-//! run, on data prepared before the fork: no allocation, no lock.
+//! [`Reaper::spawn`] forks it. As a child subreaper it inherits every orphan
+//! of the tree, `setsid` or not. It ignores a terminal's signals, since a
+//! Ctrl-C ends the supervisor and that end is its cue, and forks COMMAND,
+//! which installs the supervisor's filter and execs. It reaps orphans until
+//! COMMAND ends, the supervisor asks, or the supervisor is gone; then it
+//! kills its children with `SIGKILL` and reaps them in rounds until none is
+//! left or [`KILL_BOUND`] passes, reports COMMAND's wait status and the count
+//! killed, and exits.
+//!
+//! Invariants: it only signals its own unreaped children, so no pid it signals
+//! can be another process's; between a fork and the exec or `_exit` only raw
+//! system calls run, on data prepared before the fork: no allocation, no lock.
 
 #![allow(unsafe_code)]
 
@@ -29,17 +27,17 @@ use super::supervisor::KILL_BOUND;
 pub const REPORT_WAIT: Duration = Duration::from_secs(3);
 /// How often the reaper looks at its parent and reaps orphans while COMMAND runs.
 const TICK_MS: i32 = 50;
-/// Distinct processes the reaper remembers having killed (the count goes on past it, undeduplicated).
+/// Distinct processes the reaper remembers having killed; past it, the count goes on undeduplicated.
 const HIT_CAP: usize = 1024;
 /// The byte the supervisor sends to end the tree.
 const STOP: u8 = b'K';
-/// The signals the reaper ignores (those a terminal sends its foreground job).
+/// The signals the reaper ignores: those a terminal sends its foreground job.
 const IGNORED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTERM];
 
 /// What the reaper sends at its end.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Report {
-    /// COMMAND's raw wait status (`None`: never reaped, or no report came).
+    /// COMMAND's raw wait status; `None` when never reaped or no report came.
     pub status: Option<i32>,
     /// Processes of the tree other than COMMAND that were running and were killed.
     pub killed: u32,
@@ -69,9 +67,9 @@ pub struct Spawn<'a> {
     pub filter: &'a [libc::sock_filter],
     /// Where COMMAND sends its seccomp listener.
     pub listener_sock: RawFd,
-    /// COMMAND's standard output, when captured (a pipe's write end).
+    /// The pipe's write end for COMMAND's standard output, when captured.
     pub stdout: Option<RawFd>,
-    /// Where COMMAND (or the reaper, before COMMAND exists) writes the errno
+    /// Where COMMAND, or the reaper before COMMAND exists, writes the errno
     /// that kept it from starting; close-on-exec, so an exec closes it.
     pub start_error: RawFd,
 }
@@ -86,12 +84,12 @@ pub struct Reaper {
 }
 
 impl Reaper {
-    /// Fork the reaper (which forks COMMAND); `ctl` is the reaper's end of the
-    /// control socket (`SOCK_SEQPACKET`, close-on-exec), `mine` the supervisor's.
+    /// Fork the reaper, which forks COMMAND. `ctl` is the reaper's end of the
+    /// `SOCK_SEQPACKET` control socket, `mine` the supervisor's.
     pub fn spawn(s: &Spawn<'_>, ctl: OwnedFd, mine: OwnedFd) -> std::io::Result<Reaper> {
         let parent = std::process::id() as libc::pid_t;
-        // SAFETY: fork(2); the child runs only `reaper_main` (raw system calls
-        // on data prepared before the fork) and never returns from it.
+        // SAFETY: fork(2); the child runs only `reaper_main`, raw system calls
+        // on data prepared before the fork, and never returns from it.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             return Err(std::io::Error::last_os_error());
@@ -108,7 +106,7 @@ impl Reaper {
         self.ctl.try_clone()
     }
 
-    /// Whether the reaper has reported (COMMAND ended and its tree is gone), without waiting.
+    /// Whether the reaper has reported that COMMAND ended and its tree is gone, without waiting.
     pub fn reported(&mut self) -> bool {
         if self.report.is_none() {
             self.report = recv_report(self.ctl.as_raw_fd(), libc::MSG_DONTWAIT);
@@ -116,8 +114,8 @@ impl Reaper {
         self.report.is_some()
     }
 
-    /// End the tree (if COMMAND has not ended it), wait for the report (at most
-    /// [`REPORT_WAIT`]) and reap the reaper; the report.
+    /// End the tree if COMMAND has not, wait at most [`REPORT_WAIT`] for the
+    /// report and reap the reaper; the report.
     pub fn finish(&mut self) -> Report {
         if !self.reaped {
             if !self.reported() {
@@ -137,7 +135,7 @@ impl Reaper {
         self.report.unwrap_or_default()
     }
 
-    /// Wait for the reaper's exit (it follows its report at once); past a
+    /// Wait for the reaper's exit, which follows its report at once; past a
     /// second, `SIGKILL` it: it is our unreaped child, so the pid is its.
     fn reap(&mut self) {
         let until = Instant::now() + Duration::from_secs(1);
@@ -168,7 +166,7 @@ impl Drop for Reaper {
     }
 }
 
-/// Ask the reaper to end the tree now (a second ask is harmless; a gone reaper is not an error).
+/// Ask the reaper to end the tree now; a second ask is harmless, a gone reaper no error.
 pub fn stop(ctl: &OwnedFd) {
     // SAFETY: a one-byte send on a socket we hold; MSG_NOSIGNAL: a closed peer is EPIPE, not SIGPIPE.
     unsafe {
@@ -176,8 +174,8 @@ pub fn stop(ctl: &OwnedFd) {
     }
 }
 
-/// The reaper's report from `ctl`: `None` while none is there; end-of-file
-/// (the reaper gone without one) is an empty report.
+/// The reaper's report from `ctl`: `None` while none is there; end-of-file,
+/// the reaper gone without one, is an empty report.
 fn recv_report(ctl: RawFd, flags: libc::c_int) -> Option<Report> {
     let mut b = [0u8; 12];
     // SAFETY: a receive into a live buffer of its length.
@@ -190,12 +188,12 @@ fn recv_report(ctl: RawFd, flags: libc::c_int) -> Option<Report> {
     }
 }
 
-/// The current errno (no allocation).
+/// The current errno, without allocating.
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
 }
 
-/// Write `e` to `fd` and `_exit(127)` (the fork side's failure).
+/// The fork side's failure: write `e` to `fd` and `_exit(127)`.
 fn fail(fd: RawFd, e: i32) -> ! {
     // SAFETY: a write of a live 4-byte buffer, then _exit(2), both async-signal-safe.
     unsafe {
@@ -204,10 +202,10 @@ fn fail(fd: RawFd, e: i32) -> ! {
     }
 }
 
-/// The reaper (the forked child of the supervisor): never returns.
+/// The reaper, the supervisor's forked child: never returns.
 fn reaper_main(s: &Spawn<'_>, ctl: RawFd, parent: libc::pid_t) -> ! {
     // SAFETY: for the whole function: raw system calls on stack data and the
-    // data `s` points to (the supervisor's, prepared before the fork).
+    // supervisor's data `s` points to, prepared before the fork.
     unsafe {
         libc::prctl(libc::PR_SET_NAME, c"nrt-sim-reaper".as_ptr());
         if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong) != 0 {
@@ -225,7 +223,7 @@ fn reaper_main(s: &Spawn<'_>, ctl: RawFd, parent: libc::pid_t) -> ! {
         }
         libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         // Its children's statuses are the reaper's to collect, whatever the
-        // supervisor's SIGCHLD was (COMMAND gets that back).
+        // supervisor's SIGCHLD was; COMMAND gets that back.
         let chld_ignored = libc::signal(libc::SIGCHLD, libc::SIG_DFL) == libc::SIG_IGN;
         let me = libc::getpid();
         let command = libc::fork();
@@ -240,8 +238,8 @@ fn reaper_main(s: &Spawn<'_>, ctl: RawFd, parent: libc::pid_t) -> ! {
         }
         libc::sigemptyset(&mut set);
         libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-        // Hold nothing of the supervisor's but the control socket (a pipe end
-        // held here would keep its reader from end-of-file).
+        // Hold nothing of the supervisor's but the control socket: a pipe end
+        // held here would keep its reader from end-of-file.
         if ctl > 0 {
             libc::syscall(libc::SYS_close_range, 0u32, (ctl - 1) as u32, 0u32);
         }
@@ -269,9 +267,9 @@ fn reaper_main(s: &Spawn<'_>, ctl: RawFd, parent: libc::pid_t) -> ! {
     }
 }
 
-/// COMMAND's side of the fork, in the reaper's child: dies with the reaper,
-/// the signal state std's `Command` gives (and the supervisor's SIGCHLD), the captured output, the filter,
-/// the listener sent, the exec. Never returns.
+/// COMMAND's side of the fork, in the reaper's child: death with the reaper,
+/// the signal state std's `Command` gives, the supervisor's SIGCHLD, the
+/// captured output, the filter, the listener sent, the exec. Never returns.
 fn command_main(s: &Spawn<'_>, reaper: libc::pid_t, chld_ignored: bool) -> ! {
     // SAFETY: for the whole function: raw system calls on stack data and the
     // data `s` points to, before the exec.
@@ -338,7 +336,7 @@ fn reap_ended(command: libc::pid_t, status: &mut Option<i32>) -> bool {
     }
 }
 
-/// Kill every child of `me` (the reaper) in rounds and reap, until it has
+/// Kill every child of `me`, the reaper, in rounds and reap, until it has
 /// none or [`KILL_BOUND`] passes; the distinct processes other than
 /// `command` that were signalled.
 fn kill_tree(me: libc::pid_t, command: libc::pid_t, status: &mut Option<i32>) -> u32 {
@@ -371,7 +369,7 @@ fn kill_tree(me: libc::pid_t, command: libc::pid_t, status: &mut Option<i32>) ->
 }
 
 /// Call `f(pid, state)` for each child of `me`, read from `/proc/<pid>/stat`
-/// (no allocation: it runs in the forked reaper).
+/// without allocating: it runs in the forked reaper.
 pub fn for_each_child(me: libc::pid_t, mut f: impl FnMut(libc::pid_t, u8)) {
     // SAFETY: open(2) of a NUL-terminated literal.
     let dir = unsafe { libc::open(c"/proc".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
@@ -386,7 +384,7 @@ pub fn for_each_child(me: libc::pid_t, mut f: impl FnMut(libc::pid_t, u8)) {
             break;
         }
         let mut at = 0usize;
-        // Each record: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name NUL-terminated.
+        // Each record: d_ino 8 bytes, d_off 8, d_reclen 2, d_type 1, d_name NUL-terminated.
         while at + 19 < n as usize {
             let reclen = usize::from(u16::from_ne_bytes([buf[at + 16], buf[at + 17]]));
             if reclen == 0 || at + reclen > n as usize {
@@ -410,7 +408,7 @@ pub fn for_each_child(me: libc::pid_t, mut f: impl FnMut(libc::pid_t, u8)) {
     }
 }
 
-/// A decimal pid (`None`: not all digits, or out of range).
+/// A decimal pid; `None` when not all digits or out of range.
 fn parse_pid(name: &[u8]) -> Option<libc::pid_t> {
     if name.is_empty() || name.len() > 9 || !name.iter().all(u8::is_ascii_digit) {
         return None;
@@ -419,7 +417,7 @@ fn parse_pid(name: &[u8]) -> Option<libc::pid_t> {
 }
 
 /// `(ppid, state)` from `/proc/<name>/stat`, after the command name's last
-/// `)` (a name is at most 15 bytes, so the first 256 bytes hold both).
+/// `)`; a name is at most 15 bytes, so the first 256 bytes hold both.
 fn stat_of(name: &[u8]) -> Option<(libc::pid_t, u8)> {
     let mut path = [0u8; 32];
     let parts: [&[u8]; 3] = [b"/proc/", name, b"/stat\0"];

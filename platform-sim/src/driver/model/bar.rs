@@ -1,7 +1,7 @@
-//! BAR access: `BAR_READ` / `BAR_WRITE` (neuron_cdev.c: `ncdev_bar_rw`,
-//! `ncdev_bar_read`, `ncdev_bar_write`; v2/neuron_dhal_v2.c:
-//! `ncdev_bar_write_data_v2`; neuron_dma.c: the blocked UDMA registers), and
-//! the simulator's hint query (G-DRV-SIMHINTS), which no driver answers.
+//! BAR access, `BAR_READ` and `BAR_WRITE`, and the simulator's hint query,
+//! which no driver answers, G-DRV-SIMHINTS. driver: neuron_cdev.c,
+//! `ncdev_bar_rw`, `ncdev_bar_read`, `ncdev_bar_write`; v2/neuron_dhal_v2.c,
+//! `ncdev_bar_write_data_v2`; neuron_dma.c for the blocked UDMA registers.
 
 use std::sync::atomic::Ordering;
 
@@ -15,19 +15,19 @@ use super::{Answer, Errno, Model, TargetMem, BAR_READ_MAX, DMA_QUEUES, KMALLOC_M
 pub use nrt_abi::devmap::mailbox_words;
 
 /// The UDMA engines whose queue registers a BAR write may not touch, as BAR0
-/// offsets: every engine of the device map ([`devmap::udma_base`] over
-/// [`devmap::engine_count`]): v2 the 16 engines of NC0 and of NC1, D2H and
-/// H2D; v3 the 32 SDMA engines of each of the 4 SE groups, then IO0/IO1 D2H
-/// and H2D (`ndma_is_bar0_write_blocked_v2`, `_v3`); mariana as v3.
+/// offsets: every engine of the device map, [`devmap::udma_base`] over
+/// [`devmap::engine_count`]. On v2 the 16 engines of NC0 and of NC1, D2H and
+/// H2D; on v3 and mariana the 32 SDMA engines of each of the 4 SE groups,
+/// then IO0/IO1 D2H and H2D. driver: neuron_dma.c, `ndma_is_bar0_write_blocked_v2`, `_v3`.
 fn blocked_engines(arch: Arch) -> impl Iterator<Item = u64> {
     (0..devmap::engine_count(arch)).filter_map(move |e| devmap::udma_base(arch, e))
 }
 
-/// What only the simulator has at BAR0 offset `off` (4 bytes), if anything:
-/// the top-SP host trigger (`nrt_abi::sim::xt_local_reg + 0x15A0`) and the
-/// INTC cause registers ([`simabi::intc_cause_offset`], `cause` and
-/// `cause_set` of every line of every block of every core). A host reaches
-/// them only where the hint query says so (BAR-8).
+/// What only the simulator has at the 4 bytes at BAR0 offset `off`, if
+/// anything: the top-SP host trigger at `nrt_abi::sim::xt_local_reg + 0x15A0`,
+/// and the INTC cause registers of [`simabi::intc_cause_offset`], `cause` and
+/// `cause_set` of every line of every block of every core. A host reaches
+/// them only where the hint query says so, BAR-8.
 pub fn sim_register(arch: Arch, off: u64) -> Option<&'static str> {
     if off == simabi::xt_local_reg(arch) + nrt_core::dma::HOST_TRIGGER_OFFSET {
         return Some("the simulator's top-SP host trigger");
@@ -39,11 +39,10 @@ pub fn sim_register(arch: Arch, off: u64) -> Option<&'static str> {
     intc.then_some("the simulator's INTC cause registers")
 }
 
-/// What a BAR write may not touch, if `off` is one (BARW-5): the ring base
-/// (low/high), the completion ring base (low/high) and the tail-pointer
-/// increment of every queue, M2S and S2M, of every engine of
-/// `blocked_engines` (`ndma_bar0_blocked_one_engine`, neuron_dma.c), and the
-/// firmware mailbox words ([`mailbox_words`]).
+/// What a BAR write may not touch, if `off` is one, BARW-5: the ring base,
+/// the completion ring base, both halves, and the tail-pointer increment of
+/// every queue, M2S and S2M, of every engine of `blocked_engines`; and the
+/// firmware [`mailbox_words`]. driver: neuron_dma.c, `ndma_bar0_blocked_one_engine`.
 pub fn blocked_register(arch: Arch, off: u64) -> Option<&'static str> {
     const REGS: [(u64, &str); 5] = [
         (0x28, "UDMA ring base low (drbp_low)"),
@@ -71,19 +70,18 @@ const CDEV: &str = "neuron_cdev.c: ncdev_bar_rw";
 
 impl Model {
     /// BAR0 register `off` as a BAR_READ sees it: the word of the device
-    /// file's BAR region (every register a plain word; the simulator publishes
-    /// no register outside the real map, G-DRV-PROBES).
+    /// file's BAR region. Every register is a plain word; the simulator
+    /// publishes no register outside the real map, G-DRV-PROBES.
     pub fn bar_word(&self, off: u64) -> Option<u32> {
         self.file.bar_u32(off).map(|a| a.load(Ordering::Acquire))
     }
 
     /// BAR-8: a BAR access the driver performs unchecked but a runtime must
     /// not make is a conformance violation: at an offset no window of the
-    /// device map names ([`devmap::region_of`] is `None`: no register there),
-    /// a write into a top-SP's or a TPB's SEMAPHORE resource (semaphores go
-    /// through the semaphore ioctls), or a register only the simulator has
-    /// ([`sim_register`]) while the hint query is refused (a real driver's
-    /// device has none there).
+    /// device map names, where [`devmap::region_of`] is `None`; a write into a
+    /// top-SP's or a TPB's SEMAPHORE resource, since semaphores go through the
+    /// semaphore ioctls; or a [`sim_register`] while the hint query is refused,
+    /// since a real driver's device has none there.
     fn check_bar_access(&mut self, pid: u32, name: &'static str, off: u64, write: bool) {
         const SRC: &str = "neuron_cdev.c: ncdev_bar_rw (unchecked); nrt_abi::devmap::region_of";
         let what = if write { "write" } else { "read" };
@@ -121,8 +119,8 @@ impl Model {
         }
     }
 
-    /// BAR-1/2: the address array (`count` addresses for BAR0, one for any
-    /// other BAR), or the driver's answer when it cannot be had.
+    /// BAR-1/2: the address array, `count` addresses for BAR0 and one for any
+    /// other BAR, or the driver's answer when it cannot be had.
     fn bar_addresses(
         &mut self,
         pid: u32,
@@ -200,7 +198,7 @@ impl Model {
         let bar_len = self.file.layout().bar_len;
         let mut out = Vec::with_capacity(addrs.len() * 4);
         for &addr in addrs.iter().take(a.count as usize) {
-            // BAR-6: the driver reads each address as given (readl), unchecked.
+            // BAR-6: the driver reads each address as given with readl, unchecked.
             let off = addr.wrapping_sub(simabi::SIM_BAR0_PA);
             if off.checked_add(4).is_none_or(|e| e > bar_len) {
                 return self.bug(
@@ -323,13 +321,12 @@ impl Model {
         Ok(0)
     }
 
-    /// SIM-1: the simulator's hint query (`nrt_abi::sim::SIM_HINTS`,
-    /// G-DRV-SIMHINTS): what only the simulated device can say. `size` must be
-    /// the struct's.
+    /// SIM-1: the simulator's hint query, `nrt_abi::sim::SIM_HINTS`: what only
+    /// the simulated device can say. `size` must be the struct's. G-DRV-SIMHINTS.
     pub(super) fn sim_hints(&mut self, pid: u32, name: &'static str, h: &mut simabi::SimHints) -> Answer {
         if !self.hints {
-            // SIM-2: playing a real driver: an 'N' request it does not define
-            // falls to its misc dispatch (neuron_cdev.c: ncdev_misc_ioctl).
+            // SIM-2: playing a real driver, an 'N' request it does not define
+            // falls to its misc dispatch. driver: neuron_cdev.c, ncdev_misc_ioctl.
             return self.refuse(
                 pid,
                 "NRT_SIM_IOCTL_HINTS",

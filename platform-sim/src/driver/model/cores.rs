@@ -1,41 +1,41 @@
-//! Cores: the CRWL lock (`CRWL_READER_*`, `CRWL_WRITER_*`, neuron_crwl.c), core
-//! range marks (`CRWL_NC_RANGE_MARK` / `_UNMARK`, `NC_PID_STATE_DUMP`,
-//! neuron_crwl.c and neuron_cdev.c), and resets (`NC_RESET`,
-//! `NC_RESET_READY`, neuron_cdev.c and neuron_reset.c).
+//! Cores: the CRWL lock, `CRWL_READER_*` and `CRWL_WRITER_*`; core range
+//! marks, `CRWL_NC_RANGE_MARK`, `_UNMARK` and `NC_PID_STATE_DUMP`; resets,
+//! `NC_RESET` and `NC_RESET_READY`. driver: neuron_crwl.c, neuron_cdev.c,
+//! neuron_reset.c.
 //!
-//! The driver waits (sleeping) for a CRWL lock another process holds: about
-//! 500 ms for a reader, 2 s for a writer, then `EBUSY`. The model serves one
+//! The driver sleeps on a CRWL lock another process holds, about 500 ms for a
+//! reader and 2 s for a writer, then answers `EBUSY`. The model serves one
 //! call at a time, so nothing can change during such a wait: it answers
-//! `EBUSY` at once (CRWL-2, CRWL-7).
+//! `EBUSY` at once. CRWL-2, CRWL-7.
 
 use nrt_abi::ioctl as abi;
 
 use super::{Answer, Errno, Model, TargetMem, MAX_NC_PER_DEVICE};
 
-/// The CRWL state of one core (`struct neuron_crwl`, neuron_device.h).
+/// The CRWL state of one core. driver: neuron_device.h, `struct neuron_crwl`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CoreLock {
-    /// The model switched in (`uuid`); zero on a fresh core.
+    /// The `uuid` of the model switched in; zero on a fresh core.
     pub uuid: [u8; 32],
-    /// The process that switched it in (0: none).
+    /// The process that switched it in; 0 for none.
     pub writer_pid: u32,
-    /// A writer holds the lock (between WRITER_ENTER and DOWNGRADE).
+    /// A writer holds the lock, between WRITER_ENTER and DOWNGRADE.
     pub writer_acquired: bool,
     /// Readers inside.
     pub reader_count: u64,
 }
 
-/// `NC_RESET`'s positive return for a reset request already pending (RESET-3).
+/// `NC_RESET`'s positive return for a reset request already pending, RESET-3.
 pub const RESET_PENDING: i64 = 1;
 
 const CRWL: &str = "neuron_crwl.c";
 
 /// How long `NC_RESET_READY` waits for the simulated device to reset the
-/// cores (**sim**: the device thread steps every few tens of microseconds).
+/// cores. **sim**: the device thread steps every few tens of microseconds.
 pub const RESET_SETTLE_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A device file whose heartbeat is older than this has no device stepping
-/// it (**sim**: the device thread stamps it at every step).
+/// it. **sim**: the device thread stamps it at every step.
 pub const DEVICE_ALIVE_NS: u64 = 100_000_000;
 
 impl Model {
@@ -137,7 +137,7 @@ impl Model {
             );
         }
         // CRWL-8: the lock is taken *before* the already-switched check: EALREADY
-        // returns with the writer lock held (a downgrade releases it).
+        // returns with the writer lock held, which a downgrade releases.
         self.crwl[nc].writer_acquired = true;
         if l.writer_pid == pid && l.uuid == c.uuid {
             return self.refuse(
@@ -196,17 +196,17 @@ impl Model {
         }
     }
 
-    /// `ncdev_crwl_nc_range_mark` / `ncrwl_nc_range_mark` (RANGE-2..4). `m` is
+    /// `ncdev_crwl_nc_range_mark` and `ncrwl_nc_range_mark`, RANGE-2..4. `m` is
     /// the driver's 512-bit form; the pointer form copies back its first 24 bytes.
     pub(super) fn range_mark(&mut self, pid: u32, name: &'static str, m: &mut abi::CrwlNcMapExt) -> Answer {
-        // RANGE-2: the bitmap is cleared; device 0's cores are the first
-        // (offset nc_per_device * device_index = 0).
+        // RANGE-2: the bitmap is cleared; device 0's cores are the first, at
+        // offset nc_per_device * device_index = 0.
         m.bitmap = [0; 8];
         m.max_nc_available = 0;
         let total = self.range_pids.len() as u32;
         let (start, end, count) = (m.start_nc_index, m.end_nc_index, m.nc_count);
         if start > end || start >= total || end >= total {
-            // RANGE-3 (the struct is still copied back: bitmap 0, max 0).
+            // RANGE-3: the struct is still copied back, bitmap 0, max 0.
             return self.refuse(
                 pid,
                 name,
@@ -215,9 +215,9 @@ impl Model {
                 "neuron_crwl.c: ncrwl_nc_range_mark",
             );
         }
-        // RANGE-4: the driver's search, as it is (its u32 arithmetic
-        // included): a free run long enough is marked; after a run too short
-        // the search resumes two past where it stopped.
+        // RANGE-4: the driver's search as it is, u32 arithmetic included: a
+        // free run long enough is marked; after a run too short the search
+        // resumes two past where it stopped.
         let mut i = start;
         while i <= end {
             if self.range_pids[i as usize] != 0 {
@@ -277,7 +277,7 @@ impl Model {
     }
 
     /// RANGE-7: `ncdev_nc_pid_state_dump`: the holder's pid goes to the kernel
-    /// log (here: the model's log), not to the caller.
+    /// log, here the model's log, not to the caller.
     pub(super) fn pid_state_dump(&mut self, pid: u32, name: &'static str, d: &mut abi::NcPidStateDump) -> Answer {
         let Some(&holder) = self.range_pids.get(d.nc_id as usize) else {
             return self.refuse(
@@ -315,12 +315,12 @@ impl Model {
                 self.nq_destroy_core(pid, name, nc)?;
             }
         }
-        // RESET-5: queued; the reset thread re-initialises the cores' DMA (a new
-        // H2T ring each), which the model does at once (RESET-6).
+        // RESET-5: queued; the reset thread re-initialises the cores' DMA with
+        // a new H2T ring each, which the model does at once, RESET-6.
         self.resets.insert(pid);
         self.dma_init_cores(nc_map);
-        // RESET-8: the reset cores' TPBs (nr_initiate_reset_via_fw with
-        // nr_get_tpb_reset_map's bits): the simulated device resets them.
+        // RESET-8: the simulated device resets the reset cores' TPBs, as
+        // nr_initiate_reset_via_fw does with nr_get_tpb_reset_map's bits.
         for core in 0..self.sim_cores {
             if nc_map == abi::NC_MAP_DEVICE || nc_map & (1 << core) != 0 {
                 let _ = self.file.request_reset(core);
@@ -331,9 +331,9 @@ impl Model {
     }
 
     pub(super) fn nc_reset_ready(&mut self, pid: u32, name: &'static str, r: &mut abi::NcResetReady) -> Answer {
-        // RESET-7: nr_wait: a request never made, or already waited for: result
-        // 1; a completed one: 0 (and forgotten). A pending SIGKILL (-EINTR) is
-        // not modelled: the model's resets complete at once.
+        // RESET-7: nr_wait: a request never made, or already waited for, is 1;
+        // a completed one is 0 and forgotten. A pending SIGKILL, -EINTR, is not
+        // modelled: the model's resets complete at once.
         if self.resets.remove(&r.request_id) {
             // RESET-8: the reset is complete once the device has reset the cores.
             self.wait_for_device_resets(pid, name);
@@ -354,18 +354,18 @@ impl Model {
 }
 
 impl Model {
-    /// RESET-8: wait (at most [`RESET_SETTLE_MAX`]) until the device has
-    /// acknowledged every reset asked of its cores, as `nr_wait` waits for
-    /// the reset thread. Only while a device steps the file (its state ready,
-    /// its heartbeat fresher than [`DEVICE_ALIVE_NS`]): a model without one
-    /// (its unit tests) does not wait. A device that does not answer in time
+    /// RESET-8: wait at most [`RESET_SETTLE_MAX`] until the device has
+    /// acknowledged every reset asked of its cores, as `nr_wait` waits for the
+    /// reset thread. Only while a device steps the file, its state ready and
+    /// its heartbeat fresher than [`DEVICE_ALIVE_NS`]; a model without one, as
+    /// in its unit tests, does not wait. A device that does not answer in time
     /// is a warning.
     fn wait_for_device_resets(&mut self, pid: u32, name: &'static str) {
         let pending = |m: &Model| (0..m.sim_cores).any(|c| m.file.reset_acknowledged(c) != m.file.reset_requested(c));
         let alive =
             |m: &Model| m.file.state() == Some(crate::shm::State::Ready) && m.file.heartbeat_age_ns() < DEVICE_ALIVE_NS;
         let t0 = std::time::Instant::now();
-        // Bounded by RESET_SETTLE_MAX (each pass sleeps 50 us).
+        // Bounded by RESET_SETTLE_MAX; each pass sleeps 50 us.
         while pending(self) && alive(self) {
             if t0.elapsed() >= RESET_SETTLE_MAX {
                 self.warn(
@@ -383,18 +383,19 @@ impl Model {
         }
     }
 
-    /// `DEVICE_GET_ALL_APPS_INFO` (APPS-1, neuron_cdev.c:
-    /// `ncdev_device_get_all_apps_info`): its argument is a header followed by
-    /// `capacity` entries in the caller's memory, so the caller of the model
-    /// (the supervisor) passes the header it read and writes back the bytes
-    /// returned (the header with `size`, then `size` entries) at the
-    /// argument's address. For each process with the device open (at most 16,
-    /// while fewer than `capacity` are written; the model's order is by pid,
-    /// the driver's its attach slots): its pid; with `APP_INFO_PID_NC_LOCK_INFO`,
-    /// the cores 0..=3 whose CRWL writer it is while it holds the lock or has
+    /// `DEVICE_GET_ALL_APPS_INFO`, APPS-1. Its argument is a header followed
+    /// by `capacity` entries in the caller's memory, so the supervisor passes
+    /// the header it read and writes the bytes returned, the header with
+    /// `size` and then `size` entries, at the argument's address; it is not
+    /// dispatched by [`Model::handle`], which has no address.
+    ///
+    /// For each process with the device open, at most 16 and while fewer than
+    /// `capacity` are written: its pid; with `APP_INFO_PID_NC_LOCK_INFO`, the
+    /// cores 0..=3 whose CRWL writer it is while it holds the lock or has
     /// readers, and their uuids; with `APP_INFO_PID_MEM_USAGE`, the bytes of
-    /// its host and device chunks. Range marks are not in it. Not dispatched
-    /// by [`Model::handle`] (the argument's address is not passed there).
+    /// its host and device chunks. Range marks are not in it. The model's order
+    /// is by pid, the driver's by attach slot. driver: neuron_cdev.c,
+    /// `ncdev_device_get_all_apps_info`.
     pub fn apps_info(&mut self, pid: u32, header: &abi::AppsInfoHeader) -> (Answer, Vec<u8>) {
         use zerocopy::IntoBytes;
         *self.calls.entry(abi::DEVICE_GET_ALL_APPS_INFO.name()).or_insert(0) += 1;
@@ -440,16 +441,15 @@ impl Model {
 }
 
 impl Model {
-    /// `GET_LOGICAL_TO_PHYSICAL_NC_MAP` (neuron_cdev.c
-    /// `ncdev_get_logical_to_physical_nc_map`, v3/neuron_dhal_v3.c
-    /// `ncdev_logical_to_physical_nc_map_v3`). MAP-1: v2 has no hook,
-    /// `ENOTSUPP`. MAP-2: more than `NEURON_NC_MAP_MAX_ENTRIES` entries, or a
-    /// mapping version but V0: `EINVAL`. MAP-3: the first
-    /// `min(max, 128)` entries of `nc_mapping_v0_seng_swap`
-    /// ([`nrt_abi::devmap::logical_to_physical`]) and their count, written as
-    /// the header and `max` entries at `map`; a copy that fails returns the
-    /// bytes not copied, positive. The die flip of ultraserver pods is not
-    /// modelled (the simulated host is no pod).
+    /// `GET_LOGICAL_TO_PHYSICAL_NC_MAP`. MAP-1: v2 has no hook, `ENOTSUPP`.
+    /// MAP-2: more than `NEURON_NC_MAP_MAX_ENTRIES` entries, or a mapping
+    /// version but V0: `EINVAL`. MAP-3: the first `min(max, 128)` entries of
+    /// `nc_mapping_v0_seng_swap`, [`nrt_abi::devmap::logical_to_physical`],
+    /// and their count, written as the header and `max` entries at `map`; a
+    /// copy that fails returns the bytes not copied, positive. The die flip of
+    /// ultraserver pods is not modelled: the simulated host is no pod.
+    /// driver: neuron_cdev.c, `ncdev_get_logical_to_physical_nc_map`;
+    /// v3/neuron_dhal_v3.c, `ncdev_logical_to_physical_nc_map_v3`.
     pub(super) fn nc_map(
         &mut self,
         pid: u32,
@@ -479,7 +479,7 @@ impl Model {
         }
         let n = a.max_map_entries.min(nrt_abi::devmap::LOGICAL_CORES);
         let mut out = abi::NcMapHeader { num_entries: n }.as_bytes().to_vec();
-        // `max` is at most the map's 128 entries here (MAP-2), so every entry asked is one.
+        // `max` is at most the map's 128 entries here, MAP-2, so every entry asked is one.
         for k in 0..n {
             let (device_id, nc) = nrt_abi::devmap::logical_to_physical(self.arch, k).unwrap_or((0, 0));
             out.extend_from_slice(abi::NcMapEntry { device_id, device_nc_idx: u32::from(nc) }.as_bytes());

@@ -1,8 +1,8 @@
-//! DMA queues: `DMA_QUEUE_INIT`, `DMA_QUEUE_COPY_START` (and the copy it
-//! releases, executed as the device's UDMA would: G-DRV-COPY),
+//! DMA queues: `DMA_QUEUE_INIT`, `DMA_QUEUE_COPY_START` and the copy it
+//! releases, executed as the device's UDMA would, G-DRV-COPY;
 //! `DMA_ACK_COMPLETED`, `DMA_QUEUE_GET_STATE`; the H2T rings the driver keeps
-//! per core; the re-pointing of a gone process's queues (neuron_ring.c,
-//! udma/udma_m2m.c, udma/udma_main.c, udma/udma.h).
+//! per core; the re-pointing of a gone process's queues. driver: neuron_ring.c,
+//! udma/udma_m2m.c, udma/udma_main.c, udma/udma.h.
 
 use std::sync::atomic::Ordering;
 
@@ -15,28 +15,28 @@ use super::{
     MAX_NC_PER_DEVICE, SIM_HOST_PA_BASE, UDMA_ALIGN,
 };
 
-/// Bytes one copy start may move (**sim**: the model's bound, the size of the
-/// chunk region; the counts are already bounded by the ring sizes).
+/// Bytes one copy start may move. **sim**: the model's bound, the size of the
+/// chunk region; the counts are already bounded by the ring sizes.
 pub const COPY_BYTES_MAX: u64 = super::super::CHUNK_REGION_BYTES;
 
 /// Descriptors per direction one copy start may release for the model to
-/// execute (**sim**: the model's bound; more is a DMA error, nothing copied).
+/// execute. **sim**: the model's bound; more is a DMA error, nothing copied.
 pub const COPY_DESCS_MAX: u32 = 1 << 16;
 
 /// Descriptors of each direction of the driver's dummy ring, on which a gone
-/// process's queues are re-initialised (`NDMA_QUEUE_DUMMY_RING_DESC_COUNT`, neuron_ring.h).
+/// process's queues are re-initialised. driver: neuron_ring.h, `NDMA_QUEUE_DUMMY_RING_DESC_COUNT`.
 pub const DUMMY_RING_DESCS: u32 = 64;
 
-/// Descriptors of each direction of an H2T ring: `DMA_H2T_DESC_COUNT` (4096,
-/// neuron_ring.h) rounded up by `ndmar_ring_get_desc_count` (+ 16 - 1, to a
-/// power of two: 8192).
+/// Descriptors of each direction of an H2T ring: `DMA_H2T_DESC_COUNT`, 4096,
+/// which `ndmar_ring_get_desc_count` rounds up to 8192, the power of two
+/// above 4096 + 15. driver: neuron_ring.h, neuron_ring.c.
 pub const H2T_RING_DESCS: u32 = 8192;
 
-/// A device that acknowledges copies it did not make (**sim**, G-DRV-COPY-FAULT):
-/// from the `from`th copy start on a process's own rings that moves data
-/// (1-based; more than one descriptor a side: data and the completion
-/// marker), only the last descriptor of each side, the marker, is moved and
-/// the data descriptors' bytes are dropped; with `marker`, the marker too.
+/// A device that acknowledges copies it did not make. **sim**, G-DRV-COPY-FAULT.
+/// From the 1-based `from`th copy start on a process's own rings that moves
+/// data, with more than one descriptor a side, only the last descriptor of
+/// each side, the completion marker, is moved and the data descriptors'
+/// bytes are dropped; with `marker`, the marker too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CopyFault {
     /// The first faulted copy start, 1-based; every later one is faulted too.
@@ -48,28 +48,28 @@ pub struct CopyFault {
 /// One direction of a DMA queue, as `DMA_QUEUE_INIT` left it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QueueSide {
-    /// Ring size in descriptors (0: never initialised: the driver's zeroed queue).
+    /// Ring size in descriptors; 0 when never initialised, the driver's zeroed queue.
     pub size: u32,
-    /// The ring's chunk handle (`None`: no ring, or the driver's own memory).
+    /// The ring's chunk handle; `None` for no ring or the driver's own memory.
     pub chunk: Option<u64>,
     /// Next descriptor the device takes.
     pub next: u32,
     /// The ring id of the current lap.
     pub ring_id: u32,
-    /// The ring is the driver's own memory (an H2T ring, the dummy ring).
+    /// The ring is the driver's own memory: an H2T ring or the dummy ring.
     pub driver_ring: bool,
 }
 
-/// A DMA queue: TX (M2S) and RX (S2M).
+/// A DMA queue: TX, M2S, and RX, S2M.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Queue {
     /// M2S.
     pub tx: QueueSide,
     /// S2M.
     pub rx: QueueSide,
-    /// The process that initialised it last (0: the driver).
+    /// The process that initialised it last; 0 for the driver.
     pub owner: u32,
-    /// The completion index `DMA_ACK_COMPLETED` advances (`next_cdesc_idx`).
+    /// The completion index `DMA_ACK_COMPLETED` advances, `next_cdesc_idx`.
     pub acked: u32,
 }
 
@@ -90,18 +90,16 @@ impl Default for FetchedBd {
     }
 }
 
-// The engine and queue numbering of the flush and of `DMA_QUEUE_INIT`
-// (`dma_eng_per_nd` and `ndmar_is_nx_ring_v*`, FLUSH-2; `ndmar_get_h2t_eng_id`;
-// `ndmar_init_nc`, DMAQ-11; `udma_q_init_validate`, DMAQ-11/12): functions of
-// the argument alone, in `nrt_abi::rules` with their driver files, where kani
-// proves them.
+// The engine and queue numbering of the flush and of `DMA_QUEUE_INIT` are
+// functions of the argument alone: in `nrt_abi::rules` with their driver
+// files, where kani proves them.
 pub use nrt_abi::rules::{
     dma_eng_per_nd, engine_initialised, h2t_queue, is_nx_ring, udma_q_init_validate, RingRefusal,
 };
 
 impl Model {
-    /// `ndmar_init_ncs(nc_map)` (neuron_ring.c): each core's H2T queue on the
-    /// driver's own rings, `dmar_init_done` set.
+    /// Each core's H2T queue on the driver's own rings, `dmar_init_done` set.
+    /// driver: neuron_ring.c, `ndmar_init_ncs`.
     pub(super) fn dma_init_cores(&mut self, nc_map: u32) {
         for nc in 0..nc_per_device(self.arch).min(MAX_NC_PER_DEVICE) {
             if nc_map != abi::NC_MAP_DEVICE && nc_map & (1 << nc) == 0 {
@@ -117,10 +115,10 @@ impl Model {
         }
     }
 
-    /// RESET-1: `ndmar_close_ncs(nc_map)` (neuron_ring.c: `ndmar_h2t_ring_free`):
-    /// each initialised core's H2T ring chunks are freed, whoever put them
-    /// there. A chunk already freed is freed again: `mc_free`'s magic check
-    /// (neuron_mempool.c) is a kernel BUG.
+    /// RESET-1: each initialised core's H2T ring chunks are freed, whoever put
+    /// them there. A chunk already freed is freed again: `mc_free`'s magic
+    /// check is a kernel BUG. driver: neuron_ring.c, `ndmar_close_ncs`,
+    /// `ndmar_h2t_ring_free`; neuron_mempool.c, `mc_free`.
     pub(super) fn dma_close_cores(&mut self, pid: u32, name: &'static str, nc_map: u32) -> Answer {
         for nc in 0..nc_per_device(self.arch).min(MAX_NC_PER_DEVICE) {
             if nc_map != abi::NC_MAP_DEVICE && nc_map & (1 << nc) == 0 {
@@ -152,10 +150,10 @@ impl Model {
         Ok(0)
     }
 
-    /// FLUSH-2: `ndmar_handle_process_exit` (neuron_ring.c): every queue `pid`
-    /// owns on the engines below [`dma_eng_per_nd`], but the H2T queues and
-    /// the NX queues ([`is_nx_ring`]), re-initialised on the driver's dummy
-    /// ring. The others stay programmed on their rings.
+    /// FLUSH-2: every queue `pid` owns on the engines below [`dma_eng_per_nd`],
+    /// but the H2T and [`is_nx_ring`] queues, is re-initialised on the
+    /// driver's dummy ring. The others stay programmed on their rings.
+    /// driver: neuron_ring.c, `ndmar_handle_process_exit`.
     pub(super) fn repoint_queues_of(&mut self, pid: u32) {
         let arch = self.arch;
         let h2t: Vec<(u32, u32)> = (0..nc_per_device(arch)).map(|nc| h2t_queue(arch, nc)).collect();
@@ -169,11 +167,10 @@ impl Model {
         }
     }
 
-    /// DMAQ-13: a conformance violation for `pid` programming queue `key`
-    /// (engine, queue) of a core another process range-marked
-    /// (`ncrwl_range_pids`), or a queue another process still attached owns
-    /// (the driver's `queue->owner`): each names both pids, the engine, the
-    /// queue and the core.
+    /// DMAQ-13: a conformance violation for `pid` programming queue `key` of a
+    /// core another process range-marked, or a queue another attached process
+    /// owns by the driver's `queue->owner`; each names both pids, the engine,
+    /// the queue and the core.
     fn check_queue_ownership(&mut self, pid: u32, name: &'static str, key: (u32, u32)) {
         const SRC: &str = "neuron_ring.c: ndmar_queue_init (no ownership check); nrt_abi::devmap::owner_of";
         let (eng, qid) = key;
@@ -208,7 +205,7 @@ impl Model {
     }
 
     pub(super) fn queue_init(&mut self, pid: u32, name: &'static str, a: &mut abi::DmaQueueInit) -> Answer {
-        // DMAQ-2: ncdev_dma_queue_init (neuron_cdev.c): an unknown handle is no ring at all.
+        // DMAQ-2: an unknown handle is no ring at all. driver: neuron_cdev.c, ncdev_dma_queue_init.
         let lookup = |m: &mut Model, h: u64, what: &str| -> Option<u64> {
             if h == 0 {
                 return None;
@@ -235,9 +232,9 @@ impl Model {
         if a.qid >= DMA_QUEUES {
             return self.refuse(pid, name, Errno::EINVAL, "DMAQ-4: qid >= DMA_MAX_Q_V4 (16)", RING);
         }
-        // DMAQ-13: no ownership check (neuron_ring.c: ndmar_queue_init): a
-        // queue of a core another process marked, or one another live
-        // process owns, is re-pointed all the same.
+        // DMAQ-13: no ownership check, so a queue of a core another process
+        // marked, or one another live process owns, is re-pointed all the
+        // same. driver: neuron_ring.c, ndmar_queue_init.
         let key = (a.eng_id, a.qid);
         self.check_queue_ownership(pid, name, key);
         // DMAQ-5: the queue is the caller's from here on, and its ring records
@@ -280,9 +277,9 @@ impl Model {
                 );
             }
         }
-        // DMAQ-7 (a ring base not 256-byte aligned: EPERM) cannot happen here:
-        // every chunk is page-aligned.
-        // DMAQ-8..10: udma_m2m_init_queue (udma/udma_m2m.c): bare `return -1` = EPERM.
+        // DMAQ-7, a ring base not 256-byte aligned, cannot happen here: every
+        // chunk is page-aligned.
+        // DMAQ-8..10: a bare `return -1` is EPERM. driver: udma/udma_m2m.c, udma_m2m_init_queue.
         const M2M: &str = "udma/udma_m2m.c: udma_m2m_init_queue";
         let multiple = (UDMA_ALIGN / DESC_BYTES) as u32;
         if !a.tx_desc_count.is_multiple_of(multiple) {
@@ -294,8 +291,8 @@ impl Model {
         if rxc.is_some() {
             return self.refuse(pid, name, Errno::EPERM, "DMAQ-10: completion ring not supported", M2M);
         }
-        // DMAQ-11/12: udma_q_init_validate (udma/udma_main.c), TX then RX: TX
-        // stays initialised if RX fails.
+        // DMAQ-11/12, TX then RX: TX stays initialised if RX fails.
+        // driver: udma/udma_main.c, udma_q_init_validate.
         const MAIN: &str = "udma/udma_main.c: udma_q_init_validate";
         let (arch, eng) = (self.arch, a.eng_id);
         let side = |count: u32| udma_q_init_validate(arch, eng, count).map_err(RingRefusal::why);
@@ -314,8 +311,8 @@ impl Model {
     }
 
     pub(super) fn copy_start(&mut self, pid: u32, name: &'static str, a: &mut abi::DmaQueueCopyStart) -> Answer {
-        // ndmar_queue_copy_start (neuron_ring.c) -> udma_m2m_copy_start (udma/udma_m2m.c)
-        // -> udma_desc_action_add (udma/udma_main.c).
+        // driver: neuron_ring.c, ndmar_queue_copy_start; udma/udma_m2m.c,
+        // udma_m2m_copy_start; udma/udma_main.c, udma_desc_action_add.
         const M2M: &str = "udma/udma_m2m.c: udma_m2m_copy_start";
         if a.eng_id >= DMA_ENGINES {
             return self.refuse(
@@ -375,22 +372,21 @@ impl Model {
     }
 
     /// COPY-8: the copy a copy start releases, executed as the device's UDMA
-    /// would (G-DRV-COPY): the `tx` TX (M2S) and `rx` RX (S2M) descriptors at
-    /// the queue's positions are read from the rings' chunks, and the bytes of
-    /// the TX buffers, in order, are written into the RX buffers, in order (one
-    /// stream: a BD pair of equal lengths is one copy). Each BD must carry the
-    /// ring id of its lap (udma/udma.h: the device takes a BD only with the
-    /// ring id it expects, starting at 1 and advancing mod 4 at each wrap; the
-    /// driver does not look): a warning if not, and the device stalls on it, so
-    /// nothing is copied. Buffer addresses are chunk `pa`s from
-    /// `MEM_GET_EXTENDED_INFO`, each found by an interval lookup (`Model::chunk_range_of`); a range
-    /// outside every chunk (or a descriptor outside its ring's chunk) is a DMA
-    /// error: logged, nothing copied. The queue's positions advance by the
-    /// counts either way (G-DRV-QSTATE).
+    /// would, G-DRV-COPY. The `tx` M2S and `rx` S2M descriptors at the queue's
+    /// positions are read from the rings' chunks, and the TX buffers' bytes
+    /// are written into the RX buffers as one stream, both in order.
+    ///
+    /// Each BD must carry the ring id of its lap, starting at 1 and advancing
+    /// mod 4 at each wrap: the device takes no other, and the driver does not
+    /// look. Otherwise a warning, and the device stalls, so nothing is copied.
+    /// Buffer addresses are chunk `pa`s, each found by `Model::chunk_range_of`;
+    /// a range outside every chunk, or a descriptor outside its ring's chunk,
+    /// is a DMA error: logged, nothing copied. The queue's positions advance by
+    /// the counts either way, G-DRV-QSTATE. driver: udma/udma.h.
     fn execute_copy(&mut self, pid: u32, name: &'static str, eng: u32, qid: u32, tx: u32, rx: u32) {
         let Some(q) = self.queues.get(&(eng, qid)).copied() else { return };
         if q.tx.driver_ring || q.rx.driver_ring {
-            // The driver's own rings (H2T, the dummy ring): nothing the model can execute.
+            // The driver's own rings, H2T or dummy: nothing the model can execute.
             return;
         }
         let (txs, tx_bds) = self.fetch_bds(q.tx, tx);
@@ -440,8 +436,8 @@ impl Model {
         if stalled {
             return;
         }
-        // Every descriptor fetched and every buffer inside a chunk (and, on an
-        // engine without host connectivity, none in host memory), before a byte moves.
+        // Every descriptor fetched and every buffer inside a chunk, and none in
+        // host memory on an engine without host connectivity, before a byte moves.
         let host_reach = nrt_abi::devmap::host_connected(self.arch, eng);
         let mut segs: [Vec<(u64, u64)>; 2] = [Vec::new(), Vec::new()];
         let mut total = [0u64; 2];
@@ -535,7 +531,7 @@ impl Model {
     }
 
     /// A DMA error: the driver does not check BD addresses; the device's UDMA
-    /// faults the transfer. Logged (a warning), nothing written.
+    /// faults the transfer. Logged as a warning, nothing written.
     fn dma_error(&mut self, pid: u32, name: &'static str, what: String) {
         self.dma_errors = self.dma_errors.saturating_add(1);
         self.warn(
@@ -547,7 +543,7 @@ impl Model {
     }
 
     /// The `count` descriptors of side `s` from its position, and the side
-    /// moved past them (the ring id advancing at each wrap).
+    /// moved past them, the ring id advancing at each wrap.
     fn fetch_bds(&self, mut s: QueueSide, count: u32) -> (QueueSide, Vec<FetchedBd>) {
         let chunk = s.chunk.and_then(|h| self.chunks.get(h).copied());
         let map = self.file.map();
@@ -583,9 +579,8 @@ impl Model {
     }
 
     /// Move the first `n` bytes of the TX segments' stream into the RX
-    /// segments, in order, through the device file's mapping (the process sees
-    /// them in its shared mappings): one in-memory copy per segment pair, no
-    /// system call.
+    /// segments, in order, through the device file's mapping, which the
+    /// process shares: one in-memory copy per segment pair, no system call.
     fn stream(&self, src: &[(u64, u64)], dst: &[(u64, u64)], mut n: u64) -> Result<(), &'static str> {
         let map = self.file.map();
         let (mut s, mut d) = (src.iter().copied(), dst.iter().copied());
@@ -610,8 +605,8 @@ impl Model {
     }
 
     pub(super) fn ack_completed(&mut self, pid: u32, name: &'static str, a: &mut abi::DmaAckCompleted) -> Answer {
-        // ndmar_ack_completed (neuron_ring.c) -> udma_q_handle_get (udma/udma_main.c)
-        // -> udma_cdesc_ack (udma/udma.h), RX then TX.
+        // RX then TX. driver: neuron_ring.c, ndmar_ack_completed;
+        // udma/udma_main.c, udma_q_handle_get; udma/udma.h, udma_cdesc_ack.
         if a.eng_id >= DMA_ENGINES {
             return self.refuse(
                 pid,
@@ -632,7 +627,7 @@ impl Model {
             );
         }
         let q = self.queues.get(&(a.eng_id, a.qid)).copied().unwrap_or_default();
-        // IS_POWER_OF_TWO is `(n & (n - 1)) == 0`: a queue never initialised (size 0) passes.
+        // IS_POWER_OF_TWO is `(n & (n - 1)) == 0`: a queue never initialised, size 0, passes.
         for (size, what, id) in [(q.rx.size, "RX", "ACK-3"), (q.tx.size, "TX", "ACK-4")] {
             if size & size.wrapping_sub(1) != 0 {
                 return self.bug(
@@ -666,7 +661,7 @@ impl Model {
         if a.qid >= DMA_QUEUES {
             return self.refuse(pid, name, Errno::EINVAL, "QST-2: queue id past the engine's", "udma/udma_main.c");
         }
-        // QST-3: the model's view of the queue (G-DRV-QSTATE); a state pointer
+        // QST-3: the model's view of the queue, G-DRV-QSTATE; a state pointer
         // not writable returns copy_to_user's positive count.
         let q = self.queues.get(&(a.eng_id, a.qid)).copied().unwrap_or_default();
         for (ptr, s) in [(a.tx, q.tx), (a.rx, q.rx)] {

@@ -1,29 +1,29 @@
-//! The datastore the tools read: `ACQUIRE_NEURON_DS` / `RELEASE_NEURON_DS`
-//! (neuron_cdev.c: `ncdev_acquire_neuron_ds`; neuron_ds.c).
+//! The datastore the tools read: `ACQUIRE_NEURON_DS`, `RELEASE_NEURON_DS`.
+//! driver: neuron_cdev.c, `ncdev_acquire_neuron_ds`; neuron_ds.c.
 //!
 //! The driver allocates its 16 entries' memory when the device comes up; the
-//! model allocates an entry's chunk when the entry is first taken, and keeps it
-//! (the same slot, the same offset) as the driver does.
+//! model allocates an entry's chunk when the entry is first taken, and keeps
+//! its slot and offset as the driver does.
 
 use nrt_abi::ioctl as abi;
 
 use super::{Answer, ChunkKind, Errno, Model};
 
-/// One datastore entry (`struct neuron_datastore_entry`, neuron_ds.h).
+/// One datastore entry. driver: neuron_ds.h, `struct neuron_datastore_entry`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DsEntry {
-    /// The process that owns it (0: free).
+    /// The process that owns it; 0 when free.
     pub pid: u32,
-    /// Its chunk (allocated at first use).
+    /// Its chunk, allocated at first use.
     pub chunk: Option<u64>,
-    /// When it was last cleared (0: never), for the driver's reuse order.
+    /// When it was last cleared, 0 for never, for the driver's reuse order.
     pub clear_tick: u64,
 }
 
-/// The device's datastore (`struct neuron_datastore`).
+/// The device's datastore, `struct neuron_datastore`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Datastore {
-    /// `NEURON_MAX_DATASTORE_ENTRIES_PER_DEVICE` (16) entries.
+    /// `NEURON_MAX_DATASTORE_ENTRIES_PER_DEVICE` entries, 16.
     pub entries: [DsEntry; abi::MAX_PROCESS_PER_DEVICE],
     ticks: u64,
 }
@@ -79,13 +79,13 @@ impl Model {
         Ok(0)
     }
 
-    /// DS-5: the device's last `O_RDWR` descriptor is released
-    /// (neuron_cdev.c `ncdev_release`, open count 0): `neuron_ds_clear`
-    /// clears all 16 entries, in use or not, in slot order: each gets the next
-    /// clear tick (so none is "never cleared" any more and the next choice is
-    /// the oldest tick, slot 0 first) and its memory zeroed, whoever owns it.
-    /// **Deviation**: the driver's tick counter is one for all devices; the
-    /// model's is per device (the order within a device is the same).
+    /// DS-5: at the release of the device's last `O_RDWR` descriptor,
+    /// `neuron_ds_clear` clears all 16 entries, in use or not, in slot order.
+    /// Each gets the next clear tick and its memory zeroed, whoever owns it,
+    /// so none is "never cleared" and the next choice is the oldest tick, slot
+    /// 0 first. **Deviation**: the driver's tick counter is one for all
+    /// devices, the model's per device, with the same order within a device.
+    /// driver: neuron_cdev.c, `ncdev_release`.
     pub(super) fn ds_clear_all(&mut self) {
         for i in 0..self.datastore.entries.len() {
             self.datastore.ticks = self.datastore.ticks.saturating_add(1);
@@ -99,8 +99,8 @@ impl Model {
         }
     }
 
-    /// DS-3 / DS-4: `neuron_ds_release_pid(target)` by `caller`: only the
-    /// owner's own release clears the entry (and zeroes its memory).
+    /// DS-3, DS-4: `neuron_ds_release_pid(target)` by `caller`: only the
+    /// owner's own release clears the entry and zeroes its memory.
     pub(super) fn ds_release(&mut self, caller: u32, target: u32) {
         let Some(i) = self.datastore.entries.iter().position(|e| e.pid == target && e.pid != 0) else { return };
         if target != caller {

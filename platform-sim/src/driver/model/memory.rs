@@ -1,11 +1,10 @@
-//! Memory chunks: `MEM_ALLOC_V2MT`, `MEM_GET_EXTENDED_INFO`, `MEM_FREE`
-//! (neuron_mempool.c, neuron_cdev.c), and the chunk table every other family
-//! looks chunks up in.
+//! Memory chunks: `MEM_ALLOC_V2MT`, `MEM_GET_EXTENDED_INFO`, `MEM_FREE`, and
+//! the chunk table every other family looks chunks up in. driver:
+//! neuron_mempool.c, neuron_cdev.c.
 //!
-//! The table is indexed twice: by handle, and by file offset (an interval
-//! index), so that a BD's buffer is found in `O(log n)` whatever the number of
-//! chunks (one copy start may release 65,536 BDs; a process may hold tens of
-//! thousands of chunks).
+//! The table is indexed twice, by handle and by file offset, so that a BD's
+//! buffer is found in `O(log n)` whatever the number of chunks: one copy start
+//! may release 65,536 BDs, and a process may hold tens of thousands of chunks.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -15,37 +14,36 @@ use super::{dram_channels, Answer, Errno, Model, TargetMem, MAX_NC_PER_DEVICE};
 use crate::shm::PAGE;
 
 /// Physical address the model reports for host chunk at file offset `off`
-/// (**sim**: a PCI host base over the file offset, G-DRV-POOL).
+/// **sim**: a PCI host base over the file offset, G-DRV-POOL.
 pub const SIM_HOST_PA_BASE: u64 = 0x8000_0000_0000;
 
-/// What the model reports as `MEM_GET_EXTENDED_INFO.mem_handle` for a chunk:
-/// the driver writes its kernel pointer to the chunk there (`(u64)mc`,
-/// neuron_cdev.c: `ncdev_mem_get_extended_info`), not the handle. The model
-/// writes an opaque value in the x86-64 direct-map range (**sim**), never a
-/// valid handle.
+/// What the model reports as `MEM_GET_EXTENDED_INFO.mem_handle` for a chunk.
+/// The driver writes its kernel pointer to the chunk there, not the handle;
+/// the model writes an opaque value in the x86-64 direct-map range, never a
+/// valid handle. **sim**. driver: neuron_cdev.c, `ncdev_mem_get_extended_info`.
 pub const SIM_KERNEL_POINTER_BASE: u64 = 0xFFFF_8880_0000_0000;
 
 /// Who owns a chunk, and so when the driver frees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChunkKind {
-    /// `MEM_ALLOC_V2MT` (`MC_LIFESPAN_CUR_PROCESS`): freed by `MEM_FREE` or at
+    /// `MEM_ALLOC_V2MT`, `MC_LIFESPAN_CUR_PROCESS`: freed by `MEM_FREE` or at
     /// the process's flush.
     User,
-    /// A notification ring (`MC_LIFESPAN_DEVICE`): freed by a forced re-init or
+    /// A notification ring, `MC_LIFESPAN_DEVICE`: freed by a forced re-init or
     /// an NC reset of its core.
     Nq,
-    /// A datastore (`MC_LIFESPAN_DEVICE`).
+    /// A datastore, `MC_LIFESPAN_DEVICE`.
     Datastore,
 }
 
 /// A memory chunk the model handed out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Chunk {
-    /// File offset (what `mmap` takes).
+    /// File offset, what `mmap` takes.
     pub offset: u64,
-    /// Bytes (a whole number of pages for allocations).
+    /// Bytes; a whole number of pages for allocations.
     pub size: u64,
-    /// Host memory (1) or device memory (0), as asked.
+    /// Host memory 1 or device memory 0, as asked.
     pub host: bool,
     /// The process that allocated it.
     pub pid: u32,
@@ -57,25 +55,25 @@ pub struct Chunk {
 #[derive(Debug)]
 pub struct Chunks {
     by_handle: BTreeMap<u64, Chunk>,
-    /// File offset -> handle (every chunk has its own offset).
+    /// File offset -> handle; every chunk has its own offset.
     by_offset: BTreeMap<u64, u64>,
     /// The allocator's region of the device file.
     base: u64,
     len: u64,
-    /// Interval lookups made (each one `O(log n)`), for tests and the summary.
+    /// Interval lookups made, each `O(log n)`, for tests and the summary.
     pub lookups: u64,
-    /// Handles given back, the last freed on top (neuron_mc_handle.c:
-    /// `nmch_handle_free` pushes the freed index at the head of the free
-    /// list, `nmch_handle_alloc` pops the head; MEMF-5).
+    /// Handles given back, the last freed on top: `nmch_handle_free` pushes
+    /// the freed index at the head of the free list, `nmch_handle_alloc` pops
+    /// the head. MEMF-5. driver: neuron_mc_handle.c.
     free_handles: Vec<u64>,
-    /// The next handle never issued (the driver's first free index is 1;
-    /// a fresh entry's successor is the next index).
+    /// The next handle never issued: the driver's first free index is 1, and
+    /// a fresh entry's successor is the next index.
     next_handle: u64,
-    /// Handles issued again after a free (the stale-handle hazard of MEMF-5).
+    /// Handles issued again after a free: the stale-handle hazard of MEMF-5.
     reissued: BTreeSet<u64>,
-    /// Host chunks allocated as `CONTIGUOUS_SCRATCHPAD_DEVICE` (MEMF-6).
+    /// Host chunks allocated as `CONTIGUOUS_SCRATCHPAD_DEVICE`, MEMF-6.
     pub(super) host_scratchpad: BTreeSet<u64>,
-    /// Every chunk allocated as `CONTIGUOUS_SCRATCHPAD_DEVICE`, host or device (MMAP-6).
+    /// Every chunk allocated as `CONTIGUOUS_SCRATCHPAD_DEVICE`, host or device; MMAP-6.
     pub(super) scratchpad: BTreeSet<u64>,
 }
 
@@ -100,7 +98,7 @@ impl Chunks {
         }
     }
 
-    /// The allocator's region (`base`, `len`).
+    /// The allocator's region, `base` and `len`.
     pub fn region(&self) -> (u64, u64) {
         (self.base, self.len)
     }
@@ -178,8 +176,8 @@ impl Chunks {
     }
 
     /// The handle of the chunk holding `[off, off + len)` of the device file,
-    /// if one does: the last chunk starting at or below `off` (an interval
-    /// lookup; chunks never overlap).
+    /// if one does: the last chunk starting at or below `off`, since chunks
+    /// never overlap.
     pub fn file_range(&self, off: u64, len: u64) -> Option<u64> {
         let end = off.checked_add(len)?;
         let (_, &h) = self.by_offset.range(..=off).next_back()?;
@@ -187,10 +185,10 @@ impl Chunks {
         (end <= c.offset.saturating_add(c.size)).then_some(h)
     }
 
-    /// First fit of `size` bytes (page-rounded) in the region: at the end of
-    /// the last chunk when there is room (`O(log n)`), else the first gap.
-    /// First fit at an offset that is a multiple of `align` (a power of two
-    /// above the page size; `gen_pool_first_fit_align`): the lowest aligned
+    /// First fit of `size` bytes, page-rounded, in the region: at the end of
+    /// the last chunk when there is room, in `O(log n)`, else the first gap.
+    /// First fit at an offset that is a multiple of `align`, a power of two
+    /// above the page size, as `gen_pool_first_fit_align`: the lowest aligned
     /// gap that holds `size` bytes.
     fn alloc_aligned(&self, size: u64, align: u64) -> Option<u64> {
         let size = page_up(size);
@@ -235,19 +233,20 @@ impl Chunks {
     }
 }
 
-/// `NEURON_MEMALLOC_TYPE_CONTIGUOUS_SCRATCHPAD_DEVICE` (share/neuron_driver_shared.h:
-/// the 20th of the allocation categories), whose allocation ignores `align`.
+/// `NEURON_MEMALLOC_TYPE_CONTIGUOUS_SCRATCHPAD_DEVICE`, the 20th of the
+/// allocation categories, whose allocation ignores `align`.
+/// driver: share/neuron_driver_shared.h.
 pub const CONTIGUOUS_SCRATCHPAD_DEVICE: u32 = 19;
 
 impl Model {
-    /// A new chunk of `size` bytes from the pool, or `None` (no room).
+    /// A new chunk of `size` bytes from the pool; `None` when there is no room.
     pub(super) fn pool_alloc(&mut self, size: u64, host: bool, pid: u32, kind: ChunkKind) -> Option<u64> {
         let offset = self.chunks.alloc(size)?;
         Some(self.new_handle(Chunk { offset, size: page_up(size), host, pid, kind }))
     }
 
     /// The device-file offset of `[pa, pa + len)` when it lies inside one
-    /// chunk handed out (its `pa` is `SIM_HOST_PA_BASE | offset`, G-DRV-POOL),
+    /// chunk handed out, whose `pa` is `SIM_HOST_PA_BASE | offset`, G-DRV-POOL,
     /// and whether that chunk is host memory.
     pub fn chunk_range_of(&mut self, pa: u64, len: u64) -> Option<(u64, bool)> {
         self.chunks.lookups = self.chunks.lookups.saturating_add(1);
@@ -274,8 +273,8 @@ impl Model {
         if a.nc_id >= MAX_NC_PER_DEVICE {
             return self.refuse(pid, name, Errno::EINVAL, "MEM-3: nc_id >= MAX_NC_PER_DEVICE (8)", F);
         }
-        // MEM-4 (dram_region past the pool's regions) is the driver's
-        // configuration: the model has one pool and accepts any region (G-DRV-POOL).
+        // MEM-4, a dram_region past the pool's regions, is the driver's
+        // configuration: the model has one pool and accepts any region. G-DRV-POOL.
         if a.host_memory != 0 && a.align != 0 {
             return self.refuse(
                 pid,
@@ -286,9 +285,9 @@ impl Model {
             );
         }
         // MEM-8: device memory: an alignment above PAGE_SIZE is a first-fit
-        // aligned allocation (align > INT_MAX: EINVAL; a result not aligned,
-        // or no aligned room: ENOMEM); up to PAGE_SIZE, and for the contiguous
-        // scratchpad (mem_type 19), align is ignored.
+        // aligned allocation, EINVAL past INT_MAX, ENOMEM with no aligned room.
+        // Up to PAGE_SIZE, and for the contiguous scratchpad, mem_type 19,
+        // align is ignored.
         let aligned = a.host_memory == 0 && a.mem_type != CONTIGUOUS_SCRATCHPAD_DEVICE && a.align > PAGE;
         if aligned && a.align > i32::MAX as u64 {
             return self.refuse(
@@ -352,7 +351,7 @@ impl Model {
         // MEM-0: mc_alloc_internal -> mc_add_to_lifespan_list ->
         // mpset_get_lifespan_head: a CUR_PROCESS chunk goes on the caller's
         // attach slot's list, BUG_ON(slot == -1) for a caller that is not
-        // attached (a forked child on an inherited descriptor).
+        // attached, such as a forked child on an inherited descriptor.
         if !self.attached(pid) {
             self.chunks.remove(h);
             return self.bug(
@@ -364,7 +363,7 @@ impl Model {
         }
         // MEM-7: ncdev_mem_alloc_libnrt: the handle goes through the caller's
         // pointer; when that copy fails the chunk is freed and the bytes not
-        // copied (8) are returned as a *positive* value.
+        // copied, 8, are returned as a *positive* value.
         if mem.write(a.mem_handle, &h.to_le_bytes()).is_err() {
             self.chunks.remove(h);
             return self.positive(
@@ -390,13 +389,13 @@ impl Model {
             );
         };
         // MEMX-2: the whole struct is rewritten from a local one: mem_handle
-        // becomes the chunk's kernel pointer (not the handle); `version` is not
-        // set by the driver (its stack's value; the model writes 0).
+        // becomes the chunk's kernel pointer, not the handle. The driver leaves
+        // `version` as its stack held it; the model writes 0.
         *a = abi::MemGetExtendedInfo {
             mem_handle: SIM_KERNEL_POINTER_BASE | (c.offset << 4),
             version: 0,
             host_memory: u32::from(c.host),
-            // nmmap_offset (neuron_mmap.c) is the chunk's address; here, its file offset (G-DRV-MMAP).
+            // The driver's nmmap_offset is the chunk's address; here, its file offset. G-DRV-MMAP.
             mmap_offset: c.offset,
             pa: SIM_HOST_PA_BASE | c.offset,
             pid: u64::from(c.pid),
@@ -412,7 +411,7 @@ impl Model {
             return self.refuse(pid, name, Errno::EINVAL, "MEMF-1: invalid memory handle", F);
         };
         // MEMF-5: handles are reused last-in first-out: a copy of a handle
-        // freed before this chunk was allocated frees this chunk (0).
+        // freed before this chunk was allocated frees this chunk and returns 0.
         if self.chunks.reissued(h) {
             self.note(
                 pid,
@@ -425,9 +424,9 @@ impl Model {
                 ),
             );
         }
-        // MEMF-6: mc_free (neuron_mempool.c): a contiguous-scratchpad chunk's
-        // tail reads the pool's scratchpad fields through mc->mp, which a host
-        // chunk from dma_alloc_coherent leaves NULL.
+        // MEMF-6: a contiguous-scratchpad chunk's tail reads the pool's
+        // scratchpad fields through mc->mp, which a host chunk from
+        // dma_alloc_coherent leaves NULL. driver: neuron_mempool.c, mc_free.
         if self.chunks.host_scratchpad.contains(&h) {
             self.chunks.remove(h);
             return self.bug(
@@ -440,12 +439,12 @@ impl Model {
                 "neuron_mempool.c: mc_free",
             );
         }
-        // MEMF-2: the driver frees any chunk by its handle (mc_free).
+        // MEMF-2: the driver frees any chunk by its handle, mc_free.
         self.chunks.remove(h);
         if c.kind == ChunkKind::Nq {
             // MEMF-4: the NOTIFIC slot still points at it; the ring's record
             // keeps the freed chunk, which a reset or a forced re-init frees
-            // again (NQ-6, RESET-4: a kernel BUG).
+            // again: a kernel BUG, NQ-6 and RESET-4.
             self.warn(
                 pid,
                 name,
@@ -468,7 +467,7 @@ impl Model {
             .collect();
         if let Some((e, q)) = used.first() {
             // MEMF-3: the queue stays programmed on the freed pages until the
-            // owner's flush re-points it (FLUSH-2).
+            // owner's flush re-points it, FLUSH-2.
             self.warn(
                 pid,
                 name,

@@ -1,44 +1,38 @@
 //! The driver's state and rules: what `/dev/neuronN` answers to each ioctl.
 //!
-//! [`Model::handle`] is a pure state machine over the device file (the
-//! shared-memory device of [`crate::shm`]) and the calling process's memory
-//! ([`TargetMem`]): the supervisor copies the argument struct in, the model
-//! parses it once into a typed [`Request`], checks it as the driver does,
-//! changes its state and the device's words, and the supervisor copies the
-//! struct back. Nothing here trusts the caller: every index is bounds-checked,
-//! every pointer is read through [`TargetMem`], every count is capped before
-//! anything is allocated.
+//! [`Model::handle`] is a pure state machine over the device file of
+//! [`crate::shm`] and the calling process's memory, [`TargetMem`]. The
+//! supervisor copies the argument struct in; the model parses it once into a
+//! typed [`Request`], checks it as the driver does, changes its state and the
+//! device's words; the supervisor copies the struct back. Nothing here trusts
+//! the caller: every index is bounds-checked, every pointer is read through
+//! [`TargetMem`], every count is capped before anything is allocated.
 //!
 //! One model serves every process under one `nrt-sim driver`, as one driver
-//! serves every process of a host: core range marks, CRWL writers, NC resets
-//! and the rings they destroy are shared state ([`Model::process_gone`] is the
-//! driver's `ncdev_flush` when a process's last descriptor closes).
+//! serves a host: core range marks, CRWL writers, NC resets and the rings they
+//! destroy are shared.
 //!
-//! Each rule carries the id of its row in `docs/driver-conformance.md` (e.g.
-//! `CRWL-3`) and names the public driver's file and function it comes from
-//! (aws-neuron/aws-neuron-driver at fca19f7; facts only, no code). Three kinds
-//! of outcome:
+//! Each rule carries the id of its row in `docs/driver-conformance.md`, such
+//! as `CRWL-3`, and names the public driver's file and function it comes from.
+//! A call ends in one of four ways:
 //!
-//! - the driver's **errno** ([`Refusal::Errno`], logged in [`Model::log`]), or
-//!   the positive value the driver returns on a few paths;
-//! - a **kernel BUG**: a condition where the driver would hit `BUG_ON` or
-//!   dereference what it never checked, and oops ([`Violation::KernelBug`],
-//!   `kernel BUG: <rule> (<file>)`); the call is refused with
-//!   [`Refusal::KernelBug`], and the supervisor fails the run in `--strict`
-//!   mode;
-//! - a **conformance violation**: something the driver performs unchecked that
-//!   a runtime must not do, because it reaches another process's part of the
-//!   device or a register no public map names ([`Violation::Conformance`]);
-//!   the call is served as the driver would, and the supervisor fails a
-//!   `--strict` run at its end;
-//! - a **warning**: something the driver accepts but the device would not, or a
-//!   correct program would not do ([`Violation::Warning`]), logged, never fatal.
+//! - the driver's **errno**, [`Refusal::Errno`], or the positive value the
+//!   driver returns on a few paths;
+//! - a **kernel BUG**, where the driver would hit `BUG_ON` or dereference what
+//!   it never checked: [`Violation::KernelBug`] and [`Refusal::KernelBug`];
+//!   `--strict` fails the run at once;
+//! - a **conformance violation**, something the driver performs unchecked that
+//!   a runtime must not do: [`Violation::Conformance`]; the call is served and
+//!   `--strict` fails the run at its end;
+//! - a **warning**, something the driver accepts but the device or a correct
+//!   program would not do: [`Violation::Warning`], never fatal.
 //!
-//! One module per family: [`memory`] (chunks), [`dma`] (queues, copy start,
-//! ack), [`notify`] (NQ rings), [`cores`] (CRWL, range marks, resets), [`bar`]
-//! (BAR_READ / BAR_WRITE, the simulator's hint query), [`sema`] (semaphores and
-//! events), [`ds`] (the datastore), [`fops`] (`mmap`, and the file
-//! operations the driver has none of); [`request`] parses a request.
+//! One module per family of requests: [`memory`] for chunks; [`dma`] for
+//! queues, copy start and ack; [`notify`] for NQ rings; [`cores`] for CRWL,
+//! range marks and resets; [`bar`] for BAR reads and writes and the
+//! simulator's hint query; [`sema`] for semaphores and events; [`ds`] for the
+//! datastore; [`fops`] for `mmap` and the file operations the driver has none
+//! of. [`request`] parses a request.
 
 pub mod bar;
 pub mod cores;
@@ -68,7 +62,7 @@ pub use memory::{Chunk, ChunkKind, Chunks, SIM_HOST_PA_BASE};
 pub use notify::NqRing;
 pub use request::{arg_size, Request};
 
-/// An errno value (positive, as `errno` holds it).
+/// An errno value, positive as `errno` holds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Errno(pub i32);
 
@@ -91,13 +85,13 @@ impl Errno {
     pub const ENOSYS: Errno = Errno(libc::ENOSYS);
     /// `ENODEV`: what the simulator answers for hardware it does not simulate.
     pub const ENODEV: Errno = Errno(libc::ENODEV);
-    /// `EIO`: the answer to a call that oopsed the (simulated) kernel.
+    /// `EIO`: the answer to a call that oopsed the simulated kernel.
     pub const EIO: Errno = Errno(libc::EIO);
     /// `EBUSY`: cores held by another process, a lock not given up in time.
     pub const EBUSY: Errno = Errno(libc::EBUSY);
     /// `EALREADY`: this process already switched the core to that model.
     pub const EALREADY: Errno = Errno(libc::EALREADY);
-    /// `ENOTSUPP` (the kernel's 524): a hook the arch does not have.
+    /// `ENOTSUPP`, the kernel's 524: a hook the arch does not have.
     pub const ENOTSUPP: Errno = Errno(abi::ENOTSUPP);
 
     /// The errno's name.
@@ -131,26 +125,26 @@ impl core::fmt::Display for Errno {
 /// Something the driver would not survive, or the device would not do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Violation {
-    /// The real driver would `BUG_ON` (or dereference an unchecked pointer) here.
+    /// The real driver would `BUG_ON` or dereference an unchecked pointer here.
     KernelBug {
-        /// The rule, in one line (with its table id).
+        /// The rule in one line, with its table id.
         rule: String,
         /// The driver file it comes from.
         driver_file: &'static str,
     },
-    /// Performed by the driver unchecked, but a runtime must not do it (it
-    /// fails a `--strict` run at its end; the call is served).
+    /// Performed by the driver unchecked, but a runtime must not do it; the
+    /// call is served, and a `--strict` run fails at its end.
     Conformance {
-        /// What happened (with its table id).
+        /// What happened, with its table id.
         rule: String,
-        /// Where the rule comes from (a driver file and the device map).
+        /// Where the rule comes from: a driver file and the device map.
         source: &'static str,
     },
-    /// Accepted by the driver, but not what the device expects (never fatal).
+    /// Accepted by the driver, but not what the device expects; never fatal.
     Warning {
-        /// What happened (with its table id).
+        /// What happened, with its table id.
         rule: String,
-        /// Where the rule comes from (a driver file, or `sim`).
+        /// Where the rule comes from: a driver file, or `sim`.
         source: &'static str,
     },
 }
@@ -182,7 +176,7 @@ impl core::fmt::Display for Violation {
 pub enum Refusal {
     /// The driver returns this errno.
     Errno(Errno),
-    /// The driver would oops (the violation is also in [`Model::violations`]).
+    /// The driver would oops; the violation is also in [`Model::violations`].
     KernelBug(Violation),
 }
 
@@ -198,42 +192,40 @@ pub trait TargetMem {
     fn write(&mut self, addr: u64, buf: &[u8]) -> Result<(), MemFault>;
 }
 
-// ---- The driver's numbers (facts, each with its file) ----
+// ---- The driver's numbers, each with its file ----
 
-// DMA engines per device (`NUM_DMA_ENG_PER_DEVICE`), queues per engine
-// (`DMA_MAX_Q_V4`) and the ring size bounds (`UDMA_MIN_Q_SIZE`,
-// `UDMA_MAX_Q_SIZE`): the argument rules' numbers, in `nrt_abi::rules` (where
-// kani proves the rules), with their files.
+// DMA engines per device, queues per engine and the ring size bounds are the
+// argument rules' numbers: in `nrt_abi::rules`, where kani proves the rules,
+// with their files.
 pub use nrt_abi::rules::{DMA_ENGINES, DMA_QUEUES, UDMA_MAX_Q_SIZE, UDMA_MIN_Q_SIZE};
-/// Ring start and end alignment, bytes (`UDMA_QUEUE_ADDR_BYTE_ALIGNMENT`, udma/udma.h).
+/// Ring start and end alignment, bytes. driver: udma/udma.h, `UDMA_QUEUE_ADDR_BYTE_ALIGNMENT`.
 pub const UDMA_ALIGN: u64 = 256;
-/// Bytes of one descriptor (`union udma_desc`).
+/// Bytes of one descriptor, `union udma_desc`.
 pub const DESC_BYTES: u64 = 16;
-/// The first lap's ring id (`UDMA_INITIAL_RING_ID`, udma/udma.h).
+/// The first lap's ring id. driver: udma/udma.h, `UDMA_INITIAL_RING_ID`.
 pub const INITIAL_RING_ID: u32 = 1;
-/// Semaphores per core (`V2_SEMAPHORE_COUNT` / `V3_SEMAPHORE_COUNT`, v2|v3/address_map.h).
+/// Semaphores per core. driver: v2|v3/address_map.h, `V2_SEMAPHORE_COUNT`, `V3_SEMAPHORE_COUNT`.
 pub const SEMAPHORE_COUNT: u32 = 256;
-/// Events per core (`V2_EVENTS_COUNT`, v2/address_map.h).
+/// Events per core. driver: v2/address_map.h, `V2_EVENTS_COUNT`.
 pub const EVENT_COUNT: u32 = 256;
-/// NQ ids per core: `MAX_NQ_TYPE * MAX_NQ_ENGINE` = 6 * 16 (neuron_core.h).
+/// NQ ids per core, `MAX_NQ_TYPE * MAX_NQ_ENGINE` = 6 * 16. driver: neuron_core.h.
 pub const MAX_NQ_SUPPORTED: u32 = 96;
-/// NQ engines (slots) per type (`V2_MAX_NQ_QUEUES`, v2/address_map.h).
+/// NQ slots per type. driver: v2/address_map.h, `V2_MAX_NQ_QUEUES`.
 pub const NQ_QUEUES_PER_TYPE: u32 = 16;
-/// Cores the allocator and CRWL accept (`MAX_NC_PER_DEVICE`, neuron_device.h).
+/// Cores the allocator and CRWL accept. driver: neuron_device.h, `MAX_NC_PER_DEVICE`.
 pub const MAX_NC_PER_DEVICE: u32 = abi::MAX_NC_PER_DEVICE;
-/// Registers one BAR_READ may read (`FW_IO_MAX_READLESS_READ_REGISTER_COUNT`, neuron_fw_io.h).
+/// Registers one BAR_READ may read. driver: neuron_fw_io.h, `FW_IO_MAX_READLESS_READ_REGISTER_COUNT`.
 pub const BAR_READ_MAX: u32 = 100;
-/// The largest `kmalloc` the BAR ioctls' address and data arrays may need
-/// (`KMALLOC_MAX_SIZE` on x86-64 with 4 KiB pages: 4 MiB); larger is `ENOMEM`.
+/// The largest `kmalloc` the BAR ioctls' address and data arrays may need,
+/// `KMALLOC_MAX_SIZE` on x86-64 with 4 KiB pages; larger is `ENOMEM`.
 pub const KMALLOC_MAX: u64 = 4 << 20;
-/// Every feature bit the driver reports (share/neuron_driver_shared.h, bits 0..=7).
+/// Every feature bit the driver reports, bits 0..=7. driver: share/neuron_driver_shared.h.
 pub const DRIVER_FEATURES: u64 = 0xFF;
 
-// Cores per device the driver knows for `arch` (`V2_NC_PER_DEVICE` 2,
-// `V3_NC_PER_DEVICE` 8; v2|v3/address_map.h), in `nrt_abi::rules`.
+// Cores per device the driver knows for `arch`, in `nrt_abi::rules`.
 pub use nrt_abi::rules::nc_per_device;
 
-/// DRAM channels (`V2_MAX_DRAM_CHANNELS` 2, `V3_MAX_DRAM_CHANNELS` 4).
+/// DRAM channels: `V2_MAX_DRAM_CHANNELS` 2, `V3_MAX_DRAM_CHANNELS` 4.
 pub const fn dram_channels(arch: Arch) -> u32 {
     match arch {
         Arch::Sunda => 2,
@@ -244,7 +236,7 @@ pub const fn dram_channels(arch: Arch) -> u32 {
 /// One line of the model's log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogLine {
-    /// The caller (thread group id).
+    /// The caller's thread group id.
     pub pid: u32,
     /// The request's name.
     pub request: &'static str,
@@ -252,54 +244,54 @@ pub struct LogLine {
     pub text: String,
 }
 
-/// What the driver keeps per attached process (`struct neuron_attached_process`,
-/// neuron_pid.c): its open descriptors.
+/// What the driver keeps per attached process: its open descriptors.
+/// driver: neuron_pid.c, `struct neuron_attached_process`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Process {
     /// Descriptors of the device it holds open.
     pub opens: u32,
-    /// Whether one of them is a write-only ("free access") descriptor, whose
-    /// flush gives back the process's core range marks (`ncdev_misc_flush`).
+    /// Whether one of them is a write-only "free access" descriptor, whose
+    /// flush gives back the process's core range marks: `ncdev_misc_flush`.
     pub free_access: bool,
 }
 
-/// The driver's state for one device (and, for range marks, the driver's global
-/// table, which spans every device).
+/// The driver's state for one device, and its global table of range marks,
+/// which spans every device.
 #[derive(Debug)]
 pub struct Model {
     file: Arc<ShmFile>,
     arch: Arch,
-    /// Cores the device simulates (the layout's; the driver knows more).
+    /// Cores the device simulates, the layout's; the driver knows more.
     sim_cores: u8,
-    /// The simulator's hint query is answered (else refused as a real driver does).
+    /// The simulator's hint query is answered; else refused as a real driver does.
     hints: bool,
-    /// Every chunk handed out (MEM_ALLOC_V2MT, NQ rings, datastores).
+    /// Every chunk handed out: MEM_ALLOC_V2MT, NQ rings, datastores.
     pub(crate) chunks: Chunks,
     queues: BTreeMap<(u32, u32), Queue>,
     nq: BTreeMap<(u32, u32), NqRing>,
     procs: BTreeMap<u32, Process>,
     opens: u32,
     crwl: [CoreLock; MAX_NC_PER_DEVICE as usize],
-    /// `ncrwl_range_pids[]`: the process that marked each core (0: free).
+    /// `ncrwl_range_pids[]`: the process that marked each core, 0 when free.
     range_pids: Vec<u32>,
-    /// Reset requests not yet waited for (`nr.req_pending_head`), by id.
+    /// Reset requests not yet waited for, `nr.req_pending_head`, by id.
     resets: BTreeSet<u32>,
-    /// Whether each core's DMA (and its H2T ring) is initialised (`dmar_init_done`).
+    /// Whether each core's DMA and its H2T ring are initialised, `dmar_init_done`.
     dmar_init_done: [bool; MAX_NC_PER_DEVICE as usize],
     datastore: ds::Datastore,
     /// Every refusal, warning and kernel BUG, in order.
     pub log: Vec<LogLine>,
-    /// Every violation (kernel BUGs and warnings), in order.
+    /// Every violation, kernel BUGs and warnings, in order.
     pub violations: Vec<Violation>,
     /// Requests served, by name.
     pub calls: BTreeMap<&'static str, u32>,
     /// Calls refused with an errno.
     pub refusals: u32,
-    /// Bytes the executed copies moved (G-DRV-COPY).
+    /// Bytes the executed copies moved. G-DRV-COPY.
     pub dma_bytes: u64,
-    /// Copies refused by the device (DMA errors: an address outside the chunks, ...).
+    /// Copies the device refused as DMA errors, such as an address outside the chunks.
     pub dma_errors: u32,
-    /// The device's copy fault, if played (G-DRV-COPY-FAULT).
+    /// The device's copy fault, if played. G-DRV-COPY-FAULT.
     copy_fault: Option<CopyFault>,
     /// Copy starts of data on a process's own rings, counted for `copy_fault`.
     data_copy_starts: u32,
@@ -310,7 +302,7 @@ pub type Answer = Result<i64, Refusal>;
 
 impl Model {
     /// The driver for the device in `file`; `MEM_ALLOC_V2MT` chunks come from
-    /// the file's extra region ([`ShmFile::extra_region`]).
+    /// [`ShmFile::extra_region`].
     pub fn new(file: Arc<ShmFile>) -> Model {
         let l = *file.layout();
         let (chunk_base, chunk_len) = file.extra_region();
@@ -338,21 +330,21 @@ impl Model {
             copy_fault: None,
             data_copy_starts: 0,
         };
-        // ndmar_init at probe: every core's DMA and H2T ring (neuron_ring.c: ndmar_init_ncs).
+        // ndmar_init at probe: every core's DMA and H2T ring. driver: neuron_ring.c, ndmar_init_ncs.
         m.dma_init_cores(abi::NC_MAP_DEVICE);
         m
     }
 
     /// The same model playing a real driver: the simulator's hint query is
-    /// refused (`EINVAL`, as an unknown misc request), so a host runs as on
-    /// real hardware, with only what the driver gives.
+    /// refused with `EINVAL` as an unknown misc request, so a host runs with
+    /// only what the driver gives.
     pub fn without_hints(mut self) -> Model {
         self.hints = false;
         self
     }
 
-    /// The same model over a device that acknowledges copies it did not make
-    /// (`None`: every copy made).
+    /// The same model over a device that acknowledges copies it did not make;
+    /// `None`: every copy made.
     pub fn with_copy_fault(mut self, fault: Option<CopyFault>) -> Model {
         self.copy_fault = fault;
         self
@@ -368,67 +360,50 @@ impl Model {
         self.arch
     }
 
-    /// `open("/dev/neuronN", O_RDWR)` by process `pid`: the process is attached
-    /// (`npid_attach` in `ncdev_open`, neuron_cdev.c).
+    /// `open("/dev/neuronN", O_RDWR)` by process `pid`: the process is attached.
+    /// driver: neuron_cdev.c, `ncdev_open` calls `npid_attach`.
     pub fn open(&mut self, pid: u32) {
         self.opens = self.opens.saturating_add(1);
         let p = self.procs.entry(pid).or_default();
         p.opens = p.opens.saturating_add(1);
     }
 
-    /// `open("/dev/neuronN", O_WRONLY)` by `pid`: a "free access" descriptor
-    /// (`IS_NEURON_DEVICE_FREE_ACCESS`, neuron_cdev.c): not attached, and its
-    /// flush gives back every core range mark of the process (RANGE-6).
+    /// `open("/dev/neuronN", O_WRONLY)` by `pid`: a "free access" descriptor,
+    /// not attached, whose flush gives back every core range mark of the
+    /// process, RANGE-6. driver: neuron_cdev.c, `IS_NEURON_DEVICE_FREE_ACCESS`.
     pub fn open_free_access(&mut self, pid: u32) {
         self.opens = self.opens.saturating_add(1);
         self.procs.entry(pid).or_default().free_access = true;
     }
 
-    /// Whether `pid` has the device open (`npid_is_attached`, G-DRV-ATTACH).
+    /// Whether `pid` has the device open, `npid_is_attached`. G-DRV-ATTACH.
     pub fn attached(&self, pid: u32) -> bool {
         self.procs.get(&pid).is_some_and(|p| p.opens > 0)
     }
 
-    /// Process `pid` is gone (it exited, or closed its last descriptor of the
-    /// device): what the driver's `ncdev_flush` does for the last descriptor of
-    /// a process (neuron_cdev.c), in its order (FLUSH-1..6):
+    /// Process `pid` is gone, by exit or by closing its last descriptor: what
+    /// the driver's `ncdev_flush` does for a process's last descriptor, in its
+    /// order, FLUSH-1..6; at the last attached process, the device's release,
+    /// DS-5. driver: neuron_cdev.c, `ncdev_flush`, `ncdev_release`.
     ///
-    /// 1. a reset the process requested and never waited for is consumed
-    ///    (`nr_wait(.., check)`, neuron_reset.c);
-    /// 2. every DMA queue it owns on the engines below `dma_eng_per_nd` (v2
-    ///    32, v3 128), but the H2T and NX queues, is re-initialised on the
-    ///    driver's dummy ring, 64 descriptors each way
-    ///    (`ndmar_handle_process_exit`, neuron_ring.c); the others stay
-    ///    programmed;
-    /// 3. its CRWL writer state is released (`ncrwl_release_current_process`,
-    ///    neuron_crwl.c);
-    /// 4. its datastore is released (`neuron_ds_release_pid`, neuron_ds.c);
-    /// 5. its chunks (`MC_LIFESPAN_CUR_PROCESS`) are freed
-    ///    (`mpset_free_expired_mc`, neuron_mempool.c), a warning for each one a
-    ///    still-programmed queue uses as a ring; notification rings and
-    ///    datastores (device lifespan) stay;
-    /// 6. its core range marks are given back only if it had a write-only
-    ///    descriptor (`ncdev_misc_flush`); otherwise they outlive it, as in the
-    ///    driver (a warning names them).
-    ///
-    /// When no attached process is left, the device's last release clears
-    /// every datastore entry (`neuron_ds_clear` in `ncdev_release`, DS-5).
-    ///
-    /// `close` is not trapped (G-DRV-MMAP): the supervisor calls this when it
+    /// `close` is not trapped, G-DRV-MMAP: the supervisor calls this when it
     /// learns the process exited.
     pub fn process_gone(&mut self, pid: u32) {
         let Some(p) = self.procs.remove(&pid) else { return };
         const WHAT: &str = "(process gone)";
-        // FLUSH-1.
+        // FLUSH-1: a reset requested and never waited for is consumed.
+        // driver: neuron_reset.c, nr_wait.
         self.resets.remove(&pid);
-        // FLUSH-2.
+        // FLUSH-2: its queues on engines below dma_eng_per_nd, but H2T and NX,
+        // go back to the dummy ring. driver: neuron_ring.c, ndmar_handle_process_exit.
         self.repoint_queues_of(pid);
-        // FLUSH-3 (CRWL-14).
+        // FLUSH-3, CRWL-14. driver: neuron_crwl.c, ncrwl_release_current_process.
         self.crwl_release_process(pid);
-        // FLUSH-4 (DS-4).
+        // FLUSH-4, DS-4. driver: neuron_ds.c, neuron_ds_release_pid.
         self.ds_release(pid, pid);
-        // FLUSH-5, with a warning for each freed chunk a queue the flush did
-        // not re-point still uses as a ring (the device keeps DMA-ing into it).
+        // FLUSH-5: its chunks are freed, with a warning for each a queue the
+        // flush did not re-point still uses as a ring, since the device keeps
+        // DMA-ing into it. driver: neuron_mempool.c, mpset_free_expired_mc.
         let freed: Vec<u64> = self.chunks.handles_where(|c| c.pid == pid && c.kind == ChunkKind::User);
         for (k, q) in self.queues.clone() {
             for side in [q.tx, q.rx] {
@@ -451,7 +426,7 @@ impl Model {
         }
         let oops: Vec<u64> = freed.iter().copied().filter(|h| self.chunks.host_scratchpad.contains(h)).collect();
         for h in oops {
-            // MEMF-6 at the flush's free (mc_free).
+            // MEMF-6 at the flush's free, mc_free.
             let _ = self.bug(
                 pid,
                 WHAT,
@@ -467,7 +442,8 @@ impl Model {
         if !self.procs.values().any(|p| p.opens > 0) {
             self.ds_clear_all();
         }
-        // FLUSH-6 (RANGE-6).
+        // FLUSH-6, RANGE-6: range marks go back only through a write-only
+        // descriptor. driver: neuron_cdev.c, ncdev_misc_flush.
         let marked: Vec<usize> =
             self.range_pids.iter().enumerate().filter(|(_, p)| **p == pid).map(|(i, _)| i).collect();
         if p.free_access {
@@ -487,13 +463,13 @@ impl Model {
         }
     }
 
-    /// Opens of the device made so far (the summary's count).
+    /// Opens of the device made so far, the summary's count.
     pub fn opens(&self) -> u32 {
         self.opens
     }
 
-    /// Whether a read-write shared `mmap` of `len` bytes at `offset` maps
-    /// (the rules of [`Model::mmap`], without logging anything).
+    /// Whether a read-write shared `mmap` of `len` bytes at `offset` maps by
+    /// the rules of [`Model::mmap`], without logging anything.
     pub fn mmap_allowed(&self, offset: u64, len: u64) -> bool {
         let call =
             MmapCall { offset, len, prot: (libc::PROT_READ | libc::PROT_WRITE) as u64, flags: libc::MAP_SHARED as u64 };
@@ -515,7 +491,7 @@ impl Model {
         self.crwl.get(nc as usize)
     }
 
-    /// The process that marked core `nc` (0: none).
+    /// The process that marked core `nc`; 0 for none.
     pub fn range_holder(&self, nc: u32) -> u32 {
         self.range_pids.get(nc as usize).copied().unwrap_or(0)
     }
@@ -535,7 +511,7 @@ impl Model {
         Err(Refusal::Errno(e))
     }
 
-    /// A positive return the driver gives where it meant an error (logged).
+    /// A positive return the driver gives where it meant an error, logged.
     fn positive(&mut self, pid: u32, request: &'static str, v: i64, rule: &str, file: &'static str) -> Answer {
         self.note(pid, request, format!("returns {v} (positive, not an errno): {rule} ({file})"));
         Ok(v)
@@ -572,14 +548,13 @@ impl Model {
     }
 
     /// The driver's answer when the argument struct of `code` cannot be copied
-    /// in (GEN-3): `copy_from_user`'s count of bytes not copied, returned as a
-    /// positive value, on most paths; `EACCES` on the DMA-queue-init path
-    /// (neuron_cdev.c: `ncdev_dma_queue_init`). `readable` is how many leading
-    /// bytes could be read. The supervisor answers `EFAULT` today
-    /// (G-DRV-EFAULT); this is the driver's answer for it to give.
+    /// in, GEN-3: `copy_from_user`'s count of bytes not copied as a positive
+    /// value on most paths, `EACCES` on the DMA-queue-init path. `readable` is
+    /// how many leading bytes could be read. driver: neuron_cdev.c,
+    /// `ncdev_dma_queue_init`.
     pub fn copy_in_failed(&mut self, pid: u32, code: u32, readable: usize) -> Answer {
         let name = abi::request_name(code).unwrap_or("NEURON_IOCTL_(unknown)");
-        // DEVICE_GET_ALL_APPS_INFO copies its header first (APPS-1).
+        // DEVICE_GET_ALL_APPS_INFO copies its header first, APPS-1.
         let size = if code == abi::DEVICE_GET_ALL_APPS_INFO.code() {
             Some(core::mem::size_of::<abi::AppsInfoHeader>())
         } else {
@@ -617,21 +592,20 @@ impl Model {
         self.positive(pid, name, left, "GEN-3: copy_from_user left these bytes uncopied", "neuron_cdev.c")
     }
 
-    /// Serve request `code` for process `pid`: `arg` holds the argument struct
-    /// ([`arg_size`] bytes, copied in by the caller and copied back after),
-    /// `mem` the caller's memory for the pointers inside it. `Ok(v)` is the
-    /// ioctl's return value (the driver returns a positive value in a few
-    /// places where it meant an errno; those are kept, and logged).
+    /// Serve request `code` for process `pid`: `arg` holds the [`arg_size`]
+    /// bytes of the argument struct, copied in by the caller and copied back
+    /// after; `mem` is the caller's memory for the pointers inside it. `Ok(v)`
+    /// is the ioctl's return value, positive in the few places the driver
+    /// returns one where it meant an errno; those are logged.
     pub fn handle(&mut self, pid: u32, code: u32, arg: &mut [u8], mem: &mut dyn TargetMem) -> Answer {
         self.handle_on(pid, code, false, arg, mem)
     }
 
-    /// [`Model::handle`] on a descriptor of a given mode: `free_access` is a
-    /// write-only descriptor (`IS_NEURON_DEVICE_FREE_ACCESS`, neuron_cdev.c:
-    /// the open flags' `O_WRONLY` bit), on which `ncdev_ioctl` hands every
-    /// request to `ncdev_misc_ioctl` before it reads the argument: anything
-    /// but a misc request ([`request::is_misc`]) is `EINVAL` (GEN-4), whatever
-    /// the argument holds.
+    /// [`Model::handle`] on a descriptor of a given mode. `free_access` is a
+    /// write-only descriptor, on which `ncdev_ioctl` hands every request to
+    /// `ncdev_misc_ioctl` before it reads the argument: anything but a
+    /// [`request::is_misc`] request is `EINVAL`, GEN-4. driver: neuron_cdev.c,
+    /// `IS_NEURON_DEVICE_FREE_ACCESS`.
     pub fn handle_on(
         &mut self,
         pid: u32,
@@ -672,8 +646,8 @@ impl Model {
                 )
             }
         };
-        // GEN-1: ncdev_ioctl: these need a process that has the device open
-        // (npid_is_attached; G-DRV-ATTACH).
+        // GEN-1: ncdev_ioctl: these need a process that has the device open,
+        // npid_is_attached. G-DRV-ATTACH.
         if req.needs_attach() && !self.attached(pid) {
             return self.refuse(
                 pid,
@@ -742,9 +716,9 @@ impl Model {
             R::MemFree(f) => self.mem_free(pid, name, f),
             R::DmaQueueInit(q) => self.queue_init(pid, name, q),
             R::DmaQueueRelease(_) => {
-                // DMAR-1: ndmar_queue_release (neuron_ring.c) does nothing and
-                // returns 0: the queue stays programmed on its rings until the
-                // process is gone (FLUSH-2).
+                // DMAR-1: ndmar_queue_release does nothing and returns 0: the
+                // queue stays programmed on its rings until the process is gone,
+                // FLUSH-2. driver: neuron_ring.c.
                 Ok(0)
             }
             R::DmaCopyStart(c) => self.copy_start(pid, name, c),
@@ -803,7 +777,7 @@ impl Model {
     }
 
     fn device_info(&mut self, d: &mut abi::DeviceInfo) -> Answer {
-        // INFO-1: ncdev_device_info (neuron_cdev.c): BAR0 and BAR2 addresses and sizes.
+        // INFO-1: BAR0 and BAR2 addresses and sizes. driver: neuron_cdev.c, ncdev_device_info.
         *d = abi::DeviceInfo { architecture: u32::from(self.arch.arch_type()), ..abi::DeviceInfo::default() };
         d.bar_address[0] = nrt_abi::sim::SIM_BAR0_PA;
         d.bar_size[0] = self.file.layout().bar_len;

@@ -1,21 +1,21 @@
-//! Notification rings: `NOTIFICATIONS_INIT_V2`, `..._WITH_REALLOC_V2`
-//! (neuron_cdev.c: `ncdev_nc_nq_init_libnrt`; neuron_nq.c: `nnq_init`,
-//! `nnq_destroy_nc`), and `NOTIFICATIONS_QUEUE_INFO` (NQI-1, in `mod.rs`).
+//! Notification rings: `NOTIFICATIONS_INIT_V2` and `..._WITH_REALLOC_V2`;
+//! `NOTIFICATIONS_QUEUE_INFO`, NQI-1, is in `mod.rs`. driver: neuron_cdev.c,
+//! `ncdev_nc_nq_init_libnrt`; neuron_nq.c, `nnq_init`, `nnq_destroy_nc`.
 
 use nrt_abi::ioctl::{nq_dev_type, nq_type};
 
 use super::{nc_per_device, Answer, Chunk, ChunkKind, Errno, Model, Refusal, MAX_NQ_SUPPORTED, NQ_QUEUES_PER_TYPE};
 use crate::layout::NQ_PER_CORE;
 
-/// A notification ring the driver set up (`nd->nq_mc[nc][nq_id]`).
+/// A notification ring the driver set up, `nd->nq_mc[nc][nq_id]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NqRing {
     /// Its chunk handle.
     pub handle: u64,
-    /// The slot programmed (the `engine_index`, or 0 for TRACE_DMA).
+    /// The slot programmed: the `engine_index`, or 0 for TRACE_DMA.
     pub slot: u32,
-    /// Its chunk was freed with `MEM_FREE` while the driver still records it
-    /// (MEMF-4): the driver frees it again on a reset or a forced re-init.
+    /// Its chunk was freed with `MEM_FREE` while the driver still records it,
+    /// MEMF-4: the driver frees it again on a reset or a forced re-init.
     pub freed: bool,
 }
 
@@ -31,7 +31,7 @@ impl Model {
         force: bool,
     ) -> Result<(u64, u64), Refusal> {
         const NQ: &str = "neuron_nq.c: nnq_init";
-        // NQ-1: ncdev_nc_nq_init_libnrt (neuron_cdev.c).
+        // NQ-1. driver: neuron_cdev.c, ncdev_nc_nq_init_libnrt.
         if dev_type == nq_dev_type::TOPSP {
             self.refuse(pid, name, Errno::ENODEV, "NQ-1: top-SP rings are not simulated (G-DRV-TOPSP)", "sim")?;
         } else if dev_type != nq_dev_type::NEURON_CORE {
@@ -52,7 +52,7 @@ impl Model {
             self.refuse(pid, name, Errno::EINVAL, "NQ-3: nq_dev_id >= the device's cores", NQ)?;
         }
         let eng = engine_index as u8;
-        // nnq_get_nqid_v2 (v2/neuron_dhal_v2.c): (nq_type * 16 + index), a u8.
+        // nq_type * 16 + index, a u8. driver: v2/neuron_dhal_v2.c, nnq_get_nqid_v2.
         let nq_id = u32::from((ty.wrapping_mul(NQ_QUEUES_PER_TYPE)).wrapping_add(u32::from(eng)) as u8);
         if nq_id >= MAX_NQ_SUPPORTED {
             self.refuse(
@@ -87,7 +87,7 @@ impl Model {
                         return Ok((if c.host { c.offset } else { u64::MAX }, r.handle));
                     }
                     None => {
-                        // The driver hands out the freed chunk it still records (MEMF-4).
+                        // The driver hands out the freed chunk it still records, MEMF-4.
                         self.warn(
                             pid,
                             name,
@@ -105,7 +105,7 @@ impl Model {
         if size == 0 {
             self.refuse(pid, name, Errno::ENOMEM, "NQ-6: a ring of 0 bytes cannot be allocated", "neuron_mempool.c")?;
         }
-        // The slot programmed (nnq_set_hwaddr_v2): engine_index, or 0 in the DMA block for TRACE_DMA.
+        // The slot nnq_set_hwaddr_v2 programs: engine_index, or 0 in the DMA block for TRACE_DMA.
         let slot = if ty == nq_type::TRACE_DMA { 0 } else { u32::from(eng) };
         let served = u32::from(nc) < u32::from(self.sim_cores)
             && usize::from(eng) < NQ_PER_CORE
@@ -125,9 +125,9 @@ impl Model {
                     "sim",
                 )?;
             }
-            // A served ring is the device's own ring memory, as the device left
-            // it (zero until its first record): the device's producer keeps its
-            // place across re-initialisations (G-DRV-RINGSIZE).
+            // A served ring is the device's own ring memory as the device left
+            // it, zero until its first record: the device's producer keeps its
+            // place across re-initialisations. G-DRV-RINGSIZE.
             let offset = self.file.layout().ring_offset(nc, eng).unwrap_or(u64::MAX);
             if let Some(old) = self.nq.get(&key).copied() {
                 // The new chunk takes the old one's place in the file.
@@ -144,7 +144,7 @@ impl Model {
             }
         };
         // NQ-6: the old chunk is freed after the new one is programmed; a chunk
-        // the user already freed is a kernel BUG (mc_free's magic check).
+        // the user already freed is a kernel BUG by mc_free's magic check.
         if let Some(old) = self.nq.insert(key, NqRing { handle: h, slot, freed: false }) {
             if old.freed {
                 self.bug(
@@ -171,9 +171,9 @@ impl Model {
         Ok((if c.host { c.offset } else { u64::MAX }, h))
     }
 
-    /// RESET-4: `nnq_destroy_nc` (neuron_nq.c): every ring of core `nc`, of
-    /// every process, halted and its chunk freed. A chunk the user already
-    /// freed is a kernel BUG (mc_free's magic check).
+    /// RESET-4: every ring of core `nc`, of every process, halted and its
+    /// chunk freed. A chunk the user already freed is a kernel BUG by
+    /// `mc_free`'s magic check. driver: neuron_nq.c, `nnq_destroy_nc`.
     pub(super) fn nq_destroy_core(&mut self, pid: u32, name: &'static str, nc: u32) -> Answer {
         if nc >= nc_per_device(self.arch) {
             // nnq_halt / nnq_destroy: EINVAL for a core past the device, ignored.

@@ -1,9 +1,9 @@
 //! A request, parsed once: the request code paired with its argument struct.
 //!
-//! The driver dispatches on the whole request code (`ncdev_ioctl`,
-//! neuron_cdev.c), so a code with the right number but another size or
-//! direction is not the request: the model answers it as the driver's default
-//! does (GEN-2, `EINVAL`).
+//! The driver dispatches on the whole request code, so a code with the right
+//! number but another size or direction is not the request: the model answers
+//! it `EINVAL` as the driver's default does, GEN-2. driver: neuron_cdev.c,
+//! `ncdev_ioctl`.
 
 use nrt_abi::ioctl as abi;
 use nrt_abi::sim as simabi;
@@ -24,14 +24,14 @@ macro_rules! requests {
         #[derive(Clone, Debug, PartialEq, Eq)]
         pub enum Request {
             $( $(#[$doc])* $variant($t), )*
-            /// `SEMAPHORE_INCREMENT` / `_DECREMENT` / `_READ` / `_WRITE` (the code, the argument).
+            /// `SEMAPHORE_INCREMENT`, `_DECREMENT`, `_READ`, `_WRITE`: the code and the argument.
             Semaphore(u32, abi::SemaphoreArg),
-            /// `EVENT_SET` / `EVENT_GET` (the code, the argument).
+            /// `EVENT_SET`, `EVENT_GET`: the code and the argument.
             Event(u32, abi::SemaphoreArg),
         }
 
-        /// Bytes of the argument struct the driver copies for request `code`
-        /// (`None`: not a request the model serves; the driver answers `EINVAL`).
+        /// Bytes of the argument struct the driver copies for request `code`;
+        /// `None` for a request the model does not serve, which the driver answers `EINVAL`.
         pub fn arg_size(code: u32) -> Option<usize> {
             $( $( if code == $req.code() { return Some(core::mem::size_of::<$t>()); } )+ )*
             if is_semaphore(code) || is_event(code) {
@@ -53,7 +53,7 @@ macro_rules! requests {
                 Err(ParseError::Unknown)
             }
 
-            /// Write the (possibly changed) argument back into `arg`: what the
+            /// Write the argument, maybe changed, back into `arg`: what the
             /// driver copies back. A handler changes the struct only where the
             /// driver copies it back.
             pub fn store(&self, arg: &mut [u8]) {
@@ -93,7 +93,7 @@ requests! {
     CrwlWriterEnter(abi::Crwl) = CRWL_WRITER_ENTER,
     /// `CRWL_WRITER_DOWNGRADE`.
     CrwlWriterDowngrade(abi::Crwl) = CRWL_WRITER_DOWNGRADE,
-    /// `CRWL_NC_RANGE_MARK` (the 24-byte pointer form).
+    /// `CRWL_NC_RANGE_MARK`, the 24-byte pointer form.
     RangeMark(abi::CrwlNcMap) = CRWL_NC_RANGE_MARK,
     /// `CRWL_NC_RANGE_MARK_EXT0`.
     RangeMarkExt(abi::CrwlNcMapExt) = CRWL_NC_RANGE_MARK_EXT0,
@@ -141,7 +141,7 @@ requests! {
     ReleaseDs(abi::NeuronDsInfo) = RELEASE_NEURON_DS,
     /// `GET_LOGICAL_TO_PHYSICAL_NC_MAP`.
     NcMap(abi::GetNcMap) = GET_LOGICAL_TO_PHYSICAL_NC_MAP,
-    /// The simulator's hint query (no driver request: G-DRV-SIMHINTS).
+    /// The simulator's hint query, no driver request. G-DRV-SIMHINTS.
     SimHints(simabi::SimHints) = SIM_HINTS,
 }
 
@@ -168,7 +168,7 @@ fn put<T: IntoBytes + Immutable>(arg: &mut [u8], v: &T) {
 
 impl Request {
     /// GEN-1: the requests `ncdev_ioctl` serves only to a process that has the
-    /// device open (`npid_is_attached`, neuron_cdev.c).
+    /// device open. driver: neuron_cdev.c, `npid_is_attached`.
     pub fn needs_attach(&self) -> bool {
         matches!(
             self,
@@ -183,13 +183,13 @@ impl Request {
     }
 }
 
-/// GEN-4: the requests `ncdev_misc_ioctl` (neuron_cdev.c) serves, the only
-/// ones a write-only ("free access") descriptor reaches: the core range
-/// marks, the compatible-version, basic-info and driver-info queries (the
-/// last matched by its number alone, `_IOC_NR`), the pid state dump and the
-/// logical-to-physical core map.
-/// The driver's other misc requests (BDF, dmabuf, printk, pod, the id maps)
-/// are not ones `nrt-abi` defines.
+/// GEN-4: the requests `ncdev_misc_ioctl` serves, the only ones a write-only
+/// "free access" descriptor reaches: the core range marks, the
+/// compatible-version, basic-info and driver-info queries, the pid state dump
+/// and the logical-to-physical core map. Driver info is matched by its number
+/// alone, `_IOC_NR`. driver: neuron_cdev.c.
+/// The driver's other misc requests, such as BDF, dmabuf, printk, pod and the
+/// id maps, are not ones `nrt-abi` defines.
 pub fn is_misc(code: u32) -> bool {
     code == abi::CRWL_NC_RANGE_MARK.code()
         || code == abi::CRWL_NC_RANGE_MARK_EXT0.code()

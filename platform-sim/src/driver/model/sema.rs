@@ -1,6 +1,6 @@
-//! Semaphores and events: `SEMAPHORE_INCREMENT` / `_DECREMENT` / `_READ` /
-//! `_WRITE`, `EVENT_SET` / `EVENT_GET` (neuron_cdev.c: `ncdev_semaphore_ioctl`,
-//! `ncdev_events_ioctl`; neuron_core.c).
+//! Semaphores and events: `SEMAPHORE_INCREMENT`, `_DECREMENT`, `_READ`,
+//! `_WRITE`, `EVENT_SET`, `EVENT_GET`. driver: neuron_cdev.c,
+//! `ncdev_semaphore_ioctl`, `ncdev_events_ioctl`; neuron_core.c.
 
 use std::sync::atomic::Ordering;
 
@@ -11,7 +11,7 @@ use super::{nc_per_device, Answer, Errno, Model, EVENT_COUNT, SEMAPHORE_COUNT};
 
 impl Model {
     pub(super) fn semaphore(&mut self, pid: u32, name: &'static str, code: u32, a: &mut abi::SemaphoreArg) -> Answer {
-        // SEMA-1: ncdev_semaphore_ioctl -> ncdev_ncid_valid (neuron_cdev.c).
+        // SEMA-1. driver: neuron_cdev.c, ncdev_semaphore_ioctl, ncdev_ncid_valid.
         if a.nc_id >= nc_per_device(self.arch) {
             return self.refuse(
                 pid,
@@ -21,7 +21,7 @@ impl Model {
                 "neuron_cdev.c: ncdev_ncid_valid",
             );
         }
-        // SEMA-2: nc_semaphore_* (neuron_core.c): the index is taken as u16.
+        // SEMA-2: the index is taken as u16. driver: neuron_core.c, nc_semaphore_*.
         let index = u32::from(a.semaphore_index as u16);
         if index >= SEMAPHORE_COUNT {
             return self.refuse(
@@ -37,7 +37,7 @@ impl Model {
             self.note(pid, name, format!("core {} is not simulated: the semaphore is not backed (sim)", a.nc_id));
             return Ok(0);
         };
-        // SEMA-3 (G-DRV-SEMA).
+        // SEMA-3, G-DRV-SEMA.
         match code {
             c if c == abi::SEMAPHORE_INCREMENT.code() => {
                 // The atomic add on the INCR alias that the device consumes.
@@ -54,7 +54,8 @@ impl Model {
     }
 
     pub(super) fn event(&mut self, pid: u32, name: &'static str, code: u32, a: &mut abi::SemaphoreArg) -> Answer {
-        // EVT-1: nc_event_set / nc_event_get (neuron_core.c): `index > event_count` (sic). Not backed: G-DRV-EVENTS.
+        // EVT-1: `index > event_count`, sic; not backed, G-DRV-EVENTS. driver:
+        // neuron_core.c, nc_event_set, nc_event_get.
         let index = u32::from(a.semaphore_index as u16);
         if index > EVENT_COUNT {
             return self.refuse(
@@ -74,8 +75,8 @@ impl Model {
             );
         }
         // EVT-2: the event ioctls do not check nc_id: nc_event_get/_set take
-        // it as u8 and read or write the BAR0 word at
-        // nc_get_event_addr_v2/_v3 (v2|v3/neuron_dhal_v*.c) unchecked.
+        // it as u8 and read or write the BAR0 word at nc_get_event_addr_v2/_v3
+        // unchecked. driver: v2|v3/neuron_dhal_v*.c.
         let nc = u32::from(a.nc_id as u8);
         if nc >= nc_per_device(self.arch) {
             let off = event_offset(self.arch, nc, index);
@@ -111,24 +112,23 @@ impl Model {
     }
 }
 
-/// The BAR0 offset of event `index` of core `nc` as the driver computes it
-/// (`nc_get_event_addr_v2`: `V2_PCIE_BAR0_TPB_0_OFFSET` 0 + `nc` x
-/// `V2_PCIE_BAR0_TPB_0_SIZE` 0x400_0000; `nc_get_event_addr_v3`:
-/// `V3_PCIE_BAR0_TPB_0_OFFSET` 0xD000_0000 + `nc` x `V3_PCIE_BAR0_TPB_DIST`
-/// 0x400_0000; both + `MMAP_NC_EVENT_OFFSET` 0x270_0000 + 4 x `index`;
-/// v2|v3/address_map.h, neuron_core.h `NC_EVENT_SIZE`; mariana as v3): the
-/// start of the core's semaphore/event page ([`nrt_abi::sim::sema_page`]) +
-/// 4 x `index`.
+/// The BAR0 offset of event `index` of core `nc` as the driver computes it:
+/// the start of the core's [`nrt_abi::sim::sema_page`] + 4 x `index`.
+///
+/// driver: `nc_get_event_addr_v2` is `V2_PCIE_BAR0_TPB_0_OFFSET` 0 + `nc` x
+/// `V2_PCIE_BAR0_TPB_0_SIZE` 0x400_0000; `nc_get_event_addr_v3`, mariana
+/// too, is `V3_PCIE_BAR0_TPB_0_OFFSET` 0xD000_0000 + `nc` x
+/// `V3_PCIE_BAR0_TPB_DIST` 0x400_0000; both + `MMAP_NC_EVENT_OFFSET`
+/// 0x270_0000 + 4 x `index`. v2|v3/address_map.h; neuron_core.h, `NC_EVENT_SIZE`.
 pub fn event_offset(arch: Arch, nc: u32, index: u32) -> u64 {
     nrt_abi::sim::sema_page(arch, nc) + 4 * u64::from(index)
 }
 
-/// The block of BAR0 that offset `off` (inside the BAR) falls in, for an
-/// event of a core the device does not have: on v2 the TPB windows of cores
-/// past 1 (below `V2_PCIE_BAR0_TOPSP_0_OFFSET`), the top-SP region from
-/// 0x1000_0000, the APB register block from `V2_PCIE_BAR0_APB_OFFSET`
-/// 0x3000_0000 (v2/address_map.h); on v3 past the 8 cores' TPB windows
-/// (from 0xF000_0000).
+/// The block of BAR0 that offset `off` inside the BAR falls in, for an event
+/// of a core the device does not have. On v2: the TPB windows of cores past 1,
+/// below `V2_PCIE_BAR0_TOPSP_0_OFFSET`; the top-SP region from 0x1000_0000;
+/// the APB register block from `V2_PCIE_BAR0_APB_OFFSET` 0x3000_0000. On v3:
+/// past the 8 cores' TPB windows, from 0xF000_0000. driver: v2/address_map.h.
 pub fn event_block(arch: Arch, off: u64) -> &'static str {
     match arch {
         Arch::Sunda if off >= nrt_abi::devmap::V2_APB => "the APB register block (V2_PCIE_BAR0_APB_OFFSET)",

@@ -1,5 +1,5 @@
 //! The model's own tests: one per rule of `docs/driver-conformance.md`, named
-//! as the table cites them (the rule id is in each test's name or comment).
+//! as the table cites them; the rule id is in each test's name or comment.
 
 use std::sync::atomic::Ordering;
 
@@ -105,7 +105,7 @@ fn assert_logged(m: &Model, needle: &str) {
     assert!(m.log.iter().any(|l| l.text.contains(needle)), "{needle} not in {:#?}", m.log);
 }
 
-/// Two host chunks and queue (0, 0) initialised with `n` descriptors each way.
+/// Two host chunks, and queue 0 of engine 0 initialised with `n` descriptors each way.
 fn with_queue(m: &mut Model, mem: &mut VecMem, n: u32) -> (u64, u64) {
     with_queue_at(m, mem, 0, 0, n)
 }
@@ -181,7 +181,7 @@ fn bds_with_the_wrong_ring_id_are_a_warning() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
     let (tx, _) = with_queue(&mut m, &mut mem, 64);
     let off = m.chunk(tx).unwrap().offset;
-    // BD 0 with ring id 1 (the first lap's), BD 1 with ring id 0.
+    // BD 0 with ring id 1, the first lap's; BD 1 with ring id 0.
     m.file().map().u32_at(off).unwrap().store(1 << 24, Ordering::Release);
     m.file().map().u32_at(off + 16).unwrap().store(0, Ordering::Release);
     let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
@@ -274,7 +274,7 @@ fn a_copy_start_moves_exactly_the_bytes_the_bds_say() {
 }
 
 /// G-DRV-COPY-FAULT: from the Nth copy start of data on, only each side's
-/// last descriptor (the marker) moves; with `marker`, nothing; a copy start
+/// last descriptor, the marker, moves; with `marker`, nothing; a copy start
 /// of one descriptor a side is not counted.
 #[test]
 fn a_copy_fault_moves_only_the_markers_from_the_nth_copy_start_of_data() {
@@ -318,10 +318,10 @@ fn dmaq13_a_queue_of_a_core_another_process_holds_is_a_conformance_violation() {
     m.open(other);
     let mut r = range(1, 1, 1);
     assert_eq!(call_as(&mut m, other, abi::CRWL_NC_RANGE_MARK, &mut r, &mut mem), Ok(0));
-    // PID on engine 0 (core 0, unmarked): nothing to say.
+    // PID on engine 0, core 0, unmarked: nothing to say.
     with_queue_at(&mut m, &mut mem, 0, 0, 64);
     assert_eq!(m.conformance_violations().count(), 0, "{:?}", m.violations);
-    // PID on engine 17 queue 3 (core 1, marked by `other`): served, and a violation.
+    // PID on engine 17 queue 3, core 1, marked by `other`: served, and a violation.
     with_queue_at(&mut m, &mut mem, 17, 3, 64);
     assert_eq!(m.queue(17, 3).map(|q| q.owner), Some(PID), "the driver re-points it");
     let v: Vec<String> = m.conformance_violations().map(|v| v.to_string()).collect();
@@ -333,7 +333,7 @@ fn dmaq13_a_queue_of_a_core_another_process_holds_is_a_conformance_violation() {
         ) && v[0].contains("(neuron_ring.c: ndmar_queue_init"),
         "{v:?}"
     );
-    // `other` re-points PID's queue (0, 0) while PID is attached.
+    // `other` re-points PID's queue 0 of engine 0 while PID is attached.
     let (h, _) = with_queue_at(&mut m, &mut mem, 1, 1, 64);
     let mut q = abi::DmaQueueInit {
         eng_id: 0,
@@ -355,7 +355,7 @@ fn dmaq13_a_queue_of_a_core_another_process_holds_is_a_conformance_violation() {
 
 /// BAR-8: BAR accesses the driver performs unchecked: outside every window
 /// of the device map, or a write into a semaphore resource, is a conformance
-/// violation (the access still happens); a named register is not; the
+/// violation, and the access still happens; a named register is not; the
 /// simulator's own registers only without the hint query.
 #[test]
 fn bar8_accesses_outside_the_map_and_semaphore_writes_are_conformance_violations() {
@@ -404,9 +404,9 @@ fn bar8_accesses_outside_the_map_and_semaphore_writes_are_conformance_violations
     }
 }
 
-/// COPY-9: on cayman, engine 0 (no host connectivity) faults a copy whose
+/// COPY-9: on cayman, engine 0, without host connectivity, faults a copy whose
 /// source or destination is host memory: a DMA error naming the engine and
-/// the rule, nothing copied; engine 4 (host-connected) copies the same BDs.
+/// the rule, nothing copied. Engine 4, host-connected, copies the same BDs.
 #[test]
 fn copy9_an_engine_without_host_connectivity_faults_a_host_copy() {
     for (eng, reaches) in [(0u32, false), (4, true), (8, false), (12, true)] {
@@ -482,7 +482,7 @@ fn an_address_outside_the_chunks_is_a_dma_error_and_nothing_is_written() {
     let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 1, tx_desc_count: 1, rx_desc_count: 1 };
     assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
     assert_logged(&m, "TX: BD 0: the queue has no ring chunk");
-    // A stalled BD (wrong ring id) copies nothing either.
+    // A stalled BD, of the wrong ring id, copies nothing either.
     put_bd(&m, tx, 6, 16, 0, buf);
     put_bd(&m, rx, 6, 16, 1, buf + 16);
     let mut c = abi::DmaQueueCopyStart { eng_id: 0, qid: 0, tx_desc_count: 1, rx_desc_count: 1 };
@@ -555,7 +555,7 @@ fn random_descriptors_never_panic_or_write_outside_the_chunks() {
     assert_eq!(m.kernel_bugs().filter(|v| !v.to_string().contains("num == 0")).count(), 0);
 }
 
-/// Messages name the errno (what a user reads first) and its number.
+/// Messages name the errno, what a user reads first, and its number.
 #[test]
 fn errnos_are_named_in_messages() {
     let all = [
@@ -581,12 +581,12 @@ fn errnos_are_named_in_messages() {
     assert_eq!(Errno::EINVAL.to_string(), "EINVAL (22)");
 }
 
-/// The ring-size bounds of `udma_q_init_validate` (udma/udma_main.c) at
-/// their edges, and the DRAM channel bound per arch (v2 2, v3 4).
+/// The ring-size bounds of `udma_q_init_validate` at their edges, and the
+/// DRAM channel bound per arch: 2 on v2, 4 on v3.
 #[test]
 fn ring_size_and_dram_channel_edges() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
-    // The largest ring passes (no chunk: a warning), 16 more is refused.
+    // The largest ring passes with a warning for no chunk; 16 more is refused.
     let mut q = abi::DmaQueueInit { tx_desc_count: 16_777_200, rx_desc_count: 32, ..Default::default() };
     assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
     let mut q = abi::DmaQueueInit { qid: 1, tx_desc_count: 16_777_216, rx_desc_count: 32, ..Default::default() };
@@ -608,7 +608,7 @@ fn queue_init_rules() {
     assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EPERM));
     let mut q = abi::DmaQueueInit { tx_desc_count: 16, rx_desc_count: 64, ..Default::default() };
     assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
-    // RX fails after TX was set up: TX stays initialised (udma_q_init, TX then RX).
+    // RX fails after TX was set up: TX stays initialised; udma_q_init goes TX then RX.
     let mut q = abi::DmaQueueInit { eng_id: 1, tx_desc_count: 64, rx_desc_count: 16, ..Default::default() };
     assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
     assert_eq!(m.queue(1, 0).map(|q| (q.tx.size, q.rx.size)), Some((64, 0)));
@@ -616,7 +616,7 @@ fn queue_init_rules() {
     assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
     let mut q = abi::DmaQueueInit { eng_id: 132, tx_desc_count: 64, rx_desc_count: 64, ..Default::default() };
     assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
-    // An unknown handle is no ring (a warning, not an error).
+    // An unknown handle is no ring: a warning, not an error.
     let mut q = abi::DmaQueueInit { tx_desc_count: 64, rx_desc_count: 64, rx_handle: 999, ..Default::default() };
     assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
     assert_logged(&m, "invalid RX memory handle 999");
@@ -669,7 +669,7 @@ fn notification_rings_are_the_devices_and_slots_stay_in_the_block() {
     let mut a = nq(0, nq_type::TRACE, 95, 1024);
     assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), Ok(0));
     assert!(a.mmap_offset >= m.file().extra_region().0);
-    // Freeing a ring's handle is allowed (a warning), and forgets the ring.
+    // Freeing a ring's handle is allowed with a warning, and forgets the ring.
     let mut f = abi::MemFree { mem_handle: a.mem_handle };
     assert_eq!(call(&mut m, abi::MEM_FREE, &mut f, &mut mem), Ok(0));
     assert_logged(&m, "is a notification ring");
@@ -679,7 +679,7 @@ fn notification_rings_are_the_devices_and_slots_stay_in_the_block() {
     assert_logged(&m, "not a power of 2");
     let mut a = nq(2, nq_type::NOTIFY, 5, 1024);
     assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), errno(Errno::EINVAL));
-    // The device's ring size is the device's (sim).
+    // The device's ring size is the device's; sim.
     let mut a = nq(0, nq_type::NOTIFY, 6, 2048);
     assert_eq!(call(&mut m, abi::NOTIFICATIONS_INIT_V2, &mut a, &mut mem), errno(Errno::EINVAL));
     assert_logged(&m, "G-DRV-RINGSIZE");
@@ -726,11 +726,11 @@ fn semaphores_index_and_core_bounds_and_the_kickoff_word() {
     let mut s = abi::SemaphoreArg { nc_id: 1, semaphore_index: 1, value: 0 };
     assert_eq!(call(&mut m, abi::SEMAPHORE_READ, &mut s, &mut mem), Ok(0));
     assert_eq!(s.value, 3);
-    // v3 has 8 cores: nc_id 7 is valid (not simulated: accepted, noted).
+    // v3 has 8 cores: nc_id 7 is valid; not simulated, so accepted and noted.
     let (mut m3, mut mem3) = (model(Arch::Cayman, 2), VecMem::new());
     let mut s = abi::SemaphoreArg { nc_id: 7, semaphore_index: 0, value: 1 };
     assert_eq!(call(&mut m3, abi::SEMAPHORE_INCREMENT, &mut s, &mut mem3), Ok(0));
-    // The event ioctls do not check nc_id (a warning), but their index.
+    // The event ioctls check their index but not nc_id, a warning.
     let mut e = abi::SemaphoreArg { nc_id: 9, semaphore_index: 3, value: 1 };
     assert_eq!(call(&mut m, abi::EVENT_SET, &mut e, &mut mem), Ok(0));
     assert_logged(&m, "does not check it");
@@ -746,13 +746,13 @@ fn evt2_an_event_of_a_core_past_the_device_lands_in_another_block_or_leaves_bar0
         call(m, abi::EVENT_SET, &mut e, &mut mem)
     };
     // v2: nc 2 is a TPB window the device does not have, nc 4 the top-SP
-    // region (0x1000_0000 + 0x270_0000), nc 11 still (0x2E70_000C); all 0, warned.
+    // region at 0x1000_0000 + 0x270_0000, nc 11 still at 0x2E70_000C; all 0, warned.
     for (nc, block) in [(2, "TPB window of a core"), (4, "top-SP region"), (11, "top-SP region")] {
         assert_eq!(ev(&mut m, nc), Ok(0), "nc {nc}");
         assert!(m.log.last().is_some_and(|l| l.text.contains(block)), "nc {nc}: {:?}", m.log.last());
     }
     assert_logged(&m, "BAR0 offset 0x1270000c");
-    // nc 12: 0x3270_000C, past the BAR: a kernel BUG; nc 256 is nc 0 (u8): served quietly.
+    // nc 12: 0x3270_000C, past the BAR: a kernel BUG; nc 256 is nc 0 as a u8: served quietly.
     assert_bug(ev(&mut m, 12), "past the BAR mapping", "neuron_core.c");
     let before = m.violations.len();
     assert_eq!(ev(&mut m, 256), Ok(0));
@@ -874,7 +874,7 @@ fn gen2_unknown_requests_and_short_arguments_are_refused() {
     assert_eq!(arg_size(abi::BAR_READ.code()), Some(32));
     assert_eq!(arg_size(abi::NOTIFICATIONS_INIT_WITH_REALLOC_V2.code()), Some(56));
     for (_, code, name) in abi::ALL_REQUESTS {
-        // Every request nrt-abi names is served but the apps list (its entries follow the header: not modelled).
+        // Every request nrt-abi names is served but the apps list, whose entries follow the header.
         assert_eq!(arg_size(code).is_some(), code != abi::DEVICE_GET_ALL_APPS_INFO.code(), "{name}");
     }
 }
@@ -908,7 +908,7 @@ fn random_arguments_never_panic() {
     assert_eq!(call(&mut m, abi::DEVICE_INFO, &mut d, &mut mem), Ok(0));
 }
 
-// ---- Identity (INFO) ----
+// ---- Identity: INFO ----
 
 #[test]
 fn info1_4_identity_and_versions() {
@@ -943,13 +943,13 @@ fn gen3_copy_in_failure_is_a_positive_count_or_eacces() {
     assert_logged(&m, "GEN-3");
 }
 
-// ---- GEN-4: a write-only ("free access") descriptor ----
+// ---- GEN-4: a write-only "free access" descriptor ----
 
 #[test]
 fn gen4_a_write_only_descriptor_reaches_only_the_misc_requests() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
     let on_free = |m: &mut Model, code: u32, b: &mut [u8], mem: &mut VecMem| m.handle_on(PID, code, true, b, mem);
-    // Misc: served (the driver-info query matched by its number alone).
+    // Misc: served, the driver-info query matched by its number alone.
     let mut di = [0u8; core::mem::size_of::<abi::DriverInfo>()];
     assert_eq!(on_free(&mut m, abi::DRIVER_INFO_GET.code(), &mut di, &mut mem), Ok(0));
     let mut map = abi::CrwlNcMap { nc_count: 1, start_nc_index: 0, end_nc_index: 0, ..Default::default() };
@@ -957,7 +957,7 @@ fn gen4_a_write_only_descriptor_reaches_only_the_misc_requests() {
     assert_eq!(on_free(&mut m, abi::CRWL_NC_RANGE_MARK.code(), &mut b, &mut mem), Ok(0));
     map = abi::CrwlNcMap::read_from_bytes(&b).unwrap();
     assert_eq!((map.bitmap, m.range_holder(0)), (1, PID));
-    // Not misc: EINVAL before the argument is looked at (an empty one here).
+    // Not misc: EINVAL before the argument is looked at; an empty one here.
     for code in [
         abi::DEVICE_INFO.code(),
         abi::CRWL_WRITER_ENTER.code(),
@@ -986,8 +986,8 @@ fn crwl(nc: u32, u: u8) -> abi::Crwl {
     abi::Crwl { nc_id: nc, uuid: uuid(u) }
 }
 
-/// Claim core `nc` for model `u` as a runtime does: writer enter, downgrade
-/// (the writer is then the core's one reader).
+/// Claim core `nc` for model `u` as a runtime does: writer enter, downgrade;
+/// the writer is then the core's one reader.
 fn switch_in(m: &mut Model, mem: &mut VecMem, pid: u32, nc: u32, u: u8) {
     assert_eq!(call_as(m, pid, abi::CRWL_WRITER_ENTER, &mut crwl(nc, u), mem), Ok(0));
     assert_eq!(call_as(m, pid, abi::CRWL_WRITER_DOWNGRADE, &mut crwl(nc, u), mem), Ok(0));
@@ -1005,12 +1005,12 @@ fn crwl1_core_index_past_8_is_einval() {
 #[test]
 fn crwl3_reader_enter_on_a_fresh_core_is_enoent_whatever_the_uuid() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
-    // uuid 0 matches a fresh core's uuid, but the writer pid (0) is not the caller: CRWL-4.
+    // uuid 0 matches a fresh core's uuid, but the writer pid 0 is not the caller: CRWL-4.
     assert_eq!(call(&mut m, abi::CRWL_READER_ENTER, &mut crwl(0, 0), &mut mem), errno(Errno::ENOENT));
     assert_logged(&m, "CRWL-4");
     assert_eq!(call(&mut m, abi::CRWL_READER_ENTER, &mut crwl(0, 7), &mut mem), errno(Errno::ENOENT));
     assert_logged(&m, "CRWL-3: core 0 has no model switched in");
-    // Exit without enter: the uuid check comes first (ENOENT), not the count (EINVAL).
+    // Exit without enter: the uuid check, ENOENT, comes before the count, EINVAL.
     assert_eq!(call(&mut m, abi::CRWL_READER_EXIT, &mut crwl(0, 7), &mut mem), errno(Errno::ENOENT));
 }
 
@@ -1055,7 +1055,7 @@ fn crwl7_writer_enter_with_readers_or_a_writer_is_ebusy() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
     m.open(PID + 1);
     switch_in(&mut m, &mut mem, PID, 0, 1);
-    // A reader inside (the downgraded writer): no new writer, of any process.
+    // The downgraded writer is a reader inside: no new writer, of any process.
     assert_eq!(call(&mut m, abi::CRWL_WRITER_ENTER, &mut crwl(0, 2), &mut mem), errno(Errno::EBUSY));
     assert_eq!(call_as(&mut m, PID + 1, abi::CRWL_WRITER_ENTER, &mut crwl(0, 2), &mut mem), errno(Errno::EBUSY));
     assert_logged(&m, "CRWL-7");
@@ -1164,7 +1164,7 @@ fn range4_a_second_process_gets_ebusy_naming_the_holder() {
 fn range4_the_search_resumes_two_past_a_short_run_as_the_drivers_does() {
     let (mut m, mut mem) = (model(Arch::Cayman, 2), VecMem::new());
     m.open(PID + 1);
-    // Core 1 taken: 0 is a run of 1; the driver resumes at 3 (skipping 2), so
+    // Core 1 taken: 0 is a run of 1; the driver resumes at 3, skipping 2, so
     // a run of 2 is found at 3..=4, not at 2..=3.
     let mut r = range(1, 1, 1);
     assert_eq!(call_as(&mut m, PID + 1, abi::CRWL_NC_RANGE_MARK, &mut r, &mut mem), Ok(0));
@@ -1252,7 +1252,7 @@ fn reset2_3_7_request_ids_a_second_reset_and_the_waits() {
 }
 
 /// RESET-8: each reset asks the device to reset the simulated cores of the
-/// map (their reset generation moves), and `NC_RESET_READY` waits until a
+/// map, moving their reset generation, and `NC_RESET_READY` waits until a
 /// device stepping the file acknowledged them; a file no device steps is not
 /// waited for.
 #[test]
@@ -1265,8 +1265,8 @@ fn reset8_the_device_resets_the_cores_of_the_map_and_the_ready_waits_for_it() {
     // RESET-3: a request already pending resets nothing more.
     assert_eq!(call(&mut m, abi::NC_RESET, &mut r, &mut mem), Ok(RESET_PENDING));
     assert_eq!(gens(&m), (0, 1));
-    // No device steps this file (a fresh heartbeat on a file not ready is
-    // not one): the wait returns without the device's acknowledgement.
+    // No device steps this file, since a fresh heartbeat on a file not ready
+    // is not one: the wait returns without the device's acknowledgement.
     m.file().heartbeat();
     let beat = {
         let (file, stop) = (Arc::clone(m.file()), Arc::new(std::sync::atomic::AtomicBool::new(false)));
@@ -1420,7 +1420,7 @@ fn mem8_device_memory_alignment_above_a_page_is_honoured_or_refused() {
     assert_logged(&m, "MEM-8: 8192 bytes aligned to 24576");
     // Larger than the pool can align: ENOMEM, not a misaligned chunk.
     assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut dev(1 << 30, 0), &mut mem), errno(Errno::ENOMEM));
-    // The contiguous scratchpad (mem_type 19) and align <= PAGE_SIZE ignore it.
+    // The contiguous scratchpad, mem_type 19, and align <= PAGE_SIZE ignore it.
     let mut a = dev(3 << 13, memory::CONTIGUOUS_SCRATCHPAD_DEVICE);
     assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0));
     assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut dev(4096, 0), &mut mem), Ok(0));
@@ -1436,7 +1436,7 @@ fn memf5_handles_are_reused_last_in_first_out_so_a_stale_free_frees_the_new_chun
         |m: &mut Model, mem: &mut VecMem, h: u64| call(m, abi::MEM_FREE, &mut abi::MemFree { mem_handle: h }, mem);
     assert_eq!(free(&mut m, &mut mem, a), Ok(0));
     assert_eq!(free(&mut m, &mut mem, b), Ok(0));
-    // Without an allocation between, a second free finds no chunk (MEMF-1).
+    // Without an allocation between, a second free finds no chunk, MEMF-1.
     assert_eq!(free(&mut m, &mut mem, a), errno(Errno::EINVAL));
     // Last freed, first issued.
     let (c, _) = alloc(&mut m, &mut mem, 8192);
@@ -1461,7 +1461,7 @@ fn memf6_a_host_chunk_allocated_as_contiguous_scratchpad_oopses_at_its_free() {
         mem_handle: ptr,
         ..Default::default()
     };
-    // Accepted (mem_type is not checked against host memory)...
+    // Accepted: mem_type is not checked against host memory...
     assert_eq!(call(&mut m, abi::MEM_ALLOC_V2MT, &mut a, &mut mem), Ok(0));
     let h = mem.u64_at(ptr);
     // ...and its free is a kernel BUG.
@@ -1601,7 +1601,7 @@ fn flush2_5_a_gone_process_leaves_other_processes_chunks_and_rings() {
 #[test]
 fn dmaq11_a_queue_on_an_engine_the_driver_never_initialised_is_einval() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
-    // Sunda: engines 0..=33 (2 cores x 16, and D2H/H2D); 34 has no queues.
+    // Sunda: engines 0..=33, 2 cores x 16 and D2H/H2D; 34 has no queues.
     let mut q = abi::DmaQueueInit { eng_id: 34, tx_desc_count: 64, rx_desc_count: 64, ..Default::default() };
     assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
     assert_logged(&m, "DMAQ-11: TX: the driver never initialised this engine");
@@ -1642,7 +1642,7 @@ fn ack1_2_bounds_ack3_a_queue_not_a_power_of_two_is_a_kernel_bug() {
     let mut a = abi::DmaAckCompleted { eng_id: 0, qid: 0, count: 70 };
     assert_eq!(call(&mut m, abi::DMA_ACK_COMPLETED, &mut a, &mut mem), Ok(0));
     assert_eq!(m.queue(0, 0).unwrap().acked, 6);
-    // 48 descriptors (a multiple of 16, not a power of two): BUG.
+    // 48 descriptors, a multiple of 16 but not a power of two: BUG.
     let mut q = abi::DmaQueueInit { qid: 1, tx_desc_count: 64, rx_desc_count: 48, ..Default::default() };
     assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
     let mut a = abi::DmaAckCompleted { eng_id: 0, qid: 1, count: 1 };
@@ -1653,8 +1653,8 @@ fn ack1_2_bounds_ack3_a_queue_not_a_power_of_two_is_a_kernel_bug() {
     assert_bug(call(&mut m, abi::DMA_ACK_COMPLETED, &mut a, &mut mem), "ACK-4", "udma/udma.h");
 }
 
-/// Issue-sized work: one copy start of 65,536 BDs over 15,000 chunks. Each BD's
-/// buffer is found by one interval lookup (`O(log n)`): the test counts them.
+/// Work at scale: one copy start of 65,536 BDs over 15,000 chunks. Each BD's
+/// buffer is found by one `O(log n)` interval lookup: the test counts them.
 #[test]
 fn copy8_65536_bds_over_15000_chunks_cost_one_lookup_each() {
     let (mut m, mut mem) = (model_with_pool(Arch::Sunda, 2, 64 << 20), VecMem::new());
@@ -1666,7 +1666,7 @@ fn copy8_65536_bds_over_15000_chunks_cost_one_lookup_each() {
         pas.push(alloc(&mut m, &mut mem, 4096).1);
     }
     assert!(m.chunks.len() >= 15_002);
-    // Rings of n descriptors: copy n - 1 (a copy start may not exceed the ring).
+    // Rings of n descriptors: copy n - 1, since a copy start may not exceed the ring.
     let mut q = abi::DmaQueueInit {
         qid: 3,
         tx_desc_count: n,
@@ -1690,8 +1690,8 @@ fn copy8_65536_bds_over_15000_chunks_cost_one_lookup_each() {
     assert_eq!(m.dma_errors, 0, "{:?}", m.log.last());
     assert_eq!(m.dma_bytes, u64::from(count) * 32);
     assert_eq!(m.chunks.lookups - before, 2 * u64::from(count), "one interval lookup per BD");
-    // Again from the ring's start, on pages the first copy touched (the first
-    // copy's time includes the kernel's first-touch faults of the sparse file).
+    // Again from the ring's start, on pages the first copy touched: the first
+    // copy's time includes the kernel's first-touch faults of the sparse file.
     assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
     let t1 = std::time::Instant::now();
     assert_eq!(call(&mut m, abi::DMA_QUEUE_COPY_START, &mut c, &mut mem), Ok(0));
@@ -1801,8 +1801,8 @@ fn sim1_the_hint_query_answers_the_device_and_its_host_trigger() {
 #[test]
 fn ds5_the_last_openers_release_clears_every_entry() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
-    // A process that never opened the device (a forked child) gets an entry
-    // (ACQUIRE is not gated) and has no flush of its own to release it.
+    // A process that never opened the device, a forked child, gets an entry,
+    // since ACQUIRE is not gated, and has no flush of its own to release it.
     let mut d = abi::NeuronDsInfo::default();
     assert_eq!(call_as(&mut m, PID + 7, abi::ACQUIRE_NEURON_DS, &mut d, &mut mem), Ok(0));
     m.open(PID + 1);
@@ -1947,7 +1947,7 @@ fn apps1_the_attached_processes_their_locked_cores_and_memory() {
 fn dmaq6_a_completion_ring_smaller_than_the_rx_count_is_einval() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
     let (c, _) = alloc(&mut m, &mut mem, 4096);
-    // 4096 bytes hold 256 descriptors: 272 do not fit (EINVAL); 256 pass to DMAQ-10 (EPERM).
+    // 4096 bytes hold 256 descriptors: 272 do not fit, EINVAL; 256 pass to DMAQ-10, EPERM.
     let mut q = abi::DmaQueueInit { tx_desc_count: 64, rx_desc_count: 272, rxc_handle: c, ..Default::default() };
     assert_eq!(call(&mut m, abi::DMA_QUEUE_INIT, &mut q, &mut mem), errno(Errno::EINVAL));
     assert_logged(&m, "DMAQ-6");
@@ -1996,7 +1996,7 @@ fn flush1_a_gone_process_s_pending_reset_is_forgotten() {
 #[test]
 fn gen1_a_write_only_open_does_not_attach_and_opens_are_counted() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
-    // A "free access" (O_WRONLY) descriptor is not an attach (ncdev_open).
+    // A "free access" O_WRONLY descriptor is not an attach in ncdev_open.
     m.open_free_access(PID + 1);
     assert!(!m.attached(PID + 1));
     let mut q = abi::DmaQueueInit { tx_desc_count: 64, rx_desc_count: 64, ..Default::default() };
@@ -2004,7 +2004,7 @@ fn gen1_a_write_only_open_does_not_attach_and_opens_are_counted() {
     m.open(PID + 1);
     assert!(m.attached(PID + 1));
     assert_eq!(call_as(&mut m, PID + 1, abi::DMA_QUEUE_INIT, &mut q, &mut mem), Ok(0));
-    // The summary's count: every open made (PID's, and PID + 1's two).
+    // The summary's count: every open made, PID's and PID + 1's two.
     assert_eq!(m.opens(), 3);
 }
 
@@ -2043,7 +2043,7 @@ fn the_core_map_is_the_drivers_on_v3_and_refused_on_v2() {
     assert_eq!(ask(&mut m, &mut mem, 8, 0, base + 0x1000 - 8), Ok(4 + 8 * 8), "the bytes not copied, positive");
 }
 
-/// A chunk of `size` bytes (`host`, `mem_type`) allocated by `pid`: its handle and file offset.
+/// A chunk of `size` bytes of `host` and `mem_type` allocated by `pid`: its handle and file offset.
 fn chunk_at(m: &mut Model, mem: &mut VecMem, pid: u32, size: u64, host: u32, mem_type: u32) -> (u64, u64) {
     let ptr = mem.base + 0x80;
     let mut a = abi::MemAllocV2Mt { size, host_memory: host, mem_type, mem_handle: ptr, ..Default::default() };
@@ -2057,9 +2057,9 @@ fn mmap_rw(offset: u64, len: u64) -> MmapCall {
 }
 
 /// MMAP-3..5: only a whole chunk maps, from its start; part of one, its
-/// middle, two of them or an offset in no chunk is EPERM (no special
-/// resource, no CAP_SYS_RAWIO); the middle with the chunk's length is what
-/// the driver maps elsewhere (its start): refused, and a conformance violation.
+/// middle, two of them or an offset in no chunk is EPERM, with no special
+/// resource and no CAP_SYS_RAWIO. The middle with the chunk's length, which
+/// the driver maps from the chunk's start: refused, and a conformance violation.
 #[test]
 fn mmap3_4_5_only_a_whole_chunk_from_its_start_maps() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
@@ -2068,7 +2068,7 @@ fn mmap3_4_5_only_a_whole_chunk_from_its_start_maps() {
     assert_eq!(b, a + 3 * 4096, "the pool puts the second chunk right after the first");
     let rw = OpenMode::RDWR;
     assert_eq!(m.mmap(PID, mmap_rw(a, 3 * 4096), rw), Ok(()));
-    // A length in the chunk's last page still maps the whole chunk (the VMA is whole pages).
+    // A length in the chunk's last page still maps the whole chunk: the VMA is whole pages.
     assert_eq!(m.mmap(PID, mmap_rw(a, 2 * 4096 + 1), rw), Ok(()));
     assert_eq!(m.mmap(PID, mmap_rw(b, 4096), rw), Ok(()));
     let eperm = Err(Refusal::Errno(Errno::EPERM));
@@ -2088,7 +2088,7 @@ fn mmap3_4_5_only_a_whole_chunk_from_its_start_maps() {
     assert_eq!(m.mmap(PID, mmap_rw(a + 4096, 3 * 4096), rw), eperm);
     assert_eq!(m.conformance_violations().count(), 1);
     assert_logged(&m, "MMAP-5: offset");
-    // Another process maps the chunk too (the driver only drops its write access).
+    // Another process maps the chunk too: the driver only drops its write access.
     assert_eq!(m.mmap(PID + 1, mmap_rw(a, 3 * 4096), rw), Ok(()));
     assert!(m.mmap_allowed(a, 3 * 4096) && !m.mmap_allowed(a, 4096));
 }
@@ -2116,8 +2116,8 @@ fn mmap1_2_the_kernels_checks_come_before_the_drivers() {
     assert_eq!(m.refusals, 6);
 }
 
-/// MMAP-6: a contiguous-scratchpad chunk maps past its end up to the pool's
-/// end (device memory); a host one oopses (its pool pointer is NULL).
+/// MMAP-6: a contiguous-scratchpad chunk of device memory maps past its end up
+/// to the pool's end; a host one oopses, its pool pointer being NULL.
 #[test]
 fn mmap6_a_scratchpad_maps_to_the_pools_end_and_a_host_one_oopses() {
     let (mut m, mut mem) = (model(Arch::Sunda, 2), VecMem::new());
@@ -2136,7 +2136,7 @@ fn mmap6_a_scratchpad_maps_to_the_pools_end_and_a_host_one_oopses() {
 }
 
 /// FOPS-1..4: the driver has no read, write, truncate or allocate: the VFS
-/// answers EINVAL (EBADF for a mode that cannot, ENODEV for fallocate).
+/// answers EINVAL, EBADF for a mode that cannot, ENODEV for fallocate.
 #[test]
 fn fops_the_calls_the_driver_has_no_entry_for() {
     let (ro, wo, rw) = (OpenMode(0), OpenMode(1), OpenMode(2));

@@ -14,6 +14,10 @@
 //!    semaphore per core (doorbell C); the device starts the engines' programs.
 //! 3. **Harvest**: core's harvest loop (`exec_wait_with`) over an `ExecRequest`, with the rings
 //!    bound and each engine's timestamp calibration and sync point set.
+//!
+//! [`devices`] is `nrt-sim run --devices N`: many devices harvested through poll groups.
+
+pub mod devices;
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
