@@ -9,7 +9,7 @@ use std::fmt;
 use nrt_core::dma::SubmitError;
 use nrt_core::NrtStatus;
 
-use crate::error::{LinuxError, Subject};
+use crate::error::{Cause, LinuxError, Subject};
 use crate::fork::ForkedChild;
 
 /// Why a call of the runtime API failed.
@@ -138,15 +138,11 @@ impl Error {
             Error::Os(e) | Error::Busy(e) | Error::NoMemory(e) => e,
             Error::Forked { call, source } => source.into_linux(call, target.display().to_string()),
             other => {
-                let kind = match other.status() {
-                    NrtStatus::Timeout => std::io::ErrorKind::TimedOut,
-                    _ => std::io::ErrorKind::InvalidInput,
-                };
                 let call = match &other {
                     Error::Invalid { call, .. } | Error::Handle { call, .. } | Error::Unusable { call, .. } => *call,
                     _ => "copy",
                 };
-                LinuxError::new(call, target.display().to_string(), std::io::Error::new(kind, other))
+                LinuxError::new(call, target.display().to_string(), Cause::Api(Box::new(other)))
             }
         }
     }
@@ -256,17 +252,19 @@ mod tests {
     }
 
     /// As a LinuxError: the driver's own error as it was; the others keep
-    /// their call, a timeout's kind, and this error as the source.
+    /// their call, a timeout's kind, and this error as the cause.
     #[test]
     fn into_linux_keeps_the_call_the_kind_and_the_source() {
         let path = std::path::Path::new("/dev/neuron0");
         let os = LinuxError::new("mmap", "/dev/neuron0", io::Error::from_raw_os_error(libc::EACCES));
         assert_eq!(Error::Os(os).into_linux(path).errno(), Some(libc::EACCES));
         let u = Error::Unusable { call: "inference", site: "s".into(), why: "w".into() }.into_linux(path);
-        assert_eq!((u.call, u.source.kind()), ("inference", io::ErrorKind::InvalidInput));
+        assert!(matches!(&u.cause, Cause::Api(e) if matches!(**e, Error::Unusable { .. })), "{u}");
+        assert_eq!((u.call, nrt_core::hal::Error::kind(&u)), ("inference", nrt_core::hal::ErrorKind::OutOfRange));
         assert!(u.to_string().contains("the session is unusable: w"), "{u}");
         let t = submit_error(nrt_core::dma::DmaError::Timeout).into_linux(path);
-        assert_eq!((t.call, t.source.kind()), ("copy", io::ErrorKind::TimedOut));
+        assert!(matches!(&t.cause, Cause::Api(e) if e.status() == NrtStatus::Timeout), "{t}");
+        assert_eq!((t.call, nrt_core::hal::Error::kind(&t)), ("copy", nrt_core::hal::ErrorKind::Io));
         assert_eq!(Error::invalid("nrt_copy", "s", "x").into_linux(path).call, "nrt_copy");
         assert_eq!(Error::handle("nrt_mem_alloc", "s", "x").into_linux(path).call, "nrt_mem_alloc");
     }
@@ -285,7 +283,9 @@ mod tests {
         };
         assert!(forked.source().is_some_and(|s| s.to_string().contains("memory")), "{forked}");
         let submit = submit_error(nrt_core::dma::DmaError::Timeout);
-        assert!(submit.source().is_some_and(|s| s.downcast_ref::<SubmitError>().is_some()));
+        let step =
+            SubmitError { step: nrt_core::dma::SubmitStep::Wait, error: nrt_core::dma::DmaError::Timeout, rung: None };
+        assert_eq!(submit.source().map(ToString::to_string), Some(step.to_string()));
         assert!(Error::invalid("c", "s", "w").source().is_none());
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use nrt_core::hal::{self, ErrorType};
 
-use crate::error::LinuxError;
+use crate::error::{Cause, LinuxError};
 use crate::ioctl::{
     self, AppInfo, CompatibleVersion, Crwl, CrwlNcMap, DeviceInfo, DmaQueueCopyStart, DmaQueueInit, DmaQueueRelease,
     DriverInfo, Ioctl, MemAllocV2Mt, MemFree, MemGetExtendedInfo, NcReset, NcResetReady, NotificationsInitV2,
@@ -135,7 +135,7 @@ impl NeuronDevice {
         sys::close(f);
         match rc? {
             0 => Ok(a.architecture),
-            r => Err(LinuxError::new(name, target, io::Error::other(format!("returned +{r} where 0 is success")))),
+            r => Err(LinuxError::new(name, target, Cause::Positive(r))),
         }
     }
 
@@ -213,18 +213,17 @@ impl NeuronDevice {
     fn check_rc(&self, call: &'static str, rc: i32) -> Result<(), LinuxError> {
         match rc {
             0 => Ok(()),
-            _ => Err(self.failed(call, io::Error::other(positive_return(call, rc)))),
+            _ => Err(self.failed(call, Cause::Positive(rc))),
         }
     }
 
-    fn failed(&self, call: &'static str, e: io::Error) -> LinuxError {
+    fn failed(&self, call: &'static str, e: impl Into<Cause>) -> LinuxError {
         LinuxError::new(call, self.path.display().to_string(), e)
     }
 
-    /// A call refused by this binding before it reached the driver
-    /// (`InvalidInput`, the reason named).
+    /// A call refused by this binding before it reached the driver, saying why.
     pub(crate) fn refuse(&self, call: &'static str, why: String) -> LinuxError {
-        self.failed(call, io::Error::new(io::ErrorKind::InvalidInput, why))
+        self.failed(call, Cause::Refused(why))
     }
 
     fn sema(&self, req: Ioctl<SemaphoreArg>, nc: u32, index: u32, value: u32) -> Result<u32, LinuxError> {
@@ -270,7 +269,7 @@ impl NeuronDevice {
             return Err(LinuxError::new(
                 "NEURON_IOCTL_NOTIFICATIONS_INIT_V2",
                 self.path.display().to_string(),
-                io::Error::new(io::ErrorKind::InvalidInput, "ring size must be a power of two"),
+                Cause::Refused("ring size must be a power of two".into()),
             ));
         }
         self.call(ioctl::NOTIFICATIONS_INIT_V2, &mut arg)?;
@@ -677,13 +676,7 @@ impl<'a> IoctlBar<'a> {
     }
 
     fn addr(&self, offset: u64) -> Result<u64, LinuxError> {
-        let refuse = |why: String| {
-            LinuxError::new(
-                "BAR access",
-                self.dev.path.display().to_string(),
-                io::Error::new(io::ErrorKind::InvalidInput, why),
-            )
-        };
+        let refuse = |why: String| LinuxError::refused("BAR access", self.dev.path.display().to_string(), why);
         if offset.checked_add(4).is_none_or(|end| end > self.size) || !offset.is_multiple_of(4) {
             return Err(refuse(format!("offset 0x{offset:x} outside the BAR of 0x{:x} bytes", self.size)));
         }
@@ -761,7 +754,7 @@ mod tests {
             assert_eq!(e.call, "BAR access", "{msg}");
             assert!(msg.contains(&p.display().to_string()), "{msg}");
             assert!(msg.contains("0xfffffffffffffffc + 0x8 overflows"), "{msg}");
-            assert_eq!(e.source.kind(), io::ErrorKind::InvalidInput, "{msg}");
+            assert!(matches!(e.cause, Cause::Refused(_)), "{msg}");
         }
         // In range: the address is formed and the ioctl made (a plain file: ENOTTY).
         let mut ok = IoctlBar::new(&dev, 0, 0x1000_0000, 0x1000);
@@ -787,7 +780,7 @@ mod tests {
         assert!(e.to_string().contains("no BAR 2"), "{e}");
         // Past the reported size: refused before any ioctl.
         let mut bar = IoctlBar::with_info(&dev, &info, 0).unwrap();
-        assert_eq!(bar.read32(0x1000_0000).unwrap_err().source.kind(), io::ErrorKind::InvalidInput);
+        assert!(matches!(bar.read32(0x1000_0000).unwrap_err().cause, Cause::Refused(_)));
         // Asked of a file that is not a Neuron device: DEVICE_INFO's ENOTTY, named.
         let e = IoctlBar::from_device_info(&dev, 0).unwrap_err();
         assert_eq!((e.call, e.errno()), ("NEURON_IOCTL_DEVICE_INFO", Some(libc::ENOTTY)), "{e}");
@@ -818,7 +811,7 @@ mod tests {
         dev.queues.lock().unwrap().insert((0, 0), (16, 16));
         let e = dev.dma_queue_copy_start(0, 0, 5, 0).unwrap_err();
         assert_eq!(e.call, "NEURON_IOCTL_DMA_QUEUE_COPY_START");
-        assert_eq!(e.source.kind(), io::ErrorKind::InvalidInput, "{e}");
+        assert!(matches!(e.cause, Cause::Refused(_)), "{e}");
         assert!(e.to_string().contains("rx_desc_count 0") && e.to_string().contains("BUG_ON"), "{e}");
         // A valid pair reaches the "driver" (a plain file: ENOTTY), TX 0 included.
         assert_eq!(dev.dma_queue_copy_start(0, 0, 5, 5).unwrap_err().errno(), Some(libc::ENOTTY));
@@ -831,7 +824,7 @@ mod tests {
     fn copy_start_before_queue_init_or_past_the_ring_is_refused() {
         let (dev, p) = not_a_device("noinit");
         let e = dev.dma_queue_copy_start(0, 0, 1, 1).unwrap_err();
-        assert_eq!(e.source.kind(), io::ErrorKind::InvalidInput, "{e}");
+        assert!(matches!(e.cause, Cause::Refused(_)), "{e}");
         assert!(e.to_string().contains("was not initialised"), "{e}");
         // The driver refusing DMA_QUEUE_INIT (here ENOTTY) leaves it uninitialised.
         let init = DmaQueueInit { eng_id: 0, qid: 0, tx_desc_count: 8, rx_desc_count: 8, ..DmaQueueInit::default() };

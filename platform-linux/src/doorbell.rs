@@ -88,10 +88,10 @@ impl<'a> IoctlDoorbell<'a> {
     }
 
     fn refuse(&self, offset: u64, what: &str) -> LinuxError {
-        LinuxError::new(
+        LinuxError::refused(
             "DMA doorbell",
             self.dev.path().display().to_string(),
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("offset 0x{offset:x}: {what}")),
+            format!("offset 0x{offset:x}: {what}"),
         )
     }
 }
@@ -186,7 +186,7 @@ mod tests {
         let rx = l.tail_inc_offset(ENGINES[0].base, 3, Direction::Rx).unwrap();
         let mut db = IoctlDoorbell::new(&dev, Arch::Sunda, ENGINES.to_vec());
         let e = db.write32(tx, 4).unwrap_err();
-        assert_eq!(e.source.kind(), std::io::ErrorKind::InvalidInput, "{e}");
+        assert!(matches!(e.cause, crate::error::Cause::Refused(_)), "{e}");
         assert!(e.to_string().contains("rx_desc_count 0 would hit the driver's BUG_ON"), "{e}");
         assert!(db.write32(rx, 0).unwrap_err().to_string().contains("0 descriptors"));
         // RX is held (no ioctl yet), then TX sends both: the driver (here

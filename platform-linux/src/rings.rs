@@ -18,7 +18,7 @@ use nrt_core::hal::{self, ErrorType, Registers};
 use nrt_core::nq::NQ_PER_CORE;
 
 use crate::device::NeuronDevice;
-use crate::error::LinuxError;
+use crate::error::{Cause, LinuxError};
 use crate::ioctl::{NotificationsInitV2, NotificationsInitWithReallocV2};
 use crate::sys::Mapping;
 
@@ -79,13 +79,10 @@ impl<R: Registers> MappedRings<R> {
         done: &NotificationsInitV2,
     ) -> Result<(), LinuxError> {
         let slot = u8::try_from(done.engine_index).ok().filter(|s| *s < NOTIFIC_SLOTS).ok_or_else(|| {
-            LinuxError::new(
+            LinuxError::refused(
                 "bind ring",
                 format!("core {core} nq {nq}"),
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    format!("engine_index {} is past the NOTIFIC block's {NOTIFIC_SLOTS} slots", done.engine_index),
-                ),
+                format!("engine_index {} is past the NOTIFIC block's {NOTIFIC_SLOTS} slots", done.engine_index),
             )
         })?;
         self.bind(core, nq, window, slot)
@@ -100,21 +97,18 @@ impl<R: Registers> MappedRings<R> {
     /// [`NOTIFIC_SLOTS`], 96: `driver-abi.md` point 6).
     pub fn bind(&mut self, core: u8, nq: u8, window: RingWindow, slot: u8) -> Result<(), LinuxError> {
         if slot >= NOTIFIC_SLOTS {
-            return Err(LinuxError::new(
+            return Err(LinuxError::refused(
                 "bind ring",
                 format!("core {core} nq {nq}"),
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    format!("slot {slot} is past the NOTIFIC block's {NOTIFIC_SLOTS} slots"),
-                ),
+                format!("slot {slot} is past the NOTIFIC block's {NOTIFIC_SLOTS} slots"),
             ));
         }
         let end = window.offset.checked_add(u64::from(window.size));
         if end.is_none_or(|e| e > window.map.len() as u64) || !window.offset.is_multiple_of(16) {
-            return Err(LinuxError::new(
+            return Err(LinuxError::refused(
                 "bind ring",
                 format!("core {core} nq {nq}"),
-                std::io::Error::new(std::io::ErrorKind::InvalidInput, "ring window outside its mapping"),
+                "ring window outside its mapping",
             ));
         }
         let (c, q) = (usize::from(core), usize::from(nq));
@@ -124,11 +118,7 @@ impl<R: Registers> MappedRings<R> {
                 *s = slot;
                 Ok(())
             }
-            _ => Err(LinuxError::new(
-                "bind ring",
-                format!("core {core} nq {nq}"),
-                std::io::Error::new(std::io::ErrorKind::InvalidInput, "no such ring"),
-            )),
+            _ => Err(LinuxError::refused("bind ring", format!("core {core} nq {nq}"), "no such ring")),
         }
     }
 
@@ -145,13 +135,7 @@ impl<R: Registers> MappedRings<R> {
 
     fn window(&self, core: u8, nq: u8) -> Result<&RingWindow, LinuxError> {
         self.rings.get(usize::from(core)).and_then(|r| r.get(usize::from(nq))).and_then(|w| w.as_ref()).ok_or_else(
-            || {
-                LinuxError::new(
-                    "read ring",
-                    format!("core {core} nq {nq}"),
-                    std::io::Error::new(std::io::ErrorKind::NotFound, "ring not bound"),
-                )
-            },
+            || LinuxError::new("read ring", format!("core {core} nq {nq}"), Cause::Missing("ring not bound".into())),
         )
     }
 }
@@ -164,10 +148,10 @@ impl<R: Registers<Error = LinuxError>> hal::NqRings for MappedRings<R> {
     fn read_slot(&mut self, core: u8, nq: u8, offset: u32, out: &mut [u8; 16]) -> Result<(), LinuxError> {
         let w = self.window(core, nq)?;
         if offset >= w.size || !offset.is_multiple_of(16) {
-            return Err(LinuxError::new(
+            return Err(LinuxError::refused(
                 "read ring",
                 format!("core {core} nq {nq}"),
-                std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("slot offset {offset} outside the ring")),
+                format!("slot offset {offset} outside the ring"),
             ));
         }
         let at = w.offset + u64::from(offset);
@@ -182,13 +166,10 @@ impl<R: Registers<Error = LinuxError>> hal::NqRings for MappedRings<R> {
     fn write_head(&mut self, core: u8, nq: u8, head: u32) -> Result<(), LinuxError> {
         let slot = self.slots.get(usize::from(core)).and_then(|r| r.get(usize::from(nq))).copied().unwrap_or(nq);
         let reg = nq_head_register(self.arch, self.first.saturating_add(core), slot).ok_or_else(|| {
-            LinuxError::new(
+            LinuxError::refused(
                 "write HEAD",
                 format!("core {core} nq {nq}"),
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    format!("no HEAD register for slot {slot}: no NOTIFIC block for this core, or a slot past it"),
-                ),
+                format!("no HEAD register for slot {slot}: no NOTIFIC block for this core, or a slot past it"),
             )
         })?;
         self.regs.write32(reg, head)
@@ -277,7 +258,7 @@ pub fn map_ring(dev: &NeuronDevice, init: RingInit) -> Result<(RingWindow, Notif
         return Err(LinuxError::new(
             "NEURON_IOCTL_NOTIFICATIONS_INIT_V2",
             dev.path().display().to_string(),
-            std::io::Error::new(std::io::ErrorKind::Unsupported, "the ring is in device memory: no mmap offset"),
+            Cause::Missing("the ring is in device memory: no mmap offset".into()),
         ));
     }
     let map = Mapping::map(dev.file(), done.mmap_offset, size as usize)

@@ -181,8 +181,7 @@ impl Session {
             Arch::Cayman.nc_per_device(),
             seen.join("; ")
         );
-        Err(LinuxError::new("open", nodes.join(", "), io::Error::new(io::ErrorKind::NotFound, why))
-            .about(Subject::Cores))
+        Err(LinuxError::new("open", nodes.join(", "), Cause::Missing(why)).about(Subject::Cores))
     }
 
     fn open_on(dev: NeuronDevice, mut cfg: SessionConfig) -> Result<Session, LinuxError> {

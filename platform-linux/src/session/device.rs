@@ -263,7 +263,7 @@ impl DriverDevice {
 
     fn gone_error(&self, what: &'static str, core: u8) -> LinuxError {
         let why = self.gone.clone().unwrap_or_default();
-        LinuxError::new(what, format!("core {core}"), io::Error::new(io::ErrorKind::NotConnected, why))
+        LinuxError::new(what, format!("core {core}"), Cause::Gone(why))
     }
 
     /// The simulator's status line `line` of logical core `core` (the
@@ -325,12 +325,11 @@ impl hal::IntcCause for DriverDevice {
         if !self.sim {
             // No public source gives the register (devmap::Unknown::IntcCause):
             // nothing is read, and core takes the seed's fallback (no overflow).
-            let e = io::Error::new(io::ErrorKind::NotFound, nrt_abi::devmap::Unknown::IntcCause.what());
+            let e = Cause::Unknown(nrt_abi::devmap::Unknown::IntcCause);
             return Err(LinuxError::new("INTC read", format!("core {core} block {block} line {line}"), e));
         }
         let off = simabi::intc_cause_offset(self.arch, self.physical(core), block, line).ok_or_else(|| {
-            let e = io::Error::new(io::ErrorKind::InvalidInput, "no INTC cause register");
-            LinuxError::new("INTC read", format!("core {core} block {block} line {line}"), e)
+            LinuxError::refused("INTC read", format!("core {core} block {block} line {line}"), "no INTC cause register")
         })?;
         let r = self.rings.regs().read32(off);
         self.seen(r)

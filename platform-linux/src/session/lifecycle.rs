@@ -266,12 +266,9 @@ impl Session {
         // owns (`first + c`: the semaphores are the device's, by core).
         for c in 0..cores {
             let nc = u32::from(first) + u32::from(c);
-            kickoff_infer(&mut Sema(&dev), nc, nc).map_err(|e| {
-                LinuxError::new(
-                    ioctl::SEMAPHORE_INCREMENT.name(),
-                    dev.path().display().to_string(),
-                    io::Error::other(format!("core {nc}: {e}")),
-                )
+            kickoff_infer(&mut Sema(&dev), nc, nc).map_err(|error| {
+                let path = dev.path().display().to_string();
+                LinuxError::new(ioctl::SEMAPHORE_INCREMENT.name(), path, Cause::Kickoff { nc, error })
             })?;
         }
         let mut req = ExecRequest::new(ExecConfig::new(arch, cores, self.timeout_s));
@@ -288,10 +285,8 @@ impl Session {
         let elapsed_ns = d.now_ns().saturating_sub(kickoff_ns);
         if let Some(why) = d.gone() {
             // As the shared-memory path's G-SHM-GONE: the request is abandoned.
-            let e = io::Error::new(
-                io::ErrorKind::NotConnected,
-                format!("{why}; the harvest was abandoned after {:.1} s ({} steps)", elapsed_ns as f64 / 1e9, w.steps),
-            );
+            let secs = elapsed_ns as f64 / 1e9;
+            let e = Cause::Gone(format!("{why}; the harvest was abandoned after {secs:.1} s ({} steps)", w.steps));
             return Err(LinuxError::new("harvest", dev.path().display().to_string(), e));
         }
         self.last_status = Some(w.status);

@@ -101,7 +101,6 @@ mod staging;
 mod tests;
 mod work;
 
-use std::io;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
@@ -110,9 +109,7 @@ use nrt_core::arch::{Arch, ENGINES_PER_CORE, MAX_CORES};
 use nrt_core::dma::build::{Transfer, OP_COPY};
 use nrt_core::dma::doorbell::kickoff_infer;
 use nrt_core::dma::pring::RingBacking;
-use nrt_core::dma::{
-    CompletionHandle, Direction, DmaError, DmaEvent, PlatformType, SubmitError, SubmitStep, SwDmaQueue,
-};
+use nrt_core::dma::{CompletionHandle, Direction, DmaEvent, PlatformType, SubmitError, SubmitStep, SwDmaQueue};
 use nrt_core::event::Event;
 use nrt_core::exec::{exec_wait_round_robin, ExecConfig, ExecRequest, Step, TensorCompletions, TensorWaker};
 use nrt_core::hal::{self, Clock, ErrorType, Registers};
@@ -121,7 +118,7 @@ use nrt_core::{NrtError, NrtStatus};
 
 use crate::device::{IoctlBar, NeuronDevice};
 use crate::doorbell::{IoctlDoorbell, UdmaEngine};
-use crate::error::{IncompatibleDriver, LinuxError, ShapeError, Subject};
+use crate::error::{Cause, IncompatibleDriver, LinuxError, ShapeError, Subject};
 use crate::ioctl::{
     self, mem_type, nq_dev_type, nq_type, CompatibleVersion, DeviceInfo, DmaQueueInit, DriverInfo, MemAllocV2Mt,
     MemGetExtendedInfo, NotificationsInitV2,
@@ -344,29 +341,20 @@ pub fn ring_request(core: u8, nq: u8, kind: u32, ring_entries: u32) -> Notificat
     }
 }
 
-/// A failed step of core's submit sequence (or of the staging queue's set-up),
-/// as a [`LinuxError`] naming the device; the step and core's error stay
-/// reachable ([`LinuxError::dma`], and its `source()`).
+/// A failed step of core's submit sequence or of the staging queue's set-up,
+/// naming the device: [`Cause::Submit`].
 fn staging_err(dev: &NeuronDevice, e: SubmitError) -> LinuxError {
-    let kind = match e.error {
-        DmaError::Timeout => io::ErrorKind::TimedOut,
-        _ => io::ErrorKind::InvalidInput,
-    };
-    LinuxError::new("DMA staging", dev.path().display().to_string(), io::Error::new(kind, e))
+    LinuxError::new("DMA staging", dev.path().display().to_string(), e)
 }
 
+/// `call` refused by the session before the driver saw it.
 fn refused(dev: &NeuronDevice, call: &'static str, why: String) -> LinuxError {
-    LinuxError::new(call, dev.path().display().to_string(), io::Error::new(io::ErrorKind::InvalidInput, why))
+    LinuxError::refused(call, dev.path().display().to_string(), why)
 }
 
-/// [`refused`] for a typed reason: the reason stays the `io::Error`'s inner
-/// error (`get_ref().downcast_ref()` finds it), its text the same.
-fn refused_as(
-    dev: &NeuronDevice,
-    call: &'static str,
-    why: impl std::error::Error + Send + Sync + 'static,
-) -> LinuxError {
-    LinuxError::new(call, dev.path().display().to_string(), io::Error::new(io::ErrorKind::InvalidInput, why))
+/// `call` refused for a typed reason, kept as the error's [`Cause`].
+fn refused_as(dev: &NeuronDevice, call: &'static str, why: impl Into<Cause>) -> LinuxError {
+    LinuxError::new(call, dev.path().display().to_string(), why)
 }
 
 /// Cores of a Neuron device owned through the driver, with their rings and
