@@ -152,17 +152,10 @@ pub fn get_all_apps_info(fd: BorrowedFd<'_>, flags: u16) -> io::Result<(i32, Vec
     buf.header.apps_info_flags = flags;
     buf.header.capacity = MAX_PROCESS_PER_DEVICE as u32;
     #[cfg(test)]
-    {
-        // SAFETY: `buf` is a local, initialised `repr(C)` struct of plain
-        // integers; the slice borrows it exclusively for the call.
-        let bytes = unsafe {
-            std::slice::from_raw_parts_mut(std::ptr::from_mut(&mut buf).cast::<u8>(), size_of::<AppsInfoBuf>())
-        };
-        if let Some(r) = fake::ioctl(fd.as_raw_fd(), DEVICE_GET_ALL_APPS_INFO.code(), bytes) {
-            let rc = r?;
-            let n = (buf.header.size as usize).min(MAX_PROCESS_PER_DEVICE);
-            return Ok((rc, buf.entries[..n].to_vec()));
-        }
+    if let Some(r) = fake::apps_info(fd.as_raw_fd(), &mut buf.header, &mut buf.entries) {
+        let rc = r?;
+        let n = (buf.header.size as usize).min(MAX_PROCESS_PER_DEVICE);
+        return Ok((rc, buf.entries[..n].to_vec()));
     }
     // SAFETY: `buf` is a valid local header followed by `capacity` entries, the
     // whole array the driver may write (it copies back the header and at most
@@ -220,28 +213,36 @@ pub(crate) mod fake {
     use std::os::fd::RawFd;
     use std::path::PathBuf;
 
-    use crate::ioctl::{MemAllocV2Mt, COMPATIBLE_VERSION, CRWL_NC_RANGE_MARK, CRWL_NC_RANGE_UNMARK};
+    use nrt_sim::driver::model::request::is_misc;
+    use nrt_sim::driver::model::Request;
 
-    /// The driver's side of the calls, on the argument's bytes.
+    use crate::ioctl::{AppInfo, AppsInfoHeader, MemAllocV2Mt};
+
+    /// The driver's side of the calls. A request arrives parsed by the
+    /// simulator's driver model, and what the handler changes in it is
+    /// copied back, as the driver copies its argument back.
     ///
     /// A descriptor opened `O_WRONLY` is the driver's "free access" kind
-    /// (neuron_cdev.c: `IS_NEURON_DEVICE_FREE_ACCESS`): its requests reach only
-    /// the misc dispatcher (`ncdev_misc_ioctl`), so the fake answers `EINVAL` to
-    /// every other request on it without asking the driver, and hands the misc
-    /// ones to [`misc_ioctl`](Driver::misc_ioctl). Its close runs the misc flush
-    /// (`ncdev_misc_flush`: every range mark of the process dropped), which the
-    /// fake hands to [`misc_flush`](Driver::misc_flush). The close of an
-    /// `O_RDWR` descriptor is not seen: it never drops a range mark.
+    /// (neuron_cdev.c: `IS_NEURON_DEVICE_FREE_ACCESS`). Its requests reach
+    /// only the misc dispatcher, `ncdev_misc_ioctl`: the fake answers `EINVAL`
+    /// to every other request on it and hands the misc ones to
+    /// [`misc_ioctl`](Driver::misc_ioctl). Its close runs the misc flush,
+    /// `ncdev_misc_flush`, which drops every range mark of the process. The
+    /// close of an `O_RDWR` descriptor is not seen: it never drops a mark.
     pub(crate) trait Driver {
-        /// A plain-argument request; `Err(errno)` fails it.
-        fn ioctl(&mut self, code: u32, arg: &mut [u8]) -> Result<i32, i32>;
+        /// A plain-argument request `code`; `Err(errno)` fails it.
+        fn ioctl(&mut self, code: u32, req: &mut Request) -> Result<i32, i32>;
         /// A misc request on a write-only descriptor.
-        fn misc_ioctl(&mut self, code: u32, arg: &mut [u8]) -> Result<i32, i32> {
-            self.ioctl(code, arg)
+        fn misc_ioctl(&mut self, code: u32, req: &mut Request) -> Result<i32, i32> {
+            self.ioctl(code, req)
         }
         /// The close of a write-only descriptor: drop every range mark of the process.
         fn misc_flush(&mut self) {}
-        /// BAR_READ / BAR_WRITE of `addresses` (absolute), `data` in or out.
+        /// DEVICE_GET_ALL_APPS_INFO: the header, and room for the entries.
+        fn apps_info(&mut self, _header: &mut AppsInfoHeader, _entries: &mut [AppInfo]) -> Result<i32, i32> {
+            Err(libc::EINVAL)
+        }
+        /// BAR_READ / BAR_WRITE of `addresses`, absolute, `data` in or out.
         fn bar_rw(&mut self, code: u32, bar: u32, addresses: &[u64], data: &mut [u32]) -> Result<i32, i32>;
         /// MEM_ALLOC_V2MT: the handle.
         fn mem_alloc(&mut self, arg: &MemAllocV2Mt) -> Result<u64, i32>;
@@ -269,15 +270,6 @@ pub(crate) mod fake {
         flags.and_then(|f| i32::from_str_radix(f, 8).ok()).is_some_and(|f| f & libc::O_ACCMODE == libc::O_WRONLY)
     }
 
-    /// The requests `ncdev_misc_ioctl` (neuron_cdev.c) serves among those
-    /// `nrt-abi` has: the range marks and COMPATIBLE_VERSION (by their whole
-    /// code) and DRIVER_INFO (by its number alone, 110, as the driver matches
-    /// it with `_IOC_NR`).
-    fn misc(code: u32) -> bool {
-        [CRWL_NC_RANGE_MARK.code(), CRWL_NC_RANGE_UNMARK.code(), COMPATIBLE_VERSION.code()].contains(&code)
-            || code & 0xFF == 110
-    }
-
     /// `f` on the installed driver, `free` whether `fd` is write-only; `None`
     /// when `fd` is not the installed driver's file.
     fn with<R>(fd: RawFd, f: impl FnOnce(&mut dyn Driver, bool) -> Result<R, i32>) -> Option<io::Result<R>> {
@@ -289,12 +281,22 @@ pub(crate) mod fake {
         })
     }
 
+    /// A request the model does not parse is the driver's default answer, `EINVAL`.
     pub(super) fn ioctl(fd: RawFd, code: u32, arg: &mut [u8]) -> Option<io::Result<i32>> {
-        with(fd, |d, free| match (free, misc(code)) {
-            (false, _) => d.ioctl(code, arg),
-            (true, true) => d.misc_ioctl(code, arg),
-            (true, false) => Err(libc::EINVAL),
+        with(fd, |d, free| {
+            let mut req = Request::parse(code, arg).map_err(|_| libc::EINVAL)?;
+            let r = match (free, is_misc(code)) {
+                (false, _) => d.ioctl(code, &mut req),
+                (true, true) => d.misc_ioctl(code, &mut req),
+                (true, false) => Err(libc::EINVAL),
+            };
+            req.store(arg);
+            r
         })
+    }
+
+    pub(super) fn apps_info(fd: RawFd, h: &mut AppsInfoHeader, e: &mut [AppInfo]) -> Option<io::Result<i32>> {
+        with(fd, |d, free| if free { Err(libc::EINVAL) } else { d.apps_info(h, e) })
     }
 
     pub(super) fn bar_rw(fd: RawFd, code: u32, bar: u32, a: &[u64], data: &mut [u32]) -> Option<io::Result<i32>> {

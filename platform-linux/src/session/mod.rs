@@ -93,6 +93,8 @@
 
 mod bringup;
 mod device;
+#[cfg(test)]
+mod fake_driver;
 mod lifecycle;
 #[cfg(feature = "sim")]
 mod report;
