@@ -1,8 +1,8 @@
 //! The runtime API's error: one typed enum for memory, copies and executions,
-//! each variant with its source and its `NRT_STATUS` ([`Error::status`]).
+//! each variant with its source and its `NRT_STATUS`, [`Error::status`].
 //!
 //! Every message names the call, the object, the device and its cores, and
-//! the reason (`site` is `/dev/neuron0 nd0 nc0-1`).
+//! the reason; a `site` reads `/dev/neuron0 nd0 nc0-1`.
 
 use std::fmt;
 
@@ -16,13 +16,13 @@ use crate::fork::ForkedChild;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
-    /// A call to the driver or the OS failed (`NRT_FAILURE`).
+    /// A call to the driver or the OS failed: `NRT_FAILURE`.
     Os(LinuxError),
-    /// The cores are held by another process, named in the source (`NRT_EXEC_NC_BUSY`).
+    /// The cores are held by another process, named in the source: `NRT_EXEC_NC_BUSY`.
     Busy(LinuxError),
-    /// The driver had no memory for an allocation (`NRT_RESOURCE`).
+    /// The driver had no memory for an allocation: `NRT_RESOURCE`.
     NoMemory(LinuxError),
-    /// An argument is refused (`NRT_INVALID`).
+    /// An argument is refused: `NRT_INVALID`.
     Invalid {
         /// The call.
         call: &'static str,
@@ -31,7 +31,7 @@ pub enum Error {
         /// What was refused.
         why: String,
     },
-    /// The object cannot be used here: closed, another session's, unusable (`NRT_INVALID_HANDLE`).
+    /// The object cannot be used here, closed or another session's: `NRT_INVALID_HANDLE`.
     Handle {
         /// The call.
         call: &'static str,
@@ -40,8 +40,8 @@ pub enum Error {
         /// Why.
         why: String,
     },
-    /// The session cannot run work any more: a copy's marker never came, a
-    /// resize failed half-way (`NRT_EXEC_UNIT_UNRECOVERABLE`: close and reopen).
+    /// The session cannot run work any more, after a lost copy marker or a
+    /// half-done resize: `NRT_EXEC_UNIT_UNRECOVERABLE`, close and reopen.
     Unusable {
         /// The call.
         call: &'static str,
@@ -50,14 +50,14 @@ pub enum Error {
         /// Why.
         why: String,
     },
-    /// The object was made by the parent of this forked child (`NRT_INVALID_HANDLE`).
+    /// The object was made by the parent of this forked child: `NRT_INVALID_HANDLE`.
     Forked {
         /// The call.
         call: &'static str,
         /// The refusal.
         source: ForkedChild,
     },
-    /// A copy's completion marker did not arrive within core's budget (`NRT_TIMEOUT`).
+    /// A copy's completion marker did not arrive within core's budget: `NRT_TIMEOUT`.
     CopyTimeout {
         /// The device and cores.
         site: String,
@@ -66,7 +66,7 @@ pub enum Error {
         /// Device address of the completion handle.
         handle: u64,
     },
-    /// A copy's marker arrived but its destination does not hold its source (`NRT_HW_ERROR`).
+    /// A copy's marker arrived but its destination does not hold its source: `NRT_HW_ERROR`.
     CopyNotMoved {
         /// The device and cores.
         site: String,
@@ -75,7 +75,7 @@ pub enum Error {
         /// Bytes that should have moved.
         bytes: u64,
     },
-    /// A step of core's submit sequence failed (`NRT_FAILURE`, `NRT_TIMEOUT` for its wait).
+    /// A step of core's submit sequence failed: `NRT_FAILURE`, `NRT_TIMEOUT` for its wait.
     Submit {
         /// The device and cores.
         site: String,
@@ -84,12 +84,12 @@ pub enum Error {
         /// Core's error, naming the step.
         source: Box<SubmitError>,
     },
-    /// The execution was queued when its session closed, and never ran (`NRT_CLOSED`).
+    /// The execution was queued when its session closed, and never ran: `NRT_CLOSED`.
     Closed {
         /// The device and cores.
         site: String,
     },
-    /// The session's queue of executions is full (`NRT_QUEUE_FULL`).
+    /// The session's queue of executions is full: `NRT_QUEUE_FULL`.
     QueueFull {
         /// The device and cores.
         site: String,
@@ -131,8 +131,8 @@ impl Error {
 }
 
 impl Error {
-    /// As a [`LinuxError`] on `target` (the session calls that answer one):
-    /// the driver's own error as it is, any other with this one as its source.
+    /// As a [`LinuxError`] on `target`, for the session calls that answer one:
+    /// the driver's own error as it is, any other as its [`Cause::Api`].
     pub fn into_linux(self, target: &std::path::Path) -> LinuxError {
         match self {
             Error::Os(e) | Error::Busy(e) | Error::NoMemory(e) => e,

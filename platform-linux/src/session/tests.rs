@@ -901,7 +901,7 @@ fn host_wide_cores_are_placed_on_the_device_of_their_index() {
     }
     let m = refused("not-a-node", 0, 1);
     assert!(m.contains("that is /dev/neuron0, and this node's device index is not known"), "{m}");
-    // Without the host-wide reading the index is the device's own, as before.
+    // Without the host-wide reading, the index is the device's own.
     let (p, _) = fake_driver::install_at(dir.join("neuron1"));
     let s = Session::open(&p, SessionConfig { first_core: 1, ..cfg(Some(1)) }).unwrap();
     assert_eq!(s.first_core(), 1);
