@@ -155,11 +155,12 @@ pub const fn top_sp_count(arch: Arch) -> u8 {
     }
 }
 
-/// BAR0 window of top-SP `n`, 4 MiB each: v2 0x1000_0000 + n * 0x40_0000
-/// (`V2_PCIE_BAR0_TOPSP_0_OFFSET`, `V2_TOP_SP_0_SIZE`); v3 0..=7 from
-/// 0xF000_0000 (`V3_PCIE_BAR0_TOP_SP_0_OFFSET`, written with 15 hex digits:
-/// not 0x0F00_0000, which is no top-SP window) and 8..=15 from 0xF280_0000
-/// (`V3_PCIE_BAR0_TOP_SP_10_OFFSET`, die 1).
+/// BAR0 window of top-SP `n`, 4 MiB each, the one definition the simulator and
+/// the binding derive theirs from. v2: 0x1000_0000 + n * 0x40_0000,
+/// `V2_PCIE_BAR0_TOPSP_0_OFFSET` and `V2_TOP_SP_0_SIZE`. v3: 0..=7 from
+/// 0xF000_0000, `V3_PCIE_BAR0_TOP_SP_0_OFFSET` written with 15 hex digits and
+/// so not 0x0F00_0000; 8..=15 from 0xF280_0000, `V3_PCIE_BAR0_TOP_SP_10_OFFSET`
+/// on die 1. Driver: v2/address_map.h, v3/address_map.h.
 pub const fn top_sp(arch: Arch, n: u8) -> Option<Window> {
     if n >= top_sp_count(arch) {
         return None;

@@ -1,28 +1,28 @@
 //! The runtime API's error: one typed enum for memory, copies and executions,
-//! each variant with its source and its `NRT_STATUS` ([`Error::status`]).
+//! each variant with its source and its `NRT_STATUS`, [`Error::status`].
 //!
 //! Every message names the call, the object, the device and its cores, and
-//! the reason (`site` is `/dev/neuron0 nd0 nc0-1`).
+//! the reason; a `site` reads `/dev/neuron0 nd0 nc0-1`.
 
 use std::fmt;
 
 use nrt_core::dma::SubmitError;
 use nrt_core::NrtStatus;
 
-use crate::error::{LinuxError, Subject};
+use crate::error::{Cause, LinuxError, Subject};
 use crate::fork::ForkedChild;
 
 /// Why a call of the runtime API failed.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
-    /// A call to the driver or the OS failed (`NRT_FAILURE`).
+    /// A call to the driver or the OS failed: `NRT_FAILURE`.
     Os(LinuxError),
-    /// The cores are held by another process, named in the source (`NRT_EXEC_NC_BUSY`).
+    /// The cores are held by another process, named in the source: `NRT_EXEC_NC_BUSY`.
     Busy(LinuxError),
-    /// The driver had no memory for an allocation (`NRT_RESOURCE`).
+    /// The driver had no memory for an allocation: `NRT_RESOURCE`.
     NoMemory(LinuxError),
-    /// An argument is refused (`NRT_INVALID`).
+    /// An argument is refused: `NRT_INVALID`.
     Invalid {
         /// The call.
         call: &'static str,
@@ -31,7 +31,7 @@ pub enum Error {
         /// What was refused.
         why: String,
     },
-    /// The object cannot be used here: closed, another session's, unusable (`NRT_INVALID_HANDLE`).
+    /// The object cannot be used here, closed or another session's: `NRT_INVALID_HANDLE`.
     Handle {
         /// The call.
         call: &'static str,
@@ -40,8 +40,8 @@ pub enum Error {
         /// Why.
         why: String,
     },
-    /// The session cannot run work any more: a copy's marker never came, a
-    /// resize failed half-way (`NRT_EXEC_UNIT_UNRECOVERABLE`: close and reopen).
+    /// The session cannot run work any more, after a lost copy marker or a
+    /// half-done resize: `NRT_EXEC_UNIT_UNRECOVERABLE`, close and reopen.
     Unusable {
         /// The call.
         call: &'static str,
@@ -50,14 +50,14 @@ pub enum Error {
         /// Why.
         why: String,
     },
-    /// The object was made by the parent of this forked child (`NRT_INVALID_HANDLE`).
+    /// The object was made by the parent of this forked child: `NRT_INVALID_HANDLE`.
     Forked {
         /// The call.
         call: &'static str,
         /// The refusal.
         source: ForkedChild,
     },
-    /// A copy's completion marker did not arrive within core's budget (`NRT_TIMEOUT`).
+    /// A copy's completion marker did not arrive within core's budget: `NRT_TIMEOUT`.
     CopyTimeout {
         /// The device and cores.
         site: String,
@@ -66,7 +66,7 @@ pub enum Error {
         /// Device address of the completion handle.
         handle: u64,
     },
-    /// A copy's marker arrived but its destination does not hold its source (`NRT_HW_ERROR`).
+    /// A copy's marker arrived but its destination does not hold its source: `NRT_HW_ERROR`.
     CopyNotMoved {
         /// The device and cores.
         site: String,
@@ -75,7 +75,7 @@ pub enum Error {
         /// Bytes that should have moved.
         bytes: u64,
     },
-    /// A step of core's submit sequence failed (`NRT_FAILURE`, `NRT_TIMEOUT` for its wait).
+    /// A step of core's submit sequence failed: `NRT_FAILURE`, `NRT_TIMEOUT` for its wait.
     Submit {
         /// The device and cores.
         site: String,
@@ -84,12 +84,12 @@ pub enum Error {
         /// Core's error, naming the step.
         source: Box<SubmitError>,
     },
-    /// The execution was queued when its session closed, and never ran (`NRT_CLOSED`).
+    /// The execution was queued when its session closed, and never ran: `NRT_CLOSED`.
     Closed {
         /// The device and cores.
         site: String,
     },
-    /// The session's queue of executions is full (`NRT_QUEUE_FULL`).
+    /// The session's queue of executions is full: `NRT_QUEUE_FULL`.
     QueueFull {
         /// The device and cores.
         site: String,
@@ -131,22 +131,18 @@ impl Error {
 }
 
 impl Error {
-    /// As a [`LinuxError`] on `target` (the session calls that answer one):
-    /// the driver's own error as it is, any other with this one as its source.
+    /// As a [`LinuxError`] on `target`, for the session calls that answer one:
+    /// the driver's own error as it is, any other as its [`Cause::Api`].
     pub fn into_linux(self, target: &std::path::Path) -> LinuxError {
         match self {
             Error::Os(e) | Error::Busy(e) | Error::NoMemory(e) => e,
             Error::Forked { call, source } => source.into_linux(call, target.display().to_string()),
             other => {
-                let kind = match other.status() {
-                    NrtStatus::Timeout => std::io::ErrorKind::TimedOut,
-                    _ => std::io::ErrorKind::InvalidInput,
-                };
                 let call = match &other {
                     Error::Invalid { call, .. } | Error::Handle { call, .. } | Error::Unusable { call, .. } => *call,
                     _ => "copy",
                 };
-                LinuxError::new(call, target.display().to_string(), std::io::Error::new(kind, other))
+                LinuxError::new(call, target.display().to_string(), Cause::Api(Box::new(other)))
             }
         }
     }
@@ -256,17 +252,19 @@ mod tests {
     }
 
     /// As a LinuxError: the driver's own error as it was; the others keep
-    /// their call, a timeout's kind, and this error as the source.
+    /// their call, a timeout's kind, and this error as the cause.
     #[test]
     fn into_linux_keeps_the_call_the_kind_and_the_source() {
         let path = std::path::Path::new("/dev/neuron0");
         let os = LinuxError::new("mmap", "/dev/neuron0", io::Error::from_raw_os_error(libc::EACCES));
         assert_eq!(Error::Os(os).into_linux(path).errno(), Some(libc::EACCES));
         let u = Error::Unusable { call: "inference", site: "s".into(), why: "w".into() }.into_linux(path);
-        assert_eq!((u.call, u.source.kind()), ("inference", io::ErrorKind::InvalidInput));
+        assert!(matches!(&u.cause, Cause::Api(e) if matches!(**e, Error::Unusable { .. })), "{u}");
+        assert_eq!((u.call, nrt_core::hal::Error::kind(&u)), ("inference", nrt_core::hal::ErrorKind::OutOfRange));
         assert!(u.to_string().contains("the session is unusable: w"), "{u}");
         let t = submit_error(nrt_core::dma::DmaError::Timeout).into_linux(path);
-        assert_eq!((t.call, t.source.kind()), ("copy", io::ErrorKind::TimedOut));
+        assert!(matches!(&t.cause, Cause::Api(e) if e.status() == NrtStatus::Timeout), "{t}");
+        assert_eq!((t.call, nrt_core::hal::Error::kind(&t)), ("copy", nrt_core::hal::ErrorKind::Io));
         assert_eq!(Error::invalid("nrt_copy", "s", "x").into_linux(path).call, "nrt_copy");
         assert_eq!(Error::handle("nrt_mem_alloc", "s", "x").into_linux(path).call, "nrt_mem_alloc");
     }
@@ -285,7 +283,9 @@ mod tests {
         };
         assert!(forked.source().is_some_and(|s| s.to_string().contains("memory")), "{forked}");
         let submit = submit_error(nrt_core::dma::DmaError::Timeout);
-        assert!(submit.source().is_some_and(|s| s.downcast_ref::<SubmitError>().is_some()));
+        let step =
+            SubmitError { step: nrt_core::dma::SubmitStep::Wait, error: nrt_core::dma::DmaError::Timeout, rung: None };
+        assert_eq!(submit.source().map(ToString::to_string), Some(step.to_string()));
         assert!(Error::invalid("c", "s", "w").source().is_none());
     }
 }

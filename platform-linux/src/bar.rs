@@ -1,6 +1,6 @@
 //! A BAR mapped with `mmap`: the PCI sysfs resource file
-//! (`/sys/bus/pci/devices/<bdf>/resource<N>`), the device node at an offset, or
-//! any file standing in for one (the tests' shared-memory file).
+//! `/sys/bus/pci/devices/<bdf>/resource<N>`, the device node at an offset, or
+//! any file standing in for one, as the tests' shared-memory file does.
 
 use std::fs::{File, OpenOptions};
 use std::path::Path;
@@ -38,7 +38,7 @@ impl MappedBar {
         Ok(MappedBar { map, name: name.to_string() })
     }
 
-    /// The BAR resource file of PCI device `bdf` (`0000:00:1e.0`), BAR `n`.
+    /// The BAR resource file of PCI device `bdf`, `0000:00:1e.0`, BAR `n`.
     pub fn sysfs_resource(bdf: &str, n: u32, len: usize) -> Result<MappedBar, LinuxError> {
         Self::open(format!("/sys/bus/pci/devices/{bdf}/resource{n}"), 0, len)
     }
@@ -84,8 +84,7 @@ impl hal::Registers for MappedBar {
         Ok(v)
     }
     fn write32(&mut self, offset: u64, value: u32) -> Result<(), LinuxError> {
-        // Everything written before a register write (descriptors, HEAD
-        // consumption) is visible to the device first.
+        // Everything written before a register write is visible to the device first.
         fence(Ordering::Release);
         self.map.write32(offset, value).map_err(|e| self.err("BAR write32", e))
     }

@@ -455,7 +455,9 @@ pub(crate) mod fake_ds {
     use std::time::Duration;
 
     use super::*;
-    use crate::ioctl::{ACQUIRE_NEURON_DS, NEURON_DATASTORE_SIZE, RELEASE_NEURON_DS};
+    use nrt_sim::driver::model::Request;
+
+    use crate::ioctl::NEURON_DATASTORE_SIZE;
     use crate::sys::fake::Driver;
 
     /// The driver's datastores of this process (neuron_ds.c), shared by the
@@ -476,38 +478,36 @@ pub(crate) mod fake_ds {
     pub(crate) struct Served(pub Arc<Mutex<DsDriver>>);
 
     impl Driver for Served {
-        fn ioctl(&mut self, code: u32, a: &mut [u8]) -> Result<i32, i32> {
-            let pid = i32::from_le_bytes(a[0..4].try_into().map_err(|_| libc::EINVAL)?);
-            if pid != 0 {
-                return Err(libc::ENOENT);
-            }
-            if code == ACQUIRE_NEURON_DS.code() {
-                let mut d = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                let off = match d.live {
-                    Some(off) => off,
-                    None => {
-                        d.made += 1;
-                        let off = d.made * u64::from(NEURON_DATASTORE_SIZE);
-                        d.live = Some(off);
-                        off
-                    }
-                };
-                d.log.push(format!("acquire 0x{off:x}"));
-                a[8..16].copy_from_slice(&off.to_le_bytes());
-                a[16..20].copy_from_slice(&NEURON_DATASTORE_SIZE.to_le_bytes());
-                Ok(0)
-            } else if code == RELEASE_NEURON_DS.code() {
-                let gate = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).gate.take();
-                if let Some((begun, go)) = gate {
-                    begun.send(()).unwrap();
-                    let _ = go.recv_timeout(Duration::from_secs(1));
+        fn ioctl(&mut self, _: u32, req: &mut Request) -> Result<i32, i32> {
+            match req {
+                Request::AcquireDs(a) if a.pid == 0 => {
+                    let mut d = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let off = match d.live {
+                        Some(off) => off,
+                        None => {
+                            d.made += 1;
+                            let off = d.made * u64::from(NEURON_DATASTORE_SIZE);
+                            d.live = Some(off);
+                            off
+                        }
+                    };
+                    d.log.push(format!("acquire 0x{off:x}"));
+                    (a.mmap_offset, a.size) = (off, NEURON_DATASTORE_SIZE);
+                    Ok(0)
                 }
-                let mut d = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                let off = d.live.take();
-                d.log.push(off.map_or_else(|| "release (none live)".to_string(), |o| format!("release 0x{o:x}")));
-                Ok(0)
-            } else {
-                Err(libc::EINVAL)
+                Request::ReleaseDs(r) if r.pid == 0 => {
+                    let gate = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).gate.take();
+                    if let Some((begun, go)) = gate {
+                        begun.send(()).unwrap();
+                        let _ = go.recv_timeout(Duration::from_secs(1));
+                    }
+                    let mut d = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let off = d.live.take();
+                    d.log.push(off.map_or_else(|| "release (none live)".to_string(), |o| format!("release 0x{o:x}")));
+                    Ok(0)
+                }
+                Request::AcquireDs(_) | Request::ReleaseDs(_) => Err(libc::ENOENT),
+                _ => Err(libc::EINVAL),
             }
         }
         fn bar_rw(&mut self, _: u32, _: u32, _: &[u64], _: &mut [u32]) -> Result<i32, i32> {

@@ -1,4 +1,4 @@
-//! A Neuron device node (`/dev/neuronN`) and the driver's ioctls.
+//! A Neuron device node, `/dev/neuronN`, and the driver's ioctls.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use nrt_core::hal::{self, ErrorType};
 
-use crate::error::LinuxError;
+use crate::error::{Cause, LinuxError};
 use crate::ioctl::{
     self, AppInfo, CompatibleVersion, Crwl, CrwlNcMap, DeviceInfo, DmaQueueCopyStart, DmaQueueInit, DmaQueueRelease,
     DriverInfo, Ioctl, MemAllocV2Mt, MemFree, MemGetExtendedInfo, NcReset, NcResetReady, NotificationsInitV2,
@@ -19,22 +19,16 @@ use crate::ioctl::{
 use crate::sys;
 use nrt_abi::sim::{SimHints, SIM_HINTS, SIM_HINTS_MAGIC, SIM_HINTS_VERSION};
 
-/// The process's write-only ("free access") descriptors of the device nodes,
-/// through which it takes and gives back range marks, and how many users (one
-/// per [`NeuronDevice`] that has marked through them) hold them.
+/// The process's write-only descriptors of the device nodes, through which it
+/// takes and gives back range marks, and how many [`NeuronDevice`]s use them.
 ///
-/// The driver's rules (neuron_cdev.c): a descriptor opened `O_WRONLY` is free
-/// access (`IS_NEURON_DEVICE_FREE_ACCESS`): it does not attach the process and
-/// reaches only the misc requests (`ncdev_misc_ioctl`: the range marks, the
-/// versions, the driver info), every other request on it is `EINVAL`. The
-/// close of **any** such descriptor unmarks every core the process holds, on
-/// every device (`ncdev_misc_flush`); the close of an `O_RDWR` descriptor drops
-/// no mark, so marks taken through one outlive a killed process. Hence marks go
-/// through a write-only descriptor (a killed process's marks are dropped at
-/// its exit, when its descriptors close), one per process and node, and none
-/// of them is closed while any user remains (closing one would drop the marks
-/// of the process's other sessions, on this node or another): all are closed
-/// together when the last user leaves, after its explicit unmark.
+/// Driver, neuron_cdev.c: an `O_WRONLY` descriptor is "free access"
+/// (`IS_NEURON_DEVICE_FREE_ACCESS`); it does not attach the process and reaches
+/// only `ncdev_misc_ioctl`. The close of any such descriptor unmarks every core
+/// the process holds on every device, `ncdev_misc_flush`; an `O_RDWR` close
+/// drops no mark. So marks go through one write-only descriptor per process and
+/// node, which a killed process's exit closes, and none is closed while a user
+/// remains: all close together after the last user's explicit unmark.
 #[derive(Debug, Default)]
 struct FreeAccess {
     users: usize,
@@ -51,9 +45,8 @@ fn with_free_access<R>(f: impl FnOnce(&mut FreeAccess) -> R) -> R {
     f(&mut g)
 }
 
-// In the unit tests each thread stands for a process: the fake driver is per
-// thread (`sys::fake`), and so is the registry, so that tests running at once
-// do not hold each other's descriptors open.
+// In the unit tests each thread stands for a process: the fake driver of
+// `sys::fake` is per thread, and so is the registry.
 #[cfg(test)]
 thread_local! {
     static FREE_ACCESS: std::cell::RefCell<FreeAccess> = std::cell::RefCell::new(FreeAccess::default());
@@ -69,27 +62,21 @@ fn with_free_access<R>(f: impl FnOnce(&mut FreeAccess) -> R) -> R {
 /// # One descriptor, never duplicated
 ///
 /// The node is opened once per `NeuronDevice`, `O_RDWR | O_CLOEXEC`, and that
-/// descriptor is never `dup`ed, `try_clone`d or handed to a forked child. The
-/// driver runs its whole per-process cleanup at every close of a descriptor of
-/// this kind whose open made the process's open count 1 (neuron_cdev.c
-/// `ncdev_flush`: queues re-pointed at the dummy ring, CRWL slots reset, the
-/// process's chunks freed) and detaches the process once per close
-/// (neuron_pid.c `npid_detach`; a `dup` does not count as an open): closing a
-/// copy would tear the process down while the original is still in use, and
-/// every gated request would then be `EACCES`. Several sessions of one process
-/// each open their own descriptor (each open counts); mappings keep no
-/// descriptor. Range marks alone go through the process's shared write-only
-/// descriptor (see `FreeAccess` above), never this one.
+/// descriptor is never `dup`ed, cloned or handed to a forked child. The driver
+/// runs its whole per-process cleanup at the close of the process's last open
+/// descriptor and detaches the process at every close, a `dup` not counting as
+/// an open: closing a copy would tear the process down while the original is
+/// in use. Driver: neuron_cdev.c `ncdev_flush`, neuron_pid.c `npid_detach`.
+/// Range marks alone go through the shared write-only descriptor.
 ///
-/// It remembers the DMA queues this process initialised (`DMA_QUEUE_INIT`, until
-/// `DMA_QUEUE_RELEASE`) with their ring sizes, and refuses a copy start the
-/// driver would fail or oops on (`driver-abi.md` points 1 and 2) before making
-/// the call.
+/// It remembers the DMA queues this process initialised, with their ring
+/// sizes, and refuses a copy start the driver would fail or oops on,
+/// `driver-abi.md` points 1 and 2.
 #[derive(Debug)]
 pub struct NeuronDevice {
     file: File,
     path: PathBuf,
-    /// The node `path` named when it was opened, after symlinks ([`node_of`]).
+    /// The node `path` named when it was opened, after symlinks.
     node: PathBuf,
     /// `(eng_id, qid)` -> `(tx_desc_count, rx_desc_count)` of each queue initialised.
     queues: Mutex<HashMap<(u32, u32), (u32, u32)>>,
@@ -104,8 +91,7 @@ impl Drop for NeuronDevice {
 }
 
 impl NeuronDevice {
-    /// Open a device node read-write (`O_RDWR | O_CLOEXEC`). The descriptor is
-    /// this device's alone: never duplicated nor shared (see the type's docs).
+    /// Open a device node `O_RDWR | O_CLOEXEC`; the descriptor is never duplicated nor shared.
     pub fn open(path: impl AsRef<Path>) -> Result<NeuronDevice, LinuxError> {
         let path = path.as_ref().to_path_buf();
         let file = OpenOptions::new()
@@ -118,11 +104,10 @@ impl NeuronDevice {
         Ok(NeuronDevice { file, path, node, queues: Mutex::new(HashMap::new()), free_access: Mutex::new(false) })
     }
 
-    /// The architecture the driver behind `path` names (`DRIVER_INFO_GET`),
-    /// asked through a write-only descriptor opened for the call alone: a
-    /// misc request (neuron_cdev.c `ncdev_misc_ioctl`), so the process is not
-    /// attached to a device it may not use (`npid_attach` is skipped for
-    /// `O_WRONLY`, `IS_NEURON_DEVICE_FREE_ACCESS`).
+    /// The architecture the driver behind `path` names, asked with
+    /// `DRIVER_INFO_GET` through a write-only descriptor opened for the call
+    /// alone. It is a misc request, so the process is not attached to a device
+    /// it may not use: neuron_cdev.c `ncdev_misc_ioctl`, `npid_attach` skipped.
     pub fn probe_architecture(path: impl AsRef<Path>) -> Result<u32, LinuxError> {
         let path = path.as_ref();
         let f =
@@ -135,13 +120,12 @@ impl NeuronDevice {
         sys::close(f);
         match rc? {
             0 => Ok(a.architecture),
-            r => Err(LinuxError::new(name, target, io::Error::other(format!("returned +{r} where 0 is success")))),
+            r => Err(LinuxError::new(name, target, Cause::Positive(r))),
         }
     }
 
     /// Issue `req` through the process's write-only descriptor of this node,
-    /// opened (`O_WRONLY | O_CLOEXEC`) at the first use and this device then
-    /// counted as one of its users until
+    /// opened at the first use; this device is then one of its users until
     /// [`release_free_access`](Self::release_free_access).
     fn call_free_access<T: PlainArg>(&self, req: Ioctl<T>, arg: &mut T) -> Result<(), LinuxError> {
         let mut joined = self.free_access.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -167,10 +151,9 @@ impl NeuronDevice {
         self.check_rc(req.name(), rc)
     }
 
-    /// Stop using the process's write-only descriptors: when this device was
-    /// the last user, every one of them is closed (the driver then drops any
-    /// mark the process still holds, on every device: `ncdev_misc_flush`).
-    /// Called after the explicit unmark; again (a no-op) at drop.
+    /// Stop using the process's write-only descriptors. The last user closes
+    /// them all, and the driver then drops any mark the process still holds:
+    /// `ncdev_misc_flush`. Called after the explicit unmark, and at drop.
     pub fn release_free_access(&self) {
         let mut joined = self.free_access.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if !std::mem::take(&mut *joined) {
@@ -191,20 +174,17 @@ impl NeuronDevice {
         &self.path
     }
 
-    /// The node the path named when it was opened, after symlinks
-    /// ([`node_of`]): one device however it was spelled.
+    /// The node the path named when it was opened, after symlinks: one device however spelled.
     pub fn node(&self) -> &Path {
         &self.node
     }
 
-    /// The open file (for `mmap`).
+    /// The open file, for `mmap`.
     pub fn file(&self) -> &File {
         &self.file
     }
 
-    /// Issue `req`; a positive return is an error as much as a negative one
-    /// (the driver's positive returns, neuron_cdev.c / neuron_reset.c: see
-    /// [`positive_return`]).
+    /// Issue `req`; a positive return is an error as much as a negative one, [`positive_return`].
     fn call<T: PlainArg>(&self, req: Ioctl<T>, arg: &mut T) -> Result<(), LinuxError> {
         let rc = sys::ioctl(self.file.as_fd(), req, arg).map_err(|e| self.failed(req.name(), e))?;
         self.check_rc(req.name(), rc)
@@ -213,18 +193,17 @@ impl NeuronDevice {
     fn check_rc(&self, call: &'static str, rc: i32) -> Result<(), LinuxError> {
         match rc {
             0 => Ok(()),
-            _ => Err(self.failed(call, io::Error::other(positive_return(call, rc)))),
+            _ => Err(self.failed(call, Cause::Positive(rc))),
         }
     }
 
-    fn failed(&self, call: &'static str, e: io::Error) -> LinuxError {
+    fn failed(&self, call: &'static str, e: impl Into<Cause>) -> LinuxError {
         LinuxError::new(call, self.path.display().to_string(), e)
     }
 
-    /// A call refused by this binding before it reached the driver
-    /// (`InvalidInput`, the reason named).
+    /// A call refused by this binding before it reached the driver, saying why.
     pub(crate) fn refuse(&self, call: &'static str, why: String) -> LinuxError {
-        self.failed(call, io::Error::new(io::ErrorKind::InvalidInput, why))
+        self.failed(call, Cause::Refused(why))
     }
 
     fn sema(&self, req: Ioctl<SemaphoreArg>, nc: u32, index: u32, value: u32) -> Result<u32, LinuxError> {
@@ -263,22 +242,21 @@ impl NeuronDevice {
         self.sema(ioctl::EVENT_GET, nc, index, 0)
     }
 
-    /// `NEURON_IOCTL_NOTIFICATIONS_INIT_V2`: create (or reuse) an NQ ring; returns
-    /// the argument with `mmap_offset` and `mem_handle` filled in.
+    /// `NEURON_IOCTL_NOTIFICATIONS_INIT_V2`: create or reuse an NQ ring; the
+    /// argument comes back with `mmap_offset` and `mem_handle` filled in.
     pub fn notifications_init_v2(&self, mut arg: NotificationsInitV2) -> Result<NotificationsInitV2, LinuxError> {
         if !arg.size.is_power_of_two() {
             return Err(LinuxError::new(
                 "NEURON_IOCTL_NOTIFICATIONS_INIT_V2",
                 self.path.display().to_string(),
-                io::Error::new(io::ErrorKind::InvalidInput, "ring size must be a power of two"),
+                Cause::Refused("ring size must be a power of two".into()),
             ));
         }
         self.call(ioctl::NOTIFICATIONS_INIT_V2, &mut arg)?;
         Ok(arg)
     }
 
-    /// `NEURON_IOCTL_BAR_READ` of one register at absolute address `addr`. A
-    /// positive return (the bytes a failed copy left) is an error.
+    /// `NEURON_IOCTL_BAR_READ` of one register at absolute address `addr`.
     pub fn bar_read(&self, bar: u32, addr: u64) -> Result<u32, LinuxError> {
         let mut d = [0u32];
         let rc = sys::bar_rw(self.file.as_fd(), ioctl::BAR_READ, bar, &[addr], &mut d)
@@ -295,15 +273,13 @@ impl NeuronDevice {
     }
 
     /// `NEURON_IOCTL_DMA_QUEUE_COPY_START`: release `tx` M2S and `rx` S2M
-    /// descriptors of one queue in one call (the tail-increment doorbell for a
-    /// process that does not map the BAR).
+    /// descriptors of one queue in one call, the tail-increment doorbell of a
+    /// process that does not map the BAR.
     ///
-    /// Refused here, before the call, when the driver would fail or oops:
-    /// `rx == 0` (the driver always adds the RX count, and
-    /// `udma_desc_action_add` does `BUG_ON(num == 0)`: a kernel oops;
-    /// `driver-abi.md` point 1); a queue this process has not initialised with
-    /// [`dma_queue_init`](Self::dma_queue_init) (point 2); a count above the
-    /// queue's ring size (`udma_m2m_copy_start`).
+    /// Refused before the call when the driver would fail or oops. `rx == 0`:
+    /// the driver always adds the RX count and `udma_desc_action_add` does
+    /// `BUG_ON(num == 0)`, `driver-abi.md` point 1. A queue this process has not
+    /// initialised, point 2. A count above the ring size, `udma_m2m_copy_start`.
     pub fn dma_queue_copy_start(&self, eng_id: u32, qid: u32, tx: u32, rx: u32) -> Result<(), LinuxError> {
         let call = ioctl::DMA_QUEUE_COPY_START.name();
         if rx == 0 {
@@ -338,25 +314,23 @@ impl NeuronDevice {
         self.call(ioctl::DMA_QUEUE_COPY_START, &mut arg)
     }
 
-    /// Whether this process initialised queue `(eng_id, qid)` (and has not released it).
+    /// Whether this process initialised queue `(eng_id, qid)` and has not released it.
     pub fn queue_initialised(&self, eng_id: u32, qid: u32) -> bool {
         self.queues.lock().is_ok_and(|q| q.contains_key(&(eng_id, qid)))
     }
 
-    /// `NEURON_IOCTL_ACQUIRE_NEURON_DS`: `pid` 0 creates (or finds) this
-    /// process's datastore; another pid hands a monitor that process's
-    /// (`ENOENT` when it has none: never made, released, or the process gone).
-    /// Returns the `mmap_offset` and `size` (neuron_cdev.c
-    /// `ncdev_acquire_neuron_ds`, neuron_ds.c `neuron_ds_acquire_pid`).
+    /// `NEURON_IOCTL_ACQUIRE_NEURON_DS`: `pid` 0 creates or finds this
+    /// process's datastore, another pid hands a monitor that process's, or
+    /// `ENOENT`. Returns the `mmap_offset` and `size`. Driver: neuron_cdev.c
+    /// `ncdev_acquire_neuron_ds`, neuron_ds.c `neuron_ds_acquire_pid`.
     pub fn acquire_neuron_ds(&self, pid: i32) -> Result<ioctl::NeuronDsInfo, LinuxError> {
         let mut a = ioctl::NeuronDsInfo { pid, ..Default::default() };
         self.call(ioctl::ACQUIRE_NEURON_DS, &mut a)?;
         Ok(a)
     }
 
-    /// `NEURON_IOCTL_RELEASE_NEURON_DS`: the owner's release (`pid` 0 or its
-    /// own) clears and zeroes the datastore; a monitor's changes nothing
-    /// (neuron_ds.c `neuron_ds_release_pid`).
+    /// `NEURON_IOCTL_RELEASE_NEURON_DS`: the owner's release clears and zeroes
+    /// the datastore, a monitor's changes nothing; neuron_ds.c `neuron_ds_release_pid`.
     pub fn release_neuron_ds(&self, pid: i32) -> Result<(), LinuxError> {
         let mut a = ioctl::NeuronDsInfo { pid, ..Default::default() };
         self.call(ioctl::RELEASE_NEURON_DS, &mut a)
@@ -384,46 +358,43 @@ impl NeuronDevice {
     }
 
     /// `NEURON_IOCTL_CRWL_READER_ENTER`: become a reader of core `nc_id`'s
-    /// model `uuid`. The driver accepts only the core's writer process with the
-    /// writer's uuid (else `ENOENT`; neuron_crwl.c: `ncrwl_validate_uuid`).
+    /// model `uuid`. Only the core's writer process with the writer's uuid is
+    /// accepted, else `ENOENT`; neuron_crwl.c `ncrwl_validate_uuid`.
     pub fn crwl_reader_enter(&self, nc_id: u32, uuid: [u8; 32]) -> Result<(), LinuxError> {
         self.call(ioctl::CRWL_READER_ENTER, &mut Crwl { nc_id, uuid })
     }
 
     /// `NEURON_IOCTL_CRWL_READER_EXIT`: stop reading core `nc_id`'s model
-    /// `uuid` (the same check as the enter; `EINVAL` at reader count 0).
+    /// `uuid`; the enter's check, and `EINVAL` at reader count 0.
     pub fn crwl_reader_exit(&self, nc_id: u32, uuid: [u8; 32]) -> Result<(), LinuxError> {
         self.call(ioctl::CRWL_READER_EXIT, &mut Crwl { nc_id, uuid })
     }
 
     /// `NEURON_IOCTL_CRWL_WRITER_ENTER`: take core `nc_id`'s writer lock to
-    /// switch model `uuid` in (`EALREADY` when this process already holds that
-    /// uuid, the lock then set all the same and to be downgraded;
-    /// neuron_crwl.c: `ncrwl_writer_enter`).
+    /// switch model `uuid` in. `EALREADY` when this process already holds that
+    /// uuid sets the lock all the same; neuron_crwl.c `ncrwl_writer_enter`.
     pub fn crwl_writer_enter(&self, nc_id: u32, uuid: [u8; 32]) -> Result<(), LinuxError> {
         self.call(ioctl::CRWL_WRITER_ENTER, &mut Crwl { nc_id, uuid })
     }
 
     /// `NEURON_IOCTL_CRWL_WRITER_DOWNGRADE`: end the switch; this process becomes
-    /// the core's one reader (neuron_crwl.c: `ncrwl_writer_downgrade`).
+    /// the core's one reader, neuron_crwl.c `ncrwl_writer_downgrade`.
     pub fn crwl_writer_downgrade(&self, nc_id: u32, uuid: [u8; 32]) -> Result<(), LinuxError> {
         self.call(ioctl::CRWL_WRITER_DOWNGRADE, &mut Crwl { nc_id, uuid })
     }
 
-    /// `NEURON_IOCTL_CRWL_NC_RANGE_MARK`, through the process's write-only
-    /// descriptor of this node: claim `nc_count` consecutive free cores
-    /// of this device between `start` and `end` (inclusive). The bitmap of the
-    /// cores claimed; `EBUSY` when another process holds them
-    /// (neuron_crwl.c: `ncrwl_nc_range_mark`).
+    /// `NEURON_IOCTL_CRWL_NC_RANGE_MARK` through the write-only descriptor:
+    /// claim `nc_count` consecutive free cores from `start` to `end` inclusive.
+    /// The bitmap claimed, or `EBUSY` when another process holds them;
+    /// neuron_crwl.c `ncrwl_nc_range_mark`.
     pub fn crwl_nc_range_mark(&self, nc_count: u32, start: u32, end: u32) -> Result<u64, LinuxError> {
         let mut a = CrwlNcMap { nc_count, start_nc_index: start, end_nc_index: end, ..CrwlNcMap::default() };
         self.call_free_access(ioctl::CRWL_NC_RANGE_MARK, &mut a)?;
         Ok(a.bitmap)
     }
 
-    /// `NEURON_IOCTL_CRWL_NC_RANGE_UNMARK`, through the process's write-only
-    /// descriptor: give back the cores of `bitmap` this
-    /// process marked (neuron_crwl.c: `ncrwl_nc_range_unmark`).
+    /// `NEURON_IOCTL_CRWL_NC_RANGE_UNMARK` through the write-only descriptor:
+    /// give back the cores of `bitmap`, neuron_crwl.c `ncrwl_nc_range_unmark`.
     pub fn crwl_nc_range_unmark(&self, bitmap: u64) -> Result<(), LinuxError> {
         self.call_free_access(ioctl::CRWL_NC_RANGE_UNMARK, &mut CrwlNcMap { bitmap, ..CrwlNcMap::default() })
     }
@@ -438,13 +409,11 @@ impl NeuronDevice {
         Ok(apps)
     }
 
-    /// `NEURON_IOCTL_GET_LOGICAL_TO_PHYSICAL_NC_MAP`: where each of the first
-    /// `max` host-wide logical cores is, `(device, device core)`, as the driver
-    /// maps them (v3/neuron_dhal_v3.c `nc_mapping_v0_seng_swap`); `None`
-    /// where the driver has no map: `ENOTSUPP` (v2), or `EINVAL` from a driver
-    /// older than the request (its misc dispatch's "invalid misc IOCTL",
-    /// neuron_cdev.c `ncdev_misc_ioctl`; this call's own arguments are always
-    /// valid).
+    /// `NEURON_IOCTL_GET_LOGICAL_TO_PHYSICAL_NC_MAP`: the `(device, device
+    /// core)` of each of the first `max` host-wide logical cores, as
+    /// v3/neuron_dhal_v3.c `nc_mapping_v0_seng_swap` maps them. `None` where the
+    /// driver has none: `ENOTSUPP` on v2, or `EINVAL` from a driver older than
+    /// the request, neuron_cdev.c `ncdev_misc_ioctl`.
     pub fn logical_to_physical(&self, max: u32) -> Result<Option<Vec<(u32, u32)>>, LinuxError> {
         let max = max.min(ioctl::NC_MAP_MAX_ENTRIES);
         let head = core::mem::size_of::<ioctl::NcMapHeader>();
@@ -464,16 +433,15 @@ impl NeuronDevice {
         Ok(Some(entries))
     }
 
-    /// The simulator-only hint query (`nrt_abi::sim::SIM_HINTS`): `Some` only
-    /// when the call succeeded **and** the answer carries the simulator's magic
-    /// and version; a real driver refuses the request (`EINVAL`, `ENOTTY` from
-    /// another file), and any failure means "no hints".
+    /// The simulator-only hint query, `nrt_abi::sim::SIM_HINTS`: `Some` only
+    /// when the call succeeded and the answer carries the simulator's magic and
+    /// version. A real driver refuses it, and any failure means no hints.
     pub fn sim_hints(&self) -> Option<SimHints> {
         self.sim_hints_call().ok().flatten()
     }
 
-    /// As [`sim_hints`](Self::sim_hints), the failure kept (a transport failure
-    /// of a device that answered before is a sign it is gone).
+    /// As [`sim_hints`](Self::sim_hints), the failure kept: a device that
+    /// answered before and now fails is gone.
     pub fn sim_hints_call(&self) -> Result<Option<SimHints>, LinuxError> {
         let mut a = SimHints { size: core::mem::size_of::<SimHints>() as u32, ..SimHints::default() };
         self.call(SIM_HINTS, &mut a)?;
@@ -483,24 +451,23 @@ impl NeuronDevice {
     /// `NEURON_IOCTL_NC_RESET` of the cores in `nc_map`: the reset request's id.
     pub fn nc_reset(&self, nc_map: u32) -> Result<u32, LinuxError> {
         let mut a = NcReset { nc_map, request_id: 0 };
-        // +1: a reset with this id already pending or not yet waited for
-        // (neuron_reset.c: `nr_start_ncs`), nothing copied back: an error.
+        // +1: a reset with this id already pending or not yet waited for,
+        // nothing copied back; neuron_reset.c `nr_start_ncs`.
         self.call(ioctl::NC_RESET, &mut a)?;
         Ok(a.request_id)
     }
 
-    /// `NEURON_IOCTL_NC_RESET_READY`: wait for reset `request_id`; its result (0: success).
+    /// `NEURON_IOCTL_NC_RESET_READY`: wait for reset `request_id`; its result, 0 on success.
     pub fn nc_reset_ready(&self, request_id: u32) -> Result<i32, LinuxError> {
         let mut a = NcResetReady { request_id, result: 0 };
         self.call(ioctl::NC_RESET_READY, &mut a)?;
         Ok(a.result)
     }
 
-    /// `NEURON_IOCTL_MEM_ALLOC_V2MT`: allocate a chunk; its handle (the one the
-    /// driver wrote through `mem_handle`: keep it, the info struct does not give
-    /// it back). Host memory takes `align` 0: the driver refuses any other
-    /// alignment of host memory with `EINVAL` (neuron_mempool.c:
-    /// `mc_alloc_internal`), and host chunks are page-aligned anyway.
+    /// `NEURON_IOCTL_MEM_ALLOC_V2MT`: allocate a chunk; the handle the driver
+    /// wrote, which the info struct does not give back. Host memory takes
+    /// `align` 0: the driver refuses any other with `EINVAL`, neuron_mempool.c
+    /// `mc_alloc_internal`.
     pub fn mem_alloc_v2mt(&self, arg: MemAllocV2Mt) -> Result<u64, LinuxError> {
         let call = ioctl::MEM_ALLOC_V2MT.name();
         if arg.host_memory != 0 && arg.align != 0 {
@@ -518,10 +485,9 @@ impl NeuronDevice {
         Ok(handle)
     }
 
-    /// `NEURON_IOCTL_MEM_GET_EXTENDED_INFO` (version 1) of chunk `mem_handle`.
-    /// The driver rewrites the whole struct: its `mem_handle` comes back as a
-    /// kernel pointer, not the handle (neuron_cdev.c:
-    /// `ncdev_mem_get_extended_info`), so the caller keeps the handle it passed.
+    /// `NEURON_IOCTL_MEM_GET_EXTENDED_INFO`, version 1, of chunk `mem_handle`.
+    /// Its `mem_handle` comes back as a kernel pointer, so the caller keeps the
+    /// handle it passed; neuron_cdev.c `ncdev_mem_get_extended_info`.
     pub fn mem_get_extended_info(&self, mem_handle: u64) -> Result<MemGetExtendedInfo, LinuxError> {
         let mut a = MemGetExtendedInfo { mem_handle, version: 1, ..MemGetExtendedInfo::default() };
         self.call(ioctl::MEM_GET_EXTENDED_INFO, &mut a)?;
@@ -533,9 +499,8 @@ impl NeuronDevice {
         self.call(ioctl::MEM_FREE, &mut MemFree { mem_handle })
     }
 
-    /// `NEURON_IOCTL_DMA_QUEUE_INIT`: bind a queue's rings. Remembered (with the
-    /// ring sizes) for [`dma_queue_copy_start`](Self::dma_queue_copy_start) once
-    /// the driver accepted it.
+    /// `NEURON_IOCTL_DMA_QUEUE_INIT`: bind a queue's rings, remembered with
+    /// their sizes once the driver accepted it.
     pub fn dma_queue_init(&self, mut arg: DmaQueueInit) -> Result<(), LinuxError> {
         self.call(ioctl::DMA_QUEUE_INIT, &mut arg)?;
         if let Ok(mut q) = self.queues.lock() {
@@ -552,10 +517,9 @@ impl NeuronDevice {
         self.call(ioctl::DMA_QUEUE_RELEASE, &mut DmaQueueRelease { eng_id, qid })
     }
 
-    /// `NEURON_IOCTL_NOTIFICATIONS_INIT_WITH_REALLOC_V2`: as
-    /// [`notifications_init_v2`](Self::notifications_init_v2); with
-    /// `force_alloc_mem` 1 the driver frees the ring's old chunk and allocates one
-    /// of the new size (`driver-abi.md` point 8).
+    /// `NEURON_IOCTL_NOTIFICATIONS_INIT_WITH_REALLOC_V2`: with `force_alloc_mem`
+    /// 1 the driver frees the ring's old chunk and allocates one of the new
+    /// size, `driver-abi.md` point 8.
     pub fn notifications_init_with_realloc_v2(
         &self,
         mut arg: NotificationsInitWithReallocV2,
@@ -569,16 +533,15 @@ impl NeuronDevice {
     }
 }
 
-/// The node `path` names: its canonical path (symlinks, `.` and `..`
-/// resolved), or `path` itself when it cannot be resolved (a node only a
-/// supervisor such as `nrt-sim driver` answers for, which no file backs).
+/// The node `path` names: its canonical path, or `path` itself when no file
+/// backs it, as for a node only `nrt-sim driver` answers for.
 pub fn node_of(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// The error of a failed open of `path`: `EBUSY` is the driver's limit of 16
-/// processes per device (neuron_pid.c `npid_attach`,
-/// `NEURON_MAX_PROCESS_PER_DEVICE`; neuron_cdev.c `ncdev_open`), said so.
+/// The error of a failed open of `path`. `EBUSY` is the driver's limit of 16
+/// processes per device, said so: neuron_pid.c `npid_attach`,
+/// `NEURON_MAX_PROCESS_PER_DEVICE`.
 fn open_error(path: &Path, e: io::Error) -> LinuxError {
     let busy = e.raw_os_error() == Some(libc::EBUSY);
     let err = LinuxError::new("open", path.display().to_string(), e);
@@ -594,9 +557,8 @@ fn open_error(path: &Path, e: io::Error) -> LinuxError {
     }
 }
 
-/// What a positive return of `call` means, for the error (the driver's
-/// positive returns are failures a binding that checks only `< 0` takes for
-/// success).
+/// What a positive return of `call` means: the driver's positive returns are
+/// failures a binding checking only `< 0` takes for success.
 pub fn positive_return(call: &str, rc: i32) -> String {
     let why = match (call, rc) {
         ("NEURON_IOCTL_NC_RESET", 1) => {
@@ -620,18 +582,14 @@ impl hal::Semaphore for NeuronDevice {
     }
 }
 
-/// Register access through the driver's BAR ioctls: how an unprivileged process
-/// writes NQ HEAD registers. Offsets are relative to `bar_base`, the BAR's
-/// address as the driver reports it in `DEVICE_INFO` (`bar_address[bar]`, the
-/// kernel address of the driver's mapping of the BAR: neuron_cdev.c
-/// `ncdev_device_info`), and both reads and writes send `bar_base + offset`.
-/// The driver uses them differently: BAR_WRITE subtracts its BAR0 base from
-/// each address and bounds the offset by the BAR's size (neuron_cdev.c
-/// `ncdev_bar_write_data_v2`/`_v3`); BAR_READ reads each address as given, with
-/// no subtraction and no bound (v2/v3 `reg_read32_array` -> neuron_fw_io.c
-/// `fw_io_read_csr_array_direct`), so a plain offset there would be read as a
-/// small kernel address. [`from_device_info`](Self::from_device_info) is the
-/// way to make one.
+/// Register access through the driver's BAR ioctls: how an unprivileged
+/// process writes NQ HEAD registers. Offsets are relative to `bar_base`, the
+/// kernel address `DEVICE_INFO` reports in `bar_address[bar]`, and both reads
+/// and writes send `bar_base + offset`. BAR_WRITE subtracts the driver's BAR0
+/// base and bounds the offset, neuron_cdev.c `ncdev_bar_write_data_v2`;
+/// BAR_READ reads the address as given, neuron_fw_io.c
+/// `fw_io_read_csr_array_direct`, so a plain offset would be read as a small
+/// kernel address. Make one with [`from_device_info`](Self::from_device_info).
 #[derive(Debug)]
 pub struct IoctlBar<'a> {
     dev: &'a NeuronDevice,
@@ -646,9 +604,8 @@ impl<'a> IoctlBar<'a> {
         IoctlBar { dev, bar, bar_base, size }
     }
 
-    /// BAR `bar` of `dev` at the base and size `info` (the driver's
-    /// `DEVICE_INFO`) reports. A BAR the driver does not have, or reports with
-    /// size 0, is refused.
+    /// BAR `bar` of `dev` at the base and size `DEVICE_INFO` reports; a BAR of
+    /// size 0 or past the driver's is refused.
     pub fn with_info(dev: &'a NeuronDevice, info: &DeviceInfo, bar: u32) -> Result<IoctlBar<'a>, LinuxError> {
         let i = usize::try_from(bar).ok().filter(|i| *i < ioctl::MAX_BARS);
         match i.map(|i| (info.bar_address[i], info.bar_size[i])) {
@@ -660,13 +617,13 @@ impl<'a> IoctlBar<'a> {
         }
     }
 
-    /// BAR `bar` of `dev`, its base and size asked of the driver (`DEVICE_INFO`).
+    /// BAR `bar` of `dev`, its base and size asked of the driver.
     pub fn from_device_info(dev: &'a NeuronDevice, bar: u32) -> Result<IoctlBar<'a>, LinuxError> {
         let info = dev.device_info()?;
         IoctlBar::with_info(dev, &info, bar)
     }
 
-    /// The BAR's base address (the driver's `bar_address[bar]`).
+    /// The BAR's base address, the driver's `bar_address[bar]`.
     pub fn base(&self) -> u64 {
         self.bar_base
     }
@@ -677,18 +634,12 @@ impl<'a> IoctlBar<'a> {
     }
 
     fn addr(&self, offset: u64) -> Result<u64, LinuxError> {
-        let refuse = |why: String| {
-            LinuxError::new(
-                "BAR access",
-                self.dev.path.display().to_string(),
-                io::Error::new(io::ErrorKind::InvalidInput, why),
-            )
-        };
+        let refuse = |why: String| LinuxError::refused("BAR access", self.dev.path.display().to_string(), why);
         if offset.checked_add(4).is_none_or(|end| end > self.size) || !offset.is_multiple_of(4) {
             return Err(refuse(format!("offset 0x{offset:x} outside the BAR of 0x{:x} bytes", self.size)));
         }
-        // The base is the driver's cookie, not ours to trust: a base near the top
-        // of the address space would wrap (release) or panic (debug).
+        // The base is the driver's cookie, not ours to trust: near the top of
+        // the address space it would wrap or panic.
         self.bar_base.checked_add(offset).ok_or_else(|| {
             refuse(format!(
                 "BAR {} address 0x{:x} + 0x{offset:x} overflows 64 bits (a bad BAR base)",
@@ -713,8 +664,8 @@ impl hal::Registers for IoctlBar<'_> {
     }
 }
 
-/// The `/dev/neuron*` nodes present, sorted, with the PCI BDF of each when sysfs
-/// tells it (`/sys/class/neuron_device/neuronN/device` links to the PCI device).
+/// The `/dev/neuron*` nodes present, sorted, with the PCI BDF of each when
+/// `/sys/class/neuron_device/neuronN/device` tells it.
 pub fn list_devices() -> Vec<(PathBuf, Option<String>)> {
     let mut out = Vec::new();
     if let Ok(rd) = std::fs::read_dir("/dev") {
@@ -761,9 +712,9 @@ mod tests {
             assert_eq!(e.call, "BAR access", "{msg}");
             assert!(msg.contains(&p.display().to_string()), "{msg}");
             assert!(msg.contains("0xfffffffffffffffc + 0x8 overflows"), "{msg}");
-            assert_eq!(e.source.kind(), io::ErrorKind::InvalidInput, "{msg}");
+            assert!(matches!(e.cause, Cause::Refused(_)), "{msg}");
         }
-        // In range: the address is formed and the ioctl made (a plain file: ENOTTY).
+        // In range: the address is formed and the ioctl made; a plain file answers ENOTTY.
         let mut ok = IoctlBar::new(&dev, 0, 0x1000_0000, 0x1000);
         assert_eq!(ok.read32(8).unwrap_err().errno(), Some(libc::ENOTTY));
         std::fs::remove_file(p).unwrap();
@@ -787,15 +738,15 @@ mod tests {
         assert!(e.to_string().contains("no BAR 2"), "{e}");
         // Past the reported size: refused before any ioctl.
         let mut bar = IoctlBar::with_info(&dev, &info, 0).unwrap();
-        assert_eq!(bar.read32(0x1000_0000).unwrap_err().source.kind(), io::ErrorKind::InvalidInput);
+        assert!(matches!(bar.read32(0x1000_0000).unwrap_err().cause, Cause::Refused(_)));
         // Asked of a file that is not a Neuron device: DEVICE_INFO's ENOTTY, named.
         let e = IoctlBar::from_device_info(&dev, 0).unwrap_err();
         assert_eq!((e.call, e.errno()), ("NEURON_IOCTL_DEVICE_INFO", Some(libc::ENOTTY)), "{e}");
         std::fs::remove_file(p).unwrap();
     }
 
-    /// neuron_cdev.c `ncdev_open`: EBUSY is the 17th process of a device
-    /// (neuron_pid.c `npid_attach`); the error says so and names the node.
+    /// EBUSY is the 17th process of a device, neuron_pid.c `npid_attach`;
+    /// the error says so and names the node.
     #[test]
     fn an_open_refused_with_ebusy_names_the_process_limit() {
         let e = open_error(Path::new("/dev/neuron3"), io::Error::from_raw_os_error(libc::EBUSY));
@@ -806,7 +757,7 @@ mod tests {
         assert!(msg.contains("NEURON_MAX_PROCESS_PER_DEVICE"), "{msg}");
         let other = open_error(Path::new("/dev/neuron3"), io::Error::from_raw_os_error(libc::ENOENT));
         assert!(other.detail.is_none(), "{other}");
-        // Through `open` itself: a node that is not there (ENOENT, named).
+        // Through `open` itself: a node that is not there is ENOENT, named.
         let e = NeuronDevice::open("/nonexistent/neuron9").unwrap_err();
         assert_eq!((e.call, e.errno(), e.target.as_str()), ("open", Some(libc::ENOENT), "/nonexistent/neuron9"));
     }
@@ -818,9 +769,9 @@ mod tests {
         dev.queues.lock().unwrap().insert((0, 0), (16, 16));
         let e = dev.dma_queue_copy_start(0, 0, 5, 0).unwrap_err();
         assert_eq!(e.call, "NEURON_IOCTL_DMA_QUEUE_COPY_START");
-        assert_eq!(e.source.kind(), io::ErrorKind::InvalidInput, "{e}");
+        assert!(matches!(e.cause, Cause::Refused(_)), "{e}");
         assert!(e.to_string().contains("rx_desc_count 0") && e.to_string().contains("BUG_ON"), "{e}");
-        // A valid pair reaches the "driver" (a plain file: ENOTTY), TX 0 included.
+        // A valid pair reaches the plain file, ENOTTY, TX 0 included.
         assert_eq!(dev.dma_queue_copy_start(0, 0, 5, 5).unwrap_err().errno(), Some(libc::ENOTTY));
         assert_eq!(dev.dma_queue_copy_start(0, 0, 0, 1).unwrap_err().errno(), Some(libc::ENOTTY));
         std::fs::remove_file(p).unwrap();
@@ -831,9 +782,9 @@ mod tests {
     fn copy_start_before_queue_init_or_past_the_ring_is_refused() {
         let (dev, p) = not_a_device("noinit");
         let e = dev.dma_queue_copy_start(0, 0, 1, 1).unwrap_err();
-        assert_eq!(e.source.kind(), io::ErrorKind::InvalidInput, "{e}");
+        assert!(matches!(e.cause, Cause::Refused(_)), "{e}");
         assert!(e.to_string().contains("was not initialised"), "{e}");
-        // The driver refusing DMA_QUEUE_INIT (here ENOTTY) leaves it uninitialised.
+        // The driver refusing DMA_QUEUE_INIT leaves it uninitialised.
         let init = DmaQueueInit { eng_id: 0, qid: 0, tx_desc_count: 8, rx_desc_count: 8, ..DmaQueueInit::default() };
         assert_eq!(dev.dma_queue_init(init).unwrap_err().errno(), Some(libc::ENOTTY));
         assert!(!dev.queue_initialised(0, 0));
@@ -842,15 +793,14 @@ mod tests {
         let e = dev.dma_queue_copy_start(0, 0, 9, 1).unwrap_err();
         assert!(e.to_string().contains("exceed the rings of 8 / 8"), "{e}");
         assert_eq!(dev.dma_queue_copy_start(0, 0, 8, 8).unwrap_err().errno(), Some(libc::ENOTTY));
-        // Released: refused again (the release itself reaches the driver).
+        // Released: refused again, the release itself reaching the driver.
         assert_eq!(dev.dma_queue_release(0, 0).unwrap_err().errno(), Some(libc::ENOTTY));
         assert!(dev.dma_queue_copy_start(0, 0, 1, 1).unwrap_err().to_string().contains("was not initialised"));
         std::fs::remove_file(p).unwrap();
     }
 
     /// Every bring-up call on a file that is not a Neuron device fails with
-    /// ENOTTY, naming the call and the file (what a process not under the
-    /// driver or its model sees).
+    /// ENOTTY, naming the call and the file.
     #[test]
     fn every_bring_up_call_names_itself_on_a_non_device() {
         let dev = NeuronDevice::open("/dev/null").unwrap();

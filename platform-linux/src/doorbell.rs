@@ -1,22 +1,21 @@
 //! The DMA tail-increment doorbell for a process that does not map the BAR.
 //!
-//! Core's doorbell (A) writes a descriptor count to the tail-increment register
-//! of a UDMA queue bank, at a BAR offset it composes (`base + block + bank +
-//! 0x38`). The driver refuses user-space BAR writes to that register
-//! (`seed-vs-driver.md` point 3); an unprivileged process releases descriptors
-//! with `NEURON_IOCTL_DMA_QUEUE_COPY_START` instead, naming the engine, the
-//! queue and the TX/RX counts. [`IoctlDoorbell`] is core's `Registers` for that
-//! path: it decodes each write back into (engine, queue, direction) through the
-//! arch's one UDMA table and issues the ioctl. A write to any other register is
-//! refused with a clear error, never sent somewhere else.
+//! Core's doorbell A writes a descriptor count to the tail-increment register
+//! of a UDMA queue bank, at a BAR offset it composes. The driver refuses
+//! user-space BAR writes there, `seed-vs-driver.md` point 3, so an unprivileged
+//! process releases descriptors with `NEURON_IOCTL_DMA_QUEUE_COPY_START`.
+//! [`IoctlDoorbell`] is core's `Registers` for that path: it decodes each write
+//! back into engine, queue and direction through the arch's one UDMA table and
+//! issues the ioctl. A write to any other register is refused, never sent
+//! somewhere else.
 //!
-//! The driver adds the RX count of every copy start to the queue's S2M ring,
-//! and `udma_desc_action_add` does `BUG_ON(num == 0)`: a copy start with
-//! `rx_desc_count == 0` oopses the kernel (`driver-abi.md` point 1). So the
-//! doorbell never sends TX alone: core rings S2M (RX) first, then M2S (TX)
-//! (driver §5, M2M copy); the RX write is held, and the TX write of the same
-//! queue sends both counts in one call. A TX write with no RX held is refused.
-//! An RX-only release goes out with [`IoctlDoorbell::flush`].
+//! The driver adds the RX count of every copy start to the S2M ring, and
+//! `udma_desc_action_add` does `BUG_ON(num == 0)`: a copy start with
+//! `rx_desc_count == 0` oopses the kernel, `driver-abi.md` point 1. So TX never
+//! goes alone: core rings S2M first, then M2S, driver §5; the RX write is held
+//! and the TX write of the same queue sends both counts in one call. A TX write
+//! with no RX held is refused; an RX-only release goes out with
+//! [`IoctlDoorbell::flush`].
 
 use nrt_core::arch::Arch;
 use nrt_core::dma::doorbell::UdmaLayout;
@@ -29,9 +28,9 @@ use crate::error::LinuxError;
 /// Where one DMA engine's UDMA window sits in BAR0, and its driver engine id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UdmaEngine {
-    /// The driver's engine index (`eng_id` of the ioctl).
+    /// The driver's engine index, the ioctl's `eng_id`.
     pub eng_id: u32,
-    /// BAR0 offset of the engine's UDMA window (the `base` core composes from).
+    /// BAR0 offset of the engine's UDMA window, the `base` core composes from.
     pub base: u64,
 }
 
@@ -42,7 +41,7 @@ pub struct TailInc {
     pub eng_id: u32,
     /// Queue in the engine.
     pub queue: u32,
-    /// M2S (TX) or S2M (RX).
+    /// M2S for TX, S2M for RX.
     pub dir: Direction,
 }
 
@@ -58,7 +57,7 @@ pub fn decode_tail_inc(arch: Arch, engines: &[UdmaEngine], offset: u64) -> Optio
 }
 
 /// Core's `Registers` over `NEURON_IOCTL_DMA_QUEUE_COPY_START`: tail-increment
-/// writes only, RX held until the TX of the same queue (never `rx == 0`).
+/// writes only, RX held until the TX of the same queue, never `rx == 0`.
 #[derive(Debug)]
 pub struct IoctlDoorbell<'a> {
     dev: &'a NeuronDevice,
@@ -74,12 +73,12 @@ impl<'a> IoctlDoorbell<'a> {
         IoctlDoorbell { dev, arch, engines, pending_rx: Vec::new() }
     }
 
-    /// The RX count held for `(eng_id, queue)` (0: none).
+    /// The RX count held for `(eng_id, queue)`, 0 for none.
     pub fn pending_rx(&self, eng_id: u32, queue: u32) -> u32 {
         self.pending_rx.iter().find(|(k, _)| *k == (eng_id, queue)).map_or(0, |(_, n)| *n)
     }
 
-    /// Send every RX count still held, alone (`tx 0`, which the driver allows).
+    /// Send every RX count still held alone, `tx 0`, which the driver allows.
     pub fn flush(&mut self) -> Result<(), LinuxError> {
         while let Some(((eng, q), n)) = self.pending_rx.pop() {
             self.dev.dma_queue_copy_start(eng, q, 0, n)?;
@@ -88,10 +87,10 @@ impl<'a> IoctlDoorbell<'a> {
     }
 
     fn refuse(&self, offset: u64, what: &str) -> LinuxError {
-        LinuxError::new(
+        LinuxError::refused(
             "DMA doorbell",
             self.dev.path().display().to_string(),
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("offset 0x{offset:x}: {what}")),
+            format!("offset 0x{offset:x}: {what}"),
         )
     }
 }
@@ -186,11 +185,11 @@ mod tests {
         let rx = l.tail_inc_offset(ENGINES[0].base, 3, Direction::Rx).unwrap();
         let mut db = IoctlDoorbell::new(&dev, Arch::Sunda, ENGINES.to_vec());
         let e = db.write32(tx, 4).unwrap_err();
-        assert_eq!(e.source.kind(), std::io::ErrorKind::InvalidInput, "{e}");
+        assert!(matches!(e.cause, crate::error::Cause::Refused(_)), "{e}");
         assert!(e.to_string().contains("rx_desc_count 0 would hit the driver's BUG_ON"), "{e}");
         assert!(db.write32(rx, 0).unwrap_err().to_string().contains("0 descriptors"));
-        // RX is held (no ioctl yet), then TX sends both: the driver (here
-        // /dev/null) is reached once, with the pair, and nothing stays held.
+        // RX is held with no ioctl yet, then TX sends both: /dev/null is
+        // reached once, with the pair, and nothing stays held.
         db.write32(rx, 4).unwrap();
         assert_eq!(db.pending_rx(0, 3), 4);
         let e = db.write32(tx, 4).unwrap_err();

@@ -1,17 +1,23 @@
-//! Errors: every failed system call names the call, the device (or file) and
-//! the errno, by name and text.
+//! Errors at the platform seam: every failed operation names the call, the
+//! device or file, and a typed [`Cause`]. Nothing is recovered by downcasting.
+//!
+//! [`hal::Error::kind`] is computed from the cause: an OS error's kind from
+//! its `io::ErrorKind`, every other cause's from what it is.
 
 use std::fmt;
 use std::io;
 
+use nrt_abi::devmap::Unknown;
 use nrt_core::dma::{DmaError, SubmitError};
 use nrt_core::hal::{self, ErrorKind};
 
+use crate::device::positive_return;
+use crate::fork::ForkedChild;
 use crate::sys::errno_name;
 
 /// What a failed operation was about, for a caller that adds the source of a
-/// setting to the errors that setting caused (`nrtctl run` and
-/// `nrt_session_open` name where the cores came from).
+/// setting to the errors that setting caused: `nrtctl run` and
+/// `nrt_session_open` name where the cores came from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Subject {
     /// Anything else.
@@ -22,29 +28,108 @@ pub enum Subject {
     Cores,
 }
 
+/// Why an operation failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Cause {
+    /// The OS or the driver refused the call: an errno, or a mapping's own check.
+    Os(io::Error),
+    /// The driver returned this positive value where 0 is success.
+    Positive(i32),
+    /// The binding refused the call before the driver saw it: an argument or
+    /// a state it does not take.
+    Refused(String),
+    /// What the call needs is not mapped, not bound or not found.
+    Missing(String),
+    /// The device file stopped answering.
+    Gone(String),
+    /// A fact no public source gives, so the binding does not guess it.
+    Unknown(Unknown),
+    /// The session's shape: its cores, their place, its ring entries.
+    Shape(ShapeError),
+    /// The driver does not serve this binding's runtime version.
+    Incompatible(IncompatibleDriver),
+    /// A step of core's DMA submit sequence.
+    Submit(Box<SubmitError>),
+    /// The kickoff semaphore of this core.
+    Kickoff {
+        /// The device's core.
+        nc: u32,
+        /// Core's error.
+        error: DmaError,
+    },
+    /// The object was made by the parent of this forked child.
+    Forked(ForkedChild),
+    /// A runtime API call's error, as a session call answers it.
+    Api(Box<crate::Error>),
+}
+
+impl From<io::Error> for Cause {
+    fn from(e: io::Error) -> Cause {
+        Cause::Os(e)
+    }
+}
+
+impl From<ShapeError> for Cause {
+    fn from(e: ShapeError) -> Cause {
+        Cause::Shape(e)
+    }
+}
+
+impl From<IncompatibleDriver> for Cause {
+    fn from(e: IncompatibleDriver) -> Cause {
+        Cause::Incompatible(e)
+    }
+}
+
+impl From<SubmitError> for Cause {
+    fn from(e: SubmitError) -> Cause {
+        Cause::Submit(Box::new(e))
+    }
+}
+
+impl From<ForkedChild> for Cause {
+    fn from(e: ForkedChild) -> Cause {
+        Cause::Forked(e)
+    }
+}
+
+/// The kind of core's DMA error: a platform call's kind as the platform gave it.
+fn dma_kind(e: DmaError) -> ErrorKind {
+    match e {
+        DmaError::Platform(kind) => kind,
+        _ => ErrorKind::Other,
+    }
+}
+
 /// A failed operation on a device or file.
 #[derive(Debug)]
 pub struct LinuxError {
-    /// The call (`"NEURON_IOCTL_SEMAPHORE_INCREMENT"`, `"mmap"`, `"open"`...).
+    /// The call: `"NEURON_IOCTL_SEMAPHORE_INCREMENT"`, `"mmap"`, `"open"`...
     pub call: &'static str,
     /// The device node or file.
     pub target: String,
-    /// The OS error.
-    pub source: io::Error,
-    /// What the binding learned about the failure beyond the errno (who holds
-    /// the cores a mark was refused, ...), printed after it.
+    /// Why it failed.
+    pub cause: Cause,
+    /// What the binding learned beyond the cause, printed after it: who
+    /// holds the cores a mark was refused...
     pub detail: Option<String>,
     /// What the operation was about.
     pub subject: Subject,
 }
 
 impl LinuxError {
-    /// Wrap `source`.
-    pub fn new(call: &'static str, target: impl Into<String>, source: io::Error) -> LinuxError {
-        LinuxError { call, target: target.into(), source, detail: None, subject: Subject::Other }
+    /// `call` on `target` failed for `cause`: an `io::Error` or a typed cause.
+    pub fn new(call: &'static str, target: impl Into<String>, cause: impl Into<Cause>) -> LinuxError {
+        LinuxError { call, target: target.into(), cause: cause.into(), detail: None, subject: Subject::Other }
     }
 
-    /// The same error with `detail` printed after the errno.
+    /// `call` on `target` refused by the binding, saying why.
+    pub fn refused(call: &'static str, target: impl Into<String>, why: impl Into<String>) -> LinuxError {
+        LinuxError::new(call, target, Cause::Refused(why.into()))
+    }
+
+    /// The same error with `detail` printed after the cause.
     pub fn with_detail(mut self, detail: impl Into<String>) -> LinuxError {
         self.detail = Some(detail.into());
         self
@@ -58,22 +143,39 @@ impl LinuxError {
 
     /// The errno value, if the error came from the OS.
     pub fn errno(&self) -> Option<i32> {
-        self.source.raw_os_error()
+        match &self.cause {
+            Cause::Os(e) => e.raw_os_error(),
+            _ => None,
+        }
     }
 
-    /// The step of core's DMA submit sequence that failed, and core's error,
-    /// when this is a DMA staging failure (the same value is the `source()`).
+    /// The step of core's DMA submit sequence that failed, and core's error.
     pub fn dma(&self) -> Option<&SubmitError> {
-        self.source.get_ref().and_then(|e| e.downcast_ref::<SubmitError>())
+        match &self.cause {
+            Cause::Submit(e) => Some(e.as_ref()),
+            _ => None,
+        }
     }
 }
 
 impl fmt::Display for LinuxError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match errno_name(&self.source) {
-            Some(name) => write!(f, "{} on {} failed: {name} ({})", self.call, self.target, self.source)?,
-            None => write!(f, "{} on {} failed: {}", self.call, self.target, self.source)?,
-        }
+        write!(f, "{} on {} failed: ", self.call, self.target)?;
+        match &self.cause {
+            Cause::Os(e) => match errno_name(e) {
+                Some(name) => write!(f, "{name} ({e})"),
+                None => write!(f, "{e}"),
+            },
+            Cause::Positive(rc) => f.write_str(&positive_return(self.call, *rc)),
+            Cause::Refused(why) | Cause::Missing(why) | Cause::Gone(why) => f.write_str(why),
+            Cause::Unknown(u) => f.write_str(u.what()),
+            Cause::Shape(e) => write!(f, "{e}"),
+            Cause::Incompatible(e) => write!(f, "{e}"),
+            Cause::Submit(e) => write!(f, "{e}"),
+            Cause::Kickoff { nc, error } => write!(f, "core {nc}: {error}"),
+            Cause::Forked(e) => write!(f, "{e}"),
+            Cause::Api(e) => write!(f, "{e}"),
+        }?;
         match &self.detail {
             Some(d) => write!(f, ": {d}"),
             None => Ok(()),
@@ -83,50 +185,54 @@ impl fmt::Display for LinuxError {
 
 impl std::error::Error for LinuxError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self.dma() {
-            Some(e) => Some(e),
-            None => Some(&self.source),
+        match &self.cause {
+            Cause::Os(e) => Some(e),
+            Cause::Shape(e) => Some(e),
+            Cause::Incompatible(e) => Some(e),
+            Cause::Submit(e) => Some(e.as_ref()),
+            Cause::Kickoff { error, .. } => Some(error),
+            Cause::Forked(e) => Some(e),
+            Cause::Api(e) => Some(e.as_ref()),
+            Cause::Positive(_) | Cause::Refused(_) | Cause::Missing(_) | Cause::Gone(_) | Cause::Unknown(_) => None,
         }
     }
 }
 
 impl hal::Error for LinuxError {
     fn kind(&self) -> ErrorKind {
-        // A DMA step's error is core's, not the OS's: a platform call's failure
-        // keeps the kind the platform gave, anything else is `Other`.
-        if let Some(e) = self.dma() {
-            return match e.error {
-                DmaError::Platform(kind) => kind,
-                _ => ErrorKind::Other,
-            };
-        }
-        match self.source.kind() {
-            io::ErrorKind::InvalidInput => ErrorKind::OutOfRange,
-            io::ErrorKind::NotFound => ErrorKind::NotMapped,
-            _ => ErrorKind::Io,
+        match &self.cause {
+            // No typed cause: the OS's own kind says what it can.
+            Cause::Os(e) => match e.kind() {
+                io::ErrorKind::InvalidInput => ErrorKind::OutOfRange,
+                io::ErrorKind::NotFound => ErrorKind::NotMapped,
+                _ => ErrorKind::Io,
+            },
+            Cause::Refused(_) | Cause::Shape(_) | Cause::Incompatible(_) => ErrorKind::OutOfRange,
+            Cause::Missing(_) | Cause::Unknown(_) => ErrorKind::NotMapped,
+            Cause::Positive(_) | Cause::Gone(_) | Cause::Forked(_) => ErrorKind::Io,
+            Cause::Submit(e) => dma_kind(e.error),
+            Cause::Kickoff { error, .. } => dma_kind(*error),
+            Cause::Api(e) => match e.status() {
+                nrt_core::NrtStatus::Timeout => ErrorKind::Io,
+                _ => ErrorKind::OutOfRange,
+            },
         }
     }
 }
 
-/// Why the shape of a session (its cores, their place on the device, its ring
-/// entries) is refused: `session::validate_cores`, `validate_placement` and
-/// `validate`. A session that refuses it at open carries it inside its
-/// [`LinuxError`]'s source (an `InvalidInput` `io::Error`), where
-/// `get_ref().downcast_ref()` finds it.
+/// Why the shape of a session is refused: its cores, their place on the
+/// device or its ring entries. A session refusing it carries it as
+/// [`Cause::Shape`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ShapeError {
-    /// The count of cores is 0 or past the harvest state's cores or the
-    /// device's. Its text: `cores must be 1 to <max>, got <got>`.
+    /// The count of cores is 0 or past the harvest state's or the device's.
     Cores {
         /// The most this arch and the harvest state take.
         max: u8,
         /// The count asked.
         got: u8,
     },
-    /// The run of cores from `first` goes past the device's last core. Its
-    /// text: `core <first> asked, off the device: a <arch> device has <n>
-    /// NeuronCores (0-<n-1>)`, with `cores <first>-<last> asked` for a run of
-    /// more than one.
+    /// The run of cores from `first` goes past the device's last core.
     OffDevice {
         /// The device's generation.
         arch: nrt_core::arch::Arch,
@@ -135,11 +241,9 @@ pub enum ShapeError {
         /// The count of cores asked.
         cores: u8,
     },
-    /// The ring entries are not a power of two from 2 to the most the
-    /// binding maps. Its text: `ring entries must be a power of two from 2 to
-    /// <max>, got <got>`.
+    /// The ring entries are not a power of two from 2 to the most the binding maps.
     RingEntries {
-        /// The most (`session::MAX_RING_ENTRIES`).
+        /// The most, `session::MAX_RING_ENTRIES`.
         max: u32,
         /// The count asked.
         got: u32,
@@ -173,9 +277,7 @@ impl fmt::Display for ShapeError {
 impl std::error::Error for ShapeError {}
 
 /// The driver's `COMPATIBLE_VERSION` range does not hold this binding's
-/// runtime version for the device's arch (`session::check_compatible`). Its
-/// text names both: `incompatible driver: it serves runtime versions <min> to
-/// <max> on arch <type> (<name>), this binding speaks version <ours>`.
+/// runtime version for the device's arch. Its text names both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IncompatibleDriver {
     /// The device's generation.
@@ -211,6 +313,40 @@ mod tests {
     fn an_off_device_run_of_no_cores_prints() {
         let e = ShapeError::OffDevice { arch: nrt_core::arch::Arch::Sunda, first: 0, cores: 0 };
         assert!(e.to_string().starts_with("cores 0-0 asked, off the device: a sunda device has 2 NeuronCores"), "{e}");
+    }
+
+    /// Each typed cause is the `source()` as itself, and gives the kind of
+    /// what it is; only an OS error has an errno.
+    #[test]
+    fn a_typed_cause_is_the_source_and_gives_the_kind() {
+        use std::error::Error as _;
+        let shape = ShapeError::Cores { max: 2, got: 3 };
+        let e = LinuxError::new("session", "/dev/neuron0", shape);
+        assert!(matches!(e.cause, Cause::Shape(s) if s == shape));
+        assert_eq!(e.source().map(ToString::to_string), Some(shape.to_string()));
+        assert_eq!((hal::Error::kind(&e), e.errno()), (ErrorKind::OutOfRange, None));
+        assert_eq!(e.to_string(), "session on /dev/neuron0 failed: cores must be 1 to 2, got 3");
+        let step = nrt_core::dma::SubmitStep::Wait;
+        let e = LinuxError::new("DMA staging", "d", SubmitError::at(step, DmaError::Platform(ErrorKind::NotMapped)));
+        assert_eq!(e.dma().map(|s| s.step), Some(step));
+        assert_eq!(hal::Error::kind(&e), ErrorKind::NotMapped, "the platform's kind, kept");
+        let e = LinuxError::new("DMA staging", "d", SubmitError::at(step, DmaError::Timeout));
+        assert_eq!(hal::Error::kind(&e), ErrorKind::Other);
+        let gone = LinuxError::new("harvest", "d", Cause::Gone("the server is gone".into()));
+        assert_eq!((hal::Error::kind(&gone), gone.source().is_none()), (ErrorKind::Io, true));
+        let unknown = LinuxError::new("INTC read", "core 0", Cause::Unknown(Unknown::IntcCause));
+        assert_eq!(hal::Error::kind(&unknown), ErrorKind::NotMapped);
+        assert!(unknown.to_string().ends_with(Unknown::IntcCause.what()), "{unknown}");
+        let refused = LinuxError::refused("BAR access", "d", "offset 0x3 misaligned");
+        assert_eq!(hal::Error::kind(&refused), ErrorKind::OutOfRange);
+        assert_eq!(refused.to_string(), "BAR access on d failed: offset 0x3 misaligned");
+        let rc = LinuxError::new("NEURON_IOCTL_NC_RESET", "d", Cause::Positive(1));
+        assert!(rc.to_string().contains("returned +1 where 0 is success: a reset"), "{rc}");
+        assert_eq!((hal::Error::kind(&rc), rc.errno()), (ErrorKind::Io, None));
+        let os = |n| LinuxError::new("ioctl", "d", io::Error::from_raw_os_error(n));
+        assert_eq!(hal::Error::kind(&os(libc::EINVAL)), ErrorKind::OutOfRange);
+        assert_eq!(hal::Error::kind(&os(libc::ENOENT)), ErrorKind::NotMapped);
+        assert_eq!(hal::Error::kind(&os(libc::EIO)), ErrorKind::Io);
     }
 
     #[test]

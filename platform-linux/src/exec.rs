@@ -1,11 +1,10 @@
-//! Executions of a runtime's own work: an [`Exec`] (copies, then the kickoff
-//! of the session's cores) run at once ([`Session::execute`]) or submitted to
-//! a [`Stream`], which runs them in order on its worker thread and completes
-//! each through a waitable [`Pending`], a descriptor for `poll`/`epoll`, and a
-//! callback.
+//! Executions of a runtime's own work: an [`Exec`], copies then the kickoff,
+//! run at once with [`Session::execute`] or submitted to a [`Stream`], which
+//! runs them in order on its worker thread and completes each through a
+//! waitable [`Pending`], a descriptor for `poll`, and a callback.
 //!
-//! Invariants: `submit` never blocks (a full stream answers
-//! [`Error::QueueFull`] at once); executions complete in submission order; the
+//! Invariants: `submit` never blocks, a full stream answering
+//! [`Error::QueueFull`] at once; executions complete in submission order; the
 //! memory an execution copies lives until it is done, whoever else drops it;
 //! one execution runs at a time, on the worker or on a thread whose wait found
 //! the stream idle; a callback runs on that thread with no lock held, after
@@ -24,7 +23,7 @@ use crate::mem::Mem;
 use crate::session::{Inference, Session};
 use crate::sys::EventFd;
 
-/// Executions a stream holds at once, queued or running (G-EXEC-DEPTH).
+/// Executions a stream holds at once, queued or running: G-EXEC-DEPTH.
 pub const STREAM_DEPTH: usize = 16;
 
 /// One copy of an execution: `len` bytes from `src` at `src_off` to `dst` at `dst_off`.
@@ -49,12 +48,12 @@ pub struct Exec {
 }
 
 impl Exec {
-    /// An execution of no copies (the kickoff alone).
+    /// An execution of no copies: the kickoff alone.
     pub fn new() -> Exec {
         Exec::default()
     }
 
-    /// Add a copy (checked when the execution runs).
+    /// Add a copy, checked when the execution runs.
     pub fn copy(&mut self, dst: &Mem, dst_off: u64, src: &Mem, src_off: u64, len: u64) -> &mut Exec {
         self.copies.push(CopyOp { dst: dst.clone(), dst_off, src: src.clone(), src_off, len });
         self
@@ -69,8 +68,8 @@ impl Exec {
 /// What a finished execution gives: its outcome, or why it could not run.
 pub type ExecResult = Result<Inference, Error>;
 
-/// Called once when the execution is done, on the thread that ran it (the
-/// worker, or a thread whose wait ran it).
+/// Called once when the execution is done, on the thread that ran it: the
+/// worker, or a thread whose wait ran it.
 pub type Callback = Box<dyn FnOnce(&ExecResult) + Send>;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -113,16 +112,15 @@ impl Slot {
 pub struct Pending(Arc<Slot>);
 
 impl Pending {
-    /// Whether its result is in (its callback may still be running).
+    /// Whether its result is in; its callback may still be running.
     pub fn is_done(&self) -> bool {
         lock(&self.0.state).result.is_some()
     }
 
-    /// Block until it is done (each execution is bounded by its copies'
-    /// marker budgets and the session's timeout). While the stream runs
+    /// Block until it is done; each execution is bounded by its copies'
+    /// marker budgets and the session's timeout. While the stream runs
     /// nothing, the waiting thread runs the executions queued ahead of it and
-    /// its own, in order, itself (no thread hand-off; their callbacks then run
-    /// on it). Refused at once in a forked child.
+    /// its own itself, their callbacks too. Refused at once in a forked child.
     pub fn wait(&self) -> Arc<ExecResult> {
         self.wait_until(None).unwrap_or_else(|| Arc::new(Err(Error::handle("wait", &self.0.site, "no result"))))
     }
@@ -161,14 +159,13 @@ impl Pending {
         }
     }
 
-    /// The result if done (`None`: still running or queued).
+    /// The result if done.
     pub fn try_result(&self) -> Option<Arc<ExecResult>> {
         lock(&self.0.state).result.clone()
     }
 
-    /// A descriptor readable (`POLLIN`) once the execution is done, made at
-    /// the first call; it is this handle's (closed with its last clone), and
-    /// a reader that drains it takes the signal.
+    /// A descriptor readable once the execution is done, made at the first
+    /// call and closed with the handle's last clone; draining it takes the signal.
     pub fn fd(&self) -> Result<std::os::fd::RawFd, Error> {
         const CALL: &str = "nrt_exec_fd";
         self.0.owner.check("execution").map_err(|source| Error::Forked { call: CALL, source })?;
@@ -190,7 +187,7 @@ struct Queue {
     waiting: VecDeque<Item>,
     /// Queued or running.
     held: usize,
-    /// One execution is running (on the worker or a waiting thread).
+    /// One execution is running, on the worker or a waiting thread.
     running: bool,
     stop: bool,
 }
@@ -202,7 +199,7 @@ struct Shared {
     session: Mutex<Session>,
     /// Allocations, made without waiting for the execution running.
     allocator: crate::mem::Allocator,
-    /// Why the session can run no more work (a submit is then refused at once).
+    /// Why the session can run no more work; a submit is then refused at once.
     unusable: Mutex<Option<String>>,
     queue: Mutex<Queue>,
     work: Condvar,
@@ -210,7 +207,7 @@ struct Shared {
 }
 
 /// A session whose executions run in order on a worker thread of their own.
-/// Shareable (`Arc<Stream>`): every call takes `&self`.
+/// Shareable in an `Arc`: every call takes `&self`.
 pub struct Stream {
     shared: Arc<Shared>,
     worker: Mutex<Option<JoinHandle<()>>>,
@@ -218,7 +215,7 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// A stream over `session` (its worker starts at the first submit).
+    /// A stream over `session`; its worker starts at the first submit.
     pub fn new(session: Session) -> Stream {
         let site = session.site_name();
         let allocator = session.allocator();
@@ -236,14 +233,12 @@ impl Stream {
         }
     }
 
-    /// The session, for its synchronous calls (allocations, copies): waits
-    /// for the execution running, if any.
+    /// The session, for its synchronous calls; waits for the execution running, if any.
     pub fn session(&self) -> MutexGuard<'_, Session> {
         lock(&self.shared.session)
     }
 
-    /// Allocate memory for the session's copies (`Session::alloc`), without
-    /// waiting for the execution running.
+    /// Allocate memory for the session's copies without waiting for the execution running.
     pub fn alloc(&self, kind: crate::mem::MemKind, size: u64) -> Result<Mem, Error> {
         self.owner.check("stream").map_err(|source| Error::Forked { call: "nrt_mem_alloc", source })?;
         if lock(&self.shared.queue).stop {
@@ -257,8 +252,8 @@ impl Stream {
         lock(&self.shared.queue).held
     }
 
-    /// Queue `exec`; `on_done` runs once it is done (see [`Callback`]). Returns at
-    /// once: [`Error::QueueFull`] when [`STREAM_DEPTH`] are held.
+    /// Queue `exec`; `on_done` runs once it is done. Returns at once:
+    /// [`Error::QueueFull`] when [`STREAM_DEPTH`] are held.
     pub fn submit(&self, exec: Exec, on_done: Option<Callback>) -> Result<Pending, Error> {
         const CALL: &str = "nrt_exec_submit";
         self.owner.check("stream").map_err(|source| Error::Forked { call: CALL, source })?;
@@ -301,14 +296,13 @@ impl Stream {
         Ok(Pending(slot))
     }
 
-    /// Finish the execution running, end the queued ones unrun
-    /// ([`Error::Closed`], their callbacks called), stop the worker and close
-    /// the session (every release that failed is returned). From the
-    /// stream's own callback, the worker closes the session when it has
-    /// finished.
+    /// Finish the execution running, end the queued ones unrun with
+    /// [`Error::Closed`], stop the worker and close the session, returning
+    /// every release that failed. From the stream's own callback, the worker
+    /// closes the session when it has finished.
     pub fn close(self) -> Result<(), Vec<crate::LinuxError>> {
         if let Err(f) = self.owner.check("session") {
-            // The parent's stream and session: forgotten here, nothing released (G-FORK).
+            // The parent's stream and session: forgotten here, nothing released, G-FORK.
             let site = self.shared.site.clone();
             std::mem::forget(self);
             return Err(vec![f.into_linux("close", site)]);
@@ -325,7 +319,7 @@ impl Stream {
     fn stop(&self) {
         let handle = lock(&self.worker).take();
         if self.owner.inherited() {
-            // The parent's worker: this child has no such thread (G-FORK).
+            // The parent's worker: this child has no such thread, G-FORK.
             std::mem::forget(handle);
             return;
         }
@@ -348,7 +342,7 @@ impl Stream {
             }
         }
         match handle {
-            // From the worker itself (a callback dropped its stream): it ends on its own.
+            // From the worker itself, a callback having dropped its stream: it ends on its own.
             Some(h) if h.thread().id() == std::thread::current().id() => drop(h),
             Some(h) => {
                 let _ = h.join();

@@ -12,7 +12,6 @@
 //! The check is one `getpid()` a call, and none inside a wait's spin.
 
 use std::fmt;
-use std::io;
 
 use crate::error::LinuxError;
 
@@ -62,10 +61,9 @@ pub struct ForkedChild {
 }
 
 impl ForkedChild {
-    /// The same refusal as a [`LinuxError`] of `call` on `target`; its
-    /// source's inner error is this value.
+    /// The same refusal as a [`LinuxError`] of `call` on `target`, this value its cause.
     pub fn into_linux(self, call: &'static str, target: impl Into<String>) -> LinuxError {
-        LinuxError::new(call, target, io::Error::other(self))
+        LinuxError::new(call, target, self)
     }
 }
 

@@ -1,3 +1,2 @@
-//! The Neuron driver's ioctl ABI, from [`nrt_abi::ioctl`] (shared with the
-//! simulator's driver model, so the two cannot disagree).
+//! The Neuron driver's ioctl ABI: [`nrt_abi::ioctl`], shared with the simulator's driver model.
 pub use nrt_abi::ioctl::*;

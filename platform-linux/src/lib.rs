@@ -2,38 +2,25 @@
 //!
 //! The Linux binding of nrt-core: thin, with every OS call checked.
 //!
-//! - [`bar`]: a BAR mapped with `mmap` (sysfs resource file, device node, or a
-//!   shared-memory stand-in), atomic 32/64-bit access at checked offsets;
-//!   [`device::IoctlBar`] does the same through the driver's BAR ioctls.
-//! - [`device`]: `/dev/neuronN` and the driver's ioctls with their real request
-//!   codes ([`ioctl`]): the kickoff `NEURON_IOCTL_SEMAPHORE_INCREMENT`, semaphore
-//!   read/write, event set/get, `NOTIFICATIONS_INIT_V2`, BAR read/write, DMA queue
-//!   copy-start. Every failure names the call, the device and the errno.
-//! - [`session`]: the bring-up path against `/dev/neuronN` (`docs/driver-model.md`
-//!   steps 1-10): own cores, ring memory, DMA queues, NQ rings, one inference
-//!   staged, kicked off and harvested through the driver's ioctls, everything
-//!   released in reverse order on drop (`nrtctl run`, `nrt_session_*`).
-//! - [`rings`]: NQ rings in mapped memory, read with the ordering device writes need,
-//!   and [`rings::MappedDevice`], the smallest complete device for the harvest.
-//! - [`xu`]: execution units on worker threads with eventfd has-work /
-//!   mark-complete handoff.
-//! - [`poller`]: one poller thread per poll group (many requests, one thread),
-//!   handing completions to spinning waiters without a syscall.
-//! - [`time`]: `CLOCK_MONOTONIC`, and the `libnrt` and `adaptive` poll delays.
-//! - [`ffi`]: the C ABI (`include/nrt.h`); [`ffi_exec`], its memory, copies
-//!   and executions; [`ffi_poller`], the poller's (`include/nrt_poller.h`).
-//! - [`fork`]: the pid each session, poller, ticket, ring state and datastore
-//!   was made in; a forked child's calls on them are refused, its drops forget.
-//! - [`harvest`]: inferences harvested from `nrt-sim serve --shm PATH` in another
-//!   process, through this binding's mappings (`nrtctl harvest`; feature `sim`).
+//! - [`session`]: the bring-up path against `/dev/neuronN`, steps 1-12 of
+//!   `docs/driver-model.md`, for `nrtctl run` and `nrt_session_*`.
+//! - [`device`]: the device node and the driver's ioctls, [`ioctl`] their codes;
+//!   [`doorbell`], the DMA doorbell through `DMA_QUEUE_COPY_START`.
+//! - [`bar`]: a BAR mapped with `mmap`; [`device::IoctlBar`], one through the BAR ioctls.
+//! - [`rings`]: NQ rings in mapped memory and [`rings::MappedDevice`], the
+//!   smallest complete device for the harvest.
+//! - [`mem`] and [`exec`]: a runtime's memory objects, copies and executions.
+//! - [`xu`] and [`poller`]: execution units and poller threads that hand
+//!   completions to waiters.
+//! - [`ffi`], [`ffi_exec`], [`ffi_poller`]: the C ABI of `include/nrt.h` and
+//!   `include/nrt_poller.h`.
+//! - [`error`] and [`api_error`]: the typed errors at the seam.
+//! - [`fork`]: a forked child's calls on its parent's objects are refused.
+//! - [`harvest`]: inferences harvested from `nrt-sim serve --shm`, feature `sim`.
 //!
-//! The binding does not depend on the simulator: what the two agree on is
-//! `nrt-abi` (the driver's ioctl ABI, the simulated device's choices and
-//! scenario labels; with the `sim` feature also the shared-memory file,
-//! `nrt_abi::shm`, and the report `nrtctl` prints, `nrt_abi::report`).
-//!
-//! `unsafe` lives in [`sys`] (syscalls, mapped memory), [`ffi`], [`ffi_exec`]
-//! and [`ffi_poller`] (C pointers) only, each block with a `// SAFETY:` line.
+//! The binding does not depend on the simulator: the two agree through
+//! `nrt-abi`. `unsafe` lives in [`sys`], [`ffi`], [`ffi_exec`] and
+//! [`ffi_poller`] only, each block with a `// SAFETY:` line.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

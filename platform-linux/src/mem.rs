@@ -2,10 +2,10 @@
 //! process maps, or device memory, freed when the last holder drops.
 //!
 //! A [`Mem`] is shared by the caller and every execution that copies it, so
-//! it lives until the last of them is done (`MEM_FREE` then, after the unmap).
-//! Made by [`crate::session::Session::alloc`]; the copies of the sessions on
-//! its device take it. In a forked child it has no mapping (the driver's
-//! mappings are not inherited: neuron_mmap.c `nmmap_mem` sets `VM_DONTCOPY`).
+//! it lives until the last of them is done, then is unmapped and freed. Made
+//! by [`crate::session::Session::alloc`]; the sessions on its device copy it.
+//! In a forked child it has no mapping: neuron_mmap.c `nmmap_mem` sets
+//! `VM_DONTCOPY`.
 
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
@@ -18,9 +18,9 @@ use crate::sys::Mapping;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum MemKind {
-    /// Host memory, mapped into this process (`NRT_MEM_HOST`).
+    /// Host memory, mapped into this process: `NRT_MEM_HOST`.
     Host = 0,
-    /// Device memory, reached only by DMA (`NRT_MEM_DEVICE`).
+    /// Device memory, reached only by DMA: `NRT_MEM_DEVICE`.
     Device = 1,
 }
 
@@ -48,23 +48,23 @@ impl MemKind {
 pub(crate) struct MemChunk {
     pub(crate) dev: Arc<NeuronDevice>,
     pub(crate) handle: u64,
-    /// Device (physical) address.
+    /// Physical address on the device.
     pub(crate) pa: u64,
-    /// Bytes asked (the chunk may be larger: whole pages).
+    /// Bytes asked; the chunk may be larger, in whole pages.
     pub(crate) size: u64,
     pub(crate) kind: MemKind,
     pub(crate) map: Option<Mapping>,
     pub(crate) owner: crate::fork::Owner,
-    /// A copy whose marker never came may still write it: not freed, left to
-    /// the close of the device file (which re-points the process's queues
-    /// before it frees its chunks: neuron_cdev.c `ncdev_flush`).
+    /// A copy whose marker never came may still write it: not freed but left
+    /// to the device file's close, which re-points the process's queues before
+    /// it frees its chunks, neuron_cdev.c `ncdev_flush`.
     pub(crate) left_to_close: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for MemChunk {
     fn drop(&mut self) {
         if self.owner.inherited() {
-            // The parent's chunk: forget it (G-FORK).
+            // The parent's chunk: forget it, G-FORK.
             std::mem::forget(self.map.take());
             return;
         }
@@ -98,8 +98,8 @@ impl Mem {
         self.0.pa
     }
 
-    /// The mapped bytes of host memory (`None` for device memory), as atomics:
-    /// the device writes them by DMA while this process may read them.
+    /// The mapped bytes of host memory as atomics, since the device writes
+    /// them by DMA while this process may read them; `None` for device memory.
     pub fn host_bytes(&self) -> Option<&[std::sync::atomic::AtomicU8]> {
         if self.0.owner.inherited() {
             return None;
@@ -108,7 +108,7 @@ impl Mem {
         self.0.map.as_ref()?.bytes(0, len)
     }
 
-    /// Write `data` at `off` of host memory (Release: a copy submitted after sees it).
+    /// Write `data` at `off` of host memory, Release: a copy submitted after sees it.
     pub fn write(&self, off: u64, data: &[u8]) -> Result<(), Error> {
         let dst = self.host_range("write", off, data.len())?;
         for (d, s) in dst.iter().zip(data) {
@@ -118,7 +118,7 @@ impl Mem {
         Ok(())
     }
 
-    /// Read `out.len()` bytes at `off` of host memory (Acquire: after a finished copy, its bytes).
+    /// Read `out.len()` bytes at `off` of host memory, Acquire: after a finished copy, its bytes.
     pub fn read(&self, off: u64, out: &mut [u8]) -> Result<(), Error> {
         let src = self.host_range("read", off, out.len())?;
         fence(Ordering::Acquire);
@@ -141,7 +141,7 @@ impl Mem {
         }
     }
 
-    /// Leave the chunk to the device file's close, not `MEM_FREE` (a DMA may still write it).
+    /// Leave the chunk to the device file's close, not `MEM_FREE`: a DMA may still write it.
     pub(crate) fn leave_to_close(&self) {
         self.0.left_to_close.store(true, Ordering::Relaxed);
     }
@@ -158,7 +158,7 @@ impl Mem {
 pub(crate) struct Allocator {
     pub(crate) dev: Arc<NeuronDevice>,
     pub(crate) arch: nrt_core::arch::Arch,
-    /// The session's staging engine (its HBM takes device memory).
+    /// The session's staging engine, whose HBM takes device memory.
     pub(crate) engine: u32,
     /// The device's core of the session's core 0.
     pub(crate) first_core: u8,
@@ -168,10 +168,9 @@ pub(crate) struct Allocator {
 }
 
 impl Allocator {
-    /// Allocate `size` bytes of `kind` memory: `MEM_ALLOC_V2MT` (host:
-    /// `TENSORS_HOST`, mapped; device: `TENSORS_DEVICE` on the HBM of the
-    /// staging engine, `nc_id` the first core; G-MEM-TYPE),
-    /// `MEM_GET_EXTENDED_INFO`.
+    /// Allocate `size` bytes of `kind` memory with `MEM_ALLOC_V2MT` and
+    /// `MEM_GET_EXTENDED_INFO`: host memory is `TENSORS_HOST`, mapped; device
+    /// memory `TENSORS_DEVICE` on the staging engine's HBM, G-MEM-TYPE.
     pub(crate) fn alloc(&self, kind: MemKind, size: u64) -> Result<Mem, Error> {
         use nrt_abi::ioctl::{mem_type, MemAllocV2Mt};
         const CALL: &str = "nrt_mem_alloc";

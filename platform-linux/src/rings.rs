@@ -1,14 +1,13 @@
-//! NQ rings mapped from the driver (or from a shared-memory file), read through
+//! NQ rings mapped from the driver or from a shared-memory file, read through
 //! core's [`NqRings`](nrt_core::hal::NqRings) trait.
 //!
 //! # Memory ordering
 //!
-//! An entry's phase bit lives in byte 3, in the first 8-byte word. The host reads
-//! that word with Acquire and only then the second word (the timestamp), so a
-//! producer that writes the second word first and publishes the first with
-//! Release (as the simulator does, and as a device's in-order DMA write does) is
-//! never seen half-written. HEAD goes back through register access (a mapped BAR,
-//! or the driver's BAR_WRITE ioctl), after a Release fence.
+//! An entry's phase bit lives in byte 3, in the first 8-byte word. The host
+//! reads that word with Acquire and only then the timestamp word, so a producer
+//! that writes the second word first and publishes the first with Release, as
+//! the simulator and a device's in-order DMA write do, is never seen
+//! half-written. HEAD goes back through register access after a Release fence.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -18,7 +17,7 @@ use nrt_core::hal::{self, ErrorType, Registers};
 use nrt_core::nq::NQ_PER_CORE;
 
 use crate::device::NeuronDevice;
-use crate::error::LinuxError;
+use crate::error::{Cause, LinuxError};
 use crate::ioctl::{NotificationsInitV2, NotificationsInitWithReallocV2};
 use crate::sys::Mapping;
 
@@ -27,7 +26,7 @@ use crate::sys::Mapping;
 pub struct RingWindow {
     /// The mapping holding the ring.
     pub map: Arc<Mapping>,
-    /// Byte offset of the ring in the mapping (16-byte aligned).
+    /// Byte offset of the ring in the mapping, 16-byte aligned.
     pub offset: u64,
     /// Ring size in bytes.
     pub size: u32,
@@ -39,12 +38,11 @@ pub struct MappedRings<R> {
     arch: Arch,
     rings: [[Option<RingWindow>; NQ_PER_CORE]; MAX_CORES],
     /// NOTIFIC slot of each runtime ring: the `engine_index` it was initialised
-    /// with ([`bind_initialised`](Self::bind_initialised)); by default the
-    /// runtime index (G-NQ-SLOT).
+    /// with, by default the runtime index, G-NQ-SLOT.
     slots: [[u8; NQ_PER_CORE]; MAX_CORES],
     /// The device's core that ring core 0 is: the rings are kept under the
-    /// caller's (logical) core index, and HEAD `(core, nq)` is written in the
-    /// NOTIFIC block of the device's core `first + core`.
+    /// caller's logical index, and HEAD `(core, nq)` is written in the NOTIFIC
+    /// block of the device's core `first + core`.
     first: u8,
     regs: R,
 }
@@ -56,21 +54,20 @@ impl<R: Registers> MappedRings<R> {
         MappedRings { arch, rings: Default::default(), slots, regs, first: 0 }
     }
 
-    /// The same, with ring core `c` the device's core `first + c` (the HEAD
-    /// registers are that core's).
+    /// The same, with ring core `c` the device's core `first + c` for the HEAD registers.
     pub fn with_first_core(mut self, first: u8) -> Self {
         self.first = first;
         self
     }
 
-    /// The device's core that ring core 0 is ([`with_first_core`](Self::with_first_core)).
+    /// The device's core that ring core 0 is.
     pub fn first_core(&self) -> u8 {
         self.first
     }
 
-    /// Bind runtime ring `(core, nq)` to the ring the driver set up with `done`
-    /// (the answered `NOTIFICATIONS_INIT_V2`): its HEAD is then written at the
-    /// slot the driver programmed, `done.engine_index` (`driver-abi.md` point 5).
+    /// Bind runtime ring `(core, nq)` to the ring the answered
+    /// `NOTIFICATIONS_INIT_V2` `done` set up: its HEAD is then written at the
+    /// slot the driver programmed, `done.engine_index`, `driver-abi.md` point 5.
     pub fn bind_initialised(
         &mut self,
         core: u8,
@@ -79,13 +76,10 @@ impl<R: Registers> MappedRings<R> {
         done: &NotificationsInitV2,
     ) -> Result<(), LinuxError> {
         let slot = u8::try_from(done.engine_index).ok().filter(|s| *s < NOTIFIC_SLOTS).ok_or_else(|| {
-            LinuxError::new(
+            LinuxError::refused(
                 "bind ring",
                 format!("core {core} nq {nq}"),
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    format!("engine_index {} is past the NOTIFIC block's {NOTIFIC_SLOTS} slots", done.engine_index),
-                ),
+                format!("engine_index {} is past the NOTIFIC block's {NOTIFIC_SLOTS} slots", done.engine_index),
             )
         })?;
         self.bind(core, nq, window, slot)
@@ -96,25 +90,22 @@ impl<R: Registers> MappedRings<R> {
         self.slots.get(usize::from(core)).and_then(|r| r.get(usize::from(nq))).copied()
     }
 
-    /// Bind runtime ring `(core, nq)` to a window and a NOTIFIC slot (below
-    /// [`NOTIFIC_SLOTS`], 96: `driver-abi.md` point 6).
+    /// Bind runtime ring `(core, nq)` to a window and a NOTIFIC slot below
+    /// [`NOTIFIC_SLOTS`], `driver-abi.md` point 6.
     pub fn bind(&mut self, core: u8, nq: u8, window: RingWindow, slot: u8) -> Result<(), LinuxError> {
         if slot >= NOTIFIC_SLOTS {
-            return Err(LinuxError::new(
+            return Err(LinuxError::refused(
                 "bind ring",
                 format!("core {core} nq {nq}"),
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    format!("slot {slot} is past the NOTIFIC block's {NOTIFIC_SLOTS} slots"),
-                ),
+                format!("slot {slot} is past the NOTIFIC block's {NOTIFIC_SLOTS} slots"),
             ));
         }
         let end = window.offset.checked_add(u64::from(window.size));
         if end.is_none_or(|e| e > window.map.len() as u64) || !window.offset.is_multiple_of(16) {
-            return Err(LinuxError::new(
+            return Err(LinuxError::refused(
                 "bind ring",
                 format!("core {core} nq {nq}"),
-                std::io::Error::new(std::io::ErrorKind::InvalidInput, "ring window outside its mapping"),
+                "ring window outside its mapping",
             ));
         }
         let (c, q) = (usize::from(core), usize::from(nq));
@@ -124,16 +115,11 @@ impl<R: Registers> MappedRings<R> {
                 *s = slot;
                 Ok(())
             }
-            _ => Err(LinuxError::new(
-                "bind ring",
-                format!("core {core} nq {nq}"),
-                std::io::Error::new(std::io::ErrorKind::InvalidInput, "no such ring"),
-            )),
+            _ => Err(LinuxError::refused("bind ring", format!("core {core} nq {nq}"), "no such ring")),
         }
     }
 
-    /// Unbind runtime ring `(core, nq)`, handing its window back (dropping it
-    /// unmaps the ring once no other reference holds the mapping).
+    /// Unbind runtime ring `(core, nq)`, handing its window back.
     pub fn unbind(&mut self, core: u8, nq: u8) -> Option<RingWindow> {
         self.rings.get_mut(usize::from(core)).and_then(|r| r.get_mut(usize::from(nq))).and_then(Option::take)
     }
@@ -145,13 +131,7 @@ impl<R: Registers> MappedRings<R> {
 
     fn window(&self, core: u8, nq: u8) -> Result<&RingWindow, LinuxError> {
         self.rings.get(usize::from(core)).and_then(|r| r.get(usize::from(nq))).and_then(|w| w.as_ref()).ok_or_else(
-            || {
-                LinuxError::new(
-                    "read ring",
-                    format!("core {core} nq {nq}"),
-                    std::io::Error::new(std::io::ErrorKind::NotFound, "ring not bound"),
-                )
-            },
+            || LinuxError::new("read ring", format!("core {core} nq {nq}"), Cause::Missing("ring not bound".into())),
         )
     }
 }
@@ -164,10 +144,10 @@ impl<R: Registers<Error = LinuxError>> hal::NqRings for MappedRings<R> {
     fn read_slot(&mut self, core: u8, nq: u8, offset: u32, out: &mut [u8; 16]) -> Result<(), LinuxError> {
         let w = self.window(core, nq)?;
         if offset >= w.size || !offset.is_multiple_of(16) {
-            return Err(LinuxError::new(
+            return Err(LinuxError::refused(
                 "read ring",
                 format!("core {core} nq {nq}"),
-                std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("slot offset {offset} outside the ring")),
+                format!("slot offset {offset} outside the ring"),
             ));
         }
         let at = w.offset + u64::from(offset);
@@ -182,23 +162,20 @@ impl<R: Registers<Error = LinuxError>> hal::NqRings for MappedRings<R> {
     fn write_head(&mut self, core: u8, nq: u8, head: u32) -> Result<(), LinuxError> {
         let slot = self.slots.get(usize::from(core)).and_then(|r| r.get(usize::from(nq))).copied().unwrap_or(nq);
         let reg = nq_head_register(self.arch, self.first.saturating_add(core), slot).ok_or_else(|| {
-            LinuxError::new(
+            LinuxError::refused(
                 "write HEAD",
                 format!("core {core} nq {nq}"),
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    format!("no HEAD register for slot {slot}: no NOTIFIC block for this core, or a slot past it"),
-                ),
+                format!("no HEAD register for slot {slot}: no NOTIFIC block for this core, or a slot past it"),
             )
         })?;
         self.regs.write32(reg, head)
     }
 }
 
-/// How a ring is (re-)initialised: `NOTIFICATIONS_INIT_V2`, or, when the ring
-/// was initialised before with another size, `..._WITH_REALLOC_V2` with
+/// How a ring is initialised: `NOTIFICATIONS_INIT_V2`, or, when it was
+/// initialised before with another size, `..._WITH_REALLOC_V2` with
 /// `force_alloc_mem` 1. Without it the driver reuses the old chunk and the mmap
-/// of the new size fails (`neuron_nq.c`, `neuron_mmap.c`; `driver-abi.md` point 8).
+/// of the new size fails: neuron_nq.c, neuron_mmap.c, `driver-abi.md` point 8.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RingInit {
     /// A first initialisation, or the same size again.
@@ -235,8 +212,8 @@ impl RingInit {
         }
     }
 
-    /// Make the call on `dev`; the answer in the `INIT_V2` form (`mmap_offset`
-    /// and `mem_handle` filled in).
+    /// Make the call on `dev`; the answer in the `INIT_V2` form, `mmap_offset`
+    /// and `mem_handle` filled in.
     pub fn call(self, dev: &NeuronDevice) -> Result<NotificationsInitV2, LinuxError> {
         match self {
             RingInit::Init(a) => dev.notifications_init_v2(a),
@@ -259,17 +236,15 @@ impl RingInit {
     }
 }
 
-/// Create (or reuse) a host-memory NQ ring with the driver's
-/// `NOTIFICATIONS_INIT_V2` and map it: the driver returns the ring's mmap offset
-/// (its device-view address), and the mapping must be exactly the ring's size.
-/// Returns the window and the answered argument (its `engine_index` is the
-/// HEAD slot, [`MappedRings::bind_initialised`]).
+/// Create or reuse a host-memory NQ ring with `NOTIFICATIONS_INIT_V2` and map
+/// it at the mmap offset the driver returns, exactly the ring's size. Returns
+/// the window and the answered argument, whose `engine_index` is the HEAD slot.
 pub fn map_driver_ring(dev: &NeuronDevice, arg: NotificationsInitV2) -> Result<RingWindow, LinuxError> {
     map_ring(dev, RingInit::Init(arg)).map(|(w, _)| w)
 }
 
-/// As [`map_driver_ring`], for either form of the initialisation ([`RingInit`]).
-/// The mapping is of the size asked for (the driver maps a ring's chunk whole).
+/// As [`map_driver_ring`], for either form of the initialisation. The mapping
+/// is of the size asked for, since the driver maps a ring's chunk whole.
 pub fn map_ring(dev: &NeuronDevice, init: RingInit) -> Result<(RingWindow, NotificationsInitV2), LinuxError> {
     let size = init.size();
     let done = init.call(dev)?;
@@ -277,7 +252,7 @@ pub fn map_ring(dev: &NeuronDevice, init: RingInit) -> Result<(RingWindow, Notif
         return Err(LinuxError::new(
             "NEURON_IOCTL_NOTIFICATIONS_INIT_V2",
             dev.path().display().to_string(),
-            std::io::Error::new(std::io::ErrorKind::Unsupported, "the ring is in device memory: no mmap offset"),
+            Cause::Missing("the ring is in device memory: no mmap offset".into()),
         ));
     }
     let map = Mapping::map(dev.file(), done.mmap_offset, size as usize)
@@ -291,27 +266,21 @@ pub type IntcMap = fn(Arch, u8, u32, u32) -> Option<u64>;
 
 /// The smallest complete device for the harvest: mapped rings with HEAD through
 /// `R`, `CLOCK_MONOTONIC`, the INTC cause read through `R` where an [`IntcMap`]
-/// says, collectives always done and no hardware faults (a runtime without
-/// collectives), events kept in order (and logged through core's `log` feature),
-/// each finished request counted where [`counters`](Self::counters) says (a
-/// session's [`CounterTarget`](crate::datastore::CounterTarget): the process's
-/// datastore), so that a poller or an XU unit over it counts as the session's
-/// own harvest does.
+/// says, collectives always done, no hardware faults, events kept in order.
+/// Each finished request is counted where [`counters`](Self::counters) says,
+/// so a poller or an XU unit over it counts as the session's own harvest does.
 pub struct MappedDevice<R> {
     /// The rings and the register path.
     pub rings: MappedRings<R>,
     /// The clock.
     pub clock: crate::time::MonotonicClock,
-    /// Where the INTC cause registers are; `None` reads 0 (no overflow).
+    /// Where the INTC cause registers are; `None` reads 0, no overflow.
     pub intc: Option<IntcMap>,
-    /// Events delivered by the core, in order (cleared by the owner).
+    /// Events delivered by the core, in order, cleared by the owner.
     pub events: Vec<nrt_core::event::Event>,
-    /// Where each finished request's per-core counters go; `None` (the
-    /// default: rings with no driver behind them have no datastore) counts
-    /// nothing.
+    /// Where each finished request's per-core counters go; `None` counts nothing.
     pub counters: Option<crate::datastore::CounterTarget>,
-    /// The first failed counter write (the harvest goes on: counters are
-    /// advisory).
+    /// The first failed counter write; the harvest goes on.
     pub counter_error: Option<LinuxError>,
 }
 
@@ -374,8 +343,8 @@ impl<R, E: Copy + Into<nrt_core::event::Event>> hal::EventSink<E> for MappedDevi
 }
 
 impl<R> nrt_core::counters::CounterSink for MappedDevice<R> {
-    /// FINALIZE's (or an XU unit's) counters of the harvest's core `core`,
-    /// into [`counters`](Self::counters) at this device's clock.
+    /// FINALIZE's counters of the harvest's core `core`, into
+    /// [`counters`](Self::counters) at this device's clock.
     fn nc_counters(&mut self, core: u8, update: &nrt_core::counters::NcUpdate) {
         let Some(t) = &self.counters else { return };
         if let Err(e) = t.count(core, update, hal::Clock::now_ns(&self.clock)) {

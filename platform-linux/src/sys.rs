@@ -21,8 +21,8 @@ use crate::ioctl::{
 /// Sound because `req` can only be one of the typed requests of
 /// [`crate::ioctl`], each paired with the argument type whose size the driver
 /// copies, and `T: PlainArg` holds no pointer the driver would follow. A bare
-/// request code does not type-check, nor does an argument of another type (the
-/// kernel answers FIONREAD, 0x541B, with four bytes, which a `u8` does not hold):
+/// request code does not type-check, nor does an argument of another type: the
+/// kernel answers FIONREAD, 0x541B, with four bytes, which a `u8` does not hold.
 ///
 /// ```compile_fail
 /// use std::os::fd::AsFd;
@@ -38,8 +38,8 @@ use crate::ioctl::{
 /// let _ = nrt_linux::sys::ioctl(f.as_fd(), nrt_linux::ioctl::SEMAPHORE_READ, &mut one_byte);
 /// ```
 ///
-/// Nor does a [`BarRw`] built by hand, whose pointers the driver would follow
-/// ([`bar_rw`] builds it from slices):
+/// Nor does a [`BarRw`] built by hand, whose pointers the driver would follow;
+/// [`bar_rw`] builds it from slices.
 ///
 /// ```compile_fail
 /// use std::os::fd::AsFd;
@@ -48,8 +48,8 @@ use crate::ioctl::{
 /// let _ = nrt_linux::sys::ioctl(f.as_fd(), nrt_linux::ioctl::BAR_READ, &mut arg);
 /// ```
 ///
-/// A request's own argument type does (here refused by a file that is not a
-/// Neuron device):
+/// A request's own argument type does, here refused by a file that is not a
+/// Neuron device.
 ///
 /// ```
 /// use std::os::fd::AsFd;
@@ -62,8 +62,8 @@ pub fn ioctl<T: PlainArg>(fd: BorrowedFd<'_>, req: Ioctl<T>, arg: &mut T) -> io:
     #[cfg(test)]
     {
         // SAFETY: `T: PlainArg` is one of `nrt_abi::ioctl`'s `#[repr(C)]`
-        // integer structs without padding (each derives `IntoBytes` and
-        // `FromBytes`): its `size_of::<T>()` bytes are initialised and any bytes
+        // integer structs without padding, each deriving `IntoBytes` and
+        // `FromBytes`: its `size_of::<T>()` bytes are initialised and any bytes
         // are a valid `T`; the slice borrows `arg` exclusively for the call.
         let bytes = unsafe { std::slice::from_raw_parts_mut(std::ptr::from_mut(arg).cast::<u8>(), size_of::<T>()) };
         if let Some(r) = fake::ioctl(fd.as_raw_fd(), req.code(), bytes) {
@@ -72,7 +72,7 @@ pub fn ioctl<T: PlainArg>(fd: BorrowedFd<'_>, req: Ioctl<T>, arg: &mut T) -> io:
     }
     // SAFETY: `arg` is a valid, exclusively borrowed `T` for the duration of the
     // call; `req` is a driver request typed with `T`, so the driver copies
-    // `size_of::<T>()` bytes in and out of it (`crate::ioctl` asserts the sizes),
+    // `size_of::<T>()` bytes in and out of it, as `crate::ioctl` asserts,
     // and `PlainArg` says it follows no pointer inside it.
     let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::c_ulong::from(req.code()), std::ptr::from_mut(arg)) };
     if rc < 0 {
@@ -83,10 +83,9 @@ pub fn ioctl<T: PlainArg>(fd: BorrowedFd<'_>, req: Ioctl<T>, arg: &mut T) -> io:
 }
 
 /// `NEURON_IOCTL_BAR_READ` or `_WRITE` of `addresses.len()` registers of BAR
-/// `bar`: the driver reads the addresses and reads (write) or writes (read) one
-/// `u32` of `data` per address. The two slices must have the same length; the
-/// argument's pointers and count are built from them here, so the driver never
-/// follows a pointer past what the caller lent.
+/// `bar`, one `u32` of `data` per address. The argument's pointers and count
+/// are built from the two slices, of one length, so the driver never follows a
+/// pointer past what the caller lent.
 pub fn bar_rw(fd: BorrowedFd<'_>, req: Ioctl<BarRw>, bar: u32, addresses: &[u64], data: &mut [u32]) -> io::Result<i32> {
     let count = u32::try_from(addresses.len()).ok().filter(|_| addresses.len() == data.len()).ok_or_else(|| {
         io::Error::new(io::ErrorKind::InvalidInput, format!("{} addresses for {} values", addresses.len(), data.len()))
@@ -107,12 +106,10 @@ pub fn bar_rw(fd: BorrowedFd<'_>, req: Ioctl<BarRw>, bar: u32, addresses: &[u64]
     }
 }
 
-/// `NEURON_IOCTL_MEM_ALLOC_V2MT` with `arg` (its `mem_handle` is ignored): the
-/// driver allocates the chunk and writes its handle through the `mem_handle`
-/// pointer, which is set here to a local `u64`, so the driver never writes
-/// anywhere the caller did not lend. Returns the ioctl's return value (the
-/// driver's positive returns are errors the caller must check: 8 when the handle
-/// could not be copied back) and the handle.
+/// `NEURON_IOCTL_MEM_ALLOC_V2MT` with `arg`: the driver writes the chunk's
+/// handle through `mem_handle`, set here to a local `u64`, so it never writes
+/// anywhere the caller did not lend. Returns the ioctl's return value, whose
+/// positive values the caller must check, and the handle.
 pub fn mem_alloc_v2mt(fd: BorrowedFd<'_>, mut arg: MemAllocV2Mt) -> io::Result<(i32, u64)> {
     #[cfg(test)]
     if let Some(r) = fake::mem_alloc(fd.as_raw_fd(), &arg) {
@@ -121,7 +118,7 @@ pub fn mem_alloc_v2mt(fd: BorrowedFd<'_>, mut arg: MemAllocV2Mt) -> io::Result<(
     let mut handle: u64 = 0;
     arg.mem_handle = std::ptr::from_mut(&mut handle) as u64;
     // SAFETY: `arg` is a valid local `MemAllocV2Mt`, the 48 bytes the request
-    // encodes (asserted in `nrt_abi::ioctl`); its one pointer, `mem_handle`,
+    // encodes, as `nrt_abi::ioctl` asserts; its one pointer, `mem_handle`,
     // points to the local `handle`, a writable `u64` that outlives the call.
     let rc = unsafe {
         libc::ioctl(fd.as_raw_fd(), libc::c_ulong::from(MEM_ALLOC_V2MT.code()), std::ptr::from_mut(&mut arg))
@@ -133,9 +130,8 @@ pub fn mem_alloc_v2mt(fd: BorrowedFd<'_>, mut arg: MemAllocV2Mt) -> io::Result<(
     }
 }
 
-/// The argument of `NEURON_IOCTL_DEVICE_GET_ALL_APPS_INFO`: the header and room
-/// for every process the driver can list (it copies back the header and `size`
-/// entries, never more than `capacity`).
+/// The argument of `NEURON_IOCTL_DEVICE_GET_ALL_APPS_INFO`: the header and
+/// room for every process the driver can list.
 #[repr(C)]
 struct AppsInfoBuf {
     header: AppsInfoHeader,
@@ -143,30 +139,23 @@ struct AppsInfoBuf {
 }
 
 /// `NEURON_IOCTL_DEVICE_GET_ALL_APPS_INFO` with `flags`: the ioctl's return
-/// value and the processes attached to the device (their pids and, with
-/// `APP_INFO_PID_NC_LOCK_INFO`, the cores whose CRWL writer each is).
+/// value and the processes attached to the device, with their locked cores
+/// when `APP_INFO_PID_NC_LOCK_INFO` is asked.
 pub fn get_all_apps_info(fd: BorrowedFd<'_>, flags: u16) -> io::Result<(i32, Vec<AppInfo>)> {
-    // SAFETY: `AppsInfoBuf` is integers and byte arrays only (`AppInfo` derives
-    // `FromBytes`): all-zero bytes are a valid value.
+    // SAFETY: `AppsInfoBuf` is integers and byte arrays only, `AppInfo`
+    // deriving `FromBytes`: all-zero bytes are a valid value.
     let mut buf: AppsInfoBuf = unsafe { std::mem::zeroed() };
     buf.header.apps_info_flags = flags;
     buf.header.capacity = MAX_PROCESS_PER_DEVICE as u32;
     #[cfg(test)]
-    {
-        // SAFETY: `buf` is a local, initialised `repr(C)` struct of plain
-        // integers; the slice borrows it exclusively for the call.
-        let bytes = unsafe {
-            std::slice::from_raw_parts_mut(std::ptr::from_mut(&mut buf).cast::<u8>(), size_of::<AppsInfoBuf>())
-        };
-        if let Some(r) = fake::ioctl(fd.as_raw_fd(), DEVICE_GET_ALL_APPS_INFO.code(), bytes) {
-            let rc = r?;
-            let n = (buf.header.size as usize).min(MAX_PROCESS_PER_DEVICE);
-            return Ok((rc, buf.entries[..n].to_vec()));
-        }
+    if let Some(r) = fake::apps_info(fd.as_raw_fd(), &mut buf.header, &mut buf.entries) {
+        let rc = r?;
+        let n = (buf.header.size as usize).min(MAX_PROCESS_PER_DEVICE);
+        return Ok((rc, buf.entries[..n].to_vec()));
     }
     // SAFETY: `buf` is a valid local header followed by `capacity` entries, the
-    // whole array the driver may write (it copies back the header and at most
-    // `capacity` entries); it outlives the call.
+    // whole array the driver may write, the header and at most `capacity`
+    // entries; it outlives the call.
     let rc = unsafe {
         libc::ioctl(fd.as_raw_fd(), libc::c_ulong::from(DEVICE_GET_ALL_APPS_INFO.code()), std::ptr::from_mut(&mut buf))
     };
@@ -178,8 +167,7 @@ pub fn get_all_apps_info(fd: BorrowedFd<'_>, flags: u16) -> io::Result<(i32, Vec
 }
 
 /// `GET_LOGICAL_TO_PHYSICAL_NC_MAP` of `max` entries into `buf`, which must
-/// hold the map's header and `max` entries (the argument carries its
-/// address): the ioctl's return.
+/// hold the map's header and `max` entries: the ioctl's return.
 pub fn logical_to_physical_nc_map(fd: BorrowedFd<'_>, buf: &mut [u8], max: u32) -> io::Result<i32> {
     use nrt_abi::ioctl::{GetNcMap, NcMapEntry, NcMapHeader, GET_LOGICAL_TO_PHYSICAL_NC_MAP, NC_MAPPING_TYPE_V0};
     if buf.len() < size_of::<NcMapHeader>() + max as usize * size_of::<NcMapEntry>() {
@@ -187,8 +175,8 @@ pub fn logical_to_physical_nc_map(fd: BorrowedFd<'_>, buf: &mut [u8], max: u32) 
     }
     let mut a = GetNcMap { map: buf.as_mut_ptr() as u64, max_map_entries: max, mapping_version: NC_MAPPING_TYPE_V0 };
     // SAFETY: `a` is a valid local struct; the driver writes at most the
-    // header and `max` entries at `a.map`, which `buf` holds (checked above)
-    // and which outlives the call.
+    // header and `max` entries at `a.map`, which `buf` holds, as checked
+    // above, and which outlives the call.
     let rc = unsafe {
         libc::ioctl(
             fd.as_raw_fd(),
@@ -202,8 +190,8 @@ pub fn logical_to_physical_nc_map(fd: BorrowedFd<'_>, buf: &mut [u8], max: u32) 
     Ok(rc)
 }
 
-/// Close `file` (the unit tests' fake driver is told first, so that it runs
-/// the driver's flush of a write-only descriptor).
+/// Close `file`; the unit tests' fake driver is told first, to run the
+/// driver's flush of a write-only descriptor.
 pub(crate) fn close(file: File) {
     #[cfg(test)]
     fake::closing(file.as_raw_fd());
@@ -211,8 +199,8 @@ pub(crate) fn close(file: File) {
 }
 
 /// A stand-in for the driver in this crate's unit tests: calls on a descriptor
-/// whose file is the one a test installed a [`fake::Driver`] for (on the
-/// calling thread) go to it instead of the kernel. Not compiled outside tests.
+/// of the file a test installed a [`fake::Driver`] for, on the calling thread,
+/// go to it instead of the kernel.
 #[cfg(test)]
 pub(crate) mod fake {
     use std::cell::RefCell;
@@ -220,28 +208,36 @@ pub(crate) mod fake {
     use std::os::fd::RawFd;
     use std::path::PathBuf;
 
-    use crate::ioctl::{MemAllocV2Mt, COMPATIBLE_VERSION, CRWL_NC_RANGE_MARK, CRWL_NC_RANGE_UNMARK};
+    use nrt_sim::driver::model::request::is_misc;
+    use nrt_sim::driver::model::Request;
 
-    /// The driver's side of the calls, on the argument's bytes.
+    use crate::ioctl::{AppInfo, AppsInfoHeader, MemAllocV2Mt};
+
+    /// The driver's side of the calls. A request arrives parsed by the
+    /// simulator's driver model, and what the handler changes in it is
+    /// copied back, as the driver copies its argument back.
     ///
-    /// A descriptor opened `O_WRONLY` is the driver's "free access" kind
-    /// (neuron_cdev.c: `IS_NEURON_DEVICE_FREE_ACCESS`): its requests reach only
-    /// the misc dispatcher (`ncdev_misc_ioctl`), so the fake answers `EINVAL` to
-    /// every other request on it without asking the driver, and hands the misc
-    /// ones to [`misc_ioctl`](Driver::misc_ioctl). Its close runs the misc flush
-    /// (`ncdev_misc_flush`: every range mark of the process dropped), which the
-    /// fake hands to [`misc_flush`](Driver::misc_flush). The close of an
-    /// `O_RDWR` descriptor is not seen: it never drops a range mark.
+    /// A descriptor opened `O_WRONLY` is the driver's "free access" kind,
+    /// neuron_cdev.c `IS_NEURON_DEVICE_FREE_ACCESS`. Its requests reach
+    /// only the misc dispatcher, `ncdev_misc_ioctl`: the fake answers `EINVAL`
+    /// to every other request on it and hands the misc ones to
+    /// [`misc_ioctl`](Driver::misc_ioctl). Its close runs the misc flush,
+    /// `ncdev_misc_flush`, which drops every range mark of the process. The
+    /// close of an `O_RDWR` descriptor is not seen: it never drops a mark.
     pub(crate) trait Driver {
-        /// A plain-argument request; `Err(errno)` fails it.
-        fn ioctl(&mut self, code: u32, arg: &mut [u8]) -> Result<i32, i32>;
+        /// A plain-argument request `code`; `Err(errno)` fails it.
+        fn ioctl(&mut self, code: u32, req: &mut Request) -> Result<i32, i32>;
         /// A misc request on a write-only descriptor.
-        fn misc_ioctl(&mut self, code: u32, arg: &mut [u8]) -> Result<i32, i32> {
-            self.ioctl(code, arg)
+        fn misc_ioctl(&mut self, code: u32, req: &mut Request) -> Result<i32, i32> {
+            self.ioctl(code, req)
         }
         /// The close of a write-only descriptor: drop every range mark of the process.
         fn misc_flush(&mut self) {}
-        /// BAR_READ / BAR_WRITE of `addresses` (absolute), `data` in or out.
+        /// DEVICE_GET_ALL_APPS_INFO: the header, and room for the entries.
+        fn apps_info(&mut self, _header: &mut AppsInfoHeader, _entries: &mut [AppInfo]) -> Result<i32, i32> {
+            Err(libc::EINVAL)
+        }
+        /// BAR_READ / BAR_WRITE of `addresses`, absolute, `data` in or out.
         fn bar_rw(&mut self, code: u32, bar: u32, addresses: &[u64], data: &mut [u32]) -> Result<i32, i32>;
         /// MEM_ALLOC_V2MT: the handle.
         fn mem_alloc(&mut self, arg: &MemAllocV2Mt) -> Result<u64, i32>;
@@ -261,21 +257,11 @@ pub(crate) mod fake {
         DRIVER.with(|d| d.borrow_mut().take().map(|(_, drv)| drv))
     }
 
-    /// Whether descriptor `fd` was opened `O_WRONLY` (its `flags:` line in
-    /// `/proc/self/fdinfo`, octal).
+    /// Whether descriptor `fd` was opened `O_WRONLY`, from `/proc/self/fdinfo`.
     fn write_only(fd: RawFd) -> bool {
         let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).unwrap_or_default();
         let flags = info.lines().find_map(|l| l.strip_prefix("flags:")).map(str::trim);
         flags.and_then(|f| i32::from_str_radix(f, 8).ok()).is_some_and(|f| f & libc::O_ACCMODE == libc::O_WRONLY)
-    }
-
-    /// The requests `ncdev_misc_ioctl` (neuron_cdev.c) serves among those
-    /// `nrt-abi` has: the range marks and COMPATIBLE_VERSION (by their whole
-    /// code) and DRIVER_INFO (by its number alone, 110, as the driver matches
-    /// it with `_IOC_NR`).
-    fn misc(code: u32) -> bool {
-        [CRWL_NC_RANGE_MARK.code(), CRWL_NC_RANGE_UNMARK.code(), COMPATIBLE_VERSION.code()].contains(&code)
-            || code & 0xFF == 110
     }
 
     /// `f` on the installed driver, `free` whether `fd` is write-only; `None`
@@ -289,12 +275,22 @@ pub(crate) mod fake {
         })
     }
 
+    /// A request the model does not parse is the driver's default answer, `EINVAL`.
     pub(super) fn ioctl(fd: RawFd, code: u32, arg: &mut [u8]) -> Option<io::Result<i32>> {
-        with(fd, |d, free| match (free, misc(code)) {
-            (false, _) => d.ioctl(code, arg),
-            (true, true) => d.misc_ioctl(code, arg),
-            (true, false) => Err(libc::EINVAL),
+        with(fd, |d, free| {
+            let mut req = Request::parse(code, arg).map_err(|_| libc::EINVAL)?;
+            let r = match (free, is_misc(code)) {
+                (false, _) => d.ioctl(code, &mut req),
+                (true, true) => d.misc_ioctl(code, &mut req),
+                (true, false) => Err(libc::EINVAL),
+            };
+            req.store(arg);
+            r
         })
+    }
+
+    pub(super) fn apps_info(fd: RawFd, h: &mut AppsInfoHeader, e: &mut [AppInfo]) -> Option<io::Result<i32>> {
+        with(fd, |d, free| if free { Err(libc::EINVAL) } else { d.apps_info(h, e) })
     }
 
     pub(super) fn bar_rw(fd: RawFd, code: u32, bar: u32, a: &[u64], data: &mut [u32]) -> Option<io::Result<i32>> {
@@ -316,41 +312,36 @@ pub(crate) mod fake {
     }
 }
 
-/// A shared mapping of a file region (a [`SharedMap`]), unmapped on drop. Every access is an
-/// atomic load or store of an aligned 32- or 64-bit word, bounds-checked: an
-/// offset outside the mapping is an error, never a stray access.
+/// A shared mapping of a file region, a [`SharedMap`], unmapped on drop. Every
+/// access is an atomic load or store of an aligned 32- or 64-bit word,
+/// bounds-checked: an offset outside the mapping is an error, never a stray access.
 ///
 /// # Why atomics, not volatile
 ///
 /// The handle is `Sync`: threads of this process may reach the same word
-/// through `&self` at once (the harvester and a waiter, two XU workers over one
-/// BAR), and another process or the device writes it concurrently. A volatile
-/// access racing with another access is a data race (undefined behaviour); an
+/// through `&self` at once, and another process or the device writes it
+/// concurrently. A volatile access racing with another is a data race; an
 /// atomic one is not, and an aligned word's atomic access is one untearable
-/// load or store instruction, so it is also what a device or a peer process
-/// sees. The plain accessors are `Relaxed`; ordering with other memory comes
-/// from the callers' fences (`bar.rs`: Release before a register write,
-/// Acquire after a read) or from [`load64`](Mapping::load64)'s explicit order.
+/// instruction, so it is also what a device or a peer sees. The plain
+/// accessors are `Relaxed`; ordering comes from the callers' fences or from
+/// [`load64`](Mapping::load64)'s explicit order.
 ///
-/// A [read-only](Mapping::map_read_only) mapping is only loaded, `Relaxed`
-/// (the only atomic access Rust allows on read-only memory), with a fence
-/// after the load where an order stronger than `Relaxed` is asked; a write
-/// to it is an error (`PermissionDenied`), never a fault.
+/// A [read-only](Mapping::map_read_only) mapping is only loaded `Relaxed`, the
+/// only atomic access Rust allows on read-only memory, with a fence after the
+/// load where a stronger order is asked; a write to it is an error, never a fault.
 #[derive(Debug)]
 pub struct Mapping {
     map: SharedMap,
 }
 
 impl Mapping {
-    /// Map `len` bytes of `file` at `offset` (a multiple of the page size), shared,
-    /// read-write.
+    /// Map `len` bytes of `file` at `offset`, a multiple of the page size, shared and read-write.
     pub fn map(file: &File, offset: u64, len: usize) -> io::Result<Mapping> {
         Mapping::map_access(file, offset, len, Access::ReadWrite)
     }
 
-    /// [`map`](Mapping::map), read-only (a monitor's view of another
-    /// process's datastore): the reads work as on any mapping, a write is
-    /// refused (`PermissionDenied`) before it reaches the memory.
+    /// [`map`](Mapping::map), read-only, for a monitor's view of another
+    /// process's datastore: a write is refused before it reaches the memory.
     pub fn map_read_only(file: &File, offset: u64, len: usize) -> io::Result<Mapping> {
         Mapping::map_access(file, offset, len, Access::ReadOnly)
     }
@@ -364,20 +355,18 @@ impl Mapping {
         self.map.len()
     }
 
-    /// `true` when empty (never: `map` refuses 0 bytes).
+    /// `true` when empty, which `map` never makes.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
 
-    /// The 32-bit word at `off` (4-aligned, inside the mapping, checked) of
-    /// a read-write mapping, to store through.
+    /// The checked 32-bit word at `off` of a read-write mapping, to store through.
     fn word32(&self, off: u64) -> io::Result<&AtomicU32> {
         self.writable(off)?;
         self.map.u32_at(off).ok_or_else(|| oob(off))
     }
 
-    /// The 64-bit word at `off` (8-aligned, inside the mapping, checked) of
-    /// a read-write mapping, to store through.
+    /// The checked 64-bit word at `off` of a read-write mapping, to store through.
     fn word64(&self, off: u64) -> io::Result<&AtomicU64> {
         self.writable(off)?;
         self.map.u64_at(off).ok_or_else(|| oob(off))
@@ -393,7 +382,7 @@ impl Mapping {
         }
     }
 
-    /// 32-bit read at `off` (4-aligned, inside the mapping); `Relaxed`.
+    /// 32-bit read at `off`, 4-aligned; `Relaxed`.
     pub fn read32(&self, off: u64) -> io::Result<u32> {
         self.map.load_u32(off).ok_or_else(|| oob(off))
     }
@@ -404,7 +393,7 @@ impl Mapping {
         Ok(())
     }
 
-    /// 64-bit read at `off` (8-aligned); `Relaxed`.
+    /// 64-bit read at `off`, 8-aligned; `Relaxed`.
     pub fn read64(&self, off: u64) -> io::Result<u64> {
         self.map.load_u64(off).ok_or_else(|| oob(off))
     }
@@ -415,9 +404,8 @@ impl Mapping {
         Ok(())
     }
 
-    /// Atomic 64-bit load with the given ordering (for the word that carries a
-    /// ring entry's phase bit). On a read-only mapping: a `Relaxed` load, then
-    /// a fence of the order asked.
+    /// Atomic 64-bit load with the given ordering, for the word carrying a ring
+    /// entry's phase bit. On a read-only mapping: a `Relaxed` load, then a fence.
     pub fn load64(&self, off: u64, order: Ordering) -> io::Result<u64> {
         match self.map.access() {
             Access::ReadWrite => Ok(self.word64(off)?.load(order)),
@@ -435,8 +423,7 @@ impl Mapping {
         Ok(())
     }
 
-    /// Atomic 32-bit load (on a read-only mapping as in
-    /// [`load64`](Mapping::load64)).
+    /// Atomic 32-bit load, on a read-only mapping as [`load64`](Mapping::load64).
     pub fn load32(&self, off: u64, order: Ordering) -> io::Result<u32> {
         match self.map.access() {
             Access::ReadWrite => Ok(self.word32(off)?.load(order)),
@@ -454,19 +441,17 @@ impl Mapping {
         Ok(())
     }
 
-    /// The `len` bytes at `off` of a read-write mapping, as atomics (a
-    /// runtime's host buffer, read and written byte by byte); `None` outside
-    /// the mapping or on a read-only one.
+    /// The `len` bytes at `off` of a read-write mapping as atomics, for a host
+    /// buffer read and written byte by byte; `None` outside it or read-only.
     pub fn bytes(&self, off: u64, len: usize) -> Option<&[std::sync::atomic::AtomicU8]> {
         self.map.bytes(off, len)
     }
 }
 
-/// What a load of `order` orders, for a `Relaxed` load just made of
-/// read-only memory: an Acquire fence after it (a Release store the load read
-/// from then happens-before what follows), `SeqCst` a `SeqCst` fence.
-/// `Relaxed` needs none. Choice: a load asked `Release` or `AcqRel` (which
-/// `AtomicU64::load` refuses with a panic) gets the Acquire fence, not a panic.
+/// The fence after a `Relaxed` load of read-only memory that gives it `order`:
+/// Acquire for Acquire, `SeqCst` for `SeqCst`, none for `Relaxed`. A load asked
+/// `Release` or `AcqRel`, which `AtomicU64::load` refuses with a panic, gets
+/// the Acquire fence instead.
 fn fence_after_load(order: Ordering) {
     match order {
         Ordering::Relaxed => {}
@@ -529,8 +514,8 @@ impl EventFd {
         }
     }
 
-    /// Wait until the counter is non-zero or `timeout_ms` passes (-1: forever).
-    /// Returns whether it is readable. Does not consume.
+    /// Wait until the counter is non-zero or `timeout_ms` passes, -1 for
+    /// ever; whether it is readable. Does not consume.
     pub fn wait_readable(&self, timeout_ms: i32) -> io::Result<bool> {
         let mut p = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
         loop {
@@ -546,10 +531,9 @@ impl EventFd {
         }
     }
 
-    /// Wait until the counter is non-zero or `ns` nanoseconds pass (`ppoll`,
-    /// so the timeout is not rounded to milliseconds). Returns whether it is
-    /// readable; an interrupted wait returns `Ok(false)` (the caller looks at
-    /// its clock again). Does not consume.
+    /// Wait until the counter is non-zero or `ns` nanoseconds pass, with
+    /// `ppoll`; whether it is readable. An interrupted wait returns
+    /// `Ok(false)` for the caller to look at its clock. Does not consume.
     pub fn wait_readable_ns(&self, ns: u64) -> io::Result<bool> {
         let ts = libc::timespec {
             tv_sec: libc::time_t::try_from(ns / 1_000_000_000).unwrap_or(libc::time_t::MAX),
@@ -569,7 +553,7 @@ impl EventFd {
         }
     }
 
-    /// The descriptor, for `poll`/`epoll` (it stays this object's).
+    /// The descriptor, for `poll` or `epoll`; it stays this object's.
     pub fn raw_fd(&self) -> std::os::fd::RawFd {
         self.fd.as_raw_fd()
     }
@@ -585,7 +569,7 @@ impl EventFd {
     }
 }
 
-/// Every Linux `errno` by name (the target's own values, from `libc`).
+/// Every Linux `errno` by name, the target's own values from `libc`.
 const ERRNO_NAMES: &[(libc::c_int, &str)] = &[
     (libc::EPERM, "EPERM"),
     (libc::ENOENT, "ENOENT"),
@@ -720,8 +704,8 @@ const ERRNO_NAMES: &[(libc::c_int, &str)] = &[
     (libc::EHWPOISON, "EHWPOISON"),
 ];
 
-/// The `errno` name (`"ENOTTY"`) of an OS error, for messages: `errno N` for a
-/// value without a name, `None` for an error that did not come from the OS.
+/// The `errno` name of an OS error, `"ENOTTY"`: `errno N` for a value without
+/// a name, `None` for an error that did not come from the OS.
 pub fn errno_name(e: &io::Error) -> Option<std::borrow::Cow<'static, str>> {
     let n = e.raw_os_error()?;
     Some(match ERRNO_NAMES.iter().find(|(v, _)| *v == n) {
@@ -730,13 +714,13 @@ pub fn errno_name(e: &io::Error) -> Option<std::borrow::Cow<'static, str>> {
     })
 }
 
-/// Pin the calling thread to CPU `cpu` (`sched_setaffinity`).
+/// Pin the calling thread to CPU `cpu` with `sched_setaffinity`.
 pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }
-    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes inside it
-    // (`cpu` checked against CPU_SETSIZE above).
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes inside it,
+    // `cpu` being checked against CPU_SETSIZE above.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
     unsafe { libc::CPU_SET(cpu, &mut set) };
@@ -748,7 +732,7 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     Ok(())
 }
 
-/// CPU time of the calling thread, nanoseconds (`CLOCK_THREAD_CPUTIME_ID`); 0
+/// CPU time of the calling thread in nanoseconds, `CLOCK_THREAD_CPUTIME_ID`; 0
 /// if the clock cannot be read.
 pub fn thread_cpu_ns() -> u64 {
     nrt_abi::os::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
@@ -759,8 +743,7 @@ mod tests {
     use super::*;
 
     /// A read-only mapping reads what a read-write one of the same file wrote,
-    /// at every order asked (a `Relaxed` load and a fence underneath), and
-    /// refuses every write with an error instead of faulting.
+    /// at every order asked, and refuses every write with an error instead of faulting.
     #[test]
     fn a_read_only_mapping_reads_and_refuses_writes() {
         let p = std::env::temp_dir().join(format!("nrt-linux-sys-ro-{}", std::process::id()));

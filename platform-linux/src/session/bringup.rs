@@ -1,4 +1,4 @@
-//! Bring-up (steps 1-8) and teardown (step 10).
+//! Bring-up and teardown: steps 1-10 and 12 of `docs/driver-model.md`.
 
 use super::*;
 
@@ -15,9 +15,7 @@ fn arch_of(dev: &NeuronDevice) -> Result<(DriverInfo, Arch), LinuxError> {
     Ok((driver, arch))
 }
 
-/// The device index of a node, the `N` of its name `neuronN` (the driver's
-/// nodes, `/dev/neuron0`..), after symlinks ([`crate::device::node_of`]);
-/// `None` for another name.
+/// The device index of a node, the `N` of `neuronN` after symlinks; `None` for another name.
 pub(crate) fn device_index(path: &std::path::Path) -> Option<u32> {
     let real = crate::device::node_of(path);
     let name = real.file_name()?.to_str()?;
@@ -29,15 +27,12 @@ pub(crate) fn device_index(path: &std::path::Path) -> Option<u32> {
 }
 
 /// The opened device's own first core of a host-wide run of `cores` from
-/// logical index `first`. On v3 the driver's logical-to-physical map places
-/// each index (`GET_LOGICAL_TO_PHYSICAL_NC_MAP`, v3/neuron_dhal_v3.c
-/// `nc_mapping_v0_seng_swap`); where the driver has none (v2, or an older
-/// driver: [`NeuronDevice::logical_to_physical`]), index `i` is core `i % nc_per_device` of device
-/// `i / nc_per_device` ([`crate::config::device_of_run`], G-ENV-L2P). Refused
-/// when the run is over two devices, on another device than `dev` (its index
-/// from its name, [`device_index`]; a node named otherwise cannot be checked),
-/// or not one ascending run of the device's cores (the session claims its
-/// cores with one range mark).
+/// logical index `first`. On v3 the driver's map places each index,
+/// v3/neuron_dhal_v3.c `nc_mapping_v0_seng_swap`; where the driver has none,
+/// index `i` is core `i % nc_per_device` of device `i / nc_per_device`,
+/// G-ENV-L2P. Refused when the run is over two devices, on another device than
+/// `dev`, or not one ascending run of the device's cores, since the session
+/// claims them with one range mark.
 fn place_host_wide(dev: &NeuronDevice, arch: Arch, first: u8, cores: u8) -> Result<u8, String> {
     let per = arch.nc_per_device();
     let (first, n) = (u32::from(first), u32::from(cores));
@@ -98,11 +93,10 @@ fn place_host_wide(dev: &NeuronDevice, arch: Arch, first: u8, cores: u8) -> Resu
     }
 }
 
-/// Why the simulated device (its hints `h`) would not play the device's
-/// cores `first..first + cores`, if so: it plays its cores `0..device_cores`
-/// only, so a session there would wait out its whole budget for records that
-/// never come. The reason names the cores and which host-wide indices of this
-/// device are played (on v3 through the driver's map, G-ENV-L2P).
+/// Why the simulated device with hints `h` would not play the device's cores
+/// `first..first + cores`, if so. It plays `0..device_cores` only, so a session
+/// elsewhere would wait out its budget for records that never come. The reason
+/// names the cores and the host-wide indices this device plays.
 fn unplayed(dev: &NeuronDevice, arch: Arch, h: &simabi::SimHints, first: u8, cores: u8) -> Option<String> {
     let asked = first..first.saturating_add(cores);
     if asked.clone().all(|nc| device::DriverDevice::plays(h, nc)) {
@@ -127,20 +121,18 @@ fn unplayed(dev: &NeuronDevice, arch: Arch, h: &simabi::SimHints, first: u8, cor
 }
 
 impl Session {
-    /// Bring up `cfg.cores` cores of the device at `path` (steps 1-8). On any
-    /// failure, what was acquired is released before the error returns.
+    /// Bring up `cfg.cores` cores of the device at `path`. On any failure,
+    /// what was acquired is released before the error returns.
     pub fn open(path: impl AsRef<std::path::Path>, cfg: SessionConfig) -> Result<Session, LinuxError> {
         Session::open_on(NeuronDevice::open(path)?, cfg)
     }
 
     /// [`Session::open`] on the device no caller named: with host-wide cores
-    /// ([`SessionConfig::host_wide`]), the device they are on,
-    /// `/dev/neuron{first_core / nc_per_device}`, else `/dev/neuron0`. The
-    /// cores per device are the arch's, which only an open device tells: each
-    /// generation's reading of the index is tried, and the node kept whose
-    /// driver names that generation, so only the chosen device is opened (a
-    /// container may have no other, G-ENV-VISIBLE-CORES). A node that cannot
-    /// be opened is an error about the cores, naming the nodes tried.
+    /// the device they are on, else `/dev/neuron0`. Only an open device tells
+    /// its cores per device, so each generation's reading of the index is
+    /// tried and the node kept whose driver names that generation; only that
+    /// device is opened, G-ENV-VISIBLE-CORES. A node that cannot be opened is
+    /// an error about the cores, naming the nodes tried.
     pub fn open_chosen(cfg: SessionConfig) -> Result<Session, LinuxError> {
         if !cfg.host_wide {
             return Session::open("/dev/neuron0", cfg);
@@ -155,7 +147,7 @@ impl Session {
             }
             tried.push(n);
             let path = format!("/dev/neuron{n}");
-            // Only the chosen node is opened read-write (attached): the
+            // Only the chosen node is opened read-write and attached; the
             // others are asked their generation through a write-only one.
             match NeuronDevice::probe_architecture(&path) {
                 Ok(t) => match u8::try_from(t).ok().and_then(Arch::from_arch_type) {
@@ -181,8 +173,7 @@ impl Session {
             Arch::Cayman.nc_per_device(),
             seen.join("; ")
         );
-        Err(LinuxError::new("open", nodes.join(", "), io::Error::new(io::ErrorKind::NotFound, why))
-            .about(Subject::Cores))
+        Err(LinuxError::new("open", nodes.join(", "), Cause::Missing(why)).about(Subject::Cores))
     }
 
     fn open_on(dev: NeuronDevice, mut cfg: SessionConfig) -> Result<Session, LinuxError> {
@@ -199,8 +190,8 @@ impl Session {
             ));
         }
         let bar = DriverBar::new(Arc::clone(&dev), &info)?;
-        // The simulator's hints (a real driver refuses the query: none); the
-        // caller's choice first, a hint only when in range.
+        // The caller's choice first, then the simulator's hint when in range;
+        // a real driver refuses the query.
         let hints = dev.sim_hints();
         let cores = match cfg.cores {
             Some(c) => c,
@@ -270,13 +261,10 @@ impl Session {
         Ok(s)
     }
 
-    /// This process's counters on the device: its datastore
-    /// (`ACQUIRE_NEURON_DS {pid 0}`, mapped, the header written), or the one
-    /// another harvest of the process already holds
-    /// ([`crate::datastore::ProcessCounters::of`]), where each request's
-    /// counters go, at the NCs of the session's cores. A failure does not
-    /// stop the session: it is logged and kept ([`Session::datastore_error`]),
-    /// and the counters stay in RAM only.
+    /// This process's counters on the device, at the NCs of the session's
+    /// cores: its datastore, or the one another harvest of the process holds,
+    /// [`crate::datastore::ProcessCounters::of`]. A failure does not stop the
+    /// session: it is logged and kept, and the counters stay in RAM only.
     fn acquire_datastore(&mut self) {
         match crate::datastore::ProcessCounters::of(&self.dev) {
             Ok(c) => {
@@ -292,12 +280,10 @@ impl Session {
     }
 
     /// Step 4: claim the device's cores `first..first + cores` with
-    /// `CRWL_NC_RANGE_MARK` (the driver's range marks: one process per core;
-    /// `start_nc_index`/`end_nc_index` are the device's own indices, and the
-    /// driver marks the first free run of `nc_count` in them: neuron_cdev.c
-    /// `ncdev_crwl_nc_range_mark`, neuron_crwl.c `ncrwl_nc_range_mark`; the
-    /// range is exactly the run, so it is that run or nothing). Held by
-    /// another process (`EBUSY`): the error names the holder's pid and command.
+    /// `CRWL_NC_RANGE_MARK`, one process per core. The driver marks the first
+    /// free run of `nc_count` in the range, which is exactly the run, so it is
+    /// that run or nothing: neuron_crwl.c `ncrwl_nc_range_mark`. On `EBUSY`
+    /// the error names the holder's pid and command.
     fn claim_cores(&mut self) -> Result<(), LinuxError> {
         let n = u32::from(self.cores);
         let first = u32::from(self.first);
@@ -322,9 +308,9 @@ impl Session {
         }
     }
 
-    /// Step 5: reset only the cores this session claimed (a reset frees the
-    /// H2T rings and destroys every NQ of those cores, of every process:
-    /// neuron_cdev.c `ncdev_nc_reset`, neuron_reset.c `nr_start_ncs`).
+    /// Step 5: reset only the cores this session claimed: a reset destroys
+    /// every NQ of its cores, of every process. Driver: neuron_cdev.c
+    /// `ncdev_nc_reset`, neuron_reset.c `nr_start_ncs`.
     fn reset_cores(&mut self) -> Result<(), LinuxError> {
         let map = u32::try_from(self.marked).map_err(|_| {
             refused(&self.dev, ioctl::NC_RESET.name(), format!("cores 0x{:x} past the reset map", self.marked))
@@ -343,15 +329,13 @@ impl Session {
         }
     }
 
-    /// Step 6: switch this session's model in: `CRWL_WRITER_ENTER {nc, uuid}`
-    /// of each core (neuron_crwl.c: `ncrwl_writer_enter`); the rings and queues
-    /// are set up under the writer lock, then [`downgrade_writers`](Self::downgrade_writers).
+    /// Step 6: switch this session's model in with `CRWL_WRITER_ENTER` of each
+    /// core; the rings and queues are set up under the writer lock.
     ///
-    /// `EALREADY` (this process is already the core's writer with this uuid)
-    /// is not "nothing to do": the driver sets the writer lock before it makes
-    /// that test, so the core is writer-locked by this process all the same.
-    /// It is recorded as held and downgraded like the others; left alone, the
-    /// lock would stay set and every reader of the core would get `EBUSY`.
+    /// `EALREADY`, this process already the core's writer with this uuid, is
+    /// not nothing to do: the driver sets the writer lock before that test,
+    /// neuron_crwl.c `ncrwl_writer_enter`. The core is recorded as held and
+    /// downgraded like the others; left alone, every reader would get `EBUSY`.
     fn enter_writers(&mut self) -> Result<(), LinuxError> {
         for core in 0..self.cores {
             let nc = u32::from(self.physical(core));
@@ -367,8 +351,8 @@ impl Session {
         Ok(())
     }
 
-    /// Step 10: `CRWL_WRITER_DOWNGRADE {nc, uuid}` of each core: this session
-    /// becomes its one reader (neuron_crwl.c: `ncrwl_writer_downgrade`).
+    /// Step 10: `CRWL_WRITER_DOWNGRADE` of each core: this session becomes its
+    /// one reader, neuron_crwl.c `ncrwl_writer_downgrade`.
     fn downgrade_writers(&mut self) -> Result<(), LinuxError> {
         for i in 0..self.owned.len() {
             let (nc, _) = self.owned[i];
@@ -417,9 +401,8 @@ impl Session {
             _ => return Err(refused(&self.dev, ioctl::DMA_QUEUE_INIT.name(), "no ring memory".into())),
         };
         // The queue is on an engine of the session's own first core that
-        // reaches host memory: no other session's (the driver checks no
-        // ownership, ncdev_dma_queue_init), never an engine the hardware
-        // cannot copy host memory with.
+        // reaches host memory: no other session's, since the driver checks no
+        // ownership in ncdev_dma_queue_init.
         let core = self.physical(0);
         let eng = nrt_abi::devmap::host_engine(self.arch, core).ok_or_else(|| {
             refused(
@@ -449,8 +432,7 @@ impl Session {
 
     /// Step 9, and the clock and calibration of each core.
     fn init_rings(&mut self, bar: DriverBar) -> Result<(), LinuxError> {
-        // The device clock's origin: the simulator's (its hint), else none
-        // (a real runtime pairs its clock with the device's otherwise).
+        // The device clock's origin: the simulator's hint, else none.
         let origin = self.hints.map_or(0, |h| h.clock_origin_ns);
         let rings = MappedRings::new(self.arch, bar).with_first_core(self.first);
         let clock = MonotonicClock::new();
@@ -460,10 +442,10 @@ impl Session {
         // The device's first core comes with its rings (`MappedRings::first_core`).
         self.device =
             Some(DriverDevice::new(Arc::clone(&self.dev), rings, self.arch, self.hints.is_some(), clock, tensors));
-        // Device time (us since the model's origin) at host time 0.
+        // Device time, us since the model's origin, at host time 0.
         let dev_us = if origin == 0 { 0 } else { nrt_abi::os::monotonic_ns().saturating_sub(origin) / 1_000 };
         for core in 0..self.cores {
-            // The simulator's calibration is its (physical) core's.
+            // The simulator's calibration is its physical core's.
             for eng in 0..ENGINES_PER_CORE {
                 self.nq.set_cal(core, eng, simabi::calibration(self.physical(core), eng));
             }
@@ -502,9 +484,9 @@ impl Session {
             return Vec::new();
         }
         self.closed = true;
-        // In a child forked after the open, every resource is the parent's: it
-        // is forgotten (no ioctl, unmap or close; the device's last reference
-        // is never dropped here), and the close says why (G-FORK).
+        // In a child forked after the open, every resource is the parent's:
+        // it is forgotten without an ioctl, unmap or close, and the close says
+        // why, G-FORK.
         if let Err(f) = self.owner.check("session") {
             std::mem::forget(self.device.take());
             std::mem::forget(std::mem::take(&mut self.chunks));
@@ -513,18 +495,16 @@ impl Session {
             return vec![f.into_linux("close", self.dev.path().display().to_string())];
         }
         let mut errors = Vec::new();
-        // munmap: the NQ rings (held by the harvest's device), the self-test
-        // memory (freed: no queue uses it), then the chunks.
+        // munmap: the NQ rings, the self-test memory, then the chunks.
         self.device = None;
         self.selftest = None;
         for c in self.chunks.iter_mut().rev() {
             c.map = None;
         }
-        // The queues are released (the driver changes nothing: neuron_ring.c
-        // `ndmar_queue_release`), but their ring chunks stay allocated: the
-        // queue stays programmed on them until `close`, which re-points the
-        // process's queues at a dummy ring before it frees the process's chunks
-        // (neuron_cdev.c: `ncdev_flush`). Only chunks no queue uses are freed.
+        // The queues are released, which changes nothing in the driver,
+        // neuron_ring.c `ndmar_queue_release`. Their ring chunks stay: the
+        // queue stays programmed on them until `close` re-points it at a dummy
+        // ring, neuron_cdev.c `ncdev_flush`. Only chunks no queue uses are freed.
         let rings: Vec<u64> = self.chunks.iter().take(2).map(|c| c.handle).collect();
         for (eng, q) in self.queues.drain(..).rev() {
             if let Err(e) = self.dev.dma_queue_release(eng, q) {
@@ -540,7 +520,7 @@ impl Session {
             }
         }
         // The cores, in reverse: a writer not yet downgraded is downgraded
-        // first (the driver has no writer exit), then the reader exits.
+        // first, the driver having no writer exit, then the reader exits.
         for (nc, how) in self.owned.drain(..).rev() {
             if how == Crwl::Writer {
                 if let Err(e) = self.dev.crwl_writer_downgrade(nc, self.uuid) {
@@ -558,9 +538,8 @@ impl Session {
             }
             self.marked = 0;
         }
-        // After the explicit unmark: leave the process's write-only descriptor
-        // (closed when no other session uses it; its close would drop any mark
-        // still held).
+        // After the explicit unmark, leave the process's write-only descriptor;
+        // the last user's close drops any mark still held.
         self.dev.release_free_access();
         for e in &errors {
             log::warn!("session teardown: {e}");
@@ -588,12 +567,10 @@ pub(super) fn core_list(map: u64) -> String {
     }
 }
 
-/// Who holds cores `want` of `dev`, for the error of a refused mark (its verb
-/// agreeing with [`core_list`]'s noun): the processes the driver lists with
-/// `DEVICE_GET_ALL_APPS_INFO` as writers of those cores (its `nc_lock_map`,
-/// cores 0..=3), each with its command from `/proc/<pid>/comm`. This process
-/// is named as such when the driver lists it as a writer, or lists no other
-/// process with the device open: a session of it already holds the cores.
+/// Who holds cores `want` of `dev`, for the error of a refused mark: the
+/// writers of those cores `DEVICE_GET_ALL_APPS_INFO` lists, each with its
+/// command from `/proc/<pid>/comm`. This process is named when the driver lists
+/// it as a writer or lists no other process: a session of it holds the cores.
 pub(super) fn holders(dev: &NeuronDevice, want: u64) -> String {
     let me = std::process::id() as i32;
     let (verb, them) = if want.count_ones() == 1 { ("is", "it") } else { ("are", "them") };

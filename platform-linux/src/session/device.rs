@@ -4,7 +4,7 @@
 use super::*;
 use nrt_core::counters::{NcCounters, NcUpdate};
 
-/// BAR0 through the driver's BAR ioctls, owned (the device shared).
+/// BAR0 through the driver's BAR ioctls, owned, the device shared.
 #[derive(Clone, Debug)]
 pub struct DriverBar {
     dev: Arc<NeuronDevice>,
@@ -68,7 +68,7 @@ pub const WAKE_LOG_CAP: usize = 256;
 /// The waiters of streamed outputs, for one inference.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Wakes {
-    /// (output, count), in order.
+    /// Each output and its count, in order.
     pub wakes: Vec<(u16, u32)>,
     /// Wake-ups past the cap.
     pub dropped: u64,
@@ -90,28 +90,25 @@ pub(super) fn tensor_table() -> Option<TensorCompletions<{ simabi::MAX_OUTPUTS }
 }
 
 /// Consecutive failed calls of the device file after which the harvest's
-/// device is taken for gone (G-DRV-GONE): a driver that refuses one call
-/// answers the next; a device file whose every call fails (the simulator's
-/// supervisor killed: `ENOSYS`; a device removed: `ENODEV`, `EIO`) does not.
+/// device is taken for gone, G-DRV-GONE: a driver that refuses one call
+/// answers the next, a killed supervisor or a removed device does not.
 pub const GONE_AFTER_FAILURES: u32 = 8;
 
 /// Ring reads between two liveness calls of the device file while the
-/// harvest waits (the ring reads themselves are of mapped memory: no call
-/// would fail otherwise). A liveness call is the hint query on the simulator,
-/// `DRIVER_INFO_GET` on a real driver.
+/// harvest waits, since ring reads are of mapped memory and never fail. The
+/// liveness call is the hint query on the simulator, else `DRIVER_INFO_GET`.
 pub const LIVENESS_EVERY: u32 = 1024;
 
-/// Most poll passes and HEAD write-backs one harvest keeps the times of (a
-/// harvest that hangs until a long timeout would otherwise grow without bound).
+/// Most poll passes and HEAD write-backs one harvest keeps the times of.
 pub const MAX_OBSERVED: usize = 1 << 20;
 
-/// The poll delay of a harvest that keeps the time of each pass after it (the
-/// first pass, before any delay, is the caller's).
+/// The poll delay of a harvest that keeps the time of each pass after it;
+/// the first pass, before any delay, is the caller's.
 pub(super) struct ObservedDelay {
     pub(super) inner: AnyDelay,
     pub(super) clock: MonotonicClock,
     pub(super) passes_us: Vec<u64>,
-    /// Keep the times at all (else the delay is `inner` alone: no clock read).
+    /// Keep the times at all; else the delay is `inner` alone, with no clock read.
     pub(super) observe: bool,
 }
 
@@ -125,15 +122,13 @@ impl hal::Delay for ObservedDelay {
 }
 
 /// The device the harvest sees: the mapped rings, HEAD and INTC through the
-/// BAR ioctls, the probes from the simulator's hint query (absent on a real
-/// driver), `CLOCK_MONOTONIC`; a device file whose calls keep failing is gone
-/// (G-DRV-GONE).
+/// BAR ioctls, the simulator's probes, `CLOCK_MONOTONIC`. A device file whose
+/// calls keep failing is gone, G-DRV-GONE.
 ///
-/// The harvest (core's `ExecRequest`) speaks of the session's logical cores
-/// `0..n`; this is where they become the device's: logical core `c` is the
-/// device's core `first + c` (`first`: its rings' `MappedRings::first_core`) for the HEAD registers (`MappedRings`), the INTC
-/// cause registers, the simulator's status lines and the datastore's NC
-/// blocks. The rings and the RAM counters stay under the logical index.
+/// The harvest speaks of logical cores `0..n`; here they become the device's.
+/// Logical core `c` is the device's core `first + c` for the HEAD and INTC
+/// registers, the simulator's status lines and the datastore's NC blocks; the
+/// rings and the RAM counters stay under the logical index.
 pub struct DriverDevice {
     pub(super) dev: Arc<NeuronDevice>,
     pub(super) rings: MappedRings<DriverBar>,
@@ -144,7 +139,7 @@ pub struct DriverDevice {
     /// Events the core delivered, in order.
     pub events: Vec<Event>,
     pub(super) tensors: TensorCompletions<{ simabi::MAX_OUTPUTS }, Wakes>,
-    /// The first failed probe read (the harvest goes on: a probe is advisory).
+    /// The first failed probe read; the harvest goes on, a probe being advisory.
     pub probe_error: Option<LinuxError>,
     /// Consecutive failed calls of the device file.
     failures: u32,
@@ -152,23 +147,20 @@ pub struct DriverDevice {
     reads: u32,
     /// Why the device is gone, once it is.
     gone: Option<String>,
-    /// This process's counters on the device (its datastore), when acquired,
-    /// at the NCs of the session's cores: each finished request is counted
-    /// there, with whatever else of the process counts on the device.
+    /// This process's counters on the device at the NCs of the session's
+    /// cores, when acquired: each finished request is counted there.
     pub(super) datastore: Option<crate::datastore::CounterTarget>,
-    /// The time (us) of each HEAD write-back of the harvest in progress, at
-    /// most `MAX_OBSERVED` (the trace's counter), kept only when `observe`.
+    /// The time in us of each HEAD write-back of the harvest in progress, at
+    /// most `MAX_OBSERVED`, kept only when `observe`.
     pub head_writes_us: Vec<u64>,
-    /// Keep the times of the harvest's poll passes and HEAD write-backs (a
-    /// clock read each): only for a trace (`Session::observe_harvests`).
+    /// Keep the times of the harvest's poll passes and HEAD write-backs, for a trace.
     pub(super) observe: bool,
-    /// The counters of the session's cores, in RAM (also without a datastore).
+    /// The counters of the session's cores in RAM, also without a datastore.
     pub counters: NcCounters<MAX_CORES>,
-    /// The total latency counted for each logical core's request of the
-    /// harvest in progress, us (`None`: not counted yet).
+    /// The total latency in us counted for each logical core's request of
+    /// the harvest in progress, once counted.
     pub(super) totals_us: [Option<u64>; MAX_CORES],
-    /// The first failed datastore write (the harvest goes on: counters are
-    /// advisory).
+    /// The first failed datastore write; the harvest goes on.
     pub datastore_error: Option<LinuxError>,
 }
 
@@ -179,8 +171,8 @@ impl core::fmt::Debug for DriverDevice {
 }
 
 impl DriverDevice {
-    /// The harvest's device over `rings` of `dev`; `sim`: the simulator's hint
-    /// query answered (its probes are read), else no probe is.
+    /// The harvest's device over `rings` of `dev`; `sim` when the simulator's
+    /// hint query answered, and only then are probes read.
     pub(super) fn new(
         dev: Arc<NeuronDevice>,
         rings: MappedRings<DriverBar>,
@@ -221,7 +213,7 @@ impl DriverDevice {
         self.totals_us = [None; MAX_CORES];
     }
 
-    /// Why the device file stopped answering, if it did (G-DRV-GONE).
+    /// Why the device file stopped answering, if it did.
     pub fn gone(&self) -> Option<&str> {
         self.gone.as_deref()
     }
@@ -255,20 +247,18 @@ impl DriverDevice {
         h.and_then(|h| h.lines.get(usize::from(nc)).and_then(|l| l.get(line as usize)).copied()).unwrap_or(0)
     }
 
-    /// Whether the simulated device plays the device's core `nc` (its hints
-    /// carry its lines).
+    /// Whether the simulated device plays the device's core `nc`.
     pub(crate) fn plays(h: &SimHints, nc: u8) -> bool {
         u32::from(nc) < h.device_cores && h.lines.get(usize::from(nc)).is_some()
     }
 
     fn gone_error(&self, what: &'static str, core: u8) -> LinuxError {
         let why = self.gone.clone().unwrap_or_default();
-        LinuxError::new(what, format!("core {core}"), io::Error::new(io::ErrorKind::NotConnected, why))
+        LinuxError::new(what, format!("core {core}"), Cause::Gone(why))
     }
 
-    /// The simulator's status line `line` of logical core `core` (the
-    /// device's core's line; `None` on a real driver: the probe is absent,
-    /// not read from BAR space).
+    /// The simulator's status line `line` of logical core `core`; `None` on a
+    /// real driver, where the probe is absent, G-DRV-REAL.
     fn status(&mut self, line: Line, core: u8) -> Result<Option<NrtError>, LinuxError> {
         if !self.sim {
             return Ok(None);
@@ -323,14 +313,13 @@ impl hal::NqRings for DriverDevice {
 impl hal::IntcCause for DriverDevice {
     fn read_cause(&mut self, core: u8, block: u32, line: u32) -> Result<u32, LinuxError> {
         if !self.sim {
-            // No public source gives the register (devmap::Unknown::IntcCause):
-            // nothing is read, and core takes the seed's fallback (no overflow).
-            let e = io::Error::new(io::ErrorKind::NotFound, nrt_abi::devmap::Unknown::IntcCause.what());
+            // No public source gives the register, so nothing is read and core
+            // takes the seed's fallback, no overflow: G-DRV-REAL.
+            let e = Cause::Unknown(nrt_abi::devmap::Unknown::IntcCause);
             return Err(LinuxError::new("INTC read", format!("core {core} block {block} line {line}"), e));
         }
         let off = simabi::intc_cause_offset(self.arch, self.physical(core), block, line).ok_or_else(|| {
-            let e = io::Error::new(io::ErrorKind::InvalidInput, "no INTC cause register");
-            LinuxError::new("INTC read", format!("core {core} block {block} line {line}"), e)
+            LinuxError::refused("INTC read", format!("core {core} block {block} line {line}"), "no INTC cause register")
         })?;
         let r = self.rings.regs().read32(off);
         self.seen(r)
@@ -401,10 +390,8 @@ impl<E: Copy + Into<Event>> hal::EventSink<E> for DriverDevice {
 
 impl nrt_core::counters::CounterSink for DriverDevice {
     /// FINALIZE's counters: into the session's RAM block of the logical core,
-    /// and into the process's counters of the device's core (`first + core`:
-    /// the NC a monitor reads, as the driver's per-NC counters are indexed by
-    /// the device's cores), which writes them into the datastore at the
-    /// driver's offsets.
+    /// and into the process's counters of the device's core `first + core`,
+    /// the NC a monitor reads, at the driver's datastore offsets.
     fn nc_counters(&mut self, core: u8, update: &NcUpdate) {
         let now = self.clock.now_ns();
         if !self.counters.apply(core, update, now) {

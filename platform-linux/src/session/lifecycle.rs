@@ -11,43 +11,35 @@ pub struct Inference {
     pub step: Step,
     /// Calls of `progress_one_step`.
     pub steps: u64,
-    /// Harvest time, ns: from the kickoff (the host trigger's write,
-    /// [`kickoff_us`](Self::kickoff_us)) to the harvest's end, its last HEAD
-    /// write-back included, so the trace's harvest span, which starts at the
-    /// kickoff, holds every pass and write-back.
+    /// Harvest time, ns, from the kickoff to the harvest's end, its last HEAD
+    /// write-back included: the trace's harvest span holds every pass.
     pub elapsed_ns: u64,
     /// The kickoff time on the session's clock, us.
     pub kickoff_us: u64,
-    /// The harvested request (per-core results, engine times).
+    /// The harvested request: per-core results, engine times.
     pub request: ExecRequest,
     /// The harvest's events.
     pub events: Vec<Event>,
     /// Tensor wake-ups, in order, and how many past the cap.
     pub wakes: Wakes,
-    /// What each copy did, in order (an inference's one self-test copy, an
-    /// execution's copies); the last is the one that failed, if one did.
+    /// What each copy did, in order; the last is the one that failed, if one did.
     pub copies: Vec<Staging>,
     /// The first probe read that failed, if any.
     pub probe_error: Option<String>,
-    /// The time (us) of each poll pass, at most `MAX_OBSERVED`; empty unless
+    /// The time in us of each poll pass, at most `MAX_OBSERVED`; empty unless
     /// [`Session::observe_harvests`] is on.
     pub passes_us: Vec<u64>,
-    /// The time (us) of each HEAD write-back, at most `MAX_OBSERVED`; empty
-    /// unless [`Session::observe_harvests`] is on.
+    /// The time in us of each HEAD write-back, as [`passes_us`](Self::passes_us).
     pub head_writes_us: Vec<u64>,
-    /// The total latency counted for each logical core, us (the sample the
-    /// datastore's `LATENCY_TOTAL` window got: the request's first step to
-    /// the counter update, inside [`elapsed_ns`](Self::elapsed_ns)); `None`
-    /// for a core not counted.
+    /// The total latency in us counted for each logical core, the sample the
+    /// datastore's `LATENCY_TOTAL` window got; `None` for a core not counted.
     pub total_latency_us: [Option<u64>; MAX_CORES],
-    /// What this inference could not do, or why it did not start (a failed
-    /// staging copy, a fact a real driver does not give), one line each.
+    /// What this inference could not do, or why it did not start, one line each.
     pub notes: Vec<String>,
 }
 
 impl Inference {
-    /// The first copy's record (an inference's self-test copy); `None` for an
-    /// execution of no copies.
+    /// The first copy's record; `None` for an execution of no copies.
     pub fn staging(&self) -> Option<&Staging> {
         self.copies.first()
     }
@@ -56,18 +48,14 @@ impl Inference {
 impl Session {
     /// Re-initialise every ring with `ring_entries` entries.
     ///
-    /// The same size: nothing changes. The driver would reuse each ring's chunk
-    /// and the device keeps its place in it, so the session keeps its cursors
-    /// (resetting them would read the previous inference's records again).
+    /// The same size changes nothing: the driver would reuse each ring's chunk
+    /// and the device keeps its place, so the session keeps its cursors.
     ///
-    /// A new size: every ring is unmapped first (a forced re-init frees the old
-    /// chunk at once, with no mmap reference count: neuron_nq.c `nnq_init`,
-    /// neuron_mmap.c), then re-initialised through
-    /// `NOTIFICATIONS_INIT_WITH_REALLOC_V2` with `force_alloc_mem` 1
-    /// (`driver-abi.md` point 8) and mapped, and the cursors start at the new
-    /// rings' first slot. All or nothing: a failure half-way leaves some rings
-    /// of each size, so the session is then marked unusable and every later
-    /// inference fails with the reason.
+    /// A new size unmaps every ring first, since a forced re-init frees the old
+    /// chunk at once with no mmap reference count, neuron_nq.c `nnq_init`. Each
+    /// is re-initialised with `NOTIFICATIONS_INIT_WITH_REALLOC_V2`,
+    /// `force_alloc_mem` 1, and mapped; the cursors start at the first slot. A
+    /// failure half-way leaves rings of both sizes and the session unusable.
     pub fn set_ring_entries(&mut self, ring_entries: u32) -> Result<(), LinuxError> {
         self.usable()?;
         validate(self.arch, self.cores, ring_entries).map_err(|why| refused_as(&self.dev, "session", why))?;
@@ -116,7 +104,7 @@ impl Session {
     pub fn path(&self) -> &std::path::Path {
         self.dev.path()
     }
-    /// The device's generation (`DRIVER_INFO_GET`).
+    /// The device's generation.
     pub fn arch(&self) -> Arch {
         self.arch
     }
@@ -128,7 +116,7 @@ impl Session {
     pub fn compatible_version(&self) -> CompatibleVersion {
         self.compat
     }
-    /// The device's info (BAR addresses and sizes).
+    /// The device's info: BAR addresses and sizes.
     pub fn device_info(&self) -> DeviceInfo {
         self.info
     }
@@ -136,14 +124,12 @@ impl Session {
     pub fn cores(&self) -> u8 {
         self.cores
     }
-    /// The device's core that is the session's logical core 0: the session
-    /// owns the device's cores `first_core()..first_core() + cores()`, and
-    /// its reports, events and [`Session::counters`] index them from 0.
+    /// The device's core that is the session's logical core 0; reports, events
+    /// and [`Session::counters`] index the session's cores from 0.
     pub fn first_core(&self) -> u8 {
         self.first
     }
-    /// Where the session's harvests run, for the lines that report them
-    /// (`nd0 nc1`).
+    /// Where the session's harvests run, `nd0 nc1`, for the lines that report them.
     pub fn site(&self) -> crate::oplog::Site {
         crate::oplog::Site::of_device(self.dev.path(), self.first, self.cores)
     }
@@ -157,43 +143,33 @@ impl Session {
     }
 
     /// Keep, from the next inference on, the time of each poll pass and HEAD
-    /// write-back of its harvest ([`Inference::passes_us`],
-    /// [`Inference::head_writes_us`]: a trace's counters, at most
-    /// `MAX_OBSERVED` each). Off by default: each kept time is a clock read in
-    /// the poll loop and memory that grows with the harvest.
+    /// write-back, [`Inference::passes_us`]. Off by default: each kept time is
+    /// a clock read in the poll loop.
     pub fn observe_harvests(&mut self, on: bool) {
         self.observe = on;
     }
 
-    /// Set the model's timeout, seconds, for the inferences from now on (a
-    /// caller that resolves it from the arch, known once open:
-    /// `nrt_linux::config::Budget`).
+    /// Set the model's timeout, seconds, for the inferences from now on.
     pub fn set_timeout_s(&mut self, seconds: u32) {
         self.timeout_s = seconds;
     }
-    /// Why the datastore could not be acquired at bring-up (`None`: it was,
-    /// and the counters are written there).
+    /// Why the datastore could not be acquired at bring-up, if so.
     pub fn datastore_error(&self) -> Option<&LinuxError> {
         self.datastore_error.as_ref()
     }
-    /// The datastore the counters are written to (`None`: none acquired).
+    /// The datastore the counters are written to, if one was acquired.
     pub fn datastore(&self) -> Option<&crate::datastore::Datastore> {
         self.device.as_ref().and_then(|d| d.datastore.as_ref()).map(|t| t.counters().datastore())
     }
-    /// Where the session's requests are counted: the process's counters on
-    /// the device, at the NCs of the session's cores (`None`: no datastore).
-    /// Hand it to a harvest that runs on these cores elsewhere (a poller's or
-    /// an XU unit's [`crate::rings::MappedDevice`], C rings through
-    /// `nrt_rings_count_into`): its requests then count in the same counters,
-    /// added to the session's own. It keeps the datastore (and the device
-    /// file) while it lives, after the session is closed.
+    /// Where the session's requests are counted: the process's counters at
+    /// the NCs of the session's cores, if there is a datastore. A harvest of
+    /// these cores elsewhere, a poller, an XU unit or C rings, handed it counts
+    /// in the same counters. It keeps the datastore while it lives.
     pub fn counter_target(&self) -> Option<crate::datastore::CounterTarget> {
         self.device.as_ref().and_then(|d| d.datastore.clone())
     }
-    /// The counters of the session's cores, as this session's own harvests
-    /// counted them, by logical core (the datastore has them at the device's
-    /// cores, [`Session::first_core`] on, with whatever else of the process
-    /// counted there).
+    /// The counters of the session's cores as its own harvests counted them,
+    /// by logical core.
     pub fn counters(&self) -> Option<&nrt_core::counters::NcCounters<MAX_CORES>> {
         self.device.as_ref().map(|d| &d.counters)
     }
@@ -201,14 +177,13 @@ impl Session {
     pub fn datastore_write_error(&self) -> Option<&LinuxError> {
         self.device.as_ref().and_then(|d| d.datastore_error.as_ref())
     }
-    /// The status of the latest inference (`None` before the first).
+    /// The status of the latest inference, if one ran.
     pub fn last_status(&self) -> Option<NrtStatus> {
         self.last_status
     }
 
-    /// Step 9: stage, kick off (the top-SP host trigger, the kickoff semaphore
-    /// of each core), harvest. A status is a result, not an error: `Err` is a
-    /// failed call.
+    /// Step 11: stage, kick off, harvest. A status is a result, not an error:
+    /// `Err` is a failed call.
     pub fn run_inference(&mut self) -> Result<Inference, LinuxError> {
         self.usable()?;
         let exec = self.self_test().map_err(|e| e.into_linux(self.dev.path()))?;
@@ -216,7 +191,7 @@ impl Session {
     }
 
     /// The self-test execution of an inference: a pattern copied between two
-    /// host objects of [`COPY_BYTES`] (made at the first), then compared.
+    /// host objects of [`COPY_BYTES`], then compared.
     fn self_test(&mut self) -> Result<crate::exec::Exec, crate::api_error::Error> {
         let (src, dst) = match &self.selftest {
             Some(m) => m.clone(),
@@ -237,9 +212,9 @@ impl Session {
 
     /// The kickoff of the session's cores after `copies`, and the harvest.
     pub(super) fn kick_and_harvest(&mut self, copies: Vec<Staging>) -> Result<Inference, LinuxError> {
-        // Doorbell B: the top-SP host trigger, where the simulator's hint says
-        // its NX-local block is; a real driver names none, so nothing is
-        // written there (the window's first 0x2000 bytes are its semaphores).
+        // Doorbell B, the top-SP host trigger, where the simulator's hint says
+        // its NX-local block is. A real driver names none, so nothing is
+        // written: the window starts with its semaphores, G-DRV-TRIGGER.
         let trigger = self.hints.map(|h| h.host_trigger).filter(|t| *t != 0);
         let mut notes = Vec::new();
         if trigger.is_none() {
@@ -254,8 +229,8 @@ impl Session {
         let dev = Arc::clone(&self.dev);
         let d = self.device.as_mut().ok_or_else(|| refused(&dev, "inference", "the session is closed".into()))?;
         d.restart(tensors);
-        // Core's doorbell B (`set_host_trigger`: a Release fence, then 1 at the
-        // trigger), written here so that a failed BAR_WRITE keeps its errno.
+        // Core's `set_host_trigger`, a Release fence then 1 at the trigger,
+        // written here so that a failed BAR_WRITE keeps its errno.
         if let Some(t) = trigger {
             fence(Ordering::Release);
             d.rings.regs().write32(t, nrt_core::dma::doorbell::HOST_TRIGGER_VALUE)?;
@@ -263,15 +238,12 @@ impl Session {
         let kickoff_ns = d.now_ns();
         let kickoff_us = kickoff_ns / 1_000;
         // The kickoff semaphore of each of the device's cores the session
-        // owns (`first + c`: the semaphores are the device's, by core).
+        // owns: the semaphores are the device's, by core.
         for c in 0..cores {
             let nc = u32::from(first) + u32::from(c);
-            kickoff_infer(&mut Sema(&dev), nc, nc).map_err(|e| {
-                LinuxError::new(
-                    ioctl::SEMAPHORE_INCREMENT.name(),
-                    dev.path().display().to_string(),
-                    io::Error::other(format!("core {nc}: {e}")),
-                )
+            kickoff_infer(&mut Sema(&dev), nc, nc).map_err(|error| {
+                let path = dev.path().display().to_string();
+                LinuxError::new(ioctl::SEMAPHORE_INCREMENT.name(), path, Cause::Kickoff { nc, error })
             })?;
         }
         let mut req = ExecRequest::new(ExecConfig::new(arch, cores, self.timeout_s));
@@ -288,10 +260,8 @@ impl Session {
         let elapsed_ns = d.now_ns().saturating_sub(kickoff_ns);
         if let Some(why) = d.gone() {
             // As the shared-memory path's G-SHM-GONE: the request is abandoned.
-            let e = io::Error::new(
-                io::ErrorKind::NotConnected,
-                format!("{why}; the harvest was abandoned after {:.1} s ({} steps)", elapsed_ns as f64 / 1e9, w.steps),
-            );
+            let secs = elapsed_ns as f64 / 1e9;
+            let e = Cause::Gone(format!("{why}; the harvest was abandoned after {secs:.1} s ({} steps)", w.steps));
             return Err(LinuxError::new("harvest", dev.path().display().to_string(), e));
         }
         self.last_status = Some(w.status);
@@ -343,9 +313,8 @@ impl Session {
         }
     }
 
-    /// Step 10: release everything in reverse order (mappings, queues, chunks,
-    /// cores) and close the device; every failed release is returned (the others
-    /// are still made).
+    /// Step 12: release everything in reverse order and close the device;
+    /// every failed release is returned, the others still made.
     pub fn close(mut self) -> Result<(), Vec<LinuxError>> {
         let errors = self.teardown();
         if errors.is_empty() {

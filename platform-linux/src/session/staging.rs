@@ -1,4 +1,4 @@
-//! Staging (step 9's copy): the chunks the session allocated, as device memory
+//! Staging, step 11's copy: the chunks the session allocated, as device memory
 //! and ring backing, and the copy and its completion marker lowered into them.
 
 use super::*;
@@ -12,7 +12,7 @@ pub(super) struct Chunk {
     pub(super) map: Option<Mapping>,
 }
 
-/// The chunks as device memory (the driver's physical addresses) and as ring
+/// The chunks as device memory at the driver's physical addresses, and as ring
 /// backing: the TX ring, the RX ring, the copy's buffer.
 pub(super) struct ChunkMemory<'a> {
     pub(super) dev: &'a NeuronDevice,
@@ -89,31 +89,30 @@ impl RingBacking for ChunkMemory<'_> {
     }
 }
 
-/// What staging did (the fields of `nrt-sim run`'s staging report).
+/// What staging did: the fields of `nrt-sim run`'s staging report.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Staging {
-    /// The DMA engine and queue the copy ran on (the session's own).
+    /// The DMA engine and queue the copy ran on, the session's own.
     pub queue: (u32, u32),
-    /// Descriptors built, lowered and rung in each direction (data + marker).
+    /// Descriptors built, lowered and rung in each direction, data and marker.
     pub descriptors: u32,
     /// Depth of each ring.
     pub ring_depth: u32,
-    /// Device (physical) addresses of the TX and RX rings.
+    /// Physical addresses of the TX and RX rings.
     pub rings: (u64, u64),
-    /// BAR0 offsets of the M2S and S2M tail-increment registers rung (through
-    /// `DMA_QUEUE_COPY_START`).
+    /// BAR0 offsets of the M2S and S2M tail-increment registers rung through
+    /// `DMA_QUEUE_COPY_START`.
     pub doorbells: (u64, u64),
     /// Device address of the completion handle.
     pub handle: u64,
-    /// Polls that read the sentinel before the marker arrived (`None`: it did
-    /// not arrive within core's budget).
+    /// Polls that read the sentinel before the marker arrived; `None` when it
+    /// did not arrive within core's budget.
     pub handle_polls: Option<u64>,
     /// Bytes copied.
     pub copy_bytes: usize,
     /// The destination matched the source.
     pub copy_verified: bool,
-    /// BAR0 offset of the host trigger written (0: none: a real driver names
-    /// none, `nrt_abi::devmap::Unknown::HostTrigger`).
+    /// BAR0 offset of the host trigger written; 0 on a real driver, which names none.
     pub host_trigger: u64,
     /// The staging chain's events.
     pub events: Vec<Event>,
@@ -121,10 +120,8 @@ pub struct Staging {
 
 impl Staging {
     /// Why the copy failed, as the status the inference ends with and a line
-    /// naming the queue: its completion marker never came (`NRT_TIMEOUT`), or
-    /// it came and the destination does not hold the source (`NRT_HW_ERROR`:
-    /// the device did not move the data); `None` for a good copy
-    /// (G-STAGING-FAIL).
+    /// naming the queue, G-STAGING-FAIL: `NRT_TIMEOUT` when its marker never
+    /// came, `NRT_HW_ERROR` when the destination does not hold the source.
     pub fn failure(&self) -> Option<(NrtStatus, String)> {
         let (eng, q) = self.queue;
         if self.handle_polls.is_none() {
@@ -156,12 +153,10 @@ impl Staging {
 pub(super) type StagingBuffers = SubmitBuffers<PAGE_BDS, 2, { STAGING_RING_DEPTH as usize }>;
 
 /// The device as core's submit sequence sees it: the mapped chunks for memory,
-/// `doorbell` for the tail-increment registers; the device is caught up with
-/// the queues (the default [`SubmitTarget::device_heads`]: the driver
-/// programmed the queue at bring-up, and a staging copy normally completes
-/// before the next is submitted; one whose marker wait timed out is reported
-/// as a warning, and the next copy still takes the device as caught up with
-/// it: not checked against the device's head registers).
+/// `doorbell` for the tail-increment registers. The device is taken as caught
+/// up with the queues, the default [`SubmitTarget::device_heads`]: each copy
+/// completes before the next, and one whose marker timed out makes the
+/// session unusable.
 struct StagingTarget<'m, 'c, R> {
     mem: &'m mut ChunkMemory<'c>,
     doorbell: &'m mut R,
@@ -197,9 +192,9 @@ impl<R: hal::Registers<Error = LinuxError>> hal::Registers for StagingTarget<'_,
 
 impl<R: hal::Registers<Error = LinuxError>> SubmitTarget for StagingTarget<'_, '_, R> {}
 
-/// Bytes one data descriptor of a runtime's copy moves: a BD's most
-/// (`nrt_core::dma::bd::MAX_BD_LEN`, udma/udma.h `MAX_DMA_DESC_SIZE`), the
-/// size the driver's own copies cut at (neuron_cdev.c; G-COPY-CUT).
+/// Bytes one data descriptor of a runtime's copy moves: a BD's most,
+/// udma/udma.h `MAX_DMA_DESC_SIZE`, the size the driver's own copies cut at,
+/// G-COPY-CUT.
 const DESC_BYTES_MAX: u64 = nrt_core::dma::bd::MAX_BD_LEN as u64;
 /// Data descriptors of one submission of a runtime's copy: the staging vring's
 /// two pages of [`PAGE_BDS`] hold them and the marker.
@@ -234,13 +229,11 @@ pub(super) fn pieces(src: u64, dst: u64, len: u64) -> impl Iterator<Item = Trans
 }
 
 /// One submission of a copy on the session's queue through core's sequence:
-/// arm the completion handle at `handle_page` (its done word 0x100 past it),
-/// build `data` and its marker, lower them into the rings (over the TX and RX
-/// chunks), reserve, set (the write barrier on the last data descriptor before
-/// the marker's, as the driver's own memcpy does) and stage them at the queue
-/// cursors, ring S2M then M2S through `doorbell`, and poll the marker through
-/// `delay`. A marker that does not arrive within core's budget is reported (no
-/// `Completed` event in `events`), not fatal: the caller decides.
+/// arm the completion handle at `handle_page`, build `data` and its marker,
+/// lower, reserve, set and stage them at the queue cursors, ring S2M then M2S
+/// through `doorbell`, and poll the marker. The write barrier goes on the last
+/// data descriptor, as the driver's own memcpy does. A marker that does not
+/// arrive is reported by the missing `Completed` event, not fatal.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn submit_piece<R: hal::Registers<Error = LinuxError>, W: hal::Delay>(
     mem: &mut ChunkMemory<'_>,
@@ -295,9 +288,8 @@ impl From<LinuxError> for StagingFailure {
 
 impl Session {
     /// One copy on the session's own queue: each of its transfers submitted
-    /// and its marker polled, in order; stops at the first marker that did
-    /// not arrive. The caller checks the bytes ([`Staging::copy_verified`]
-    /// is left `true`).
+    /// and its marker polled, in order, up to the first marker that did not
+    /// arrive. The caller checks the bytes.
     pub(super) fn copy_transfers(
         &mut self,
         transfers: impl Iterator<Item = Transfer>,
@@ -332,8 +324,8 @@ impl Session {
         let mut bufs = Box::new(StagingBuffers::new());
         let mut moved = 0u64;
         for (i, data) in transfers.enumerate() {
-            // The events of the first submission and of a failed one are kept
-            // (bounded, whatever the copy's size).
+            // The events of the first submission and of a failed one are kept,
+            // bounded whatever the copy's size.
             let first = events.len();
             let piece = {
                 let mut mem = ChunkMemory { dev: &self.dev, chunks: &self.chunks };
@@ -367,8 +359,7 @@ impl Session {
             }
         }
         // Core's sequence leaves the cursors where they must be: handed back
-        // when nothing was staged, past the staged slots from the doorbells on
-        // (a failed fill never reached it, and left them as they were).
+        // when nothing was staged, past the staged slots from the doorbells on.
         self.txq = Some(txq);
         self.rxq = Some(rxq);
         result?;

@@ -1,8 +1,10 @@
-//! The session against a driver in this process (`sys::fake`).
+//! The session against a driver in this process: `fake_driver`, served through `sys::fake`.
 
+use super::fake_driver;
 use super::*;
 use nrt_core::dma::submit::M2S_WRITE_BARRIER;
 use nrt_core::dma::Bd;
+use nrt_core::dma::DmaError;
 
 #[test]
 fn the_runtime_version_is_checked_against_both_ends_and_named() {
@@ -184,605 +186,6 @@ fn staging_lowers_the_copy_and_its_marker_into_the_mapped_rings() {
     // Memory outside every chunk is refused, naming it.
     let e = hal::DeviceMemory::copy_in(&mut mem, 0x40_0000, &[0; 4]).unwrap_err();
     assert!(e.to_string().contains("0x400000+4 is in no mapped chunk"), "{e}");
-}
-
-/// A driver in this process (`sys::fake`), at least as strict as the driver
-/// for every call the binding makes: host-memory chunks in a temp file
-/// standing for the device node, rings, BAR registers, the CRWL state of each
-/// core and the range marks (neuron_crwl.c), the staging copy executed on copy
-/// start, START/END of every engine on the kickoff. What the driver would
-/// refuse is refused with its errno; what it would accept and a conformant
-/// runtime must not do (a freed ring still programmed, a mapped ring freed by a
-/// forced re-init, a simulator-only register read, a write into a DMA engine's
-/// registers) is recorded in `bugs`.
-mod fake_driver {
-    use std::cell::RefCell;
-    use std::collections::HashMap;
-    use std::rc::Rc;
-
-    use nrt_core::dma::LenCtrl;
-    use nrt_core::nq::ring::NqProducer;
-    use nrt_core::nq::{RawEntry, Subtype};
-
-    use super::*;
-    use crate::ioctl::{self as io_, request_name};
-    use crate::sys::fake::{self, Driver};
-
-    pub const BAR0: u64 = 0x40_0000_0000;
-    const FILE_LEN: u64 = 1 << 20;
-    /// This process's pid as the driver sees it.
-    pub fn me() -> i32 {
-        std::process::id() as i32
-    }
-
-    fn g32(a: &[u8], o: usize) -> u32 {
-        u32::from_le_bytes(a[o..o + 4].try_into().unwrap())
-    }
-    fn g64(a: &[u8], o: usize) -> u64 {
-        u64::from_le_bytes(a[o..o + 8].try_into().unwrap())
-    }
-    fn p32(a: &mut [u8], o: usize, v: u32) {
-        a[o..o + 4].copy_from_slice(&v.to_le_bytes());
-    }
-    fn p64(a: &mut [u8], o: usize, v: u64) {
-        a[o..o + 8].copy_from_slice(&v.to_le_bytes());
-    }
-
-    /// `struct neuron_crwl` of one core.
-    #[derive(Clone, Copy, Default)]
-    pub struct CoreLock {
-        pub uuid: [u8; 32],
-        pub writer_pid: i32,
-        pub writer_acquired: bool,
-        pub reader_count: u32,
-    }
-
-    /// A queue: TX ring offset, RX ring offset, depth, cursor, TX handle, RX handle.
-    type Queue = (u64, u64, u32, u32, u64, u64);
-
-    #[derive(Default)]
-    pub struct State {
-        pub path: std::path::PathBuf,
-        pub map: Option<Mapping>,
-        /// Every call, by name (with the handle or core of frees and CRWL calls).
-        pub calls: Vec<String>,
-        next: u64,
-        chunks: HashMap<u64, (u64, u64)>,
-        queues: HashMap<(u32, u32), Queue>,
-        rings: HashMap<(u32, u32), (u64, NqProducer)>,
-        pub heads: Vec<(u64, u32)>,
-        pub compat: (u32, u32),
-        /// The simulator's hints; `None`: a real driver (the query refused).
-        pub hints: Option<nrt_abi::sim::SimHints>,
-        /// Fail the n-th call (1-based) of this request with this errno.
-        pub fail: Option<(u32, usize, i32)>,
-        /// Make the n-th call of this request return this positive value.
-        pub positive: Option<(u32, usize, i32)>,
-        /// After this many kickoffs every call fails with ENOSYS (the
-        /// simulator's supervisor killed); the engines never finish.
-        pub die_after_kickoffs: Option<usize>,
-        kickoffs: usize,
-        pub realloc_forced: usize,
-        pub bugs: Vec<String>,
-        pub crwl: [CoreLock; 8],
-        /// Range marks: the holder pid of each core (0: free).
-        pub range_pids: [i32; 8],
-        /// NC_RESET ids made and not yet waited for.
-        pending_resets: Vec<u32>,
-        /// Each kickoff's first timestamp, so inferences' records differ.
-        stamp: u64,
-        /// meta_ctrl of every TX descriptor copied, in order.
-        pub tx_meta: Vec<u32>,
-        /// The requests made on a write-only descriptor, by name, in order.
-        pub free_access_calls: Vec<String>,
-        /// Closes of a write-only descriptor (each the driver's misc flush).
-        pub misc_flushes: usize,
-        /// A core whose CRWL slot already has this process as its writer with
-        /// the uuid the next WRITER_ENTER brings (so that it answers EALREADY).
-        pub already_writer: Option<u32>,
-        /// This process's datastore: its offset and owner.
-        pub datastore: Option<(u64, i32)>,
-        /// Copy starts move nothing (the device never copies).
-        pub drop_copies: bool,
-        /// Copy starts move only the 4-byte completion markers, not the data.
-        pub skip_data: bool,
-        /// The counters of NCs 0 and 1 as they were at the owner's release.
-        pub released_datastore: Option<[[u64; 95]; 2]>,
-        /// Each range mark's `(nc_count, start_nc_index, end_nc_index)`.
-        pub marks: Vec<(u32, u32, u32)>,
-        /// Each kickoff's `(nc_id, semaphore_index)`.
-        pub kicks: Vec<(u32, u32)>,
-        /// Each NQ initialisation's `(nq_dev_id, engine_index)`.
-        pub nq_inits: Vec<(u32, u32)>,
-    }
-
-    impl State {
-        fn read_datastore(&self, off: u64) -> [[u64; 95]; 2] {
-            let mut v = [[0u64; 95]; 2];
-            for (nc, row) in v.iter_mut().enumerate() {
-                for (c, w) in row.iter_mut().enumerate() {
-                    let o = nrt_abi::nds::nc_counter_offset(nc, c).unwrap() as u64;
-                    *w = self.map.as_ref().unwrap().load64(off + o, Ordering::Acquire).unwrap();
-                }
-            }
-            v
-        }
-        fn alloc(&mut self, size: u64) -> u64 {
-            let off = self.next.max(4096);
-            self.next = (off + size).next_multiple_of(4096);
-            off
-        }
-        fn w32(&self, off: u64, v: u32) {
-            self.map.as_ref().unwrap().store32(off, v, Ordering::Release).unwrap();
-        }
-        fn r32(&self, off: u64) -> u32 {
-            self.map.as_ref().unwrap().load32(off, Ordering::Acquire).unwrap()
-        }
-        fn r64(&self, off: u64) -> u64 {
-            u64::from(self.r32(off)) | (u64::from(self.r32(off + 4)) << 32)
-        }
-        /// Whether this process has the device file mapped at `off`.
-        fn mapped_at(&self, off: u64) -> bool {
-            let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
-            let name = self.path.display().to_string();
-            maps.lines().any(|l| {
-                let f: Vec<&str> = l.split_whitespace().collect();
-                f.len() >= 6 && f[5] == name && u64::from_str_radix(f[2], 16) == Ok(off)
-            })
-        }
-        fn play_core(&mut self, nc: u32) {
-            self.stamp += 1_000;
-            for (eng, nq) in INFER_STATUS_NQS.iter().enumerate() {
-                for (k, sub) in [Subtype::START, Subtype::END].into_iter().enumerate() {
-                    let ts = self.stamp + 10 * eng as u64 + k as u64;
-                    let Some((off, p)) = self.rings.get_mut(&(nc, u32::from(*nq))) else {
-                        self.bugs.push(format!("no ring for core {nc} nq {nq}"));
-                        return;
-                    };
-                    let mut e = RawEntry::new(sub, *nq, 0, 0, ts).to_array();
-                    let at = *off + u64::from(p.push(&mut e).expect("room"));
-                    let m = self.map.as_ref().unwrap();
-                    m.store64(at + 8, u64::from_le_bytes(e[8..].try_into().unwrap()), Ordering::Relaxed).unwrap();
-                    m.store64(at, u64::from_le_bytes(e[..8].try_into().unwrap()), Ordering::Release).unwrap();
-                }
-            }
-        }
-        fn copy_start(&mut self, eng: u32, q: u32, tx: u32, rx: u32) -> Result<i32, i32> {
-            if rx == 0 {
-                self.bugs.push("kernel BUG: copy start with rx 0".into());
-                return Err(libc::EINVAL);
-            }
-            let Some(&(txr, rxr, depth, cursor, th, rh)) = self.queues.get(&(eng, q)) else {
-                return Err(libc::EPERM);
-            };
-            for i in 0..tx.min(rx) {
-                let slot = u64::from((cursor + i) % depth) * 16;
-                self.tx_meta.push(self.r32(txr + slot + 4));
-                let len = LenCtrl::from_bits(self.r32(txr + slot)).len_bytes();
-                if self.drop_copies || (self.skip_data && len != 4) {
-                    continue;
-                }
-                let (src, dst) = (self.r64(txr + slot + 8), self.r64(rxr + slot + 8));
-                for w in 0..u64::from(len / 4) {
-                    self.w32(dst + 4 * w, self.r32(src + 4 * w));
-                }
-            }
-            self.queues.insert((eng, q), (txr, rxr, depth, cursor + tx, th, rh));
-            Ok(0)
-        }
-        /// neuron_crwl.c `ncrwl_validate_uuid`.
-        fn validate(&self, nc: usize, uuid: &[u8]) -> Result<(), i32> {
-            let l = &self.crwl[nc];
-            if l.uuid[..] != *uuid || l.writer_pid != me() {
-                return Err(libc::ENOENT);
-            }
-            Ok(())
-        }
-        fn crwl(&mut self, code: u32, a: &[u8]) -> Result<i32, i32> {
-            let nc = g32(a, 0) as usize;
-            let uuid = &a[4..36];
-            if nc >= 8 {
-                return Err(libc::EINVAL);
-            }
-            match code {
-                c if c == io_::CRWL_READER_ENTER.code() => {
-                    self.validate(nc, uuid)?;
-                    self.crwl[nc].reader_count += 1;
-                }
-                c if c == io_::CRWL_READER_EXIT.code() => {
-                    self.validate(nc, uuid)?;
-                    if self.crwl[nc].reader_count == 0 {
-                        return Err(libc::EINVAL);
-                    }
-                    self.crwl[nc].reader_count -= 1;
-                }
-                c if c == io_::CRWL_WRITER_ENTER.code() => {
-                    let already = self.already_writer == Some(nc as u32);
-                    let l = &mut self.crwl[nc];
-                    if already {
-                        l.writer_pid = me();
-                        l.uuid.copy_from_slice(uuid);
-                    }
-                    if l.writer_acquired || l.reader_count != 0 {
-                        return Err(libc::EBUSY);
-                    }
-                    l.writer_acquired = true;
-                    if l.writer_pid == me() && l.uuid[..] == *uuid {
-                        return Err(libc::EALREADY);
-                    }
-                    l.writer_pid = me();
-                    l.uuid.copy_from_slice(uuid);
-                }
-                c if c == io_::CRWL_WRITER_DOWNGRADE.code() => {
-                    if !self.crwl[nc].writer_acquired {
-                        return Err(libc::EINVAL);
-                    }
-                    self.validate(nc, uuid)?;
-                    self.crwl[nc].writer_acquired = false;
-                    self.crwl[nc].reader_count = 1;
-                }
-                _ => return Err(libc::EINVAL),
-            }
-            Ok(0)
-        }
-    }
-
-    pub struct Fake(pub Rc<RefCell<State>>);
-
-    impl Driver for Fake {
-        fn misc_ioctl(&mut self, code: u32, a: &mut [u8]) -> Result<i32, i32> {
-            self.0.borrow_mut().free_access_calls.push(request_name(code).unwrap_or("?").to_string());
-            self.ioctl(code, a)
-        }
-
-        /// neuron_cdev.c `ncdev_misc_flush`: every core the process marked, unmarked.
-        fn misc_flush(&mut self) {
-            let mut s = self.0.borrow_mut();
-            s.misc_flushes += 1;
-            for pid in s.range_pids.iter_mut() {
-                if *pid == me() {
-                    *pid = 0;
-                }
-            }
-        }
-
-        fn ioctl(&mut self, code: u32, a: &mut [u8]) -> Result<i32, i32> {
-            let mut s = self.0.borrow_mut();
-            let name = request_name(code).unwrap_or("?");
-            let n = s.calls.iter().filter(|c| c.split(' ').next() == Some(name)).count() + 1;
-            let detail = match code {
-                c if c == io_::MEM_FREE.code() => format!(" {}", g64(a, 0)),
-                c if [
-                    io_::CRWL_READER_EXIT.code(),
-                    io_::CRWL_READER_ENTER.code(),
-                    io_::CRWL_WRITER_ENTER.code(),
-                    io_::CRWL_WRITER_DOWNGRADE.code(),
-                ]
-                .contains(&c) =>
-                {
-                    format!(" {}", g32(a, 0))
-                }
-                c if c == io_::CRWL_NC_RANGE_UNMARK.code() => format!(" 0x{:x}", g64(a, 16)),
-                _ => String::new(),
-            };
-            s.calls.push(format!("{name}{detail}"));
-            if s.die_after_kickoffs.is_some_and(|k| s.kickoffs >= k) {
-                return Err(libc::ENOSYS);
-            }
-            if let Some((c, nth, errno)) = s.fail {
-                if c == code && nth == n {
-                    return Err(errno);
-                }
-            }
-            if let Some((c, nth, rc)) = s.positive {
-                if c == code && nth == n {
-                    return Ok(rc);
-                }
-            }
-            match code {
-                c if c == io_::DRIVER_INFO_GET.code() => p32(a, 0, 2),
-                c if c == io_::COMPATIBLE_VERSION.code() => {
-                    let (max, min) = s.compat;
-                    p32(a, 0, max);
-                    p32(a, 4, min);
-                }
-                c if c == io_::DEVICE_INFO.code() => {
-                    p32(a, 0, 2);
-                    p64(a, 48, BAR0);
-                    p64(a, 64, 0x1_0000_0000);
-                }
-                c if c == nrt_abi::sim::SIM_HINTS.code() => {
-                    let h = s.hints.ok_or(libc::EINVAL)?;
-                    if g32(a, 8) as usize != core::mem::size_of::<simabi::SimHints>() {
-                        return Err(libc::EINVAL);
-                    }
-                    p64(a, 200, h.host_trigger);
-                    for (o, v) in [(0, h.magic), (4, h.version), (12, h.model_cores), (16, h.ring_entries)] {
-                        p32(a, o, v);
-                    }
-                    p32(a, 20, h.device_cores);
-                    p64(a, 24, h.clock_origin_ns);
-                    p64(a, 32, h.heartbeat_ns);
-                    for (c, lines) in h.lines.iter().enumerate() {
-                        for (l, v) in lines.iter().enumerate() {
-                            p32(a, 40 + 4 * (c * simabi::LINES + l), *v);
-                        }
-                    }
-                }
-                c if c == io_::CRWL_NC_RANGE_MARK.code() => {
-                    let (count, start, end) = (g32(a, 0), g32(a, 4), g32(a, 8));
-                    s.marks.push((count, start, end));
-                    p64(a, 16, 0);
-                    if start > end || end >= 8 {
-                        return Err(libc::EINVAL);
-                    }
-                    let range = start..start + count;
-                    if range.end > end + 1 || range.clone().any(|i| s.range_pids[i as usize] != 0) {
-                        return Err(libc::EBUSY);
-                    }
-                    let mut bits = 0u64;
-                    for i in range {
-                        s.range_pids[i as usize] = me();
-                        bits |= 1 << i;
-                    }
-                    p64(a, 16, bits);
-                }
-                c if c == io_::CRWL_NC_RANGE_UNMARK.code() => {
-                    let bits = g64(a, 16);
-                    for i in 0..8 {
-                        if bits & (1 << i) != 0 && s.range_pids[i] == me() {
-                            s.range_pids[i] = 0;
-                        }
-                    }
-                }
-                c if c == io_::DEVICE_GET_ALL_APPS_INFO.code() => {
-                    // The writers of cores 0..=3 by pid (neuron_cdev.c: ncdev_device_get_all_apps_info).
-                    let mut pids: Vec<i32> = s.crwl.iter().map(|l| l.writer_pid).filter(|p| *p != 0).collect();
-                    pids.insert(0, me());
-                    pids.dedup();
-                    for (k, pid) in pids.iter().enumerate().take(16) {
-                        let at = 16 + 152 * k;
-                        let mut lock = 0u8;
-                        for nc in 0..4 {
-                            let l = &s.crwl[nc];
-                            if l.writer_pid == *pid && (l.writer_acquired || l.reader_count > 0) {
-                                lock |= 1 << nc;
-                            }
-                        }
-                        a[at..at + 4].copy_from_slice(&pid.to_le_bytes());
-                        a[at + 4] = lock;
-                    }
-                    p32(a, 8, pids.len().min(16) as u32);
-                }
-                c if [
-                    io_::CRWL_READER_ENTER.code(),
-                    io_::CRWL_READER_EXIT.code(),
-                    io_::CRWL_WRITER_ENTER.code(),
-                    io_::CRWL_WRITER_DOWNGRADE.code(),
-                ]
-                .contains(&c) =>
-                {
-                    return s.crwl(c, a);
-                }
-                c if c == io_::NC_RESET.code() => {
-                    let map = g32(a, 0);
-                    let claimed = (0..8).filter(|i| s.range_pids[*i] == me()).fold(0u32, |m, i| m | 1 << i);
-                    if map & !claimed != 0 {
-                        s.bugs.push(format!("NC_RESET of cores 0x{map:x}, claimed 0x{claimed:x}"));
-                    }
-                    if s.pending_resets.contains(&(me() as u32)) {
-                        return Ok(1);
-                    }
-                    s.pending_resets.push(me() as u32);
-                    p32(a, 4, me() as u32);
-                }
-                c if c == io_::NC_RESET_READY.code() => {
-                    let id = g32(a, 0);
-                    let known = s.pending_resets.contains(&id);
-                    s.pending_resets.retain(|r| *r != id);
-                    p32(a, 4, u32::from(!known));
-                }
-                c if c == io_::MEM_GET_EXTENDED_INFO.code() => {
-                    // A bad handle: +EINVAL as a positive return (neuron_cdev.c).
-                    let Some(&(off, size)) = s.chunks.get(&g64(a, 0)) else { return Ok(22) };
-                    // The whole struct rewritten: mem_handle becomes a kernel pointer.
-                    p64(a, 0, 0xffff_8880_0000_0000 | off);
-                    p32(a, 12, 1);
-                    p64(a, 16, off);
-                    p64(a, 24, off);
-                    p64(a, 40, size);
-                }
-                c if c == io_::MEM_FREE.code() => {
-                    let h = g64(a, 0);
-                    if s.queues.values().any(|q| q.4 == h || q.5 == h) {
-                        s.bugs.push(format!("MEM_FREE of chunk {h}, a ring a DMA queue is still programmed on"));
-                    }
-                    s.chunks.remove(&h).ok_or(libc::EINVAL)?;
-                }
-                c if c == io_::DMA_QUEUE_INIT.code() => {
-                    let (th, rh) = (g64(a, 16), g64(a, 24));
-                    let (tx, rx) = (s.chunks.get(&th).copied(), s.chunks.get(&rh).copied());
-                    let ((txo, _), (rxo, _)) = (tx.ok_or(libc::EINVAL)?, rx.ok_or(libc::EINVAL)?);
-                    s.queues.insert((g32(a, 0), g32(a, 4)), (txo, rxo, g32(a, 8), 0, th, rh));
-                }
-                // The driver's release changes nothing (neuron_ring.c: ndmar_queue_release).
-                c if c == io_::DMA_QUEUE_RELEASE.code() => {}
-                c if c == io_::DMA_QUEUE_COPY_START.code() => {
-                    return s.copy_start(g32(a, 0), g32(a, 4), g32(a, 8), g32(a, 12));
-                }
-                c if c == io_::NOTIFICATIONS_INIT_V2.code() || c == io_::NOTIFICATIONS_INIT_WITH_REALLOC_V2.code() => {
-                    let realloc = c == io_::NOTIFICATIONS_INIT_WITH_REALLOC_V2.code();
-                    let (key, size) = ((g32(a, 0), g32(a, 12)), g32(a, 16));
-                    s.nq_inits.push(key);
-                    let force = realloc && g32(a, 32) == 1;
-                    if force {
-                        s.realloc_forced += 1;
-                    }
-                    let old = s.rings.get(&key).map(|(off, p)| (*off, p.size_bytes()));
-                    let off = match old {
-                        // Without force_alloc_mem the driver keeps the old chunk,
-                        // and the device its place in it.
-                        Some((off, old_size)) if !force => {
-                            if old_size != size {
-                                s.bugs.push(format!("ring {key:?} re-initialised to {size} bytes in its old chunk"));
-                            }
-                            p64(a, if realloc { 40 } else { 32 }, off);
-                            return Ok(0);
-                        }
-                        Some((off, _)) => {
-                            // Freed at once, no mmap reference count (neuron_nq.c: nnq_init).
-                            if s.mapped_at(off) {
-                                s.bugs.push(format!("ring {key:?} freed by a forced re-init while still mapped"));
-                            }
-                            s.alloc(u64::from(size))
-                        }
-                        None => s.alloc(u64::from(size)),
-                    };
-                    s.rings.insert(key, (off, NqProducer::new(size).map_err(|_| libc::EINVAL)?));
-                    p64(a, if realloc { 40 } else { 32 }, off);
-                }
-                c if c == io_::SEMAPHORE_INCREMENT.code() => {
-                    let nc = g32(a, 0);
-                    s.kicks.push((nc, g32(a, 4)));
-                    if s.die_after_kickoffs.is_some() {
-                        s.kickoffs += 1;
-                    } else {
-                        s.play_core(nc);
-                    }
-                }
-                // The datastore (neuron_ds.c): this process's, made at its
-                // first acquire with pid 0, cleared at the owner's release.
-                c if c == io_::ACQUIRE_NEURON_DS.code() => {
-                    let pid = g32(a, 0) as i32;
-                    let off = match (pid, s.datastore) {
-                        (0, Some((off, _))) => off,
-                        (0, None) => {
-                            let off = s.alloc(u64::from(io_::NEURON_DATASTORE_SIZE));
-                            s.datastore = Some((off, me()));
-                            off
-                        }
-                        (p, Some((off, owner))) if p == owner => off,
-                        _ => return Err(libc::ENOENT),
-                    };
-                    p64(a, 8, off);
-                    p32(a, 16, io_::NEURON_DATASTORE_SIZE);
-                }
-                c if c == io_::RELEASE_NEURON_DS.code() => {
-                    let pid = g32(a, 0) as i32;
-                    if let Some((off, owner)) = s.datastore {
-                        if pid == 0 || pid == owner {
-                            s.released_datastore = Some(s.read_datastore(off));
-                            s.datastore = None;
-                        }
-                    }
-                }
-                _ => return Err(libc::EINVAL),
-            }
-            Ok(0)
-        }
-
-        fn bar_rw(&mut self, code: u32, _bar: u32, addresses: &[u64], data: &mut [u32]) -> Result<i32, i32> {
-            let mut s = self.0.borrow_mut();
-            let read = code == io_::BAR_READ.code();
-            s.calls.push(request_name(code).unwrap_or("?").to_string());
-            let n = s.calls.iter().filter(|c| c.as_str() == request_name(code).unwrap_or("?")).count();
-            if let Some((c, nth, rc)) = s.positive {
-                if c == code && nth == n {
-                    return Ok(rc);
-                }
-            }
-            if s.die_after_kickoffs.is_some_and(|k| s.kickoffs >= k) {
-                return Err(libc::ENOSYS);
-            }
-            for (a, d) in addresses.iter().zip(data.iter_mut()) {
-                let off = a.checked_sub(BAR0).ok_or(libc::EINVAL)?;
-                if nrt_abi::devmap::region_of(Arch::Sunda, off, 4).is_none() {
-                    s.bugs.push(format!("BAR access at 0x{off:x}: no window of the driver's map"));
-                }
-                if s.hints.is_none()
-                    && matches!(
-                        nrt_abi::devmap::region_of(Arch::Sunda, off, 4),
-                        Some(nrt_abi::devmap::Region::TopSpSemaphores(_))
-                    )
-                {
-                    s.bugs.push(format!("BAR access at 0x{off:x}: a top-SP's semaphores"));
-                }
-                // v2 DMA engines: NC0's at 0x3000_0000 + e * 0x4_0000 (16 of them), the
-                // D2H/H2D engines from 0x3060_0000 (v2/address_map.h V2_APB_D2H_UDMA_BASE,
-                // V2_APB_D2H_SDMA_BASE): the DMA ioctls' only.
-                let dma = (0x3000_0000..0x3040_0000).contains(&off) || (0x3060_0000..0x3068_0000).contains(&off);
-                if !read && dma {
-                    s.bugs.push(format!("BAR_WRITE at 0x{off:x}: a DMA engine's registers"));
-                }
-                if read {
-                    *d = 0;
-                } else {
-                    s.heads.push((off, *d));
-                    let ring = s.rings.iter_mut().find(|((c, slot), _)| {
-                        nrt_core::arch::nq_head_register(Arch::Sunda, *c as u8, *slot as u8) == Some(off)
-                    });
-                    if let Some((_, (_, p))) = ring {
-                        p.on_head_write(*d);
-                    }
-                }
-            }
-            Ok(0)
-        }
-
-        fn mem_alloc(&mut self, arg: &MemAllocV2Mt) -> Result<u64, i32> {
-            let mut s = self.0.borrow_mut();
-            s.calls.push("NEURON_IOCTL_MEM_ALLOC_V2MT".into());
-            // neuron_mempool.c mc_alloc_internal: aligned host memory is not supported.
-            if arg.host_memory != 0 && arg.align != 0 {
-                return Err(libc::EINVAL);
-            }
-            let off = s.alloc(arg.size);
-            let handle = (1..).find(|h| !s.chunks.contains_key(h)).unwrap_or(u64::MAX);
-            s.chunks.insert(handle, (off, arg.size));
-            Ok(handle)
-        }
-    }
-
-    /// A device node (a temp file) served by a fresh fake on this thread.
-    pub fn install(name: &str) -> (std::path::PathBuf, Rc<RefCell<State>>) {
-        install_at(std::env::temp_dir().join(format!("nrt-fake-neuron-{}-{name}", std::process::id())))
-    }
-
-    /// [`install`] at the path `p` (its directory exists).
-    pub fn install_at(p: std::path::PathBuf) -> (std::path::PathBuf, Rc<RefCell<State>>) {
-        let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
-        f.set_len(FILE_LEN).unwrap();
-        let state = Rc::new(RefCell::new(State {
-            path: p.clone(),
-            map: Some(Mapping::map(&f, 0, FILE_LEN as usize).unwrap()),
-            compat: (7, 5),
-            ..State::default()
-        }));
-        fake::install(p.clone(), Box::new(Fake(Rc::clone(&state))));
-        (p, state)
-    }
-
-    pub fn uninstall(p: &std::path::Path) {
-        fake::uninstall();
-        let _ = std::fs::remove_file(p);
-    }
-
-    /// The simulator's hints with `cores` and every barrier done.
-    pub fn sim_hints(cores: u32) -> nrt_abi::sim::SimHints {
-        let mut h = nrt_abi::sim::SimHints {
-            magic: nrt_abi::sim::SIM_HINTS_MAGIC,
-            version: nrt_abi::sim::SIM_HINTS_VERSION,
-            size: core::mem::size_of::<nrt_abi::sim::SimHints>() as u32,
-            model_cores: cores,
-            device_cores: cores,
-            host_trigger: nrt_abi::sim::xt_local_reg(Arch::Sunda) + nrt_core::dma::HOST_TRIGGER_OFFSET,
-            ..Default::default()
-        };
-        for l in h.lines.iter_mut() {
-            l[Line::BarrierDone as usize] = 1;
-        }
-        h
-    }
 }
 
 fn cfg(cores: Option<u8>) -> SessionConfig {
@@ -1112,32 +515,35 @@ fn an_incompatible_driver_is_refused_before_any_core_is_taken() {
     assert_eq!(e.call, "NEURON_IOCTL_COMPATIBLE_VERSION");
     assert!(e.to_string().contains("runtime versions 10 to 11") && e.to_string().contains("version 7"), "{e}");
     let want = IncompatibleDriver { arch: Arch::Sunda, driver: CompatibleVersion { max: 11, min: 10 }, ours: 7 };
-    assert_eq!(reason::<IncompatibleDriver>(&e), Some(&want), "the typed reason is kept");
+    assert!(matches!(e.cause, Cause::Incompatible(w) if w == want), "the typed reason is kept: {e:?}");
     assert!(!st.borrow().calls.iter().any(|c| c.contains("CRWL")), "{:?}", st.borrow().calls);
 }
 
-/// The typed reason a refusal keeps inside its `io::Error`, if it is a `T`.
-fn reason<T: std::error::Error + 'static>(e: &LinuxError) -> Option<&T> {
-    e.source.get_ref().and_then(|r| r.downcast_ref::<T>())
+/// The shape a refusal gives as its cause, if it is one.
+fn shape_of(e: &LinuxError) -> Option<ShapeError> {
+    match e.cause {
+        Cause::Shape(s) => Some(s),
+        _ => None,
+    }
 }
 
-/// Too many cores, or ring entries off the powers of two, are refused at open
-/// (and ring entries at a resize) with the typed [`ShapeError`] kept inside
-/// the error, its text the same, before any core is marked.
+/// Too many cores, or ring entries off the powers of two, are refused at open,
+/// and ring entries at a resize, with the typed [`ShapeError`] as the cause,
+/// its text the same, before any core is marked.
 #[test]
 fn a_bad_shape_is_refused_at_open_with_its_typed_reason() {
     let (p, st) = fake_driver::install("shape");
     let e = Session::open(&p, cfg(Some(3))).unwrap_err();
     assert_eq!((e.call, e.subject), ("session", Subject::Cores), "{e}");
-    assert_eq!(reason::<ShapeError>(&e), Some(&ShapeError::Cores { max: 2, got: 3 }), "{e}");
+    assert_eq!(shape_of(&e), Some(ShapeError::Cores { max: 2, got: 3 }), "{e}");
     assert!(e.to_string().contains("cores must be 1 to 2, got 3"), "{e}");
     let e = Session::open(&p, SessionConfig { ring_entries: Some(48), ..cfg(Some(1)) }).unwrap_err();
     assert_eq!(e.call, "session", "{e}");
-    assert_eq!(reason::<ShapeError>(&e), Some(&ShapeError::RingEntries { max: MAX_RING_ENTRIES, got: 48 }), "{e}");
+    assert_eq!(shape_of(&e), Some(ShapeError::RingEntries { max: MAX_RING_ENTRIES, got: 48 }), "{e}");
     assert!(st.borrow().marks.is_empty(), "no mark made");
     let mut s = Session::open(&p, cfg(Some(1))).unwrap();
     let e = s.set_ring_entries(48).unwrap_err();
-    assert_eq!(reason::<ShapeError>(&e), Some(&ShapeError::RingEntries { max: MAX_RING_ENTRIES, got: 48 }), "{e}");
+    assert_eq!(shape_of(&e), Some(ShapeError::RingEntries { max: MAX_RING_ENTRIES, got: 48 }), "{e}");
     assert_eq!(s.ring_entries(), 64, "the size is kept");
     drop(s);
     fake_driver::uninstall(&p);
@@ -1320,7 +726,7 @@ fn host_memory_with_an_alignment_is_refused() {
     let dev = NeuronDevice::open("/dev/null").unwrap();
     let a = MemAllocV2Mt { size: 4096, align: 4096, host_memory: 1, ..MemAllocV2Mt::default() };
     let e = dev.mem_alloc_v2mt(a).unwrap_err();
-    assert_eq!(e.source.kind(), io::ErrorKind::InvalidInput, "{e}");
+    assert!(matches!(e.cause, Cause::Refused(_)), "{e}");
     assert!(e.to_string().contains("align 4096") && e.to_string().contains("mc_alloc_internal"), "{e}");
 }
 
@@ -1440,8 +846,8 @@ fn a_run_off_the_device_is_refused_before_any_mark() {
     assert_eq!(e.subject, Subject::Cores);
     let m = e.to_string();
     assert!(m.contains("cores 1-2 asked, off the device: a sunda device has 2 NeuronCores (0-1)"), "{m}");
-    let why = reason::<ShapeError>(&e);
-    assert_eq!(why, Some(&ShapeError::OffDevice { arch: Arch::Sunda, first: 1, cores: 2 }), "the typed reason is kept");
+    let why = shape_of(&e);
+    assert_eq!(why, Some(ShapeError::OffDevice { arch: Arch::Sunda, first: 1, cores: 2 }), "the typed reason is kept");
     assert!(st.borrow().marks.is_empty(), "no mark made");
     assert_eq!(validate_placement(Arch::Cayman, 2, 2), Ok(()));
     assert_eq!(validate_placement(Arch::Cayman, 6, 2), Ok(()));
@@ -1495,7 +901,7 @@ fn host_wide_cores_are_placed_on_the_device_of_their_index() {
     }
     let m = refused("not-a-node", 0, 1);
     assert!(m.contains("that is /dev/neuron0, and this node's device index is not known"), "{m}");
-    // Without the host-wide reading the index is the device's own, as before.
+    // Without the host-wide reading, the index is the device's own.
     let (p, _) = fake_driver::install_at(dir.join("neuron1"));
     let s = Session::open(&p, SessionConfig { first_core: 1, ..cfg(Some(1)) }).unwrap();
     assert_eq!(s.first_core(), 1);
@@ -1548,7 +954,7 @@ fn a_session_from_core_1_reads_core_1s_status_lines() {
 }
 
 /// A failed staging step keeps its message ("DMA staging on <dev> failed:
-/// <step>: <core's error>"), and core's typed error stays reachable: as
+/// <step>: <core's error>"), and core's typed error is its cause: as
 /// `LinuxError::dma`, as the `source()`, and in the kind core sees.
 #[test]
 fn a_staging_failure_keeps_its_message_and_cores_typed_error() {
@@ -1558,15 +964,15 @@ fn a_staging_failure_keeps_its_message_and_cores_typed_error() {
     assert_eq!(e.to_string(), format!("DMA staging on /dev/null failed: stage tx: {io_err}"));
     assert_eq!(e.dma(), Some(&SubmitError::at(SubmitStep::Stage(Direction::Tx), io_err)));
     let source = std::error::Error::source(&e).expect("a source");
-    assert_eq!(source.downcast_ref::<SubmitError>().map(|s| s.step), Some(SubmitStep::Stage(Direction::Tx)));
+    assert_eq!(source.to_string(), SubmitError::at(SubmitStep::Stage(Direction::Tx), io_err).to_string());
     assert_eq!(source.source().map(|s| s.to_string()), Some(io_err.to_string()), "core's error under the step");
     assert_eq!(hal::Error::kind(&e), hal::ErrorKind::Io, "the platform's kind, not OutOfRange");
     let t = staging_err(&dev, SubmitError::at(SubmitStep::Platform("queue"), DmaError::BadRingDepth(0)));
-    assert_eq!(t.source.kind(), io::ErrorKind::InvalidInput);
+    assert_eq!(t.dma().map(|s| s.error), Some(DmaError::BadRingDepth(0)));
     assert_eq!(hal::Error::kind(&t), hal::ErrorKind::Other);
     assert!(t.to_string().ends_with(&format!("queue: {}", DmaError::BadRingDepth(0))), "{t}");
     let w = staging_err(&dev, SubmitError::at(SubmitStep::Wait, DmaError::Timeout));
-    assert_eq!(w.source.kind(), io::ErrorKind::TimedOut);
+    assert_eq!(w.dma().map(|s| (s.step, s.error)), Some((SubmitStep::Wait, DmaError::Timeout)));
     // Any other error has none.
     assert_eq!(refused(&dev, "staging", "no buffer".into()).dma(), None);
 }

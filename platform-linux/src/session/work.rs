@@ -1,12 +1,12 @@
 //! A runtime's own work on the session: memory objects, copies between them
-//! on the session's own DMA queue, and executions (copies, then the kickoff
-//! of the session's cores and the harvest).
+//! on the session's own DMA queue, and executions, which are copies then the
+//! kickoff and the harvest.
 //!
 //! Every copy goes through core's one submit sequence and waits on its
 //! completion marker; a marker that does not arrive leaves the queue's state
-//! unknown, so the session is then unusable (close and reopen). A copy
-//! between two host objects is compared after its marker: a destination that
-//! does not hold its source is `NRT_HW_ERROR` (G-COPY-CHECK).
+//! unknown, and the session unusable. A copy between two host objects is
+//! compared after its marker: a destination that does not hold its source is
+//! `NRT_HW_ERROR`, G-COPY-CHECK.
 
 use super::staging::{pieces, StagingFailure};
 use super::*;
@@ -32,9 +32,8 @@ impl Session {
         format!("{} {}", self.dev.path().display(), self.site())
     }
 
-    /// Allocate `size` bytes of `kind` memory for this session's copies
-    /// (`crate::mem::Allocator::alloc`). Freed when the last handle and
-    /// execution holding it are gone.
+    /// Allocate `size` bytes of `kind` memory for this session's copies, freed
+    /// when the last handle and execution holding it are gone.
     pub fn alloc(&mut self, kind: MemKind, size: u64) -> Result<Mem, Error> {
         self.ready("nrt_mem_alloc")?;
         self.allocator().alloc(kind, size)
@@ -52,8 +51,7 @@ impl Session {
         }
     }
 
-    /// Whether the session can no longer run work (a copy's marker never
-    /// came, a resize failed half-way), and why.
+    /// Why the session can no longer run work, if it cannot.
     pub fn unusable(&self) -> Option<&str> {
         self.unusable.as_deref()
     }
@@ -94,9 +92,9 @@ impl Session {
     }
 
     /// One copy on the session's queue, waited on its completion marker. A
-    /// marker that did not arrive is [`Error::CopyTimeout`] (the session is
-    /// then unusable); between host objects, a destination that does not hold
-    /// the source is [`Error::CopyNotMoved`].
+    /// marker that did not arrive is [`Error::CopyTimeout`] and the session
+    /// unusable; between host objects, a destination that does not hold the
+    /// source is [`Error::CopyNotMoved`].
     pub fn copy(&mut self, dst: &Mem, dst_off: u64, src: &Mem, src_off: u64, len: u64) -> Result<Staging, Error> {
         const CALL: &str = "nrt_copy";
         self.ready(CALL)?;
@@ -113,7 +111,7 @@ impl Session {
         }
     }
 
-    /// The copy of `op` (checked), its bytes compared when both are host memory.
+    /// The checked copy of `op`, its bytes compared when both are host memory.
     fn copy_op(&mut self, op: &CopyOp) -> Result<Staging, Error> {
         let (src, dst) = (op.src.device_address() + op.src_off, op.dst.device_address() + op.dst_off);
         let mut st = self.copy_transfers(pieces(src, dst, op.len)).map_err(|e| match e {
@@ -148,10 +146,9 @@ impl Session {
         Ok(st)
     }
 
-    /// The queue's state is unknown after `op`: the session runs no more work
-    /// (a late marker of this copy would pass for the next one's: the same
-    /// done word), and `op`'s memory, which the device may still write, is
-    /// left to the device file's close.
+    /// The queue's state is unknown after `op`: the session runs no more work,
+    /// since a late marker would pass for the next one's, and `op`'s memory,
+    /// which the device may still write, is left to the device file's close.
     fn lose_queue(&mut self, op: &CopyOp, why: String) {
         op.src.leave_to_close();
         op.dst.leave_to_close();
@@ -159,10 +156,9 @@ impl Session {
     }
 
     /// Run `exec`: its copies in order on the session's queue, each waited on
-    /// its marker, then the kickoff of the session's cores and the harvest. A
-    /// copy that failed ends the execution before its kickoff with
-    /// `NRT_TIMEOUT` (its marker) or `NRT_HW_ERROR` (its bytes), the note
-    /// naming the queue; a status is a result, `Err` a failed call.
+    /// its marker, then the kickoff and the harvest. A failed copy ends the
+    /// execution before its kickoff with `NRT_TIMEOUT` or `NRT_HW_ERROR`, the
+    /// note naming the queue; a status is a result, `Err` a failed call.
     pub fn execute(&mut self, exec: &Exec) -> Result<Inference, Error> {
         self.run_exec("execution", exec)
     }
