@@ -62,19 +62,16 @@ typedef enum NRT_STATUS {
 #define NRT_STREAM_DEPTH 16
 
 
-// How long now_ns may return no later value while nrt_wait polls:
-// a working monotonic clock always moves within it.
+// How long now_ns may stand still while nrt_wait polls.
 #define NRT_WAIT_CLOCK_STALL_NS 1000000000
 
-// How much longer than the model's budget nrt_wait may poll a core, by the
-// process's own CLOCK_MONOTONIC, before it stops trusting now_ns.
+// How much longer than the model's budget, on the process's own clock, nrt_wait
+// polls a core before it stops trusting now_ns.
 #define NRT_WAIT_BUDGET_GRACE_NS 1000000000
 
-// The timeout_s of nrt_session_open and nrt_poller_submit that asks
-// for the environment's: NEURON_RT_EXEC_TIMEOUT, else the generation's
-// documented default (600 s). Any other value is the timeout in seconds and
-// beats the variable. (Above the variable's largest value, INT_MAX, so no
-// timeout the variable can give is taken from it.)
+// The timeout_s that asks for NEURON_RT_EXEC_TIMEOUT, else the generation's
+// default. Any other value is the timeout in seconds; this one lies above the
+// variable's largest, INT_MAX.
 #define NRT_TIMEOUT_FROM_ENV UINT32_MAX
 
 // What nrt_exec_pending_engines returns when it has no answer: a null,
@@ -84,26 +81,21 @@ typedef enum NRT_STATUS {
 // A time nrt_exec_engine_times writes for a record it did not see.
 #define NRT_TIME_NONE UINT64_MAX
 
-// An execution of a session: copies, then the kickoff of its cores (opaque;
-// the handle is an id, not an address).
+// An execution of a session, copies then the kickoff of its cores; opaque, its handle an id.
 typedef struct nrt_exec nrt_exec;
 
-// A memory object of a session (opaque; the handle is an id, not an address).
+// A memory object of a session; opaque, its handle an id.
 typedef struct nrt_mem nrt_mem;
 
-// An opaque harvest request, with its execution timeout's source (named by
-// the timeout line its harvest logs).
+// An opaque harvest request, with its execution timeout and where it came from.
 typedef struct nrt_request nrt_request;
 
-// Opaque ring state (cursors, calibration) of a device, shared by its
-// requests, and where their counters go (nrt_rings_count_into; nowhere
-// by default), and the process that made it.
+// Opaque ring state of a device, shared by its requests: cursors, calibration,
+// where their counters go, and the process that made it.
 typedef struct nrt_rings nrt_rings;
 
-// An open bring-up session (nrt_session_open): cores of a Neuron device
-// owned through the driver, released by nrt_session_close. Its
-// executions (nrt_exec_*) run on its stream's worker; the synchronous
-// calls take the session from the stream.
+// An open bring-up session: cores of a Neuron device owned through the driver.
+// Its executions run on its stream's worker.
 typedef struct nrt_session nrt_session;
 
 // The platform, as C callbacks. Every callback receives ctx first. Return
@@ -111,20 +103,19 @@ typedef struct nrt_session nrt_session;
 typedef struct nrt_platform {
   // Passed to every callback.
   void *ctx;
-  // Copy the 16-byte slot at byte offset of ring (core, nq) into out (Acquire).
+  // Copy the 16-byte slot at byte offset of ring core, nq into out, with Acquire ordering.
   int (*read_slot)(void*, uint8_t, uint8_t, uint32_t, uint8_t*);
-  // Write ring (core, nq)'s HEAD register (bytes).
+  // Write ring core, nq's HEAD register, in bytes.
   int (*write_head)(void*, uint8_t, uint8_t, uint32_t);
   // Read INTC cause line of error-trigger block of core into *out.
   int (*read_cause)(void*, uint8_t, uint32_t, uint32_t, uint32_t*);
   // Monotonic nanoseconds. Required: without it no timeout can fire, and the
-  // harvest calls refuse the table (-1, or NRT_INVALID). Rings that count
-  // (nrt_rings_count_into) call it once more per counted core of each
-  // finished request.
+  // harvest calls refuse the table. Counting rings call it once more per
+  // counted core of each finished request.
   uint64_t (*now_ns)(void*);
   // Barrier of core: 1 done, 0 pending, -1 failed with *status set.
   int (*barrier_status)(void*, uint8_t, uint32_t*);
-  // Network proxy of core: as barrier_status. May be null (always done).
+  // Network proxy of core, as barrier_status. May be null: always done.
   int (*network_status)(void*, uint8_t, uint32_t*);
   // HBM uncorrectable error of core: 0 none, 1201 or 1205. May be null.
   uint32_t (*hbm_uncorrectable)(void*, uint8_t);
@@ -142,7 +133,7 @@ typedef struct nrt_entry {
   uint8_t debug_hint;
   // data[3] & 0x1F.
   uint8_t nq_tag;
-  // Bit 7 of data[3] (the ring's phase bit).
+  // Bit 7 of data[3]: the ring's phase bit.
   uint8_t phase;
   // u16 @4.
   uint16_t custom_sub_id;
@@ -156,65 +147,52 @@ typedef struct nrt_entry {
 extern "C" {
 #endif // __cplusplus
 
-// The NRT_STATUS of the calling thread's latest failed call of this
-// library (the one nrt_session_last_error explains): NRT_EXEC_NC_BUSY
-// (1005) for an open refused because another process holds the cores,
-// NRT_INVALID (2) for a refused argument, NRT_INVALID_HANDLE (3) for a
-// freed or unknown object, NRT_FAILURE (1) for an OS or driver failure.
-// NRT_SUCCESS (0) when none failed on this thread.
+// The NRT_STATUS of the calling thread's latest failed call of this library:
+// NRT_EXEC_NC_BUSY when another process holds the cores, NRT_INVALID for a
+// refused argument, NRT_INVALID_HANDLE for a freed or unknown object,
+// NRT_FAILURE for an OS or driver failure, NRT_SUCCESS when none failed.
 uint32_t nrt_session_last_status(void);
 
-// The reason of the calling thread's latest failed nrt_session_*,
-// nrt_request_new, nrt_mem_*, nrt_copy or nrt_exec_* call (the
-// call, the object, the device and cores, the errno or why), or null
-// when none failed on this thread. Valid until the next failing call of
-// those on the thread.
+// Why the calling thread's latest nrt_session_*, nrt_request_new,
+// nrt_mem_*, nrt_copy or nrt_exec_* call failed, or null when none did.
+// Valid until the next failing call on the thread.
 const char *nrt_session_last_error(void);
 
-// A new request for tpb_count cores (1 or 2) of arch type arch_type (2
-// sunda, 3 cayman, 4 mariana) with the model's timeout in seconds
-// (NRT_TIMEOUT_FROM_ENV: NEURON_RT_EXEC_TIMEOUT, else the generation's
-// documented default). Reads NEURON_RT_EXEC_TIMEOUT and
-// NEURON_RT_LOG_LEVEL[_<component>] (not the core variables: the caller's
-// rings fix the cores). Null for an unknown arch type or a bad value of one
-// of those variables (the variable, the value and what is accepted, for
-// nrt_session_last_error). Free with nrt_request_free.
+// A new request for tpb_count cores, 1 or 2, of arch type arch_type: 2
+// sunda, 3 cayman, 4 mariana. timeout_s is the model's timeout in seconds;
+// NRT_TIMEOUT_FROM_ENV takes NEURON_RT_EXEC_TIMEOUT, else the
+// generation's default. Null for an unknown arch type or a bad value of the
+// timeout or log variables. Free with nrt_request_free.
 struct nrt_request *nrt_request_new(uint32_t arch_type, uint8_t tpb_count, uint32_t timeout_s);
 
-// Free a request (null is ignored).
+// Free a request; null is ignored.
 //
 // # Safety
 // req is null or came from nrt_request_new and is not used afterwards.
 void nrt_request_free(struct nrt_request *req);
 
 // exec_request_progress_one_step: 1 in flight, 0 done, 2 done with error;
-// the status is written to *status when done. -1 for a null argument,
-// including a platform without now_ns (the timeout could never fire), or
-// rings made before this process was forked from their maker (the reason
-// for nrt_session_last_error).
+// the status is written to *status when done. -1 for a null argument, a
+// platform without now_ns, or rings made before this process was forked.
 //
 // # Safety
-// req, platform, rings are live pointers from this API (or a valid
-// platform table); status is null or writable.
+// req, platform, rings are live pointers from this API or a valid
+// platform table; status is null or writable.
 int nrt_progress_one_step(struct nrt_request *req, const struct nrt_platform *platform, struct nrt_rings *rings, uint32_t *status);
 
-// The sync driver: step until done, waiting between steps with delay kind
-// (0 libnrt usleep(1), 1 adaptive). Returns the NRT_STATUS; *steps, when
-// not null, receives the number of steps. NRT_INVALID (2) for a null argument,
-// including a platform without now_ns, with *steps 0; NRT_INVALID_HANDLE
-// (3), with *steps 0, for rings made before this process was forked from
-// their maker (the reason for nrt_session_last_error).
+// The sync driver: step until done, with delay kind delay_kind between
+// steps: 0 libnrt's usleep(1), 1 adaptive. Returns the NRT_STATUS and
+// writes the steps taken to *steps when not null. NRT_INVALID for a null
+// argument or a platform without now_ns, NRT_INVALID_HANDLE for rings
+// made before this process was forked; 0 steps then.
 //
-// The wait is bounded even when the platform's clock is not: it also returns
-// NRT_INVALID, with the request left in flight (it may be stepped on with
-// nrt_progress_one_step or freed) and an event through event saying why,
-// when now_ns returns no later value for 1 s of the process's
-// CLOCK_MONOTONIC (event clock_stalled), or when the cores have been polled
-// for the model's timeout plus 1 s of CLOCK_MONOTONIC and the budget, measured
-// on now_ns, has not run out (event clock_behind: a clock slower than real
-// time, or in the wrong unit). The collectives barrier wait before that is, as in
-// libnrt, never fatal: it lasts while barrier_status returns 0, with a warning
-// event each time the wait doubles past 120 s; return -1 from it to abort.
+// The wait is bounded even when the platform's clock is not. It returns
+// NRT_INVALID with the request still in flight, and an event saying why,
+// when now_ns stands still for 1 s of CLOCK_MONOTONIC (clock_stalled),
+// or when the cores were polled for the model's timeout plus 1 s and the
+// budget has not run out on now_ns (clock_behind). As in libnrt, the
+// barrier wait is never fatal: it lasts while barrier_status returns 0,
+// warning each time it doubles past 120 s; return -1 from it to abort.
 //
 // # Safety
 // As nrt_progress_one_step; steps is null or writable.
@@ -223,73 +201,50 @@ uint32_t nrt_wait(struct nrt_request *req, const struct nrt_platform *platform, 
 // New ring state with no ring bound. Free with nrt_rings_free.
 struct nrt_rings *nrt_rings_new(void);
 
-// Count every request harvested on rings from now on (by nrt_wait,
-// nrt_progress_one_step, or a poller made from them afterwards) in
-// session's process datastore, as the session's own inferences are: the
-// rings' core c at the device's core first + c of the session's cores
-// (a core past the session's is not counted), added to whatever else of the
-// process counts there (the monitor reads one datastore per process).
-// Returns 0, or -1 for a null argument, a session without a datastore, or
-// rings or a session made before this process was forked from their maker
-// (the reason for nrt_session_last_error).
+// Count every request harvested on rings from now on in session's process
+// datastore, as the session's own inferences are: the rings' core c at the
+// session's core c. Returns 0, or -1 for a null argument, a session without
+// a datastore, or objects made before this process was forked.
 //
-// A poller made from rings before this call took its own copy of them
-// and does not count; one made after counts, and keeps the datastore until
-// it is freed. Nothing but their free stops the rings counting (a second
-// call points them at another session's counters instead): they keep the
-// datastore (and the session's device open) while they live, also after
-// the session is closed. Each counted core of a finished request costs one
-// more now_ns call (the time of the counter update, from which its total
-// latency is taken); rings that count nowhere make none. A failed count
-// (the harvest goes on) is logged once, at the first failure on the rings
-// or a poller made from them.
+// A poller made from rings after this call counts too. The rings keep the
+// datastore open until freed, also after the session is closed; a second call
+// points them elsewhere. Each counted core costs one more now_ns call. A
+// failed count is logged once, and the harvest goes on.
 //
 // # Safety
-// rings is null or a live pointer from nrt_rings_new; session is
-// null or a live pointer from nrt_session_open. Neither may be used by
-// another thread during the call (not rings by a wait or step, nor
-// session by a run or close).
+// rings is null or a live pointer from nrt_rings_new, session null or
+// one from nrt_session_open; no other thread uses either during the call.
 int nrt_rings_count_into(struct nrt_rings *rings, const struct nrt_session *session);
 
-// Bind ring (core, nq) of size_bytes (a power of two, at least 32). Returns
-// 0, or -1 for a bad size, index or null pointer, or rings made before this
-// process was forked from their maker (the reason for
-// nrt_session_last_error).
+// Bind ring core, nq of size_bytes, a power of two from 32. Returns 0, or
+// -1 for a bad size, index or null pointer, or rings made before a fork.
 //
 // # Safety
 // rings is null or a live pointer from nrt_rings_new.
 int nrt_rings_bind(struct nrt_rings *rings, uint8_t core, uint8_t nq, uint32_t size_bytes);
 
-// Free ring state (null is ignored). In a child forked after the rings were
-// made, the datastore they count into is the parent's and is not released.
+// Free ring state; null is ignored. A forked child does not release the
+// parent's datastore.
 //
 // # Safety
 // rings is null or came from nrt_rings_new and is not used afterwards.
 void nrt_rings_free(struct nrt_rings *rings);
 
-// Bring up a session on the device node device ("/dev/neuron0"; null: the
-// device of NEURON_RT_VISIBLE_CORES's cores, else /dev/neuron0): driver
-// and device info, the version check, cores cores owned and reset, DMA ring
-// memory and queue, NQ rings of ring_entries entries (0: the simulator's
-// hint, else 64), the model's timeout_s.
+// Bring up a session on the device node device: cores cores owned and
+// reset, DMA ring memory and queue, NQ rings of ring_entries entries, and
+// the model's timeout_s. A null device is the device of
+// NEURON_RT_VISIBLE_CORES, else /dev/neuron0.
 //
-// The runtime's environment variables fill what the arguments leave open
-// (an explicit argument beats its variable): cores 0 takes
-// NEURON_RT_VISIBLE_CORES (one run of one device's cores, 1 or 2-3,
-// numbered across the host: index i is core i % C of device i / C, C the
-// cores of a device; the session's cores 0..n are that device's from the
-// first; a set with a gap, over two devices, or, with device given, on
-// another device, is refused), else
-// NEURON_RT_NUM_CORES (from core 0), else what the simulator's hint query
-// says, else 2 (a real driver refuses the query); an explicit cores
-// claims from core 0;
-// timeout_s NRT_TIMEOUT_FROM_ENV takes NEURON_RT_EXEC_TIMEOUT, else
-// the generation's documented default; NEURON_RT_LOG_LEVEL[_<component>]
-// sets what the library logs to standard error. A bad
-// value of any of them is refused here, before the device is opened.
+// The runtime's variables fill what the arguments leave open. cores 0 takes
+// NEURON_RT_VISIBLE_CORES, one run of one device's cores numbered across the
+// host and of device when given, else NEURON_RT_NUM_CORES, else the
+// simulator's hint, else 2; an explicit cores claims from core 0. ring_entries 0 takes the simulator's
+// hint, else 64. NRT_TIMEOUT_FROM_ENV takes NEURON_RT_EXEC_TIMEOUT.
+// NEURON_RT_LOG_LEVEL sets what the library logs. A bad value is refused
+// before the device is opened.
 //
-// Null on failure, with the reason for nrt_session_last_error; whatever
-// was acquired is released. Close with nrt_session_close.
+// Null on failure, with whatever was acquired released. Close with
+// nrt_session_close.
 //
 // # Safety
 // device is null or a NUL-terminated string.
@@ -301,47 +256,40 @@ struct nrt_session *nrt_session_open(const char *device, uint8_t cores, uint32_t
 // session is null or a live pointer from nrt_session_open.
 uint8_t nrt_session_cores(const struct nrt_session *session);
 
-// The execution timeout of the session's harvests, seconds (the argument,
-// NEURON_RT_EXEC_TIMEOUT or the generation's default); 0 when session is
-// null.
+// The execution timeout of the session's harvests in seconds; 0 when session is null.
 //
 // # Safety
 // session is null or a live pointer from nrt_session_open.
 uint32_t nrt_session_timeout_s(const struct nrt_session *session);
 
 // Run one inference: stage, kick off, harvest. Writes the NRT_STATUS to
-// *status (when not null) and returns the one-step code (0 or 2), or -1 when
-// session is null or a call failed (the reason for
-// nrt_session_last_error), at once in a child forked after the open.
+// *status when not null and returns the one-step code, 0 or 2; -1 when
+// session is null, a call failed, or in a child forked after the open.
 //
 // # Safety
 // session is null or a live pointer from nrt_session_open, not used by
 // another thread during the call; status is null or writable.
 int nrt_session_run(struct nrt_session *session, uint32_t *status);
 
-// The NRT_STATUS of the session's latest inference; NRT_INVALID (2) when
+// The NRT_STATUS of the session's latest inference; NRT_INVALID when
 // session is null or ran none.
 //
 // # Safety
 // session is null or a live pointer from nrt_session_open.
 uint32_t nrt_session_status(const struct nrt_session *session);
 
-// Release everything the session holds, in reverse order (mappings, DMA
-// queue, memory, cores) and close the device. Returns 0, or -1 when a release
-// failed (the first reason for nrt_session_last_error; the others are
-// still made). Null is ignored (0); a session closed already is refused
-// (-1, NRT_INVALID_HANDLE), never freed twice. The execution running
-// runs to its end; those still queued end unrun with NRT_CLOSED, their
-// callbacks called. Memory objects stay the process's until freed
-// (nrt_mem_free). In a child forked after the open the
-// session is the parent's: nothing is released (no ioctl, unmap or close),
-// its memory here is freed and -1 says so.
+// Release everything the session holds, in reverse order, and close the
+// device. Returns 0, or -1 when a release failed; the others are still made.
+// Null is ignored; a session closed already is refused with
+// NRT_INVALID_HANDLE. The running execution runs to its end, queued ones end
+// unrun with NRT_CLOSED. Memory objects stay until nrt_mem_free. In a
+// forked child nothing of the parent's is released, and -1 says so.
 //
 // # Safety
 // session is null or came from nrt_session_open and is not used afterwards.
 int nrt_session_close(struct nrt_session *session);
 
-// The status's name ("NRT_TIMEOUT"), or "UNKNOWN". Static; never null.
+// The status's name, such as "NRT_TIMEOUT", or "UNKNOWN". Static; never null.
 const char *nrt_status_name(uint32_t status);
 
 // The status's one-line description. Static; never null.
@@ -357,139 +305,113 @@ uint32_t nrt_status_priority(uint32_t status);
 // bytes is null or points to 16 readable bytes; out is null or writable.
 int nrt_decode_entry(const uint8_t *bytes, struct nrt_entry *out);
 
-// A new execution of session s, of no copies yet (nrt_exec_add_copy):
-// when submitted, its copies run in order, then the kickoff of the
-// session's cores and the harvest. Null on failure (the status and reason
-// for nrt_session_last_status and nrt_session_last_error). Free with
-// nrt_exec_free.
+// A new execution of session s, of no copies yet. When submitted, its
+// copies run in order, then the kickoff of the session's cores and the
+// harvest. Null on failure. Free with nrt_exec_free.
 //
 // # Safety
 // s is null or a session of nrt_session_open, not closed during the call.
 struct nrt_exec *nrt_exec_new(struct nrt_session *s);
 
-// Add a copy to the execution: len bytes from src at src_off to
-// dst at dst_off, both memory of its session. Returns 0, or -1 (the
-// status and reason for nrt_session_last_status and
-// nrt_session_last_error) for a null argument, a freed handle, another
-// session's memory, a range past an object's end, or an execution in flight.
+// Add a copy to the execution: len bytes from src at src_off to dst
+// at dst_off, both memory of its session. Returns 0, or -1 for a null
+// argument, a freed handle, another session's memory, a range past an
+// object's end, or an execution in flight.
 int nrt_exec_add_copy(struct nrt_exec *e, struct nrt_mem *dst, uint64_t dst_off, struct nrt_mem *src, uint64_t src_off, uint64_t len);
 
 // Call cb(ctx, status) once each submission of the execution is done, on
-// the thread that ran it (the session's worker, or a thread whose
-// nrt_exec_wait ran it) with no lock held: it may submit, free, or wait
-// (a wait on one still queued runs it there). Null cb removes it. Set before nrt_exec_submit; it still
-// runs for an execution freed in flight. Returns 0, or -1 for a null or
-// freed execution or one in flight.
+// the thread that ran it, with no lock held: it may submit, free or wait.
+// Null cb removes it. Set it before nrt_exec_submit; it still runs for an
+// execution freed in flight. Returns 0, or -1 for a null or freed execution
+// or one in flight.
 int nrt_exec_set_callback(struct nrt_exec *e, void (*cb)(void*, uint32_t), void *ctx);
 
 // Submit the execution to its session's stream and return at once; the
-// session's executions run in submission order. Returns the NRT_STATUS:
-// NRT_SUCCESS; NRT_QUEUE_FULL when the stream holds NRT_STREAM_DEPTH
-// executions; NRT_INVALID for a null execution or one already in flight;
-// NRT_INVALID_HANDLE for a freed one or a closed session. A done execution
-// may be submitted again (its descriptor is then a new one). Its own
-// failures (a copy refused, a timeout) are its status once done.
+// session's executions run in submission order. Returns NRT_SUCCESS;
+// NRT_QUEUE_FULL when the stream holds NRT_STREAM_DEPTH executions;
+// NRT_INVALID for a null execution or one in flight; NRT_INVALID_HANDLE for
+// a freed one or a closed session. A done execution may be submitted again.
+// Its own failures are its status once done.
 uint32_t nrt_exec_submit(struct nrt_exec *e);
 
-// A descriptor that polls readable (POLLIN) once the execution's latest
-// submission is done (its callback, if any, may still be running). It is
-// the execution's for its life, the same at every call, drained by the next
-// nrt_exec_submit, closed by nrt_exec_free; it may be registered with
-// epoll before the first submit. -1 for a null or freed execution, or when
-// no descriptor can be made (the reason for nrt_session_last_error).
+// A descriptor that polls readable once the execution's latest submission is
+// done; its callback may still be running. The same for the execution's
+// life, drained by the next nrt_exec_submit, closed by nrt_exec_free. -1 for
+// a null or freed execution, or when no descriptor can be made.
 int nrt_exec_fd(struct nrt_exec *e);
 
-// Block until the execution's latest submission is done (bounded by its
-// copies and the session's timeout) and return its NRT_STATUS: the
-// harvest's (NRT_TIMEOUT, a core's error status, ...), or the failure of a
-// copy. NRT_INVALID for a null execution or one never submitted,
-// NRT_INVALID_HANDLE for a freed one. A status other than NRT_SUCCESS has
-// its reason for nrt_session_last_error.
+// Block until the execution's latest submission is done, within the session's
+// timeout, and return its NRT_STATUS: the harvest's or a copy's failure.
+// NRT_INVALID for a null execution or one never submitted,
+// NRT_INVALID_HANDLE for a freed one. Any failure has its reason.
 uint32_t nrt_exec_wait(struct nrt_exec *e);
 
-// Whether the execution's latest submission is done, without blocking, as
-// the one-step harvest answers: 1 in flight (queued or running); 0 done
-// with NRT_SUCCESS; 2 done with another status; the status is written to
-// *status when done. -1 for a null argument, a freed execution or one
-// never submitted (the status and reason for nrt_session_last_status and
-// nrt_session_last_error).
+// Whether the execution's latest submission is done, without blocking, as the
+// one-step harvest answers: 1 in flight, 0 done with NRT_SUCCESS, 2 done with
+// another status, written to *status. -1 for a null argument, a freed
+// execution or one never submitted.
 //
 // # Safety
 // status is null or writable.
 int nrt_exec_status(const struct nrt_exec *e, uint32_t *status);
 
-// The START and END times, in CPU microseconds, of engine engine
-// (NRT_ENGINE_*) of the session's core core in the execution's finished
-// harvest. Returns 0 with both written; -1 when either was not seen (the
-// one not seen is NRT_TIME_NONE), for a null argument, a freed or
-// unfinished execution, or a core or engine out of range (the reason for
-// nrt_session_last_error).
+// The START and END times, in CPU microseconds, of engine engine of the
+// session's core core in the execution's finished harvest. Returns 0 with
+// both written; -1 when one was not seen, written NRT_TIME_NONE, for a null
+// argument, a freed or unfinished execution, or a core or engine out of range.
 //
 // # Safety
 // start_us and end_us are null or writable.
 int nrt_exec_engine_times(const struct nrt_exec *e, uint8_t core, uint8_t engine, uint64_t *start_us, uint64_t *end_us);
 
-// The NRT_STATUS core core of the session ended the execution's finished
-// harvest with (its exec_ret; the execution's own status is the worst of
-// its cores'), written to *status. Returns 0, or -1 for a null argument,
-// a freed or unfinished execution, one that ended before its harvest, or a
-// core the session does not have (the reason for nrt_session_last_error).
+// The NRT_STATUS, its exec_ret, with which core core ended the execution's
+// finished harvest, written to *status; the execution's is the worst of its
+// cores'. Returns 0, or -1 for a null argument, a freed or unfinished
+// execution, one that ended before its harvest, or a core it does not have.
 //
 // # Safety
 // status is null or writable.
 int nrt_exec_core_status(const struct nrt_exec *e, uint8_t core, uint32_t *status);
 
 // The engines of the session's core core that had not ended when the
-// execution's harvest finished (a timeout: those the core still waited
-// for), one bit per NRT_ENGINE_* index; 0 when all ended.
-// NRT_ENGINES_UNKNOWN for a null, freed or unfinished execution, one that
-// ended before its harvest, or a core the session does not have (the reason
-// for nrt_session_last_error).
+// execution's harvest finished, one bit per NRT_ENGINE_* index; 0 when all
+// ended. NRT_ENGINES_UNKNOWN for a null, freed or unfinished execution, one
+// that ended before its harvest, or a core the session does not have.
 uint32_t nrt_exec_pending_engines(const struct nrt_exec *e, uint8_t core);
 
-// Free the execution (null, freed or unknown handles are refused with a
-// reason for nrt_session_last_error, never dereferenced). One in flight
-// still runs to its end, holding its memory, and its callback still runs;
-// its descriptor is closed once it is done.
+// Free the execution; a null, freed or unknown handle is refused, never
+// dereferenced. One in flight runs to its end, holding its memory, and its
+// callback still runs; its descriptor is closed once it is done.
 void nrt_exec_free(struct nrt_exec *e);
 
-// Allocate size bytes of memory for the session's copies: where
-// NRT_MEM_HOST (mapped into this process: nrt_mem_host_ptr) or
-// NRT_MEM_DEVICE (the session's first core's device memory). Null on
-// failure, with the status for nrt_session_last_status (NRT_INVALID for a
-// bad argument, NRT_RESOURCE when the driver has no memory) and the reason
-// for nrt_session_last_error. Free with nrt_mem_free; the memory lives on
-// while an execution that copies it is in flight.
+// Allocate size bytes for the session's copies: where is NRT_MEM_HOST,
+// mapped into this process, or NRT_MEM_DEVICE, the first core's device memory.
+// Null on failure: NRT_INVALID for a bad argument, NRT_RESOURCE when the
+// driver has no memory. Free with nrt_mem_free; the memory lives on while an
+// execution that copies it is in flight.
 //
 // # Safety
 // s is null or a session of nrt_session_open, not closed during the call.
 struct nrt_mem *nrt_mem_alloc(struct nrt_session *s, int where, uint64_t size);
 
 // The address of host memory's mapped bytes, valid until it is freed; null
-// for device memory, or a null or freed handle (the reason for
-// nrt_session_last_error). The device writes these bytes by DMA: read them
-// after the copy's execution is done.
+// for device memory or a null or freed handle. The device writes these bytes
+// by DMA: read them once the copy's execution is done.
 void *nrt_mem_host_ptr(struct nrt_mem *m);
 
-// Free memory: 0 (also for null, as free does), or -1 for a freed or
-// unknown handle (a double free is refused, NRT_INVALID_HANDLE). An
-// execution in flight that copies it keeps it until it is done; the host
-// pointer is then invalid. Memory is the process's until freed, also after
-// its session is closed.
+// Free memory: 0, also for null as free does, or -1 with NRT_INVALID_HANDLE
+// for a freed or unknown handle. An execution in flight that copies it keeps
+// it until done. Memory outlives its session's close.
 int nrt_mem_free(struct nrt_mem *m);
 
-// Copy len bytes from src at src_off to dst at dst_off, both
-// memory of session s, on the session's DMA queue, and wait for it (after
-// the execution running, if any). Returns the NRT_STATUS: NRT_SUCCESS;
-// NRT_INVALID for a null argument or a range past an object's end;
-// NRT_INVALID_HANDLE for a freed handle or another session's memory;
-// NRT_TIMEOUT when the copy's completion did not arrive (the session is
-// then unusable: close and reopen it); NRT_EXEC_UNIT_UNRECOVERABLE on a
-// session made unusable so; NRT_HW_ERROR when, between two host objects, the
-// destination does not hold the source after the completion (a copy to or
-// from device memory is taken on its completion). A copy within one object
-// whose ranges overlap is refused (NRT_INVALID): copy through a second
-// object. The reason for nrt_session_last_error.
+// Copy len bytes from src at src_off to dst at dst_off, both memory
+// of session s, on its DMA queue, after the running execution, and wait.
+// Returns NRT_SUCCESS; NRT_INVALID for a null argument, a range past an
+// object's end or overlapping ranges in one object; NRT_INVALID_HANDLE for a
+// freed handle or another session's memory; NRT_TIMEOUT when the completion
+// did not arrive, after which the session must be reopened;
+// NRT_EXEC_UNIT_UNRECOVERABLE on such a session; NRT_HW_ERROR when a
+// host-to-host copy's destination does not hold the source.
 //
 // # Safety
 // s is null or a session of nrt_session_open, not closed during the call.

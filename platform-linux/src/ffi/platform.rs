@@ -1,4 +1,4 @@
-//! The platform a C runtime supplies: a table of callbacks, and that table as core's `hal` traits.
+//! The platform a C runtime supplies, a table of callbacks, and that table as core's `hal` traits.
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CString};
@@ -16,20 +16,19 @@ use super::rings::RingsCounting;
 pub struct nrt_platform {
     /// Passed to every callback.
     pub ctx: *mut c_void,
-    /// Copy the 16-byte slot at byte `offset` of ring `(core, nq)` into `out` (Acquire).
+    /// Copy the 16-byte slot at byte `offset` of ring `core`, `nq` into `out`, with Acquire ordering.
     pub read_slot: Option<unsafe extern "C" fn(*mut c_void, u8, u8, u32, *mut u8) -> c_int>,
-    /// Write ring `(core, nq)`'s HEAD register (bytes).
+    /// Write ring `core`, `nq`'s HEAD register, in bytes.
     pub write_head: Option<unsafe extern "C" fn(*mut c_void, u8, u8, u32) -> c_int>,
     /// Read INTC cause `line` of error-trigger `block` of `core` into `*out`.
     pub read_cause: Option<unsafe extern "C" fn(*mut c_void, u8, u32, u32, *mut u32) -> c_int>,
     /// Monotonic nanoseconds. Required: without it no timeout can fire, and the
-    /// harvest calls refuse the table (-1, or `NRT_INVALID`). Rings that count
-    /// (`nrt_rings_count_into`) call it once more per counted core of each
-    /// finished request.
+    /// harvest calls refuse the table. Counting rings call it once more per
+    /// counted core of each finished request.
     pub now_ns: Option<unsafe extern "C" fn(*mut c_void) -> u64>,
     /// Barrier of `core`: 1 done, 0 pending, -1 failed with `*status` set.
     pub barrier_status: Option<unsafe extern "C" fn(*mut c_void, u8, *mut u32) -> c_int>,
-    /// Network proxy of `core`: as `barrier_status`. May be null (always done).
+    /// Network proxy of `core`, as `barrier_status`. May be null: always done.
     pub network_status: Option<unsafe extern "C" fn(*mut c_void, u8, *mut u32) -> c_int>,
     /// HBM uncorrectable error of `core`: 0 none, 1201 or 1205. May be null.
     pub hbm_uncorrectable: Option<unsafe extern "C" fn(*mut c_void, u8) -> u32>,
@@ -41,21 +40,20 @@ pub struct nrt_platform {
     pub tensor_completed: Option<unsafe extern "C" fn(*mut c_void, u8, u16, *mut u16, *mut u32) -> c_int>,
 }
 
-/// The callback table as core's traits, remembering the latest clock value it
-/// handed out (for [`nrt_wait`]'s clock checks), with where its rings'
-/// requests are counted.
+/// The callback table as core's traits, with the clock values it handed out
+/// for `nrt_wait`'s checks and where its rings' requests are counted.
 pub(crate) struct CPlatform {
     pub(super) p: nrt_platform,
     /// The largest `now_ns` value seen.
     pub(super) clock_max: Cell<u64>,
     /// Whether `now_ns` returned a value above `clock_max` since the last look.
     pub(super) clock_moved: Cell<bool>,
-    /// Where the rings count (`nrt_rings_count_into`); `None` counts nothing.
+    /// Where the rings count; `None` counts nothing.
     counters: Option<RingsCounting>,
 }
 
 impl CPlatform {
-    /// The table `p`, counting where its rings do (`counters`).
+    /// The table `p`, counting into `counters`.
     pub(crate) fn new(p: nrt_platform, counters: Option<RingsCounting>) -> CPlatform {
         CPlatform { p, clock_max: Cell::new(0), clock_moved: Cell::new(false), counters }
     }
@@ -163,14 +161,9 @@ impl<E: Copy + Into<Event>> hal::EventSink<E> for CPlatform {
 }
 
 impl nrt_core::counters::CounterSink for CPlatform {
-    /// FINALIZE's counters of core `core`, at the table's own clock (the one
-    /// the request's start was read on: one more `now_ns` call, the time of
-    /// the update), into the rings' target: the process's datastore at the
-    /// session's NCs. Rings that count nowhere (the default: a table's
-    /// callbacks name no device, so the binding has no datastore for them
-    /// unless the caller names one) count nothing and read no clock. A failed
-    /// count is logged when it is the first on the rings
-    /// ([`RingsCounting`]); the harvest goes on.
+    /// FINALIZE's counters of core `core` into the rings' datastore, stamped by
+    /// one more `now_ns` call. Rings that count nowhere, the default, read no
+    /// clock. A failed count is logged once; the harvest goes on.
     fn nc_counters(&mut self, core: u8, update: &nrt_core::counters::NcUpdate) {
         let Some(c) = self.counters.take() else { return };
         let now = hal::Clock::now_ns(self);
@@ -191,7 +184,7 @@ impl hal::TensorNotify for CPlatform {
     }
 }
 
-/// An event of this binding's own (not core's) through the C `event` callback.
+/// An event of this binding's own through the C `event` callback.
 pub(super) fn c_event(dev: &CPlatform, kind: &str, msg: &str) {
     let Some(f) = dev.p.event else { return };
     let kind = CString::new(kind).unwrap_or_default();

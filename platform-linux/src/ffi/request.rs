@@ -13,18 +13,14 @@ use super::platform::{c_event, CPlatform};
 use super::{c_env, nrt_platform, nrt_rings, session_fail, session_fail_with, NRT_TIMEOUT_FROM_ENV};
 use crate::time::{AnyDelay, DelayKind};
 
-/// An opaque harvest request, with its execution timeout's source (named by
-/// the timeout line its harvest logs).
+/// An opaque harvest request, with its execution timeout and where it came from.
 pub struct nrt_request(ExecRequest, crate::config::Budget);
 
-/// A new request for `tpb_count` cores (1 or 2) of arch type `arch_type` (2
-/// sunda, 3 cayman, 4 mariana) with the model's timeout in seconds
-/// ([`NRT_TIMEOUT_FROM_ENV`]: `NEURON_RT_EXEC_TIMEOUT`, else the generation's
-/// documented default). Reads `NEURON_RT_EXEC_TIMEOUT` and
-/// `NEURON_RT_LOG_LEVEL[_<component>]` (not the core variables: the caller's
-/// rings fix the cores). Null for an unknown arch type or a bad value of one
-/// of those variables (the variable, the value and what is accepted, for
-/// `nrt_session_last_error`). Free with [`nrt_request_free`].
+/// A new request for `tpb_count` cores, 1 or 2, of arch type `arch_type`: 2
+/// sunda, 3 cayman, 4 mariana. `timeout_s` is the model's timeout in seconds;
+/// [`NRT_TIMEOUT_FROM_ENV`] takes `NEURON_RT_EXEC_TIMEOUT`, else the
+/// generation's default. Null for an unknown arch type or a bad value of the
+/// timeout or log variables. Free with [`nrt_request_free`].
 #[no_mangle]
 pub extern "C" fn nrt_request_new(arch_type: u32, tpb_count: u8, timeout_s: u32) -> *mut nrt_request {
     let Some(arch) = u8::try_from(arch_type).ok().and_then(Arch::from_arch_type) else {
@@ -32,8 +28,7 @@ pub extern "C" fn nrt_request_new(arch_type: u32, tpb_count: u8, timeout_s: u32)
         return std::ptr::null_mut();
     };
     let explicit = (timeout_s != NRT_TIMEOUT_FROM_ENV).then_some(timeout_s);
-    // The timeout variable is read only when the caller asks for it: with an
-    // explicit `timeout_s` it is not used, so a malformed value is not refused.
+    // The timeout variable is read only when asked for, so that a malformed unused value is not refused.
     let uses = crate::config::Uses { timeout: explicit.is_none(), ..crate::config::Uses::TIMEOUT_AND_LOG };
     let env = match c_env("nrt_request_new", uses) {
         Ok(e) => e,
@@ -47,7 +42,7 @@ pub extern "C" fn nrt_request_new(arch_type: u32, tpb_count: u8, timeout_s: u32)
     Box::into_raw(Box::new(nrt_request(ExecRequest::new(ExecConfig::new(arch, tpb_count, budget.seconds)), budget)))
 }
 
-/// Free a request (null is ignored).
+/// Free a request; null is ignored.
 ///
 /// # Safety
 /// `req` is null or came from [`nrt_request_new`] and is not used afterwards.
@@ -60,14 +55,12 @@ pub unsafe extern "C" fn nrt_request_free(req: *mut nrt_request) {
 }
 
 /// `exec_request_progress_one_step`: 1 in flight, 0 done, 2 done with error;
-/// the status is written to `*status` when done. -1 for a null argument,
-/// including a platform without `now_ns` (the timeout could never fire), or
-/// rings made before this process was forked from their maker (the reason
-/// for `nrt_session_last_error`).
+/// the status is written to `*status` when done. -1 for a null argument, a
+/// platform without `now_ns`, or rings made before this process was forked.
 ///
 /// # Safety
-/// `req`, `platform`, `rings` are live pointers from this API (or a valid
-/// platform table); `status` is null or writable.
+/// `req`, `platform`, `rings` are live pointers from this API or a valid
+/// platform table; `status` is null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn nrt_progress_one_step(
     req: *mut nrt_request,
@@ -100,32 +93,26 @@ pub unsafe extern "C" fn nrt_progress_one_step(
     c_int::from(step.code())
 }
 
-/// How long `now_ns` may return no later value while [`nrt_wait`] polls
-/// (G-FFI-CLOCK-STALL): a working monotonic clock always moves within it.
+/// How long `now_ns` may stand still while [`nrt_wait`] polls (G-FFI-CLOCK-STALL).
 pub const NRT_WAIT_CLOCK_STALL_NS: u64 = 1_000_000_000;
 
-/// How much longer than the model's budget [`nrt_wait`] may poll a core, by the
-/// process's own `CLOCK_MONOTONIC`, before it stops trusting `now_ns`
-/// (G-FFI-CLOCK-BEHIND).
+/// How much longer than the model's budget, on the process's own clock, [`nrt_wait`]
+/// polls a core before it stops trusting `now_ns` (G-FFI-CLOCK-BEHIND).
 pub const NRT_WAIT_BUDGET_GRACE_NS: u64 = 1_000_000_000;
 
-/// The sync driver: step until done, waiting between steps with delay `kind`
-/// (0 libnrt `usleep(1)`, 1 adaptive). Returns the `NRT_STATUS`; `*steps`, when
-/// not null, receives the number of steps. `NRT_INVALID` (2) for a null argument,
-/// including a platform without `now_ns`, with `*steps` 0; `NRT_INVALID_HANDLE`
-/// (3), with `*steps` 0, for rings made before this process was forked from
-/// their maker (the reason for `nrt_session_last_error`).
+/// The sync driver: step until done, with delay kind `delay_kind` between
+/// steps: 0 libnrt's `usleep(1)`, 1 adaptive. Returns the `NRT_STATUS` and
+/// writes the steps taken to `*steps` when not null. `NRT_INVALID` for a null
+/// argument or a platform without `now_ns`, `NRT_INVALID_HANDLE` for rings
+/// made before this process was forked; 0 steps then.
 ///
-/// The wait is bounded even when the platform's clock is not: it also returns
-/// `NRT_INVALID`, with the request left in flight (it may be stepped on with
-/// [`nrt_progress_one_step`] or freed) and an event through `event` saying why,
-/// when `now_ns` returns no later value for 1 s of the process's
-/// `CLOCK_MONOTONIC` (event `clock_stalled`), or when the cores have been polled
-/// for the model's timeout plus 1 s of `CLOCK_MONOTONIC` and the budget, measured
-/// on `now_ns`, has not run out (event `clock_behind`: a clock slower than real
-/// time, or in the wrong unit). The collectives barrier wait before that is, as in
-/// libnrt, never fatal: it lasts while `barrier_status` returns 0, with a warning
-/// event each time the wait doubles past 120 s; return -1 from it to abort.
+/// The wait is bounded even when the platform's clock is not. It returns
+/// `NRT_INVALID` with the request still in flight, and an event saying why,
+/// when `now_ns` stands still for 1 s of `CLOCK_MONOTONIC` (`clock_stalled`),
+/// or when the cores were polled for the model's timeout plus 1 s and the
+/// budget has not run out on `now_ns` (`clock_behind`). As in libnrt, the
+/// barrier wait is never fatal: it lasts while `barrier_status` returns 0,
+/// warning each time it doubles past 120 s; return -1 from it to abort.
 ///
 /// # Safety
 /// As [`nrt_progress_one_step`]; `steps` is null or writable.
@@ -161,9 +148,7 @@ pub unsafe extern "C" fn nrt_wait(
     status.code()
 }
 
-/// Core's harvest loop ([`exec_wait_with`]) with the two clock checks of
-/// [`nrt_wait`] between steps ([`ClockChecks`]). Returns the status and the
-/// steps taken.
+/// Core's harvest loop with [`nrt_wait`]'s clock checks between steps; the status and the steps.
 fn wait_bounded(
     req: &mut ExecRequest,
     dev: &mut CPlatform,
@@ -182,11 +167,10 @@ fn wait_bounded(
 struct ClockChecks {
     /// The model's budget plus [`NRT_WAIT_BUDGET_GRACE_NS`].
     budget: Duration,
-    /// Steps taken (for the events' text).
+    /// Steps taken, for the events' text.
     steps: u64,
-    /// Read just before the last step: a clock running at real time has then
-    /// always seen at least as much of the budget as we have, and the core's
-    /// own timeout fires first.
+    /// Read just before the last step, so that a clock at real time has always
+    /// seen as much of the budget as we have and its own timeout fires first.
     before: Instant,
     /// When `now_ns` last moved, by our clock.
     moved_at: Instant,

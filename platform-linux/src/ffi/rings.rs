@@ -8,24 +8,19 @@ use nrt_core::NrtStatus;
 
 use super::{nrt_session, session_fail, session_fail_with};
 
-/// Opaque ring state (cursors, calibration) of a device, shared by its
-/// requests, and where their counters go ([`nrt_rings_count_into`]; nowhere
-/// by default), and the process that made it (G-FORK).
+/// Opaque ring state of a device, shared by its requests: cursors, calibration,
+/// where their counters go, and the process that made it.
 pub struct nrt_rings(pub(crate) Notifications, pub(crate) Option<RingsCounting>, pub(crate) crate::fork::Owner);
 
 impl nrt_rings {
-    /// `Err` with `call`'s refusal when this is a child forked after the
-    /// rings were made: they stand for the parent's device and counters.
+    /// `Err` with `call`'s refusal in a child forked after the rings were made.
     pub(crate) fn check(&self, call: &str) -> Result<(), String> {
         self.2.check("ring state").map_err(|f| format!("{call}: {f}"))
     }
 }
 
-/// Where a C runtime's rings count ([`nrt_rings_count_into`]): a session's
-/// counter target, and the first count on them that failed. Its clones (the
-/// copy a poller made from the rings takes) share that first failure: a
-/// failed count is logged when it is the first on these rings, and only
-/// then (counters are advisory: the harvest goes on).
+/// Where a C runtime's rings count, and the first count on them that failed,
+/// shared with a poller's copy: only that first failure is logged.
 #[derive(Clone, Debug)]
 pub(crate) struct RingsCounting {
     target: crate::datastore::CounterTarget,
@@ -37,8 +32,7 @@ impl RingsCounting {
         RingsCounting { target, first_error: std::sync::Arc::default() }
     }
 
-    /// Count `update` of the rings' core `core` at `now_ns`; a failure is
-    /// kept, and logged, when it is the first on these rings.
+    /// Count `update` of the rings' core `core` at `now_ns`.
     pub(super) fn count(&self, core: u8, update: &nrt_core::counters::NcUpdate, now_ns: u64) {
         if let Err(e) = self.target.count(core, update, now_ns) {
             let said = e.to_string();
@@ -64,32 +58,19 @@ pub extern "C" fn nrt_rings_new() -> *mut nrt_rings {
     Box::into_raw(Box::new(nrt_rings(Notifications::new(), None, crate::fork::Owner::here())))
 }
 
-/// Count every request harvested on `rings` from now on (by `nrt_wait`,
-/// `nrt_progress_one_step`, or a poller made from them afterwards) in
-/// `session`'s process datastore, as the session's own inferences are: the
-/// rings' core `c` at the device's core `first + c` of the session's cores
-/// (a core past the session's is not counted), added to whatever else of the
-/// process counts there (the monitor reads one datastore per process).
-/// Returns 0, or -1 for a null argument, a session without a datastore, or
-/// rings or a session made before this process was forked from their maker
-/// (the reason for `nrt_session_last_error`).
+/// Count every request harvested on `rings` from now on in `session`'s process
+/// datastore, as the session's own inferences are: the rings' core `c` at the
+/// session's core `c`. Returns 0, or -1 for a null argument, a session without
+/// a datastore, or objects made before this process was forked.
 ///
-/// A poller made from `rings` before this call took its own copy of them
-/// and does not count; one made after counts, and keeps the datastore until
-/// it is freed. Nothing but their free stops the rings counting (a second
-/// call points them at another session's counters instead): they keep the
-/// datastore (and the session's device open) while they live, also after
-/// the session is closed. Each counted core of a finished request costs one
-/// more `now_ns` call (the time of the counter update, from which its total
-/// latency is taken); rings that count nowhere make none. A failed count
-/// (the harvest goes on) is logged once, at the first failure on the rings
-/// or a poller made from them.
+/// A poller made from `rings` after this call counts too. The rings keep the
+/// datastore open until freed, also after the session is closed; a second call
+/// points them elsewhere. Each counted core costs one more `now_ns` call. A
+/// failed count is logged once, and the harvest goes on.
 ///
 /// # Safety
-/// `rings` is null or a live pointer from [`nrt_rings_new`]; `session` is
-/// null or a live pointer from `nrt_session_open`. Neither may be used by
-/// another thread during the call (not `rings` by a wait or step, nor
-/// `session` by a run or close).
+/// `rings` is null or a live pointer from [`nrt_rings_new`], `session` null or
+/// one from `nrt_session_open`; no other thread uses either during the call.
 #[no_mangle]
 pub unsafe extern "C" fn nrt_rings_count_into(rings: *mut nrt_rings, session: *const nrt_session) -> c_int {
     if !session.is_null() && crate::ffi_exec::session_cores(session).is_none() {
@@ -128,10 +109,8 @@ pub unsafe extern "C" fn nrt_rings_count_into(rings: *mut nrt_rings, session: *c
     }
 }
 
-/// Bind ring `(core, nq)` of `size_bytes` (a power of two, at least 32). Returns
-/// 0, or -1 for a bad size, index or null pointer, or rings made before this
-/// process was forked from their maker (the reason for
-/// `nrt_session_last_error`).
+/// Bind ring `core`, `nq` of `size_bytes`, a power of two from 32. Returns 0, or
+/// -1 for a bad size, index or null pointer, or rings made before a fork.
 ///
 /// # Safety
 /// `rings` is null or a live pointer from [`nrt_rings_new`].
@@ -149,8 +128,8 @@ pub unsafe extern "C" fn nrt_rings_bind(rings: *mut nrt_rings, core: u8, nq: u8,
     }
 }
 
-/// Free ring state (null is ignored). In a child forked after the rings were
-/// made, the datastore they count into is the parent's and is not released.
+/// Free ring state; null is ignored. A forked child does not release the
+/// parent's datastore.
 ///
 /// # Safety
 /// `rings` is null or came from [`nrt_rings_new`] and is not used afterwards.
@@ -179,11 +158,8 @@ mod tests {
         1_000_000
     }
 
-    /// A C runtime's rings whose counts fail (cores 1 and 2 of a target at
-    /// NC 15: NCs 16 and 17, past the datastore's) keep the first failure,
-    /// also across a copy (a poller made from them): a second failure,
-    /// another NC, does not replace it (nor is it logged: only the first
-    /// is). Core 0, NC 15, counts.
+    /// Rings at NC 15 whose cores 1 and 2 fall past the datastore keep the
+    /// first failure, also across a copy; core 0 counts.
     #[test]
     fn rings_whose_counts_fail_keep_and_log_only_the_first_failure() {
         let p = node("ffi-first");

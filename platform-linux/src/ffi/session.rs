@@ -6,47 +6,34 @@ use nrt_core::NrtStatus;
 
 use super::{c_env, session_fail, session_fail_with};
 
-/// An open bring-up session (`nrt_session_open`): cores of a Neuron device
-/// owned through the driver, released by [`nrt_session_close`]. Its
-/// executions (`nrt_exec_*`) run on its stream's worker; the synchronous
-/// calls take the session from the stream.
+/// An open bring-up session: cores of a Neuron device owned through the driver.
+/// Its executions run on its stream's worker.
 pub struct nrt_session {
     pub(crate) stream: crate::exec::Stream,
-    /// The execution timeout in effect and where it came from (named when a
-    /// harvest ends at it).
+    /// The execution timeout in effect and where it came from.
     budget: crate::config::Budget,
 }
 
-/// The `timeout_s` of [`nrt_session_open`] and `nrt_poller_submit` that asks
-/// for the environment's: `NEURON_RT_EXEC_TIMEOUT`, else the generation's
-/// documented default (600 s). Any other value is the timeout in seconds and
-/// beats the variable. (Above the variable's largest value, `INT_MAX`, so no
-/// timeout the variable can give is taken from it.)
+/// The `timeout_s` that asks for `NEURON_RT_EXEC_TIMEOUT`, else the generation's
+/// default. Any other value is the timeout in seconds; this one lies above the
+/// variable's largest, `INT_MAX`.
 pub const NRT_TIMEOUT_FROM_ENV: u32 = u32::MAX;
 
-/// Bring up a session on the device node `device` (`"/dev/neuron0"`; null: the
-/// device of `NEURON_RT_VISIBLE_CORES`'s cores, else `/dev/neuron0`): driver
-/// and device info, the version check, `cores` cores owned and reset, DMA ring
-/// memory and queue, NQ rings of `ring_entries` entries (0: the simulator's
-/// hint, else 64), the model's `timeout_s`.
+/// Bring up a session on the device node `device`: `cores` cores owned and
+/// reset, DMA ring memory and queue, NQ rings of `ring_entries` entries, and
+/// the model's `timeout_s`. A null `device` is the device of
+/// `NEURON_RT_VISIBLE_CORES`, else `/dev/neuron0`.
 ///
-/// The runtime's environment variables fill what the arguments leave open
-/// (an explicit argument beats its variable): `cores` 0 takes
-/// `NEURON_RT_VISIBLE_CORES` (one run of one device's cores, `1` or `2-3`,
-/// numbered across the host: index i is core i % C of device i / C, C the
-/// cores of a device; the session's cores 0..n are that device's from the
-/// first; a set with a gap, over two devices, or, with `device` given, on
-/// another device, is refused), else
-/// `NEURON_RT_NUM_CORES` (from core 0), else what the simulator's hint query
-/// says, else 2 (a real driver refuses the query); an explicit `cores`
-/// claims from core 0;
-/// `timeout_s` [`NRT_TIMEOUT_FROM_ENV`] takes `NEURON_RT_EXEC_TIMEOUT`, else
-/// the generation's documented default; `NEURON_RT_LOG_LEVEL[_<component>]`
-/// sets what the library logs to standard error (`crate::config`). A bad
-/// value of any of them is refused here, before the device is opened.
+/// The runtime's variables fill what the arguments leave open. `cores` 0 takes
+/// `NEURON_RT_VISIBLE_CORES`, one run of one device's cores numbered across the
+/// host and of `device` when given, else `NEURON_RT_NUM_CORES`, else the
+/// simulator's hint, else 2; an explicit `cores` claims from core 0. `ring_entries` 0 takes the simulator's
+/// hint, else 64. [`NRT_TIMEOUT_FROM_ENV`] takes `NEURON_RT_EXEC_TIMEOUT`.
+/// `NEURON_RT_LOG_LEVEL` sets what the library logs. A bad value is refused
+/// before the device is opened.
 ///
-/// Null on failure, with the reason for `nrt_session_last_error`; whatever
-/// was acquired is released. Close with [`nrt_session_close`].
+/// Null on failure, with whatever was acquired released. Close with
+/// [`nrt_session_close`].
 ///
 /// # Safety
 /// `device` is null or a NUL-terminated string.
@@ -83,7 +70,7 @@ pub unsafe extern "C" fn nrt_session_open(
         host_wide: choice.host_wide(),
         cores: choice.count,
         ring_entries: (ring_entries != 0).then_some(ring_entries),
-        // The generation's default needs the arch, known once open: set below.
+        // The generation's default needs the arch, known once open.
         timeout_s: explicit.or(env.exec_timeout_s).unwrap_or(0),
         ..crate::session::SessionConfig::default()
     };
@@ -119,9 +106,7 @@ pub unsafe extern "C" fn nrt_session_cores(session: *const nrt_session) -> u8 {
     crate::ffi_exec::session_cores(session).unwrap_or(0)
 }
 
-/// The execution timeout of the session's harvests, seconds (the argument,
-/// `NEURON_RT_EXEC_TIMEOUT` or the generation's default); 0 when `session` is
-/// null.
+/// The execution timeout of the session's harvests in seconds; 0 when `session` is null.
 ///
 /// # Safety
 /// `session` is null or a live pointer from [`nrt_session_open`].
@@ -130,14 +115,13 @@ pub unsafe extern "C" fn nrt_session_timeout_s(session: *const nrt_session) -> u
     if crate::ffi_exec::session_cores(session).is_none() {
         return 0;
     }
-    // SAFETY: live (registered until its close); the caller does not close it during the call.
+    // SAFETY: registered until its close; the caller does not close it during the call.
     unsafe { session.as_ref() }.map_or(0, |s| s.budget.seconds)
 }
 
 /// Run one inference: stage, kick off, harvest. Writes the `NRT_STATUS` to
-/// `*status` (when not null) and returns the one-step code (0 or 2), or -1 when
-/// `session` is null or a call failed (the reason for
-/// `nrt_session_last_error`), at once in a child forked after the open.
+/// `*status` when not null and returns the one-step code, 0 or 2; -1 when
+/// `session` is null, a call failed, or in a child forked after the open.
 ///
 /// # Safety
 /// `session` is null or a live pointer from [`nrt_session_open`], not used by
@@ -149,7 +133,7 @@ pub unsafe extern "C" fn nrt_session_run(session: *mut nrt_session, status: *mut
         session_fail_with(NrtStatus::InvalidHandle, why);
         return -1;
     }
-    // SAFETY: null-checked and live (registered); the caller guarantees exclusivity.
+    // SAFETY: null-checked and registered; the caller guarantees exclusivity.
     let Some(s) = (unsafe { session.as_mut() }) else {
         session_fail("nrt_session_run: session is NULL".into());
         return -1;
@@ -186,7 +170,7 @@ pub unsafe extern "C" fn nrt_session_run(session: *mut nrt_session, status: *mut
     }
 }
 
-/// The `NRT_STATUS` of the session's latest inference; `NRT_INVALID` (2) when
+/// The `NRT_STATUS` of the session's latest inference; `NRT_INVALID` when
 /// `session` is null or ran none.
 ///
 /// # Safety
@@ -196,23 +180,19 @@ pub unsafe extern "C" fn nrt_session_status(session: *const nrt_session) -> u32 
     if crate::ffi_exec::session_cores(session).is_none() {
         return NrtStatus::Invalid.code();
     }
-    // SAFETY: live (registered); the caller does not close it during the call.
+    // SAFETY: registered; the caller does not close it during the call.
     match unsafe { session.as_ref() }.and_then(|s| s.stream.session().last_status()) {
         Some(st) => st.code(),
         None => NrtStatus::Invalid.code(),
     }
 }
 
-/// Release everything the session holds, in reverse order (mappings, DMA
-/// queue, memory, cores) and close the device. Returns 0, or -1 when a release
-/// failed (the first reason for `nrt_session_last_error`; the others are
-/// still made). Null is ignored (0); a session closed already is refused
-/// (-1, `NRT_INVALID_HANDLE`), never freed twice. The execution running
-/// runs to its end; those still queued end unrun with `NRT_CLOSED`, their
-/// callbacks called. Memory objects stay the process's until freed
-/// (`nrt_mem_free`). In a child forked after the open the
-/// session is the parent's: nothing is released (no ioctl, unmap or close),
-/// its memory here is freed and -1 says so (G-FORK).
+/// Release everything the session holds, in reverse order, and close the
+/// device. Returns 0, or -1 when a release failed; the others are still made.
+/// Null is ignored; a session closed already is refused with
+/// `NRT_INVALID_HANDLE`. The running execution runs to its end, queued ones end
+/// unrun with `NRT_CLOSED`. Memory objects stay until `nrt_mem_free`. In a
+/// forked child nothing of the parent's is released, and -1 says so.
 ///
 /// # Safety
 /// `session` is null or came from [`nrt_session_open`] and is not used afterwards.
@@ -228,7 +208,7 @@ pub unsafe extern "C" fn nrt_session_close(session: *mut nrt_session) -> c_int {
         );
         return -1;
     }
-    // SAFETY: a pointer from `nrt_session_open`, live (it was in the registry), once.
+    // SAFETY: a pointer from `nrt_session_open`, live as it was registered, freed once.
     let s = unsafe { Box::from_raw(session) };
     match s.stream.close() {
         Ok(()) => 0,

@@ -14,7 +14,7 @@ pub struct nrt_entry {
     pub debug_hint: u8,
     /// `data[3] & 0x1F`.
     pub nq_tag: u8,
-    /// Bit 7 of `data[3]` (the ring's phase bit).
+    /// Bit 7 of `data[3]`: the ring's phase bit.
     pub phase: u8,
     /// `u16 @4`.
     pub custom_sub_id: u16,
@@ -48,7 +48,7 @@ fn strings() -> &'static StatusStrings {
     })
 }
 
-/// The status's name (`"NRT_TIMEOUT"`), or `"UNKNOWN"`. Static; never null.
+/// The status's name, such as `"NRT_TIMEOUT"`, or `"UNKNOWN"`. Static; never null.
 #[no_mangle]
 pub extern "C" fn nrt_status_name(status: u32) -> *const c_char {
     let s = strings();

@@ -13,9 +13,8 @@ use super::*;
 use crate::exec::{Callback, ExecResult};
 use crate::sys::EventFd;
 
-/// An execution's descriptor: readable once its latest submission is done,
-/// drained at the next submit; the same descriptor for the execution's life,
-/// so an `epoll` registration stays valid across submissions.
+/// An execution's descriptor, readable once its latest submission is done and
+/// drained at the next; one for its life, so that an `epoll` registration stays valid.
 #[derive(Default)]
 pub(super) struct Signal(Mutex<SignalState>);
 
@@ -43,8 +42,7 @@ impl Signal {
         s.generation
     }
 
-    /// Submission `generation` is done: the descriptor readable, if it is
-    /// still the latest (once: a second call for it writes nothing).
+    /// Submission `generation` is done: make the descriptor readable once, if it is still the latest.
     fn fire(&self, generation: u64) {
         let mut s = self.state();
         if s.generation == generation && !s.done {
@@ -57,7 +55,7 @@ impl Signal {
         }
     }
 
-    /// The descriptor, made at the first call (readable at once if done).
+    /// The descriptor, made at the first call and readable at once if done.
     fn fd(&self) -> std::io::Result<c_int> {
         let mut s = self.state();
         if s.fd.is_none() {
@@ -79,11 +77,9 @@ fn status_of(r: &ExecResult) -> NrtStatus {
     }
 }
 
-/// A new execution of session `s`, of no copies yet (nrt_exec_add_copy):
-/// when submitted, its copies run in order, then the kickoff of the
-/// session's cores and the harvest. Null on failure (the status and reason
-/// for nrt_session_last_status and nrt_session_last_error). Free with
-/// nrt_exec_free.
+/// A new execution of session `s`, of no copies yet. When submitted, its
+/// copies run in order, then the kickoff of the session's cores and the
+/// harvest. Null on failure. Free with nrt_exec_free.
 ///
 /// # Safety
 /// `s` is null or a session of nrt_session_open, not closed during the call.
@@ -115,7 +111,7 @@ pub unsafe extern "C" fn nrt_exec_new(s: *mut nrt_session) -> *mut nrt_exec {
     }
 }
 
-/// `Err` when the execution is in flight (`call` refused then).
+/// `Err`, refusing `call`, when the execution is in flight.
 fn idle(call: &str, id: u64, e: &ExecEntry) -> Result<(), Fail> {
     match &e.pending {
         Some(p) if !p.is_done() => Err((
@@ -126,11 +122,10 @@ fn idle(call: &str, id: u64, e: &ExecEntry) -> Result<(), Fail> {
     }
 }
 
-/// Add a copy to the execution: `len` bytes from `src` at `src_off` to
-/// `dst` at `dst_off`, both memory of its session. Returns 0, or -1 (the
-/// status and reason for nrt_session_last_status and
-/// nrt_session_last_error) for a null argument, a freed handle, another
-/// session's memory, a range past an object's end, or an execution in flight.
+/// Add a copy to the execution: `len` bytes from `src` at `src_off` to `dst`
+/// at `dst_off`, both memory of its session. Returns 0, or -1 for a null
+/// argument, a freed handle, another session's memory, a range past an
+/// object's end, or an execution in flight.
 #[no_mangle]
 pub extern "C" fn nrt_exec_add_copy(
     e: *mut nrt_exec,
@@ -163,11 +158,10 @@ pub extern "C" fn nrt_exec_add_copy(
 }
 
 /// Call `cb(ctx, status)` once each submission of the execution is done, on
-/// the thread that ran it (the session's worker, or a thread whose
-/// nrt_exec_wait ran it) with no lock held: it may submit, free, or wait
-/// (a wait on one still queued runs it there). Null `cb` removes it. Set before nrt_exec_submit; it still
-/// runs for an execution freed in flight. Returns 0, or -1 for a null or
-/// freed execution or one in flight.
+/// the thread that ran it, with no lock held: it may submit, free or wait.
+/// Null `cb` removes it. Set it before nrt_exec_submit; it still runs for an
+/// execution freed in flight. Returns 0, or -1 for a null or freed execution
+/// or one in flight.
 #[no_mangle]
 pub extern "C" fn nrt_exec_set_callback(
     e: *mut nrt_exec,
@@ -192,12 +186,11 @@ pub extern "C" fn nrt_exec_set_callback(
 }
 
 /// Submit the execution to its session's stream and return at once; the
-/// session's executions run in submission order. Returns the NRT_STATUS:
-/// NRT_SUCCESS; NRT_QUEUE_FULL when the stream holds NRT_STREAM_DEPTH
-/// executions; NRT_INVALID for a null execution or one already in flight;
-/// NRT_INVALID_HANDLE for a freed one or a closed session. A done execution
-/// may be submitted again (its descriptor is then a new one). Its own
-/// failures (a copy refused, a timeout) are its status once done.
+/// session's executions run in submission order. Returns NRT_SUCCESS;
+/// NRT_QUEUE_FULL when the stream holds NRT_STREAM_DEPTH executions;
+/// NRT_INVALID for a null execution or one in flight; NRT_INVALID_HANDLE for
+/// a freed one or a closed session. A done execution may be submitted again.
+/// Its own failures are its status once done.
 #[no_mangle]
 pub extern "C" fn nrt_exec_submit(e: *mut nrt_exec) -> u32 {
     const CALL: &str = "nrt_exec_submit";
@@ -240,8 +233,7 @@ pub extern "C" fn nrt_exec_submit(e: *mut nrt_exec) -> u32 {
 }
 
 /// The execution's pending submission, or why none. Once its result is in,
-/// its descriptor is readable before this returns (the completion's own
-/// signal comes just after the result: this keeps the order a caller sees).
+/// its descriptor is made readable before this returns, keeping the order a caller sees.
 fn pending(call: &str, e: *const nrt_exec) -> Result<(Pending, String), Fail> {
     let mut r = registry();
     let x = exec_entry(&mut r, call, e)?;
@@ -259,12 +251,10 @@ fn pending(call: &str, e: *const nrt_exec) -> Result<(Pending, String), Fail> {
     }
 }
 
-/// A descriptor that polls readable (POLLIN) once the execution's latest
-/// submission is done (its callback, if any, may still be running). It is
-/// the execution's for its life, the same at every call, drained by the next
-/// nrt_exec_submit, closed by nrt_exec_free; it may be registered with
-/// epoll before the first submit. -1 for a null or freed execution, or when
-/// no descriptor can be made (the reason for nrt_session_last_error).
+/// A descriptor that polls readable once the execution's latest submission is
+/// done; its callback may still be running. The same for the execution's
+/// life, drained by the next nrt_exec_submit, closed by nrt_exec_free. -1 for
+/// a null or freed execution, or when no descriptor can be made.
 #[no_mangle]
 pub extern "C" fn nrt_exec_fd(e: *mut nrt_exec) -> c_int {
     const CALL: &str = "nrt_exec_fd";
@@ -297,12 +287,10 @@ fn failure_reason(call: &str, site: &str, id: u64, res: &ExecResult) -> String {
     }
 }
 
-/// Block until the execution's latest submission is done (bounded by its
-/// copies and the session's timeout) and return its NRT_STATUS: the
-/// harvest's (NRT_TIMEOUT, a core's error status, ...), or the failure of a
-/// copy. NRT_INVALID for a null execution or one never submitted,
-/// NRT_INVALID_HANDLE for a freed one. A status other than NRT_SUCCESS has
-/// its reason for nrt_session_last_error.
+/// Block until the execution's latest submission is done, within the session's
+/// timeout, and return its NRT_STATUS: the harvest's or a copy's failure.
+/// NRT_INVALID for a null execution or one never submitted,
+/// NRT_INVALID_HANDLE for a freed one. Any failure has its reason.
 #[no_mangle]
 pub extern "C" fn nrt_exec_wait(e: *mut nrt_exec) -> u32 {
     const CALL: &str = "nrt_exec_wait";
@@ -311,8 +299,7 @@ pub extern "C" fn nrt_exec_wait(e: *mut nrt_exec) -> u32 {
         Err(f) => return record(f).code(),
     };
     let res = p.wait();
-    // Its descriptor readable when the wait returns (looked up again: the
-    // entry may have been freed meanwhile, then there is none to signal).
+    // Its descriptor readable when the wait returns, if the entry was not freed meanwhile.
     let _ = pending(CALL, e);
     let st = status_of(&res);
     if st != NrtStatus::Success {
@@ -321,12 +308,10 @@ pub extern "C" fn nrt_exec_wait(e: *mut nrt_exec) -> u32 {
     st.code()
 }
 
-/// Whether the execution's latest submission is done, without blocking, as
-/// the one-step harvest answers: 1 in flight (queued or running); 0 done
-/// with NRT_SUCCESS; 2 done with another status; the status is written to
-/// `*status` when done. -1 for a null argument, a freed execution or one
-/// never submitted (the status and reason for nrt_session_last_status and
-/// nrt_session_last_error).
+/// Whether the execution's latest submission is done, without blocking, as the
+/// one-step harvest answers: 1 in flight, 0 done with NRT_SUCCESS, 2 done with
+/// another status, written to `*status`. -1 for a null argument, a freed
+/// execution or one never submitted.
 ///
 /// # Safety
 /// `status` is null or writable.
@@ -379,12 +364,10 @@ fn harvested<T>(
     }
 }
 
-/// The START and END times, in CPU microseconds, of engine `engine`
-/// (NRT_ENGINE_*) of the session's core `core` in the execution's finished
-/// harvest. Returns 0 with both written; -1 when either was not seen (the
-/// one not seen is NRT_TIME_NONE), for a null argument, a freed or
-/// unfinished execution, or a core or engine out of range (the reason for
-/// nrt_session_last_error).
+/// The START and END times, in CPU microseconds, of engine `engine` of the
+/// session's core `core` in the execution's finished harvest. Returns 0 with
+/// both written; -1 when one was not seen, written NRT_TIME_NONE, for a null
+/// argument, a freed or unfinished execution, or a core or engine out of range.
 ///
 /// # Safety
 /// `start_us` and `end_us` are null or writable.
@@ -431,11 +414,10 @@ pub unsafe extern "C" fn nrt_exec_engine_times(
     }
 }
 
-/// The NRT_STATUS core `core` of the session ended the execution's finished
-/// harvest with (its exec_ret; the execution's own status is the worst of
-/// its cores'), written to `*status`. Returns 0, or -1 for a null argument,
-/// a freed or unfinished execution, one that ended before its harvest, or a
-/// core the session does not have (the reason for nrt_session_last_error).
+/// The NRT_STATUS, its exec_ret, with which core `core` ended the execution's
+/// finished harvest, written to `*status`; the execution's is the worst of its
+/// cores'. Returns 0, or -1 for a null argument, a freed or unfinished
+/// execution, one that ended before its harvest, or a core it does not have.
 ///
 /// # Safety
 /// `status` is null or writable.
@@ -463,11 +445,9 @@ pub unsafe extern "C" fn nrt_exec_core_status(e: *const nrt_exec, core: u8, stat
 }
 
 /// The engines of the session's core `core` that had not ended when the
-/// execution's harvest finished (a timeout: those the core still waited
-/// for), one bit per NRT_ENGINE_* index; 0 when all ended.
-/// NRT_ENGINES_UNKNOWN for a null, freed or unfinished execution, one that
-/// ended before its harvest, or a core the session does not have (the reason
-/// for nrt_session_last_error).
+/// execution's harvest finished, one bit per NRT_ENGINE_* index; 0 when all
+/// ended. NRT_ENGINES_UNKNOWN for a null, freed or unfinished execution, one
+/// that ended before its harvest, or a core the session does not have.
 #[no_mangle]
 pub extern "C" fn nrt_exec_pending_engines(e: *const nrt_exec, core: u8) -> u32 {
     const CALL: &str = "nrt_exec_pending_engines";
@@ -484,10 +464,9 @@ pub extern "C" fn nrt_exec_pending_engines(e: *const nrt_exec, core: u8) -> u32 
     }
 }
 
-/// Free the execution (null, freed or unknown handles are refused with a
-/// reason for nrt_session_last_error, never dereferenced). One in flight
-/// still runs to its end, holding its memory, and its callback still runs;
-/// its descriptor is closed once it is done.
+/// Free the execution; a null, freed or unknown handle is refused, never
+/// dereferenced. One in flight runs to its end, holding its memory, and its
+/// callback still runs; its descriptor is closed once it is done.
 #[no_mangle]
 pub extern "C" fn nrt_exec_free(e: *mut nrt_exec) {
     const CALL: &str = "nrt_exec_free";

@@ -7,13 +7,11 @@ use nrt_core::NrtStatus;
 use super::*;
 use crate::mem::MemKind;
 
-/// Allocate `size` bytes of memory for the session's copies: `where`
-/// NRT_MEM_HOST (mapped into this process: nrt_mem_host_ptr) or
-/// NRT_MEM_DEVICE (the session's first core's device memory). Null on
-/// failure, with the status for nrt_session_last_status (NRT_INVALID for a
-/// bad argument, NRT_RESOURCE when the driver has no memory) and the reason
-/// for nrt_session_last_error. Free with nrt_mem_free; the memory lives on
-/// while an execution that copies it is in flight.
+/// Allocate `size` bytes for the session's copies: `where` is NRT_MEM_HOST,
+/// mapped into this process, or NRT_MEM_DEVICE, the first core's device memory.
+/// Null on failure: NRT_INVALID for a bad argument, NRT_RESOURCE when the
+/// driver has no memory. Free with nrt_mem_free; the memory lives on while an
+/// execution that copies it is in flight.
 ///
 /// # Safety
 /// `s` is null or a session of nrt_session_open, not closed during the call.
@@ -42,9 +40,8 @@ pub unsafe extern "C" fn nrt_mem_alloc(s: *mut nrt_session, r#where: c_int, size
 }
 
 /// The address of host memory's mapped bytes, valid until it is freed; null
-/// for device memory, or a null or freed handle (the reason for
-/// nrt_session_last_error). The device writes these bytes by DMA: read them
-/// after the copy's execution is done.
+/// for device memory or a null or freed handle. The device writes these bytes
+/// by DMA: read them once the copy's execution is done.
 #[no_mangle]
 pub extern "C" fn nrt_mem_host_ptr(m: *mut nrt_mem) -> *mut c_void {
     const CALL: &str = "nrt_mem_host_ptr";
@@ -67,11 +64,9 @@ pub extern "C" fn nrt_mem_host_ptr(m: *mut nrt_mem) -> *mut c_void {
     })
 }
 
-/// Free memory: 0 (also for null, as free does), or -1 for a freed or
-/// unknown handle (a double free is refused, NRT_INVALID_HANDLE). An
-/// execution in flight that copies it keeps it until it is done; the host
-/// pointer is then invalid. Memory is the process's until freed, also after
-/// its session is closed.
+/// Free memory: 0, also for null as free does, or -1 with NRT_INVALID_HANDLE
+/// for a freed or unknown handle. An execution in flight that copies it keeps
+/// it until done. Memory outlives its session's close.
 #[no_mangle]
 pub extern "C" fn nrt_mem_free(m: *mut nrt_mem) -> c_int {
     const CALL: &str = "nrt_mem_free";
@@ -134,18 +129,14 @@ pub(super) fn copy_args(
     Ok((dst, src))
 }
 
-/// Copy `len` bytes from `src` at `src_off` to `dst` at `dst_off`, both
-/// memory of session `s`, on the session's DMA queue, and wait for it (after
-/// the execution running, if any). Returns the NRT_STATUS: NRT_SUCCESS;
-/// NRT_INVALID for a null argument or a range past an object's end;
-/// NRT_INVALID_HANDLE for a freed handle or another session's memory;
-/// NRT_TIMEOUT when the copy's completion did not arrive (the session is
-/// then unusable: close and reopen it); NRT_EXEC_UNIT_UNRECOVERABLE on a
-/// session made unusable so; NRT_HW_ERROR when, between two host objects, the
-/// destination does not hold the source after the completion (a copy to or
-/// from device memory is taken on its completion). A copy within one object
-/// whose ranges overlap is refused (NRT_INVALID): copy through a second
-/// object. The reason for nrt_session_last_error.
+/// Copy `len` bytes from `src` at `src_off` to `dst` at `dst_off`, both memory
+/// of session `s`, on its DMA queue, after the running execution, and wait.
+/// Returns NRT_SUCCESS; NRT_INVALID for a null argument, a range past an
+/// object's end or overlapping ranges in one object; NRT_INVALID_HANDLE for a
+/// freed handle or another session's memory; NRT_TIMEOUT when the completion
+/// did not arrive, after which the session must be reopened;
+/// NRT_EXEC_UNIT_UNRECOVERABLE on such a session; NRT_HW_ERROR when a
+/// host-to-host copy's destination does not hold the source.
 ///
 /// # Safety
 /// `s` is null or a session of nrt_session_open, not closed during the call.

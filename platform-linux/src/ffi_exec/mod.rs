@@ -1,12 +1,10 @@
-//! The C ABI of a runtime's own work (`include/nrt.h`): memory objects
-//! (`nrt_mem_*`), synchronous copies (`nrt_copy`) and executions submitted to
-//! the session's stream (`nrt_exec_*`), over [`crate::mem`] and [`crate::exec`].
+//! The C ABI of a runtime's own work in `include/nrt.h`: memory objects,
+//! synchronous copies and executions submitted to the session's stream.
 //!
-//! Memory and execution handles are ids in a registry of live objects, never
-//! addresses: a freed, doubly freed or made-up handle is looked up, not
-//! dereferenced, and refused with a status and a reason
-//! (`nrt_session_last_status`, `nrt_session_last_error`). Sessions are
-//! registered at open, so a closed one is refused the same way.
+//! Handles are ids in a registry of live objects, never addresses: a freed or
+//! made-up handle is looked up, not dereferenced, and refused with a status and
+//! a reason (G-FFI-HANDLES). Sessions are registered at open, so a closed one
+//! is refused the same way.
 
 #![allow(unsafe_code)]
 #![allow(non_camel_case_types)]
@@ -32,13 +30,12 @@ pub use mem::{nrt_copy, nrt_mem_alloc, nrt_mem_free, nrt_mem_host_ptr};
 
 use exec::Signal;
 
-/// A memory object of a session (opaque; the handle is an id, not an address).
+/// A memory object of a session; opaque, its handle an id.
 pub struct nrt_mem {
     _opaque: [u8; 0],
 }
 
-/// An execution of a session: copies, then the kickoff of its cores (opaque;
-/// the handle is an id, not an address).
+/// An execution of a session, copies then the kickoff of its cores; opaque, its handle an id.
 pub struct nrt_exec {
     _opaque: [u8; 0],
 }
@@ -64,14 +61,14 @@ struct MemEntry {
 }
 
 struct ExecEntry {
-    /// The session's address and serial (an address may be reused by a later open).
+    /// The session's address and serial, as a later open may reuse the address.
     session_addr: usize,
     session: u64,
     site: String,
     cores: u8,
     exec: Exec,
     pending: Option<Pending>,
-    /// The callback and its context (an exposed address).
+    /// The callback and its context's address.
     callback: Option<(CCallback, usize)>,
     /// Its descriptor, one for its life.
     signal: Arc<Signal>,
@@ -142,7 +139,7 @@ fn handle_of<T>(id: u64) -> *mut T {
     std::ptr::without_provenance_mut(id as usize)
 }
 
-/// Register an opened session (called by `nrt_session_open`).
+/// Register an opened session.
 pub(crate) fn session_opened(s: *mut nrt_session) {
     // SAFETY: `s` was just made by `Box::into_raw`.
     let (site, cores) = {
@@ -154,7 +151,7 @@ pub(crate) fn session_opened(s: *mut nrt_session) {
     r.sessions.insert(s.addr(), (serial, site, cores));
 }
 
-/// The cores of live session `s` (`None`: closed or never opened).
+/// The cores of live session `s`; `None` when closed or never opened.
 pub(crate) fn session_cores(s: *const nrt_session) -> Option<u8> {
     registry().sessions.get(&s.addr()).map(|(_, _, cores)| *cores)
 }
@@ -179,7 +176,7 @@ fn session<'a>(call: &str, s: *const nrt_session) -> Result<(&'a nrt_session, u6
     Ok((unsafe { &*s }, *serial, site.clone(), *cores))
 }
 
-/// The live memory `m`, for `call` (`side` names it in the reason).
+/// The live memory `m`, for `call`; `side` names it in the reason.
 fn mem_entry<'r>(r: &'r Registry, call: &str, side: &str, m: *const nrt_mem) -> Result<&'r MemEntry, Fail> {
     if m.is_null() {
         return Err((NrtStatus::Invalid, format!("{call}: the {side} is NULL")));

@@ -11,31 +11,18 @@ pub struct PollerConfig {
     pub cpu: Option<usize>,
     /// How it waits between passes.
     pub policy: WaitPolicy,
-    /// Hybrid: wake this long before the earliest due completion and spin
-    /// through it (covers the sleep's overshoot).
+    /// Hybrid: wake this long before a pass and spin to it, absorbing the sleep's overshoot.
     pub hybrid_lead: Duration,
-    /// Hybrid: at most one pass per this window, each taking the requests due
-    /// within it (so many lanes' completions share a wake-up).
+    /// Hybrid: each pass takes the requests due within this window, so that lanes share a wake-up.
     pub hybrid_batch: Duration,
-    /// Hybrid: the notice latency the poller aims to keep while requests are
-    /// due. The next pass is set this bound less
-    /// [`hybrid_lead`](Self::hybrid_lead) after the last (at least
-    /// [`hybrid_batch`](Self::hybrid_batch)), and the poller wakes the lead
-    /// before it and spins to it (the lead absorbs the sleep's overshoot): a
-    /// completion waits for the next pass, at most about the bound less the
-    /// lead (plus a pass). A longer bound costs fewer
-    /// wake-ups (less CPU); a bound within the lead plus the batch window gives
-    /// the batch-window spacing.
+    /// Hybrid: the notice latency to keep while requests are due; the slice is
+    /// this bound less the lead. A longer bound costs fewer wake-ups.
     pub notice_bound: Duration,
-    /// Hybrid: the slice itself, when set, instead of the notice bound less
-    /// the lead ([`hybrid_slice_ns`](Self::hybrid_slice_ns));
-    /// `NEURON_RT_POLL_SLICE_US` ([`PollerConfig::from_env`]) and
-    /// `nrt_poller_new_with_slice` set it (G-POLL-SLICE).
+    /// Hybrid: the slice itself, when set, instead of the notice bound less the
+    /// lead; `NEURON_RT_POLL_SLICE_US` sets it (G-POLL-SLICE).
     pub hybrid_slice: Option<Duration>,
-    /// Hybrid and sleep: a due request still in flight is stepped again
-    /// after this long. A spinning poller owns its core and steps every due
-    /// request at every pass (its schedule's recheck is 0: a completion is
-    /// noticed within one pass, not within a recheck).
+    /// Hybrid and sleep: a due request still in flight is stepped again after
+    /// this long. A spinning poller steps every due request at every pass.
     pub recheck: Duration,
     /// Every request in flight is stepped at least this often.
     pub sweep_bound: Duration,
@@ -47,9 +34,7 @@ pub struct PollerConfig {
     pub sleep_us: u32,
     /// How long a [`Ticket::wait`](super::Ticket::wait) spins before it sleeps on its eventfd.
     pub waiter_spin_for: Duration,
-    /// `NEURON_RT_EXEC_TIMEOUT`, seconds, as [`PollerConfig::from_env`] read
-    /// it ([`PollerConfig::budget`]); `None` in [`PollerConfig::default`],
-    /// which reads no variable.
+    /// `NEURON_RT_EXEC_TIMEOUT` in seconds, as [`PollerConfig::from_env`] read it.
     pub exec_timeout_s: Option<u32>,
 }
 
@@ -74,15 +59,9 @@ impl Default for PollerConfig {
 }
 
 impl PollerConfig {
-    /// The default configuration with the runtime's variables a poller reads,
-    /// as `nrt_poller_new` reads them: `NEURON_RT_EXEC_TIMEOUT` (kept for
-    /// [`budget`](Self::budget)), this library's `NEURON_RT_POLL_SLICE_US`
-    /// ([`hybrid_slice`](Self::hybrid_slice)) and `NEURON_RT_LOG_LEVEL[_<component>]` (the
-    /// standard-error logger, lines prefixed `nrt:`, installed unless the
-    /// program installed a `log` logger first). The core variables are not
-    /// read: the lanes fix the cores. A bad value is refused, naming the
-    /// variable, the value and what is accepted. [`PollerConfig::default`]
-    /// reads nothing.
+    /// The default with the variables `nrt_poller_new` reads: the timeout, the
+    /// slice and the log levels, which install the standard-error logger. The
+    /// lanes fix the cores, so their variables are not read. A bad value is refused.
     pub fn from_env() -> Result<PollerConfig, crate::config::EnvError> {
         let env = crate::config::RtEnv::from_process(crate::config::Uses::POLLER)?;
         crate::config::init_stderr_log("nrt", &env.log);
@@ -95,9 +74,8 @@ impl PollerConfig {
         PollerConfig { exec_timeout_s: env.exec_timeout_s, hybrid_slice, ..PollerConfig::default() }
     }
 
-    /// The execution timeout of a submission on `arch`: `timeout_s` (an
-    /// argument, `name` names it), else [`exec_timeout_s`](Self::exec_timeout_s)
-    /// (`NEURON_RT_EXEC_TIMEOUT`), else the generation's documented default.
+    /// The execution timeout of a submission on `arch`: the argument `timeout_s`
+    /// named `name`, else the variable, else the generation's default.
     pub fn budget(
         &self,
         timeout_s: Option<u32>,

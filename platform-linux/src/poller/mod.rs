@@ -1,84 +1,12 @@
-//! A poller thread per poll group: one thread harvests every
-//! in-flight request of its lanes (the logical cores of one device, or of
-//! several), instead of one thread per request.
+//! One poller thread per poll group: it harvests every in-flight request of
+//! its lanes, hands each completion to its waiter through a [`Ticket`], and
+//! waits between passes by its [`WaitPolicy`].
 //!
-//! [`Poller::spawn`] moves the lanes (each a device and its [`Notifications`])
-//! onto a new thread, pinned to a CPU when [`PollerConfig::cpu`] asks. The
-//! thread holds a core [`PollGroup`](nrt_core::exec::PollGroup) and
-//!
-//! Every pass is a due-first pass of the group ([`PollGroup::poll_due`](nrt_core::exec::PollGroup::poll_due)):
-//! it steps only the requests that are due by their lane's learnt
-//! kickoff-to-END time, and every request at least once per
-//! [`PollerConfig::sweep_bound`] (1 ms by default), so an early record, an
-//! error, a timeout or an overflow is seen within that bound plus one pass.
-//! Between passes the thread waits by its [`WaitPolicy`]
-//! ([`PollerConfig::policy`], G-POLLER-IDLE):
-//!
-//! - [`WaitPolicy::Hybrid`] (the default; for a poller without a core of its
-//!   own): it sleeps until [`PollerConfig::hybrid_lead`] before the group's
-//!   earliest due time ([`PollGroup::earliest_due_ns`](nrt_core::exec::PollGroup::earliest_due_ns)), with the thread's
-//!   timer slack set to 1 ns (`prctl(PR_SET_TIMERSLACK)`: a requested sleep
-//!   then overshoots by the scheduler's wake-up, ~5-10 us on a VM, not by the
-//!   default 50 us slack), looks at the wait again on waking (a sleep may
-//!   end early or late), spins through what is left of the lead (the lead
-//!   absorbs the overshoot) and passes at the pass's time
-//!   ([`hybrid_wait_for_pass`]). The next pass is set one slice after the
-//!   last ([`PollerConfig::hybrid_slice_ns`]: the [`PollerConfig::notice_bound`],
-//!   50 us by default, less the lead: 40 us), so passes are at least one
-//!   slice apart (more only when a sleep overshoots past the lead; less when
-//!   a submission arrives, which ends the wait so the loop can start it, and
-//!   the pass that follows comes at once), and with
-//!   many lanes whose due windows overlap (something is nearly always due)
-//!   it sleeps in slices between passes over the due lanes instead of
-//!   spinning: a completion waits at most about one slice plus a pass, within
-//!   the bound. It spins only through the lead before a pass; a poller with
-//!   nothing due within its lead never spins.
-//!   A due request still in flight is stepped again every
-//!   [`PollerConfig::recheck`] (so a late one costs one wake-up per recheck,
-//!   not a spin). A submission wakes the sleeping thread (its eventfd).
-//! - [`WaitPolicy::Spin`] (for a core the poller owns, e.g. pinned with
-//!   [`PollerConfig::cpu`]): each pass steps every due request (no recheck
-//!   interval), and it **spins** between passes while work is in
-//!   flight, for [`PollerConfig::spin_for`] after the last submission or
-//!   completion; then **yields** until [`PollerConfig::yield_for`]; then
-//!   **sleeps** [`PollerConfig::sleep_us`] between passes. A request whose
-//!   device has gone quiet for that long is a hang heading for its timeout;
-//!   the thread's CPU then drops to almost nothing.
-//! - [`WaitPolicy::Sleep`]: it sleeps [`PollerConfig::sleep_us`] between
-//!   passes (default timer slack: libnrt's `usleep(1)` with one thread).
-//! - with nothing in flight, a spinning poller spins and yields the same way
-//!   waiting for a submission, then blocks on an eventfd that a submitter
-//!   writes only when the poller is blocked (a submission to a spinning poller
-//!   is one lock and one atomic, no syscall); a hybrid or sleeping one blocks
-//!   at once.
-//!
-//! Each completion is handed to its waiter through a [`Ticket`]: the poller
-//! publishes the status and a `done` flag; a waiter that is spinning on the
-//! flag sees it with no syscall. A waiter that stopped spinning registered an
-//! eventfd (created on first need) and a `sleeper` flag first; the poller
-//! writes that eventfd only then. Both sides use sequentially consistent
-//! stores and loads of `done` and `sleeper`, so either the poller sees the
-//! sleeper or the sleeper sees `done` before it blocks: no lost wake-up.
-//!
-//! [`PollerSet`] runs the pollers of a host: one per device by default, or one
-//! per contiguous block of devices, and routes each request by device.
-//!
-//! Shutdown ([`Poller::shutdown`], or drop) lets the requests in flight finish
-//! (each ends at the latest at its timeout; one whose device clock stalls is
-//! answered `NRT_CLOSED` once the longest timeout in flight plus
-//! [`SHUTDOWN_GRACE`] has passed on this process's clock, G-POLLER-CLOSE),
-//! answers every request not yet started with `NRT_CLOSED` (14, G-LINUX-CLOSE),
-//! and refuses new ones.
-//!
-//! Two kinds of call are refused at once rather than hang or abort:
-//! in a child forked after the poller was made, where its thread is not,
-//! every call on it or its tickets ([`SubmitError::Forked`],
-//! [`WaitRefused::Forked`]; its drop forgets it: [`crate::fork`], G-FORK);
-//! and a wait on the poller's own thread (a lane's callback), which would
-//! wait on itself ([`WaitRefused::OnPollerThread`], G-POLLER-REENTRY). A
-//! poller dropped on its own thread does not join itself: it stops taking
-//! submissions and its thread ends by itself once the callback returns and
-//! the requests in flight are done.
+//! Submitted requests queue until their lane is free; at shutdown the requests
+//! in flight finish, within [`SHUTDOWN_GRACE`] past their longest timeout, and
+//! the rest are answered `NRT_CLOSED`. Every submission is answered once. In a
+//! forked child or on the poller's own thread a call that would hang is refused.
+//! The design and its figures are in `docs/scaling.md`.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -110,16 +38,14 @@ pub use ticket::{Ticket, WaitRefused};
 use thread::{answer_queued_closed, run};
 use ticket::{mark_poller_thread, on_poller_thread, Alive, AliveGuard, Handoff};
 
-/// Requests one poller holds at once (a 16-device trn2 host has 64 logical
-/// cores; two of them fit one poller).
+/// Requests one poller holds at once: two 16-device trn2 hosts' logical cores.
 pub const POLLER_CAPACITY: usize = 128;
 
-/// How long a blocked idle poller waits on its eventfd before it looks at the
-/// shutdown flag again.
+/// How long a blocked idle poller waits on its eventfd between looks at shutdown.
 const IDLE_BLOCK_MS: i32 = 50;
 
-/// At shutdown, how long past the longest timeout of the requests in flight
-/// they may still finish before they are answered `NRT_CLOSED` (G-POLLER-CLOSE).
+/// At shutdown, how long past their longest timeout the requests in flight may
+/// still finish before they are answered `NRT_CLOSED` (G-POLLER-CLOSE).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// Lanes in a vector: lane `i` is `self.0[i]`.
@@ -157,11 +83,11 @@ pub struct PollerStats {
     pub completions: u64,
     /// Completions handed to a sleeping waiter through its eventfd.
     pub eventfd_wakes: u64,
-    /// Completions handed over with no syscall (the waiter was spinning, or not waiting yet).
+    /// Completions handed over with no syscall: the waiter spun, or was not waiting yet.
     pub spin_handoffs: u64,
-    /// Requests in flight that passes left alone (not due).
+    /// Requests in flight that passes left alone because they were not due.
     pub skipped: u64,
-    /// Sleeps between passes (hybrid or sleep policy).
+    /// Sleeps between passes of the hybrid or sleep policy.
     pub sleeps: u64,
 }
 
@@ -169,8 +95,7 @@ struct Pending {
     lane: u16,
     cfg: ExecConfig,
     handoff: Arc<Handoff>,
-    /// The request's execution timeout with its source, put in effect while
-    /// it is stepped (`config::BudgetScope`); `None`: none said.
+    /// The request's execution timeout, in effect while it is stepped.
     budget: Option<crate::config::Budget>,
 }
 
@@ -191,11 +116,7 @@ impl Shared {
     }
 }
 
-/// Why a poller, or a set of pollers, could not start. The text names the
-/// call and the reason (an OS error with its errno name); [`source`] is the
-/// OS error where there is one.
-///
-/// [`source`]: std::error::Error::source
+/// Why a poller, or a set of pollers, could not start; the text names the call and the errno.
 #[derive(Debug)]
 pub enum PollerError {
     /// The wake eventfd could not be made.
@@ -204,14 +125,14 @@ pub enum PollerError {
     Thread(std::io::Error),
     /// The poller thread could not be pinned to `cpu`.
     Pin {
-        /// The CPU asked for ([`PollerConfig::cpu`]).
+        /// The CPU asked for.
         cpu: usize,
         /// What `sched_setaffinity` answered.
         source: std::io::Error,
     },
     /// The poller thread ended before it said it had started.
     ThreadEnded,
-    /// A [`PollerSet`] of this shape is refused (the reason).
+    /// A [`PollerSet`] of this shape is refused, for this reason.
     Shape(String),
 }
 
@@ -263,8 +184,7 @@ impl<L: Lanes + Send + 'static> std::fmt::Debug for Poller<L> {
 }
 
 impl<L: Lanes + Send + 'static> Poller<L> {
-    /// Start a poller thread over `lanes`. Fails when the eventfd or the thread
-    /// cannot be made, or the CPU cannot be pinned (the message names which).
+    /// Start a poller thread over `lanes`.
     pub fn spawn(lanes: L, cfg: PollerConfig) -> Result<Poller<L>, PollerError> {
         let wake = EventFd::new(false).map_err(PollerError::Eventfd)?;
         let shared = Arc::new(Shared {
@@ -297,8 +217,7 @@ impl<L: Lanes + Send + 'static> Poller<L> {
                 if ok {
                     run(&sh, &mut lanes, &cfg);
                 }
-                // A poller dropped on this thread is not joined: what raced
-                // its shutdown is answered here.
+                // A poller dropped on this thread is not joined: answer here what raced its shutdown.
                 answer_queued_closed(&sh);
                 (lanes, sys::thread_cpu_ns())
             })
@@ -329,20 +248,14 @@ impl<L: Lanes + Send + 'static> Poller<L> {
         self.shared.origin
     }
 
-    /// Submit a request for `cfg` on `lane`. A lane harvests one request at a
-    /// time: a request for a busy lane waits, in order, until the lane is free.
-    /// Refused in a child forked after the poller was made; allowed from a
-    /// lane's callback (the poller takes it at its next pass).
+    /// Submit a request for `cfg` on `lane`; it waits, in order, until the lane is free.
+    /// Allowed from a lane's callback; refused in a forked child.
     pub fn submit(&self, lane: u16, cfg: ExecConfig) -> Result<Ticket, SubmitError> {
         self.submit_with(lane, cfg, None)
     }
 
-    /// [`submit`](Self::submit) a request whose execution timeout is
-    /// `budget` ([`PollerConfig::budget`]): its seconds are the request's
-    /// timeout (they replace `cfg`'s `timeout_s`, so the two cannot differ),
-    /// and while the poller steps it, the budget is in effect on the poller
-    /// thread, so the timeout line its harvest logs names the budget and its
-    /// source (`config::BudgetScope`).
+    /// [`submit`](Self::submit) with `budget` as the request's timeout; the
+    /// timeout line its harvest logs names the budget and its source.
     pub fn submit_budgeted(
         &self,
         lane: u16,
@@ -361,9 +274,8 @@ impl<L: Lanes + Send + 'static> Poller<L> {
         self.owner.check("poller").map_err(SubmitError::Forked)?;
         let handoff = Arc::new(Handoff::default());
         {
-            // Checked under the queue's lock: shutdown sets the flag, then
-            // (after the thread ended) answers whatever the queue still holds
-            // under the same lock, so no submission is left unanswered.
+            // Checked under the queue's lock, as shutdown sets the flag and
+            // later drains the queue: no submission is left unanswered.
             let mut q = self.shared.queue();
             if self.shared.closing.load(Ordering::SeqCst) {
                 return Err(SubmitError::Closed);
@@ -393,8 +305,7 @@ impl<L: Lanes + Send + 'static> Poller<L> {
 
     fn join(&mut self) {
         if self.owner.inherited() {
-            // A forked child: the thread is the parent's. Forget it all: no
-            // join, no lock, no eventfd write the parent's thread would see.
+            // A forked child: the thread is the parent's. Forget it all, touching nothing of the parent's.
             std::mem::forget(self.thread.take());
             std::mem::forget(Arc::clone(&self.shared));
             return;
@@ -405,9 +316,8 @@ impl<L: Lanes + Send + 'static> Poller<L> {
         }
         let _ = self.shared.wake.write(1);
         if on_poller_thread(&self.shared.alive) {
-            // On the poller's own thread (a lane's callback): it cannot join
-            // itself. Detached, it ends by itself once the callback returns and
-            // the requests in flight are done, and answers what is left.
+            // On its own thread a poller cannot join itself. Detached, the
+            // thread ends once the callback returns and the requests in flight are done.
             drop(self.thread.take());
             return;
         }
@@ -421,10 +331,9 @@ impl<L: Lanes + Send + 'static> Poller<L> {
         answer_queued_closed(&self.shared);
     }
 
-    /// Stop: the requests in flight finish, queued ones are answered
-    /// `NRT_CLOSED`. Returns the lanes, and the poller thread's CPU time in ns;
-    /// no lanes and 0 in a forked child (forgotten) or on the poller's own
-    /// thread (it ends by itself after the callback).
+    /// Stop: the requests in flight finish, queued ones are answered `NRT_CLOSED`.
+    /// Returns the lanes and the thread's CPU time in ns; nothing in a forked
+    /// child or on the poller's own thread.
     pub fn shutdown(mut self) -> (Option<L>, u64) {
         self.join();
         (self.lanes.take(), self.cpu_ns)

@@ -1,5 +1,8 @@
-//! The wait policies' maths: when a poller passes next, and how a hybrid
-//! poller sleeps, spins and passes between passes (G-POLLER-IDLE).
+//! How a poller waits between passes, as pure functions of its clock.
+//!
+//! A hybrid poller sets its next pass one slice after the last, sleeps until a
+//! short lead before it, and spins through the lead, which absorbs the sleep's
+//! overshoot. Passes are then at least one slice apart, however many lanes are due.
 
 use std::time::Duration;
 
@@ -7,11 +10,10 @@ use nrt_core::exec::Schedule;
 
 use super::PollerConfig;
 
-/// How a poller waits between passes (G-POLLER-IDLE; see the module's
-/// documentation).
+/// How a poller waits between passes (G-POLLER-IDLE).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WaitPolicy {
-    /// Spin between passes while work is in flight (a core of its own).
+    /// Spin between passes while work is in flight: for a core of its own.
     Spin,
     /// Sleep until shortly before the earliest due completion, then spin.
     Hybrid,
@@ -50,23 +52,18 @@ pub enum HybridWait {
     Pass,
     /// Due within the lead: spin until this clock, then pass.
     SpinUntil(u64),
-    /// Nothing due within the lead: sleep this many ns (then look again).
+    /// Nothing due within the lead: sleep this many ns, then look again.
     Sleep(u64),
 }
 
-/// When a hybrid poller makes its next pass: when the earliest request is
-/// due less the batch window (a pass takes what is due within it), but not
-/// sooner than one batch window after the last pass (`pass_ns`), so that the
-/// due times of many lanes share passes. `None` when nothing is in flight.
+/// When a hybrid poller passes next: the batch window before the earliest due
+/// time, but at least one window after the last pass. `None` when nothing is in flight.
 pub fn next_pass_ns(earliest_due_ns: Option<u64>, pass_ns: u64, batch_ns: u64) -> Option<u64> {
     next_sliced_pass_ns(earliest_due_ns, pass_ns, batch_ns, batch_ns)
 }
 
-/// [`next_pass_ns`] with the least time between passes apart from the batch
-/// window: when the earliest request is due less `batch_ns`, but not sooner
-/// than `slice_ns` after the last pass. With many lanes whose due windows
-/// overlap, something is nearly always due: the slice is then what keeps the
-/// poller asleep between passes instead of spinning.
+/// [`next_pass_ns`], at least `slice_ns` after the last pass: the slice keeps
+/// the poller asleep when something is nearly always due.
 pub fn next_sliced_pass_ns(earliest_due_ns: Option<u64>, pass_ns: u64, batch_ns: u64, slice_ns: u64) -> Option<u64> {
     earliest_due_ns.map(|d| d.saturating_sub(batch_ns).max(pass_ns.saturating_add(slice_ns)))
 }
@@ -84,13 +81,9 @@ pub fn hybrid_wait(now_ns: u64, earliest_due_ns: Option<u64>, lead_ns: u64) -> H
 }
 
 impl PollerConfig {
-    /// Hybrid: how long after a pass the poller sets its next one, ns: the
-    /// [`hybrid_slice`](Self::hybrid_slice) when set, else the notice bound
-    /// less the lead; at least the batch window and at most the
-    /// sweep bound (so that a long notice bound never lets a request in
-    /// flight go unstepped longer than [`sweep_bound`](Self::sweep_bound)). It
-    /// wakes the lead before that pass and spins to it, so passes are at
-    /// least this apart ([`hybrid_wait_for_pass`]).
+    /// Hybrid: ns from a pass to the next, the [`hybrid_slice`](Self::hybrid_slice)
+    /// or else the notice bound less the lead, kept between the batch window and
+    /// the sweep bound.
     pub fn hybrid_slice_ns(&self) -> u64 {
         let slice = match self.hybrid_slice {
             Some(s) => ns(s),
@@ -99,10 +92,7 @@ impl PollerConfig {
         slice.max(ns(self.hybrid_batch)).min(ns(self.sweep_bound))
     }
 
-    /// Hybrid: what the poller does at `now_ns` after a pass at `pass_ns` that
-    /// completed nothing, given the group's earliest due time: it sleeps until
-    /// the lead before its next pass ([`next_sliced_pass_ns`]), and spins only
-    /// when that pass is within the lead.
+    /// Hybrid: what to do at `now_ns` after a pass at `pass_ns` that completed nothing.
     pub fn hybrid_wait_after(&self, now_ns: u64, earliest_due_ns: Option<u64>, pass_ns: u64) -> HybridWait {
         let next = next_sliced_pass_ns(earliest_due_ns, pass_ns, ns(self.hybrid_batch), self.hybrid_slice_ns());
         hybrid_wait(now_ns, next, ns(self.hybrid_lead))
@@ -116,14 +106,12 @@ impl PollerConfig {
     }
 }
 
-/// What a hybrid poller's waiting does: read its clock, sleep (a sleep may
-/// end early), spin a little, and tell whether it should stop waiting (a new
-/// submission, or shutdown). [`hybrid_wait_for_pass`] drives it; the poller
-/// thread and `nrt-bench scale` give the real clock, a test a fake one.
+/// The clock, sleep and spin a hybrid wait runs on: the poller thread's, a
+/// bench's, or a test's fake.
 pub trait HybridWaiter {
-    /// The poller's clock, ns (the group's due times are on it).
+    /// The poller's clock, ns, on which the group's due times are.
     fn now_ns(&mut self) -> u64;
-    /// Sleep about `ns` (it may end sooner, or overshoot).
+    /// Sleep about `ns`; it may end sooner, or overshoot.
     fn sleep_ns(&mut self, ns: u64);
     /// One short spin.
     fn spin(&mut self);
@@ -136,26 +124,20 @@ pub trait HybridWaiter {
 pub enum HybridWaitEnd {
     /// The next pass is due: make it.
     Pass,
-    /// Nothing in flight (the caller blocks until a submission).
+    /// Nothing in flight: the caller blocks until a submission.
     Idle,
     /// A submission or shutdown ended the wait early.
     Interrupted,
 }
 
-/// Re-evaluations of the wait after one pass before the poller passes anyway
-/// (each follows a sleep; a sleep that keeps ending early, e.g. a wake
-/// eventfd that stays readable, cannot hold the poller off its requests).
+/// Sleeps in one wait before the poller passes anyway, so that a sleep that
+/// keeps ending early cannot hold it off its requests.
 pub const HYBRID_MAX_SLEEPS: u32 = 64;
 
-/// Hybrid: wait after a pass at `pass_ns` that completed nothing, until the
-/// next pass ([`PollerConfig::hybrid_wait_after`]): sleep until the lead
-/// before it, look at the wait again on waking (the sleep may end early or
-/// late), spin through what is left of the lead, and return
-/// [`HybridWaitEnd::Pass`] no sooner than the next pass's time, so passes
-/// are at least [`PollerConfig::hybrid_slice_ns`] apart (unless a sleep
-/// overshoots past it). Ends early on [`HybridWaiter::interrupted`]. Bounded:
-/// at most [`HYBRID_MAX_SLEEPS`] sleeps, and the spin ends by the clock
-/// (at most the lead).
+/// Hybrid: wait from a pass at `pass_ns` that completed nothing until the next
+/// pass is due, sleeping, looking again on waking and spinning through the lead.
+/// Never returns [`HybridWaitEnd::Pass`] before the pass's time; at most
+/// [`HYBRID_MAX_SLEEPS`] sleeps.
 pub fn hybrid_wait_for_pass<W: HybridWaiter>(
     cfg: &PollerConfig,
     earliest_due_ns: Option<u64>,
@@ -276,8 +258,7 @@ mod tests {
         assert_eq!(set(200).hybrid_slice_ns(), 200_000, "a slice set is the slice, whatever the bound");
         assert_eq!(set(5).hybrid_slice_ns(), 20_000, "a slice set is still at least the batch window");
         assert_eq!(set(5_000).hybrid_slice_ns(), 1_000_000, "and at most the sweep bound");
-        // After a pass at 100 us with something overdue: sleep to the lead
-        // before one slice after it (the lead absorbs the overshoot).
+        // After a pass at 100 us with something overdue: sleep to the lead before one slice on.
         let pass = 100_000;
         assert_eq!(d.hybrid_wait_after(103_000, Some(50_000), pass), HybridWait::Sleep(27_000));
         assert_eq!(d.hybrid_wait_after(103_000, None, pass), HybridWait::Idle);
@@ -292,10 +273,9 @@ mod tests {
         assert_eq!(tight.hybrid_wait_after(111_000, Some(50_000), pass), HybridWait::SpinUntil(120_000));
     }
 
-    /// A fake clock for [`hybrid_wait_for_pass`]: each sleep lasts what was
-    /// asked plus the next overshoot of `overshoots` (negative: it ends that
-    /// much early), each spin 100 ns; after `interrupt_after` sleeps (or
-    /// `interrupt_after_spins` spins) it reports a submission.
+    /// A fake clock: each sleep lasts what was asked plus the next of
+    /// `overshoots`, each spin 100 ns; a submission comes after
+    /// `interrupt_after` sleeps or `interrupt_after_spins` spins.
     struct FakeWaiter {
         t: u64,
         overshoots: Vec<i64>,
@@ -341,7 +321,7 @@ mod tests {
         let mut w = FakeWaiter::new(1_000_000, overshoots);
         let mut gaps = Vec::new();
         for _ in 0..50 {
-            // Something is always overdue (many lanes); the pass takes 2 us.
+            // Something is always overdue, and the pass takes 2 us.
             let pass_ns = w.t;
             w.t += 2_000;
             let (sleeps, spins) = (w.sleeps, w.spins);
@@ -349,9 +329,8 @@ mod tests {
             assert!(w.sleeps > sleeps, "it slept between passes");
             let gap = w.t - pass_ns;
             assert!(gap >= slice, "passes {gap} ns apart, under the {slice} ns slice");
-            // Exactly the slice (the spin ends on the pass's time: every
-            // time here is a multiple of the 100 ns spin), or the sleep's
-            // 5 us overshoot past the lead.
+            // Exactly the slice, as the spin ends on the pass's time, or the
+            // sleep's 5 us overshoot past the lead.
             assert!(gap == slice || gap == slice + 5_000, "passes {gap} ns apart");
             if gap < slice + 100 {
                 assert!(w.spins > spins, "woken inside the lead: it spun to the pass");

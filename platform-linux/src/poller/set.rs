@@ -6,14 +6,11 @@ use nrt_core::nq::Notifications;
 
 use super::{Poller, PollerConfig, PollerError, PollerStats, SubmitError, Ticket, VecLanes, POLLER_CAPACITY};
 
-/// The pollers of a host: one per device by default ([`PollerSet::per_device`]),
-/// or one per contiguous block of devices ([`PollerSet::blocks`],
-/// for a machine with fewer spare cores than devices). A request is submitted
-/// by `(device, lane)`; the set routes it to the poller holding that device.
+/// The pollers of a host, one per device or per contiguous block of devices;
+/// a request on `(device, lane)` goes to the poller holding the device.
 pub struct PollerSet<D: ExecDevice + Send + 'static> {
     pollers: Vec<Poller<VecLanes<D>>>,
-    /// `route[device]`: the poller holding the device and the device's first
-    /// lane in it, and the device's lane count.
+    /// `route[device]`: its poller, its first lane there, and its lane count.
     route: Vec<(usize, u16, u16)>,
 }
 
@@ -24,18 +21,15 @@ impl<D: ExecDevice + Send + 'static> std::fmt::Debug for PollerSet<D> {
 }
 
 impl<D: ExecDevice + Send + 'static> PollerSet<D> {
-    /// One poller per device: `devices[d]` holds the lanes (logical cores) of
-    /// device `d`. With [`PollerConfig::cpu`] set, poller `d` is pinned to CPU
-    /// `cpu + d`.
+    /// One poller per device; `devices[d]` holds device `d`'s lanes. With a
+    /// [`PollerConfig::cpu`], poller `d` is pinned to CPU `cpu + d`.
     pub fn per_device(devices: Vec<Vec<(D, Notifications)>>, cfg: PollerConfig) -> Result<PollerSet<D>, PollerError> {
         let n = devices.len();
         PollerSet::blocks(devices, n, cfg)
     }
 
-    /// `pollers` pollers, each over a contiguous block of devices (the first
-    /// `devices % pollers` blocks one device larger). Refused: no device, no
-    /// poller or more pollers than devices, a block of more than
-    /// [`POLLER_CAPACITY`] lanes, a device of more than `u16::MAX` lanes.
+    /// `pollers` pollers, each over a contiguous block of devices. Refused: no
+    /// device, 0 or more pollers than devices, or a block over [`POLLER_CAPACITY`] lanes.
     pub fn blocks(
         devices: Vec<Vec<(D, Notifications)>>,
         pollers: usize,
@@ -66,15 +60,14 @@ impl<D: ExecDevice + Send + 'static> PollerSet<D> {
         let mut set = Vec::with_capacity(pollers);
         for (p, lanes) in blocks.into_iter().enumerate() {
             let cpu = cfg.cpu.map(|c| c + p);
-            // A failure drops the pollers already started (each joins its thread).
+            // A failure drops the pollers already started, each joining its thread.
             set.push(Poller::spawn(VecLanes(lanes), PollerConfig { cpu, ..cfg })?);
         }
         Ok(PollerSet { pollers: set, route })
     }
 
-    /// Submit a request on `lane` of `device`. A device or lane that does not
-    /// exist is answered `NRT_INVALID_HANDLE` through its ticket, as
-    /// [`Poller::submit`] answers an unknown lane.
+    /// Submit a request on `lane` of `device`; an unknown one is answered
+    /// `NRT_INVALID_HANDLE` through its ticket.
     pub fn submit(&self, device: usize, lane: u16, cfg: ExecConfig) -> Result<Ticket, SubmitError> {
         match self.route.get(device) {
             Some(&(p, first, count)) if lane < count => self.pollers[p].submit(first + lane, cfg),
@@ -83,7 +76,7 @@ impl<D: ExecDevice + Send + 'static> PollerSet<D> {
         }
     }
 
-    /// How many pollers (threads) the set runs.
+    /// How many poller threads the set runs.
     pub fn pollers(&self) -> usize {
         self.pollers.len()
     }
@@ -98,8 +91,7 @@ impl<D: ExecDevice + Send + 'static> PollerSet<D> {
         self.pollers.iter().map(Poller::stats).collect()
     }
 
-    /// Stop every poller (as [`Poller::shutdown`]); returns each device's lanes
-    /// in device order, and the pollers' CPU time in ns, summed.
+    /// Stop every poller; returns each device's lanes and the pollers' summed CPU time in ns.
     pub fn shutdown(self) -> (Vec<Vec<(D, Notifications)>>, u64) {
         let mut cpu = 0u64;
         let mut blocks: Vec<std::vec::IntoIter<(D, Notifications)>> = Vec::new();

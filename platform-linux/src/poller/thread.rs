@@ -1,5 +1,5 @@
 //! The poller thread: its loop of passes, the waits between them, and the
-//! answers it hands to tickets.
+//! answers it hands to tickets. Only this thread calls the lanes.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -14,13 +14,11 @@ use super::policy::{hybrid_wait_for_pass, HybridWaiter, WaitPolicy};
 use super::ticket::Handoff;
 use super::{Pending, PollerConfig, Shared, IDLE_BLOCK_MS, POLLER_CAPACITY, SHUTDOWN_GRACE};
 
-/// `spin_loop` hints per spin between passes: a PAUSE is ~40-140 cycles on the
-/// Xeons measured, so 4 of them keep a pass every ~0.1-0.3 us plus the pass.
+/// `spin_loop` hints per spin between passes: four PAUSEs are a fraction of a microsecond.
 const SPINS_PER_WAIT: u32 = 4;
 
-/// Submitted after the thread's last look at the queue (or the thread
-/// died): never started, answered NRT_CLOSED (G-LINUX-CLOSE). Shutdown set
-/// `closing` under the queue's lock first, so nothing is queued after this.
+/// Answer `NRT_CLOSED` to what was queued after the thread's last look
+/// (G-LINUX-CLOSE); `closing` is set under the queue's lock, so nothing follows.
 pub(super) fn answer_queued_closed(sh: &Shared) {
     let left: Vec<Pending> = sh.queue().drain(..).collect();
     for p in left {
@@ -45,10 +43,8 @@ fn answer(sh: &Shared, h: &Handoff, step: Step) {
     }
 }
 
-/// Lanes whose [`lane`](Lanes::lane) first puts the budget of the lane's
-/// request and the lane's place in effect on the thread (a pass steps that
-/// request right after lending its lane), so that the lines its harvest logs
-/// name them.
+/// Lanes that, lending a lane, put its request's budget and place in effect
+/// on the thread, for the lines its harvest logs.
 struct BudgetLanes<'a, L> {
     inner: &'a mut L,
     budgets: &'a std::collections::HashMap<u16, crate::config::Budget>,
@@ -75,9 +71,7 @@ pub(super) fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
     let mut lanes_changed = false;
     let mut backlog: VecDeque<Pending> = VecDeque::new();
     let mut last_event = Instant::now();
-    // The budget of each lane's request (a lane harvests one at a time), for
-    // those submitted with one, until it completes (the lanes that completed
-    // in a pass, `finished`).
+    // The budget of each lane's request until it completes; `finished` holds a pass's completed lanes.
     let mut budgets: std::collections::HashMap<u16, crate::config::Budget> = std::collections::HashMap::new();
     let mut finished: Vec<u16> = Vec::new();
     loop {
@@ -93,9 +87,8 @@ pub(super) fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
             closing_since = Some(Instant::now());
         }
         if let Some(t) = closing_since {
-            // The requests in flight may finish, within their longest timeout
-            // plus a grace on this process's clock; a device clock that stalls
-            // cannot hold shutdown longer (G-POLLER-CLOSE).
+            // The requests in flight may finish within their longest timeout plus
+            // the grace, on this process's clock: a stalled device clock cannot hold shutdown.
             let longest = timeouts_s.iter().copied().max().unwrap_or(0);
             if t.elapsed() > Duration::from_secs(u64::from(longest)) + SHUTDOWN_GRACE {
                 for (slot, h) in handoffs.iter_mut().enumerate() {
@@ -107,14 +100,13 @@ pub(super) fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
             }
         }
         if closing {
-            // Not yet started: answered NRT_CLOSED (G-LINUX-CLOSE).
+            // Not yet started: answered NRT_CLOSED.
             for p in backlog.drain(..) {
                 answer(sh, &p.handoff, Step::failed(NrtStatus::Closed));
             }
         }
-        // Start what the free lanes can take, in submission order per lane
-        // (only when a submission arrived or a request finished: otherwise no
-        // lane became free).
+        // Start what the free lanes can take, in submission order per lane, once
+        // a submission arrived or a request finished: only then is a lane freed.
         if std::mem::take(&mut lanes_changed) {
             let mut i = 0;
             while i < backlog.len() && group.in_flight() < POLLER_CAPACITY {
@@ -124,9 +116,8 @@ pub(super) fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
                     continue;
                 }
                 let Some(p) = backlog.remove(i) else { break };
-                // The waiter gets only the status (the `done` below): the
-                // group settles each request's timestamps and counters on its
-                // lane right after answering it (G-SETTLE).
+                // The waiter gets the status first; the group settles the
+                // request's timestamps and counters right after (G-SETTLE).
                 match group.insert(p.lane, p.cfg.with_settle(Settle::AfterNotice), 0) {
                     Ok(slot) => {
                         match p.budget {
@@ -150,7 +141,7 @@ pub(super) fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
             }
         }
         if group.is_empty() {
-            // Nothing in flight (also after shutdown's forced answers): no budget.
+            // Nothing in flight, so no budget.
             budgets.clear();
             if closing && backlog.is_empty() {
                 return;
@@ -180,8 +171,7 @@ pub(super) fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
         if pass.completed > 0 {
             lanes_changed = true;
             last_event = Instant::now();
-            // A finished request may free a lane for the backlog, or leave
-            // nothing in flight: look again before waiting.
+            // A lane may be free for the backlog, or nothing left in flight: look again.
             continue;
         }
         match cfg.policy {
@@ -197,11 +187,9 @@ pub(super) fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
             }
             WaitPolicy::Sleep => sleep_between_passes(sh, cfg),
             WaitPolicy::Hybrid => {
-                // Whichever way it ends, the loop's top takes a submission,
-                // blocks when nothing is in flight, or passes.
-                // Closing, once seen here, no longer ends the wait: the loop
-                // has answered the backlog, and the requests in flight are
-                // waited for as before, not passed over in a hot loop.
+                // However it ends, the loop's top takes it from there. Shutdown
+                // ends the wait once: the requests in flight are then waited
+                // for as before, not passed over in a hot loop.
                 let mut w = ThreadWaiter { sh, closing_seen: closing };
                 let _ = hybrid_wait_for_pass(cfg, group.earliest_due_ns(), pass_ns, &mut w);
             }
@@ -209,9 +197,7 @@ pub(super) fn run<L: Lanes>(sh: &Shared, lanes: &mut L, cfg: &PollerConfig) {
     }
 }
 
-/// The poller thread's [`HybridWaiter`]: its clock, a sleep that a
-/// submission (or shutdown, until the loop has seen it: `closing_seen`) ends
-/// early, and the queue and closing flags.
+/// The poller thread's [`HybridWaiter`]: a submission, or shutdown news, ends its sleep early.
 struct ThreadWaiter<'a> {
     sh: &'a Shared,
     closing_seen: bool,
@@ -258,22 +244,21 @@ fn sleep_between_passes(sh: &Shared, cfg: &PollerConfig) {
     std::thread::sleep(Duration::from_micros(u64::from(cfg.sleep_us.max(1))));
 }
 
-/// This poller's clock: ns since its origin (the group's due times are on it).
+/// This poller's clock: ns since its origin.
 fn now_ns(sh: &Shared) -> u64 {
     u64::try_from(sh.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Set the calling thread's timer slack to 1 ns (a hybrid poller's sleeps end
-/// when asked, not up to 50 us later). A refusal leaves the default slack:
-/// the poller works, its sleeps overshoot more.
+/// Set the calling thread's timer slack to 1 ns, so that a sleep ends when
+/// asked, not up to 50 us later. A refusal only leaves the default slack.
 #[allow(unsafe_code)]
 pub fn set_timer_slack_1ns() {
     // SAFETY: PR_SET_TIMERSLACK takes an integer argument and touches no memory of ours.
     let _ = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
 
-/// Nothing in flight: spin, then yield, then block on the wake eventfd
-/// (written by a submitter only while `sleeping` is set).
+/// Nothing in flight: spin, then yield, then block on the wake eventfd, which
+/// a submitter writes only while `sleeping` is set.
 fn idle_wait(sh: &Shared, cfg: &PollerConfig, last_event: Instant) {
     let quiet = if cfg.policy == WaitPolicy::Spin { last_event.elapsed() } else { Duration::MAX };
     if quiet < cfg.spin_for {
@@ -325,13 +310,12 @@ mod tests {
         assert!(news.interrupted(), "shutdown the loop has not seen ends the wait");
         let mut seen = ThreadWaiter { sh: &sh, closing_seen: true };
         assert!(!seen.interrupted(), "once seen, shutdown does not end the wait (no hot drain)");
-        // The drain's sleep sleeps: 20 ms asked, at least 20 ms slept (a lower
-        // bound: a slow machine only sleeps longer).
+        // The drain's sleep sleeps: 20 ms asked, at least 20 ms slept.
         let t = Instant::now();
         seen.sleep_ns(20_000_000);
         assert!(t.elapsed() >= Duration::from_millis(20), "{:?}: the sleep returned at once", t.elapsed());
-        // A submission still ends it, and its sleep, at once (10 s asked; 5 s
-        // is a backstop far above any machine's return, not a goal).
+        // A submission still ends it, and its sleep, at once: 10 s asked, 5 s a
+        // backstop far above any machine's return.
         sh.queued.store(1, Ordering::SeqCst);
         assert!(seen.interrupted(), "a submission ends the wait");
         let t = Instant::now();
@@ -342,10 +326,8 @@ mod tests {
         let t = Instant::now();
         news.sleep_ns(10_000_000_000);
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}: slept through shutdown news", t.elapsed());
-        // The whole wait, with a request due 30 ms ahead on the poller's
-        // clock: it sleeps to the lead (once; a second time at most after an
-        // early wake), then passes. A clock that does not move would sleep
-        // HYBRID_MAX_SLEEPS times.
+        // The whole wait, with a request due 30 ms ahead: it sleeps to the lead,
+        // once or after an early wake twice, then passes.
         let cfg = PollerConfig::default();
         let before = sh.counters.sleeps.load(Ordering::Relaxed);
         let pass = now_ns(&sh);

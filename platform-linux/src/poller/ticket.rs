@@ -1,4 +1,10 @@
-//! A request's handoff from the poller thread to its waiter, and the waiter's side.
+//! A request's handoff from the poller thread to its waiter.
+//!
+//! The poller publishes the status and then `done`; a spinning waiter sees it
+//! with no syscall. A waiter that stops spinning sets `sleeper` first, and the
+//! poller writes its eventfd only then. Both sides load and store `done` and
+//! `sleeper` with `SeqCst`, so either the poller sees the sleeper or the sleeper
+//! sees `done`: no wake-up is lost.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -17,14 +23,13 @@ pub(super) struct Handoff {
     pub(super) done: AtomicBool,
     pub(super) status: AtomicU32,
     pub(super) step: AtomicU8,
-    /// The poller's clock (ns since the poller's origin) when it saw the completion.
+    /// The poller's clock when it saw the completion, ns since its origin.
     pub(super) noticed_ns: AtomicU64,
     pub(super) sleeper: AtomicBool,
     pub(super) efd: OnceLock<Option<EventFd>>,
 }
 
-/// Whether the poller thread is still there to answer (set false when it
-/// ends, by return or by unwinding).
+/// Whether the poller thread is still there to answer; cleared however it ends.
 #[derive(Debug)]
 pub(super) struct Alive(pub(super) AtomicBool);
 
@@ -43,13 +48,13 @@ pub struct Ticket {
 pub enum WaitRefused {
     /// In a child forked after the submission: the poller thread is not in it.
     Forked(ForkedChild),
-    /// On the poller's own thread (a lane's callback): it would wait on itself.
+    /// On the poller's own thread, in a lane's callback: it would wait on itself.
     OnPollerThread,
 }
 
 impl WaitRefused {
-    /// The status [`Ticket::wait`] answers with: `NRT_INVALID_HANDLE` (3) in a
-    /// forked child, `NRT_FAILURE` (1) on the poller's thread.
+    /// The status [`Ticket::wait`] answers with: `NRT_INVALID_HANDLE` in a
+    /// forked child, `NRT_FAILURE` on the poller's thread.
     pub fn status(self) -> NrtStatus {
         match self {
             WaitRefused::Forked(_) => NrtStatus::InvalidHandle,
@@ -73,8 +78,7 @@ impl std::fmt::Display for WaitRefused {
 impl std::error::Error for WaitRefused {}
 
 impl Ticket {
-    /// `Err` when this thread may not wait for the ticket: in a child forked
-    /// after the submission, or on the poller's own thread.
+    /// `Err` when this thread may not wait for the ticket.
     pub fn waitable(&self) -> Result<(), WaitRefused> {
         self.owner.check("ticket").map_err(WaitRefused::Forked)?;
         if on_poller_thread(&self.alive) {
@@ -83,8 +87,7 @@ impl Ticket {
         Ok(())
     }
 
-    /// The result once the request completed: [`Step::Done`] or
-    /// [`Step::Error`] with the status.
+    /// The result, once the request completed.
     pub fn try_result(&self) -> Option<Step> {
         if !self.handoff.done.load(Ordering::SeqCst) {
             return None;
@@ -101,11 +104,9 @@ impl Ticket {
         self.try_result().map(|_| self.handoff.noticed_ns.load(Ordering::Acquire))
     }
 
-    /// Look without waiting: the result, `NRT_EXEC_UNIT_UNRECOVERABLE` (101)
-    /// when the poller thread ended without answering (it died,
-    /// G-POLLER-CLOSE), or `None` while in flight. In a forked child:
-    /// `NRT_INVALID_HANDLE` (3) at once ([`Ticket::waitable`] says why). On
-    /// the poller's own thread it looks as anywhere.
+    /// Look without waiting: the result, `NRT_EXEC_UNIT_UNRECOVERABLE` when the
+    /// poller thread died, or `None` while in flight. In a forked child it
+    /// answers `NRT_INVALID_HANDLE` at once.
     pub fn poll(&self) -> Option<Step> {
         if let Err(f) = self.owner.check("ticket") {
             return Some(Step::failed(WaitRefused::Forked(f).status()));
@@ -113,7 +114,7 @@ impl Ticket {
         self.look()
     }
 
-    /// [`poll`](Self::poll) without the fork check (the wait's spin).
+    /// [`poll`](Self::poll) without the fork check, for the wait's spin.
     fn look(&self) -> Option<Step> {
         if let Some(r) = self.try_result() {
             return Some(r);
@@ -125,12 +126,9 @@ impl Ticket {
         None
     }
 
-    /// Wait for the result: spin (no syscall) for the configured time, then
-    /// sleep on an eventfd the poller writes only for sleepers. Returns 101
-    /// (`NRT_EXEC_UNIT_UNRECOVERABLE`) if the poller thread died. Where
-    /// [`Ticket::waitable`] refuses (a forked child, the poller's own
-    /// thread), it returns at once with the refusal's
-    /// [`status`](WaitRefused::status), logged.
+    /// Wait for the result: spin for the configured time, then sleep on an
+    /// eventfd. `NRT_EXEC_UNIT_UNRECOVERABLE` if the poller thread died; where
+    /// [`Ticket::waitable`] refuses, the refusal's status at once, logged.
     pub fn wait(&self) -> Step {
         if let Err(e) = self.waitable() {
             log::error!("poller ticket wait refused: {e}");
@@ -166,14 +164,12 @@ impl Ticket {
 }
 
 thread_local! {
-    /// On a poller thread, the address of its poller's [`Alive`] (0
-    /// elsewhere): a wait or a drop on the poller's own thread is told by it
-    /// (an address its tickets keep alive, so never another poller's).
+    /// On a poller thread, the address of its poller's [`Alive`], else 0. Its
+    /// tickets keep that address alive, so it is never another poller's.
     static POLLER_OF_THREAD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// Whether the calling thread is the thread of the poller whose [`Alive`] is
-/// `alive` (never panics: no thread handle is asked for).
+/// Whether the calling thread is the thread of the poller whose [`Alive`] is `alive`.
 pub(super) fn on_poller_thread(alive: &Arc<Alive>) -> bool {
     POLLER_OF_THREAD.try_with(|p| p.get() == Arc::as_ptr(alive) as usize).unwrap_or(false)
 }

@@ -1,4 +1,6 @@
-//! `nrtctl harvest`: inferences from `nrt-sim serve --shm PATH` through this binding.
+//! `nrtctl harvest`: inferences from `nrt-sim serve --shm PATH` in another
+//! process, through this binding's mappings. Exits 0 when every harvest
+//! finished, whatever its status, and asks the server to stop unless `--leave-running`.
 
 use std::process::ExitCode;
 
@@ -31,14 +33,14 @@ pub(crate) fn harvest(a: &HarvestArgs) -> ExitCode {
         DelayArg::Adaptive => DelayKind::Adaptive,
     };
     let budget = Budget::resolve(a.timeout_s, "--timeout-s", &env, h.arch());
-    // The harvest's own timeout line names it too (`config::log_line`).
+    // The harvest's own timeout line names it too.
     let _budget = nrt_linux::config::BudgetScope::enter(budget);
     let mut code = ExitCode::SUCCESS;
     for i in 1..=a.inferences {
         let r = h.harvest(budget.seconds, delay);
         if let Ok(r) = &r {
             if matches!(r.status, nrt_core::NrtStatus::Timeout | nrt_core::NrtStatus::ExecSwNqOverflow) {
-                // The served file's cores, by the report's (timed-out) core lines.
+                // The served file's cores, by the report's timed-out core lines.
                 let engines: Vec<String> = r
                     .cores
                     .iter()

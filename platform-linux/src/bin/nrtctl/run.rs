@@ -1,4 +1,9 @@
-//! `nrtctl run`: one session's bring-up, its inferences and their reports.
+//! `nrtctl run`: the bring-up path of `docs/driver-model.md` for each inference,
+//! and the report `nrt-sim run` prints.
+//!
+//! `--scenario` and `--inject` only label the run: the device decides what
+//! happens. With a scenario and no injection, the status and the one-step
+//! return code are checked against the scenario's, and a failed check exits 1.
 
 use std::process::ExitCode;
 
@@ -14,8 +19,7 @@ fn usage_error(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// The scenario's expected status and return code, by name, with its
-/// description and label configuration (`nrt_abi::sim`'s table: no simulator).
+/// A scenario's label from `nrt_abi::sim`'s table: its expected status and return code.
 type Label = &'static nrt_abi::sim::ScenarioLabel;
 
 fn find_scenario(name: &str) -> Result<Label, String> {
@@ -26,7 +30,7 @@ fn find_scenario(name: &str) -> Result<Label, String> {
 }
 
 /// An `--inject` spec is a label: its fault name must be one the simulator
-/// knows (`nrt_abi::sim::FAULT_NAMES`); its parameters are the device's to check.
+/// knows; its parameters are the device's to check.
 fn check_inject(spec: &str) -> Result<String, String> {
     let spec = spec.trim();
     let name = spec.split_once(':').map_or(spec, |(n, _)| n);
@@ -71,7 +75,7 @@ pub(crate) fn run(a: &RunArgs) -> ExitCode {
         first_core: cores.first,
         cores: cores.count,
         ring_entries: a.ring_entries,
-        // The generation's default needs the arch, known once open: set below.
+        // The generation's default needs the arch, known once open.
         timeout_s: a.timeout_s.or(env.exec_timeout_s).unwrap_or(0),
         delay: match a.delay {
             DelayArg::Libnrt => DelayKind::Libnrt,
@@ -114,13 +118,13 @@ pub(crate) fn run(a: &RunArgs) -> ExitCode {
     let a = &RunArgs { opened: session.path().to_path_buf(), ..a.clone() };
     let budget = Budget::resolve(a.timeout_s, "--timeout-s", &env, session.arch());
     session.set_timeout_s(budget.seconds);
-    // The harvest's own timeout line names it too (`config::log_line`).
+    // The harvest's own timeout line names it too.
     let _budget = nrt_linux::config::BudgetScope::enter(budget);
     if let Some(e) = session.datastore_error() {
         errln!("nrtctl run: no datastore (the counters stay in this process): {e}");
     }
     let mut code = ExitCode::SUCCESS;
-    // The trace file is made before the first inference (its events stream into it).
+    // The trace file is made before the first inference, as its events stream into it.
     let (mut pictures, inferences) = match open_pictures(a) {
         Ok(p) => (p, a.inferences),
         Err(e) => {
@@ -193,8 +197,7 @@ fn device_cores(session: &nrt_linux::session::Session) -> String {
 }
 
 #[cfg_attr(not(feature = "sim"), allow(dead_code))]
-/// The scenario check of `nrt-sim run`, on what crosses the driver: the status
-/// and the one-step return code (the device's own evidence stays with it).
+/// The scenario check of `nrt-sim run` on what crosses the driver: the status and the return code.
 fn verdict(expected: (nrt_core::NrtStatus, u8), r: &nrt_linux::session::Inference) -> Result<(), String> {
     if r.status != expected.0 {
         return Err(format!("status {} {}, expected {}", r.status.code(), r.status.name(), expected.0.code()));
@@ -205,15 +208,14 @@ fn verdict(expected: (nrt_core::NrtStatus, u8), r: &nrt_linux::session::Inferenc
     Ok(())
 }
 
-/// The pictures of a run: the trace file every inference's harvest streams
-/// into (`--trace`), and what the SVG is drawn from (`--timeline-svg`): one
-/// inference's lanes, or the summary of several (bounded, whatever their number).
+/// The pictures of a run: the `--trace` file the harvests stream into, and
+/// what the SVG is drawn from, one inference's lanes or a bounded summary of several.
 #[cfg(feature = "sim")]
 type Pictures = (Option<nrt_trace::TraceFile>, (Option<nrt_trace::Trace>, Option<nrt_trace::Summary>));
 #[cfg(not(feature = "sim"))]
 type Pictures = ();
 
-/// Make `--trace`'s file (its opening written) and the SVG's collector.
+/// Make `--trace`'s file and the SVG's collector.
 #[cfg(feature = "sim")]
 fn open_pictures(a: &RunArgs) -> Result<Pictures, nrt_trace::WriteError> {
     let file = a.trace.as_deref().map(|p| nrt_trace::TraceFile::create("trace", p)).transpose()?;
@@ -236,7 +238,7 @@ fn picture_title(a: &RunArgs, label: Option<Label>) -> String {
     }
 }
 
-/// Finish `--trace` and write `--timeline-svg` (each file names its failure).
+/// Finish `--trace` and write `--timeline-svg`; each failure names its file.
 #[cfg(feature = "sim")]
 fn write_pictures(a: &RunArgs, label: Option<Label>, pictures: Pictures) -> Result<(), nrt_trace::WriteError> {
     let title = picture_title(a, label);

@@ -1,4 +1,6 @@
-//! `nrtctl stats`: a process's datastore, read as neuron-monitor reads it.
+//! `nrtctl stats`: process N's datastore, read as neuron-monitor reads it and
+//! printed in the shape of its `execution_stats` (G-NDS-SUM). `--watch` prints
+//! what changed over each period until the datastore is gone.
 
 use std::process::ExitCode;
 
@@ -8,7 +10,7 @@ use nrt_linux::device::NeuronDevice;
 
 use crate::StatsArgs;
 
-/// `nrtctl stats`: process `--pid`'s datastore, read as a monitor reads it.
+/// Print process `--pid`'s counters.
 pub(crate) fn stats(a: &StatsArgs) -> ExitCode {
     use nrt_abi::stats::ExecutionStats;
     use nrt_linux::datastore::Datastore;
@@ -26,8 +28,8 @@ pub(crate) fn stats(a: &StatsArgs) -> ExitCode {
     };
     let ncs = nrt_abi::nds::NDS_NC_MAX;
     let read = |ds: &Datastore| -> Result<Option<Vec<_>>, nrt_linux::error::LinuxError> {
-        // Read, then ask whether the process still held it (ENOENT once it
-        // released it or exited: what was read may then be zeros).
+        // Read, then ask whether the process still held it: once it released
+        // the datastore or exited, what was read may be zeros.
         let v = ds.read_ncs(ncs)?;
         Ok(ds.still_held()?.then_some(v))
     };
@@ -55,8 +57,7 @@ pub(crate) fn stats(a: &StatsArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    // The totals first (with --watch too: what was counted before the first
-    // period), then what changed in each period.
+    // The totals first, with --watch too, then what changed in each period.
     print(&ExecutionStats::from_values(before.iter()), None);
     let Some(period) = a.watch else {
         return ExitCode::SUCCESS;
