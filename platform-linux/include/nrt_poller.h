@@ -12,53 +12,41 @@
 #include <stdint.h>
 #include "nrt.h"
 
-// The poller spins between passes (a core of its own): NRT_POLLER_SPIN.
+// The poller spins between passes, on a core of its own.
 #define NRT_POLLER_SPIN 0
 
-// The poller sleeps until shortly before the earliest due completion, then
-// spins through that lead (the default without a pinned CPU): NRT_POLLER_HYBRID.
+// The poller sleeps until shortly before its next pass, then spins; the
+// default without a pinned CPU.
 #define NRT_POLLER_HYBRID 1
 
-// The poller sleeps between passes: NRT_POLLER_SLEEP.
+// The poller sleeps between passes.
 #define NRT_POLLER_SLEEP 2
 
-// A poller thread and its lanes (opaque).
+// A poller thread and its lanes; opaque.
 typedef struct nrt_poller nrt_poller;
 
-// A submitted request (opaque).
+// A submitted request; opaque.
 typedef struct nrt_ticket nrt_ticket;
 
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
 
-// The reason of the calling thread's latest failed nrt_poller_new,
-// nrt_poller_submit, nrt_ticket_wait, nrt_ticket_poll or
-// nrt_rings_set_head_batching (the call, the argument and why), or null
-// when none failed on this thread. The string belongs to the library and stays valid
-// until the next failing nrt_poller_* call on the same thread; copy it to
-// keep it.
+// Why the calling thread's latest nrt_poller_new, nrt_poller_submit,
+// nrt_ticket_wait, nrt_ticket_poll or nrt_rings_set_head_batching
+// failed, or null when none did. The library's string, valid until the next
+// failing call on the thread.
 const char *nrt_poller_last_error(void);
 
 // Start a poller thread over n_lanes lanes: lane i is platforms[i] with
-// a copy of *rings[i] (its requests counted where those rings count,
-// nrt_rings_count_into, when that call came before this one; the copy
-// keeps their datastore until the poller is freed). cpu >= 0 pins the
-// thread to that CPU and makes it spin between passes (NRT_POLLER_SPIN); cpu < 0 leaves it unpinned and
-// hybrid (NRT_POLLER_HYBRID). nrt_poller_new_with_policy chooses the
-// policy. Returns null
-// (the reason for nrt_poller_last_error) for a null array, 0 lanes or
-// more than 65535, a lane without read_slot or now_ns (its timeout could
-// never fire), a null rings[i], or a thread, eventfd or pin that the OS
-// refused, rings made before this process was forked from their maker, or a
-// bad value of a runtime variable the poller reads (the
-// variable, the value and what is accepted): NEURON_RT_EXEC_TIMEOUT (kept
-// for a submission with NRT_TIMEOUT_FROM_ENV), this library's own
-// NEURON_RT_POLL_SLICE_US (a hybrid poller's slice, 20 to 1000 us; not
-// an SDK variable) and NEURON_RT_LOG_LEVEL[_<component>] (what the
-// library logs to standard error). The core variables (NEURON_RT_VISIBLE_CORES,
-// NEURON_RT_NUM_CORES) are not read: the caller's lanes fix the cores.
-// Free with nrt_poller_free.
+// a copy of *rings[i], counting where those rings count. cpu >= 0 pins the
+// thread to that CPU and makes it spin between passes; cpu < 0 leaves it
+// unpinned and hybrid. Returns null for a null array, 0 or more than 65535
+// lanes, a lane without read_slot or now_ns, a null rings[i], rings made
+// before a fork, a thread, eventfd or pin the OS refused, or a bad value of
+// NEURON_RT_EXEC_TIMEOUT, NEURON_RT_POLL_SLICE_US or
+// NEURON_RT_LOG_LEVEL. The lanes fix the cores, so their variables are not
+// read. Free with nrt_poller_free.
 //
 // # Safety
 // platforms points to n_lanes valid tables whose callbacks may be called
@@ -66,35 +54,28 @@ const char *nrt_poller_last_error(void);
 // n_lanes pointers from nrt_rings_new (read once, here).
 struct nrt_poller *nrt_poller_new(const nrt_platform *platforms, const nrt_rings *const *rings, uint32_t n_lanes, int32_t cpu);
 
-// As nrt_poller_new, with the wait between passes given: policy is
-// NRT_POLLER_SPIN (0), NRT_POLLER_HYBRID (1) or NRT_POLLER_SLEEP (2).
-// Also returns null for another policy.
+// As nrt_poller_new, with policy one of NRT_POLLER_SPIN,
+// NRT_POLLER_HYBRID or NRT_POLLER_SLEEP; null for another.
 //
 // # Safety
 // As nrt_poller_new.
 struct nrt_poller *nrt_poller_new_with_policy(const nrt_platform *platforms, const nrt_rings *const *rings, uint32_t n_lanes, int32_t cpu, uint32_t policy);
 
-// As nrt_poller_new_with_policy, with a hybrid poller's slice given:
-// slice_us microseconds from one pass to the next while requests are due
-// (20 to 1000; a longer slice costs fewer wake-ups and notices later), or
-// 0 for NEURON_RT_POLL_SLICE_US, else the default. The argument beats
-// the variable. Also returns null for a slice of 1 to 19 or past 1000.
-// Only a hybrid poller uses it.
+// As nrt_poller_new_with_policy, with a hybrid poller's slice: slice_us
+// from one pass to the next, 20 to 1000, or 0 for NEURON_RT_POLL_SLICE_US,
+// else the default. A longer slice costs fewer wake-ups and notices later.
+// Null for a slice out of range.
 //
 // # Safety
 // As nrt_poller_new.
 struct nrt_poller *nrt_poller_new_with_slice(const nrt_platform *platforms, const nrt_rings *const *rings, uint32_t n_lanes, int32_t cpu, uint32_t policy, uint32_t slice_us);
 
 // Submit a request on lane for tpb_count cores of arch type arch_type
-// (2 sunda, 3 cayman, 4 mariana) with the model's timeout in seconds
-// (NRT_TIMEOUT_FROM_ENV: NEURON_RT_EXEC_TIMEOUT as the poller's
-// constructor read it, else the generation's documented default). A
-// request for a busy lane waits until the lane is free. Returns null (the
-// reason for nrt_poller_last_error, on this thread: no lane's callback
-// is called here) for a null poller, an unknown arch type, a poller
-// shutting down, or a poller made before this process was forked from its
-// maker. At most POLLER_CAPACITY requests run at once; more wait. It may
-// be called from a lane's callback. Free the ticket with nrt_ticket_free.
+// with the model's timeout in seconds; NRT_TIMEOUT_FROM_ENV takes the
+// variable as the constructor read it. A request for a busy lane waits until
+// it is free. Null for a null poller, an unknown arch type, a poller shutting
+// down, or one made before a fork. It may be called from a lane's callback.
+// Free the ticket with nrt_ticket_free.
 //
 // # Safety
 // p is null or a live pointer from nrt_poller_new.
@@ -102,39 +83,32 @@ struct nrt_ticket *nrt_poller_submit(struct nrt_poller *p, uint16_t lane, uint32
 
 // Wait for the request: spin briefly, then sleep until the poller wakes this
 // thread. Returns the one-step code, 0 or 2, with the status in *status
-// (when not null; 101 if the poller thread died); -1 for a null ticket, and
-// -1 at once, *status untouched, the reason for nrt_poller_last_error,
-// from a lane's callback of the ticket's poller (the wait would wait on
-// the poller thread itself) or in a child forked after the submission.
+// when not null, 101 if the poller thread died. -1 for a null ticket, and -1
+// at once from a lane's callback of the ticket's poller or in a forked child.
 //
 // # Safety
 // t is null or a live pointer from nrt_poller_submit; status is null
 // or writable.
 int nrt_ticket_wait(const struct nrt_ticket *t, uint32_t *status);
 
-// Look without waiting: 1 while in flight, else 0 or 2 with the status in
-// *status (when not null; 101 if the poller thread died); -1 for a null
-// ticket, and -1, the reason for nrt_poller_last_error, in a child
-// forked after the submission. It may be called from a lane's callback.
+// Look without waiting: 1 while in flight, else as nrt_ticket_wait. -1
+// for a null ticket or in a forked child. It may be called from a lane's callback.
 //
 // # Safety
 // As nrt_ticket_wait.
 int nrt_ticket_poll(const struct nrt_ticket *t, uint32_t *status);
 
-// Free a ticket (null is ignored); the request itself runs on.
+// Free a ticket; null is ignored. The request itself runs on.
 //
 // # Safety
 // t is null or came from nrt_poller_submit and is not used afterwards.
 void nrt_ticket_free(struct nrt_ticket *t);
 
-// Batch HEAD write-backs on rings (on != 0) or write HEAD after every
-// sweep that read something (0, the default, libnrt's drain): an INFER_STATUS
-// ring's HEAD is then written when half the ring is read, when its engine
-// completes, or when the request completes. Applies to the
-// sync wait and the one-step harvest on these rings, and to the copies a
-// poller made from them after this call. Returns 0, or -1 for null, or for
-// rings made before this process was forked from their maker (the reason
-// for nrt_poller_last_error).
+// With on non-zero, batch HEAD write-backs on rings: an INFER_STATUS
+// ring's HEAD is written when half of it is read, or its engine or request
+// completes. With 0, the default, HEAD follows every sweep
+// that read something, as libnrt does. Applies to pollers made after this
+// call. Returns 0, or -1 for null or rings made before a fork.
 //
 // # Safety
 // rings is null or a live pointer from nrt_rings_new.
@@ -143,18 +117,13 @@ int nrt_rings_set_head_batching(nrt_rings *rings, int on);
 // Requests one poller runs at once; more wait for a slot.
 uint32_t nrt_poller_capacity(void);
 
-// Stop the poller (null is ignored): requests in flight finish (bounded by
-// their timeout plus 1 s of this process's clock), requests not started are
-// answered NRT_CLOSED (14), then the thread ends. Tickets stay valid.
+// Stop the poller; null is ignored. Requests in flight finish within their
+// timeout plus 1 s, those not started are answered NRT_CLOSED, then the
+// thread ends. Tickets stay valid.
 //
-// From a lane's callback (the poller thread) it does not wait for the
-// thread, which cannot end while inside the callback: the poller is freed
-// and takes no more submissions, and its thread ends by itself once the
-// callback returns and the requests in flight are done as above; its lane
-// tables may be called until then (a caller that must know when they no
-// longer are frees the poller from another thread). In a child forked after nrt_poller_new
-// it releases nothing: the poller is the parent's, its memory here is
-// forgotten.
+// From a lane's callback it does not wait: the thread ends by itself once
+// the callback returns and the requests in flight are done, and may call the
+// lane tables until then. In a forked child it releases nothing of the parent's.
 //
 // # Safety
 // p is null or came from nrt_poller_new and is not used afterwards.

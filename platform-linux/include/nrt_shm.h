@@ -17,36 +17,25 @@ typedef struct nrt_shm nrt_shm;
 extern "C" {
 #endif // __cplusplus
 
-// The reason of the calling thread's latest failed nrt_shm_* call (the call,
-// the object and why), or null when none failed on this thread. The string
-// belongs to the library and stays valid until the next failing nrt_shm_*
-// call on the same thread; copy it to keep it.
+// Why the calling thread's latest nrt_shm_* call failed, or null when none
+// did. The library's string, valid until the next failing call on the thread.
 const char *nrt_shm_last_error(void);
 
-// Attach to the device served at path (any bytes a file name may hold,
-// UTF-8 or not), waiting up to wait_ms for it to be ready. Null when it is
-// missing, stale or not a served device: the reason is printed on stderr and
-// left for nrt_shm_last_error. Reads NEURON_RT_LOG_LEVEL[_<component>]
-// (a bad value is refused here, naming the variable, the value and what is
-// accepted, before the file is opened) and NEURON_RT_EXEC_TIMEOUT, kept
-// for a harvest with NRT_TIMEOUT_FROM_ENV: a bad value of it is refused by
-// such a harvest, not here, so a caller that passes explicit timeouts is not
-// refused for a variable it never uses. The core variables are not read (the
-// server's file fixes the cores). Close with nrt_shm_close.
+// Attach to the device served at path, any bytes a file name may hold,
+// waiting up to wait_ms for it to be ready. Null when it is missing, stale
+// or not a served device, or for a bad NEURON_RT_LOG_LEVEL. A bad
+// NEURON_RT_EXEC_TIMEOUT is refused only by a harvest that takes its
+// timeout from it. The server's file fixes the cores. Close with nrt_shm_close.
 //
 // # Safety
 // path is null or a NUL-terminated string.
 struct nrt_shm *nrt_shm_attach(const char *path, uint32_t wait_ms);
 
-// Kick off one inference and harvest it with the sync wait (delay 0 libnrt,
-// 1 adaptive) and the model's timeout_s (NRT_TIMEOUT_FROM_ENV:
-// NEURON_RT_EXEC_TIMEOUT as nrt_shm_attach read it, else the
-// generation's documented default), logged at INFO. A harvest that ends at
-// that budget logs it and its source at ERROR. Writes the NRT_STATUS to *status
-// and returns the one-step code (0 or 2), or -1 when shm is null, the
-// timeout is NRT_TIMEOUT_FROM_ENV and the variable's value is refused
-// (nothing is kicked off), the kickoff failed or the server died during the
-// harvest (the reason is left for nrt_shm_last_error).
+// Kick off one inference and harvest it with the sync wait, delay 0 libnrt or
+// 1 adaptive, and the model's timeout_s; NRT_TIMEOUT_FROM_ENV takes the
+// variable as attach read it. Writes the NRT_STATUS to *status and returns
+// the one-step code, 0 or 2; -1 when shm is null, the variable asked for is
+// refused, the kickoff failed or the server died.
 //
 // # Safety
 // shm is a live pointer from nrt_shm_attach; status is null or writable.

@@ -1,78 +1,37 @@
 //! The Neuron runtime's environment variables this binding honours, parsed by
-//! pure functions (every accepted form and every refusal is unit-tested here),
-//! so that callers pass an explicit [`RtEnv`] into the session and tests need
-//! not touch the process environment.
+//! pure functions into an [`RtEnv`], so that tests need not touch the process
+//! environment. Their meanings come from the SDK's
+//! `neuron-runtime/guides/configuration-guide.rst` and `nrt-developer-guide.rst`;
+//! `NEURON_RT_POLL_SLICE_US` is this library's own.
 //!
-//! What each means, from the SDK's runtime configuration guide
-//! (`neuron-runtime/guides/configuration-guide.rst`) and developer guide
-//! (`neuron-runtime/guides/nrt-developer-guide.rst`):
-//!
-//! - `NEURON_RT_EXEC_TIMEOUT`: the execution timeout in seconds, an integer
-//!   from 0 to `INT_MAX`; unset, the documented default per generation
-//!   ([`default_exec_timeout_s`]: 600 s on trn1/inf2, the developer guide's
-//!   "default=30 (inf1), default=600(trn1,inf2)").
-//! - `NEURON_RT_VISIBLE_CORES`: the exact NeuronCores the process reserves, a
-//!   single index or an inclusive range `a-b`; this binding also takes a comma
-//!   list of those (`0,1`, `2,3`). It takes precedence over
-//!   `NEURON_RT_NUM_CORES` (the guide's note 5). The indices are the host's:
-//!   "the NeuronCore index ... starts from 0 and ends at (number of Neuron
-//!   devices * number of NeuronCores) - 1" (note 3), so index `i` is core
-//!   `i % nc_per_device` of device `i / nc_per_device` ([`device_of_run`]),
-//!   except on v3, where the driver's logical-to-physical map places it
-//!   (G-ENV-L2P). The set must land on one ascending run of one device's
-//!   cores: the session's logical cores `0..n` are those device cores
-//!   ([`resolve_cores`], G-ENV-VISIBLE-CORES).
-//! - `NEURON_RT_NUM_CORES`: how many NeuronCores to reserve, 1 to the cores of
-//!   the system; 0 (the default) is "all".
-//! - `NEURON_RT_LOG_LEVEL`: `ERROR`, `WARNING`, `INFO`, `DEBUG`, `TRACE` (and
-//!   `QUIET`, which the guide uses to disable console logging), default
-//!   `ERROR`; `NEURON_RT_LOG_LEVEL_<component>` for one component (`TDRV`,
-//!   `NMGR`, `KMGR`, `NRT`). Mapped onto the `log` crate's levels
-//!   ([`parse_log_level`]) and its targets ([`component_of`]).
-//!
-//! And one variable of this library's own, not the SDK's (libnrt has no
-//! poller and does not read it):
-//!
-//! - `NEURON_RT_POLL_SLICE_US`: a hybrid poller's slice, the time from one
-//!   pass to the next while requests are due, an integer number of
-//!   microseconds from [`MIN_POLL_SLICE_US`] to [`MAX_POLL_SLICE_US`]
-//!   ([`parse_poll_slice_us`]); unset, the poller's default
-//!   (`PollerConfig::hybrid_slice_ns`). Read by the poller's surfaces only.
-//!
-//! Any other `NEURON_RT_*` variable set is warned of, once, as having no
-//! effect here ([`unhonoured`]).
-//!
-//! A command-line flag beats its variable ([`Budget::resolve`],
-//! [`resolve_cores`]); a bad value is refused at start with the variable, the
-//! value and what is accepted ([`EnvError`]).
+//! `NEURON_RT_VISIBLE_CORES` beats `NEURON_RT_NUM_CORES`, the guide's note 5, and
+//! its indices are host-wide, note 3. A flag beats its variable; a bad value is
+//! refused at start, naming the variable, the value and what is accepted; any
+//! other `NEURON_RT_*` variable set is warned of once ([`unhonoured`]).
 
 use nrt_core::arch::Arch;
 
 pub mod unhonoured;
 
-/// `NEURON_RT_EXEC_TIMEOUT`.
+/// `NEURON_RT_EXEC_TIMEOUT`: the execution timeout in seconds.
 pub const EXEC_TIMEOUT: &str = "NEURON_RT_EXEC_TIMEOUT";
-/// `NEURON_RT_VISIBLE_CORES`.
+/// `NEURON_RT_VISIBLE_CORES`: the NeuronCores to reserve, an index, a range `a-b` or a list of those.
 pub const VISIBLE_CORES: &str = "NEURON_RT_VISIBLE_CORES";
-/// `NEURON_RT_NUM_CORES`.
+/// `NEURON_RT_NUM_CORES`: how many NeuronCores to reserve; 0 is all.
 pub const NUM_CORES: &str = "NEURON_RT_NUM_CORES";
-/// `NEURON_RT_LOG_LEVEL`.
+/// `NEURON_RT_LOG_LEVEL`, and `_<component>` for one component.
 pub const LOG_LEVEL: &str = "NEURON_RT_LOG_LEVEL";
-/// `NEURON_RT_POLL_SLICE_US`: this library's own variable (the SDK has none
-/// like it), a hybrid poller's slice in microseconds (G-POLL-SLICE).
+/// `NEURON_RT_POLL_SLICE_US`: this library's own, a hybrid poller's slice in microseconds (G-POLL-SLICE).
 pub const POLL_SLICE_US: &str = "NEURON_RT_POLL_SLICE_US";
-/// The shortest slice the variable takes, us: the poller's batch window (a
-/// shorter slice would be the window anyway).
+/// The shortest slice the variable takes, us: the poller's batch window.
 pub const MIN_POLL_SLICE_US: u32 = 20;
-/// The longest slice the variable takes, us: the poller's sweep bound (every
-/// request in flight is stepped at least this often).
+/// The longest slice the variable takes, us: the poller's sweep bound.
 pub const MAX_POLL_SLICE_US: u32 = 1000;
 /// The components of `NEURON_RT_LOG_LEVEL_<component>` the SDK names.
 pub const LOG_COMPONENTS: [&str; 4] = ["TDRV", "NMGR", "KMGR", "NRT"];
-/// The largest timeout, seconds (the guide's `INT_MAX`).
+/// The largest timeout, seconds: the guide's `INT_MAX`.
 pub const MAX_EXEC_TIMEOUT_S: u32 = i32::MAX as u32;
-/// The largest NeuronCore index a core list may name (64 cores: the bitmap the
-/// session keeps of the cores it marked).
+/// The largest NeuronCore index a core list may name, for the session's 64-bit map of its cores.
 pub const MAX_CORE_INDEX: u32 = 63;
 
 /// A variable refused: its name, its value and what it accepts.
@@ -98,9 +57,8 @@ fn refuse(var: &str, value: &str, accepted: &str) -> EnvError {
     EnvError { var: var.to_string(), value: value.to_string(), accepted: accepted.to_string() }
 }
 
-/// The documented default execution timeout of `arch`, seconds: 600 on trn1
-/// and inf2 (NC-v2, sunda; the developer guide). trn2 and trn3 (cayman,
-/// mariana) have no documented default; this binding takes trn1's 600
+/// The default execution timeout of `arch`, seconds: the developer guide's 600
+/// on trn1 and inf2. trn2 and trn3 have none documented and take trn1's
 /// (G-ENV-TIMEOUT-DEFAULT).
 pub const fn default_exec_timeout_s(arch: Arch) -> u32 {
     match arch {
@@ -108,8 +66,7 @@ pub const fn default_exec_timeout_s(arch: Arch) -> u32 {
     }
 }
 
-/// Parse `NEURON_RT_EXEC_TIMEOUT`: decimal seconds, 0 to `INT_MAX` (surrounding
-/// blanks allowed; no sign, no unit, no fraction).
+/// Parse `NEURON_RT_EXEC_TIMEOUT`: decimal seconds, 0 to `INT_MAX`, blanks around allowed.
 pub fn parse_exec_timeout(value: &str) -> Result<u32, EnvError> {
     let accepted = "an integer number of seconds from 0 to 2147483647";
     let t = value.trim();
@@ -124,14 +81,13 @@ pub fn parse_exec_timeout(value: &str) -> Result<u32, EnvError> {
 
 /// Parse `NEURON_RT_VISIBLE_CORES`: comma-separated items, each a core index or
 /// an inclusive range `a-b` with `a <= b`, indices 0 to [`MAX_CORE_INDEX`].
-/// Returns the cores as a bitmap (bit `n`: core `n`).
+/// Returns the cores as a bitmap, bit `n` for core `n`.
 pub fn parse_visible_cores(value: &str) -> Result<u64, EnvError> {
     let accepted = "a NeuronCore index (3), an inclusive range (0-1) or a comma list of those (0,2-3), indices 0 to 63";
     let bad = || refuse(VISIBLE_CORES, value, accepted);
     let index = |s: &str| -> Result<u32, EnvError> {
         let s = s.trim();
-        // Digits only (`u32::from_str` would take a leading '+'); a number
-        // too long for a u32 fails the parse, and one above 63 the filter.
+        // Digits only, as `u32::from_str` would take a leading '+'.
         if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
             return Err(bad());
         }
@@ -157,7 +113,7 @@ pub fn parse_visible_cores(value: &str) -> Result<u64, EnvError> {
 }
 
 /// Parse `NEURON_RT_POLL_SLICE_US`: decimal microseconds, [`MIN_POLL_SLICE_US`]
-/// to [`MAX_POLL_SLICE_US`] (surrounding blanks allowed; no sign, no unit).
+/// to [`MAX_POLL_SLICE_US`], blanks around allowed.
 pub fn parse_poll_slice_us(value: &str) -> Result<u32, EnvError> {
     let accepted = "an integer number of microseconds from 20 to 1000 (this library's hybrid poller slice)";
     let t = value.trim();
@@ -170,7 +126,7 @@ pub fn parse_poll_slice_us(value: &str) -> Result<u32, EnvError> {
         .ok_or_else(|| refuse(POLL_SLICE_US, value, accepted))
 }
 
-/// Parse `NEURON_RT_NUM_CORES`: a decimal count, 0 ("all") to 64.
+/// Parse `NEURON_RT_NUM_CORES`: a decimal count, 0 for all, to 64.
 pub fn parse_num_cores(value: &str) -> Result<u32, EnvError> {
     let accepted = "a number of NeuronCores from 1 to 64, or 0 for all";
     let t = value.trim();
@@ -181,9 +137,8 @@ pub fn parse_num_cores(value: &str) -> Result<u32, EnvError> {
     t.parse::<u32>().ok().filter(|n| *n <= MAX_CORE_INDEX + 1).ok_or_else(|| refuse(NUM_CORES, value, accepted))
 }
 
-/// Parse a `NEURON_RT_LOG_LEVEL` value (case-insensitive): `ERROR`, `WARNING`
-/// (or `WARN`), `INFO`, `DEBUG`, `TRACE`, `QUIET` (off). `var` names the
-/// variable in the refusal.
+/// Parse a `NEURON_RT_LOG_LEVEL` value, in any case: `ERROR`, `WARNING` or
+/// `WARN`, `INFO`, `DEBUG`, `TRACE`, `QUIET`. `var` names the variable in the refusal.
 pub fn parse_log_level(var: &str, value: &str) -> Result<log::LevelFilter, EnvError> {
     match value.trim().to_ascii_uppercase().as_str() {
         "ERROR" => Ok(log::LevelFilter::Error),
@@ -196,11 +151,9 @@ pub fn parse_log_level(var: &str, value: &str) -> Result<log::LevelFilter, EnvEr
     }
 }
 
-/// The SDK component a `log` target belongs to: the harvest engine and the
-/// driver binding (`nrt_core`, `nrt_linux`) are the low-level driver library,
-/// `TDRV` (libnrt logs the harvest's timeout as `TDRV:exec_...`); the rest
-/// (the tools, `nrtctl`) is `NRT`. `NMGR` and `KMGR` have no code here: their
-/// variables are accepted and govern nothing (G-ENV-LOG-COMPONENTS).
+/// The SDK component a `log` target belongs to: `TDRV` for the harvest engine
+/// and the driver binding, as libnrt logs `TDRV:exec_...`, `NRT` for the
+/// tools. `NMGR` and `KMGR` are accepted and govern nothing (G-ENV-LOG-COMPONENTS).
 pub fn component_of(target: &str) -> &'static str {
     if target.starts_with("nrt_core") || target.starts_with("nrt_linux") {
         "TDRV"
@@ -212,7 +165,7 @@ pub fn component_of(target: &str) -> &'static str {
 /// The log levels in effect: the global one and each component's override.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogLevels {
-    /// `NEURON_RT_LOG_LEVEL` (default `ERROR`).
+    /// `NEURON_RT_LOG_LEVEL`, by default `ERROR`.
     pub global: log::LevelFilter,
     /// `NEURON_RT_LOG_LEVEL_<component>`, where set.
     pub components: Vec<(&'static str, log::LevelFilter)>,
@@ -231,15 +184,14 @@ impl LogLevels {
         self.components.iter().find(|(n, _)| *n == c).map_or(self.global, |(_, l)| *l)
     }
 
-    /// The most verbose level of any component (the `log` facade's max level).
+    /// The most verbose level of any component: the `log` facade's max level.
     pub fn max(&self) -> log::LevelFilter {
         self.components.iter().map(|(_, l)| *l).fold(self.global, core::cmp::max)
     }
 }
 
-/// A `log` sink writing each record to standard error as `PREFIX: LEVEL
-/// COMPONENT: message` ([`log_line`]), each target at the level [`LogLevels`]
-/// gives it. A failed write is ignored (there is nowhere left to report it).
+/// A `log` sink writing each record to standard error as [`log_line`] makes it,
+/// each target at its level. A failed write is ignored: there is nowhere to report it.
 struct StderrLog {
     prefix: &'static str,
     levels: LogLevels,
@@ -261,19 +213,14 @@ impl log::Log for StderrLog {
     fn flush(&self) {}
 }
 
-/// The `kind` of the harvest's record of a core still pending at its
-/// execution timeout (nrt-core's `ExecEvent::CoreTimeout`): its line, which
-/// names the budget in milliseconds only (the harvest engine does not know
-/// where it came from), is given the budget in effect on the thread, with
-/// its source ([`BudgetScope`]).
+/// The `kind` of the harvest's record of a core still pending at its timeout,
+/// nrt-core's `ExecEvent::CoreTimeout`: its line is given the budget in effect
+/// on the thread, with its source.
 pub const CORE_TIMEOUT_KIND: &str = "core_timeout";
 
-/// The line [`init_stderr_log`]'s logger writes for `r`, after the time and
-/// pid (`crate::oplog::stamp`): `PREFIX: LEVEL COMPONENT: message`, a harvest
-/// event of a core placed first (`nd0 nc1 DVE: `, `crate::oplog`), and for a
-/// [`CORE_TIMEOUT_KIND`] record, `; budget in effect: ` and the budget with
-/// its source after the message (while a [`BudgetScope`] is in effect on this
-/// thread), then what to check next.
+/// The line [`init_stderr_log`]'s logger writes for `r` after the time and pid:
+/// `PREFIX: LEVEL COMPONENT: message`, a core's event placed first. A
+/// [`CORE_TIMEOUT_KIND`] record also gets the thread's budget and what to check next.
 pub fn log_line(prefix: &str, r: &log::Record<'_>) -> String {
     let place = crate::oplog::record_place(r);
     let mut line = format!("{prefix}: {} {}: {place}{}", r.level(), component_of(r.target()), r.args());
@@ -289,12 +236,11 @@ pub fn log_line(prefix: &str, r: &log::Record<'_>) -> String {
 }
 
 thread_local! {
-    /// The execution timeout of the harvest this thread runs, if a
-    /// [`BudgetScope`] says (the poller: the request it steps).
+    /// The execution timeout of the harvest this thread runs, if a [`BudgetScope`] says.
     static BUDGET: std::cell::Cell<Option<Budget>> = const { std::cell::Cell::new(None) };
 }
 
-/// The budget the harvest on this thread runs under (`None`: none said).
+/// The budget the harvest on this thread runs under, if one is said.
 pub fn thread_budget() -> Option<Budget> {
     BUDGET.with(std::cell::Cell::get)
 }
@@ -305,12 +251,8 @@ pub(crate) fn set_thread_budget(b: Option<Budget>) -> Option<Budget> {
     BUDGET.with(|c| c.replace(b))
 }
 
-/// While it lives, the harvests this thread runs are under `budget`: the
-/// timeout line the harvest logs ([`CORE_TIMEOUT_KIND`]) names it and its
-/// source ([`log_line`]). Dropping it restores what was in effect before.
-/// `nrtctl`, `nrt_session_run`, `nrt_wait` / `nrt_progress_one_step` (the
-/// budget of `nrt_request_new`), `nrt_shm_harvest` and the poller (each
-/// request's, [`crate::poller::Poller::submit_budgeted`]) set it.
+/// While it lives, the timeout line of the harvests this thread runs names
+/// `budget` and its source. Dropping it restores what was in effect before.
 #[derive(Debug)]
 #[must_use = "the budget is in effect only while the scope lives"]
 pub struct BudgetScope {
@@ -331,9 +273,8 @@ impl Drop for BudgetScope {
 }
 
 /// Route the `log` facade to standard error at `levels`, lines prefixed
-/// `prefix` (`nrtctl`, or `nrt` for a C program). The `log` facade takes one
-/// logger per process: the first call installs it; later calls (another
-/// session opened, or a program that installed its own logger) change nothing.
+/// `prefix`. The first call of the process installs it, unless the program
+/// installed its own; later calls change nothing.
 pub fn init_stderr_log(prefix: &'static str, levels: &LogLevels) {
     static LOGGER: std::sync::OnceLock<StderrLog> = std::sync::OnceLock::new();
     let mut first = false;
@@ -353,18 +294,16 @@ pub struct RtEnv {
     pub exec_timeout_s: Option<u32>,
     /// `NEURON_RT_VISIBLE_CORES`, as a bitmap, with the text it came from.
     pub visible_cores: Option<(u64, String)>,
-    /// `NEURON_RT_NUM_CORES` (0: all).
+    /// `NEURON_RT_NUM_CORES`; 0 is all.
     pub num_cores: Option<u32>,
     /// `NEURON_RT_LOG_LEVEL` and its per-component forms.
     pub log: LogLevels,
-    /// `NEURON_RT_POLL_SLICE_US` (this library's own), microseconds.
+    /// `NEURON_RT_POLL_SLICE_US`, microseconds.
     pub poll_slice_us: Option<u32>,
 }
 
-/// Which of the variables a surface reads: each surface parses only those
-/// that govern it, so a malformed variable it never uses does not refuse it
-/// (a harvest of the server's file, whose cores the file fixes, ignores the
-/// core variables).
+/// Which variables a surface reads: only those that govern it, so that a
+/// malformed one it never uses does not refuse it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Uses {
     /// `NEURON_RT_EXEC_TIMEOUT`.
@@ -373,33 +312,27 @@ pub struct Uses {
     pub cores: bool,
     /// `NEURON_RT_LOG_LEVEL` and its `_<component>` forms.
     pub log: bool,
-    /// `NEURON_RT_POLL_SLICE_US` (a poller's surfaces only).
+    /// `NEURON_RT_POLL_SLICE_US`, for a poller.
     pub poll: bool,
 }
 
 impl Uses {
-    /// Every variable of a session (`nrtctl run`, `nrt_session_open`,
-    /// [`crate::session::SessionConfig::from_env`]): all but the poller's slice.
+    /// A session's: all but the poller's slice.
     pub const ALL: Uses = Uses { timeout: true, cores: true, log: true, poll: false };
-    /// The timeout and the log levels (the surfaces that harvest cores
-    /// someone else chose: the poller, `nrtctl harvest`, `nrt_shm_harvest`,
-    /// `nrt_request_new`).
+    /// The timeout and the log levels, for harvests of cores someone else chose.
     pub const TIMEOUT_AND_LOG: Uses = Uses { timeout: true, cores: false, log: true, poll: false };
-    /// A poller's (`nrt_poller_new`, `PollerConfig::from_env`): the timeout,
-    /// the log levels and the slice.
+    /// A poller's: the timeout, the log levels and the slice.
     pub const POLLER: Uses = Uses { poll: true, ..Uses::TIMEOUT_AND_LOG };
 }
 
 impl RtEnv {
-    /// Parse every variable `lookup` returns (a table in a test). An empty
-    /// value is as unset.
+    /// Parse every variable `lookup` returns; an empty value is as unset.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<RtEnv, EnvError> {
         RtEnv::parse(Uses::ALL, |v| lookup(v).map(std::ffi::OsString::from))
     }
 
-    /// Parse the variables of `uses` that `lookup` returns; the others are
-    /// not read (left unset). An empty value is as unset; a value that is not
-    /// UTF-8 is refused, naming the variable.
+    /// Parse the variables of `uses` that `lookup` returns, leaving the others
+    /// unset. An empty value is as unset; one that is not UTF-8 is refused.
     pub fn parse(uses: Uses, lookup: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<RtEnv, EnvError> {
         let get = |v: &str| -> Result<Option<String>, EnvError> {
             match lookup(v).map(std::ffi::OsString::into_string) {
@@ -435,10 +368,8 @@ impl RtEnv {
         Ok(env)
     }
 
-    /// Parse the variables of `uses` from the process environment; each
-    /// `NEURON_RT_*` variable set that this binding does not honour is warned
-    /// of once per process on standard error ([`unhonoured`]), unless the log
-    /// level is `QUIET`.
+    /// Parse the variables of `uses` from the process environment, warning once
+    /// of those set that this binding does not honour, unless `QUIET`.
     pub fn from_process(uses: Uses) -> Result<RtEnv, EnvError> {
         let env = RtEnv::parse(uses, |v| std::env::var_os(v));
         let quiet = env.as_ref().is_ok_and(|e| e.log.global == log::LevelFilter::Off);
@@ -450,11 +381,11 @@ impl RtEnv {
 /// Where a setting came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Source {
-    /// A command-line flag (named).
+    /// A command-line flag, named.
     Flag(&'static str),
-    /// An explicit argument of a C ABI call (the call and the argument).
+    /// An explicit argument of a C ABI call, named with its call.
     Argument(&'static str),
-    /// An environment variable (named).
+    /// An environment variable, named.
     Env(&'static str),
     /// The documented default of the generation.
     Default(Arch),
@@ -481,8 +412,7 @@ pub struct Budget {
 }
 
 impl Budget {
-    /// The flag (`flag` names it), else `NEURON_RT_EXEC_TIMEOUT`, else the
-    /// generation's documented default.
+    /// The flag named `flag_name`, else `NEURON_RT_EXEC_TIMEOUT`, else the generation's default.
     pub fn resolve(flag: Option<u32>, flag_name: &'static str, env: &RtEnv, arch: Arch) -> Budget {
         match (flag, env.exec_timeout_s) {
             (Some(s), _) => Budget { seconds: s, source: Source::Flag(flag_name) },
@@ -493,8 +423,7 @@ impl Budget {
 }
 
 impl Budget {
-    /// As [`Budget::resolve`] for an explicit argument of a call (`name`
-    /// names it; [`Source::Argument`]) rather than a flag.
+    /// As [`Budget::resolve`], for an explicit argument `name` of a call.
     pub fn resolve_argument(explicit: Option<u32>, name: &'static str, env: &RtEnv, arch: Arch) -> Budget {
         let mut b = Budget::resolve(explicit, name, env, arch);
         if let Source::Flag(n) = b.source {
@@ -514,30 +443,24 @@ impl core::fmt::Display for Budget {
 /// device, and where that came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CoreChoice {
-    /// The first core of the device the session claims (its logical core 0):
-    /// the lowest index of `NEURON_RT_VISIBLE_CORES`, else 0.
+    /// The session's logical core 0: the lowest index of `NEURON_RT_VISIBLE_CORES`, else 0.
     pub first: u8,
-    /// Cores `first..first + count`; `None`: what the device says (the
-    /// session's default).
+    /// Cores `first..first + count`; `None` takes the session's default.
     pub count: Option<u8>,
-    /// Where it came from (`None`: nothing asked).
+    /// Where it came from, if anything asked.
     pub source: Option<Source>,
-    /// The variable's value as set (`None`: not from a variable), for the
-    /// session's refusals of cores the device does not have.
+    /// The variable's value, when it came from one, for the session's refusals.
     pub value: Option<String>,
 }
 
 impl CoreChoice {
-    /// Whether `first` is a host-wide index (the cores came from
-    /// `NEURON_RT_VISIBLE_CORES`): the session then opens, or checks, the
-    /// device the run is on ([`device_of_run`]).
+    /// Whether `first` is a host-wide index from `NEURON_RT_VISIBLE_CORES`, so
+    /// that the session opens or checks the device the run is on.
     pub fn host_wide(&self) -> bool {
         self.source == Some(Source::Env(VISIBLE_CORES))
     }
 
-    /// ` (cores from variable NEURON_RT_VISIBLE_CORES="2-3")` for an error
-    /// about the cores when they came from a variable (the variable and its
-    /// value), else empty.
+    /// The variable and its value the cores came from, for an error about them; else empty.
     pub fn origin(&self) -> String {
         match (&self.source, &self.value) {
             (Some(src @ Source::Env(_)), Some(v)) => format!(" (cores from {src}={v:?})"),
@@ -547,12 +470,10 @@ impl CoreChoice {
 }
 
 /// The device a host-wide run of `count` cores from index `first` is on, and
-/// that device's own first core, on a host whose devices have
-/// `nc_per_device` cores each: index `i` is core `i % nc_per_device` of device
-/// `i / nc_per_device` (the SDK's numbering; the driver's range mark adds
-/// `nc_per_device * device_index` to the device's own indices, neuron_cdev.c
-/// `ncdev_crwl_nc_range_mark`). A run over two devices is refused: a session
-/// is one device (G-ENV-VISIBLE-CORES).
+/// its first core there: index `i` is core `i % nc_per_device` of device
+/// `i / nc_per_device`, as the driver's range mark adds
+/// `nc_per_device * device_index` (driver: neuron_cdev.c,
+/// ncdev_crwl_nc_range_mark). A run over two devices is refused (G-ENV-VISIBLE-CORES).
 pub fn device_of_run(first: u32, count: u32, nc_per_device: u8) -> Result<(u32, u8), SplitRun> {
     let per = u32::from(nc_per_device.max(1));
     let last = first + count.max(1) - 1;
@@ -564,7 +485,7 @@ pub fn device_of_run(first: u32, count: u32, nc_per_device: u8) -> Result<(u32, 
     Ok((device, local))
 }
 
-/// A host-wide run of cores over two or more devices ([`device_of_run`]).
+/// A host-wide run of cores over two or more devices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SplitRun {
     /// The run's first host-wide core index.
@@ -589,9 +510,8 @@ impl core::fmt::Display for SplitRun {
 
 impl std::error::Error for SplitRun {}
 
-/// What a host-wide run means once placed, for messages: `places[i]` is
-/// `(device, device core)` of index `first + i`: `core 2 (device 1's core 0)`,
-/// `cores 0-1 (device 0's cores 4, 5)`, `cores 3-4 (devices 0, 1's cores 7, 2)`.
+/// A placed host-wide run for messages, `places[i]` the device and device core
+/// of index `first + i`: `cores 0-1 (device 0's cores 4, 5)`.
 pub fn describe_places(first: u32, places: &[(u32, u32)]) -> String {
     let mut devices: Vec<u32> = places.iter().map(|p| p.0).collect();
     devices.dedup();
@@ -607,16 +527,12 @@ pub fn describe_places(first: u32, places: &[(u32, u32)]) -> String {
     }
 }
 
-/// The cores of a session: `--cores` (`flag`) beats `NEURON_RT_VISIBLE_CORES`,
-/// which beats `NEURON_RT_NUM_CORES` (0 is "all": the session's default).
+/// The cores of a session: the flag beats `NEURON_RT_VISIBLE_CORES`, which
+/// beats `NEURON_RT_NUM_CORES`.
 ///
-/// The visible set must be one run of consecutive cores (`1`, `2-3`, `2,3`):
-/// the session claims its cores with one range mark, and its logical cores
-/// `0..n` are the device's cores from the first. A set with a gap (`0,2`)
-/// is refused, naming the variable and the value. The indices are host-wide
-/// ([`CoreChoice::host_wide`]): which device they are on, and which of its
-/// cores, is known once a device says its arch, so the session places them
-/// when it opens ([`device_of_run`], G-ENV-VISIBLE-CORES).
+/// The visible set must be one run of consecutive cores, as the session claims
+/// them with one range mark; a set with a gap is refused. The indices are
+/// host-wide: the session places them once its device says its arch.
 pub fn resolve_cores(flag: Option<u8>, flag_name: &'static str, env: &RtEnv) -> Result<CoreChoice, EnvError> {
     if let Some(n) = flag {
         return Ok(CoreChoice { first: 0, count: Some(n), source: Some(Source::Flag(flag_name)), value: None });
@@ -787,8 +703,8 @@ mod tests {
     #[test]
     fn the_first_init_installs_the_logger_at_its_levels_and_later_ones_change_nothing() {
         use log::Level;
-        // The only test of this binary that installs a logger (one per process);
-        // TDRV (the library's own lines, which the other tests make) stays quiet.
+        // The only test of this binary that installs a logger; TDRV stays quiet
+        // for the library's own lines, which the other tests make.
         let e = env(&[(LOG_LEVEL, "QUIET"), ("NEURON_RT_LOG_LEVEL_NRT", "INFO")]).unwrap();
         init_stderr_log("test", &e.log);
         let at = |level, target| log::logger().enabled(&log::Metadata::builder().level(level).target(target).build());
@@ -894,7 +810,7 @@ mod tests {
             resolve_cores(Some(2), "--cores", &both),
             Ok(CoreChoice { first: 0, count: Some(2), source: Some(Source::Flag("--cores")), value: None })
         );
-        // VISIBLE_CORES takes precedence over NUM_CORES (the guide's note 5).
+        // VISIBLE_CORES takes precedence over NUM_CORES: the guide's note 5.
         let c = resolve_cores(None, "--cores", &both).unwrap();
         assert_eq!(
             c,
@@ -937,10 +853,8 @@ mod tests {
         assert_eq!(resolve_cores(Some(1), "--cores", &both).unwrap().origin(), "", "a flag is not a variable");
     }
 
-    /// The harvest's timeout record (its `kind` key-value `core_timeout`)
-    /// gets the budget in effect on the thread, with its source; no other
-    /// record does, nor the timeout record with no budget said; a scope put
-    /// back what it replaced when it ends.
+    /// The harvest's timeout record, and no other, gets the thread's budget
+    /// with its source; a scope puts back what it replaced when it ends.
     #[test]
     fn the_timeout_line_names_the_budget_in_effect_and_its_source() {
         let line = |kind: &str| {

@@ -1,32 +1,13 @@
-//! A process's datastore in the driver: where the runtime writes its per-core
-//! execution counters and where monitors (neuron-monitor, `nrtctl stats`) read
-//! them (neuron_ds.c; the layout is `nrt_abi::nds`).
+//! A process's datastore in the driver, where the runtime writes its per-core
+//! execution counters and monitors read them. Driver: neuron_ds.c; the layout
+//! is `nrt_abi::nds`.
 //!
-//! [`ProcessCounters::of`] acquires this process's (`ACQUIRE_NEURON_DS {pid
-//! 0}`), maps it and writes the header; [`Datastore::write_nc`] writes one
-//! core's counters at the driver's offsets. [`Datastore::monitor`] acquires
-//! another process's (`{pid N}`) and maps it read-only, as the SDK's
-//! `nds_open` does for a pid other than 0 (the driver itself would grant a
-//! writable mapping: a datastore's chunk is device-lifespan, neuron_mmap.c
-//! `nmmap_mem`). Its release unmaps it, then releases it
-//! (`RELEASE_NEURON_DS`): the owner's release clears and zeroes it, a
-//! monitor's changes nothing (neuron_ds.c `neuron_ds_release_pid`).
-//!
-//! The driver keeps one datastore per process and device, with no count of
-//! its users: the owner's first release clears it, and an acquire before
-//! that release gets the same one. So a process counts through one
-//! [`ProcessCounters`] per device node (however its path is spelled), held
-//! through [`CountersHolder`]s ([`ProcessCounters::of`]: acquired once,
-//! released by the last holder's drop, both under one lock, so no acquire
-//! can fall between a last holder and its release). Its RAM blocks are the only copy the process writes
-//! from: a session's own harvest, a poller's or an XU unit's, and a C
-//! runtime's rings ([`CounterTarget`]) add into the same counters, and none
-//! overwrites another's.
-//!
-//! In a child forked after a datastore was acquired, it is the parent's: its
-//! reads, writes and checks are refused and its release forgets it (no
-//! `RELEASE_NEURON_DS`, whose pid 0 would name the child's own datastore, no
-//! unmap, no registry lock), [`crate::fork`].
+//! The driver keeps one datastore per process and device, with no count of its
+//! users: the owner's first release clears it (neuron_ds.c,
+//! neuron_ds_release_pid). So a process counts through one [`ProcessCounters`]
+//! per device node, acquired once and released by the last holder, both under
+//! one lock; every harvest of the process adds into it. [`Datastore::monitor`]
+//! maps another process's read-only, as the SDK's `nds_open` does.
 
 use std::io;
 use std::path::PathBuf;
@@ -45,13 +26,13 @@ use crate::sys::Mapping;
 /// One NC's counters as read out of a datastore, by id.
 pub type NcValues = [u64; id::TOTAL_NC_COUNTER_COUNT];
 
-/// A mapped datastore and the pid it was acquired for (0: this process's own).
+/// A mapped datastore and the pid it was acquired for, 0 for this process's own.
 pub struct Datastore {
     dev: Arc<NeuronDevice>,
     map: Option<Mapping>,
     pid: i32,
     info: ioctl::NeuronDsInfo,
-    /// Unmapped and released already ([`Datastore::release`]).
+    /// Unmapped and released already.
     released: bool,
     /// The process that acquired it.
     owner: Owner,
@@ -69,12 +50,9 @@ impl core::fmt::Debug for Datastore {
 }
 
 impl Datastore {
-    /// This process's datastore: acquired (pid 0), mapped, its header written
-    /// (`nds_header_t`: [`nds::NDS_SIGNATURE`] at [`nds::NDS_SIGNATURE_OFFSET`],
-    /// [`nds::NDS_VERSION`] at [`nds::NDS_VERSION_OFFSET`]). Only through
-    /// [`ProcessCounters::of`], which acquires it once per process and device:
-    /// the driver hands a process one datastore, which its first release
-    /// clears.
+    /// This process's datastore, acquired with pid 0, mapped, and its
+    /// `nds_header_t` written: [`nds::NDS_SIGNATURE`] and [`nds::NDS_VERSION`].
+    /// Only through [`ProcessCounters::of`].
     pub(crate) fn own(dev: Arc<NeuronDevice>) -> Result<Datastore, LinuxError> {
         let ds = Datastore::acquire(dev, 0)?;
         let map = ds.mapping()?;
@@ -85,9 +63,7 @@ impl Datastore {
         Ok(ds)
     }
 
-    /// Process `pid`'s datastore, for reading as a monitor does. `ENOENT` from
-    /// the driver when the process has none (it never made one, released it,
-    /// or exited).
+    /// Process `pid`'s datastore, for reading as a monitor does; `ENOENT` when the process has none.
     pub fn monitor(dev: Arc<NeuronDevice>, pid: i32) -> Result<Datastore, LinuxError> {
         if pid <= 0 {
             return Err(dev.refuse(
@@ -106,9 +82,9 @@ impl Datastore {
             let _ = dev.release_neuron_ds(pid);
             return Err(dev.refuse(ioctl::ACQUIRE_NEURON_DS.name(), why));
         }
-        // The driver maps a chunk only whole (neuron_mmap.c `nmmap_get_mc`); a
-        // monitor's view read-only, as the SDK's `nds_open` opens it (the
-        // driver would grant write access: the chunk is device-lifespan).
+        // The driver maps a chunk only whole (driver: neuron_mmap.c,
+        // nmmap_get_mc). A monitor's view is read-only, as `nds_open` opens it,
+        // though the driver would grant write access (neuron_mmap.c, nmmap_mem).
         let map = if pid == 0 {
             Mapping::map(dev.file(), info.mmap_offset, info.size as usize)
         } else {
@@ -129,7 +105,7 @@ impl Datastore {
         self.map.as_ref().ok_or_else(|| self.err("datastore", io::Error::other("not mapped")))
     }
 
-    /// `Err` naming the fork in a child forked after the acquire (`call` names the refused call).
+    /// `Err` refusing `call` in a child forked after the acquire.
     fn check(&self, call: &'static str) -> Result<(), LinuxError> {
         self.owner.check("datastore").map_err(|f| f.into_linux(call, self.dev.path().display().to_string()))
     }
@@ -138,7 +114,7 @@ impl Datastore {
         LinuxError::new(call, self.dev.path().display().to_string(), e)
     }
 
-    /// The pid it was acquired for (0: this process's).
+    /// The pid it was acquired for; 0 is this process.
     pub fn pid(&self) -> i32 {
         self.pid
     }
@@ -148,10 +124,9 @@ impl Datastore {
         self.info
     }
 
-    /// Write NC `nc`'s counters (ids below [`id::WRITTEN_END`]) at the
-    /// driver's offsets. Each word is one atomic store (a monitor reading at
-    /// the same time sees each counter whole); the latency-sample count last,
-    /// with Release, after the samples it counts.
+    /// Write NC `nc`'s counters below [`id::WRITTEN_END`] at the driver's
+    /// offsets, each an atomic store, so that a monitor sees each whole. The
+    /// latency-sample count goes last, with Release.
     pub fn write_nc(&self, nc: usize, block: &NcCounterBlock) -> Result<(), LinuxError> {
         if self.pid != 0 {
             let why = format!("pid {}'s datastore is mapped read-only: a monitor does not write", self.pid);
@@ -178,11 +153,9 @@ impl Datastore {
     }
 
     /// Whether the process still holds this datastore: a monitor's acquire
-    /// again (idempotent in the driver, nothing counted) names the same
-    /// memory. `Ok(false)` when the driver says `ENOENT` (released, or the
-    /// process gone: the memory now reads zeros and may be handed to another
-    /// process) or hands another offset. The header is not consulted: the
-    /// driver never writes or checks it, and a runtime need not.
+    /// again, idempotent in the driver, names the same memory. `Ok(false)` on
+    /// `ENOENT` or another offset. The header is not consulted, as the driver
+    /// never checks it.
     pub fn still_held(&self) -> Result<bool, LinuxError> {
         // In a forked child, pid 0 would name the child's own datastore.
         self.check(ioctl::ACQUIRE_NEURON_DS.name())?;
@@ -201,14 +174,13 @@ impl Datastore {
         Ok((sig.to_le_bytes(), ver as i32))
     }
 
-    /// NC `nc`'s counters, all 95 ids, as the driver's
-    /// `get_neuroncore_counter_value` reads them.
+    /// NC `nc`'s counters, all 95 ids, as the driver reads them (neuron_ds.c,
+    /// get_neuroncore_counter_value).
     pub fn read_nc(&self, nc: usize) -> Result<NcValues, LinuxError> {
         let map = self.mapping()?;
         let mut out = [0u64; id::TOTAL_NC_COUNTER_COUNT];
-        // The sample count first, with Acquire: the samples it counts are
-        // written. A monitor's mapping is read-only: `load64` loads it
-        // `Relaxed` with an Acquire fence after, the load Rust allows there.
+        // The sample count first, with Acquire, so that the samples it counts
+        // are written; on the read-only mapping, a Relaxed load and a fence.
         for c in core::iter::once(id::LATENCY_SAMPLES_WRITTEN).chain(0..id::TOTAL_NC_COUNTER_COUNT) {
             let Some(off) = nds::nc_counter_offset(nc, c) else { continue };
             let order = if c == id::LATENCY_SAMPLES_WRITTEN { Ordering::Acquire } else { Ordering::Relaxed };
@@ -227,9 +199,8 @@ impl Datastore {
 }
 
 impl Datastore {
-    /// Unmap it, then release it (`RELEASE_NEURON_DS`), once: the drop does
-    /// it unless this did. In a forked child it is forgotten instead: its
-    /// mapping and device stay as inherited, nothing is called.
+    /// Unmap it, then release it, once; the drop does it unless this did. In a
+    /// forked child it is forgotten instead.
     fn release(&mut self) {
         if std::mem::replace(&mut self.released, true) {
             return;
@@ -252,12 +223,9 @@ impl Drop for Datastore {
     }
 }
 
-/// This process's counters on one device: its datastore, acquired once per
-/// process and device node, and the RAM blocks of the datastore's 16 NCs it
-/// writes from, shared by every harvest of the process on the device (see the
-/// module's documentation). Reached through a [`CountersHolder`]
-/// ([`ProcessCounters::of`]); released (unmapped, `RELEASE_NEURON_DS`) by the
-/// last holder's drop.
+/// This process's counters on one device: its datastore and the RAM blocks
+/// of its 16 NCs, shared by every harvest of the process there. Released by
+/// the last [`CountersHolder`]'s drop.
 pub struct ProcessCounters {
     ds: Datastore,
     blocks: Mutex<Vec<NcCounterBlock>>,
@@ -269,8 +237,7 @@ impl core::fmt::Debug for ProcessCounters {
     }
 }
 
-/// One process's counters on one device node in the registry, with the
-/// number of [`CountersHolder`]s that hold them.
+/// One process's counters on one device node, with the number of their holders.
 struct Entry {
     node: PathBuf,
     pid: u32,
@@ -278,25 +245,18 @@ struct Entry {
     holders: usize,
 }
 
-/// The held [`ProcessCounters`] of this process, by device node
-/// ([`NeuronDevice::node`]: one device however its path is spelled) and pid
-/// (a forked child is another process: the driver gives it a datastore of
-/// its own). An entry is made, counted and removed only under this lock,
-/// and its datastore acquired and released under it too, so a caller of
-/// [`ProcessCounters::of`] finds the counters either held (and live) or
-/// released, never between: the driver hands a process one datastore (an
-/// acquire while a release is under way would get the one the release is
-/// about to clear).
+/// The held [`ProcessCounters`], by device node and pid. An entry is made,
+/// counted and removed, and its datastore acquired and released, only under
+/// this lock: a caller finds the counters held or released, never between,
+/// as an acquire during a release would get the datastore about to be cleared.
 fn registry() -> MutexGuard<'static, Vec<Entry>> {
     static REGISTRY: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
     REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl ProcessCounters {
-    /// A holder of this process's counters on the device `dev` opened: those
-    /// of its node if some harvest of the process holds them, else its
-    /// datastore acquired (`ACQUIRE_NEURON_DS {pid 0}`, mapped, the header
-    /// written) with every counter 0.
+    /// A holder of this process's counters on `dev`'s node: those held already,
+    /// else its datastore acquired anew with every counter 0.
     pub fn of(dev: &Arc<NeuronDevice>) -> Result<CountersHolder, LinuxError> {
         let pid = std::process::id();
         let mut reg = registry();
@@ -315,11 +275,9 @@ impl ProcessCounters {
         self.blocks.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Count `update` on the datastore's NC `nc` at `now_ns` (the clock the
-    /// update's start was read on): into the RAM block, then the block into
-    /// the datastore ([`Datastore::write_nc`]), under one lock, so that
-    /// concurrent harvests of the process add up. An NC past the datastore's
-    /// 16 is refused, naming it.
+    /// Count `update` on NC `nc` at `now_ns`, on the clock its start was read
+    /// on: into the RAM block, then the block into the datastore, under one
+    /// lock, so that concurrent harvests add up. An NC past the 16th is refused.
     pub fn count(&self, nc: usize, update: &NcUpdate, now_ns: u64) -> Result<(), LinuxError> {
         self.ds.check("datastore write")?;
         let mut blocks = self.blocks();
@@ -331,7 +289,7 @@ impl ProcessCounters {
         self.ds.write_nc(nc, block)
     }
 
-    /// NC `nc`'s counters as this process counted them (`None` past NC 15).
+    /// NC `nc`'s counters as this process counted them; `None` past NC 15.
     pub fn block(&self, nc: usize) -> Option<NcCounterBlock> {
         self.blocks().get(nc).copied()
     }
@@ -342,10 +300,9 @@ impl ProcessCounters {
     }
 }
 
-/// A hold on this process's counters on one device ([`ProcessCounters::of`]
-/// makes one; it derefs to them). The datastore stays acquired while any
-/// holder lives; the last one's drop releases it (unmapped,
-/// `RELEASE_NEURON_DS`), under the registry's lock.
+/// A hold on this process's counters on one device. The datastore stays
+/// acquired while any holder lives; the last one's drop releases it, under
+/// the registry's lock.
 pub struct CountersHolder {
     counters: Arc<ProcessCounters>,
 }
@@ -365,8 +322,8 @@ impl core::ops::Deref for CountersHolder {
 
 impl Drop for CountersHolder {
     fn drop(&mut self) {
-        // A forked child's copy is the parent's: forgotten, with no lock (another
-        // thread of the parent may have held it at the fork) and no release.
+        // A forked child's copy is the parent's: forgotten, taking no lock that
+        // another thread of the parent may have held at the fork.
         if self.counters.ds.owner.inherited() {
             std::mem::forget(Arc::clone(&self.counters));
             return;
@@ -379,8 +336,7 @@ impl Drop for CountersHolder {
             return;
         }
         drop(reg.swap_remove(i));
-        // The registry's reference gone, this holder's is the last (holders
-        // share the counters only through the registry's count): the
+        // The registry's reference gone, this holder's is the last: the
         // datastore is released here, before the lock is let go.
         match Arc::get_mut(&mut self.counters) {
             Some(c) => c.ds.release(),
@@ -393,15 +349,9 @@ impl Drop for CountersHolder {
     }
 }
 
-/// Where a harvest's counters go: a [`ProcessCounters`] and the datastore NCs
-/// of the harvest's cores (core `c` is NC `first_nc + c`; a core at or past
-/// `cores` is not this target's and is not counted). A session hands out its
-/// own ([`crate::session::Session::counter_target`]); a poller's or an XU
-/// unit's device holds one ([`crate::rings::MappedDevice::counters`], and
-/// for C, `nrt_rings_count_into`).
-///
-/// Its clones share one [`CountersHolder`]: the datastore stays acquired
-/// while any of them lives.
+/// Where a harvest's counters go: core `c` at NC `first_nc + c` of a
+/// [`ProcessCounters`]; a core past `cores` is not counted. Its clones share
+/// one [`CountersHolder`].
 #[derive(Clone, Debug)]
 pub struct CounterTarget {
     counters: Arc<CountersHolder>,
@@ -415,8 +365,7 @@ impl CounterTarget {
         CounterTarget { counters: Arc::new(counters), first_nc, cores }
     }
 
-    /// Count `update` of the harvest's core `core` at `now_ns`: `Ok(false)`
-    /// for a core that is not the target's (nothing written).
+    /// Count `update` of the harvest's core `core` at `now_ns`; `Ok(false)` for a core not the target's.
     pub fn count(&self, core: u8, update: &NcUpdate, now_ns: u64) -> Result<bool, LinuxError> {
         if core >= self.cores {
             return Ok(false);
@@ -440,8 +389,7 @@ impl CounterTarget {
         &self.counters
     }
 
-    /// `Err` naming the fork in a child forked after the counters were
-    /// acquired: their datastore is the parent's.
+    /// `Err` in a child forked after the counters were acquired.
     pub fn check(&self) -> Result<(), crate::fork::ForkedChild> {
         self.counters.ds.owner.check("datastore")
     }
@@ -460,18 +408,15 @@ pub(crate) mod fake_ds {
     use crate::ioctl::NEURON_DATASTORE_SIZE;
     use crate::sys::fake::Driver;
 
-    /// The driver's datastores of this process (neuron_ds.c), shared by the
-    /// threads that serve it: one at a time, each acquire with pid 0 handing
-    /// the live one or a new one at a new offset, the first release clearing
-    /// it. Each call is logged with the live offset it saw.
+    /// The driver's datastores of this process, as neuron_ds.c keeps them: an
+    /// acquire with pid 0 hands the live one or a new one at a new offset, the
+    /// first release clears it. Each call is logged with the offset it saw.
     #[derive(Default)]
     pub(crate) struct DsDriver {
         pub live: Option<u64>,
         pub made: u64,
         pub log: Vec<String>,
-        /// Held in the first release before it clears: told that the release
-        /// has begun, then waiting for word from another thread (or a time
-        /// out) before it clears.
+        /// Holds the first release before it clears, until another thread's word or a timeout.
         pub gate: Option<(mpsc::Sender<()>, mpsc::Receiver<()>)>,
     }
 
@@ -518,7 +463,7 @@ pub(crate) mod fake_ds {
         }
     }
 
-    /// A node (a temp file) with room for a few datastores.
+    /// A temporary node with room for a few datastores.
     pub(crate) fn node(name: &str) -> std::path::PathBuf {
         let p = std::env::temp_dir().join(format!("nrt-linux-ds-{}-{name}", std::process::id()));
         let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
@@ -536,11 +481,10 @@ mod tests {
     use super::*;
     use crate::sys::fake;
 
-    /// The last holder of a process's counters dropped on one thread while
-    /// another asks for them ([`ProcessCounters::of`]): the second gets a
-    /// datastore that is live, not the one the drop is releasing. The
-    /// release is held open (up to a second) for the other thread's `of` to
-    /// finish; that `of` waits for the release instead, then acquires anew.
+    /// The last holder dropped on one thread while another asks for the
+    /// counters: the second gets a live datastore, not the one being released.
+    /// The release is held open up to a second for the other's `of`, which
+    /// waits for it instead, then acquires anew.
     #[test]
     fn a_holder_made_while_the_last_one_is_released_gets_a_live_datastore() {
         let p = node("race");

@@ -1,11 +1,8 @@
-//! The C ABI of the shared-memory device (feature `sim`): attach to a device
-//! that `nrt-sim serve --shm PATH` plays in another process and harvest
-//! inferences through the Linux binding (mapped rings and BAR, the sync wait),
-//! so a C program can run a harvest against the simulator. Header:
-//! `include/nrt_shm.h`.
+//! The C ABI of the shared-memory device, `include/nrt_shm.h`: attach to the
+//! device `nrt-sim serve --shm PATH` plays in another process and harvest
+//! inferences through this binding's mappings and sync wait.
 //!
-//! Every failure also leaves its reason, naming the call, the object and why,
-//! for [`nrt_shm_last_error`] on the calling thread.
+//! Every failure leaves its reason for [`nrt_shm_last_error`] on the calling thread.
 
 #![allow(unsafe_code)]
 #![allow(non_camel_case_types)]
@@ -22,10 +19,8 @@ use crate::time::DelayKind;
 /// An attached shared-memory device.
 pub struct nrt_shm {
     h: Harvester,
-    /// `NEURON_RT_EXEC_TIMEOUT` as [`nrt_shm_attach`] read it, or why its
-    /// value is refused: only a harvest that takes its timeout from it
-    /// (`NRT_TIMEOUT_FROM_ENV`) refuses it, so that a malformed value does not
-    /// refuse a caller whose explicit timeout never reads it.
+    /// `NEURON_RT_EXEC_TIMEOUT` as [`nrt_shm_attach`] read it, or why it is
+    /// refused; only a harvest that takes its timeout from it refuses it.
     env_timeout_s: Result<Option<u32>, crate::config::EnvError>,
 }
 
@@ -34,7 +29,7 @@ thread_local! {
     static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
 }
 
-/// Record `message` as this thread's last error (and print it on stderr, as before).
+/// Record `message` as this thread's last error, and print it on standard error.
 fn fail(message: String) {
     eprintln!("{message}");
     // An interior NUL cannot come from our messages; replace it rather than lose the text.
@@ -42,25 +37,18 @@ fn fail(message: String) {
     LAST_ERROR.with(|e| *e.borrow_mut() = Some(c));
 }
 
-/// The reason of the calling thread's latest failed `nrt_shm_*` call (the call,
-/// the object and why), or null when none failed on this thread. The string
-/// belongs to the library and stays valid until the next failing `nrt_shm_*`
-/// call on the same thread; copy it to keep it.
+/// Why the calling thread's latest `nrt_shm_*` call failed, or null when none
+/// did. The library's string, valid until the next failing call on the thread.
 #[no_mangle]
 pub extern "C" fn nrt_shm_last_error() -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ref().map_or(std::ptr::null(), |c| c.as_ptr()))
 }
 
-/// Attach to the device served at `path` (any bytes a file name may hold,
-/// UTF-8 or not), waiting up to `wait_ms` for it to be ready. Null when it is
-/// missing, stale or not a served device: the reason is printed on stderr and
-/// left for [`nrt_shm_last_error`]. Reads `NEURON_RT_LOG_LEVEL[_<component>]`
-/// (a bad value is refused here, naming the variable, the value and what is
-/// accepted, before the file is opened) and `NEURON_RT_EXEC_TIMEOUT`, kept
-/// for a harvest with `NRT_TIMEOUT_FROM_ENV`: a bad value of it is refused by
-/// such a harvest, not here, so a caller that passes explicit timeouts is not
-/// refused for a variable it never uses. The core variables are not read (the
-/// server's file fixes the cores). Close with [`nrt_shm_close`].
+/// Attach to the device served at `path`, any bytes a file name may hold,
+/// waiting up to `wait_ms` for it to be ready. Null when it is missing, stale
+/// or not a served device, or for a bad `NEURON_RT_LOG_LEVEL`. A bad
+/// `NEURON_RT_EXEC_TIMEOUT` is refused only by a harvest that takes its
+/// timeout from it. The server's file fixes the cores. Close with [`nrt_shm_close`].
 ///
 /// # Safety
 /// `path` is null or a NUL-terminated string.
@@ -70,8 +58,7 @@ pub unsafe extern "C" fn nrt_shm_attach(path: *const c_char, wait_ms: u32) -> *m
         fail("nrt_shm_attach: path is NULL".into());
         return std::ptr::null_mut();
     }
-    // The log levels now; the timeout variable read, its refusal kept for a
-    // harvest that uses it (the timeout is the harvest's argument).
+    // The log levels now; the timeout's refusal is kept for a harvest that uses it.
     let logs = crate::config::Uses { timeout: false, ..crate::config::Uses::TIMEOUT_AND_LOG };
     if let Err(m) = crate::ffi::c_env("nrt_shm_attach", logs) {
         fail(m);
@@ -90,15 +77,11 @@ pub unsafe extern "C" fn nrt_shm_attach(path: *const c_char, wait_ms: u32) -> *m
     }
 }
 
-/// Kick off one inference and harvest it with the sync wait (delay 0 libnrt,
-/// 1 adaptive) and the model's `timeout_s` (`NRT_TIMEOUT_FROM_ENV`:
-/// `NEURON_RT_EXEC_TIMEOUT` as [`nrt_shm_attach`] read it, else the
-/// generation's documented default), logged at `INFO`. A harvest that ends at
-/// that budget logs it and its source at `ERROR`. Writes the `NRT_STATUS` to `*status`
-/// and returns the one-step code (0 or 2), or -1 when `shm` is null, the
-/// timeout is `NRT_TIMEOUT_FROM_ENV` and the variable's value is refused
-/// (nothing is kicked off), the kickoff failed or the server died during the
-/// harvest (the reason is left for [`nrt_shm_last_error`]).
+/// Kick off one inference and harvest it with the sync wait, delay 0 libnrt or
+/// 1 adaptive, and the model's `timeout_s`; `NRT_TIMEOUT_FROM_ENV` takes the
+/// variable as attach read it. Writes the `NRT_STATUS` to `*status` and returns
+/// the one-step code, 0 or 2; -1 when `shm` is null, the variable asked for is
+/// refused, the kickoff failed or the server died.
 ///
 /// # Safety
 /// `shm` is a live pointer from [`nrt_shm_attach`]; `status` is null or writable.

@@ -1,15 +1,11 @@
 //! Objects a forked child inherits (G-FORK).
 //!
-//! A child made by `fork()` has a copy of its parent's memory and one thread,
-//! the one that forked. A session, poller, ticket, ring state or datastore
-//! made before the fork names the parent's cores, queues, memory and
-//! datastore in the driver, and a poller's thread that the child does not
-//! have. So each records the pid that made it ([`Owner`]): in another process
-//! every call on it is refused at once with [`ForkedChild`], and its drop
-//! forgets it (no ioctl, no unmap, no close, no join, no lock another thread
-//! of the parent may have held at the fork). The parent is untouched.
-//!
-//! The check is one `getpid()` a call, and none inside a wait's spin.
+//! A child made by `fork()` has a copy of its parent's memory and one thread.
+//! A session, poller, ticket, ring state or datastore made before the fork
+//! names the parent's resources in the driver, or a thread the child lacks. So
+//! each records the pid that made it: in another process every call on it is
+//! refused with [`ForkedChild`], and its drop forgets it, touching nothing of
+//! the parent's. The check is one `getpid()` a call.
 
 use std::fmt;
 
@@ -32,8 +28,7 @@ impl Owner {
         self.pid
     }
 
-    /// `Err` naming `object`, its maker and this process when this is not
-    /// the process that made it (a child forked after it was made).
+    /// `Err` naming `object`, its maker and this process, when this is not its maker.
     pub fn check(self, object: &'static str) -> Result<(), ForkedChild> {
         let this = std::process::id();
         if this == self.pid {
@@ -52,7 +47,7 @@ impl Owner {
 /// A call on an object in a child forked after it was made: refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ForkedChild {
-    /// What the object is (`"session"`, `"poller"`, `"ticket"`, `"ring state"`, `"datastore"`).
+    /// What the object is, such as `"session"`.
     pub object: &'static str,
     /// The pid that made it.
     pub creator: u32,

@@ -1,36 +1,15 @@
 //! Harvesting inferences from a device that `nrt-sim serve --shm PATH` plays in
-//! another process (`nrtctl harvest --shm PATH`).
+//! another process, for `nrtctl harvest`.
 //!
-//! The file's layout is `nrt_abi::shm`'s (the server, `nrt-sim serve`, uses the
-//! same definition; this crate does not depend on the simulator). This side maps it the way it maps a
-//! device: the NQ rings with [`Mapping`] / [`RingWindow`] / [`MappedRings`] (slots
-//! read with Acquire on the phase word), BAR0 with [`MappedBar`] at the file's BAR
-//! offset, so HEAD writes, the top-SP host trigger and the INTC cause reads go
-//! through `hal::Registers` at the real BAR offsets. The header (ready flag,
-//! device clock origin, proxy and probe status lines, shutdown) is read through
-//! `nrt_abi::shm::ShmFile`, and the kickoff semaphore, which the driver
-//! increments with `NEURON_IOCTL_SEMAPHORE_INCREMENT`, is an atomic `fetch_add` on
-//! the semaphore's INCR-alias word in the mapped BAR.
+//! The file's layout is `nrt_abi::shm`'s. This side maps it as it maps a device,
+//! so that HEAD writes, the top-SP trigger and the INTC cause reads go through
+//! `hal::Registers` at the real BAR offsets; the kickoff semaphore is an atomic
+//! add on its INCR-alias word.
 //!
-//! The clock is [`MonotonicClock`]; the device's timestamps are mapped to it by
-//! each core's sync point, paired from the header's device-clock origin (both
-//! are `CLOCK_MONOTONIC`). Descriptor staging does not cross the file.
-//!
-//! # A server that dies (G-SHM-GONE)
-//!
-//! The barrier wait is never fatal (completion-engine seed §1), so a harvest
-//! over a server that was killed mid-barrier would poll for ever. The device
-//! therefore checks the server's liveness every [`LIVENESS_EVERY`] calls the
-//! harvest makes on it: the file's state word must still say ready and the
-//! heartbeat the server stamps every loop must be younger than
-//! [`STALE_NS`] (2 s). A gone server makes the barrier
-//! proxy fail with `NRT_HW_ERROR` and every ring read fail, so the state machine
-//! ends through its own fault paths in any state; [`Harvester::harvest`] then
-//! returns [`HarvestError::DeviceGone`] naming the file, the server and why.
-//! The harvest ends within [`DEAD_DEVICE_BOUND`] of the server's last
-//! heartbeat; an [`XuPool`](crate::xu::XuPool) running requests on a
-//! [`ShmDevice`] ([`Harvester::into_unit`]) ends its request, and so its
-//! shutdown, within the same bound.
+//! A server that dies (G-SHM-GONE): the barrier wait is never fatal, seed §1, so
+//! the device checks the server every [`LIVENESS_EVERY`] calls. A gone server
+//! fails the barrier proxy and every ring read, so the harvest ends through its
+//! own fault paths within [`DEAD_DEVICE_BOUND`].
 
 use std::path::Path;
 use std::sync::atomic::{fence, Ordering};
@@ -57,7 +36,7 @@ use crate::rings::{MappedRings, RingWindow};
 use crate::sys::Mapping;
 use crate::time::{AnyDelay, DelayKind, MonotonicClock};
 
-/// Why a harvest could not be done (not an NRT status: those are results).
+/// Why a harvest could not be done; an NRT status is a result, not this.
 #[derive(Debug)]
 pub enum HarvestError {
     /// The file is missing, not ready, stale or corrupt.
@@ -68,8 +47,7 @@ pub enum HarvestError {
     Kickoff(DmaError),
     /// The file's configuration is not one this host can harvest.
     Config(String),
-    /// The server stopped playing the device during the harvest (it exited or
-    /// its heartbeat went stale, G-SHM-GONE): the request was abandoned.
+    /// The server stopped playing the device during the harvest, which was abandoned.
     DeviceGone(String),
 }
 
@@ -93,18 +71,14 @@ const NQ_ENTRY_BYTES: u32 = 16;
 /// `exec_fatal_status[core][5]`: the barrier proxy failed (seed §1).
 const BARRIER_PROXY_FLAG: usize = 5;
 
-/// Device calls (ring reads, proxy polls) between two liveness checks of the
-/// server; a check is a clock read and two loads (G-SHM-GONE).
+/// Device calls between two liveness checks of the server; a check is a clock read and two loads.
 pub const LIVENESS_EVERY: u32 = 64;
 
-/// A harvest over a server that died ends within this long of the server's
-/// last heartbeat: [`STALE_NS`] (2 s) plus the spacing of the checks (64 device
-/// calls: well under a millisecond with the adaptive delay, about 4 ms with
-/// libnrt's `usleep(1)`), with room for a loaded machine (G-SHM-GONE).
+/// A harvest over a server that died ends within this long of its last
+/// heartbeat: [`STALE_NS`] plus the checks' spacing, with room for a loaded machine.
 pub const DEAD_DEVICE_BOUND: Duration = Duration::from_millis(2_500);
 
-/// Why the server behind `file` no longer plays the device, or `None` while
-/// it does: the state word is no longer ready, or the heartbeat is stale.
+/// Why the server behind `file` no longer plays the device, or `None` while it does.
 pub fn server_gone(file: &ShmFile) -> Option<String> {
     let (pid, path) = (file.pid(), file.path().display());
     match file.state() {
@@ -138,7 +112,7 @@ pub const WAKE_LOG_CAP: usize = 256;
 /// at most [`WAKE_LOG_CAP`] of them, and how many more there were.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WakeLog {
-    /// (output, count), in order.
+    /// Each output and its count, in order.
     pub wakes: Vec<(u16, u32)>,
     /// Wake-ups past the cap.
     pub dropped: u64,
@@ -154,7 +128,7 @@ impl TensorWaker for WakeLog {
     }
 }
 
-/// A fresh count table (every count 0) and an empty wake log: one per inference.
+/// A fresh count table and an empty wake log, one per inference.
 fn tensor_table() -> Result<TensorCompletions<MAX_OUTPUTS, WakeLog>, HarvestError> {
     let vars: Vec<u16> = (0..MAX_OUTPUTS as u16).map(|i| FIRST_VAR_ID + i).collect();
     TensorCompletions::with_waker(&vars, WakeLog::default())
@@ -217,9 +191,8 @@ impl hal::Clock for ShmDevice {
 }
 
 impl ShmDevice {
-    /// Whether the server still plays the device, checked every
-    /// [`LIVENESS_EVERY`] calls (the first call checks); once gone, gone until
-    /// the next [`kickoff`](Self::kickoff).
+    /// Whether the server still plays the device, checked from the first call
+    /// every [`LIVENESS_EVERY`]; once gone, gone until the next [`kickoff`](Self::kickoff).
     fn alive(&mut self) -> bool {
         if self.gone.is_some() {
             return false;
@@ -232,7 +205,7 @@ impl ShmDevice {
         self.gone.is_none()
     }
 
-    /// Why the server stopped playing the device, if it did (G-SHM-GONE).
+    /// Why the server stopped playing the device, if it did.
     pub fn gone(&self) -> Option<&str> {
         self.gone.as_deref()
     }
@@ -252,10 +225,8 @@ impl ShmDevice {
         self.tensors.count(output)
     }
 
-    /// Start one inference: the top-SP host trigger, then the kickoff semaphore
-    /// of each of `cores` cores. Checks the server's liveness first, and starts
-    /// the inference's events, tensor counts and wake log from nothing. Returns
-    /// the kickoff time (host clock, us).
+    /// Start one inference: check the server, then the top-SP host trigger and
+    /// each of `cores` cores' kickoff semaphore. Returns the kickoff time, host clock, us.
     pub fn kickoff(&mut self, cores: u8) -> Result<u64, HarvestError> {
         self.events.clear();
         self.tensors = tensor_table()?;
@@ -280,7 +251,7 @@ impl ShmDevice {
 
 impl hal::CollectivesProxy for ShmDevice {
     fn barrier_status(&mut self, core: u8) -> Result<bool, NrtError> {
-        // The one wait that is never fatal by itself (seed §1): a gone server ends it.
+        // The one wait never fatal by itself, seed §1: a gone server ends it.
         if !self.alive() {
             return Err(NrtError::failed(NrtStatus::HwError));
         }
@@ -312,9 +283,7 @@ impl<E: Copy + Into<Event>> hal::EventSink<E> for ShmDevice {
     }
 }
 
-/// No counters: the shared-memory file is `nrt-sim serve`'s, with no driver
-/// behind it, so there is no datastore to write them to (G-NDS-PROCESS);
-/// `nrtctl harvest` and `nrt_shm_harvest` count nothing.
+/// No counters: no driver is behind the file, so there is no datastore (G-NDS-PROCESS).
 impl nrt_core::counters::CounterSink for ShmDevice {}
 
 impl hal::TensorNotify for ShmDevice {
@@ -323,8 +292,8 @@ impl hal::TensorNotify for ShmDevice {
     }
 }
 
-/// The kickoff semaphore over the file: an atomic add on the INCR-alias word (in
-/// place of the driver's `NEURON_IOCTL_SEMAPHORE_INCREMENT`).
+/// The kickoff semaphore over the file: an atomic add on the INCR-alias word,
+/// in place of `NEURON_IOCTL_SEMAPHORE_INCREMENT`.
 struct ShmSemaphore<'a>(&'a ShmFile);
 
 impl ErrorType for ShmSemaphore<'_> {
@@ -370,7 +339,7 @@ impl Harvester {
         let mut rings = MappedRings::new(l.arch, bar);
         let mut nq = Notifications::new();
         let clock = MonotonicClock::new();
-        // The sync point: device time (us since the server's origin) at host time 0.
+        // The sync point: device time, us since the server's origin, at host time 0.
         let dev_us = monotonic_ns().saturating_sub(file.origin_ns()) / 1_000;
         for core in 0..l.cores {
             for id in 0..NQ_PER_CORE as u8 {
@@ -397,16 +366,14 @@ impl Harvester {
         &self.dev.file
     }
 
-    /// The device and its ring state, for an [`XuPool`](crate::xu::XuPool)
-    /// unit: [`ShmDevice::kickoff`] starts each inference, the unit harvests it.
+    /// The device and its ring state, for an [`XuPool`](crate::xu::XuPool) unit to harvest.
     pub fn into_unit(self) -> (ShmDevice, Notifications) {
         (self.dev, self.nq)
     }
 
-    /// One inference: host trigger, kickoff semaphores, then
-    /// `exec_wait_round_robin` with a fresh `delay` and the model's `timeout_s`.
-    /// The report is the one `nrt-sim run` prints (without staging and the device
-    /// log, which stay with the server).
+    /// One inference: the kickoff, then `exec_wait_round_robin` with a fresh
+    /// `delay` and the model's `timeout_s`. The report is `nrt-sim run`'s,
+    /// less the staging and the device log, which stay with the server.
     pub fn harvest(&mut self, timeout_s: u32, delay: DelayKind) -> Result<RunReport, HarvestError> {
         let arch = self.arch;
         let kickoff_us = self.dev.kickoff(self.cores)?;
@@ -434,7 +401,7 @@ impl Harvester {
             seed: f.seed(),
             ring_entries: self.ring_entries,
             threaded: true,
-            // The server writes its faults as canonical specs (a label here).
+            // The server writes its faults as canonical specs, a label here.
             faults: f.faults_text().split_whitespace().map(str::to_string).collect(),
             place: None,
         };

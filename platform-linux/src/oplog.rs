@@ -1,14 +1,11 @@
 //! What the operator reads: the stamp, the place and the next step of the
 //! binding's log lines.
 //!
-//! Every line the binding's logger writes (`config::init_stderr_log`) is
+//! Every line the binding's logger writes is
 //! `TIME pid PID PREFIX: LEVEL COMPONENT: [PLACE: ]message`, `TIME` the wall
-//! clock in RFC 3339 UTC with microseconds ([`timestamp`]). A harvest event of
-//! a core names its place as libnrt's users quote it: the device, the device's
-//! own core and the engines (`nd0 nc1 DVE`), from the [`Site`] the thread is
-//! harvesting ([`SiteScope`]: a session's inference, a poller's lane) and the
-//! event's `core` and `engines` key-values. A core's timeout line ends with
-//! what to check next ([`next_step`]).
+//! clock in RFC 3339 UTC. A core's event names its place as libnrt's users
+//! quote it, `nd0 nc1 DVE`, from the [`Site`] the thread harvests and the
+//! event's `core` and `engines`. A core's timeout line ends with what to check next.
 
 use std::cell::Cell;
 use std::fmt;
@@ -19,11 +16,10 @@ use nrt_core::nq::EngineSet;
 
 use crate::config::{Budget, Source, EXEC_TIMEOUT};
 
-/// Where a harvest runs: a device's cores, or a poller's lane whose device
-/// this binding does not know (a C platform table).
+/// Where a harvest runs: a device's cores, or a poller's lane on a C platform table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Site {
-    /// The device's number (`/dev/neuron<N>`), when known.
+    /// The device's number `N` of `/dev/neuron<N>`, when known.
     pub device: Option<u32>,
     /// The device's core that is the request's core 0.
     pub first_core: u8,
@@ -34,8 +30,7 @@ pub struct Site {
 }
 
 impl Site {
-    /// The cores `first_core..first_core + cores` of the device at `path`
-    /// (its number from a name `neuron<N>`; none for another name).
+    /// The cores `first_core..first_core + cores` of the device at `path`, numbered from a name `neuron<N>`.
     pub fn of_device(path: &Path, first_core: u8, cores: u8) -> Site {
         let device = path
             .file_name()
@@ -50,9 +45,8 @@ impl Site {
         Site { device: None, first_core: 0, cores: 0, lane: Some(lane) }
     }
 
-    /// The name of the request's core `core`: `nd0 nc1` (the device's own core
-    /// number; `nd?` for a device node of another name), or `lane 2 core 0`
-    /// for a lane's.
+    /// The name of the request's core `core`: `nd0 nc1` with the device's own
+    /// core number, `nd?` for a node of another name, or `lane 2 core 0`.
     pub fn core_name(&self, core: u8) -> String {
         let nc = u32::from(self.first_core) + u32::from(core);
         match (self.device, self.lane) {
@@ -87,7 +81,7 @@ thread_local! {
     static SITE: Cell<Option<Site>> = const { Cell::new(None) };
 }
 
-/// The place of the harvest this thread runs (`None`: none said).
+/// The place of the harvest this thread runs, if one is said.
 pub fn thread_site() -> Option<Site> {
     SITE.with(Cell::get)
 }
@@ -118,8 +112,8 @@ impl Drop for SiteScope {
     }
 }
 
-/// The place of a harvest event of core `core` about `engines` at `site`:
-/// `nd0 nc1 DVE`, `nd0 nc1` (no engine), `core 0 DVE` (no site).
+/// The place of an event of core `core` about `engines` at `site`: `nd0 nc1
+/// DVE`, or `nd0 nc1` with no engine, or `core 0 DVE` with no site.
 pub fn place(site: Option<Site>, core: u8, engines: EngineSet) -> String {
     let mut s = match site {
         Some(site) => site.core_name(core),
@@ -132,9 +126,8 @@ pub fn place(site: Option<Site>, core: u8, engines: EngineSet) -> String {
     s
 }
 
-/// `PLACE: ` for a record of a harvest event of a core (its `core` and
-/// `engines` key-values, nrt-core's `trace::emit`), at the thread's
-/// [`Site`]; empty for any other record.
+/// `PLACE: ` for a record of a core's event, which carries `core` and
+/// `engines`, at the thread's [`Site`]; empty for any other record.
 pub fn record_place(r: &log::Record<'_>) -> String {
     let kv = r.key_values();
     let Some(core) = kv.get(log::kv::Key::from_str("core")).and_then(|v| v.to_u64()) else {
@@ -145,10 +138,8 @@ pub fn record_place(r: &log::Record<'_>) -> String {
     format!("{}: ", place(thread_site(), core, EngineSet::from_bits(engines as u8)))
 }
 
-/// What to check after a core's timeout at `site`, for the line that
-/// reports it: the engines it names never wrote END (or START); their spans,
-/// the core's counts (this process's, while it runs), and the budget to raise
-/// if the work needs longer.
+/// What to check after a core's timeout at `site`: the named engines' spans,
+/// the core's counts, and the budget to raise if the work needs longer.
 pub fn next_step(budget: Option<Budget>, site: Option<Site>) -> String {
     let stats = match site.and_then(|s| s.device) {
         Some(d) => format!("`nrtctl stats --device /dev/neuron{d} --pid {}`", std::process::id()),
@@ -166,9 +157,8 @@ pub fn next_step(budget: Option<Budget>, site: Option<Site>) -> String {
     )
 }
 
-/// The engines of each timed-out core of `req` at `site`, for a line that
-/// reports the request's end: `nd0 nc1: started, never wrote END: DVE`
-/// (cores joined by `; `); empty when no core timed out.
+/// The engines of each timed-out core of `req` at `site`, such as
+/// `nd0 nc1: started, never wrote END: DVE`; empty when no core timed out.
 pub fn timed_out_engines(req: &ExecRequest, site: Option<Site>) -> String {
     let mut parts = Vec::new();
     for core in 0..req.tpb_count() {
@@ -183,8 +173,7 @@ pub fn timed_out_engines(req: &ExecRequest, site: Option<Site>) -> String {
     parts.join("; ")
 }
 
-/// `NAME: started, never wrote END: DVE; never wrote START: SP` (the parts
-/// that are not empty).
+/// `NAME: started, never wrote END: DVE; never wrote START: SP`, without empty parts.
 pub fn pending_of(name: &str, no_start: EngineSet, no_end: EngineSet) -> String {
     let mut p = name.to_string();
     if !no_end.is_empty() {
@@ -196,8 +185,7 @@ pub fn pending_of(name: &str, no_start: EngineSet, no_end: EngineSet) -> String 
     p
 }
 
-/// The wall clock now, RFC 3339 UTC with microseconds
-/// (`2026-12-05T00:54:56.123456Z`).
+/// The wall clock now, RFC 3339 UTC with microseconds.
 pub fn timestamp() -> String {
     let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     rfc3339_us(d.as_secs(), d.subsec_micros())
@@ -207,7 +195,7 @@ pub fn timestamp() -> String {
 pub fn rfc3339_us(secs: u64, us: u32) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    // Civil date from days since 1970-01-01, proleptic Gregorian.
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -220,8 +208,7 @@ pub fn rfc3339_us(secs: u64, us: u32) -> String {
     format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{us:06}Z", rem / 3_600, rem % 3_600 / 60, rem % 60)
 }
 
-/// The head of every line of the binding's logger: the time and this
-/// process's pid (`2026-12-05T00:54:56.123456Z pid 4242 `).
+/// The head of every line of the binding's logger: the time and this process's pid.
 pub fn stamp() -> String {
     format!("{} pid {} ", timestamp(), std::process::id())
 }

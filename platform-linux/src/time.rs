@@ -1,9 +1,8 @@
 //! The clock and the two poll delays of the sync driver.
 //!
-//! libnrt reads `CLOCK_REALTIME`, which jumps when the wall clock is set (NTP
-//! step, an operator's `date -s`): a jump forward fires a timeout that did not
-//! happen, a jump back hides one. Here the clock is `CLOCK_MONOTONIC`
-//! (`std::time::Instant`), as core's [`Clock`] requires.
+//! libnrt reads `CLOCK_REALTIME`, which jumps when the wall clock is set: a
+//! jump forward fires a timeout that did not happen, a jump back hides one.
+//! Here the clock is `CLOCK_MONOTONIC`, as core's [`Clock`] requires.
 
 use std::time::{Duration, Instant};
 
@@ -34,8 +33,8 @@ impl Clock for MonotonicClock {
     }
 }
 
-/// libnrt's delay: `usleep(us)` between steps (the seed's `usleep(1)`). The
-/// kernel's timer slack makes a 1 us sleep last ~50-60 us.
+/// libnrt's delay, the seed's `usleep(1)` between steps; the kernel's timer
+/// slack makes it last about 50-60 us.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LibnrtDelay;
 
@@ -45,16 +44,12 @@ impl Delay for LibnrtDelay {
     }
 }
 
-/// `spin_loop` hints per wait while the adaptive delay spins. A PAUSE costs
-/// ~40-140 cycles on the Xeons measured (Skylake and later), so the 64 of
-/// earlier versions kept each wait at 1-3 us and put the notice 1-3 us above
-/// the cache-line floor; 4 keep a step every ~0.1-0.3 us plus the sweep, for
-/// the same CPU (the thread spins either way).
+/// `spin_loop` hints per wait while the adaptive delay spins: four PAUSEs keep
+/// a step every fraction of a microsecond, for the same CPU as more.
 pub const ADAPTIVE_SPINS_PER_WAIT: u32 = 4;
 
-/// Spin with `spin_loop` for a bounded time, then yield, then sleep: the first
-/// microseconds of a wait cost CPU but notice completion within tens of ns; a
-/// long wait costs almost nothing.
+/// Spin for a bounded time, then yield, then sleep: a short wait notices its
+/// completion within tens of ns, a long one costs almost nothing.
 #[derive(Clone, Copy, Debug)]
 pub struct AdaptiveDelay {
     /// Spin while the wait is younger than this.
@@ -71,7 +66,7 @@ impl Default for AdaptiveDelay {
 }
 
 impl AdaptiveDelay {
-    /// Start a new wait (the next call spins again).
+    /// Start a new wait: the next call spins again.
     pub fn reset(&mut self) {
         self.started = None;
     }
@@ -93,12 +88,12 @@ impl Delay for AdaptiveDelay {
     }
 }
 
-/// The two delays by name (`--delay libnrt|adaptive`).
+/// The two delays by name, as `--delay` takes them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum DelayKind {
     /// `usleep(1)`.
     Libnrt,
-    /// Spin, yield, sleep (the default).
+    /// Spin, yield, sleep: the default.
     #[default]
     Adaptive,
 }

@@ -1,22 +1,15 @@
-//! Execution units on worker threads, with the has-work / mark-complete handoff
-//! on real eventfds (completion-engine seed §6).
+//! Execution units on worker threads, with the has-work and mark-complete
+//! handoff on real eventfds (completion-engine seed §6).
 //!
-//! Each unit owns a work queue, a `has_work` eventfd (semaphore mode: one count per
-//! queued request) and a worker thread that drives core's
-//! [`ExecUnit::step`](nrt_core::exec::ExecUnit::step) over the unit's own device.
-//! [`XuPool::submit`] queues a request and posts has-work; the returned
-//! [`Ticket`] blocks on the request's own mark-complete eventfd. The worker, on
-//! completion, consumes one has-work and then signals that mark-complete, in that
-//! order, so the counts stay paired: every request is answered exactly once.
+//! Each unit owns a work queue, a semaphore-mode `has_work` eventfd and a
+//! worker that drives core's `ExecUnit::step` over the unit's device. The
+//! worker, on completion, consumes one has-work and then signals the request's
+//! mark-complete, so the counts stay paired: every request is answered once.
 //!
-//! A unit that went FATAL_SHUTDOWN answers 101 (`NRT_EXEC_UNIT_UNRECOVERABLE`) to
-//! every request still queued, without touching the device. Shutdown lets the
-//! request in flight finish, answers every request not yet started with
-//! `NRT_CLOSED` (14), and refuses new ones: no caller is ever left blocked.
-//! The request in flight ends when its device says so: a device that can die
-//! must report it through its traits (the shared-memory device fails its
-//! barrier proxy and its ring reads once its server is gone, G-SHM-GONE), so
-//! that shutdown never waits on a dead device.
+//! A unit that went FATAL_SHUTDOWN answers `NRT_EXEC_UNIT_UNRECOVERABLE` to
+//! every request queued. Shutdown lets the request in flight finish, answers
+//! the rest `NRT_CLOSED` and refuses new ones. A device that can die must
+//! report it through its traits, so that shutdown never waits on a dead one (G-SHM-GONE).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -35,16 +28,13 @@ use crate::time::{AnyDelay, DelayKind};
 /// How long an idle worker waits for has-work before it checks for shutdown.
 const IDLE_POLL_MS: i32 = 50;
 
-/// How long an idle worker, and a waiting submitter, spin before they block on
-/// their eventfd. A blocked thread on an idle machine takes tens of
-/// microseconds to wake (more in a VM); a short spin turns back-to-back
-/// requests into a few hundred nanoseconds of handoff, for at most this much
-/// CPU per idle period.
+/// How long an idle worker and a waiting submitter spin before they block on
+/// their eventfd: a blocked thread takes tens of microseconds to wake, a spin
+/// hands back-to-back requests over in a few hundred nanoseconds.
 const SPIN_BEFORE_BLOCK: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// Spin until `ready()` or `SPIN_BEFORE_BLOCK` passes; returns whether it became
-/// ready. It yields the CPU between looks, so that on an oversubscribed machine
-/// (more units than cores) the spinners do not starve the threads with work.
+/// ready. It yields between looks, so that spinners do not starve threads with work.
 fn spin_until(ready: impl Fn() -> bool) -> bool {
     let t = std::time::Instant::now();
     while !ready() {
@@ -77,8 +67,7 @@ impl Ticket {
         self.seq_id
     }
 
-    /// Block on the request's mark-complete and return its status (spinning
-    /// briefly first).
+    /// Block on the request's mark-complete, after a short spin, and return its status.
     pub fn wait(self) -> NrtStatus {
         spin_until(|| self.completion.done.load(Ordering::Acquire));
         match self.completion.mark_comp.read_blocking() {
@@ -88,7 +77,7 @@ impl Ticket {
         }
     }
 
-    /// `true` once the request completed (non-blocking).
+    /// `true` once the request completed; never blocks.
     pub fn is_done(&self) -> bool {
         self.completion.done.load(Ordering::Acquire)
     }
@@ -101,11 +90,11 @@ struct Slot {
 
 struct Shared {
     queue: Mutex<VecDeque<Slot>>,
-    /// Requests queued, for an idle worker's spin (the queue is the truth).
+    /// Requests queued, for an idle worker's spin; the queue is the truth.
     queued: AtomicU32,
     has_work: EventFd,
     closing: AtomicBool,
-    /// Has-work counts consumed and mark-completes signalled (they must pair).
+    /// Has-work counts consumed and mark-completes signalled, which must pair.
     consumed: AtomicU32,
     signalled: AtomicU32,
 }

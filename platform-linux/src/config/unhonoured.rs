@@ -1,13 +1,10 @@
-//! The `NEURON_RT_*` variables this binding does not honour: each one present
-//! in the environment gets one warning per process on standard error, naming
-//! it and saying it has no effect here, so a setting the user relies on is
-//! never dropped silently (G-ENV-UNHONOURED).
+//! The `NEURON_RT_*` variables this binding does not honour: each one set gets
+//! one warning per process on standard error, so that a setting the user
+//! relies on is never dropped silently (G-ENV-UNHONOURED).
 //!
 //! Honoured are [`EXEC_TIMEOUT`], [`VISIBLE_CORES`], [`NUM_CORES`],
-//! [`LOG_LEVEL`] and its `_<component>` forms of [`LOG_COMPONENTS`], and this
-//! library's own [`POLL_SLICE_US`]; every other
-//! variable named `NEURON_RT_*` is not. Those the SDK documents carry what
-//! they do there ([`DOCUMENTED`]); any other is named as unknown here.
+//! [`LOG_LEVEL`] with its [`LOG_COMPONENTS`] forms, and [`POLL_SLICE_US`]. The
+//! warning for one the SDK documents says what it does there.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -19,9 +16,9 @@ use super::{EXEC_TIMEOUT, LOG_COMPONENTS, LOG_LEVEL, NUM_CORES, POLL_SLICE_US, V
 pub const PREFIX: &str = "NEURON_RT_";
 
 /// The SDK's documented variables this binding does not honour, each with what
-/// it does in libnrt (the runtime configuration guide's table,
-/// `neuron-runtime/nrt-configurable-parameters.rst`) and why it does nothing
-/// here. `NEURON_RT_LOG_LOCATION_<component>` is matched by its prefix.
+/// it does in libnrt and why it does nothing here, from
+/// `neuron-runtime/nrt-configurable-parameters.rst`. A `_<component>` form
+/// is matched by its prefix.
 pub const DOCUMENTED: [(&str, &str); 5] = [
     (
         "NEURON_RT_LOG_LOCATION",
@@ -46,8 +43,7 @@ pub fn honoured(name: &str) -> bool {
         || name.strip_prefix(LOG_LEVEL).and_then(|r| r.strip_prefix('_')).is_some_and(|c| LOG_COMPONENTS.contains(&c))
 }
 
-/// One warning per `NEURON_RT_*` variable of `vars` that is set (not empty)
-/// and not honoured: (the name, the line), in name order.
+/// The name and warning of each `NEURON_RT_*` variable of `vars` set and not honoured, in name order.
 pub fn warnings(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Vec<(String, String)> {
     let mut names: Vec<String> = vars
         .into_iter()
@@ -71,8 +67,7 @@ pub fn warnings(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Vec<(St
 }
 
 /// Print [`warnings`] of the process environment on standard error, each
-/// variable once per process (`nrt: warning: ...`); nothing when `quiet`
-/// (`NEURON_RT_LOG_LEVEL=QUIET`).
+/// variable once per process; nothing when `quiet`.
 pub fn warn_once(quiet: bool) {
     static WARNED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
     if quiet {
