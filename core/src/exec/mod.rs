@@ -94,10 +94,10 @@ pub mod fatal {
 
 /// Slots of `vcore_notif_ts[core][13]` (stride 13, seed §7 GOTCHA). The seed does
 /// not list them; ours (G-TS-SLOTS): `2*eng` START and `2*eng + 1` END of engine
-/// `eng`, 10 CC start, 11 CC end, 12 the latest tensor-completion record.
+/// `eng`, then CC start, CC end and the latest tensor-completion record.
 pub mod ts_slot {
-    /// Slots per core.
-    pub const COUNT: usize = 13;
+    use crate::arch::ENGINES_PER_CORE;
+
     /// Earliest START of engine `eng`.
     pub const fn start(eng: usize) -> usize {
         2 * eng
@@ -106,12 +106,19 @@ pub mod ts_slot {
     pub const fn end(eng: usize) -> usize {
         2 * eng + 1
     }
-    /// Earliest CC start.
-    pub const CC_START: usize = 10;
+    /// Earliest CC start: the first slot after the engines' own.
+    pub const CC_START: usize = 2 * ENGINES_PER_CORE;
     /// Latest CC end.
-    pub const CC_END: usize = 11;
+    pub const CC_END: usize = CC_START + 1;
     /// Latest tensor-completion record.
-    pub const TENSOR: usize = 12;
+    pub const TENSOR: usize = CC_START + 2;
+    /// Slots per core.
+    pub const COUNT: usize = TENSOR + 1;
+    /// Slots from [`CC_START`] on, each kept with the engine whose ring carried it.
+    pub const SHARED: usize = COUNT - CC_START;
+
+    // `ExecRequest::ts_recorded` keeps one bit a slot in a u16.
+    const _: () = assert!(COUNT <= u16::BITS as usize);
 }
 
 /// `exec_state_t` (seed §1, from enums.json).
@@ -350,9 +357,9 @@ pub struct ExecRequest {
     /// `vcore_notif_ts[2][13]`: raw device timestamps until FINALIZE, CPU
     /// microseconds after it (`ts_is_cpu`).
     vcore_notif_ts: [[u64; ts_slot::COUNT]; MAX_CORES],
-    /// Per core, the engine whose ring carried the kept CC start, CC end and
-    /// tensor records (slots 10, 11, 12): selects their calibration.
-    slot_engine: [[u8; 3]; MAX_CORES],
+    /// Per core, the engine whose ring carried each kept [`ts_slot::SHARED`]
+    /// record: selects its calibration.
+    slot_engine: [[u8; ts_slot::SHARED]; MAX_CORES],
     /// Per core, bit `s`: slot `s` of `vcore_notif_ts` held a record when
     /// FINALIZE rescaled it (a record can rescale to 0 CPU microseconds, the
     /// value an unrecorded slot keeps), set with `ts_is_cpu`.
@@ -393,7 +400,7 @@ impl ExecRequest {
             network_proxy_done: [false; MAX_CORES],
             tpb_exec_state: [[TpbEngState::StartPending; ENGINES_PER_CORE]; MAX_CORES],
             vcore_notif_ts: [[0; ts_slot::COUNT]; MAX_CORES],
-            slot_engine: [[0; 3]; MAX_CORES],
+            slot_engine: [[0; ts_slot::SHARED]; MAX_CORES],
             ts_recorded: [0; MAX_CORES],
             ts_is_cpu: false,
             settle_due: false,

@@ -275,7 +275,7 @@ pub(crate) fn consume_core_keeps_its_frame<A: Any>(mut any: A, core: usize) {
 pub(super) struct CoreChoice {
     substates: [TpbEngState; ENGINES_PER_CORE],
     ts: [u64; ts_slot::COUNT],
-    slot_engine: [u8; 3],
+    slot_engine: [u8; ts_slot::SHARED],
     fatal: [bool; fatal::COUNT],
     ok: bool,
     code: u32,
@@ -443,7 +443,7 @@ pub(crate) fn consume_engine_keeps_its_frame<A: Any>(mut any: A, core: usize, en
 pub(super) struct EngineChoice {
     substate: TpbEngState,
     ts: [u64; ts_slot::COUNT],
-    slot_engine: [u8; 3],
+    slot_engine: [u8; ts_slot::SHARED],
     ok: bool,
     fatal: [bool; fatal::COUNT],
     code: u32,
