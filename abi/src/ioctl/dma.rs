@@ -4,10 +4,8 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use super::{Ioctl, IOC_READ, IOC_WRITE};
 
-// The driver's struct sizes (`shared/anchors/driver-abi.md`): what it copies
-// through each request's pointer.
-// `BarRw` carries two pointers: 32 bytes where the driver runs (64-bit); a
-// 32-bit build (a controller that links only the constants) has no BAR ioctl.
+// The driver's struct sizes, `shared/anchors/driver-abi.md`.
+// `BarRw` carries two pointers; a 32-bit build has no BAR ioctl.
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(core::mem::size_of::<BarRw>() == 32);
 const _: () = assert!(core::mem::size_of::<BarRwWire>() == 32);
@@ -18,23 +16,22 @@ const _: () = assert!(core::mem::size_of::<DmaAckCompleted>() == 12);
 const _: () = assert!(core::mem::size_of::<DmaQueueGetState>() == 24);
 const _: () = assert!(core::mem::size_of::<DmaQueueState>() == 48);
 
-/// `NEURON_IOCTL_BAR_READ` (nr 11). Its argument carries pointers: issued only
-/// through `nrt_linux::sys::bar_rw`, which builds it from slices.
+/// `NEURON_IOCTL_BAR_READ`, nr 11. Its argument carries pointers: issued only
+/// by `nrt_linux::sys::bar_rw`, from slices.
 pub const BAR_READ: Ioctl<BarRw> = Ioctl::pointer(IOC_READ, 11, "NEURON_IOCTL_BAR_READ");
-/// `NEURON_IOCTL_BAR_WRITE` (nr 12). As [`BAR_READ`].
+/// `NEURON_IOCTL_BAR_WRITE`, nr 12. As [`BAR_READ`].
 pub const BAR_WRITE: Ioctl<BarRw> = Ioctl::pointer(IOC_WRITE, 12, "NEURON_IOCTL_BAR_WRITE");
-/// `NEURON_IOCTL_DMA_QUEUE_COPY_START` (nr 35): how an unprivileged process
-/// advances a DMA queue's tail (the driver refuses BAR writes to `drtp_inc`).
+/// `NEURON_IOCTL_DMA_QUEUE_COPY_START`, nr 35: how an unprivileged process
+/// advances a DMA queue's tail; the driver refuses BAR writes to `drtp_inc`.
 pub const DMA_QUEUE_COPY_START: Ioctl<DmaQueueCopyStart> =
     Ioctl::pointer(IOC_READ, 35, "NEURON_IOCTL_DMA_QUEUE_COPY_START");
-/// `NEURON_IOCTL_DMA_QUEUE_INIT` (nr 33): bind a queue's TX/RX rings; copy start needs it first.
+/// `NEURON_IOCTL_DMA_QUEUE_INIT`, nr 33: bind a queue's TX/RX rings; copy start needs it first.
 pub const DMA_QUEUE_INIT: Ioctl<DmaQueueInit> = Ioctl::pointer(IOC_READ, 33, "NEURON_IOCTL_DMA_QUEUE_INIT");
-/// `NEURON_IOCTL_DMA_QUEUE_RELEASE` (nr 34).
+/// `NEURON_IOCTL_DMA_QUEUE_RELEASE`, nr 34.
 pub const DMA_QUEUE_RELEASE: Ioctl<DmaQueueRelease> = Ioctl::pointer(IOC_READ, 34, "NEURON_IOCTL_DMA_QUEUE_RELEASE");
-/// `NEURON_IOCTL_DMA_ACK_COMPLETED` (nr 36).
+/// `NEURON_IOCTL_DMA_ACK_COMPLETED`, nr 36.
 pub const DMA_ACK_COMPLETED: Ioctl<DmaAckCompleted> = Ioctl::pointer(IOC_READ, 36, "NEURON_IOCTL_DMA_ACK_COMPLETED");
-/// `NEURON_IOCTL_DMA_QUEUE_GET_STATE` (nr 37): its argument carries two pointers
-/// to [`DmaQueueState`] (the wire form is [`DmaQueueGetState`], addresses as u64).
+/// `NEURON_IOCTL_DMA_QUEUE_GET_STATE`, nr 37: two pointers to [`DmaQueueState`].
 pub const DMA_QUEUE_GET_STATE: Ioctl<DmaQueueGetState> =
     Ioctl::pointer(IOC_READ | IOC_WRITE, 37, "NEURON_IOCTL_DMA_QUEUE_GET_STATE");
 
@@ -45,26 +42,25 @@ pub const DMA_QUEUE_GET_STATE: Ioctl<DmaQueueGetState> =
 pub struct BarRw {
     /// BAR index.
     pub bar: u32,
-    /// Array of absolute register addresses (`bar_address[0]` + offset).
+    /// Absolute register addresses: `bar_address[0]` plus the offset.
     pub address: *const u64,
-    /// Array of values (in for writes, out for reads).
+    /// Values: in for writes, out for reads.
     pub data: *mut u32,
     /// Number of registers.
     pub count: u32,
 }
 
-/// The wire form of [`BarRw`]: the same 32 bytes with the two pointers as the
-/// caller's addresses (what a driver model reads out of another process).
+/// The wire form of [`BarRw`], pointers as the caller's addresses.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct BarRwWire {
     /// BAR index.
     pub bar: u32,
-    /// Padding (the pointer's alignment).
+    /// Padding.
     pub _pad0: u32,
-    /// Address of the `u64` register-address array in the caller.
+    /// Address of the register addresses in the caller.
     pub address: u64,
-    /// Address of the `u32` data array in the caller.
+    /// Address of the data in the caller.
     pub data: u64,
     /// Number of registers.
     pub count: u32,
@@ -80,9 +76,9 @@ pub struct DmaQueueCopyStart {
     pub eng_id: u32,
     /// Queue index in the engine.
     pub qid: u32,
-    /// TX (M2S) descriptors to release.
+    /// TX descriptors to release.
     pub tx_desc_count: u32,
-    /// RX (S2M) descriptors to release.
+    /// RX descriptors to release.
     pub rx_desc_count: u32,
 }
 
@@ -94,9 +90,9 @@ pub struct DmaQueueInit {
     pub eng_id: u32,
     /// Queue index in the engine.
     pub qid: u32,
-    /// TX (M2S) ring descriptors.
+    /// TX ring descriptors.
     pub tx_desc_count: u32,
-    /// RX (S2M) ring descriptors.
+    /// RX ring descriptors.
     pub rx_desc_count: u32,
     /// Memory handle of the TX ring.
     pub tx_handle: u64,
@@ -132,8 +128,7 @@ pub struct DmaAckCompleted {
     pub count: u32,
 }
 
-/// The wire form of `struct neuron_ioctl_dma_queue_get_state`: the two out
-/// pointers as the caller's addresses of [`DmaQueueState`]s.
+/// The wire form of `struct neuron_ioctl_dma_queue_get_state`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct DmaQueueGetState {
@@ -147,7 +142,7 @@ pub struct DmaQueueGetState {
     pub rx: u64,
 }
 
-/// `struct neuron_dma_queue_state` (share/neuron_driver_shared.h).
+/// `struct neuron_dma_queue_state`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct DmaQueueState {
@@ -159,9 +154,9 @@ pub struct DmaQueueState {
     pub base_addr: u64,
     /// Ring size.
     pub length: u32,
-    /// Hardware (head) pointer.
+    /// Hardware head pointer.
     pub head_pointer: u32,
-    /// Software (tail) pointer.
+    /// Software tail pointer.
     pub tail_pointer: u32,
     /// Padding.
     pub _pad0: u32,

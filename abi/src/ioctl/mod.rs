@@ -1,22 +1,13 @@
-//! The Neuron driver's ioctl ABI: request codes and argument structs.
+//! The Neuron driver's ioctl ABI: request codes and argument structs, as the
+//! public driver's `neuron_ioctl.h` declares them; `tests.rs` checks each.
 //!
-//! Numbers and layouts are the public driver's (`neuron_ioctl.h`; see
-//! `shared/anchors/neuron-driver-facts.md` §3), checked in the tests below. Two
-//! facts matter:
+//! - Every request encodes the size of a **pointer**, not of the struct: the
+//!   header declares `_IOR('N', nr, struct X *)`.
+//! - Most input requests are declared `_IOR`, against the Linux convention.
+//! - The kickoff takes a pointer to the 12-byte `{nc_id, semaphore_index,
+//!   value}`, not the seed's 8-byte value: `seed-vs-driver.md` point 1.
 //!
-//! - every request encodes the size of a **pointer** (8 on x86-64), not of the
-//!   struct, because the header declares them as `_IOR('N', nr, struct X *)`; the
-//!   argument is a pointer to the struct, which the driver copies in with its real
-//!   size;
-//! - most "input" requests are declared `_IOR` (direction bits 2), against the
-//!   Linux convention. We match the numbers exactly.
-//!
-//! The seed calls the kickoff an "_IOW-style 8-byte argument carrying (idx,
-//! value)"; the driver's header is the authority (`seed-vs-driver.md` point 1): a
-//! pointer to the 12-byte `{nc_id, semaphore_index, value}`.
-//!
-//! Each request is an [`Ioctl<T>`]: its code and the one argument type the
-//! driver copies through it, paired here and nowhere else.
+//! Each request is an [`Ioctl<T>`], paired with its argument type here only.
 
 use core::marker::PhantomData;
 
@@ -34,9 +25,9 @@ pub use mem::*;
 pub use notify::*;
 pub use sync::*;
 
-/// `_IOC` direction bits: write (user to kernel).
+/// `_IOC` direction bits: write, user to kernel.
 pub const IOC_WRITE: u32 = 1;
-/// `_IOC` direction bits: read (kernel to user).
+/// `_IOC` direction bits: read, kernel to user.
 pub const IOC_READ: u32 = 2;
 /// The driver's ioctl type character, `'N'`.
 pub const NEURON_IOCTL_BASE: u32 = b'N' as u32;
@@ -51,7 +42,7 @@ pub const fn ioc(dir: u32, nr: u32, size: u32) -> u32 {
     (dir << 30) | (size << 16) | (NEURON_IOCTL_BASE << 8) | nr
 }
 
-/// The size field of request `code` (`_IOC_SIZE`).
+/// The size field of request `code`, `_IOC_SIZE`.
 pub const fn ioc_size(code: u32) -> u32 {
     (code >> 16) & IOC_SIZE_MASK
 }
@@ -59,19 +50,13 @@ pub const fn ioc_size(code: u32) -> u32 {
 /// A driver request bound to the one argument type it copies: `ioctl(fd, code,
 /// &mut T)`.
 ///
-/// The kernel copies as many bytes as the *request* says, whatever the caller
-/// passes; an untyped `ioctl(fd, code, &mut x)` is therefore only as sound as the
-/// pairing of `code` with the type of `x`. Here the pairing is made once, in this
-/// module: the constructor is private, each request below is a constant, and
-/// its code is built by the `_IOC` encoding from `size_of::<*mut T>()`, the
-/// argument the header declares (`_IOR('N', nr, struct X *)`). The driver then
-/// copies `sizeof(struct X)` bytes through that pointer, which is `size_of::<T>()`:
-/// each argument struct's size is asserted at compile time against the driver's
-/// below. The tests check every request's code against the driver's number and
-/// its size field against its argument type.
+/// The kernel copies as many bytes as the request says, whatever the caller
+/// passes, so the pairing of code and type is the soundness. It is made once,
+/// here: the constructor is private, each request is a constant whose code is
+/// built from `size_of::<*mut T>()`, and each argument's size is asserted
+/// against the driver's struct at compile time.
 ///
-/// Outside this module no `Ioctl` can be made, so a request the kernel answers
-/// with more bytes than the argument holds (FIONREAD through a `&mut u8`)
+/// Outside this module no `Ioctl` can be made, so FIONREAD through a `&mut u8`
 /// does not type-check:
 ///
 /// ```compile_fail
@@ -85,25 +70,23 @@ pub struct Ioctl<T> {
 }
 
 impl<T> Ioctl<T> {
-    /// `_IOC(dir, 'N', nr, struct X *)`: the pointer-declared form of every
-    /// Neuron request.
+    /// `_IOC(dir, 'N', nr, struct X *)`: the form of most Neuron requests.
     const fn pointer(dir: u32, nr: u32, name: &'static str) -> Ioctl<T> {
         let code = ioc(dir, nr, core::mem::size_of::<*mut T>() as u32);
-        // The size field holds the pointer's size exactly (it fits 14 bits).
+        // The size field holds the pointer's size exactly.
         assert!(ioc_size(code) as usize == core::mem::size_of::<*mut T>());
         Ioctl { code, name, arg: PhantomData }
     }
 
-    /// `_IOC(dir, 'N', nr, struct X)`: the few requests the header declares with
-    /// the struct itself (`MEM_ALLOC_V2MT`, `DRIVER_INFO_GET`,
-    /// `RESOURCE_MMAP_INFO`): the size field is the struct's.
+    /// `_IOC(dir, 'N', nr, struct X)`: the few requests declared with the
+    /// struct itself, whose size field is the struct's.
     pub(crate) const fn by_value(dir: u32, nr: u32, name: &'static str) -> Ioctl<T> {
         let code = ioc(dir, nr, core::mem::size_of::<T>() as u32);
         assert!(ioc_size(code) as usize == core::mem::size_of::<T>());
         Ioctl { code, name, arg: PhantomData }
     }
 
-    /// The request number (`_IOC_NR`): what the driver's switch dispatches on.
+    /// The request number, `_IOC_NR`, which the driver dispatches on.
     pub const fn nr(&self) -> u32 {
         self.code & 0xFF
     }
@@ -133,18 +116,16 @@ impl<T> core::fmt::Debug for Ioctl<T> {
     }
 }
 
-/// An argument the driver reads and writes only within its own
-/// `size_of::<Self>()` bytes: no pointer inside it is followed. Sealed: only the
-/// plain `#[repr(C)]` integer structs of this module implement it (their sizes are
-/// asserted below against the driver's), so `nrt_linux::sys::ioctl` can take one
-/// safely. [`BarRw`], which carries pointers, does not.
+/// An argument the driver touches only within its own `size_of::<Self>()`
+/// bytes, following no pointer inside it. Sealed to this module's plain
+/// structs, so `nrt_linux::sys::ioctl` can take one safely; [`BarRw`] is not one.
 pub trait PlainArg: sealed::Sealed {}
 
 mod sealed {
     pub trait Sealed {}
 }
 
-/// Mark the plain argument structs (no pointer inside, sizes asserted below).
+/// Mark the plain argument structs.
 macro_rules! plain {
     ($($t:ty),* $(,)?) => {$(
         impl sealed::Sealed for $t {}
@@ -177,8 +158,7 @@ plain!(
     crate::sim::SimHints,
 );
 
-/// Every request this crate names, for a dispatcher (the simulator's driver
-/// model) or a tracer: `(nr, code, name)`.
+/// Every request this crate names, `(nr, code, name)`, for a dispatcher or a tracer.
 pub const ALL_REQUESTS: [(u32, u32, &str); 40] = {
     macro_rules! r { ($($q:expr),* $(,)?) => { [$(($q.nr(), $q.code(), $q.name())),*] } }
     r!(

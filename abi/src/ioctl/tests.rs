@@ -17,8 +17,7 @@ fn request_codes_are_the_drivers() {
     assert_eq!(DMA_QUEUE_COPY_START.code(), 0x8008_4E23);
 }
 
-/// The size field of `req` is the size of the pointer to its argument (the
-/// header's `struct X *`), and the argument is the driver's struct size.
+/// The size field of `req` is a pointer's, and its argument is the driver's struct size.
 fn sized<T>(req: Ioctl<T>, driver_struct_bytes: usize) -> &'static str {
     assert_eq!(ioc_size(req.code()) as usize, size_of::<*mut T>(), "{req:?}");
     assert_eq!(ioc_size(req.code()), ARG_PTR_SIZE, "{req:?}");
@@ -99,9 +98,8 @@ fn bring_up_request_codes_are_the_drivers() {
     assert_eq!(request_name(0x541B), None);
 }
 
-/// The CRWL family, the datastore, the holder query and the apps list:
-/// codes, directions, numbers and struct sizes as gcc computes them from the
-/// driver's `neuron_ioctl.h` at fca19f7 on x86-64.
+/// The CRWL family, the datastore, the holder query and the apps list, as gcc
+/// computes them from the driver's `neuron_ioctl.h` on x86-64.
 #[test]
 fn ownership_datastore_and_query_requests_are_the_drivers() {
     // (request code, driver code, direction, nr, size field)
