@@ -1,4 +1,4 @@
-//! Proofs of the harvest (completion-engine seed §1, §2, §5).
+//! Proofs of the harvest, completion-engine seed §1, §2, §5.
 //!
 //! Two harness platforms: [`ProbeDev`], a quiet device whose INTC cause is fixed
 //! and whose INTC reads are counted (the matcher), and [`AnyDev`], a device whose
@@ -20,7 +20,7 @@ use crate::nq::{Engine, ErrorEntry, Notifications, Subtype, ERROR_NQ, INFER_STAT
 use crate::proofs::{cover, Any};
 use crate::status::{NrtError, NrtStatus};
 
-/// INTC cause bit 29, the software NQ overflow (seed §5).
+/// INTC cause bit 29, the software NQ overflow, seed §5.
 const OVERFLOW_BIT: u32 = 1 << super::INTC_SW_NQ_OVERFLOW_BIT;
 
 /// The INTC reads a harness device has seen.
@@ -497,7 +497,7 @@ pub(crate) fn rescale_ns_contract(cal: crate::nq::TsCal, ts: u64) {
     cover!(r.is_some_and(|v| v > 0 && v < u64::MAX), "rescale: an ordinary value");
 }
 
-/// `sync_point_dev_ts_to_cpu_ts` (seed §3): the sync point maps to itself, the map
+/// `sync_point_dev_ts_to_cpu_ts`, seed §3: the sync point maps to itself, the map
 /// is monotone (a later device time is never an earlier CPU time) and shifts by
 /// exactly the device delta while it does not saturate; it never wraps or panics.
 ///

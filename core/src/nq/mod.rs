@@ -20,7 +20,7 @@ pub use entry::{CustomKind, Notification, RawEntry, Subtype};
 pub use error::{ErrorClass, ErrorEntry, InferErrorSubtype};
 pub use ring::{ErrorRecord, Notifications, NqRing, RingError, SyncPoint, TsCal};
 
-/// The runtime's NQ index of the error ring (`ens_nq[2]`, "NQ#2"; seed §4).
+/// The runtime's NQ index of the error ring, `ens_nq[2]`, "NQ#2", seed §4.
 pub const ERROR_NQ: u8 = 2;
 
 /// The runtime's NQ indices of the INFER_STATUS rings, one per engine in engine
@@ -37,7 +37,7 @@ const _: () = assert!((ERROR_NQ as usize) < NQ_PER_CORE);
 /// ([`Notifications::set_infer_status_nqs`] refuses more).
 pub const MAX_INFER_STATUS_NQS: usize = 8;
 
-/// A TPB engine, in the runtime's order (`seed-vs-driver.md` point 7).
+/// A TPB engine, in the runtime's order, `seed-vs-driver.md` point 7.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Engine {

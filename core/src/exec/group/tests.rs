@@ -729,7 +729,7 @@ fn a_refusal_displays_the_call_and_its_reason() {
 
 #[test]
 fn a_group_settles_a_request_right_after_its_notice() {
-    // Requests settled after the notice (G-SETTLE): `done` sees each with its
+    // Requests settled after the notice, G-SETTLE: `done` sees each with its
     // status and its settle due; by the end of the pass its lane has the
     // counts a request settled in FINALIZE gives, and the same events.
     let which = scenarios();

@@ -116,7 +116,7 @@ fn unexpected_subtypes_fail_with_generic_status() {
         assert!(
             matches!(ev, Some(Event::Exec(ExecEvent::UnexpectedNotification { engine: Engine::Pool, subtype, .. })) if subtype == sub)
         );
-        // The seed's text, spelt right (G-SEED-TYPO).
+        // The seed's text, spelt right, G-SEED-TYPO.
         let text = ev.map(|e| e.to_string()).unwrap_or_default();
         assert!(text.contains("core 0: Received unexpected notification on engine POOL"), "{text}");
         assert!(text.contains(&format!("Notification Type: {sub}")), "{text}");

@@ -108,7 +108,7 @@ fn head_is_written_back_after_each_batch() {
     assert_eq!(r.dev.head_writes, 5, "one per engine ring (the error ring was empty)");
 }
 
-/// Under batching (G-HEAD-BATCH) HEAD waits for half a ring, but a batch that
+/// Under batching, G-HEAD-BATCH, HEAD waits for half a ring, but a batch that
 /// ends in error hands back what it read at once, from the one step itself:
 /// a caller driving `progress_one_step` directly has no completion hook.
 #[test]
