@@ -27,8 +27,7 @@ pub fn clock_ns(id: libc::clockid_t) -> u64 {
     s.saturating_mul(1_000_000_000).saturating_add(ns)
 }
 
-/// `CLOCK_MONOTONIC` in nanoseconds: every process on the machine reads the
-/// same, so a device clock's origin published on it means the same to all.
+/// `CLOCK_MONOTONIC` in nanoseconds, the same in every process.
 pub fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
 }
@@ -38,34 +37,26 @@ pub fn monotonic_ns() -> u64 {
 pub enum Access {
     /// `PROT_READ | PROT_WRITE`: the words are handed out as atomics.
     ReadWrite,
-    /// `PROT_READ`: no atomic is handed out; only the `Relaxed` loads
-    /// [`load_u32`](SharedMap::load_u32) and [`load_u64`](SharedMap::load_u64) read it.
+    /// `PROT_READ`: read only by the `Relaxed` loads.
     ReadOnly,
 }
 
 /// A `MAP_SHARED` mapping of a region of a file, unmapped on drop. Its words
-/// are reached only as bounds- and alignment-checked atomics: another process
-/// or the device writes the same memory concurrently.
-///
-/// A [read-only](Access::ReadOnly) mapping hands out no atomic, only the
-/// `Relaxed` loads; a reader that needs Acquire fences after the load.
+/// are reached only as checked atomics, since another process or the device
+/// writes the same memory. A read-only mapping gives only `Relaxed` loads.
 ///
 /// # One size per word
 ///
-/// Racing atomic accesses of different sizes to overlapping bytes are
-/// undefined behaviour. Each word of the mapping must therefore be accessed at
-/// one size only while another thread may access it; every field of the
-/// shared file and the driver's memory has one width. It is not enforced: the
-/// other side is often another process. Accesses ordered by happens-before may
-/// differ in size.
+/// Racing atomic accesses of different sizes to the same bytes are undefined
+/// behaviour, so each word must be accessed at one size while another thread
+/// may access it. Every field of the shared file and the driver's memory has
+/// one width; nothing enforces it, as the other side is often another process.
 ///
 /// # A file shrunk under the mapping
 ///
-/// An access past the new end of a truncated file raises `SIGBUS`, as with any
-/// mapping. [`map`](SharedMap::map) is still safe: every view is an atomic, so
-/// a concurrent writer is no undefined behaviour, and a shrunk file ends the
-/// process before a byte is read. The files mapped are a device's memory and
-/// `nrt-sim`'s device file, sealed with `F_SEAL_SHRINK`, which [`crate::shm`] checks.
+/// An access past the end of a truncated file raises `SIGBUS`. [`map`](SharedMap::map)
+/// is still safe: every view is an atomic, and the process ends before a byte
+/// is read. The device file is sealed against shrinking, as [`crate::shm`] checks.
 #[derive(Debug)]
 pub struct SharedMap {
     ptr: NonNull<u8>,

@@ -2,8 +2,8 @@
 //! and queue numbering and the runtime versions served. Each names its driver
 //! file and function and its rule id in `docs/driver-conformance.md`.
 //!
-//! The driver model calls these; they live here, stateless and `no_std`, so
-//! that kani proves them and the model and a host share one definition.
+//! Here, stateless and `no_std`, so that kani proves them once for the model
+//! and a host.
 
 use nrt_core::arch::Arch;
 
@@ -62,8 +62,8 @@ pub const fn h2t_queue(arch: Arch, nc: u32) -> (u32, u32) {
     }
 }
 
-/// Whether the driver initialised DMA engine `eng`: v2 0..=33, v3 all. Any
-/// other has no queues, which DMAQ-11 refuses. Driver: neuron_ring.c, `ndmar_init_nc`.
+/// Whether the driver initialised DMA engine `eng`; DMAQ-11 refuses another.
+/// Driver: neuron_ring.c, `ndmar_init_nc`.
 pub const fn engine_initialised(arch: Arch, eng: u32) -> bool {
     match arch {
         Arch::Sunda => eng <= 33,

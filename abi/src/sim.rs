@@ -2,10 +2,7 @@
 //! tell it outside the ioctl ABI, shared by the simulator and the binding.
 //!
 //! Every item is a **sim** choice where no public source gives the value, each
-//! named in `docs/spec-gaps.md`: the INTC error-trigger layout, G-ERRTRIG; the
-//! top-SP NX-local base, G-DMA-XTLOCAL; the timestamp calibration; the output
-//! var ids; the driver model's BAR0 address and hint query, G-DRV-PROBES. The
-//! hardware's own layout is [`crate::devmap`]'s.
+//! named in `docs/spec-gaps.md`. The hardware's own layout is [`crate::devmap`]'s.
 //!
 //! Also the labels a host checks a run against: [`FAULT_NAMES`] and [`SCENARIO_LABELS`].
 
@@ -103,17 +100,15 @@ pub enum Line {
 pub const LINES: usize = 5;
 
 /// **sim**: the BAR0 physical address the driver model reports in
-/// `DEVICE_INFO`, where a real device reports its PCI BAR. BAR_READ and
-/// BAR_WRITE addresses are this plus the register's offset; driver-abi.md point 7.
+/// `DEVICE_INFO`; driver-abi.md point 7.
 pub const SIM_BAR0_PA: u64 = 0x0000_0040_0000_0000;
 
 /// The request number of [`SIM_HINTS`], which the real driver answers
 /// `EINVAL`. Driver: neuron_cdev.c, `ncdev_misc_ioctl`.
 pub const SIM_HINTS_NR: u32 = 0xE0;
 
-/// `nrt_sim_hints.magic` as the model writes it, `"NSIM"`. A caller zeroes it
-/// and trusts the answer only when the call returned 0 **and** this came back,
-/// so a future driver's nr 0xE0 is not taken for the simulator.
+/// `nrt_sim_hints.magic`: a caller zeroes it and trusts only an answer that
+/// returned 0 **and** this.
 pub const SIM_HINTS_MAGIC: u32 = u32::from_le_bytes(*b"NSIM");
 /// The layout version the model writes into `version`.
 pub const SIM_HINTS_VERSION: u32 = 2;
@@ -189,9 +184,7 @@ pub const FAULT_NAMES: [&str; 16] = [
     "corrupt",
 ];
 
-/// A named scenario as a host sees it: the status and return code it must end
-/// with and the configuration to run it. Its faults and checks stay with
-/// `nrt_sim::scenario`, which is checked against this table.
+/// A named scenario as a host sees it; `nrt_sim::scenario` is checked against it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ScenarioLabel {
     /// Short kebab-case name.

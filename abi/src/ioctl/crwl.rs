@@ -24,9 +24,8 @@ pub const CRWL_WRITER_ENTER: Ioctl<Crwl> = Ioctl::pointer(IOC_WRITE, 83, "NEURON
 /// one reader. `EINVAL` without a writer enter, `ENOENT` for another uuid or
 /// process. Driver: neuron_crwl.c, `ncrwl_writer_downgrade`.
 pub const CRWL_WRITER_DOWNGRADE: Ioctl<Crwl> = Ioctl::pointer(IOC_WRITE, 84, "NEURON_IOCTL_CRWL_WRITER_DOWNGRADE");
-/// `NEURON_IOCTL_CRWL_NC_RANGE_MARK`, nr 85, pointer form: claim `nc_count`
-/// consecutive free cores between `start_nc_index` and `end_nc_index`. `EBUSY`
-/// when there are none, with `max_nc_available` set. Driver: neuron_crwl.c,
+/// `NEURON_IOCTL_CRWL_NC_RANGE_MARK`, nr 85: claim `nc_count` consecutive free
+/// cores in a range; `EBUSY` when there are none. Driver: neuron_crwl.c,
 /// `ncrwl_nc_range_mark`.
 pub const CRWL_NC_RANGE_MARK: Ioctl<CrwlNcMap> = Ioctl::pointer(IOC_WRITE, 85, "NEURON_IOCTL_CRWL_NC_RANGE_MARK");
 /// `NEURON_IOCTL_CRWL_NC_RANGE_MARK_EXT0`, nr 85 with a 512-bit bitmap; the
@@ -44,9 +43,8 @@ pub const CRWL_NC_RANGE_UNMARK_EXT0: Ioctl<CrwlNcMapExt> =
 /// Driver: neuron_cdev.c, `ncdev_nc_pid_state_dump`.
 pub const NC_PID_STATE_DUMP: Ioctl<NcPidStateDump> =
     Ioctl::by_value(IOC_READ | IOC_WRITE, 117, "NEURON_IOCTL_NC_PID_STATE_DUMP");
-/// `NEURON_IOCTL_DEVICE_GET_ALL_APPS_INFO`, nr 7: the processes attached to the
-/// device, each with the cores whose CRWL writer it is. The argument is an
-/// [`AppsInfoHeader`] then `capacity` [`AppInfo`]s. Driver: neuron_cdev.c,
+/// `NEURON_IOCTL_DEVICE_GET_ALL_APPS_INFO`, nr 7: the processes attached to
+/// the device, an [`AppsInfoHeader`] then [`AppInfo`]s. Driver: neuron_cdev.c,
 /// `ncdev_device_get_all_apps_info`.
 pub const DEVICE_GET_ALL_APPS_INFO: Ioctl<AppsInfoHeader> =
     Ioctl::pointer(IOC_READ, 7, "NEURON_IOCTL_DEVICE_GET_ALL_APPS_INFO");
@@ -60,7 +58,7 @@ pub const MAX_NEURON_DEVICE_COUNT: u32 = 64;
 pub const MAX_PROCESS_PER_DEVICE: usize = 16;
 /// `APP_INFO_MAX_MODELS_PER_DEVICE`: the uuids an [`AppInfo`] holds, cores 0..=3.
 pub const APP_INFO_MAX_MODELS_PER_DEVICE: usize = 4;
-/// `APP_INFO_PID_NC_LOCK_INFO`: ask [`DEVICE_GET_ALL_APPS_INFO`] for `nc_lock_map` and uuids.
+/// `APP_INFO_PID_NC_LOCK_INFO`: ask for `nc_lock_map` and uuids.
 pub const APP_INFO_PID_NC_LOCK_INFO: u16 = 1;
 /// `APP_INFO_PID_MEM_USAGE`: ask for each process's memory use.
 pub const APP_INFO_PID_MEM_USAGE: u16 = 1 << 1;

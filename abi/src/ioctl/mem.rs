@@ -22,17 +22,14 @@ pub const MEM_ALLOC_V2MT: Ioctl<MemAllocV2Mt> = Ioctl::by_value(IOC_READ, 102, "
 /// `NEURON_IOCTL_RESOURCE_MMAP_INFO`, nr 112, declared with the struct.
 pub const RESOURCE_MMAP_INFO: Ioctl<ResourceMmapInfo> =
     Ioctl::by_value(IOC_READ | IOC_WRITE, 112, "NEURON_IOCTL_RESOURCE_MMAP_INFO");
-/// `NEURON_IOCTL_ACQUIRE_NEURON_DS`, nr 71: `pid` 0 creates the caller's
-/// datastore and returns its `mmap_offset`; another pid hands a monitor that
-/// process's. Driver: neuron_ds.c, `neuron_ds_acquire_pid`.
+/// `NEURON_IOCTL_ACQUIRE_NEURON_DS`, nr 71: `pid`'s datastore, 0 the caller's,
+/// created then. Driver: neuron_ds.c, `neuron_ds_acquire_pid`.
 pub const ACQUIRE_NEURON_DS: Ioctl<NeuronDsInfo> = Ioctl::pointer(IOC_READ, 71, "NEURON_IOCTL_ACQUIRE_NEURON_DS");
-/// `NEURON_IOCTL_RELEASE_NEURON_DS`, nr 72: `pid`'s datastore, 0 the caller's,
-/// is zeroed when the caller owns it; a monitor's release changes nothing. There
-/// is no reference count. Always 0. Driver: neuron_ds.c, `neuron_ds_release_pid`.
+/// `NEURON_IOCTL_RELEASE_NEURON_DS`, nr 72: zero `pid`'s datastore if the
+/// caller owns it; no reference count. Driver: neuron_ds.c, `neuron_ds_release_pid`.
 pub const RELEASE_NEURON_DS: Ioctl<NeuronDsInfo> = Ioctl::pointer(IOC_READ, 72, "NEURON_IOCTL_RELEASE_NEURON_DS");
 
-/// `mem_alloc_category_t`: the `mem_type` of `MEM_ALLOC_V2MT`, for the driver's
-/// usage counters; any other value counts as unknown.
+/// `mem_alloc_category_t`: the `mem_type` of `MEM_ALLOC_V2MT`.
 pub mod mem_type {
     /// `NEURON_MEMALLOC_TYPE_TENSORS_HOST`: a runtime's tensors in host memory.
     pub const TENSORS_HOST: u32 = 2;

@@ -47,14 +47,12 @@ pub const fn ioc_size(code: u32) -> u32 {
     (code >> 16) & IOC_SIZE_MASK
 }
 
-/// A driver request bound to the one argument type it copies: `ioctl(fd, code,
-/// &mut T)`.
+/// A driver request bound to the one argument type it copies.
 ///
-/// The kernel copies as many bytes as the request says, whatever the caller
-/// passes, so the pairing of code and type is the soundness. It is made once,
-/// here: the constructor is private, each request is a constant whose code is
-/// built from `size_of::<*mut T>()`, and each argument's size is asserted
-/// against the driver's struct at compile time.
+/// The kernel copies as many bytes as the request says, so the pairing of
+/// code and type is the soundness. It is made once, here: the constructor is
+/// private, each code is built from `size_of::<*mut T>()`, and each
+/// argument's size is asserted against the driver's.
 ///
 /// Outside this module no `Ioctl` can be made, so FIONREAD through a `&mut u8`
 /// does not type-check:
