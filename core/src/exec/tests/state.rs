@@ -105,7 +105,7 @@ fn head_is_written_back_after_each_batch() {
     r.dev.run_all(1, 1, 2);
     r.enter_wait_core();
     r.step();
-    assert_eq!(r.dev.head_writes, 5, "one per engine ring (the error ring was empty)");
+    assert_eq!(r.dev.head_writes, ENGINES_PER_CORE as u64, "one per engine ring: the error ring was empty");
 }
 
 /// Under batching, G-HEAD-BATCH, HEAD waits for half a ring, but a batch that
