@@ -1,20 +1,16 @@
-//! The device's layout, as the public driver states it: the DMA engines of
-//! each NeuronCore and which reach host memory, the BAR0 windows and what
-//! each one is, and the v3 logical-to-physical core map.
+//! The device's layout as the public driver states it: each NeuronCore's DMA
+//! engines, the BAR0 windows, and the v3 logical-to-physical core map.
 //!
-//! The binding picks its queues, registers and core numbers here, the
-//! simulator lays its device out by it and the driver model judges calls
-//! against it: no offset of the hardware is written anywhere else. Each fact
-//! names the file and function of aws-neuron/aws-neuron-driver (fca19f7) that
-//! states it. What no public source gives is an [`Unknown`]: a real-driver
-//! path reports it and does not guess (`docs/driver-conformance.md`, the
-//! device map's section). The NOTIFIC blocks alone are stated in
-//! `nrt_core::arch`, which the no_std harvest needs; this map reads them there.
+//! No hardware offset is written anywhere else: the binding, the simulator and
+//! the driver model all take it from here. Each fact names the driver file and
+//! function, aws-neuron-driver at fca19f7. What no public source gives is an
+//! [`Unknown`], reported and never guessed; see `docs/driver-conformance.md`.
+//! The NOTIFIC blocks alone live in `nrt_core::arch`, for the no_std harvest.
 
 use nrt_core::arch::{Arch, NOTIFIC_BLOCK_BYTES};
 
-/// DMA engines each NeuronCore owns: NC `n` owns engines `16n..16n + 16`
-/// (v2/v3 neuron_dhal_v*.c: `ndmar_quiesce_queues_v2`, `_v3`).
+/// DMA engines each NeuronCore owns, from `16n`. Driver: neuron_dhal_v*.c,
+/// `ndmar_quiesce_queues_v2`, `_v3`.
 pub const ENGINES_PER_NC: u32 = 16;
 
 /// The DMA engines NeuronCore `nc` owns, `None` past the device's cores.
@@ -26,8 +22,8 @@ pub const fn engines_of(arch: Arch, nc: u8) -> Option<core::ops::Range<u32>> {
     Some(first..first + ENGINES_PER_NC)
 }
 
-/// The NeuronCore that owns DMA engine `eng`, `None` for the driver's own
-/// engines (the H2T engines past the cores') and ids past the device.
+/// The NeuronCore that owns DMA engine `eng`; `None` for the driver's own H2T
+/// engines and ids past the device.
 pub const fn owner_of(arch: Arch, eng: u32) -> Option<u8> {
     let nc = eng / ENGINES_PER_NC;
     if nc < arch.nc_per_device() as u32 {
@@ -37,11 +33,9 @@ pub const fn owner_of(arch: Arch, eng: u32) -> Option<u8> {
     }
 }
 
-/// Whether DMA engine `eng` of a core reaches host memory: every core engine
-/// on v2 (`ndma_get_engines_with_host_connectivity_v2`); on v3 only engines
-/// 4-7 and 12-15 of each 16 (`ndma_get_engines_with_host_connectivity_v3`,
-/// v3/neuron_dhal_v3.c; mariana plays v3's map, G-DRV-ARCH4). The driver's
-/// own H2T engines are not the runtime's and answer false.
+/// Whether a core's DMA engine `eng` reaches host memory: all on v2, engines
+/// 4-7 and 12-15 of each 16 on v3; mariana as v3, G-DRV-ARCH4. Driver:
+/// neuron_dhal_v*.c, `ndma_get_engines_with_host_connectivity_v2`, `_v3`.
 pub const fn host_connected(arch: Arch, eng: u32) -> bool {
     if owner_of(arch, eng).is_none() {
         return false;
@@ -52,11 +46,9 @@ pub const fn host_connected(arch: Arch, eng: u32) -> bool {
     }
 }
 
-/// The HBM (the `dram_channel` of a device allocation) DMA engine `eng`
-/// belongs to: the driver numbers engines by HBM, 16 per HBM on v2
-/// (v2/neuron_dhal_v2.c `ndma_get_engines_with_host_connectivity_v2`) and 32
-/// on v3 (v3/neuron_dhal_v3.c `ndma_get_engines_with_host_connectivity_v3`;
-/// mariana plays v3's map, G-DRV-ARCH4).
+/// The HBM, a device allocation's `dram_channel`, of DMA engine `eng`: 16
+/// engines per HBM on v2, 32 on v3. Driver: neuron_dhal_v*.c,
+/// `ndma_get_engines_with_host_connectivity_v2`, `_v3`.
 pub const fn hbm_of(arch: Arch, eng: u32) -> u32 {
     match arch {
         Arch::Sunda => eng / 16,
@@ -64,10 +56,9 @@ pub const fn hbm_of(arch: Arch, eng: u32) -> u32 {
     }
 }
 
-/// The DMA engine a session on NeuronCore `nc` stages host-memory copies on:
-/// the core's first engine with host connectivity ([`host_connected`]), v2
-/// `16n`, v3 `16n + 4`. Only the core's owner uses it, so two sessions on
-/// two cores never share a queue.
+/// The DMA engine a session on NeuronCore `nc` stages host copies on: the
+/// core's first [`host_connected`] engine. Only the core's owner uses it, so
+/// sessions on two cores never share a queue.
 pub const fn host_engine(arch: Arch, nc: u8) -> Option<u32> {
     let Some(r) = engines_of(arch, nc) else { return None };
     let mut e = r.start;
@@ -80,8 +71,8 @@ pub const fn host_engine(arch: Arch, nc: u8) -> Option<u32> {
     None
 }
 
-/// Bytes of one UDMA engine's register window (the stride between engines):
-/// v2 0x4_0000, v3 0x10_0000 (v2/v3 address_map.h).
+/// Bytes of one UDMA engine's register window, the stride between engines.
+/// Driver: v2|v3/address_map.h.
 pub const fn udma_window_bytes(arch: Arch) -> u64 {
     match arch {
         Arch::Sunda => 0x4_0000,
@@ -89,17 +80,15 @@ pub const fn udma_window_bytes(arch: Arch) -> u64 {
     }
 }
 
-/// BAR0 offsets of the v3 SDMA engine groups, 32 engines each, engine `e` in
-/// group `e / 32` (`V3_APB_SE_n_SDMA_0_BASE - V3_APB_SE_n_BASE +
-/// V3_PCIE_BAR0_APB_SE_n_OFFSET`, v3/address_map.h).
+/// BAR0 offsets of the v3 SDMA engine groups, 32 engines each. Driver:
+/// v3/address_map.h, `V3_APB_SE_n_SDMA_0_BASE`.
 const V3_SDMA_GROUPS: [u64; 4] = [0x8200_0000, 0x9400_0000, 0xA200_0000, 0xB400_0000];
-/// BAR0 offsets of v2's two groups of 16 core engines, NC0 and NC1
-/// (`V2_APB_SENG_0_UDMA_0_BASE`, `V2_APB_SENG_1_UDMA_0_BASE`, v2/address_map.h).
+/// BAR0 offsets of v2's two groups of 16 core engines. Driver: v2/address_map.h,
+/// `V2_APB_SENG_n_UDMA_0_BASE`.
 const V2_CORE_GROUPS: [u64; 2] = [V2_APB, V2_APB + 0x70_0000];
 
-/// BAR0 offsets of the driver's own DMA engines, by id from the first past the
-/// cores': v2 D2H (32) and H2D (33); v3 D2H_0, H2D_0, D2H_1, H2D_1 (128-131,
-/// die 1 at +0x4000_0000) (v2/v3 address_map.h; `ndma_init_v2`, `_v3`).
+/// BAR0 offsets of the driver's own DMA engines past the cores': v2 D2H and
+/// H2D, v3 two of each. Driver: v2|v3/address_map.h, `ndma_init_v2`, `_v3`.
 const fn driver_engines(arch: Arch) -> &'static [u64] {
     match arch {
         Arch::Sunda => &[0x3060_0000, 0x30D0_0000],
@@ -107,16 +96,13 @@ const fn driver_engines(arch: Arch) -> &'static [u64] {
     }
 }
 
-/// DMA engines a device has: its cores' and the driver's own
-/// (`NUM_DMA_ENG_PER_DEVICE` is the array's size, 132; v2 uses 34).
+/// DMA engines a device has, its cores' and the driver's own.
 pub const fn engine_count(arch: Arch) -> u32 {
     arch.nc_per_device() as u32 * ENGINES_PER_NC + driver_engines(arch).len() as u32
 }
 
-/// BAR0 offset of DMA engine `eng`'s register window (`ndma_init_v2`, `_v3`;
-/// v2/v3 address_map.h): v2 NC0's 16 engines from 0x3000_0000 and NC1's from
-/// 0x3070_0000, 0x4_0000 apart; v3 four groups of 32 from 0x8200_0000, 0x9400_0000, 0xA200_0000, 0xB400_0000,
-/// 0x10_0000 apart; then the driver's own engines. `None` past them.
+/// BAR0 offset of DMA engine `eng`'s register window, `None` past the device.
+/// Driver: `ndma_init_v2`, `_v3`.
 pub const fn udma_base(arch: Arch, eng: u32) -> Option<u64> {
     let cores = arch.nc_per_device() as u32 * ENGINES_PER_NC;
     if eng >= cores {
@@ -191,12 +177,9 @@ pub const SEMA_DECR: u64 = 0x1C00;
 /// v2/address_map.h): the cores' UDMA engines, NOTIFIC blocks and misc RAM.
 pub const V2_APB: u64 = 0x3000_0000;
 
-/// The firmware mailbox words of misc RAM a BAR write may not touch
-/// (`ncdev_bar0_write_blocked_addrs_v2/_v3`, v2|v3/neuron_dhal_v*.c: the
-/// request base high/low, the response base high/low and the no-sec trigger
-/// interrupt, at `FW_IO_REG_*_OFFSET` of neuron_fw_io.h from the BAR0 misc-RAM
-/// offset: v2 `V2_MMAP_BAR0_APB_MISC_RAM_OFFSET` 0x30FA_0000, v3
-/// `V3_MMAP_BAR0_APB_IO_0_MISC_RAM_OFFSET` 0x06C8_4000; mariana as v3).
+/// The firmware mailbox words of misc RAM a BAR write may not touch, at
+/// `FW_IO_REG_*_OFFSET` from the misc-RAM base. Driver: neuron_dhal_v*.c,
+/// `ncdev_bar0_write_blocked_addrs_v2`, `_v3`.
 pub const fn mailbox_words(arch: Arch) -> [(u64, &'static str); 5] {
     let misc = match arch {
         Arch::Sunda => V2_APB + 0xE0_0000 + 0x1A_0000,
@@ -211,14 +194,12 @@ pub const fn mailbox_words(arch: Arch) -> [(u64, &'static str); 5] {
     ]
 }
 
-/// Semaphores per block (`V2_SEMAPHORE_COUNT`; the semaphore ioctls refuse more).
+/// Semaphores per block, `V2_SEMAPHORE_COUNT`.
 pub const SEMAPHORES: u32 = 256;
 
-/// BAR0 offset of TPB `nc`'s semaphore/event block, the TPB base + 0x270_0000
-/// (`V*_MMAP_NC_EVENT_OFFSET`): v2 TPB n at `n * 0x400_0000`
-/// (`V2_PCIE_BAR0_TPB_0_OFFSET`), v3 at `0xD000_0000 + n * 0x400_0000`
-/// (`V3_PCIE_BAR0_TPB_0_OFFSET`, `V3_PCIE_BAR0_TPB_DIST`) (v2/v3 address_map.h).
-/// The formula, for any `nc`; [`tpb_semaphores`] checks the core.
+/// BAR0 offset of TPB `nc`'s semaphore and event block, for any `nc`;
+/// [`tpb_semaphores`] checks the core. Driver: v2|v3/address_map.h,
+/// `V*_PCIE_BAR0_TPB_0_OFFSET`, `V*_MMAP_NC_EVENT_OFFSET`.
 pub const fn semaphore_block(arch: Arch, nc: u32) -> u64 {
     let tpb = match arch {
         Arch::Sunda => nc as u64 * 0x400_0000,
@@ -227,9 +208,8 @@ pub const fn semaphore_block(arch: Arch, nc: u32) -> u64 {
     tpb + 0x270_0000
 }
 
-/// NeuronCore `nc`'s semaphore/event block ([`semaphore_block`]), the TPB
-/// SEMAPHORE resource of `dm_mmap_special_v2`, `_v3`; `None` past the
-/// device's cores.
+/// NeuronCore `nc`'s semaphore and event block, `None` past the device's
+/// cores. Driver: `dm_mmap_special_v2`, `_v3`.
 pub const fn tpb_semaphores(arch: Arch, nc: u8) -> Option<Window> {
     if nc >= arch.nc_per_device() {
         return None;
@@ -287,28 +267,22 @@ pub fn region_of(arch: Arch, off: u64, len: u64) -> Option<Region> {
     None
 }
 
-/// Host-wide logical cores the v3 map has (`NC_MAPPING_MAX_CORE_COUNT_V3`,
-/// `NEURON_NC_MAP_MAX_ENTRIES`).
+/// Host-wide logical cores the v3 map has, `NC_MAPPING_MAX_CORE_COUNT_V3`.
 pub const LOGICAL_CORES: u32 = 128;
 
-/// The four rows of v3's `nc_mapping_v0_seng_swap`: the device core of each
-/// of a device's 8 logical positions (v3/neuron_dhal_v3.c); row of device
-/// `d` is `v3_row`. The two cores of one SEng stay together.
+/// The four rows of v3's `nc_mapping_v0_seng_swap`: the device core of each of
+/// a device's logical positions. Driver: v3/neuron_dhal_v3.c.
 const V3_ROWS: [[u8; 8]; 4] =
     [[4, 5, 6, 7, 2, 3, 0, 1], [2, 3, 0, 1, 4, 5, 6, 7], [0, 1, 2, 3, 6, 7, 4, 5], [6, 7, 4, 5, 0, 1, 2, 3]];
 
-/// The row of device `d`: devices 0, 2, 8, 10 take row 0; 1, 3, 9, 11 row 1;
-/// 4, 6, 12, 14 row 2; 5, 7, 13, 15 row 3.
+/// The row of device `d`.
 const fn v3_row(device: u32) -> usize {
     ((device & 1) + 2 * ((device >> 2) & 1)) as usize
 }
 
-/// Where host-wide logical core `k` is, `(device, device core)`, as the
-/// driver's `GET_LOGICAL_TO_PHYSICAL_NC_MAP` answers on v3 without a die flip
-/// (`ncdev_logical_to_physical_nc_map_v3`: entry `k` of
-/// `nc_mapping_v0_seng_swap`; the flip, XOR 6, applies only in ultraserver
-/// pods, which the runtime learns from the ioctl). v2 has no map: logical
-/// `k` is device `k / 2`, core `k % 2`. `None` past the map.
+/// Where host-wide logical core `k` is, `(device, device core)`, as
+/// `GET_LOGICAL_TO_PHYSICAL_NC_MAP` answers on v3 outside ultraserver pods.
+/// v2 has no map: `k / 2`, `k % 2`. Driver: `ncdev_logical_to_physical_nc_map_v3`.
 pub const fn logical_to_physical(arch: Arch, k: u32) -> Option<(u32, u8)> {
     let per = arch.nc_per_device() as u32;
     match arch {

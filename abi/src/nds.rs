@@ -1,23 +1,20 @@
 //! The driver's datastore layout: where each counter of a process's datastore
-//! lives (`share/neuron_driver_shared.h`: `nds_header_t`, the `NDS_*_START` /
-//! `_SIZE` macros; neuron_ds.c: `get_neuroncore_counter_value`, which reads
-//! NC counters for sysfs the same way).
+//! lives. Driver: share/neuron_driver_shared.h, `nds_header_t` and the
+//! `NDS_*_START` macros; neuron_ds.c, `get_neuroncore_counter_value`.
 //!
-//! A datastore is [`NEURON_DATASTORE_SIZE`](crate::ioctl::NEURON_DATASTORE_SIZE)
-//! bytes, all counters little-endian `u64`:
+//! All counters are little-endian `u64`:
 //!
 //! | section | start | size | what |
 //! |---|---|---|---|
-//! | header | 0 | 8 | `char signature[4]` ("nds\0"), `int version` |
-//! | ND counters | 8 | 31 x 8 | device counters (`NDS_ND_COUNTER_*`) |
-//! | NC counters | 256 | 4 x 31 x 8 | NCs 0..=3, ids 0..31 (`NDS_NC_COUNTER_*`) |
-//! | (runtime objects) | 1248 | to 44588 | model and process info the runtime writes (not written here) |
-//! | (old extension) | 44588 | 11296 | the previous format's extension, unused by this one |
-//! | extended NC counters | 55936 | 4 x 64 x 8 | NCs 0..=3, ids 31..95 (`NDS_EXT_NC_COUNTER_*`, 54 reserved) |
-//! | extra NCs | 57984 | 12 x 96 x 8 | NCs 4..=15, ids 0..95 and one pad word |
+//! | header | 0 | 8 | `char signature[4]`, `int version` |
+//! | ND counters | 8 | 31 x 8 | `NDS_ND_COUNTER_*` |
+//! | NC counters | 256 | 4 x 31 x 8 | NCs 0..=3, ids 0..31 |
+//! | runtime objects | 1248 | to 44588 | not written here |
+//! | old extension | 44588 | 11296 | unused |
+//! | extended NC counters | 55936 | 4 x 64 x 8 | NCs 0..=3, ids 31..95 |
+//! | extra NCs | 57984 | 12 x 96 x 8 | NCs 4..=15, ids 0..95 and a pad word |
 //!
-//! The ids are core's ([`nrt_core::counters::id`]); this module only places
-//! them.
+//! The ids are [`nrt_core::counters::id`]'s; this module only places them.
 
 use nrt_core::counters::id;
 
@@ -25,13 +22,11 @@ use nrt_core::counters::id;
 pub const NDS_HEADER_START: usize = 0;
 /// `sizeof(nds_header_t)`: `char signature[4]` and `int version`.
 pub const NDS_HEADER_SIZE: usize = 8;
-/// Where the header's `char signature[4]` is (`offsetof(nds_header_t,
-/// signature)`: its first member).
+/// `offsetof(nds_header_t, signature)`.
 pub const NDS_SIGNATURE_OFFSET: usize = NDS_HEADER_START;
-/// Where the header's `int version` is (`offsetof(nds_header_t, version)`:
-/// after the four signature bytes, at the `int`'s natural 4-byte alignment).
+/// `offsetof(nds_header_t, version)`.
 pub const NDS_VERSION_OFFSET: usize = NDS_SIGNATURE_OFFSET + 4;
-/// The header's signature bytes: `'n', 'd', 's', 0` (the header's comment).
+/// The header's signature bytes.
 pub const NDS_SIGNATURE: [u8; 4] = *b"nds\0";
 /// `NDS_ND_COUNTER_COUNT`: the 13 named device counters and 18 reserved.
 pub const NDS_ND_COUNTER_COUNT: usize = 31;
@@ -43,11 +38,11 @@ pub const NDS_NEURONCORE_COUNTERS_START: usize = NDS_ND_COUNTERS_START + NDS_ND_
 pub const NDS_MAX_NEURONCORE_COUNT: usize = 4;
 /// `NDS_EXT_MAX_NEURONCORE_COUNT`: further NCs, in their own section.
 pub const NDS_EXT_MAX_NEURONCORE_COUNT: usize = 12;
-/// NCs a datastore has counters for (16).
+/// NCs a datastore has counters for.
 pub const NDS_NC_MAX: usize = NDS_MAX_NEURONCORE_COUNT + NDS_EXT_MAX_NEURONCORE_COUNT;
 /// `NDS_EXT_OFFSET_OLD`: the end of the runtime's objects, hard-coded by the header.
 pub const NDS_EXT_OFFSET_OLD: usize = 44588;
-/// `NDS_EXT_SECTION_SIZE_OLD`: the old extension (65 x 4 + 96 x 12 counters).
+/// `NDS_EXT_SECTION_SIZE_OLD`: the old extension.
 pub const NDS_EXT_SECTION_SIZE_OLD: usize = (65 * NDS_MAX_NEURONCORE_COUNT + 96 * NDS_EXT_MAX_NEURONCORE_COUNT) * 8;
 /// `NDS_EXT_ALIGNMENT`.
 pub const NDS_EXT_ALIGNMENT: usize = 64;
@@ -62,7 +57,7 @@ pub const NDS_EXT_NEURONCORE_COUNTERS_START: usize = nds_align(NDS_EXT_OFFSET_OL
 /// `NDS_EXT_NEURONCORE_NC_DATA_START`: the extra NCs' section.
 pub const NDS_EXT_NEURONCORE_NC_DATA_START: usize =
     nds_align(NDS_EXT_NEURONCORE_COUNTERS_START + id::EXT_NC_COUNTER_COUNT * NDS_MAX_NEURONCORE_COUNT * 8);
-/// `NDS_EXT_NEURONCORE_NC_DATA_COUNT`: words per extra NC (95 counters and a pad).
+/// `NDS_EXT_NEURONCORE_NC_DATA_COUNT`: words per extra NC, with a pad.
 pub const NDS_EXT_NEURONCORE_NC_DATA_COUNT: usize = id::TOTAL_NC_COUNTER_COUNT + 1;
 /// The end of the last section.
 pub const NDS_END: usize =
@@ -70,11 +65,8 @@ pub const NDS_END: usize =
 
 const _: () = assert!(NDS_END <= crate::ioctl::NEURON_DATASTORE_SIZE as usize);
 
-/// Byte offset of counter `counter` of NC `nc` in a datastore, as the
-/// driver's `get_neuroncore_counter_value` finds it: NCs 0..=3 keep ids below
-/// 31 in the original section and the rest in the extended one; NCs 4..=15 keep
-/// all 95 in their own section. `None` for an NC past 15 or an id past 94
-/// (where the driver warns and answers 0).
+/// Byte offset of counter `counter` of NC `nc`, as `get_neuroncore_counter_value`
+/// finds it; `None` where the driver warns and answers 0.
 pub const fn nc_counter_offset(nc: usize, counter: usize) -> Option<usize> {
     if counter >= id::TOTAL_NC_COUNTER_COUNT || nc >= NDS_NC_MAX {
         return None;
@@ -92,9 +84,8 @@ pub const fn nc_counter_offset(nc: usize, counter: usize) -> Option<usize> {
     }
 }
 
-/// The header's `version` this binding writes at [`NDS_VERSION_OFFSET`]: the
-/// header calls it the "Version of the datastore's format" and gives no value,
-/// nor does any other public source (G-NDS-HEADER); 1.
+/// The header's `version` this binding writes: no public source gives a
+/// value, G-NDS-HEADER.
 pub const NDS_VERSION: i32 = 1;
 
 const _: () = assert!(NDS_VERSION_OFFSET + 4 == NDS_HEADER_START + NDS_HEADER_SIZE);

@@ -1,14 +1,9 @@
-//! What the host programs need of Linux beyond the ABI, written once (feature
-//! `os`: std and libc): the monotonic clock the server and a host in another
-//! process read the same, a shared mapping of a file reached only through
-//! atomics, and standard output for a reader that may go away.
+//! What the host programs need of Linux beyond the ABI: the monotonic clock,
+//! a shared file mapping reached only through atomics, and standard output
+//! for a reader that may go away. Here because both the binding and the
+//! simulator depend on this crate.
 //!
-//! They are here because this is the lowest crate that both the binding
-//! (`nrt-linux`, its `sys` mappings and `nrtctl`) and the simulator (`nrt-sim`,
-//! and [`crate::shm`]'s device file) depend on; neither of those depends on
-//! the other. The default build leaves this module out and stays `no_std`.
-//!
-//! `unsafe` here: `clock_gettime`, `mmap`/`munmap` and the views of mapped
+//! `unsafe` here: `clock_gettime`, `mmap`, `munmap` and the views of mapped
 //! words as atomics, each with its `// SAFETY:` line.
 
 #![allow(unsafe_code)]
@@ -32,64 +27,36 @@ pub fn clock_ns(id: libc::clockid_t) -> u64 {
     s.saturating_mul(1_000_000_000).saturating_add(ns)
 }
 
-/// `CLOCK_MONOTONIC` in nanoseconds (the system's, not since an origin): a
-/// clock every process on the machine reads the same, so a device clock's
-/// origin published on it means the same to the server and to a host.
+/// `CLOCK_MONOTONIC` in nanoseconds, the same in every process.
 pub fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
 }
 
-/// How a [`SharedMap`] may be used: read and written, or only read (a
-/// monitor's view of memory another process writes).
+/// How a [`SharedMap`] may be used: read and written, or only read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
     /// `PROT_READ | PROT_WRITE`: the words are handed out as atomics.
     ReadWrite,
-    /// `PROT_READ`: a store would fault, so no atomic is handed out; only
-    /// [`load_u32`](SharedMap::load_u32) and [`load_u64`](SharedMap::load_u64)
-    /// (`Relaxed` loads, the only atomic accesses Rust allows on read-only
-    /// memory) read it.
+    /// `PROT_READ`: read only by the `Relaxed` loads.
     ReadOnly,
 }
 
-/// A shared mapping (`MAP_SHARED`) of a region of a file, unmapped on drop.
-/// Its words are reached only as atomics borrowed from the mapping, each
-/// bounds- and alignment-checked: another process (or the device) writes the
-/// same memory concurrently, and an atomic access to it is no data race.
-///
-/// A [read-only](Access::ReadOnly) mapping hands out no atomic (a store
-/// through one would fault, and Rust allows on read-only memory only small
-/// `Relaxed` loads): it is read with [`load_u32`](SharedMap::load_u32) and
-/// [`load_u64`](SharedMap::load_u64), and a reader that needs Acquire puts an
-/// Acquire fence after the load.
+/// A `MAP_SHARED` mapping of a region of a file, unmapped on drop. Its words
+/// are reached only as checked atomics, since another process or the device
+/// writes the same memory. A read-only mapping gives only `Relaxed` loads.
 ///
 /// # One size per word
 ///
-/// Rust's memory model makes racing atomic accesses of different sizes to
-/// overlapping bytes undefined behaviour. The rule this type relies on: each
-/// word of the mapping is accessed at one size only (a 64-bit word through
-/// [`u64_at`](SharedMap::u64_at) / [`load_u64`](SharedMap::load_u64), never
-/// also through [`u32_at`](SharedMap::u32_at) or [`bytes`](SharedMap::bytes)
-/// while another thread may access it). Every user keeps to it: each field of
-/// the shared file and the driver's memory has one width. It is not enforced:
-/// the other side is often another process, which no check here can see, and
-/// a per-word record in this process would cost a lookup on every access.
-/// Accesses of different sizes that cannot race (ordered by happens-before,
-/// as in one thread) are allowed.
+/// Racing atomic accesses of different sizes to the same bytes are undefined
+/// behaviour, so each word must be accessed at one size while another thread
+/// may access it. Every field of the shared file and the driver's memory has
+/// one width; nothing enforces it, as the other side is often another process.
 ///
 /// # A file shrunk under the mapping
 ///
-/// If the mapped file is truncated while mapped, an access past its new end
-/// raises `SIGBUS` and kills the process, as with any mapping (memmap2's
-/// `Mmap::map` documents the same). Choice: [`map`](SharedMap::map) is
-/// nevertheless a safe function. memmap2's is `unsafe` because it hands out
-/// `&[u8]`, whose contents must not change under it; here every view is an
-/// atomic, so a concurrent writer is no undefined behaviour, and a shrunk
-/// file ends the process with a signal before any byte is read or written
-/// (a crash, like a stack overflow, not a wrong value). The files mapped here
-/// are a device's memory (its length fixed by the driver) and `nrt-sim`'s
-/// device file (a memfd sealed against shrinking, `F_SEAL_SHRINK`, which
-/// [`crate::shm`] checks when it opens one).
+/// An access past the end of a truncated file raises `SIGBUS`. [`map`](SharedMap::map)
+/// is still safe: every view is an atomic, and the process ends before a byte
+/// is read. The device file is sealed against shrinking, as [`crate::shm`] checks.
 #[derive(Debug)]
 pub struct SharedMap {
     ptr: NonNull<u8>,
@@ -100,19 +67,16 @@ pub struct SharedMap {
 // SAFETY: the mapping is plain shared memory owned by this handle; moving it
 // to another thread moves nothing but the pointer.
 unsafe impl Send for SharedMap {}
-// SAFETY: everything reached through `&self` is an atomic access inside the
-// mapping (checked), so concurrent accesses from several threads are no data
-// race, provided each word is accessed at one size (the rule in the type's
-// doc: racing accesses of different sizes to the same bytes are undefined
-// behaviour); and a read-only mapping is only loaded, `Relaxed`.
+// SAFETY: everything reached through `&self` is a checked atomic access inside
+// the mapping, so several threads cause no data race, provided each word is
+// accessed at one size, the rule in the type's doc. A read-only mapping is only
+// loaded, `Relaxed`.
 unsafe impl Sync for SharedMap {}
 
 impl SharedMap {
-    /// Map `len` bytes of `file` from `offset` (a multiple of the page size),
-    /// shared, with `access`. 0 bytes or an offset past `off_t` are refused
-    /// (`InvalidInput`); the kernel's refusal is its OS error (`EACCES` for
-    /// [`ReadWrite`](Access::ReadWrite) of a file opened read-only). See the
-    /// type's doc for a file that shrinks under the mapping (`SIGBUS`).
+    /// Map `len` bytes of `file` from `offset`, a multiple of the page size,
+    /// with `access`. 0 bytes or an offset past `off_t` are `InvalidInput`; a
+    /// kernel refusal is its OS error.
     pub fn map(file: &File, offset: u64, len: usize, access: Access) -> io::Result<SharedMap> {
         if len == 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "mmap of 0 bytes"));
@@ -123,9 +87,8 @@ impl SharedMap {
             Access::ReadWrite => libc::PROT_READ | libc::PROT_WRITE,
             Access::ReadOnly => libc::PROT_READ,
         };
-        // SAFETY: a fresh mapping at an address the kernel picks (no fixed
-        // address); the kernel validates fd, offset and length; the result is
-        // checked against MAP_FAILED.
+        // SAFETY: a fresh mapping at an address the kernel picks; the kernel
+        // validates fd, offset and length; the result is checked against MAP_FAILED.
         let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, file.as_raw_fd(), off) };
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
@@ -139,32 +102,29 @@ impl SharedMap {
         self.access
     }
 
-    /// Length in bytes (never 0).
+    /// Length in bytes, never 0.
     pub fn len(&self) -> usize {
         self.len
     }
 
-    /// `true` when empty (never: [`map`](SharedMap::map) refuses 0 bytes).
+    /// Never `true`: [`map`](SharedMap::map) refuses 0 bytes.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
-    /// The offset of `size` bytes at `off`, if inside the mapping and aligned
-    /// to `size` (at most 8).
+    /// The offset of `size` bytes at `off`, if inside the mapping and aligned to `size`.
     fn checked(&self, off: u64, size: usize) -> Option<usize> {
         let o = usize::try_from(off).ok()?;
         (o.checked_add(size)? <= self.len && o.is_multiple_of(size.clamp(1, 8))).then_some(o)
     }
 
-    /// The 4-byte word at `off` as an atomic, any access to it: inside the
-    /// mapping, 4-aligned, not checked for [`Access`].
+    /// The 4-byte word at `off` as an atomic, not checked for [`Access`].
     fn word32(&self, off: u64) -> Option<&AtomicU32> {
         let o = self.checked(off, 4)?;
-        // SAFETY: `o..o+4` is inside the mapping and 4-aligned (the mapping
-        // is page-aligned), so it is a valid AtomicU32 for as long as `self`
-        // (the mapping) lives: the borrow cannot outlive it. The callers
-        // store through it only on a read-write mapping (`u32_at`) and load
-        // a read-only one only `Relaxed` (`load_u32`).
+        // SAFETY: `o..o+4` is inside the page-aligned mapping and 4-aligned,
+        // so a valid AtomicU32 while `self` lives, which the borrow cannot
+        // outlive. Callers store only on a read-write mapping and load a
+        // read-only one only `Relaxed`.
         Some(unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(o).cast::<u32>()) })
     }
 
@@ -175,34 +135,26 @@ impl SharedMap {
         Some(unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(o).cast::<u64>()) })
     }
 
-    /// The 4-byte word at `off` (4-aligned, inside the mapping) of a
-    /// [read-write](Access::ReadWrite) mapping; `None` on a read-only one
-    /// (read it with [`load_u32`](SharedMap::load_u32)).
+    /// The 4-byte word at `off` of a [read-write](Access::ReadWrite) mapping.
     pub fn u32_at(&self, off: u64) -> Option<&AtomicU32> {
         self.writable()?;
         self.word32(off)
     }
 
-    /// The 8-byte word at `off` (8-aligned, inside the mapping) of a
-    /// read-write mapping; `None` on a read-only one.
+    /// The 8-byte word at `off` of a read-write mapping.
     pub fn u64_at(&self, off: u64) -> Option<&AtomicU64> {
         self.writable()?;
         self.word64(off)
     }
 
-    /// The 4-byte word at `off` (4-aligned, inside the mapping), loaded
-    /// `Relaxed`, of any mapping. A reader that needs Acquire follows it with
-    /// `fence(Ordering::Acquire)`.
+    /// The 4-byte word at `off` of any mapping, loaded `Relaxed`.
     pub fn load_u32(&self, off: u64) -> Option<u32> {
         Some(self.word32(off)?.load(Ordering::Relaxed))
     }
 
-    /// The 8-byte word at `off` (8-aligned, inside the mapping), loaded
-    /// `Relaxed`. Of a read-only mapping only on a 64-bit target: Rust allows
-    /// a `Relaxed` load of read-only memory up to 8 bytes on the 64-bit
-    /// targets (x86_64, aarch64, ...) and up to 4 on the 32-bit ones, so there
-    /// it is `None` (choice: refused rather than loaded as two halves, which
-    /// could tear).
+    /// The 8-byte word at `off`, loaded `Relaxed`. A 32-bit target answers
+    /// `None` for a read-only mapping: Rust allows only 4-byte loads of
+    /// read-only memory there, and two halves could tear.
     pub fn load_u64(&self, off: u64) -> Option<u64> {
         if self.access == Access::ReadOnly && !cfg!(target_pointer_width = "64") {
             return None;
@@ -215,17 +167,15 @@ impl SharedMap {
         (self.access == Access::ReadWrite).then_some(())
     }
 
-    /// The `len` bytes at `off`, as atomics, if all are inside the mapping
-    /// and it is read-write (`None` on a read-only one).
+    /// The `len` bytes at `off` of a read-write mapping, as atomics.
     pub fn bytes(&self, off: u64, len: usize) -> Option<&[AtomicU8]> {
         self.writable()?;
         let o = usize::try_from(off).ok()?;
         if o.checked_add(len)? > self.len {
             return None;
         }
-        // SAFETY: `o..o+len` is inside the mapping (checked above); AtomicU8
-        // has u8's size and alignment, so the bytes are `len` valid AtomicU8s
-        // for as long as `self` lives.
+        // SAFETY: `o..o+len` is inside the mapping, checked above; AtomicU8 has
+        // u8's layout, so these are `len` valid AtomicU8s while `self` lives.
         Some(unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(o).cast::<AtomicU8>(), len) })
     }
 }
@@ -240,14 +190,10 @@ impl Drop for SharedMap {
     }
 }
 
-/// Standard output for a reader that may go away (`| head`): a closed pipe
-/// silently discards the rest of the output and the program carries on to its
-/// own exit status (no panic, no SIGPIPE death: Rust programs ignore SIGPIPE,
-/// and nothing here panics on a failed write); any other write error is kept
-/// and reported once, at exit ([`failure`](stdout::failure)). Standard error
-/// is written the same way, its errors ignored. `nrtctl` and `nrt-sim` print
-/// through it, with the macros [`outln!`](crate::outln), [`outp!`](crate::outp)
-/// and [`errln!`](crate::errln).
+/// Standard output for a reader that may go away, as `| head` does: a closed
+/// pipe discards the rest and the program carries on to its own exit status.
+/// Any other write error is kept for [`failure`](stdout::failure). Printed
+/// through [`outln!`](crate::outln), [`outp!`](crate::outp) and [`errln!`](crate::errln).
 pub mod stdout {
     use std::io::{self, Write};
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -274,14 +220,12 @@ pub mod stdout {
         }
     }
 
-    /// Write `text` to standard error, ignoring a failure (there is nowhere
-    /// left to report it).
+    /// Write `text` to standard error, ignoring a failure.
     pub fn eprint(text: &str) {
         let _ = io::stderr().lock().write_all(text.as_bytes());
     }
 
-    /// Whether standard output has closed (a reader gone, or a write failed):
-    /// a loop that prints stops.
+    /// Whether standard output has closed: a loop that prints stops.
     pub fn closed() -> bool {
         CLOSED.load(Ordering::Relaxed)
     }
@@ -291,7 +235,7 @@ pub mod stdout {
         FAILED.get().map(String::as_str)
     }
 
-    /// Standard output as an `io::Write` (for code that takes a writer).
+    /// Standard output as an `io::Write`.
     pub struct Stdout;
 
     impl Write for Stdout {
@@ -364,8 +308,8 @@ mod tests {
         let _ = std::fs::remove_file(&p);
     }
 
-    /// A read-only mapping gives no atomic to store through (no `&Atomic*`,
-    /// no bytes), only the `Relaxed` loads, and they see a writer's stores.
+    /// A read-only mapping gives only the `Relaxed` loads, and they see a
+    /// writer's stores.
     #[test]
     fn a_read_only_map_is_only_loaded() {
         let (p, f) = file("ro", 4096);

@@ -1,15 +1,10 @@
-//! Kani proofs of nrt-abi's pure functions: the `_IOC` request encoding
-//! ([`crate::ioctl`]), the simulated device's address computations
-//! ([`crate::sim`]) and the driver's argument rules ([`crate::rules`]).
+//! Kani proofs of nrt-abi's pure functions: the `_IOC` encoding, the simulated
+//! device's addresses and the driver's argument rules.
 //!
-//! Each property is one plain function of its inputs that asserts; two drivers
-//! run it: a `#[kani::proof]` harness (`prove_X`, every input `kani::any()`, so
-//! the property holds for all of them) and a `#[test]` (`X_tests`, below, the
-//! small domains enumerated whole and the 32-bit ones sampled), so that the
-//! same assertions run where kani is not installed. [`cover!`] marks each
-//! outcome a property relies on: `kani::cover!` under kani (an unsatisfiable
-//! cover fails the harness: the proof would be vacuous there), recorded under
-//! test, where `tests::covered` fails a test whose inputs never reached one.
+//! Each property is a plain function that asserts, run by a `prove_X` harness
+//! on `kani::any()` inputs and by an `X_tests` test on enumerated or sampled
+//! ones, so the same assertions run without kani. [`cover!`] marks each
+//! outcome a property relies on; an unreached cover fails either run.
 
 use nrt_core::arch::Arch;
 use nrt_core::dma::HOST_TRIGGER_OFFSET;
@@ -49,10 +44,8 @@ fn arch_of(x: u8) -> Arch {
     }
 }
 
-/// `_IOC(dir, 'N', nr, size)` (`ioctl::ioc`) for every direction (2 bits),
-/// number (8 bits) and size (14 bits): each field decodes back exactly (the
-/// size by `ioc_size`, `_IOC_SIZE`), the type is `'N'`, and two different
-/// requests never share a code (the driver's dispatch tells them apart).
+/// `ioctl::ioc` for every direction, number and size: each field decodes back
+/// exactly, the type is `'N'`, and two different requests never share a code.
 pub(crate) fn ioc_fields_round_trip(dir: u32, nr: u32, size: u32, dir2: u32, nr2: u32, size2: u32) {
     let (dir, nr, size) = (dir % 4, nr % 256, size % (1 << 14));
     let (dir2, nr2, size2) = (dir2 % 4, nr2 % 256, size2 % (1 << 14));
@@ -67,12 +60,9 @@ pub(crate) fn ioc_fields_round_trip(dir: u32, nr: u32, size: u32, dir2: u32, nr2
     cover!(dir == 3 && size == (1 << 14) - 1, "ioc: every bit of direction and size set");
 }
 
-/// `sim::intc_cause_offset(arch, core, block, line)` is `Some` exactly for a
-/// block and line the simulator models on a core the architecture has, and
-/// then the core's NOTIFIC base + `INTC_FROM_NOTIFIC` + the block's and the
-/// group's offsets (the cause word of the group); it stays inside the core's
-/// error-trigger blocks, and two different (block, line) pairs of a core
-/// never share a register.
+/// `sim::intc_cause_offset` is `Some` exactly for a modelled block and line
+/// of an existing core, is the group's cause word inside the core's
+/// error-trigger blocks, and gives each block and line its own register.
 pub(crate) fn intc_cause_offset_is_exact_and_in_its_blocks(a: u8, core: u8, block: u32, line: u32, b2: u32, l2: u32) {
     let arch = arch_of(a);
     let got = intc_cause_offset(arch, core, block, line);
@@ -126,11 +116,8 @@ pub(crate) fn top_sp_window_and_trigger_stay_clear(a: u8, eng: u32, tpb: u32) {
     cover!(matches!(arch, Arch::Mariana), "top-SP: mariana plays cayman's map");
 }
 
-/// The H2T queue of every core the architecture has (`rules::h2t_queue`) is a
-/// queue (`< DMA_QUEUES`) of an engine the driver initialised, past the
-/// engines the flush walks (`dma_eng_per_nd`, so FLUSH-2 never re-points it),
-/// not an NX ring, and no two cores share one (the two cores of a v3 pair
-/// share an engine, on different queues).
+/// Every core's `rules::h2t_queue` is a queue of an initialised engine past
+/// the ones FLUSH-2 walks, not an NX ring, and no two cores share one.
 pub(crate) fn h2t_queues_are_initialised_distinct_and_past_the_flush(a: u8, nc: u32, nc2: u32) {
     let arch = arch_of(a);
     let n = nc_per_device(arch);
@@ -138,9 +125,8 @@ pub(crate) fn h2t_queues_are_initialised_distinct_and_past_the_flush(a: u8, nc: 
     let (eng, qid) = h2t_queue(arch, nc);
     assert!(qid < DMA_QUEUES, "the H2T queue is a queue");
     assert!(engine_initialised(arch, eng), "the H2T engine is one the driver initialised");
-    // The flush walks the first 16 engines of each core (`dma_eng_per_nd`: v2
-    // 32, v3 128, written here from the driver's numbers), and the H2T
-    // engines follow them: 32 and 33 on v2, 128..=131 on v3.
+    // The driver's numbers: the flush walks 32 engines on v2 and 128 on v3;
+    // the H2T engines follow.
     let walked = match arch {
         Arch::Sunda => 32,
         Arch::Cayman | Arch::Mariana => 128,
@@ -153,11 +139,8 @@ pub(crate) fn h2t_queues_are_initialised_distinct_and_past_the_flush(a: u8, nc: 
     cover!(matches!(arch, Arch::Sunda) && nc == 1, "h2t: v2's second core (engine 33)");
 }
 
-/// `rules::is_nx_ring` is the driver's list, written here independently:
-/// queue 14 of engines 0..=10 of each core's 16 on v2 (`ndmar_is_nx_ring_v2`),
-/// of engines 0, 1, 2, 3, 4, 7, 8 on v3 and v4 (`ndmar_is_nx_ring_v3`), for
-/// every engine and queue number (so each core has 11, or 7, and no other
-/// queue is one).
+/// `rules::is_nx_ring` is the driver's list, written here independently, for
+/// every engine and queue. Driver: `ndmar_is_nx_ring_v2`, `ndmar_is_nx_ring_v3`.
 pub(crate) fn nx_rings_are_the_drivers(a: u8, eng: u32, qid: u32) {
     let arch = arch_of(a);
     // The driver's engine lists as bit masks: 0..=10 (v2), 0..=4, 7, 8 (v3).
@@ -171,11 +154,9 @@ pub(crate) fn nx_rings_are_the_drivers(a: u8, eng: u32, qid: u32) {
     cover!(!documented && qid == 14 && eng % 16 == 5, "nx: v3's engine 5 is not one");
 }
 
-/// `rules::udma_q_init_validate` (DMAQ-11/12) accepts a ring exactly on an
-/// engine the driver initialised with 32 to 2^24 - 16 descriptors, names the
-/// first check that refused it (the engine before the size), and an accepted
-/// ring's bytes (16 per descriptor) fit 32 bits; no engine at or past 132 is
-/// initialised (so DMAQ-3 and DMAQ-11 agree).
+/// `rules::udma_q_init_validate`, DMAQ-11 and DMAQ-12, accepts exactly an
+/// initialised engine with 32 to 2^24 - 16 descriptors, names the first check
+/// that refused, and an accepted ring's bytes fit 32 bits.
 pub(crate) fn udma_q_init_validate_is_the_drivers(a: u8, eng: u32, count: u32) {
     let arch = arch_of(a);
     let r = udma_q_init_validate(arch, eng, count);
@@ -185,8 +166,7 @@ pub(crate) fn udma_q_init_validate_is_the_drivers(a: u8, eng: u32, count: u32) {
     };
     assert_eq!(engine_initialised(arch, eng), init);
     assert!(!init || eng < DMA_ENGINES);
-    // `UDMA_MIN_Q_SIZE` 32 and `UDMA_MAX_Q_SIZE` 2^24 - 16 (udma/udma.h), as
-    // numbers here, so a wrong constant fails too.
+    // udma/udma.h's bounds as numbers, so a wrong constant fails too.
     let sized = (32..=16_777_200).contains(&count);
     assert_eq!((UDMA_MIN_Q_SIZE, UDMA_MAX_Q_SIZE), (32, 16_777_200));
     assert_eq!(r.is_ok(), init && sized);
@@ -277,7 +257,7 @@ mod tests {
     }
 
     /// 32-bit values: the edges of every bound the properties name, and a
-    /// fixed pseudo-random sample (a bounded count).
+    /// fixed pseudo-random sample.
     fn u32s() -> Vec<u32> {
         let mut v: Vec<u32> = [0, 1, 2, 3, 5, 7, 8, 10, 11, 13, 14, 15, 16, 31, 32, 33, 63, 64, 127, 128, 131, 132]
             .into_iter()

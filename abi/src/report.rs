@@ -1,10 +1,9 @@
-//! The report of one inference ([`RunReport`]) and its renderings: the human
-//! text and the JSON object of `nrt-sim run`, which `nrtctl run` and `nrtctl
-//! harvest` print the same (tools such as `nrt-sim driver --scenario all`
-//! parse their `status:` / `one-step return:` lines and the JSON's `status`
-//! and `return_code`), and the scenario table of `--scenario all`.
+//! The report of one inference, [`RunReport`], as the text and JSON that
+//! `nrt-sim run`, `nrtctl run` and `nrtctl harvest` print alike, and the
+//! `--scenario all` table. Tools parse the `status:` and `one-step return:`
+//! lines and the JSON's `status` and `return_code`.
 //!
-//! Both renderings are pure functions of the report, so a deterministic run
+//! Both renderings are pure functions of the report: a deterministic run
 //! renders byte for byte the same.
 
 use std::fmt::Write as _;
@@ -17,14 +16,12 @@ use nrt_core::trace::Level;
 use nrt_core::NrtStatus;
 use serde_json::{json, Value};
 
-/// The configuration of a run, as its report prints it: plain fields (the
-/// simulator's own configuration, with its faults and scenario extras, stays
-/// in `nrt_sim::SimConfig`, which gives this with `SimConfig::report_config`).
+/// The configuration of a run as its report prints it; `SimConfig::report_config` gives it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReportConfig {
     /// Generation.
     pub arch: Arch,
-    /// Physical cores of the logical core (1 or 2).
+    /// Physical cores of the logical core.
     pub cores: u8,
     /// The model's timeout, seconds.
     pub timeout_s: u32,
@@ -32,17 +29,16 @@ pub struct ReportConfig {
     pub seed: u64,
     /// Entries per NQ ring.
     pub ring_entries: u32,
-    /// The device ran on its own thread (or process) with the real clock.
+    /// The device ran on its own thread or process, with the real clock.
     pub threaded: bool,
     /// The injected faults, as canonical `--inject` specs.
     pub faults: Vec<String>,
-    /// Where the report's cores are on a device, when known: its lines then
-    /// name them as the device does (`nd0 nc1`).
+    /// Where the report's cores are on a device, when known, to name them `nd0 nc1`.
     pub place: Option<Place>,
 }
 
-/// The device (the `N` of `/dev/neuronN`) and its core that is the report's
-/// core 0; core `c` is the device's core `first_core + c`.
+/// The device and its core that is the report's core 0; core `c` is the
+/// device's core `first_core + c`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Place {
     /// The device index.
@@ -59,7 +55,7 @@ impl Place {
 }
 
 impl Default for ReportConfig {
-    /// `nrt-sim run`'s defaults: sunda, 2 cores, 5 s, seed 0, 64-entry rings, deterministic.
+    /// `nrt-sim run`'s defaults.
     fn default() -> Self {
         ReportConfig {
             arch: Arch::Sunda,
@@ -88,7 +84,7 @@ pub struct Note {
 pub struct DeviceStats {
     /// Records written into NQ rings.
     pub records_written: u64,
-    /// Records dropped: by a fault or because a ring was full.
+    /// Records dropped by a fault or a full ring.
     pub records_dropped: u64,
     /// Records dropped because a ring was full (the hardware overflow).
     pub ring_full_drops: u64,
@@ -99,7 +95,7 @@ pub struct DeviceStats {
 /// What staging did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StagingReport {
-    /// Descriptors built, lowered and rung in each direction (data + marker).
+    /// Descriptors built, lowered and rung in each direction, marker included.
     pub descriptors: u32,
     /// Depth of each ring.
     pub ring_depth: u32,
@@ -137,8 +133,8 @@ pub struct EngineReport {
 pub enum CoreHarvest {
     /// Every engine wrote START and END: the core's time is its duration.
     Complete,
-    /// The core's budget (`budget_ms`) ran out with engines pending: a
-    /// timeout, or an overflow found at it.
+    /// The core's budget ran out with engines pending: a timeout, or an
+    /// overflow found at it.
     TimedOut {
         /// The budget, ms.
         budget_ms: u64,
@@ -155,8 +151,8 @@ pub enum CoreHarvest {
         /// Engines that started and never wrote END.
         no_end: EngineSet,
     },
-    /// The harvest ended (at another core's fault) before this core's
-    /// engines all ended: its `exec_ret` and duration say nothing of it.
+    /// The harvest ended at another core's fault before this core's engines
+    /// all ended: its `exec_ret` and duration say nothing of it.
     NotHarvested {
         /// Engines that never wrote START.
         no_start: EngineSet,
@@ -181,7 +177,7 @@ impl CoreHarvest {
         }
     }
 
-    /// The JSON name (`"not_harvested"`).
+    /// The JSON name, `"not_harvested"`.
     pub const fn name(self) -> &'static str {
         match self {
             CoreHarvest::Complete => "complete",
@@ -223,23 +219,19 @@ pub struct CoreReport {
     pub exec_ret: NrtStatus,
     /// `tpb_duration[core]`, microseconds.
     pub duration_us: u64,
-    /// What became of the core's harvest (its line says it instead of a
-    /// duration when it is not complete).
+    /// What became of the core's harvest.
     pub harvest: CoreHarvest,
     /// The `exec_fatal_status` flags set, by name.
     pub fatal: Vec<&'static str>,
     /// The first error class of its error sweep.
     pub err: Option<ErrorClass>,
-    /// The five engines.
+    /// The engines.
     pub engines: Vec<EngineReport>,
-    /// The device's collectives span on this core, CPU microseconds: the
-    /// earliest CC_START and the latest CC_END record the harvest kept
-    /// (`vcore_notif_ts[core][10]` and `[11]`; `None`: no such record).
+    /// The earliest CC_START and latest CC_END the harvest kept, CPU
+    /// microseconds; `None` for no such record.
     pub cc_us: (Option<u64>, Option<u64>),
-    /// The total latency the platform counted for this core's request, us
-    /// (its `LATENCY_TOTAL` sample: the request's first step to the counter
-    /// update, G-NDS-LATENCY); `None` where nothing was counted
-    /// ([`core_reports`] leaves it to the platform, which keeps the counters).
+    /// The `LATENCY_TOTAL` sample the platform counted for this core's
+    /// request, microseconds, G-NDS-LATENCY; [`core_reports`] leaves it `None`.
     pub total_latency_us: Option<u64>,
 }
 
@@ -250,20 +242,19 @@ pub struct RunReport {
     pub config: ReportConfig,
     /// The request's status.
     pub status: NrtStatus,
-    /// The one-step return code it ended with (0 or 2).
+    /// The one-step return code it ended with, 0 or 2.
     pub step: Step,
     /// Calls of `progress_one_step`.
     pub steps: u64,
-    /// Harvest time, ns (virtual in deterministic mode).
+    /// Harvest time, ns; virtual in deterministic mode.
     pub elapsed_ns: u64,
     /// The model's budget, ms.
     pub timeout_ms: u64,
     /// CPU time of the kickoff, us.
     pub kickoff_us: u64,
-    /// What staging did (`None`: no staging, as over `nrt-sim serve`'s file).
+    /// What staging did; `None` without staging.
     pub staging: Option<StagingReport>,
-    /// Where the device ran when not in this process (`nrt-sim serve` over this
-    /// shared-memory file); `None` for `run`.
+    /// The shared-memory file of a device in another process; `None` for `run`.
     pub remote: Option<String>,
     /// Per core.
     pub cores: Vec<CoreReport>,
@@ -271,17 +262,15 @@ pub struct RunReport {
     pub events: Vec<Event>,
     /// The staging chain's events, in order.
     pub staging_events: Vec<Event>,
-    /// Tensor waiters woken: (output, count), in order.
+    /// Tensor waiters woken, `(output, count)`, in order.
     pub wakes: Vec<(u16, u32)>,
     /// The device log.
     pub notes: Vec<Note>,
     /// Device counters.
     pub device: DeviceStats,
-    /// CPU time (us) of each harvest step (poll pass) the platform made, in
-    /// order; empty where the platform does not observe them.
+    /// CPU microseconds of each poll pass the platform made; empty if unobserved.
     pub passes_us: Vec<u64>,
-    /// CPU time (us) of each NQ HEAD write-back the harvest made, in order;
-    /// empty where the platform does not observe them.
+    /// CPU microseconds of each NQ HEAD write-back; empty if unobserved.
     pub head_writes_us: Vec<u64>,
 }
 
@@ -297,8 +286,7 @@ impl RunReport {
     }
 }
 
-/// What the harvest of `req` left in each of its `cores` cores: the per-core and
-/// per-engine part of a [`RunReport`].
+/// The per-core and per-engine part of a [`RunReport`] of `req`.
 pub fn core_reports(req: &ExecRequest, cores: u8) -> Vec<CoreReport> {
     let out = req.out_info();
     (0..usize::from(cores))
@@ -330,10 +318,9 @@ pub fn core_reports(req: &ExecRequest, cores: u8) -> Vec<CoreReport> {
         .collect()
 }
 
-/// The CC_START and CC_END times of `core` in CPU microseconds, once the
-/// request is finalized; `None` for a slot that never held a record
-/// ([`ExecRequest::ts_recorded`]: decided from the raw value before the
-/// rescale, so a record that rescales to 0 us is reported at 0).
+/// The CC_START and CC_END times of `core` in CPU microseconds once
+/// finalized; `None` for a slot that never held a record, see
+/// [`ExecRequest::ts_recorded`].
 pub fn cc_times_us(req: &ExecRequest, core: usize) -> (Option<u64>, Option<u64>) {
     if !req.timestamps_are_cpu_us() {
         return (None, None);
@@ -370,8 +357,7 @@ fn ms(ns: u64) -> f64 {
     (ns / 1_000) as f64 / 1_000.0
 }
 
-/// The text report of one run of `nrt-sim run`. `title` names the scenario
-/// (name, description), if any.
+/// The text report of one run of `nrt-sim run`; `title` names the scenario.
 pub fn text(r: &RunReport, title: Option<(&str, &str)>) -> String {
     let heading = match title {
         Some((name, description)) => format!("nrt-sim run: scenario {name}: {description}"),
@@ -380,7 +366,7 @@ pub fn text(r: &RunReport, title: Option<(&str, &str)>) -> String {
     text_with_heading(r, &heading)
 }
 
-/// The text report of one run under a heading of the caller's (`nrtctl harvest`).
+/// The text report of one run under the caller's heading.
 pub fn text_with_heading(r: &RunReport, heading: &str) -> String {
     let c = &r.config;
     let mut o = String::new();
@@ -592,7 +578,7 @@ fn timeline(o: &mut String, r: &RunReport) {
     }
 }
 
-/// The JSON object of one run. `scenario` labels it (name, expected status).
+/// The JSON object of one run; `scenario` labels it.
 pub fn json(r: &RunReport, scenario: Option<(&str, NrtStatus)>) -> Value {
     let c = &r.config;
     let cores: Vec<Value> = r
@@ -687,9 +673,7 @@ fn event_json(e: &Event) -> Value {
     json!({"kind": e.kind(), "level": level_name(e.level()), "message": e.to_string()})
 }
 
-/// The run's error or the reason a row failed, kept as the error it is (a
-/// run's own error, a scenario's mismatch, a driver's refusal) and printed
-/// by its `Display`.
+/// The run's error or the reason a row failed, kept as the error it is.
 pub type RowError = Box<dyn std::error::Error + Send + Sync>;
 
 /// One row of the `--scenario all` table.
@@ -701,7 +685,7 @@ pub struct Row {
     pub expected: NrtStatus,
     /// Expected return code.
     pub expected_rc: u8,
-    /// What the run gave (status, return code), or the run's error.
+    /// The run's status and return code, or its error.
     pub got: Result<(NrtStatus, u8), RowError>,
     /// `Ok` when it passed, else why not.
     pub verdict: Result<(), RowError>,

@@ -1,81 +1,11 @@
-//! The shared-memory file of `nrt-sim serve --shm PATH`: the device's host-visible
-//! state (NQ ring memory and the BAR0 registers the host touches) laid out in one
-//! file that the simulator and a host in another process both map.
+//! The shared-memory device file of `nrt-sim serve --shm PATH`: NQ ring memory
+//! and the BAR0 registers the host touches, in one file the simulator and a
+//! host in another process both map. Layout and design: `docs/shm-file.md`.
 //!
-//! # Two files: a sealed memfd and its locator
-//!
-//! The device file is a memfd sealed with `F_SEAL_SHRINK | F_SEAL_GROW |
-//! F_SEAL_SEAL` before anyone maps it: nobody, the server included, can
-//! truncate it, so no mapping of it can fault with SIGBUS, whatever a peer
-//! does. `PATH` holds only a 32-byte locator ([`LOCATOR_BYTES`]): magic
-//! [`LOCATOR_MAGIC`] (`"NRTSHML1"`), the server's pid (u32), the memfd's
-//! descriptor number in the server (u32), and the file's token (u64, also in
-//! the header). A host reads it with `read` (never mapped), opens
-//! `/proc/<pid>/fd/<fd>` (same user, same pid namespace), refuses a file
-//! without `F_SEAL_SHRINK`, and checks the pid and token against the header
-//! (a locator left by a dead server whose pid and descriptor were reused is
-//! stale, not trusted). The locator is written under a temporary name created
-//! exclusively and without following symlinks, then renamed into place.
-//!
-//! # Layout of the device file
-//!
-//! All words little-endian. Offsets are file offsets; the BAR region is mapped by
-//! a host exactly as it would map BAR0, so a register at BAR offset `r` is at file
-//! offset `bar_offset + r`.
-//!
-//! | file offset | size | what |
-//! |---|---|---|
-//! | `0x000` | 8 | magic [`MAGIC`] (`"NRTSHM01"`) |
-//! | `0x008` | 4 | [`VERSION`] |
-//! | `0x00C` | 4 | arch type (2 sunda, 3 cayman, 4 mariana) |
-//! | `0x010` | 4 | physical cores (1 or 2) |
-//! | `0x014` | 4 | bytes per NQ ring (a power of two, 32..=1 MiB) |
-//! | `0x018` / `0x020` | 8 + 8 | ring region offset / length |
-//! | `0x028` / `0x030` | 8 + 8 | BAR region offset / length |
-//! | `0x038` | 4 | state: 0 initialising, 1 ready, 2 the server exited ([`State`]) |
-//! | `0x03C` | 4 | shutdown: the host sets 1 to stop the server |
-//! | `0x040` | 8 | the device clock's origin, `CLOCK_MONOTONIC` ns ([`monotonic_ns`]) |
-//! | `0x048` | 4 | inferences the device has played |
-//! | `0x04C` | 4 | inferences the host has harvested |
-//! | `0x050` | 4 | the server's pid |
-//! | `0x058` | 8 | the seed of the device's programs |
-//! | `0x060` | 8 | the server's heartbeat, `CLOCK_MONOTONIC` ns (stamped every loop) |
-//! | `0x068` | 8 | the file's token (the locator repeats it) |
-//! | `0x080 + 8*l + 4*c` | 4 | status line `l` of core `c` ([`Line`]: barrier done, barrier / network proxy failure, HBM UE, DMA abort) |
-//! | `0x0A8 + 4*c` | 4 | core `c`'s reset generation: the driver model counts each `NC_RESET` of the core ([`ShmFile::request_reset`]) |
-//! | `0x0B0 + 4*c` | 4 | the generation the device last reset core `c` to a fresh state for ([`ShmFile::acknowledge_reset`]) |
-//! | `0x100` | 512 | the injected faults, canonical specs separated by spaces, NUL-padded |
-//! | `0x1000` | `18 * stride` | NQ ring `(core, nq)` at `+ (core * 9 + nq) * stride`, the stride the ring's bytes rounded up to a page ([`ring_stride`]); 16-byte slots, two u64 words |
-//! | page after the rings | to the last register + 1 page | BAR0 (sparse): NQ HEAD at [`nq_head_register`](nrt_core::arch::nq_head_register), INTC cause at [`sim::intc_cause_offset`], kickoff semaphores' INCR alias at [`sim::sema_page`] `+ 0x1800`, top-SP host trigger at [`sim::xt_local_reg`] `+ 0x15A0` |
-//!
-//! The BAR region is sparse: `set_len` makes the file as long as the highest
-//! register (about 0x30C5_8000 bytes on sunda, 0xD670_2000 on cayman); a memfd
-//! is tmpfs: untouched pages cost nothing. [`ShmLayout::regions`] lists the
-//! three regions; they are checked not to overlap when a layout is made.
-//!
-//! # What differs from the in-process simulator
-//!
-//! - **HEAD is sampled, not latched.** The host writes HEAD with a plain store
-//!   into the mapped BAR, so nothing counts the writes: the device reads the word
-//!   once per step and advances its view of the reader by `(head - old) mod size`
-//!   ([`NqProducer::on_head_write`](nrt_core::nq::ring::NqProducer::on_head_write)).
-//!   That is exact except in one case (G-HEAD): if, at the previous sample, the
-//!   device had filled the ring completely up to the HEAD it knew, and the host
-//!   has since consumed every entry, the new HEAD equals the old one and the
-//!   device sees no room: it drops its next record and raises INTC bit 29 (a
-//!   spurious overflow; never a torn or stale read).
-//! - **The kickoff is a store, not an ioctl.** The driver's
-//!   `NEURON_IOCTL_SEMAPHORE_INCREMENT` is replaced by an atomic `fetch_add` of the
-//!   host on the semaphore's INCR-alias word; the device takes it with `fetch_sub`.
-//! - **No descriptor staging.** Device DRAM and the UDMA queues stay private to
-//!   the server; only the completion path (rings, HEAD, INTC, kickoff, proxies and
-//!   probes) crosses the file.
-//!
-//! The server side (`create`, `publish`, the heartbeat, the played count) is
-//! `nrt-sim serve`'s and `nrt-sim driver`'s; the host side (`open`,
-//! `wait_ready`, the header words, the status lines, the kickoff word) is
-//! `nrtctl harvest`'s (`nrt-linux`'s `harvest`). Both use this one definition
-//! (`nrt_sim::shm` re-exports it), so neither crate depends on the other.
+//! Invariants: the file is a memfd sealed against shrinking before anyone maps
+//! it, so no mapping faults; `PATH` holds only a locator, read and never
+//! mapped, checked against the header's pid and token. All words are
+//! little-endian; BAR offset `r` is at file offset `bar_offset + r`.
 //!
 //! `unsafe` here: `memfd_create` and the seals' `fcntl`, each with its
 //! `// SAFETY:` line; the mapping and the clock are [`crate::os`]'s.
@@ -100,15 +30,14 @@ use crate::sim;
 
 /// `"NRTSHM01"` as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"NRTSHM01");
-/// Layout version (2: the device file is a sealed memfd behind a locator).
+/// Layout version: 2, a sealed memfd behind a locator.
 pub const VERSION: u32 = 2;
 /// `"NRTSHML1"` as a little-endian u64: the locator at the published path.
 pub const LOCATOR_MAGIC: u64 = u64::from_le_bytes(*b"NRTSHML1");
 /// Bytes of the locator.
 pub const LOCATOR_BYTES: usize = 32;
-/// The seals of the device file: it can neither shrink (a mapping of a
-/// truncated file faults with SIGBUS) nor grow, and no seal can be added later
-/// (no peer can seal it against writes).
+/// The seals of the device file: no shrinking, which would fault a mapping,
+/// no growing, and no later seal against writes.
 const SEALS: libc::c_int = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
 /// Temporary names tried beside the path before publishing gives up.
 const TEMPORARY_TRIES: u32 = 16;
@@ -118,7 +47,7 @@ pub const PAGE: u64 = 4096;
 pub const RINGS_OFFSET: u64 = PAGE;
 /// Bytes of the faults text in the header.
 pub const FAULTS_BYTES: usize = 512;
-/// A ready file whose heartbeat is older than this is stale (its server died).
+/// A ready file whose heartbeat is older than this is stale: its server died.
 pub const STALE_NS: u64 = 2_000_000_000;
 
 mod off {
@@ -173,7 +102,7 @@ pub enum ShmError {
         /// The error.
         error: std::io::Error,
     },
-    /// The file is not (or no longer) a valid nrt-sim shared-memory file.
+    /// The file is not, or no longer, a valid nrt-sim shared-memory file.
     Corrupt(String),
     /// A bounded wait ran out.
     Timeout(String),
@@ -196,7 +125,7 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ShmError {
     move |error| ShmError::Io { what, error }
 }
 
-/// Arch from its type number (2, 3, 4).
+/// Arch from its type number.
 pub fn arch_from_type(t: u32) -> Option<Arch> {
     [Arch::Sunda, Arch::Cayman, Arch::Mariana].into_iter().find(|a| u32::from(a.arch_type()) == t)
 }
@@ -210,7 +139,7 @@ const fn page_up(v: u64) -> u64 {
 pub struct ShmLayout {
     /// Generation.
     pub arch: Arch,
-    /// Physical cores (1 or 2).
+    /// Physical cores, 1 or 2.
     pub cores: u8,
     /// Bytes per NQ ring.
     pub ring_bytes: u32,
@@ -218,14 +147,14 @@ pub struct ShmLayout {
     pub rings_offset: u64,
     /// Bytes of the ring region.
     pub rings_len: u64,
-    /// File offset of the BAR region (page-aligned).
+    /// File offset of the BAR region, page-aligned.
     pub bar_offset: u64,
     /// Bytes of the BAR region.
     pub bar_len: u64,
 }
 
 impl ShmLayout {
-    /// The layout for `arch`, `cores` and rings of `ring_bytes` (checked).
+    /// The checked layout for `arch`, `cores` and rings of `ring_bytes`.
     pub fn new(arch: Arch, cores: u8, ring_bytes: u32) -> Result<ShmLayout, ShmError> {
         if !(1..=MAX_CORES as u8).contains(&cores) {
             return Err(ShmError::Corrupt(format!("cores must be 1 or 2, not {cores}")));
@@ -233,8 +162,7 @@ impl ShmLayout {
         if !ring_bytes.is_power_of_two() || !(32..=(1 << 20)).contains(&ring_bytes) {
             return Err(ShmError::Corrupt(format!("ring size {ring_bytes} is not a power of two from 32 to 1 MiB")));
         }
-        // Each ring starts on its own page (G-DRV-RINGPAGE): the driver model
-        // hands a ring's file offset to `mmap`, which takes page-aligned offsets.
+        // Each ring starts on its own page for `mmap`, G-DRV-RINGPAGE.
         let rings_len = (MAX_CORES * NQ_PER_CORE) as u64 * ring_stride(ring_bytes);
         let bar_offset = RINGS_OFFSET + rings_len;
         let top = bar_registers(arch).into_iter().map(|(_, r)| r + 4).max().unwrap_or(0);
@@ -278,13 +206,13 @@ impl ShmLayout {
     }
 }
 
-/// Bytes from one ring's start to the next: the ring rounded up to a page, so
-/// that every ring's offset can be `mmap`ed on its own (G-DRV-RINGPAGE).
+/// Bytes from one ring's start to the next: a page multiple, so each ring can
+/// be `mmap`ed on its own, G-DRV-RINGPAGE.
 pub fn ring_stride(ring_bytes: u32) -> u64 {
     page_up(u64::from(ring_bytes))
 }
 
-/// Every BAR register the completion path uses over the file, by name, for both cores.
+/// Every BAR register the completion path uses, by name.
 pub fn bar_registers(arch: Arch) -> Vec<(&'static str, u64)> {
     let mut v = Vec::new();
     for core in 0..MAX_CORES as u8 {
@@ -301,8 +229,7 @@ pub fn bar_registers(arch: Arch) -> Vec<(&'static str, u64)> {
     v
 }
 
-/// A shared, read-write mapping of a whole file, unmapped on drop. Words are
-/// handed out as atomics borrowed from the mapping ([`SharedMap`]'s).
+/// A read-write [`SharedMap`] of a whole file.
 #[derive(Debug)]
 pub struct ShmMap {
     map: SharedMap,
@@ -320,21 +247,18 @@ impl ShmMap {
         Ok(ShmMap { map })
     }
 
-    /// The 8-byte word at `off` (8-aligned, inside the mapping).
+    /// The 8-byte word at `off`.
     pub fn u64_at(&self, off: u64) -> Option<&AtomicU64> {
         self.map.u64_at(off)
     }
 
-    /// The 4-byte word at `off` (4-aligned, inside the mapping).
+    /// The 4-byte word at `off`.
     pub fn u32_at(&self, off: u64) -> Option<&AtomicU32> {
         self.map.u32_at(off)
     }
 
-    /// Copy `len` bytes from `src` to `dst` within the mapping, byte by byte
-    /// through atomics (relaxed, then a release fence): what a DMA engine does
-    /// to the device file. `None` (nothing copied) when either range is not
-    /// inside the mapping. Overlapping ranges copy as if through a buffer only
-    /// when `dst <= src`; the model never overlaps them.
+    /// Copy `len` bytes within the mapping as a DMA engine does: relaxed
+    /// atomics, then a release fence. `None` when a range is outside it.
     pub fn copy_bytes(&self, src: u64, dst: u64, len: u64) -> Option<()> {
         let n = usize::try_from(len).ok()?;
         let (from, to) = (self.map.bytes(src, n)?, self.map.bytes(dst, n)?);
@@ -356,19 +280,16 @@ pub struct ShmFile {
 }
 
 impl ShmFile {
-    /// Create the device file for `layout`: a memfd, sized, sealed against
-    /// shrinking and growing (and against further seals), mapped, with its header
-    /// written (state [`State::Initialising`]). Nothing appears in the file
-    /// system until [`publish`](Self::publish) writes the locator at `path`.
+    /// Create the sealed, mapped device file for `layout`, its header written
+    /// and its state [`State::Initialising`]. Nothing appears at `path` until
+    /// [`publish`](Self::publish).
     pub fn create(path: &Path, layout: ShmLayout, seed: u64, faults: &str) -> Result<ShmFile, ShmError> {
         ShmFile::create_with_extra(path, layout, seed, faults, 0)
     }
 
-    /// As [`create`](Self::create), with `extra` more bytes after the layout's
-    /// regions (page-aligned at [`extra_region`](Self::extra_region)): the
-    /// driver model's region for `MEM_ALLOC_V2MT` chunks (sparse, like the BAR).
-    /// A host that opens the file checks only that it is at least the layout's
-    /// length, so the extra region changes nothing for `serve`.
+    /// As [`create`](Self::create), with `extra` more bytes at
+    /// [`extra_region`](Self::extra_region): the driver model's region for
+    /// `MEM_ALLOC_V2MT` chunks. A host checks only the layout's length.
     pub fn create_with_extra(
         path: &Path,
         layout: ShmLayout,
@@ -419,11 +340,8 @@ impl ShmFile {
         Ok(f)
     }
 
-    /// Stamp the device clock's origin and a heartbeat, mark the file ready, and
-    /// publish its locator at the path: written under a fresh temporary name
-    /// beside it (created exclusively, never through a symlink), then renamed
-    /// into place, so a host never sees a half-written locator. On failure the
-    /// temporary file is removed.
+    /// Mark the file ready and publish its locator, renamed into place so a
+    /// host never sees half of it.
     pub fn publish(&self, origin_ns: u64) -> Result<(), ShmError> {
         self.mark_ready(origin_ns);
         let mut loc = [0u8; LOCATOR_BYTES];
@@ -447,18 +365,16 @@ impl ShmFile {
         r
     }
 
-    /// Stamp the device clock's origin and a heartbeat and mark the file
-    /// ready, without publishing a locator (the driver model hands the file
-    /// out as a descriptor instead).
+    /// As [`publish`](Self::publish) without a locator: the driver model hands
+    /// the file out as a descriptor.
     pub fn mark_ready(&self, origin_ns: u64) {
         self.put64(off::ORIGIN, origin_ns);
         self.heartbeat();
         self.set_state(State::Ready);
     }
 
-    /// File offset of the region after the layout's (see
-    /// [`create_with_extra`](Self::create_with_extra)), and its length (0 for
-    /// a file made by [`create`](Self::create) or opened).
+    /// File offset and length of the region after the layout's; 0 bytes
+    /// unless made by [`create_with_extra`](Self::create_with_extra).
     pub fn extra_region(&self) -> (u64, u64) {
         let start = page_up(self.layout.total_len());
         (start, (self.map.map.len() as u64).saturating_sub(start))
@@ -479,13 +395,8 @@ impl ShmFile {
         monotonic_ns().saturating_sub(self.map.u64_at(off::HEARTBEAT).map_or(0, |w| w.load(Ordering::Acquire)))
     }
 
-    /// Open and validate a published file: read the locator at `path`, open
-    /// the server's memfd through `/proc/<pid>/fd/<fd>`, check that it is sealed
-    /// against shrinking (so that no peer can truncate it under the mapping),
-    /// that it is the file the locator names, and its header. A missing file, a
-    /// gone server or one still initialising is [`ShmError::Io`] or
-    /// [`ShmError::Timeout`]-worthy; a wrong magic, version, seals or layout is
-    /// [`ShmError::Corrupt`].
+    /// Open a published file through its locator, checking its seals, token
+    /// and header; a wrong one is [`ShmError::Corrupt`].
     pub fn open(path: &Path) -> Result<ShmFile, ShmError> {
         let (pid, fd, token) = read_locator(path)?;
         let proc = format!("/proc/{pid}/fd/{fd}");
@@ -594,9 +505,8 @@ impl ShmFile {
                         )))
                     }
                 },
-                // Only a missing file (the server has not published yet) or a
-                // transient state is worth waiting for; a permanent error
-                // (EACCES, EISDIR, ELOOP...) is reported at once, as it is.
+                // Wait only for a file not yet published or a transient state;
+                // report any other error at once.
                 Err(ShmError::Io { what, error }) if error.kind() != std::io::ErrorKind::NotFound => {
                     return Err(ShmError::Io { what, error })
                 }
@@ -635,12 +545,12 @@ impl ShmFile {
         self.map.u64_at(o).map_or(0, |w| w.load(Ordering::Acquire))
     }
 
-    /// The open file (for a host to map the rings and the BAR with its own binding).
+    /// The open file, for a host to map with its own binding.
     pub fn file(&self) -> &File {
         &self.file
     }
 
-    /// Where the file is (once published).
+    /// Where the file is, once published.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -655,7 +565,7 @@ impl ShmFile {
         &self.map
     }
 
-    /// The server's state (`None`: an unknown value).
+    /// The server's state; `None` for an unknown value.
     pub fn state(&self) -> Option<State> {
         match self.get32(off::STATE) {
             0 => Some(State::Initialising),
@@ -665,7 +575,7 @@ impl ShmFile {
         }
     }
 
-    /// The raw state word (for a message about an unknown value).
+    /// The raw state word.
     pub fn state_word(&self) -> u32 {
         self.get32(off::STATE)
     }
@@ -685,7 +595,7 @@ impl ShmFile {
         self.put32(off::SHUTDOWN, 1);
     }
 
-    /// The device clock's origin (`CLOCK_MONOTONIC` ns).
+    /// The device clock's origin, `CLOCK_MONOTONIC` ns.
     pub fn origin_ns(&self) -> u64 {
         self.map.u64_at(off::ORIGIN).map_or(0, |w| w.load(Ordering::Acquire))
     }
@@ -722,7 +632,7 @@ impl ShmFile {
         }
     }
 
-    /// The injected faults' text (canonical specs separated by spaces).
+    /// The injected faults' canonical specs, separated by spaces.
     pub fn faults_text(&self) -> String {
         let bytes: Vec<u8> =
             (0..FAULTS_BYTES as u64 / 4).flat_map(|i| self.get32(off::FAULTS + 4 * i).to_le_bytes()).collect();
@@ -738,15 +648,14 @@ impl ShmFile {
         self.map.u32_at(off::LINES + 8 * line as u64 + 4 * u64::from(core))
     }
 
-    /// Ask the device to reset `core` to a fresh state (the driver model's
-    /// `NC_RESET`): its reset generation counts one more; the new generation,
-    /// `None` past the file's cores.
+    /// The driver model's `NC_RESET` of `core`: count one more reset generation
+    /// and return it; `None` past the file's cores.
     pub fn request_reset(&self, core: u8) -> Option<u32> {
         let w = self.reset_word(off::RESET_REQ, core)?;
         Some(w.fetch_add(1, Ordering::AcqRel).wrapping_add(1))
     }
 
-    /// Core `core`'s reset generation (0 before any reset, and past the file's cores).
+    /// Core `core`'s reset generation; 0 before any reset.
     pub fn reset_requested(&self, core: u8) -> u32 {
         self.reset_word(off::RESET_REQ, core).map_or(0, |w| w.load(Ordering::Acquire))
     }
@@ -756,8 +665,8 @@ impl ShmFile {
         self.reset_word(off::RESET_ACK, core).map_or(0, |w| w.load(Ordering::Acquire))
     }
 
-    /// The device reset `core` for generation `generation` (Release: its
-    /// fresh state is visible to whoever acquires the acknowledgement).
+    /// The device reset `core` for `generation`. Release: the fresh state is
+    /// visible to whoever acquires the acknowledgement.
     pub fn acknowledge_reset(&self, core: u8, generation: u32) {
         if let Some(w) = self.reset_word(off::RESET_ACK, core) {
             w.store(generation, Ordering::Release);
@@ -771,7 +680,7 @@ impl ShmFile {
         self.map.u32_at(base + 4 * u64::from(core))
     }
 
-    /// The BAR register at `reg` (a BAR0 offset), as the device sees it.
+    /// The BAR register at BAR0 offset `reg`, as the device sees it.
     pub fn bar_u32(&self, reg: u64) -> Option<&AtomicU32> {
         if reg.checked_add(4)? > self.layout.bar_len {
             return None;
@@ -779,7 +688,7 @@ impl ShmFile {
         self.map.u32_at(self.layout.bar_offset + reg)
     }
 
-    /// The INCR-alias word of semaphore `index` of TPB `tpb` (the kickoff).
+    /// The kickoff: the INCR-alias word of semaphore `index` of TPB `tpb`.
     pub fn sema_incr(&self, tpb: u32, index: u32) -> Option<&AtomicU32> {
         if tpb as usize >= MAX_CORES || index >= sim::SEMAPHORES {
             return None;
@@ -788,9 +697,8 @@ impl ShmFile {
     }
 }
 
-/// A new temporary file beside `path`: `<path>.<pid>.tmp`, then
-/// `<path>.<pid>.<n>.tmp`, created exclusively (`O_CREAT | O_EXCL`) and never
-/// through a symlink (`O_NOFOLLOW`), mode 0600.
+/// A new temporary file beside `path`, `<path>.<pid>[.<n>].tmp`, created
+/// exclusively, never through a symlink, mode 0600.
 fn create_temporary(path: &Path) -> Result<(PathBuf, File), ShmError> {
     let pid = std::process::id();
     let mut last = None;
@@ -817,9 +725,8 @@ fn create_temporary(path: &Path) -> Result<(PathBuf, File), ShmError> {
     })
 }
 
-/// The server's pid, its memfd's descriptor number and the file's token, from
-/// the locator at `path`. Read with `read`, never mapped: a peer that truncates
-/// it cannot fault this process.
+/// The server's pid, memfd descriptor and token from the locator at `path`,
+/// read and never mapped.
 fn read_locator(path: &Path) -> Result<(u32, u32, u64), ShmError> {
     let f = File::open(path).map_err(io(format!("open {}", path.display())))?;
     let mut loc = [0u8; LOCATOR_BYTES];
@@ -845,7 +752,7 @@ fn read_locator(path: &Path) -> Result<(u32, u32, u64), ShmError> {
     Ok((word(8, 12) as u32, word(12, 16) as u32, word(16, 24)))
 }
 
-/// Shared ownership of a file (the device model and the server both hold it).
+/// Shared ownership of a file by the device model and the server.
 pub type SharedFile = Arc<ShmFile>;
 
 #[cfg(test)]
@@ -947,8 +854,7 @@ mod tests {
 
     #[test]
     fn a_locator_naming_an_unsealed_file_is_refused() {
-        // A tmpfs file (what the device file used to be) with a real header:
-        // a peer could truncate it, so it is refused before it is mapped.
+        // An unsealed tmpfs file with a real header is refused before it is mapped.
         let shm = Path::new("/dev/shm");
         let dir = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
         let plain = dir.join(format!("nrt-shm-unit-{}-plain", std::process::id()));

@@ -1,21 +1,10 @@
-//! What a host must know about the *simulated* device that a real driver or
-//! device would tell it by means outside the ioctl ABI, shared by the simulator
-//! (`nrt-sim`) and the binding (`nrt-linux`) so neither imports the other.
+//! What a host must know about the *simulated* device that a real one would
+//! tell it outside the ioctl ABI, shared by the simulator and the binding.
 //!
-//! Every item is a **sim** choice where no public source gives the real value
-//! (`docs/spec-gaps.md` names each): the INTC error-trigger layout (G-ERRTRIG),
-//! the top-SP NX-local base (G-DMA-XTLOCAL), the timestamp calibration, the
-//! output var ids of the simulated model, and, for the driver path
-//! (`nrt-sim driver`), the BAR0 physical address the model reports and the
-//! hint query where it tells what a real runtime learns from its model,
-//! proxies and probes (G-DRV-PROBES).
+//! Every item is a **sim** choice where no public source gives the value, each
+//! named in `docs/spec-gaps.md`. The hardware's own layout is [`crate::devmap`]'s.
 //!
-//! The hardware's own layout is [`crate::devmap`]'s; what is here is the
-//! simulator's choice where no public source gives a fact.
-//!
-//! And the labels of the simulator's runs a host prints or checks without
-//! the simulator: the fault names ([`FAULT_NAMES`]), and each named scenario's expected status
-//! and return code ([`SCENARIO_LABELS`]).
+//! Also the labels a host checks a run against: [`FAULT_NAMES`] and [`SCENARIO_LABELS`].
 
 use nrt_core::arch::Arch;
 use nrt_core::nq::TsCal;
@@ -25,20 +14,20 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 use crate::devmap;
 use crate::ioctl::{Ioctl, IOC_READ, IOC_WRITE};
 
-/// Offset of the INTC error-trigger blocks from the core's NOTIFIC block (**sim**).
+/// **sim**: offset of the INTC error-trigger blocks from the core's NOTIFIC block.
 pub const INTC_FROM_NOTIFIC: u64 = 0x2_0000;
-/// Stride of the error-trigger blocks of one core (**sim**): 64 IOFIC groups of 0x40.
+/// **sim**: stride of one core's error-trigger blocks, 64 IOFIC groups.
 pub const INTC_BLOCK_STRIDE: u64 = 0x1000;
-/// Bytes of one IOFIC group (driver §6).
+/// Bytes of one IOFIC group, driver §6.
 pub const INTC_GROUP_BYTES: u64 = 0x40;
-/// `cause` within an IOFIC group (driver §6).
+/// `cause` within an IOFIC group, driver §6.
 pub const INTC_CAUSE: u64 = 0x00;
-/// `cause_set` within an IOFIC group: write 1 bits to set them (driver §6).
+/// `cause_set` within an IOFIC group: write 1 bits to set them. Driver §6.
 pub const INTC_CAUSE_SET: u64 = 0x08;
-/// Lines (IOFIC groups) per error-trigger block.
+/// Lines, or IOFIC groups, per error-trigger block.
 pub const INTC_LINES: u32 = 64;
-/// Error-trigger blocks per core the simulator models (blocks 0 and 1: the TPB
-/// indices of a two-core logical core, G-ERRTRIG).
+/// Error-trigger blocks per core the simulator models: one per TPB of a
+/// two-core logical core, G-ERRTRIG.
 pub const INTC_BLOCKS: u32 = 2;
 
 /// BAR0 offset of the top-SP (engine 4) NX-local register block, `xt_local_reg`
@@ -55,14 +44,14 @@ pub const fn xt_local_reg(arch: Arch) -> u64 {
     }
 }
 
-/// BAR0 offset of the semaphore/event block of TPB `tpb` ([`devmap::semaphore_block`]).
+/// BAR0 offset of the semaphore and event block of TPB `tpb`.
 pub const fn sema_page(arch: Arch, tpb: u32) -> u64 {
     devmap::semaphore_block(arch, tpb)
 }
 pub use devmap::{SEMAPHORES, SEMA_INCR, SEMA_READ};
 
-/// BAR0 offset of the INTC cause register of `line` in error-trigger `block` of
-/// physical core `core` (**sim** layout, see the module table).
+/// **sim**: BAR0 offset of the INTC cause register of `line` in error-trigger
+/// `block` of physical core `core`.
 pub const fn intc_cause_offset(arch: Arch, core: u8, block: u32, line: u32) -> Option<u64> {
     if block >= INTC_BLOCKS || line >= INTC_LINES {
         return None;
@@ -75,11 +64,10 @@ pub const fn intc_cause_offset(arch: Arch, core: u8, block: u32, line: u32) -> O
     }
 }
 
-/// The expected timestamp increment of every simulated engine (the
-/// simulator's `program::EXPECTED_INC`).
+/// The expected timestamp increment of every simulated engine.
 pub const CAL_EXPECTED_INC: u32 = 1000;
 
-/// Timestamp calibration of `(core, engine)` (`notif->init_timestamp.tpb.<engine>`).
+/// Timestamp calibration of `(core, engine)`: `notif->init_timestamp.tpb.<engine>`.
 pub fn calibration(core: u8, eng: usize) -> TsCal {
     TsCal {
         init_timestamp: 0x1000_0000 * (u64::from(core) + 1) + 0x10_0000 * eng as u64,
@@ -96,81 +84,67 @@ pub const FIRST_VAR_ID: u16 = 100;
 /// The per-core status lines a host reads through its proxies and probes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Line {
-    /// The collectives barrier cleared (1) or not (0).
+    /// 1 once the collectives barrier cleared.
     BarrierDone = 0,
-    /// The barrier proxy failed with this status (0: no).
+    /// The barrier proxy's failure status, 0 for none.
     BarrierFail = 1,
-    /// The network proxy failed with this status (0: no).
+    /// The network proxy's failure status, 0 for none.
     NetproxyFail = 2,
-    /// HBM uncorrectable error status (0, 1201 or 1205).
+    /// HBM uncorrectable error status: 0, 1201 or 1205.
     Hbm = 3,
-    /// A DMA engine serving the core aborted (1) or not (0).
+    /// 1 once a DMA engine serving the core aborted.
     DmaAbort = 4,
 }
 
-/// Status lines per core ([`Line`]).
+/// Status lines per core.
 pub const LINES: usize = 5;
 
-/// BAR0 physical address the driver model reports in `DEVICE_INFO`
-/// (`bar_address[0]`): BAR_READ / BAR_WRITE addresses are this plus the
-/// register's BAR offset, and the model subtracts it (driver-abi.md point 7).
-/// **sim**: a real device reports its PCI BAR address.
+/// **sim**: the BAR0 physical address the driver model reports in
+/// `DEVICE_INFO`; driver-abi.md point 7.
 pub const SIM_BAR0_PA: u64 = 0x0000_0040_0000_0000;
 
-/// The request number of the simulator's hint query ([`SIM_HINTS`]): one the
-/// real driver does not define. Its header numbers requests up to 124 (plus 133,
-/// `DMA_QUEUE_INIT_BATCH`), and its dispatch matches a few by number alone
-/// (`_IOC_NR`), none of them 0xE0; any other `'N'` request falls through to
-/// its misc dispatch, which answers `EINVAL` ("invalid misc IOCTL",
-/// neuron_cdev.c: `ncdev_misc_ioctl`). A file that is not a Neuron device
-/// answers `ENOTTY`.
+/// The request number of [`SIM_HINTS`], which the real driver answers
+/// `EINVAL`. Driver: neuron_cdev.c, `ncdev_misc_ioctl`.
 pub const SIM_HINTS_NR: u32 = 0xE0;
 
-/// `nrt_sim_hints.magic` as the model writes it: `"NSIM"` little-endian. A
-/// caller zeroes it before the call and trusts the answer only when the call
-/// returned 0 **and** this value came back, so that a future driver that gives
-/// nr 0xE0 a meaning cannot be taken for the simulator.
+/// `nrt_sim_hints.magic`: a caller zeroes it and trusts only an answer that
+/// returned 0 **and** this.
 pub const SIM_HINTS_MAGIC: u32 = u32::from_le_bytes(*b"NSIM");
 /// The layout version the model writes into `version`.
 pub const SIM_HINTS_VERSION: u32 = 2;
-/// Cores whose probe words [`SimHints::lines`] holds (the driver's
-/// `MAX_NC_PER_DEVICE`).
+/// Cores whose probe words [`SimHints::lines`] holds: `MAX_NC_PER_DEVICE`.
 pub const SIM_HINT_CORES: usize = 8;
 
-/// The answer of the simulator-only hint query (**sim**, G-DRV-HINTS,
-/// G-DRV-PROBES): what only the simulated device can tell a host and a real
-/// runtime learns elsewhere (the model it loads, its collectives proxy, the HBM
-/// counters, `DMA_QUEUE_GET_STATE`).
+/// **sim**: the answer of the hint query, G-DRV-HINTS, G-DRV-PROBES.
 ///
-/// In: `size` = `size_of::<SimHints>()` (the model refuses another with
-/// `EINVAL`), `magic` 0. Out (every other field is written by the model):
+/// In: `size` is `size_of::<SimHints>()`, else `EINVAL`, and `magic` 0. The
+/// model writes every other field:
 ///
 /// | field | what |
 /// |---|---|
 /// | `magic`, `version` | [`SIM_HINTS_MAGIC`], [`SIM_HINTS_VERSION`] |
-/// | `model_cores` | the model's logical-core width: physical cores the inference uses (0: not said) |
-/// | `ring_entries` | the model's NQ ring entries (0: not said) |
-/// | `device_cores` | cores whose `lines` the device publishes (the rest read 0) |
+/// | `model_cores` | physical cores the inference uses, 0 if not said |
+/// | `ring_entries` | the model's NQ ring entries, 0 if not said |
+/// | `device_cores` | cores whose `lines` the device publishes |
 /// | `clock_origin_ns` | the device clock's origin, `CLOCK_MONOTONIC` ns |
 /// | `heartbeat_ns` | the device's last heartbeat, `CLOCK_MONOTONIC` ns |
-/// | `lines[core][line]` | status line `line` ([`Line`]) of `core`: 0 none, else the probe's word |
+/// | `lines[core][line]` | status [`Line`] `line` of `core`, 0 for none |
 /// | `host_trigger` | BAR0 offset of the host trigger the device arms on ([`xt_local_reg`] `+ 0x15A0`) |
 ///
-/// On a real driver the call fails (`EINVAL`; `ENOTTY` on another file), and a
-/// host must then take these from its own configuration and its real probes, or
-/// say they are absent.
+/// On a real driver the call fails, and a host takes these from its own
+/// configuration and probes, or says they are absent.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct SimHints {
-    /// Out: [`SIM_HINTS_MAGIC`] (in: 0).
+    /// In 0, out [`SIM_HINTS_MAGIC`].
     pub magic: u32,
     /// Out: [`SIM_HINTS_VERSION`].
     pub version: u32,
     /// In: `size_of::<SimHints>()`.
     pub size: u32,
-    /// Out: the model's logical-core width (0: not said).
+    /// Out: the model's logical-core width, 0 if not said.
     pub model_cores: u32,
-    /// Out: the model's NQ ring entries (0: not said).
+    /// Out: the model's NQ ring entries, 0 if not said.
     pub ring_entries: u32,
     /// Out: cores whose status lines the device publishes.
     pub device_cores: u32,
@@ -178,22 +152,19 @@ pub struct SimHints {
     pub clock_origin_ns: u64,
     /// Out: the device's heartbeat, `CLOCK_MONOTONIC` ns.
     pub heartbeat_ns: u64,
-    /// Out: `lines[core][line as usize]`, the status lines ([`Line`]).
+    /// Out: `lines[core][line as usize]`, the status [`Line`]s.
     pub lines: [[u32; LINES]; SIM_HINT_CORES],
     /// Out: BAR0 offset of the top-SP host trigger (0: the device needs none).
     pub host_trigger: u64,
 }
 const _: () = assert!(core::mem::size_of::<SimHints>() == 208);
 
-/// The simulator's hint query: `_IOWR('N', 0xE0, struct nrt_sim_hints)` (the
-/// struct's size in the size field: `0xC0D0_4EE0`), answered only by
-/// `nrt-sim driver`'s model. See [`SimHints`] and [`SIM_HINTS_NR`].
+/// The simulator's hint query, `_IOWR('N', 0xE0, struct nrt_sim_hints)`,
+/// answered only by `nrt-sim driver`'s model.
 pub const SIM_HINTS: Ioctl<SimHints> = Ioctl::by_value(IOC_READ | IOC_WRITE, SIM_HINTS_NR, "NRT_SIM_IOCTL_HINTS");
 
-/// The names of the faults the simulator injects (`nrt-sim run --inject
-/// NAME[:K=V,...]`), in the order of the contract. The simulator parses and
-/// checks a whole spec; a host that only labels a run with one (`nrtctl run
-/// --inject`) checks its name against this list.
+/// The names of the faults `nrt-sim run --inject` takes, in the contract's
+/// order; a host that only labels a run checks a name against this list.
 pub const FAULT_NAMES: [&str; 16] = [
     "hang",
     "drop",
@@ -213,12 +184,7 @@ pub const FAULT_NAMES: [&str; 16] = [
     "corrupt",
 ];
 
-/// A named scenario of the simulator as a host that runs it through a device
-/// sees it: a label, the status and one-step return code the run must end
-/// with, and the configuration a host needs to run it (what a real runtime
-/// would read from the model it loads) and prints. What the device does for it
-/// (its faults, its checks of the evidence) stays with the simulator
-/// (`nrt_sim::scenario`, whose every scenario is checked against this table).
+/// A named scenario as a host sees it; `nrt_sim::scenario` is checked against it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ScenarioLabel {
     /// Short kebab-case name.
@@ -227,7 +193,7 @@ pub struct ScenarioLabel {
     pub description: &'static str,
     /// The status it must end with.
     pub expected: NrtStatus,
-    /// The one-step return code it must end with (0 or 2).
+    /// The one-step return code it must end with, 0 or 2.
     pub expected_rc: u8,
     /// Physical cores of its logical core.
     pub cores: u8,
@@ -235,14 +201,12 @@ pub struct ScenarioLabel {
     pub ring_entries: u32,
     /// Its injected faults, as canonical `--inject` specs.
     pub faults: &'static [&'static str],
-    /// What a host on a real driver (the hint query refused) ends with where
-    /// that differs, and why (G-DRV-REAL); `None`: the same.
+    /// Where a host on a real driver ends otherwise, and why, G-DRV-REAL.
     pub real_path: Option<RealPath>,
 }
 
-/// A scenario's end on the real-driver path where a fact it needs has no
-/// public register (`crate::devmap::Unknown`) or comes from a probe only the
-/// simulator answers (G-DRV-PROBES, G-DRV-REAL).
+/// A scenario's end on a real driver, where a fact it needs has no public
+/// register or comes from a probe only the simulator answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RealPath {
     /// The status it ends with there.

@@ -1,12 +1,7 @@
-//! How a test that cannot make its check on this machine says so, and how
-//! `cargo xtask ci` reads it (feature `test-skips`, std; for the tests of
-//! `nrt-linux` and `nrt-sim` and for xtask, the three that must agree on it):
-//! the test prints `!!! SKIPPED` past the harness's capture and, when
-//! [`SKIP_LOG`] names a file, appends a line `TEST<TAB>CLASS<TAB>REASON` to
-//! it ([`record`]); xtask lists each as a SKIPPED stage with its reason, and
-//! for [`SkipClass::Installable`] (a tool `cargo xtask ci` installs is missing
-//! on a machine that could have installed it) says that the install failed
-//! and that the setup stage's output has why: never a pass, never a red run.
+//! How a test that cannot make its check here says so, and how `cargo xtask
+//! ci` reads it. The test prints `!!! SKIPPED` past the harness's capture and
+//! appends `TEST<TAB>CLASS<TAB>REASON` to the file [`SKIP_LOG`] names; xtask
+//! lists each as a SKIPPED stage: never a pass, never a red run.
 
 use std::io::Write;
 use std::path::Path;
@@ -18,14 +13,12 @@ pub const SKIP_LOG: &str = "NRT_SKIP_LOG";
 /// What a skip is, for a CI machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SkipClass {
-    /// A tool `cargo xtask ci`'s setup installs from Debian is missing, or
-    /// does not run, on a machine that could install it ([`installable`]):
-    /// its install failed, which xtask's SKIPPED stage says.
+    /// A tool `cargo xtask ci` installs is missing on a machine that could
+    /// install it: the install failed.
     Installable,
-    /// Such a tool is missing and this machine cannot install it (the reason
-    /// says why: no `apt-get`, not root, no candidate for the package).
+    /// Such a tool is missing and this machine cannot install it.
     NotInstallable,
-    /// Something no package gives (a kernel feature).
+    /// Something no package gives, such as a kernel feature.
     Unsupported,
 }
 
@@ -58,16 +51,13 @@ pub struct Skip {
     pub why: String,
 }
 
-/// The log's line for a skip of `test` (tabs and newlines of `why` made
-/// spaces).
+/// The log's line for a skip of `test`; tabs and newlines of `why` become spaces.
 pub fn line(test: &str, class: SkipClass, why: &str) -> String {
     format!("{test}\t{}\t{}\n", class.name(), why.replace(['\t', '\n'], " "))
 }
 
-/// The skips a log records, each test once with its first line, in the
-/// order recorded. A line whose second field is no class is read as
-/// `TEST<TAB>REASON` of class [`SkipClass::Unsupported`]; a line without a
-/// tab is a test with no reason given.
+/// The skips a log records, each test once, in order. A line without a class
+/// is [`SkipClass::Unsupported`].
 pub fn read_log(text: &str) -> Vec<Skip> {
     let mut out: Vec<Skip> = Vec::new();
     for l in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -86,9 +76,8 @@ pub fn read_log(text: &str) -> Vec<Skip> {
     out
 }
 
-/// Whether this machine could install the Debian package `pkg` as `cargo
-/// xtask ci`'s setup does: `apt-get` runs, this process is root, and apt
-/// knows a candidate version of it. Else why not.
+/// Whether this machine could install the Debian package `pkg` as `cargo xtask
+/// ci` does: `apt-get` runs as root and knows a candidate. Else why not.
 pub fn installable(pkg: &str) -> Result<(), String> {
     let quiet = |c: &mut Command| c.stdin(Stdio::null()).stderr(Stdio::null()).output();
     if !quiet(Command::new("apt-get").arg("--version")).is_ok_and(|o| o.status.success()) {
@@ -116,18 +105,14 @@ fn effective_uid() -> Option<u32> {
     uids.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// The running test of crate `krate` (its `CARGO_CRATE_NAME`), as the log
-/// names it: `CRATE::TEST`, the test being the harness's name for the
-/// thread it runs on.
+/// The running test of crate `krate` as the log names it, `CRATE::TEST`.
 pub fn test_name(krate: &str) -> String {
     format!("{krate}::{}", std::thread::current().name().unwrap_or("(unnamed test thread)"))
 }
 
-/// Say that test `test` (`CRATE::TEST`) checks nothing here, and why, where
-/// a person sees it: on standard error past the test harness's capture
-/// (which hides a passing test's output), and, when [`SKIP_LOG`] names a
-/// file, as its [`line()`] appended to it (its directory made if missing). A
-/// failure to record panics, naming the file.
+/// Say that `test` checks nothing here, and why: on standard error past the
+/// harness's capture, and as a [`line()`] of the [`SKIP_LOG`] file. A failure
+/// to record panics.
 pub fn record(test: &str, class: SkipClass, why: &str) {
     let why = why.replace(['\t', '\n'], " ");
     let _ = writeln!(std::io::stderr(), "\n!!! SKIPPED {test}: {why}\n");
@@ -138,7 +123,7 @@ pub fn record(test: &str, class: SkipClass, why: &str) {
     }
 }
 
-/// Append `text` to the file `path`, made (with its directory) if missing.
+/// Append `text` to the file `path`, made with its directory if missing.
 fn append(path: &Path, text: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
@@ -146,12 +131,9 @@ fn append(path: &Path, text: &str) -> std::io::Result<()> {
     std::fs::OpenOptions::new().create(true).append(true).open(path)?.write_all(text.as_bytes())
 }
 
-/// A check that needs Debian's `pkg` (which `cargo xtask ci`'s setup
-/// installs) and cannot be made (`why`): recorded ([`record`]) as
-/// [`SkipClass::Installable`] when this machine could install it, else as
-/// [`SkipClass::NotInstallable`] with the reason it cannot. Where `CI` is
-/// set and no [`SKIP_LOG`] records the skip (a CI that runs `cargo test`
-/// itself, where nobody would see it), it panics instead, naming why.
+/// [`record`] a check that needs Debian's `pkg`: [`SkipClass::Installable`]
+/// when this machine could install it, else [`SkipClass::NotInstallable`].
+/// Where `CI` is set and no [`SKIP_LOG`] is, nobody would see the skip, so it panics.
 pub fn missing_tool(test: &str, pkg: &str, why: &str) {
     if std::env::var_os("CI").is_some() && std::env::var_os(SKIP_LOG).is_none() {
         panic!(

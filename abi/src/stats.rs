@@ -1,32 +1,16 @@
-//! neuron-monitor's `execution_stats`, from per-core counters: what `nrtctl
-//! stats` prints of a process's datastore and `nrt-sim run` prints of its own
-//! counters at the end.
+//! neuron-monitor's `execution_stats` from per-core counters: what `nrtctl
+//! stats` prints of a datastore and `nrt-sim run` of its own counters. The
+//! shape and names are neuron-monitor's user guide's.
 //!
-//! The shape and field names are neuron-monitor's (SDK
-//! `tools/neuron-sys-tools/neuron-monitor-user-guide.rst`, "execution_stats"):
-//! `error_summary` {generic, numerical, transient, model, runtime, hardware},
-//! `execution_summary` {completed, completed_with_err, completed_with_num_err,
-//! timed_out, incorrect_input, failed_to_queue}, `latency_stats`
-//! {total_latency, device_latency} with percentiles p0, p1, p25, p50, p75, p99,
-//! p100 in seconds (`null` when nothing ran), `error`.
+//! `execution_summary` counts each execution once, by the execution counts
+//! the request's first core keeps, G-NDS-SUM. The driver's per-NC words,
+//! where a two-core request counts twice, are `nc_execution_summary`, and
+//! `error_summary` is theirs. A writer that keeps no execution counts gets its
+//! per-NC sums, said in `execution_summary_source`. The percentiles are
+//! nearest-rank over the pooled latency samples, G-NDS-LATENCY.
 //!
-//! `execution_summary` counts executions, each once, in its request's outcome:
-//! the execution counts the request's first core keeps in reserved ids
-//! ([`id::EXECUTIONS`], G-NDS-SUM), summed over the NeuronCores read. The
-//! driver's per-NC words (each core's own outcome, so a request over two cores
-//! counts on both) are kept apart as `nc_execution_summary`; `error_summary`
-//! is theirs (an error is counted on the core it happened on). A datastore
-//! whose writer keeps no execution counts (every one 0, `EXEC_OTHER` included,
-//! while a core counted an outcome) gives its per-NC sums as `execution_summary`, said in
-//! `execution_summary_source`. The percentiles are nearest-rank over the
-//! latency samples the cores keep (the last
-//! [`LATENCY_WINDOW`](nrt_core::counters::id::LATENCY_WINDOW) per core,
-//! G-NDS-LATENCY), pooled.
-//!
-//! Between two reads ([`ExecutionStats::between`]) a count that went down (the
-//! datastore reset or another writer's) is never a difference: that NC's
-//! counts are its totals since the reset, and the NC is named in
-//! `counters_reset_on_nc`.
+//! Between two reads a count that went down is never a difference: the NC's
+//! counts are its totals since the reset, named in `counters_reset_on_nc`.
 
 use nrt_core::counters::{id, latency_samples_of, NcCounterBlock};
 use serde_json::{json, Value};
@@ -35,8 +19,8 @@ use serde_json::{json, Value};
 pub const PERCENTILES: [(&str, u32); 7] =
     [("p0", 0), ("p1", 1), ("p25", 25), ("p50", 50), ("p75", 75), ("p99", 99), ("p100", 100)];
 
-/// neuron-monitor's `execution_summary` fields, each with the per-NC word of
-/// a core's own outcome and the execution count of the request's outcome.
+/// neuron-monitor's `execution_summary` fields, each with its per-NC word and
+/// its execution count.
 pub const SUMMARY_FIELDS: [(&str, usize, usize); 6] = [
     ("completed", id::INFER_COMPLETED, id::EXEC_COMPLETED),
     ("completed_with_err", id::INFER_COMPLETED_WITH_ERR, id::EXEC_COMPLETED_WITH_ERR),
@@ -46,13 +30,11 @@ pub const SUMMARY_FIELDS: [(&str, usize, usize); 6] = [
     ("failed_to_queue", id::INFER_FAILED_TO_QUEUE, id::EXEC_FAILED_TO_QUEUE),
 ];
 
-/// The driver's runtime memory-usage ids (22..=26, between `CC_TIME` and
-/// `MODEL_LOAD_COUNT`): levels, not counts, so they may go down.
+/// The driver's runtime memory-usage ids: levels, not counts, so they may go down.
 const MEMORY_USAGE_IDS: core::ops::RangeInclusive<usize> = (id::CC_TIME + 1)..=(id::MODEL_LOAD_COUNT - 1);
 
-/// Whether id `c` only ever grows (a count): the driver's counters but its
-/// memory-usage levels, the sample count and the execution counts (not the
-/// latency samples, which are overwritten).
+/// Whether id `c` is a count that only grows; the latency samples and the
+/// memory-usage levels are not.
 fn is_count(c: usize) -> bool {
     (c < id::EXT_LAST && !MEMORY_USAGE_IDS.contains(&c))
         || c == id::LATENCY_SAMPLES_WRITTEN
@@ -70,13 +52,12 @@ pub struct ExecutionStats {
     pub total_latency_us: Vec<u64>,
     /// NeuronCores read.
     pub cores: usize,
-    /// NCs (their positions in the read) whose counts went down between two
-    /// reads: counted from 0 again ([`ExecutionStats::between`]).
+    /// Positions of the NCs whose counts went down between two reads.
     pub reset_ncs: Vec<usize>,
 }
 
 impl ExecutionStats {
-    /// From each core's counters by id (a datastore's NCs, in order).
+    /// From each core's counters by id, in order.
     pub fn from_values<'a>(ncs: impl IntoIterator<Item = &'a [u64; id::TOTAL_NC_COUNTER_COUNT]>) -> ExecutionStats {
         let mut s = ExecutionStats { totals: vec![0; id::TOTAL_NC_COUNTER_COUNT], ..Default::default() };
         for nc in ncs {
@@ -85,8 +66,7 @@ impl ExecutionStats {
         s
     }
 
-    /// Add one core's counts (those since `before`, when given) and its
-    /// latency samples (those written since `before`).
+    /// Add one core's counts and latency samples, those since `before` if given.
     fn add_nc(&mut self, nc: &[u64; id::TOTAL_NC_COUNTER_COUNT], before: Option<&[u64; id::TOTAL_NC_COUNTER_COUNT]>) {
         self.cores += 1;
         for (c, t) in self.totals.iter_mut().enumerate() {
@@ -106,12 +86,9 @@ impl ExecutionStats {
         self.total_latency_us.extend_from_slice(&t[n - k..n]);
     }
 
-    /// What changed from `before` to `after` (two reads of the same cores): the
-    /// counts' differences and the latency samples written in between (at most
-    /// the window each core keeps), for a monitor sampling over a period. An NC
-    /// any of whose counts went down was reset (or written by another): its
-    /// counts are its totals in `after` and it is listed in `reset_ncs`, never
-    /// a wrapped difference.
+    /// What changed between two reads of the same cores: the counts'
+    /// differences and the latency samples written in between. An NC whose
+    /// count went down gives its totals in `after`, listed in `reset_ncs`.
     pub fn between(
         before: &[[u64; id::TOTAL_NC_COUNTER_COUNT]],
         after: &[[u64; id::TOTAL_NC_COUNTER_COUNT]],
@@ -131,7 +108,7 @@ impl ExecutionStats {
         s
     }
 
-    /// From counter blocks kept in RAM (`nrt-sim run`'s).
+    /// From counter blocks kept in RAM.
     pub fn from_blocks<'a>(blocks: impl IntoIterator<Item = &'a NcCounterBlock>) -> ExecutionStats {
         ExecutionStats::from_values(blocks.into_iter().map(NcCounterBlock::values))
     }
@@ -141,18 +118,14 @@ impl ExecutionStats {
         self.totals.get(c).copied().unwrap_or(0)
     }
 
-    /// Whether the counts hold executions counted once each: some execution
-    /// count (every execution is in one, [`id::EXEC_OTHER`] included), or no
-    /// outcome at all. `false` for a writer that keeps only the
-    /// per-NC words (its cores counted outcomes, no execution).
+    /// Whether the counts hold each execution once: some execution count, or
+    /// no outcome at all. `false` for a writer of per-NC words only.
     pub fn counts_executions(&self) -> bool {
         (id::EXECUTIONS..id::WRITTEN_END).any(|e| self.total(e) != 0)
             || SUMMARY_FIELDS.iter().all(|(_, nc, _)| self.total(*nc) == 0)
     }
 
-    /// Executions in `field` of `execution_summary` (by its name): counted
-    /// once each ([`counts_executions`](Self::counts_executions)), else the
-    /// per-NC sum.
+    /// Executions in the `execution_summary` field `field`.
     pub fn executions(&self, field: &str) -> u64 {
         let per_execution = self.counts_executions();
         SUMMARY_FIELDS
@@ -161,8 +134,7 @@ impl ExecutionStats {
             .map_or(0, |(_, nc, e)| self.total(if per_execution { *e } else { *nc }))
     }
 
-    /// neuron-monitor's `execution_stats` object; `period_s` when sampled over
-    /// a period (`--watch`), else the counters since the process began.
+    /// neuron-monitor's `execution_stats` object; `period_s` when sampled over a period.
     pub fn json(&self, period_s: Option<f64>) -> Value {
         let summary = |pick: &dyn Fn(usize, usize) -> u64| {
             let mut o = serde_json::Map::new();
@@ -333,8 +305,7 @@ mod tests {
         assert!(none.json(Some(1.0))["latency_stats"]["device_latency"].is_null());
     }
 
-    /// One execution over `statuses.len()` cores: each core its own status,
-    /// the first also the request's (`request`), as FINALIZE counts it.
+    /// One execution over `statuses.len()` cores, counted as FINALIZE does.
     fn execute(blocks: &mut [NcCounterBlock], statuses: &[NrtStatus], request: NrtStatus) {
         for (core, (b, s)) in blocks.iter_mut().zip(statuses).enumerate() {
             let u = NcUpdate {
@@ -385,8 +356,7 @@ mod tests {
         );
         assert!(text.contains("  timed_out                1\n"), "{text}");
         assert!(text.contains("nc_execution_summary (each NeuronCore's own outcome"), "{text}");
-        // A failure with no execution-summary field beside a clean core: in no
-        // field, and still counted as an execution (not a writer without them).
+        // A failure with no execution-summary field: in no field, still an execution.
         let mut b = [NcCounterBlock::new(), NcCounterBlock::new()];
         execute(&mut b, &[Ok, NrtStatus::Failure], NrtStatus::Failure);
         let v = ExecutionStats::from_blocks(&b).json(None);

@@ -3,7 +3,7 @@
 //! The seeds name three generations by their HAL file keys: sunda (NC-v2, arch
 //! type 2: Trainium1/Inferentia2), cayman (NC-v3, arch 3: Trainium2) and mariana
 //! (NC-v4, arch 4: Trainium3). Numbers come from the seeds or from the public
-//! driver (`anchors/neuron-driver-facts.md`); each says which.
+//! driver, `anchors/neuron-driver-facts.md`; each says which.
 
 /// A NeuronCore generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -98,7 +98,7 @@ impl Arch {
 pub const CAYMAN_FIXUP_ENGINE_INDEX: usize = 2;
 
 /// Physical cores of a logical core: the harvest state is sized for two even on
-/// one-core models (completion-engine seed §7 GOTCHA).
+/// one-core models, completion-engine seed §7 GOTCHA.
 pub const MAX_CORES: usize = 2;
 
 /// TPB engines per core (`al_hal_tpb_get_tpb_eng_count`, 5 on sunda; driver
@@ -117,7 +117,7 @@ pub const NOTIFIC_NQ_HEAD: u64 = 0x0C;
 pub const NOTIFIC_BLOCK_BYTES: u64 = 0x1000;
 
 /// NOTIFIC queue slots a block holds: the slots whose registers end inside the
-/// 0x1000-byte block, `(0x1000 - 0x100) / 0x28` = 96 (`driver-abi.md` point 6).
+/// 0x1000-byte block, `(0x1000 - 0x100) / 0x28` = 96, `driver-abi.md` point 6.
 pub const NOTIFIC_SLOTS: u8 = ((NOTIFIC_BLOCK_BYTES - NOTIFIC_NQ_FIRST) / NOTIFIC_NQ_STRIDE) as u8;
 
 /// BAR0 offset of the HEAD register of NOTIFIC slot `slot` of `core`
@@ -126,7 +126,7 @@ pub const NOTIFIC_SLOTS: u8 = ((NOTIFIC_BLOCK_BYTES - NOTIFIC_NQ_FIRST) / NOTIFI
 ///
 /// The slot is the `engine_index` the runtime passed to
 /// `NOTIFICATIONS_INIT_V2` for the ring: the driver programs the ring's base and
-/// size there (`v2|v3/neuron_dhal_v*.c`; G-NQ-SLOT).
+/// size there, `v2|v3/neuron_dhal_v*.c`, G-NQ-SLOT.
 pub const fn nq_head_register(arch: Arch, core: u8, slot: u8) -> Option<u64> {
     if slot >= NOTIFIC_SLOTS {
         return None;

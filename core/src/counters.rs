@@ -1,36 +1,25 @@
-//! The per-NeuronCore execution counters: what FINALIZE's
-//! `nds_increment_nc_counter(.. exec_notif_duration, mac_count ..)` and the XU
-//! worker's `kmetric_update_nds_exec_latencies / _error_stats / _exec_stats`
-//! update (completion-engine seed §1, §6), with the driver's counter ids.
+//! The per-NeuronCore execution counters that FINALIZE's
+//! `nds_increment_nc_counter` and the XU worker's `kmetric_update_nds_*`
+//! update, completion-engine seed §1, §6, with the driver's counter ids.
 //!
-//! On a host these counters live in the driver's per-process datastore, where
-//! the driver's sysfs files, neuron-monitor and neuron-top read them
-//! (`share/neuron_driver_shared.h`: `NDS_NC_COUNTER_*`, `NDS_EXT_NC_COUNTER_*`;
-//! the layout is `nrt_abi::nds`). Here they are plain RAM: an
-//! [`NcCounterBlock`] per physical core, updated by [`NcCounterBlock::apply`]
-//! from an [`NcUpdate`], which the harvest hands to the platform once per
-//! finished request and core ([`CounterSink::nc_counters`]).
-//! A controller keeps the blocks in RAM; the Linux binding writes them into the
-//! mapped datastore.
+//! On a host they live in the driver's datastore, laid out by `nrt_abi::nds`;
+//! here an [`NcCounterBlock`] per physical core, updated from an [`NcUpdate`]
+//! the harvest hands the platform once per finished request and core.
 //!
-//! Which status increments which counter follows the SDK's documentation of
-//! neuron-monitor's `execution_stats` and `nrt_status.h` where they say, and
-//! [`counters_for`]'s table (G-NDS-MAP) where they are silent.
+//! Which status increments which counter follows the SDK's documentation
+//! where it says, and [`counters_for`]'s table, G-NDS-MAP, where it is
+//! silent. A counter "never written" is G-NDS-UNWRITTEN: no public source
+//! says what it holds, or no status maps to it.
 //!
-//! Nothing here allocates, blocks or panics: every index is checked, every sum
-//! wraps (a counter that wraps after 2^64 events is the driver's own rule for
-//! its u64 counters).
+//! Nothing here allocates, blocks or panics: every index is checked and every
+//! sum wraps, as the driver's u64 counters do.
 
 use crate::status::NrtStatus;
 
-/// The driver's counter ids (`share/neuron_driver_shared.h`, the `NDS_NC_COUNTER_*`
-/// enum from 0 and the `NDS_EXT_NC_COUNTER_*` enum from
-/// [`NC_COUNTER_COUNT`](id::NC_COUNTER_COUNT)), as indices of an
-/// [`NcCounterBlock`].
+/// The driver's counter ids, `NDS_NC_COUNTER_*` then `NDS_EXT_NC_COUNTER_*`,
+/// as indices of an [`NcCounterBlock`].
 pub mod id {
-    /// `NDS_NC_COUNTER_TIME_IN_USE` (the driver's sysfs `nc_time_in_use`).
-    /// Never written (G-NDS-UNWRITTEN): no public source says what time it
-    /// holds or in which unit, so it stays 0.
+    /// `NDS_NC_COUNTER_TIME_IN_USE`. Never written.
     pub const TIME_IN_USE: usize = 0;
     /// `NDS_NC_COUNTER_INFER_COMPLETED`.
     pub const INFER_COMPLETED: usize = 1;
@@ -48,10 +37,7 @@ pub mod id {
     pub const ERR_GENERIC: usize = 7;
     /// `NDS_NC_COUNTER_ERR_NUMERICAL`.
     pub const ERR_NUMERICAL: usize = 8;
-    /// `NDS_NC_COUNTER_ERR_MODEL` (neuron-monitor's `error_summary.model`).
-    /// Never incremented (G-NDS-UNWRITTEN): [`counters_for`](super::counters_for)
-    /// maps no status to it, none of the seeds' statuses or error classes
-    /// being the model's.
+    /// `NDS_NC_COUNTER_ERR_MODEL`. Never written.
     pub const ERR_MODEL: usize = 9;
     /// `NDS_NC_COUNTER_ERR_TRANSIENT`.
     pub const ERR_TRANSIENT: usize = 10;
@@ -60,44 +46,37 @@ pub mod id {
     /// `NDS_NC_COUNTER_ERR_RT`.
     pub const ERR_RT: usize = 12;
     /// `NDS_NC_COUNTER_LATENCY_DEVICE`: here the sum of the device latencies,
-    /// microseconds (G-NDS-LATENCY).
+    /// microseconds, G-NDS-LATENCY.
     pub const LATENCY_DEVICE: usize = 13;
     /// `NDS_NC_COUNTER_LATENCY_TOTAL`: the sum of the total latencies, microseconds.
     pub const LATENCY_TOTAL: usize = 14;
-    /// `NDS_NC_COUNTER_NC_TIME`. Never written (G-NDS-UNWRITTEN): no public
-    /// definition or unit.
+    /// `NDS_NC_COUNTER_NC_TIME`. Never written.
     pub const NC_TIME: usize = 15;
-    /// `NDS_NC_COUNTER_GENERIC_FAIL` (sysfs `failure`).
+    /// `NDS_NC_COUNTER_GENERIC_FAIL`.
     pub const GENERIC_FAIL: usize = 16;
     /// `NDS_NC_COUNTER_ERR_RESOURCE`.
     pub const ERR_RESOURCE: usize = 17;
-    /// `NDS_NC_COUNTER_ERR_RESOURCE_NC`. Never incremented (G-NDS-UNWRITTEN):
-    /// no status the harvest returns is a core's resource error.
+    /// `NDS_NC_COUNTER_ERR_RESOURCE_NC`. Never written.
     pub const ERR_RESOURCE_NC: usize = 18;
     /// `NDS_NC_COUNTER_ERR_INVALID`.
     pub const ERR_INVALID: usize = 19;
     /// `NDS_NC_COUNTER_ERR_UNSUPPORTED_NEFF_VERSION`.
     pub const ERR_UNSUPPORTED_NEFF_VERSION: usize = 20;
-    /// `NDS_NC_COUNTER_CC_TIME`. Never written (G-NDS-UNWRITTEN): no public
-    /// definition or unit (the harvest keeps each core's CC span, the
-    /// report's `cc_start_us` / `cc_end_us`, but not what this counter sums).
+    /// `NDS_NC_COUNTER_CC_TIME`. Never written.
     pub const CC_TIME: usize = 21;
-    /// `NDS_NC_COUNTER_MODEL_LOAD_COUNT` (sysfs `model_load_count`). Never
-    /// written (G-NDS-UNWRITTEN): this project loads no model.
+    /// `NDS_NC_COUNTER_MODEL_LOAD_COUNT`. Never written: no model is loaded.
     pub const MODEL_LOAD_COUNT: usize = 27;
-    /// `NDS_NC_COUNTER_INFERENCE_COUNT` (sysfs `inference_count`: successful inferences).
+    /// `NDS_NC_COUNTER_INFERENCE_COUNT`: successful inferences.
     pub const INFERENCE_COUNT: usize = 28;
-    /// `NDS_NC_COUNTER_MAC_COUNT` (the driver's sysfs `flop_count`), which
-    /// FINALIZE passes as `mac_count`. Never written (G-NDS-UNWRITTEN): it is
-    /// the loaded model's work per execution, and there is no model here to
-    /// take it from.
+    /// `NDS_NC_COUNTER_MAC_COUNT`, FINALIZE's `mac_count`. Never written: it is
+    /// the loaded model's work.
     pub const MAC_COUNT: usize = 29;
     /// `NDS_NC_COUNTER_OOB`.
     pub const OOB: usize = 30;
-    /// `NDS_NC_COUNTER_COUNT`: counters of the original per-NC section (31).
+    /// `NDS_NC_COUNTER_COUNT`: counters of the original per-NC section.
     pub const NC_COUNTER_COUNT: usize = 31;
 
-    /// `NDS_EXT_NC_COUNTER_HW_ERR_COLLECTIVES` (the extended ids start at 31).
+    /// `NDS_EXT_NC_COUNTER_HW_ERR_COLLECTIVES`, the first extended id.
     pub const HW_ERR_COLLECTIVES: usize = 31;
     /// `NDS_EXT_NC_COUNTER_HW_ERR_HBM_UE`.
     pub const HW_ERR_HBM_UE: usize = 32;
@@ -105,49 +84,40 @@ pub mod id {
     pub const HW_ERR_NC_UE: usize = 33;
     /// `NDS_EXT_NC_COUNTER_HW_ERR_DMA_ABORT`.
     pub const HW_ERR_DMA_ABORT: usize = 34;
-    /// `NDS_EXT_NC_COUNTER_ERR_SW_NQ_OVERFLOW` (sysfs `execute_sw_nq_overflow`).
+    /// `NDS_EXT_NC_COUNTER_ERR_SW_NQ_OVERFLOW`.
     pub const ERR_SW_NQ_OVERFLOW: usize = 35;
-    /// `NDS_EXT_NC_COUNTER_ERR_SW_SEMAPHORE_ERROR`. Never incremented
-    /// (G-NDS-UNWRITTEN): no status or error class the seeds give is one.
+    /// `NDS_EXT_NC_COUNTER_ERR_SW_SEMAPHORE_ERROR`. Never written.
     pub const ERR_SW_SEMAPHORE_ERROR: usize = 36;
-    /// `NDS_EXT_NC_COUNTER_ERR_SW_EVENT_ERROR`. Never incremented (G-NDS-UNWRITTEN): no
-    /// status or error class the seeds give is one.
+    /// `NDS_EXT_NC_COUNTER_ERR_SW_EVENT_ERROR`. Never written.
     pub const ERR_SW_EVENT_ERROR: usize = 37;
-    /// `NDS_EXT_NC_COUNTER_ERR_SW_PSUM_COLLISION`. Never incremented (G-NDS-UNWRITTEN): no
-    /// status or error class the seeds give is one.
+    /// `NDS_EXT_NC_COUNTER_ERR_SW_PSUM_COLLISION`. Never written.
     pub const ERR_SW_PSUM_COLLISION: usize = 38;
-    /// `NDS_EXT_NC_COUNTER_ERR_SW_SEQUENCER_FATAL`. Never incremented
-    /// (G-NDS-UNWRITTEN): the seeds do not say a sequencer error is fatal, and
-    /// G-NDS-MAP counts it `ERR_GENERIC`.
+    /// `NDS_EXT_NC_COUNTER_ERR_SW_SEQUENCER_FATAL`. Never written: G-NDS-MAP
+    /// counts a sequencer error `ERR_GENERIC`.
     pub const ERR_SW_SEQUENCER_FATAL: usize = 39;
     /// `NDS_EXT_NC_COUNTER_HW_ERR_REPAIRABLE_HBM_UE`.
     pub const HW_ERR_REPAIRABLE_HBM_UE: usize = 40;
-    /// `NDS_EXT_NC_COUNTER_LAST`: the first id the driver leaves reserved (41).
+    /// `NDS_EXT_NC_COUNTER_LAST`: the first id the driver leaves reserved.
     pub const EXT_LAST: usize = 41;
-    /// `NDS_EXT_NC_COUNTER_COUNT`: extended counters, reserved ones included
-    /// (`LAST - 31 + NDS_EXT_NC_COUNTER_ADDED_RESERVED 54` = 64).
+    /// `NDS_EXT_NC_COUNTER_COUNT`: extended counters, reserved ones included.
     pub const EXT_NC_COUNTER_COUNT: usize = 64;
-    /// `NDS_TOTAL_NC_COUNTER_COUNT`: ids of one NC, original and extended (95).
+    /// `NDS_TOTAL_NC_COUNTER_COUNT`: ids of one NC, original and extended.
     pub const TOTAL_NC_COUNTER_COUNT: usize = NC_COUNTER_COUNT + EXT_NC_COUNTER_COUNT;
 
-    /// Ours, in the driver's reserved extended ids (G-NDS-LATENCY): how many
-    /// latency samples were ever written (the next sample's slot is this count
-    /// modulo [`LATENCY_WINDOW`]).
+    /// Ours, in a reserved id, G-NDS-LATENCY: latency samples ever written;
+    /// the next goes to this modulo [`LATENCY_WINDOW`].
     pub const LATENCY_SAMPLES_WRITTEN: usize = EXT_LAST;
     /// Ours: the last [`LATENCY_WINDOW`] device latencies, microseconds.
     pub const LATENCY_DEVICE_SAMPLES: usize = LATENCY_SAMPLES_WRITTEN + 1;
     /// Ours: the last [`LATENCY_WINDOW`] total latencies, microseconds.
     pub const LATENCY_TOTAL_SAMPLES: usize = LATENCY_DEVICE_SAMPLES + LATENCY_WINDOW;
-    /// Latency samples kept per core, for the percentiles a monitor prints:
-    /// as many as the driver's 54 reserved ids (41..=94) hold beside the
-    /// sample count and the seven execution counts (1 + 2 x 23 + 7 = 54).
+    /// Latency samples kept per core: what the 54 reserved ids hold beside the
+    /// sample count and the seven execution counts.
     pub const LATENCY_WINDOW: usize = 23;
-    /// Ours, in the driver's reserved extended ids (G-NDS-SUM): the executions
-    /// counted once each, at their request's first core, in the request's
-    /// outcome: the execution-summary ids `INFER_COMPLETED..=INFER_FAILED_TO_QUEUE`
-    /// in the same order from here ([`EXEC_COMPLETED`] .. [`EXEC_FAILED_TO_QUEUE`]).
+    /// Ours, in reserved ids, G-NDS-SUM: each execution counted once, at its
+    /// request's first core, in the order of `INFER_COMPLETED..=INFER_FAILED_TO_QUEUE`.
     pub const EXECUTIONS: usize = LATENCY_TOTAL_SAMPLES + LATENCY_WINDOW;
-    /// Executions whose request succeeded (neuron-monitor's `completed`).
+    /// Executions whose request succeeded.
     pub const EXEC_COMPLETED: usize = EXECUTIONS;
     /// Executions that ended in an error other than a numeric one.
     pub const EXEC_COMPLETED_WITH_ERR: usize = EXECUTIONS + 1;
@@ -160,10 +130,10 @@ pub mod id {
     /// Executions that failed to queue.
     pub const EXEC_FAILED_TO_QUEUE: usize = EXECUTIONS + 5;
     const _: () = assert!(EXEC_FAILED_TO_QUEUE - EXEC_COMPLETED == INFER_FAILED_TO_QUEUE - INFER_COMPLETED);
-    /// Executions whose status has no execution-summary field (`GENERIC_FAIL`'s
-    /// statuses): with the six above, every execution is in exactly one.
+    /// Executions whose status has no execution-summary field; with the six
+    /// above, every execution is in exactly one.
     pub const EXEC_OTHER: usize = EXECUTIONS + 6;
-    /// The first id past what this crate writes (95: every reserved id is used).
+    /// The first id past what this crate writes: every reserved id is used.
     pub const WRITTEN_END: usize = EXEC_OTHER + 1;
     const _: () = assert!(WRITTEN_END <= TOTAL_NC_COUNTER_COUNT);
 }
@@ -171,36 +141,30 @@ pub mod id {
 /// One finished request's outcome on one physical core, for the counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NcUpdate {
-    /// The core's status (`exec_rets[pcore]`).
+    /// The core's status, `exec_rets[pcore]`.
     pub status: NrtStatus,
-    /// The core's error sweep saw a software-sequencer error first (1004 with
-    /// sequencer text): counted generic, not transient.
+    /// The core's error sweep saw a software-sequencer error first: counted
+    /// generic, not transient.
     pub sequencer_error: bool,
-    /// The core's error sweep saw a correctable ECC error first (the status is
-    /// unchanged): counted transient (neuron-monitor: "recoverable errors, such
-    /// as ECC corrections").
+    /// The core's error sweep saw a correctable ECC error first: counted transient.
     pub correctable_ecc: bool,
-    /// Device latency, microseconds: the core's earliest engine START to its
-    /// latest END (`tpb_duration[pcore]`, the seed's `exec_notif_duration`).
+    /// Device latency, microseconds: `tpb_duration[pcore]`, the seed's
+    /// `exec_notif_duration`.
     pub device_latency_us: u64,
-    /// When the request took its first step (INIT, right after the kickoff),
-    /// on the platform's [`Clock`](crate::hal::Clock), ns. The total latency is
-    /// from here to the platform's clock when it applies the update
-    /// ([`NcCounterBlock::apply`]'s `now_ns`): FINALIZE itself reads no clock.
+    /// When the request took its first step, on the platform's
+    /// [`Clock`](crate::hal::Clock), ns. The total latency runs from here to
+    /// [`NcCounterBlock::apply`]'s `now_ns`.
     pub started_ns: u64,
-    /// The request was harvested (FINALIZE ran): its latencies count. `false`
-    /// for a request an execution unit in FATAL_SHUTDOWN answered 101 without
-    /// running it (the seed's XU DONE path counts it all the same, §6): its
-    /// status counts, no latency does.
+    /// FINALIZE ran, so the latencies count. `false` for a request an XU in
+    /// FATAL_SHUTDOWN answered without running it, §6: only its status counts.
     pub harvested: bool,
-    /// The request's status, on the update of the request's first core only
-    /// (`None` on its other cores): the execution counts once, in the
-    /// request's outcome ([`execution_counter`], G-NDS-SUM).
+    /// The request's status, on its first core's update only: the execution
+    /// counts once, G-NDS-SUM.
     pub execution: Option<NrtStatus>,
 }
 
 impl NcUpdate {
-    /// The update for a request answered without a harvest (no latency).
+    /// The update for a request answered without a harvest.
     pub const fn unharvested(status: NrtStatus) -> NcUpdate {
         NcUpdate {
             status,
@@ -213,8 +177,7 @@ impl NcUpdate {
         }
     }
 
-    /// The total latency at `now_ns`, microseconds (0 when the clock is behind
-    /// the start).
+    /// The total latency at `now_ns`, microseconds; 0 for a clock behind the start.
     pub const fn total_latency_us(&self, now_ns: u64) -> u64 {
         now_ns.saturating_sub(self.started_ns) / 1_000
     }
@@ -224,19 +187,16 @@ impl NcUpdate {
 /// `None`.
 pub type CounterSet = [Option<usize>; 4];
 
-/// Which counters a core's status increments (G-NDS-MAP, beside each row).
-///
-/// The execution summary (one of `INFER_*`), the error summary (one of
-/// `ERR_*`), and for the statuses the driver has a counter of its own, that
-/// counter:
+/// Which counters a core's status increments, G-NDS-MAP: its execution
+/// summary, its error summary, and the driver's own counter where it has one.
 ///
 /// | status | summary | error | own |
 /// |---|---|---|---|
-/// | 0 | `INFER_COMPLETED` | | `INFERENCE_COUNT` (successful inferences, sysfs doc) |
+/// | 0 | `INFER_COMPLETED` | | `INFERENCE_COUNT` |
 /// | 1003 | `..._WITH_NUM_ERR` | `ERR_NUMERICAL` | |
-/// | 1004 | `..._WITH_ERR` | `ERR_TRANSIENT` (sequencer: `ERR_GENERIC`) | |
+/// | 1004 | `..._WITH_ERR` | `ERR_TRANSIENT`, `ERR_GENERIC` for a sequencer error | |
 /// | 5 | `INFER_TIMED_OUT` | | |
-/// | 1204 | `INFER_TIMED_OUT` ("timed out due to dropped notifications", nrt_status) | `ERR_RT` | `ERR_SW_NQ_OVERFLOW` |
+/// | 1204 | `INFER_TIMED_OUT` | `ERR_RT` | `ERR_SW_NQ_OVERFLOW` |
 /// | 1200, 1201, 1202, 1203, 1205 | `..._WITH_ERR` | `ERR_HW` | `HW_ERR_COLLECTIVES`, `HW_ERR_HBM_UE`, `HW_ERR_NC_UE`, `HW_ERR_DMA_ABORT`, `HW_ERR_REPAIRABLE_HBM_UE` |
 /// | 6 | `..._WITH_ERR` | `ERR_HW` | |
 /// | 1006 | `..._WITH_ERR` | `ERR_GENERIC` | `OOB` |
@@ -282,10 +242,8 @@ pub const fn counters_for(u: &NcUpdate) -> CounterSet {
     }
 }
 
-/// The id an execution whose request ended in `status` counts in, once
-/// ([`id::EXECUTIONS`]): the execution-summary field of [`counters_for`]'s
-/// row for the status, [`id::EXEC_OTHER`] for a status with none
-/// (`GENERIC_FAIL`'s).
+/// The id an execution whose request ended in `status` counts in: its
+/// [`counters_for`] execution summary, or [`id::EXEC_OTHER`].
 pub const fn execution_counter(status: NrtStatus) -> usize {
     match counters_for(&NcUpdate::unharvested(status))[0] {
         Some(c) if c >= id::INFER_COMPLETED && c <= id::INFER_FAILED_TO_QUEUE => {
@@ -300,9 +258,8 @@ const fn hw(own: usize) -> CounterSet {
     [Some(id::INFER_COMPLETED_WITH_ERR), Some(id::ERR_HW), Some(own), None]
 }
 
-/// The counters of one physical core, indexed by the driver's counter id
-/// (`0..NDS_TOTAL_NC_COUNTER_COUNT`): the same ids, in the same order, as one
-/// NC's counters in the datastore.
+/// The counters of one physical core, by the driver's counter id, in the
+/// datastore's order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NcCounterBlock {
     values: [u64; id::TOTAL_NC_COUNTER_COUNT],
@@ -320,13 +277,12 @@ impl NcCounterBlock {
         NcCounterBlock { values: [0; id::TOTAL_NC_COUNTER_COUNT] }
     }
 
-    /// A block holding `values`, by id (counters read back out of a datastore).
+    /// A block holding `values`, by id.
     pub const fn from_values(values: [u64; id::TOTAL_NC_COUNTER_COUNT]) -> NcCounterBlock {
         NcCounterBlock { values }
     }
 
-    /// Counter `id` (0 for an id past the block, as the driver's
-    /// `get_neuroncore_counter_value` answers an invalid one).
+    /// Counter `id`; 0 past the block, as the driver answers.
     pub fn get(&self, id: usize) -> u64 {
         self.values.get(id).copied().unwrap_or(0)
     }
@@ -348,9 +304,8 @@ impl NcCounterBlock {
         }
     }
 
-    /// Count one finished request's outcome on this core at `now_ns` (the
-    /// platform's clock: the end of the total latency): the counters of
-    /// [`counters_for`] by one, the latency sums, and the latency samples.
+    /// Count one finished request's outcome on this core at `now_ns`, the end
+    /// of its total latency: [`counters_for`], the latency sums and samples.
     pub fn apply(&mut self, u: &NcUpdate, now_ns: u64) {
         for c in counters_for(u).into_iter().flatten() {
             self.add(c, 1);
@@ -371,8 +326,8 @@ impl NcCounterBlock {
         self.set(id::LATENCY_SAMPLES_WRITTEN, n.wrapping_add(1));
     }
 
-    /// The latency samples kept (device, total), oldest first, copied into
-    /// `device` and `total`; returns how many (at most [`id::LATENCY_WINDOW`]).
+    /// Copy the latency samples kept into `device` and `total`, oldest first;
+    /// returns how many.
     pub fn latency_samples(
         &self,
         device: &mut [u64; id::LATENCY_WINDOW],
@@ -382,8 +337,7 @@ impl NcCounterBlock {
     }
 }
 
-/// [`NcCounterBlock::latency_samples`] over any reader of counters by id (a
-/// monitor reads them out of a mapped datastore).
+/// [`NcCounterBlock::latency_samples`] over any reader of counters by id.
 pub fn latency_samples_of(
     read: impl Fn(usize) -> u64,
     device: &mut [u64; id::LATENCY_WINDOW],
@@ -403,20 +357,12 @@ pub fn latency_samples_of(
     n as usize
 }
 
-/// Where the harvest hands each finished request's per-core counter update.
-///
-/// FINALIZE's counter update (`nds_increment_nc_counter`, completion-engine seed
-/// §1; the XU worker's `kmetric_update_nds_*`, §6): one call per physical core of
-/// each finished request, after its status is decided, with that core's outcome.
-/// A platform that keeps counters applies it to its [`NcCounterBlock`] (and the
-/// Linux binding writes the block into the driver's datastore).
-///
-/// The trait sits here, beside the update it carries, so that the platform seam
-/// (`hal`) names no layer's types.
+/// Where the harvest hands each finished request's per-core counter update:
+/// one call per physical core, after its status is decided. Here, beside the
+/// update it carries, so that `hal` names no layer's types.
 pub trait CounterSink {
-    /// Count `update` for physical core `core`. The default keeps no counters:
-    /// a platform that does not care writes `impl CounterSink for P {}`. Must not
-    /// block.
+    /// Count `update` for physical core `core`; must not block. The default
+    /// keeps no counters.
     fn nc_counters(&mut self, core: u8, update: &NcUpdate) {
         let _ = (core, update);
     }
@@ -447,8 +393,7 @@ impl<const N: usize> NcCounters<N> {
         NcCounters { blocks: [NcCounterBlock::new(); N] }
     }
 
-    /// Count `u` on core `core` at `now_ns`; a core past `N` is ignored (and
-    /// reported `false`).
+    /// Count `u` on core `core` at `now_ns`; `false` for a core past `N`.
     pub fn apply(&mut self, core: u8, u: &NcUpdate, now_ns: u64) -> bool {
         match self.blocks.get_mut(usize::from(core)) {
             Some(b) => {

@@ -1,4 +1,4 @@
-//! The DGE DMA-priority gate, configured from the host (descriptor-handoff seed §6).
+//! The DGE DMA-priority gate, configured from the host, descriptor-handoff seed §6.
 //!
 //! On GPSIMD cores, the device's DGE (descriptor-generation engine) holds back DMA
 //! queues for operations of low priority: per `nrtucode.h` (lines 504-505), "if DGE
@@ -12,7 +12,7 @@
 //!  base + 0x28  dge_mailbox[4]       4 x 4 bytes {reserved u8, priority u8, bitmask u16}
 //! ```
 //!
-//! Every accessor first applies the shared guards (§6.1): the core must be BOOTED
+//! Every accessor first applies the shared guards, §6.1: the core must be BOOTED
 //! (`boot_state == 1`, else status 8) and its kind one of the five NX_POOL kinds,
 //! the bits of 0x1_0202_0204 (2, 9, 17, 25, 32), with kinds above 0x20 refused
 //! before the bit test. The device is reached through [`DeviceMemory`], the core-ops
@@ -41,7 +41,7 @@ pub const MAX_PRIORITY_CLASSES: usize = 4;
 pub const MAILBOX_OFFSET: u64 = 0x28;
 /// Mailboxes in the array (§6.2: "4 entries x 4 bytes").
 pub const MAILBOX_COUNT: u32 = 4;
-/// Bytes per mailbox (§6.2, §6.3).
+/// Bytes per mailbox, §6.2, §6.3.
 pub const MAILBOX_BYTES: u64 = 4;
 /// The highest mailbox index (§6.3: `cmp $0x3,%rsi`, `idx > 3` refused).
 pub const MAILBOX_MAX_INDEX: u32 = 3;
@@ -68,7 +68,7 @@ pub struct DgeCore {
 ///
 /// G-DGE-MAILBOX: the seed gives the field order `{reserved, priority, bitmask}` in
 /// 4 bytes, not the widths. We choose `u8, u8, u16` (little-endian): the only split
-/// that gives a priority comparable to the ISA priority byte (§6.4) and a DMA
+/// that gives a priority comparable to the ISA priority byte, §6.4, and a DMA
 /// bitmask wider than a byte.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
@@ -141,17 +141,17 @@ pub const fn is_nx_pool_kind(kind: u32) -> bool {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub enum DgeError {
-    /// `boot_state` is not BOOTED (§6.1).
+    /// `boot_state` is not BOOTED, §6.1.
     NotBooted(u32),
-    /// The core kind is not an NX_POOL kind (§6.1).
+    /// The core kind is not an NX_POOL kind, §6.1.
     BadKind(u32),
-    /// A mailbox index above 3 (§6.3).
+    /// A mailbox index above 3, §6.3.
     BadMailboxIndex(u32),
-    /// An address query for more than 4 mailboxes (§6.2).
+    /// An address query for more than 4 mailboxes, §6.2.
     TooManyMailboxes(u64),
     /// No priority-class map (libnrtucode aborts, §6.4).
     NoClassMap,
-    /// More than 4 priority classes (§6.4).
+    /// More than 4 priority classes, §6.4.
     TooManyClasses(usize),
     /// `base + offset` overflows u64.
     AddressOverflow,
@@ -280,7 +280,7 @@ impl fmt::Display for DgeEvent {
 }
 
 impl DgeCore {
-    /// The shared guards (§6.1): BOOTED, then an NX_POOL kind.
+    /// The shared guards, §6.1: BOOTED, then an NX_POOL kind.
     pub const fn check(&self) -> Result<(), DgeError> {
         if self.boot_state != BOOT_STATE_BOOTED {
             return Err(DgeError::NotBooted(self.boot_state));
@@ -311,7 +311,7 @@ impl DgeCore {
         self.at(MAILBOX_OFFSET + u64::from(idx) * MAILBOX_BYTES)
     }
 
-    /// `nrtucode_core_private_set_dge_mailbox` (§6.3): guards, `idx <= 3` (else 8),
+    /// `nrtucode_core_private_set_dge_mailbox`, §6.3: guards, `idx <= 3` (else 8),
     /// then one 4-byte WRITE at `base + 0x28 + idx * 4`.
     pub fn set_dge_mailbox<M: DeviceMemory + ?Sized, S: EventSink<DgeEvent> + ?Sized>(
         &self,
@@ -327,7 +327,7 @@ impl DgeCore {
         Ok(())
     }
 
-    /// `nrtucode_core_private_get_dge_mailbox_values` (§6.3): guards, `idx <= 3`, one
+    /// `nrtucode_core_private_get_dge_mailbox_values`, §6.3: guards, `idx <= 3`, one
     /// 4-byte READ from the same address.
     pub fn get_dge_mailbox<M: DeviceMemory + ?Sized, S: EventSink<DgeEvent> + ?Sized>(
         &self,
@@ -342,7 +342,7 @@ impl DgeCore {
         Ok(mb)
     }
 
-    /// `nrtucode_core_get_dge_mailbox_addr` (§6.2): guards, `num_mailbox <= 4`, read
+    /// `nrtucode_core_get_dge_mailbox_addr`, §6.2: guards, `num_mailbox <= 4`, read
     /// back and report each of the 4 mailboxes (a failed read reports the scratch
     /// default 0xFFFFFF00, as libnrtucode logs it, and does not fail the query), and
     /// return the array's address `base + 0x28`.
@@ -366,7 +366,7 @@ impl DgeCore {
         self.at(MAILBOX_OFFSET)
     }
 
-    /// `nrtucode_core_dge_set_priority_class_map` (§6.4): guards, a map must be given
+    /// `nrtucode_core_dge_set_priority_class_map`, §6.4: guards, a map must be given
     /// ([`DgeError::NoClassMap`] where libnrtucode aborts), at most 4 classes, then
     /// one WRITE of `4 * n` bytes (little-endian u32s) at `base + 0x18`.
     /// `classes[0]` maps to ISA priority index 1 (class 0 is the built-in default).
@@ -392,7 +392,7 @@ impl DgeCore {
         Ok(())
     }
 
-    /// `nrtucode_core_dge_get_priority_class_map` (§6.4): guards, a buffer must be
+    /// `nrtucode_core_dge_get_priority_class_map`, §6.4: guards, a buffer must be
     /// given, at most 4 classes; one READ of `4 * out.len()` bytes from `base + 0x18`.
     pub fn get_priority_class_map<M: DeviceMemory + ?Sized, S: EventSink<DgeEvent> + ?Sized>(
         &self,

@@ -1,45 +1,37 @@
 //! The platform seam: small traits, one job each, in the spirit of embedded-hal 1.0.
 //!
-//! Core touches hardware only through these. A platform (the simulator, the Linux
-//! binding, a controller's firmware, a test) implements the ones it needs on its
-//! own types; core's functions take them as generic parameters, so nothing is
-//! dynamically dispatched on the harvest path.
+//! Core touches hardware only through these. A platform implements the ones it
+//! needs on its own types; core takes them as generic parameters, so nothing
+//! is dynamically dispatched on the harvest path.
 //!
 //! # For the core
 //!
-//! Everything a trait returns is treated as device input unless it is documented
-//! as platform configuration: a ring slot's bytes may be anything; a register read
-//! may be anything. Only the platform's own failures (a mapping missing, an ioctl
-//! refused) come back as `Err`, and core turns each into an [`NrtStatus`] and an
-//! event of the layer that made the call.
+//! Everything a trait returns is device input unless documented as platform
+//! configuration: a ring slot's bytes or a register read may be anything. Only
+//! the platform's own failures come back as `Err`, and core turns each into an
+//! [`NrtStatus`] and an event of the layer that made the call.
 //!
 //! # Where this sits
 //!
-//! This module is a leaf of the crate's module graph: it depends on `status` only
-//! (for the statuses a platform reports), so every layer depends on it and it on
-//! none of them (a test of the crate checks the graph has no cycle). A trait that
-//! carries a layer's own type lives beside that layer or is generic over it:
-//! [`EventSink<E>`] takes the event type as a parameter, the counters' sink is
-//! `counters::CounterSink`, and the bound of everything the harvest needs is
-//! `exec::ExecDevice`.
+//! This module depends on `status` only, so every layer depends on it and it
+//! on none; a test checks the module graph has no cycle. A trait that carries
+//! a layer's type lives beside that layer or is generic over it, as
+//! [`EventSink<E>`], `counters::CounterSink` and `exec::ExecDevice` are.
 //!
 //! # For platform authors
 //!
-//! - Implementations must not block: a harvest step is non-blocking by contract
-//!   (completion-engine seed §1). [`Delay`] is the one trait that is *meant* to wait.
+//! - Implementations must not block: a harvest step is non-blocking by contract,
+//!   completion-engine seed §1. [`Delay`] is the one trait that is *meant* to wait.
 //! - Reads of device-written memory ([`NqRings::read_slot`], [`DeviceMemory::copy_out`])
 //!   must have Acquire semantics with respect to the device's writes; writes that
 //!   release work to the device ([`Registers::write32`] of a doorbell,
 //!   [`NqRings::write_head`]) must be preceded by a Release fence. [`Fence`] lets a
 //!   controller add cache maintenance there.
 //! - Each trait has a blanket `impl for &mut T`, so a platform can lend itself out.
-//! - What a platform may lack has a defined answer, given by default methods:
-//!   no collectives engine ([`CollectivesProxy`]: every proxy task done), no fault
-//!   probes ([`FaultProbe`]: no fault found), no streamed outputs
-//!   ([`TensorNotify`]: no such output), the plain Release fence ([`Fence`]). The
-//!   platform still writes the (empty) impl, so that lacking one is a decision
-//!   visible in its code, never a silent default; a platform that has the
-//!   feature implements the methods.
+//! - What a platform may lack has a defined answer in default methods: no
+//!   collectives engine, no fault probes, no streamed outputs, the plain
+//!   Release fence. The platform still writes the empty impl, so lacking one
+//!   is a decision visible in its code.
 
 use crate::status::{NrtError, NrtStatus};
 
@@ -50,7 +42,7 @@ use crate::status::{NrtError, NrtStatus};
 pub enum ErrorKind {
     /// An offset or index outside the mapped window or table.
     OutOfRange,
-    /// The resource (ring, BAR, device memory) is not mapped or not bound.
+    /// The resource is not mapped or not bound.
     NotMapped,
     /// The operating system or transport refused the operation.
     Io,
@@ -80,10 +72,10 @@ impl<T: ErrorType + ?Sized> ErrorType for &mut T {
     type Error = T::Error;
 }
 
-/// 32-bit register access at BAR offsets (`al_reg_write32 -> csr_write -> ndl_bar_write`).
+/// 32-bit register access at BAR offsets: `al_reg_write32`.
 ///
-/// Used for the DMA tail-increment doorbell and the top-SP host trigger
-/// (descriptor-handoff seed §4.1, §4.2).
+/// Used for the DMA tail-increment doorbell and the top-SP host trigger,
+/// descriptor-handoff seed §4.1, §4.2.
 pub trait Registers: ErrorType {
     /// Read the 32-bit register at byte offset `offset` of the BAR.
     fn read32(&mut self, offset: u64) -> Result<u32, Self::Error>;
@@ -102,17 +94,16 @@ impl<T: Registers + ?Sized> Registers for &mut T {
 
 /// Memory of the notification-queue rings, as the device writes it.
 ///
-/// Rings are named by `(core, nq)`: `core` is the physical core of the logical
-/// core (0 or 1), `nq` the runtime's NQ index (`ens_nq[]`; INFER_STATUS rings 4..8,
-/// the error ring 2; `seed-vs-driver.md` point 4). Ring sizes are configuration
-/// held by the harvest's `nq::Notifications`; the platform maps them.
+/// Rings are named by `(core, nq)`: the physical core of the logical core and
+/// the runtime's NQ index, `ens_nq[]`, `seed-vs-driver.md` point 4. Ring
+/// sizes are configuration the harvest's `nq::Notifications` holds.
 pub trait NqRings: ErrorType {
-    /// Copy the 16-byte slot at byte offset `offset` (a multiple of 16, below the
-    /// ring size) of ring `(core, nq)` into `out`, with Acquire ordering.
+    /// Copy the 16-byte slot at byte offset `offset` of ring `(core, nq)` into
+    /// `out`, with Acquire ordering.
     fn read_slot(&mut self, core: u8, nq: u8, offset: u32, out: &mut [u8; 16]) -> Result<(), Self::Error>;
 
-    /// Write the ring's HEAD register: the software read pointer in bytes
-    /// (driver NOTIFIC block, `0x10C + k*0x28`), handing consumed slots back.
+    /// Write the ring's HEAD register, the read pointer in bytes, handing
+    /// consumed slots back.
     fn write_head(&mut self, core: u8, nq: u8, head: u32) -> Result<(), Self::Error>;
 }
 
@@ -125,7 +116,7 @@ impl<T: NqRings + ?Sized> NqRings for &mut T {
     }
 }
 
-/// Read of an INTC error-trigger cause register (`aws_hal_intc_read_cause`).
+/// Read of an INTC error-trigger cause register, `aws_hal_intc_read_cause`.
 pub trait IntcCause: ErrorType {
     /// The cause register of `line` in error-trigger `block` of physical core `core`.
     fn read_cause(&mut self, core: u8, block: u32, line: u32) -> Result<u32, Self::Error>;
@@ -139,8 +130,8 @@ impl<T: IntcCause + ?Sized> IntcCause for &mut T {
 
 /// A monotonic clock in nanoseconds.
 ///
-/// libnrt uses `CLOCK_REALTIME`, which jumps when the wall clock is set; every
-/// implementation here must be monotonic (Linux: `CLOCK_MONOTONIC`).
+/// libnrt uses `CLOCK_REALTIME`, which jumps; every implementation here must
+/// be monotonic.
 pub trait Clock {
     /// Nanoseconds since an arbitrary, fixed origin; never decreases.
     fn now_ns(&self) -> u64;
@@ -152,10 +143,10 @@ impl<T: Clock + ?Sized> Clock for &mut T {
     }
 }
 
-/// The one waiting primitive: what the sync driver and the completion-handle wait
-/// do between polls (libnrt: `usleep(1)` and `usleep(10)`).
+/// The one waiting primitive, between the polls of the sync driver and the
+/// completion-handle wait.
 pub trait Delay {
-    /// Wait about `us` microseconds (an implementation may spin, yield or sleep).
+    /// Wait about `us` microseconds, spinning, yielding or sleeping.
     fn delay_us(&mut self, us: u32);
 }
 
@@ -165,8 +156,7 @@ impl<T: Delay + ?Sized> Delay for &mut T {
     }
 }
 
-/// The per-inference kickoff semaphore (descriptor-handoff seed §4.3; Linux: the
-/// driver's `NEURON_IOCTL_SEMAPHORE_INCREMENT`).
+/// The per-inference kickoff semaphore, descriptor-handoff seed §4.3.
 pub trait Semaphore: ErrorType {
     /// Add `value` to semaphore `index` of NeuronCore `nc`.
     fn increment(&mut self, nc: u32, index: u32, value: u32) -> Result<(), Self::Error>;
@@ -178,8 +168,8 @@ impl<T: Semaphore + ?Sized> Semaphore for &mut T {
     }
 }
 
-/// Device-memory staging (`dmem_buf_copyin` / `dmem_buf_copyout`) and the core-ops
-/// READ/WRITE of the DGE accessors.
+/// Device-memory staging, `dmem_buf_copyin` and `dmem_buf_copyout`, and the
+/// DGE accessors' reads and writes.
 pub trait DeviceMemory: ErrorType {
     /// Copy `data` to device address `addr`.
     fn copy_in(&mut self, addr: u64, data: &[u8]) -> Result<(), Self::Error>;
@@ -196,17 +186,11 @@ impl<T: DeviceMemory + ?Sized> DeviceMemory for &mut T {
     }
 }
 
-/// Status of the collectives proxy tasks (`enc_check_proxy_barrier_task_status`,
-/// `enc_check_proxy_network_task_status`).
+/// Status of the collectives proxy tasks, `enc_check_proxy_*_task_status`.
 ///
-/// `Ok(true)` when the task is done, `Ok(false)` while it is pending, `Err(error)`
-/// when it failed: the harvest finalizes with that status. A platform whose
-/// source reports a failure without a status builds the error with
-/// [`NrtError::failed`] (`NRT_FAILURE`).
-///
-/// Each method defaults to "done" (`Ok(true)`): the answer for a platform with no
-/// collectives engine, which declares that by an empty
-/// `impl CollectivesProxy for P {}`. A platform with one implements both.
+/// `Ok(true)` when done, `Ok(false)` while pending, `Err` when it failed: the
+/// harvest finalizes with that status, [`NrtError::failed`] for none. Each
+/// method defaults to done, the answer without a collectives engine.
 pub trait CollectivesProxy {
     /// The collectives barrier of physical core `core`.
     fn barrier_status(&mut self, core: u8) -> Result<bool, NrtError> {
@@ -229,35 +213,27 @@ impl<T: CollectivesProxy + ?Sized> CollectivesProxy for &mut T {
     }
 }
 
-/// Hardware fault probes consulted when a core timed out (completion-engine seed
-/// §4: `exec_request_process_errors` classifies HBM UE, DMA abort and collectives
-/// faults before a plain timeout, and what is left is HANG_ON_COMPUTE).
+/// Hardware fault probes consulted when a core timed out, completion-engine
+/// seed §4: HBM UE, DMA abort, collectives, else HANG_ON_COMPUTE.
 ///
-/// The harvest asks them in that order, one core at a time, and stops at the first
-/// that answers (G-TIMEOUT-CLASS); none of them is asked on a clean run or an
-/// overflow.
-///
-/// Each method defaults to "no fault" (`None`, `false`): the answer for a platform
-/// that cannot probe (a timed-out core is then HANG_ON_COMPUTE), which declares
-/// that by an empty `impl FaultProbe for P {}`. A platform that can probe
-/// implements the probes it has.
+/// The harvest asks them in that order, one core at a time, and stops at the
+/// first that answers, G-TIMEOUT-CLASS; never on a clean run or an overflow.
+/// Each method defaults to no fault, the answer of a platform that cannot probe.
 pub trait FaultProbe {
-    /// `exec_check_hbm_uncorrectable`: `Some(1201)` for an unrepairable HBM UE,
-    /// `Some(1205)` for a repairable one, `None` when there is none (the default).
+    /// `exec_check_hbm_uncorrectable`: 1201 for an unrepairable HBM UE, 1205
+    /// for a repairable one, `None` by default.
     fn hbm_uncorrectable(&mut self, core: u8) -> Option<NrtStatus> {
         let _ = core;
         None
     }
-    /// `true` when a DMA engine of the core aborted (1203); the default `false`.
+    /// `true` when a DMA engine of the core aborted; `false` by default.
     fn dma_aborted(&mut self, core: u8) -> bool {
         let _ = core;
         false
     }
     /// `true` when the core is stuck in a collective operation, waiting for
-    /// notifications that never came (1200, `NRT_EXEC_HW_ERR_COLLECTIVES`).
-    ///
-    /// The default answers `false`: right for a platform without a collectives
-    /// engine (G-COLL-PROBE). A platform with one must implement it.
+    /// notifications that never came. The default `false` is right without a
+    /// collectives engine, G-COLL-PROBE.
     fn collectives_stuck(&mut self, core: u8) -> bool {
         let _ = core;
         false
@@ -276,13 +252,10 @@ impl<T: FaultProbe + ?Sized> FaultProbe for &mut T {
     }
 }
 
-/// Where a layer's structured events go (warnings, probes, errors, trace).
+/// Where a layer's structured events go.
 ///
-/// Generic over the event type `E`, so that the seam names no layer: the harvest
-/// emits into an `EventSink<ExecEvent>`, the descriptor handoff into an
-/// `EventSink<DmaEvent>`, the DGE gate into an `EventSink<DgeEvent>`. A platform
-/// that wants one stream implements it once for every type that converts into the
-/// umbrella `nrt_core::event::Event` (`impl<E: Copy + Into<Event>> EventSink<E>`).
+/// Generic over the event type `E`, so that the seam names no layer. A
+/// platform that wants one stream implements it for every `E: Into<Event>`.
 pub trait EventSink<E: ?Sized> {
     /// Take one event. Must not block.
     fn event(&mut self, event: &E);
@@ -294,16 +267,12 @@ impl<E: ?Sized, T: EventSink<E> + ?Sized> EventSink<E> for &mut T {
     }
 }
 
-/// The streamed-output channel (completion-engine seed §3.1, custom sub-id 7):
-/// resolve a device var id to an output, count it, wake its waiters.
-///
-/// The harvest's `exec::TensorCompletions` is a ready implementation. The default
-/// knows no output (`None`): the answer for a platform without streamed outputs,
-/// which declares that by an empty `impl TensorNotify for P {}`.
+/// The streamed-output channel, completion-engine seed §3.1: resolve a device
+/// var id to an output, count it, wake its waiters. `exec::TensorCompletions`
+/// implements it; the default knows no output.
 pub trait TensorNotify {
-    /// Output `var_id` finished once more on physical core `core`. Returns the
-    /// output's index and its new completion count, or `None` when the var id names
-    /// no output of the model (the harvest reports an event and goes on).
+    /// Output `var_id` finished once more on physical core `core`: its index
+    /// and new completion count, or `None` for no output of the model.
     fn tensor_completed(&mut self, core: u8, var_id: u16) -> Option<(u16, u32)> {
         let _ = (core, var_id);
         None

@@ -116,7 +116,7 @@ statuses! {
 impl NrtStatus {
     /// The status's priority (`nrt_get_status_priority`).
     ///
-    /// Unverified table (`seed-vs-driver.md` point 6, `docs/spec-gaps.md` G-STATUS-PRIO):
+    /// Unverified table, `seed-vs-driver.md` point 6, `docs/spec-gaps.md` G-STATUS-PRIO:
     /// SUCCESS none; 5 and 6 high; other codes below 1004 medium; 1004 critical;
     /// 1005, 1006, 1100 medium; 1200-1203 critical; 1204 high; 1205 critical;
     /// 1206 high; anything else medium.

@@ -1,13 +1,10 @@
 //! nrt-tests: end-to-end tests of nrt-core against the simulated device.
-//!
-//! The tests live in `tests/`; these are their shared helpers: run a named
-//! scenario (optionally with another seed or in threaded mode), and look at what
-//! a run reported.
+//! These are the helpers the tests in `tests/` share.
 
 use nrt_sim::run::{run, RunReport, SimConfig};
 use nrt_sim::scenario::{self, Scenario};
 
-/// The scenario named `name`; panics with the list when there is none.
+/// The scenario named `name`.
 pub fn scenario(name: &str) -> &'static Scenario {
     scenario::find(name).unwrap_or_else(|| {
         let names: Vec<&str> = nrt_sim::SCENARIOS.iter().map(|s| s.name).collect();
@@ -15,17 +12,17 @@ pub fn scenario(name: &str) -> &'static Scenario {
     })
 }
 
-/// Run `cfg`; panics on a configuration or staging failure.
+/// Run `cfg`; panics on failure.
 pub fn run_cfg(cfg: &SimConfig) -> RunReport {
     run(cfg).unwrap_or_else(|e| panic!("run failed: {e}"))
 }
 
-/// Run the named scenario as defined.
+/// Run the named scenario.
 pub fn run_named(name: &str) -> RunReport {
     run_cfg(&scenario(name).config())
 }
 
-/// Run the named scenario with another seed, optionally threaded and with another timeout.
+/// Run the named scenario with another seed, threading and timeout.
 pub fn run_variant(name: &str, seed: u64, threaded: bool, timeout_s: Option<u32>) -> RunReport {
     let mut cfg = scenario(name).config();
     cfg.seed = seed;
@@ -36,12 +33,12 @@ pub fn run_variant(name: &str, seed: u64, threaded: bool, timeout_s: Option<u32>
     run_cfg(&cfg)
 }
 
-/// The kinds of a run's events, in order.
+/// The kinds of a run's events.
 pub fn kinds(r: &RunReport) -> Vec<&'static str> {
     r.events.iter().map(|e| e.kind()).collect()
 }
 
-/// `(status code, one-step return code)` of a run.
+/// A run's status code and one-step return code.
 pub fn outcome(r: &RunReport) -> (u32, u8) {
     (r.status.code(), r.return_code())
 }

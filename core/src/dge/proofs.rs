@@ -1,4 +1,4 @@
-//! Proof of the DGE accessors' shared guards (descriptor-handoff seed §6.1).
+//! Proof of the DGE accessors' shared guards, descriptor-handoff seed §6.1.
 
 use super::{is_nx_pool_kind, DgeCore, DgeError, BOOT_STATE_BOOTED, KIND_GUARD_MAX, NX_POOL_KIND_MASK};
 use crate::proofs::cover;

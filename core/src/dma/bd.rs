@@ -12,7 +12,7 @@
 //! The seed's relocation (`vring_addr_rewrite`, seed §2.4) walks `bd = page + 8`
 //! with a 16-byte stride and patches `bd[0]`; the driver's descriptor (`union
 //! udma_desc`, `neuron-driver-facts.md` §5) has `buf_ptr` at **+8**. They are the
-//! same bytes seen from different origins (`seed-vs-driver.md` point 2), so a [`Bd`]
+//! same bytes seen from different origins, `seed-vs-driver.md` point 2, so a [`Bd`]
 //! is the driver's layout and relocation patches the u64 at +8 of each BD.
 //!
 //! All fields are little-endian; [`Bd`] is a zerocopy type whose size and field
@@ -22,11 +22,11 @@ use bitfield_struct::bitfield;
 use zerocopy::byteorder::little_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-/// Size of one BD in bytes (seed §2: "each BD is 16 bytes"; driver `union udma_desc`).
+/// Size of one BD in bytes, seed §2: "each BD is 16 bytes", driver `union udma_desc`.
 pub const BD_SIZE: usize = 16;
-/// Byte offset of `len_ctrl` (driver §5).
+/// Byte offset of `len_ctrl`, driver §5.
 pub const LEN_CTRL_OFFSET: usize = 0;
-/// Byte offset of `meta_ctrl` (TX) / `buf2_ptr_lo` (RX) (driver §5).
+/// Byte offset of `meta_ctrl` (TX) / `buf2_ptr_lo` (RX), driver §5.
 pub const META_CTRL_OFFSET: usize = 4;
 /// Byte offset of `buf_ptr`, the address relocation patches (driver §5;
 /// `seed-vs-driver.md` point 2: the seed's `page + 8` walk lands here).
@@ -36,17 +36,17 @@ pub const BUF_PTR_OFFSET: usize = 8;
 /// (driver §5, "a length of 65536 is encoded as 0").
 pub const MAX_BD_LEN: u32 = 0x1_0000;
 
-/// Number of distinct ring ids (2 bits, `len_ctrl[25:24]`; driver §5).
+/// Number of distinct ring ids, 2 bits, `len_ctrl[25:24]`, driver §5.
 pub const RING_ID_COUNT: u8 = 4;
 /// The ring id of the producer's first lap (driver `UDMA_INITIAL_RING_ID`;
 /// `seed-vs-driver.md` point 2).
 pub const INITIAL_RING_ID: u8 = 1;
 
 /// The driver's default M2S `meta_ctrl` for a memory-to-memory copy: bits 0 and 1
-/// (last/first block), bit 19 (copy source data), op `[25:23]` = 2 (driver §5).
+/// (last/first block), bit 19 (copy source data), op `[25:23]` = 2, driver §5.
 pub const M2S_COPY_META_CTRL: u32 = 0x0108_0003;
 
-/// The ring id of the lap after `ring_id`: +1 mod 4 (driver §5).
+/// The ring id of the lap after `ring_id`: +1 mod 4, driver §5.
 #[inline]
 pub const fn next_ring_id(ring_id: u8) -> u8 {
     (ring_id.wrapping_add(1)) % RING_ID_COUNT
@@ -121,7 +121,7 @@ const _: () = assert!(core::mem::offset_of!(Bd, meta_ctrl) == META_CTRL_OFFSET);
 const _: () = assert!(core::mem::offset_of!(Bd, buf_ptr) == BUF_PTR_OFFSET);
 
 impl Bd {
-    /// The all-zero BD, which pads a lowered ring to its depth (seed §2.3).
+    /// The all-zero BD, which pads a lowered ring to its depth, seed §2.3.
     pub const ZERO: Bd = Bd { len_ctrl: U32::ZERO, meta_ctrl: U32::ZERO, buf_ptr: U64::ZERO };
 
     /// A BD from its three words.

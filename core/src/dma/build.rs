@@ -1,41 +1,41 @@
 //! Building: one typed transfer request into a TX and an RX packet of BDs
 //! (`dma_util_vring_append_descs`, descriptor-handoff seed §1).
 //!
-//! 1. Dispatch on the template's op (§1.2): COPY (0) takes the copy path,
+//! 1. Dispatch on the template's op, §1.2: COPY (0) takes the copy path,
 //!    TRANSPOSE (5) the transpose path, FMA/ADD/MIN/MAX (1..=4) the compute family.
 //!    Anything else is [`DmaError::BadOp`].
-//! 2. Fold the element count by the packetization granule (§1.3): `ndesc =
+//! 2. Fold the element count by the packetization granule, §1.3: `ndesc =
 //!    elem_count / granule`. A zero granule or a remainder is an error with a
 //!    status (libnrt asserts), not a panic.
-//! 3. Bound `ndesc` by the arch's maximum descriptors per packet (§1.1).
-//! 4. Feed each element's `(addr, len, op)` to the path's writer (§1.4) and append
+//! 3. Bound `ndesc` by the arch's maximum descriptors per packet, §1.1.
+//! 4. Feed each element's `(addr, len, op)` to the path's writer, §1.4, and append
 //!    the TX BDs to the vring's TX block, the RX BDs to its RX block, all or nothing.
 //!
 //! The op-specific BD bytes belong to the device-side DMA Part, which is not among
 //! our inputs; the writer is therefore a trait ([`DescWriter`]). [`UdmaCopyWriter`]
-//! writes the public driver's M2M copy descriptor and refuses the other paths
-//! (G-DMA-WRITER); a platform that knows them supplies its own writer.
+//! writes the public driver's M2M copy descriptor and refuses the other paths,
+//! G-DMA-WRITER; a platform that knows them supplies its own writer.
 
 use super::bd::{Bd, LenCtrl, M2S_COPY_META_CTRL, MAX_BD_LEN};
 use super::vring::VRing;
 use super::{Direction, DmaError};
 use crate::arch::Arch;
 
-/// `kbin_dma_desc_op_t` COPY (seed §1.2).
+/// `kbin_dma_desc_op_t` COPY, seed §1.2.
 pub const OP_COPY: u32 = 0;
-/// `kbin_dma_desc_op_t` FMA (seed §1.2).
+/// `kbin_dma_desc_op_t` FMA, seed §1.2.
 pub const OP_FMA: u32 = 1;
-/// `kbin_dma_desc_op_t` ADD (seed §1.2).
+/// `kbin_dma_desc_op_t` ADD, seed §1.2.
 pub const OP_ADD: u32 = 2;
-/// `kbin_dma_desc_op_t` MIN (seed §1.2).
+/// `kbin_dma_desc_op_t` MIN, seed §1.2.
 pub const OP_MIN: u32 = 3;
-/// `kbin_dma_desc_op_t` MAX (seed §1.2).
+/// `kbin_dma_desc_op_t` MAX, seed §1.2.
 pub const OP_MAX: u32 = 4;
-/// `kbin_dma_desc_op_t` TRANSPOSE (seed §1.2).
+/// `kbin_dma_desc_op_t` TRANSPOSE, seed §1.2.
 pub const OP_TRANSPOSE: u32 = 5;
 
 /// G-DMA-MAXDPP: maximum data BDs in one packet (`tdrv_arch_get_max_desc_per_packet`,
-/// seed §1.1). The public driver gives it (`driver-abi.md` point 3):
+/// seed §1.1). The public driver gives it, `driver-abi.md` point 3:
 /// `V2_ALLOWED_DESC_PER_PACKET` = `V3_ALLOWED_DESC_PER_PACKET` = 64, programmed
 /// into the M2S prefetch as 64 + 1 (one metadata descriptor); a packet of more
 /// raises the M2S prefetch max-desc error (secondary group A bit 14). v4 shares
@@ -46,7 +46,7 @@ pub const MAX_DESC_PER_PACKET: u32 = 64;
 /// engine: one metadata descriptor (`v2|v3/neuron_dhal_v*.c`).
 pub const PACKET_METADATA_DESCS: u32 = 1;
 
-/// The maximum data BDs per packet of `arch` (seed §1.1; values G-DMA-MAXDPP).
+/// The maximum data BDs per packet of `arch`, seed §1.1, values G-DMA-MAXDPP.
 pub const fn max_desc_per_packet(arch: Arch) -> u32 {
     match arch {
         Arch::Sunda | Arch::Cayman | Arch::Mariana => MAX_DESC_PER_PACKET,
@@ -59,7 +59,7 @@ pub const fn programmed_desc_per_packet(arch: Arch) -> u32 {
     max_desc_per_packet(arch) + PACKET_METADATA_DESCS
 }
 
-/// A descriptor op (`kbin_dma_desc_op_t`, seed §1.2).
+/// A descriptor op, `kbin_dma_desc_op_t`, seed §1.2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum DmaOp {
@@ -115,7 +115,7 @@ impl DmaOp {
         }
     }
 
-    /// The writer family (seed §1.2: 0 copy, 5 transpose, else compute).
+    /// The writer family, seed §1.2: 0 copy, 5 transpose, else compute.
     pub const fn path(self) -> OpPath {
         match self {
             DmaOp::Copy => OpPath::Copy,
@@ -186,7 +186,7 @@ impl<T: DescWriter + ?Sized> DescWriter for &mut T {
 /// The public driver's M2M copy descriptor (`udma_m2m.c`; `neuron-driver-facts.md`
 /// §5): TX `len_ctrl` = length with FIRST/LAST, `meta_ctrl` = 0x0108_0003; RX
 /// `len_ctrl` = length, `buf2_ptr_lo` = 0. Transpose and compute are refused with
-/// [`DmaError::UnsupportedOp`] (G-DMA-WRITER).
+/// [`DmaError::UnsupportedOp`], G-DMA-WRITER.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct UdmaCopyWriter;
 
@@ -222,15 +222,15 @@ pub struct Packets {
     pub tx: Packet,
     /// The RX (S2M) packet.
     pub rx: Packet,
-    /// The TX packet's `+8` split flag (seed §1.1, `seta %bl`). G-DMA-SPLIT: the
+    /// The TX packet's `+8` split flag, seed §1.1, `seta %bl`. G-DMA-SPLIT: the
     /// comparison is not given; we set it when the transfer takes more than one BD
     /// (`elem_count > granule`).
     pub split: bool,
-    /// The TX packet's `+0x10` dimension multiplier: the granule (`ebp`, seed §1.1/§1.3).
+    /// The TX packet's `+0x10` dimension multiplier: the granule, `ebp`, seed §1.1/§1.3.
     pub dim_mult: u32,
 }
 
-/// Checked fold of the element count (seed §1.3) and the per-arch bound (§1.1):
+/// Checked fold of the element count, seed §1.3, and the per-arch bound, §1.1:
 /// the number of BDs per packet.
 pub const fn fold_elements(arch: Arch, elem_count: u32, granule: u32) -> Result<u32, DmaError> {
     if granule == 0 {
@@ -247,7 +247,7 @@ pub const fn fold_elements(arch: Arch, elem_count: u32, granule: u32) -> Result<
     Ok(ndesc)
 }
 
-/// `dma_util_vring_append_descs` (seed §1): build `t` into a TX and an RX packet
+/// `dma_util_vring_append_descs`, seed §1: build `t` into a TX and an RX packet
 /// appended to `vring`. All or nothing: on any error the vring's counts are as
 /// before (BDs past them may have been scribbled, but they are not BDs).
 pub fn append_descs<const PAGE: usize, W: DescWriter + ?Sized>(
@@ -505,7 +505,7 @@ mod tests {
         assert_eq!(fold_elements(Arch::Sunda, 10, 4), Err(DmaError::GranuleRemainder { elem_count: 10, granule: 4 }));
         assert_eq!(fold_elements(Arch::Sunda, 12, 4), Ok(3));
         assert_eq!(fold_elements(Arch::Mariana, 0, 4), Ok(0));
-        // The driver's 64 data BDs per packet (driver-abi.md point 3), on every arch.
+        // The driver's 64 data BDs per packet, driver-abi.md point 3, on every arch.
         for arch in [Arch::Sunda, Arch::Cayman, Arch::Mariana] {
             assert_eq!(fold_elements(arch, 64, 1), Ok(64));
             assert_eq!(fold_elements(arch, 65, 1), Err(DmaError::TooMany { requested: 65, max: 64 }));

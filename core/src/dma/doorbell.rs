@@ -1,4 +1,4 @@
-//! The three doorbells, kept apart (descriptor-handoff seed §4).
+//! The three doorbells, kept apart, descriptor-handoff seed §4.
 //!
 //! | | what | where | transport |
 //! |---|---|---|---|
@@ -12,41 +12,41 @@
 //!
 //! Register offsets of variant A come from one per-arch table ([`UdmaLayout`]),
 //! built from the public driver's UDMA map (`neuron-driver-facts.md` §5) and the
-//! seed's cayman leaves (§4.1). Each doorbell write is preceded by
+//! seed's cayman leaves, §4.1. Each doorbell write is preceded by
 //! [`Fence::release`] so the BDs staged before it are visible to the device.
 
 use super::{Direction, DmaError};
 use crate::arch::Arch;
 use crate::hal::{Fence, Registers, Semaphore};
 
-/// M2S (TX) block offset in a UDMA engine window (driver §5; `aws_hal_udma_get_m2s_offset`).
+/// M2S (TX) block offset in a UDMA engine window, driver §5, `aws_hal_udma_get_m2s_offset`.
 pub const UDMA_M2S_OFFSET: u64 = 0x0_0000;
-/// S2M (RX) block offset in a UDMA engine window (driver §5; `aws_hal_udma_get_s2m_offset`).
+/// S2M (RX) block offset in a UDMA engine window, driver §5, `aws_hal_udma_get_s2m_offset`.
 pub const UDMA_S2M_OFFSET: u64 = 0x2_0000;
-/// Offset of queue bank 0 within an M2S/S2M block (driver §5; seed §4.1: `0x1038 = 0x1000 + 0x38`).
+/// Offset of queue bank 0 within an M2S/S2M block, driver §5, seed §4.1: `0x1038 = 0x1000 + 0x38`.
 pub const UDMA_QUEUE_FIRST: u64 = 0x1000;
-/// Stride of the per-queue banks (driver §5; seed §4.1).
+/// Stride of the per-queue banks, driver §5, seed §4.1.
 pub const UDMA_QUEUE_STRIDE: u64 = 0x1000;
-/// Queues per UDMA block (driver §5: "16 queues").
+/// Queues per UDMA block, driver §5: "16 queues".
 pub const UDMA_QUEUES: u32 = 16;
 /// The tail-pointer INCREMENT register in a queue bank, M2S `TDRTP_inc` and S2M
-/// `RDRTP_inc` alike (seed §4.1; driver §5).
+/// `RDRTP_inc` alike, seed §4.1, driver §5.
 pub const UDMA_TAIL_PTR_INC: u64 = 0x38;
-/// The tail-inc value field: a descriptor count in bits `[23:0]` (driver §5).
+/// The tail-inc value field: a descriptor count in bits `[23:0]`, driver §5.
 pub const UDMA_TAIL_INC_MAX: u32 = 0x00FF_FFFF;
 /// Cayman's separate "data" tail-increment register in a queue bank (seed §4.1:
 /// `0x10e0` = bank 0 + 0xE0).
 pub const CAYMAN_DATA_TAIL_INC: u64 = 0xE0;
-/// M2S `q_sw_ctrl` in a queue bank (driver §5 `0xB0`; seed §4.1 cayman `0x10b0`).
+/// M2S `q_sw_ctrl` in a queue bank, driver §5 `0xB0`, seed §4.1 cayman `0x10b0`.
 pub const UDMA_M2S_SW_CTRL: u64 = 0xB0;
-/// S2M `q_sw_ctrl` in a queue bank (driver §5 `0x64`).
+/// S2M `q_sw_ctrl` in a queue bank, driver §5 `0x64`.
 pub const UDMA_S2M_SW_CTRL: u64 = 0x64;
 
-/// The engine whose NX-local block carries the host trigger (seed §4.2: `mov $0x4,%esi`).
+/// The engine whose NX-local block carries the host trigger, seed §4.2: `mov $0x4,%esi`.
 pub const TOPSP_ENGINE: u32 = 4;
 /// Offset of the host-trigger CSR in that block (seed §4.2: `lea 0x15a0(%rax)`).
 pub const HOST_TRIGGER_OFFSET: u64 = 0x15A0;
-/// The value the host trigger writes (seed §4.2: `mov $0x1,%esi`).
+/// The value the host trigger writes, seed §4.2: `mov $0x1,%esi`.
 pub const HOST_TRIGGER_VALUE: u32 = 1;
 /// The kickoff's semaphore increment (seed §4.3: `ndl_nc_semaphore_increment(.., 1)`).
 pub const KICKOFF_INCREMENT: u32 = 1;
@@ -55,7 +55,7 @@ pub const KICKOFF_INCREMENT: u32 = 1;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UdmaLayout {
     /// Size of one engine's UDMA window: 0x4_0000 on v2 (`V2_APB_SENG_UDMA_SIZE`),
-    /// the SDMA stride 0x10_0000 on v3 (driver §5). Informational: every composed
+    /// the SDMA stride 0x10_0000 on v3, driver §5. Informational: every composed
     /// offset stays below it (tested).
     pub engine_window: u64,
     /// M2S block offset.
@@ -129,7 +129,7 @@ impl UdmaLayout {
         base.checked_add(rel).ok_or(DmaError::AddressOverflow)
     }
 
-    /// `get_dma_queue_tail_inc_offset` (seed §4.1): `base + {m2s,s2m} block + queue
+    /// `get_dma_queue_tail_inc_offset`, seed §4.1: `base + {m2s,s2m} block + queue
     /// bank + 0x38`, for the UDMA engine at BAR offset `base`.
     pub fn tail_inc_offset(&self, base: u64, queue: u32, dir: Direction) -> Result<u64, DmaError> {
         self.compose(base, queue, dir, self.tail_inc)
@@ -187,7 +187,7 @@ pub const fn host_trigger_offset(xt_local_reg: u64) -> Result<u64, DmaError> {
     }
 }
 
-/// Doorbell B (`aws_hal_sp_topsp_set_host_trigger`, seed §4.2): write 1 at
+/// Doorbell B, `aws_hal_sp_topsp_set_host_trigger`, seed §4.2: write 1 at
 /// `xt_local_reg + 0x15A0`, where `xt_local_reg` is the BAR offset of engine 4's
 /// ([`TOPSP_ENGINE`]) NX-local register block.
 ///
@@ -203,7 +203,7 @@ pub fn set_host_trigger<R: Registers + ?Sized, F: Fence + ?Sized>(
     regs.write32(off, HOST_TRIGGER_VALUE).map_err(DmaError::platform)
 }
 
-/// Doorbell C (`exec_kickoff_infer`, seed §4.3): increment semaphore `tpb_idx` of
+/// Doorbell C, `exec_kickoff_infer`, seed §4.3: increment semaphore `tpb_idx` of
 /// NeuronCore `nc` by 1 through the semaphore trait (Linux: the driver's
 /// `NEURON_IOCTL_SEMAPHORE_INCREMENT`, `seed-vs-driver.md` point 1). Never a BAR write.
 pub fn kickoff_infer<S: Semaphore + ?Sized>(sema: &mut S, nc: u32, tpb_idx: u32) -> Result<(), DmaError> {
@@ -281,10 +281,10 @@ mod tests {
             UdmaLayout::of(Arch::Sunda).tail_inc_offset(0x3000_0000 + e * 0x4_0000, 2, Direction::Tx),
             Ok(0x3000_0000 + e * 0x4_0000 + 0x1000 + 2 * 0x1000 + 0x38)
         );
-        // The engine windows (driver §5): v2 0x4_0000; v3 (and v4, G-DMA-MARIANA-UDMA) the SDMA stride.
+        // The engine windows, driver §5: v2 0x4_0000; v3 (and v4, G-DMA-MARIANA-UDMA) the SDMA stride.
         let windows = [Arch::Sunda, Arch::Cayman, Arch::Mariana].map(|a| UdmaLayout::of(a).engine_window);
         assert_eq!(windows, [0x4_0000, 0x10_0000, 0x10_0000]);
-        // Cayman's data tail-inc 0x10E0 and sw_ctrl 0x10B0 (seed §4.1).
+        // Cayman's data tail-inc 0x10E0 and sw_ctrl 0x10B0, seed §4.1.
         let c = UdmaLayout::of(Arch::Cayman);
         assert_eq!(c.data_tail_inc_offset(0, 0, Direction::Tx), Ok(0x10E0));
         assert_eq!(UdmaLayout::of(Arch::Sunda).data_tail_inc_offset(0, 0, Direction::Tx), Err(DmaError::Unsupported));

@@ -19,7 +19,7 @@ use super::{DmaError, DmaEvent};
 use crate::hal::{Delay, DeviceMemory, EventSink};
 use crate::trace::emit;
 
-/// The armed value (seed §5.1: `movl $0xabcdef01`; driver §5's completion marker).
+/// The armed value, seed §5.1: `movl $0xabcdef01`, driver §5's completion marker.
 pub const COMPLETION_SENTINEL: u32 = 0xABCD_EF01;
 /// Bytes of device memory a handle occupies (`dmem_alloc(size=8, "completion marker")`, §5.1).
 pub const COMPLETION_HANDLE_BYTES: usize = 8;
@@ -84,7 +84,7 @@ impl CompletionHandle {
         mem.copy_in(self.addr, &word).map_err(DmaError::platform)
     }
 
-    /// `dma_wait_for_completion_handle` (seed §5.1). Polls at most
+    /// `dma_wait_for_completion_handle`, seed §5.1. Polls at most
     /// [`completion_poll_budget`]`(handle_idx, platform)` times; each poll copies the
     /// low 4 bytes out and, while they read [`COMPLETION_SENTINEL`], sleeps 10 us.
     /// On any other value: re-arm (write 0, then the sentinel), report
@@ -123,7 +123,7 @@ impl CompletionHandle {
                 polls += 1;
                 continue;
             }
-            // Re-arm: 0 first, then the sentinel, as two writes (seed §5.1 GOTCHA).
+            // Re-arm: 0 first, then the sentinel, as two writes, seed §5.1 GOTCHA.
             mem.copy_in(handle, &0u32.to_le_bytes()).map_err(|e| io_failed(sink, e))?;
             // A word left at 0 would read as "done" on the next wait: if the
             // sentinel write fails, try it once more before reporting the error

@@ -1,34 +1,33 @@
 //! The descriptor handoff: how the host builds, lowers, relocates, reserves and
-//! rings DMA descriptors, and how it waits for a staging copy (descriptor-handoff
-//! seed §1-§5).
+//! rings DMA descriptors, and how it waits for a staging copy,
+//! descriptor-handoff seed §1-§5.
 //!
 //! One lowering chain, one module per stage:
 //!
 //! ```text
-//!  build (§1)        vring (§2)              pring (§2)            queue (§3)        doorbell (§4)
+//!  build, §1        vring, §2              pring, §2            queue, §3        doorbell, §4
 //!  Transfer ──append──> VRing ──create_prings──> PRing ──reserve/set──> SwDmaQueue ──> tail-inc CSR  (A)
 //!  op dispatch,        TX/RX blocks,  lower:    32-byte ring,  stage   cursors,         top-SP trigger (B)
 //!  granule fold        pages of BDs   pad, check device copy          ring-id laps      kickoff sema   (C)
 //!                       │
-//!                       └─ addr_rewrite (§2.4): relocate buf_ptr (+8) in a window
+//!                       └─ addr_rewrite, §2.4: relocate buf_ptr (+8) in a window
 //!
-//!  completion handle (§5.1): arm 0xABCDEF01, poll, re-arm (0 then sentinel)
+//!  completion handle, §5.1: arm 0xABCDEF01, poll, re-arm (0 then sentinel)
 //! ```
 //!
-//! - [`bd`]: the 16-byte [`Bd`] in the driver's UDMA layout (`buf_ptr` at +8).
-//! - [`build`]: the op dispatch (COPY / TRANSPOSE / compute family), the element
-//!   fold by the packetization granule, the TX and RX packets.
-//! - [`vring`]: [`VRing`], paged BD storage the caller provides, its TX/RX block
-//!   metadata and sealed flag; [`addr_rewrite`].
+//! - [`bd`]: the 16-byte [`Bd`] in the driver's UDMA layout.
+//! - [`build`]: the op dispatch, the element fold by the packetization
+//!   granule, the TX and RX packets.
+//! - [`vring`]: [`VRing`], paged BD storage the caller provides; [`addr_rewrite`].
 //! - [`pring`]: [`PRing`], ring allocation and binding, lowering with padding and
 //!   the `ndesc actual/expected` check, semaphore selection.
 //! - [`queue`]: [`SwDmaQueue`] cursors: reserve and set, with ring-id laps.
 //! - [`doorbell`]: the three doorbells, kept apart, and the per-arch UDMA table.
 //! - [`handle`]: the sentinel-polled completion handle.
 //!
-//! Nothing here allocates or panics: every length, count, index, direction, op and
-//! address may come from a NEFF or a caller and gets a [`DmaError`] (with an
-//! [`NrtStatus`]) instead of an out-of-bounds write.
+//! Nothing here allocates or panics: every length, count, index, direction, op
+//! and address may come from a NEFF or a caller, and a bad one gets a
+//! [`DmaError`] instead of an out-of-bounds write.
 
 use core::fmt;
 
@@ -56,26 +55,25 @@ pub use vring::{addr_rewrite, DescBlock, Relocation, VRing};
 
 /// A DMA direction.
 ///
-/// The seed encodes it two ways: ring allocation takes 1 = TX, 2 = RX
-/// ([`Direction::from_alloc_dir`], §2.1); the tail-inc offset takes nonzero = M2S,
-/// 0 = S2M ([`Direction::from_doorbell_dir`], §4.1).
+/// The seed encodes it two ways: [`Direction::from_alloc_dir`], §2.1, and
+/// [`Direction::from_doorbell_dir`], §4.1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Direction {
-    /// TX, memory to stream (M2S): the READ side, bumped through TDRTP_inc.
+    /// TX, memory to stream, M2S: the READ side, bumped through TDRTP_inc.
     Tx,
-    /// RX, stream to memory (S2M): the WRITE side, bumped through RDRTP_inc.
+    /// RX, stream to memory, S2M: the WRITE side, bumped through RDRTP_inc.
     Rx,
 }
 
-/// `dma_pring_alloc`'s direction value that binds the TX slot (vring+0x158; seed §2.1).
+/// `dma_pring_alloc`'s direction value that binds the TX slot, seed §2.1.
 pub const ALLOC_DIR_TX: u32 = 1;
-/// `dma_pring_alloc`'s direction value that binds the RX slot (vring+0x150; seed §2.1).
+/// `dma_pring_alloc`'s direction value that binds the RX slot, seed §2.1.
 pub const ALLOC_DIR_RX: u32 = 2;
 
 impl Direction {
-    /// The direction of a `dma_pring_alloc` value: 1 TX, 2 RX, anything else refused
-    /// (the seed asserts at `dma_ring.c:0x49b`; we return [`DmaError::BadDirection`]).
+    /// The direction of a `dma_pring_alloc` value: 1 TX, 2 RX; anything else,
+    /// where the seed asserts, is [`DmaError::BadDirection`].
     pub const fn from_alloc_dir(dir: u32) -> Result<Direction, DmaError> {
         match dir {
             ALLOC_DIR_TX => Ok(Direction::Tx),
@@ -84,8 +82,8 @@ impl Direction {
         }
     }
 
-    /// The direction of a `get_dma_queue_tail_inc_offset` value: nonzero M2S (TX),
-    /// 0 S2M (RX) (seed §4.1).
+    /// The direction of a `get_dma_queue_tail_inc_offset` value: nonzero TX,
+    /// 0 RX, seed §4.1.
     pub const fn from_doorbell_dir(dir: u32) -> Direction {
         if dir != 0 {
             Direction::Tx
@@ -106,33 +104,29 @@ impl Direction {
 /// Why a descriptor-handoff operation was refused.
 ///
 /// Each variant maps to an `NRT_STATUS` through [`DmaError::status`]:
-/// - bad NEFF or caller input (a direction, op, count, length, window, index that
-///   cannot be right) is `NRT_INVALID` (2), the status the SDK documents for "invalid
-///   NEFF, instruction, DMA descriptor or input";
-/// - running out of caller-provided capacity (vring pages, ring depth) is
-///   `NRT_RESOURCE` (4), what libnrt returns when `dma_pring_alloc`'s `calloc` fails;
-/// - a ring with no room until the device consumes more is `NRT_QUEUE_FULL` (7):
-///   a transient state, worth a retry (G-DMA-AVAIL);
-/// - the completion handle's poll budget running out is `NRT_TIMEOUT` (5);
-/// - a platform call failing is `NRT_FAILURE` (1): it is the transport's failure,
-///   not evidence of a device fault (that would be `NRT_HW_ERROR`).
+/// - bad NEFF or caller input is `NRT_INVALID`, as the SDK documents;
+/// - running out of caller-provided capacity is `NRT_RESOURCE`, as libnrt's
+///   failed `calloc` is;
+/// - a ring with no room until the device consumes more is `NRT_QUEUE_FULL`,
+///   worth a retry, G-DMA-AVAIL;
+/// - the completion handle's poll budget running out is `NRT_TIMEOUT`;
+/// - a platform call failing is `NRT_FAILURE`: the transport's failure, not
+///   evidence of a device fault.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub enum DmaError {
-    /// The vring is sealed: no ring allocation (seed §2.1 asserts `dma_ring.c:0x489`)
-    /// and no append.
+    /// The vring is sealed: no ring allocation, seed §2.1, and no append.
     Sealed,
-    /// A ring-allocation direction other than 1 (TX) or 2 (RX) (seed §2.1).
+    /// A ring-allocation direction other than TX or RX, seed §2.1.
     BadDirection(u32),
-    /// A template op outside `0..=5` (seed §1.2).
+    /// A template op outside `0..=5`, seed §1.2.
     BadOp(u32),
-    /// The descriptor writer has no encoding for this op (the op-specific BD bytes
-    /// are owned by the DMA Part; G-DMA-WRITER).
+    /// The descriptor writer has no encoding for this op, G-DMA-WRITER.
     UnsupportedOp(u32),
-    /// The packetization granule is 0 (seed §1.3 would divide by zero).
+    /// The packetization granule is 0, where seed §1.3 would divide by zero.
     ZeroGranule,
-    /// The element count is not a multiple of the granule (seed §1.3's assert exit).
+    /// The element count is not a multiple of the granule, seed §1.3.
     GranuleRemainder {
         /// Elements requested.
         elem_count: u32,
@@ -147,9 +141,9 @@ pub enum DmaError {
         /// The limit.
         max: u64,
     },
-    /// A BD byte length outside `1..=65536` (driver §5).
+    /// A BD byte length outside `1..=65536`, driver §5.
     BadLength(u64),
-    /// A BD address computation (`base + i * len`) would overflow u64.
+    /// A BD address, `base + i * len`, would overflow u64.
     AddressOverflow,
     /// The vring's pages cannot hold the descriptors.
     VringFull {
@@ -160,10 +154,9 @@ pub enum DmaError {
     },
     /// A ring depth of 0, above the UDMA maximum, or larger than its storage.
     BadRingDepth(u64),
-    /// No ring is bound in this direction (seed §3.2 asserts both prings non-NULL).
+    /// No ring is bound in this direction, seed §3.2.
     NotBound(Direction),
-    /// Lowering copied a different number of BDs than the block holds
-    /// (`"vring is copied to pring. ndesc=%u/%u"`, seed §2.3).
+    /// Lowering copied a different number of BDs than the block holds, seed §2.3.
     CountMismatch {
         /// The direction lowered.
         dir: Direction,
@@ -172,15 +165,14 @@ pub enum DmaError {
         /// BDs the block says it holds.
         expected: u32,
     },
-    /// A relocation window `[base, base + size)` that does not fit in u64 (seed §2.4
-    /// would wrap silently).
+    /// A relocation window that does not fit in u64, where seed §2.4 would wrap.
     WindowOverflow,
-    /// Semaphore selection on a ring whose type is not 2 (seed §3.4 asserts `dma_ring.c:0x4fe`).
+    /// Semaphore selection on a ring whose type is not 2, seed §3.4.
     BadRingType(u32),
     /// A queue cursor or reservation that does not fit its ring.
     BadCursor,
     /// A device head pointer that cannot be: outside the ring, a ring id above 3,
-    /// or ahead of the producer (G-DMA-AVAIL).
+    /// or ahead of the producer, G-DMA-AVAIL.
     BadHead {
         /// The ring.
         dir: Direction,
@@ -189,8 +181,8 @@ pub enum DmaError {
         /// The head's ring id.
         ring_id: u8,
     },
-    /// A reservation larger than the slots the device has consumed: the rest still
-    /// hold descriptors in flight (G-DMA-AVAIL; the driver's `udma_available_get`).
+    /// A reservation larger than the slots the device has consumed, G-DMA-AVAIL:
+    /// the rest hold descriptors in flight.
     RingFull {
         /// The ring.
         dir: Direction,
@@ -199,22 +191,22 @@ pub enum DmaError {
         /// Slots free.
         available: u32,
     },
-    /// A host-only relocation ([`VRing::addr_rewrite`]) of a block already lowered
-    /// into a ring: its ring image and device copy would keep the old addresses.
-    /// [`VRing::relocate`] moves them too (G-DMA-RELOC-LOWERED).
+    /// A host-only [`VRing::addr_rewrite`] of a block already lowered into a
+    /// ring, whose copies would keep the old addresses.
+    /// [`VRing::relocate`] moves them too, G-DMA-RELOC-LOWERED.
     RelocateAfterLower(Direction),
     /// A UDMA queue index at or above [`doorbell::UDMA_QUEUES`].
     BadQueue(u32),
-    /// A register this arch does not have (the data tail-inc exists on cayman only).
+    /// A register this arch does not have.
     Unsupported,
-    /// The completion handle still read the sentinel after every poll (seed §5.1).
+    /// The completion handle still read the sentinel after every poll, seed §5.1.
     Timeout,
     /// A platform call failed.
     Platform(ErrorKind),
 }
 
 impl DmaError {
-    /// The `NRT_STATUS` this error is reported as (see the type's documentation).
+    /// The `NRT_STATUS` this error is reported as.
     pub const fn status(&self) -> NrtStatus {
         match self {
             DmaError::VringFull { .. } => NrtStatus::Resource,
@@ -286,14 +278,13 @@ impl fmt::Display for DmaError {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub enum DmaEvent {
-    /// A vring block was lowered into its ring (`"vring is copied to pring.
-    /// ndesc=%u/%u"`, seed §2.3), counts equal.
+    /// A vring block was lowered into its ring, counts equal, seed §2.3.
     Lowered {
         /// The direction lowered.
         dir: Direction,
         /// BDs copied.
         ndesc: u32,
-        /// The ring's depth (the rest is zero padding).
+        /// The ring's depth; the rest is zero padding.
         depth: u32,
     },
     /// Lowering copied `actual` BDs where the block holds `expected`.
@@ -305,28 +296,28 @@ pub enum DmaEvent {
         /// BDs the block says it holds.
         expected: u32,
     },
-    /// `"Failed to allocate static tx ring"` (or rx).
+    /// `"Failed to allocate static tx ring"`, or rx.
     RingAllocFailed {
         /// The direction.
         dir: Direction,
         /// What failed.
         kind: ErrorKind,
     },
-    /// `"Failed to write descritpors to static tx ring"` (sic; or rx).
+    /// `"Failed to write descritpors to static tx ring"`, sic, or rx.
     RingWriteFailed {
         /// The direction.
         dir: Direction,
         /// What failed.
         kind: ErrorKind,
     },
-    /// `"DMA completed %u descriptors"` (seed §5.1).
+    /// `"DMA completed %u descriptors"`, seed §5.1.
     Completed {
-        /// The handle's descriptor count (`handle_idx`).
+        /// The handle's descriptor count, `handle_idx`.
         descriptors: u32,
         /// Polls that read the sentinel before completion.
         polls: u64,
     },
-    /// `"Error: DMA completion timeout"` after `loops` polls (seed §5.1).
+    /// `"Error: DMA completion timeout"` after `loops` polls, seed §5.1.
     CompletionTimeout {
         /// Device address of the handle.
         handle: u64,
@@ -444,8 +435,7 @@ mod tests {
         assert_eq!(DmaEvent::Completed { descriptors: 1, polls: 0 }.level(), Level::Debug);
     }
 
-    /// Every error names the object and the reason, with its values (a message is
-    /// what a user sees).
+    /// Every error names the object and the reason, with its values.
     #[test]
     fn every_error_message_names_what_and_why() {
         extern crate std;

@@ -1,5 +1,5 @@
 //! The pring (the device ring image), ring allocation and binding, lowering, and
-//! the completion-semaphore selector (descriptor-handoff seed §2.1-§2.3, §3.4).
+//! the completion-semaphore selector, descriptor-handoff seed §2.1-§2.3, §3.4.
 //!
 //! libnrt's pring is a 32-byte host object (`calloc(1, 0x20)`) naming a device
 //! ring: its device address, depth, ring type, semaphore id (`pring + 0x10`) and
@@ -10,7 +10,7 @@
 //!
 //! Lowering (`dma_ring_create_prings_from_vring`, §2.2) takes TX then RX, each only
 //! when the block is present and not yet lowered: check the `ndesc
-//! actual/expected` invariant (§2.3) first, allocate and bind the ring (or reuse
+//! actual/expected` invariant, §2.3, first, allocate and bind the ring (or reuse
 //! the one a failed attempt left bound), copy the block's BDs into the image
 //! stamped with the first lap's ring id, zero-pad to the depth, stage the image to
 //! the device, mark lowered.
@@ -41,12 +41,12 @@ pub const PRING_OBJECT_BYTES: usize = 0x20;
 /// The ring type lowering allocates and semaphore selection requires (`r8d = 2`
 /// at `dma_pring_alloc`, §2.2; the assert at `dma_ring.c:0x4fe`, §3.4).
 pub const RING_TYPE_STATIC: u32 = 2;
-/// A pring semaphore id meaning "use the per-direction table" (seed §3.4).
+/// A pring semaphore id meaning "use the per-direction table", seed §3.4.
 pub const SEMA_FROM_TABLE: u32 = 0xFFFF_FFFF;
-/// The largest UDMA ring, in descriptors (driver §5: `2^24 - 16`).
+/// The largest UDMA ring, in descriptors, driver §5: `2^24 - 16`.
 pub const UDMA_MAX_RING_DESCS: u32 = (1 << 24) - 16;
 
-/// The device backing of rings (`dma_ring_alloc`, seed §2.1).
+/// The device backing of rings, `dma_ring_alloc`, seed §2.1.
 ///
 /// # For platform authors
 ///
@@ -66,7 +66,7 @@ impl<T: RingBacking + ?Sized> RingBacking for &mut T {
 }
 
 /// The per-direction completion semaphores a ring falls back to when its own id is
-/// [`SEMA_FROM_TABLE`] (`per_direction_sema_table[..][dir]`, seed §3.4).
+/// [`SEMA_FROM_TABLE`], `per_direction_sema_table[..][dir]`, seed §3.4.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SemaTable {
     /// The TX semaphore.
@@ -137,7 +137,7 @@ impl<'a> PRing<'a> {
         self.lowered
     }
 
-    /// `dma_ring_get_sema_to_inc` (seed §3.4): the semaphore the device increments
+    /// `dma_ring_get_sema_to_inc`, seed §3.4: the semaphore the device increments
     /// on this ring's completions. The ring type must be 2 ([`DmaError::BadRingType`]
     /// where libnrt asserts); the ring's own id unless it is 0xFFFFFFFF, else the
     /// table's entry for the ring's direction.
@@ -167,8 +167,8 @@ fn check_depth(len: usize) -> Result<(), DmaError> {
     Ok(())
 }
 
-/// The `ndesc actual/expected` check of lowering `block` into a ring of `depth`
-/// (seed §2.3), done before anything is copied: `actual` is what the copy would
+/// The `ndesc actual/expected` check of lowering `block` into a ring of `depth`,
+/// seed §2.3, done before anything is copied: `actual` is what the copy would
 /// move (the block's BDs its pages back, at most `depth`). A mismatch is reported
 /// ([`DmaEvent::NdescMismatch`]) and refused ([`DmaError::CountMismatch`]).
 fn check_count<const PAGE: usize, S: EventSink<DmaEvent> + ?Sized>(
@@ -218,7 +218,7 @@ fn dump_padded<const PAGE: usize, M: DeviceMemory + ?Sized, S: EventSink<DmaEven
 }
 
 impl<'a, const PAGE: usize> VRing<'a, PAGE> {
-    /// `dma_pring_alloc` (seed §2.1): refuse a sealed vring, validate the direction
+    /// `dma_pring_alloc`, seed §2.1: refuse a sealed vring, validate the direction
     /// (1 binds the TX slot, 2 the RX slot, anything else is
     /// [`DmaError::BadDirection`]) and the depth (`image.len()`), allocate the device
     /// backing, and bind the ring. An earlier ring in that slot is replaced.
@@ -255,7 +255,7 @@ impl<'a, const PAGE: usize> VRing<'a, PAGE> {
         Ok(())
     }
 
-    /// `dma_ring_create_prings_from_vring` (seed §2.2): for TX then RX, when the
+    /// `dma_ring_create_prings_from_vring`, seed §2.2: for TX then RX, when the
     /// block is present and not yet lowered, check that the ring can take the
     /// block's count (else [`DmaError::CountMismatch`] with nothing allocated or
     /// bound), allocate a type-2 ring over the direction's image and bind it, copy
@@ -300,11 +300,11 @@ impl<'a, const PAGE: usize> VRing<'a, PAGE> {
         Ok(())
     }
 
-    /// `vring_addr_rewrite` (seed §2.4) in the seed's order, after lowering (§0,
+    /// `vring_addr_rewrite`, seed §2.4, in the seed's order, after lowering (§0,
     /// §7: lower, then relocate): relocate every BD of both blocks whose `buf_ptr`
     /// lies in the window, and the copies lowering made of them: the lowered run of
     /// each bound ring's image (slots `0..lowered()`, not the zero padding), which
-    /// is then staged to the device again (G-DMA-RELOC-LOWERED). Before lowering
+    /// is then staged to the device again, G-DMA-RELOC-LOWERED. Before lowering
     /// it touches the host only, as [`VRing::addr_rewrite`].
     ///
     /// Host copies are all relocated first; then TX and RX are re-staged. A failed
@@ -337,7 +337,7 @@ impl<'a, const PAGE: usize> VRing<'a, PAGE> {
         result
     }
 
-    /// `vring_dump_to_pring_descriptors` for one direction (seed §2.3): copy the
+    /// `vring_dump_to_pring_descriptors` for one direction, seed §2.3: copy the
     /// block into its bound ring, each BD stamped with ring id 1, zero-padded to
     /// the depth, and stage the image; a block count its pages or the ring cannot
     /// hold is reported ([`DmaEvent::NdescMismatch`]) and refused
@@ -422,7 +422,7 @@ mod tests {
         assert_eq!(tx.dev_addr(), 0x10000);
         assert_eq!(tx.ring_type(), RING_TYPE_STATIC);
         assert_eq!(tx.depth(), 8);
-        // Copied with the first lap's ring id (G-DMA-LOWER-RINGID), zero padding after.
+        // Copied with the first lap's ring id, G-DMA-LOWER-RINGID, zero padding after.
         let want: Vec<Bd> = (0..5).map(|i| bd(i).with_ring_id(1)).chain([Bd::ZERO; 3]).collect();
         assert_eq!(tx.image(), &want[..]);
         assert_eq!(tx.lowered(), 5);
@@ -456,7 +456,7 @@ mod tests {
         assert_eq!(dev.allocs, [(Direction::Tx, 4)]);
     }
 
-    /// Ring depths: 1 up to the UDMA maximum, 2^24 - 16 (driver §5); checked on
+    /// Ring depths: 1 up to the UDMA maximum, 2^24 - 16, driver §5; checked on
     /// the length alone (an image that large is 256 MiB).
     #[test]
     fn ring_depths_are_bounded_by_the_udma_maximum() {
@@ -530,7 +530,7 @@ mod tests {
     }
 
     /// A BD writer leaves ring id 0, the device expects 1 on the
-    /// first lap. What lowering stages must carry 1 (G-DMA-LOWER-RINGID), so that
+    /// first lap. What lowering stages must carry 1, G-DMA-LOWER-RINGID, so that
     /// a device fetching the static ring as lowered takes it.
     #[test]
     fn a_lowered_ring_carries_the_first_laps_ring_id_to_the_device() {
@@ -557,9 +557,9 @@ mod tests {
         }
     }
 
-    /// The seed's order is lower, then relocate (§0, §7). The
+    /// The seed's order is lower, then relocate, §0, §7. The
     /// relocation must reach the ring image and the device copy, not only the
-    /// vring (G-DMA-RELOC-LOWERED); the zero padding is not a BD and stays.
+    /// vring, G-DMA-RELOC-LOWERED; the zero padding is not a BD and stays.
     #[test]
     fn relocating_after_lowering_moves_the_ring_image_and_its_device_copy() {
         let mut txp = [[Bd::ZERO; 4]; 1];

@@ -1,4 +1,4 @@
-//! The host queue cursors (`sw_dma_queue`, descriptor-handoff seed §3.2-§3.3):
+//! The host queue cursors, `sw_dma_queue`, descriptor-handoff seed §3.2-§3.3:
 //! reserve slots in the TX and RX rings, then set the BDs at them.
 //!
 //! A [`SwDmaQueue`] is the seed's 12-byte `{next_desc_idx, desc_ring_id,
@@ -7,7 +7,7 @@
 //! both queues and advances both by `n` modulo their rings (nothing reaches the
 //! device; the doorbell does that, §4). `set` writes the BDs at the reserved slots,
 //! wrapping at the ring end, and stamps each with the ring id of its lap: 1 on the
-//! first lap, +1 mod 4 at each wrap (`seed-vs-driver.md` point 2; driver §5).
+//! first lap, +1 mod 4 at each wrap, `seed-vs-driver.md` point 2, driver §5.
 //!
 //! The seed's reserve is pure cursor arithmetic and never asks how far the device
 //! has got, so two whole-ring reservations before the device consumes anything
@@ -15,7 +15,7 @@
 //! driver checks the room first (`udma_available_get`, `neuron-driver-facts.md`
 //! §5). So [`reserve_descriptors`] takes where the device is in each ring, a
 //! [`DeviceHead`] (the queue's head-pointer register: offset and ring id), and
-//! refuses more than the free slots (G-DMA-AVAIL).
+//! refuses more than the free slots, G-DMA-AVAIL.
 
 use zerocopy::IntoBytes;
 
@@ -24,14 +24,14 @@ use super::pring::{PRing, UDMA_MAX_RING_DESCS};
 use super::{Direction, DmaError};
 use crate::hal::DeviceMemory;
 
-/// Size of libnrt's `sw_dma_queue` (seed §3.2: "each 12 bytes").
+/// Size of libnrt's `sw_dma_queue`, seed §3.2: "each 12 bytes".
 pub const SW_DMA_QUEUE_BYTES: usize = 12;
-/// Offset of the TX queue in `hw_exec_queue` (`ehq + 0x08`, seed §3.2).
+/// Offset of the TX queue in `hw_exec_queue`, `ehq + 0x08`, seed §3.2.
 pub const EHQ_TXQ_OFFSET: usize = 0x08;
-/// Offset of the RX queue in `hw_exec_queue` (`ehq + 0x14`, seed §3.2).
+/// Offset of the RX queue in `hw_exec_queue`, `ehq + 0x14`, seed §3.2.
 pub const EHQ_RXQ_OFFSET: usize = 0x14;
 
-/// The cursor of one direction's ring (`sw_dma_queue`, seed §3.3).
+/// The cursor of one direction's ring, `sw_dma_queue`, seed §3.3.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub struct SwDmaQueue {
@@ -69,9 +69,9 @@ pub struct DeviceHead {
     pub ring_id: u8,
 }
 
-/// The head pointer's offset field (driver §5: `[23:0]`).
+/// The head pointer's offset field, driver §5: `[23:0]`.
 pub const HEAD_PTR_IDX_MASK: u32 = 0x00FF_FFFF;
-/// The head pointer's ring-id field position (driver §5: `[31:30]`).
+/// The head pointer's ring-id field position, driver §5: `[31:30]`.
 pub const HEAD_PTR_RING_ID_SHIFT: u32 = 30;
 
 impl DeviceHead {
@@ -172,7 +172,7 @@ impl SwDmaQueue {
     }
 
     /// Free slots for a device at `head` (`udma_available_get`): `desc_count -
-    /// in_flight` (G-DMA-AVAIL). Errors as [`SwDmaQueue::in_flight`].
+    /// in_flight`, G-DMA-AVAIL. Errors as [`SwDmaQueue::in_flight`].
     pub fn available(&self, dir: Direction, head: DeviceHead) -> Result<u32, DmaError> {
         Ok(self.desc_count - self.in_flight(dir, head)?)
     }
@@ -207,7 +207,7 @@ impl SwDmaQueue {
     }
 }
 
-/// `sw_dma_queue_reserve_descriptors` (seed §3.3): the TX and RX reservations of `n`
+/// `sw_dma_queue_reserve_descriptors`, seed §3.3: the TX and RX reservations of `n`
 /// slots, advancing both queues by `n` modulo their rings. `n` larger than either
 /// ring, or a cursor outside its ring, is refused and neither queue moves.
 ///
@@ -242,7 +242,7 @@ impl PRing<'_> {
         Ok((res.idx, first, res.n - first))
     }
 
-    /// `sw_dma_queue_set_descriptors` (seed §3.2): write `bds` (exactly `res.n`) at
+    /// `sw_dma_queue_set_descriptors`, seed §3.2: write `bds` (exactly `res.n`) at
     /// the reserved slots of the host image, wrapping at the ring end, each stamped
     /// with the ring id of its lap (`res.ring_id`, then the next id after the wrap).
     pub fn set_descriptors(&mut self, res: &Reservation, bds: &[Bd]) -> Result<(), DmaError> {
@@ -304,7 +304,7 @@ mod tests {
 
     /// Two whole-ring reservations before the device consumes
     /// anything. The second would overwrite the first's descriptors in flight; the
-    /// driver's `udma_available_get` refuses it, and so do we (G-DMA-AVAIL).
+    /// driver's `udma_available_get` refuses it, and so do we, G-DMA-AVAIL.
     #[test]
     fn a_second_whole_ring_reservation_waits_for_the_device() {
         let mut tx = SwDmaQueue::new(4).unwrap();

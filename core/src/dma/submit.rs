@@ -1,5 +1,5 @@
 //! The one submit sequence: a copy and its completion marker, from a
-//! transfer to the device's answer (descriptor-handoff seed §1-§5).
+//! transfer to the device's answer, descriptor-handoff seed §1-§5.
 //!
 //! [`submit`] arms the completion handle, builds the copy and the marker with
 //! [`append_descs`], lowers both into rings ([`VRing::create_prings`]), asks
@@ -211,7 +211,7 @@ pub trait SubmitTarget: DeviceMemory + RingBacking + Registers {
     }
 }
 
-/// The submit sequence (seed §1-§5): arm `plan.handle`; build the copy and
+/// The submit sequence, seed §1-§5: arm `plan.handle`; build the copy and
 /// the marker (a 4-byte copy of `plan.done_word` over the handle); lower them
 /// into rings backed by `dev`; [`SubmitTarget::device_heads`]; reserve at the
 /// cursors `txq`, `rxq` (which advance); set the descriptors (the write

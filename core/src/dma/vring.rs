@@ -1,5 +1,5 @@
-//! The vring: the host-resident, paged list of BDs a transfer is built into
-//! (descriptor-handoff seed §2), and its relocation (`vring_addr_rewrite`, §2.4).
+//! The vring: the host-resident, paged list of BDs a transfer is built into,
+//! descriptor-handoff seed §2, and its relocation (`vring_addr_rewrite`, §2.4).
 //!
 //! libnrt's vring holds two directional blocks, TX at `vring+0x100` and RX at
 //! `vring+0x120`, each `{count u32 @+0, first page @+8 (non-NULL = present),
@@ -10,7 +10,7 @@
 //! Here a block is a [`DescBlock`] over **caller-provided pages**,
 //! `&mut [[Bd; PAGE]]`: "chained at `page + 0x100000`" becomes the order of the
 //! slice (page `k + 1` follows page `k`), so there is no link to corrupt and no
-//! loop to bound but the slice's length (G-DMA-PAGES). `PAGE` is a const generic
+//! loop to bound but the slice's length, G-DMA-PAGES. `PAGE` is a const generic
 //! that defaults to the seed's 0x10000 ([`VRING_PAGE_BDS`]); tests and small
 //! controllers use smaller pages. A flat `&mut [Bd]` becomes pages with
 //! `slice::as_chunks_mut::<PAGE>()`.
@@ -193,7 +193,7 @@ impl<'a, const PAGE: usize> VRing<'a, PAGE> {
         self.sealed
     }
 
-    /// Seal the vring: no more ring allocation (seed §2.1) or append.
+    /// Seal the vring: no more ring allocation, seed §2.1, or append.
     pub fn seal(&mut self) {
         self.sealed = true;
     }
@@ -230,14 +230,14 @@ impl<'a, const PAGE: usize> VRing<'a, PAGE> {
         Ok((tx, rx))
     }
 
-    /// `vring_addr_rewrite` (seed §2.4) on the host only: relocate every BD of both
+    /// `vring_addr_rewrite`, seed §2.4, on the host only: relocate every BD of both
     /// blocks whose `buf_ptr` lies in the window, across pages.
     ///
     /// A block already lowered has copies this cannot reach (the ring image and
     /// the device ring): the call is then refused with
     /// [`DmaError::RelocateAfterLower`] and nothing moves. The seed's order is
-    /// lower, then relocate (§0, §7); for that, use [`VRing::relocate`], which
-    /// moves the copies too (G-DMA-RELOC-LOWERED).
+    /// lower, then relocate, §0, §7; for that, use [`VRing::relocate`], which
+    /// moves the copies too, G-DMA-RELOC-LOWERED.
     pub fn addr_rewrite(&mut self, reloc: &Relocation) -> Result<(), DmaError> {
         for dir in [Direction::Tx, Direction::Rx] {
             if self.block(dir).is_lowered() {
@@ -307,7 +307,7 @@ impl Relocation {
 }
 
 /// Relocate `bds` in place: every BD whose `buf_ptr` (+8) lies in the window moves;
-/// the others, and every other byte, are untouched (seed §2.4).
+/// the others, and every other byte, are untouched, seed §2.4.
 ///
 /// Branch-free per BD (a select of the moved or the unchanged address), so the
 /// loop vectorises; see `benches/dma.rs`.

@@ -1,21 +1,15 @@
-//! The two drivers of the one state machine (completion-engine seed §1, §6).
+//! The two drivers of the one state machine, completion-engine seed §1, §6.
 //!
 //! - [`exec_wait_round_robin`], the sync driver: `while step() == 1 { delay }`.
-//!   It tests `== InFlight` specifically (seed §1 GOTCHA: a driver that treats any
-//!   non-zero return as failure aborts healthy in-flight requests).
-//! - [`exec_wait_watching`], the same loop taking a step only when a cheap
-//!   look at the rings finds a fresh record (or every
-//!   [`WATCH_STEP_EVERY`] delays).
-//! - [`exec_wait_with`], the one loop both run: the same steps and delays,
-//!   with a caller's [`WaitHooks`] around them (a pass counter, a clock
-//!   check that may abandon the wait, a look before stepping).
-//! - [`ExecUnit::step`], the async execution-unit worker step (`tpb_xu_step`):
-//!   drives the same machine from a worker, degrades the unit to FATAL_SHUTDOWN on
-//!   a 2, answers 101 once fatal, and on completion runs
-//!   `tpb_xu_base_report_complete`: consume one has-work, publish the status,
-//!   pop the request (which signals its mark-complete), in that order; then
-//!   the request's post-processing and counters, after its submitter has its
-//!   status (G-SETTLE).
+//!   It tests `== InFlight` specifically, seed §1 GOTCHA: any other non-zero
+//!   return is not a failure.
+//! - [`exec_wait_watching`], the same loop stepping only when a cheap look at
+//!   the rings finds a fresh record.
+//! - [`exec_wait_with`], the one loop both run, with a caller's [`WaitHooks`].
+//! - [`ExecUnit::step`], the execution-unit worker step, `tpb_xu_step`: it
+//!   degrades the unit to FATAL_SHUTDOWN on a 2, answers 101 once fatal, and on
+//!   completion consumes one has-work, publishes the status and pops the
+//!   request, in that order; the post-processing follows, G-SETTLE.
 
 use core::ops::ControlFlow;
 
@@ -25,11 +19,10 @@ use crate::nq::Notifications;
 use crate::status::NrtStatus;
 use crate::trace::emit;
 
-/// Microseconds the sync driver waits between steps (`usleep(1)`, seed §1).
+/// Microseconds the sync driver waits between steps: `usleep(1)`, seed §1.
 pub const SYNC_POLL_DELAY_US: u32 = 1;
 
-/// What the sync driver returns: the status (`exec_ret`), the final step code,
-/// and how many steps it took.
+/// What the sync driver returns: the status, the final step code and the steps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SyncWait {
     /// The request's status.
@@ -41,11 +34,9 @@ pub struct SyncWait {
     pub steps: u64,
 }
 
-/// `exec_wait_round_robin`: poll `req` until it is done, waiting through `delay`
-/// between steps. Returns the status and step count.
-///
-/// Terminates when the request does: at the latest at the core timeout, as long
-/// as the platform's clock advances.
+/// `exec_wait_round_robin`: poll `req` until it is done, waiting through
+/// `delay` between steps. Ends at the core timeout at the latest, while the
+/// platform's clock advances.
 pub fn exec_wait_round_robin<D: ExecDevice + ?Sized, W: Delay + ?Sized>(
     req: &mut ExecRequest,
     dev: &mut D,
@@ -55,24 +46,17 @@ pub fn exec_wait_round_robin<D: ExecDevice + ?Sized, W: Delay + ?Sized>(
     exec_wait_with(req, dev, nq, delay, &mut NoHooks)
 }
 
-/// What a caller adds to the harvest loop of [`exec_wait_with`]. Every method
-/// has a default that adds nothing, so [`NoHooks`] is the seed's
-/// `exec_wait_round_robin`.
-///
-/// `D` is the device the loop steps, `W` its delay: a hook may look at both
-/// (a simulator tells its delay how far it may skip).
+/// What a caller adds to the harvest loop of [`exec_wait_with`]; every default
+/// adds nothing. A hook may look at the device `D` and the delay `W`.
 pub trait WaitHooks<D: ?Sized, W: ?Sized> {
-    /// Just before each step, the first included (a trace's pass counter, a
-    /// clock read).
+    /// Just before each step, the first included.
     fn before_step(&mut self, _req: &ExecRequest, _dev: &mut D, _nq: &Notifications) {}
 
     /// Just after each step, with its code.
     fn after_step(&mut self, _req: &ExecRequest, _dev: &mut D, _nq: &Notifications, _step: Step) {}
 
-    /// Before each delay, while the request is in flight: go on
-    /// (`Continue`), or abandon the wait with a status (`Break`). An abandoned
-    /// request is left in flight: it may be stepped on, or dropped. Default:
-    /// go on (the request's own timeout ends the wait).
+    /// Before each delay, while the request is in flight: go on, or abandon
+    /// the wait with a status. An abandoned request stays in flight. Default: go on.
     fn before_delay(
         &mut self,
         _req: &ExecRequest,
@@ -83,43 +67,31 @@ pub trait WaitHooks<D: ?Sized, W: ?Sized> {
         ControlFlow::Continue(())
     }
 
-    /// After each delay: whether to step now, or wait another delay first.
-    /// The loop steps after [`WATCH_STEP_EVERY`] delays in a row whatever this
-    /// says, so the request's own timeout is always seen. Default: step after
-    /// every delay.
+    /// After each delay: whether to step now. The loop steps after
+    /// [`WATCH_STEP_EVERY`] delays whatever this says. Default: always.
     fn step_now(&mut self, _req: &ExecRequest, _dev: &mut D, _nq: &Notifications) -> bool {
         true
     }
 }
 
-/// The hooks that add nothing: [`exec_wait_with`] is then
-/// [`exec_wait_round_robin`].
+/// The hooks that add nothing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NoHooks;
 
 impl<D: ?Sized, W: ?Sized> WaitHooks<D, W> for NoHooks {}
 
-/// The one harvest loop every sync driver runs: a step; then, while the
-/// request is in flight, [`WaitHooks::before_delay`] (which may abandon the
-/// wait), a delay of [`SYNC_POLL_DELAY_US`], and a step whenever
-/// [`WaitHooks::step_now`] says so, and at the latest after
-/// [`WATCH_STEP_EVERY`] delays in a row; each step between
-/// [`WaitHooks::before_step`] and [`WaitHooks::after_step`]. When the request
-/// is done, or the wait is abandoned, and the rings batch their HEADs, the
-/// HEADs are written back once (G-HEAD-BATCH): that hands back only records
-/// already consumed, so a request left in flight loses nothing, and its
-/// caller need not remember to write them back.
+/// The one harvest loop every sync driver runs: a step, then, while in
+/// flight, [`WaitHooks::before_delay`], a delay, and a step when
+/// [`WaitHooks::step_now`] says so or after [`WATCH_STEP_EVERY`] delays. At
+/// the end batched HEADs are written back once, G-HEAD-BATCH: only records
+/// already consumed, so a request left in flight loses nothing.
 ///
-/// Returns the status, the final step code and the steps taken. An abandoned
-/// wait returns [`Step::InFlight`] with the hook's status (the request may
-/// still be stepped on). A request configured with
-/// [`Settle::AfterNotice`] comes back DONE with its status and
-/// [`ExecRequest::settle_due`]: the caller settles it once it has passed the
-/// status on (G-SETTLE).
+/// An abandoned wait returns [`Step::InFlight`] with the hook's status. A
+/// request under [`Settle::AfterNotice`] comes back DONE with
+/// [`ExecRequest::settle_due`]: the caller settles it, G-SETTLE.
 ///
-/// Allocates nothing and blocks only in `delay`. Terminates when the request
-/// does (at the latest at the core timeout, as long as the platform's clock
-/// advances) or when the hooks abandon it.
+/// Allocates nothing and blocks only in `delay`. Ends when the request does or
+/// the hooks abandon it.
 pub fn exec_wait_with<D, W, H>(
     req: &mut ExecRequest,
     dev: &mut D,
@@ -155,8 +127,7 @@ where
             }
             delay.delay_us(SYNC_POLL_DELAY_US);
             delays = delays.saturating_add(1);
-            // `step_now` is asked after every delay (a hook may count them),
-            // but cannot hold the step back past WATCH_STEP_EVERY delays.
+            // `step_now` cannot hold the step back past WATCH_STEP_EVERY delays.
             if hooks.step_now(req, dev, nq) || delays >= WATCH_STEP_EVERY {
                 break;
             }
@@ -164,22 +135,13 @@ where
     }
 }
 
-/// At most this many delays pass between two steps of [`exec_wait_with`]
-/// (and so of [`exec_wait_watching`]), whatever its hooks say.
+/// At most this many delays pass between two steps of [`exec_wait_with`].
 pub const WATCH_STEP_EVERY: u32 = 16;
 
-/// The sync driver with a cheap look between steps (G-SYNC-WATCH): poll `req`
-/// until it is done, waiting through `delay`; after each delay it takes a
-/// step only when [`ExecRequest::may_progress`] says a step could make
-/// progress (some engine not yet COMPLETE has a fresh record: one cached slot
-/// read per pending engine while the device works), or when [`WATCH_STEP_EVERY`] delays have
-/// passed since the last step, so an error, a timeout or an overflow is seen
-/// within that many delays plus a step. Each step is a whole
-/// `progress_one_step`; the request, its status and its result are those of
-/// [`exec_wait_round_robin`], with fewer steps. `steps` counts the steps.
-///
-/// Terminates when the request does: at the latest at the core timeout, as
-/// long as the platform's clock advances.
+/// The sync driver with a cheap look between steps, G-SYNC-WATCH: after each
+/// delay it steps only when [`ExecRequest::may_progress`] finds a fresh record
+/// or [`WATCH_STEP_EVERY`] delays have passed, so a fault or timeout is still
+/// seen. The result is [`exec_wait_round_robin`]'s, with fewer steps.
 pub fn exec_wait_watching<D: ExecDevice + ?Sized, W: Delay + ?Sized>(
     req: &mut ExecRequest,
     dev: &mut D,
@@ -189,9 +151,7 @@ pub fn exec_wait_watching<D: ExecDevice + ?Sized, W: Delay + ?Sized>(
     exec_wait_with(req, dev, nq, delay, &mut Watch)
 }
 
-/// The hooks of [`exec_wait_watching`]: step after a delay only when
-/// [`ExecRequest::may_progress`] says so (the loop itself steps after
-/// [`WATCH_STEP_EVERY`] delays in a row whatever a hook says).
+/// The hooks of [`exec_wait_watching`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Watch;
 
@@ -201,7 +161,7 @@ impl<D: ExecDevice + ?Sized, W: ?Sized> WaitHooks<D, W> for Watch {
     }
 }
 
-/// Health of an execution unit (`xu->health_status`).
+/// Health of an execution unit, `xu->health_status`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum XuHealth {
@@ -211,7 +171,7 @@ pub enum XuHealth {
     FatalShutdown,
 }
 
-/// One queued request, as the worker peeks it (`xuq_exec_info_t`).
+/// One queued request as the worker peeks it, `xuq_exec_info_t`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct XuWork {
     /// The submitter's sequence id.
@@ -224,24 +184,21 @@ pub struct XuWork {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum XuSignalError {
-    /// The has-work count was already 0 (an underflow: the accounting is corrupt).
+    /// The has-work count was already 0: the accounting is corrupt.
     Underflow,
-    /// The platform's signal failed (e.g. an eventfd write).
+    /// The platform's signal failed.
     Signal,
 }
 
-/// The worker side of the XU work queue (Linux: the SPSC slots with their
-/// `has_work_efd` and per-slot `mark_comp_efd`).
+/// The worker side of the XU work queue.
 pub trait XuQueue {
-    /// `xuq_worker_peek_current_exec`: the request at the head, or `None` when the
-    /// queue is empty (`NRT_QUEUE_EMPTY`).
+    /// `xuq_worker_peek_current_exec`: the request at the head, if any.
     fn peek_current(&mut self) -> Option<XuWork>;
     /// `read(has_work_efd)`: consume one has-work count posted by submit.
     fn consume_has_work(&mut self) -> Result<(), XuSignalError>;
-    /// Publish `status` for `seq_id` and pop the current request, signalling its
-    /// mark-complete (`xuq_worker_pop_current_exec`). The request must leave the
-    /// queue even when this returns `Err` (a failed signal): otherwise the next
-    /// step would see it again and consume a second has-work for it.
+    /// `xuq_worker_pop_current_exec`: publish `status` for `seq_id`, pop the
+    /// request and signal its mark-complete. The request must leave the queue
+    /// even on `Err`, or the next step would consume a second has-work for it.
     fn pop_current(&mut self, seq_id: u64, status: NrtStatus) -> Result<(), XuSignalError>;
 }
 
@@ -261,7 +218,7 @@ pub enum XuStep {
     },
 }
 
-/// An execution unit: the worker-owned harvest state (`xu->current_exec_state`).
+/// An execution unit: the worker-owned harvest state, `xu->current_exec_state`.
 #[derive(Clone, Debug)]
 pub struct ExecUnit {
     health: XuHealth,
@@ -290,7 +247,7 @@ impl ExecUnit {
         self.health
     }
 
-    /// The harvest state of the current (or last) request.
+    /// The harvest state of the current or last request.
     pub const fn current(&self) -> &ExecRequest {
         &self.current
     }
@@ -306,8 +263,7 @@ impl ExecUnit {
             return XuStep::Idle;
         };
         let status = if self.health == XuHealth::FatalShutdown {
-            // No harvest runs, but the seed's DONE path counts the completion
-            // (`kmetric_update_nds_*`, §6): each core of the request, no latency.
+            // No harvest runs, but the seed's DONE path counts the completion, §6.
             let s = NrtStatus::ExecUnitUnrecoverable;
             for core in 0..work.config.tpb_count.clamp(1, crate::arch::MAX_CORES as u8) {
                 let execution = (core == 0).then_some(s);
@@ -320,7 +276,7 @@ impl ExecUnit {
         } else {
             if !self.initialized {
                 // The unit's request is read by nobody before its status is
-                // published: its out-info work waits until then (G-SETTLE).
+                // published: its out-info work waits until then, G-SETTLE.
                 self.current = ExecRequest::new(work.config.with_settle(Settle::AfterNotice));
                 self.initialized = true;
             }
@@ -333,22 +289,19 @@ impl ExecUnit {
                 }
                 Step::Done(s) => s,
             };
-            // No HEAD write-back here: the unit's request is always settled
-            // after the notice, and its settle below hands the rings back.
+            // No HEAD write-back here: the settle below hands the rings back.
             out
         };
         self.initialized = false;
         self.report_complete(dev, queue, work.seq_id, status);
-        // The submitter has its status: now the post-processing and the
-        // counters (nothing when the unit was already fatal).
+        // The submitter has its status: now the post-processing and counters.
         self.current.settle(dev, nq);
         XuStep::Completed { seq_id: work.seq_id, status }
     }
 
-    /// `tpb_xu_base_report_complete` (G-XU-UNDERFLOW): consume one has-work, then publish and pop
-    /// (signalling mark-complete). An underflow, which libnrt answers with
-    /// `abort()`, is reported and degrades the unit, and the request is still
-    /// completed so that its submitter is never left blocked.
+    /// `tpb_xu_base_report_complete`: consume one has-work, then publish and
+    /// pop. An underflow, where libnrt aborts, degrades the unit and still
+    /// completes the request, G-XU-UNDERFLOW.
     fn report_complete<D: ExecDevice + ?Sized, Q: XuQueue + ?Sized>(
         &mut self,
         dev: &mut D,

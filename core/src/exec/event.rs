@@ -15,7 +15,7 @@ use crate::nq::{Engine, EngineSet, ErrorClass};
 use crate::status::NrtStatus;
 use crate::trace::{Level, Traced};
 
-/// Why the INTC overflow cause was probed (completion-engine seed §5).
+/// Why the INTC overflow cause was probed, completion-engine seed §5.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ProbeReason {
@@ -220,7 +220,7 @@ impl ExecEvent {
                 )
             }
             IntcReadFailed { kind, .. } => write!(f, "INTC cause read failed ({kind:?})"),
-            // The seed's text, its "Recieved" spelt right (G-SEED-TYPO).
+            // The seed's text, its "Recieved" spelt right, G-SEED-TYPO.
             UnexpectedNotification { engine, debug_hint, subtype, .. } => write!(
                 f,
                 "Received unexpected notification on engine {}. Debug Hint: {debug_hint}, Notification Type: {subtype}",

@@ -1,5 +1,5 @@
 //! FINALIZE: timestamp post-processing, the error sweep, and the status
-//! reconciliation (completion-engine seed §1 FINALIZE, §3 timestamp decode, §4).
+//! reconciliation, completion-engine seed §1 FINALIZE, §3 timestamp decode, §4.
 
 use super::{ts_slot, ExecDevice, ExecEvent, ExecRequest, ExecState, Settle, Step, TimeoutCause};
 use crate::arch::ENGINES_PER_CORE;
@@ -11,35 +11,29 @@ use crate::status::{NrtError, NrtStatus};
 use crate::trace::emit;
 
 /// More pending error records than this draws the "unusually large number of
-/// error notifications" warning. The seed names the warning, not the number
-/// (G-ERR-LARGE): 32, two full 16-entry batches.
+/// error notifications" warning. The seed names the warning, not the number,
+/// G-ERR-LARGE: 32, two full 16-entry batches.
 pub const ERROR_COUNT_WARN_THRESHOLD: u32 = 32;
 
 /// Nanoseconds per microsecond: the seed's `/ 0x3E8` after the rescale.
 pub const NS_PER_US: u64 = 0x3E8;
 
 /// Rescale a device timestamp to nanoseconds from the calibration point:
-/// `(ts - init) * expected_inc / actual_inc`, in integer arithmetic (the seed's
-/// `double` ratio, without its rounding), saturating. `None` when the actual
-/// increment is 0 (the caller keeps the unscaled delta and reports it).
+/// `(ts - init) * expected_inc / actual_inc` in saturating integer arithmetic,
+/// the seed's `double` ratio without its rounding. `None` when the actual
+/// increment is 0.
 ///
-/// Its contract, `None` exactly when `actual_timestamp_inc` is 0, is proved by
-/// kani (`exec::proofs::prove_rescale_ns_contract`) and stands in for the
-/// function in the harvest's own proofs, which do not depend on the value. The
-/// value itself (`rescale_post`: exact quotient or saturation) is checked by
-/// tests over generated calibrations: it is nonlinear integer arithmetic (a
-/// 128-bit product and quotient), which the SAT back end does not decide within
-/// the harness budget.
+/// Kani proves its contract, `None` exactly then, which stands in for it in
+/// the harvest's proofs. The value, `rescale_post`, is checked by tests: a
+/// 128-bit product and quotient are more than the SAT back end decides.
 #[cfg_attr(kani, kani::ensures(|r: &Option<u64>| r.is_none() == (cal.actual_timestamp_inc == 0)))]
 pub fn rescale_ns(cal: &TsCal, device_ts: u64) -> Option<u64> {
     if cal.actual_timestamp_inc == 0 {
         return None;
     }
     let delta = device_ts.saturating_sub(cal.init_timestamp);
-    // Fast paths, each the same value as the 128-bit quotient below: a 1:1
-    // calibration (the default, `TsCal::IDENTITY`) is the delta itself, and a
-    // product that fits 64 bits is divided in 64 bits. FINALIZE rescales every
-    // recorded slot of every core, on the notice path.
+    // Fast paths, each the 128-bit quotient's value: a 1:1 calibration is the
+    // delta itself, and a product that fits 64 bits is divided in 64 bits.
     if cal.expected_timestamp_inc == cal.actual_timestamp_inc {
         return Some(delta);
     }
@@ -50,12 +44,10 @@ pub fn rescale_ns(cal: &TsCal, device_ts: u64) -> Option<u64> {
     Some(u64::try_from(ns).unwrap_or(u64::MAX))
 }
 
-/// What [`rescale_ns`] guarantees: `None` exactly when the calibration has no
-/// actual increment; no time before the calibration point (0); a 1:1
-/// calibration is the identity on the delta; a clock that runs fast or true
-/// (`expected <= actual`) never stretches the delta; and the value is the exact
-/// quotient `floor(delta * expected / actual)` or, when that does not fit, `u64::MAX`
-/// (checked as `r * actual <= delta * expected < (r + 1) * actual`).
+/// What [`rescale_ns`] guarantees: `None` exactly without an actual increment;
+/// 0 before the calibration point; the identity for a 1:1 calibration; no
+/// stretch for a clock that runs fast or true; and the exact quotient
+/// `floor(delta * expected / actual)`, or `u64::MAX` when that does not fit.
 #[cfg(test)]
 pub(crate) fn rescale_post(cal: &TsCal, device_ts: u64, r: &Option<u64>) -> bool {
     let Some(v) = *r else { return cal.actual_timestamp_inc == 0 };
@@ -75,9 +67,9 @@ pub(crate) fn rescale_post(cal: &TsCal, device_ts: u64, r: &Option<u64>) -> bool
 
 impl ExecRequest {
     /// Post-process, sweep errors, reconcile, count; the request becomes DONE.
-    /// `fault` is what ended the harvest early (`None`: every core completed).
+    /// `fault` is what ended the harvest early, if anything did.
     /// Under [`Settle::AfterNotice`] the post-processing and the counters are
-    /// left to [`Self::settle`] (G-SETTLE): the status does not depend on them.
+    /// left to [`Self::settle`], G-SETTLE: the status does not depend on them.
     pub(super) fn finalize<D: ExecDevice + ?Sized>(
         &mut self,
         dev: &mut D,
@@ -94,10 +86,8 @@ impl ExecRequest {
             best = best.worst(*r);
         }
         // As the seed: a clean harvest returns 0 even when the error sweep set a
-        // status (a NaN gives 0 with 1003); only a faulted harvest returns 2
-        // (G-RET0), with a generic failure when no core has a status ("failed
-        // but error not set"). Every FINALIZE ends in DONE, fault paths
-        // included, so that DONE is terminal (G-DONE).
+        // status; only a faulted harvest returns 2, G-RET0, a generic failure
+        // when no core has a status. Every FINALIZE ends in DONE, G-DONE.
         let step = match fault {
             None => Step::Done(best),
             Some(_) => Step::Error(NrtError::failed(best)),
@@ -112,21 +102,14 @@ impl ExecRequest {
         step
     }
 
-    /// The work FINALIZE left under [`Settle::AfterNotice`]: the HEAD
-    /// write-back of every ring the request read and did not hand back (the
-    /// completed engines' last batches, G-HEAD-BATCH), then the timestamp
-    /// post-processing and the counter update, exactly as FINALIZE runs them
-    /// in the seed's order, once. Returns whether it ran: `false` when
-    /// nothing is due (a request not DONE, settled in FINALIZE, or settled
-    /// already), which changes nothing.
+    /// The work FINALIZE left under [`Settle::AfterNotice`], once: the HEAD
+    /// write-back of every ring not handed back, G-HEAD-BATCH, then the
+    /// post-processing and the counter update in the seed's order. Returns
+    /// `false`, changing nothing, when nothing is due.
     ///
-    /// `nq` is the request's notifications: the rescale uses the calibration
-    /// and sync point in force when this runs (a re-sync between FINALIZE and
-    /// here moves the CPU times by as much), and the platform's counters end
-    /// the total latency on its clock now, so a caller settles as soon as the
-    /// status is out. A request never settled is never counted and keeps its
-    /// device timestamps; its rings lose nothing (the next harvest on them
-    /// hands back its reads when due).
+    /// The rescale uses the calibration in force now, and the counters end the
+    /// total latency now, so a caller settles as soon as the status is out. A
+    /// request never settled is never counted; its rings lose nothing.
     pub fn settle<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) -> bool {
         if !self.settle_due || self.state != ExecState::Done {
             return false;
@@ -138,17 +121,12 @@ impl ExecRequest {
         true
     }
 
-    /// The counter hook (`nds_increment_nc_counter`, seed §1 FINALIZE): once per
-    /// physical core, after the status is decided, the core's outcome to the
-    /// platform ([`CounterSink::nc_counters`](crate::counters::CounterSink::nc_counters)).
-    /// Each core counts its own status, but a core without one in a failed
-    /// request whose engines did not all complete (it never ran to the end: a
-    /// fault elsewhere finalized the request, or "failed but error not set")
-    /// counts the request's status; a core that completed beside one that
-    /// failed counts its success (G-NDS-MAP). The first core's update also
-    /// carries the request's status: the execution counts once (G-NDS-SUM).
-    /// FINALIZE reads no clock: the update carries the request's start (the
-    /// INIT step), and the platform ends the total latency on its own clock.
+    /// The counter hook, `nds_increment_nc_counter`, seed §1 FINALIZE: each
+    /// core's outcome to the platform, once the status is decided. A core with
+    /// no status of its own whose engines did not all complete counts the
+    /// request's; one that completed counts its success, G-NDS-MAP. The first
+    /// core's update carries the request's status, G-NDS-SUM. FINALIZE reads no
+    /// clock: the platform ends the total latency on its own.
     fn count<D: ExecDevice + ?Sized>(&self, dev: &mut D, step: Step) {
         let best = step.status().unwrap_or(NrtStatus::Success);
         for core in 0..self.tpb_count() {
@@ -177,7 +155,7 @@ impl ExecRequest {
             return;
         }
         for core in 0..self.tpb_count() {
-            // Which slots hold a record, from the raw values (a rescaled one may be 0).
+            // Which slots hold a record, from the raw values: a rescaled one may be 0.
             let raw = self.vcore_notif_ts.get(core).copied().unwrap_or_default();
             let bits = raw.iter().enumerate().fold(0u16, |b, (s, v)| if *v != 0 { b | (1 << s) } else { b });
             if let Some(r) = self.ts_recorded.get_mut(core) {
@@ -188,10 +166,8 @@ impl ExecRequest {
         self.ts_is_cpu = true;
     }
 
-    /// [`Self::postprocess`] for one core: its timestamp slots to CPU
-    /// microseconds, and its duration. Writes only `vcore_notif_ts[core]` and
-    /// `out_info.tpb_duration_us[core]` (kani: `exec::proofs::step`'s
-    /// `postprocess_core_keeps_its_frame`, which lets the step proofs replace it).
+    /// [`Self::postprocess`] for one core. Writes only `vcore_notif_ts[core]`
+    /// and `out_info.tpb_duration_us[core]`, as kani proves.
     pub(super) fn postprocess_core<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &Notifications, core: usize) {
         let c = core as u8;
         let sync = nq.sync_point(c);
@@ -279,7 +255,7 @@ impl ExecRequest {
 /// first that answers with a status outranking the timeout (by priority, seed §4;
 /// G-HW-PRIO: a milder answer cannot erase the timeout and counts as no answer).
 /// COMPLETE-1: a repairable HBM UE (1205) is propagated like 1201. Nothing found:
-/// HANG_ON_COMPUTE, and the status stays 5 (G-TIMEOUT-CLASS).
+/// HANG_ON_COMPUTE, and the status stays 5, G-TIMEOUT-CLASS.
 fn classify_timeout<D: ExecDevice + ?Sized>(dev: &mut D, c: u8) -> TimeoutCause {
     let outranks = |s: NrtStatus| NrtStatus::Timeout.worst(s) == s && s != NrtStatus::Timeout;
     if let Some(s) = dev.hbm_uncorrectable(c).filter(|s| outranks(*s)) {
@@ -339,7 +315,7 @@ pub(super) fn consume_error_block<D: ExecDevice + ?Sized>(
         consumed += 1;
         let e = ErrorEntry::from_array(&buf);
         // The seed converts error timestamps with `device_ts / 1000` and the sync
-        // point only, without the engine's rescale (G-ERR-TS).
+        // point only, without the engine's rescale, G-ERR-TS.
         let ts_cpu_us = sync.dev_to_cpu_us(e.device_ts() / NS_PER_US);
         if nq.push_error(ErrorRecord { core: c, raw: buf, ts_cpu_us }) {
             emit(dev, ExecEvent::ErrorSubscriberOverrun { dropped: nq.errors_dropped() });
@@ -364,7 +340,7 @@ pub(super) fn consume_error_block<D: ExecDevice + ?Sized>(
         }
         let st = class.status().unwrap_or(NrtStatus::Success);
         emit(dev, ExecEvent::ErrorRecord { core: c, subtype, class, ts_cpu_us, status: st });
-        // Several classes in one sweep: keep the worst (G-ERR-COMBINE).
+        // Several classes in one sweep: keep the worst, G-ERR-COMBINE.
         status = status.worst(st);
     }
     if ring.unacked() > 0 {

@@ -1,60 +1,30 @@
 //! The poll group: one poller for many in-flight requests.
 //!
-//! libnrt harvests each request on its own thread (the sync driver's
-//! `usleep(1)` loop, or one execution unit's worker). [`progress_one_step`]
-//! never blocks, so one thread can hold many requests and step each in turn:
-//! a [`PollGroup`] is that holder. It has a fixed capacity `N` (a const
-//! generic), allocates nothing, and keeps the one-step contract per request:
-//! each pass steps every in-flight request exactly once, a request that
-//! reaches DONE is reported once with its step code and status and leaves the
-//! group, and its slot is reused by the next [`insert`](PollGroup::insert).
+//! [`progress_one_step`] never blocks, so one thread can hold many requests
+//! and step each in turn. A [`PollGroup`] has a fixed capacity `N`, allocates
+//! nothing, and keeps the one-step contract per request: each pass steps
+//! every in-flight request once, a request that reaches DONE is reported once
+//! and leaves, and its slot is reused.
 //!
-//! The group owns the requests' harvest state; the platform owns the devices
-//! and their ring cursors. A request names the *lane* it harvests: one logical
-//! core, i.e. one device object and the [`Notifications`] of that core
-//! (`tpb->notification`). The caller lends the lanes to each pass through
-//! [`Lanes`], so a group can span the cores of one device or of many devices
-//! without holding references between passes (no unsafe, no allocation). A
-//! lane harvests one request at a time (its ring cursors are one consumer):
-//! a second request on a busy lane is refused ([`GroupError::LaneBusy`],
-//! G-GROUP-LANE).
-//!
-//! An empty pass (nothing in flight) touches nothing but a counter; a pass over
-//! requests with nothing new costs their empty sweeps plus a lane lookup each.
+//! The group owns the requests' harvest state; the platform owns the devices.
+//! A request names its *lane*, one logical core's device and
+//! [`Notifications`], lent to each pass through [`Lanes`]. A lane harvests
+//! one request at a time, so a second is refused, G-GROUP-LANE.
 //!
 //! # Due-first passes
 //!
-//! [`poll`](PollGroup::poll) steps every request in flight.
-//! [`poll_due`](PollGroup::poll_due) steps only the requests that are *due*, from a clock
-//! the caller reads once per pass (nanoseconds, monotonic: a hal
-//! [`Clock`](crate::hal::Clock) of the platform, the same one for every pass):
-//!
-//! - Per lane the group keeps a moving estimate of the kickoff-to-END time of
-//!   its requests ([`Estimate`]: an exponentially weighted mean and mean
-//!   absolute deviation, 1/8 weight each, integer arithmetic; a sample far from
-//!   the mean moves it by at most [`OUTLIER_SPREADS`] deviations, so one long
-//!   outlier does not drag the lane's due time). A request's kickoff is the
-//!   clock of the first due-first pass that sees it, its END the clock of the
-//!   pass that finishes it; only requests that end [`Step::Done`] teach.
-//! - A request whose lane has no estimate is always due (stepped every pass).
-//!   Otherwise it is due from `kickoff + mean - 2 * deviation`, and once due,
-//!   while in flight, it is stepped again every [`Schedule::recheck_ns`] (or
-//!   a quarter of its deviation, when longer: a lane whose times scatter is
-//!   looked at less often, which keeps a starved poller from spending every
-//!   pass on it); a recheck of 0 steps it at every pass while it is due (a
-//!   poller spinning on a core of its own).
-//! - Whatever the estimate, every request in flight is stepped at least once
-//!   per [`Schedule::sweep_bound_ns`] of the clock (default
-//!   [`DEFAULT_SWEEP_BOUND_NS`], 1 ms), provided passes are made at least as
-//!   often as [`earliest_due_ns`](PollGroup::earliest_due_ns) asks: so an
-//!   early or unexpected record, an error record, a timeout and a ring
-//!   overflow are seen within that bound plus one pass, as in a full pass.
+//! [`poll_due`](PollGroup::poll_due) steps only the requests that are *due*
+//! at the caller's monotonic clock. Per lane the group keeps an [`Estimate`]
+//! of the kickoff-to-END time, an integer moving mean and deviation with
+//! outliers capped; only [`Step::Done`] teaches. A request is due from
+//! `kickoff + mean - 2 * deviation`, then every [`Schedule::recheck_ns`]; with
+//! no estimate, always. Whatever the estimate, every request is stepped at
+//! least once per [`Schedule::sweep_bound_ns`], so a fault or timeout is seen
+//! within that bound plus one pass.
 //!
 //! A due-first pass changes only *when* a request is stepped, never what a
-//! step does: each request still ends exactly as the same request driven
-//! alone (by the sync driver) from the same device state.
-//! [`earliest_due_ns`](PollGroup::earliest_due_ns) tells a poller how long it
-//! may sleep before the next pass.
+//! step does: each request ends exactly as the same request driven alone.
+//! [`earliest_due_ns`](PollGroup::earliest_due_ns) tells a poller how long it may sleep.
 //!
 //! [`progress_one_step`]: ExecRequest::progress_one_step
 
@@ -64,14 +34,13 @@ use crate::nq::Notifications;
 use crate::status::NrtStatus;
 use crate::trace::emit;
 
-/// The lanes a group harvests, lent to one pass: lane `i` is a device object
-/// and the notification state of one logical core.
+/// The lanes a group harvests, lent to one pass: lane `i` is one logical
+/// core's device and notification state.
 ///
 /// # For platform authors
 ///
-/// Return the same device and notification state for the same lane on every
-/// pass while a request on it is in flight; `None` for a lane that does not
-/// exist (the request on it fails, see [`PollGroup::poll`]).
+/// Return the same state for a lane on every pass while a request on it is in
+/// flight; `None` for a lane that does not exist, which fails its request.
 pub trait Lanes {
     /// The device type of every lane.
     type Dev: ExecDevice + ?Sized;
@@ -95,44 +64,34 @@ impl<L: Lanes + ?Sized> Lanes for &mut L {
 
 /// What a poll group holds: a request with the one-step contract.
 ///
-/// [`ExecRequest`] is the one every platform harvests, and the group's
-/// default. The group's own bookkeeping (slots, lanes, due times, reports)
-/// never looks inside a request: it calls these three methods, so it is one
-/// piece of code over any request that keeps the contract, and is proved
-/// (kani, `exec/proofs/group.rs`) over a small scripted one.
+/// [`ExecRequest`] is the default. The group's bookkeeping never looks inside
+/// a request, so kani proves it over a small scripted one in `exec/proofs/group.rs`.
 ///
 /// # For implementers
 ///
-/// `step` is `progress_one_step`: non-blocking; [`Step::InFlight`] while in
-/// flight; once it returns [`Step::Done`] or [`Step::Error`] the request is
-/// terminal (every later call returns the same and changes nothing).
+/// `step` is `progress_one_step`: non-blocking, and terminal once it returns
+/// [`Step::Done`] or [`Step::Error`]: every later call returns the same.
 pub trait Harvest {
     /// What [`PollGroup::insert`] builds a request from.
     type Config;
-    /// A request in INIT (`exec_request_init_state`).
+    /// A request in INIT, `exec_request_init_state`.
     fn start(cfg: Self::Config) -> Self;
-    /// One non-blocking step on its lane; the step that finishes the request
-    /// also hands its lane's rings back to the device where the lane batches
-    /// HEAD write-backs (what [`write_back_heads`] does for an [`ExecRequest`]),
-    /// or leaves that to [`Harvest::settle`] when one is due.
+    /// One non-blocking step on its lane. Under batched HEAD write-back the
+    /// finishing step also hands the rings back, unless [`Harvest::settle`] is due.
     fn step<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) -> Step;
 
-    /// Whether the finished request left work for after its notice (see
-    /// [`Harvest::settle`]). Default: never.
+    /// Whether the finished request left work for [`Harvest::settle`]. Default: never.
     fn settle_due(&self) -> bool {
         false
     }
 
-    /// After the group has reported the finished request (its `done`
-    /// callback), the work left for after the notice on the same lane
-    /// ([`ExecRequest::settle`]); called only when [`Harvest::settle_due`].
-    /// Default: nothing.
+    /// The work left for after the group reported the finished request, on
+    /// its lane; called only when [`Harvest::settle_due`]. Default: nothing.
     fn settle<D: ExecDevice + ?Sized>(&mut self, _dev: &mut D, _nq: &mut Notifications) {}
 }
 
-/// `progress_one_step`; when the lane's notifications batch HEAD write-backs,
-/// the step that finishes the request hands back the rings it read before
-/// the group reports it (G-HEAD-BATCH).
+/// `progress_one_step`; under batched HEAD write-back the finishing step
+/// hands the rings back before the group reports it, G-HEAD-BATCH.
 impl Harvest for ExecRequest {
     type Config = ExecConfig;
     fn start(cfg: ExecConfig) -> ExecRequest {
@@ -140,7 +99,7 @@ impl Harvest for ExecRequest {
     }
     fn step<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) -> Step {
         let step = self.progress_one_step(dev, nq);
-        // Settled after the notice, the settle hands the rings back (G-SETTLE).
+        // Settled after the notice, the settle hands the rings back, G-SETTLE.
         if step != Step::InFlight && nq.head_batching() && !self.settle_due() {
             write_back_heads(dev, nq, self.tpb_count());
         }
@@ -160,7 +119,7 @@ impl Harvest for ExecRequest {
 pub enum GroupError {
     /// Every slot holds an in-flight request.
     Full,
-    /// The lane already has a request in flight (G-GROUP-LANE).
+    /// The lane already has a request in flight, G-GROUP-LANE.
     LaneBusy,
 }
 
@@ -186,18 +145,18 @@ impl core::error::Error for GroupError {}
 /// A request that finished during a pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Completion {
-    /// The slot it held (free again once the pass returns).
+    /// The slot it held, free again once the pass returns.
     pub slot: usize,
     /// The lane it harvested.
     pub lane: u16,
     /// The caller's token given at [`PollGroup::insert`].
     pub token: u64,
-    /// How it ended: [`Step::Done`] or [`Step::Error`], with its status.
+    /// How it ended, with its status.
     pub step: Step,
 }
 
 impl Completion {
-    /// The request's status (its step's).
+    /// The request's status.
     pub const fn status(&self) -> NrtStatus {
         match self.step.status() {
             Some(s) => s,
@@ -210,40 +169,38 @@ impl Completion {
 /// What one pass did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pass {
-    /// Requests stepped (each once).
+    /// Requests stepped, each once.
     pub stepped: usize,
     /// Of those, requests that finished and left the group.
     pub completed: usize,
-    /// Requests in flight a due-first pass left alone (not yet due).
+    /// Requests in flight a due-first pass left alone as not yet due.
     pub skipped: usize,
 }
 
-/// Every request in flight is stepped at least this often by due-first
-/// passes, in ns of the caller's clock: 1 ms.
+/// Every request in flight is stepped at least this often by due-first passes, ns.
 pub const DEFAULT_SWEEP_BOUND_NS: u64 = 1_000_000;
 
-/// Once due, a request still in flight is stepped again this often: 20 us.
+/// Once due, a request still in flight is stepped again this often, ns.
 pub const DEFAULT_RECHECK_NS: u64 = 20_000;
 
-/// A sample moves a lane's estimate as if it lay at most this many mean
-/// absolute deviations (or [`MIN_SPREAD_NS`]) from the mean.
+/// A sample moves a lane's estimate as if it lay at most this many deviations
+/// from the mean.
 pub const OUTLIER_SPREADS: u64 = 4;
 
-/// The least spread the outlier cap allows, in ns (so a lane whose samples
-/// were all equal still learns a new duration): 1 us.
+/// The least spread the outlier cap allows, ns: a lane of equal samples still
+/// learns a new duration.
 pub const MIN_SPREAD_NS: u64 = 1_000;
 
-/// When due-first passes step a request (see the module's documentation).
+/// When due-first passes step a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Schedule {
-    /// Every request in flight is stepped at least this often (ns).
+    /// Every request in flight is stepped at least this often, ns.
     pub sweep_bound_ns: u64,
-    /// A due request still in flight is stepped again after this long (ns;
-    /// capped by `sweep_bound_ns`), or a quarter of its lane's deviation when
-    /// that is longer; 0: at every pass while it is due (no widening).
+    /// A due request in flight is stepped again after this long, ns, or a
+    /// quarter of its lane's deviation when longer; 0 steps it every pass.
     pub recheck_ns: u64,
-    /// A pass also steps the requests due within this long after its clock
-    /// (ns): a poller that wakes a little early still takes them.
+    /// A pass also steps the requests due within this long after its clock, ns,
+    /// so a poller that wakes a little early still takes them.
     pub ahead_ns: u64,
 }
 
@@ -260,15 +217,14 @@ pub struct Estimate {
     pub mean_ns: u64,
     /// The weighted mean absolute deviation from it.
     pub spread_ns: u64,
-    /// Samples learnt (saturating).
+    /// Samples learnt, saturating.
     pub samples: u32,
 }
 
 impl Estimate {
-    /// Learn one kickoff-to-END time: the first sets the mean (and a spread
-    /// of an eighth of it); each later one moves the mean and the spread by
-    /// an eighth of its distance from the mean, that distance capped at
-    /// [`OUTLIER_SPREADS`] spreads (at least [`MIN_SPREAD_NS`]).
+    /// Learn one kickoff-to-END time: the first sets the mean and an eighth of
+    /// it as the spread; each later one moves both by an eighth of its
+    /// distance from the mean, capped at [`OUTLIER_SPREADS`] spreads.
     pub fn learn(&mut self, sample_ns: u64) {
         if self.samples == 0 {
             self.mean_ns = sample_ns;
@@ -307,20 +263,18 @@ struct Slot<R> {
     token: u64,
     /// The clock of the first due-first pass that saw the request.
     kick_ns: Option<u64>,
-    /// When a due-first pass next steps it (0: the next pass).
+    /// When a due-first pass next steps it; 0 the next pass.
     next_ns: u64,
 }
 
-/// Up to `N` in-flight requests (each an `R`, by default an [`ExecRequest`]),
-/// stepped in turn by one poller.
+/// Up to `N` in-flight requests, stepped in turn by one poller.
 #[derive(Clone, Debug)]
 pub struct PollGroup<const N: usize, R: Harvest = ExecRequest> {
     slots: [Option<Slot<R>>; N],
     /// `hist[i]`: the estimate of the lane slot `i` last held.
     hist: [History; N],
     schedule: Schedule,
-    /// Indices of the occupied slots, in `live[..in_flight]`: a pass walks this
-    /// short list, not every slot.
+    /// Indices of the occupied slots, in `live[..in_flight]`.
     live: [usize; N],
     in_flight: usize,
 }
@@ -393,11 +347,8 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
         self.slots.get(slot)?.as_ref().map(|s| &s.req)
     }
 
-    /// The slot `live[i]` names, for `i < in_flight`.
-    ///
-    /// The group's loops run over `0..N` and ask this (or test a slot
-    /// directly), rather than walk iterator adaptors: a constant bound is what
-    /// kani unwinds them by.
+    /// The slot `live[i]` names, for `i < in_flight`. The group's loops run
+    /// over `0..N` and ask this: kani unwinds a constant bound.
     fn live_slot(&self, i: usize) -> Option<&Slot<R>> {
         if i >= self.in_flight {
             return None;
@@ -416,8 +367,8 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
         None
     }
 
-    /// Start harvesting a request for `cfg` on `lane` (`exec_request_init_state`);
-    /// `token` comes back in its [`Completion`]. Returns the slot.
+    /// Start harvesting a request for `cfg` on `lane`; `token` comes back in
+    /// its [`Completion`]. Returns the slot.
     pub fn insert(&mut self, lane: u16, cfg: R::Config, token: u64) -> Result<usize, GroupError> {
         if self.lane_busy(lane) {
             return Err(GroupError::LaneBusy);
@@ -443,16 +394,12 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
         Ok(free)
     }
 
-    /// One pass: step every in-flight request once (non-blocking), report each
-    /// that finished to `done` with its final state, and free its slot.
+    /// One pass: step every in-flight request once, report each that finished
+    /// to `done`, and free its slot.
     ///
-    /// When the lane's notifications batch HEAD write-backs, the step that
-    /// finishes a request hands back the rings it read, before it is reported
-    /// ([`Harvest::step`], G-HEAD-BATCH). A request whose lane does not exist finishes with
-    /// [`Step::Error`] and `NRT_INVALID_HANDLE` (G-GROUP-LANE). A request
-    /// configured with [`Settle::AfterNotice`](super::Settle::AfterNotice) is
-    /// reported DONE with its status and settled on its lane right after
-    /// `done` returns ([`Harvest::settle`], G-SETTLE): `done` sees its status,
+    /// A request whose lane does not exist finishes with `NRT_INVALID_HANDLE`,
+    /// G-GROUP-LANE. One under [`Settle::AfterNotice`](super::Settle::AfterNotice)
+    /// is settled right after `done` returns, G-SETTLE: `done` sees its status,
     /// not yet its CPU-time timestamps.
     pub fn poll<L, F>(&mut self, lanes: &mut L, done: F) -> Pass
     where
@@ -462,10 +409,8 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
         self.pass(lanes, None, done)
     }
 
-    /// A due-first pass at `now_ns` of the caller's clock: step once each
-    /// request in flight that is due (see the module's documentation), leave
-    /// the others, and report and free the finished ones as
-    /// [`poll`](Self::poll) does.
+    /// A due-first pass at `now_ns`: step each due request once, leave the
+    /// others, and report the finished ones as [`poll`](Self::poll) does.
     pub fn poll_due<L, F>(&mut self, lanes: &mut L, now_ns: u64, done: F) -> Pass
     where
         L: Lanes + ?Sized,
@@ -474,11 +419,9 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
         self.pass(lanes, Some(now_ns), done)
     }
 
-    /// The clock at which the next due-first pass has something to step: the
-    /// earliest of the requests' due times (0 when one is due at once: it has
-    /// no estimate, or no due-first pass has seen it yet). `None` when nothing
-    /// is in flight. Never later than [`Schedule::sweep_bound_ns`] after the
-    /// last due-first pass that stepped each request.
+    /// The clock at which the next due-first pass has something to step, 0
+    /// for at once; `None` when nothing is in flight. Never later than
+    /// [`Schedule::sweep_bound_ns`] after each request's last step.
     pub fn earliest_due_ns(&self) -> Option<u64> {
         let mut earliest: Option<u64> = None;
         for i in 0..N {
@@ -532,9 +475,8 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
             }
             let c = Completion { slot: idx, lane: slot.lane, token: slot.token, step };
             done(&c, &slot.req);
-            // What the request left for after its notice (G-SETTLE). The
-            // lane is looked up again only then: a request that settles in
-            // FINALIZE (and the proofs' scripted one) costs nothing here.
+            // What the request left for after its notice, G-SETTLE; the lane
+            // is looked up again only then.
             if slot.req.settle_due() {
                 if let Some((dev, nq)) = lanes.lane(slot.lane) {
                     slot.req.settle(dev, nq);
@@ -549,10 +491,9 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
         pass
     }
 
-    /// Take the request in `slot` out of the group without finishing it (a
-    /// platform giving up on it, e.g. at shutdown); `None` when the slot is free.
-    /// Its rings are not handed back: the next request on the lane reads on
-    /// from where this one stopped.
+    /// Take the request in `slot` out unfinished, as at shutdown; `None` for a
+    /// free slot. Its rings are not handed back: the lane's next request reads
+    /// on from where this one stopped.
     pub fn remove(&mut self, slot: usize) -> Option<(u16, u64)> {
         let mut at = None;
         for i in 0..N {
@@ -567,8 +508,7 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
         Some((taken.lane, taken.token))
     }
 
-    /// Remove `live[i]`; the last entry takes its place (and is stepped next,
-    /// since it has not been stepped in this pass).
+    /// Remove `live[i]`; the last entry takes its place and is stepped next.
     fn unlink(&mut self, i: usize) {
         let last = self.in_flight.saturating_sub(1);
         let moved = self.live.get(last).copied().unwrap_or(0);
@@ -579,11 +519,9 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
     }
 }
 
-/// When a request kicked off at `kick` and stepped at `now` (still in flight)
-/// is next stepped: with no estimate, at once; before its due time (less the
-/// schedule's `ahead_ns`), at that time; after it, a recheck later (the
-/// schedule's `recheck_ns`, or a quarter of the lane's spread when that is
-/// longer); never more than the sweep bound later.
+/// When a request kicked off at `kick` and stepped at `now` is next stepped:
+/// at once without an estimate, else at its due time, else a recheck later;
+/// never more than the sweep bound later.
 fn next_step_ns(sched: &Schedule, est: &Estimate, kick: u64, now: u64) -> u64 {
     let bound = now.saturating_add(sched.sweep_bound_ns);
     if est.samples == 0 {
@@ -592,19 +530,15 @@ fn next_step_ns(sched: &Schedule, est: &Estimate, kick: u64, now: u64) -> u64 {
     let due = kick.saturating_add(est.due_after_ns());
     // A pass takes what is due within `ahead_ns` of it: such a request is
     // past its due time for this purpose.
-    // Past it, the recheck widens with the lane's spread: a lane whose
-    // durations scatter widely is looked at less often per inference. A
-    // recheck of 0 is "every pass" (a poller that spins on a core of its own
-    // steps each due request at every pass: nothing to save by waiting).
+    // Past it, the recheck widens with the lane's spread; 0 is every pass.
     let recheck = if sched.recheck_ns == 0 { 0 } else { sched.recheck_ns.max(est.spread_ns / 4) };
     let next = if now.saturating_add(sched.ahead_ns) < due { due } else { now.saturating_add(recheck) };
     next.min(bound)
 }
 
-/// Hand every INFER_STATUS ring of cores `0..cores` back to the device: write
-/// HEAD where reads are not yet reported (G-HEAD-BATCH, at request
-/// completion). A failed write is reported and left to the next batch
-/// (G-HEAD-FAIL).
+/// Hand every INFER_STATUS ring of cores `0..cores` back to the device at
+/// request completion, G-HEAD-BATCH. A failed write is reported and left to
+/// the next batch, G-HEAD-FAIL.
 pub fn write_back_heads<D: ExecDevice + ?Sized>(dev: &mut D, nq: &mut Notifications, cores: usize) {
     // Loops over constant bounds, left early: kani unwinds them by the bound,
     // not by its unwind limit.

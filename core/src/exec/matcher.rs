@@ -1,9 +1,9 @@
-//! The per-engine consumer and the START/END matcher (completion-engine seed §2).
+//! The per-engine consumer and the START/END matcher, completion-engine seed §2.
 //!
 //! For each (core, engine) not yet COMPLETE: read up to 16 fresh records from
 //! that engine's INFER_STATUS ring, match each against the engine's substate,
 //! stop early when the engine completes, and hand the consumed slots back by
-//! writing HEAD (libnrt's `notification_drain`, G-DRAIN).
+//! writing HEAD, libnrt's `notification_drain`, G-DRAIN.
 //!
 //! | subtype | substate | effect |
 //! |---|---|---|
@@ -24,7 +24,7 @@ use crate::nq::{CustomKind, Engine, EngineSet, Notification, Notifications, RawE
 use crate::status::{NrtError, NrtStatus};
 use crate::trace::emit;
 
-/// The INTC error-trigger cause register, line 61 (seed §5): bit 29 says the
+/// The INTC error-trigger cause register, line 61, seed §5: bit 29 says the
 /// software notification queue overflowed; the other bits are not the
 /// harvest's.
 #[bitfield_struct::bitfield(u32)]
@@ -45,7 +45,7 @@ const _: () =
 
 /// The INTC error-trigger block of a device TPB index
 /// (`aws_hal_get_user_errtrig_block_from_tpb_idx`): not given by the seed; we use
-/// the TPB index itself (G-ERRTRIG).
+/// the TPB index itself, G-ERRTRIG.
 pub const fn errtrig_block_of_tpb(tpb_idx: u8) -> u32 {
     tpb_idx as u32
 }
@@ -153,9 +153,9 @@ impl ExecRequest {
             }
         }
         // Hand back what was read, and retry a HEAD write that failed before;
-        // batched, only when due (G-HEAD-BATCH). Settled after the notice, a
+        // batched, only when due, G-HEAD-BATCH. Settled after the notice, a
         // completed engine's last reads go back at the settle, not on the
-        // notice path (G-SETTLE), unless half the ring waits for them.
+        // notice path, G-SETTLE, unless half the ring waits for them.
         let complete = self.substate(core, eng) == Some(TpbEngState::Complete);
         let at_settle = complete && self.cfg.settle == Settle::AfterNotice;
         let due = cursor.head_due() || result.is_err() || (!at_settle && (!nq.head_batching() || complete));
@@ -163,7 +163,7 @@ impl ExecRequest {
             if let Err(e) = cursor.write_head(dev, c, nq_id) {
                 // Not fatal by itself: later batches shrink so the device's view
                 // never falls a lap behind, and if the ring fills the overflow
-                // path reports it (G-HEAD-FAIL).
+                // path reports it, G-HEAD-FAIL.
                 emit(dev, ExecEvent::HeadWriteFailed { core: c, nq: nq_id, kind: e.kind() });
             }
         }
@@ -190,7 +190,7 @@ impl ExecRequest {
         let sub = self.substate(core, eng).unwrap_or(TpbEngState::Complete);
         match n.subtype {
             Subtype::Start | Subtype::End | Subtype::CcStart | Subtype::CcEnd if n.nq_tag != nq_id => {
-                // The lane is chosen by the ring, not the tag (seed §3 QUIRK): report only.
+                // The lane is chosen by the ring, not the tag, seed §3 QUIRK: report only.
                 emit(dev, ExecEvent::NqTagMismatch { core: c, engine, tag: n.nq_tag, expected: nq_id });
             }
             _ => {}
@@ -235,8 +235,8 @@ impl ExecRequest {
             Subtype::Custom => {
                 let mut n = n;
                 if self.cfg.arch.cayman_fixup_applies(eng) {
-                    // The cayman engine emits custom records with a stale NQ-id
-                    // (seed §2 QUIRK): data[3] = (data[3] & 0xE0) | 0xE.
+                    // The cayman engine emits custom records with a stale NQ-id,
+                    // seed §2 QUIRK: data[3] = (data[3] & 0xE0) | 0xE.
                     let mut fixed = *raw;
                     fixed.set_nq_tag(CAYMAN_CUSTOM_NQ_TAG);
                     n.nq_tag = fixed.nq_tag();
@@ -305,7 +305,7 @@ impl ExecRequest {
     }
 
     /// Remember which engine's ring set the kept value of a CC or tensor slot,
-    /// so FINALIZE rescales it with that engine's calibration (G-CC-CAL).
+    /// so FINALIZE rescales it with that engine's calibration, G-CC-CAL.
     fn set_slot_engine(&mut self, core: usize, slot: usize, eng: usize) {
         if let Some(e) = self.slot_engine.get_mut(core).and_then(|s| s.get_mut(slot.wrapping_sub(ts_slot::CC_START))) {
             *e = eng as u8;

@@ -1,30 +1,25 @@
-//! The completion harvest: `exec_request_progress_one_step` and its drivers
-//! (completion-engine seed §1, §2, §5, §6).
+//! The completion harvest: `exec_request_progress_one_step` and its drivers,
+//! completion-engine seed §1, §2, §5, §6.
 //!
-//! [`ExecRequest`] is one request's harvest state, the counterpart of libnrt's
-//! 472-byte `exec_request_state_t`. [`ExecRequest::progress_one_step`] advances it
-//! by one non-blocking step and returns the seed's contract, the C return code
-//! with the status the C call writes to `*out`:
+//! [`ExecRequest`] is one request's harvest state, libnrt's 472-byte
+//! `exec_request_state_t`. [`ExecRequest::progress_one_step`] advances it by
+//! one non-blocking step and returns the seed's contract:
 //!
 //! | return | [`Step`] | meaning |
 //! |---|---|---|
 //! | 1 | `InFlight` | not done: sleep and call again |
-//! | 0 | `Done(status)` | complete, with the reconciled status (the error sweep may still have set one, e.g. 1003 for a NaN) |
-//! | 2 | `Error(error)` | done with an error, the highest-priority status (an [`NrtError`], never `NRT_SUCCESS`) |
+//! | 0 | `Done(status)` | complete, with the reconciled status, which may be 1003 for a NaN |
+//! | 2 | `Error(error)` | done with an error, the highest-priority status, never `NRT_SUCCESS` |
 //!
-//! The machine: `INIT` arms the barrier wait (120 s, doubling, never fatal) ->
-//! `WAIT_BARRIER_PROXY` gates on the collectives barrier, then checks the
-//! INFER_STATUS ring count, resets the engines, derives `timeout_ms = 1000 *
-//! timeout_s` and starts the core clock -> `WAIT_CORE` sweeps each (core, engine)
-//! ring, at most 16 records per engine per sweep, through the matcher
-//! (`matcher.rs`), and at the end of the sweep checks completeness and the budget,
-//! probing INTC cause bit 29 only when something is already wrong -> `FINALIZE`
-//! (`finalize.rs`) rescales timestamps, sweeps the error ring, reconciles the cores
-//! by priority -> `DONE`, which is terminal.
+//! The machine: `INIT` arms the barrier wait -> `WAIT_BARRIER_PROXY` gates on
+//! the collectives barrier, checks the ring count and starts the core clock ->
+//! `WAIT_CORE` sweeps each engine's ring, at most 16 records each, through
+//! `matcher.rs`, then checks completeness and the budget, probing INTC cause
+//! bit 29 only when something is already wrong -> `FINALIZE`, `finalize.rs`,
+//! rescales timestamps, sweeps the error ring and reconciles the cores ->
+//! `DONE`, terminal.
 //!
-//! The drivers are in [`driver`]: the sync poll loop and the async execution-unit
-//! step with its has-work / mark-complete handoff.
-//! [`group`] holds many requests for one poller and steps each in turn.
+//! The drivers are in [`driver`]; [`group`] steps many requests from one poller.
 
 mod device;
 pub mod driver;
@@ -52,35 +47,34 @@ use crate::nq::{Engine, EngineSet, ErrorClass, Notifications};
 use crate::status::{NrtError, NrtStatus};
 use crate::trace::emit;
 
-/// First barrier-wait warning threshold, seconds; it doubles at each warning
-/// (seed §1: `timeout_thresh = 120`).
+/// First barrier-wait warning threshold, seconds; it doubles at each warning.
+/// Seed §1, `timeout_thresh`.
 pub const BARRIER_WARN_INITIAL_S: u32 = 120;
 
-/// Entries read per engine per sweep (seed §2 GOTCHA: the `v168 != 16` bound).
+/// Entries read per engine per sweep, seed §2 GOTCHA.
 pub const READS_PER_ENGINE_PER_SWEEP: u32 = 16;
 
 /// INTC line of the engine's error-trigger block that carries the software NQ
-/// overflow cause (seed §5: `aws_hal_intc_read_cause(&mla->intc, block, 61)`).
+/// overflow cause, seed §5.
 pub const INTC_SW_NQ_OVERFLOW_LINE: u32 = 61;
 
-/// Bit of that cause register that says the software NQ overflowed (seed §5).
+/// Bit of that cause register that says the software NQ overflowed, seed §5.
 pub const INTC_SW_NQ_OVERFLOW_BIT: u32 = 29;
 
-/// Milliseconds per second of the model's timeout (seed §5 GOTCHA:
-/// `timeout_ms = 1000 * param.timeout`).
+/// Milliseconds per second of the model's timeout, seed §5 GOTCHA.
 pub const MS_PER_TIMEOUT_S: u64 = 1000;
 
-/// libnrt's `exec_request_state_t` is 472 bytes (seed §1); ours must not be larger.
+/// libnrt's `exec_request_state_t` is 472 bytes, seed §1; ours must not be larger.
 pub const LIBNRT_EXEC_REQUEST_STATE_SIZE: usize = 472;
 
-/// Indices of `exec_fatal_status[core][6]` (seed §1, §2, §5).
+/// Indices of `exec_fatal_status[core][6]`, seed §1, §2, §5.
 pub mod fatal {
-    /// `[1]`: the core timed out (5).
+    /// `[1]`: the core timed out.
     pub const TIMEOUT: usize = 1;
-    /// `[2]`: the NQ overflowed (1204) at the timeout, or on an out-of-order START
-    /// (the seed sets no flag there; we set this one, G-START-OVERFLOW).
+    /// `[2]`: the NQ overflowed at the timeout or on an out-of-order START,
+    /// where the seed sets no flag, G-START-OVERFLOW.
     pub const OVERFLOW: usize = 2;
-    /// `[3]`: an END record was lost to an overflow (1204).
+    /// `[3]`: an END record was lost to an overflow.
     pub const END_OVERFLOW: usize = 3;
     /// `[4]`: the network proxy failed.
     pub const NETWORK_PROXY: usize = 4;
@@ -88,16 +82,16 @@ pub mod fatal {
     pub const BARRIER_PROXY: usize = 5;
     /// Entries per core.
     pub const COUNT: usize = 6;
-    /// Names of the flags, by index (`[0]` is unused).
+    /// Names of the flags, by index; `[0]` is unused.
     pub const NAMES: [&str; COUNT] = ["none", "timeout", "overflow", "end_overflow", "network_proxy", "barrier_proxy"];
 }
 
-/// Slots of `vcore_notif_ts[core][13]` (stride 13, seed §7 GOTCHA). The seed does
-/// not list them; ours (G-TS-SLOTS): `2*eng` START and `2*eng + 1` END of engine
-/// `eng`, 10 CC start, 11 CC end, 12 the latest tensor-completion record.
+/// Slots of `vcore_notif_ts[core][13]`, stride 13, seed §7 GOTCHA. The seed does
+/// not list them; ours, G-TS-SLOTS: `2*eng` START and `2*eng + 1` END of engine
+/// `eng`, then CC start, CC end and the latest tensor-completion record.
 pub mod ts_slot {
-    /// Slots per core.
-    pub const COUNT: usize = 13;
+    use crate::arch::ENGINES_PER_CORE;
+
     /// Earliest START of engine `eng`.
     pub const fn start(eng: usize) -> usize {
         2 * eng
@@ -106,15 +100,22 @@ pub mod ts_slot {
     pub const fn end(eng: usize) -> usize {
         2 * eng + 1
     }
-    /// Earliest CC start.
-    pub const CC_START: usize = 10;
+    /// Earliest CC start: the first slot after the engines' own.
+    pub const CC_START: usize = 2 * ENGINES_PER_CORE;
     /// Latest CC end.
-    pub const CC_END: usize = 11;
+    pub const CC_END: usize = CC_START + 1;
     /// Latest tensor-completion record.
-    pub const TENSOR: usize = 12;
+    pub const TENSOR: usize = CC_START + 2;
+    /// Slots per core.
+    pub const COUNT: usize = TENSOR + 1;
+    /// Slots from [`CC_START`] on, each kept with the engine whose ring carried it.
+    pub const SHARED: usize = COUNT - CC_START;
+
+    // `ExecRequest::ts_recorded` keeps one bit a slot in a u16.
+    const _: () = assert!(COUNT <= u16::BITS as usize);
 }
 
-/// `exec_state_t` (seed §1, from enums.json).
+/// `exec_state_t`, seed §1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[repr(u8)]
@@ -130,7 +131,7 @@ pub enum ExecState {
 }
 
 impl ExecState {
-    /// The seed's name (`"WAIT_CORE"`).
+    /// The seed's name.
     pub const fn name(self) -> &'static str {
         match self {
             ExecState::Init => "INIT",
@@ -141,8 +142,7 @@ impl ExecState {
     }
 }
 
-/// Per-engine substate (`TPB_ENG_STATE_*`); monotone START_PENDING -> END_PENDING
-/// -> COMPLETE.
+/// Per-engine substate, `TPB_ENG_STATE_*`; monotone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[repr(u8)]
@@ -156,7 +156,7 @@ pub enum TpbEngState {
 }
 
 impl TpbEngState {
-    /// The seed's name (`"END_PENDING"`).
+    /// The seed's name.
     pub const fn name(self) -> &'static str {
         match self {
             TpbEngState::StartPending => "START_PENDING",
@@ -172,17 +172,15 @@ impl TpbEngState {
 pub enum Step {
     /// 1: in flight; call again.
     InFlight,
-    /// 0: done, with the reconciled status. A clean harvest is done even when
-    /// the error sweep set a status (a NaN: 1003, G-RET0), so it may not be
-    /// `NRT_SUCCESS`.
+    /// 0: done, with the reconciled status, which the error sweep may have
+    /// set on a clean harvest, G-RET0.
     Done(NrtStatus),
     /// 2: done with an error: the highest-priority status.
     Error(NrtError),
 }
 
 impl Step {
-    /// Done with an error: `Step::Error(NrtError::failed(status))` (a status
-    /// left at `NRT_SUCCESS` is `NRT_FAILURE`).
+    /// Done with an error; a status left at `NRT_SUCCESS` is `NRT_FAILURE`.
     pub const fn failed(status: NrtStatus) -> Step {
         Step::Error(NrtError::failed(status))
     }
@@ -196,7 +194,7 @@ impl Step {
         }
     }
 
-    /// The status once done (what the C call writes to `*out`); `None` in flight.
+    /// The status once done, what the C call writes to `*out`.
     pub const fn status(self) -> Option<NrtStatus> {
         match self {
             Step::InFlight => None,
@@ -209,23 +207,21 @@ impl Step {
 /// What a request is for: the model's parameters the harvest needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExecConfig {
-    /// The device generation (the cayman fixup tests `arch > 2`).
+    /// The device generation.
     pub arch: Arch,
-    /// Physical cores of the logical core: 1 or 2 (`tpb_count`). Other values are
-    /// clamped into 1..=2 by [`ExecRequest::new`].
+    /// Physical cores of the logical core, `tpb_count`: [`ExecRequest::new`]
+    /// clamps it into 1..=2.
     pub tpb_count: u8,
-    /// The model's timeout in **seconds** (`param.timeout`).
+    /// The model's timeout in **seconds**, `param.timeout`.
     pub timeout_s: u32,
-    /// Device TPB index of each physical core (selects the INTC error-trigger block).
+    /// Device TPB index of each physical core: selects its INTC error-trigger block.
     pub tpb_idx: [u8; MAX_CORES],
-    /// When FINALIZE's out-info work runs: inside it, in the seed's order
-    /// (the default), or after the status is out ([`Settle::AfterNotice`]).
+    /// When FINALIZE's out-info work runs.
     pub settle: Settle,
 }
 
 impl ExecConfig {
-    /// A config for `tpb_count` cores with TPB indices 0 and 1, settled in
-    /// FINALIZE (the seed's order).
+    /// A config for `tpb_count` cores with TPB indices 0 and 1, settled in FINALIZE.
     pub const fn new(arch: Arch, tpb_count: u8, timeout_s: u32) -> ExecConfig {
         ExecConfig { arch, tpb_count, timeout_s, tpb_idx: [0, 1], settle: Settle::InFinalize }
     }
@@ -236,49 +232,38 @@ impl ExecConfig {
     }
 }
 
-/// When a finished request's out-info work runs: the timestamp
-/// post-processing (device timestamps to CPU microseconds, each core's
-/// duration) and the per-core counter update (G-SETTLE).
+/// When a finished request's out-info work runs: the timestamps' rescale to
+/// CPU time, the durations and the counter update, G-SETTLE.
 ///
-/// Neither decides the status: the error sweep and the reconciliation do, and
-/// they always run in FINALIZE. The seed runs the post-processing first and
-/// the counters last, all before DONE; [`Settle::AfterNotice`] lets the status
-/// reach its waiter first (issue 21: work that can happen after the waiter has
-/// its status, happens after) and leaves the rest to [`ExecRequest::settle`].
+/// Neither decides the status: the error sweep and the reconciliation do,
+/// always in FINALIZE. [`Settle::AfterNotice`] lets the status reach its
+/// waiter first and leaves the rest to [`ExecRequest::settle`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Settle {
-    /// In FINALIZE, in the seed's order: post-processing, error sweep,
-    /// reconciliation, counters. DONE comes with the timestamps in CPU time.
+    /// In FINALIZE, in the seed's order. DONE comes with the timestamps in CPU time.
     #[default]
     InFinalize,
-    /// FINALIZE runs the error sweep and the reconciliation only; the request
-    /// is DONE with its status, its timestamps still device units
-    /// ([`ExecRequest::settle_due`]), until its owner calls
-    /// [`ExecRequest::settle`] once the status is out. A completed engine's
-    /// last reads are handed back (HEAD) at the settle too, not in the step
-    /// that completes it, unless half its ring is waiting. Until then
-    /// [`ExecRequest::engine_times_us`] answers nothing, the durations are 0
-    /// and the request is not counted. An invalid calibration's event then
-    /// follows the error sweep's events instead of preceding them.
+    /// FINALIZE runs the error sweep and the reconciliation only; the rest
+    /// waits for [`ExecRequest::settle`]. Until then the timestamps are device
+    /// units, the durations 0, the request uncounted, and a completed engine's
+    /// reads not handed back unless half its ring waits. An invalid
+    /// calibration's event then follows the error sweep's events.
     AfterNotice,
 }
 
-/// What a core that timed out was classified as at FINALIZE (seed §4:
-/// `exec_request_process_errors` classifies HBM UE, DMA abort and collectives
-/// faults by priority, and what is left is HANG_ON_COMPUTE). The probes are asked
-/// in this order and the first that answers wins (G-TIMEOUT-CLASS).
+/// What a core that timed out was classified as at FINALIZE, seed §4. The
+/// probes are asked in this order and the first that answers wins, G-TIMEOUT-CLASS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum TimeoutCause {
-    /// An HBM uncorrectable error: 1201, or 1205 when repairable (COMPLETE-1: both
-    /// are propagated).
+    /// An HBM uncorrectable error: 1201, or 1205 when repairable, COMPLETE-1.
     HbmUe(NrtStatus),
     /// A DMA engine aborted: 1203.
     DmaAbort,
-    /// Stuck in a collective operation (missing notifications): 1200.
+    /// Stuck in a collective operation: 1200.
     Collectives,
-    /// No fault found: the compute hung. The status stays 5.
+    /// No fault found: the compute hung. The status stays `NRT_TIMEOUT`.
     HangOnCompute,
 }
 
@@ -293,7 +278,7 @@ impl TimeoutCause {
         }
     }
 
-    /// A display name (`"HANG_ON_COMPUTE"`).
+    /// A display name.
     pub const fn name(self) -> &'static str {
         match self {
             TimeoutCause::HbmUe(_) => "HBM_UE",
@@ -304,18 +289,16 @@ impl TimeoutCause {
     }
 }
 
-/// The per-core result of a finished request (`out_info`).
+/// The per-core result of a finished request, `out_info`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutInfo {
-    /// Each core's status (`exec_rets[pcore]`).
+    /// Each core's status, `exec_rets[pcore]`.
     pub exec_rets: [NrtStatus; MAX_CORES],
-    /// Each core's duration, microseconds: latest END minus earliest START
-    /// (`tpb_duration[pcore]`).
+    /// Each core's latest END minus earliest START, microseconds, `tpb_duration[pcore]`.
     pub tpb_duration_us: [u64; MAX_CORES],
-    /// The first error class the core's error sweep saw (`infer_err[pcore]`).
+    /// The first error class the core's error sweep saw, `infer_err[pcore]`.
     pub err: [Option<ErrorClass>; MAX_CORES],
-    /// For a core that timed out (5), what the fault probes found; `None` for
-    /// every other core.
+    /// For a core that timed out, what the fault probes found.
     pub timeout_cause: [Option<TimeoutCause>; MAX_CORES],
 }
 
@@ -328,18 +311,18 @@ impl OutInfo {
     };
 }
 
-/// One request's harvest state (`exec_request_state_t`).
+/// One request's harvest state, `exec_request_state_t`.
 #[derive(Clone, Debug)]
 pub struct ExecRequest {
     state: ExecState,
     cfg: ExecConfig,
-    /// `barrier_proxy.start_ts` (ns).
+    /// `barrier_proxy.start_ts`, ns.
     barrier_start_ns: u64,
-    /// `barrier_proxy.timeout_thresh` (s).
+    /// `barrier_proxy.timeout_thresh`, s.
     barrier_thresh_s: u32,
     /// `barrier_proxy.proxy_done[pcore]`.
     proxy_done: [bool; MAX_CORES],
-    /// `core.start_ts` (ns).
+    /// `core.start_ts`, ns.
     core_start_ns: u64,
     /// `core.timeout_ms`.
     timeout_ms: u64,
@@ -347,24 +330,21 @@ pub struct ExecRequest {
     network_proxy_done: [bool; MAX_CORES],
     /// `core.tpb_exec_state[2][5]`.
     tpb_exec_state: [[TpbEngState; ENGINES_PER_CORE]; MAX_CORES],
-    /// `vcore_notif_ts[2][13]`: raw device timestamps until FINALIZE, CPU
-    /// microseconds after it (`ts_is_cpu`).
+    /// `vcore_notif_ts`: raw device timestamps until FINALIZE, CPU
+    /// microseconds after it.
     vcore_notif_ts: [[u64; ts_slot::COUNT]; MAX_CORES],
-    /// Per core, the engine whose ring carried the kept CC start, CC end and
-    /// tensor records (slots 10, 11, 12): selects their calibration.
-    slot_engine: [[u8; 3]; MAX_CORES],
-    /// Per core, bit `s`: slot `s` of `vcore_notif_ts` held a record when
-    /// FINALIZE rescaled it (a record can rescale to 0 CPU microseconds, the
-    /// value an unrecorded slot keeps), set with `ts_is_cpu`.
+    /// Per core, the engine whose ring carried each kept [`ts_slot::SHARED`]
+    /// record: selects its calibration.
+    slot_engine: [[u8; ts_slot::SHARED]; MAX_CORES],
+    /// Per core, bit `s`: slot `s` held a record when FINALIZE rescaled it,
+    /// since a record can rescale to 0, an unrecorded slot's value.
     ts_recorded: [u16; MAX_CORES],
     ts_is_cpu: bool,
-    /// DONE under [`Settle::AfterNotice`], its post-processing and counters
-    /// not yet run ([`ExecRequest::settle`]).
+    /// DONE under [`Settle::AfterNotice`], not yet settled.
     settle_due: bool,
     /// `exec_fatal_status[2][6]`.
     exec_fatal_status: [[bool; fatal::COUNT]; MAX_CORES],
-    /// Bit `core`: the core's budget ran out with engines pending (its
-    /// `CoreTimeout`, a timeout or an overflow at the timeout).
+    /// Bit `core`: the core's budget ran out with engines pending.
     timed_out: u8,
     out_info: OutInfo,
     /// The cached result once DONE.
@@ -374,7 +354,7 @@ pub struct ExecRequest {
 const _: () = assert!(core::mem::size_of::<ExecRequest>() <= LIBNRT_EXEC_REQUEST_STATE_SIZE);
 
 impl ExecRequest {
-    /// `exec_request_init_state`: a request in INIT. `tpb_count` is clamped to 1..=2.
+    /// `exec_request_init_state`: a request in INIT, `tpb_count` clamped to 1..=2.
     pub const fn new(cfg: ExecConfig) -> ExecRequest {
         let mut cfg = cfg;
         if cfg.tpb_count == 0 {
@@ -393,7 +373,7 @@ impl ExecRequest {
             network_proxy_done: [false; MAX_CORES],
             tpb_exec_state: [[TpbEngState::StartPending; ENGINES_PER_CORE]; MAX_CORES],
             vcore_notif_ts: [[0; ts_slot::COUNT]; MAX_CORES],
-            slot_engine: [[0; 3]; MAX_CORES],
+            slot_engine: [[0; ts_slot::SHARED]; MAX_CORES],
             ts_recorded: [0; MAX_CORES],
             ts_is_cpu: false,
             settle_due: false,
@@ -409,7 +389,7 @@ impl ExecRequest {
         self.state
     }
 
-    /// The request's configuration (after clamping).
+    /// The request's configuration, clamped.
     pub const fn config(&self) -> &ExecConfig {
         &self.cfg
     }
@@ -419,7 +399,7 @@ impl ExecRequest {
         self.cfg.tpb_count as usize
     }
 
-    /// `core.timeout_ms` (0 before WAIT_CORE).
+    /// `core.timeout_ms`, 0 before WAIT_CORE.
     pub const fn timeout_ms(&self) -> u64 {
         self.timeout_ms
     }
@@ -434,33 +414,30 @@ impl ExecRequest {
         self.tpb_exec_state.get(core)?.get(engine).copied()
     }
 
-    /// The engines of `core` whose substate is `state` (empty for a core
-    /// out of range).
+    /// The engines of `core` whose substate is `state`.
     pub fn engines_in(&self, core: usize, state: TpbEngState) -> EngineSet {
         let Some(engines) = self.tpb_exec_state.get(core) else { return EngineSet::EMPTY };
         Engine::ALL.iter().zip(engines).filter(|(_, s)| **s == state).fold(EngineSet::EMPTY, |set, (e, _)| set.with(*e))
     }
 
-    /// Whether `core`'s budget ran out with engines pending (its
-    /// [`ExecEvent::CoreTimeout`]: a timeout, or an overflow found at it).
+    /// Whether `core`'s budget ran out with engines pending, its [`ExecEvent::CoreTimeout`].
     pub fn timed_out(&self, core: usize) -> bool {
         u32::try_from(core).ok().and_then(|c| self.timed_out.checked_shr(c)).is_some_and(|b| b & 1 != 0)
     }
 
-    /// `exec_fatal_status[core][idx]` (see [`fatal`]).
+    /// `exec_fatal_status[core][idx]`, indexed by [`fatal`].
     pub fn fatal_flag(&self, core: usize, idx: usize) -> bool {
         self.exec_fatal_status.get(core).and_then(|c| c.get(idx)).copied().unwrap_or(false)
     }
 
-    /// The raw `vcore_notif_ts[core][slot]` (device units before FINALIZE, CPU
-    /// microseconds after).
+    /// The raw `vcore_notif_ts[core][slot]`: device units before FINALIZE, CPU
+    /// microseconds after.
     pub fn notif_ts(&self, core: usize, slot: usize) -> Option<u64> {
         self.vcore_notif_ts.get(core)?.get(slot).copied()
     }
 
-    /// Whether slot `slot` of `core` holds a record: its raw value is not 0
-    /// before FINALIZE, and was not 0 when FINALIZE rescaled it after (its
-    /// CPU time may then be 0).
+    /// Whether slot `slot` of `core` holds a record: its raw value, before the
+    /// rescale, is not 0. Its CPU time may be 0.
     pub fn ts_recorded(&self, core: usize, slot: usize) -> bool {
         if self.ts_is_cpu {
             let bits = self.ts_recorded.get(core).copied().unwrap_or(0);
@@ -470,20 +447,19 @@ impl ExecRequest {
         }
     }
 
-    /// `true` once FINALIZE (or, under [`Settle::AfterNotice`],
-    /// [`Self::settle`]) has turned the timestamps into CPU microseconds.
+    /// `true` once FINALIZE or [`Self::settle`] turned the timestamps into CPU
+    /// microseconds.
     pub const fn timestamps_are_cpu_us(&self) -> bool {
         self.ts_is_cpu
     }
 
-    /// `true` while the request is DONE under [`Settle::AfterNotice`] and its
-    /// post-processing and counters have not run: [`Self::settle`] runs them.
+    /// `true` while the request is DONE and its [`Self::settle`] is due.
     pub const fn settle_due(&self) -> bool {
         self.settle_due
     }
 
-    /// START and END of `(core, engine)` in CPU microseconds, once finalized and
-    /// when both records were seen.
+    /// START and END of `(core, engine)` in CPU microseconds, once finalized,
+    /// for the records seen.
     pub fn engine_times_us(&self, core: usize, engine: usize) -> (Option<u64>, Option<u64>) {
         if !self.ts_is_cpu || self.substate(core, engine).is_none() {
             return (None, None);
@@ -500,8 +476,7 @@ impl ExecRequest {
         (start, end)
     }
 
-    /// The per-core results (meaningful once DONE; the durations once settled,
-    /// see [`Settle`]).
+    /// The per-core results: meaningful once DONE, the durations once settled.
     pub const fn out_info(&self) -> &OutInfo {
         &self.out_info
     }
@@ -513,10 +488,9 @@ impl ExecRequest {
 
     /// `exec_request_progress_one_step`: advance by one non-blocking step.
     ///
-    /// Returns [`Step::InFlight`] (1) while the request is in flight,
-    /// [`Step::Done`] (0) or [`Step::Error`] (2) with the status once it is DONE.
-    /// A DONE request is terminal: further calls return the same result and
-    /// change nothing.
+    /// Returns [`Step::InFlight`] while in flight, then [`Step::Done`] or
+    /// [`Step::Error`] with the status. DONE is terminal: later calls return
+    /// the same and change nothing.
     pub fn progress_one_step<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) -> Step {
         match self.state {
             ExecState::Init => {
@@ -556,7 +530,7 @@ impl ExecRequest {
                     dev,
                     ExecEvent::BarrierWait { waited_s: waited_ns / 1_000_000_000, threshold_s: self.barrier_thresh_s },
                 );
-                // Back off and keep waiting: the barrier is never fatal (seed §1 QUIRK).
+                // Back off and keep waiting: the barrier is never fatal, seed §1 QUIRK.
                 self.barrier_thresh_s = self.barrier_thresh_s.saturating_mul(2);
             }
             return Step::InFlight;
@@ -622,10 +596,9 @@ impl ExecRequest {
         let elapsed_ms = dev.now_ns().saturating_sub(self.core_start_ns) / 1_000_000;
         let mut all_done = true;
         let mut fault: Option<NrtError> = None;
-        // Engines that completed during this sweep count as done here; the seed
-        // counts COMPLETE only at the top of its per-engine loop, which would need
-        // one more sweep and could time out an engine whose END arrived in the
-        // sweep that crossed the budget (G-UNITS-DONE).
+        // Engines that completed during this sweep count as done here, unlike
+        // the seed, which could time out an END that arrived in the last
+        // sweep, G-UNITS-DONE.
         for core in 0..n {
             if self.core_complete(core) {
                 continue;
@@ -665,7 +638,7 @@ impl ExecRequest {
         Step::InFlight
     }
 
-    /// Every engine of `core` is COMPLETE (`units_done == units_polled`).
+    /// Every engine of `core` is COMPLETE: `units_done == units_polled`.
     fn core_complete(&self, core: usize) -> bool {
         self.tpb_exec_state.get(core).is_none_or(|engines| engines.iter().all(|s| *s == TpbEngState::Complete))
     }

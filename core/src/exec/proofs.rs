@@ -1,4 +1,4 @@
-//! Proofs of the harvest (completion-engine seed §1, §2, §5).
+//! Proofs of the harvest, completion-engine seed §1, §2, §5.
 //!
 //! Two harness platforms: [`ProbeDev`], a quiet device whose INTC cause is fixed
 //! and whose INTC reads are counted (the matcher), and [`AnyDev`], a device whose
@@ -20,7 +20,7 @@ use crate::nq::{Engine, ErrorEntry, Notifications, Subtype, ERROR_NQ, INFER_STAT
 use crate::proofs::{cover, Any};
 use crate::status::{NrtError, NrtStatus};
 
-/// INTC cause bit 29, the software NQ overflow (seed §5).
+/// INTC cause bit 29, the software NQ overflow, seed §5.
 const OVERFLOW_BIT: u32 = 1 << super::INTC_SW_NQ_OVERFLOW_BIT;
 
 /// The INTC reads a harness device has seen.
@@ -382,7 +382,8 @@ pub(crate) fn progress_one_step_returns_0_1_2_and_done_is_terminal<A: Any>(mut a
     }
     if hole & 0xF0 == 0xF0 {
         // Leave one ring unbound: the transition to WAIT_CORE must fail cleanly.
-        let q = [ERROR_NQ, 4, 5, 6, 7, 8][usize::from(hole % 6)];
+        let q =
+            (hole % (ENGINES_PER_CORE as u8 + 1)).checked_sub(1).map_or(ERROR_NQ, |e| INFER_STATUS_NQS[usize::from(e)]);
         if let Some(r) = nq.ring_mut(hole >> 3 & 1, q) {
             *r = crate::nq::NqRing::UNBOUND;
         }
@@ -496,7 +497,7 @@ pub(crate) fn rescale_ns_contract(cal: crate::nq::TsCal, ts: u64) {
     cover!(r.is_some_and(|v| v > 0 && v < u64::MAX), "rescale: an ordinary value");
 }
 
-/// `sync_point_dev_ts_to_cpu_ts` (seed §3): the sync point maps to itself, the map
+/// `sync_point_dev_ts_to_cpu_ts`, seed §3: the sync point maps to itself, the map
 /// is monotone (a later device time is never an earlier CPU time) and shifts by
 /// exactly the device delta while it does not saturate; it never wraps or panics.
 ///
@@ -580,6 +581,24 @@ mod tests {
         fn intc_reads(&self) -> u32 {
             self.intc_reads
         }
+    }
+
+    /// kani takes only a literal unwind bound: the step and frame harnesses'
+    /// bound must stay `ts_slot::COUNT + 1`, the timestamp-slot loop and its exit test.
+    #[test]
+    fn unwind_bounds_follow_the_timestamp_slots() {
+        let want = crate::exec::ts_slot::COUNT + 1;
+        let mut found = 0;
+        for src in [include_str!("proofs.rs"), include_str!("proofs/parts.rs"), include_str!("proofs/step.rs")] {
+            for rest in src.split(concat!("#[kani::", "unwind(")).skip(1) {
+                let n: usize = rest.split(')').next().and_then(|n| n.parse().ok()).expect("a literal bound");
+                if n >= crate::exec::ts_slot::CC_START {
+                    assert_eq!(n, want, "an unwind bound over the slot loop is not ts_slot::COUNT + 1");
+                    found += 1;
+                }
+            }
+        }
+        assert!(found > 0, "no harness has the bound ts_slot::COUNT + 1 = {want}");
     }
 
     /// Exhaustive: every substate x every subtype class (0..=10, 0xFFFF) x INTC bit

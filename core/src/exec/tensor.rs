@@ -1,4 +1,4 @@
-//! Streamed output completions (completion-engine seed §3.1, custom sub-id 7).
+//! Streamed output completions, completion-engine seed §3.1, custom sub-id 7.
 //!
 //! The device writes a custom record naming a finished output by var id; the
 //! runtime resolves it (`io_mr_to_name_map`), bumps that output's

@@ -1,4 +1,4 @@
-//! The 16-byte INFER_STATUS notification entry (completion-engine seed §3).
+//! The 16-byte INFER_STATUS notification entry, completion-engine seed §3.
 //!
 //! ```text
 //!  byte:  0   1   2   3   4   5   6   7   8 ...                 15
@@ -22,9 +22,9 @@ use bitfield_struct::bitfield;
 use zerocopy::byteorder::little_endian::{U16, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-/// Byte offsets and masks of the entry, in one place (seed §3 / §7 item 5).
+/// Byte offsets and masks of the entry, in one place, seed §3 / §7 item 5.
 pub mod field {
-    /// `u16 @0`: low half of the ISA line; the var id on custom records (G-VARID).
+    /// `u16 @0`: low half of the ISA line; the var id on custom records, G-VARID.
     pub const ISA_LINE_LO: usize = 0;
     /// `data[2]`: the debug hint is its high nibble.
     pub const DEBUG_HINT: usize = 2;
@@ -34,12 +34,12 @@ pub mod field {
     pub const TAG: usize = 3;
     /// Mask of the NQ-id tag in `data[3]`.
     pub const NQ_TAG_MASK: u8 = 0x1F;
-    /// The phase (valid) bit in `data[3]` (G-PHASE; `seed-vs-driver.md` point 5).
+    /// The phase (valid) bit in `data[3]`, G-PHASE, `seed-vs-driver.md` point 5.
     pub const PHASE_BIT: u8 = 0x80;
     /// `u16 @4`: custom-notification sub-id. The seed's decode and checklist read a
     /// `u16` here while §3.1's prose says `data[4]` selects the table; we read the
     /// `u16`, so a non-zero `data[5]` puts the sub-id outside the table and the
-    /// record is refused (G-SUBID-WIDTH).
+    /// record is refused, G-SUBID-WIDTH.
     pub const CUSTOM_SUB_ID: usize = 4;
     /// `u16 @6`: notification subtype.
     pub const SUBTYPE: usize = 6;
@@ -47,7 +47,7 @@ pub mod field {
     pub const DEVICE_TS: usize = 8;
 }
 
-/// `data[2]`: the debug hint in the high nibble (seed §3: `data[2] >> 4`).
+/// `data[2]`: the debug hint in the high nibble, seed §3: `data[2] >> 4`.
 #[bitfield(u8)]
 #[derive(PartialEq, Eq)]
 pub struct HintByte {
@@ -59,8 +59,8 @@ pub struct HintByte {
     pub debug_hint: u8,
 }
 
-/// `data[3]`: the NQ-id tag in bits 4:0 (seed §3: `data[3] & 0x1F`), bits 6:5 kept
-/// by the cayman fixup (`& 0xE0`), and our phase bit in bit 7 (G-PHASE).
+/// `data[3]`: the NQ-id tag in bits 4:0, seed §3: `data[3] & 0x1F`, bits 6:5 kept
+/// by the cayman fixup (`& 0xE0`), and our phase bit in bit 7, G-PHASE.
 #[bitfield(u8)]
 #[derive(PartialEq, Eq)]
 pub struct TagByte {
@@ -84,10 +84,10 @@ pub const ENTRY_SIZE: usize = 16;
 /// The NQ-id tag the cayman DVE fixup forces (`data[3] = (data[3] & 0xE0) | 0xE`, seed §2 QUIRK).
 pub const CAYMAN_CUSTOM_NQ_TAG: u8 = 0xE;
 
-/// Custom-notification sub-id of a tensor completion (seed §3.1).
+/// Custom-notification sub-id of a tensor completion, seed §3.1.
 pub const SUB_ID_TENSOR_COMPLETION: u16 = 7;
 
-/// Entries in the custom sub-id table ("an 11-way table", seed §3.1). Sub-ids at
+/// Entries in the custom sub-id table, "an 11-way table", seed §3.1. Sub-ids at
 /// or above this are rejected.
 pub const CUSTOM_SUB_ID_COUNT: u16 = 11;
 
@@ -193,7 +193,7 @@ impl RawEntry {
     }
 }
 
-/// The INFER_STATUS subtype at `+6` (seed §2 `match_entry_to_substate`).
+/// The INFER_STATUS subtype at `+6`, seed §2 `match_entry_to_substate`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Subtype {
@@ -263,9 +263,9 @@ impl Subtype {
     }
 }
 
-/// What a custom (subtype 6) record is, by its sub-id (seed §3.1). The seed's
+/// What a custom (subtype 6) record is, by its sub-id, seed §3.1. The seed's
 /// 11-way table lost every name but sub-id 7 in extraction; the others are carried
-/// as typed diagnostics (`docs/spec-gaps.md` G-SUBID).
+/// as typed diagnostics, `docs/spec-gaps.md` G-SUBID.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum CustomKind {
@@ -348,12 +348,12 @@ impl Notification {
 }
 
 /// The seed's engine-select of the timestamp rescaler: `(subtype + 26) & 0x1F`,
-/// cases 0 -> PE, 4 -> ACT, 8 -> POOL, 0xC -> DVE, 0x10 -> SP (seed §3).
+/// cases 0 -> PE, 4 -> ACT, 8 -> POOL, 0xC -> DVE, 0x10 -> SP, seed §3.
 ///
 /// The seed's own numbers do not agree (its hardware codes PE=4/5 ... give
 /// 30/31 ..., not 0/4/...); the harvest therefore selects the calibration by the
 /// ring the record came from, and this function documents the binary's switch
-/// for decoders of raw hardware subtypes (`docs/spec-gaps.md` G-TS-SELECT).
+/// for decoders of raw hardware subtypes, `docs/spec-gaps.md` G-TS-SELECT.
 #[inline]
 pub const fn hw_subtype_engine_select(hw_subtype: u16) -> Option<super::Engine> {
     match (hw_subtype.wrapping_add(26)) & 0x1F {

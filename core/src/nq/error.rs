@@ -4,7 +4,7 @@
 //! The seed gives the error classes, their statuses, the de-dup table size (26)
 //! and that the entry carries a device timestamp; the bit layout of libnrt's
 //! `sunda.tpb_error` / sequencer / ECC metadata union is not in it. This module is
-//! the one place our layout is defined (`docs/spec-gaps.md` G-ERR-LAYOUT):
+//! the one place our layout is defined, `docs/spec-gaps.md` G-ERR-LAYOUT:
 //!
 //! ```text
 //!  byte:  0          1        2          3              4..5       6..7             8..15
@@ -25,7 +25,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 use super::entry::{field, ENTRY_SIZE};
 use crate::status::NrtStatus;
 
-/// Size of the de-dup table (`already_logged[26]`, seed §4): error subtypes are
+/// Size of the de-dup table, `already_logged[26]`, seed §4: error subtypes are
 /// below this.
 pub const ERROR_SUBTYPE_COUNT: usize = 26;
 
@@ -117,7 +117,7 @@ impl ErrorEntry {
 }
 
 /// `infer_error_subtype` values. NUMERICAL (1), TRANSIENT (2) and SW_SEQUENCER (8)
-/// are the seed's; the others are ours (G-ERR-LAYOUT).
+/// are the seed's; the others are ours, G-ERR-LAYOUT.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum InferErrorSubtype {
@@ -216,7 +216,7 @@ impl InferErrorSubtype {
     }
 }
 
-/// What an error record means for the request (seed §4 status-code map).
+/// What an error record means for the request, seed §4 status-code map.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ErrorClass {
@@ -238,7 +238,7 @@ pub enum ErrorClass {
     DmaAbort,
     /// Out of bounds -> 1006.
     Oob,
-    /// Unclassified (reserved or invalid subtype) -> 1004 (G-ERR-UNKNOWN).
+    /// Unclassified (reserved or invalid subtype) -> 1004, G-ERR-UNKNOWN.
     Unknown,
 }
 

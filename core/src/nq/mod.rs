@@ -20,21 +20,24 @@ pub use entry::{CustomKind, Notification, RawEntry, Subtype};
 pub use error::{ErrorClass, ErrorEntry, InferErrorSubtype};
 pub use ring::{ErrorRecord, Notifications, NqRing, RingError, SyncPoint, TsCal};
 
-/// The runtime's NQ index of the error ring (`ens_nq[2]`, "NQ#2"; seed §4).
+/// The runtime's NQ index of the error ring, `ens_nq[2]`, "NQ#2", seed §4.
 pub const ERROR_NQ: u8 = 2;
 
 /// The runtime's NQ indices of the INFER_STATUS rings, one per engine in engine
 /// order (`notifications_get_nq_ids_for_type(INFER_STATUS)` -> {4,5,6,7,8}; seed §2).
 pub const INFER_STATUS_NQS: [u8; crate::arch::ENGINES_PER_CORE] = [4, 5, 6, 7, 8];
 
-/// Runtime NQ indices per core that a [`Notifications`] table holds (0..=8).
-pub const NQ_PER_CORE: usize = 9;
+/// Runtime NQ indices per core that a [`Notifications`] table holds: through
+/// the last INFER_STATUS ring.
+pub const NQ_PER_CORE: usize = INFER_STATUS_NQS[crate::arch::ENGINES_PER_CORE - 1] as usize + 1;
+
+const _: () = assert!((ERROR_NQ as usize) < NQ_PER_CORE);
 
 /// Most INFER_STATUS ring ids a [`Notifications`] holds
 /// ([`Notifications::set_infer_status_nqs`] refuses more).
 pub const MAX_INFER_STATUS_NQS: usize = 8;
 
-/// A TPB engine, in the runtime's order (`seed-vs-driver.md` point 7).
+/// A TPB engine, in the runtime's order, `seed-vs-driver.md` point 7.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Engine {
@@ -55,14 +58,10 @@ impl Engine {
     pub const ALL: [Engine; crate::arch::ENGINES_PER_CORE] =
         [Engine::Pe, Engine::Act, Engine::Pool, Engine::Dve, Engine::Sp];
 
-    /// The engine of an index 0..4.
+    /// The engine of an index below [`ENGINES_PER_CORE`](crate::arch::ENGINES_PER_CORE).
     pub const fn from_index(i: usize) -> Option<Engine> {
-        match i {
-            0 => Some(Engine::Pe),
-            1 => Some(Engine::Act),
-            2 => Some(Engine::Pool),
-            3 => Some(Engine::Dve),
-            4 => Some(Engine::Sp),
+        match Engine::ALL.split_at_checked(i) {
+            Some((_, [e, ..])) => Some(*e),
             _ => None,
         }
     }
@@ -83,14 +82,10 @@ impl Engine {
         }
     }
 
-    /// Parse a name (case-insensitive) or an index `0`..`4`.
+    /// Parse a name, case-insensitive, or a one-digit index.
     pub fn parse(s: &str) -> Option<Engine> {
-        Engine::ALL.iter().copied().find(|e| e.name().eq_ignore_ascii_case(s)).or(match s {
-            "0" => Some(Engine::Pe),
-            "1" => Some(Engine::Act),
-            "2" => Some(Engine::Pool),
-            "3" => Some(Engine::Dve),
-            "4" => Some(Engine::Sp),
+        Engine::ALL.iter().copied().find(|e| e.name().eq_ignore_ascii_case(s)).or(match s.as_bytes() {
+            [d @ b'0'..=b'9'] => Engine::from_index(usize::from(d - b'0')),
             _ => None,
         })
     }

@@ -1,4 +1,4 @@
-//! Proofs of the two 16-byte decoders (completion-engine seed §3, §4).
+//! Proofs of the two 16-byte decoders, completion-engine seed §3, §4.
 //!
 //! Each property is a plain function over its inputs; `prove_*` runs it under kani
 //! for every input, `*_tests` under `cargo test` over generated and enumerated

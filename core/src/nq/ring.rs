@@ -1,6 +1,6 @@
 //! The NQ ring protocol: cursor arithmetic over ring memory the device writes.
 //!
-//! Following the public driver (`seed-vs-driver.md` point 5): a ring is a
+//! Following the public driver, `seed-vs-driver.md` point 5: a ring is a
 //! power-of-two number of **bytes**; the consumer keeps a free-running read
 //! cursor; a slot is fresh when its phase bit (bit 7 of byte 3, G-PHASE) equals
 //! the parity the current lap expects (set on lap 0, clear on lap 1, ...); after a
@@ -15,7 +15,7 @@
 //! A batch never consumes a whole lap (`batch_limit` is at most `entries - 1`), so
 //! the HEAD value written after it always differs from the one before when
 //! anything was consumed: the device can tell "nothing read" from "everything
-//! read" from the byte offset alone ([`NqProducer::on_head_write`], G-HEAD).
+//! read" from the byte offset alone, [`NqProducer::on_head_write`], G-HEAD.
 
 use heapless::Deque;
 
@@ -24,7 +24,7 @@ use crate::arch::{ENGINES_PER_CORE, MAX_CORES};
 use crate::hal::NqRings;
 
 /// The smallest ring: two entries (one usable per batch). With the batch capped
-/// at `entries - 1`, smaller rings could never be read (G-RING-MIN).
+/// at `entries - 1`, smaller rings could never be read, G-RING-MIN.
 pub const MIN_RING_BYTES: u32 = 2 * ENTRY_SIZE as u32;
 /// The largest ring we accept: 1 GiB (the driver's rings are far smaller).
 pub const MAX_RING_BYTES: u32 = 1 << 30;
@@ -157,7 +157,7 @@ impl NqRing {
         Ok(n)
     }
 
-    /// Under batched HEAD write-back (G-HEAD-BATCH), whether this ring's HEAD is
+    /// Under batched HEAD write-back, G-HEAD-BATCH, whether this ring's HEAD is
     /// due now: half the ring or more has been read and not handed back. The
     /// device then still has at least half the ring to write into, and the
     /// batch cap ([`batch_limit`](Self::batch_limit)) keeps the unreported reads
@@ -316,7 +316,7 @@ pub struct Notifications {
     sync: [SyncPoint; MAX_CORES],
     errors: Deque<ErrorRecord, ERROR_SUBSCRIBER_DEPTH>,
     errors_dropped: u32,
-    /// Batched HEAD write-back (G-HEAD-BATCH); off by default (G-DRAIN).
+    /// Batched HEAD write-back, G-HEAD-BATCH; off by default, G-DRAIN.
     head_batching: bool,
 }
 
@@ -357,10 +357,10 @@ impl Notifications {
         Ok(())
     }
 
-    /// Batch HEAD write-backs (G-HEAD-BATCH): an INFER_STATUS ring's HEAD is
+    /// Batch HEAD write-backs, G-HEAD-BATCH: an INFER_STATUS ring's HEAD is
     /// written when half the ring has been read, when its engine completes, on a
     /// fault, and (by the drivers) when the request completes, instead of after
-    /// every sweep that read something (libnrt's drain, G-DRAIN, the default).
+    /// every sweep that read something, libnrt's drain, G-DRAIN, the default.
     pub fn set_head_batching(&mut self, on: bool) {
         self.head_batching = on;
     }
@@ -518,7 +518,7 @@ mod tests {
         assert_eq!(NqRing::new(256).unwrap().entries(), 16);
         assert_eq!(NqRing::new(256).unwrap().size_bytes(), 256);
         assert_eq!(NqRing::UNBOUND.size_bytes(), 0);
-        // The published bounds (G-RING-MIN): two entries, 1 GiB.
+        // The published bounds, G-RING-MIN: two entries, 1 GiB.
         assert_eq!((MIN_RING_BYTES, MAX_RING_BYTES), (32, 1 << 30));
     }
 

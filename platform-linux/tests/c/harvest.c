@@ -8,12 +8,16 @@
 
 #define RING 1024u            /* bytes per ring: 64 entries */
 #include "fake_rings.h"
+/* nrt.h has no ring ids: these are nrt_core::nq::ERROR_NQ and the first of
+ * INFER_STATUS_NQS, one ring per engine from there on. */
 #define NQ_ERROR 2
-static const uint8_t INFER[5] = {4, 5, 6, 7, 8};
+#define NQ_INFER_FIRST 4
+#define INFER(e) ((uint8_t)(NQ_INFER_FIRST + (e)))
+#define ENGINES NRT_ENGINES_PER_CORE
 
 struct dev {
-    uint8_t mem[9][RING];     /* one core: runtime NQ 0..8 */
-    uint32_t wr[9];           /* device write cursor per ring, bytes, free-running */
+    uint8_t mem[FAKE_NQS][RING]; /* one core's runtime NQs */
+    uint32_t wr[FAKE_NQS];       /* device write cursor per ring, bytes, free-running */
     uint32_t intc_cause;
     uint32_t intc_reads;
     uint64_t now;
@@ -55,7 +59,7 @@ static nrt_platform platform(struct dev *d) {
 static nrt_rings *rings(void) {
     nrt_rings *r = nrt_rings_new();
     if (nrt_rings_bind(r, 0, NQ_ERROR, RING)) failures++;
-    for (int e = 0; e < 5; e++) if (nrt_rings_bind(r, 0, INFER[e], RING)) failures++;
+    for (int e = 0; e < ENGINES; e++) if (nrt_rings_bind(r, 0, INFER(e), RING)) failures++;
     return r;
 }
 
@@ -63,8 +67,8 @@ int main(void) {
     static struct dev d;
     nrt_platform p = platform(&d);
 
-    /* 1. healthy: START and END on the five engines -> 0 in three steps */
-    for (int e = 0; e < 5; e++) { push(&d, INFER[e], 2, 100 + e); push(&d, INFER[e], 3, 200 + e); }
+    /* 1. healthy: START and END on every engine -> 0 in three steps */
+    for (int e = 0; e < ENGINES; e++) { push(&d, INFER(e), 2, 100 + e); push(&d, INFER(e), 3, 200 + e); }
     nrt_rings *r = rings();
     nrt_request *q = nrt_request_new(2, 1, 5);
     uint64_t steps = 0;
@@ -86,8 +90,8 @@ int main(void) {
 
     /* 3. the END was dropped and INTC cause bit 29 is set -> 1204 */
     memset(&d, 0, sizeof d);
-    for (int e = 0; e < 5; e++) push(&d, INFER[e], 2, 100 + e);
-    for (int e = 0; e < 4; e++) push(&d, INFER[e], 3, 200 + e);
+    for (int e = 0; e < ENGINES; e++) push(&d, INFER(e), 2, 100 + e);
+    for (int e = 0; e < ENGINES - 1; e++) push(&d, INFER(e), 3, 200 + e);
     d.intc_cause = 1u << 29;
     r = rings(); q = nrt_request_new(2, 1, 1);
     expect("dropped END + bit 29 (nrt_wait)", nrt_wait(q, &p, r, 1, NULL), 1204);
@@ -95,7 +99,7 @@ int main(void) {
 
     /* 4. NaN on the error ring of a clean run -> 1003 */
     memset(&d, 0, sizeof d);
-    for (int e = 0; e < 5; e++) { push(&d, INFER[e], 2, 100 + e); push(&d, INFER[e], 3, 200 + e); }
+    for (int e = 0; e < ENGINES; e++) { push(&d, INFER(e), 2, 100 + e); push(&d, INFER(e), 3, 200 + e); }
     push(&d, NQ_ERROR, 1, 150);
     r = rings(); q = nrt_request_new(2, 1, 5);
     expect("NaN on the error ring", nrt_wait(q, &p, r, 0, NULL), 1003);

@@ -41,7 +41,7 @@
  *                     read-only and write-only descriptors; another file
  *                     moved into the supervisor's reserved numbers.
  *
- * Layouts and codes: nrt-abi (abi/src/ioctl.rs), checked there against the
+ * Layouts and codes: nrt-abi (abi/src/ioctl/), checked there against the
  * public driver's header. */
 #define _GNU_SOURCE
 #include <errno.h>

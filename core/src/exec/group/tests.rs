@@ -2,7 +2,7 @@
 //! HEAD write-back against the ring protocol.
 
 use super::*;
-use crate::arch::Arch;
+use crate::arch::{Arch, ENGINES_PER_CORE};
 use crate::exec::{exec_wait_round_robin, fatal};
 use crate::nq::{ErrorEntry, Subtype, INFER_STATUS_NQS};
 use crate::status::NrtError;
@@ -46,7 +46,7 @@ fn scenario(i: usize, ring: u32) -> (Box<FakeDevice>, Notifications, ExecConfig)
         3 => {
             // A hang: every START, no END on core 1 engine 3.
             d.run_all(1, 100, 200);
-            for e in 0..5 {
+            for e in 0..ENGINES_PER_CORE {
                 d.start(1, e, 100);
                 if e != 3 {
                     d.end(1, e, 200);
@@ -55,7 +55,7 @@ fn scenario(i: usize, ring: u32) -> (Box<FakeDevice>, Notifications, ExecConfig)
         }
         4 => {
             // A hang on core 0 with INTC bit 29 up: an overflow, not a timeout.
-            for e in 0..5 {
+            for e in 0..ENGINES_PER_CORE {
                 d.start(0, e, 100);
                 d.start(1, e, 100);
                 d.end(1, e, 200);
@@ -80,14 +80,14 @@ fn scenario(i: usize, ring: u32) -> (Box<FakeDevice>, Notifications, ExecConfig)
             // A hang on core 0 with an HBM uncorrectable: the timeout is reclassified.
             cfg = ExecConfig::new(Arch::Sunda, 1, 1);
             d.hbm[0] = Some(NrtStatus::ExecHwErrHbmUe);
-            for e in 0..4 {
+            for e in 0..ENGINES_PER_CORE - 1 {
                 d.start(0, e, 100);
                 d.end(0, e, 200);
             }
         }
         _ => {
             // Many records per engine: several sweeps of 16.
-            for e in 0..5 {
+            for e in 0..ENGINES_PER_CORE {
                 for c in 0..2 {
                     d.start(c, e, 100);
                     for k in 0..40 {
@@ -294,13 +294,13 @@ fn two_sweep_heads(batching: bool) -> u64 {
     g.poll(&mut host, |_, _| {});
     g.poll(&mut host, |_, _| {}); // WAIT_CORE
     for c in 0..2 {
-        for e in 0..5 {
+        for e in 0..ENGINES_PER_CORE {
             host.lanes[0].0.start(c, e, 100);
         }
     }
     assert_eq!(g.poll(&mut host, |_, _| {}).completed, 0);
     for c in 0..2 {
-        for e in 0..5 {
+        for e in 0..ENGINES_PER_CORE {
             host.lanes[0].0.end(c, e, 200);
         }
     }
@@ -345,7 +345,7 @@ fn batched_heads_keep_the_ring_protocol_over_many_laps() {
         g.poll(&mut host, |_, _| {});
         g.poll(&mut host, |_, _| {});
         let d = &mut host.lanes[0].0;
-        for e in 1..5 {
+        for e in 1..ENGINES_PER_CORE {
             d.start(0, e, 100);
             d.end(0, e, 200);
         }
@@ -380,7 +380,7 @@ fn batched_heads_keep_the_ring_protocol_over_many_laps() {
             result,
             Some(Step::Done(NrtStatus::Success)),
             "ring {ring}: sent {sent}, {:?} {:?}",
-            g.request(0).map(|r| (0..5).map(|e| r.substate(0, e)).collect::<Vec<_>>()),
+            g.request(0).map(|r| (0..ENGINES_PER_CORE).map(|e| r.substate(0, e)).collect::<Vec<_>>()),
             host.lanes[0].1.ring(0, 4)
         );
         let d = &mut host.lanes[0].0;
@@ -729,7 +729,7 @@ fn a_refusal_displays_the_call_and_its_reason() {
 
 #[test]
 fn a_group_settles_a_request_right_after_its_notice() {
-    // Requests settled after the notice (G-SETTLE): `done` sees each with its
+    // Requests settled after the notice, G-SETTLE: `done` sees each with its
     // status and its settle due; by the end of the pass its lane has the
     // counts a request settled in FINALIZE gives, and the same events.
     let which = scenarios();

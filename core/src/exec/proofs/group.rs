@@ -216,12 +216,9 @@ impl<const K: usize> ProofLanes<K> {
 impl<const K: usize> Lanes for ProofLanes<K> {
     type Dev = LaneDev;
     fn lane(&mut self, lane: u16) -> Option<(&mut LaneDev, &mut Notifications)> {
-        // Each device by a constant index: the solver then knows which
-        // object a lane's device is (a symbolic index into the array would
-        // make every access through it a case split over the whole array).
-        // Measured: a plain `get_mut(lane)` symbolically executes in about half
-        // the steps, but CBMC's solver then took 841 s on
-        // `prove_group_ends_each_request_as_alone` against 433 s with this loop.
+        // Each device by a constant index, so the solver knows which object a
+        // lane's device is; a plain `get_mut(lane)` made the solver about twice
+        // as slow.
         for i in 0..K {
             if usize::from(lane) == i {
                 return self.devs.get_mut(i).map(|d| (d, &mut self.nq));
@@ -519,7 +516,7 @@ pub(crate) fn write_back_heads_hands_back_exactly_the_reads<A: Any>(mut any: A) 
 }
 
 /// A request whose lane does not exist finishes on its first pass with
-/// `Step::Error` and `NRT_INVALID_HANDLE` (G-GROUP-LANE), and the others in the
+/// `Step::Error` and `NRT_INVALID_HANDLE`, G-GROUP-LANE, and the others in the
 /// same pass are stepped as usual.
 pub(crate) fn group_missing_lane_fails_the_request<R: Proved, A: Any>(mut any: A) {
     let mut lanes = ProofLanes::<1>::new(&mut any);
@@ -547,18 +544,14 @@ pub(crate) fn group_missing_lane_fails_the_request<R: Proved, A: Any>(mut any: A
     cover!(!first, "lane: the missing lane second");
 }
 
-// The unwind bounds, each the longest loop of its harness plus one (kani's
-// unwinding assertions fail a proof whose loop needed more). The group's slot
-// and lane loops run over constant ranges (`0..N`, `0..K`), which kani unwinds
-// by their bound; a pass's loop runs at most 2 * N = 4 times (each iteration
-// advances or unlinks); a request driven alone at most `ALONE_STEPS` = 3;
-// `Notifications::new` has no loop. So 5 covers every loop of the group
-// harnesses, the operations' included: each makes 3 operations, the fewest
-// that reach every cover (a slot reused: insert, finish or remove, insert; a
-// full group: three inserts; two requests ending in one pass: two inserts and
-// a pass). Four operations took the solver 433 s and 465 s (machine load 2),
-// the kani stage then 1,218 s in CI, over its 1,200 s goal; longer sequences
-// (up to 11 operations, on the real request as well) run as the tests below.
+// The unwind bounds, each the longest loop of its harness plus one; kani's
+// unwinding assertions fail a proof whose loop needed more. The slot and lane
+// loops run over constant ranges, which kani unwinds by their bound; a pass's
+// loop runs at most 2 * N = 4 times; a request driven alone at most
+// `ALONE_STEPS` = 3. So 5 covers every loop of the group harnesses. Each makes
+// 3 operations, the fewest that reach every cover; a fourth put the kani stage
+// over its time goal. Longer sequences, on the real request too, run as the
+// tests below.
 
 #[cfg(kani)]
 #[kani::proof]

@@ -1,91 +1,37 @@
 //! The per-core pieces of a step, proved on their own, so that the step proofs
-//! (`step.rs`) can replace them by what is proved of them (compositional
-//! reasoning: assume-guarantee by stubbing).
+//! (`step.rs`) can replace them by what is proved of them: assume-guarantee
+//! by stubbing.
 //!
-//! A step from WAIT_CORE over two cores runs, per core, the ring sweep
-//! ([`ExecRequest::consume_core`], one batch per engine,
-//! [`ExecRequest::consume_engine`]), and FINALIZE ([`ExecRequest::finalize`]),
-//! which runs per core the timestamp rescale ([`ExecRequest::postprocess_core`])
-//! and the error-ring sweep ([`consume_error_block`]). One solver run over all of
-//! them for two cores gave no verdict in 10 minutes. The layers, each proved
-//! with the layer below as its stub: an engine's batch; a core's sweep; the
-//! rescale and the error sweep of a core; FINALIZE over the cores; the step
-//! (`step.rs`) over the cores. Here each piece is proved for ANY core of ANY
-//! request its callers can pass it, against any device ([`HavocDev`]): it
-//! writes only its own core's part of the request (its frame), it moves no
-//! engine's substate backwards, and what it returns is what the step relies on.
-//! The `*_stub` functions are those guarantees and nothing more. Each is two
-//! functions:
+//! The layers, each proved with the layer below as its stub: an engine's
+//! batch, [`ExecRequest::consume_engine`]; a core's sweep,
+//! [`ExecRequest::consume_core`]; a core's rescale and error sweep; FINALIZE
+//! over the cores; the step over the cores. One solver run over all of them
+//! gave no verdict. Each piece is proved for any core of any request its
+//! callers can pass, against any device, [`HavocDev`]: it writes only its own
+//! core's part of the request, its frame, moves no substate backwards, and
+//! returns what the step relies on.
 //!
-//! - `*_stub_from`, plain Rust compiled for the tests as for kani, applies one
-//!   *choice* to the request and returns what the piece returns, or `None` for
-//!   a choice the guarantee does not allow. A choice (`EngineChoice`,
-//!   `CoreChoice`, `RescaleChoice`, `ErrorSweepChoice`, `FinalizeChoice`) holds
-//!   every value the stub draws: the new substates, timestamps, slot engines,
-//!   fatal flags and durations, each status as its code
-//!   (`NrtStatus::from_code`), each error class as an error record (the class
-//!   is the decoder's, `ErrorEntry::class`), each timeout cause as a selector;
-//! - the stub the harnesses name asserts the precondition its proof assumed (so
-//!   a caller outside the proved domain fails the step proof), draws ANY choice
-//!   (`kani::any`), assumes `*_stub_from` allows it, and returns what it gives.
-//!
-//! A step proof with the stubs in place therefore covers every behaviour the
-//! stubs allow. That these include every behaviour of the real pieces is
-//! checked twice:
-//!
-//! - by kani, against the proved predicate: the proof of each piece asserts
-//!   the predicate of its stub ([`consume_engine_post`],
-//!   [`consume_core_post`], `postprocess_core_post`, [`finalize_post`]);
-//!   [`consume_core_stub_from`] and [`finalize_stub_from`] allow a choice
-//!   exactly when the outcome satisfies it, [`consume_engine_stub_from`] and
-//!   [`postprocess_core_stub_from`] satisfy it by construction and reach every
-//!   outcome it allows; but for statuses and error classes, which the stubs
-//!   draw as codes and records, so only those that `from_code` and the decoder
-//!   give (the error sweep's proof asserts nothing of what it returns: its
-//!   stub returns any of those);
-//! - by `cargo test`, against the real function: in each piece's property
-//!   (`*_keeps_its_frame`, `finalize_keeps_its_contract`), whenever it runs as
-//!   a test, the real piece's outcome is read back as a choice
-//!   (`*_stub_gives`), and `*_stub_from`, run on a copy of the request before
-//!   the call, must allow it and give exactly the real request, in every
-//!   field, and the real return (the error sweep: its status and first class).
-//!   This runs the stub's own code, on every generated input of the property;
-//!   a stub narrowed below the real function (a status, a substate move, a
-//!   timeout cause or an error class it cannot give, a field it does not
-//!   write) fails it, and each `*_tie_rejects_what_the_stub_cannot_give` test
-//!   shows the check failing on outcomes the stub cannot give.
-//!
-//! Why these are `kani::stub`s and not function contracts (`requires`,
-//! `ensures`, `modifies` proved by `proof_for_contract` and used through
-//! `stub_verified`): every piece takes the device as `&mut D` for a generic
-//! `D: ExecDevice`, and a contract's `modifies` can name only the whole `*dev`
-//! (no field of a generic type), which `stub_verified` then havocs: the proof
-//! devices' `RefCell` borrow flag (so the next draw panics), their clock (so
-//! "never reads the clock" can no longer be shown) and their ring size (so the
-//! in-ring read check fails); and the frame predicates compare the whole
-//! request before and after, an `old()` copy of the whole request per call
-//! that kani would carry through every layer. The function contracts of the
-//! project are on the leaves, where the arguments are plain values
-//! (`finalize::rescale_ns`, the NQ producer's `push` and `on_head_write`).
+//! Each `*_stub` is that guarantee and nothing more: `*_stub_from` applies one
+//! *choice* of every value the stub draws, or refuses one the guarantee does
+//! not allow, and the stub asserts its proof's precondition and draws any
+//! allowed choice. Kani ties each stub to its proved predicate; `cargo test`
+//! ties it to the real function, reading each real outcome back as a choice
+//! the stub must allow and reproduce exactly. Why `kani::stub` and not
+//! function contracts, and how the ties work: `docs/kani.md`, "How the layers
+//! are linked".
 //!
 //! What the stubs do not do, and why that hides nothing:
 //!
 //! - they do not call the device: the proofs show each piece leaves
-//!   [`HavocDev`]'s clock where it was, and its other answers are fresh draws
-//!   independent of earlier calls, so the rest of the step sees the same device
-//!   either way; what else the real pieces hand the device, events (counted by
-//!   [`HavocDev`]) and FINALIZE's counter updates (`CounterSink`, which
-//!   [`HavocDev`] ignores), no later call in the step and no step property
-//!   reads (the counters' own tests check what FINALIZE counts);
-//! - they do not change `nq`: the proofs show each piece changes in `nq` only its
-//!   own rings (an engine's batch its INFER_STATUS ring, the error sweep its
-//!   core's error ring and the subscriber queue, the rescale nothing), and
-//!   nothing later in the same step reads those: each engine of each core is
-//!   swept once per step from its own ring, FINALIZE reads the sync points, the
-//!   calibrations and each core's error ring once, nothing reads the subscriber
-//!   queue, and nothing after FINALIZE reads `nq`. The step proofs do not
-//!   carry `nq` from one step to the next (the ring cursor's own proofs,
-//!   `nq::ring::proofs`, cover the rings across calls).
+//!   [`HavocDev`]'s clock where it was, and its other answers are fresh draws,
+//!   so the rest of the step sees the same device either way. The events and
+//!   counter updates the real pieces hand over, no later call or step property
+//!   reads;
+//! - they do not change `nq`: the proofs show each piece changes only its own
+//!   rings, and nothing later in the same step reads those: each engine is
+//!   swept once per step, FINALIZE reads each core's error ring once, and
+//!   nothing after FINALIZE reads `nq`. The rings across steps are
+//!   `nq::ring::proofs`' to prove.
 
 #[cfg(kani)]
 use super::step::any_substate;
@@ -101,9 +47,9 @@ use crate::proofs::{cover, Any};
 use crate::status::{NrtError, NrtStatus};
 
 /// What the frame proofs compare of a [`Notifications`]: every ring, the
-/// calibrations and sync points, the INFER_STATUS ids and the subscriber queue's
-/// counts. (Read through the accessors, not `clone()`: cloning the 64-record
-/// subscriber queue is a loop the solver cannot bound but by the unwind limit.)
+/// calibrations and sync points, the INFER_STATUS ids and the subscriber
+/// queue's counts. Read through the accessors: a `clone()` of the queue is a
+/// loop the solver bounds only by the unwind limit.
 struct NqView {
     rings: [[NqRing; NQ_PER_CORE]; MAX_CORES],
     cal: [[TsCal; ENGINES_PER_CORE]; MAX_CORES],
@@ -134,9 +80,8 @@ fn view(nq: &Notifications) -> NqView {
     v
 }
 
-/// `a` and `b` agree on everything outside `(core, ids)`: every other ring, the
-/// calibrations and sync points, the INFER_STATUS ids; and, unless `errors` (the
-/// error sweep keeps records for subscribers), the subscriber queue.
+/// `a` and `b` agree on everything outside `(core, ids)`, and on the
+/// subscriber queue unless `errors`, the error sweep's case.
 #[allow(clippy::needless_range_loop)] // index loops: constant bounds for the solver
 fn nq_frame(a: &NqView, b: &NqView, core: u8, ids: &[u8], errors: bool) -> bool {
     let mut same = a.ids == b.ids;
@@ -158,8 +103,7 @@ fn nq_frame(a: &NqView, b: &NqView, core: u8, ids: &[u8], errors: bool) -> bool 
 
 /// The guarantee of `consume_core(core)`: only `core`'s substates, timestamps,
 /// slot engines and fatal flags change; no substate moves backwards; an `Ok`
-/// leaves the fatal flags as they were (a flag is only set on the way to an
-/// error); an `Err` never carries `NRT_SUCCESS`.
+/// leaves the fatal flags as they were; an `Err` never carries `NRT_SUCCESS`.
 pub(super) fn consume_core_post(
     before: &ExecRequest,
     after: &ExecRequest,
@@ -182,12 +126,10 @@ pub(super) fn consume_core_post(
     same(&framed, after) && monotone && flags
 }
 
-/// Where `consume_core` is called (the step from WAIT_CORE), and so what its
-/// proof assumes: a WAIT_CORE request, a core of it, that core's five
-/// INFER_STATUS rings freshly bound (as the step proofs bind them). Of the
-/// request, `consume_core` reads only the core's substates, timestamps and slot
-/// engines, the arch and the TPB indices, which its proof draws freely; the
-/// fields it does not read it leaves as they were (its frame), whatever they are.
+/// Where the step from WAIT_CORE calls `consume_core`, and so what its proof
+/// assumes: a WAIT_CORE request, a core of it, that core's INFER_STATUS rings
+/// freshly bound. The fields it reads, its proof draws freely; the others it
+/// leaves as they were, whatever they are.
 #[allow(clippy::needless_range_loop)] // index loops: constant bounds for the solver
 fn consume_core_pre(r: &ExecRequest, nq: &Notifications, core: usize) -> bool {
     let mut bound = nq.infer_status_nqs().len() == ENGINES_PER_CORE;
@@ -195,26 +137,22 @@ fn consume_core_pre(r: &ExecRequest, nq: &Notifications, core: usize) -> bool {
         let id = INFER_STATUS_NQS[i];
         bound &= nq.infer_status_nqs().get(i) == Some(&id)
             && nq.ring(core as u8, id).is_some_and(|ring| {
-                // Freshly bound (cursor at 0), 2 entries under kani.
+                // Freshly bound, cursor at 0, 2 entries under kani.
                 NqRing::new(ring.size_bytes()).ok() == Some(*ring) && (!cfg!(kani) || ring.size_bytes() == 32)
             });
     }
     r.state == ExecState::WaitCore && core < r.tpb_count() && bound
 }
 
-/// `consume_core` keeps its frame (see [`consume_core_post`]), changes in `nq`
-/// only `core`'s INFER_STATUS rings, and never reads the clock; for any core of
-/// any WAIT_CORE request, with any substates and any earlier timestamps and slot
-/// engines (the fields it reads), against any device. The rings are those of the
-/// step proofs (bound, cursors at 0, 2 entries under kani: one read per engine,
-/// see `step::step_once` for why that bound hides nothing).
+/// `consume_core` keeps its frame, [`consume_core_post`], changes in `nq` only
+/// `core`'s INFER_STATUS rings, and never reads the clock: for any core of any
+/// WAIT_CORE request, with any values of the fields it reads, against any
+/// device. The rings are the step proofs', `step::step_once` says why.
 pub(crate) fn consume_core_keeps_its_frame<A: Any>(mut any: A, core: usize) {
     let mut req = any_request(&mut any, ExecState::WaitCore, (core > 0).then_some(2));
     let n = req.tpb_count();
-    // `any_request` draws the substates and slot engines, and in the tests the
-    // timestamps; under kani it leaves the timestamps 0 (for the step proofs'
-    // sake), so they are drawn here: the sweep's `keep_earliest`/`keep_latest`
-    // compare against them.
+    // Under kani `any_request` leaves the timestamps 0, so they are drawn here:
+    // the sweep compares against them.
     if cfg!(kani) {
         for c in 0..MAX_CORES {
             for slot in 0..ts_slot::COUNT {
@@ -268,23 +206,20 @@ pub(crate) fn consume_core_keeps_its_frame<A: Any>(mut any: A, core: usize) {
     }
 }
 
-/// Every value the stub of `consume_core` draws: the core's new substates,
-/// timestamps, slot engines and fatal flags, whether it succeeds, and the
-/// status code of an error.
+/// Every value the stub of `consume_core` draws.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct CoreChoice {
     substates: [TpbEngState; ENGINES_PER_CORE],
     ts: [u64; ts_slot::COUNT],
-    slot_engine: [u8; 3],
+    slot_engine: [u8; ts_slot::SHARED],
     fatal: [bool; fatal::COUNT],
     ok: bool,
     code: u32,
 }
 
-/// The stub of `consume_core` for one choice: writes the choice into `core`'s
-/// frame and returns `Ok` or the error of the status code, or `None` when the
-/// outcome is not one [`consume_core_post`] allows (the step proofs never see
-/// such a choice; `this` is then left part-written).
+/// The stub of `consume_core` for one choice: writes it into `core`'s frame and
+/// returns its result, or `None`, `this` part-written, for an outcome
+/// [`consume_core_post`] does not allow.
 pub(super) fn consume_core_stub_from(
     this: &mut ExecRequest,
     core: usize,
@@ -300,9 +235,8 @@ pub(super) fn consume_core_stub_from(
 }
 
 /// The stub of `consume_core` gives the outcome `(after, r)` from `before`:
-/// the choice read off the outcome, applied to a copy of `before`, is allowed
-/// and gives `after` in every field and `r`. (`cargo test` runs it on every
-/// real sweep, in [`consume_core_keeps_its_frame`].)
+/// the choice read off it, applied to a copy of `before`, gives `after` in
+/// every field and `r`. Run on every real sweep by the tests.
 #[cfg(test)]
 pub(super) fn consume_core_stub_gives(
     before: &ExecRequest,
@@ -322,10 +256,9 @@ pub(super) fn consume_core_stub_gives(
     consume_core_stub_from(&mut stubbed, core, &c) == Some(r) && same(&stubbed, after)
 }
 
-/// What the step proofs run instead of `consume_core`: its precondition checked,
-/// then ANY choice [`consume_core_stub_from`] allows (ANY result and ANY new
-/// value of its frame that [`consume_core_post`] allows); `dev` and `nq`
-/// untouched (see the module docs).
+/// What the step proofs run instead of `consume_core`: its precondition
+/// checked, then ANY choice [`consume_core_stub_from`] allows; `dev` and `nq`
+/// untouched.
 #[cfg(kani)]
 #[allow(dead_code)] // named only by the step harnesses' `kani::stub` attributes
 #[allow(clippy::needless_range_loop)] // an index loop: a constant bound for the solver
@@ -378,11 +311,9 @@ fn consume_engine_pre(r: &ExecRequest, nq: &Notifications, core: usize, eng: usi
         && consume_core_pre(r, nq, core)
 }
 
-/// `consume_engine` keeps its frame (see [`consume_engine_post`]), changes in
-/// `nq` only its engine's ring, and never reads the clock; for any engine not
-/// COMPLETE of any core of any WAIT_CORE request, with any substates and any
-/// earlier timestamps and slot engines, against any device (the rings as in
-/// [`consume_core_keeps_its_frame`]).
+/// `consume_engine` keeps its frame, [`consume_engine_post`], changes in `nq`
+/// only its engine's ring, and never reads the clock: for any engine not
+/// COMPLETE of any core of any WAIT_CORE request, against any device.
 pub(crate) fn consume_engine_keeps_its_frame<A: Any>(mut any: A, core: usize, eng: usize) {
     let mut req = any_request(&mut any, ExecState::WaitCore, (core > 0).then_some(2));
     let Some(engine) = Engine::from_index(eng) else { return };
@@ -418,10 +349,8 @@ pub(crate) fn consume_engine_keeps_its_frame<A: Any>(mut any: A, core: usize, en
     cover!(r == Err(NrtStatus::ExecSwNqOverflow), "engine: an out-of-order record on an overflowed queue (1204)");
     cover!(r == Err(NrtStatus::Failure), "engine: a failed read or a bad record (1)");
     cover!(r.is_ok() && after == before.tpb_exec_state[core][eng], "engine: nothing new");
-    // Outcomes the tie to the stub needs the tests' inputs to reach, recorded
-    // for `assert_covered` only: the proofs need no such cover (their stubs
-    // draw every slot engine, and their 2-entry rings read one record per
-    // batch, so START and END never meet in one).
+    // Outcomes the tie to the stub needs the tests' inputs to reach; the
+    // proofs' stubs draw every slot engine, so they need no such cover.
     #[cfg(test)]
     {
         let was = before.tpb_exec_state[core][eng];
@@ -436,25 +365,21 @@ pub(crate) fn consume_engine_keeps_its_frame<A: Any>(mut any: A, core: usize, en
     }
 }
 
-/// Every value the stub of `consume_engine` draws: the engine's new substate,
-/// the core's new timestamps and slot engines, whether it succeeds, and, for an
-/// error, the core's fatal flags and the status code.
+/// Every value the stub of `consume_engine` draws.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct EngineChoice {
     substate: TpbEngState,
     ts: [u64; ts_slot::COUNT],
-    slot_engine: [u8; 3],
+    slot_engine: [u8; ts_slot::SHARED],
     ok: bool,
     fatal: [bool; fatal::COUNT],
     code: u32,
 }
 
-/// The stub of `consume_engine` for one choice, built to satisfy
-/// [`consume_engine_post`] by construction (no copy of the request and no
-/// comparison for the solver): only the frame is written; the engine's substate
-/// stays or moves forward, to any later one (`None` for a choice that moves it
-/// back, before anything is written); the fatal flags change only with an
-/// error, whose status is never `NRT_SUCCESS` (`NrtError`).
+/// The stub of `consume_engine` for one choice, satisfying
+/// [`consume_engine_post`] by construction, with no copy for the solver: only
+/// the frame is written, the substate never moves back, and the fatal flags
+/// change only with an error. `None`, nothing written, for a move back.
 pub(super) fn consume_engine_stub_from(
     this: &mut ExecRequest,
     core: usize,
@@ -479,9 +404,8 @@ pub(super) fn consume_engine_stub_from(
     Some(Err(NrtError::failed(NrtStatus::from_code(c.code))))
 }
 
-/// The stub of `consume_engine` gives the outcome `(after, r)` from `before`
-/// (as [`consume_core_stub_gives`]; `cargo test` runs it on every real batch,
-/// in [`consume_engine_keeps_its_frame`]).
+/// The stub of `consume_engine` gives the outcome `(after, r)` from `before`,
+/// as [`consume_core_stub_gives`].
 #[cfg(test)]
 pub(super) fn consume_engine_stub_gives(
     before: &ExecRequest,
@@ -504,8 +428,7 @@ pub(super) fn consume_engine_stub_gives(
 
 /// What the proof of `consume_core` runs instead of `consume_engine`: its
 /// precondition checked, then ANY choice [`consume_engine_stub_from`] allows;
-/// `dev` and `nq` untouched (see the module docs: an engine's batch changes
-/// only its own ring, which no other engine reads).
+/// `dev` and `nq` untouched.
 #[cfg(kani)]
 #[allow(dead_code)] // named only by a harness's `kani::stub` attribute
 pub(crate) fn consume_engine_stub<D: crate::exec::ExecDevice + ?Sized>(
@@ -531,7 +454,7 @@ pub(crate) fn consume_engine_stub<D: crate::exec::ExecDevice + ?Sized>(
 }
 
 /// The guarantee of `postprocess_core(core)`: only `core`'s timestamp slots and
-/// duration change (to anything: no step property reads their values).
+/// duration change, to anything.
 fn postprocess_core_post(before: &ExecRequest, after: &ExecRequest, core: usize) -> bool {
     let mut framed = before.clone();
     framed.vcore_notif_ts[core] = after.vcore_notif_ts[core];
@@ -540,10 +463,8 @@ fn postprocess_core_post(before: &ExecRequest, after: &ExecRequest, core: usize)
 }
 
 /// `postprocess_core` keeps its frame and never panics, for any core of any
-/// request its caller (FINALIZE, before the timestamps are in CPU time) can pass:
-/// any timestamps in any of the 13 slots, any slot engines, any calibration per
-/// engine and any sync point (the fields it reads), against any device; it
-/// changes nothing in `nq` (it takes it shared) and never reads the clock.
+/// request FINALIZE can pass it, with any values of the fields it reads,
+/// against any device; it never reads the clock.
 pub(crate) fn postprocess_core_keeps_its_frame<A: Any>(mut any: A, core: usize) {
     let mut req = any_request(&mut any, ExecState::WaitCore, (core > 0).then_some(2));
     let mut nonzero = 0u32;
@@ -574,8 +495,7 @@ pub(crate) fn postprocess_core_keeps_its_frame<A: Any>(mut any: A, core: usize) 
     cover!(core == 1, "postprocess: the second core");
 }
 
-/// Every value the stub of `postprocess_core` draws: the core's new timestamp
-/// slots and duration.
+/// Every value the stub of `postprocess_core` draws.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct RescaleChoice {
     ts: [u64; ts_slot::COUNT],
@@ -583,16 +503,14 @@ pub(super) struct RescaleChoice {
 }
 
 /// The stub of `postprocess_core` for one choice: writes it into `core`'s
-/// frame. Every choice is allowed ([`postprocess_core_post`] holds of each by
-/// construction).
+/// frame. Every choice satisfies [`postprocess_core_post`].
 pub(super) fn postprocess_core_stub_from(this: &mut ExecRequest, core: usize, c: &RescaleChoice) {
     this.vcore_notif_ts[core] = c.ts;
     this.out_info.tpb_duration_us[core] = c.duration;
 }
 
-/// The stub of `postprocess_core` gives `after` from `before` (as
-/// [`consume_core_stub_gives`]; `cargo test` runs it on every real rescale, in
-/// [`postprocess_core_keeps_its_frame`]).
+/// The stub of `postprocess_core` gives `after` from `before`, as
+/// [`consume_core_stub_gives`].
 #[cfg(test)]
 pub(super) fn postprocess_core_stub_gives(before: &ExecRequest, after: &ExecRequest, core: usize) -> bool {
     let c = RescaleChoice { ts: after.vcore_notif_ts[core], duration: after.out_info.tpb_duration_us[core] };
@@ -602,9 +520,7 @@ pub(super) fn postprocess_core_stub_gives(before: &ExecRequest, after: &ExecRequ
 }
 
 /// What the step proofs run instead of `postprocess_core`: its precondition
-/// checked (a core of the request's arrays: its proof draws every field it
-/// reads), then ANY choice [`postprocess_core_stub_from`] allows; `dev`
-/// untouched (see the module docs).
+/// checked, then ANY choice [`postprocess_core_stub_from`] allows; `dev` untouched.
 #[cfg(kani)]
 #[allow(dead_code)] // named only by the step harnesses' `kani::stub` attributes
 pub(crate) fn postprocess_core_stub<D: crate::exec::ExecDevice + ?Sized>(
@@ -618,8 +534,7 @@ pub(crate) fn postprocess_core_stub<D: crate::exec::ExecDevice + ?Sized>(
 }
 
 /// Where FINALIZE calls `consume_error_block`, and so what its proof assumes:
-/// a core, its error ring unbound or freshly bound (cursor at 0, 2 entries
-/// under kani).
+/// a core, its error ring unbound or freshly bound.
 fn consume_error_block_pre(nq: &Notifications, core: u8) -> bool {
     usize::from(core) < MAX_CORES
         && nq.ring(core, ERROR_NQ).is_some_and(|ring| {
@@ -628,11 +543,10 @@ fn consume_error_block_pre(nq: &Notifications, core: u8) -> bool {
         })
 }
 
-/// `consume_error_block` (the error-ring sweep of one core) changes in `nq` only
-/// that core's error ring and the subscriber queue, and never reads the clock;
-/// for either core, its error ring bound (cursor at 0, 2 entries under kani) or
-/// unbound as in the step proofs, against any device. What it returns is
-/// anything: the step's properties hold for any status and any first class.
+/// `consume_error_block`, one core's error-ring sweep, changes in `nq` only
+/// that core's error ring and the subscriber queue, and never reads the clock,
+/// against any device. It may return anything: the step's properties hold for
+/// any status and first class.
 pub(crate) fn consume_error_block_keeps_its_frame<A: Any>(mut any: A, core: u8) {
     let ring_size = ring_size(&mut any);
     let mut nq = bound_notifications(&mut any, ring_size);
@@ -640,9 +554,8 @@ pub(crate) fn consume_error_block_keeps_its_frame<A: Any>(mut any: A, core: u8) 
     let nq_before = view(&nq);
     let now = any.u64();
     let mut dev = HavocDev::new(any, now, ring_size);
-    // The ring unbound, or not, and the call, in each branch: the ring's size is
-    // then a constant in each (a size merged from the two would bound the
-    // sweep's loops only by the unwind limit; see `step::step_once`).
+    // The call in each branch, so the ring's size is a constant in each:
+    // `step::step_once` says why.
     let (st, class) = if unbound {
         if let Some(r) = nq.ring_mut(core, ERROR_NQ) {
             *r = NqRing::UNBOUND;
@@ -663,8 +576,7 @@ pub(crate) fn consume_error_block_keeps_its_frame<A: Any>(mut any: A, core: u8) 
     cover!(core == 1, "errors: the second core");
 }
 
-/// Every value the stub of `consume_error_block` draws: the status code, and
-/// no first class or the error record whose class it is.
+/// Every value the stub of `consume_error_block` draws.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct ErrorSweepChoice {
     code: u32,
@@ -672,15 +584,13 @@ pub(super) struct ErrorSweepChoice {
 }
 
 /// The stub of `consume_error_block` for one choice: the status of the code,
-/// and the class the error-record decoder gives the record. Every choice is
-/// allowed (the step's properties hold for any status and any first class).
+/// and the decoder's class of the record. Every choice is allowed.
 pub(super) fn consume_error_block_stub_from(c: &ErrorSweepChoice) -> (NrtStatus, Option<ErrorClass>) {
     (NrtStatus::from_code(c.code), c.record.as_ref().map(|raw| ErrorEntry::from_array(raw).class()))
 }
 
-/// An error record of class `class`: the first subtype that gives it, or a
-/// record of another class when none does (the tie that asks for it then
-/// fails).
+/// An error record of class `class`, or of another class when none gives it,
+/// which fails the tie that asks for it.
 #[cfg(test)]
 fn record_of_class(class: ErrorClass) -> [u8; ENTRY_SIZE] {
     let mut raw = [0; ENTRY_SIZE];
@@ -693,9 +603,7 @@ fn record_of_class(class: ErrorClass) -> [u8; ENTRY_SIZE] {
     raw
 }
 
-/// The stub of `consume_error_block` gives the sweep's result `(st, class)`
-/// (its status and first class; `cargo test` runs it on every real sweep, in
-/// [`consume_error_block_keeps_its_frame`]).
+/// The stub of `consume_error_block` gives the sweep's status and first class.
 #[cfg(test)]
 pub(super) fn consume_error_block_stub_gives(st: NrtStatus, class: Option<ErrorClass>) -> bool {
     let c = ErrorSweepChoice { code: st.code(), record: class.map(record_of_class) };
@@ -703,9 +611,8 @@ pub(super) fn consume_error_block_stub_gives(st: NrtStatus, class: Option<ErrorC
 }
 
 /// What the step proofs run instead of `consume_error_block`: its precondition
-/// checked, then ANY choice [`consume_error_block_stub_from`] allows (ANY
-/// status, and no first class or ANY class the error-record decoder gives);
-/// `dev` and `nq` untouched (see the module docs).
+/// checked, then ANY choice [`consume_error_block_stub_from`] allows; `dev`
+/// and `nq` untouched.
 #[cfg(kani)]
 #[allow(dead_code)] // named only by the step harnesses' `kani::stub` attributes
 pub(crate) fn consume_error_block_stub<D: crate::exec::ExecDevice + ?Sized>(
@@ -719,13 +626,10 @@ pub(crate) fn consume_error_block_stub<D: crate::exec::ExecDevice + ?Sized>(
 }
 
 /// The guarantee of `finalize(fault)`: the request is DONE with its timestamps
-/// in CPU time (under `Settle::AfterNotice`: its timestamps, which slots held
-/// a record and its durations untouched, and its settle due), the return is 0
-/// exactly when there is no `fault` (else 2), the
-/// return is the cached result, a 2 never carries `NRT_SUCCESS`; and only the
-/// state, the timestamps (and which slots held a record), `out_info`, the
-/// settle flag and the cached result change (substates,
-/// fatal flags, configuration, the barrier and core clocks stay).
+/// in CPU time, or under `Settle::AfterNotice` untouched and its settle due;
+/// the return is 0 exactly without a `fault`, else 2, and is the cached
+/// result; a 2 never carries `NRT_SUCCESS`. Only the state, the timestamps,
+/// `out_info`, the settle flag and the cached result change.
 pub(super) fn finalize_post(before: &ExecRequest, after: &ExecRequest, fault: Option<NrtError>, step: Step) -> bool {
     let mut framed = before.clone();
     framed.state = after.state;
@@ -754,12 +658,9 @@ pub(super) fn finalize_post(before: &ExecRequest, after: &ExecRequest, fault: Op
         && error_not_success
 }
 
-/// Where FINALIZE is called (the steps from WAIT_BARRIER_PROXY and WAIT_CORE),
-/// and so what its proof assumes: one or two cores, the timestamps still
-/// device timestamps. Of the request it reads only the core count, the
-/// statuses and (through its per-core pieces) the timestamps and slot engines,
-/// which its proof draws freely; the fields it does not read it leaves as they
-/// were (its frame), whatever they are.
+/// Where the steps from WAIT_BARRIER_PROXY and WAIT_CORE call FINALIZE, and so
+/// what its proof assumes: one or two cores, the timestamps still device
+/// timestamps. The fields it reads, its proof draws freely.
 fn finalize_pre(r: &ExecRequest) -> bool {
     (1..=MAX_CORES).contains(&r.tpb_count())
         && !r.ts_is_cpu
@@ -767,20 +668,15 @@ fn finalize_pre(r: &ExecRequest) -> bool {
         && matches!(r.state, ExecState::WaitBarrierProxy | ExecState::WaitCore)
 }
 
-/// FINALIZE over one or two cores (`cores`) keeps [`finalize_post`], for any
-/// request its callers can pass: the WAIT_BARRIER_PROXY and WAIT_CORE steps call
-/// it before the timestamps are in CPU time, with any substates and timestamps,
-/// any statuses and fatal flags already set on any core, and any `fault`; it
-/// reads of the request only the core count, the statuses and (through its
-/// per-core pieces) the timestamps, which are drawn freely here. Against any
-/// device; it never reads the clock. Under kani its per-core pieces are their
-/// stubs (proved above), so what this proves is the part over the cores: the
-/// timeout classification, and the reconciliation of the cores' statuses.
+/// FINALIZE over `cores` cores keeps [`finalize_post`], for any request its
+/// callers can pass and any `fault`, against any device; it never reads the
+/// clock. Under kani its per-core pieces are their stubs, so this proves the
+/// part over the cores: the timeout classification and the reconciliation.
 pub(crate) fn finalize_keeps_its_contract<A: Any>(mut any: A, cores: u8) {
     let mut req = any_request(&mut any, ExecState::WaitCore, Some(cores));
     for c in 0..MAX_CORES {
-        // A status already set on the way here: none, one of the step's own
-        // (a timeout, an overflow, a failure), or anything (a proxy's answer).
+        // A status already set on the way here: none, one of the step's own,
+        // or anything a proxy answered.
         req.out_info.exec_rets[c] = match any.u8() % 4 {
             0 => NrtStatus::Success,
             1 => NrtStatus::Timeout,
@@ -792,7 +688,7 @@ pub(crate) fn finalize_keeps_its_contract<A: Any>(mut any: A, cores: u8) {
         }
     }
     let fault = if any.bool() { None } else { NrtError::new(NrtStatus::from_code(any.u32())) };
-    // Called from the barrier wait or the core wait (it reads neither state).
+    // Called from the barrier wait or the core wait; it reads neither state.
     if any.bool() {
         req.state = ExecState::WaitBarrierProxy;
     }
@@ -818,9 +714,7 @@ pub(crate) fn finalize_keeps_its_contract<A: Any>(mut any: A, cores: u8) {
     cover!(matches!(step, Step::Error(_)) && out == NrtStatus::Failure, "finalize: 2, failed but no status: 1");
     cover!(timed_out && out != NrtStatus::Timeout, "finalize: a timeout classified as a hardware fault");
     cover!(cores == 2 && timed_out && out == NrtStatus::Timeout, "finalize: two cores, the hang wins");
-    // Outcomes the tie to the stub needs the tests' inputs to reach: each
-    // timeout cause (the proofs need no such cover: the stub of FINALIZE draws
-    // every cause).
+    // Each timeout cause, which the tie to the stub needs the tests to reach.
     #[cfg(test)]
     for c in 0..MAX_CORES {
         let cause = req.out_info.timeout_cause[c];
@@ -831,12 +725,8 @@ pub(crate) fn finalize_keeps_its_contract<A: Any>(mut any: A, cores: u8) {
     }
 }
 
-/// Every value the stub of FINALIZE draws: which slots held a record, the
-/// timestamps, and per core the status code, the duration, no first error
-/// class or the error record whose class it is, and the timeout cause (`0`
-/// none, `1` an HBM UE with the code `hbm`, `2` a DMA abort, `3` collectives,
-/// any other a hang on compute); then the status code of the return and
-/// whether it is 0 (else 2).
+/// Every value the stub of FINALIZE draws. The timeout cause: 0 none, 1 an HBM
+/// UE with the code `hbm`, 2 a DMA abort, 3 collectives, else a hang.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct FinalizeChoice {
     ts_recorded: [u16; MAX_CORES],
@@ -851,11 +741,8 @@ pub(super) struct FinalizeChoice {
 }
 
 /// The stub of FINALIZE for one choice: the request DONE with the choice's
-/// timestamps (in CPU time; under `Settle::AfterNotice` the timestamps and
-/// durations untouched and the settle due) and `out_info`, the return of the
-/// choice cached;
-/// `None` when the outcome is not one [`finalize_post`] allows (the step
-/// proofs never see such a choice; `this` is then left part-written).
+/// timestamps and `out_info` and its return cached; `None`, `this`
+/// part-written, for an outcome [`finalize_post`] does not allow.
 #[allow(clippy::needless_range_loop)] // an index loop: a constant bound for the solver
 pub(super) fn finalize_stub_from(this: &mut ExecRequest, fault: Option<NrtError>, c: &FinalizeChoice) -> Option<Step> {
     let before = this.clone();
@@ -887,11 +774,9 @@ pub(super) fn finalize_stub_from(this: &mut ExecRequest, fault: Option<NrtError>
     finalize_post(&before, this, fault, step).then_some(step)
 }
 
-/// The stub of FINALIZE gives the outcome `(after, step)` from `before` (as
-/// [`consume_core_stub_gives`]; `cargo test` runs it on every real FINALIZE,
-/// in [`finalize_keeps_its_contract`]). The timeout causes are read by an
-/// exhaustive match with no wildcard: a new cause does not compile here until
-/// the stub gives it too.
+/// The stub of FINALIZE gives the outcome `(after, step)` from `before`, as
+/// [`consume_core_stub_gives`]. The causes are read by an exhaustive match: a
+/// new cause does not compile here until the stub gives it too.
 #[cfg(test)]
 pub(super) fn finalize_stub_gives(
     before: &ExecRequest,
@@ -926,10 +811,7 @@ pub(super) fn finalize_stub_gives(
 }
 
 /// What the step proofs run instead of `finalize`: its precondition checked,
-/// then ANY choice [`finalize_stub_from`] allows (ANY new timestamps and
-/// `out_info`, and the DONE state, return and cached status that
-/// [`finalize_post`] allows); `dev` and `nq` untouched (nothing in the step
-/// reads them after FINALIZE; see the module docs).
+/// then ANY choice [`finalize_stub_from`] allows; `dev` and `nq` untouched.
 #[cfg(kani)]
 #[allow(dead_code)] // named only by the step harnesses' `kani::stub` attributes
 #[allow(clippy::needless_range_loop)] // an index loop: a constant bound for the solver
@@ -960,17 +842,13 @@ pub(crate) fn finalize_stub<D: crate::exec::ExecDevice + ?Sized>(
     step.unwrap_or(Step::InFlight)
 }
 
-// The harnesses. Unwind 14: the longest loop is over the 13 timestamp slots of a
-// core (13 iterations + the exit test); the others are over 9 rings, 5 engines,
-// 2 cores, one read per engine or error ring (2-entry rings: the lap bound).
-// kani's unwinding assertions fail the proof if any loop needed more. Each core
-// is its own branch with the whole property inside it, so that the core index is
-// a constant there (an index into the request's and the rings' arrays that the
-// solver would otherwise have to case-split at every access).
+// The harnesses. Unwind 14 is `ts_slot::COUNT + 1`: the longest loop is over a
+// core's timestamp slots, plus the exit test; the others are shorter. kani's
+// unwinding assertions fail the proof if any loop needed more. Each core is
+// its own branch, so the core index is a constant there for the solver.
 
-// The sweep of a core, its engines' batches as their proved guarantee (the
-// proof below): what is proved here is the walk over the five engines, the
-// skipping of COMPLETE ones and the early exit on an error.
+// The sweep of a core, its engines' batches as their proved guarantee: what is
+// proved here is the walk over the engines and the early exit on an error.
 #[cfg(kani)]
 #[kani::proof]
 #[kani::unwind(14)]
@@ -983,10 +861,9 @@ fn prove_consume_core_keeps_its_frame() {
     }
 }
 
-// `rescale_ns` is replaced by its verified contract (`None` exactly without an
-// actual increment, `exec::proofs::prove_rescale_ns_contract`): the frame does
-// not depend on its value, and its 128-bit division is what kept FINALIZE's
-// proofs from the solver.
+// `rescale_ns` is replaced by its verified contract,
+// `exec::proofs::prove_rescale_ns_contract`: the frame does not depend on its
+// value, and its 128-bit division is more than the solver can take.
 #[cfg(kani)]
 #[kani::proof]
 #[kani::unwind(14)]
@@ -1010,9 +887,9 @@ fn prove_consume_error_block_keeps_its_frame() {
     }
 }
 
-// An engine's batch, one harness per engine (a constant engine index: the
-// ring, substate and timestamp slots it selects are then constants, where a
-// symbolic index gave no verdict in 5 minutes), each core its own branch.
+// An engine's batch, one harness per engine, each core its own branch: a
+// constant engine index makes its ring and slots constants, where a symbolic
+// one gave no verdict.
 #[cfg(kani)]
 #[kani::proof]
 #[kani::unwind(14)]
@@ -1068,9 +945,8 @@ fn prove_consume_engine_4_keeps_its_frame() {
     }
 }
 
-// FINALIZE over both cores, its per-core pieces as their proved guarantees
-// (the stubs above, each of which asserts its precondition). Each core count is
-// its own branch (constant array bounds inside).
+// FINALIZE over both cores, its per-core pieces as their proved guarantees.
+// Each core count is its own branch, for constant array bounds.
 #[cfg(kani)]
 #[kani::proof]
 #[kani::unwind(14)]
@@ -1168,11 +1044,9 @@ mod tests {
             }
             property(Bytes::new(&bytes));
         });
-        // Fixed inputs, the same on every run: START then END records, at
-        // every alignment to the request's draws (17 prefixes), with a few
-        // fixed fills for the records' other bytes. Generated inputs reach an
-        // engine's START and END in one batch only now and then (a run in CI
-        // missed it for two engines); these reach it every time, so the cover
+        // Fixed inputs: START then END records at every alignment to the
+        // request's draws. Generated inputs reach an engine's START and END in
+        // one batch only now and then; these reach it every time, so the cover
         // is a fact about the code, never about the seed.
         for prefix in 0..17usize {
             for fill in [0x00u8, 0x11, 0x5A, 0xFF] {
@@ -1401,7 +1275,7 @@ mod tests {
         due.settle_due = true;
         assert!(!finalize_pre(&due), "a settle already due");
 
-        // Settled after the notice (G-SETTLE): FINALIZE leaves the timestamps
+        // Settled after the notice, G-SETTLE: FINALIZE leaves the timestamps
         // and durations as they were, and the settle due.
         before.cfg.settle = Settle::AfterNotice;
         before.vcore_notif_ts[0][0] = 7;

@@ -1,9 +1,8 @@
-//! The one-step contract by induction (completion-engine seed §1: "returns 1 ...
-//! 0 ... or 2", and DESIGN.md's "a DONE request is terminal").
+//! The one-step contract by induction: completion-engine seed §1, "returns 1
+//! ... 0 ... or 2", and DESIGN.md's "a DONE request is terminal".
 //!
-//! A proof that unrolls `progress_one_step` from INIT for k calls is bounded by k
-//! and grows with it (the old four-step harness never reached the solver). This
-//! one is unbounded in the number of steps: [`reachable`] is an invariant that
+//! A proof that unrolls `progress_one_step` for k calls is bounded by k and
+//! grows with it. This one is unbounded: [`reachable`] is an invariant that
 //! holds for a new request, and [`step_once`] with the per-state properties
 //! (`step_from_*_keeps_the_contract`) shows that ONE call from ANY request
 //! satisfying it, against a device whose every answer is
@@ -12,15 +11,12 @@
 //! every call of every harvest, however long. One harness per state keeps each
 //! solver run small.
 //!
-//! What the device may do, per call: any 16 bytes in any slot it is asked for
-//! (records in and out of order, garbage, stale or fresh phase), a failed read or
-//! HEAD write, any INTC cause (overflow bit set or clear) or a failed INTC read,
-//! any proxy answer or failure, any fault-probe answer, any tensor-waiter answer,
-//! and a clock that jumps forward by any amount. The rings are 2 entries under
-//! kani (one read per engine per call) and 2 or 4 entries in the tests (up to 3
-//! reads per batch): see `step_once` for why that bound covers every sequence of
-//! records; larger rings only repeat the same loop body, and the ring cursor's own
-//! proof (`nq::ring::proofs`) covers every size and position.
+//! What the device may do, per call: any 16 bytes in any slot it is asked
+//! for, a failed read or HEAD write, any INTC cause or a failed INTC read, any
+//! proxy, fault-probe or tensor-waiter answer, and a clock that jumps forward
+//! by any amount. The rings are 2 entries under kani and 2 or 4 in the tests:
+//! `step_once` says why that bound covers every sequence of records, and
+//! `nq::ring::proofs` covers every ring size and position.
 
 use core::cell::{Cell, RefCell};
 
@@ -32,7 +28,7 @@ use crate::nq::{Notifications, SyncPoint, TsCal, ERROR_NQ, INFER_STATUS_NQS};
 use crate::proofs::{cover, Any};
 use crate::status::{NrtError, NrtStatus};
 
-/// A device whose every answer is drawn from an [`Any`] (see the module docs).
+/// A device whose every answer is drawn from an [`Any`].
 pub(crate) struct HavocDev<A: Any> {
     any: RefCell<A>,
     pub(super) now: Cell<u64>,
@@ -46,7 +42,7 @@ impl<A: Any> HavocDev<A> {
     }
 
     fn fails(&self) -> bool {
-        // One draw in 64 fails (under kani: any draw may fail).
+        // One draw in 64 fails; under kani any draw may.
         self.any.borrow_mut().u8() >= 0xFC
     }
 }
@@ -150,22 +146,19 @@ pub(super) fn any_substate<A: Any>(any: &mut A) -> TpbEngState {
 /// `progress_one_step` moved looks like, per state.
 ///
 /// - always: 1 or 2 cores;
-/// - before WAIT_CORE (INIT, WAIT_BARRIER_PROXY): every substate START_PENDING,
-///   no timestamp, no fatal flag, every core's status `NRT_SUCCESS`, no budget,
-///   no result; in INIT no barrier reported done;
-/// - in WAIT_CORE: the same but for substates and timestamps (anything), the
-///   barrier of every harvested core cleared, the budget `1000 * timeout_s`;
-///   a fault sets a status only on the way to DONE, so still none here;
-/// - in DONE: timestamps in CPU time (or, under `Settle::AfterNotice`, still
-///   device time with the settle due), and the cached result is 0 or 2, with 2
-///   never carrying `NRT_SUCCESS`.
+/// - before WAIT_CORE: every substate START_PENDING, no timestamp, no fatal
+///   flag, every core's status `NRT_SUCCESS`, no budget, no result; in INIT no
+///   barrier reported done;
+/// - in WAIT_CORE: the same but for substates and timestamps, which may be
+///   anything, every barrier cleared and the budget `1000 * timeout_s`;
+/// - in DONE: timestamps in CPU time, or device time with the settle due, and
+///   the cached result 0 or 2, with 2 never carrying `NRT_SUCCESS`.
 #[allow(clippy::needless_range_loop)] // index loops, see below
 pub(crate) fn reachable(r: &ExecRequest) -> bool {
     let n = r.tpb_count();
     let cores_ok = (1..=MAX_CORES).contains(&n);
     // Index loops over constant bounds, not `iter().all()`: the solver bounds a
-    // slice iterator's loop only by the unwind limit (14), an index loop by its
-    // constant, and this runs several times per step harness.
+    // slice iterator's loop only by the unwind limit, an index loop by its constant.
     let mut quiet = r.result == Step::InFlight && !r.ts_is_cpu && !r.settle_due;
     let mut fresh = true;
     let mut none_done = true;
@@ -195,8 +188,7 @@ pub(crate) fn reachable(r: &ExecRequest) -> bool {
             quiet && harvested_done && r.timeout_ms == MS_PER_TIMEOUT_S * u64::from(r.cfg.timeout_s) && past_n_untouched
         }
         ExecState::Done => {
-            // In CPU time, or (settled after the notice) still device time
-            // with the settle due (G-SETTLE).
+            // In CPU time, or still device time with the settle due, G-SETTLE.
             let settled = r.ts_is_cpu && !r.settle_due;
             let due = !r.ts_is_cpu && r.settle_due && r.cfg.settle == Settle::AfterNotice;
             (settled || due)
@@ -222,7 +214,7 @@ pub(crate) fn any_request<A: Any>(any: &mut A, state: ExecState, cores: Option<u
     cfg.tpb_idx = [any.u8(), any.u8()];
     // Under kani the seed's order only: the settle's mode changes FINALIZE's
     // frame, not the steps', and each mode doubles the solver's work in every
-    // harness; the tests draw both (G-SETTLE).
+    // harness; the tests draw both, G-SETTLE.
     if !cfg!(kani) && any.bool() {
         cfg.settle = Settle::AfterNotice;
     }
@@ -243,11 +235,9 @@ pub(crate) fn any_request<A: Any>(any: &mut A, state: ExecState, cores: Option<u
             r.network_proxy_done = [any.bool(), any.bool()];
             r.core_start_ns = any.u64();
             r.timeout_ms = MS_PER_TIMEOUT_S * u64::from(r.cfg.timeout_s);
-            // Over both cores with a guard inside, not `0..n` and not an
-            // iterator adaptor: a loop bound the solver knows only as 1 or 2
-            // (and `filter`'s inner `find` loop, whose range it does not see as
-            // constant) would be unwound to the harness's limit, 14, each
-            // iteration with the nested loops below it.
+            // Over both cores with a guard inside, not `0..n` or an adaptor: a
+            // bound the solver knows only as 1 or 2 would be unwound to the
+            // harness's limit, with the nested loops below.
             for core in 0..MAX_CORES {
                 if core >= n {
                     continue;
@@ -255,11 +245,9 @@ pub(crate) fn any_request<A: Any>(any: &mut A, state: ExecState, cores: Option<u
                 for eng in 0..ENGINES_PER_CORE {
                     r.tpb_exec_state[core][eng] = any_substate(any);
                 }
-                // Under kani the earlier timestamps are 0 (the tests draw them):
-                // no part of the one-step contract reads a timestamp (they feed
-                // only `keep_earliest`/`keep_latest` and FINALIZE's rescale, whose
-                // outputs are the slots and the durations), while each nonzero slot
-                // costs FINALIZE a 64-bit division by 1000 in the solver.
+                // Under kani the earlier timestamps are 0; the tests draw them.
+                // No part of the one-step contract reads a timestamp, while each
+                // nonzero slot costs FINALIZE a 64-bit division in the solver.
                 for slot in 0..ts_slot::COUNT {
                     r.vcore_notif_ts[core][slot] = if cfg!(kani) { 0 } else { any.u64() };
                 }
@@ -277,7 +265,7 @@ pub(crate) fn any_request<A: Any>(any: &mut A, state: ExecState, cores: Option<u
                 r.out_info.exec_rets[core] = NrtStatus::from_code(any.u32());
                 r.vcore_notif_ts[core][0] = any.u64();
             }
-            // Settled, or (after the notice) with its settle still due.
+            // Settled, or with its settle still due.
             r.settle_due = r.cfg.settle == Settle::AfterNotice && any.bool();
             r.ts_is_cpu = !r.settle_due;
             let status = NrtStatus::from_code(any.u32());
@@ -291,8 +279,8 @@ pub(crate) fn any_request<A: Any>(any: &mut A, state: ExecState, cores: Option<u
     r
 }
 
-/// The size of the rings, bytes: 2 entries under kani, 2 or 4 in the tests (see
-/// [`step_once`] for why 2 entries hide nothing).
+/// The size of the rings, bytes: 2 entries under kani, 2 or 4 in the tests;
+/// [`step_once`] says why 2 entries hide nothing.
 pub(super) fn ring_size<A: Any>(any: &mut A) -> u32 {
     if cfg!(kani) {
         32
@@ -301,8 +289,8 @@ pub(super) fn ring_size<A: Any>(any: &mut A) -> u32 {
     }
 }
 
-/// Every ring of both cores bound with `ring_size` bytes (cursors at 0), any sync
-/// point per core and any calibration (the same for every engine).
+/// Every ring of both cores bound with `ring_size` bytes, any sync point per
+/// core and any calibration, the same for every engine.
 pub(super) fn bound_notifications<A: Any>(any: &mut A, ring_size: u32) -> Notifications {
     let mut nq = Notifications::new();
     for core in 0..MAX_CORES as u8 {
@@ -318,8 +306,8 @@ pub(super) fn bound_notifications<A: Any>(any: &mut A, ring_size: u32) -> Notifi
     nq
 }
 
-/// Two arrays are equal, compared element by element (`==` on an array is a
-/// `memcmp` whose byte loop would need an unwind bound of its size in bytes).
+/// Two arrays are equal, compared element by element: `==` is a `memcmp`
+/// whose byte loop would need an unwind bound of its size.
 #[allow(clippy::needless_range_loop)] // the index loop is the point: no memcmp
 pub(super) fn eq<T: PartialEq, const N: usize>(a: &[T; N], b: &[T; N]) -> bool {
     let mut same = true;
@@ -361,8 +349,8 @@ pub(super) fn same(a: &ExecRequest, b: &ExecRequest) -> bool {
         && a.result == b.result
 }
 
-/// What one call did: the request before and after, the return and its status
-/// (`Other(0xDEAD)` in flight).
+/// What one call did: the request before and after, the return and its
+/// status, `Other(0xDEAD)` in flight.
 pub(crate) struct Stepped {
     before: ExecRequest,
     after: ExecRequest,
@@ -370,42 +358,33 @@ pub(crate) struct Stepped {
     out: NrtStatus,
 }
 
-/// The inductive step common to every state (seed §1, the one-step contract):
+/// The inductive step common to every state, seed §1, the one-step contract:
 /// from any request in state `from` satisfying [`reachable`], against any device
 /// behaviour, one call of `progress_one_step` returns 1 and leaves the request
 /// before DONE, or returns 0 or 2 with the request DONE, the return the cached
-/// result and 2 never with `NRT_SUCCESS`; never moves the machine backwards; and leaves a
-/// request that satisfies [`reachable`] again. The per-state properties below add
-/// what is particular to each state, and their own covers (each harness runs one
-/// state, so each cover must be reachable in it).
+/// result and 2 never with `NRT_SUCCESS`; never moves the machine backwards; and
+/// leaves a request that satisfies [`reachable`] again. The per-state
+/// properties below add what is particular to each state, and their own covers.
 ///
-/// `rings`: the states that read the rings (WAIT_BARRIER_PROXY's transition and
-/// WAIT_CORE) get bound rings with arbitrary calibration and sync points (and,
-/// before the transition, a ring table one ring short or a ring left unbound);
-/// INIT and DONE never touch them.
+/// `rings`: the states that read the rings get bound rings with arbitrary
+/// calibration and sync points, or before the transition a wrong ring table.
 fn step_once<A: Any>(mut any: A, from: ExecState, rings: bool, cores: Option<u8>) -> Stepped {
     let mut req = any_request(&mut any, from, cores);
     assert!(reachable(&req), "the generator made an unreachable request");
-    // Under kani the rings hold 2 entries, so a batch reads at most one slot per
-    // engine per call (the lap bound, `batch_limit`); the tests also use 4-entry
-    // rings (up to 3 reads per batch). That bound hides no behaviour of the
-    // machine: a batch of k reads is the matcher applied to k records in turn,
-    // which k calls of one read each also do, and in between those calls the
-    // end-of-sweep check only reads the substates and a clock that HavocDev may
-    // leave anywhere (so "budget not yet spent" is always one of its answers).
-    // What a longer batch adds, the loop's own bounds, the ring cursor proof
-    // (`nq::ring::proofs`) covers for every ring size.
+    // Under kani the rings hold 2 entries, so a batch reads at most one slot
+    // per engine per call; the tests also use 4-entry rings. That hides no
+    // behaviour: a batch of k reads is the matcher applied to k records in
+    // turn, as k calls of one read each are, and between those calls the
+    // end-of-sweep check reads only the substates and a clock HavocDev may
+    // leave anywhere. The loop's own bounds, `nq::ring::proofs` covers.
     let ring_size = ring_size(&mut any);
     let mut nq = if rings { bound_notifications(&mut any, ring_size) } else { Notifications::new() };
     let before = req.clone();
     let mut dev = HavocDev::new(any, before.core_start_ns.max(before.barrier_start_ns), ring_size);
-    // The ring table: as bound (WAIT_CORE's invariant: the transition checked it),
-    // or, before that transition, one INFER_STATUS ring too few or a ring left
-    // unbound (an INFER_STATUS ring, or the error ring, of the request's last
-    // core). Each table is its own branch with the step inside it, so that every
-    // ring's size is a constant there: a size merged from two branches would leave
-    // the solver no bound for the batch and error-sweep loops but the unwind
-    // bound itself.
+    // The ring table: as bound, or before the transition one INFER_STATUS ring
+    // too few or a ring of the last core left unbound. Each table is its own
+    // branch with the step inside, so every ring's size is a constant there
+    // and bounds the batch and error-sweep loops.
     let table = if rings && from == ExecState::WaitBarrierProxy { dev.any.borrow_mut().u8() } else { 0 };
     let last = (req.tpb_count() - 1) as u8;
     let mut step_with = |nq: &mut Notifications| req.progress_one_step(&mut dev, nq);
@@ -443,8 +422,7 @@ fn step_once<A: Any>(mut any: A, from: ExecState, rings: bool, cores: Option<u8>
     Stepped { before, after: req, step, out }
 }
 
-/// INIT: one call always returns 1 and moves to WAIT_BARRIER_PROXY (with the
-/// common step's properties).
+/// INIT: one call always returns 1 and moves to WAIT_BARRIER_PROXY.
 pub(crate) fn step_from_init_keeps_the_contract<A: Any>(any: A) {
     let r = step_once(any, ExecState::Init, false, None);
     assert_eq!((r.step, r.after.state), (Step::InFlight, ExecState::WaitBarrierProxy));
@@ -452,11 +430,11 @@ pub(crate) fn step_from_init_keeps_the_contract<A: Any>(any: A) {
     cover!(r.after.cfg.tpb_count == 2, "init: a two-core request on to WAIT_BARRIER_PROXY");
 }
 
-/// WAIT_BARRIER_PROXY: the barrier is never fatal by itself (seed §1 QUIRK): a
+/// WAIT_BARRIER_PROXY: the barrier is never fatal by itself, seed §1 QUIRK: a
 /// call returns 1 unless a proxy fails or the ring table is wrong, and then 2.
 ///
-/// `cores`: a request of that many cores, or any (`None`); each harness takes one
-/// count, so that each solver run stays inside its budget.
+/// `cores`: a request of that many cores, or any for `None`; each harness
+/// takes one count, to keep each solver run small.
 pub(crate) fn step_from_wait_barrier_keeps_the_contract<A: Any>(any: A, cores: Option<u8>) {
     let r = step_once(any, ExecState::WaitBarrierProxy, true, cores);
     assert!(!matches!(r.step, Step::Done(_)), "the barrier wait finished a request with 0");
@@ -465,8 +443,8 @@ pub(crate) fn step_from_wait_barrier_keeps_the_contract<A: Any>(any: A, cores: O
     cover!(matches!(r.step, Step::Error(_)), "barrier: a proxy failure or a bad ring table ends it with 2");
 }
 
-/// WAIT_CORE: no engine's substate moves backwards (seed §2: the substates are
-/// monotone), and every outcome is reachable.
+/// WAIT_CORE: no engine's substate moves backwards, seed §2, and every outcome
+/// is reachable.
 ///
 /// `cores`: as for WAIT_BARRIER_PROXY.
 pub(crate) fn step_from_wait_core_keeps_the_contract<A: Any>(any: A, cores: Option<u8>) {
@@ -484,8 +462,7 @@ pub(crate) fn step_from_wait_core_keeps_the_contract<A: Any>(any: A, cores: Opti
     cover!(r.out == NrtStatus::ExecSwNqOverflow, "core: overflow (1204)");
 }
 
-/// DONE is terminal (DESIGN.md): a call returns the cached result and changes
-/// nothing.
+/// DONE is terminal, DESIGN.md: a call returns the cached result and changes nothing.
 pub(crate) fn step_from_done_keeps_the_contract<A: Any>(any: A) {
     let r = step_once(any, ExecState::Done, false, None);
     assert_eq!(r.step, r.before.result, "DONE is not terminal");
@@ -506,17 +483,12 @@ pub(crate) fn new_request_is_reachable(arch: u8, tpb_count: u8, timeout_s: u32, 
     cover!(tpb_count == 0 || usize::from(tpb_count) > MAX_CORES, "new: a core count clamped");
 }
 
-// The harnesses. Unwind 14: the longest loop a step runs is over the 13
-// timestamp slots of a core (`ts_slot::COUNT`, 13 iterations + the exit test,
-// in the invariant and the frame checks); every
-// other loop is shorter by construction (2 cores, 5 engines, 1 to 3 reads per
-// batch on these rings, 8 INFER_STATUS ids at most, 3 CC/tensor slots).
-// kani's unwinding assertions fail the proof if any loop needed more, so the
-// bound cannot silently cut a path. FINALIZE's `rescale_ns` (its u128 division,
-// 26 times per FINALIZE, kept the old bounded harness from ever reaching the
-// solver) is replaced by its verified contract where FINALIZE's rescale is
-// proved (`parts::prove_postprocess_core_keeps_its_frame`); the step harnesses
-// replace FINALIZE as a whole by its proved guarantee (below).
+// The harnesses. Unwind 14 is `ts_slot::COUNT + 1`: the longest loop a step
+// runs is over a core's timestamp slots, plus the exit test; every other loop
+// is shorter by construction. kani's unwinding assertions fail the proof if
+// any loop needed more, so the bound cannot silently cut a path. The step
+// harnesses replace FINALIZE, whose u128 rescale is more than the solver can
+// take, by its proved guarantee.
 
 #[cfg(kani)]
 #[kani::proof]
@@ -533,17 +505,12 @@ fn prove_step_from_init_keeps_the_contract() {
 }
 
 // The steps from WAIT_BARRIER_PROXY and WAIT_CORE, one core and two, run the
-// pieces proved in `parts` as what is proved of them (compositional: each stub
-// is the piece's proved guarantee and nothing more, and asserts the
-// precondition its proof assumed; `parts`'s module docs say why a stub's leaving
-// the device and `nq` alone hides nothing): the per-core ring sweep
-// `consume_core`, and FINALIZE (itself proved over both cores with its per-core
-// pieces as stubs). What is left and proved here over both cores is the machine
-// itself: the proxies, the sweep's order and early exits, the end-of-sweep
-// completeness, budget and overflow probe, the ring-table checks, and the
-// return, state and invariant after the step. One solver run over the whole of a
-// two-core step gave no verdict in 10 minutes (2026-12-01); the one-core
-// WAIT_CORE step took 370 s.
+// pieces proved in `parts`, `consume_core` and FINALIZE, as their proved
+// guarantees; `parts`'s module docs say why that hides nothing. What is proved
+// here is the machine itself: the proxies, the sweep's order and early exits,
+// the end-of-sweep completeness, budget and overflow probe, the ring-table
+// checks, and the return, state and invariant after the step. One solver run
+// over a whole two-core step gave no verdict.
 
 #[cfg(kani)]
 #[kani::proof]
@@ -606,8 +573,8 @@ mod tests {
         |(bytes in proptest::collection::vec(any::<u8>(), 0..1200))| {
             property(Bytes::new(&bytes));
         });
-        // Every answer the same byte (all engines COMPLETE, say), but for a few
-        // bytes: the rare answers (a clean finish, a swept status) stay reachable.
+        // Every answer the same byte but for a few: the rare answers, a clean
+        // finish or a swept status, stay reachable.
         proptest!(ProptestConfig::with_cases(cases(4096)),
         |(fill in any::<u8>(), sparse in proptest::collection::vec((0usize..600, any::<u8>()), 0..12))| {
             let mut bytes = vec![fill; 600];

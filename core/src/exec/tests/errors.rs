@@ -77,7 +77,7 @@ fn errors_are_swept_on_the_fault_path_too() {
 fn error_record_timestamps_are_device_ns_over_1000_on_the_sync_point() {
     let mut r = Rig::new(1, 5);
     r.nq.set_sync_point(0, crate::nq::SyncPoint { dev_us: 1_000, cpu_us: 7_000_000 });
-    // PE's calibration is not applied to error records (G-ERR-TS).
+    // PE's calibration is not applied to error records, G-ERR-TS.
     r.nq.set_cal(0, 0, TsCal { init_timestamp: 500, actual_timestamp_inc: 3, expected_timestamp_inc: 2 });
     assert!(r.dev.error(0, ErrorEntry::new(1, 0, 0, 5_000_000)));
     r.dev.run_all(1, 1, 2);
@@ -123,8 +123,8 @@ fn a_full_error_subscriber_ring_drops_the_oldest_and_says_so() {
 
 #[test]
 fn a_full_error_ring_is_swept_one_lap_less_one() {
-    // 64 records fill the 64-entry error ring: a batch never consumes a whole lap
-    // (G-HEAD), so the sweep at FINALIZE takes 63 and counts 63.
+    // 64 records fill the 64-entry error ring: a batch never consumes a whole lap,
+    // G-HEAD, so the sweep at FINALIZE takes 63 and counts 63.
     let es: Vec<ErrorEntry> = (0..64).map(|i| ErrorEntry::new(3, 0, 0, i)).collect();
     let mut r = with_error(&es, true);
     assert_eq!(r.step(), Step::Done(NrtStatus::Success));
@@ -141,6 +141,6 @@ fn a_full_error_ring_is_swept_one_lap_less_one() {
 fn the_error_sweep_hands_its_records_back() {
     let mut r = with_error(&[ErrorEntry::new(3, 0, 0, 1), ErrorEntry::new(3, 0, 0, 2)], true);
     assert_eq!(r.step(), Step::Done(NrtStatus::Success));
-    assert_eq!(r.dev.head_writes, 6, "five engine rings and the error ring");
+    assert_eq!(r.dev.head_writes, ENGINES_PER_CORE as u64 + 1, "every engine ring and the error ring");
     assert_eq!(r.nq.ring(0, crate::nq::ERROR_NQ).unwrap().unacked(), 0, "the device knows both were read");
 }

@@ -54,7 +54,7 @@ fn a_real_ring_overflow_is_reported_as_1204() {
     let mut dev = Box::new(FakeDevice::new(Arch::Sunda, 32));
     let mut nq = FakeDevice::notifications(32);
     let mut req = ExecRequest::new(ExecConfig::new(Arch::Sunda, 1, 5));
-    for e in 0..5 {
+    for e in 0..ENGINES_PER_CORE {
         dev.start(0, e, 1);
         dev.record(0, e, Subtype::CC_START, 2);
         assert!(!dev.end(0, e, 3), "no room: dropped");
@@ -116,7 +116,7 @@ fn unexpected_subtypes_fail_with_generic_status() {
         assert!(
             matches!(ev, Some(Event::Exec(ExecEvent::UnexpectedNotification { engine: Engine::Pool, subtype, .. })) if subtype == sub)
         );
-        // The seed's text, spelt right (G-SEED-TYPO).
+        // The seed's text, spelt right, G-SEED-TYPO.
         let text = ev.map(|e| e.to_string()).unwrap_or_default();
         assert!(text.contains("core 0: Received unexpected notification on engine POOL"), "{text}");
         assert!(text.contains(&format!("Notification Type: {sub}")), "{text}");
@@ -194,12 +194,12 @@ fn the_overflow_probe_reads_the_error_trigger_block_of_the_cores_tpb() {
 #[test]
 fn an_engine_that_started_in_one_sweep_ends_in_a_later_one() {
     let mut r = Rig::new(1, 5);
-    for e in 0..5 {
+    for e in 0..ENGINES_PER_CORE {
         r.dev.start(0, e, 10);
     }
     r.enter_wait_core();
     assert_eq!(r.step(), Step::InFlight);
-    for e in 0..5 {
+    for e in 0..ENGINES_PER_CORE {
         assert_eq!(r.req.substate(0, e), Some(TpbEngState::EndPending));
         r.dev.end(0, e, 20);
     }
@@ -216,7 +216,7 @@ fn a_timeout_names_the_engines_that_never_wrote_start_or_end_and_marks_the_core(
     r.dev.end(0, 1, 20);
     r.dev.start(0, 3, 10);
     // Core 1: every engine done.
-    for e in 0..5 {
+    for e in 0..ENGINES_PER_CORE {
         r.dev.start(1, e, 10);
         r.dev.end(1, e, 20);
     }

@@ -1,11 +1,12 @@
 //! Arbitrary device input against the one-step contract.
 
 use super::*;
+use crate::nq::{ERROR_NQ, INFER_STATUS_NQS};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
 enum Op {
-    /// The device writes these bytes into (core, ring index 0..6).
+    /// The device writes these bytes into a core's ring: 0 the error ring, then the engines'.
     Write(u8, u8, [u8; 16]),
     /// The device writes a well-formed record.
     Rec(u8, u8, u16),
@@ -15,8 +16,13 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        (0u8..2, 0u8..6, any::<[u8; 16]>()).prop_map(|(c, q, b)| Op::Write(c, q, b)),
-        (0u8..2, 0u8..5, prop_oneof![Just(2u16), Just(3), Just(6), Just(7), Just(8), any::<u16>()])
+        (0u8..MAX_CORES as u8, 0u8..=ENGINES_PER_CORE as u8, any::<[u8; 16]>())
+            .prop_map(|(c, q, b)| Op::Write(c, q, b)),
+        (
+            0u8..MAX_CORES as u8,
+            0u8..ENGINES_PER_CORE as u8,
+            prop_oneof![Just(2u16), Just(3), Just(6), Just(7), Just(8), any::<u16>()]
+        )
             .prop_map(|(c, e, s)| Op::Rec(c, e, s)),
         Just(Op::Step),
         (0u16..3000).prop_map(Op::AdvanceMs),
@@ -31,7 +37,7 @@ fn check(
     dev: &mut FakeDevice,
     nq: &mut Notifications,
     done: &mut Done,
-    prev: &mut [[TpbEngState; 5]; 2],
+    prev: &mut [[TpbEngState; ENGINES_PER_CORE]; MAX_CORES],
 ) -> Result<(), TestCaseError> {
     let was = req.state();
     let s = req.progress_one_step(dev, nq);
@@ -71,10 +77,10 @@ proptest! {
         let mut nq = FakeDevice::notifications(ring);
         let mut req = ExecRequest::new(ExecConfig::new(Arch::Cayman, cores, timeout_s));
         let mut done: Done = None;
-        let mut prev = [[TpbEngState::StartPending; 5]; 2];
+        let mut prev = [[TpbEngState::StartPending; ENGINES_PER_CORE]; MAX_CORES];
         for op in ops {
             match op {
-                Op::Write(c, q, b) => { let nq_id = [2u8, 4, 5, 6, 7, 8][q as usize]; dev.push_raw(c, nq_id, b); }
+                Op::Write(c, q, b) => { let nq_id = q.checked_sub(1).map_or(ERROR_NQ, |e| INFER_STATUS_NQS[usize::from(e)]); dev.push_raw(c, nq_id, b); }
                 Op::Rec(c, e, s) => { dev.record(c, e as usize, s, 1); }
                 Op::Step => check(&mut req, &mut dev, &mut nq, &mut done, &mut prev)?,
                 Op::AdvanceMs(ms) => dev.advance_ms(u64::from(ms)),

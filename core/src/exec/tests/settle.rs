@@ -59,7 +59,7 @@ fn after_the_notice_the_status_first_then_the_same_request_as_the_seeds_order() 
             assert_eq!(late.req.notif_ts(core, slot), seed.req.notif_ts(core, slot), "core {core} slot {slot}");
             assert_eq!(late.req.ts_recorded(core, slot), seed.req.ts_recorded(core, slot));
         }
-        for eng in 0..5 {
+        for eng in 0..ENGINES_PER_CORE {
             assert_eq!(late.req.engine_times_us(core, eng), seed.req.engine_times_us(core, eng));
         }
     }
@@ -144,14 +144,22 @@ fn after_the_notice_the_completed_engines_rings_go_back_at_the_settle() {
                 |r: &Rig| INFER_STATUS_NQS.iter().map(|&id| r.nq.ring(0, id).unwrap().unacked()).collect::<Vec<_>>();
             let at_notice = (r.dev.head_writes - w0, unacked(&r));
             r.req.settle(&mut *r.dev, &mut r.nq);
-            assert_eq!(unacked(&r), [0; 5], "batching {batching}, {settle:?}: every read handed back once settled");
+            assert_eq!(
+                unacked(&r),
+                [0; ENGINES_PER_CORE],
+                "batching {batching}, {settle:?}: every read handed back once settled"
+            );
             writes.push((at_notice, r.dev.head_writes - w0));
         }
         assert_eq!(
             writes[0],
-            ((5, vec![0; 5]), 5),
+            ((ENGINES_PER_CORE as u64, vec![0; ENGINES_PER_CORE]), ENGINES_PER_CORE as u64),
             "batching {batching}: the seed's order writes HEAD in the final step"
         );
-        assert_eq!(writes[1], ((0, vec![2; 5]), 5), "batching {batching}: after the notice, at the settle");
+        assert_eq!(
+            writes[1],
+            ((0, vec![2; ENGINES_PER_CORE]), ENGINES_PER_CORE as u64),
+            "batching {batching}: after the notice, at the settle"
+        );
     }
 }

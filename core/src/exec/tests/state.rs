@@ -25,7 +25,7 @@ fn transition_resets_engines_and_derives_timeout_ms() {
     r.enter_wait_core();
     assert_eq!(r.req.timeout_ms(), 7000);
     for c in 0..2 {
-        for e in 0..5 {
+        for e in 0..ENGINES_PER_CORE {
             assert_eq!(r.req.substate(c, e), Some(TpbEngState::StartPending));
         }
     }
@@ -49,7 +49,7 @@ fn healthy_one_and_two_cores_finish_in_three_steps_without_reading_the_intc() {
         assert_eq!(s.code(), 0);
         assert_eq!(r.req.state(), ExecState::Done);
         for c in 0..cores as usize {
-            for e in 0..5 {
+            for e in 0..ENGINES_PER_CORE {
                 assert_eq!(r.req.substate(c, e), Some(TpbEngState::Complete));
             }
         }
@@ -105,10 +105,10 @@ fn head_is_written_back_after_each_batch() {
     r.dev.run_all(1, 1, 2);
     r.enter_wait_core();
     r.step();
-    assert_eq!(r.dev.head_writes, 5, "one per engine ring (the error ring was empty)");
+    assert_eq!(r.dev.head_writes, ENGINES_PER_CORE as u64, "one per engine ring: the error ring was empty");
 }
 
-/// Under batching (G-HEAD-BATCH) HEAD waits for half a ring, but a batch that
+/// Under batching, G-HEAD-BATCH, HEAD waits for half a ring, but a batch that
 /// ends in error hands back what it read at once, from the one step itself:
 /// a caller driving `progress_one_step` directly has no completion hook.
 #[test]
@@ -139,9 +139,11 @@ fn names_of_states_and_engines() {
         assert_eq!(Engine::parse(&name.to_ascii_lowercase()), Some(*e), "case-insensitive");
         assert_eq!(Engine::parse(&i.to_string()), Some(*e));
     }
-    assert_eq!(Engine::from_index(5), None);
-    assert_eq!(Engine::parse("5"), None);
-    assert_eq!(Engine::parse("GPU"), None);
+    assert_eq!(Engine::from_index(ENGINES_PER_CORE), None);
+    assert_eq!(Engine::parse(&ENGINES_PER_CORE.to_string()), None);
+    for other in ["GPU", "", "01", "+1", "9"] {
+        assert_eq!(Engine::parse(other), None, "{other:?}");
+    }
 }
 
 #[test]

@@ -14,7 +14,7 @@ fn priority_reconciles_the_cores() {
 
     // Core 0 hangs (5, high), core 1 has an uncorrectable ECC (1202, critical).
     let mut r = Rig::new(2, 5);
-    for e in 0..5 {
+    for e in 0..ENGINES_PER_CORE {
         r.dev.start(1, e, 1);
         r.dev.end(1, e, 2);
     }

@@ -54,7 +54,7 @@ fn cayman_custom_fixup_rewrites_the_tag_on_engine_index_2_only() {
 fn a_custom_sub_id_is_the_u16_at_4_so_byte_5_counts() {
     // data[4] = 7 (tensor completion) but data[5] = 1: the u16 @4 is 0x107, outside
     // the 11-entry table, so the record is refused, not taken as a tensor
-    // completion (G-SUBID-WIDTH).
+    // completion, G-SUBID-WIDTH.
     let mut r = Rig::new(1, 5);
     let mut e = crate::nq::RawEntry::new(Subtype::CUSTOM, 4, 0, 0x0107, 1);
     e.set_isa_line_lo(100);

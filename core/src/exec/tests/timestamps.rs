@@ -4,6 +4,14 @@
 use super::*;
 
 #[test]
+fn five_engines_give_the_seeds_thirteen_slots() {
+    assert_eq!(ENGINES_PER_CORE, 5);
+    let slots =
+        [ts_slot::end(ENGINES_PER_CORE - 1), ts_slot::CC_START, ts_slot::CC_END, ts_slot::TENSOR, ts_slot::COUNT];
+    assert_eq!(slots, [9, 10, 11, 12, 13], "vcore_notif_ts[core][13], seed §7");
+}
+
+#[test]
 fn timestamps_keep_earliest_start_and_latest_end() {
     let mut r = Rig::new(1, 5);
     r.dev.record(0, 0, Subtype::CC_START, 50);
@@ -26,7 +34,7 @@ fn timestamps_are_rescaled_on_known_numbers() {
     r.nq.set_sync_point(0, crate::nq::SyncPoint { dev_us: 0, cpu_us: 5_000_000 });
     r.dev.start(0, 0, 4_000); // 3000 units -> 2000 ns -> 2 us
     r.dev.end(0, 0, 1_501_000); // 1_500_000 units -> 1_000_000 ns -> 1000 us
-    for e in 1..5 {
+    for e in 1..ENGINES_PER_CORE {
         r.dev.start(0, e, 1_000_000);
         r.dev.end(0, e, 1_200_000);
     }
@@ -160,7 +168,7 @@ fn every_engines_start_and_end_use_that_engines_calibration() {
     }
     r.enter_wait_core();
     assert_eq!(r.step(), Step::Done(NrtStatus::Success));
-    for e in 0..5 {
+    for e in 0..ENGINES_PER_CORE {
         assert_eq!(r.req.engine_times_us(0, e), (Some(1000), Some(2000)), "engine {e}");
     }
 }

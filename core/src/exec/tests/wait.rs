@@ -82,7 +82,7 @@ fn the_loop_writes_the_batched_heads_back_once_the_request_is_done() {
 
 #[test]
 fn a_request_settled_after_the_notice_comes_back_with_its_reads_for_the_settle() {
-    // The same held read, the request settled after its notice (G-SETTLE):
+    // The same held read, the request settled after its notice, G-SETTLE:
     // the loop returns the status without writing HEAD; the settle does.
     let mut r = timed_out_with_a_held_read(1);
     r.req = ExecRequest::new(ExecConfig::new(Arch::Sunda, 1, 1).with_settle(Settle::AfterNotice));

@@ -55,7 +55,7 @@ fn xu_step_completes_and_pairs_has_work_with_mark_complete() {
     assert_eq!(q.log, ["has_work", "mark_comp 7 0"]);
     assert_eq!(q.has_work, 0);
     assert_eq!(xu.health(), XuHealth::Healthy);
-    // Settled after the mark-complete (G-SETTLE), within the same worker step:
+    // Settled after the mark-complete, G-SETTLE, within the same worker step:
     // counted once per core, timestamps in CPU time.
     assert_eq!(xu.current().config().settle, Settle::AfterNotice);
     assert!(!xu.current().settle_due());

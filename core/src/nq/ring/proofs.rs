@@ -41,7 +41,7 @@ pub(crate) const PROOF_MAX_ENTRIES: u32 = 8;
 const SEEN: usize = 128;
 
 /// Seed §2 (the per-engine NQ harvest; `notification_read_exec_queue` ->
-/// `aws_hal_notific_nq_read`) with the ring protocol of `ring.rs` (G-PHASE): whatever
+/// `aws_hal_notific_nq_read`) with the ring protocol of `ring.rs`, G-PHASE: whatever
 /// the device writes and wherever the free-running cursor is (across the u32
 /// wrap), a batch of polls reads only slots inside the ring, on slot boundaries;
 /// consumes a slot only when its phase is the lap's; advances exactly one entry
@@ -106,7 +106,7 @@ pub(crate) fn ring_cursor_stays_in_ring_once_per_lap<A: Any>(mut any: A, size_po
     assert_eq!(ring.cursor, start.wrapping_add(consumed_total * ENTRY));
 }
 
-/// The ring protocol's phase and HEAD (G-PHASE, G-HEAD): for every valid ring
+/// The ring protocol's phase and HEAD, G-PHASE, G-HEAD: for every valid ring
 /// size and every cursor a consumer can hold (whole entries, any lap, across the
 /// u32 wrap): walking the ring slot by slot, the phase a fresh slot must carry
 /// flips exactly once per lap (at the lap boundary and nowhere else) and comes
@@ -306,7 +306,7 @@ impl<A: Any> NqRings for Shared<A> {
     }
 }
 
-/// The two sides of the ring protocol together (G-PHASE, G-HEAD), for a ring of
+/// The two sides of the ring protocol together, G-PHASE, G-HEAD, for a ring of
 /// 2 or 4 entries starting at any cursor (any lap, across the u32 wrap) with the
 /// memory every earlier lap left, over `steps` operations in any order: the
 /// device pushes any record (refused only on a full ring, else written where
