@@ -211,7 +211,9 @@ impl hal::Error for LinuxError {
             Cause::Missing(_) | Cause::Unknown(_) => ErrorKind::NotMapped,
             Cause::Positive(_) | Cause::Gone(_) | Cause::Forked(_) => ErrorKind::Io,
             Cause::Submit(e) => dma_kind(e.error),
-            Cause::Kickoff { error, .. } => dma_kind(*error),
+            // A kickoff the semaphore refused is the platform's I/O failure,
+            // whatever the errno.
+            Cause::Kickoff { .. } => ErrorKind::Io,
             Cause::Api(e) => match e.status() {
                 nrt_core::NrtStatus::Timeout => ErrorKind::Io,
                 _ => ErrorKind::OutOfRange,
@@ -347,6 +349,9 @@ mod tests {
         assert_eq!(hal::Error::kind(&os(libc::EINVAL)), ErrorKind::OutOfRange);
         assert_eq!(hal::Error::kind(&os(libc::ENOENT)), ErrorKind::NotMapped);
         assert_eq!(hal::Error::kind(&os(libc::EIO)), ErrorKind::Io);
+        let kick = Cause::Kickoff { nc: 1, error: DmaError::Platform(ErrorKind::OutOfRange) };
+        let kick = LinuxError::new("NEURON_IOCTL_SEMAPHORE_INCREMENT", "d", kick);
+        assert_eq!(hal::Error::kind(&kick), ErrorKind::Io, "a refused kickoff is an I/O failure");
     }
 
     #[test]

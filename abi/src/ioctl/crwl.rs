@@ -17,8 +17,9 @@ pub const CRWL_READER_ENTER: Ioctl<Crwl> = Ioctl::pointer(IOC_WRITE, 81, "NEURON
 /// `NEURON_IOCTL_CRWL_READER_EXIT`, nr 82: give it back.
 pub const CRWL_READER_EXIT: Ioctl<Crwl> = Ioctl::pointer(IOC_WRITE, 82, "NEURON_IOCTL_CRWL_READER_EXIT");
 /// `NEURON_IOCTL_CRWL_WRITER_ENTER`, nr 83: take a core's writer lock to switch
-/// model `uuid` in; `EALREADY` when this process holds it. Driver:
-/// neuron_crwl.c, `ncrwl_writer_enter`.
+/// model `uuid` in. The driver waits for other writers and the old model's
+/// readers; `EALREADY` when this process was already the writer of that uuid.
+/// Driver: neuron_crwl.c, `ncrwl_writer_enter`.
 pub const CRWL_WRITER_ENTER: Ioctl<Crwl> = Ioctl::pointer(IOC_WRITE, 83, "NEURON_IOCTL_CRWL_WRITER_ENTER");
 /// `NEURON_IOCTL_CRWL_WRITER_DOWNGRADE`, nr 84: the writer becomes the core's
 /// one reader. `EINVAL` without a writer enter, `ENOENT` for another uuid or
@@ -33,7 +34,8 @@ pub const CRWL_NC_RANGE_MARK: Ioctl<CrwlNcMap> = Ioctl::pointer(IOC_WRITE, 85, "
 pub const CRWL_NC_RANGE_MARK_EXT0: Ioctl<CrwlNcMapExt> =
     Ioctl::by_value(IOC_READ | IOC_WRITE, 85, "NEURON_IOCTL_CRWL_NC_RANGE_MARK_EXT0");
 /// `NEURON_IOCTL_CRWL_NC_RANGE_UNMARK`, nr 86: give back the cores of `bitmap`
-/// this process marked; always 0. Driver: neuron_crwl.c, `ncrwl_nc_range_unmark`.
+/// this process marked; others are left alone. Always 0 once its argument is
+/// copied in. Driver: neuron_crwl.c, `ncrwl_nc_range_unmark`.
 pub const CRWL_NC_RANGE_UNMARK: Ioctl<CrwlNcMap> = Ioctl::pointer(IOC_WRITE, 86, "NEURON_IOCTL_CRWL_NC_RANGE_UNMARK");
 /// `NEURON_IOCTL_CRWL_NC_RANGE_UNMARK_EXT0`, nr 86 with [`CrwlNcMapExt`].
 pub const CRWL_NC_RANGE_UNMARK_EXT0: Ioctl<CrwlNcMapExt> =

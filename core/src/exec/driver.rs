@@ -1,8 +1,8 @@
 //! The two drivers of the one state machine, completion-engine seed §1, §6.
 //!
 //! - [`exec_wait_round_robin`], the sync driver: `while step() == 1 { delay }`.
-//!   It tests `== InFlight` specifically, seed §1 GOTCHA: any other non-zero
-//!   return is not a failure.
+//!   It tests `== InFlight` specifically, seed §1 GOTCHA: a driver that treats
+//!   every non-zero return as a failure aborts healthy in-flight requests.
 //! - [`exec_wait_watching`], the same loop stepping only when a cheap look at
 //!   the rings finds a fresh record.
 //! - [`exec_wait_with`], the one loop both run, with a caller's [`WaitHooks`].
