@@ -12,7 +12,8 @@
 #include <string.h>
 #include "nrt.h"
 
-#define FAKE_NQS 9u
+/* Ring ids through the last INFER_STATUS ring, which start at 4 (nrt_core::nq). */
+#define FAKE_NQS (4u + NRT_ENGINES_PER_CORE)
 
 /* read_slot's answer: the 16 bytes at `off` of ring `nq`, or -1 for a slot
  * no ring of core 0 has. */

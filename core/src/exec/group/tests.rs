@@ -310,8 +310,9 @@ fn two_sweep_heads(batching: bool) -> u64 {
 
 #[test]
 fn batched_heads_are_written_once_per_ring_per_inference() {
-    assert_eq!(two_sweep_heads(false), 20, "libnrt's drain: one per ring per sweep that read");
-    assert_eq!(two_sweep_heads(true), 10, "batched: one per ring per inference");
+    let rings = 2 * ENGINES_PER_CORE as u64;
+    assert_eq!(two_sweep_heads(false), 2 * rings, "libnrt's drain: one per ring per sweep that read");
+    assert_eq!(two_sweep_heads(true), rings, "batched: one per ring per inference");
 }
 
 /// Whether the device can write a whole ring's worth into every INFER_STATUS

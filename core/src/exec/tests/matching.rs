@@ -283,5 +283,5 @@ fn a_request_that_did_not_time_out_marks_no_core() {
     r.enter_wait_core();
     assert_eq!(r.finish(), Step::Done(NrtStatus::Success));
     assert!(!r.req.timed_out(0) && !r.req.timed_out(1));
-    assert_eq!(r.req.engines_in(1, TpbEngState::Complete).bits(), 0b1_1111);
+    assert_eq!(r.req.engines_in(1, TpbEngState::Complete).bits(), (1 << ENGINES_PER_CORE) - 1);
 }

@@ -166,7 +166,7 @@ fn may_progress_says_whether_a_step_could_read_anything_and_changes_nothing() {
     r.enter_wait_core();
     let reads = r.dev.slot_reads;
     assert!(!r.req.may_progress(&mut *r.dev, &r.nq), "nothing written");
-    assert_eq!(r.dev.slot_reads - reads, 10, "one slot per pending engine");
+    assert_eq!(r.dev.slot_reads - reads, 2 * ENGINES_PER_CORE as u64, "one slot per pending engine");
     // One START, on the last engine: a step has something to read.
     r.dev.start(1, ENGINES_PER_CORE - 1, 1);
     let (heads, reads) = (r.dev.head_writes, r.dev.slot_reads);

@@ -157,7 +157,7 @@ fn every_engines_start_and_end_use_that_engines_calibration() {
     let mut r = Rig::new(1, 5);
     // Engine e's clock runs (e + 1) times fast: START at (e + 1) ms and END at
     // 2 (e + 1) ms of device time are 1000 and 2000 us on every engine.
-    for e in 0..5u32 {
+    for e in 0..ENGINES_PER_CORE as u32 {
         r.nq.set_cal(
             0,
             e as usize,
