@@ -280,21 +280,36 @@ const fn v3_row(device: u32) -> usize {
     ((device & 1) + 2 * ((device >> 2) & 1)) as usize
 }
 
+/// Whether the driver answers `GET_LOGICAL_TO_PHYSICAL_NC_MAP`: v3 sets
+/// `ncdev_logical_to_physical_nc_map`, v1 and v2 leave it NULL. Driver:
+/// v2/neuron_dhal_v2.c, v3/neuron_dhal_v3.c, `ndhal_register_funcs_v*`.
+pub const fn has_core_map(arch: Arch) -> bool {
+    !matches!(arch, Arch::Sunda)
+}
+
+/// HBM channels of a device: `V2_MAX_DRAM_CHANNELS` 2, `V3_MAX_DRAM_CHANNELS` 4.
+/// Driver: v2/address_map.h, v3/address_map.h.
+pub const fn dram_channels(arch: Arch) -> u32 {
+    if has_core_map(arch) {
+        4
+    } else {
+        2
+    }
+}
+
 /// Where host-wide logical core `k` is, `(device, device core)`, as
 /// `GET_LOGICAL_TO_PHYSICAL_NC_MAP` answers on v3 outside ultraserver pods.
 /// v2 has no map: `k / 2`, `k % 2`. Driver: `ncdev_logical_to_physical_nc_map_v3`.
 pub const fn logical_to_physical(arch: Arch, k: u32) -> Option<(u32, u8)> {
     let per = arch.nc_per_device() as u32;
-    match arch {
-        Arch::Sunda => Some((k / per, (k % per) as u8)),
-        Arch::Cayman | Arch::Mariana => {
-            if k >= LOGICAL_CORES {
-                return None;
-            }
-            let device = k / per;
-            Some((device, V3_ROWS[v3_row(device)][(k % per) as usize]))
-        }
+    if !has_core_map(arch) {
+        return Some((k / per, (k % per) as u8));
     }
+    if k >= LOGICAL_CORES {
+        return None;
+    }
+    let device = k / per;
+    Some((device, V3_ROWS[v3_row(device)][(k % per) as usize]))
 }
 
 /// A fact the real path needs and no public source gives: the binding reports
@@ -337,6 +352,17 @@ mod tests {
 
     /// Each core's staging engine is on the HBM the driver groups it with:
     /// trn1's two cores one each, trn2's eight cores two per HBM.
+    #[test]
+    fn only_v3_and_later_have_the_core_map_and_four_hbm_channels() {
+        assert_eq!((has_core_map(Arch::Sunda), dram_channels(Arch::Sunda)), (false, 2));
+        for arch in [Arch::Cayman, Arch::Mariana] {
+            assert_eq!((has_core_map(arch), dram_channels(arch)), (true, 4), "{arch:?}");
+        }
+        assert_eq!(logical_to_physical(Arch::Sunda, 3), Some((1, 1)), "v2: k / 2, k % 2");
+        assert_eq!(logical_to_physical(Arch::Cayman, 0), Some((0, 4)), "v3: the driver's row 0");
+        assert_eq!(logical_to_physical(Arch::Cayman, LOGICAL_CORES), None);
+    }
+
     #[test]
     fn the_staging_engine_of_each_core_is_on_its_hbm() {
         let hbms = |arch: Arch| -> Vec<u32> {

@@ -60,10 +60,8 @@ fn refuse(var: &str, value: &str, accepted: &str) -> EnvError {
 /// The default execution timeout of `arch`, seconds: the developer guide's 600
 /// on trn1 and inf2. trn2 and trn3 have none documented and take trn1's
 /// (G-ENV-TIMEOUT-DEFAULT).
-pub const fn default_exec_timeout_s(arch: Arch) -> u32 {
-    match arch {
-        Arch::Sunda | Arch::Cayman | Arch::Mariana => 600,
-    }
+pub const fn default_exec_timeout_s(_arch: Arch) -> u32 {
+    600
 }
 
 /// Parse `NEURON_RT_EXEC_TIMEOUT`: decimal seconds, 0 to `INT_MAX`, blanks around allowed.

@@ -47,10 +47,8 @@ pub const MAX_DESC_PER_PACKET: u32 = 64;
 pub const PACKET_METADATA_DESCS: u32 = 1;
 
 /// The maximum data BDs per packet of `arch`, seed §1.1, values G-DMA-MAXDPP.
-pub const fn max_desc_per_packet(arch: Arch) -> u32 {
-    match arch {
-        Arch::Sunda | Arch::Cayman | Arch::Mariana => MAX_DESC_PER_PACKET,
-    }
+pub const fn max_desc_per_packet(_arch: Arch) -> u32 {
+    MAX_DESC_PER_PACKET
 }
 
 /// What the driver programs as the engine's descriptors per packet for `arch`:

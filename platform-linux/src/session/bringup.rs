@@ -37,9 +37,9 @@ fn place_host_wide(dev: &NeuronDevice, arch: Arch, first: u8, cores: u8) -> Resu
     let per = arch.nc_per_device();
     let (first, n) = (u32::from(first), u32::from(cores));
     let last = first + n.max(1) - 1;
-    let map = match arch {
-        Arch::Sunda => None,
-        Arch::Cayman | Arch::Mariana => dev.logical_to_physical(last + 1).map_err(|e| e.to_string())?,
+    let map = match nrt_abi::devmap::has_core_map(arch) {
+        false => None,
+        true => dev.logical_to_physical(last + 1).map_err(|e| e.to_string())?,
     };
     let places: Vec<(u32, u32)> = match &map {
         Some(m) => (first..=last).map(|k| m.get(k as usize).copied()).collect::<Option<_>>().ok_or_else(|| {
@@ -50,7 +50,7 @@ fn place_host_wide(dev: &NeuronDevice, arch: Arch, first: u8, cores: u8) -> Resu
             )
         })?,
         None => {
-            if arch != Arch::Sunda {
+            if nrt_abi::devmap::has_core_map(arch) {
                 log::warn!(
                     "session: {} answered no logical-to-physical core map ({}): host-wide index i is core i % {per} \
                      of device i / {per} (G-ENV-L2P)",

@@ -225,13 +225,8 @@ pub const DRIVER_FEATURES: u64 = 0xFF;
 // Cores per device the driver knows for `arch`, in `nrt_abi::rules`.
 pub use nrt_abi::rules::nc_per_device;
 
-/// DRAM channels: `V2_MAX_DRAM_CHANNELS` 2, `V3_MAX_DRAM_CHANNELS` 4.
-pub const fn dram_channels(arch: Arch) -> u32 {
-    match arch {
-        Arch::Sunda => 2,
-        Arch::Cayman | Arch::Mariana => 4,
-    }
-}
+// HBM channels of a device, in `nrt_abi::devmap`.
+pub use nrt_abi::devmap::dram_channels;
 
 /// One line of the model's log.
 #[derive(Clone, Debug, PartialEq, Eq)]

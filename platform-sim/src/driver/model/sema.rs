@@ -136,6 +136,6 @@ pub fn event_block(arch: Arch, off: u64) -> &'static str {
             "the top-SP region (from V2_PCIE_BAR0_TOPSP_0_OFFSET)"
         }
         Arch::Sunda => "the TPB window of a core the device does not have",
-        Arch::Cayman | Arch::Mariana => "BAR0 past the 8 cores' TPB windows",
+        _ => "BAR0 past the 8 cores' TPB windows",
     }
 }
