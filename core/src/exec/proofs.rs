@@ -599,6 +599,15 @@ mod tests {
             }
         }
         assert!(found > 0, "no harness has the bound ts_slot::COUNT + 1 = {want}");
+        // The matcher's harness loops over the engines once: ENGINES_PER_CORE + 1.
+        let head = include_str!("proofs.rs").split("fn prove_matcher_never_regresses_and_probes_out_of_order").next();
+        let bound =
+            head.and_then(|h| h.rsplit(concat!("#[kani::", "unwind(")).next()).and_then(|r| r.split(')').next());
+        assert_eq!(
+            bound.and_then(|n| n.parse().ok()),
+            Some(ENGINES_PER_CORE + 1),
+            "the matcher harness's unwind bound"
+        );
     }
 
     /// Exhaustive: every substate x every subtype class (0..=10, 0xFFFF) x INTC bit

@@ -616,7 +616,7 @@ mod tests {
         assert!(n.set_infer_status_nqs(&[4, 5, 6, 7, 4]).is_err());
         assert!(n.set_infer_status_nqs(&[4, 5, 2, 7, 8]).is_err());
         assert!(n.set_infer_status_nqs(&[4, 5, 6, 7, super::super::NQ_PER_CORE as u8]).is_err());
-        assert_eq!(n.infer_status_nqs(), &[4, 5, 6, 7, 8], "unchanged after a refusal");
+        assert_eq!(n.infer_status_nqs(), &super::super::INFER_STATUS_NQS, "unchanged after a refusal");
         n.set_infer_status_nqs(&[3, 4, 5, 6]).unwrap();
         assert_eq!(n.infer_status_nqs(), &[3, 4, 5, 6]);
     }

@@ -237,7 +237,7 @@ fn the_bring_up_runs_the_contracts_sequence_and_an_inference() {
         want.push("NEURON_IOCTL_MEM_GET_EXTENDED_INFO".into());
     }
     want.push("NEURON_IOCTL_DMA_QUEUE_INIT".into());
-    want.extend((0..12).map(|_| "NEURON_IOCTL_NOTIFICATIONS_INIT_V2".to_string()));
+    want.extend((0..2 * (1 + ENGINES_PER_CORE)).map(|_| "NEURON_IOCTL_NOTIFICATIONS_INIT_V2".to_string()));
     want.extend(["0", "1"].map(|c| format!("NEURON_IOCTL_CRWL_WRITER_DOWNGRADE {c}")));
     want.push("NEURON_IOCTL_ACQUIRE_NEURON_DS".into());
     // The self-test copy's source and destination, made at the first inference.
@@ -633,7 +633,7 @@ fn a_ring_size_change_keeps_or_restarts_the_cursors_as_the_driver_does() {
     fake_driver::uninstall(&p);
     assert_eq!(r.status, NrtStatus::Success, "{:?}", r.events);
     let st = st.borrow();
-    assert_eq!(st.realloc_forced, 6, "the six rings of one core");
+    assert_eq!(st.realloc_forced, 1 + ENGINES_PER_CORE, "the error ring and the engines' rings of one core");
     assert_eq!(last_head(&st), Some(32), "the new ring starts at its first slot");
     assert!(st.bugs.is_empty(), "{:?}", st.bugs);
     assert!(st.calls.iter().any(|c| c == "NEURON_IOCTL_CRWL_READER_EXIT 0"), "dropped: released");
