@@ -122,3 +122,16 @@ fn each_header_compiles_on_its_own() {
         let _ = std::fs::remove_file(&src);
     }
 }
+
+/// The build's `nrt-linux.pc` names the library beside itself, so a copied
+/// target directory links its own library, and the headers it points at.
+#[test]
+fn the_pkg_config_file_links_the_library_beside_it() {
+    let exe = std::env::current_exe().expect("the test's path");
+    let profile = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps");
+    let pc = std::fs::read_to_string(profile.join("nrt-linux.pc")).expect("the build writes nrt-linux.pc");
+    assert!(pc.lines().any(|l| l == "libdir=${pcfiledir}"), "{pc}");
+    let include = pc.lines().find_map(|l| l.strip_prefix("includedir=")).expect("an includedir line");
+    assert!(std::path::Path::new(include).join("nrt.h").is_file(), "{include} has no nrt.h");
+    assert!(pc.contains("Libs: ${libdir}/libnrt_linux.a"), "{pc}");
+}
