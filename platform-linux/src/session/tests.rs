@@ -1037,8 +1037,8 @@ fn played_lane(
     const RING: u32 = 1024;
     let p = std::env::temp_dir().join(format!("nrt-linux-lane-{}-{name}", std::process::id()));
     let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
-    f.set_len(5 * u64::from(RING)).unwrap();
-    let map = Arc::new(Mapping::map(&f, 0, 5 * RING as usize).unwrap());
+    f.set_len(ENGINES_PER_CORE as u64 * u64::from(RING)).unwrap();
+    let map = Arc::new(Mapping::map(&f, 0, ENGINES_PER_CORE * RING as usize).unwrap());
     std::fs::remove_file(&p).unwrap();
     let mut rings = MappedRings::new(Arch::Sunda, NoDoorbell::default());
     let mut nq = Notifications::new();
