@@ -18,6 +18,9 @@ pub enum Arch {
 }
 
 impl Arch {
+    /// Every generation, in arch-type order.
+    pub const ALL: [Arch; 3] = [Arch::Sunda, Arch::Cayman, Arch::Mariana];
+
     /// The arch type number the runtime compares (`arch == 2` is sunda; the seed's
     /// cayman fixups test `arch > 2`).
     pub const fn arch_type(self) -> u8 {
@@ -30,12 +33,19 @@ impl Arch {
 
     /// The arch of an arch type number, if known.
     pub const fn from_arch_type(t: u8) -> Option<Arch> {
-        match t {
-            2 => Some(Arch::Sunda),
-            3 => Some(Arch::Cayman),
-            4 => Some(Arch::Mariana),
-            _ => None,
+        let mut rest: &[Arch] = &Arch::ALL;
+        while let [a, tail @ ..] = rest {
+            if a.arch_type() == t {
+                return Some(*a);
+            }
+            rest = tail;
         }
+        None
+    }
+
+    /// The arch of a HAL key, [`Arch::name`].
+    pub fn from_name(name: &str) -> Option<Arch> {
+        Arch::ALL.into_iter().find(|a| a.name() == name)
     }
 
     /// The HAL key (`"sunda"`, `"cayman"`, `"mariana"`).
@@ -141,9 +151,25 @@ pub const fn nq_head_register(arch: Arch, core: u8, slot: u8) -> Option<u64> {
 mod tests {
     use super::*;
 
+    /// `ALL` holds every variant once: the match fails to compile when a
+    /// variant is added, and points here.
+    #[test]
+    fn all_holds_every_generation_once() {
+        let index = |a: Arch| match a {
+            Arch::Sunda => 0,
+            Arch::Cayman => 1,
+            Arch::Mariana => 2,
+        };
+        for (i, a) in Arch::ALL.into_iter().enumerate() {
+            assert_eq!(index(a), i, "{a:?}");
+            assert_eq!(Arch::from_name(a.name()), Some(a));
+        }
+        assert_eq!((Arch::from_arch_type(1), Arch::from_name("trn1")), (None, None));
+    }
+
     #[test]
     fn arch_types_round_trip() {
-        for a in [Arch::Sunda, Arch::Cayman, Arch::Mariana] {
+        for a in Arch::ALL {
             assert_eq!(Arch::from_arch_type(a.arch_type()), Some(a));
         }
         assert_eq!(Arch::Sunda.arch_type(), 2);

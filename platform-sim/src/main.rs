@@ -123,13 +123,6 @@ struct PlayArgs {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
-enum ArchArg {
-    Sunda,
-    Cayman,
-    Mariana,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
 enum RingArg {
     Infer,
     Error,
@@ -140,8 +133,8 @@ enum RingArg {
 #[derive(Args, Clone, Debug)]
 struct DeviceArgs {
     /// Device generation [default: sunda].
-    #[arg(long, value_enum)]
-    arch: Option<ArchArg>,
+    #[arg(long, value_parser = arch_parser())]
+    arch: Option<Arch>,
     /// Seed of every random choice [default: 0].
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     seed: Option<u64>,
@@ -150,14 +143,17 @@ struct DeviceArgs {
     ring_entries: Option<u32>,
 }
 
+/// `--arch`: one of core's generations, by its HAL key.
+fn arch_parser() -> impl clap::builder::TypedValueParser<Value = Arch> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(Arch::ALL.map(Arch::name))
+        .try_map(|s: String| Arch::from_name(&s).ok_or_else(|| format!("no generation named {s}")))
+}
+
 impl DeviceArgs {
     fn apply(&self, cfg: &mut SimConfig) {
         if let Some(arch) = self.arch {
-            cfg.arch = match arch {
-                ArchArg::Sunda => Arch::Sunda,
-                ArchArg::Cayman => Arch::Cayman,
-                ArchArg::Mariana => Arch::Mariana,
-            };
+            cfg.arch = arch;
         }
         if let Some(s) = self.seed {
             cfg.seed = s;
