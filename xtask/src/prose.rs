@@ -238,6 +238,60 @@ mod tests {
     }
 
     #[test]
+    fn a_crate_is_measured_from_its_sources_and_reported_with_its_bounds() {
+        let root = std::env::temp_dir().join(format!("nrt-prose-{}", std::process::id()));
+        let src = root.join("core/src");
+        fs::create_dir_all(src.join("big")).unwrap();
+        // lib.rs: three code lines, one comment of 19 characters with one aside.
+        fs::write(src.join("lib.rs"), "mod big;\n#[cfg(test)]\nmod tests;\n// abcd (fgh) jklmnopq\n").unwrap();
+        fs::write(src.join("tests.rs"), "fn t() {}\n".repeat(1000)).unwrap();
+        fs::write(src.join("big/mod.rs"), "x\n".repeat(FILE_LINES_MAX + 1)).unwrap();
+        // Exactly at the bound is not over; of two equal largest, the first stays.
+        fs::write(src.join("m.rs"), "#[cfg(test)]\nuse a;\n".to_string() + &"x\n".repeat(FILE_LINES_MAX - 2)).unwrap();
+        fs::write(src.join("y.rs"), "x\n".repeat(FILE_LINES_MAX + 5)).unwrap();
+        fs::write(src.join("z.rs"), "x\n".repeat(FILE_LINES_MAX + 5)).unwrap();
+        fs::write(root.join("README.md"), "a\nb\n").unwrap();
+        let f = measure(&root, "core");
+        assert_eq!((f.comment, f.words, f.parens), (19, 3, 1));
+        let lib = "mod big;".len() + "#[cfg(test)]".len() + "mod tests;".len();
+        let m = "#[cfg(test)]".len() + "use a;".len() + FILE_LINES_MAX - 2;
+        assert_eq!(f.code, lib + 9000 + FILE_LINES_MAX + 1 + m + 2 * (FILE_LINES_MAX + 5));
+        assert_eq!(f.largest, Some((PathBuf::from("core/src/y.rs"), FILE_LINES_MAX + 5)));
+        let over = |p: &str, n| (PathBuf::from(p), n);
+        let want = [
+            over("core/src/big/mod.rs", FILE_LINES_MAX + 1),
+            over("core/src/y.rs", FILE_LINES_MAX + 5),
+            over("core/src/z.rs", FILE_LINES_MAX + 5),
+        ];
+        assert_eq!(f.over, want, "m.rs, a cfg(test) that starts no module, has exactly the bound");
+        assert!((f.parens_per_100() - 100.0 / 3.0).abs() < 1e-9);
+        assert!((f.ratio() - 19.0 / f.code as f64).abs() < 1e-12);
+        let text = report(&root);
+        assert!(
+            text.contains(&format!("over {FILE_LINES_MAX} lines: core/src/big/mod.rs ({})", FILE_LINES_MAX + 1)),
+            "{text}"
+        );
+        assert!(text.contains("README.md 2 lines"), "{text}");
+        let _ = fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn a_comment_marker_inside_a_string_is_code() {
+        assert_eq!(split_comment(r#"let s = "a\"//b"; // c"#), (r#"let s = "a\"//b"; "#, Some(" c")));
+        assert_eq!(split_comment("//! doc"), ("", Some(" doc")));
+        assert_eq!(split_comment("x /"), ("x /", None));
+        assert_eq!(prose_parens("(a) f(x) `(b)` (c"), 2);
+        assert_eq!(prose_parens("`a (b)` (c)"), 1, "an aside inside code marks is code");
+        assert_eq!(split_comment("xy // c"), ("xy ", Some(" c")));
+        assert_eq!(split_comment("a / b"), ("a / b", None), "one slash is division");
+        let mut f = Figures::default();
+        f.add(Path::new("a.rs"), "fn a() {}\nmod b;\nfn c() {}\n", false);
+        assert_eq!(f.largest, Some((PathBuf::from("a.rs"), 3)), "only a cfg line starts the tail");
+        assert_eq!(split_comment(r"x \// c"), (r"x \", Some(" c")), "a backslash outside a string escapes nothing");
+        assert!(!is_tail_module("#[cfg(test)]\nfn f() {}\n", "#[cfg(test)]"));
+    }
+
+    #[test]
     fn test_and_proof_files_are_told_by_their_declaration() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
         assert!(is_test_file(&root.join("core/src/exec/proofs/step.rs")));
