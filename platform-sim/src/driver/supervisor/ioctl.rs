@@ -5,7 +5,6 @@
 use std::time::Instant;
 
 use super::memory::{is_device_fd, ProcMem};
-use super::process::pidfd_kill;
 use super::session::Session;
 use crate::driver::model::{self, OpenMode, Refusal, TargetMem as _};
 
@@ -20,12 +19,7 @@ impl Session<'_> {
         if !self.reader.run(deadline, move || is_device_fd(tid, fd, dev)).unwrap_or(false) {
             return self.listener.cont(n.id);
         }
-        let caller = match self.caller(n) {
-            Ok(c) => c,
-            Err(true) => return self.listener.respond(n.id, 0, libc::ESRCH, 0),
-            Err(false) => return,
-        };
-        self.check_gone(caller.tgid);
+        let Some(caller) = self.live_caller(n) else { return };
         let pid = caller.tgid;
         let code = args[1] as u32;
         let ptr = args[2];
@@ -85,18 +79,7 @@ impl Session<'_> {
             Ok(v) => self.listener.respond(n.id, v, 0, 0),
             Err(Refusal::Errno(e)) => self.listener.respond(n.id, 0, e.0, 0),
             Err(Refusal::KernelBug(v)) => {
-                eprintln!("nrt-sim driver: pid {pid}: {v}");
-                if self.cfg.strict {
-                    // The real kernel oopses in the caller, which never
-                    // returns: G-DRV-BUG-MODE. The process that made the call
-                    // is killed through the pidfd resolved for this call; the
-                    // run then ends and the rest of the tree follows.
-                    self.bug_pid = Some(pid);
-                    pidfd_kill(&caller.pidfd);
-                    self.listener.respond(n.id, 0, libc::EIO, 0);
-                } else {
-                    self.listener.respond(n.id, 0, 0, 0);
-                }
+                self.kernel_bug(n, &caller, &v.to_string(), |s| s.listener.respond(n.id, 0, 0, 0))
             }
         }
     }

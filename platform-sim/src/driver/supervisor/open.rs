@@ -43,12 +43,7 @@ impl Session<'_> {
     /// `open("/dev/neuron0")`: a descriptor of the device memfd for the caller,
     /// which is attached; past [`MAX_ATTACHED`] processes, `EBUSY` as the driver.
     fn open_device(&mut self, n: &libc::seccomp_notif, flags: u64) {
-        let caller = match self.caller(n) {
-            Ok(c) => c,
-            Err(true) => return self.listener.respond(n.id, 0, libc::ESRCH, 0),
-            Err(false) => return,
-        };
-        self.check_gone(caller.tgid);
+        let Some(caller) = self.live_caller(n) else { return };
         let pid = caller.tgid;
         // The O_WRONLY bit of the open flags: such an open takes no slot and
         // no count. driver: neuron_cdev.c, IS_NEURON_DEVICE_FREE_ACCESS.

@@ -7,7 +7,6 @@
 use std::time::Instant;
 
 use super::memory::is_device_fd;
-use super::process::pidfd_kill;
 use super::session::Session;
 use super::{DEVICE_FD_BASE, DEVICE_FD_SLOTS};
 use crate::driver::model::{MmapCall, NoFop, OpenMode, Refusal};
@@ -35,12 +34,7 @@ impl Session<'_> {
         if !self.reader.run(deadline, move || is_device_fd(tid, fd, dev)).unwrap_or(false) {
             return self.listener.cont(n.id);
         }
-        let caller = match self.caller(n) {
-            Ok(c) => c,
-            Err(true) => return self.listener.respond(n.id, 0, libc::ESRCH, 0),
-            Err(false) => return,
-        };
-        self.check_gone(caller.tgid);
+        let Some(caller) = self.live_caller(n) else { return };
         let pid = caller.tgid;
         let mode = self.descs.get(&(pid, fd)).copied().unwrap_or(OpenMode::RDWR);
         // preadv2 / pwritev2 take -1 for the current position.
@@ -63,14 +57,7 @@ impl Session<'_> {
                     Ok(()) => self.listener.cont(n.id),
                     Err(Refusal::Errno(e)) => self.listener.respond(n.id, 0, e.0, 0),
                     Err(Refusal::KernelBug(v)) => {
-                        eprintln!("nrt-sim driver: pid {pid}: {v}");
-                        if self.cfg.strict {
-                            self.bug_pid = Some(pid);
-                            pidfd_kill(&caller.pidfd);
-                            self.listener.respond(n.id, 0, libc::EIO, 0);
-                        } else {
-                            self.listener.cont(n.id);
-                        }
+                        self.kernel_bug(n, &caller, &v.to_string(), |s| s.listener.cont(n.id))
                     }
                 };
             }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::listener::Listener;
 use super::memory::Reader;
-use super::process::{pidfd_exited, pidfd_open, tgid_of, Caller};
+use super::process::{pidfd_exited, pidfd_kill, pidfd_open, tgid_of, Caller};
 use super::{DriverConfig, CALLER_MEM_BUDGET};
 use crate::driver::model::{LogLine, Model, OpenMode, Violation};
 
@@ -75,6 +75,44 @@ impl Session<'_> {
         match resolved {
             Some(c) if live => Ok(c),
             _ => Err(live),
+        }
+    }
+
+    /// The caller of notification `n`, after a check that its process was not
+    /// replaced; `None` when the notification is answered already: `ESRCH`
+    /// for a live one whose process could not be resolved, nothing for a dead one.
+    pub(super) fn live_caller(&mut self, n: &libc::seccomp_notif) -> Option<Caller> {
+        match self.caller(n) {
+            Ok(c) => {
+                self.check_gone(c.tgid);
+                Some(c)
+            }
+            Err(true) => {
+                self.listener.respond(n.id, 0, libc::ESRCH, 0);
+                None
+            }
+            Err(false) => None,
+        }
+    }
+
+    /// A call the real driver would `BUG_ON`: printed, and under `--strict`
+    /// the caller is killed and the call fails `EIO`, since the real kernel
+    /// oopses in the caller, which never returns (G-DRV-BUG-MODE). Otherwise
+    /// `lenient` answers it.
+    pub(super) fn kernel_bug(
+        &mut self,
+        n: &libc::seccomp_notif,
+        caller: &Caller,
+        bug: &str,
+        lenient: impl FnOnce(&Self),
+    ) {
+        eprintln!("nrt-sim driver: pid {}: {bug}", caller.tgid);
+        if self.cfg.strict {
+            self.bug_pid = Some(caller.tgid);
+            pidfd_kill(&caller.pidfd);
+            self.listener.respond(n.id, 0, libc::EIO, 0);
+        } else {
+            lenient(self);
         }
     }
 
