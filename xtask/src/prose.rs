@@ -54,9 +54,11 @@ impl Figures {
     pub fn add(&mut self, path: &Path, text: &str, test: bool) {
         let mut lines = 0;
         let mut in_tail = test;
-        for line in text.lines() {
+        let mut rest = text;
+        while let Some((line, after)) = rest.split_once('\n').or((!rest.is_empty()).then_some((rest, ""))) {
+            rest = after;
             let t = line.trim();
-            if (t.starts_with("#[cfg(test)]") || t.starts_with("#[cfg(kani)]")) && is_tail_module(text, line) {
+            if (t.starts_with("#[cfg(test)]") || t.starts_with("#[cfg(kani)]")) && opens_module(rest) {
                 in_tail = true;
             }
             if !in_tail {
@@ -80,9 +82,9 @@ impl Figures {
     }
 }
 
-/// Whether `line` starts the file's last item, a module of proofs.
-fn is_tail_module(text: &str, line: &str) -> bool {
-    let rest = &text[text.find(line).map_or(0, |i| i + line.len())..];
+/// Whether the text after an attribute line opens a module: the attribute is
+/// a test or proof module's.
+fn opens_module(rest: &str) -> bool {
     rest.trim_start().starts_with("mod ")
 }
 
@@ -288,7 +290,10 @@ mod tests {
         f.add(Path::new("a.rs"), "fn a() {}\nmod b;\nfn c() {}\n", false);
         assert_eq!(f.largest, Some((PathBuf::from("a.rs"), 3)), "only a cfg line starts the tail");
         assert_eq!(split_comment(r"x \// c"), (r"x \", Some(" c")), "a backslash outside a string escapes nothing");
-        assert!(!is_tail_module("#[cfg(test)]\nfn f() {}\n", "#[cfg(test)]"));
+        assert!(!opens_module("fn f() {}\n") && opens_module("\nmod tests {"));
+        let mut f = Figures::default();
+        f.add(Path::new("b.rs"), "#[cfg(test)]\nuse a;\nfn f() {}\n#[cfg(test)]\nmod tests {\n}", false);
+        assert_eq!(f.largest, Some((PathBuf::from("b.rs"), 3)), "the second cfg line starts the tail, not the first");
     }
 
     #[test]
