@@ -3,8 +3,8 @@
 //! [`progress_one_step`] never blocks, so one thread can hold many requests
 //! and step each in turn. A [`PollGroup`] has a fixed capacity `N`, allocates
 //! nothing, and keeps the one-step contract per request: each pass steps
-//! every in-flight request once, a request that reaches DONE is reported once
-//! and leaves, and its slot is reused.
+//! every in-flight request once (its first pass twice, see below), a
+//! request that reaches DONE is reported once and leaves, and its slot is reused.
 //!
 //! The group owns the requests' harvest state; the platform owns the devices.
 //! A request names its *lane*, one logical core's device and
@@ -16,9 +16,12 @@
 //! [`poll_due`](PollGroup::poll_due) steps only the requests that are *due*
 //! at the caller's monotonic clock. Per lane the group keeps an [`Estimate`]
 //! of the kickoff-to-END time, an integer moving mean and deviation with
-//! outliers capped; only [`Step::Done`] teaches. A request is due from
-//! `kickoff + mean - 2 * deviation`, then every [`Schedule::recheck_ns`]; with
-//! no estimate, always. Whatever the estimate, every request is stepped at
+//! outliers capped; only [`Step::Done`] teaches, with the midpoint between the
+//! request's last step in flight and the step that found it done. A request is
+//! due from `kickoff + mean - 3 * deviation`, then every
+//! [`Schedule::recheck_ns`]; with no estimate, always. The first pass steps a
+//! request twice, INIT and its first barrier check, so that once the barrier
+//! is clear its next step looks at its rings. Whatever the estimate, every request is stepped at
 //! least once per [`Schedule::sweep_bound_ns`], so a fault or timeout is seen
 //! within that bound plus one pass.
 //!
@@ -80,6 +83,12 @@ pub trait Harvest {
     /// finishing step also hands the rings back, unless [`Harvest::settle`] is due.
     fn step<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, nq: &mut Notifications) -> Step;
 
+    /// Whether the next step only starts the request, so that a pass takes
+    /// the step after it at once. Default: never.
+    fn unstarted(&self) -> bool {
+        false
+    }
+
     /// Whether the finished request left work for [`Harvest::settle`]. Default: never.
     fn settle_due(&self) -> bool {
         false
@@ -104,6 +113,9 @@ impl Harvest for ExecRequest {
             write_back_heads(dev, nq, self.tpb_count());
         }
         step
+    }
+    fn unstarted(&self) -> bool {
+        self.state() == super::ExecState::Init
     }
     fn settle_due(&self) -> bool {
         ExecRequest::settle_due(self)
@@ -169,7 +181,7 @@ impl Completion {
 /// What one pass did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pass {
-    /// Requests stepped, each once.
+    /// Requests stepped, each once, or twice when just started.
     pub stepped: usize,
     /// Of those, requests that finished and left the group.
     pub completed: usize,
@@ -182,6 +194,16 @@ pub const DEFAULT_SWEEP_BOUND_NS: u64 = 1_000_000;
 
 /// Once due, a request still in flight is stepped again this often, ns.
 pub const DEFAULT_RECHECK_NS: u64 = 20_000;
+
+/// A request is due this many spreads before its lane's mean: two would be
+/// the earliest end of a uniform spread exactly, so the estimate's own noise
+/// would make early ends wait for it.
+pub const DUE_SPREADS: u64 = 3;
+
+/// Once due, a request's recheck widens to its lane's spread / this when that
+/// is longer than [`Schedule::recheck_ns`]: only a jitter well past the notice
+/// it costs widens it.
+pub const RECHECK_SHARE: u64 = 32;
 
 /// A sample moves a lane's estimate as if it lay at most this many deviations
 /// from the mean.
@@ -196,8 +218,8 @@ pub const MIN_SPREAD_NS: u64 = 1_000;
 pub struct Schedule {
     /// Every request in flight is stepped at least this often, ns.
     pub sweep_bound_ns: u64,
-    /// A due request in flight is stepped again after this long, ns, or a
-    /// quarter of its lane's deviation when longer; 0 steps it every pass.
+    /// A due request in flight is stepped again after this long, ns, or its
+    /// lane's deviation over [`RECHECK_SHARE`] when longer; 0 steps it every pass.
     pub recheck_ns: u64,
     /// A pass also steps the requests due within this long after its clock, ns,
     /// so a poller that wakes a little early still takes them.
@@ -243,9 +265,9 @@ impl Estimate {
     }
 
     /// How long after its kickoff a request of this lane becomes due: the
-    /// mean less two spreads.
+    /// mean less [`DUE_SPREADS`] spreads.
     pub const fn due_after_ns(&self) -> u64 {
-        self.mean_ns.saturating_sub(self.spread_ns.saturating_mul(2))
+        self.mean_ns.saturating_sub(self.spread_ns.saturating_mul(DUE_SPREADS))
     }
 }
 
@@ -263,6 +285,9 @@ struct Slot<R> {
     token: u64,
     /// The clock of the first due-first pass that saw the request.
     kick_ns: Option<u64>,
+    /// The clock of the latest due-first step that found it in flight; a
+    /// plain pass leaves it.
+    seen_ns: u64,
     /// When a due-first pass next steps it; 0 the next pass.
     next_ns: u64,
 }
@@ -388,7 +413,7 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
         if hist.lane != Some(lane) {
             *hist = History { lane: Some(lane), est: Estimate::default() };
         }
-        *slot = Some(Slot { req: R::start(cfg), lane, token, kick_ns: None, next_ns: 0 });
+        *slot = Some(Slot { req: R::start(cfg), lane, token, kick_ns: None, seen_ns: 0, next_ns: 0 });
         *live = free;
         self.in_flight += 1;
         Ok(free)
@@ -456,22 +481,34 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
                 }
             }
             pass.stepped += 1;
+            // INIT only starts the request: the next step, in the same pass,
+            // checks the barrier, so a request past it looks at its rings next.
             let step = match lanes.lane(slot.lane) {
-                Some((dev, nq)) => slot.req.step(dev, nq),
+                Some((dev, nq)) => {
+                    let unstarted = slot.req.unstarted();
+                    match slot.req.step(dev, nq) {
+                        Step::InFlight if unstarted => slot.req.step(dev, nq),
+                        step => step,
+                    }
+                }
                 None => Step::failed(NrtStatus::InvalidHandle),
             };
             let hist = self.hist.get_mut(idx);
             if step == Step::InFlight {
                 if let Some(now) = now {
                     let kick = *slot.kick_ns.get_or_insert(now);
+                    slot.seen_ns = now;
                     let est = hist.map(|h| h.est).unwrap_or_default();
                     slot.next_ns = next_step_ns(&sched, &est, kick, now);
                 }
                 i += 1;
                 continue;
             }
+            // It ended between its last step in flight and this one: learn the
+            // midpoint, so a late pass does not teach the lane to be late.
             if let (Some(now), Some(kick), Some(h), Step::Done(_)) = (now, slot.kick_ns, hist, step) {
-                h.est.learn(now.saturating_sub(kick));
+                let ended = slot.seen_ns + now.saturating_sub(slot.seen_ns) / 2;
+                h.est.learn(ended.saturating_sub(kick));
             }
             let c = Completion { slot: idx, lane: slot.lane, token: slot.token, step };
             done(&c, &slot.req);
@@ -531,7 +568,7 @@ fn next_step_ns(sched: &Schedule, est: &Estimate, kick: u64, now: u64) -> u64 {
     // A pass takes what is due within `ahead_ns` of it: such a request is
     // past its due time for this purpose.
     // Past it, the recheck widens with the lane's spread; 0 is every pass.
-    let recheck = if sched.recheck_ns == 0 { 0 } else { sched.recheck_ns.max(est.spread_ns / 4) };
+    let recheck = if sched.recheck_ns == 0 { 0 } else { sched.recheck_ns.max(est.spread_ns / RECHECK_SHARE) };
     let next = if now.saturating_add(sched.ahead_ns) < due { due } else { now.saturating_add(recheck) };
     next.min(bound)
 }

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::arch::{Arch, ENGINES_PER_CORE};
-use crate::exec::{exec_wait_round_robin, fatal};
+use crate::exec::{exec_wait_round_robin, fatal, ExecState};
 use crate::nq::{ErrorEntry, Subtype, INFER_STATUS_NQS};
 use crate::status::NrtError;
 use crate::testutil::{CountingDelay, FakeDevice, INTC_OVERFLOW};
@@ -430,7 +430,7 @@ fn an_estimate_learns_the_mean_and_spread_with_outliers_capped() {
     assert_eq!(e.due_after_ns(), 0);
     e.learn(80_000);
     assert_eq!(e, Estimate { mean_ns: 80_000, spread_ns: 10_000, samples: 1 });
-    assert_eq!(e.due_after_ns(), 60_000);
+    assert_eq!(e.due_after_ns(), 80_000 - 3 * 10_000);
     // Above the mean, within the cap of 4 spreads: an eighth of the distance.
     e.learn(96_000);
     assert_eq!(e, Estimate { mean_ns: 82_000, spread_ns: 10_750, samples: 2 });
@@ -443,7 +443,7 @@ fn an_estimate_learns_the_mean_and_spread_with_outliers_capped() {
     // A short one likewise, downwards.
     e.learn(0);
     assert_eq!(e, Estimate { mean_ns: 79_048, spread_ns: 19_677, samples: 5 });
-    assert_eq!(e.due_after_ns(), 79_048 - 2 * 19_677);
+    assert_eq!(e.due_after_ns(), 79_048 - 3 * 19_677);
     // Equal samples shrink the spread to nothing; the cap's floor of 1 us still
     // lets a new duration in.
     let mut f = Estimate::default();
@@ -465,7 +465,7 @@ fn the_next_step_follows_the_estimate_within_the_sweep_bound() {
     let sched = Schedule { sweep_bound_ns: 1_000, recheck_ns: 30, ahead_ns: 0 };
     let none = Estimate::default();
     assert_eq!(next_step_ns(&sched, &none, 100, 150), 0, "no estimate: due at once");
-    let est = Estimate { mean_ns: 500, spread_ns: 50, samples: 3 }; // due 400 after kickoff
+    let est = Estimate { mean_ns: 550, spread_ns: 50, samples: 3 }; // due 400 after kickoff
     assert_eq!(next_step_ns(&sched, &est, 100, 150), 500, "before its due time: at it");
     assert_eq!(next_step_ns(&sched, &est, 100, 499), 500);
     assert_eq!(next_step_ns(&sched, &est, 100, 500), 530, "at or past it: a recheck later");
@@ -474,17 +474,17 @@ fn the_next_step_follows_the_estimate_within_the_sweep_bound() {
     assert_eq!(next_step_ns(&sched, &long, 100, 150), 1_150, "never past the sweep bound");
     assert_eq!(next_step_ns(&sched, &long, 100, 4_100), 5_100);
     assert_eq!(next_step_ns(&sched, &long, 100, 4_101), 5_100);
-    let wide = Estimate { mean_ns: 500, spread_ns: 200, samples: 3 }; // due 100 after kickoff
-    assert_eq!(next_step_ns(&sched, &wide, 100, 200), 250, "a wide spread: a quarter of it between rechecks");
-    let wider = Estimate { spread_ns: 100, ..wide };
-    assert_eq!(next_step_ns(&sched, &wider, 0, 400), 430, "a quarter of the spread shorter than the recheck");
+    let wide = Estimate { mean_ns: 5_000, spread_ns: 1_600, samples: 3 }; // due 200 after kickoff
+    assert_eq!(next_step_ns(&sched, &wide, 100, 400), 450, "a wide spread: a 32nd of it between rechecks");
+    let wider = Estimate { spread_ns: 959, ..wide };
+    assert_eq!(next_step_ns(&sched, &wider, 0, 4_000), 4_030, "a 32nd of the spread shorter than the recheck");
     let ahead = Schedule { ahead_ns: 100, ..sched };
     assert_eq!(next_step_ns(&ahead, &est, 100, 399), 500, "due later than the pass's window: at its time");
     assert_eq!(next_step_ns(&ahead, &est, 100, 400), 430, "due within the window: as if past it");
     let every_pass = Schedule { recheck_ns: 0, ..sched };
     assert_eq!(next_step_ns(&every_pass, &est, 100, 150), 500, "recheck 0: before its due time, still at it");
     assert_eq!(next_step_ns(&every_pass, &est, 100, 500), 500, "recheck 0, past its due time: the next pass");
-    assert_eq!(next_step_ns(&every_pass, &wide, 100, 200), 200, "recheck 0: the spread does not widen it");
+    assert_eq!(next_step_ns(&every_pass, &wide, 100, 400), 400, "recheck 0: the spread does not widen it");
     let slow = Schedule { sweep_bound_ns: 20, recheck_ns: 30, ahead_ns: 0 };
     assert_eq!(next_step_ns(&slow, &est, 100, 600), 620, "a recheck capped by the bound");
     assert_eq!(next_step_ns(&sched, &long, u64::MAX - 5, u64::MAX - 2), u64::MAX, "saturates");
@@ -566,8 +566,8 @@ fn due_first_outcomes(
 fn due_first_passes_give_exactly_the_statuses_of_separate_sync_drivers() {
     let which = scenarios();
     let sync = sync_outcomes(RING, false, which);
-    // Half the lanes expect 50 us (due 40 us after kickoff), passes every 7 us.
-    let est = Estimate { mean_ns: 50_000, spread_ns: 5_000, samples: 4 };
+    // Half the lanes expect 55 us (due 40 us after kickoff), passes every 7 us.
+    let est = Estimate { mean_ns: 55_000, spread_ns: 5_000, samples: 4 };
     let sched = Schedule { sweep_bound_ns: 100_000, recheck_ns: 20_000, ahead_ns: 0 };
     let (group, asked, (stepped, skipped)) = due_first_outcomes(which, &[0, 2, 4, 6, 8], est, sched, 7_000);
     for (i, (s, g)) in sync.iter().zip(&group).enumerate() {
@@ -618,28 +618,33 @@ fn a_lane_learns_from_its_done_requests_and_keeps_its_estimate_across_slots() {
     let mut g = PollGroup::<3>::new();
     assert_eq!(g.insert(2, cfg, 0), Ok(0));
     assert_eq!(g.estimate(2), None);
-    // Kickoff at 1000 (the first due-first pass), done at 81_000.
+    // Kickoff at 1000 (the first due-first pass, which starts the request and
+    // clears its barrier), in flight at 41_000, done at 81_000: it ended at
+    // 61_000 as far as the passes can tell.
     assert_eq!(g.poll_due(&mut host, 1_000, |_, _| panic!("not done")).stepped, 1);
+    assert_eq!(g.request(0).map(ExecRequest::state), Some(ExecState::WaitCore), "started and past its barrier");
     assert_eq!(g.earliest_due_ns(), Some(0), "no estimate: due at once");
-    host.lanes[2].0.run_all(1, 100, 200);
     let mut n = 0;
     for t in [41_000u64, 81_000] {
         g.poll_due(&mut host, t, |c, _| {
             assert_eq!((c.step, c.status(), t), (Step::Done(NrtStatus::Success), NrtStatus::Success, 81_000));
             n += 1;
         });
+        if t == 41_000 {
+            host.lanes[2].0.run_all(1, 100, 200);
+        }
     }
     assert_eq!(n, 1);
-    assert_eq!(g.estimate(2), Some(Estimate { mean_ns: 80_000, spread_ns: 10_000, samples: 1 }));
+    assert_eq!(g.estimate(2), Some(Estimate { mean_ns: 60_000, spread_ns: 7_500, samples: 1 }));
     // Lane 0 takes slot 1 (blank) even though slot 0 is free: slot 0 keeps lane 2's estimate.
     assert_eq!(g.insert(0, cfg, 1), Ok(1));
     assert_eq!(g.insert(2, cfg, 2), Ok(0));
     assert_eq!(g.poll_due(&mut host, 100_000, |_, _| {}).stepped, 2);
-    // Lane 2 is next due at kickoff + 80 us - 20 us; lane 0 (no estimate) at once.
+    // Lane 2 is next due at kickoff + 60 us - 3 x 7.5 us; lane 0 (no estimate) at once.
     assert_eq!(g.earliest_due_ns(), Some(0));
     assert_eq!(g.remove(1), Some((0, 1)));
-    assert_eq!(g.earliest_due_ns(), Some(160_000));
-    let p = g.poll_due(&mut host, 159_999, |_, _| {});
+    assert_eq!(g.earliest_due_ns(), Some(137_500));
+    let p = g.poll_due(&mut host, 137_499, |_, _| {});
     assert_eq!((p.stepped, p.skipped), (0, 1));
     // A request that ends in error teaches nothing: lane 2's device has no
     // more records, so make it fail on a missing lane instead.
@@ -764,4 +769,26 @@ fn a_group_settles_a_request_right_after_its_notice() {
         };
         assert_eq!(sorted(lane), sorted(&d), "scenario {sc}: the same events");
     }
+}
+
+#[test]
+fn a_lane_of_uniform_jitter_is_due_before_its_earliest_end() {
+    // 10 ms +/- 10 %, uniform, each end learnt exactly; an end before the
+    // request is due waits for it. A xorshift stream keeps it repeatable.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut e = Estimate::default();
+    let (mut early, mut n) = (0, 0);
+    for i in 0..4_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let end = 9_000_000 + x % 2_000_001;
+        if i >= 100 {
+            n += 1;
+            early += usize::from(end < e.due_after_ns());
+        }
+        e.learn(end);
+    }
+    // Two spreads let 165 of the 3,900 wait; three, 8.
+    assert!(early * 200 <= n, "{early} of {n} ends came before their lane's due time");
 }

@@ -4,9 +4,10 @@
 //! inserts, passes and removals: a slot is handed out again only once the
 //! request in it was reported done (or removed); the group never holds more
 //! than its capacity, and refuses exactly when full or when the lane is busy;
-//! every pass steps every request in flight exactly once; and a request ends in
-//! the group exactly as the same request driven alone on the same lane: after
-//! the same number of steps, with the same step code, status and final request.
+//! every pass steps every request in flight, once or, in its first pass,
+//! twice; and a request ends in the group exactly as the same request driven
+//! alone on the same lane: after the same number of steps, with the same step
+//! code, status and final request.
 //!
 //! The group is generic over what it holds ([`Harvest`]) and never looks inside
 //! a request, so its bookkeeping is proved over a small request of its own,
@@ -115,9 +116,16 @@ impl crate::counters::CounterSink for LaneDev {}
 impl hal::TensorNotify for LaneDev {}
 
 /// A request of the group proofs: what the group is proved over.
-pub(crate) trait Proved: Harvest + Clone {
+pub(crate) trait Proved: Harvest<Config: Clone> + Clone {
     /// The configuration of every request here.
     fn cfg() -> Self::Config;
+    /// Any configuration of a request here.
+    fn cfg_any<A: Any>(_: &mut A) -> Self::Config {
+        Self::cfg()
+    }
+    /// `true` when a request of `cfg` has a first step that only starts it,
+    /// stated here apart from [`Harvest::unstarted`].
+    fn starts(cfg: &Self::Config) -> bool;
     /// `true` when two requests are in the same state.
     fn same_as(&self, other: &Self) -> bool;
 }
@@ -126,6 +134,10 @@ pub(crate) trait Proved: Harvest + Clone {
 impl Proved for ExecRequest {
     fn cfg() -> ExecConfig {
         ExecConfig::new(Arch::Sunda, 1, 1)
+    }
+    /// INIT only starts it.
+    fn starts(_: &ExecConfig) -> bool {
+        true
     }
     fn same_as(&self, other: &Self) -> bool {
         same(self, other)
@@ -143,16 +155,27 @@ pub(crate) struct Scripted {
     seen: u64,
     steps: u32,
     result: Option<Step>,
+    /// A first step that only starts it is still to come.
+    start: bool,
 }
 
+/// Its configuration: whether its first step only starts it, as INIT does.
 impl Harvest for Scripted {
-    type Config = ();
-    fn start((): ()) -> Scripted {
-        Scripted { seen: 0, steps: 0, result: None }
+    type Config = bool;
+    fn start(start: bool) -> Scripted {
+        Scripted { seen: 0, steps: 0, result: None, start }
+    }
+    fn unstarted(&self) -> bool {
+        self.start
     }
     fn step<D: ExecDevice + ?Sized>(&mut self, dev: &mut D, _nq: &mut Notifications) -> Step {
         if let Some(done) = self.result {
             return done;
+        }
+        if self.start {
+            self.start = false;
+            self.steps = self.steps.wrapping_add(1);
+            return Step::InFlight;
         }
         let t = dev.now_ns();
         self.seen = self.seen.rotate_left(17) ^ t;
@@ -169,7 +192,15 @@ impl Harvest for Scripted {
 }
 
 impl Proved for Scripted {
-    fn cfg() {}
+    fn cfg() -> bool {
+        false
+    }
+    fn cfg_any<A: Any>(any: &mut A) -> bool {
+        any.bool()
+    }
+    fn starts(cfg: &bool) -> bool {
+        *cfg
+    }
     fn same_as(&self, other: &Self) -> bool {
         self == other
     }
@@ -195,14 +226,14 @@ impl<const K: usize> ProofLanes<K> {
     /// The same request driven alone on a copy of lane `lane`: the steps it
     /// took, its step code and status, and the final request; `None` when it
     /// did not finish within [`ALONE_STEPS`] or there is no such lane.
-    fn alone<R: Proved>(&mut self, lane: u16) -> Option<(u32, Step, NrtStatus, R)> {
+    fn alone<R: Proved>(&mut self, lane: u16, cfg: R::Config) -> Option<(u32, Step, NrtStatus, R)> {
         let mut dev = self.devs.get(usize::from(lane))?.clone();
         // Under kani the scripted request never reads it: no copy of the
         // 64-record subscriber queue (a loop bounded only by the unwind limit).
         if !cfg!(kani) {
             self.scratch = self.nq.clone();
         }
-        let mut req = R::start(R::cfg());
+        let mut req = R::start(cfg);
         for k in 0..ALONE_STEPS {
             let step = req.step(&mut dev, &mut self.scratch);
             if let Some(status) = step.status() {
@@ -229,17 +260,18 @@ impl<const K: usize> Lanes for ProofLanes<K> {
 }
 
 /// Most steps a request is driven alone (the script finishes within
-/// `MAX_DONE_AT + 1`; the real step under test may take longer, and is then
+/// `MAX_DONE_AT + 2`, its start step included; the real step under test may take longer, and is then
 /// compared only while it has not finished).
-const ALONE_STEPS: usize = if cfg!(kani) { MAX_DONE_AT as usize + 1 } else { 16 };
+const ALONE_STEPS: usize = if cfg!(kani) { MAX_DONE_AT as usize + 2 } else { 16 };
 
-/// A slot of the model: the request's lane and token, how many passes stepped
-/// it, and how it ends alone.
+/// A slot of the model: the request's lane and token, how many steps the
+/// group made on it, whether its first step only starts it, and how it ends alone.
 #[derive(Clone)]
 struct Held<R> {
     lane: u16,
     token: u64,
     stepped: u32,
+    starts: bool,
     alone: Option<(u32, Step, NrtStatus, R)>,
 }
 
@@ -301,7 +333,7 @@ pub(crate) fn group_reuses_a_slot_only_after_its_request_is_done<R: Proved, A: A
                         assert!(s < N && held[s].is_none(), "a slot handed out while its request is in flight");
                         reused |= ever[s];
                         ever[s] = true;
-                        held[s] = Some(Held { lane, token: op as u64, stepped: 0, alone: None });
+                        held[s] = Some(Held { lane, token: op as u64, stepped: 0, starts: false, alone: None });
                     }
                 }
             }
@@ -345,19 +377,22 @@ pub(crate) fn group_reuses_a_slot_only_after_its_request_is_done<R: Proved, A: A
 /// over 3 lanes, each lane's device finishing its request after any number of
 /// steps with any status: a request ends in the group exactly as the same
 /// request driven alone from the same lane state: after as many steps (one per
-/// pass), with the same step code and status, and the same final request; and
-/// while it has not finished alone it is not reported in the group.
+/// pass, two in the first pass of an unstarted request), with the same step
+/// code and status, and the same final request; and while it has not finished
+/// alone it is not reported in the group.
 pub(crate) fn group_ends_each_request_as_alone<R: Proved, A: Any>(mut any: A, ops: usize) {
     let mut lanes = ProofLanes::<LANES>::new(&mut any);
     let mut group = PollGroup::<N, R>::new();
     let mut held: [Option<Held<R>>; N] = [None, None];
-    let (mut ended, mut two, mut failed) = (false, false, false);
+    let (mut ended, mut two, mut failed, mut started) = (false, false, false, false);
     for op in 0..ops {
         if any.bool() {
             let lane = any.u8() % LANES as u8;
-            let expect = lanes.alone::<R>(u16::from(lane));
-            if let Ok(s) = group.insert(u16::from(lane), R::cfg(), op as u64) {
-                held[s] = Some(Held { lane: u16::from(lane), token: op as u64, stepped: 0, alone: expect });
+            let cfg = R::cfg_any(&mut any);
+            let starts = R::starts(&cfg);
+            let expect = lanes.alone::<R>(u16::from(lane), cfg.clone());
+            if let Ok(s) = group.insert(u16::from(lane), cfg, op as u64) {
+                held[s] = Some(Held { lane: u16::from(lane), token: op as u64, stepped: 0, starts, alone: expect });
             }
             continue;
         }
@@ -371,7 +406,11 @@ pub(crate) fn group_ends_each_request_as_alone<R: Proved, A: Any>(mut any: A, op
         });
         for s in 0..N {
             if let Some(h) = &mut held[s] {
-                h.stepped += 1;
+                // A first step that only starts a request never ends it: its
+                // first pass steps it twice.
+                let first = h.starts && h.stepped == 0;
+                started |= first;
+                h.stepped += if first { 2 } else { 1 };
             }
         }
         two |= reports == 2;
@@ -395,6 +434,7 @@ pub(crate) fn group_ends_each_request_as_alone<R: Proved, A: Any>(mut any: A, op
     cover!(ended, "alone: a request ends as it does alone");
     cover!(failed, "alone: one ends with an error status");
     cover!(two, "alone: two requests end in one pass");
+    cover!(started, "alone: a first pass steps a request twice");
 }
 
 /// A lane's notification state with some INFER_STATUS rings read and not
@@ -606,7 +646,7 @@ mod tests {
             group_ends_each_request_as_alone::<ExecRequest, _>(Bytes::new(&bytes), ops);
             group_ends_each_request_as_alone::<Scripted, _>(Bytes::new(&bytes), ops);
         });
-        assert_covered(3);
+        assert_covered(4);
     }
 
     #[test]
