@@ -130,7 +130,7 @@ fn main() {
             args.iter().any(|a| a == "--sweep"),
             nrt_linux::poller::PollerConfig {
                 cpu: args.iter().any(|a| a == "--cpu").then(|| arg(&args, "--cpu", 0usize)),
-                notice_bound: std::time::Duration::from_micros(arg(&args, "--notice-us", 50u64)),
+                notice_bound: std::time::Duration::from_micros(arg(&args, "--notice-us", 60u64)),
                 hybrid_slice: args
                     .iter()
                     .any(|a| a == "--slice-us")

@@ -70,8 +70,8 @@ pub fn run() {
 }
 
 /// The hybrid poller's typical sleep between passes: its default slice,
-/// `PollerConfig::hybrid_slice_ns` of 40 us, less its 10 us lead and a pass.
-const HYBRID_SLEEP: Duration = Duration::from_micros(20);
+/// `PollerConfig::hybrid_slice_ns` of 50 us, less its 10 us lead and a pass.
+const HYBRID_SLEEP: Duration = Duration::from_micros(30);
 
 /// How long each half of the neighbour measurement runs.
 const NEIGHBOUR_RUN: Duration = Duration::from_millis(500);

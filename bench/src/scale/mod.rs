@@ -87,6 +87,8 @@ struct Shape {
     device_cpu_cores: f64,
     /// Where the harvest's time went, per second of wall time over its threads.
     passes_per_s: f64,
+    /// Requests stepped, or lanes looked at, per pass.
+    looks_per_pass: f64,
     sleeps_per_s: f64,
     /// Involuntary context switches, preemptions, of the harvest threads.
     preempted_per_s: f64,
@@ -243,6 +245,7 @@ fn measure(setup: Setup, work: Duration, how: &Harvest) -> Shape {
         all.ok += o.ok;
         all.bad += o.bad;
         all.passes += o.passes;
+        all.looks += o.looks;
         all.sleeps += o.sleeps;
         all.preempted += o.preempted;
         all.pass_ns += o.pass_ns;
@@ -260,6 +263,7 @@ fn measure(setup: Setup, work: Duration, how: &Harvest) -> Shape {
         cpu_cores: cpu as f64 / 1e9 / wall,
         device_cpu_cores: dev_cpu as f64 / 1e9 / dev_wall,
         passes_per_s: all.passes as f64 / wall,
+        looks_per_pass: all.looks as f64 / all.passes.max(1) as f64,
         sleeps_per_s: all.sleeps as f64 / wall,
         preempted_per_s: all.preempted as f64 / wall,
         in_passes: all.pass_ns as f64 / 1e9 / wall,
@@ -290,12 +294,14 @@ fn print_shape(s: &Shape) {
         s.name, s.latency.p50, s.latency.p99, s.latency.max, s.cpu_cores, s.device_cpu_cores, s.requests_per_s, s.completed, s.failed
     );
     println!(
-        "  {:<26}   where: preempted {:.0}/s; {:.0} passes/s ({:.2} of the wall in them), {:.0} sleeps/s ({:.2} asleep, \
+        "  {:<26}   where: preempted {:.0}/s; {:.0} passes/s ({:.2} of the wall in them, {:.1} requests each), \
+         {:.0} sleeps/s ({:.2} asleep, \
          overshoot p50 {:.0} ns p99 {:.0} ns); pass start -> notice p50 {:.0} ns p99 {:.0} ns; device late p50 {:.0} ns p99 {:.0} ns",
         "",
         s.preempted_per_s,
         s.passes_per_s,
         s.in_passes,
+        s.looks_per_pass,
         s.sleeps_per_s,
         s.asleep,
         s.overshoot.p50,
@@ -391,7 +397,7 @@ pub fn run(setup: Setup, work_us: u64, sweep: bool, base: PollerConfig) {
     let js = |s: &Shape| {
         json!({ "name": s.name, "notice": s.latency.json(), "cpu_cores": s.cpu_cores, "device_cpu_cores": s.device_cpu_cores,
                 "requests_per_s": s.requests_per_s, "completed": s.completed, "failed": s.failed,
-                "preempted_per_s": s.preempted_per_s, "passes_per_s": s.passes_per_s, "sleeps_per_s": s.sleeps_per_s,
+                "preempted_per_s": s.preempted_per_s, "passes_per_s": s.passes_per_s, "looks_per_pass": s.looks_per_pass, "sleeps_per_s": s.sleeps_per_s,
                 "in_passes": s.in_passes, "asleep": s.asleep, "pass_start_to_notice": s.in_pass.json(),
                 "sleep_overshoot": s.overshoot.json(), "device_late": s.device_late.json() })
     };
@@ -457,18 +463,33 @@ mod tests {
     }
 
     #[test]
-    fn the_slice_rule_takes_the_shortest_slice_meeting_both_goals_then_cpu_then_the_cheapest() {
+    fn the_slice_rule_takes_the_shortest_slice_meeting_both_goals_else_the_closest_on_both() {
         // libnrt: p99 3 ms, 1.8 cores; the goal 1/10 of each: 300 us, 0.18 core.
         let (lp, lc) = (3_000_000.0, 1.8);
         let sweep = [pt(400, 450.0, 0.10), pt(25, 90.0, 0.60), pt(100, 160.0, 0.25), pt(200, 280.0, 0.17)];
         assert_eq!(choose_slice(&sweep, lp, lc, 10.0), Some((200, SliceReason::BothGoals)));
+        // None meets both. Lower ratios: 25 us 3.0x (CPU), 200 us 4.3x (p99), 400 us 3.75x (p99).
         let tails = [pt(25, 900.0, 0.60), pt(200, 700.0, 0.17), pt(400, 800.0, 0.10)];
-        assert_eq!(choose_slice(&tails, lp, lc, 10.0), Some((200, SliceReason::CpuGoal)));
-        let dear = [pt(25, 90.0, 0.60), pt(400, 450.0, 0.30), pt(200, 280.0, 0.35)];
-        assert_eq!(choose_slice(&dear, lp, lc, 10.0), Some((400, SliceReason::Cheapest)));
+        assert_eq!(choose_slice(&tails, lp, lc, 10.0), Some((200, SliceReason::Closest)));
+        // A measured day (2-vCPU VM, libnrt 209 us, 1.34 cores): 50 us, its worse ratio 3.0x.
+        let day =
+            [pt(25, 46.0, 0.67), pt(40, 59.0, 0.48), pt(50, 70.0, 0.40), pt(100, 120.0, 0.27), pt(400, 432.0, 0.12)];
+        assert_eq!(choose_slice(&day, 209_000.0, 1.34, 10.0), Some((50, SliceReason::Closest)));
+        // A tie: the shorter slice.
+        let tie = [pt(100, 600.0, 0.3), pt(50, 600.0, 0.3)];
+        assert_eq!(choose_slice(&tie, lp, lc, 10.0), Some((50, SliceReason::Closest)));
         assert_eq!(choose_slice(&[], lp, lc, 10.0), None);
         // At the bound exactly: met.
         assert_eq!(choose_slice(&[pt(50, 300.0, 0.18)], lp, lc, 10.0), Some((50, SliceReason::BothGoals)));
+    }
+
+    #[test]
+    fn a_shape_is_below_libnrt_only_on_both_and_says_what_it_is_not_below_on() {
+        assert_eq!(not_below(100_000.0, 0.5, 200_000.0, 1.3), None);
+        assert_eq!(not_below(250_000.0, 0.5, 200_000.0, 1.3).as_deref(), Some("p99 250 us"));
+        assert_eq!(not_below(100_000.0, 1.3, 200_000.0, 1.3).as_deref(), Some("CPU 1.30"), "equal is not below");
+        assert_eq!(not_below(200_000.0, 1.9, 200_000.0, 1.3).as_deref(), Some("p99 200 us, CPU 1.90"));
+        assert_eq!(not_below(f64::NAN, 0.5, 200_000.0, 1.3).as_deref(), Some("p99 NaN us"), "no notice is not below");
     }
 
     #[test]

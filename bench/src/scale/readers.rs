@@ -47,7 +47,7 @@ pub(super) fn poller(
     while !stop.load(Ordering::Acquire) {
         done.clear();
         let pass_ns = now();
-        group.poll_due(&mut lanes, pass_ns, |c, r| {
+        let pass = group.poll_due(&mut lanes, pass_ns, |c, r| {
             done.push((c.lane, c.step, now()));
             if let Some(slot) = reqs.get_mut(usize::from(c.lane)) {
                 *slot = r.clone();
@@ -55,6 +55,7 @@ pub(super) fn poller(
         });
         let pass_end = now();
         out.passes += 1;
+        out.looks += pass.stepped as u64;
         out.pass_ns += pass_end - pass_ns;
         if !done.is_empty() {
             for &(lane, step, seen) in &done {
@@ -125,6 +126,8 @@ pub(super) struct Out {
     pub(super) ok: u64,
     pub(super) bad: u64,
     pub(super) passes: u64,
+    /// Requests stepped, or lanes looked at, over all passes.
+    pub(super) looks: u64,
     pub(super) sleeps: u64,
     /// Involuntary context switches.
     pub(super) preempted: u64,
@@ -200,6 +203,7 @@ pub(super) fn bare_reader(
         }
         let t = origin.elapsed().as_nanos() as u64;
         out.passes += 1;
+        out.looks += n as u64;
         out.pass_ns += t - sweep_ns;
         match &deadlines {
             None => std::hint::spin_loop(),

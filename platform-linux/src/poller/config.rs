@@ -45,7 +45,7 @@ impl Default for PollerConfig {
             policy: WaitPolicy::Hybrid,
             hybrid_lead: Duration::from_micros(10),
             hybrid_batch: Duration::from_micros(20),
-            notice_bound: Duration::from_micros(50),
+            notice_bound: Duration::from_micros(60),
             hybrid_slice: None,
             recheck: Duration::from_micros(20),
             sweep_bound: Duration::from_millis(1),

@@ -77,7 +77,8 @@ struct Counters {
 pub struct PollerStats {
     /// Passes over the group.
     pub passes: u64,
-    /// Request steps over all passes.
+    /// Requests stepped over all passes; a new request's first pass, which
+    /// steps it twice, counts once.
     pub steps: u64,
     /// Requests completed.
     pub completions: u64,

@@ -236,8 +236,8 @@ mod tests {
     #[test]
     fn hybrid_slices_come_from_the_notice_bound() {
         let d = PollerConfig::default();
-        assert_eq!(d.notice_bound, Duration::from_micros(50));
-        assert_eq!(d.hybrid_slice_ns(), 40_000, "the bound less the 10 us lead");
+        assert_eq!(d.notice_bound, Duration::from_micros(60));
+        assert_eq!(d.hybrid_slice_ns(), 50_000, "the bound less the 10 us lead");
         let us = Duration::from_micros;
         let c = |bound, lead, batch| PollerConfig {
             notice_bound: us(bound),
@@ -260,11 +260,11 @@ mod tests {
         assert_eq!(set(5_000).hybrid_slice_ns(), 1_000_000, "and at most the sweep bound");
         // After a pass at 100 us with something overdue: sleep to the lead before one slice on.
         let pass = 100_000;
-        assert_eq!(d.hybrid_wait_after(103_000, Some(50_000), pass), HybridWait::Sleep(27_000));
+        assert_eq!(d.hybrid_wait_after(103_000, Some(50_000), pass), HybridWait::Sleep(37_000));
         assert_eq!(d.hybrid_wait_after(103_000, None, pass), HybridWait::Idle);
         // Woken within the lead of the slice's end: spin to it.
-        assert_eq!(d.hybrid_wait_after(131_000, Some(50_000), pass), HybridWait::SpinUntil(140_000));
-        assert_eq!(d.hybrid_wait_after(140_000, Some(50_000), pass), HybridWait::Pass);
+        assert_eq!(d.hybrid_wait_after(141_000, Some(50_000), pass), HybridWait::SpinUntil(150_000));
+        assert_eq!(d.hybrid_wait_after(150_000, Some(50_000), pass), HybridWait::Pass);
         // Due far out: sleep to the batch window before it, less the lead.
         assert_eq!(d.hybrid_wait_after(103_000, Some(900_000), pass), HybridWait::Sleep(767_000));
         // A bound within lead + batch: the batch-window spacing.
@@ -347,15 +347,15 @@ mod tests {
         let mut w = FakeWaiter::new(1_000_000, vec![0]);
         w.interrupt_after = Some(1);
         assert_eq!(hybrid_wait_for_pass(&d, Some(0), 1_000_000, &mut w), HybridWaitEnd::Interrupted);
-        assert_eq!((w.sleeps, w.t), (1, 1_030_000), "one sleep to the lead before the pass, then the submission");
+        assert_eq!((w.sleeps, w.t), (1, 1_040_000), "one sleep to the lead before the pass, then the submission");
         let mut w = FakeWaiter::new(1_000_000, vec![0]);
         assert_eq!(hybrid_wait_for_pass(&d, None, 1_000_000, &mut w), HybridWaitEnd::Idle);
         assert_eq!((w.sleeps, w.spins), (0, 0), "nothing in flight: no sleep, no spin");
         // Interrupted while spinning through the lead.
-        let mut w = FakeWaiter::new(1_035_000, vec![0]);
+        let mut w = FakeWaiter::new(1_045_000, vec![0]);
         w.interrupt_after_spins = Some(3);
         assert_eq!(hybrid_wait_for_pass(&d, Some(0), 1_000_000, &mut w), HybridWaitEnd::Interrupted);
-        assert_eq!((w.sleeps, w.spins, w.t), (0, 3, 1_035_300), "woken inside the lead: spun, then stopped");
+        assert_eq!((w.sleeps, w.spins, w.t), (0, 3, 1_045_300), "woken inside the lead: spun, then stopped");
         // Sleeps that never advance the clock: it passes after the bound.
         let mut w = FakeWaiter::new(1_000_000, vec![-1_000_000_000]);
         assert_eq!(hybrid_wait_for_pass(&d, Some(0), 1_000_000, &mut w), HybridWaitEnd::Pass);

@@ -7,7 +7,7 @@
 //! [`Notifications`] and its device program. The devices are split into
 //! `pollers` contiguous blocks; each block is harvested by one
 //! [`PollGroup`], which holds one in-flight request per lane and steps each once
-//! per pass. When a lane's request finishes, the lane's device is re-armed and
+//! per pass, a new one twice. When a lane's request finishes, the lane's device is re-armed and
 //! kicked off again, and a new request takes the slot, until every lane has run
 //! `inferences` inferences.
 //!
