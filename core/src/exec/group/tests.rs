@@ -792,3 +792,52 @@ fn a_lane_of_uniform_jitter_is_due_before_its_earliest_end() {
     // Two spreads let 165 of the 3,900 wait; three, 8.
     assert!(early * 200 <= n, "{early} of {n} ends came before their lane's due time");
 }
+
+/// A request that counts its steps and never ends, with the default `unstarted`.
+#[derive(Clone)]
+struct Counted(u32);
+
+impl Harvest for Counted {
+    type Config = ();
+    fn start((): ()) -> Counted {
+        Counted(0)
+    }
+    fn step<D: ExecDevice + ?Sized>(&mut self, _: &mut D, _: &mut Notifications) -> Step {
+        self.0 += 1;
+        Step::InFlight
+    }
+}
+
+#[test]
+fn only_a_request_that_has_not_started_is_stepped_twice_in_a_pass() {
+    let mut host = Host { lanes: Vec::new() };
+    for _ in 0..2 {
+        host.lanes.push((Box::new(FakeDevice::new(Arch::Sunda, RING)), FakeDevice::notifications(RING)));
+    }
+    // A request with no start step: one step a pass, the first included.
+    let mut plain = PollGroup::<1, Counted>::new();
+    assert_eq!(plain.insert(0, (), 0), Ok(0));
+    for pass in 1..=3 {
+        assert_eq!(plain.poll(&mut host, |_, _| {}).stepped, 1);
+        assert_eq!(plain.request(0).map(|r| r.0), Some(pass), "steps after pass {pass}");
+    }
+    // The real one: its first pass starts it and checks its barrier, reading
+    // no ring; every later pass is one sweep, as many reads as alone.
+    let cfg = ExecConfig::new(Arch::Sunda, 1, 5);
+    let (mut dev, mut nq) = (FakeDevice::new(Arch::Sunda, RING), FakeDevice::notifications(RING));
+    let mut alone = ExecRequest::new(cfg);
+    for _ in 0..3 {
+        assert_eq!(alone.progress_one_step(&mut dev, &mut nq), Step::InFlight);
+    }
+    let sweep = dev.slot_reads;
+    assert!(sweep > 0);
+    let mut g = PollGroup::<1>::new();
+    assert_eq!(g.insert(1, cfg, 0), Ok(0));
+    g.poll(&mut host, |_, _| {});
+    assert_eq!(g.request(0).map(ExecRequest::state), Some(ExecState::WaitCore));
+    assert_eq!(host.lanes[1].0.slot_reads, 0, "the first pass reads no ring");
+    for pass in 1..=2 {
+        g.poll(&mut host, |_, _| {});
+        assert_eq!(host.lanes[1].0.slot_reads, pass * sweep, "one sweep a pass");
+    }
+}
