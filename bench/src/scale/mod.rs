@@ -483,6 +483,88 @@ mod tests {
         assert_eq!(choose_slice(&[pt(50, 300.0, 0.18)], lp, lc, 10.0), Some((50, SliceReason::BothGoals)));
     }
 
+    /// A measured shape with only its notice p50, p99 and CPU.
+    fn shape(name: &str, p50_us: f64, p99_us: f64, cpu: f64) -> Shape {
+        let pct = |p50: f64, p99: f64| Pct { p50: p50 * 1e3, p99: p99 * 1e3, max: p99 * 1e3, mean: p50 * 1e3 };
+        let none = Pct { p50: f64::NAN, p99: f64::NAN, max: f64::NAN, mean: f64::NAN };
+        Shape {
+            name: name.to_string(),
+            latency: pct(p50_us, p99_us),
+            cpu_cores: cpu,
+            device_cpu_cores: 0.1,
+            passes_per_s: 0.0,
+            looks_per_pass: 0.0,
+            sleeps_per_s: 0.0,
+            preempted_per_s: 0.0,
+            in_passes: 0.0,
+            asleep: 0.0,
+            in_pass: none,
+            overshoot: none,
+            device_late: none,
+            requests_per_s: 0.0,
+            completed: 0,
+            failed: 0,
+        }
+    }
+
+    #[test]
+    fn the_verdicts_are_ratios_within_the_run_and_name_what_misses() {
+        let run = |bare25: (f64, f64)| Run {
+            work_us: 1000,
+            shapes: vec![
+                shape("libnrt-threads", 60.0, 200.0, 1.3),
+                shape("poll-group x1 spin", 1.5, 3.0, 1.0),
+                shape("poll-group x2 spin", 9.0, 150.0, 1.7),
+                shape("poll-group x1 hybrid", 30.0, 70.0, 0.4),
+            ],
+            floors: vec![
+                (None, shape("bare reader spin", 0.3, 1.0, 1.0)),
+                (Some(25), shape("bare reader sleep 25 us", 25.0, bare25.0, bare25.1)),
+                (Some(50), shape("bare reader sleep 50 us", 40.0, 80.0, 0.1)),
+            ],
+            slices: vec![
+                (25, shape("poll-group x1 hybrid 25 us", 20.0, 19.0, 0.6)),
+                (50, shape("poll-group x1 hybrid 50 us", 32.0, 70.0, 0.4)),
+            ],
+        };
+        let lines = verdicts(&[run((50.0, 0.45))], 50);
+        let find = |lines: &[String], what: &str| lines.iter().find(|l| l.contains(what)).cloned().expect(what);
+        let hyb = find(&lines, "verdict: hybrid x1, U = 1000 us");
+        assert!(hyb.contains("25 us: p99 10.5x lower, CPU 2.2x lower; 50 us: p99 2.9x lower, CPU 3.2x lower"), "{hyb}");
+        assert!(hyb.contains("at one slice): MISSED;"), "{hyb}");
+        assert!(
+            hyb.contains("25 us: 4.0x, 2.9x; 50 us: 2.5x, 13.0x (both at no slice: the machine's wake-up)"),
+            "{hyb}"
+        );
+        // A bare sleeper that meets both, and a hybrid slice that does.
+        let mut r = run((20.0, 0.13));
+        r.slices[0].1.cpu_cores = 0.13;
+        let met = verdicts(&[r], 50);
+        let hyb = find(&met, "verdict: hybrid x1");
+        assert!(
+            hyb.contains("(goal: both >= 10x at one slice): met at 25 us;") && hyb.contains("(both at 25 us)"),
+            "{hyb}"
+        );
+        let spin = find(&lines, "against the bare spinning reader");
+        assert!(
+            spin.contains("p50 1500 / 300 ns = 5.0x (goal <= 5x), p99 3000 / 1000 ns = 3.0x (goal <= 3x): met"),
+            "{spin}"
+        );
+        let dflt = find(&lines, "at its default slice 50 us");
+        assert!(dflt.contains("p99 70000 / 80000 ns = 0.9x (goal <= 3x): met; CPU 0.40 against 0.10"), "{dflt}");
+        let below = find(&lines, "verdict: U = 1000 us:");
+        assert!(
+            below.contains("2 of 3 poll-group shapes") && below.contains("not: poll-group x2 spin (CPU 1.70): MISSED"),
+            "{below}"
+        );
+        // No bare sleeper measured: said so, not blamed on the machine.
+        let mut r = run((50.0, 0.45));
+        r.floors.truncate(1);
+        let hyb = find(&verdicts(&[r], 50), "verdict: hybrid x1");
+        assert!(hyb.ends_with("lower:  (not measured)"), "{hyb}");
+        assert!(verdicts(&[], 50).is_empty());
+    }
+
     #[test]
     fn a_shape_is_below_libnrt_only_on_both_and_says_what_it_is_not_below_on() {
         assert_eq!(not_below(100_000.0, 0.5, 200_000.0, 1.3), None);
