@@ -128,15 +128,22 @@ fn main() {
             },
             arg(&args, "--work-us", 1000u64).max(1),
             args.iter().any(|a| a == "--sweep"),
-            nrt_linux::poller::PollerConfig {
-                cpu: args.iter().any(|a| a == "--cpu").then(|| arg(&args, "--cpu", 0usize)),
-                notice_bound: std::time::Duration::from_micros(arg(&args, "--notice-us", 60u64)),
-                hybrid_slice: args
-                    .iter()
-                    .any(|a| a == "--slice-us")
-                    .then(|| std::time::Duration::from_micros(arg(&args, "--slice-us", 40u64)))
-                    .or(nrt_linux::poller::PollerConfig::default().hybrid_slice),
-                ..nrt_linux::poller::PollerConfig::default()
+            {
+                // Each flag's default is the poller's own.
+                let d = nrt_linux::poller::PollerConfig::default();
+                let us = |flag: &str, default: std::time::Duration| {
+                    std::time::Duration::from_micros(arg(&args, flag, default.as_micros() as u64))
+                };
+                nrt_linux::poller::PollerConfig {
+                    cpu: args.iter().any(|a| a == "--cpu").then(|| arg(&args, "--cpu", 0usize)),
+                    notice_bound: us("--notice-us", d.notice_bound),
+                    hybrid_slice: args
+                        .iter()
+                        .any(|a| a == "--slice-us")
+                        .then(|| us("--slice-us", std::time::Duration::from_nanos(d.hybrid_slice_ns())))
+                        .or(d.hybrid_slice),
+                    ..d
+                }
             },
         ),
         Some("all") => {

@@ -479,6 +479,13 @@ mod tests {
         let tie = [pt(100, 600.0, 0.3), pt(50, 600.0, 0.3)];
         assert_eq!(choose_slice(&tie, lp, lc, 10.0), Some((50, SliceReason::Closest)));
         assert_eq!(choose_slice(&[], lp, lc, 10.0), None);
+        // A slice with no notices (p99 NaN) is not ranked on its CPU alone.
+        let blank = [pt(400, f64::NAN, 0.01), pt(50, 600.0, 0.3)];
+        assert_eq!(choose_slice(&blank, lp, lc, 10.0), Some((50, SliceReason::Closest)));
+        assert_eq!(choose_slice(&[pt(400, f64::NAN, 0.01)], lp, lc, 10.0), Some((400, SliceReason::Closest)));
+        // libnrt's figures missing: no pick.
+        assert_eq!(choose_slice(&sweep, f64::NAN, lc, 10.0), None);
+        assert_eq!(choose_slice(&sweep, lp, 0.0, 10.0), None);
         // At the bound exactly: met.
         assert_eq!(choose_slice(&[pt(50, 300.0, 0.18)], lp, lc, 10.0), Some((50, SliceReason::BothGoals)));
     }
@@ -561,7 +568,7 @@ mod tests {
         let mut r = run((50.0, 0.45));
         r.floors.truncate(1);
         let hyb = find(&verdicts(&[r], 50), "verdict: hybrid x1");
-        assert!(hyb.ends_with("lower:  (not measured)"), "{hyb}");
+        assert!(hyb.ends_with("lower: (not measured)"), "{hyb}");
         assert!(verdicts(&[], 50).is_empty());
     }
 

@@ -35,14 +35,20 @@ pub enum SliceReason {
 /// whose p99 and harvest CPU are each at most `1/ratio` of libnrt's, the hybrid
 /// goal; when none, the slice closest to it on both: the one whose lower ratio,
 /// libnrt's p99 over its p99 or libnrt's CPU over its CPU, is highest, the
-/// shorter on a tie. A cheap slice that notices late, or a quick one that
-/// costs a core, is never the closest. `None` for an empty sweep.
+/// shorter on a tie. A slice good on one figure loses to any slice better on
+/// its worse one; a slice with a figure missing (NaN) loses to every measured
+/// one. `None` for an empty sweep or when libnrt's figures are not positive
+/// and finite.
 pub fn choose_slice(
     points: &[SlicePoint],
     libnrt_p99_ns: f64,
     libnrt_cpu: f64,
     ratio: f64,
 ) -> Option<(u64, SliceReason)> {
+    let measured = |x: f64| x.is_finite() && x > 0.0;
+    if !measured(libnrt_p99_ns) || !measured(libnrt_cpu) {
+        return None;
+    }
     let mut by_slice: Vec<SlicePoint> = points.to_vec();
     by_slice.sort_by_key(|p| p.slice_us);
     let cpu_ok = |p: &SlicePoint| p.cpu_cores * ratio <= libnrt_cpu;
@@ -50,7 +56,15 @@ pub fn choose_slice(
     if let Some(p) = by_slice.iter().find(|p| cpu_ok(p) && p99_ok(p)) {
         return Some((p.slice_us, SliceReason::BothGoals));
     }
-    let worse = |p: &SlicePoint| (libnrt_p99_ns / p.p99_ns).min(libnrt_cpu / p.cpu_cores);
+    // `f64::min` would drop a NaN and rank the slice on its other figure.
+    let worse = |p: &SlicePoint| {
+        let (a, b) = (libnrt_p99_ns / p.p99_ns, libnrt_cpu / p.cpu_cores);
+        if a.is_nan() || b.is_nan() {
+            f64::NEG_INFINITY
+        } else {
+            a.min(b)
+        }
+    };
     let mut best: Option<&SlicePoint> = None;
     for p in &by_slice {
         if best.is_none_or(|b| worse(p) > worse(b)) {
@@ -113,13 +127,14 @@ pub(super) fn verdicts(runs: &[Run], default_slice_us: u64) -> Vec<String> {
         let floor_met = bare.iter().find(|(_, a, b)| *a >= 10.0 && *b >= 10.0).map(|(us, ..)| *us);
         out.push(format!(
             "verdict: hybrid x1, U = {u} us, against libnrt's shape (p99 {:.0} ns, CPU {:.2}): {each} \
-             (goal: both >= 10x at one slice): {}; the bare sleeping reader, p99 and CPU lower: {floor} ({})",
+             (goal: both >= 10x at one slice): {}; the bare sleeping reader, p99 and CPU lower: {floor}{}({})",
             lp99,
             lcpu,
             match met {
                 Some(p) => format!("met at {} us", p.slice_us),
                 None => "MISSED".to_string(),
             },
+            if floor.is_empty() { "" } else { " " },
             match (floor_met, bare.is_empty()) {
                 (Some(us), _) => format!("both at {us} us"),
                 (None, true) => "not measured".to_string(),

@@ -419,8 +419,8 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
         Ok(free)
     }
 
-    /// One pass: step every in-flight request once, report each that finished
-    /// to `done`, and free its slot.
+    /// One pass: step every in-flight request once (a new one twice, INIT and
+    /// its first barrier check), report each that finished to `done`, and free its slot.
     ///
     /// A request whose lane does not exist finishes with `NRT_INVALID_HANDLE`,
     /// G-GROUP-LANE. One under [`Settle::AfterNotice`](super::Settle::AfterNotice)
@@ -434,8 +434,8 @@ impl<const N: usize, R: Harvest> PollGroup<N, R> {
         self.pass(lanes, None, done)
     }
 
-    /// A due-first pass at `now_ns`: step each due request once, leave the
-    /// others, and report the finished ones as [`poll`](Self::poll) does.
+    /// A due-first pass at `now_ns`: step each due request as [`poll`](Self::poll)
+    /// does, leave the others, and report the finished ones.
     pub fn poll_due<L, F>(&mut self, lanes: &mut L, now_ns: u64, done: F) -> Pass
     where
         L: Lanes + ?Sized,
