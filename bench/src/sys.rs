@@ -43,14 +43,15 @@ pub fn run() {
     let (wall, cpu) = (Pct::of(&mut wall), Pct::of(&mut cpu));
     println!("OS floor: ioctl round trip (ENOTTY) p50 {:.0} ns p99 {:.0} ns; usleep(1) lasts p50 {:.1} us (p99 {:.1} us) and costs {:.1} us of CPU (p50)",
         ioctl.p50, ioctl.p99, wall.p50 / 1e3, wall.p99 / 1e3, cpu.p50 / 1e3);
-    let w = wake_cost(HYBRID_SLEEP);
+    let hybrid_sleep = hybrid_sleep();
+    let w = wake_cost(hybrid_sleep);
     let slice_ns = PollerConfig::default().hybrid_slice_ns();
     println!(
         "OS floor: a {} us sleep at 1 ns timer slack (the hybrid poller's) overshoots p50 {:.1} us (p99 {:.1} us), \
          costs its thread {:.1} us of CPU (p50), and takes {:.1} us from a thread counting on the same CPU \
          ({} wake-ups; that thread kept {:.0} % of its count): a hybrid poller waking once per {} us slice pays {:.2} \
          core for its wake-ups alone (spinning: 1.00)",
-        HYBRID_SLEEP.as_micros(),
+        hybrid_sleep.as_micros(),
         w.overshoot.p50 / 1e3,
         w.overshoot.p99 / 1e3,
         w.cpu.p50 / 1e3,
@@ -63,15 +64,21 @@ pub fn run() {
     write_json(
         "sys",
         &json!({ "ioctl": ioctl.json(), "usleep1_wall": wall.json(), "usleep1_cpu": cpu.json(),
-                 "hybrid_sleep_us": HYBRID_SLEEP.as_micros() as u64, "hybrid_sleep_overshoot": w.overshoot.json(),
+                 "hybrid_sleep_us": hybrid_sleep.as_micros() as u64, "hybrid_sleep_overshoot": w.overshoot.json(),
                  "hybrid_sleep_cpu": w.cpu.json(), "hybrid_wake_neighbour_loss_ns": w.neighbour_loss_ns,
                  "hybrid_wakes": w.wakes }),
     );
 }
 
 /// The hybrid poller's typical sleep between passes: its default slice,
-/// `PollerConfig::hybrid_slice_ns` of 50 us, less its 10 us lead and a pass.
-const HYBRID_SLEEP: Duration = Duration::from_micros(30);
+/// The hybrid poller's typical sleep: its default slice less its lead and a pass.
+fn hybrid_sleep() -> Duration {
+    let d = PollerConfig::default();
+    Duration::from_nanos(d.hybrid_slice_ns()).saturating_sub(d.hybrid_lead).saturating_sub(PASS_ALLOWANCE)
+}
+
+/// What [`hybrid_sleep`] leaves for the pass itself.
+const PASS_ALLOWANCE: Duration = Duration::from_micros(10);
 
 /// How long each half of the neighbour measurement runs.
 const NEIGHBOUR_RUN: Duration = Duration::from_millis(500);

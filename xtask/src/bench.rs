@@ -470,16 +470,22 @@ fn sh(cmd: &str, args: &[&str]) -> String {
 mod tests {
     use super::*;
 
+    /// `render_threads` over a directory holding only `file` with `v`.
+    fn rendered(file: &str, v: &serde_json::Value) -> String {
+        let dir = std::env::temp_dir().join(format!("xtask-bench-{file}-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(file), v.to_string()).unwrap();
+        let s = render_threads(&dir);
+        let _ = fs::remove_dir_all(&dir);
+        s
+    }
+
     #[test]
     fn the_host_goals_are_the_runs_own_verdicts_not_absolute_times() {
-        let dir = std::env::temp_dir().join(format!("xtask-bench-scale-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
         let v = serde_json::json!({ "cpus": 2, "runs": [], "verdicts": [
             "verdict: hybrid x1 at its default slice 50 us against the bare sleeping reader at it: p99 0.9x (goal <= 3x): met",
             "verdict: U = 1000 us: 7 of 9 poll-group shapes below libnrt's on both p99 and CPU (goal: all): MISSED" ] });
-        fs::write(dir.join("scale.json"), v.to_string()).unwrap();
-        let s = render_threads(&dir);
-        let _ = fs::remove_dir_all(&dir);
+        let s = rendered("scale.json", &v);
         assert!(s.contains("The goals, each a ratio within this run:"), "{s}");
         assert!(s.contains("\n- hybrid x1 at its default slice 50 us against the bare sleeping reader at it"), "{s}");
         assert!(s.contains("\n- U = 1000 us: 7 of 9 poll-group shapes"), "{s}");
@@ -488,14 +494,10 @@ mod tests {
 
     #[test]
     fn the_exec_round_trip_is_rendered_with_both_medians_and_their_ratio() {
-        let dir = std::env::temp_dir().join(format!("xtask-bench-exec-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
         let pct = |p50: f64| serde_json::json!({ "p50_ns": p50, "p99_ns": 2.0 * p50, "max_ns": 0, "mean_ns": 0 });
         let v = serde_json::json!({ "rounds": 1000, "copies": 0, "submit_wait": pct(1_386_800.0),
             "execute": pct(1_368_800.0), "ratio_p50": 1.013, "paired_difference": pct(12_400.0) });
-        fs::write(dir.join("exec.json"), v.to_string()).unwrap();
-        let s = render_threads(&dir);
-        let _ = fs::remove_dir_all(&dir);
+        let s = rendered("exec.json", &v);
         assert!(s.contains("`nrt-bench exec` under `nrt-sim driver`, 1000 rounds, 0 copies"), "{s}");
         assert!(s.contains("| `Stream::submit` + `Pending::wait` | 1.39 ms |"), "{s}");
         assert!(s.contains("| `Session::execute` | 1.37 ms |"), "{s}");

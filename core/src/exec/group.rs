@@ -21,9 +21,9 @@
 //! due from `kickoff + mean - 3 * deviation`, then every
 //! [`Schedule::recheck_ns`]; with no estimate, always. The first pass steps a
 //! request twice, INIT and its first barrier check, so that once the barrier
-//! is clear its next step looks at its rings. Whatever the estimate, every request is stepped at
-//! least once per [`Schedule::sweep_bound_ns`], so a fault or timeout is seen
-//! within that bound plus one pass.
+//! is clear its next step looks at its rings. Whatever the estimate, every
+//! request is stepped at least once per [`Schedule::sweep_bound_ns`], so a
+//! fault or timeout is seen within that bound plus one pass.
 //!
 //! A due-first pass changes only *when* a request is stepped, never what a
 //! step does: each request ends exactly as the same request driven alone.
